@@ -1,0 +1,1 @@
+"""Sub-commands of the ``qpnlp`` CLI; each module provides ``register(subparsers)``."""

@@ -1,0 +1,149 @@
+"""Sememe bases: orthonormal bases of C^d whose vectors carry meanings."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from . import _validation as V
+from ._linalg import promote, random_unitary
+
+
+class SememeBasis:
+    r"""An orthonormal basis :math:`\{|e_j\rangle\}_{j=1}^d` of :math:`\mathbb{C}^d`, optionally labelled.
+
+    In the papers the basis vectors are sememes, the minimal units of meaning
+    (thesis section 3.2.1); words are superpositions of them. ``vectors[j]``
+    is :math:`|e_j\rangle` written in the canonical basis.
+
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        Complex ``(d, d)`` with orthonormal rows.
+    labels : sequence of str, optional
+        One name per basis vector.
+    validate : bool or "strict", optional
+        Check orthonormality (``E E^dagger = I`` within tolerance).
+
+    Examples
+    --------
+    >>> basis = SememeBasis.canonical(3, labels=["animal", "colour", "size"])
+    >>> w = PureState.from_real(torch.tensor([0.0, 0.6, 0.8]))
+    >>> basis.coordinates(w).probabilities()
+    tensor([0.0000, 0.3600, 0.6400])
+    >>> basis.label(2)
+    'size'
+    """
+
+    __slots__ = ("_vectors", "_labels")
+
+    def __init__(self, vectors: torch.Tensor, labels: Sequence[str] | None = None, *,
+                 validate: V.Validate = None) -> None:
+        V.check_tensor("vectors", vectors)
+        V.check_complex("vectors", vectors)
+        if vectors.dim() != 2 or vectors.shape[0] != vectors.shape[1]:
+            raise ValueError(f"basis vectors must have shape (d, d); got {tuple(vectors.shape)}")
+        if V.resolve(validate):
+            V.check_finite("vectors", vectors, event_ndim=2)
+            eye = torch.eye(vectors.shape[0], dtype=vectors.dtype, device=vectors.device)
+            err = float((vectors @ vectors.mH - eye).abs().max())
+            tol = V.tolerance(vectors.dtype, vectors.shape[0])
+            if err > tol:
+                raise ValueError(f"basis vectors must be orthonormal; got max |E E^dagger - I| = {err:.3g} "
+                                 f"(shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
+        if labels is not None:
+            labels = tuple(str(x) for x in labels)
+            if len(labels) != vectors.shape[0]:
+                raise ValueError(f"got {len(labels)} labels for a basis of dimension {vectors.shape[0]}")
+        object.__setattr__(self, "_vectors", vectors)
+        object.__setattr__(self, "_labels", labels)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("SememeBasis is immutable")
+
+    @classmethod
+    def canonical(cls, dim: int, labels: Sequence[str] | None = None, *, dtype=torch.complex64,
+                  device=None) -> "SememeBasis":
+        """The canonical basis ``e_j = (0, .., 1, .., 0)``."""
+        return cls(torch.eye(dim, dtype=V.complex_dtype_of(dtype), device=device), labels, validate=False)
+
+    @classmethod
+    def random(cls, dim: int, labels: Sequence[str] | None = None, *, dtype=torch.complex64, device=None,
+               generator: torch.Generator | None = None) -> "SememeBasis":
+        """A Haar-random orthonormal basis."""
+        return cls(random_unitary(dim, dtype=dtype, device=device, generator=generator), labels, validate=False)
+
+    @property
+    def vectors(self) -> torch.Tensor:
+        """Complex ``(d, d)``; row j is the basis vector :math:`|e_j\\rangle`."""
+        return self._vectors
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        return self._labels
+
+    @property
+    def dim(self) -> int:
+        return self._vectors.shape[0]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._vectors.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._vectors.device
+
+    def to(self, *args, **kwargs) -> "SememeBasis":
+        return SememeBasis(self._vectors.to(*args, **kwargs), self._labels, validate=False)
+
+    def label(self, j: int) -> str:
+        """Name of basis vector j (``"e{j}"`` when unlabelled)."""
+        return self._labels[j] if self._labels else f"e{j}"
+
+    def state(self, j: int):
+        """The basis vector :math:`|e_j\\rangle` as a :class:`PureState`."""
+        from ._state import PureState
+
+        return PureState._trusted(data=self._vectors[j])
+
+    def coordinates(self, obj):
+        r"""Express a state or density matrix in this basis.
+
+        For a :class:`PureState` ``(..., d)``: :math:`c_j = \langle e_j|w\rangle`.
+        For a :class:`DensityMatrix`: :math:`\rho'_{jk} = \langle e_j|\rho|e_k\rangle`.
+        """
+        from ._density import DensityMatrix
+        from ._state import PureState
+
+        if obj.dim != self.dim:
+            raise ValueError(f"dimension mismatch: basis has d={self.dim} but the argument has d={obj.dim}")
+        if isinstance(obj, PureState):
+            e, w = promote(self._vectors, obj.data)
+            return PureState._trusted(data=w @ e.mH)
+        if isinstance(obj, DensityMatrix):
+            e, rho = promote(self._vectors, obj.data)
+            return DensityMatrix._trusted(data=e.conj() @ rho @ e.mT)
+        raise TypeError(f"coordinates() takes a PureState or DensityMatrix; got {type(obj).__name__}")
+
+    def from_coordinates(self, coordinates):
+        r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis."""
+        from ._state import PureState
+
+        c = coordinates.data if isinstance(coordinates, PureState) else coordinates
+        e, c = promote(self._vectors, c)
+        return PureState(c @ e)
+
+    def change_of_basis(self, other: "SememeBasis") -> torch.Tensor:
+        r"""Unitary ``U`` ``(d, d)`` with :math:`U_{kj} = \langle f_k|e_j\rangle`.
+
+        Coordinates in ``self`` map to coordinates in ``other`` by ``c' = U c``.
+        """
+        if other.dim != self.dim:
+            raise ValueError(f"dimension mismatch: {self.dim} vs {other.dim}")
+        e, f = promote(self._vectors, other.vectors)
+        return f.conj() @ e.mT
+
+    def __repr__(self) -> str:
+        return f"SememeBasis(dim={self.dim}, labelled={self._labels is not None}, dtype={self.dtype})"

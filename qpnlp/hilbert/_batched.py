@@ -1,0 +1,97 @@
+"""Immutable wrappers around tensors with batch dims in front and event dims behind."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+
+from ._validation import complex_dtype_of, real_dtype_of
+
+
+class Batched:
+    """Base of the first-class objects: one or more tensors sharing batch dims.
+
+    Subclasses list their tensor fields in ``_fields`` and how many trailing
+    (event) dims each has in ``_event_ndims``. Instances are immutable:
+    every operation returns a new object.
+    """
+
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _event_ndims: ClassVar[tuple[int, ...]] = ()
+    __slots__ = ()
+
+    @classmethod
+    def _trusted(cls, **fields: torch.Tensor):
+        """Build without validation (for results the library has just computed)."""
+        obj = object.__new__(cls)
+        for name in cls._fields:
+            object.__setattr__(obj, "_" + name, fields[name])
+        return obj
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _first(self) -> torch.Tensor:
+        return getattr(self, "_" + self._fields[0])
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Leading batch dims."""
+        t = self._first()
+        return t.shape[: t.dim() - self._event_ndims[0]]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._first().dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._first().device
+
+    @property
+    def dim(self) -> int:
+        """Hilbert-space dimension d."""
+        return self._first().shape[-1]
+
+    def to(self, *args, device=None, dtype=None):
+        """Move to a device and/or dtype, like ``torch.Tensor.to``.
+
+        ``to(torch.float64)`` and ``to(torch.complex128)`` both give complex128
+        states (and float64 weights); lower precision is only used when asked for.
+        """
+        for arg in args:
+            if isinstance(arg, torch.dtype):
+                dtype = arg
+            else:
+                device = arg
+        moved = {}
+        for name in self._fields:
+            t = getattr(self, "_" + name)
+            target = None
+            if dtype is not None:
+                target = complex_dtype_of(dtype) if t.is_complex() else real_dtype_of(dtype)
+            moved[name] = t.to(device=device, dtype=target)
+        return self._trusted(**moved)
+
+    def detach(self):
+        return self._trusted(**{n: getattr(self, "_" + n).detach() for n in self._fields})
+
+    def __getitem__(self, index):
+        """Index over batch dims only (event dims are never indexed)."""
+        items = index if isinstance(index, tuple) else (index,)
+        if any(i is Ellipsis or i is None for i in items):
+            raise IndexError(f"{type(self).__name__} indexing takes ints, slices and tensors over "
+                             f"batch dims only (no Ellipsis or None)")
+        if len(items) > len(self.batch_shape):
+            raise IndexError(f"too many indices for batch shape {tuple(self.batch_shape)}")
+        return self._trusted(**{n: getattr(self, "_" + n)[index] for n in self._fields})
+
+    def __len__(self) -> int:
+        if not self.batch_shape:
+            raise TypeError(f"len() of an unbatched {type(self).__name__}")
+        return self.batch_shape[0]
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(batch_shape={tuple(self.batch_shape)}, dim={self.dim}, "
+                f"dtype={self.dtype}, device={self.device})")

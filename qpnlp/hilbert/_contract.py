@@ -1,0 +1,40 @@
+"""Cached optimised contractions for three or more operands.
+
+Two-operand contractions use ``torch.einsum`` or matmul directly. For three or
+more, :func:`contract` asks ``opt_einsum`` for a contraction order once per
+(equation, shapes) and reuses the compiled expression.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import opt_einsum
+import torch
+
+
+@functools.lru_cache(maxsize=512)
+def _expression(equation: str, shapes: tuple[tuple[int, ...], ...]):
+    return opt_einsum.contract_expression(equation, *shapes, optimize="auto")
+
+
+def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
+    """Evaluate an einsum ``equation`` with an optimised, cached contraction order.
+
+    Parameters
+    ----------
+    equation : str
+        Einstein-summation equation, e.g. ``"kd,...de,ke->...k"``.
+    *operands : torch.Tensor
+        Tensors of any shapes consistent with the equation.
+
+    Examples
+    --------
+    >>> a, b, c = torch.ones(2, 3), torch.ones(3, 4), torch.ones(4, 5)
+    >>> contract("ij,jk,kl->il", a, b, c).shape
+    torch.Size([2, 5])
+    """
+    if len(operands) < 3:
+        return torch.einsum(equation, *operands)
+    expression = _expression(equation, tuple(tuple(op.shape) for op in operands))
+    return expression(*operands, backend="torch")

@@ -1,0 +1,125 @@
+"""Functional core: batched complex linear algebra on plain tensors.
+
+Conventions
+-----------
+* A batch of states is a complex tensor of shape ``(..., d)``; the last dim is
+  the Hilbert-space dimension, every leading dim is a batch dim.
+* A batch of operators (density matrices, projectors) has shape ``(..., d, d)``.
+* ``<a|b> = sum_j conj(a_j) b_j`` (conjugate-linear in the first argument).
+* ``|a><b|`` has entries ``a_i conj(b_j)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validation import real_dtype_of, tolerance
+
+
+def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Cast tensors to one complex dtype without ever losing precision.
+
+    complex128 if any input is float64 or complex128, else complex64.
+    """
+    wide = any(t.dtype in (torch.float64, torch.complex128) for t in tensors)
+    target = torch.complex128 if wide else torch.complex64
+    return tuple(t.to(target) for t in tensors)
+
+
+def dagger(matrices: torch.Tensor) -> torch.Tensor:
+    """Conjugate transpose of the last two dims, ``(..., m, n) -> (..., n, m)``."""
+    return matrices.mH
+
+
+def inner(bra: torch.Tensor, ket: torch.Tensor) -> torch.Tensor:
+    """Inner products ``<bra|ket>`` of broadcastable batches ``(..., d) -> (...)``.
+
+    >>> a = torch.tensor([1j, 0], dtype=torch.complex64)
+    >>> inner(a, a)
+    tensor(1.+0.j)
+    """
+    return (bra.conj() * ket).sum(-1)
+
+
+def outer(ket: torch.Tensor, bra: torch.Tensor | None = None) -> torch.Tensor:
+    """Outer products ``|ket><bra|``: ``(..., d), (..., d) -> (..., d, d)``.
+
+    With ``bra=None`` this is the projector ``|ket><ket|``.
+    """
+    bra = ket if bra is None else bra
+    return ket.unsqueeze(-1) * bra.conj().unsqueeze(-2)
+
+
+def normalize(vectors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    """Divide ``(..., d)`` vectors by their L2 norm (zero vectors raise ValueError).
+
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        Real or complex tensor of shape ``(..., d)``.
+    eps : float, optional
+        Norms at or below this are an error; default ``tolerance(dtype, d)``.
+    """
+    norms = torch.linalg.vector_norm(vectors, dim=-1, keepdim=True)
+    eps = tolerance(vectors.dtype, 1) if eps is None else eps
+    if bool((norms <= eps).any()):
+        raise ValueError(
+            f"cannot normalise a zero vector (shape {tuple(vectors.shape)}, "
+            f"{int((norms <= eps).sum())} vectors with norm <= {eps:.2g})"
+        )
+    return vectors / norms
+
+
+def trace(matrices: torch.Tensor) -> torch.Tensor:
+    """Trace over the last two dims, ``(..., d, d) -> (...)``."""
+    return torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
+
+
+def hermitian_function(matrices: torch.Tensor, fn) -> torch.Tensor:
+    """Apply a real function to the eigenvalues of Hermitian ``(..., d, d)`` matrices.
+
+    ``f(A) = V diag(f(lambda)) V^dagger`` with ``A = V diag(lambda) V^dagger``.
+    """
+    eigenvalues, eigenvectors = torch.linalg.eigh(matrices)
+    values = fn(eigenvalues).to(eigenvectors.dtype)
+    return (eigenvectors * values.unsqueeze(-2)) @ eigenvectors.mH
+
+
+def psd_sqrt(matrices: torch.Tensor) -> torch.Tensor:
+    """Square root of positive semi-definite ``(..., d, d)`` matrices (negative round-off clamped)."""
+    return hermitian_function(matrices, lambda lam: lam.clamp_min(0).sqrt())
+
+
+def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Batched Kronecker product of the last two dims.
+
+    ``(..., m, n), (..., p, q) -> (..., m p, n q)`` with broadcasting over the batch.
+    """
+    m, n = a.shape[-2:]
+    p, q = b.shape[-2:]
+    product = a[..., :, None, :, None] * b[..., None, :, None, :]
+    return product.reshape(*product.shape[:-4], m * p, n * q)
+
+
+def kron_vectors(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Batched Kronecker product of vectors, ``(..., m), (..., n) -> (..., m n)``."""
+    product = a[..., :, None] * b[..., None, :]
+    return product.reshape(*product.shape[:-2], a.shape[-1] * b.shape[-1])
+
+
+def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=None,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """Haar-random unitaries ``(*batch_shape, d, d)`` via QR of a Ginibre matrix (Mezzadri 2007).
+
+    The phases of R's diagonal are moved into Q so the distribution is Haar.
+    """
+    real = real_dtype_of(dtype)
+    shape = (*batch_shape, dim, dim)
+    z = torch.complex(
+        torch.randn(shape, dtype=real, device=device, generator=generator),
+        torch.randn(shape, dtype=real, device=device, generator=generator),
+    )
+    q, r = torch.linalg.qr(z)
+    diag = torch.diagonal(r, dim1=-2, dim2=-1)
+    phases = diag / diag.abs().clamp_min(torch.finfo(real).tiny)
+    return q * phases.unsqueeze(-2)

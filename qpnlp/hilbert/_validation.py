@@ -1,0 +1,227 @@
+"""Invariant checks shared by every object and function of :mod:`qpnlp.hilbert`.
+
+One switch, as in ``torch.distributions``: validation is on by default when
+Python runs without ``-O`` (``__debug__``), can be changed globally with
+:func:`set_validation`, and is overridden per call or per object with
+``validate=``. The modes are
+
+``False``
+    no checks;
+``True``
+    cheap checks: dtype, finiteness, unit norm (O(d)), Hermitian and trace one
+    (O(d^2));
+``"strict"``
+    the cheap checks plus positive semi-definiteness through ``eigvalsh``
+    (O(d^3)); used in tests and when debugging.
+
+Tolerances scale with the dtype and the dimension: ``c * d * eps(dtype)``.
+Errors name the argument, its shape, the worst offending value and where it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Union
+
+import torch
+
+Validate = Union[bool, str, None]
+
+_MODES = (False, True, "strict")
+_global_mode: Validate = True if __debug__ else False
+
+# Safety factor in the tolerance c * d * eps; loose enough for float32 sums of
+# a few hundred terms, tight enough to catch a forgotten normalisation.
+TOLERANCE_FACTOR = 16.0
+
+
+def set_validation(mode: Validate) -> None:
+    """Set the global validation mode: ``False``, ``True`` or ``"strict"``."""
+    global _global_mode
+    if mode not in _MODES:
+        raise ValueError(f"validation mode must be one of {_MODES}; got {mode!r}")
+    _global_mode = mode
+
+
+def get_validation() -> Validate:
+    """Return the global validation mode."""
+    return _global_mode
+
+
+@contextlib.contextmanager
+def validation(mode: Validate) -> Iterator[None]:
+    """Context manager that sets the validation mode temporarily."""
+    previous = _global_mode
+    set_validation(mode)
+    try:
+        yield
+    finally:
+        set_validation(previous)
+
+
+def resolve(validate: Validate) -> Validate:
+    """Per-call ``validate`` if given, else the global mode."""
+    if validate is None:
+        return _global_mode
+    if validate not in _MODES:
+        raise ValueError(f"validate must be one of {_MODES} or None; got {validate!r}")
+    return validate
+
+
+def real_dtype_of(dtype: torch.dtype) -> torch.dtype:
+    """float32 for complex64, float64 for complex128; real dtypes unchanged."""
+    return torch.empty((), dtype=dtype).real.dtype
+
+
+def complex_dtype_of(dtype: torch.dtype) -> torch.dtype:
+    """complex64 for float32 (and lower), complex128 for float64; complex unchanged."""
+    if dtype.is_complex:
+        return dtype
+    return torch.complex128 if dtype == torch.float64 else torch.complex64
+
+
+def tolerance(dtype: torch.dtype, dim: int = 1, factor: float = TOLERANCE_FACTOR) -> float:
+    """Absolute tolerance ``factor * max(dim, 1) * eps(dtype)``.
+
+    >>> tolerance(torch.complex128, 10) < tolerance(torch.complex64, 10)
+    True
+    """
+    return factor * max(int(dim), 1) * torch.finfo(real_dtype_of(dtype)).eps
+
+
+def _where(flat_index: int, batch_shape: torch.Size) -> str:
+    if len(batch_shape) == 0:
+        return ""
+    index = []
+    for size in reversed(batch_shape):
+        index.append(flat_index % size)
+        flat_index //= size
+    return f" at batch index {tuple(reversed(index))}"
+
+
+def _fail(name: str, what: str, value: str, flat_index: int, batch_shape: torch.Size,
+          shape: torch.Size, tol: float | None = None) -> None:
+    tol_text = f", tolerance {tol:.2g}" if tol is not None else ""
+    raise ValueError(
+        f"{name} {what}; got {value}{_where(flat_index, batch_shape)} "
+        f"(shape {tuple(shape)}{tol_text})"
+    )
+
+
+def check_tensor(name: str, value: object) -> torch.Tensor:
+    """Raise TypeError unless ``value`` is a tensor."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(value).__name__}")
+    return value
+
+
+def check_complex(name: str, tensor: torch.Tensor) -> None:
+    """Raise TypeError unless the tensor is complex64 or complex128."""
+    if tensor.dtype not in (torch.complex64, torch.complex128):
+        raise TypeError(
+            f"{name} must be complex64 or complex128; got {tensor.dtype} "
+            f"(use PureState.from_real / from_polar for real data)"
+        )
+
+
+def check_real(name: str, tensor: torch.Tensor) -> None:
+    """Raise TypeError unless the tensor has a real floating dtype."""
+    if not tensor.dtype.is_floating_point:
+        raise TypeError(f"{name} must have a real floating dtype; got {tensor.dtype}")
+
+
+def check_min_ndim(name: str, tensor: torch.Tensor, ndim: int, layout: str) -> None:
+    """Raise ValueError if the tensor has fewer than ``ndim`` dims."""
+    if tensor.dim() < ndim:
+        raise ValueError(f"{name} must have shape {layout}; got shape {tuple(tensor.shape)}")
+
+
+def check_finite(name: str, tensor: torch.Tensor, event_ndim: int) -> None:
+    """Raise ValueError naming the first batch index holding NaN or inf."""
+    tensor = tensor.detach()
+    bad = ~torch.isfinite(tensor)
+    if bool(bad.any()):
+        batch_shape = tensor.shape[: tensor.dim() - event_ndim]
+        per_item = bad.reshape(*batch_shape, -1).any(-1).reshape(-1) if event_ndim else bad.reshape(-1)
+        flat = int(per_item.nonzero()[0, 0]) if per_item.dim() else 0
+        value = tensor.reshape(-1)[bad.reshape(-1)][0].item()
+        _fail(name, "must be finite", str(value), flat, batch_shape, tensor.shape)
+
+
+def check_unit_norm(name: str, states: torch.Tensor) -> None:
+    """Raise ValueError unless ``||states[..., :]|| == 1`` within tolerance."""
+    states = states.detach()
+    norms = torch.linalg.vector_norm(states, dim=-1)
+    tol = tolerance(states.dtype, states.shape[-1])
+    err = (norms - 1).abs().reshape(-1)
+    if err.numel() and float(err.max()) > tol:
+        flat = int(err.argmax())
+        _fail(name, "must have unit norm along the last dim",
+              f"norm {float(norms.reshape(-1)[flat]):.6g}", flat, states.shape[:-1], states.shape, tol)
+
+
+def check_square(name: str, matrices: torch.Tensor) -> None:
+    """Raise ValueError unless the last two dims are equal."""
+    if matrices.dim() < 2 or matrices.shape[-1] != matrices.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., d, d); got shape {tuple(matrices.shape)}")
+
+
+def check_hermitian(name: str, matrices: torch.Tensor) -> None:
+    """Raise ValueError unless ``A == A^dagger`` (conjugate transpose) within tolerance."""
+    matrices = matrices.detach()
+    d = matrices.shape[-1]
+    err = (matrices - matrices.mH).abs().amax(dim=(-2, -1)).reshape(-1)
+    tol = tolerance(matrices.dtype, d)
+    if err.numel() and float(err.max()) > tol:
+        flat = int(err.argmax())
+        _fail(name, "must be Hermitian (equal to its conjugate transpose)",
+              f"max |A - A^dagger| = {float(err[flat]):.3g}", flat, matrices.shape[:-2], matrices.shape, tol)
+
+
+def check_unit_trace(name: str, matrices: torch.Tensor) -> None:
+    """Raise ValueError unless ``Tr A == 1`` within tolerance."""
+    matrices = matrices.detach()
+    d = matrices.shape[-1]
+    traces = torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
+    err = (traces - 1).abs().reshape(-1)
+    tol = tolerance(matrices.dtype, d)
+    if err.numel() and float(err.max()) > tol:
+        flat = int(err.argmax())
+        _fail(name, "must have trace one", f"trace {complex(traces.reshape(-1)[flat].item()):.6g}",
+              flat, matrices.shape[:-2], matrices.shape, tol)
+
+
+def check_psd(name: str, matrices: torch.Tensor) -> None:
+    """Raise ValueError if a Hermitian matrix has an eigenvalue below ``-tol`` (strict mode)."""
+    matrices = matrices.detach()
+    d = matrices.shape[-1]
+    smallest = torch.linalg.eigvalsh(matrices)[..., 0].reshape(-1)
+    tol = tolerance(matrices.dtype, d)
+    if smallest.numel() and float(smallest.min()) < -tol:
+        flat = int(smallest.argmin())
+        _fail(name, "must be positive semi-definite", f"eigenvalue {float(smallest[flat]):.3g}",
+              flat, matrices.shape[:-2], matrices.shape, tol)
+
+
+def check_probability_weights(name: str, weights: torch.Tensor, dim: int = 1) -> None:
+    """Raise ValueError unless weights are >= 0 and sum to one along the last dim."""
+    weights = weights.detach()
+    tol = tolerance(weights.dtype, max(dim, weights.shape[-1]))
+    flat_w = weights.reshape(-1, weights.shape[-1]) if weights.dim() else weights.reshape(1, 1)
+    most_negative = flat_w.amin(-1)
+    if flat_w.numel() and float(most_negative.min()) < -tol:
+        flat = int(most_negative.argmin())
+        _fail(name, "must be non-negative", f"weight {float(most_negative[flat]):.3g}",
+              flat, weights.shape[:-1], weights.shape, tol)
+    sums = flat_w.sum(-1)
+    err = (sums - 1).abs()
+    if err.numel() and float(err.max()) > tol:
+        flat = int(err.argmax())
+        _fail(name, "must sum to one along the last dim", f"sum {float(sums[flat]):.6g}",
+              flat, weights.shape[:-1], weights.shape, tol)
+
+
+def check_dims_match(name_a: str, dim_a: int, name_b: str, dim_b: int) -> None:
+    """Raise ValueError when two Hilbert-space dimensions differ."""
+    if dim_a != dim_b:
+        raise ValueError(f"dimension mismatch: {name_a} has d={dim_a} but {name_b} has d={dim_b}")

@@ -1,0 +1,113 @@
+r"""Born-rule probabilities :math:`p_k = \operatorname{Tr}(\rho P_k)`, functional core.
+
+Measurement vectors are given as a complex tensor ``(k, d)`` (rank-1
+projectors :math:`P_k = |v_k\rangle\langle v_k|`) or ``(k, r, d)`` (rank-r
+projectors :math:`P_k = \sum_s |v_{ks}\rangle\langle v_{ks}|` with orthonormal
+:math:`v_{k\cdot}`). The lazy paths never build a d x d matrix:
+
+.. math:: \operatorname{Tr}\Big(\sum_i p_i |w_i\rangle\langle w_i| \, P_k\Big)
+          = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2 .
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qpnlp.hilbert import contract, promote
+from qpnlp.hilbert import _validation as V
+
+
+def _rank_r(vectors: torch.Tensor) -> torch.Tensor:
+    """View measurement vectors as ``(k, r, d)``."""
+    V.check_tensor("projectors", vectors)
+    V.check_complex("projectors", vectors)
+    if vectors.dim() == 2:
+        return vectors.unsqueeze(1)
+    if vectors.dim() == 3:
+        return vectors
+    raise ValueError(f"projectors must have shape (k, d) or (k, r, d); got {tuple(vectors.shape)}")
+
+
+def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
+    # |z|^2 as re^2 + im^2: smooth at z = 0, unlike z.abs() ** 2.
+    return z.real.square() + z.imag.square()
+
+
+def word_probabilities(states: torch.Tensor, projectors: torch.Tensor) -> torch.Tensor:
+    r"""Per-state probabilities :math:`|\langle v_k|w\rangle|^2` (summed over a rank-r projector's vectors).
+
+    Parameters
+    ----------
+    states : torch.Tensor
+        Complex ``(..., d)`` unit vectors.
+    projectors : torch.Tensor
+        Complex ``(k, d)`` or ``(k, r, d)`` measurement vectors.
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(..., k)``.
+
+    Examples
+    --------
+    >>> v = torch.eye(2, dtype=torch.complex64)
+    >>> w = torch.tensor([0.6, 0.8j], dtype=torch.complex64)
+    >>> word_probabilities(w, v)
+    tensor([0.3600, 0.6400])
+    """
+    proj = _rank_r(projectors)
+    k, r, d = proj.shape
+    V.check_dims_match("states", states.shape[-1], "projectors", d)
+    states, proj = promote(states, proj)
+    amplitudes = states @ proj.reshape(k * r, d).mH            # (..., k r): <v|w>
+    probs = _squared_modulus(amplitudes)
+    return probs if r == 1 else probs.unflatten(-1, (k, r)).sum(-1)
+
+
+def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, projectors: torch.Tensor) -> torch.Tensor:
+    r"""Probabilities of a lazy mixture under projective measurements.
+
+    :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`, never materialising
+    :math:`\rho`. Cost O(n d k) per mixture instead of O(n d^2 + k d^2).
+
+    Parameters
+    ----------
+    states : torch.Tensor
+        Complex ``(..., n, d)`` member states (``weights=None``: ``(..., d)``
+        pure states, equivalent to n = 1).
+    weights : torch.Tensor or None
+        Real ``(..., n)`` mixture weights (zero at padded positions).
+    projectors : torch.Tensor
+        Complex ``(k, d)`` or ``(k, r, d)``.
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(..., k)``.
+
+    Examples
+    --------
+    >>> w = torch.eye(2, dtype=torch.complex64)                      # |e0>, |e1>
+    >>> born_probabilities(w, torch.tensor([0.25, 0.75]), torch.eye(2, dtype=torch.complex64))
+    tensor([0.2500, 0.7500])
+    """
+    per_state = word_probabilities(states, projectors)
+    if weights is None:
+        return per_state
+    if weights.shape != states.shape[:-1]:
+        raise ValueError(f"weights must have shape {tuple(states.shape[:-1])}; got {tuple(weights.shape)}")
+    common = torch.promote_types(per_state.dtype, weights.dtype)  # widen, never narrow
+    per_state, weights = per_state.to(common), weights.to(common)
+    return (weights.unsqueeze(-2) @ per_state).squeeze(-2)
+
+
+def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor) -> torch.Tensor:
+    r"""Probabilities :math:`\operatorname{Tr}(\rho P_k) = \sum_s \langle v_{ks}|\rho|v_{ks}\rangle` of dense ``(..., d, d)``.
+
+    Returns real ``(..., k)``. Uses the cached optimised contraction
+    (three operands).
+    """
+    proj = _rank_r(projectors)
+    V.check_dims_match("rho", rho.shape[-1], "projectors", proj.shape[-1])
+    rho, proj = promote(rho, proj)
+    return contract("krd,...de,kre->...k", proj.conj(), rho, proj).real

@@ -1,0 +1,49 @@
+"""Post-measurement states (Lueders rule)."""
+
+from __future__ import annotations
+
+import torch
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
+from qpnlp.hilbert import _validation as V
+
+from ._projector import Projector
+
+
+def lueders_update(system, projector: Projector):
+    r"""State after observing the outcome of ``projector`` (Lueders rule).
+
+    .. math:: \rho \mapsto \frac{P\rho P}{\operatorname{Tr}(P\rho)}, \qquad
+              |w\rangle \mapsto \frac{P|w\rangle}{\|P|w\rangle\|}.
+
+    ``projector`` must be unbatched (one outcome). Raises ValueError when the
+    outcome has probability zero (the update is undefined).
+
+    Examples
+    --------
+    >>> from qpnlp.measurement import Projector
+    >>> p = Projector.from_state(PureState.from_real(torch.tensor([1.0, 0.0])))
+    >>> lueders_update(PureState.from_real(torch.tensor([0.6, 0.8])), p).data
+    tensor([1.+0.j, 0.+0.j])
+    """
+    if projector.batch_shape:
+        raise ValueError(f"lueders_update takes one projector; got batch shape {tuple(projector.batch_shape)}")
+    if isinstance(system, PureState):
+        state, vecs = promote(system.data, projector.vectors)
+        projected = (state @ vecs.mH) @ vecs                        # sum_s <v_s|w> v_s
+        norm = torch.linalg.vector_norm(projected, dim=-1, keepdim=True)
+        _check_possible(norm.squeeze(-1).square(), state.dtype, state.shape[-1])
+        return PureState._trusted(data=projected / norm)
+    rho = system.dense().data if isinstance(system, Ensemble) else system.data
+    rho, p = promote(rho, projector.matrix())
+    updated = p @ rho @ p
+    prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real
+    _check_possible(prob, rho.dtype, rho.shape[-1])
+    return DensityMatrix._trusted(data=updated / prob[..., None, None])
+
+
+def _check_possible(prob: torch.Tensor, dtype, dim: int) -> None:
+    tol = V.tolerance(dtype, dim)
+    if bool((prob <= tol).any()):
+        raise ValueError(f"the outcome has probability {float(prob.min()):.3g} <= {tol:.2g}; "
+                         f"the post-measurement state is undefined")

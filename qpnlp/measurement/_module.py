@@ -1,0 +1,150 @@
+"""Trainable projective measurements."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.parametrizations import orthogonal
+
+from qpnlp.hilbert import DensityMatrix, normalize, random_unitary
+from qpnlp.hilbert import _validation as V
+
+from ._born import born_probabilities, born_probabilities_dense
+from ._lueders import lueders_update
+from ._projector import Projector
+
+INITS = ("orthogonal", "identity", "random")
+
+
+def _initial_vectors(init: str, k: int, d: int, dtype, device, generator) -> torch.Tensor:
+    if init == "identity":
+        if k > d:
+            raise ValueError(f"init='identity' needs num_outcomes <= dim; got {k} > {d}")
+        return torch.eye(d, dtype=dtype, device=device)[:k].clone()
+    if init == "orthogonal" and k <= d:
+        return random_unitary(d, dtype=dtype, device=device, generator=generator)[:k].clone()
+    if init in ("orthogonal", "random"):  # more outcomes than dimensions cannot be orthogonal
+        real = V.real_dtype_of(dtype)
+        z = torch.complex(torch.randn(k, d, dtype=real, device=device, generator=generator),
+                          torch.randn(k, d, dtype=real, device=device, generator=generator))
+        return normalize(z)
+    raise ValueError(f"init must be one of {INITS}; got {init!r}")
+
+
+class ProjectiveMeasurement(nn.Module):
+    r"""k trainable rank-1 measurements :math:`P_k = |v_k\rangle\langle v_k|` on :math:`\mathbb{C}^d`.
+
+    The measurement vectors are unit-norm *by construction*: either a free
+    complex parameter normalised in :meth:`vectors` (default), or, with
+    ``orthonormal=True``, a parameter kept unitary by
+    ``torch.nn.utils.parametrizations.orthogonal`` (rows orthonormal).
+    ``complete=True`` additionally requires ``num_outcomes == dim``, so the
+    projectors resolve the identity and the probabilities sum to one
+    (thesis eq. 3.4 and the "complete measurement" of section 3.2.4).
+
+    Parameters
+    ----------
+    dim : int
+        Hilbert-space dimension d.
+    num_outcomes : int, optional
+        Number k of measurements; default ``dim``.
+    complete : bool
+        Orthonormal basis of measurement vectors (k = d); probabilities sum to 1.
+    orthonormal : bool, optional
+        Keep the k <= d vectors orthonormal (default: ``complete``).
+    init : {"orthogonal", "identity", "random"}
+        Haar-random orthonormal rows (random unit vectors when k > d), the
+        first k canonical basis vectors, or independent random unit vectors.
+    trainable : bool
+        ``False`` freezes the vectors (the "fixed projectors" ablation).
+    dtype : torch.dtype
+        complex64 or complex128.
+    generator : torch.Generator, optional
+        For a reproducible initialisation.
+
+    Examples
+    --------
+    >>> m = ProjectiveMeasurement(4, complete=True)
+    >>> states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=torch.complex64), dim=-1)
+    >>> p = m(states, torch.full((2, 3), 1 / 3))        # lazy mixtures of 3 words
+    >>> p.shape, torch.allclose(p.sum(-1), torch.ones(2), atol=1e-5)
+    (torch.Size([2, 4]), True)
+    """
+
+    def __init__(self, dim: int, num_outcomes: int | None = None, *, complete: bool = False,
+                 orthonormal: bool | None = None, init: str = "orthogonal", trainable: bool = True,
+                 dtype: torch.dtype = torch.complex64, device=None, generator: torch.Generator | None = None):
+        super().__init__()
+        k = dim if num_outcomes is None else int(num_outcomes)
+        if dim < 1 or k < 1:
+            raise ValueError(f"dim and num_outcomes must be >= 1; got dim={dim}, num_outcomes={k}")
+        if dtype not in (torch.complex64, torch.complex128):
+            raise TypeError(f"dtype must be complex64 or complex128; got {dtype}")
+        if complete and k != dim:
+            raise ValueError(f"a complete measurement needs num_outcomes == dim; got {k} != {dim}")
+        orthonormal = complete if orthonormal is None else orthonormal
+        if complete and not orthonormal:
+            raise ValueError("complete=True implies orthonormal=True")
+        if orthonormal and k > dim:
+            raise ValueError(f"at most dim={dim} vectors can be orthonormal; got num_outcomes={k}")
+        self.dim, self.num_outcomes = dim, k
+        self.complete, self.orthonormal = complete, orthonormal
+        initial = _initial_vectors(init, k, dim, dtype, device, generator)
+        self.weight = nn.Parameter(initial.clone())
+        if orthonormal:
+            # Rows stay orthonormal under any optimiser step (matrix exponential of a
+            # skew-Hermitian parameter); assigning sets the parametrised value exactly.
+            orthogonal(self, "weight")
+            with torch.no_grad():
+                self.weight = initial
+        self.requires_grad_(trainable)
+
+    def extra_repr(self) -> str:
+        return (f"dim={self.dim}, num_outcomes={self.num_outcomes}, complete={self.complete}, "
+                f"orthonormal={self.orthonormal}, dtype={self.weight.dtype}")
+
+    def vectors(self) -> torch.Tensor:
+        """The unit measurement vectors ``(k, d)`` (differentiable)."""
+        return self.weight if self.orthonormal else normalize(self.weight)
+
+    def freeze(self) -> "ProjectiveMeasurement":
+        """Stop training the measurement vectors."""
+        return self.requires_grad_(False)
+
+    def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        r"""Born probabilities of pure states or lazy mixtures.
+
+        Parameters
+        ----------
+        states : torch.Tensor
+            Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
+            when ``weights`` is given.
+        weights : torch.Tensor, optional
+            Real ``(..., n)`` mixture weights.
+        mask : torch.Tensor, optional
+            Bool ``(..., n)``; masked members get weight 0 (the weights of
+            the others must already sum to one, e.g. from ``masked_softmax``).
+
+        Returns
+        -------
+        torch.Tensor
+            Real ``(..., k)``: :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
+        """
+        if weights is not None and mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        return born_probabilities(states, weights, self.vectors())
+
+    def forward_dense(self, rho: torch.Tensor) -> torch.Tensor:
+        r""":math:`\operatorname{Tr}(\rho P_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
+        return born_probabilities_dense(rho, self.vectors())
+
+    def as_projectors(self) -> Projector:
+        """Immutable :class:`Projector` batch (k,) of the current vectors (detached), for interpretation."""
+        return Projector._trusted(vectors=self.vectors().detach().unsqueeze(-2))
+
+    def post_measurement_state(self, system, outcome: int):
+        """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`)."""
+        if not 0 <= outcome < self.num_outcomes:
+            raise ValueError(f"outcome must be in [0, {self.num_outcomes}); got {outcome}")
+        return lueders_update(system, self.as_projectors()[outcome])

@@ -1,0 +1,78 @@
+"""Assertion helpers for property tests of quantum-probability models."""
+
+from __future__ import annotations
+
+import torch
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+
+from ._tolerances import default_atol
+
+
+def _tensor(rho) -> torch.Tensor:
+    if isinstance(rho, DensityMatrix):
+        return rho.data
+    if isinstance(rho, Ensemble):
+        return rho.dense().data
+    if isinstance(rho, PureState):
+        return rho.proj().data
+    return rho
+
+
+def assert_allclose(actual: torch.Tensor, expected: torch.Tensor, *, atol: float | None = None,
+                    rtol: float = 0.0, msg: str = "") -> None:
+    """``torch.testing.assert_close`` with a dtype- and size-scaled default ``atol``."""
+    dim = actual.shape[-1] if actual.dim() else 1
+    atol = default_atol(actual.dtype, dim) if atol is None else atol
+    expected = torch.as_tensor(expected, device=actual.device)
+    torch.testing.assert_close(actual, expected.to(actual.dtype).expand_as(actual), atol=atol, rtol=rtol,
+                               msg=(lambda m: f"{msg} {m}".strip()) if msg else None)
+
+
+def assert_pure_state(state, *, atol: float | None = None) -> None:
+    """Assert unit norm along the last dim (PureState or complex tensor ``(..., d)``)."""
+    data = state.data if isinstance(state, PureState) else state
+    assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
+    norms = torch.linalg.vector_norm(data, dim=-1)
+    assert_allclose(norms, torch.ones_like(norms), atol=atol or default_atol(data.dtype, data.shape[-1]),
+                    msg="state norms differ from 1:")
+
+
+def assert_density_matrix(rho, *, atol: float | None = None) -> None:
+    """Assert Hermitian (conjugate transpose), PSD (eigvalsh) and unit trace.
+
+    Accepts :class:`DensityMatrix`, :class:`Ensemble`, :class:`PureState` or a tensor ``(..., d, d)``.
+    """
+    data = _tensor(rho)
+    assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
+    d = data.shape[-1]
+    atol = default_atol(data.dtype, d) if atol is None else atol
+    herm = float((data - data.mH).abs().max()) if data.numel() else 0.0
+    assert herm <= atol, f"not Hermitian: max |rho - rho^dagger| = {herm:.3g} > {atol:.2g}"
+    trace = torch.diagonal(data, dim1=-2, dim2=-1).sum(-1)
+    err = float((trace - 1).abs().max())
+    assert err <= atol, f"trace differs from 1 by {err:.3g} > {atol:.2g}"
+    smallest = float(torch.linalg.eigvalsh(0.5 * (data + data.mH))[..., 0].min())
+    assert smallest >= -atol, f"not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}"
+
+
+def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float | None = None) -> None:
+    """Assert real values in [0, 1]; with ``complete=True`` also summing to one along the last dim."""
+    assert not p.is_complex(), f"probabilities must be real; got {p.dtype}"
+    p = p.detach()
+    atol = default_atol(p.dtype, p.shape[-1] if p.dim() else 1) if atol is None else atol
+    assert bool(torch.isfinite(p).all()), "probabilities contain NaN or inf"
+    lo, hi = float(p.min()), float(p.max())
+    assert lo >= -atol and hi <= 1 + atol, f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}"
+    if complete:
+        sums = p.sum(-1)
+        err = float((sums - 1).abs().max())
+        assert err <= atol, f"probabilities of a complete measurement sum to {float(sums.flatten()[0]):.6g}, " \
+                            f"off by up to {err:.3g} > {atol:.2g}"
+
+
+def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
+    """Assert ``U U^dagger = I`` for ``(..., d, d)``."""
+    d = u.shape[-1]
+    eye = torch.eye(d, dtype=u.dtype, device=u.device)
+    assert_allclose(u @ u.mH, eye.expand_as(u), atol=atol, msg="not unitary:")

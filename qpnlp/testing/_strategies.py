@@ -1,0 +1,143 @@
+"""hypothesis strategies for states, mixtures, unitaries and projectors.
+
+Each strategy draws the structural parameters (dimension, batch shape,
+dtype) and a seed, then samples with a seeded ``torch.Generator``, so failing
+examples shrink to small dimensions and reproduce exactly. Parameters accept a
+fixed value or a strategy.
+
+Examples
+--------
+>>> from hypothesis import given
+>>> @given(density_matrices(dim=3, batch_shape=()))
+... def test_trace_one(rho):
+...     assert abs(complex(rho.tr()) - 1) < 1e-4
+>>> test_trace_one()
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
+from qpnlp.hilbert._validation import real_dtype_of
+from qpnlp.measurement import Projector
+
+COMPLEX_DTYPES = (torch.complex64, torch.complex128)
+
+
+def _strategy(value) -> SearchStrategy:
+    return value if isinstance(value, SearchStrategy) else st.just(value)
+
+
+def dims(min_dim: int = 1, max_dim: int = 8) -> SearchStrategy[int]:
+    """Hilbert-space dimensions in ``[min_dim, max_dim]``."""
+    return st.integers(min_dim, max_dim)
+
+
+def batch_shapes(max_dims: int = 2, max_side: int = 3) -> SearchStrategy[tuple[int, ...]]:
+    """Batch shapes with up to ``max_dims`` dims of size 1..max_side (including ``()``)."""
+    return st.lists(st.integers(1, max_side), max_size=max_dims).map(tuple)
+
+
+def complex_dtypes() -> SearchStrategy[torch.dtype]:
+    """complex64 or complex128."""
+    return st.sampled_from(COMPLEX_DTYPES)
+
+
+def _generator(draw) -> torch.Generator:
+    return torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
+
+
+def _gaussian(shape, dtype, gen) -> torch.Tensor:
+    real = real_dtype_of(dtype)
+    return torch.complex(torch.randn(shape, dtype=real, generator=gen), torch.randn(shape, dtype=real, generator=gen))
+
+
+def _state_tensor(draw, d: int, shape: tuple[int, ...], dtype, gen) -> torch.Tensor:
+    """Random unit vectors, sometimes sparse (basis states, two-term superpositions) to hit edge cases."""
+    kind = draw(st.sampled_from(("haar", "haar", "basis", "pair")))
+    if kind == "haar" or d == 1:
+        return normalize(_gaussian((*shape, d), dtype, gen))
+    z = torch.zeros((*shape, d), dtype=dtype)
+    idx = torch.randint(d, (*shape, 1), generator=gen)
+    z.scatter_(-1, idx, torch.ones_like(idx, dtype=dtype))
+    if kind == "pair":
+        other = (idx + 1 + torch.randint(d - 1, (*shape, 1), generator=gen)) % d
+        phase = torch.polar(torch.ones(*shape, 1, dtype=real_dtype_of(dtype)),
+                            torch.rand(*shape, 1, dtype=real_dtype_of(dtype), generator=gen) * 6.283)
+        z.scatter_(-1, other, phase)
+        z = normalize(z)
+    return z
+
+
+@st.composite
+def pure_states(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> PureState:
+    """:class:`PureState` objects: Haar-random, basis states and two-term superpositions."""
+    d, shape, dt = draw(_strategy(dim)), draw(_strategy(batch_shape)), draw(_strategy(dtype))
+    gen = _generator(draw)
+    return PureState(_state_tensor(draw, d, tuple(shape), dt, gen).to(device))
+
+
+@st.composite
+def ensembles(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), max_states: int = 6,
+              masked: bool | SearchStrategy = st.booleans(), device="cpu") -> Ensemble:
+    """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded."""
+    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    n = draw(st.integers(1, max_states))
+    gen = _generator(draw)
+    states = _state_tensor(draw, d, (*shape, n), dt, gen)
+    real = real_dtype_of(dt)
+    weights = torch.distributions.Dirichlet(torch.ones(n, dtype=real)).sample(shape) if n > 1 \
+        else torch.ones((*shape, 1), dtype=real)
+    mask = None
+    if draw(_strategy(masked)) and n > 1:
+        lengths = torch.randint(1, n + 1, shape, generator=gen)
+        mask = torch.arange(n) < lengths.unsqueeze(-1)
+        weights = weights * mask
+        weights = weights / weights.sum(-1, keepdim=True)
+        mask = mask.to(device)
+    return Ensemble(states.to(device), weights.to(device), mask)
+
+
+@st.composite
+def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(),
+                     method=st.sampled_from(("ensemble", "ginibre", "pure")), device="cpu") -> DensityMatrix:
+    r""":class:`DensityMatrix` objects.
+
+    ``method``: ``"ensemble"`` (dense form of :func:`ensembles`), ``"ginibre"``
+    (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger` with G of random rank,
+    the induced measure), or ``"pure"``.
+    """
+    how = draw(_strategy(method))
+    if how == "ensemble":
+        return draw(ensembles(dim, batch_shape, dtype, masked=False, device=device)).dense()
+    if how == "pure":
+        return draw(pure_states(dim, batch_shape, dtype, device=device)).proj()
+    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    rank = draw(st.integers(1, d))
+    g = _gaussian((*shape, d, rank), dt, _generator(draw))
+    rho = g @ g.mH
+    rho = rho / torch.diagonal(rho, dim1=-2, dim2=-1).sum(-1)[..., None, None]
+    rho = 0.5 * (rho + rho.mH)  # exact Hermitian symmetry after rounding
+    return DensityMatrix(rho.to(device))
+
+
+@st.composite
+def unitaries(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> torch.Tensor:
+    """Haar-random unitary tensors ``(*batch_shape, d, d)``."""
+    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    return random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
+
+
+@st.composite
+def projectors(draw, dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+               device="cpu") -> Projector:
+    """Random rank-r :class:`Projector` batches (``rank=None``: any rank in 1..d)."""
+    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    r = draw(st.integers(1, d)) if rank is None else draw(_strategy(rank))
+    if r > d:
+        raise ValueError(f"rank {r} exceeds dim {d}")
+    u = random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw))
+    return Projector(u[..., :r, :].to(device))

@@ -1,0 +1,58 @@
+"""Shared pytest configuration.
+
+The device under test is chosen with ``--device`` or the ``QPNLP_TEST_DEVICE``
+environment variable (default ``cpu``), so the same suite runs on a GPU machine:
+``QPNLP_TEST_DEVICE=cuda python -m pytest``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+from qpnlp.testing import default_atol
+
+settings.register_profile(
+    "qpnlp", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "qpnlp"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        default=os.environ.get("QPNLP_TEST_DEVICE", "cpu"),
+        help="torch device the numeric tests run on (default: $QPNLP_TEST_DEVICE or cpu)",
+    )
+
+
+@pytest.fixture(scope="session")
+def device(request) -> torch.device:
+    dev = torch.device(request.config.getoption("--device"))
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        pytest.exit("--device cuda requested but CUDA is not available", returncode=2)
+    return dev
+
+
+@pytest.fixture(scope="session", params=[torch.complex64, torch.complex128], ids=["c64", "c128"])
+def cdtype(request) -> torch.dtype:
+    """Every numeric test runs in complex64 and complex128."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def tol(cdtype):
+    """Tolerance table (qpnlp.testing.default_atol): ``tol(d)`` for d-dimensional results."""
+    return lambda dim=1: default_atol(cdtype, dim)
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    """Root of the benchmark data (``QPNLP_DATA``); skips when it is unset."""
+    root = os.environ.get("QPNLP_DATA")
+    if not root:
+        pytest.skip("QPNLP_DATA is not set; point it at the shared benchmark data to run this test")
+    return root

@@ -1,0 +1,153 @@
+"""DensityMatrix and the lazy Ensemble."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, masked_softmax, validation
+from qpnlp.testing import (assert_allclose, assert_density_matrix, density_matrices, ensembles, pure_states,
+                           unitaries)
+
+
+@given(density_matrices())
+def test_density_matrix_axioms(rho):
+    assert_density_matrix(rho)
+    p = rho.purity()
+    d = rho.dim
+    assert bool((p >= 1 / d - 1e-5).all()) and bool((p <= 1 + 1e-5).all())
+
+
+@given(ensembles())
+def test_lazy_ensemble_agrees_with_dense(mix):
+    rho = mix.dense()
+    assert_density_matrix(rho)
+    assert_allclose(mix.purity(), rho.purity())
+    lazy = mix.eigvals()
+    dense = rho.eigvals()
+    assert_allclose(lazy, dense[..., dense.shape[-1] - lazy.shape[-1]:])
+
+
+def test_from_ensemble_matches_explicit_sum(cdtype, device):
+    gen = torch.Generator().manual_seed(0)
+    states = torch.nn.functional.normalize(torch.randn(3, 4, dtype=cdtype, generator=gen), dim=-1).to(device)
+    p = torch.tensor([0.5, 0.3, 0.2], dtype=states.real.dtype, device=device)
+    expected = sum(p[i] * torch.outer(states[i], states[i].conj()) for i in range(3))
+    assert_allclose(DensityMatrix.from_ensemble(states, p).data, expected)
+
+
+def test_mask_excludes_padding_exactly(cdtype):
+    gen = torch.Generator().manual_seed(1)
+    states = torch.nn.functional.normalize(torch.randn(2, 5, 3, dtype=cdtype, generator=gen), dim=-1)
+    mask = torch.tensor([[True, True, True, False, False], [True, False, False, False, False]])
+    mix = Ensemble(states, mask=mask)
+    assert_allclose(mix.weights[0], torch.tensor([1 / 3] * 3 + [0, 0], dtype=mix.weights.dtype))
+    unpadded = DensityMatrix.from_ensemble(states[0, :3])
+    assert_allclose(mix.dense().data[0], unpadded.data)
+    # Garbage in padded positions must not leak in.
+    states_garbage = states.clone()
+    states_garbage[0, 3:] = torch.nn.functional.normalize(torch.randn(2, 3, dtype=cdtype), dim=-1)
+    assert_allclose(Ensemble(states_garbage, mask=mask).dense().data, mix.dense().data)
+
+
+@pytest.mark.parametrize("weights, pattern", [
+    (torch.tensor([0.5, 0.6]), r"sum to one.*sum 1\.1"),
+    (torch.tensor([1.5, -0.5]), r"non-negative.*-0\.5"),
+    (torch.tensor([0.5, float("nan")]), "finite"),
+    (torch.tensor([1.0]), r"shape \(2,\)"),
+])
+def test_bad_weights(weights, pattern):
+    states = torch.eye(2, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=pattern):
+        Ensemble(states, weights)
+
+
+def test_empty_sentence_is_an_error():
+    states = torch.eye(2, dtype=torch.complex64).expand(2, 2, 2)
+    with pytest.raises(ValueError, match=r"empty mixture.*batch index \(1,\)"):
+        Ensemble(states, mask=torch.tensor([[True, False], [False, False]]))
+    with pytest.raises(ValueError, match="empty sentence"):
+        masked_softmax(torch.zeros(2, 2), torch.tensor([[True, False], [False, False]]))
+
+
+def test_real_weights_type_and_mask_type():
+    states = torch.eye(2, dtype=torch.complex64)
+    with pytest.raises(TypeError, match="real floating"):
+        Ensemble(states, torch.tensor([0.5, 0.5], dtype=torch.complex64))
+    with pytest.raises(TypeError, match="bool"):
+        Ensemble(states, mask=torch.tensor([1, 1]))
+
+
+def test_float64_weights_widen_complex64_states():
+    mix = Ensemble(torch.eye(2, dtype=torch.complex64), torch.tensor([0.5, 0.5], dtype=torch.float64))
+    assert mix.dtype == torch.complex128 and mix.weights.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name, bad, pattern", [
+    ("hermitian", torch.tensor([[0.5, 0.1], [0.3, 0.5]], dtype=torch.complex64), "Hermitian"),
+    ("transpose-only", torch.tensor([[0.5, 0.1j], [0.1j, 0.5]], dtype=torch.complex64), "Hermitian"),
+    ("trace", torch.eye(2, dtype=torch.complex64), r"trace one.*trace 2"),
+    ("rank", torch.ones(2, dtype=torch.complex64), r"\(\.\.\., d, d\)"),
+    ("real", torch.eye(2) / 2, "complex"),
+])
+def test_density_validation(name, bad, pattern):
+    error = TypeError if name == "real" else ValueError
+    with pytest.raises(error, match=pattern):
+        DensityMatrix(bad)
+
+
+def test_psd_only_checked_in_strict_mode():
+    not_psd = torch.tensor([[1.5, 0], [0, -0.5]], dtype=torch.complex128)
+    DensityMatrix(not_psd)  # cheap checks pass: Hermitian, trace one
+    with pytest.raises(ValueError, match=r"positive semi-definite.*-0\.5"):
+        DensityMatrix(not_psd, validate="strict")
+    with validation("strict"):
+        with pytest.raises(ValueError, match="positive semi-definite"):
+            DensityMatrix(not_psd)
+
+
+@given(st.data())
+def test_unitary_evolution_keeps_a_density_matrix_and_its_spectrum(data):
+    dtype = data.draw(st.sampled_from([torch.complex64, torch.complex128]))
+    rho = data.draw(density_matrices(dim=4, dtype=dtype))
+    u = data.draw(unitaries(dim=4, batch_shape=(), dtype=dtype))
+    moved = rho.evolve(u)
+    assert_density_matrix(moved)
+    assert_allclose(moved.eigvals(), rho.eigvals().to(moved.eigvals().dtype))
+
+
+def test_maximally_mixed_and_eigh(cdtype):
+    rho = DensityMatrix.maximally_mixed(5, batch_shape=(2,), dtype=cdtype)
+    assert rho.batch_shape == (2,)
+    assert_allclose(rho.purity(), torch.full((2,), 0.2, dtype=rho.purity().dtype))
+    values, states = PureState.from_real(torch.tensor([0.6, 0.8], dtype=torch.float64)).proj().eigh()
+    assert_allclose(values, torch.tensor([0.0, 1.0], dtype=torch.float64))
+    assert math.isclose(float(states[1].overlap(PureState.from_real(torch.tensor([0.6, 0.8], dtype=torch.float64)))), 1.0)
+
+
+@given(pure_states(batch_shape=(3,)))
+def test_dag_of_valid_density_is_itself(w):
+    rho = w.proj()
+    assert_allclose(rho.dag().data, rho.data)
+
+
+def test_gradients_flow_through_lazy_purity():
+    raw = torch.randn(3, 4, dtype=torch.complex128, requires_grad=True)
+    logits = torch.randn(3, dtype=torch.float64, requires_grad=True)
+
+    def purity_fn(raw, logits):
+        states = raw / torch.linalg.vector_norm(raw, dim=-1, keepdim=True)
+        return Ensemble(states, torch.softmax(logits, -1)).purity()
+
+    assert torch.autograd.gradcheck(purity_fn, (raw, logits))
+
+
+@given(st.integers(1, 6))
+def test_masked_softmax_sums_to_one_over_kept(n_kept):
+    scores = torch.randn(6)
+    mask = torch.arange(6) < n_kept
+    p = masked_softmax(scores, mask)
+    assert float(p[~mask].abs().sum()) == 0.0
+    assert abs(float(p.sum()) - 1) < 1e-6

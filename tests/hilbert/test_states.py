@@ -1,0 +1,150 @@
+"""PureState, SememeBasis and the functional core."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import PureState, SememeBasis, inner, outer, random_unitary
+from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state, assert_unitary, pure_states, unitaries
+
+
+def test_from_polar_builds_r_exp_i_phi(cdtype, device):
+    real = torch.empty((), dtype=cdtype).real.dtype
+    r = torch.tensor([0.6, 0.8], dtype=real, device=device)
+    phi = torch.tensor([0.3, -1.2], dtype=real, device=device)
+    w = PureState.from_polar(r, phi)
+    expected = torch.tensor([0.6 * complex(math.cos(0.3), math.sin(0.3)),
+                             0.8 * complex(math.cos(-1.2), math.sin(-1.2))], dtype=cdtype, device=device)
+    assert w.dtype == cdtype and w.device.type == device.type
+    assert_allclose(w.data, expected)
+    assert_allclose(w.amplitude, r)
+    assert_allclose(w.phase, phi)
+
+
+def test_from_polar_rejects_unnormalised_amplitude_with_location():
+    with pytest.raises(ValueError, match=r"unit norm.*norm 1\.4.*batch index \(1,\)"):
+        PureState.from_polar(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), torch.zeros(2, 2))
+
+
+def test_from_polar_normalises_on_request_and_rejects_negative_amplitudes():
+    w = PureState.from_polar(torch.tensor([3.0, 4.0]), torch.zeros(2), normalize_amplitude=True)
+    assert_allclose(w.amplitude, torch.tensor([0.6, 0.8]))
+    with pytest.raises(ValueError, match="non-negative"):
+        PureState.from_polar(torch.tensor([-0.6, 0.8]), torch.zeros(2))
+
+
+def test_no_silent_downcast():
+    w = PureState.from_polar(torch.tensor([0.6, 0.8], dtype=torch.float64), torch.zeros(2, dtype=torch.float32))
+    assert w.dtype == torch.complex128
+    assert PureState.from_real(torch.tensor([1.0, 0.0], dtype=torch.float64)).dtype == torch.complex128
+    a64 = PureState.from_real(torch.tensor([1.0, 0.0]))
+    b128 = PureState.from_real(torch.tensor([0.6, 0.8], dtype=torch.float64))
+    assert a64.inner(b128).dtype == torch.complex128
+
+
+@pytest.mark.parametrize("bad, error, pattern", [
+    (torch.tensor([1.0, 0.0]), TypeError, "complex64 or complex128"),
+    (torch.tensor(1.0 + 0j), ValueError, r"shape \(\.\.\., d\)"),
+    (torch.tensor([float("nan"), 0], dtype=torch.complex64), ValueError, "finite"),
+    ([1, 0], TypeError, "torch.Tensor"),
+])
+def test_bad_input_raises_clear_errors(bad, error, pattern):
+    with pytest.raises(error, match=pattern):
+        PureState(bad)
+
+
+def test_validation_can_be_switched_off_per_call():
+    data = torch.tensor([2.0, 0.0], dtype=torch.complex64)
+    assert PureState(data, validate=False).dim == 2
+
+
+@given(pure_states(batch_shape=(3, 2)))
+def test_batch_indexing_and_metadata(w):
+    assert w.batch_shape == (3, 2)
+    assert w[1].batch_shape == (2,)
+    assert w[1:, 0].batch_shape == (2,)
+    assert_allclose(w[2, 1].data, w.data[2, 1])
+    with pytest.raises(IndexError):
+        w[0, 0, 0]
+    with pytest.raises(AttributeError):
+        w._data = None
+
+
+@given(pure_states(batch_shape=(2,), dtype=torch.complex64))
+def test_to_changes_precision_only_when_asked(w):
+    wide = w.to(torch.float64)
+    assert wide.dtype == torch.complex128
+    assert_allclose(wide.data, w.data.to(torch.complex128), atol=1e-6)
+
+
+@given(st.data())
+def test_inner_is_conjugate_linear_in_first_argument(data):
+    dtype = data.draw(st.sampled_from([torch.complex64, torch.complex128]))
+    a = data.draw(pure_states(dim=4, batch_shape=(), dtype=dtype))
+    b = data.draw(pure_states(dim=4, batch_shape=(), dtype=dtype))
+    c = torch.tensor(0.3 + 0.7j, dtype=dtype)
+    assert_allclose(inner(c * a.data, b.data), c.conj() * inner(a.data, b.data))
+    assert_allclose(a.inner(b), b.inner(a).conj())
+
+
+@given(pure_states())
+def test_projector_of_a_state_is_a_pure_density_matrix(w):
+    rho = w.proj()
+    assert_density_matrix(rho)
+    assert_allclose(rho.purity(), torch.ones(w.batch_shape, dtype=rho.purity().dtype))
+    # |w><w| has entries w_i conj(w_j): check the conjugation explicitly.
+    assert_allclose(rho.data, w.data.unsqueeze(-1) * w.data.conj().unsqueeze(-2))
+
+
+@given(pure_states(), st.floats(-10, 10))
+def test_global_phase_leaves_density_matrix_unchanged(w, angle):
+    assert_allclose(w.global_phase(angle).proj().data, w.proj().data)
+
+
+@given(unitaries(dim=5))
+def test_random_unitaries_are_unitary(u):
+    assert_unitary(u)
+
+
+def test_outer_conjugates_the_bra():
+    ket = torch.tensor([1j, 0], dtype=torch.complex128)
+    assert outer(ket)[0, 0] == 1
+    assert outer(ket, torch.tensor([1j, 0], dtype=torch.complex128))[0, 0] == 1
+
+
+class TestSememeBasis:
+    def test_coordinates_round_trip_in_a_random_basis(self, cdtype, device):
+        gen = torch.Generator().manual_seed(0)
+        basis = SememeBasis.random(6, dtype=cdtype, generator=gen).to(device)
+        w = PureState.normalized(torch.randn(4, 6, dtype=cdtype, generator=gen).to(device))
+        coords = basis.coordinates(w)
+        assert_pure_state(coords)
+        assert_allclose(basis.from_coordinates(coords).data, w.data)
+
+    def test_change_of_basis_maps_coordinates(self, cdtype):
+        gen = torch.Generator().manual_seed(1)
+        e = SememeBasis.random(5, dtype=cdtype, generator=gen)
+        f = SememeBasis.random(5, dtype=cdtype, generator=gen)
+        w = PureState.normalized(torch.randn(3, 5, dtype=cdtype, generator=gen))
+        u = e.change_of_basis(f)
+        assert_unitary(u)
+        assert_allclose(e.coordinates(w).data @ u.mT, f.coordinates(w).data)
+
+    def test_density_coordinates_preserve_the_spectrum(self, cdtype):
+        gen = torch.Generator().manual_seed(2)
+        basis = SememeBasis.random(4, dtype=cdtype, generator=gen)
+        rho = PureState.normalized(torch.randn(3, 4, dtype=cdtype, generator=gen)).proj()
+        assert_allclose(basis.coordinates(rho).eigvals(), rho.eigvals())
+
+    def test_labels_and_validation(self):
+        basis = SememeBasis.canonical(2, labels=["good", "bad"])
+        assert basis.label(1) == "bad" and basis.state(0).data[0] == 1
+        with pytest.raises(ValueError, match="2 labels"):
+            SememeBasis.canonical(3, labels=["a", "b"])
+        with pytest.raises(ValueError, match="orthonormal"):
+            SememeBasis(torch.ones(2, 2, dtype=torch.complex64))
+        with pytest.raises(ValueError, match="dimension mismatch"):
+            basis.coordinates(PureState.basis_state(0, 3))

@@ -1,0 +1,128 @@
+"""Born-rule probabilities: lazy, dense and pure paths agree and obey the axioms."""
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.measurement import (Projector, ProjectiveMeasurement, born_probabilities, born_probabilities_dense,
+                               word_probabilities)
+from qpnlp.testing import (assert_allclose, assert_probabilities, ensembles, projectors, pure_states,
+                           unitaries)
+
+DTYPES = st.sampled_from([torch.complex64, torch.complex128])
+
+
+@given(st.data())
+def test_lazy_equals_dense_for_any_projectors(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 6))
+    mix = data.draw(ensembles(dim=d, dtype=dtype))
+    proj = data.draw(projectors(dim=d, batch_shape=(data.draw(st.integers(1, 4)),), dtype=dtype))
+    lazy = born_probabilities(mix.states.data, mix.weights, proj.vectors)
+    dense = born_probabilities_dense(mix.dense().data, proj.vectors)
+    assert lazy.shape == mix.batch_shape + proj.batch_shape
+    assert_allclose(lazy, dense)
+    assert_probabilities(lazy)
+
+
+@given(st.data())
+def test_complete_measurement_probabilities_sum_to_one(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 6))
+    mix = data.draw(ensembles(dim=d, dtype=dtype))
+    basis = data.draw(unitaries(dim=d, batch_shape=(), dtype=dtype))
+    assert_probabilities(born_probabilities(mix.states.data, mix.weights, basis), complete=True)
+
+
+@given(st.data())
+def test_gleason_linearity(data):
+    """Probability of a mixture = mixture of the members' probabilities."""
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 5))
+    mix = data.draw(ensembles(dim=d, batch_shape=(), dtype=dtype, masked=False))
+    proj = data.draw(projectors(dim=d, batch_shape=(3,), dtype=dtype))
+    members = word_probabilities(mix.states.data, proj.vectors)       # (n, k)
+    assert_allclose(born_probabilities(mix.states.data, mix.weights, proj.vectors), mix.weights @ members)
+
+
+@given(st.data())
+def test_invariance_under_global_phase_and_joint_unitary(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 5))
+    w = data.draw(pure_states(dim=d, batch_shape=(2,), dtype=dtype))
+    proj = data.draw(projectors(dim=d, batch_shape=(3,), dtype=dtype))
+    u = data.draw(unitaries(dim=d, batch_shape=(), dtype=dtype))
+    angle = data.draw(st.floats(-7, 7))
+    p = word_probabilities(w.data, proj.vectors)
+    assert_allclose(word_probabilities(w.global_phase(angle).data, proj.vectors), p)
+    rotated_w = w.evolve(u).data
+    rotated_v = proj.vectors @ u.mT                                   # rows v -> U v
+    assert_allclose(word_probabilities(rotated_w, rotated_v), p)
+
+
+@given(pure_states(dim=4, batch_shape=(3,)))
+def test_rank_r_projector_probability_equals_sum_of_rank_one(w):
+    v = torch.linalg.qr(torch.randn(4, 4, dtype=w.dtype))[0].mT[:3]
+    rank3 = born_probabilities(w.data, None, v.unsqueeze(0))
+    assert_allclose(rank3[..., 0], word_probabilities(w.data, v).sum(-1))
+
+
+def test_projector_matrix_is_conjugated_and_idempotent(cdtype):
+    v = torch.tensor([[0.6, 0.8j]], dtype=cdtype)
+    p = Projector(v).matrix()
+    assert_allclose(p, torch.tensor([[0.36, -0.48j], [0.48j, 0.64]], dtype=cdtype))
+    assert_allclose(p @ p, p)
+    assert_allclose(p, p.mH)
+
+
+def test_projector_probability_dispatch(cdtype):
+    gen = torch.Generator().manual_seed(0)
+    states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=cdtype, generator=gen), dim=-1)
+    mix = Ensemble(states)
+    proj = Projector(torch.linalg.qr(torch.randn(4, 4, dtype=cdtype, generator=gen))[0].mT[:2].unsqueeze(1))
+    assert_allclose(proj.probability(mix), proj.probability(mix.dense()))
+    assert proj.probability(PureState(states)).shape == (2, 3, 2)
+
+
+def test_non_orthonormal_projector_is_rejected():
+    with pytest.raises(ValueError, match="orthonormal rows"):
+        Projector(torch.ones(1, 2, 2, dtype=torch.complex64))
+
+
+def test_shape_and_dtype_errors():
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        word_probabilities(torch.ones(3, dtype=torch.complex64), torch.ones(2, 4, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="complex"):
+        word_probabilities(torch.ones(4, dtype=torch.complex64), torch.ones(2, 4))
+    with pytest.raises(ValueError, match=r"weights must have shape \(2, 3\)"):
+        born_probabilities(torch.ones(2, 3, 4, dtype=torch.complex64), torch.ones(2, 4),
+                           torch.ones(2, 4, dtype=torch.complex64))
+
+
+def test_no_downcast_when_mixing_precisions():
+    states = torch.eye(2, dtype=torch.complex64)
+    p = born_probabilities(states, torch.tensor([0.5, 0.5], dtype=torch.float64), torch.eye(2, dtype=torch.complex64))
+    assert p.dtype == torch.float64
+    assert word_probabilities(states, torch.eye(2, dtype=torch.complex128)).dtype == torch.float64
+
+
+def test_born_gradcheck_float64():
+    gen = torch.Generator().manual_seed(0)
+    states = torch.randn(2, 3, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    logits = torch.randn(2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    vectors = torch.randn(5, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+
+    def f(s, l, v):
+        s = s / torch.linalg.vector_norm(s, dim=-1, keepdim=True)
+        v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+        return born_probabilities(s, torch.softmax(l, -1), v)
+
+    assert torch.autograd.gradcheck(f, (states, logits, vectors))
+    rho = torch.randn(4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda r, v: born_probabilities_dense(r + r.mH, v), (rho, vectors))
+
+
+def test_born_probabilities_on_device(device, cdtype):
+    m = ProjectiveMeasurement(6, 4, dtype=cdtype, device=device)
+    states = torch.nn.functional.normalize(torch.randn(2, 5, 6, dtype=cdtype, device=device), dim=-1)
+    p = m(states, torch.full((2, 5), 0.2, device=device))
+    assert p.device.type == device.type and p.shape == (2, 4)
+    assert_probabilities(p)

@@ -1,0 +1,50 @@
+"""The strategies shipped in qpnlp.testing generate what they promise, and the assertions fail when they should."""
+
+import pytest
+import torch
+from hypothesis import given
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.testing import (assert_density_matrix, assert_probabilities, assert_unitary, density_matrices, ensembles,
+                           projectors, pure_states, unitaries)
+
+
+@given(pure_states(dim=3, batch_shape=(2, 4), dtype=torch.complex128))
+def test_pure_states_parameters(w):
+    assert isinstance(w, PureState) and w.dim == 3 and w.batch_shape == (2, 4) and w.dtype == torch.complex128
+
+
+@given(density_matrices(dim=4, method="ginibre"))
+def test_ginibre_density_matrices_are_valid(rho):
+    assert isinstance(rho, DensityMatrix) and rho.dim == 4
+    DensityMatrix(rho.data, validate="strict")
+
+
+@given(ensembles(dim=5, masked=True, max_states=4))
+def test_masked_ensembles_are_valid(mix):
+    assert isinstance(mix, Ensemble) and mix.num_states <= 4
+    assert bool((mix.weights >= 0).all())
+
+
+@given(projectors(dim=4, rank=2, batch_shape=(3,)))
+def test_projectors_rank(p):
+    m = p.matrix()
+    assert p.rank == 2 and torch.allclose(m @ m, m, atol=1e-5)
+
+
+@given(unitaries(dim=3, batch_shape=(2,)))
+def test_unitaries(u):
+    assert_unitary(u)
+
+
+def test_assertions_catch_violations():
+    with pytest.raises(AssertionError, match="Hermitian"):
+        assert_density_matrix(torch.tensor([[0.5, 0.1j], [0.1j, 0.5]], dtype=torch.complex64))
+    with pytest.raises(AssertionError, match="semi-definite"):
+        assert_density_matrix(torch.tensor([[1.5, 0], [0, -0.5]], dtype=torch.complex64))
+    with pytest.raises(AssertionError, match="sum to"):
+        assert_probabilities(torch.tensor([0.5, 0.4]), complete=True)
+    with pytest.raises(AssertionError, match="outside"):
+        assert_probabilities(torch.tensor([1.5, -0.5]))
+    with pytest.raises(AssertionError):
+        assert_unitary(2 * torch.eye(2, dtype=torch.complex64))
