@@ -30,28 +30,31 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     return torch.softmax(scores, dim=dim)
 
 
-def _as_state_tensor(states, validate: V.Validate) -> torch.Tensor:
+def _as_state_tensor(states, mask, validate: V.Validate) -> torch.Tensor:
+    """Complex ``(..., n, d)`` states; masked (padded) rows are replaced by zeros and not validated."""
     from ._state import PureState
 
-    if isinstance(states, PureState):
-        return states.data
-    V.check_tensor("states", states)
-    V.check_complex("states", states)
-    V.check_min_ndim("states", states, 2, "(..., n, d)")
-    if V.resolve(validate):
-        V.check_finite("states", states, event_ndim=2)
-        V.check_unit_norm("states", states)
-    return states
+    data = states.data if isinstance(states, PureState) else states
+    V.check_tensor("states", data)
+    V.check_complex("states", data)
+    V.check_min_ndim("states", data, 2, "(..., n, d)")
+    if mask is not None:
+        V.check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = real word); got {mask.dtype}")
+        if mask.shape != data.shape[:-1]:
+            raise ValueError(f"mask must have shape {tuple(data.shape[:-1])} (states without d); "
+                             f"got {tuple(mask.shape)}")
+        data = data.masked_fill(~mask.unsqueeze(-1), 0)
+    if V.resolve(validate) and not isinstance(states, PureState):
+        V.check_finite("states", data, event_ndim=2)
+        V.check_unit_norm("states", data, where=mask)
+    return data
 
 
 def _mixture_weights(states: torch.Tensor, weights, mask, validate: V.Validate) -> torch.Tensor:
     batch_n = states.shape[:-1]
     if mask is not None:
-        V.check_tensor("mask", mask)
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a bool tensor (True = real word); got {mask.dtype}")
-        if mask.shape != batch_n:
-            raise ValueError(f"mask must have shape {tuple(batch_n)} (states without d); got {tuple(mask.shape)}")
         empty = ~mask.any(-1)
         if bool(empty.any()):
             raise ValueError(f"mask leaves an empty mixture (no unmasked state) at batch index "
@@ -90,7 +93,9 @@ class Ensemble(Batched):
         Real ``(..., n)`` probabilities; default uniform over unmasked states.
     mask : torch.Tensor, optional
         Bool ``(..., n)``, True for real words, False for padding. Masked
-        states get weight exactly 0; the remaining weights must sum to one.
+        states get weight exactly 0 and are replaced by zero vectors (they
+        are not validated, so padding may hold anything); the remaining
+        weights must sum to one.
     validate : bool or "strict", optional
         Override the global validation mode.
 
@@ -110,7 +115,7 @@ class Ensemble(Batched):
 
     def __init__(self, states, weights: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                  *, validate: V.Validate = None) -> None:
-        data = _as_state_tensor(states, validate)
+        data = _as_state_tensor(states, mask, validate)
         w = _mixture_weights(data, weights, mask, validate)
         if w.dtype == torch.float64 and data.dtype == torch.complex64:
             data = data.to(torch.complex128)  # never downcast the weights: widen the states

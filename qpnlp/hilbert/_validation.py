@@ -148,12 +148,15 @@ def check_finite(name: str, tensor: torch.Tensor, event_ndim: int) -> None:
         _fail(name, "must be finite", str(value), flat, batch_shape, tensor.shape)
 
 
-def check_unit_norm(name: str, states: torch.Tensor) -> None:
-    """Raise ValueError unless ``||states[..., :]|| == 1`` within tolerance."""
+def check_unit_norm(name: str, states: torch.Tensor, where: torch.Tensor | None = None) -> None:
+    """Raise ValueError unless ``||states[..., :]|| == 1`` within tolerance (only at ``where``, if given)."""
     states = states.detach()
     norms = torch.linalg.vector_norm(states, dim=-1)
     tol = tolerance(states.dtype, states.shape[-1])
-    err = (norms - 1).abs().reshape(-1)
+    err = (norms - 1).abs()
+    if where is not None:
+        err = err.masked_fill(~where, 0.0)
+    err = err.reshape(-1)
     if err.numel() and float(err.max()) > tol:
         flat = int(err.argmax())
         _fail(name, "must have unit norm along the last dim",

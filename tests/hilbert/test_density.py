@@ -151,3 +151,12 @@ def test_masked_softmax_sums_to_one_over_kept(n_kept):
     p = masked_softmax(scores, mask)
     assert float(p[~mask].abs().sum()) == 0.0
     assert abs(float(p.sum()) - 1) < 1e-6
+
+
+def test_padding_may_hold_anything_even_nan():
+    states = torch.tensor([[1, 0], [float("nan"), 5]], dtype=torch.complex64)
+    mix = Ensemble(states, mask=torch.tensor([True, False]))
+    assert torch.isfinite(torch.view_as_real(mix.dense().data)).all()
+    assert_allclose(mix.dense().data, torch.tensor([[1, 0], [0, 0]], dtype=torch.complex64))
+    with pytest.raises(ValueError, match="finite"):
+        Ensemble(states)

@@ -1,0 +1,56 @@
+"""Dataset readers, tokeniser, vocabularies, pretrained vectors, protocols and batching.
+
+Benchmark files are found through ``$QPNLP_DATA`` (see :func:`data_root`).
+"""
+
+from qpnlp.data.batching import EncodedTexts, collate, iterate_batches, make_loader, pad_batch
+from qpnlp.data.classification import DATASETS, ClassificationDataset, load_classification
+from qpnlp.data.paths import DATA_ENV_VAR, data_root
+from qpnlp.data.pretrained import (
+    OOVReport,
+    PretrainedVectors,
+    embedding_matrix_for,
+    from_matrix,
+    load_glove_50d,
+    load_glove_text,
+)
+from qpnlp.data.protocols import Split, carve_dev, splits
+from qpnlp.data.qa import QA_DATASETS, QADataset, load_qa, read_qa_tsv
+from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era, split_sentences
+from qpnlp.data.tokenize import tokenize
+from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
+
+__all__ = [
+    "DATASETS",
+    "DATA_ENV_VAR",
+    "ERA_LABELS",
+    "PAD",
+    "PAD_ID",
+    "QA_DATASETS",
+    "UNK",
+    "UNK_ID",
+    "ClassificationDataset",
+    "EncodedTexts",
+    "OOVReport",
+    "PretrainedVectors",
+    "QADataset",
+    "Split",
+    "Vocabulary",
+    "carve_dev",
+    "collate",
+    "data_root",
+    "embedding_matrix_for",
+    "from_matrix",
+    "iterate_batches",
+    "load_classification",
+    "load_glove_50d",
+    "load_glove_text",
+    "load_qa",
+    "load_sotu_era",
+    "make_loader",
+    "pad_batch",
+    "read_qa_tsv",
+    "split_sentences",
+    "splits",
+    "tokenize",
+]

@@ -1,0 +1,161 @@
+"""Padding and batching of encoded texts.
+
+Padding uses id :data:`~qpnlp.data.vocab.PAD_ID` (0) and comes with an explicit
+boolean mask (True = real token); models must use the mask, never the id, to
+ignore padding.
+
+Truncation policy: a text longer than ``max_len`` keeps its FIRST ``max_len``
+tokens (head truncation); the batch length is the longest (possibly truncated)
+text of the batch, so no row is all padding.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from qpnlp.data.vocab import PAD_ID
+
+__all__ = ["EncodedTexts", "collate", "iterate_batches", "make_loader", "pad_batch"]
+
+
+def pad_batch(
+    sequences: Sequence[Sequence[int]], max_len: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad id sequences to a rectangle.
+
+    Parameters
+    ----------
+    sequences : sequence of sequences of int
+        B non-empty id lists (lists, tuples, arrays or 1-D tensors).
+    max_len : int, optional
+        Truncate each to its first ``max_len`` ids.
+
+    Returns
+    -------
+    ids : torch.LongTensor
+        Shape (B, L), L = min(max length, max_len); PAD_ID (0) after each text.
+    mask : torch.BoolTensor
+        Shape (B, L), True on real tokens.
+
+    Examples
+    --------
+    >>> ids, mask = pad_batch([[5, 6, 7], [8]])
+    >>> ids.tolist(), mask.tolist()
+    ([[5, 6, 7], [8, 0, 0]], [[True, True, True], [True, False, False]])
+    >>> pad_batch([[5, 6, 7], [8]], max_len=2)[0].tolist()
+    [[5, 6], [8, 0]]
+    """
+    if len(sequences) == 0:
+        raise ValueError("pad_batch needs at least one sequence")
+    if max_len is not None and max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    lengths = [len(s) for s in sequences]
+    if min(lengths) == 0:
+        raise ValueError(f"sequence {lengths.index(0)} is empty; a row of only padding is not allowed")
+    if max_len is not None:
+        lengths = [min(n, max_len) for n in lengths]
+    L = max(lengths)
+    ids = torch.full((len(sequences), L), PAD_ID, dtype=torch.long)
+    for row, (seq, n) in enumerate(zip(sequences, lengths)):
+        ids[row, :n] = torch.as_tensor(seq[:n], dtype=torch.long)
+    mask = torch.arange(L).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    return ids, mask
+
+
+class EncodedTexts(Dataset):
+    """A torch Dataset of (ids, label) pairs.
+
+    Parameters
+    ----------
+    ids : sequence of sequences of int
+        N encoded texts (see :meth:`qpnlp.data.vocab.Vocabulary.encode_many`).
+    labels : array-like of int
+        Shape (N,).
+    """
+
+    def __init__(self, ids: Sequence[Sequence[int]], labels: Sequence[int] | np.ndarray | torch.Tensor) -> None:
+        labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+        if labels.shape != (len(ids),):
+            raise ValueError(f"labels must have shape ({len(ids)},), got {tuple(labels.shape)}")
+        empty = next((i for i, s in enumerate(ids) if len(s) == 0), None)
+        if empty is not None:
+            raise ValueError(f"text {empty} is empty")
+        self.ids = [list(map(int, s)) for s in ids]
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> tuple[list[int], int]:
+        return self.ids[i], int(self.labels[i])
+
+
+def collate(
+    batch: Sequence[tuple[Sequence[int], int]], max_len: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Collate (ids, label) pairs into ``(ids (B, L), mask (B, L), labels (B,))``.
+
+    Use ``functools.partial(collate, max_len=...)`` as a DataLoader ``collate_fn``.
+    """
+    seqs, labels = zip(*batch)
+    ids, mask = pad_batch(seqs, max_len)
+    return ids, mask, torch.tensor(labels, dtype=torch.long)
+
+
+def iterate_batches(
+    dataset: EncodedTexts,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int = 0,
+    epoch: int = 0,
+    max_len: int | None = None,
+    drop_last: bool = False,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Yield ``(ids, mask, labels)`` batches.
+
+    Shuffling uses ``numpy.random.default_rng((seed, epoch))``: the order is a
+    function of (seed, epoch) only, different for each epoch and independent of
+    any global random state.
+
+    Examples
+    --------
+    >>> ds = EncodedTexts([[2, 3], [4], [5, 6, 7]], [0, 1, 0])
+    >>> [b[0].shape for b in iterate_batches(ds, batch_size=2)]
+    [torch.Size([2, 2]), torch.Size([1, 3])]
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    n = len(dataset)
+    order = np.random.default_rng((seed, epoch)).permutation(n) if shuffle else np.arange(n)
+    stop = n - n % batch_size if drop_last else n
+    for start in range(0, stop, batch_size):
+        yield collate([dataset[int(i)] for i in order[start : start + batch_size]], max_len)
+
+
+def make_loader(
+    dataset: EncodedTexts,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int = 0,
+    max_len: int | None = None,
+    **kwargs,
+) -> DataLoader:
+    """A DataLoader with the padding collate and a seeded shuffling generator.
+
+    Each pass over the loader draws a new order from the seeded generator, so
+    a fresh loader with the same seed replays the same sequence of epochs.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        generator=generator,
+        collate_fn=functools.partial(collate, max_len=max_len),
+        **kwargs,
+    )

@@ -1,0 +1,320 @@
+"""Readers for the sentence-classification benchmarks CR, MPQA, MR, SUBJ, SST2, TREC.
+
+File layouts are those of ``$QPNLP_DATA/classification`` (see the data
+README). Every text goes through :func:`~qpnlp.data.tokenize.tokenize`.
+
+Policies
+--------
+* **Encoding.** Each file is decoded as UTF-8 and, if that fails, as
+  ISO-8859-1 (TREC's ``train_5500.label`` is ISO-8859-1).
+* **Empty lines** are skipped and counted (:attr:`ClassificationDataset.n_empty`).
+* **Duplicates.** By default (``dedupe=False``) exact duplicates are KEPT, as
+  the papers used the files as distributed; :attr:`ClassificationDataset.n_duplicates`
+  counts the repeated (tokens, label) items within the same split (occurrences
+  after the first). With ``dedupe=True`` those repeats are dropped (the first
+  occurrence is kept, order is preserved). Identical texts with different
+  labels are never dropped; they are counted in ``n_conflicting``.
+* **Labels** are integers ``0 .. C-1`` indexing :attr:`label_names`: negative
+  = 0 / positive = 1 for CR, MPQA, MR and SST2; objective = 0 / subjective = 1
+  for SUBJ; the six TREC coarse classes in alphabetical order.
+* **SST2** train holds the phrase-level training items (67,349 lines) exactly
+  as distributed; dev and test are whole sentences.
+
+Sizes of the shared benchmark files (``dedupe=False``; duplicates in brackets):
+
+=====  ======  ===========================  ===================================
+name   items   classes                      splits
+=====  ======  ===========================  ===================================
+CR     3,771   neg 1,366 / pos 2,405 (6)    10-fold CV
+MPQA   10,603  neg 7,292 / pos 3,311 (2265) 10-fold CV
+MR     10,662  neg 5,331 / pos 5,331        10-fold CV
+SUBJ   10,000  obj 5,000 / subj 5,000       10-fold CV
+SST2   70,042  neg 31,120 / pos 38,922      train 67,349 (366) / dev 872 / test 1,821
+TREC   5,952   6 coarse classes             train 5,452 (73) / test 500
+=====  ======  ===========================  ===================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qpnlp.data.paths import data_root
+from qpnlp.data.tokenize import tokenize
+
+__all__ = [
+    "DATASETS",
+    "ClassificationDataset",
+    "load_classification",
+    "read_label_files",
+    "read_tsv",
+    "read_trec",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class ClassificationDataset:
+    """Tokenised texts with integer labels.
+
+    Attributes
+    ----------
+    name : str
+        Data set name (e.g. ``"MR"``).
+    texts : list of list of str
+        N tokenised texts (each non-empty).
+    labels : numpy.ndarray
+        int64, shape (N,), values in ``0 .. C-1``.
+    label_names : tuple of str
+        C class names; ``label_names[k]`` is the name of label ``k``.
+    fixed_splits : mapping str -> numpy.ndarray, optional
+        For data sets with a fixed protocol (SST2: train/dev/test, TREC:
+        train/test, the sotu demo: train/dev/test), int64 index arrays into
+        ``texts``; ``None`` for the cross-validation sets.
+    n_duplicates : int
+        Repeated (text, label) items within a split: present when loaded
+        with ``dedupe=False``, dropped when loaded with ``dedupe=True``.
+    n_conflicting : int
+        Distinct texts that occur with more than one label within a split.
+    n_empty : int
+        Blank lines skipped while reading.
+    """
+
+    name: str
+    texts: list[list[str]]
+    labels: np.ndarray
+    label_names: tuple[str, ...]
+    fixed_splits: Mapping[str, np.ndarray] | None = None
+    n_duplicates: int = 0
+    n_conflicting: int = 0
+    n_empty: int = 0
+    class_counts: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        labels = np.asarray(self.labels, dtype=np.int64)
+        object.__setattr__(self, "labels", labels)
+        if labels.shape != (len(self.texts),):
+            raise ValueError(f"labels must have shape ({len(self.texts)},), got {labels.shape}")
+        C = len(self.label_names)
+        if labels.size and (labels.min() < 0 or labels.max() >= C):
+            raise ValueError(f"labels must lie in 0..{C - 1}, got range {labels.min()}..{labels.max()}")
+        empty = next((i for i, t in enumerate(self.texts) if len(t) == 0), None)
+        if empty is not None:
+            raise ValueError(f"text {empty} of {self.name} is empty")
+        if self.fixed_splits is not None:
+            splits = {k: np.asarray(v, dtype=np.int64) for k, v in self.fixed_splits.items()}
+            for k, v in splits.items():
+                if v.size and (v.min() < 0 or v.max() >= len(self.texts)):
+                    raise ValueError(f"split {k!r} has indices outside 0..{len(self.texts) - 1}")
+            object.__setattr__(self, "fixed_splits", splits)
+        object.__setattr__(self, "class_counts", tuple(np.bincount(labels, minlength=C).tolist()))
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.label_names)
+
+    def __repr__(self) -> str:
+        splits = "" if self.fixed_splits is None else ", splits=" + str({k: len(v) for k, v in self.fixed_splits.items()})
+        return f"ClassificationDataset({self.name!r}, n={len(self)}, classes={dict(zip(self.label_names, self.class_counts))}{splits})"
+
+    def subset(self, indices: Sequence[int] | np.ndarray, name: str | None = None) -> ClassificationDataset:
+        """The items at ``indices`` as a new dataset (no fixed splits)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        return ClassificationDataset(
+            name=name or self.name,
+            texts=[self.texts[i] for i in idx],
+            labels=self.labels[idx],
+            label_names=self.label_names,
+        )
+
+
+# ---------------------------------------------------------------- file level
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("iso-8859-1")
+
+
+def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[list[str]], list[int], int]:
+    """Read one-sentence-per-line files whose label is given by the file.
+
+    Parameters
+    ----------
+    files : mapping label -> path
+        e.g. ``{0: "rt-polarity.neg", 1: "rt-polarity.pos"}``, read in label order.
+
+    Returns
+    -------
+    texts, labels, n_empty
+    """
+    texts: list[list[str]] = []
+    labels: list[int] = []
+    n_empty = 0
+    for label in sorted(files):
+        for line in _read_text(Path(files[label])).splitlines():
+            tokens = tokenize(line)
+            if not tokens:
+                n_empty += 1
+                continue
+            texts.append(tokens)
+            labels.append(label)
+    return texts, labels, n_empty
+
+
+def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[list[str]], list[int], int]:
+    """Read ``text<TAB>label`` lines (SST2) with integer labels ``0..n_classes-1``.
+
+    Raises
+    ------
+    ValueError
+        For a line without a tab or with a label outside ``0..n_classes-1``;
+        the message names the file and the 1-based line number.
+    """
+    path = Path(path)
+    texts, labels, n_empty = [], [], 0
+    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            n_empty += 1
+            continue
+        text, sep, label = line.rpartition("\t")
+        label = label.strip()
+        if not sep or not label.isdigit() or int(label) >= n_classes:
+            raise ValueError(
+                f"{path}:{lineno}: expected 'text<TAB>label' with label in 0..{n_classes - 1}, got {line[:80]!r}"
+            )
+        tokens = tokenize(text)
+        if not tokens:
+            raise ValueError(f"{path}:{lineno}: empty text")
+        texts.append(tokens)
+        labels.append(int(label))
+    return texts, labels, n_empty
+
+
+def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str], list[str], int]:
+    """Read ``COARSE:fine question`` lines (TREC question classification).
+
+    Returns
+    -------
+    texts, coarse, fine, n_empty
+        Token lists and the coarse and fine label strings per question.
+    """
+    path = Path(path)
+    texts, coarse, fine, n_empty = [], [], [], 0
+    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            n_empty += 1
+            continue
+        label, _, question = line.partition(" ")
+        c, colon, f = label.partition(":")
+        if not colon or not c.isupper() or not f or not question.strip():
+            raise ValueError(f"{path}:{lineno}: expected 'COARSE:fine question', got {line[:80]!r}")
+        texts.append(tokenize(question))
+        coarse.append(c)
+        fine.append(f)
+    return texts, coarse, fine, n_empty
+
+
+# ----------------------------------------------------------- data set level
+_LABEL_FILES = {
+    "CR": (("neg", "custrev.neg"), ("pos", "custrev.pos")),
+    "MPQA": (("neg", "mpqa.neg"), ("pos", "mpqa.pos")),
+    "MR": (("neg", "rt-polarity.neg"), ("pos", "rt-polarity.pos")),
+    "SUBJ": (("obj", "subj.objective"), ("subj", "subj.subjective")),
+}
+#: Names accepted by :func:`load_classification` (case-insensitive).
+DATASETS = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
+TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+
+
+def _duplicates(texts, labels, groups, dedupe):
+    """Count (and optionally drop) repeated (text, label) items within each group."""
+    keep, seen, n_dup = [], set(), 0
+    label_sets: dict[tuple, set] = {}
+    for i, (t, y, g) in enumerate(zip(texts, labels, groups)):
+        key = (g, tuple(t))
+        label_sets.setdefault(key, set()).add(y)
+        if (key, y) in seen:
+            n_dup += 1
+            if dedupe:
+                continue
+        seen.add((key, y))
+        keep.append(i)
+    n_conflicting = sum(1 for s in label_sets.values() if len(s) > 1)
+    return keep, n_dup, n_conflicting
+
+
+def _build(name, texts, labels, label_names, split_of, dedupe, n_empty):
+    keep, n_dup, n_conf = _duplicates(texts, labels, split_of, dedupe)
+    texts = [texts[i] for i in keep]
+    labels = [labels[i] for i in keep]
+    splits = None
+    if split_of and split_of[0] is not None:
+        kept_split = np.array([split_of[i] for i in keep])
+        splits = {s: np.flatnonzero(kept_split == s) for s in dict.fromkeys(split_of)}
+    return ClassificationDataset(name, texts, np.array(labels, dtype=np.int64), tuple(label_names), splits, n_dup, n_conf, n_empty)
+
+
+def load_classification(
+    name: str,
+    root: str | os.PathLike[str] | None = None,
+    dedupe: bool = False,
+) -> ClassificationDataset:
+    """Load one of the sentence-classification benchmarks.
+
+    Parameters
+    ----------
+    name : str
+        One of CR, MPQA, MR, SUBJ, SST2, TREC (case-insensitive).
+    root : path-like, optional
+        Benchmark data root (default ``$QPNLP_DATA``); files are read from
+        ``root/classification/<NAME>/``.
+    dedupe : bool, default False
+        Drop exact (text, label) repeats within a split (see the module notes).
+
+    Returns
+    -------
+    ClassificationDataset
+        CR/MPQA/MR/SUBJ have ``fixed_splits=None`` (10-fold CV protocol);
+        SST2 has train/dev/test and TREC train/test fixed splits.
+    """
+    key = str(name).upper()
+    if key not in DATASETS:
+        raise ValueError(f"unknown classification data set {name!r}; valid names: {', '.join(DATASETS)}")
+    folder = data_root(root) / "classification" / key
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} does not exist (is the data root right?)")
+    if key in _LABEL_FILES:
+        names, files = zip(*_LABEL_FILES[key])
+        texts, labels, n_empty = read_label_files({i: folder / f for i, f in enumerate(files)})
+        return _build(key, texts, labels, names, [None] * len(texts), dedupe, n_empty)
+    if key == "SST2":
+        texts, labels, split_of, n_empty = [], [], [], 0
+        for split in ("train", "dev", "test"):
+            t, y, e = read_tsv(folder / f"{split}.tsv")
+            texts += t
+            labels += y
+            split_of += [split] * len(t)
+            n_empty += e
+        return _build(key, texts, labels, ("neg", "pos"), split_of, dedupe, n_empty)
+    # TREC
+    texts, coarse, split_of, n_empty = [], [], [], 0
+    for split, fname in (("train", "train_5500.label"), ("test", "TREC_10.label")):
+        t, c, _, e = read_trec(folder / fname)
+        texts += t
+        coarse += c
+        split_of += [split] * len(t)
+        n_empty += e
+    unknown = sorted(set(coarse) - set(TREC_CLASSES))
+    if unknown:
+        raise ValueError(f"unexpected TREC coarse classes {unknown}; expected {TREC_CLASSES}")
+    labels = [TREC_CLASSES.index(c) for c in coarse]
+    return _build(key, texts, labels, TREC_CLASSES, split_of, dedupe, n_empty)
+

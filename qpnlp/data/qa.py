@@ -1,0 +1,211 @@
+"""Readers for the answer-selection benchmarks TREC-QA and WikiQA.
+
+Files: ``$QPNLP_DATA/qa/<name>/<split>.tsv`` with lines
+``question<TAB>candidate answer<TAB>label`` (label 1 = correct answer).
+
+Candidates are grouped by question text in order of first appearance (the
+candidates of a question keep their file order). The standard filter removes
+questions that have no correct candidate or no wrong candidate (their ranking
+metrics are undefined or trivial); by default it is applied to dev and test
+only, as in the papers, and the counts before and after are kept on the result.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from qpnlp.data.paths import data_root
+from qpnlp.data.tokenize import tokenize
+
+__all__ = ["QA_DATASETS", "QADataset", "load_qa", "read_qa_tsv"]
+
+#: Names accepted by :func:`load_qa` (folder names under ``qa/``), case-insensitive.
+QA_DATASETS = ("trecqa", "wikiqa")
+_ALIASES = {"trec-qa": "trecqa", "trec_qa": "trecqa", "wiki-qa": "wikiqa", "wiki_qa": "wikiqa"}
+
+
+@dataclass(frozen=True, eq=False)
+class QADataset:
+    """Question / candidate pairs grouped by question.
+
+    Rows are ordered question by question, so ``groups[q]`` is a contiguous
+    run of row indices.
+
+    Attributes
+    ----------
+    name, split : str
+    questions : list of str
+        Q distinct question texts (raw, untokenised).
+    candidates : list of str
+        R candidate answers (raw), one per row.
+    labels : numpy.ndarray
+        int64, shape (R,), 1 = correct.
+    question_index : numpy.ndarray
+        int64, shape (R,): the question of each row.
+    groups : tuple of numpy.ndarray
+        Q int64 arrays of row indices, one per question.
+    n_questions_raw : int
+        Questions in the file, before filtering.
+    n_no_correct, n_no_wrong : int
+        Questions removed by the filter for having no correct / no wrong
+        candidate (counted in the file, whether or not the filter was applied;
+        a question with no candidates of either kind cannot occur).
+    filtered : bool
+        Whether those questions were removed.
+    """
+
+    name: str
+    split: str
+    questions: list[str]
+    candidates: list[str]
+    labels: np.ndarray
+    question_index: np.ndarray
+    groups: tuple[np.ndarray, ...]
+    n_questions_raw: int
+    n_no_correct: int
+    n_no_wrong: int
+    filtered: bool
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.questions)
+
+    def __repr__(self) -> str:
+        return (
+            f"QADataset({self.name!r}, {self.split!r}, questions={self.n_questions} "
+            f"(raw {self.n_questions_raw}, no correct {self.n_no_correct}, no wrong {self.n_no_wrong}, "
+            f"filtered={self.filtered}), pairs={len(self)}, correct={int(self.labels.sum())})"
+        )
+
+    def question_tokens(self) -> list[list[str]]:
+        """Tokenised questions (Q lists)."""
+        return [tokenize(q) for q in self.questions]
+
+    def candidate_tokens(self) -> list[list[str]]:
+        """Tokenised candidates (R lists)."""
+        return [tokenize(c) for c in self.candidates]
+
+
+def read_qa_tsv(
+    path: str | os.PathLike[str], name: str = "qa", split: str = "", filter_questions: bool = True
+) -> QADataset:
+    """Read one ``question<TAB>candidate<TAB>label`` file.
+
+    Parameters
+    ----------
+    path : path-like
+        UTF-8 file; blank lines are skipped.
+    name, split : str
+        Stored on the result.
+    filter_questions : bool, default True
+        Remove questions without a correct or without a wrong candidate.
+
+    Returns
+    -------
+    QADataset
+
+    Raises
+    ------
+    ValueError
+        For a line without exactly three tab-separated fields or with a label
+        other than 0/1; the message names the file and the 1-based line.
+    """
+    path = Path(path)
+    by_question: dict[str, list[tuple[str, int]]] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3 or fields[2].strip() not in ("0", "1"):
+                raise ValueError(
+                    f"{path}:{lineno}: expected 'question<TAB>candidate<TAB>label' with label 0/1, "
+                    f"got {len(fields)} field(s): {line[:80]!r}"
+                )
+            q, c, y = fields
+            if not q.strip() or not c.strip():
+                raise ValueError(f"{path}:{lineno}: empty question or candidate")
+            by_question.setdefault(q, []).append((c, int(y)))
+    n_no_correct = sum(1 for rows in by_question.values() if not any(y for _, y in rows))
+    n_no_wrong = sum(1 for rows in by_question.values() if all(y for _, y in rows))
+    questions, candidates, labels, qidx, groups = [], [], [], [], []
+    for q, rows in by_question.items():
+        n_pos = sum(y for _, y in rows)
+        if filter_questions and (n_pos == 0 or n_pos == len(rows)):
+            continue
+        start = len(candidates)
+        qid = len(questions)
+        questions.append(q)
+        for c, y in rows:
+            candidates.append(c)
+            labels.append(y)
+            qidx.append(qid)
+        groups.append(np.arange(start, len(candidates), dtype=np.int64))
+    return QADataset(
+        name=name,
+        split=split,
+        questions=questions,
+        candidates=candidates,
+        labels=np.array(labels, dtype=np.int64),
+        question_index=np.array(qidx, dtype=np.int64),
+        groups=tuple(groups),
+        n_questions_raw=len(by_question),
+        n_no_correct=n_no_correct,
+        n_no_wrong=n_no_wrong,
+        filtered=filter_questions,
+    )
+
+
+def load_qa(
+    name: str,
+    split: str,
+    root: str | os.PathLike[str] | None = None,
+    filter_questions: bool | None = None,
+) -> QADataset:
+    """Load a split of TREC-QA or WikiQA.
+
+    Parameters
+    ----------
+    name : str
+        ``"trecqa"`` or ``"wikiqa"`` (case-insensitive; ``"trec-qa"`` etc. work).
+    split : str
+        Any split whose file exists, e.g. ``"train"``, ``"dev"``, ``"test"``
+        (TREC-QA ships without ``test.tsv`` here; one placed there is read).
+    root : path-like, optional
+        Benchmark data root (default ``$QPNLP_DATA``).
+    filter_questions : bool, optional
+        Default: True for every split except ``"train"`` (the papers filter
+        dev and test only).
+
+    Returns
+    -------
+    QADataset
+
+    Raises
+    ------
+    ValueError
+        For an unknown data set name.
+    FileNotFoundError
+        For a split without a file; the message lists the splits present.
+    """
+    key = _ALIASES.get(str(name).lower(), str(name).lower())
+    if key not in QA_DATASETS:
+        raise ValueError(f"unknown QA data set {name!r}; valid names: {', '.join(QA_DATASETS)}")
+    folder = data_root(root) / "qa" / key
+    path = folder / f"{split}.tsv"
+    if not path.is_file():
+        present = sorted(p.stem for p in folder.glob("*.tsv")) if folder.is_dir() else []
+        raise FileNotFoundError(
+            f"{key} has no split {split!r} ({path} not found); present splits: {', '.join(present) or 'none'}"
+        )
+    if filter_questions is None:
+        filter_questions = split != "train"
+    return read_qa_tsv(path, name=key, split=split, filter_questions=filter_questions)

@@ -1,0 +1,206 @@
+r"""Ranking metrics for answer selection: MAP, MRR and P@1.
+
+Each question's candidates are ranked by decreasing score; then, with ranks
+:math:`r_1 < \dots < r_m` of the m correct candidates,
+
+.. math::
+
+    \mathrm{AP} = \frac{1}{m}\sum_{j=1}^{m} \frac{j}{r_j}, \qquad
+    \mathrm{RR} = \frac{1}{r_1}, \qquad
+    \mathrm{P@1} = [r_1 = 1],
+
+and MAP, MRR and P@1 are their means over questions.
+
+Ties
+----
+Candidates with exactly equal scores are ordered by the ``ties`` rule, so
+the metrics are deterministic and do not depend on the order of the rows:
+
+* ``"pessimistic"`` (default): among tied candidates the wrong ones rank
+  first. The result is a lower bound over all tie orders; a model that gives
+  every candidate the same score gets the worst possible score instead of a
+  lucky one.
+* ``"optimistic"``: the correct ones rank first (the upper bound).
+
+The gap between the two shows how much a result depends on ties (e.g. BM25,
+which gives 0 to every candidate sharing no word with the question).
+
+Every question must have at least one correct candidate (AP and RR are
+undefined otherwise): filter the data first (:func:`qpnlp.data.qa.load_qa`
+does for dev and test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["RankingResult", "average_precision", "precision_at_1", "rank_order", "ranking_metrics", "reciprocal_rank"]
+
+_TIES = ("pessimistic", "optimistic")
+
+
+def _as_numpy(x, name: str, dtype=None) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x, dtype=dtype)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    return a
+
+
+def rank_order(scores, labels, ties: str = "pessimistic") -> np.ndarray:
+    """Candidate indices from best to worst with the given tie rule.
+
+    Parameters
+    ----------
+    scores : array-like
+        Shape (n,), higher = better; finite.
+    labels : array-like
+        Shape (n,), 1 = correct, 0 = wrong.
+    ties : {"pessimistic", "optimistic"}
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (n,).
+
+    Examples
+    --------
+    >>> rank_order([0.5, 0.5, 0.9], [1, 0, 0]).tolist()
+    [2, 1, 0]
+    >>> rank_order([0.5, 0.5, 0.9], [1, 0, 0], ties="optimistic").tolist()
+    [2, 0, 1]
+    """
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    s = _as_numpy(scores, "scores", np.float64)
+    y = _as_numpy(labels, "labels", np.int64)
+    if s.shape != y.shape:
+        raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][0]} at index {int(np.flatnonzero(~np.isfinite(s))[0])}")
+    if not np.isin(y, (0, 1)).all():
+        raise ValueError(f"labels must be 0 or 1, got {sorted(set(y.tolist()) - {0, 1})}")
+    secondary = y if ties == "pessimistic" else -y
+    # lexsort: last key is primary. Final key (index) makes the order total and stable.
+    return np.lexsort((np.arange(len(s)), secondary, -s)).astype(np.int64)
+
+
+def _ranks_of_correct(scores, labels, ties: str) -> np.ndarray:
+    y = _as_numpy(labels, "labels", np.int64)
+    order = rank_order(scores, y, ties)
+    ranks = np.flatnonzero(y[order] == 1) + 1
+    if ranks.size == 0:
+        raise ValueError("question has no correct candidate; AP/RR are undefined (filter such questions out)")
+    return ranks
+
+
+def average_precision(scores, labels, ties: str = "pessimistic") -> float:
+    """Average precision of one question's ranking (see module docstring).
+
+    Examples
+    --------
+    >>> average_precision([0.9, 0.8, 0.7], [0, 1, 1])  # ranks 2 and 3: (1/2 + 2/3) / 2
+    0.5833333333333333
+    """
+    ranks = _ranks_of_correct(scores, labels, ties)
+    return float(np.mean(np.arange(1, len(ranks) + 1) / ranks))
+
+
+def reciprocal_rank(scores, labels, ties: str = "pessimistic") -> float:
+    """1 / rank of the best-ranked correct candidate.
+
+    Examples
+    --------
+    >>> reciprocal_rank([0.9, 0.8, 0.7], [0, 1, 1])
+    0.5
+    """
+    return float(1.0 / _ranks_of_correct(scores, labels, ties)[0])
+
+
+def precision_at_1(scores, labels, ties: str = "pessimistic") -> float:
+    """1.0 when the top-ranked candidate is correct, else 0.0."""
+    return float(_ranks_of_correct(scores, labels, ties)[0] == 1)
+
+
+@dataclass(frozen=True)
+class RankingResult:
+    """Ranking metrics over a set of questions.
+
+    Attributes
+    ----------
+    map, mrr, p_at_1 : float
+        Means over the ``n_questions`` questions.
+    n_questions : int
+    ap, rr, p1 : numpy.ndarray
+        Per-question values, float64, shape (n_questions,).
+    ties : str
+        The tie rule used.
+    """
+
+    map: float
+    mrr: float
+    p_at_1: float
+    n_questions: int
+    ap: np.ndarray
+    rr: np.ndarray
+    p1: np.ndarray
+    ties: str
+
+    def __str__(self) -> str:
+        return f"MAP {self.map:.4f}  MRR {self.mrr:.4f}  P@1 {self.p_at_1:.4f}  ({self.n_questions} questions, ties {self.ties})"
+
+
+def ranking_metrics(
+    scores, labels, groups: Sequence[Sequence[int] | np.ndarray], ties: str = "pessimistic"
+) -> RankingResult:
+    """MAP, MRR and P@1 over questions.
+
+    Parameters
+    ----------
+    scores : array-like
+        Shape (R,), one score per candidate row.
+    labels : array-like
+        Shape (R,), 1 = correct.
+    groups : sequence of index arrays
+        Q arrays of row indices, one per question (e.g.
+        :attr:`qpnlp.data.qa.QADataset.groups`).
+    ties : {"pessimistic", "optimistic"}
+
+    Returns
+    -------
+    RankingResult
+
+    Raises
+    ------
+    ValueError
+        When a question has no correct candidate (its index is named) or
+        there are no questions.
+
+    Examples
+    --------
+    >>> r = ranking_metrics([0.1, 0.9, 0.3, 0.3], [1, 0, 1, 0], [[0, 1], [2, 3]])
+    >>> r.ap.tolist(), r.map
+    ([0.5, 0.5], 0.5)
+    """
+    s = _as_numpy(scores, "scores", np.float64)
+    y = _as_numpy(labels, "labels", np.int64)
+    if s.shape != y.shape:
+        raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
+    if len(groups) == 0:
+        raise ValueError("no questions to evaluate")
+    ap, rr, p1 = (np.empty(len(groups)) for _ in range(3))
+    for q, g in enumerate(groups):
+        g = np.asarray(g, dtype=np.int64)
+        try:
+            ranks = _ranks_of_correct(s[g], y[g], ties)
+        except ValueError as err:
+            raise ValueError(f"question {q}: {err}") from None
+        ap[q] = np.mean(np.arange(1, len(ranks) + 1) / ranks)
+        rr[q] = 1.0 / ranks[0]
+        p1[q] = float(ranks[0] == 1)
+    return RankingResult(float(ap.mean()), float(rr.mean()), float(p1.mean()), len(groups), ap, rr, p1, ties)

@@ -1,0 +1,213 @@
+"""QPDN: the Quantum Probability-Driven Network (Semantic Hilbert Space classifier).
+
+Thesis sections 3.2 and 5.1.1: words are complex states, a sentence is the
+mixture of its word states, k trainable measurements give a probability
+vector, and a dense layer maps it to class logits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from qpnlp.hilbert import Ensemble
+from qpnlp.measurement import ProjectiveMeasurement
+
+from .embedding import PHASE_INITS, ComplexWordEmbedding
+from .weighting import WEIGHTINGS, WordWeighting
+
+HEADS = ("measurement", "dense")
+
+
+@dataclass
+class QPDNConfig:
+    """Hyper-parameters of :class:`QPDN` (all JSON-serialisable).
+
+    Attributes
+    ----------
+    num_words, num_classes : int
+        Vocabulary size (with padding 0 and unknown 1) and number of labels.
+    dim : int
+        Hilbert-space dimension d (50 with GloVe 6B 50d).
+    num_measurements : int
+        k, the number of measurement states (thesis Table 5.4 explores 1..200).
+    weighting : str
+        ``amplitude_norm`` | ``trainable`` | ``idf`` | ``uniform`` (see :class:`WordWeighting`).
+    complete : bool
+        Orthonormal basis of measurements (forces k = d).
+    orthonormal : bool
+        Keep the k measurement vectors orthonormal.
+    measurement_init : str
+        ``orthogonal`` | ``identity`` | ``random``.
+    train_measurements : bool
+        False = fixed projectors (ablation "non-trainable orthogonal projectors").
+    head : str
+        ``measurement`` (QPDN) or ``dense`` (ablation: a dense layer on the
+        real and imaginary parts of rho instead of projectors).
+    phase_init : str
+        ``uniform`` | ``zero`` | ``sign``.
+    freeze_amplitude : bool
+        Keep the pretrained amplitudes fixed.
+    dropout : float
+        Dropout on the measured probabilities.
+    complex128 : bool
+        Use complex128 states (float64 tables).
+    """
+
+    num_words: int
+    num_classes: int
+    dim: int = 50
+    num_measurements: int = 50
+    weighting: str = "amplitude_norm"
+    complete: bool = False
+    orthonormal: bool = False
+    measurement_init: str = "orthogonal"
+    train_measurements: bool = True
+    head: str = "measurement"
+    phase_init: str = "uniform"
+    freeze_amplitude: bool = False
+    dropout: float = 0.0
+    complex128: bool = False
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
+            (self.num_classes >= 2, f"num_classes must be >= 2; got {self.num_classes}"),
+            (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
+            (self.num_measurements >= 1, f"num_measurements must be >= 1; got {self.num_measurements}"),
+            (self.weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}"),
+            (self.head in HEADS, f"head must be one of {HEADS}; got {self.head!r}"),
+            (self.phase_init in PHASE_INITS, f"phase_init must be one of {PHASE_INITS}; got {self.phase_init!r}"),
+            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "QPDNConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown QPDN config keys: {sorted(unknown)}")
+        return cls(**values)
+
+
+class QPDN(nn.Module):
+    r"""Quantum Probability-Driven Network.
+
+    .. math::
+        |w_i\rangle = \tfrac{r_{w_i}}{\|r_{w_i}\|} e^{i\phi_{w_i}}, \quad
+        \rho = \sum_i p_i |w_i\rangle\langle w_i|, \quad
+        q_k = \operatorname{Tr}(\rho |v_k\rangle\langle v_k|), \quad
+        \hat y = \operatorname{softmax}(W q + b).
+
+    The mixture is never built as a d x d matrix (``head="measurement"``):
+    :math:`q_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
+
+    Parameters
+    ----------
+    config : QPDNConfig
+    pretrained : torch.Tensor, optional
+        Real ``(num_words, dim)`` initial amplitudes.
+    idf : torch.Tensor, optional
+        ``(num_words,)`` IDF values, needed for ``weighting="idf"``.
+    generator : torch.Generator, optional
+        For a reproducible initialisation.
+
+    Examples
+    --------
+    >>> model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=8, num_measurements=4))
+    >>> ids = torch.tensor([[2, 3, 4, 0], [5, 6, 0, 0]])
+    >>> model(ids, ids != 0).shape
+    torch.Size([2, 2])
+    """
+
+    def __init__(self, config: QPDNConfig, *, pretrained: torch.Tensor | None = None,
+                 idf: torch.Tensor | None = None, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.config = config
+        real = torch.float64 if config.complex128 else torch.float32
+        cplx = torch.complex128 if config.complex128 else torch.complex64
+        self.embedding = ComplexWordEmbedding(
+            config.num_words, config.dim, pretrained=pretrained, phase_init=config.phase_init,
+            freeze_amplitude=config.freeze_amplitude, dtype=real, generator=generator)
+        self.weighting = WordWeighting(config.num_words, config.weighting, idf=idf, dtype=real)
+        if config.head == "measurement":
+            self.measurement = ProjectiveMeasurement(
+                config.dim, config.dim if config.complete else config.num_measurements, complete=config.complete,
+                orthonormal=config.orthonormal or config.complete or None, init=config.measurement_init,
+                trainable=config.train_measurements, dtype=cplx, generator=generator)
+            features = self.measurement.num_outcomes
+        else:
+            features = 2 * config.dim * config.dim
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(features, config.num_classes, dtype=real)
+
+    def mixture(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Word states ``(B, L, d)`` and mixture weights ``(B, L)`` of each sentence."""
+        _check_batch(ids, mask)
+        states, norms = self.embedding(ids)
+        return states, self.weighting(ids, mask, norms)
+
+    def features(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Measured probabilities ``(B, k)`` (or flattened rho for ``head="dense"``)."""
+        states, weights = self.mixture(ids, mask)
+        if self.config.head == "measurement":
+            return self.measurement(states, weights)
+        rho = Ensemble(states, weights, validate=False).dense().data
+        return torch.view_as_real(rho).flatten(1)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Class logits ``(B, C)`` for word ids ``(B, L)`` and a bool mask ``(B, L)`` (True = word)."""
+        return self.classifier(self.dropout(self.features(ids, mask)))
+
+    def ensemble(self, ids: torch.Tensor, mask: torch.Tensor) -> Ensemble:
+        """The sentences as validated lazy mixtures (for interpretation)."""
+        states, weights = self.mixture(ids, mask)
+        return Ensemble(states.detach(), weights.detach(), mask)
+
+
+class RealBagOfWords(nn.Module):
+    """Real-valued baseline: weighted average of real word vectors of size 2d + a linear layer.
+
+    The "FastText with double-dimension real word vectors" row of thesis
+    Table 5.3: the same pipeline and weighting as :class:`QPDN`, without
+    complex states or measurements. The first d coordinates start from the
+    pretrained vectors, the other d from N(0, 1/d).
+    """
+
+    def __init__(self, num_words: int, num_classes: int, dim: int, *, pretrained: torch.Tensor | None = None,
+                 weighting: str = "amplitude_norm", idf: torch.Tensor | None = None, dropout: float = 0.0,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        table = torch.randn(num_words, 2 * dim, generator=generator) / dim ** 0.5
+        if pretrained is not None:
+            table[:, :dim] = pretrained
+        table[0] = 0
+        self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=0, sparse=True, _weight=table)
+        self.weighting = WordWeighting(num_words, weighting, idf=idf)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * dim, num_classes)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        _check_batch(ids, mask)
+        vectors = self.embedding(ids)
+        weights = self.weighting(ids, mask, torch.linalg.vector_norm(vectors, dim=-1))
+        return self.classifier(self.dropout((weights.unsqueeze(-1) * vectors).sum(1)))
+
+
+def _check_batch(ids: torch.Tensor, mask: torch.Tensor) -> None:
+    if ids.dim() != 2 or ids.dtype != torch.long:
+        raise ValueError(f"ids must be a LongTensor of shape (B, L); got {ids.dtype} {tuple(ids.shape)}")
+    if mask.shape != ids.shape or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)}; got {mask.dtype} {tuple(mask.shape)}")
+    empty = ~mask.any(-1)
+    if bool(empty.any()):
+        raise ValueError(f"empty sentence (no unmasked word) at batch index {int(empty.nonzero()[0, 0])}")

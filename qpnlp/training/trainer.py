@@ -1,0 +1,144 @@
+"""A small trainer for classifiers: sparse-aware optimisers, early stopping on dev, progress bars."""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from qpnlp.data.batching import EncodedTexts, iterate_batches
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings.
+
+    ``lr`` applies to dense parameters (Adam with ``weight_decay``),
+    ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
+    touches the rows of the batch). Early stopping keeps the parameters of the
+    epoch with the best dev accuracy and stops after ``patience`` epochs
+    without improvement.
+    """
+
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-2
+    embedding_lr: float = 1e-2
+    weight_decay: float = 0.0
+    patience: int = 5
+    seed: int = 0
+    device: str = "cpu"
+    max_len: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
+            raise ValueError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
+                             f"{self.batch_size}, {self.patience}")
+        if self.lr <= 0 or self.embedding_lr <= 0:
+            raise ValueError(f"learning rates must be positive; got {self.lr}, {self.embedding_lr}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FitResult:
+    best_epoch: int
+    best_dev_accuracy: float
+    seconds: float
+    history: list[dict] = field(default_factory=list)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class _Optimisers:
+    """SparseAdam for sparse embedding tables, Adam for everything else."""
+
+    def __init__(self, model: nn.Module, config: TrainConfig) -> None:
+        sparse_ids = set()
+        sparse = []
+        for module in model.modules():
+            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad:
+                sparse.append(module.weight)
+                sparse_ids.add(id(module.weight))
+        dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
+        self.optimisers = []
+        if sparse:
+            self.optimisers.append(torch.optim.SparseAdam(sparse, lr=config.embedding_lr))
+        if dense:
+            self.optimisers.append(torch.optim.Adam(dense, lr=config.lr, weight_decay=config.weight_decay))
+
+    def zero_grad(self) -> None:
+        for opt in self.optimisers:
+            opt.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        for opt in self.optimisers:
+            opt.step()
+
+
+def train_step(model: nn.Module, optimisers: _Optimisers, ids, mask, labels) -> float:
+    """One forward, backward and optimiser step; returns the loss."""
+    optimisers.zero_grad()
+    loss = nn.functional.cross_entropy(model(ids, mask), labels)
+    loss.backward()
+    optimisers.step()
+    return float(loss.detach())
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, device="cpu",
+            max_len: int | None = None) -> torch.Tensor:
+    """Logits ``(N, C)`` in the order of ``data``."""
+    model.eval()
+    out = [model(ids.to(device), mask.to(device)).float().cpu()
+           for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
+    return torch.cat(out)
+
+
+def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
+    """Fraction of correctly classified items."""
+    return float((predict(model, data, **kwargs).argmax(-1) == data.labels).float().mean())
+
+
+def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainConfig) -> FitResult:
+    """Train with early stopping on dev accuracy; the model ends with its best-dev parameters."""
+    device = torch.device(config.device)
+    model.to(device)
+    optimisers = _Optimisers(model, config)
+    best = (-1.0, 0, copy.deepcopy(model.state_dict()))
+    history, start, waited = [], time.perf_counter(), 0
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
+                                  max_len=config.max_len)
+        losses = []
+        bar = tqdm(batches, total=-(-len(train) // config.batch_size), desc=f"epoch {epoch}",
+                   disable=not config.progress, leave=False)
+        for ids, mask, labels in bar:
+            losses.append(train_step(model, optimisers, ids.to(device), mask.to(device), labels.to(device)))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        dev_acc = accuracy(model, dev, device=device, max_len=config.max_len)
+        history.append(dict(epoch=epoch, train_loss=float(np.mean(losses)), dev_accuracy=dev_acc,
+                            seconds=time.perf_counter() - start))
+        if dev_acc > best[0]:
+            best, waited = (dev_acc, epoch, copy.deepcopy(model.state_dict())), 0
+        else:
+            waited += 1
+            if waited >= config.patience:
+                break
+    model.load_state_dict(best[2])
+    return FitResult(best_epoch=best[1], best_dev_accuracy=best[0], seconds=time.perf_counter() - start,
+                     history=history)

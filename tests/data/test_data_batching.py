@@ -1,0 +1,80 @@
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data.batching import EncodedTexts, collate, iterate_batches, make_loader, pad_batch
+from qpnlp.data.vocab import PAD_ID
+
+
+def test_pad_batch_shapes_and_mask():
+    ids, mask = pad_batch([[4, 5, 6], [7], (8, 9)])
+    assert ids.dtype == torch.long and mask.dtype == torch.bool
+    assert ids.shape == mask.shape == (3, 3)
+    assert ids.tolist() == [[4, 5, 6], [7, PAD_ID, PAD_ID], [8, 9, PAD_ID]]
+    assert mask.sum(1).tolist() == [3, 1, 2]
+    assert torch.all(ids[~mask] == PAD_ID)
+
+
+def test_pad_batch_accepts_arrays_and_tensors():
+    ids, _ = pad_batch([np.array([2, 3]), torch.tensor([4])])
+    assert ids.tolist() == [[2, 3], [4, 0]]
+
+
+def test_truncation_keeps_the_head():
+    ids, mask = pad_batch([[1, 2, 3, 4, 5], [6, 7]], max_len=3)
+    assert ids.tolist() == [[1, 2, 3], [6, 7, 0]] and mask.tolist() == [[True] * 3, [True, True, False]]
+    ids, _ = pad_batch([[1, 2], [3]], max_len=10)
+    assert ids.shape == (2, 2)  # L is the longest row, not max_len
+
+
+def test_pad_batch_errors():
+    with pytest.raises(ValueError, match="at least one"):
+        pad_batch([])
+    with pytest.raises(ValueError, match="sequence 1 is empty"):
+        pad_batch([[1], []])
+    with pytest.raises(ValueError, match="max_len"):
+        pad_batch([[1]], max_len=0)
+
+
+def test_dataset_and_collate():
+    ds = EncodedTexts([[2, 3], [4], [5, 6, 7]], [0, 1, 1])
+    assert len(ds) == 3 and ds[2] == ([5, 6, 7], 1)
+    ids, mask, labels = collate([ds[0], ds[1]])
+    assert ids.tolist() == [[2, 3], [4, 0]] and labels.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="labels must have shape"):
+        EncodedTexts([[1]], [0, 1])
+    with pytest.raises(ValueError, match="text 0 is empty"):
+        EncodedTexts([[]], [0])
+
+
+def _orders(ds, **kw):
+    return [labels.tolist() for _, _, labels in iterate_batches(ds, **kw)]
+
+
+def test_iterate_batches_seeded_shuffling():
+    n = 50
+    ds = EncodedTexts([[i + 2] for i in range(n)], list(range(n)))
+    plain = _orders(ds, batch_size=8)
+    assert sum(plain, []) == list(range(n)) and len(plain) == 7
+    a = _orders(ds, batch_size=8, shuffle=True, seed=1, epoch=0)
+    assert a == _orders(ds, batch_size=8, shuffle=True, seed=1, epoch=0)
+    assert a != _orders(ds, batch_size=8, shuffle=True, seed=1, epoch=1)
+    assert a != _orders(ds, batch_size=8, shuffle=True, seed=2, epoch=0)
+    assert sorted(sum(a, [])) == list(range(n))
+    torch.manual_seed(123)  # global state does not matter
+    assert a == _orders(ds, batch_size=8, shuffle=True, seed=1, epoch=0)
+    dropped = _orders(ds, batch_size=8, drop_last=True)
+    assert len(dropped) == 6 and all(len(b) == 8 for b in dropped)
+
+
+def test_make_loader_replays_with_same_seed():
+    ds = EncodedTexts([[i + 2] * (1 + i % 3) for i in range(20)], [i % 2 for i in range(20)])
+    first = [b[0][:, 0].tolist() for b in make_loader(ds, 4, shuffle=True, seed=7, max_len=2)]
+    second = [b[0][:, 0].tolist() for b in make_loader(ds, 4, shuffle=True, seed=7, max_len=2)]
+    assert first == second
+    ids, mask, labels = next(iter(make_loader(ds, 4, max_len=2)))
+    assert ids.shape[1] <= 2 and mask.dtype == torch.bool and labels.shape == (4,)
+    loader = torch.utils.data.DataLoader(ds, batch_size=5, collate_fn=functools.partial(collate, max_len=1))
+    assert next(iter(loader))[0].shape == (5, 1)

@@ -1,0 +1,141 @@
+import numpy as np
+import pytest
+
+from qpnlp.data.pretrained import (
+    PretrainedVectors,
+    embedding_matrix_for,
+    from_matrix,
+    load_glove_50d,
+    load_glove_text,
+)
+from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
+
+
+def _write(tmp_path, text, name="vec.txt"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_glove_text_without_header(tmp_path):
+    pv = load_glove_text(_write(tmp_path, "the 0.1 0.2 0.3\n, -1 0 1\n\ncat 1e-3 2 3 \n"))
+    assert pv.words == ["the", ",", "cat"] and pv.dim == 3
+    assert pv.vectors.dtype == np.float32 and pv.vectors.shape == (3, 3)
+    np.testing.assert_allclose(pv.vector("cat"), [1e-3, 2, 3])
+    assert pv.index["cat"] == 2 and "dog" not in pv
+
+
+def test_glove_text_with_word2vec_header(tmp_path):
+    pv = load_glove_text(_write(tmp_path, "2 2\na 1 2\nb 3 4\n"))
+    assert pv.words == ["a", "b"] and pv.dim == 2
+
+
+def test_glove_text_wrong_column_count_names_the_line(tmp_path):
+    path = _write(tmp_path, "a 1 2 3\nb 1 2\n")
+    with pytest.raises(ValueError, match=r"vec.txt:2: expected 4 space-separated columns .* got 3"):
+        load_glove_text(path)
+    with pytest.raises(ValueError, match=r":1: expected 3 space-separated"):
+        load_glove_text(path, dim=2)
+
+
+def test_glove_text_non_numeric_value_names_the_line(tmp_path):
+    with pytest.raises(ValueError, match=r":2: non-numeric value 'x' for word 'b'"):
+        load_glove_text(_write(tmp_path, "a 1 2\nb 1 x\n"))
+
+
+def test_glove_text_header_dim_mismatch(tmp_path):
+    with pytest.raises(ValueError, match="header says dim 2, expected 3"):
+        load_glove_text(_write(tmp_path, "1 2\na 1 2\n"), dim=3)
+
+
+def test_glove_text_duplicates_and_filter(tmp_path):
+    path = _write(tmp_path, "a 1 1\nb 2 2\na 3 3\nc 4 4\n")
+    pv = load_glove_text(path)
+    assert pv.words == ["a", "b", "c"]
+    np.testing.assert_array_equal(pv.vector("a"), [1, 1])  # first occurrence wins
+    assert load_glove_text(path, words={"c", "zz"}).words == ["c"]
+
+
+def test_glove_text_empty_file(tmp_path):
+    with pytest.raises(ValueError, match="no vectors"):
+        load_glove_text(_write(tmp_path, "\n"))
+
+
+def test_from_matrix_validates():
+    with pytest.raises(ValueError, match="2 words but 3 vector rows"):
+        from_matrix(["a", "b"], np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="duplicate word 'a'"):
+        from_matrix(["a", "a"], np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"non-finite values, first at row 1 \('b'\)"):
+        from_matrix(["a", "b"], np.array([[0.0, 1.0], [np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="shape"):
+        from_matrix(["a"], np.zeros(3))
+    with pytest.raises(KeyError, match="no pretrained vector"):
+        from_matrix(["a"], np.zeros((1, 2))).vector("b")
+
+
+@pytest.fixture
+def toy():
+    vocab = Vocabulary.build([["good", "film", "qqzx"], ["film", "good", "film"], ["wxyv"]])
+    pv = from_matrix(["film", "good", "the"], np.arange(6.0).reshape(3, 2) + 1)
+    return vocab, pv
+
+
+def test_embedding_matrix_rows(toy):
+    vocab, pv = toy
+    m, report = embedding_matrix_for(vocab, pv, seed=3)
+    assert m.dtype == np.float32 and m.shape == (len(vocab), 2)
+    assert np.all(m[PAD_ID] == 0)
+    np.testing.assert_array_equal(m[vocab.id_of("film")], pv.vector("film"))
+    np.testing.assert_array_equal(m[vocab.id_of("good")], pv.vector("good"))
+    random_rows = [UNK_ID, vocab.id_of("qqzx"), vocab.id_of("wxyv")]
+    assert np.all(np.abs(m[random_rows]) <= 0.25) and np.all(m[random_rows] != 0)
+    assert report.n_words == 4 and report.n_oov == 2 and report.rate == 0.5
+    assert report.token_rate == pytest.approx(2 / 7)
+    assert set(report.examples) == {"qqzx", "wxyv"} and "2/4" in str(report)
+
+
+def test_embedding_matrix_is_seeded(toy):
+    vocab, pv = toy
+    a, _ = embedding_matrix_for(vocab, pv, seed=0)
+    b, _ = embedding_matrix_for(vocab, pv, seed=0)
+    c, _ = embedding_matrix_for(vocab, pv, seed=1)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a[UNK_ID], c[UNK_ID])
+
+
+def test_embedding_matrix_init_options(toy):
+    vocab, pv = toy
+    z, _ = embedding_matrix_for(vocab, pv, unk_init="zeros")
+    assert np.all(z[UNK_ID] == 0)
+    n, _ = embedding_matrix_for(vocab, pv, unk_init="normal", scale=0.1)
+    assert np.all(n[PAD_ID] == 0) and np.any(np.abs(n[UNK_ID]) > 0)
+    f, _ = embedding_matrix_for(vocab, pv, unk_init=lambda rng, shape: np.full(shape, 7.0))
+    assert np.all(f[UNK_ID] == 7) and np.all(f[PAD_ID] == 0)
+    with pytest.raises(ValueError, match="returned shape"):
+        embedding_matrix_for(vocab, pv, unk_init=lambda rng, shape: np.zeros(2))
+    with pytest.raises(ValueError, match="unk_init must be"):
+        embedding_matrix_for(vocab, pv, unk_init="xavier")
+
+
+def test_glove_50d_package():
+    pv = load_glove_50d()
+    assert isinstance(pv, PretrainedVectors)
+    assert pv.vectors.shape == (400_000, 50) and pv.vectors.dtype == np.float32
+    assert pv.words[:3] == ["the", ",", "."]
+    np.testing.assert_allclose(pv.vector("the")[:3], [0.418, 0.24968, -0.41242], rtol=1e-5)
+    assert "nan" in pv and "null" in pv  # read as strings, not missing values
+    assert load_glove_50d() is pv  # cached
+    assert not pv.vectors.flags.writeable
+    with pytest.raises(ValueError):
+        pv.vectors[0, 0] = 1.0
+
+
+@pytest.mark.data
+def test_glove_coverage_of_mr(data_root):
+    from qpnlp.data.classification import load_classification
+
+    vocab = Vocabulary.build(load_classification("MR", root=data_root).texts)
+    m, report = embedding_matrix_for(vocab, load_glove_50d())
+    assert m.shape == (len(vocab), 50)
+    assert report.rate < 0.15 and report.token_rate < 0.02

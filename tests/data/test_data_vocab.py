@@ -1,0 +1,114 @@
+import json
+import math
+
+import pytest
+import torch
+
+from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
+
+TRAIN = [["the", "film", "is", "good"], ["the", "film", "is", "bad"], ["the", "plot"], ["good", "good"]]
+
+
+@pytest.fixture
+def vocab():
+    return Vocabulary.build(TRAIN)
+
+
+def test_reserved_ids_are_distinct(vocab):
+    assert PAD_ID == 0 and UNK_ID == 1 and PAD_ID != UNK_ID
+    assert vocab.words[:2] == [PAD, UNK]
+    assert vocab.encode(["never-seen"]) == [UNK_ID]
+
+
+def test_ids_by_frequency_then_alphabet(vocab):
+    # the: 3, good: 3, film: 2, is: 2, bad: 1, plot: 1
+    assert vocab.words[2:] == ["good", "the", "film", "is", "bad", "plot"]
+    assert len(vocab) == 8
+    assert vocab.encode(["the", "good", "movie"]) == [3, 2, UNK_ID]
+
+
+def test_literal_pad_token_is_not_padding(vocab):
+    assert vocab.encode([PAD, UNK]) == [UNK_ID, UNK_ID]
+    assert PAD not in vocab and UNK not in vocab
+
+
+def test_contains_and_decode(vocab):
+    assert "film" in vocab and "movie" not in vocab and 3 not in vocab
+    assert vocab.decode([3, 4, 0, 0]) == ["the", "film", PAD, PAD]
+    assert vocab.decode(torch.tensor([3, 1, 0]), skip_pad=True) == ["the", UNK]
+    with pytest.raises(IndexError, match="out of range"):
+        vocab.decode([99])
+
+
+def test_only_training_words_get_ids():
+    dev = [["a", "new", "word"]]
+    v = Vocabulary.build(TRAIN)
+    assert v.encode(dev[0]) == [UNK_ID] * 3
+
+
+def test_empty_sentence_raises(vocab):
+    with pytest.raises(ValueError, match="empty sentence"):
+        vocab.encode([])
+    with pytest.raises(ValueError, match="text 1: .*empty"):
+        vocab.encode_many([["the"], []])
+
+
+def test_encode_rejects_a_string(vocab):
+    with pytest.raises(TypeError, match="tokenize"):
+        vocab.encode("the film")
+    with pytest.raises(TypeError, match="tokenize"):
+        Vocabulary.build(["the film"])
+
+
+def test_min_freq_and_max_size():
+    v = Vocabulary.build(TRAIN, min_freq=2)
+    assert v.words[2:] == ["good", "the", "film", "is"]
+    v = Vocabulary.build(TRAIN, max_size=3)
+    assert v.words[2:] == ["good", "the", "film"] and len(v) == 5
+    with pytest.raises(ValueError, match="min_freq"):
+        Vocabulary.build(TRAIN, min_freq=0)
+
+
+def test_frequencies(vocab):
+    assert vocab.word_freq("good") == 3 and vocab.doc_freq("good") == 2
+    assert vocab.word_freq("the") == 3 and vocab.doc_freq("the") == 3
+    assert vocab.word_freq("movie") == 0 and vocab.doc_freq("movie") == 0
+    assert vocab.n_docs == 4
+
+
+def test_idf(vocab):
+    idf = vocab.idf()
+    assert idf.dtype == torch.float32 and idf.shape == (len(vocab),)
+    n = 4
+    expected = {w: math.log((1 + n) / (1 + vocab.doc_freq(w))) + 1 for w in vocab.words[2:]}
+    for w, value in expected.items():
+        assert idf[vocab.id_of(w)].item() == pytest.approx(value, rel=1e-6)
+    assert idf[PAD_ID].item() == 0.0
+    assert idf[UNK_ID].item() == pytest.approx(math.log(1 + n) + 1)
+    assert idf[UNK_ID] == idf.max()  # unknown is rarer than any training word
+    assert Vocabulary.build([["a"], ["a", "b"]]).idf()[2].item() == pytest.approx(1.0)  # in every text
+
+
+def test_dict_round_trip_through_json(vocab):
+    data = json.loads(json.dumps(vocab.to_dict()))
+    back = Vocabulary.from_dict(data)
+    assert back == vocab
+    assert back.words == vocab.words
+    assert back.encode(["plot", "x"]) == vocab.encode(["plot", "x"])
+    assert torch.equal(back.idf(), vocab.idf())
+
+
+def test_from_dict_rejects_other_data(vocab):
+    with pytest.raises(ValueError, match="not a serialised Vocabulary"):
+        Vocabulary.from_dict({"words": []})
+    bad = vocab.to_dict()
+    bad["doc_freq"] = bad["doc_freq"][:-1]
+    with pytest.raises(ValueError, match="lengths differ"):
+        Vocabulary.from_dict(bad)
+
+
+def test_constructor_validates():
+    with pytest.raises(ValueError, match="reserved"):
+        Vocabulary([PAD], {PAD: 1}, {PAD: 1}, 1)
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "a"], {"a": 1}, {"a": 1}, 1)

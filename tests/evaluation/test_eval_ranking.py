@@ -1,0 +1,104 @@
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.evaluation.ranking import (
+    average_precision,
+    precision_at_1,
+    rank_order,
+    ranking_metrics,
+    reciprocal_rank,
+)
+
+
+def test_hand_made_ranking_without_ties():
+    scores = [0.9, 0.1, 0.8, 0.3, 0.5]
+    labels = [0, 1, 1, 0, 1]
+    # order: 0 (w), 2 (c), 4 (c), 3 (w), 1 (c): correct at ranks 2, 3, 5
+    assert rank_order(scores, labels).tolist() == [0, 2, 4, 3, 1]
+    assert average_precision(scores, labels) == pytest.approx((1 / 2 + 2 / 3 + 3 / 5) / 3)
+    assert reciprocal_rank(scores, labels) == 0.5
+    assert precision_at_1(scores, labels) == 0.0
+
+
+def test_perfect_and_worst_rankings():
+    assert average_precision([3, 2, 1], [1, 1, 0]) == 1.0
+    assert reciprocal_rank([3, 2, 1], [1, 0, 0]) == 1.0 and precision_at_1([3, 2, 1], [1, 0, 0]) == 1.0
+    assert average_precision([1, 2, 3], [1, 0, 0]) == pytest.approx(1 / 3)
+
+
+def test_ties_pessimistic_and_optimistic():
+    # all candidates tied: pessimistic puts the 2 correct last, optimistic first
+    scores, labels = [0.0] * 4, [1, 0, 0, 1]
+    assert average_precision(scores, labels) == pytest.approx((1 / 3 + 2 / 4) / 2)
+    assert reciprocal_rank(scores, labels) == pytest.approx(1 / 3)
+    assert precision_at_1(scores, labels) == 0.0
+    assert average_precision(scores, labels, ties="optimistic") == 1.0
+    assert precision_at_1(scores, labels, ties="optimistic") == 1.0
+    # a partial tie behind a clear winner
+    scores, labels = [0.9, 0.5, 0.5, 0.1], [0, 1, 0, 1]
+    assert rank_order(scores, labels).tolist() == [0, 2, 1, 3]
+    assert average_precision(scores, labels) == pytest.approx((1 / 3 + 2 / 4) / 2)
+    assert average_precision(scores, labels, ties="optimistic") == pytest.approx((1 / 2 + 2 / 4) / 2)
+
+
+def test_row_order_does_not_matter():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 3, size=12).astype(float)
+    labels = np.array([1, 0] * 6)
+    for ties in ("pessimistic", "optimistic"):
+        ap = average_precision(scores, labels, ties)
+        perm = rng.permutation(12)
+        assert average_precision(scores[perm], labels[perm], ties) == ap
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tie_rules_are_the_bounds_over_tie_orders(seed):
+    """Pessimistic = min and optimistic = max of AP/RR over all orders of tied candidates."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    scores = rng.integers(0, 3, size=n).astype(float)
+    labels = rng.integers(0, 2, size=n)
+    labels[rng.integers(n)] = 1
+    values = []
+    for perm in itertools.permutations(range(n)):
+        # a strict order consistent with the scores: break ties by position in perm
+        rank_key = np.empty(n)
+        rank_key[list(perm)] = np.arange(n)
+        strict = scores - 1e-3 * rank_key / n
+        values.append((average_precision(strict, labels), reciprocal_rank(strict, labels)))
+    values = np.array(values)
+    assert average_precision(scores, labels) == pytest.approx(values[:, 0].min())
+    assert average_precision(scores, labels, "optimistic") == pytest.approx(values[:, 0].max())
+    assert reciprocal_rank(scores, labels) == pytest.approx(values[:, 1].min())
+    assert reciprocal_rank(scores, labels, "optimistic") == pytest.approx(values[:, 1].max())
+
+
+def test_ranking_metrics_averages_questions():
+    scores = torch.tensor([0.2, 0.9, 0.5, 0.5, 0.7, 1.0, 0.1])
+    labels = torch.tensor([1, 0, 1, 0, 1, 0, 1])
+    groups = [np.array([0, 1]), np.array([2, 3, 4]), np.array([5, 6])]
+    r = ranking_metrics(scores, labels, groups)
+    # q0: correct at 2 -> AP .5 RR .5; q1: order 4(c) 3(w) 2(c) -> AP (1 + 2/3)/2, RR 1; q2: AP .5 RR .5
+    np.testing.assert_allclose(r.ap, [0.5, (1 + 2 / 3) / 2, 0.5])
+    np.testing.assert_allclose(r.rr, [0.5, 1.0, 0.5])
+    np.testing.assert_allclose(r.p1, [0.0, 1.0, 0.0])
+    assert r.map == pytest.approx(np.mean(r.ap)) and r.mrr == pytest.approx(2 / 3)
+    assert r.p_at_1 == pytest.approx(1 / 3) and r.n_questions == 3 and "3 questions" in str(r)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="question 1: question has no correct candidate"):
+        ranking_metrics([1, 2, 3, 4], [1, 0, 0, 0], [[0, 1], [2, 3]])
+    with pytest.raises(ValueError, match="no questions"):
+        ranking_metrics([1.0], [1], [])
+    with pytest.raises(ValueError, match="finite"):
+        average_precision([np.nan, 1.0], [1, 0])
+    with pytest.raises(ValueError, match="labels must be 0 or 1"):
+        average_precision([1.0, 2.0], [1, 2])
+    with pytest.raises(ValueError, match="same shape"):
+        average_precision([1.0, 2.0], [1])
+    with pytest.raises(ValueError, match="ties must be one of"):
+        average_precision([1.0], [1], ties="random")

@@ -1,0 +1,58 @@
+"""The qpnlp command: demo, train, evaluate, reports and errors."""
+
+import json
+
+import pytest
+
+from qpnlp.cli import main
+
+
+def test_help_lists_the_verbs(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "demo" in out and "train" in out and "evaluate" in out
+
+
+def test_unknown_dataset_is_rejected(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "qpdn", "--dataset", "imdb"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_missing_data_folder_says_how_to_set_qpnlp_data(tmp_path, capsys):
+    code = main(["train", "qpdn", "--dataset", "mr", "--data", str(tmp_path / "nowhere"), "--no-progress"])
+    assert code == 2
+    assert "QPNLP_DATA" in capsys.readouterr().err
+
+
+def test_bad_config_value_is_a_clear_error(data_root, capsys):
+    code = main(["train", "qpdn", "--dataset", "trec", "--num-measurements", "0", "--epochs", "1", "--no-progress"])
+    assert code == 2
+    assert "num_measurements must be >= 1" in capsys.readouterr().err
+
+
+def test_demo_trains_and_interprets(tmp_path, capsys):
+    report = tmp_path / "demo.json"
+    code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "test accuracy" in out and "most important words" in out and "|<v_k|w>|^2" in out
+    data = json.loads(report.read_text())
+    assert data["dataset"] == "sotu-era" and 0.4 <= data["metrics"]["accuracy"] <= 1.0
+    assert data["seed"] == 0 and data["wall_seconds"] > 0 and len(data["measurements"]) == 6
+
+
+@pytest.mark.data
+def test_train_save_and_evaluate_round_trip(data_root, tmp_path):
+    ckpt, train_report, eval_report = tmp_path / "trec.pt", tmp_path / "train.json", tmp_path / "eval.json"
+    assert main(["train", "qpdn", "--dataset", "trec", "--epochs", "2", "--num-measurements", "10", "--no-progress",
+                 "--save", str(ckpt), "--report", str(train_report)]) == 0
+    assert main(["evaluate", str(ckpt), "--split", "test", "--report", str(eval_report)]) == 0
+    trained, evaluated = json.loads(train_report.read_text()), json.loads(eval_report.read_text())
+    assert trained["dataset"] == evaluated["dataset"] == "TREC"
+    assert evaluated["n"] == 500
+    assert evaluated["metrics"]["accuracy"] == pytest.approx(trained["splits"][0]["test_accuracy"], abs=1e-6)
+    assert trained["metrics"]["accuracy_mean"] > 1 / 6

@@ -1,0 +1,94 @@
+"""Trainer, sparse optimisation and checkpoints."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import EncodedTexts
+from qpnlp.models import QPDN, QPDNConfig
+from qpnlp.training import TrainConfig, accuracy, fit, load_checkpoint, save_checkpoint, train_step
+from qpnlp.training.trainer import _Optimisers
+
+
+def _toy(n=200, seed=0):
+    """Class 0 uses words 2..9, class 1 words 10..17: linearly separable bags of words."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    texts = [list(rng.integers(2 + 8 * y, 10 + 8 * y, rng.integers(2, 7))) for y in labels]
+    return EncodedTexts(texts, labels)
+
+
+def _model(seed=0, **kw):
+    return QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4, **kw),
+                generator=torch.Generator().manual_seed(seed))
+
+
+def test_fit_learns_a_separable_task_and_keeps_the_best_dev_epoch():
+    torch.manual_seed(0)
+    model = _model()
+    result = fit(model, _toy(), _toy(seed=1), TrainConfig(epochs=6, lr=0.05, embedding_lr=0.05, progress=False))
+    assert result.best_dev_accuracy >= 0.95
+    assert accuracy(model, _toy(seed=1)) == pytest.approx(result.best_dev_accuracy)
+    best = max(h["dev_accuracy"] for h in result.history)
+    assert result.history[result.best_epoch - 1]["dev_accuracy"] == best
+
+
+def test_sparse_optimiser_updates_only_rows_in_the_batch():
+    model = _model(weighting="trainable")
+    opts = _Optimisers(model, TrainConfig())
+    assert [type(o).__name__ for o in opts.optimisers] == ["SparseAdam", "Adam"]
+    before = model.embedding.amplitude.weight.detach().clone()
+    ids = torch.tensor([[3, 4, 0]])
+    train_step(model, opts, ids, ids != 0, torch.tensor([1]))
+    changed = (model.embedding.amplitude.weight.detach() != before).any(-1).nonzero().flatten().tolist()
+    assert changed == [3, 4]
+
+
+def test_training_is_deterministic_for_a_seed():
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = _model(seed=5)
+        fit(model, _toy(), _toy(seed=1), TrainConfig(epochs=2, progress=False, seed=3))
+        runs.append(model.classifier.weight.detach().clone())
+    assert torch.equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("kw", [{}, dict(complete=True, dim=4), dict(weighting="idf")])
+def test_checkpoint_round_trip(tmp_path, kw):
+    config = QPDNConfig(num_words=20, num_classes=2, **{"dim": 6, "num_measurements": 4, **kw})
+    idf = torch.linspace(1, 2, 20) if kw.get("weighting") == "idf" else None
+    model = QPDN(config, idf=idf).eval()
+    vocab = {"format": "test", "words": ["<pad>", "<unk>"]}
+    path = save_checkpoint(tmp_path / "m.pt", kind="qpdn", config=config.to_dict(), model=model, vocab=vocab,
+                           label_names=["neg", "pos"], meta={"dataset": "toy", "seed": 3})
+    loaded, payload = load_checkpoint(path)
+    ids = torch.tensor([[3, 4, 5, 0]])
+    assert torch.equal(loaded(ids, ids != 0), model(ids, ids != 0))
+    assert payload["vocab"] == vocab and payload["label_names"] == ["neg", "pos"] and payload["meta"]["seed"] == 3
+
+
+class _Evil:
+    def __reduce__(self):
+        return (print, ("executed",))
+
+
+def test_checkpoint_loading_never_unpickles_code(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "qpnlp-checkpoint-1", "kind": "qpdn", "payload": _Evil()}, path)
+    with pytest.raises(pickle.UnpicklingError):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+    torch.save({"format": "something-else"}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a qpnlp checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+
+
+def test_bad_train_config():
+    with pytest.raises(ValueError, match="learning rates"):
+        TrainConfig(lr=0)
+    with pytest.raises(ValueError, match=">= 1"):
+        TrainConfig(epochs=0)
