@@ -13,7 +13,7 @@ import importlib
 import sys
 
 # Modules under qpnlp.commands that provide ``register(subparsers_by_verb)``.
-COMMAND_MODULES = ("demo", "classify", "evaluate", "word2fun")
+COMMAND_MODULES = ("demo", "classify", "evaluate", "word2fun", "cnm")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,8 +17,9 @@ def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser("evaluate", help="evaluate a checkpoint on a data set split")
     p.add_argument("checkpoint", help="file written by `qpnlp train ... --save`")
     p.add_argument("--dataset", type=str.upper, help="data set (default: the one it was trained on)")
-    p.add_argument("--split", choices=SPLITS, default="test",
-                   help="which part of the training protocol's split (CV: the fold the model was trained on)")
+    p.add_argument("--split", default="test",
+                   help=f"classification: one of {', '.join(SPLITS)} of the training protocol's split (CV: the fold "
+                        "the model was trained on); QA (cnm): any split file of the data set folder")
     p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
     p.add_argument("--device", type=device_type, default="cpu")
     p.add_argument("--report", metavar="FILE.json", help="write the metrics to this JSON file")
@@ -28,6 +29,12 @@ def register(subparsers: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     model, payload = load_checkpoint(args.checkpoint, device=args.device)
+    if payload["kind"] == "cnm":
+        from .cnm import evaluate_checkpoint
+
+        return evaluate_checkpoint(args, model, payload)
+    if args.split not in SPLITS:
+        raise ValueError(f"--split must be one of {', '.join(SPLITS)} for a classifier; got {args.split!r}")
     meta = payload["meta"]
     name = args.dataset or meta.get("dataset")
     if not name:

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
+from qpnlp.models.cnm import CNM, CNMConfig
 
 FORMAT = "qpnlp-checkpoint-1"
 
@@ -28,7 +29,9 @@ def build_model(kind: str, config: dict) -> nn.Module:
         cfg = dict(config)
         idf = torch.ones(cfg["num_words"]) if cfg.get("weighting") == "idf" else None
         return RealBagOfWords(**cfg, idf=idf)
-    raise ValueError(f"unknown model kind {kind!r}; known: qpdn, real_bow")
+    if kind == "cnm":
+        return CNM(CNMConfig.from_dict(config))
+    raise ValueError(f"unknown model kind {kind!r}; known: qpdn, real_bow, cnm")
 
 
 def save_checkpoint(path: str | os.PathLike, *, kind: str, config: dict, model: nn.Module, vocab: dict,

@@ -1,0 +1,320 @@
+"""Training and evaluation of text-matching models (CNM) for answer selection.
+
+* :func:`prepare_qa` builds the vocabulary from the training questions and
+  candidates only, encodes the splits, and aligns pretrained vectors.
+* :func:`sample_triplets` draws, for every correct candidate of every training
+  question, ``negatives`` wrong candidates of the same question (uniformly,
+  with replacement when the question has fewer wrong candidates; a fresh
+  draw every epoch). Questions without a correct or without a wrong
+  candidate give no triplet.
+* :func:`triplet_loss` is the thesis' hinge loss
+  :math:`\\max(0, \\alpha - s(q, a^+) + s(q, a^-))` with margin
+  :math:`\\alpha = 0.1`; :func:`pointwise_loss` is binary cross-entropy on
+  ``scale * score`` over every (question, candidate) pair.
+* :func:`fit_matching` trains with the classifier trainer's optimisers
+  (SparseAdam for the sparse embedding tables, Adam for the rest), early
+  stopping on dev MAP; the model ends with its best-dev parameters (test is
+  scored once, afterwards, by the caller).
+* :func:`score_pairs` / :func:`evaluate_ranking` give MAP / MRR / P@1 with
+  :func:`qpnlp.evaluation.ranking_metrics` (pessimistic ties).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from qpnlp.data import PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch
+from qpnlp.data.vocab import UNK_ID
+from qpnlp.evaluation import RankingResult, ranking_metrics
+
+from .trainer import TrainConfig, _Optimisers
+
+LOSSES = ("triplet", "pointwise")
+
+__all__ = ["LOSSES", "EncodedQA", "MatchingConfig", "MatchingFitResult", "prepare_qa", "encode_qa",
+           "sample_triplets", "triplet_loss", "pointwise_loss", "score_pairs", "evaluate_ranking", "fit_matching",
+           "limit_questions", "metrics_dict", "MatchingRun", "run_matching"]
+
+
+@dataclass
+class EncodedQA:
+    """A :class:`QADataset` encoded with a vocabulary (rows in the data set's order)."""
+
+    questions: list[list[int]]          # Q id lists
+    candidates: list[list[int]]         # R id lists
+    question_index: np.ndarray          # (R,) question of each row
+    labels: np.ndarray                  # (R,) 1 = correct
+    groups: tuple                       # Q arrays of row indices
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.questions)
+
+
+def _encode_text(vocab: Vocabulary, tokens: list[str]) -> list[int]:
+    ids = vocab.encode(tokens)
+    return ids or [UNK_ID]              # a text with no token (e.g. only punctuation) is one unknown word
+
+
+def encode_qa(dataset: QADataset, vocab: Vocabulary) -> EncodedQA:
+    """Encode questions and candidates of ``dataset`` (an empty text becomes ``[UNK]``)."""
+    return EncodedQA([_encode_text(vocab, t) for t in dataset.question_tokens()],
+                     [_encode_text(vocab, t) for t in dataset.candidate_tokens()],
+                     dataset.question_index, dataset.labels, dataset.groups)
+
+
+def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
+    """The first ``n`` questions of ``dataset`` with their candidates (for quick runs and tests)."""
+    if n is None or n >= dataset.n_questions:
+        return dataset
+    rows = np.concatenate(dataset.groups[:n])
+    groups, start = [], 0
+    for g in dataset.groups[:n]:
+        groups.append(np.arange(start, start + len(g), dtype=np.int64))
+        start += len(g)
+    return QADataset(dataset.name, dataset.split, dataset.questions[:n], [dataset.candidates[i] for i in rows],
+                     dataset.labels[rows], dataset.question_index[rows], tuple(groups), dataset.n_questions_raw,
+                     dataset.n_no_correct, dataset.n_no_wrong, dataset.filtered)
+
+
+def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: PretrainedVectors | None, *,
+               min_freq: int = 1, seed: int = 0):
+    """Vocabulary from the training questions and candidates; encoded splits; aligned pretrained matrix.
+
+    Returns ``(vocab, encoded: dict split -> EncodedQA, matrix or None, oov_rate or None)``.
+    """
+    vocab = Vocabulary.build(train.question_tokens() + train.candidate_tokens(), min_freq=min_freq)
+    encoded = {"train": encode_qa(train, vocab), **{k: encode_qa(v, vocab) for k, v in others.items()}}
+    matrix, oov = None, None
+    if pretrained is not None:
+        array, report = embedding_matrix_for(vocab, pretrained, seed=seed)
+        matrix, oov = torch.from_numpy(array), report.rate
+    return vocab, encoded, matrix, oov
+
+
+def sample_triplets(data: EncodedQA, rng: np.random.Generator, negatives: int = 1) -> np.ndarray:
+    """Training triplets ``(T, 3)`` of row indices: question id, correct row, wrong row.
+
+    One triplet per (correct candidate, drawn wrong candidate) pair; ``negatives``
+    wrong candidates are drawn uniformly from the question's wrong candidates
+    (without replacement when there are enough).
+    """
+    if negatives < 1:
+        raise ValueError(f"negatives must be >= 1; got {negatives}")
+    out = []
+    for q, rows in enumerate(data.groups):
+        labels = data.labels[rows]
+        pos, neg = rows[labels == 1], rows[labels == 0]
+        if len(pos) == 0 or len(neg) == 0:
+            continue
+        for p in pos:
+            drawn = rng.choice(neg, size=negatives, replace=len(neg) < negatives)
+            out.extend((q, p, n) for n in drawn)
+    if not out:
+        raise ValueError("no question has both a correct and a wrong candidate: no triplet to train on")
+    return np.asarray(out, dtype=np.int64)
+
+
+def triplet_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.1) -> torch.Tensor:
+    r"""Mean triplet hinge loss :math:`\max(0, \alpha - s^+ + s^-)` over the batch.
+
+    >>> triplet_loss(torch.tensor([0.9, 0.5]), torch.tensor([0.2, 0.45]), margin=0.1)
+    tensor(0.0250)
+    """
+    return torch.clamp(margin - positive + negative, min=0).mean()
+
+
+def pointwise_loss(scores: torch.Tensor, labels: torch.Tensor, scale: float = 10.0) -> torch.Tensor:
+    """Binary cross-entropy of ``scale * scores`` (cosines in [-1, 1]) against 0/1 labels."""
+    return nn.functional.binary_cross_entropy_with_logits(scale * scores, labels.to(scores.dtype))
+
+
+@dataclass
+class MatchingConfig(TrainConfig):
+    """:class:`TrainConfig` plus the matching loss.
+
+    ``lr`` 0.01 and ``batch_size`` 32 are in the thesis' grids
+    ({0.01, 0.05, 0.1} and {8, 16, 32}); ``margin`` 0.1 is the thesis value.
+    ``patience`` counts epochs without a better dev MAP.
+    """
+
+    loss: str = "triplet"
+    margin: float = 0.1
+    negatives: int = 1
+    pointwise_scale: float = 10.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
+        if self.margin < 0 or self.negatives < 1:
+            raise ValueError(f"need margin >= 0 and negatives >= 1; got {self.margin}, {self.negatives}")
+
+
+@dataclass
+class MatchingFitResult:
+    best_epoch: int
+    best_dev: dict
+    seconds: float
+    history: list[dict] = field(default_factory=list)
+
+
+def _batch(texts: list[list[int]], index, device, max_len):
+    ids, mask = pad_batch([texts[i] for i in index], max_len=max_len)
+    return ids.to(device), mask.to(device)
+
+
+@torch.no_grad()
+def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, device="cpu",
+                max_len: int | None = None) -> np.ndarray:
+    """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode)."""
+    model.eval()
+    out = []
+    for start in range(0, len(data), batch_size):
+        rows = np.arange(start, min(start + batch_size, len(data)))
+        q = _batch(data.questions, data.question_index[rows], device, max_len)
+        a = _batch(data.candidates, rows, device, max_len)
+        out.append(model(*q, *a).double().cpu())
+    return torch.cat(out).numpy()
+
+
+def evaluate_ranking(model: nn.Module, data: EncodedQA, *, ties: str = "pessimistic", **kwargs) -> RankingResult:
+    """MAP / MRR / P@1 of the model's ranking of each question's candidates."""
+    return ranking_metrics(score_pairs(model, data, **kwargs), data.labels, data.groups, ties=ties)
+
+
+def metrics_dict(result: RankingResult) -> dict:
+    return dict(map=float(result.map), mrr=float(result.mrr), p_at_1=float(result.p_at_1),
+                questions=int(result.n_questions))
+
+
+def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, epoch: int, device) -> float:
+    rng = np.random.default_rng((config.seed, epoch))
+    model.train()
+    losses = []
+    if config.loss == "triplet":
+        items = sample_triplets(train, rng, config.negatives)
+    else:
+        items = np.arange(len(train))
+    items = items[rng.permutation(len(items))]
+    batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
+    bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
+    for batch in bar:
+        optimisers.zero_grad()
+        if config.loss == "triplet":
+            q = _batch(train.questions, batch[:, 0], device, config.max_len)
+            pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
+            neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
+            loss = triplet_loss(model(*q, *pos), model(*q, *neg), config.margin)
+        else:
+            q = _batch(train.questions, train.question_index[batch], device, config.max_len)
+            a = _batch(train.candidates, batch, device, config.max_len)
+            labels = torch.as_tensor(train.labels[batch], device=device)
+            loss = pointwise_loss(model(*q, *a), labels, config.pointwise_scale)
+        loss.backward()
+        optimisers.step()
+        losses.append(float(loss.detach()))
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    return float(np.mean(losses))
+
+
+def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: MatchingConfig,
+                 log=None) -> MatchingFitResult:
+    """Train with early stopping on dev MAP; the model ends with its best-dev parameters.
+
+    Parameters
+    ----------
+    model : nn.Module
+        ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``.
+    train, dev : EncodedQA
+        ``dev`` must be filtered (every question has a correct candidate).
+    config : MatchingConfig
+    log : callable, optional
+        Called with each epoch's history dict.
+    """
+    device = torch.device(config.device)
+    model.to(device)
+    optimisers = _Optimisers(model, config)
+    start = time.perf_counter()
+    best = (-1.0, 0, None, copy.deepcopy(model.state_dict()))
+    history, waited = [], 0
+    for epoch in range(1, config.epochs + 1):
+        loss = _train_epoch(model, optimisers, train, config, epoch, device)
+        dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len))
+        history.append(dict(epoch=epoch, train_loss=loss, dev=dev_metrics, seconds=time.perf_counter() - start))
+        if log is not None:
+            log(history[-1])
+        if dev_metrics["map"] > best[0]:
+            best, waited = (dev_metrics["map"], epoch, dev_metrics, copy.deepcopy(model.state_dict())), 0
+        else:
+            waited += 1
+            if waited >= config.patience:
+                break
+    model.load_state_dict(best[3])
+    model.eval()
+    return MatchingFitResult(best_epoch=best[1], best_dev=best[2], seconds=time.perf_counter() - start,
+                             history=history)
+
+
+@dataclass
+class MatchingRun:
+    """Outcome of :func:`run_matching`: dev (selection) and evaluation metrics, and what to checkpoint."""
+
+    dataset: str
+    dev: dict
+    evaluation: dict                    # split name -> metrics, scored once with the best-dev parameters
+    best_epoch: int
+    seconds: float
+    history: list
+    model: nn.Module
+    vocab: Vocabulary
+    model_config: dict
+    oov_rate: float | None
+    train_questions: int
+    train_triplets: int
+
+
+def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
+                 root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
+                 log=None) -> MatchingRun:
+    """Train CNM on ``name``'s train split, select on dev, then score each of ``eval_splits`` present once.
+
+    Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
+    split whose file is absent is skipped (TREC-QA here has no test file).
+    """
+    from qpnlp.data import load_qa
+    from qpnlp.models.cnm import CNM, CNMConfig
+
+    from .trainer import seed_everything
+
+    seed_everything(config.seed)
+    train = limit_questions(load_qa(name, "train", root=root), max_questions)
+    dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
+    others = {"dev": dev}
+    for split in eval_splits:
+        if split != "dev":
+            try:
+                others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
+            except FileNotFoundError:
+                continue
+    vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed)
+    dim = matrix.shape[1] if matrix is not None else model_options.get("dim", 50)
+    cnm_config = CNMConfig(num_words=len(vocab), **{**model_options, "dim": dim})
+    model = CNM(cnm_config, pretrained=matrix, generator=torch.Generator().manual_seed(config.seed))
+    n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
+    fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log)
+    evaluation = {split: metrics_dict(evaluate_ranking(model, encoded[split], device=config.device,
+                                                       max_len=config.max_len))
+                  for split in eval_splits if split in encoded}
+    return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
+                       cnm_config.to_dict(), oov, train.n_questions, n_triplets)

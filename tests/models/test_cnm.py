@@ -1,0 +1,170 @@
+"""CNM: matching scores, padding invariance, ablation switches, checkpoints."""
+
+import pytest
+import torch
+
+from qpnlp.hilbert import outer
+from qpnlp.measurement import born_probabilities
+from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.models.local_mixture import local_mixture_density
+from qpnlp.testing import assert_allclose, assert_probabilities, default_atol
+from qpnlp.training import build_model, load_checkpoint, save_checkpoint
+
+
+def _model(cdtype=torch.complex64, device="cpu", **kw):
+    config = CNMConfig(num_words=30, dim=6, num_measurements=5, complex128=cdtype == torch.complex128, **kw)
+    return CNM(config, generator=torch.Generator().manual_seed(0)).to(device).eval()
+
+
+def _batch(device, rows):
+    ids = torch.zeros(len(rows), max(map(len, rows)), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = torch.tensor(r)
+    return ids.to(device), (ids != 0).to(device)
+
+
+def test_identical_sentences_have_cosine_one(cdtype, device):
+    model = _model(cdtype, device)
+    q = _batch(device, [[2, 3, 4, 5], [7, 8], [9]])
+    scores = model(*q, *q)
+    assert_allclose(scores, torch.ones(3, dtype=scores.dtype, device=device), atol=default_atol(cdtype, 20))
+    other = model(*q, *_batch(device, [[10, 11, 12], [13, 14, 15], [16, 17]]))
+    assert bool((other < 1 - 1e-3).all())
+
+
+def test_representation_is_the_pooled_local_mixture(cdtype, device):
+    model = _model(cdtype, device, windows=[1, 3])
+    ids, mask = _batch(device, [[2, 3, 4, 5, 6], [7, 8]])
+    x = model.encode(ids, mask)
+    assert x.shape == (2, 2 * 5)
+    states, norms = model.embedding(ids)
+    rho = local_mixture_density(states, norms, mask, (1, 3))                  # (B, W, L, d, d)
+    v = model.measurement.vectors()
+    dense = torch.einsum("kd,bwlde,ke->bwlk", v.conj(), rho, v).real        # Tr(rho |v><v|)
+    expected = dense.masked_fill(~mask[:, None, :, None], -1.0).amax(2).flatten(1)
+    assert_allclose(x, expected, atol=default_atol(cdtype, 36))
+    assert_probabilities(x)
+
+
+def test_padding_does_not_change_scores(cdtype, device):
+    model = _model(cdtype, device)
+    short = model(*_batch(device, [[2, 3, 4]]), *_batch(device, [[5, 6]]))
+    q_ids, q_mask = _batch(device, [[2, 3, 4], [9, 9, 9, 9, 9, 9, 9]])
+    a_ids, a_mask = _batch(device, [[5, 6], [9, 9, 9, 9, 9, 9, 9, 9, 9]])
+    long = model(q_ids, q_mask, a_ids, a_mask)
+    assert_allclose(long[:1], short, atol=default_atol(cdtype, 20))
+
+
+def test_mean_pooling_switch(device):
+    ids, mask = _batch(device, [[2, 3, 4, 5]])
+    xmax = _model(device=device).encode(ids, mask)
+    xmean = _model(device=device, pooling="mean").encode(ids, mask)
+    assert bool((xmean <= xmax + 1e-6).all()) and not torch.allclose(xmean, xmax)
+
+
+def test_real_ablation_has_real_vectors_of_double_size(device):
+    model = _model(device=device, real=True)
+    params = dict(model.named_parameters())
+    assert params["real_embedding.weight"].shape == (30, 12) and params["real_measurement"].shape == (5, 12)
+    assert not any(p.is_complex() for p in model.parameters())
+    assert not hasattr(model, "embedding") and not hasattr(model, "measurement")
+    ids, mask = _batch(device, [[2, 3, 4]])
+    x = model.encode(ids, mask)
+    assert x.shape == (1, 20) and x.dtype == torch.float32
+    # identity init: window-1 probabilities are squared coordinates of the unit real word vectors
+    vec = torch.nn.functional.normalize(model.real_embedding.weight[2:5], dim=-1)
+    assert_allclose(model.probabilities(ids, mask)[0, 0], vec[:, :5].square())
+
+
+def test_complex_default_has_complex_vectors(device):
+    model = _model(device=device)
+    assert model.measurement.vectors().is_complex() and model.embedding.phase.weight.shape == (30, 6)
+    # thesis: measurements start as orthogonal real one-hot vectors
+    assert_allclose(model.measurement.vectors(), torch.eye(6, dtype=torch.complex64, device=device)[:5])
+
+
+def test_global_mixture_ablation_is_one_mixture_per_sentence(cdtype, device):
+    model = _model(cdtype, device, mixture="global")
+    ids, mask = _batch(device, [[2, 3, 4, 5], [6, 7]])
+    x = model.encode(ids, mask)
+    assert x.shape == (2, 5)
+    states, norms = model.embedding(ids)
+    weights = torch.softmax(norms.masked_fill(~mask, float("-inf")), -1)
+    assert_allclose(x, born_probabilities(states, weights, model.measurement.vectors()),
+                    atol=default_atol(cdtype, 10))
+
+
+def test_trace_ablation_is_the_trace_inner_product(cdtype, device):
+    model = _model(cdtype, device, head="trace", mixture="global")
+    assert not hasattr(model, "measurement")
+    q, a = _batch(device, [[2, 3, 4]]), _batch(device, [[5, 6, 7, 8]])
+    (qs, qn), (as_, an) = model.embedding(q[0]), model.embedding(a[0])
+    rq = (torch.softmax(qn.masked_fill(~q[1], float("-inf")), -1)[..., None, None].to(qs.dtype) * outer(qs)).sum(1)
+    ra = (torch.softmax(an.masked_fill(~a[1], float("-inf")), -1)[..., None, None].to(as_.dtype) * outer(as_)).sum(1)
+    expected = torch.einsum("bij,bji->b", rq, ra).real
+    assert_allclose(model(*q, *a), expected, atol=default_atol(cdtype, 36))
+
+
+def test_local_trace_ablation_averages_the_local_mixtures(cdtype, device):
+    model = _model(cdtype, device, head="trace", windows=[2])
+    q, a = _batch(device, [[2, 3, 4, 0]]), _batch(device, [[5, 6, 7, 8]])
+    rhos = []
+    for ids, mask in (q, a):
+        states, norms = model.embedding(ids)
+        rho = local_mixture_density(states, norms, mask, (2,))[:, 0]
+        rhos.append(rho.sum(1) / mask.sum(-1)[:, None, None])
+    expected = torch.einsum("bij,bji->b", *rhos).real
+    assert_allclose(model(*q, *a), expected, atol=default_atol(cdtype, 36))
+    one_word = _batch(device, [[9]])
+    assert_allclose(model(*one_word, *one_word), torch.ones(1, dtype=expected.dtype, device=device),
+                    atol=default_atol(cdtype, 6))                                   # a pure state: Tr(rho^2) = 1
+
+
+def test_dropout_keeps_unit_states_and_is_off_in_eval():
+    model = _model(dropout=0.5).train()
+    ids, mask = _batch("cpu", [[2, 3, 4, 5]])
+    torch.manual_seed(0)
+    states, _ = model.states(ids, mask)
+    assert_allclose(torch.linalg.vector_norm(states, dim=-1), torch.ones(1, 4))
+    assert not torch.allclose(states, model.embedding(ids)[0])
+    model.eval()
+    assert torch.equal(model.states(ids, mask)[0], model.embedding(ids)[0])
+
+
+def test_gradients_reach_embeddings_and_measurements():
+    model = _model().train()
+    q, a = _batch("cpu", [[2, 3, 4]]), _batch("cpu", [[5, 6, 2]])
+    model(*q, *a).sum().backward()
+    assert model.embedding.phase.weight.grad is not None
+    assert model.measurement.weight.grad is not None and float(model.measurement.weight.grad.abs().sum()) > 0
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(windows=[0, 2]), "windows"), (dict(windows=[2, 2]), "windows"), (dict(pooling="min"), "pooling"),
+    (dict(mixture="x"), "mixture"), (dict(head="x"), "head"), (dict(num_measurements=7), "identity"),
+    (dict(dropout=1.0), "dropout"), (dict(weighting="idf"), "weighting"),
+])
+def test_bad_config_is_rejected(bad, match):
+    with pytest.raises(ValueError, match=match):
+        CNMConfig(num_words=30, dim=6, **{"num_measurements": 5, **bad})
+
+
+def test_empty_sentence_is_rejected():
+    model = _model()
+    ids = torch.tensor([[2, 3], [0, 0]])
+    with pytest.raises(ValueError, match="empty sentence"):
+        model(ids, ids != 0, ids, ids != 0)
+
+
+@pytest.mark.parametrize("options", [{}, dict(real=True), dict(mixture="global", head="trace")])
+def test_checkpoint_round_trip(tmp_path, options):
+    model = _model(**options)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    path = save_checkpoint(tmp_path / "cnm.pt", kind="cnm", config=model.config.to_dict(), model=model,
+                           vocab={}, label_names=["wrong", "correct"], meta=dict(dataset="wikiqa"))
+    loaded, payload = load_checkpoint(path)
+    assert payload["kind"] == "cnm" and isinstance(build_model("cnm", model.config.to_dict()), CNM)
+    q, a = _batch("cpu", [[2, 3, 4], [7, 8, 9]]), _batch("cpu", [[5, 6], [2, 3, 10]])
+    assert torch.equal(loaded(*q, *a), model(*q, *a))

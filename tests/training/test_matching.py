@@ -1,0 +1,105 @@
+"""Matching losses, negative sampling, training loop and the `qpnlp train cnm` / `evaluate` commands."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.cli import main
+from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.training.matching import (EncodedQA, MatchingConfig, evaluate_ranking, fit_matching, pointwise_loss,
+                                     sample_triplets, score_pairs, triplet_loss)
+
+
+def test_triplet_loss_on_hand_made_scores():
+    pos = torch.tensor([0.9, 0.5, 0.3, 0.2])
+    neg = torch.tensor([0.2, 0.45, 0.3, 0.6])
+    # hinge max(0, 0.1 - s+ + s-): 0, 0.05, 0.1, 0.5
+    assert float(triplet_loss(pos, neg, margin=0.1)) == pytest.approx((0 + 0.05 + 0.1 + 0.5) / 4)
+    assert float(triplet_loss(pos, neg, margin=0.0)) == pytest.approx(0.4 / 4)
+    assert float(triplet_loss(torch.ones(3), torch.zeros(3))) == 0.0
+
+
+def test_pointwise_loss_on_hand_made_scores():
+    loss = pointwise_loss(torch.tensor([0.0, 0.5]), torch.tensor([1, 0]), scale=2.0)
+    expected = (np.log(2.0) + np.log1p(np.exp(1.0))) / 2
+    assert float(loss) == pytest.approx(expected, rel=1e-6)
+
+
+def _toy():
+    # q0: rows 0-3 (1 correct), q1: rows 4-5 (2 correct, 0 wrong -> no triplet), q2: rows 6-8 (2 correct)
+    labels = np.array([0, 1, 0, 0, 1, 1, 1, 0, 1])
+    qidx = np.array([0, 0, 0, 0, 1, 1, 2, 2, 2])
+    groups = (np.arange(0, 4), np.arange(4, 6), np.arange(6, 9))
+    questions = [[2, 3], [4, 5], [6, 7, 8]]
+    cands = [[9, 10], [2, 3, 11], [12], [13, 14], [4], [5], [6, 7], [15, 16], [8, 6]]
+    return EncodedQA(questions, cands, qidx, labels, groups)
+
+
+def test_negative_sampling_draws_wrong_candidates_of_the_same_question():
+    data = _toy()
+    triplets = sample_triplets(data, np.random.default_rng(0), negatives=2)
+    assert len(triplets) == 2 * (1 + 2)                       # q1 has no wrong candidate
+    for q, p, n in triplets:
+        assert data.labels[p] == 1 and data.labels[n] == 0
+        assert data.question_index[p] == q and data.question_index[n] == q
+    assert set(triplets[triplets[:, 0] == 2, 2]) == {7}
+    other = sample_triplets(data, np.random.default_rng(1), negatives=2)
+    assert {tuple(t) for t in triplets[:2]} <= {(0, 1, n) for n in (0, 2, 3)}
+    assert len(other) == len(triplets)
+    with pytest.raises(ValueError, match="negatives"):
+        sample_triplets(data, np.random.default_rng(0), negatives=0)
+
+
+def test_scores_follow_row_order_and_training_learns_the_toy_task():
+    torch.manual_seed(0)
+    data = _toy()
+    dev = EncodedQA(data.questions, data.candidates, data.question_index, data.labels,
+                    (data.groups[0], data.groups[2]))
+    model = CNM(CNMConfig(num_words=20, dim=8, num_measurements=8, dropout=0.0),
+                generator=torch.Generator().manual_seed(0))
+    scores = score_pairs(model, data, batch_size=4)
+    assert scores.shape == (9,)
+    q = torch.tensor([[2, 3]])
+    a = torch.tensor([[2, 3, 11]])
+    with torch.no_grad():
+        assert scores[1] == pytest.approx(float(model(q, q != 0, a, a != 0)), abs=1e-6)
+    config = MatchingConfig(epochs=12, batch_size=4, lr=0.05, patience=12, progress=False, margin=0.5)
+    result = fit_matching(model, data, dev, config)
+    assert result.best_dev["map"] == 1.0 and result.best_dev["questions"] == 2
+    assert len(result.history) == 12
+    assert evaluate_ranking(model, dev).map == 1.0
+    losses = [h["train_loss"] for h in result.history]
+    assert losses[-1] < losses[0]
+
+
+def test_pointwise_training_runs():
+    data = _toy()
+    dev = EncodedQA(data.questions, data.candidates, data.question_index, data.labels, (data.groups[0],))
+    model = CNM(CNMConfig(num_words=20, dim=8, num_measurements=8), generator=torch.Generator().manual_seed(0))
+    result = fit_matching(model, data, dev, MatchingConfig(epochs=2, batch_size=4, loss="pointwise", progress=False))
+    assert np.isfinite(result.history[-1]["train_loss"])
+
+
+def test_bad_matching_config_is_rejected():
+    with pytest.raises(ValueError, match="loss"):
+        MatchingConfig(loss="listwise")
+
+
+def test_cli_train_save_and_evaluate(data_root, tmp_path, capsys):
+    ckpt, report, eval_report = tmp_path / "cnm.pt", tmp_path / "train.json", tmp_path / "eval.json"
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--max-questions", "15", "--epochs", "1", "--no-pretrained",
+                 "--dim", "8", "--num-measurements", "8", "--no-progress", "--save", str(ckpt),
+                 "--report", str(report)]) == 0
+    train = json.loads(report.read_text())
+    assert train["model"] == "cnm" and set(train["metrics"]) == {"dev", "test"}
+    assert train["metrics"]["test"]["questions"] <= 15
+    assert main(["evaluate", str(ckpt), "--dataset", "wikiqa", "--split", "dev", "--report", str(eval_report)]) == 0
+    result = json.loads(eval_report.read_text())
+    assert result["model"] == "cnm" and result["split"] == "dev" and 0.0 <= result["metrics"]["map"] <= 1.0
+    assert result["metrics"]["questions"] > 15                # the whole filtered split
+    out = capsys.readouterr().out
+    assert "wikiqa dev: MAP" in out
+    assert main(["evaluate", str(ckpt), "--dataset", "wikiqa", "--split", "nosuch"]) == 2
+    assert "present splits" in capsys.readouterr().err
