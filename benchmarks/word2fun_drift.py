@@ -1,0 +1,143 @@
+"""Planted-drift benchmark: Word2Fun vs static skip-gram (gensim) vs per-period Procrustes.
+
+Generates the synthetic corpus of :mod:`qpnlp.data.synthetic_drift` (default:
+about 1M tokens, 100 years, 60 drift words, 20 stable and 10 frequency-trap
+words), trains each model on it and on a copy with the years shuffled
+(control), scores all with :func:`qpnlp.evaluation.drift.evaluate_grid`, and
+writes ``drift.json`` and ``drift.md`` into ``--out``.
+
+Run (2 CPU threads)::
+
+    python benchmarks/word2fun_drift.py --threads 2
+
+``uptime`` load averages are recorded before and after each model because
+the machine may be shared: tokens/s are only comparable within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
+from qpnlp.data.timestamped import Vocabulary
+from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
+from qpnlp.models.word2fun import TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, train_word2fun
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def word2fun_grid(corpus, truth, args) -> DriftGrid:
+    vocab = Vocabulary.build(corpus, min_count=5)
+    enc = corpus.encode(vocab)
+    model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=TimeScale(*corpus.span, args.time_scale),
+                     frequency_init=args.frequency_init, n_slices=args.slices, seed=args.seed)
+    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
+                      shared_negatives=True, window=5, sample=1e-3, seed=args.seed)
+    st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts, cfg, progress=args.progress)
+    emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
+    topic = [w for tw in truth.topic_words for w in tw]
+    words = list(truth.words) + topic
+    ctx = model.compass.weight.detach()[torch.tensor(vocab.ids(topic))][None]
+    return DriftGrid(emb.grid(words, truth.years), words, truth.years, st.seconds, st.tokens_per_s, ctx, topic)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=1_000_000)
+    ap.add_argument("--years", type=int, default=100)
+    ap.add_argument("--targets", type=int, default=60)
+    ap.add_argument("--family", default="IV")
+    ap.add_argument("--frequency-init", default="harmonic")
+    ap.add_argument("--time-scale", type=float, default=60.0)
+    ap.add_argument("--slices", type=int, default=10)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--batch-size", type=int, default=4096)
+    ap.add_argument("--lr", type=float, default=0.025)
+    ap.add_argument("--negatives", type=int, default=64)
+    ap.add_argument("--bins", type=int, default=10, help="time bins of the gensim baselines")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", default="word2fun,static_tr,procrustes")
+    ap.add_argument("--no-control", action="store_true")
+    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--out", default="benchmarks/results/word2fun")
+    ap.add_argument("--tag", default="drift")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    spec = DriftSpec(n_tokens=args.tokens, n_years=args.years, n_drift=args.targets, seed=args.seed)
+    corpus, truth = generate_drift_corpus(spec)
+    shuffled = corpus.with_shuffled_times(seed=args.seed + 1)
+    grid_words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    builders = {
+        "word2fun": lambda c: word2fun_grid(c, truth, args),
+        "static_tr": lambda c: temporal_referencing_grid(c, truth.words, grid_words, n_bins=args.bins, dim=args.dim,
+                                                         epochs=args.epochs, workers=args.threads, seed=args.seed),
+        "procrustes": lambda c: procrustes_grid(c, grid_words, n_bins=args.bins, dim=args.dim, epochs=args.epochs,
+                                                workers=args.threads, seed=args.seed),
+    }
+    results = {}
+    for name in args.models.split(","):
+        row = {"load_before": load()}
+        t0 = time.perf_counter()
+        grid = builders[name](corpus)
+        row.update(evaluate_grid(grid, truth))
+        vec = evaluate_grid(grid, truth, space="vector")
+        row.update({f"{k}_vector_space": v for k, v in vec.items() if k in ("spearman", "auc", "acc_after", "change_year_mae")})
+        row["wall_seconds"] = time.perf_counter() - t0
+        row["load_after"] = load()
+        if not args.no_control:
+            ctrl = evaluate_grid(builders[name](shuffled), truth)
+            row["control_spearman"] = ctrl["spearman"]
+            row["control_auc"] = ctrl["auc"]
+            row["control_acc_after"] = ctrl["acc_after"]
+        results[name] = row
+        print(name, json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+    meta = {
+        "command": "python benchmarks/word2fun_drift.py " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("progress", "no_control", "out")),
+        "spec": {k: v for k, v in spec.__dict__.items()},
+        "corpus_tokens": corpus.n_tokens,
+        "threads": args.threads,
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+    }
+    try:
+        import gensim
+
+        meta["gensim"] = gensim.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=float))
+    cols = [("spearman", "Spearman"), ("auc", "AUC"), ("trap_mean_percentile", "trap pct"), ("trap_top_rank", "trap best rank"),
+            ("acc_before", "acc before"), ("acc_after", "acc after"), ("change_year_mae", "change-year MAE"),
+            ("control_spearman", "shuffled Spearman"), ("tokens_per_s", "tokens/s"), ("train_seconds", "train s"),
+            ("wall_seconds", "wall s"), ("load_before", "load before"), ("load_after", "load after")]
+    lines = [f"# Planted drift, {corpus.n_tokens} tokens, {args.years} years, {args.targets} drift words ({args.threads} threads)", "",
+             f"`{meta['command']}`", "",
+             "| model | " + " | ".join(c for _, c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, row in results.items():
+        cells = []
+        for k, _ in cols:
+            v = row.get(k, "")
+            cells.append(f"{v:.3f}" if isinstance(v, float) and abs(v) < 100 else (f"{v:.0f}" if isinstance(v, float) else str(v)))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    (out / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

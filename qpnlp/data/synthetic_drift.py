@@ -1,0 +1,182 @@
+"""Synthetic timestamped corpus with planted semantic drift.
+
+The generator writes ``n_years`` years of sentences.  Each sentence has one
+*topic* ``k``; each of its ``sentence_length`` slots is a word of topic ``k``
+(uniform over its ``words_per_topic`` words) with probability
+``1 - background_rate`` and a Zipf-distributed background word otherwise.
+Then *probe words* are written into random slots of random sentences of the
+year (each occurrence picks a sentence of the topic the word currently
+belongs to):
+
+* ``drift`` words -- at year :math:`y` an occurrence is in the destination
+  topic ``B`` with probability :math:`s\\, g(y)` and in the source topic ``A``
+  otherwise, where ``s`` is the planted *strength* and ``g`` is a step at the
+  switch year ``c`` (abrupt) or a linear ramp of width ``w`` centred at ``c``
+  (gradual): :math:`g(y) = \\mathrm{clip}((y - c)/w + 1/2, 0, 1)`;
+* ``stable`` words -- always topic ``A`` (strength 0), same frequency as the
+  drift words;
+* ``trap`` words -- always topic ``A``, but their frequency rises
+  exponentially by a factor ``trap_growth`` over the span (frequency change is
+  not meaning change).
+
+Everything a metric needs is in :class:`PlantedDrift`.
+
+Example
+-------
+>>> spec = DriftSpec(n_years=10, n_tokens=20_000, n_topics=4, words_per_topic=10,
+...                  n_drift=4, n_stable=2, n_trap=2, seed=1)
+>>> corpus, truth = generate_drift_corpus(spec)
+>>> corpus.span, len(truth.words), truth.kind.count("drift")
+((1900.0, 1909.0), 8, 4)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qpnlp.data.timestamped import TimestampedCorpus
+
+__all__ = ["DriftSpec", "PlantedDrift", "generate_drift_corpus", "drift_mixture"]
+
+
+@dataclass(frozen=True)
+class DriftSpec:
+    """Parameters of :func:`generate_drift_corpus` (defaults: the 1M-token, 100-year, 60-target protocol)."""
+
+    n_years: int = 100
+    start_year: int = 1900
+    n_tokens: int = 1_000_000
+    sentence_length: int = 12
+    n_topics: int = 20
+    words_per_topic: int = 40
+    n_background: int = 200
+    background_rate: float = 0.25
+    n_drift: int = 60
+    n_stable: int = 20
+    n_trap: int = 10
+    rate: float = 20.0
+    trap_rate_start: float = 2.0
+    trap_growth: float = 30.0
+    strength_range: tuple = (0.2, 1.0)
+    switch_range: tuple = (0.3, 0.7)
+    gradual_fraction: float = 0.5
+    width_range: tuple = (5.0, 20.0)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class PlantedDrift:
+    """Ground truth of a generated corpus (all per-probe arrays have length ``len(words)``).
+
+    Attributes
+    ----------
+    words : tuple of str -- probe words (drift, then stable, then trap)
+    kind : tuple of str -- ``"drift"``, ``"stable"`` or ``"trap"``
+    source, dest : numpy.ndarray int -- source and destination topics (dest = source when not drifting)
+    strength : numpy.ndarray float -- planted strength ``s`` (0 for stable and trap)
+    switch_year : numpy.ndarray float -- change year ``c`` (NaN when not drifting)
+    width : numpy.ndarray float -- ramp width (0 = abrupt, NaN when not drifting)
+    topic_words : tuple of tuple of str -- the words of each topic
+    years : numpy.ndarray float -- the years of the corpus
+    """
+
+    words: tuple
+    kind: tuple
+    source: np.ndarray
+    dest: np.ndarray
+    strength: np.ndarray
+    switch_year: np.ndarray
+    width: np.ndarray
+    topic_words: tuple
+    years: np.ndarray
+
+    def mixture(self, year: float) -> np.ndarray:
+        """Probability that an occurrence of each probe is in its destination topic at ``year``, (n_probes,)."""
+        return drift_mixture(np.asarray(year, float), self.strength, self.switch_year, self.width)
+
+
+def drift_mixture(year, strength, switch, width) -> np.ndarray:
+    """:math:`s\\, g(y)` with a step (``width == 0``) or a ramp of ``width`` centred at ``switch``.
+
+    >>> drift_mixture(np.array(1945.0), np.array([1.0, 0.5]), np.array([1950.0, 1940.0]), np.array([0.0, 20.0])).tolist()
+    [0.0, 0.375]
+    """
+    year = np.asarray(year, float)
+    out = np.zeros(np.broadcast(year, strength).shape)
+    drifting = np.isfinite(switch) & (strength > 0)
+    w = np.where(np.isfinite(width), width, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ramp = np.clip((year - switch) / np.where(w > 0, w, 1.0) + 0.5, 0.0, 1.0)
+        step = (year >= switch).astype(float)
+    g = np.where(w > 0, ramp, step)
+    return np.where(drifting, strength * g, out)
+
+
+def generate_drift_corpus(spec: DriftSpec = DriftSpec()) -> tuple[TimestampedCorpus, PlantedDrift]:
+    """Generate the corpus and its ground truth (deterministic given ``spec.seed``)."""
+    rng = np.random.default_rng(spec.seed)
+    K, M, L = spec.n_topics, spec.words_per_topic, spec.sentence_length
+    topic_words = tuple(tuple(f"t{k:02d}w{j:02d}" for j in range(M)) for k in range(K))
+    background = [f"bg{j:03d}" for j in range(spec.n_background)]
+    zipf = 1.0 / np.arange(1, spec.n_background + 1)
+    zipf /= zipf.sum()
+    nd, ns, nt = spec.n_drift, spec.n_stable, spec.n_trap
+    words = tuple([f"drift{i:02d}" for i in range(nd)] + [f"stable{i:02d}" for i in range(ns)] + [f"trap{i:02d}" for i in range(nt)])
+    kind = tuple(["drift"] * nd + ["stable"] * ns + ["trap"] * nt)
+    P = nd + ns + nt
+    source = rng.integers(0, K, size=P)
+    dest = source.copy()
+    shift = rng.integers(1, K, size=nd)
+    dest[:nd] = (source[:nd] + shift) % K
+    strength = np.zeros(P)
+    strength[:nd] = rng.permutation(np.linspace(*spec.strength_range, nd))
+    y0, Y = spec.start_year, spec.n_years
+    switch = np.full(P, np.nan)
+    lo, hi = spec.switch_range
+    switch[:nd] = np.round(y0 + (Y - 1) * rng.uniform(lo, hi, size=nd))
+    width = np.full(P, np.nan)
+    gradual = rng.random(nd) < spec.gradual_fraction
+    width[:nd] = np.where(gradual, np.round(rng.uniform(*spec.width_range, size=nd)), 0.0)
+    years = np.arange(y0, y0 + Y, dtype=float)
+
+    n_sent = max(1, int(round(spec.n_tokens / Y / L)))
+    # probe rates per year
+    rates = np.full((Y, P), spec.rate)
+    grow = spec.trap_rate_start * spec.trap_growth ** (np.arange(Y) / max(Y - 1, 1))
+    rates[:, nd + ns :] = grow[:, None]
+
+    vocab = list(words) + [w for tw in topic_words for w in tw] + background
+    probe_id = np.arange(P)
+    topic_id0 = P
+    bg_id0 = P + K * M
+    all_times, all_docs = [], []
+    for yi, year in enumerate(years):
+        topics = rng.integers(0, K, size=n_sent)
+        slot_topic = rng.integers(0, M, size=(n_sent, L)) + topic_id0 + topics[:, None] * M
+        slot_bg = rng.choice(spec.n_background, size=(n_sent, L), p=zipf) + bg_id0
+        sent = np.where(rng.random((n_sent, L)) < spec.background_rate, slot_bg, slot_topic)
+        # probe occurrences of this year
+        counts = rng.poisson(rates[yi])
+        occ_word = np.repeat(probe_id, counts)
+        p_dest = drift_mixture(year, strength, switch, width)[occ_word]
+        occ_topic = np.where(rng.random(occ_word.size) < p_dest, dest[occ_word], source[occ_word])
+        # a random sentence of the required topic: sort sentences by topic, index within the topic's block
+        order = np.argsort(topics, kind="stable")
+        start = np.searchsorted(topics[order], np.arange(K))
+        size = np.bincount(topics, minlength=K)
+        ok = size[occ_topic] > 0
+        occ_word, occ_topic = occ_word[ok], occ_topic[ok]
+        pick = order[start[occ_topic] + (rng.random(occ_word.size) * size[occ_topic]).astype(np.int64)]
+        slot = rng.integers(0, L, size=occ_word.size)
+        sent[pick, slot] = occ_word
+        for row in sent:
+            all_docs.append([vocab[i] for i in row])
+        all_times.append(np.full(n_sent, year))
+    corpus = TimestampedCorpus(np.concatenate(all_times), tuple(all_docs))
+    truth = PlantedDrift(
+        words=words, kind=kind, source=source, dest=dest, strength=strength, switch_year=switch,
+        width=width, topic_words=topic_words, years=years,
+    )
+    return corpus, truth

@@ -1,0 +1,439 @@
+"""Semantic-drift evaluation on a grid of time-specific vectors, and the baselines.
+
+Every model is scored through the same object: a grid ``E`` of shape
+(T, W, D) -- the vector of each of ``W`` words at each of ``T`` times -- with
+its ``words`` and ``years``.  Word2Fun produces it with
+:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.grid`; the baselines here
+produce it from gensim models:
+
+* :func:`temporal_referencing_grid` -- *static skip-gram* (gensim Word2Vec)
+  trained once on the whole corpus in which each probe word is tagged with its
+  time bin (``word@k``; temporal referencing, Dubossarsky et al. 2019), the
+  usual way a static model measures change;
+* :func:`procrustes_grid` -- one gensim Word2Vec per time bin, rotated onto
+  the last bin by orthogonal Procrustes (Hamilton et al. 2016) on the shared
+  vocabulary.
+
+Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.PlantedDrift`:
+
+* ``spearman`` -- between planted strength and measured change of the drift
+  words, where change is the cosine distance between the mean vectors of an
+  early and a late period (:func:`change_scores`) or, in prediction space,
+  the mean absolute change of pair probabilities (:func:`context_change_scores`),
+  minus the change within the two periods (:func:`noise_corrected`);
+* ``auc`` -- drift words vs non-drifting probes (stable and trap words);
+* ``trap_mean_percentile`` -- mean percentile of the trap words' change among
+  all probes (1 = most changed), and ``trap_top_rank`` -- the best (smallest)
+  1-based rank of a trap word;
+* ``acc_before`` / ``acc_after`` -- how often the topic whose centroid is
+  nearest to a drift word is its source topic before the transition and its
+  dominant topic (destination if strength > 0.5, else source) after it, over
+  all years outside the transition; words with strength within 0.1 of 0.5 are
+  ambiguous and excluded from ``acc_after``;
+* ``change_year_mae`` -- mean absolute error of the change year estimated by
+  the best two-segment split (:func:`change_points`) for drift words with
+  strength >= 0.5.
+
+Example
+-------
+>>> E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 1.0]]])
+>>> change_points(E, np.array([0.0, 1.0, 2.0, 3.0]), min_segment=1).tolist()
+[1.5]
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from qpnlp.data.synthetic_drift import PlantedDrift
+from qpnlp.data.timestamped import TimestampedCorpus
+
+__all__ = [
+    "DriftGrid",
+    "change_scores",
+    "context_change_scores",
+    "noise_corrected",
+    "change_points",
+    "auc",
+    "nearest_topic",
+    "evaluate_grid",
+    "temporal_referencing_grid",
+    "procrustes_grid",
+]
+
+
+@dataclass(frozen=True)
+class DriftGrid:
+    """Time-specific vectors of a model, the object every metric reads.
+
+    Attributes
+    ----------
+    E : torch.Tensor, shape (T, W, D) -- vector of each word at each time
+    words : tuple of str, length W
+    years : numpy.ndarray, shape (T,)
+    context : torch.Tensor, shape (1 or T, C, D), optional
+        Target ("compass") vectors of ``context_words``, static (first dim 1)
+        or per time.  When given, the metrics can be computed in *prediction
+        space*: the profile :math:`p_t(u, v) = \\sigma(E_t[u] \\cdot h_t(v))`,
+        the skip-gram probability the model assigns to the pair (u, v) at t.
+    context_words : tuple of str, length C
+    train_seconds, tokens_per_s : float
+    """
+
+    E: torch.Tensor
+    words: tuple
+    years: np.ndarray
+    train_seconds: float = float("nan")
+    tokens_per_s: float = float("nan")
+    context: torch.Tensor | None = None
+    context_words: tuple = ()
+
+    def __post_init__(self):
+        E = torch.as_tensor(self.E, dtype=torch.float32)
+        object.__setattr__(self, "E", E)
+        object.__setattr__(self, "words", tuple(self.words))
+        object.__setattr__(self, "context_words", tuple(self.context_words))
+        object.__setattr__(self, "years", np.asarray(self.years, dtype=np.float64))
+        if E.dim() != 3 or E.shape[0] != self.years.shape[0] or E.shape[1] != len(self.words):
+            raise ValueError(f"E must be (T={self.years.shape[0]}, W={len(self.words)}, D); got {tuple(E.shape)}")
+        if self.context is not None:
+            C = torch.as_tensor(self.context, dtype=torch.float32)
+            if C.dim() != 3 or C.shape[0] not in (1, E.shape[0]) or C.shape[1] != len(self.context_words) or C.shape[2] != E.shape[2]:
+                raise ValueError(f"context must be (1 or {E.shape[0]}, {len(self.context_words)}, {E.shape[2]}); got {tuple(C.shape)}")
+            object.__setattr__(self, "context", C)
+
+    def profiles(self, words) -> torch.Tensor:
+        """Prediction-space profiles :math:`\\sigma(E_t[u] \\cdot h_t(v))` of ``words``, shape (T, len(words), C)."""
+        if self.context is None:
+            raise ValueError("this grid has no context vectors; prediction-space metrics need them")
+        return torch.sigmoid(torch.einsum("twd,tcd->twc", self.columns(words), self.context.expand(self.E.shape[0], -1, -1)))
+
+    def columns(self, words) -> torch.Tensor:
+        idx = {w: i for i, w in enumerate(self.words)}
+        return self.E[:, [idx[w] for w in words]]
+
+    def save_npz(self, path) -> None:
+        np.savez(path, words=np.asarray(self.words), years=self.years, E=self.E.numpy())
+
+    @classmethod
+    def load_npz(cls, path) -> "DriftGrid":
+        z = np.load(path, allow_pickle=False)
+        return cls(torch.from_numpy(z["E"]), tuple(z["words"].tolist()), z["years"])
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple) -> torch.Tensor:
+    """Cosine distance between mean vectors over ``early`` and ``late`` (inclusive year ranges).
+
+    Parameters
+    ----------
+    E : (T, W, D); years : (T,)
+
+    Returns
+    -------
+    torch.Tensor, shape (W,):  :math:`1 - \\cos(\\bar e_{early}, \\bar e_{late})`.
+
+    >>> E = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    >>> change_scores(E, np.array([0.0, 1.0]), (0, 0), (1, 1)).tolist()
+    [0.0, 1.0]
+    """
+    y = torch.as_tensor(years)
+    a = E[(y >= early[0]) & (y <= early[1])].mean(0)
+    b = E[(y >= late[0]) & (y <= late[1])].mean(0)
+    return 1.0 - (_unit(a) * _unit(b)).sum(-1)
+
+
+def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> torch.Tensor:
+    """Change year of each word by the best split of its unit-vector trajectory into two segments.
+
+    For a split after position ``s`` the score is
+    :math:`\\frac{n_a n_b}{n} \\lVert \\bar x_a - \\bar x_b \\rVert^2` (between-segment
+    sum of squares, i.e. the least-squares two-segment fit); the estimate is
+    the midpoint between the last year before and the first year after the
+    best split.
+
+    Parameters
+    ----------
+    E : (T, W, D); years : (T,) increasing
+
+    Returns
+    -------
+    torch.Tensor, shape (W,), float64 years
+    """
+    X = _unit(E.to(torch.float64))  # (T, W, D)
+    T = X.shape[0]
+    cs = torch.cumsum(X, 0)  # (T, W, D)
+    total = cs[-1]
+    s = torch.arange(1, T, dtype=torch.float64)  # n_a for split after index s-1
+    ma = cs[:-1] / s[:, None, None]
+    mb = (total - cs[:-1]) / (T - s)[:, None, None]
+    score = (s * (T - s) / T)[:, None] * ((ma - mb) ** 2).sum(-1)  # (T-1, W)
+    valid = (s >= min_segment) & ((T - s) >= min_segment)
+    if valid.any():
+        score[~valid] = -float("inf")
+    best = score.argmax(0)  # split between best and best + 1
+    y = torch.as_tensor(years, dtype=torch.float64)
+    return (y[best] + y[best + 1]) / 2
+
+
+def auc(pos, neg) -> float:
+    """Probability that a random positive scores above a random negative (ties count 1/2).
+
+    >>> auc([3.0, 2.0], [1.0, 2.0])
+    0.875
+    """
+    pos, neg = np.asarray(pos, float), np.asarray(neg, float)
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def nearest_topic(E_probe: torch.Tensor, E_topics: torch.Tensor) -> torch.Tensor:
+    """Index of the nearest topic centroid for each probe at each time.
+
+    Parameters
+    ----------
+    E_probe : (T, P, D)
+    E_topics : (T, K, M, D) -- the vectors of the ``M`` words of each topic
+
+    Returns
+    -------
+    torch.Tensor (T, P) int64 -- argmax over k of :math:`\\cos(e_p, \\bar c_k)` with
+    :math:`\\bar c_k` the mean of the unit vectors of topic ``k``.
+    """
+    C = _unit(_unit(E_topics).mean(2))  # (T, K, D)
+    sims = torch.einsum("tpd,tkd->tpk", _unit(E_probe), C)
+    return sims.argmax(-1)
+
+
+def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late: tuple) -> torch.Tensor:
+    """Change in prediction space: mean absolute change of the period-averaged pair probabilities.
+
+    .. math:: \\Delta(u) = \\frac{1}{C} \\sum_v \\bigl| \\overline{p_t(u, v)}_{t \\in early} - \\overline{p_t(u, v)}_{t \\in late} \\bigr|
+
+    Parameters
+    ----------
+    P : (T, W, C) profiles (see :meth:`DriftGrid.profiles`); years : (T,)
+
+    Returns
+    -------
+    torch.Tensor, shape (W,)
+
+    >>> P = torch.tensor([[[0.5, 0.5]], [[0.9, 0.1]]])
+    >>> round(context_change_scores(P, np.array([0.0, 1.0]), (0, 0), (1, 1)).item(), 6)
+    0.4
+    """
+    y = torch.as_tensor(years)
+    a = P[(y >= early[0]) & (y <= early[1])].mean(0)
+    b = P[(y >= late[0]) & (y <= late[1])].mean(0)
+    return (a - b).abs().mean(-1)
+
+
+def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, late: tuple) -> torch.Tensor:
+    """Change between ``early`` and ``late`` minus the change *within* them (a noise floor).
+
+    .. math:: \\Delta(E, L) - \\tfrac12 \\bigl(\\Delta(E_1, E_2) + \\Delta(L_1, L_2)\\bigr)
+
+    where :math:`E_1, E_2` (:math:`L_1, L_2`) are the two halves of each
+    period and :math:`\\Delta` is ``score_fn(X, years, a, b)`` (e.g.
+    :func:`change_scores` or :func:`context_change_scores`).  A model that
+    fits noise over time shows as much change inside a period as across
+    periods, so its corrected score is near zero: with years shuffled the
+    scores collapse.
+
+    >>> X = torch.tensor([[[0.0]], [[0.2]], [[1.0]], [[1.2]]])
+    >>> f = lambda X, y, a, b: context_change_scores(X, y, a, b)
+    >>> round(noise_corrected(f, X, np.arange(4.0), (0, 1), (2, 3)).item(), 6)  # 1.0 - (0.2 + 0.2) / 2
+    0.8
+    """
+    em, lm = (early[0] + early[1]) / 2, (late[0] + late[1]) / 2
+    y = np.asarray(years)
+    e1, e2 = (early[0], em), (np.nextafter(em, np.inf), early[1])
+    l1, l2 = (late[0], lm), (np.nextafter(lm, np.inf), late[1])
+    if not all(((y >= a) & (y <= b)).any() for a, b in (e1, e2, l1, l2)):
+        raise ValueError("each half of the early and late periods must contain at least one time of the grid")
+    return score_fn(X, years, early, late) - 0.5 * (score_fn(X, years, e1, e2) + score_fn(X, years, l1, l2))
+
+
+def evaluate_grid(
+    grid: DriftGrid, truth: PlantedDrift, early: tuple | None = None, late: tuple | None = None, space: str = "auto",
+    noise_correction: bool = True,
+) -> dict:
+    """All drift metrics of the protocol for one model (see module docstring).
+
+    ``early``/``late`` default to the first and last fifth of the years.
+    With ``noise_correction`` the change scores are :func:`noise_corrected`.
+    ``space="vector"`` measures change and nearest topics by cosines of the
+    vectors ``E``; ``space="prediction"`` (the default when the grid has
+    context vectors for the topic words) by the pair probabilities
+    :math:`\\sigma(e \\cdot h)`: change by :func:`context_change_scores`, the
+    nearest topic as the one whose words get the highest mean probability,
+    change points on the probability profiles.
+    """
+    if space == "auto":
+        space = "prediction" if grid.context is not None else "vector"
+    if space not in ("vector", "prediction"):
+        raise ValueError(f"space must be 'auto', 'vector' or 'prediction'; got {space!r}")
+    years = grid.years
+    y0, y1 = float(truth.years.min()), float(truth.years.max())
+    span = y1 - y0
+    early = early or (y0, y0 + 0.2 * span)
+    late = late or (y1 - 0.2 * span, y1)
+    probes = list(truth.words)
+    Ep = grid.columns(probes)
+    kind = np.asarray(truth.kind)
+    is_d, is_t = kind == "drift", kind == "trap"
+    topic_flat = [w for tw in truth.topic_words for w in tw]
+    K, M = len(truth.topic_words), len(truth.topic_words[0])
+    if space == "prediction":
+        ctx_idx = {w: i for i, w in enumerate(grid.context_words)}
+        sel = [ctx_idx[w] for w in topic_flat if w in ctx_idx]  # topic words the model has context vectors for
+        if not sel:
+            raise ValueError("the grid has context vectors for none of the topic words")
+        P = grid.profiles(probes)[..., sel]  # (T, P, C')
+        fn = context_change_scores
+        ch = (noise_corrected(fn, P, years, early, late) if noise_correction else fn(P, years, early, late)).numpy()
+        member = torch.zeros(len(sel), K)
+        topic_of = {w: k for k, tw in enumerate(truth.topic_words) for w in tw}
+        for j, w in enumerate(w for w in topic_flat if w in ctx_idx):
+            member[j, topic_of[w]] = 1.0
+        near = ((P @ member) / member.sum(0).clamp_min(1)).argmax(-1).numpy()  # mean probability per topic
+        traj = P
+    else:
+        fn = change_scores
+        ch = (noise_corrected(fn, Ep, years, early, late) if noise_correction else fn(Ep, years, early, late)).numpy()
+        Et = grid.columns(topic_flat)
+        near = nearest_topic(Ep, Et.reshape(Et.shape[0], K, M, -1)).numpy()  # (T, P)
+        traj = Ep
+    out = {"space": space, "noise_correction": noise_correction}
+    xd = ch[is_d]
+    out["spearman"] = float(spearmanr(truth.strength[is_d], xd).statistic) if np.ptp(xd) > 0 else float("nan")
+    out["auc"] = auc(ch[is_d], ch[~is_d])
+    out["auc_vs_stable_only"] = auc(ch[is_d], ch[kind == "stable"])
+    ranks = (-ch).argsort().argsort() + 1  # 1 = most changed
+    out["trap_mean_percentile"] = float(np.mean(1.0 - (ranks[is_t] - 1) / (len(probes) - 1))) if is_t.any() else float("nan")
+    out["trap_top_rank"] = int(ranks[is_t].min()) if is_t.any() else -1
+    sw, wd, st = truth.switch_year, np.nan_to_num(truth.width), truth.strength
+    before_ok, after_ok = [], []
+    for p in np.flatnonzero(is_d):
+        lo, hi = sw[p] - wd[p] / 2, sw[p] + wd[p] / 2
+        bmask = years < lo
+        amask = years >= hi
+        before_ok.append(near[bmask, p] == truth.source[p])
+        if abs(st[p] - 0.5) >= 0.1:
+            dom = truth.dest[p] if st[p] > 0.5 else truth.source[p]
+            after_ok.append(near[amask, p] == dom)
+    out["acc_before"] = float(np.concatenate(before_ok).mean())
+    out["acc_after"] = float(np.concatenate(after_ok).mean())
+    strong = is_d & (st >= 0.5)
+    est = change_points(traj[:, strong], years).numpy()
+    out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())
+    out["change_year_median_ae"] = float(np.median(np.abs(est - sw[strong])))
+    out["tokens_per_s"] = grid.tokens_per_s
+    out["train_seconds"] = grid.train_seconds
+    return out
+
+
+# --------------------------------------------------------------------------- baselines (gensim)
+
+
+def _bins(years: np.ndarray, y0: float, y1: float, n_bins: int) -> np.ndarray:
+    return np.clip(((years - y0) / (y1 - y0 + 1e-9) * n_bins).astype(int), 0, n_bins - 1)
+
+
+def _w2v(sentences, dim, window, negative, sample, epochs, min_count, workers, seed):
+    from gensim.models import Word2Vec
+
+    m = Word2Vec(vector_size=dim, window=window, negative=negative, sample=sample, sg=1, min_count=min_count,
+                 workers=workers, seed=seed)
+    m.build_vocab(sentences)
+    t0 = _time.perf_counter()
+    m.train(sentences, total_examples=len(sentences), epochs=epochs)
+    return m, _time.perf_counter() - t0
+
+
+def temporal_referencing_grid(
+    corpus: TimestampedCorpus, probes, grid_words, n_bins: int = 10, dim: int = 100, window: int = 5,
+    negative: int = 5, sample: float = 1e-3, epochs: int = 5, min_count: int = 5, workers: int = 2, seed: int = 0,
+) -> DriftGrid:
+    """Static skip-gram (gensim) with temporal referencing of the ``probes``; grid over bin centres.
+
+    Probe tokens are replaced by ``probe@k`` (``k`` = time bin of the
+    document); other words keep one static vector.  The grid row of bin ``k``
+    holds ``probe@k`` for probes and the static vector for other words.
+    """
+    y0, y1 = corpus.span
+    bins = _bins(corpus.times, y0, y1, n_bins)
+    ps = set(probes)
+    sents = [[f"{w}@{b}" if w in ps else w for w in d] for d, b in zip(corpus.docs, bins.tolist())]
+    m, secs = _w2v(sents, dim, window, negative, sample, epochs, min_count, workers, seed)
+    kv = m.wv
+    centres = y0 + (np.arange(n_bins) + 0.5) * (y1 - y0) / n_bins
+    E = np.zeros((n_bins, len(grid_words), dim), np.float32)
+    for j, w in enumerate(grid_words):
+        for k in range(n_bins):
+            key = f"{w}@{k}" if w in ps else w
+            if key in kv:
+                E[k, j] = kv[key]
+    ctx_words = [w for w in grid_words if w not in ps and w in kv]
+    ctx = np.stack([m.syn1neg[kv.key_to_index[w]] for w in ctx_words])[None]
+    ntok = corpus.n_tokens
+    return DriftGrid(torch.from_numpy(E), tuple(grid_words), centres, secs, ntok * epochs / secs,
+                     torch.from_numpy(ctx.astype(np.float32)), tuple(ctx_words))
+
+
+def procrustes_grid(
+    corpus: TimestampedCorpus, grid_words, n_bins: int = 10, dim: int = 100, window: int = 5, negative: int = 5,
+    sample: float = 1e-3, epochs: int = 5, min_count: int = 5, workers: int = 2, seed: int = 0,
+) -> DriftGrid:
+    """Per-bin gensim skip-gram aligned to the last bin by orthogonal Procrustes; grid over bin centres.
+
+    Each bin's matrix (rows = words shared with the reference bin, unit
+    normalised) is rotated by :math:`Q = \\arg\\min_{Q^TQ=I} \\lVert X_k Q - X_{ref}\\rVert_F`
+    (``scipy.linalg.orthogonal_procrustes``).  A word missing from a bin takes
+    the vector of the nearest bin where it exists.
+    """
+    from scipy.linalg import orthogonal_procrustes
+
+    y0, y1 = corpus.span
+    bins = _bins(corpus.times, y0, y1, n_bins)
+    models, secs = [], 0.0
+    for k in range(n_bins):
+        sents = [d for d, b in zip(corpus.docs, bins.tolist()) if b == k]
+        m, s = _w2v(sents, dim, window, negative, sample, epochs, min_count, workers, seed)
+        models.append(m)
+        secs += s
+    ref = models[-1].wv
+    E = np.full((n_bins, len(grid_words), dim), np.nan, np.float32)
+    ctx_words = [w for w in grid_words if all(w in m.wv for m in models)]
+    ctx = np.zeros((n_bins, len(ctx_words), dim), np.float32)
+    for k, model in enumerate(models):
+        kv = model.wv
+        shared = [w for w in kv.index_to_key if w in ref.key_to_index]
+        A = kv[shared] / np.linalg.norm(kv[shared], axis=1, keepdims=True)
+        B = ref[shared] / np.linalg.norm(ref[shared], axis=1, keepdims=True)
+        Q, _ = orthogonal_procrustes(A, B)
+        for j, w in enumerate(grid_words):
+            if w in kv:
+                E[k, j] = kv[w] @ Q
+        # output vectors rotated with the same Q: dot products within a bin are unchanged
+        ctx[k] = model.syn1neg[[kv.key_to_index[w] for w in ctx_words]] @ Q
+    for j in range(len(grid_words)):  # fill missing bins from the nearest present bin
+        have = np.flatnonzero(~np.isnan(E[:, j, 0]))
+        if have.size == 0:
+            E[:, j] = 0.0
+            continue
+        for k in np.flatnonzero(np.isnan(E[:, j, 0])):
+            E[k, j] = E[have[np.abs(have - k).argmin()], j]
+    centres = y0 + (np.arange(n_bins) + 0.5) * (y1 - y0) / n_bins
+    return DriftGrid(torch.from_numpy(E), tuple(grid_words), centres, secs, corpus.n_tokens * epochs / secs,
+                     torch.from_numpy(ctx), tuple(ctx_words))

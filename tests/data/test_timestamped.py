@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+from qpnlp.data.timestamped import TimestampedCorpus, Vocabulary, load_sotu, read_tsv, tokenize, write_tsv
+
+
+def small():
+    return TimestampedCorpus.from_pairs([(1900, ["a", "b", "a"]), (1950.5, ["b", "c"]), (1990, ["a"])])
+
+
+def test_tsv_round_trip(tmp_path):
+    c = small()
+    write_tsv(c, tmp_path / "c.tsv")
+    text = (tmp_path / "c.tsv").read_text()
+    assert text.splitlines()[0] == "1900\ta b a"
+    d = read_tsv(tmp_path / "c.tsv")
+    assert d.times.tolist() == [1900.0, 1950.5, 1990.0]
+    assert list(d.docs) == list(c.docs)
+    assert list(d) == list(c)
+
+
+def test_read_tsv_errors_name_the_line(tmp_path):
+    p = tmp_path / "bad.tsv"
+    p.write_text("1900\ta b\n\nno tab here\n")
+    with pytest.raises(ValueError, match=":3: expected"):
+        read_tsv(p)
+    p.write_text("year\ta b\n")
+    with pytest.raises(ValueError, match="not a number"):
+        read_tsv(p)
+
+
+def test_vocabulary_and_encoding_drop_rare_words():
+    c = small()
+    v = Vocabulary.build(c, min_count=2)
+    assert v.words == ("a", "b") and v.counts.tolist() == [3, 2]
+    e = c.encode(v)
+    assert e.tokens.tolist() == [0, 1, 0, 1, 0]
+    assert e.doc_ids.tolist() == [0, 0, 0, 1, 2]
+    assert e.token_times().tolist() == [1900, 1900, 1900, 1950.5, 1990]
+    with pytest.raises(KeyError, match="'c'"):
+        v.ids(["a", "c"])
+
+
+def test_span_shuffle_and_between():
+    c = small()
+    assert c.span == (1900.0, 1990.0) and c.n_tokens == 6
+    s = c.with_shuffled_times(seed=3)
+    assert sorted(s.times.tolist()) == sorted(c.times.tolist()) and s.docs == c.docs
+    assert len(c.between(1900, 1960)) == 2
+
+
+def test_mismatched_times_rejected():
+    with pytest.raises(ValueError, match="2 entries"):
+        TimestampedCorpus(np.array([1.0, 2.0]), (["a"],))
+
+
+def test_tokenize():
+    assert tokenize("War, and PEACE's end 1812") == ["war", "and", "peace's", "end"]
+
+
+def test_sotu_reader():
+    c = load_sotu()
+    t0, t1 = c.span
+    assert t0 == 1790 and t1 >= 2020
+    assert len(c) > 10_000 and c.n_tokens > 1_000_000
+    assert all(len(d) >= 3 for d in c.docs[:100])

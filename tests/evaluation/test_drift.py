@@ -1,0 +1,101 @@
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data.synthetic_drift import PlantedDrift
+from qpnlp.evaluation.drift import (
+    DriftGrid, auc, change_points, change_scores, context_change_scores, evaluate_grid, nearest_topic,
+)
+
+
+def test_auc_against_brute_force():
+    rng = np.random.default_rng(0)
+    pos, neg = rng.normal(1, 1, 30), rng.normal(0, 1, 40)
+    pos[:3] = neg[:3]  # ties
+    ref = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert auc(pos, neg) == pytest.approx(ref)
+    assert auc([1, 2], [3]) == 0.0 and np.isnan(auc([], [1]))
+
+
+def test_change_scores_and_context_scores():
+    years = np.arange(4.0)
+    E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[1.0, 1.0]], [[0.0, 1.0]]])
+    # early mean (1, 0), late mean (0.5, 1): 1 - 0.5 / sqrt(1.25)
+    assert change_scores(E, years, (0, 1), (2, 3)).item() == pytest.approx(1 - 0.5 / np.sqrt(1.25), abs=1e-6)
+    P = torch.tensor([[[0.2, 0.8]], [[0.4, 0.6]], [[0.9, 0.1]], [[0.7, 0.3]]])
+    assert context_change_scores(P, years, (0, 1), (2, 3)).item() == pytest.approx(0.5, abs=1e-6)
+
+
+def test_change_points_finds_planted_splits():
+    T, D = 50, 6
+    years = np.arange(1900.0, 1950.0)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=D), rng.normal(size=D)
+    E = np.zeros((T, 3, D))
+    for j, c in enumerate([10, 25, 40]):
+        E[:, j] = np.where(np.arange(T)[:, None] < c, a, b) + 0.05 * rng.normal(size=(T, D))
+    est = change_points(torch.tensor(E, dtype=torch.float32), years).numpy()
+    assert np.allclose(est, [1909.5, 1924.5, 1939.5])
+
+
+def test_nearest_topic():
+    Et = torch.tensor([[[[1.0, 0.0], [0.9, 0.1]], [[0.0, 1.0], [0.1, 0.9]]]])  # 1 time, 2 topics, 2 words
+    Ep = torch.tensor([[[0.8, 0.3], [0.2, 0.9]]])
+    assert nearest_topic(Ep, Et).tolist() == [[0, 1]]
+
+
+def perfect_case(noise=0.0, shuffle=False):
+    """Hand-made grid: topic k is the basis vector e_k; drift words interpolate as planted."""
+    K, M, D = 4, 3, 4
+    years = np.arange(2000.0, 2040.0)
+    strength = np.array([0.3, 0.6, 0.8, 1.0, 0.0, 0.0])
+    switch = np.array([2015.0, 2020.0, 2025.0, 2018.0, np.nan, np.nan])
+    width = np.array([0.0, 6.0, 0.0, 4.0, np.nan, np.nan])
+    source, dest = np.array([0, 1, 2, 3, 0, 1]), np.array([1, 2, 3, 0, 0, 1])
+    truth = PlantedDrift(words=tuple(f"p{i}" for i in range(6)), kind=("drift",) * 4 + ("stable", "trap"),
+                         source=source, dest=dest, strength=strength, switch_year=switch, width=width,
+                         topic_words=tuple(tuple(f"t{k}w{j}" for j in range(M)) for k in range(K)), years=years)
+    eye = torch.eye(D)
+    rng = np.random.default_rng(1)
+    E = torch.zeros(len(years), 6 + K * M, D)
+    for ti, y in enumerate(years):
+        mix = truth.mixture(y)
+        for p in range(6):
+            E[ti, p] = (1 - mix[p]) * eye[source[p]] + mix[p] * eye[dest[p]]
+        for k in range(K):
+            for j in range(M):
+                E[ti, 6 + k * M + j] = eye[k]
+    E = E + noise * torch.from_numpy(rng.normal(size=E.shape)).float()
+    words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    ctx = 5 * torch.stack([eye[k] for k in range(K) for _ in range(M)])[None]
+    return DriftGrid(E, words, years, context=ctx, context_words=words[6:]), truth
+
+
+@pytest.mark.parametrize("space", ["vector", "prediction"])
+def test_evaluate_grid_on_a_perfect_grid(space):
+    grid, truth = perfect_case()
+    r = evaluate_grid(grid, truth, space=space)
+    assert r["spearman"] == pytest.approx(1.0)
+    assert r["auc"] == 1.0 and r["acc_before"] == 1.0 and r["acc_after"] == 1.0
+    assert r["change_year_mae"] <= 0.5
+    assert r["trap_top_rank"] >= 5  # after the 4 drift words (tied with the stable word)
+
+
+def test_evaluate_grid_collapses_on_a_grid_without_change():
+    grid, truth = perfect_case()
+    E = grid.E[:1].expand_as(grid.E)  # every word frozen at its first vector
+    static = DriftGrid(E, grid.words, grid.years, context=grid.context, context_words=grid.context_words)
+    r = evaluate_grid(static, truth)
+    assert np.isnan(r["spearman"]) or abs(r["spearman"]) < 1e-9
+    assert r["acc_after"] < 0.5
+
+
+def test_grid_validation_and_npz_round_trip(tmp_path):
+    grid, truth = perfect_case(noise=0.01)
+    grid.save_npz(tmp_path / "g.npz")
+    back = DriftGrid.load_npz(tmp_path / "g.npz")
+    assert torch.equal(back.E, grid.E) and back.words == grid.words
+    with pytest.raises(ValueError, match="E must be"):
+        DriftGrid(torch.zeros(3, 2, 4), ["a"], [1, 2, 3])
+    with pytest.raises(ValueError, match="context must be"):
+        DriftGrid(torch.zeros(3, 1, 4), ["a"], [1, 2, 3], context=torch.zeros(2, 1, 4), context_words=["a"])
