@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     dataset = load_sotu_era(n_train=args.train_size, seed=args.seed)
     glove = load_glove_50d()
     split = next(splits(dataset, seed=args.seed))
-    print(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, trainable word weights) ...", flush=True)
-    options = dict(num_measurements=args.num_measurements, weighting="trainable")
+    print(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, orthonormal measurements, trainable word weights) ...", flush=True)
+    options = dict(num_measurements=args.num_measurements, weighting="trainable", orthonormal=True)
     result, model, prepared, _ = run_split("qpdn", dataset, split, glove, options, train_config(args))
     print(f"\ntest accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
           f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
