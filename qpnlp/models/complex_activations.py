@@ -124,8 +124,11 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0) -> Tensor:
     b = torch.as_tensor(b, dtype=r.dtype, device=r.device)
     positive = r > 0
     r_safe = torch.where(positive, r, torch.ones_like(r))
-    scale = torch.where(positive, torch.relu(r + b) / r_safe, torch.zeros_like(r))
-    return z * scale
+    # relu(r + b) * (z / r): dividing z (not the amplitude) by r keeps the phase
+    # factor bounded, so a subnormal |z| cannot overflow to inf.
+    # (real divisions: torch's complex division returns NaN for subnormal divisors)
+    phase = torch.complex(z.real / r_safe, z.imag / r_safe) * positive
+    return torch.relu(r + b) * phase
 
 
 def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:

@@ -1,0 +1,269 @@
+"""Reproduce the complex-order paper's Table 2: five embedding variants x networks x data sets.
+
+Variants (qpnlp.models.complex_order): none, PE (trainable position table), TPE
+(fixed sinusoidal), complex-vanilla (r e^{i theta}), complex-order
+(r e^{i omega pos}). Networks (qpnlp.models.order_classifiers): FastText, CNN,
+Transformer (one encoder layer) and the complex LSTM.
+
+Protocol (qpnlp.data.splits, as for QPDN): stratified 10-fold CV with a seed
+for CR, MPQA, MR and SUBJ; the fixed splits for SST-2 and TREC; dev carved
+from the training part; early stopping selects the epoch on dev; each test part
+is evaluated once. All variants of one split share the vocabulary and the
+GloVe 50d initialisation (word vectors for the real variants, amplitudes for
+the complex ones). The paper searched batch size, learning rate, L2 and width
+per cell; here one setting is used for every cell (see --help), so the
+comparison is between variants under equal budgets, not a tuned reproduction.
+
+Time per epoch is the fit wall time divided by the number of epochs run
+(training plus the dev evaluation of each epoch), measured in the same process
+with one thread; the ratio is against the PE variant of the same network and
+data set.
+
+Writes ``table.md`` and ``results.json`` under --out after every data set.
+
+Usage::
+
+    python benchmarks/reproduce_complex_order.py                 # the full grid (long on 2 cores)
+    python benchmarks/reproduce_complex_order.py --datasets TREC MR --networks fasttext cnn --max-splits 1 --epochs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qpnlp.data import load_classification, load_glove_50d, splits
+from qpnlp.interpret.positional import positional_sensitivity
+from qpnlp.models.complex_order import EMBEDDING_KINDS
+from qpnlp.models.order_classifiers import NETWORKS, OrderClassifier, OrderClassifierConfig
+from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
+from qpnlp.training.classification import prepare
+
+TIMINGS: list[dict] = []
+SENSITIVITY: list[tuple[str, str]] = []
+DATASETS = ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"]
+NETWORK_NAMES = {"fasttext": "FastText", "cnn": "CNN", "rnn": "LSTM", "transformer": "Transformer"}
+VARIANT_NAMES = {"none": "none", "pe": "PE", "tpe": "TPE", "complex_vanilla": "Complex-vanilla",
+                 "complex_order": "Complex-order"}
+# paper Table 2 (accuracy), for reference: MR, SUBJ, CR, MPQA, SST, TREC
+PUBLISHED = {
+    ("fasttext", "none"): [0.765, 0.916, 0.785, 0.855, 0.801, 0.858],
+    ("fasttext", "pe"): [0.774, 0.917, 0.783, 0.856, 0.793, 0.864],
+    ("fasttext", "tpe"): [0.776, 0.920, 0.786, 0.856, 0.802, 0.861],
+    ("fasttext", "complex_vanilla"): [0.773, 0.918, 0.790, 0.867, 0.803, 0.872],
+    ("fasttext", "complex_order"): [0.787, 0.929, 0.800, 0.870, 0.815, 0.880],
+    ("cnn", "none"): [0.809, 0.928, 0.804, 0.873, 0.823, 0.911],
+    ("cnn", "pe"): [0.816, 0.938, 0.812, 0.875, 0.828, 0.898],
+    ("cnn", "tpe"): [0.815, 0.938, 0.810, 0.872, 0.830, 0.908],
+    ("cnn", "complex_vanilla"): [0.811, 0.937, 0.825, 0.878, 0.823, 0.900],
+    ("cnn", "complex_order"): [0.825, 0.951, 0.829, 0.880, 0.838, 0.922],
+}
+
+
+def _max_length(prepared) -> int:
+    return max(max((len(t) for t in part.ids), default=1) for part in (prepared.train, prepared.dev, prepared.test))
+
+
+def run_cell(network, variant, prepared, n_classes, args, seed) -> dict:
+    seed_everything(seed)
+    model = _build(network, variant, prepared, n_classes, args, seed)
+    train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
+                        patience=args.patience, seed=seed, progress=False)
+    result = fit(model, prepared.train, prepared.dev, train)
+    test = accuracy(model, prepared.test)
+    if variant == "complex_order" and args.sensitivity_top:
+        words = prepared.vocab.words
+        counts = [prepared.vocab.word_freq(w) for w in words]
+        table_ = positional_sensitivity(model, words, top=args.sensitivity_top, counts=counts, min_count=5)
+        SENSITIVITY.append((f"{network} seed {seed}", table_.to_markdown()))
+    return dict(network=network, variant=variant, seed=seed, test_accuracy=test, dev_accuracy=result.best_dev_accuracy,
+                best_epoch=result.best_epoch, epochs_run=len(result.history),
+                seconds_per_epoch=result.seconds / len(result.history),
+                parameters=sum(p.numel() * (2 if p.is_complex() else 1) for p in model.parameters()))
+
+
+def _build(network, variant, prepared, n_classes, args, seed) -> OrderClassifier:
+    config = OrderClassifierConfig(num_words=len(prepared.vocab), num_classes=n_classes, network=network,
+                                   embedding=variant, dim=prepared.pretrained_matrix.shape[1], hidden=args.hidden,
+                                   filters=args.filters, heads=args.heads, ffn_hidden=args.ffn_hidden,
+                                   dropout=args.dropout, readout=args.readout, max_len=_max_length(prepared) + 1,
+                                   embedding_options=(dict(frequency_init=args.frequency_init,
+                                                           frequency_scale=args.frequency_scale)
+                                                      if variant == "complex_order" else {}))
+    return OrderClassifier(config, pretrained=prepared.pretrained_matrix,
+                           generator=torch.Generator().manual_seed(seed))
+
+
+def step_timing(name, prepared, n_classes, args) -> list[dict]:
+    """Median seconds of one training step per variant, variants interleaved batch by batch.
+
+    Interleaving makes the variants share the same machine load, so the ratios
+    are robust on a busy machine; seconds per epoch = median step x batches per epoch.
+    """
+    from qpnlp.data import iterate_batches
+    from qpnlp.training.trainer import _Optimisers, train_step
+
+    out = []
+    batches = list(iterate_batches(prepared.train, args.batch_size, shuffle=True, seed=0, epoch=1))
+    n = min(args.timing_batches, len(batches))
+    for network in args.networks:
+        models = {v: _build(network, v, prepared, n_classes, args, 0).train() for v in args.variants}
+        train = TrainConfig(lr=args.lr, embedding_lr=args.embedding_lr, progress=False)
+        opts = {v: _Optimisers(m, train) for v, m in models.items()}
+        times = {v: [] for v in models}
+        for ids, mask, labels in batches[:n]:
+            for v, m in models.items():
+                t0 = time.perf_counter()
+                train_step(m, opts[v], ids, mask, labels)
+                times[v].append(time.perf_counter() - t0)
+        pe = float(np.median(times["pe"])) if "pe" in times else float("nan")
+        for v, ts in times.items():
+            med = float(np.median(ts))
+            out.append(dict(dataset=name, network=network, variant=v, median_step_seconds=med, steps=n,
+                            seconds_per_epoch=med * len(batches), ratio_vs_pe=med / pe))
+            print(f"{name} timing {NETWORK_NAMES[network]}-{VARIANT_NAMES[v]}: {1000 * med:.2f} ms/step, "
+                  f"{med / pe:.2f} x PE", flush=True)
+    return out
+
+
+def run_dataset(name, args, glove) -> list[dict]:
+    dataset = load_classification(name)
+    records = []
+    for i, split in enumerate(splits(dataset, seed=0, n_folds=args.folds)):
+        if args.max_splits is not None and i >= args.max_splits:
+            break
+        prepared = prepare(dataset, split, glove, seed=0)
+        if args.timing_batches and i == 0:
+            TIMINGS.extend(step_timing(name, prepared, dataset.n_classes, args))
+        if args.timing_only:
+            break
+        for seed in args.seeds:
+            for network in args.networks:
+                for variant in args.variants:
+                    rec = run_cell(network, variant, prepared, dataset.n_classes, args, seed)
+                    rec.update(dataset=name, split=split.name)
+                    if SENSITIVITY and SENSITIVITY[-1][0].startswith(network):
+                        label, md = SENSITIVITY.pop()
+                        path = Path(args.out) / f"sensitivity_{name}_{split.name.replace(' ', '')}_{network}.md"
+                        path.write_text(f"delta_j = mean_d |omega_jd| of the trained complex-order {label} "
+                                        f"({name} {split.name}; words seen >= 5 times in training)\n\n{md}\n")
+                    records.append(rec)
+                    print(f"{name} {split.name} seed {seed} {NETWORK_NAMES[network]}-{VARIANT_NAMES[variant]}: "
+                          f"test {rec['test_accuracy']:.4f} dev {rec['dev_accuracy']:.4f} epoch {rec['best_epoch']}/"
+                          f"{rec['epochs_run']} {rec['seconds_per_epoch']:.2f} s/epoch", flush=True)
+    return records
+
+
+def table(records: list[dict], args) -> str:
+    datasets = [d for d in args.datasets if any(r["dataset"] == d for r in records)]
+    cells = {}
+    for r in records:
+        cells.setdefault((r["network"], r["variant"], r["dataset"]), []).append(r)
+    lines = [] if records else ["(no training runs)"]
+    lines += [] if not records else [f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
+             f"{args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
+             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
+             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
+             f"GloVe 50d. Paper Table 2 value in brackets where available. "
+             f"t/PE = seconds per epoch relative to the PE variant of the same network and data set.", "",
+             "| network | variant | " + " | ".join(f"{d} acc | {d} t/PE" for d in datasets) + " |",
+             "|---|---|" + "---:|---:|" * len(datasets)]
+    for network in (args.networks if records else []):
+        for variant in args.variants:
+            row = f"| {NETWORK_NAMES[network]} | {VARIANT_NAMES[variant]} |"
+            for d in datasets:
+                rs = cells.get((network, variant, d), [])
+                pe = cells.get((network, "pe", d), [])
+                if not rs:
+                    row += " - | - |"
+                    continue
+                acc = np.array([r["test_accuracy"] for r in rs])
+                pub = PUBLISHED.get((network, variant))
+                ref = f" [{100 * pub[DATASETS.index(d)]:.1f}]" if pub else ""
+                std = f" ± {100 * acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
+                ratio = (np.mean([r["seconds_per_epoch"] for r in rs]) / np.mean([r["seconds_per_epoch"] for r in pe])
+                         if pe else float("nan"))
+                row += f" {100 * acc.mean():.1f}{std} (n={len(acc)}){ref} | {ratio:.2f} |"
+            lines.append(row)
+    if TIMINGS:
+        lines += ["", "Interleaved step timing (median seconds per training step, variants alternating batch by "
+                  "batch on the same machine load; ratio against PE):", "",
+                  "| data set | network | " + " | ".join(VARIANT_NAMES[v] for v in args.variants) + " |",
+                  "|---|---|" + "---:|" * len(args.variants)]
+        for d in dict.fromkeys(t["dataset"] for t in TIMINGS):
+            for network in args.networks:
+                ts = {t["variant"]: t for t in TIMINGS if t["dataset"] == d and t["network"] == network}
+                if ts:
+                    lines.append(f"| {d} | {NETWORK_NAMES[network]} | " + " | ".join(
+                        f"{1000 * ts[v]['median_step_seconds']:.1f} ms ({ts[v]['ratio_vs_pe']:.2f})"
+                        for v in args.variants) + " |")
+    if not records:
+        return "\n".join(lines) + "\n"
+    lines += ["", "Does complex-order beat all four other variants (mean test accuracy)?", "",
+              "| network | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
+    for network in args.networks:
+        row = f"| {NETWORK_NAMES[network]} |"
+        for d in datasets:
+            means = {v: np.mean([r["test_accuracy"] for r in cells[(network, v, d)]])
+                     for v in EMBEDDING_KINDS if (network, v, d) in cells}
+            if "complex_order" not in means or len(means) < 5:
+                row += " - |"
+                continue
+            best_other = max((m, v) for v, m in means.items() if v != "complex_order")
+            verdict = "yes" if means["complex_order"] > best_other[0] else "no"
+            margin = 100 * (means["complex_order"] - best_other[0])
+            row += f" {verdict} ({margin:+.1f} vs {VARIANT_NAMES[best_other[1]]}) |"
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", type=str.upper, default=DATASETS)
+    parser.add_argument("--networks", nargs="+", choices=NETWORKS, default=["fasttext", "cnn", "transformer", "rnn"])
+    parser.add_argument("--variants", nargs="+", choices=EMBEDDING_KINDS, default=list(EMBEDDING_KINDS))
+    parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--max-splits", type=int, default=None)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam, dense parameters (paper pool 1e-3..1e-5)")
+    parser.add_argument("--embedding-lr", type=float, default=1e-3, help="SparseAdam, embedding tables")
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--filters", type=int, default=64)
+    parser.add_argument("--heads", type=int, default=5)
+    parser.add_argument("--ffn-hidden", type=int, default=128)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--readout", default="modulus")
+    parser.add_argument("--frequency-init", default="normal")
+    parser.add_argument("--frequency-scale", type=float, default=1.0)
+    parser.add_argument("--timing-batches", type=int, default=0,
+                        help="also time N interleaved training steps per variant on the first split")
+    parser.add_argument("--sensitivity-top", type=int, default=0,
+                        help="write the N words of largest/smallest delta_j of each trained complex-order model")
+    parser.add_argument("--timing-only", action="store_true", help="only the step timing, no training runs")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="benchmarks/results/complex_order")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    glove = load_glove_50d()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records, start = [], time.perf_counter()
+    for name in args.datasets:
+        records += run_dataset(name, args, glove)
+        (out / "table.md").write_text(table(records, args))
+        (out / "results.json").write_text(json.dumps(dict(args=vars(args), records=records, step_timing=TIMINGS,
+                                                          seconds=time.perf_counter() - start), indent=2))
+    print(table(records, args))
+    print(f"total wall time {time.perf_counter() - start:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

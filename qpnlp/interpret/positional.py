@@ -1,0 +1,132 @@
+r"""Per-word positional sensitivity of a complex-order embedding (paper appendix D, Table 7).
+
+.. math::
+
+    \delta_j = \frac{1}{D} \sum_{d=1}^{D} |\omega_{j,d}|
+
+A large :math:`\delta_j` means the word's embedding turns quickly with its
+position (position-sensitive); a small one means it is nearly a constant word
+vector. Absolute values are used because learned frequencies may be negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from qpnlp.models.complex_order import ComplexOrderEmbedding
+
+__all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_scores"]
+
+
+def sensitivity_scores(frequencies: Tensor) -> Tensor:
+    r""":math:`\delta_j = \operatorname{mean}_d |\omega_{j,d}|`: real (V, D) (or (V, 1)) -> (V,)."""
+    if frequencies.ndim != 2 or frequencies.is_complex():
+        raise ValueError(f"frequencies must be a real (V, D) tensor; "
+                         f"got {frequencies.dtype} {tuple(frequencies.shape)}")
+    return frequencies.detach().abs().mean(-1)
+
+
+@dataclass(frozen=True)
+class PositionalSensitivity:
+    """Result of :func:`positional_sensitivity`.
+
+    Attributes
+    ----------
+    delta : Tensor
+        (V,) sensitivities of every id (reserved ids included).
+    largest : list of (word, delta)
+        Descending.
+    smallest : list of (word, delta)
+        Ascending.
+    """
+
+    delta: Tensor
+    largest: list
+    smallest: list
+
+    def rows(self) -> list[dict]:
+        """Table rows ``{"rank", "largest", "delta_largest", "smallest", "delta_smallest"}``."""
+        n = max(len(self.largest), len(self.smallest))
+        out = []
+        for i in range(n):
+            big = self.largest[i] if i < len(self.largest) else ("", float("nan"))
+            small = self.smallest[i] if i < len(self.smallest) else ("", float("nan"))
+            out.append(dict(rank=i + 1, largest=big[0], delta_largest=big[1], smallest=small[0],
+                            delta_smallest=small[1]))
+        return out
+
+    def to_markdown(self) -> str:
+        lines = ["| rank | largest delta | value | smallest delta | value |", "|---:|---|---:|---|---:|"]
+        for r in self.rows():
+            lines.append(f"| {r['rank']} | {r['largest']} | {r['delta_largest']:.4g} | {r['smallest']} | "
+                         f"{r['delta_smallest']:.4g} |")
+        return "\n".join(lines)
+
+
+def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, words: Sequence[str], *,
+                           top: int = 50, counts: Sequence[int] | None = None, min_count: int = 1,
+                           exclude_ids: Sequence[int] = (0, 1)) -> PositionalSensitivity:
+    r"""The words with the largest and smallest :math:`\delta_j` (paper Table 7).
+
+    Parameters
+    ----------
+    source : ComplexOrderEmbedding, a model with one as ``.embedding``, or Tensor
+        The frequencies :math:`\omega`, real (V, D) (or (V, 1) for dimension sharing).
+    words : sequence of str
+        ``words[j]`` is the word of id ``j`` (e.g. ``Vocabulary.words``).
+    top : int
+        Length of each list.
+    counts, min_count : optional
+        Training counts per id; keep only words seen at least ``min_count`` times.
+    exclude_ids : sequence of int
+        Ids left out (PAD and UNK by default).
+
+    Returns
+    -------
+    PositionalSensitivity
+
+    Raises
+    ------
+    ValueError
+        When the embedding has no per-word frequencies (complex-vanilla, or
+        word sharing, where :math:`\delta_j` is the same for all words).
+
+    Examples
+    --------
+    >>> omega = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, -3.0], [0.1, 0.1], [0.5, 0.5]])
+    >>> table = positional_sensitivity(omega, ["<pad>", "<unk>", "worst", "the", "film"], top=2)
+    >>> table.largest
+    [('worst', 2.0), ('film', 0.5)]
+    >>> [w for w, _ in table.smallest]
+    ['the', 'film']
+    """
+    if top < 1:
+        raise ValueError(f"top must be >= 1; got {top}")
+    if isinstance(source, Tensor):
+        omega = source
+    else:
+        emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)
+        if not isinstance(emb, ComplexOrderEmbedding):
+            raise TypeError(f"need a ComplexOrderEmbedding (or a model with one as .embedding); got {type(source)}")
+        if emb.frequency is None:
+            raise ValueError("this embedding encodes no positions (complex-vanilla): no frequencies")
+        if emb.frequency_sharing == "word":
+            raise ValueError("word-sharing frequencies are the same for every word: delta_j does not depend on j")
+        omega = emb.frequency_table()
+    delta = sensitivity_scores(omega)
+    if len(words) != delta.shape[0]:
+        raise ValueError(f"got {len(words)} words for {delta.shape[0]} frequency rows")
+    keep = torch.ones_like(delta, dtype=torch.bool)
+    keep[list(exclude_ids)] = False
+    if counts is not None:
+        if len(counts) != len(words):
+            raise ValueError(f"counts must have one entry per word ({len(words)}); got {len(counts)}")
+        keep &= torch.as_tensor(list(counts)) >= min_count
+    ids = keep.nonzero().squeeze(-1)
+    order = ids[torch.argsort(delta[ids], stable=True)]
+    as_pairs = lambda idx: [(words[int(i)], float(delta[i])) for i in idx]  # noqa: E731
+    return PositionalSensitivity(delta, as_pairs(order.flip(0)[:top]), as_pairs(order[:top]))

@@ -1,0 +1,61 @@
+"""Per-word positional sensitivity delta_j = mean_d |omega_{j,d}| (paper appendix D, Table 7)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qpnlp.interpret.positional import PositionalSensitivity, positional_sensitivity, sensitivity_scores
+from qpnlp.models.complex_order import ComplexOrderEmbedding
+from qpnlp.models.order_classifiers import OrderClassifier, OrderClassifierConfig
+
+WORDS = ["<pad>", "<unk>", "worst", "the", "film", "slowly"]
+
+
+def _embedding(**kw):
+    emb = ComplexOrderEmbedding(len(WORDS), 3, **kw)
+    return emb
+
+
+def test_scores_are_mean_absolute_frequency():
+    omega = torch.tensor([[1.0, -2.0, 3.0], [0.0, 0.0, -0.3]])
+    torch.testing.assert_close(sensitivity_scores(omega), torch.tensor([2.0, 0.1]))
+    with pytest.raises(ValueError, match="real"):
+        sensitivity_scores(omega[0])
+
+
+def test_table_from_embedding_and_from_model():
+    emb = _embedding()
+    with torch.no_grad():
+        emb.frequency.weight.copy_(torch.tensor([[0.0] * 3, [9.0] * 3, [-5.0, 5, 5], [0.1, 0, 0], [1, -1, 1],
+                                                 [0.01, 0, 0]]))
+    table = positional_sensitivity(emb, WORDS, top=3)
+    assert isinstance(table, PositionalSensitivity)
+    assert [w for w, _ in table.largest] == ["worst", "film", "the"]  # <unk> excluded
+    assert [w for w, _ in table.smallest] == ["slowly", "the", "film"]
+    assert table.largest[0][1] == pytest.approx(5.0)
+    md = table.to_markdown()
+    assert md.splitlines()[2].startswith("| 1 | worst | 5 | slowly |")
+    assert len(table.rows()) == 3
+    model = OrderClassifier(OrderClassifierConfig(num_words=len(WORDS), num_classes=2, dim=3))
+    assert len(positional_sensitivity(model, WORDS, top=10).largest) == 4
+
+
+def test_counts_filter_and_dimension_sharing():
+    emb = _embedding(frequency_sharing="dimension")
+    table = positional_sensitivity(emb, WORDS, counts=[0, 0, 5, 1, 5, 1], min_count=2)
+    assert sorted(w for w, _ in table.largest) == ["film", "worst"]
+    torch.testing.assert_close(table.delta, emb.frequency.weight.detach().abs().squeeze(-1))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="word-sharing"):
+        positional_sensitivity(_embedding(frequency_sharing="word"), WORDS)
+    with pytest.raises(ValueError, match="no positions"):
+        positional_sensitivity(_embedding(frequency_sharing=None), WORDS)
+    with pytest.raises(TypeError, match="ComplexOrderEmbedding"):
+        positional_sensitivity(torch.nn.Linear(2, 2), WORDS)
+    with pytest.raises(ValueError, match="words"):
+        positional_sensitivity(torch.zeros(3, 2), WORDS)
+    with pytest.raises(ValueError, match="top"):
+        positional_sensitivity(torch.zeros(6, 2), WORDS, top=0)
