@@ -24,7 +24,6 @@ Ablations of thesis Table 5.9 (switches of :class:`CNMConfig`):
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -33,6 +32,7 @@ from torch import nn
 from qpnlp.hilbert import masked_softmax
 from qpnlp.measurement import ProjectiveMeasurement, word_probabilities
 
+from ._config import JsonConfig
 from .embedding import PHASE_INITS, ComplexWordEmbedding
 from .local_mixture import DEFAULT_WINDOWS, POOLINGS, effective_word_weights, local_mixture, pool_positions
 from .weighting import WordWeighting
@@ -44,7 +44,7 @@ CNM_INITS = ("identity", "orthogonal", "random")
 
 
 @dataclass
-class CNMConfig:
+class CNMConfig(JsonConfig):
     """Hyper-parameters of :class:`CNM` (all JSON-serialisable).
 
     Defaults follow thesis 5.1.3 where it states them: 50-dim complex
@@ -126,17 +126,6 @@ class CNMConfig:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "CNMConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown CNM config keys: {sorted(unknown)}")
-        return cls(**values)
 
 
 class CNM(nn.Module):

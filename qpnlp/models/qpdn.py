@@ -7,7 +7,6 @@ vector, and a dense layer maps it to class logits.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +15,7 @@ from torch import nn
 from qpnlp.hilbert import Ensemble
 from qpnlp.measurement import ProjectiveMeasurement
 
+from ._config import JsonConfig
 from .embedding import PHASE_INITS, ComplexWordEmbedding
 from .weighting import WEIGHTINGS, WordWeighting
 
@@ -23,7 +23,7 @@ HEADS = ("measurement", "dense")
 
 
 @dataclass
-class QPDNConfig:
+class QPDNConfig(JsonConfig):
     """Hyper-parameters of :class:`QPDN` (all JSON-serialisable).
 
     Attributes
@@ -86,17 +86,6 @@ class QPDNConfig:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "QPDNConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown QPDN config keys: {sorted(unknown)}")
-        return cls(**values)
 
 
 class QPDN(nn.Module):

@@ -13,13 +13,6 @@ from qpnlp.models.cgrnn import CGRNN, CGRNNCell, as_complex_input, cgrnn_step, r
 from qpnlp.models.complex_activations import gate_prod, gate_sum, hirose, modrelu
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """These tensors are tiny: intra-op threads only add synchronisation overhead (large on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 D_IN, H = 3, 6
 CONFIGS = list(itertools.product(["modrelu", "hirose"], ["sum", "prod"], ["expm", "cayley", "cayley_step", "free"]))

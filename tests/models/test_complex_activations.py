@@ -23,13 +23,6 @@ from qpnlp.models.complex_activations import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """These tensors are tiny: intra-op threads only add synchronisation overhead (large on a busy machine)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 complex_lists = st.lists(st.complex_numbers(max_magnitude=1e3, allow_nan=False, allow_infinity=False),

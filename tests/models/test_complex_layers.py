@@ -14,12 +14,6 @@ from qpnlp.models.complex_layers import (ComplexConv1d, ComplexDropout, ComplexF
                                          masked_max, masked_mean, part_mul, readout, readout_dim, split_activation)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _x(shape, cdtype, device, seed=0):

@@ -14,12 +14,6 @@ from qpnlp.models.complex_order import (EMBEDDING_KINDS, ComplexOrderEmbedding, 
                                         sinusoidal_frequencies, sinusoidal_position_encoding)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 V, D = 9, 6

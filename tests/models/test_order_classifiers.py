@@ -13,12 +13,6 @@ from qpnlp.models.order_classifiers import NETWORKS, OrderClassifier, OrderClass
 from qpnlp.training import TrainConfig, fit
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 V = 20

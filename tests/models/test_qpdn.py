@@ -144,7 +144,7 @@ def test_bad_batches_and_configs():
         model(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3))
     with pytest.raises(ValueError, match="weighting"):
         QPDNConfig(num_words=5, num_classes=2, weighting="max")
-    with pytest.raises(ValueError, match="unknown QPDN config keys"):
+    with pytest.raises(ValueError, match="unknown QPDNConfig keys"):
         QPDNConfig.from_dict(dict(num_words=5, num_classes=2, colour="red"))
     with pytest.raises(ValueError, match="num_classes"):
         QPDNConfig(num_words=5, num_classes=1)
