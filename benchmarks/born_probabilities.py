@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import ctypes
-import subprocess
-import sys
 
 import torch
 from torch.utils import benchmark
+
+from _peak_memory import peak_added_bytes, peak_in_subprocess  # benchmarks/ is on sys.path as a script
 
 from qpnlp.hilbert import outer
 from qpnlp.measurement import born_probabilities, born_probabilities_dense
@@ -72,37 +71,16 @@ def time_path(path: str, dim: int, args) -> float:
     return timer.blocked_autorange(min_run_time=args.min_run_time).median
 
 
-def _proc_status(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{key} not in /proc/self/status")
-
-
 def peak_memory_child(path: str, dim: int, batch: int, length: int, outcomes: int) -> None:
-    """Runs in a subprocess: prints the peak resident memory (bytes) one pass adds.
-
-    Linux only: freed heap memory is returned to the OS (``malloc_trim``), the
-    high-water mark is reset (``/proc/self/clear_refs``), and the pass's peak is
-    ``VmHWM - VmRSS`` read from ``/proc/self/status``. No library reports peak
-    CPU memory of torch allocations, hence this small helper.
-    """
+    """Runs in a subprocess: prints the peak resident memory (bytes) one pass adds."""
     step(path, make_inputs(path, 2, 2, 2, 4))                  # warm up kernels and autograd
     inputs = make_inputs(path, batch, length, outcomes, dim)
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    before = _proc_status("VmRSS")
-    step(path, inputs)
-    print(_proc_status("VmHWM") - before)
+    print(peak_added_bytes(lambda: step(path, inputs)))
 
 
 def peak_memory(path: str, dim: int, args) -> int:
-    out = subprocess.run([sys.executable, __file__, "--child", path, str(dim), "--batch", str(args.batch),
-                          "--length", str(args.length), "--outcomes", str(args.outcomes)],
-                         check=True, capture_output=True, text=True)
-    return max(int(out.stdout.strip().splitlines()[-1]), 4096)   # one page: floor for "nothing measurable"
+    return peak_in_subprocess(__file__, ["--child", path, str(dim), "--batch", str(args.batch),
+                                         "--length", str(args.length), "--outcomes", str(args.outcomes)])
 
 
 def main(argv=None) -> None:

@@ -16,7 +16,7 @@ backward* pass of
 Both produce the (B, 4, L, k) probabilities that CNM max-pools. Time: median
 of ``torch.utils.benchmark`` runs. Memory: peak resident memory added by one
 pass, in a fresh subprocess per path, measured with the helper of
-``benchmarks/born_probabilities.py`` (/proc/self/clear_refs and VmHWM).
+``benchmarks/_peak_memory.py`` (/proc/self/clear_refs and VmHWM).
 
 Usage::
 
@@ -27,15 +27,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
-import subprocess
-import sys
 
 import torch
 from torch.utils import benchmark
 
-from born_probabilities import _proc_status   # benchmarks/ is on sys.path when run as a script
+from _peak_memory import peak_added_bytes, peak_in_subprocess  # benchmarks/ is on sys.path as a script
 
 from qpnlp.measurement import born_probabilities_dense, word_probabilities
 from qpnlp.models.local_mixture import local_mixture, local_mixture_density
@@ -79,20 +76,13 @@ def peak_memory_child(path: str, dim: int, batch: int, length: int, outcomes: in
     """Runs in a subprocess: prints the peak resident memory (bytes) one pass adds."""
     step(path, make_inputs(2, 4, 2, 4))                          # warm up kernels and autograd
     inputs = make_inputs(batch, length, outcomes, dim)
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    before = _proc_status("VmRSS")
-    step(path, inputs)
-    print(_proc_status("VmHWM") - before)
+    print(peak_added_bytes(lambda: step(path, inputs)))
 
 
 def peak_memory(path: str, dim: int, args) -> int:
-    out = subprocess.run([sys.executable, __file__, "--child", path, str(dim), "--batch", str(args.batch),
-                          "--length", str(args.length), "--outcomes", str(args.outcomes),
-                          "--threads", str(torch.get_num_threads())],
-                         check=True, capture_output=True, text=True)
-    return max(int(out.stdout.strip().splitlines()[-1]), 4096)   # one page: floor for "nothing measurable"
+    return peak_in_subprocess(__file__, ["--child", path, str(dim), "--batch", str(args.batch),
+                                         "--length", str(args.length), "--outcomes", str(args.outcomes),
+                                         "--threads", str(torch.get_num_threads())])
 
 
 def check_agreement(dim: int, args) -> float:

@@ -1,4 +1,4 @@
-"""JSON round trip shared by the models' config dataclasses."""
+"""Validation and JSON round trip shared by the models' config dataclasses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import dataclasses
 
 
 class JsonConfig:
-    """Mixin for dataclasses: ``to_dict`` and a strict ``from_dict`` (unknown keys are an error)."""
+    """Mixin for dataclasses: ``to_dict``, a strict ``from_dict`` (unknown keys are an error), ``_require``."""
+
+    @staticmethod
+    def _require(checks) -> None:
+        """Raise ValueError with the message of the first ``(ok, message)`` pair that is not ok."""
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

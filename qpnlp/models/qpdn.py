@@ -83,9 +83,7 @@ class QPDNConfig(JsonConfig):
             (self.phase_init in PHASE_INITS, f"phase_init must be one of {PHASE_INITS}; got {self.phase_init!r}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        self._require(checks)
 
 
 class QPDN(nn.Module):
