@@ -26,7 +26,7 @@ from torch.utils import benchmark
 
 from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import TrainConfig
-from qpnlp.training.trainer import _Optimisers
+from qpnlp.training.trainer import Optimisers
 
 
 def make(args, sparse: bool):
@@ -40,7 +40,7 @@ def make(args, sparse: bool):
     mask = torch.ones_like(ids, dtype=torch.bool)
     labels = torch.randint(0, 2, (args.batch,), generator=gen)
     if sparse:
-        optimisers = _Optimisers(model, TrainConfig())
+        optimisers = Optimisers(model, TrainConfig())
     else:
         optimisers = torch.optim.Adam(model.parameters(), lr=1e-2)
     return model, optimisers, ids, mask, labels

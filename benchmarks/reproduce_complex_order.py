@@ -25,6 +25,8 @@ Usage::
 
     python benchmarks/reproduce_complex_order.py                 # the full grid (long on 2 cores)
     python benchmarks/reproduce_complex_order.py --datasets TREC MR --networks fasttext cnn --max-splits 1 --epochs 5
+    # one table from several earlier runs (their results.json), no training:
+    python benchmarks/reproduce_complex_order.py --merge RUN_DIR [RUN_DIR ...] --out MERGED_DIR
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def step_timing(name, prepared, n_classes, args) -> list[dict]:
     are robust on a busy machine; seconds per epoch = median step x batches per epoch.
     """
     from qpnlp.data import iterate_batches
-    from qpnlp.training.trainer import _Optimisers, train_step
+    from qpnlp.training.trainer import Optimisers, train_step
 
     out = []
     batches = list(iterate_batches(prepared.train, args.batch_size, shuffle=True, seed=0, epoch=1))
@@ -114,7 +116,7 @@ def step_timing(name, prepared, n_classes, args) -> list[dict]:
     for network in args.networks:
         models = {v: _build(network, v, prepared, n_classes, args, 0).train() for v in args.variants}
         train = TrainConfig(lr=args.lr, embedding_lr=args.embedding_lr, progress=False)
-        opts = {v: _Optimisers(m, train) for v, m in models.items()}
+        opts = {v: Optimisers(m, train) for v, m in models.items()}
         times = {v: [] for v in models}
         for ids, mask, labels in batches[:n]:
             for v, m in models.items():
@@ -222,6 +224,23 @@ def table(records: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged_records(run_dirs: list[str], frequency_init: str) -> list[dict]:
+    """Records of earlier runs, for one table.
+
+    Complex-order records are kept only from runs trained with ``frequency_init``
+    (the other variants do not depend on it); duplicates (same data set, split,
+    network, variant and seed) keep the last run given.
+    """
+    merged = {}
+    for run in run_dirs:
+        saved = json.loads((Path(run) / "results.json").read_text())
+        for r in saved["records"]:
+            if r["variant"] == "complex_order" and saved["args"].get("frequency_init") != frequency_init:
+                continue
+            merged[(r["dataset"], r["split"], r["network"], r["variant"], r["seed"])] = dict(r, run=str(run))
+    return list(merged.values())
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", type=str.upper, default=DATASETS)
@@ -241,7 +260,7 @@ def main(argv=None) -> None:
     parser.add_argument("--ffn-hidden", type=int, default=128)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--readout", default="modulus")
-    parser.add_argument("--frequency-init", default="normal")
+    parser.add_argument("--frequency-init", default="sinusoidal", help="complex-order only (default: the library default)")
     parser.add_argument("--frequency-scale", type=float, default=1.0)
     parser.add_argument("--timing-batches", type=int, default=0,
                         help="also time N interleaved training steps per variant on the first split")
@@ -250,7 +269,11 @@ def main(argv=None) -> None:
     parser.add_argument("--timing-only", action="store_true", help="only the step timing, no training runs")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/complex_order")
+    parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
+                        help="write one table from earlier runs' results.json instead of training")
     args = parser.parse_args(argv)
+    if args.merge:
+        return write_merged(args)
     torch.set_num_threads(args.threads)
     glove = load_glove_50d()
     out = Path(args.out)
@@ -263,6 +286,22 @@ def main(argv=None) -> None:
                                                           seconds=time.perf_counter() - start), indent=2))
     print(table(records, args))
     print(f"total wall time {time.perf_counter() - start:.0f}s")
+
+
+def write_merged(args) -> None:
+    records = merged_records(args.merge, args.frequency_init)
+    seeds = sorted({r["seed"] for r in records})
+    args.seeds, args.networks = seeds, [n for n in NETWORK_NAMES if any(r["network"] == n for r in records)]
+    runs = [json.loads((Path(run) / "results.json").read_text())["args"] for run in args.merge]
+    for key in ("epochs", "patience", "batch_size", "lr", "embedding_lr", "folds", "max_splits"):
+        args.__dict__[key] = "/".join(str(v) for v in dict.fromkeys(run[key] for run in runs))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = (f"Merged from {', '.join(args.merge)} (complex-order rows: frequency_init={args.frequency_init}; "
+            f"training settings as in each run's results.json).\n\n" + table(records, args))
+    (out / "table.md").write_text(text)
+    (out / "results.json").write_text(json.dumps(dict(args=vars(args), records=records), indent=2))
+    print(text)
 
 
 if __name__ == "__main__":

@@ -25,3 +25,10 @@ def test_readme_states_exactly_two_commands_and_ci_runs_the_test_one():
     assert len(commands) == 2
     assert "qpnlp demo" in commands[0] and "pytest" in commands[1]
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_getting_started_states_the_readme_commands():
+    readme = re.findall(r"```\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    commands = [b.strip() for b in readme if b.strip().startswith("python3.11 -m venv")]
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    assert commands and all(c in page for c in commands)

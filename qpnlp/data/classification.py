@@ -22,16 +22,16 @@ Policies
 
 Sizes of the shared benchmark files (``dedupe=False``; duplicates in brackets):
 
-=====  ======  ===========================  ===================================
-name   items   classes                      splits
-=====  ======  ===========================  ===================================
-CR     3,771   neg 1,366 / pos 2,405 (6)    10-fold CV
-MPQA   10,603  neg 7,292 / pos 3,311 (2265) 10-fold CV
-MR     10,662  neg 5,331 / pos 5,331        10-fold CV
-SUBJ   10,000  obj 5,000 / subj 5,000       10-fold CV
-SST2   70,042  neg 31,120 / pos 38,922      train 67,349 (366) / dev 872 / test 1,821
-TREC   5,952   6 coarse classes             train 5,452 (73) / test 500
-=====  ======  ===========================  ===================================
+=====  ======  ============================  =========================================
+name   items   classes                       splits
+=====  ======  ============================  =========================================
+CR     3,771   neg 1,366 / pos 2,405 (6)     10-fold CV
+MPQA   10,603  neg 7,292 / pos 3,311 (2265)  10-fold CV
+MR     10,662  neg 5,331 / pos 5,331         10-fold CV
+SUBJ   10,000  obj 5,000 / subj 5,000        10-fold CV
+SST2   70,042  neg 31,120 / pos 38,922       train 67,349 (366) / dev 872 / test 1,821
+TREC   5,952   6 coarse classes              train 5,452 (73) / test 500
+=====  ======  ============================  =========================================
 """
 
 from __future__ import annotations

@@ -269,7 +269,7 @@ def embedding_matrix_for(
 
     Parameters
     ----------
-    vocab : Vocabulary
+    vocab : qpnlp.data.vocab.Vocabulary
     pretrained : PretrainedVectors
     unk_init : {"uniform", "normal", "zeros"} or callable, default "uniform"
         ``"uniform"``: U(-scale, scale) per coordinate, as Kim (2014);

@@ -29,6 +29,7 @@ class Vocabulary:
 
     Word ids ``2 .. V-1`` are assigned by decreasing training frequency, ties
     broken alphabetically, so the same training texts always give the same ids.
+    Use :meth:`build` rather than the constructor.
 
     Parameters
     ----------
@@ -40,8 +41,6 @@ class Vocabulary:
         Number of training texts that contain each regular word.
     n_docs : int
         Number of training texts the counts come from.
-
-    Use :meth:`build` rather than the constructor.
 
     Examples
     --------

@@ -95,7 +95,7 @@ class DensityMatrix(Batched):
         return (self._data.real.square() + self._data.imag.square()).sum((-2, -1))
 
     def eigh(self):
-        """Eigen-decomposition ``rho = sum_k lambda_k |v_k><v_k|``.
+        r"""Eigen-decomposition ``rho = sum_k lambda_k |v_k><v_k|``.
 
         Returns
         -------

@@ -19,7 +19,29 @@ from torch import Tensor, nn
 
 from qpnlp.models.complex_order import ComplexOrderEmbedding
 
-__all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_scores"]
+__all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_scores", "frequency_table"]
+
+
+def frequency_table(source: ComplexOrderEmbedding | nn.Module | Tensor) -> Tensor:
+    r"""The per-word frequencies :math:`\omega`, real (V, D) (or (V, 1) for dimension sharing), detached.
+
+    ``source`` is a :class:`ComplexOrderEmbedding`, a model with one as
+    ``.embedding`` (e.g. :class:`~qpnlp.models.order_classifiers.OrderClassifier`),
+    or the tensor itself. Raises ValueError for complex-vanilla (no
+    frequencies) and word sharing (one frequency vector for all words).
+    """
+    if isinstance(source, Tensor):
+        return source.detach()
+    emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)
+    if not isinstance(emb, ComplexOrderEmbedding):
+        raise TypeError(f"need a ComplexOrderEmbedding (or a model with one as .embedding); got {type(source)}")
+    if emb.frequency is None:
+        raise ValueError("this embedding encodes no positions (complex-vanilla): no frequencies")
+    if emb.frequency_sharing == "word":
+        raise ValueError("word-sharing frequencies are the same for every word: delta_j does not depend on j")
+    if emb.frequency_sharing == "dimension":
+        return emb.frequency.weight.detach()
+    return emb.frequency_table()
 
 
 def sensitivity_scores(frequencies: Tensor) -> Tensor:
@@ -106,17 +128,7 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     """
     if top < 1:
         raise ValueError(f"top must be >= 1; got {top}")
-    if isinstance(source, Tensor):
-        omega = source
-    else:
-        emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)
-        if not isinstance(emb, ComplexOrderEmbedding):
-            raise TypeError(f"need a ComplexOrderEmbedding (or a model with one as .embedding); got {type(source)}")
-        if emb.frequency is None:
-            raise ValueError("this embedding encodes no positions (complex-vanilla): no frequencies")
-        if emb.frequency_sharing == "word":
-            raise ValueError("word-sharing frequencies are the same for every word: delta_j does not depend on j")
-        omega = emb.frequency_table()
+    omega = frequency_table(source)
     delta = sensitivity_scores(omega)
     if len(words) != delta.shape[0]:
         raise ValueError(f"got {len(words)} words for {delta.shape[0]} frequency rows")

@@ -1,4 +1,4 @@
-"""Word weights of a sentence mixture: rho = sum_i p_i |w_i><w_i|."""
+r"""Word weights of a sentence mixture: :math:`\rho = \sum_i p_i |w_i\rangle\langle w_i|`."""
 
 from __future__ import annotations
 

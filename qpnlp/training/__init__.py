@@ -1,7 +1,7 @@
 """Training loops, experiment protocols and checkpoints."""
 
 from .checkpoint import build_model, load_checkpoint, save_checkpoint
-from .trainer import FitResult, TrainConfig, accuracy, fit, predict, seed_everything, train_step
+from .trainer import FitResult, Optimisers, TrainConfig, accuracy, fit, predict, seed_everything, train_step
 
-__all__ = ["TrainConfig", "FitResult", "fit", "predict", "accuracy", "seed_everything", "train_step",
+__all__ = ["TrainConfig", "FitResult", "Optimisers", "fit", "predict", "accuracy", "seed_everything", "train_step",
            "save_checkpoint", "load_checkpoint", "build_model"]

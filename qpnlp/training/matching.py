@@ -34,7 +34,7 @@ from qpnlp.data import PretrainedVectors, QADataset, Vocabulary, embedding_matri
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
-from .trainer import TrainConfig, _Optimisers
+from .trainer import TrainConfig, Optimisers
 
 LOSSES = ("triplet", "pointwise")
 
@@ -244,7 +244,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     """
     device = torch.device(config.device)
     model.to(device)
-    optimisers = _Optimisers(model, config)
+    optimisers = Optimisers(model, config)
     start = time.perf_counter()
     best = (-1.0, 0, None, copy.deepcopy(model.state_dict()))
     history, waited = [], 0

@@ -9,7 +9,7 @@ import torch
 from qpnlp.data import EncodedTexts
 from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import TrainConfig, accuracy, fit, load_checkpoint, save_checkpoint, train_step
-from qpnlp.training.trainer import _Optimisers
+from qpnlp.training.trainer import Optimisers
 
 
 def _toy(n=200, seed=0):
@@ -37,7 +37,7 @@ def test_fit_learns_a_separable_task_and_keeps_the_best_dev_epoch():
 
 def test_sparse_optimiser_updates_only_rows_in_the_batch():
     model = _model(weighting="trainable")
-    opts = _Optimisers(model, TrainConfig())
+    opts = Optimisers(model, TrainConfig())
     assert [type(o).__name__ for o in opts.optimisers] == ["SparseAdam", "Adam"]
     before = model.embedding.amplitude.weight.detach().clone()
     ids = torch.tensor([[3, 4, 0]])

@@ -1,0 +1,61 @@
+"""Input checks shared by the interpretation functions (clear errors, cheap)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+
+def vectors(name: str, x, *, allow_single: bool = False) -> torch.Tensor:
+    """``x`` as a finite, non-empty ``(n, d)`` tensor (a ``(d,)`` vector becomes ``(1, d)`` if allowed)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
+    if allow_single and x.dim() == 1:
+        x = x.unsqueeze(0)
+    if x.dim() != 2:
+        shape = "(n, d) or (d,)" if allow_single else "(n, d)"
+        raise ValueError(f"{name} must have shape {shape}; got {tuple(x.shape)}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(x.shape)}")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise TypeError(f"{name} must be a real or complex floating tensor; got {x.dtype}")
+    finite(name, x)
+    return x.detach()
+
+
+def finite(name: str, x: torch.Tensor) -> None:
+    """Raise ValueError naming the first NaN or inf entry of ``x``."""
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"{name} contains NaN or inf (shape {tuple(x.shape)}, first at index {where}: "
+                         f"{x[where].item()})")
+
+
+def words(name: str, words: Sequence[str], n: int, what: str = "rows") -> list[str]:
+    """``words`` as a list of ``n`` names."""
+    if isinstance(words, str):
+        raise TypeError(f"{name} must be a sequence of words, not a string")
+    words = list(words)
+    if not words:
+        raise ValueError(f"{name} is empty: need one name for each of the {n} {what}")
+    if len(words) != n:
+        raise ValueError(f"got {len(words)} {name} for {n} {what}")
+    return words
+
+
+def positive(name: str, value: int) -> int:
+    if int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+    return int(value)
+
+
+def mask(name: str, mask, n: int) -> torch.Tensor:
+    """A bool ``(n,)`` selection with at least one True entry."""
+    mask = torch.as_tensor(mask)
+    if mask.dtype != torch.bool or mask.shape != (n,):
+        raise ValueError(f"{name} must be a bool tensor of shape ({n},); got {mask.dtype} {tuple(mask.shape)}")
+    if not bool(mask.any()):
+        raise ValueError(f"{name} selects no row")
+    return mask

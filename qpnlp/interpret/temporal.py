@@ -1,0 +1,175 @@
+r"""Word2Fun: tables of how words move over time, built on :class:`~qpnlp.models.word2fun.Word2FunEmbeddings`.
+
+A Word2Fun word is a function of time :math:`f(u, t) \in \mathbb{R}^D`
+(thesis section 4.2). These helpers only arrange the model's own queries
+(:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.similarity_over_time`,
+:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.nearest`,
+:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.change_degree`) into
+pandas tables for notebooks and plots:
+
+* :func:`similarity_trajectories`: :math:`\cos(f(u, t), f(v, t))` for chosen
+  words v, times x words;
+* :func:`nearest_by_era`: the nearest words of u at the middle of each era;
+* :func:`change_ranking`: the words whose mean vector moved most between two
+  periods (cosine distance of the period means, or the change of their
+  skip-gram context probabilities).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import _checks
+
+__all__ = ["equal_eras", "similarity_trajectories", "nearest_by_era", "change_ranking"]
+
+
+def _times(times) -> list[float]:
+    values = np.asarray(list(times), dtype=np.float64).reshape(-1)
+    if values.size == 0:
+        raise ValueError("times is empty")
+    if not np.isfinite(values).all():
+        raise ValueError(f"times must be finite; got {values[~np.isfinite(values)][0]}")
+    return values.tolist()
+
+
+def _check_embeddings(embeddings) -> None:
+    for name in ("similarity_over_time", "nearest", "change_degree", "words"):
+        if not hasattr(embeddings, name):
+            raise TypeError(f"need a Word2FunEmbeddings (trained model + vocabulary); got {type(embeddings).__name__}")
+
+
+def _known(embeddings, words: Sequence[str]) -> list[str]:
+    if isinstance(words, str):
+        words = [words]
+    words = list(words)
+    unknown = [w for w in words if w not in embeddings.index]
+    if unknown:
+        raise KeyError(f"not in the vocabulary ({len(embeddings.words)} words): {', '.join(map(repr, unknown))}")
+    return words
+
+
+def equal_eras(start: float, end: float, n: int) -> list[tuple[float, float]]:
+    """``n`` consecutive eras of equal length covering ``[start, end]``.
+
+    Examples
+    --------
+    >>> equal_eras(1800, 2000, 2)
+    [(1800.0, 1900.0), (1900.0, 2000.0)]
+    """
+    n = _checks.positive("n", n)
+    if not (math.isfinite(start) and math.isfinite(end) and end > start):
+        raise ValueError(f"need finite start < end; got [{start}, {end}]")
+    edges = np.linspace(start, end, n + 1)
+    return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def similarity_trajectories(embeddings, word: str, others: Sequence[str], times) -> pd.DataFrame:
+    r"""Cosine of :math:`f(\text{word}, t)` with :math:`f(v, t)` for each ``v`` in ``others``.
+
+    Parameters
+    ----------
+    embeddings : Word2FunEmbeddings
+    word : str
+    others : sequence of str
+    times : sequence of float
+        Raw times (e.g. years).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``time`` (the given times), one column per word of ``others``.
+    """
+    _check_embeddings(embeddings)
+    word = _known(embeddings, [word])[0]
+    others = _known(embeddings, others)
+    if not others:
+        raise ValueError("others is empty: name at least one word to compare with")
+    times = _times(times)
+    columns = {v: embeddings.similarity_over_time(word, v, times).detach().cpu().numpy() for v in others}
+    return pd.DataFrame(columns, index=pd.Index(times, name="time"))
+
+
+def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int = 0) -> pd.DataFrame:
+    """The ``k`` nearest words of ``word`` at the middle of each era (cosine of :math:`f(\\cdot, t)`).
+
+    Parameters
+    ----------
+    embeddings : Word2FunEmbeddings
+    word : str
+    eras : int or sequence of (start, end)
+        Explicit eras, or a number of equal eras over the model's time span.
+    k : int
+    min_count : int
+        Only neighbours seen at least this many times in training.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table ``era, time, rank, word, cosine`` (``era`` is ``"start-end"``);
+        ``table.pivot(index="rank", columns="era", values="word")`` gives one column per era.
+    """
+    _check_embeddings(embeddings)
+    word = _known(embeddings, [word])[0]
+    if isinstance(eras, (int, np.integer)):
+        span = embeddings.model.time_scale
+        eras = equal_eras(span.start, span.end, int(eras))
+    eras = [tuple(float(x) for x in era) for era in eras]
+    if not eras or any(len(e) != 2 or not e[1] >= e[0] for e in eras):
+        raise ValueError(f"eras must be a non-empty list of (start, end) with end >= start; got {eras}")
+    rows = []
+    for start, end in eras:
+        middle = (start + end) / 2
+        label = f"{start:g}-{end:g}"
+        for rank, (other, cosine) in enumerate(embeddings.nearest(word, middle, k=_checks.positive("k", k),
+                                                                  min_count=min_count), start=1):
+            rows.append((label, middle, rank, other, cosine))
+    return pd.DataFrame(rows, columns=["era", "time", "rank", "word", "cosine"])
+
+
+def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[float, float], *,
+                   words: Sequence[str] | None = None, min_count: int = 0, top: int | None = None,
+                   step: float = 1.0, measure: str = "cosine") -> pd.DataFrame:
+    """Words ranked by how much they changed between two periods (Word2Fun's ``change_degree``).
+
+    Parameters
+    ----------
+    embeddings : Word2FunEmbeddings
+    period_a, period_b : (start, end)
+        Inclusive ranges of raw times, sampled every ``step``.
+    words : sequence of str, optional
+        Words to rank (default the whole vocabulary with ``count >= min_count``).
+    min_count : int
+    top : int, optional
+        Keep the ``top`` most changed.
+    step : float
+    measure : {"cosine", "context"}
+        See :meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.change_degree`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``word, count, change``, decreasing change.
+    """
+    _check_embeddings(embeddings)
+    for name, period in (("period_a", period_a), ("period_b", period_b)):
+        if len(period) != 2 or not (np.isfinite(period).all() and period[1] >= period[0]):
+            raise ValueError(f"{name} must be (start, end) with finite start <= end; got {period}")
+    if not step > 0:
+        raise ValueError(f"step must be positive; got {step}")
+    if words is None:
+        words = [w for w, c in zip(embeddings.words, embeddings.counts.tolist()) if c >= min_count]
+    else:
+        words = [w for w in _known(embeddings, words) if embeddings.counts[embeddings.index[w]] >= min_count]
+    if not words:
+        raise ValueError("no word to rank (empty list, or none with count >= min_count)")
+    rows = [(w, int(embeddings.counts[embeddings.index[w]]),
+             embeddings.change_degree(w, tuple(period_a), tuple(period_b), step=step, measure=measure))
+            for w in words]
+    table = pd.DataFrame(rows, columns=["word", "count", "change"])
+    table = table.sort_values("change", ascending=False, kind="stable").reset_index(drop=True)
+    return table if top is None else table.head(_checks.positive("top", top))

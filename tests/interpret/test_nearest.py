@@ -1,0 +1,168 @@
+"""Exact nearest words by the Born probability |<v|w>|^2 (or cosine for real vectors)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.interpret import (born_scores, measurement_vectors, measurement_words, nearest_states, nearest_table,
+                             nearest_words)
+from qpnlp.interpret import nearest as nearest_module
+from qpnlp.measurement import Projector, ProjectiveMeasurement
+from qpnlp.models import QPDN, QPDNConfig
+from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.testing import pure_states
+
+WORDS = ["<pad>", "<unk>", "king", "queen", "apple", "pear"]
+
+
+def _random_states(n, d, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    real = torch.empty((), dtype=dtype).real.dtype
+    z = torch.complex(torch.randn(n, d, generator=g, dtype=real), torch.randn(n, d, generator=g, dtype=real))
+    return torch.nn.functional.normalize(z, dim=-1).to(device)
+
+
+def test_a_word_is_its_own_nearest_word_with_probability_one(cdtype, device, tol):
+    states = _random_states(6, 5, cdtype, device)
+    states[0] = 0                                                       # padding row never ranks
+    # a global phase does not change the measured word
+    queries = states[2:] * torch.polar(torch.tensor(1.0, dtype=states.real.dtype, device=device),
+                                       torch.tensor(0.7, dtype=states.real.dtype, device=device))
+    ranked = nearest_words(queries, states, WORDS, top=3)
+    assert [r[0][0] for r in ranked] == WORDS[2:]
+    for r in ranked:
+        assert r[0][1] == pytest.approx(1.0, abs=tol(5))
+        assert all(word != "<pad>" for word, _ in r)
+        assert [p for _, p in r] == sorted((p for _, p in r), reverse=True)
+
+
+def test_hand_made_probabilities(device):
+    # |w> = (0.6, 0.8i): measuring along e0 gives 0.36, along e1 0.64;
+    # along v = (e0 + i e1)/sqrt2: <v|w> = (0.6 + (-i)(0.8i))/sqrt2 = 1.4/sqrt2, so 0.98
+    vocab = torch.tensor([[1, 0], [0, 1], [0.6, 0.8j]], dtype=torch.complex128, device=device)
+    query = torch.tensor([[1, 1j]], dtype=torch.complex128, device=device) / math.sqrt(2)
+    scores = born_scores(vocab[2], vocab)
+    torch.testing.assert_close(scores.cpu(), torch.tensor([[0.36, 0.64, 1.0]], dtype=torch.float64))
+    values, rows = nearest_states(query, vocab, 3)
+    assert rows[0, 0] == 2 and sorted(rows[0, 1:].tolist()) == [0, 1]
+    torch.testing.assert_close(values.cpu(), torch.tensor([[0.98, 0.5, 0.5]], dtype=torch.float64))
+    # the conjugate matters: v' = (e0 - i e1)/sqrt2 gives |0.6 - 0.8|^2 / 2 = 0.02
+    torch.testing.assert_close(born_scores(query.conj(), vocab)[0, 2].cpu(), torch.tensor(0.02, dtype=torch.float64))
+    assert values.device == vocab.device and rows.device == vocab.device
+
+
+def test_scores_normalise_and_follow_the_born_rule_of_measurement():
+    vocab = torch.tensor([[2, 0], [0, 3j]], dtype=torch.complex64)       # not unit: normalised
+    torch.testing.assert_close(born_scores(torch.tensor([1.0 + 0j, 1.0]), vocab), torch.tensor([[0.5, 0.5]]))
+
+
+@given(pure_states(batch_shape=st.just((7,))), st.integers(0, 6))
+def test_ranking_agrees_with_word_probabilities(states, i):
+    from qpnlp.measurement import word_probabilities
+
+    data = states.data
+    expected = word_probabilities(data, data[i:i + 1]).squeeze(-1)
+    values, rows = nearest_states(data[i], data, 7)
+    torch.testing.assert_close(values[0], expected[rows[0]])
+    assert rows[0, 0] == i or expected[rows[0, 0]] >= 1 - 1e-4
+
+
+def test_real_vectors_rank_by_signed_cosine_or_by_squared_cosine():
+    vocab = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.6, 0.8]])
+    assert nearest_words(torch.tensor([1.0, 0.0]), vocab, ["a", "minus a", "b"], top=3) == \
+        [[("a", 1.0), ("b", pytest.approx(0.6)), ("minus a", -1.0)]]
+    born = nearest_words(torch.tensor([1.0, 0.0]), vocab, ["a", "minus a", "b"], top=2, score="born")
+    assert sorted(w for w, _ in born[0]) == ["a", "minus a"] and [p for _, p in born[0]] == [1.0, 1.0]
+    with pytest.raises(ValueError, match="cosine"):
+        born_scores(vocab.to(torch.complex64), vocab.to(torch.complex64), score="cosine")
+
+
+def test_candidates_chunks_and_top_larger_than_vocabulary(monkeypatch):
+    states = _random_states(50, 4, torch.complex64, "cpu")
+    keep = torch.zeros(50, dtype=torch.bool)
+    keep[[3, 7, 9]] = True
+    monkeypatch.setattr(nearest_module, "_CHUNK_SCORES", 60)           # one query per chunk
+    values, rows = nearest_states(states[:5], states, 10, candidates=keep)
+    assert rows.shape == (5, 3) and set(rows.flatten().tolist()) <= {3, 7, 9}
+    full, _ = nearest_states(states[:5], states, 50)
+    monkeypatch.undo()
+    again, _ = nearest_states(states[:5], states, 50)
+    torch.testing.assert_close(full, again)
+
+
+def test_table_layout():
+    vocab = torch.eye(3, dtype=torch.complex64)
+    table = nearest_table(vocab, vocab, ["a", "b", "c"], top=2, query_names=["x", "y", "z"])
+    assert list(table.columns) == ["query", "rank", "word", "probability"]
+    assert table["query"].tolist() == ["x", "x", "y", "y", "z", "z"]
+    assert table.loc[table["rank"] == 1, "word"].tolist() == ["a", "b", "c"]
+    real = nearest_table(torch.eye(2), torch.eye(2), ["a", "b"], top=1)
+    assert list(real.columns)[-1] == "cosine"
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: nearest_words(torch.eye(2, dtype=torch.complex64), torch.eye(3, dtype=torch.complex64), "abc"),
+     TypeError, "not a string"),
+    (lambda: nearest_words(torch.eye(3, dtype=torch.complex64), torch.eye(3, dtype=torch.complex64), ["a", "b"]),
+     ValueError, "got 2 words for 3"),
+    (lambda: nearest_words(torch.eye(3, dtype=torch.complex64), torch.zeros(0, 3, dtype=torch.complex64), []),
+     ValueError, "empty"),
+    (lambda: born_scores(torch.ones(2, dtype=torch.complex64), torch.eye(3, dtype=torch.complex64)),
+     ValueError, "dimension 2"),
+    (lambda: born_scores(torch.tensor([float("nan"), 1.0]), torch.eye(2)), ValueError, "NaN"),
+    (lambda: born_scores(torch.zeros(2), torch.eye(2)), ValueError, "zero vector"),
+    (lambda: born_scores(torch.ones(1, 1, 2), torch.eye(2)), ValueError, "shape"),
+    (lambda: nearest_states(torch.eye(2), torch.eye(2), 0), ValueError, "k must be"),
+    (lambda: nearest_states(torch.eye(2), torch.eye(2), 1, method="fast"), ValueError, "method"),
+    (lambda: nearest_states(torch.eye(2), torch.zeros(2, 2), 1), ValueError, "no usable"),
+    (lambda: nearest_states(torch.eye(2), torch.eye(2), 1, candidates=torch.zeros(2, dtype=torch.bool)),
+     ValueError, "selects no row"),
+    (lambda: nearest_states(torch.eye(2), torch.eye(2), 1, candidates=torch.ones(3, dtype=torch.bool)),
+     ValueError, "shape"),
+    (lambda: born_scores(torch.eye(2), torch.eye(2), score="l2"), ValueError, "score"),
+])
+def test_bad_input_is_a_clear_error(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_measurement_words_of_a_model_measurement(device):
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=2), generator=torch.Generator()
+                 .manual_seed(0)).to(device)
+    states = model.embedding.all_states().detach()
+    with torch.no_grad():                                                # v_0 = the state of "queen"
+        model.measurement.weight[0] = states[3]
+    table = measurement_words(model, WORDS, top=2)
+    assert list(table.columns) == ["measurement", "rank", "word", "probability"]
+    first = table[(table["measurement"] == 0) & (table["rank"] == 1)].iloc[0]
+    assert first["word"] == "queen" and first["probability"] == pytest.approx(1.0, abs=1e-5)
+    assert not set(table["word"]) & {"<pad>", "<unk>"}                   # excluded by default
+    only = measurement_words(model.measurement, WORDS, states=states, outcomes=[1], top=1, exclude_ids=())
+    assert only["measurement"].tolist() == [1]
+    with pytest.raises(ValueError, match="outcomes"):
+        measurement_words(model, WORDS, outcomes=[5])
+    with pytest.raises(ValueError, match="states="):
+        measurement_words(model.measurement, WORDS)
+
+
+def test_measurement_vectors_sources():
+    m = ProjectiveMeasurement(3, 2, init="identity")
+    torch.testing.assert_close(measurement_vectors(m), torch.eye(3, dtype=torch.complex64)[:2])
+    torch.testing.assert_close(measurement_vectors(m.as_projectors()), torch.eye(3, dtype=torch.complex64)[:2])
+    cnm = CNM(CNMConfig(num_words=6, dim=3, num_measurements=2))
+    assert measurement_vectors(cnm).shape == (2, 3)
+    real = CNM(CNMConfig(num_words=6, dim=3, num_measurements=2, real=True))
+    v = measurement_vectors(real)
+    assert v.shape == (2, 6) and not v.is_complex()
+    assert measurement_words(real, WORDS, top=1)["probability"].between(0, 1).all()
+    with pytest.raises(ValueError, match="no measurement"):
+        measurement_vectors(QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, head="dense")))
+    with pytest.raises(ValueError, match="rank-1"):
+        measurement_vectors(Projector(torch.eye(3, dtype=torch.complex64)[None, :2]))
+    with pytest.raises(TypeError):
+        measurement_vectors("v")

@@ -1,0 +1,77 @@
+"""Word2Fun tables: similarity trajectories, nearest words per era, change ranking."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from qpnlp.interpret import change_ranking, equal_eras, nearest_by_era, similarity_trajectories
+from qpnlp.models.word2fun import TimeScale, Word2Fun, Word2FunEmbeddings
+
+WORDS = ["a", "b", "c", "d"]
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    """Linear family on [0, 1] (tau = t): f(a) = e0, f(b, t) = (1 - t, t), f(c) = e1, f(d) = (1, 0.1)."""
+    model = Word2Fun(4, 2, family="linear", time_scale=TimeScale(0.0, 1.0, 1.0))
+    with torch.no_grad():
+        model.base.weight.copy_(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.1]]))
+        model.slope.weight.copy_(torch.tensor([[0.0, 0.0], [-1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]))
+    return Word2FunEmbeddings(model, WORDS, counts=[10, 10, 10, 1])
+
+
+def test_similarity_trajectories_are_the_cosines_over_time(embeddings):
+    table = similarity_trajectories(embeddings, "a", ["b", "c"], [0.0, 0.5, 1.0])
+    assert list(table.columns) == ["b", "c"] and table.index.name == "time"
+    assert table.index.tolist() == [0.0, 0.5, 1.0]
+    assert table["b"].tolist() == pytest.approx([1.0, 1 / math.sqrt(2), 0.0], abs=1e-6)
+    assert table["c"].tolist() == pytest.approx([0.0, 0.0, 0.0], abs=1e-6)
+
+
+def test_nearest_by_era(embeddings):
+    table = nearest_by_era(embeddings, "a", [(0.0, 0.0), (1.0, 1.0)], k=2)
+    assert list(table.columns) == ["era", "time", "rank", "word", "cosine"]
+    first = table[table["rank"] == 1]
+    assert first["word"].tolist() == ["b", "d"] and first["era"].tolist() == ["0-0", "1-1"]
+    assert first["cosine"].iloc[0] == pytest.approx(1.0)
+    wide = table.pivot(index="rank", columns="era", values="word")
+    assert wide.shape == (2, 2)
+    assert nearest_by_era(embeddings, "a", 2, k=1)["era"].tolist() == ["0-0.5", "0.5-1"]
+    assert "d" not in nearest_by_era(embeddings, "a", [(1.0, 1.0)], k=3, min_count=5)["word"].tolist()
+
+
+def test_change_ranking(embeddings):
+    table = change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0))
+    assert list(table.columns) == ["word", "count", "change"]
+    assert table["word"].iloc[0] == "b" and table["change"].iloc[0] == pytest.approx(1.0)  # e0 -> e1
+    assert table["change"].iloc[1:].abs().max() < 1e-6
+    assert change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0), min_count=5)["word"].tolist().count("d") == 0
+    assert len(change_ranking(embeddings, (0.0, 0.5), (0.5, 1.0), top=2, step=0.25)) == 2
+    only = change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0), words=["c", "b"])
+    assert only["word"].tolist() == ["b", "c"]
+
+
+def test_equal_eras_and_errors(embeddings):
+    assert equal_eras(0, 3, 3) == [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]
+    with pytest.raises(ValueError, match="start < end"):
+        equal_eras(1, 1, 2)
+    with pytest.raises(KeyError, match="'zebra'"):
+        similarity_trajectories(embeddings, "a", ["zebra"], [0.0])
+    with pytest.raises(ValueError, match="others is empty"):
+        similarity_trajectories(embeddings, "a", [], [0.0])
+    with pytest.raises(ValueError, match="finite"):
+        similarity_trajectories(embeddings, "a", ["b"], [0.0, float("nan")])
+    with pytest.raises(ValueError, match="times is empty"):
+        similarity_trajectories(embeddings, "a", ["b"], [])
+    with pytest.raises(ValueError, match="eras"):
+        nearest_by_era(embeddings, "a", [(1.0, 0.0)])
+    with pytest.raises(ValueError, match="period_a"):
+        change_ranking(embeddings, (1.0, 0.0), (0.0, 1.0))
+    with pytest.raises(ValueError, match="no word"):
+        change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0), min_count=100)
+    with pytest.raises(TypeError, match="Word2FunEmbeddings"):
+        change_ranking(pd.DataFrame(), (0.0, 0.0), (1.0, 1.0))
