@@ -37,7 +37,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--min-count", type=int, default=10)
     ap.add_argument("--eras", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="training threads (hogwild workers)")
+    ap.add_argument("--max-periods", type=float, default=0.0, help="harmonic init, fastest periods over the span (0 = full ladder)")
     ap.add_argument("--topk", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/word2fun")
@@ -48,10 +49,11 @@ def main() -> None:
     enc = corpus.encode(vocab)
     t0, t1 = corpus.span
     model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=TimeScale(t0, t1), frequency_init="harmonic",
-                     seed=args.seed)
+                     max_periods=args.max_periods or None, seed=args.seed)
     load_before = os.getloadavg()
     st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
-                        TrainConfig(epochs=args.epochs, negatives=64, shared_negatives=True, seed=args.seed))
+                        TrainConfig(epochs=args.epochs, negatives=64, shared_negatives=True, seed=args.seed,
+                                    workers=args.threads))
     emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
     edges = np.linspace(t0, t1, args.eras + 1)
     eras = list(zip(edges[:-1], edges[1:]))

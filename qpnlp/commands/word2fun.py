@@ -45,6 +45,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--time-scale", type=float, default=60.0, help="normalised time range [0, S] of the corpus span")
     p.add_argument("--frequency-init", default="harmonic", choices=["fixed", "harmonic"])
+    p.add_argument("--max-periods", type=float, default=0.0,
+                   help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 periods)")
     p.add_argument("--slices", type=int, default=10, help="time slices of the 'sliced' family")
     p.add_argument("--compass", default="trainable", choices=["trainable", "frozen"],
                    help="frozen: first train a static model for --compass-epochs, then freeze its target vectors")
@@ -57,6 +59,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
     p.add_argument("--npz-words", type=int, default=2000, help="most frequent words in the .npz grid")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="hogwild training threads, one torch thread each (word2vec's workers; > 1 is not deterministic)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
@@ -104,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
     cfg = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
         shared_negatives=not args.per_pair_negatives, window=args.window, sample=args.sample, seed=args.seed,
-        device=args.device,
+        device=args.device, workers=args.workers,
     )
     model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=ts, n_slices=args.slices,
-                     frequency_init=args.frequency_init, seed=args.seed)
+                     frequency_init=args.frequency_init, max_periods=args.max_periods or None, seed=args.seed)
     progress = not args.no_progress
     print(f"corpus {args.corpus}: {len(corpus)} documents, {corpus.n_tokens} tokens, {t0:g}-{t1:g}, "
           f"vocabulary {len(vocab)} (min count {args.min_count})", file=sys.stderr)

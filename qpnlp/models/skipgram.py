@@ -13,6 +13,12 @@ sentences), following word2vec (Mikolov et al., 2013) choices:
 * **negatives** from the unigram distribution raised to 0.75, drawn on the
   training device by inverse-CDF sampling (:class:`NegativeSampler`).
 
+Two batch layouts: :func:`iter_pair_batches` yields shuffled (centre,
+context, time) pairs; :func:`iter_centre_batches` yields shuffled *centre
+tokens* with all the pairs of each (word2vec's own order of updates), so a
+model whose centre vector depends on time computes it once per centre token
+instead of once per pair.
+
 Example
 -------
 >>> import numpy as np, torch
@@ -37,6 +43,9 @@ __all__ = [
     "NegativeSampler",
     "PairBatch",
     "iter_pair_batches",
+    "centre_windows",
+    "CentreBatch",
+    "iter_centre_batches",
 ]
 
 
@@ -210,3 +219,155 @@ def iter_pair_batches(
         time = torch.from_numpy(doc_times[did[c]].astype(np.float32)).to(device)
         for i in range(0, c.size, batch_size):
             yield PairBatch(centre[i : i + batch_size], context[i : i + batch_size], time[i : i + batch_size])
+
+
+def centre_windows(
+    doc_ids: np.ndarray,
+    window: int,
+    rng: np.random.Generator,
+    order: np.ndarray | None = None,
+    dynamic: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Skip-gram pairs grouped by centre token, vectorised.
+
+    The same pairs as :func:`skipgram_pairs` (the reduced windows are drawn
+    from ``rng`` the same way, so equal generator states give equal pair
+    sets), laid out centre by centre: row ``r`` is the centre token at
+    position ``order[r]`` and its pairs are consecutive.
+
+    Parameters
+    ----------
+    doc_ids : numpy.ndarray, shape (n,)
+        Document of each token (non-decreasing).
+    window : int
+        Maximal window ``W``.
+    rng : numpy.random.Generator
+        Source of the reduced windows :math:`b_i \\sim U\\{1..W\\}`.
+    order : numpy.ndarray, shape (n,), optional
+        Order of the centre positions (a permutation of ``arange(n)``);
+        default the corpus order.
+    dynamic : bool
+
+    Returns
+    -------
+    pair_row : numpy.ndarray, shape (n_pairs,), int64
+        Row of each pair's centre (non-decreasing; the centre position is
+        ``order[pair_row]``).
+    context_pos : numpy.ndarray, shape (n_pairs,), int64
+        Position of each pair's context token; within a row by increasing
+        offset ``-W..-1, 1..W``.
+
+    >>> r, x = centre_windows(np.array([0, 0, 0, 1]), 1, np.random.default_rng(0))
+    >>> r.tolist(), x.tolist()
+    ([0, 1, 1, 2], [1, 0, 2, 1])
+    """
+    n = doc_ids.shape[0]
+    if window < 1:
+        raise ValueError(f"window must be >= 1; got {window}")
+    b = rng.integers(1, window + 1, size=n) if dynamic else np.full(n, window)
+    offsets = np.concatenate([np.arange(-window, 0), np.arange(1, window + 1)])
+    # validity of each (position, offset) in corpus order: sequential, cache-friendly slices
+    ok = np.zeros((n, 2 * window), dtype=bool)
+    for j, d in enumerate(offsets.tolist()):
+        a = abs(d)
+        if a >= n:
+            continue
+        same = doc_ids[a:] == doc_ids[:-a]
+        if d > 0:  # centre i, context i + d
+            ok[:-a, j] = same & (b[:-a] >= a)
+        else:  # centre i, context i - a
+            ok[a:, j] = same & (b[a:] >= a)
+    if order is None:
+        pos = np.arange(n, dtype=np.int64)
+    else:
+        pos = np.asarray(order, dtype=np.int64)
+        ok = ok[pos]
+    rows, cols = np.nonzero(ok)
+    return rows.astype(np.int64, copy=False), pos[rows] + offsets[cols]
+
+
+@dataclass(frozen=True)
+class CentreBatch:
+    """A minibatch of centre tokens with all their pairs.
+
+    Attributes
+    ----------
+    words : torch.Tensor, shape (N,) -- word id of each centre token
+    time : torch.Tensor, shape (N,) -- raw time of each centre token (its document's)
+    pair_centre : torch.Tensor, shape (B,) -- index into ``words`` of each pair's centre
+    context : torch.Tensor, shape (B,) -- word id of each pair's context token
+    progress : float -- fraction of the epoch's tokens processed after this batch
+    """
+
+    words: torch.Tensor
+    time: torch.Tensor
+    pair_centre: torch.Tensor
+    context: torch.Tensor
+    progress: float
+
+
+def iter_centre_batches(
+    tokens: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_times: np.ndarray,
+    *,
+    keep_prob: np.ndarray,
+    window: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    chunk_tokens: int = 1_000_000,
+    device="cpu",
+) -> Iterator[CentreBatch]:
+    """One epoch of shuffled minibatches of centre tokens, each with all its pairs.
+
+    Documents are shuffled and processed in chunks of about ``chunk_tokens``
+    tokens (as :func:`iter_pair_batches`); in each chunk the kept tokens are
+    shuffled and cut, at centre boundaries, into batches of about
+    ``batch_size`` pairs (at most ``batch_size + 2 * window - 1``).  All index arrays of a chunk are built at once with
+    numpy and moved to ``device`` once; batches are views.
+    """
+    n_docs = doc_times.shape[0]
+    starts = np.searchsorted(doc_ids, np.arange(n_docs + 1))
+    lens = np.diff(starts)
+    order = rng.permutation(n_docs)
+    order = order[lens[order] > 0]
+    cum = np.cumsum(lens[order])
+    total = max(int(cum[-1]) if cum.size else 0, 1)
+    chunk_of = (cum - 1) // max(int(chunk_tokens), 1)
+    done = 0
+    for docs in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
+        if docs.size == 0:
+            continue
+        dl = lens[docs]
+        rep_start = np.repeat(starts[docs], dl)
+        offs = np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
+        idx = rep_start + offs
+        tok = tokens[idx]
+        did = doc_ids[idx]
+        keep = subsample_mask(tok, keep_prob, rng)
+        tok, did = tok[keep], did[keep]
+        n = tok.shape[0]
+        chunk_done = done + int(dl.sum())
+        if n == 0:
+            done = chunk_done
+            continue
+        perm = rng.permutation(n)
+        row, ctx = centre_windows(did, window, rng, order=perm)
+        if row.size == 0:
+            done = chunk_done
+            continue
+        # first pair of each row (rows without pairs start where the next row does)
+        row_start = np.searchsorted(row, np.arange(n + 1))
+        cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
+        bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+        cw = torch.from_numpy(tok[perm]).to(device)
+        ct = torch.from_numpy(doc_times[did[perm]].astype(np.float32)).to(device)
+        pr = torch.from_numpy(row).to(device)
+        px = torch.from_numpy(tok[ctx]).to(device)
+        for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            p0, p1 = int(row_start[r0]), int(row_start[r1])
+            progress = (done + (chunk_done - done) * r1 / n) / total
+            if p1 == p0:
+                continue
+            yield CentreBatch(cw[r0:r1], ct[r0:r1], pr[p0:p1] - r0, px[p0:p1], progress)
+        done = chunk_done

@@ -11,18 +11,18 @@ thesis Sec. 4.2.2 (positive term plus the *mean* over the negatives):
 
 Function families (``family=``), with :math:`\\tau` the *normalised* time:
 
-===========  =====================================================================  ===========
-family       :math:`f(u, \\tau)`                                                       parameters
-===========  =====================================================================  ===========
-static       :math:`B_u`                                                             VD
-sliced       :math:`B_{u, s(\\tau)}` (one vector per time slice, a baseline)          SVD
-linear       :math:`B_u + K_u \\tau`                                                  2VD
-time2fun     :math:`B_u + \\sin(\\Omega \\tau)`, :math:`\\Omega \\in \\mathbb{R}^D` shared   VD + D
-II           :math:`B_u + R_u [\\sin(\\Omega\\tau); \\cos(\\Omega\\tau)]`, fixed
-             :math:`\\Omega_j = 10000^{-j/(D/2)}`                                     2VD
-III          :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau); \\cos(\\Omega^{(2)}_u\\tau)]`      3VD
-IV           :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau + \\Theta^{(1)}_u); \\cos(\\Omega^{(2)}_u\\tau + \\Theta^{(2)}_u)]`  4VD
-===========  =====================================================================  ===========
+========  ========================================================================================================  ==========
+family    :math:`f(u, \\tau)`                                                                                        parameters
+========  ========================================================================================================  ==========
+static    :math:`B_u`                                                                                               VD
+sliced    :math:`B_{u, s(\\tau)}` (one vector per time slice, a baseline)                                            SVD
+linear    :math:`B_u + K_u \\tau`                                                                                    2VD
+time2fun  :math:`B_u + \\sin(\\Omega \\tau)`, :math:`\\Omega \\in \\mathbb{R}^D` shared                                   VD + D
+II        :math:`B_u + R_u [\\sin(\\Omega\\tau); \\cos(\\Omega\\tau)]`, fixed
+          :math:`\\Omega_j = 10000^{-j/(D/2)}`                                                                       2VD
+III       :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau); \\cos(\\Omega^{(2)}_u\\tau)]`                                    3VD
+IV        :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau + \\Theta^{(1)}_u); \\cos(\\Omega^{(2)}_u\\tau + \\Theta^{(2)}_u)]`  4VD
+========  ========================================================================================================  ==========
 
 ``[a; b]`` concatenates the ``D/2`` sine and the ``D/2`` cosine coordinates.
 
@@ -44,6 +44,22 @@ harmonic ladder :math:`\\Omega_j = \\pi (j+1) / (2S)` (``"harmonic"``, every
 coordinate then varies within the span, which is what lets III/IV follow
 changes; the default of the CLI and benchmarks); the compass starts at zero as word2vec's
 output vectors (or is set from a trained static model and frozen).
+``max_periods`` caps the harmonic ladder (:func:`harmonic_frequencies`): the
+levels go from a quarter period up to ``max_periods`` periods over the span and
+repeat over the coordinates.  The full ladder reaches ``D/8`` periods (8 years
+on a 100-year span with ``D = 100``); such fast coordinates fit year-to-year
+sampling noise, whose amount depends on how mixed a word's contexts are, and
+that noise leaks into change measures.  On the planted-drift benchmark a cap
+of 2.5 periods (40 years) removes that leak while the phases still place the
+transitions to within about 5 years (``benchmarks/word2fun_drift.py``).
+
+**Training** (:func:`train_word2fun`) is minibatch SGD without autograd:
+batches hold whole centre tokens with all their pairs
+(:func:`~qpnlp.models.skipgram.iter_centre_batches`), :math:`f(u, t)` is
+computed once per centre token and its gradient written out
+(:meth:`Word2Fun.function_vjp`, :func:`centre_sgd_step`), only the rows a
+batch reads are updated, and several hogwild threads can share the model
+(``TrainConfig.workers``).
 
 Example
 -------
@@ -67,7 +83,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from qpnlp.models.skipgram import NegativeSampler, iter_pair_batches, keep_probabilities
+from qpnlp.models.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 
 __all__ = [
     "FAMILIES",
@@ -83,6 +99,7 @@ __all__ = [
     "TrainStats",
     "train_word2fun",
     "sgd_step",
+    "centre_sgd_step",
     "Word2FunEmbeddings",
 ]
 
@@ -124,20 +141,29 @@ def fixed_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
     return base ** (-torch.arange(h, dtype=torch.float32) / h)
 
 
-def harmonic_frequencies(dim: int, scale: float) -> torch.Tensor:
-    """Harmonic ladder :math:`\\Omega_j = \\pi (j + 1) / (2S)`, ``j = 0..D/2-1``, shape (D/2,).
+def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = None) -> torch.Tensor:
+    """Harmonic ladder :math:`\\Omega_j = \\pi (1 + j \\bmod L) / (2S)`, ``j = 0..D/2-1``, shape (D/2,).
 
-    On :math:`\\tau \\in [0, S]` coordinate ``j`` covers ``(j + 1)/4`` periods: the
-    slowest is a quarter-period ramp, the fastest has period ``4S/D`` (the
-    trigonometric-polynomial basis of thesis Corollary 2 on the training span).
-    An initialisation for the trainable frequencies of families III and IV.
+    On :math:`\\tau \\in [0, S]` coordinate ``j`` covers ``(1 + j mod L)/4``
+    periods: the slowest is a quarter-period ramp, the fastest completes
+    ``L/4`` periods (the trigonometric-polynomial basis of thesis Corollary 2
+    on the training span).  ``L = 4 * max_periods`` levels, repeated over the
+    ``D/2`` coordinates; by default ``L = D/2`` (no repetition, the fastest
+    period is ``4S/D``).  An initialisation for the trainable frequencies of
+    families III and IV; a smaller ``max_periods`` keeps every coordinate
+    smooth on the scale of the changes to be measured.
 
     >>> (harmonic_frequencies(4, 1.0) / math.pi).tolist()
     [0.5, 1.0]
+    >>> (harmonic_frequencies(8, 1.0, max_periods=0.5) / math.pi).tolist()
+    [0.5, 1.0, 0.5, 1.0]
     """
     if dim % 2:
         raise ValueError(f"sinusoidal families need an even dimension; got {dim}")
-    return math.pi * torch.arange(1, dim // 2 + 1, dtype=torch.float32) / (2.0 * scale)
+    h = dim // 2
+    levels = h if max_periods is None else max(1, int(round(4 * max_periods)))
+    j = torch.arange(h, dtype=torch.float32)
+    return math.pi * (1.0 + torch.remainder(j, levels)) / (2.0 * scale)
 
 
 # --------------------------------------------------------------------------- functional core
@@ -237,6 +263,12 @@ class Word2Fun(nn.Module):
         If True the compass :math:`h` is not trained (set it with
         :meth:`set_compass`, e.g. from a static model, as in compass-aligned
         word2vec).
+    frequency_init : {"fixed", "harmonic"}
+        Initial per-word frequencies of families III and IV (see the module
+        docstring).
+    max_periods : float, optional
+        Cap of the harmonic ladder, in periods over the span
+        (:func:`harmonic_frequencies`); ``None`` for the full ladder.
     seed : int
     """
 
@@ -249,6 +281,7 @@ class Word2Fun(nn.Module):
         n_slices: int = 10,
         freeze_compass: bool = False,
         frequency_init: str = "fixed",
+        max_periods: float | None = None,
         seed: int = 0,
     ):
         super().__init__()
@@ -263,6 +296,7 @@ class Word2Fun(nn.Module):
         if frequency_init not in ("fixed", "harmonic"):
             raise ValueError(f"frequency_init must be 'fixed' or 'harmonic'; got {frequency_init!r}")
         self.frequency_init = frequency_init
+        self.max_periods = None if max_periods is None else float(max_periods)
         g = torch.Generator().manual_seed(seed)
         V, D, h = self.vocab_size, self.dim, self.dim // 2
 
@@ -297,7 +331,7 @@ class Word2Fun(nn.Module):
         if family in ("III", "IV"):
             self.omega1 = emb(V, h)
             self.omega2 = emb(V, h)
-            init = omega if frequency_init == "fixed" else harmonic_frequencies(D, self.time_scale.scale)
+            init = omega if frequency_init == "fixed" else harmonic_frequencies(D, self.time_scale.scale, self.max_periods)
             with torch.no_grad():
                 self.omega1.weight.copy_(init.expand(V, h))
                 self.omega2.weight.copy_(init.expand(V, h))
@@ -315,6 +349,7 @@ class Word2Fun(nn.Module):
             "n_slices": self.n_slices,
             "freeze_compass": self.freeze_compass,
             "frequency_init": self.frequency_init,
+            "max_periods": self.max_periods,
         }
 
     @classmethod
@@ -371,6 +406,65 @@ class Word2Fun(nn.Module):
         if fam == "III":
             return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau)
         return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau, rows["theta1"], rows["theta2"])
+
+    def function_vjp(self, rows: dict, tau: torch.Tensor):
+        """:math:`f` and its vector-Jacobian product, for training without autograd.
+
+        Parameters
+        ----------
+        rows : dict
+            Gathered rows ``{name: (N, n)}`` (see :meth:`tables`).
+        tau : torch.Tensor, shape (N,)
+            Normalised times.
+
+        Returns
+        -------
+        f : torch.Tensor, shape (N, D)
+            As :meth:`function`.
+        vjp : callable
+            ``vjp(g)`` with ``g`` = :math:`\\partial L / \\partial f` (N, D) returns
+            ``(row_grads, shared_grads)``: :math:`\\partial L / \\partial` each
+            gathered row ``{name: (N, n)}`` and of each shared parameter
+            ``{name: tensor}`` (Time2Fun's :math:`\\Omega`).  The sines and
+            cosines of the forward pass are reused.  For the sinusoidal
+            families, with :math:`a^{(1)} = \\Omega^{(1)}\\tau + \\Theta^{(1)}`,
+            :math:`a^{(2)} = \\Omega^{(2)}\\tau + \\Theta^{(2)}` and ``g = [g1; g2]``:
+            :math:`\\partial_B = g`, :math:`\\partial_R = g \\odot [\\sin a^{(1)}; \\cos a^{(2)}]`,
+            :math:`\\partial_{\\Theta^{(1)}} = g_1 R_1 \\cos a^{(1)}`,
+            :math:`\\partial_{\\Theta^{(2)}} = -g_2 R_2 \\sin a^{(2)}` and
+            :math:`\\partial_{\\Omega^{(i)}} = \\tau\\, \\partial_{\\Theta^{(i)}}`.
+        """
+        fam, b = self.family, rows["base"]
+        tt = tau.unsqueeze(-1)
+        if fam in ("static", "sliced"):
+            return b, lambda g: ({"base": g}, {})
+        if fam == "linear":
+            k = rows["slope"]
+            return linear_function(b, k, tau), lambda g: ({"base": g, "slope": g * tt}, {})
+        if fam == "time2fun":
+            a = self.omega * tt
+            return b + torch.sin(a), lambda g: ({"base": g}, {"omega": (g * torch.cos(a) * tt).sum(0)})
+        r = rows["amplitude"]
+        h = self.dim // 2
+        if fam == "II":
+            a = self.omega_fixed * tt
+            s = torch.cat([torch.sin(a), torch.cos(a)], -1)
+            return torch.addcmul(b, r, s), lambda g: ({"base": g, "amplitude": g * s}, {})
+        a1 = torch.addcmul(rows["theta1"], rows["omega1"], tt) if fam == "IV" else rows["omega1"] * tt
+        a2 = torch.addcmul(rows["theta2"], rows["omega2"], tt) if fam == "IV" else rows["omega2"] * tt
+        sin1, cos2 = torch.sin(a1), torch.cos(a2)
+        s = torch.cat([sin1, cos2], -1)
+
+        def vjp(g):
+            gr = g * r
+            d1 = gr[:, :h] * torch.cos(a1)
+            d2 = -gr[:, h:] * torch.sin(a2)
+            out = {"base": g, "amplitude": g * s, "omega1": d1 * tt, "omega2": d2 * tt}
+            if fam == "IV":
+                out["theta1"], out["theta2"] = d1, d2
+            return out, {}
+
+        return torch.addcmul(b, r, s), vjp
 
     def vectors_normalised(self, words: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
         """:math:`f(u, \\tau)` for word ids ``words`` (...,) at normalised times ``tau`` (...,) -> (..., D)."""
@@ -434,7 +528,14 @@ class Word2Fun(nn.Module):
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters of :func:`train_word2fun` (word2vec defaults where they exist)."""
+    """Hyper-parameters of :func:`train_word2fun` (word2vec defaults where they exist).
+
+    ``batch_size`` counts pairs (batches end at centre-token boundaries);
+    ``workers`` > 1 trains with that many hogwild threads of one torch thread
+    each, fed by a background thread that generates the pairs (faster on
+    several cores, not deterministic); ``workers=1`` runs in the calling
+    thread with the torch thread setting of the caller.
+    """
 
     epochs: int = 5
     batch_size: int = 4096
@@ -446,6 +547,7 @@ class TrainConfig:
     seed: int = 0
     chunk_tokens: int = 500_000
     device: str = "cpu"
+    workers: int = 1
 
 
 @dataclass
@@ -472,6 +574,17 @@ def _lr_factor(name: str, scale: float) -> float:
     return 1.0
 
 
+def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, alpha: float, inplace: bool = False) -> None:
+    """``weight[index[i]] += alpha * src[i]``, repeated rows accumulating; ``inplace`` scales ``src`` in place.
+
+    ``scatter_add_`` with the index expanded over the columns: on CPU several
+    times faster than ``index_add_`` for unsorted indices.
+    """
+    if alpha != 1.0:
+        src = src.mul_(alpha) if inplace else src * alpha
+    weight.scatter_add_(0, index.unsqueeze(-1).expand_as(src), src)
+
+
 def sgd_step(
     model: Word2Fun,
     centre: torch.Tensor,
@@ -480,50 +593,198 @@ def sgd_step(
     times: torch.Tensor,
     lr: float,
 ) -> float:
-    """One SGD step on the *summed* thesis loss of a batch, touching only the rows it reads.
+    """One SGD step on the *summed* thesis loss of a batch of pairs, touching only the rows it reads.
 
-    The rows of every parameter table that :math:`f(u, t)` and the compass
-    read are gathered, the loss is differentiated with respect to those rows
-    (autograd on (B, n) tensors, no (V, n) gradient), and each gradient row is
-    scattered back with ``index_add_`` (rows repeated in the batch add their
-    gradients, as consecutive word2vec updates would).  Frequency rows step
-    with ``lr / S`` and slopes with ``lr / S^2``; shared parameters (Time2Fun's :math:`\\Omega`) with
-    ``lr / B``.  The compass is skipped when frozen.
-
-    Shapes: ``centre``, ``context``, ``times`` (B,), ``negatives`` (B, k).
-    Returns the summed loss.
+    :func:`centre_sgd_step` with one centre token per pair.  Shapes:
+    ``centre``, ``context``, ``times`` (B,), ``negatives`` (B, k) per pair or
+    (k,) shared by the batch.  Returns the summed loss.
     """
+    idx = torch.arange(centre.shape[0], device=centre.device)
+    return centre_sgd_step(model, centre, times, idx, context, negatives, lr)
+
+
+@torch.no_grad()
+def centre_sgd_step(
+    model: Word2Fun,
+    words: torch.Tensor,
+    times: torch.Tensor,
+    pair_centre: torch.Tensor,
+    context: torch.Tensor,
+    negatives: torch.Tensor,
+    lr: float,
+) -> float:
+    """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
+
+    :math:`f(u_n, t_n)` is computed once per centre token ``n``, the pairs
+    read it through ``pair_centre``.  The gradient is written out (no
+    autograd): with :math:`p = f\\,h_+^T` and :math:`q_i = f\\,h_i^T`,
+
+    .. math::
+        \\frac{\\partial L}{\\partial p} = \\sigma(p) - 1, \\qquad
+        \\frac{\\partial L}{\\partial q_i} = \\frac{\\sigma(q_i)}{k},
+
+    accumulated into :math:`\\partial L / \\partial f` per centre token and
+    into the compass rows, then pulled back to the rows of the parameter
+    tables by :meth:`Word2Fun.function_vjp`.  Every gradient row is scattered
+    with ``scatter_add_`` (rows repeated in the batch add their gradients, as
+    consecutive word2vec updates would); all gradients are taken at the
+    parameters before the step.  Frequency rows step with ``lr / S``, slopes
+    with ``lr / S^2``, shared parameters (Time2Fun's :math:`\\Omega`) with
+    ``lr / B``; the compass is skipped when frozen.
+
+    With negatives shared by the batch the negative term of a pair depends
+    on its centre token only, so it is computed once per centre token and
+    weighted by the token's number of pairs: the loss is exactly that of
+    :func:`word2fun_loss` over the pairs.
+
+    Parameters
+    ----------
+    model : Word2Fun
+    words, times : torch.Tensor, shape (N,)
+        Word id and raw time of each centre token.
+    pair_centre, context : torch.Tensor, shape (B,)
+        Centre token (index into ``words``) and context word id of each pair.
+    negatives : torch.Tensor, shape (k,) or (B, k)
+        Negatives shared by the batch, or per pair.
+    lr : float
+
+    Returns
+    -------
+    float
+        The summed loss of the batch (before the step).
+    """
+    N, B, D = words.shape[0], context.shape[0], model.dim
     tau = model.time_scale.normalise(times.to(torch.float32))
-    tabs = model.tables(centre, tau)
-    with torch.no_grad():
-        rows = {k: w[i] for k, (w, i) in tabs.items()}
-        H = model.compass.weight
-        hp, hn = H[context], H[negatives]
-    leaves = []
-    for r in rows.values():
-        r.requires_grad_(True)
-        leaves.append(r)
+    tabs = model.tables(words, tau)
+    rows = {k: w.index_select(0, i) for k, (w, i) in tabs.items()}
+    f, vjp = model.function_vjp(rows, tau)
+    H = model.compass.weight
     train_h = not model.freeze_compass
-    if train_h:
-        hp.requires_grad_(True)
-        hn.requires_grad_(True)
-        leaves += [hp, hn]
-    shared = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith(".weight")]
-    leaves += shared
-    f = model.function(rows, tau)
-    loss = word2fun_loss(f, hp, hn, reduction="sum")
-    grads = torch.autograd.grad(loss, leaves)
-    with torch.no_grad():
-        gi = iter(grads)
-        for name, (w, i) in tabs.items():
-            step = lr * _lr_factor(name, model.time_scale.scale)
-            w.index_add_(0, i, next(gi), alpha=-step)
+    hp = H.index_select(0, context)
+    fp = f.index_select(0, pair_centre)
+    pos = (fp * hp).sum(-1)
+    gp = torch.sigmoid(pos).sub_(1.0)  # dL/dpos
+    loss = -F.logsigmoid(pos).sum()
+    g_f = torch.zeros_like(f).index_add_(0, pair_centre, hp.mul_(gp[:, None]))
+    if negatives.dim() == 1:
+        k = negatives.shape[0]
+        hn = H.index_select(0, negatives)  # (k, D)
+        q = f @ hn.T  # (N, k)
+        w = torch.bincount(pair_centre, minlength=N).to(f.dtype) / k  # pairs per centre / k
+        loss -= (F.logsigmoid(-q).sum(-1) * w).sum()
+        gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
+        g_f.addmm_(gn, hn)
         if train_h:
-            H.index_add_(0, context, next(gi), alpha=-lr)
-            H.index_add_(0, negatives.reshape(-1), next(gi).reshape(-1, H.shape[1]), alpha=-lr)
-        for p in shared:
-            p.add_(next(gi), alpha=-lr / centre.shape[0])
-    return float(loss.detach())
+            _scatter_rows(H, negatives, gn.T @ f, -lr, inplace=True)
+    else:
+        k = negatives.shape[1]
+        neg_idx = negatives.reshape(-1)
+        hn = H.index_select(0, neg_idx).view(B, k, D)
+        q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
+        loss -= F.logsigmoid(-q).sum() / k
+        gn = torch.sigmoid(q).div_(k)
+        g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
+        if train_h:
+            _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr, inplace=True)
+    if train_h:  # positives last: fp is overwritten by its gradient
+        _scatter_rows(H, context, fp.mul_(gp.mul_(-lr)[:, None]), 1.0, inplace=True)
+    row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
+    scale = model.time_scale.scale
+    for name, (w_, i) in tabs.items():
+        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale), inplace=True)
+    for name, g in shared.items():
+        getattr(model, name).add_(g, alpha=1.0 / B)
+    return float(loss)
+
+
+def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None) -> tuple[float, int]:
+    """Run :func:`centre_sgd_step` over ``batches`` (an iterator, shared under ``lock`` by hogwild workers)."""
+    total, nb, done = 0.0, 0, 0.0
+    while True:
+        if lock is None:
+            batch = next(batches, None)
+        else:
+            with lock:
+                batch = next(batches, None)
+        if batch is None:
+            return total, nb
+        lr = cfg.lr * max(1e-4, 1.0 - (epoch + done) / cfg.epochs)
+        B = batch.context.shape[0]
+        shape = (cfg.negatives,) if cfg.shared_negatives else (B, cfg.negatives)
+        neg = sampler.sample(shape, generator=gen)
+        total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr)
+        nb += B
+        done = batch.progress
+
+
+def _prefetch(batches, stop, depth: int = 16):
+    """Iterate ``batches`` in a background thread (numpy and torch release the GIL), ``depth`` ahead.
+
+    The producer gives up when the ``stop`` event is set (the consumers failed).
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    end = object()
+
+    def produce():
+        try:
+            for b in batches:
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        pass
+                if stop.is_set():
+                    return
+        except BaseException as e:  # handed to the consumers
+            q.put(e)
+        q.put(end)
+
+    threading.Thread(target=produce, daemon=True).start()
+    while (b := q.get()) is not end:
+        if isinstance(b, BaseException):
+            raise b
+        yield b
+
+
+def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch) -> tuple[float, int]:
+    """Hogwild: ``len(gens)`` threads (one torch thread each) share the model and a prefetched batch stream.
+
+    Like word2vec's threads, concurrent updates of the same rows are not
+    synchronised (an update may occasionally be lost), so results vary from
+    run to run.
+    """
+    import threading
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    lock, stop = threading.Lock(), threading.Event()
+    stream = _prefetch(batches, stop)
+    out: list = [None] * len(gens)
+
+    def work(w):
+        try:
+            out[w] = _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock)
+        except BaseException as e:
+            stop.set()
+            out[w] = e
+
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(len(gens))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop.set()
+        torch.set_num_threads(prev)
+    for r in out:
+        if isinstance(r, BaseException):
+            raise r
+    return sum(t for t, _ in out), sum(n for _, n in out)
 
 
 def train_word2fun(
@@ -538,16 +799,18 @@ def train_word2fun(
 ) -> TrainStats:
     """Train ``model`` by skip-gram with negative sampling on an encoded corpus.
 
-    Minibatch SGD (:func:`sgd_step`) with word2vec's learning rate, decayed
-    linearly from ``lr`` to ``1e-4 lr`` over the expected number of batches.
-    Pairs come from :func:`~qpnlp.models.skipgram.iter_pair_batches`
-    (subsampling, dynamic windows, shuffled documents); negatives are drawn
-    on ``config.device``: ``negatives`` per pair (word2vec), or, with
-    ``shared_negatives=True``, one sample of ``negatives`` words shared by all
-    pairs of the batch.  Because the thesis loss takes the *mean* over a
-    pair's negatives, both are unbiased estimates of the same expected
-    negative term; sharing turns B x k dot products into one (B, D) x (D, N)
-    matrix product.
+    Minibatch SGD (:func:`centre_sgd_step`) with word2vec's learning rate,
+    decayed linearly from ``lr`` to ``1e-4 lr`` with the fraction of the
+    training tokens processed.  Batches come from
+    :func:`~qpnlp.models.skipgram.iter_centre_batches` (subsampling, dynamic
+    windows, shuffled documents and centre tokens, about ``batch_size`` pairs
+    each); negatives are drawn on ``config.device``: ``negatives`` per pair
+    (word2vec), or, with ``shared_negatives=True``, one sample of
+    ``negatives`` words shared by all pairs of the batch.  Because the thesis
+    loss takes the *mean* over a pair's negatives, both are unbiased
+    estimates of the same expected negative term; sharing turns B x k dot
+    products into one (N, D) x (D, k) matrix product over the N centre
+    tokens.
 
     Parameters
     ----------
@@ -560,12 +823,13 @@ def train_word2fun(
     progress : bool
         Show a tqdm bar over tokens.
     on_epoch : callable(epoch, stats), optional
-        Called after each epoch (e.g. to checkpoint).
+        Called after each epoch (e.g. to checkpoint); its time is not counted.
 
     Returns
     -------
     TrainStats
-        ``tokens_per_s`` counts corpus tokens times epochs over the training wall time.
+        ``tokens_per_s`` counts corpus tokens times epochs over the training
+        wall time (pair generation, negatives and updates included).
     """
     cfg = config or TrainConfig()
     dev = torch.device(cfg.device)
@@ -574,38 +838,35 @@ def train_word2fun(
     tgen = torch.Generator(device=dev).manual_seed(cfg.seed)
     keep = keep_probabilities(counts, cfg.sample)
     sampler = NegativeSampler(counts, 0.75, device=dev)
-    kept = float(keep[tokens].sum())
-    # dynamic windows give on average (W + 1) pairs per kept token
-    est_batches = max(1, int(cfg.epochs * kept * (cfg.window + 1) / cfg.batch_size))
     stats = TrainStats()
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.epochs * int(tokens.shape[0]), unit="tok", unit_scale=True, desc=f"word2fun {model.family}")
-    step = 0
-    t0 = _time.perf_counter()
+    seconds = 0.0
+    workers = max(1, int(cfg.workers))
+    gens = [tgen] + [torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w) for w in range(1, workers)]
     for epoch in range(cfg.epochs):
-        total, nb = 0.0, 0
-        for batch in iter_pair_batches(
+        t0 = _time.perf_counter()
+        batches = iter_centre_batches(
             tokens, doc_ids, doc_times, keep_prob=keep, window=cfg.window, batch_size=cfg.batch_size,
             rng=rng, chunk_tokens=cfg.chunk_tokens, device=dev,
-        ):
-            lr = cfg.lr * max(1e-4, 1.0 - step / est_batches)
-            shape = (cfg.negatives,) if cfg.shared_negatives else (batch.centre.shape[0], cfg.negatives)
-            neg = sampler.sample(shape, generator=tgen)
-            total += sgd_step(model, batch.centre, batch.context, neg, batch.time, lr)
-            nb += batch.centre.shape[0]
-            step += 1
+        )
+        if workers == 1:
+            total, nb = _train_batches(model, batches, sampler, tgen, cfg, epoch)
+        else:
+            total, nb = _train_batches_threaded(model, batches, sampler, gens, cfg, epoch)
+        seconds += _time.perf_counter() - t0
         stats.pairs += nb
         stats.tokens += int(tokens.shape[0])
         stats.epoch_loss.append(total / max(nb, 1))
+        stats.seconds = seconds
         if bar is not None:
             bar.update(int(tokens.shape[0]))
             bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")
         if on_epoch is not None:
             on_epoch(epoch, stats)
-    stats.seconds = _time.perf_counter() - t0
     if bar is not None:
         bar.close()
     return stats

@@ -2,7 +2,10 @@ import numpy as np
 import torch
 from scipy.stats import chisquare
 
-from qpnlp.models.skipgram import NegativeSampler, iter_pair_batches, keep_probabilities, skipgram_pairs, subsample_mask
+from qpnlp.models.skipgram import (
+    NegativeSampler, centre_windows, iter_centre_batches, iter_pair_batches, keep_probabilities, skipgram_pairs,
+    subsample_mask,
+)
 
 
 def reference_pairs(tokens, doc_ids, b):
@@ -81,3 +84,42 @@ def test_epoch_batches_cover_pairs_with_document_times():
     for b in batches:
         for c, x, t in zip(b.centre.tolist(), b.context.tolist(), b.time.tolist()):
             assert c in docs[int(t)] and x in docs[int(t)]
+
+
+def test_centre_windows_are_the_skipgram_pairs_grouped_by_centre():
+    rng = np.random.default_rng(3)
+    doc_ids = np.sort(rng.integers(0, 9, size=80))
+    tokens = rng.integers(0, 20, size=80)
+    order = np.random.default_rng(4).permutation(80)
+    for window in (1, 2, 5):
+        c, x = skipgram_pairs(tokens, doc_ids, window, np.random.default_rng(window))
+        row, ctx = centre_windows(doc_ids, window, np.random.default_rng(window), order=order)
+        assert (np.diff(row) >= 0).all()  # grouped by centre, rows in order
+        assert sorted(zip(order[row].tolist(), ctx.tolist())) == sorted(zip(c.tolist(), x.tolist()))
+    row, ctx = centre_windows(doc_ids, 3, np.random.default_rng(0), dynamic=False)
+    assert sorted(zip(row.tolist(), ctx.tolist())) == reference_pairs(tokens, doc_ids, np.full(80, 3))
+
+
+def test_centre_batches_cover_pairs_with_document_times():
+    rng = np.random.default_rng(0)
+    doc_len = rng.integers(1, 8, size=50)
+    doc_ids = np.repeat(np.arange(50), doc_len)
+    tokens = rng.integers(0, 30, size=doc_ids.size)
+    times = np.arange(50, dtype=float) + 1900
+    W, B = 2, 16
+    batches = list(iter_centre_batches(tokens, doc_ids, times, keep_prob=np.ones(30), window=W, batch_size=B,
+                                       rng=np.random.default_rng(1), chunk_tokens=40))
+    assert all(b.context.shape[0] <= B + 2 * W - 1 for b in batches)
+    progress = [b.progress for b in batches]
+    assert progress == sorted(progress) and progress[-1] == 1.0
+    n = sum(b.context.shape[0] for b in batches)
+    n1 = 2 * int(sum(max(l - 1, 0) for l in doc_len))
+    n2 = 2 * int(sum(max(l - 2, 0) for l in doc_len))
+    assert n1 <= n <= n1 + n2
+    assert sum(b.words.shape[0] for b in batches) <= doc_ids.size  # each token is a centre at most once
+    docs = {1900 + d: set(tokens[doc_ids == d].tolist()) for d in range(50)}
+    for b in batches:
+        assert b.pair_centre.min() >= 0 and b.pair_centre.max() < b.words.shape[0]
+        for c, x in zip(b.pair_centre.tolist(), b.context.tolist()):
+            t = int(b.time[c])
+            assert b.words[c].item() in docs[t] and x in docs[t]

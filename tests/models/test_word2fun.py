@@ -8,8 +8,8 @@ from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
 from qpnlp.data.timestamped import Vocabulary, write_tsv
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.models.word2fun import (
-    FAMILIES, TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, fixed_frequencies, harmonic_frequencies,
-    sgd_step, train_word2fun, word2fun_loss,
+    FAMILIES, TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, centre_sgd_step, fixed_frequencies,
+    harmonic_frequencies, sgd_step, train_word2fun, word2fun_loss,
 )
 
 torch.set_num_threads(1)
@@ -37,6 +37,11 @@ def test_fixed_and_harmonic_frequencies():
     assert torch.allclose(w, torch.tensor([10000.0 ** (-j / 4) for j in range(4)]))
     h = harmonic_frequencies(8, 60.0)
     assert torch.allclose(h * 60 / math.pi, torch.tensor([0.5, 1.0, 1.5, 2.0]))
+    # max_periods = 0.5: two quarter-period levels, repeated over the D/2 coordinates
+    h = harmonic_frequencies(12, 60.0, max_periods=0.5)
+    assert torch.allclose(h * 60 / math.pi, torch.tensor([0.5, 1.0, 0.5, 1.0, 0.5, 1.0]))
+    periods = harmonic_frequencies(100, 30.0, max_periods=2.5) * 30.0 / (2 * math.pi)
+    assert abs(periods.max().item() - 2.5) < 1e-5 and abs(periods.min().item() - 0.25) < 1e-6
     with pytest.raises(ValueError, match="even"):
         fixed_frequencies(5)
 
@@ -120,6 +125,55 @@ def test_sgd_step_equals_autograd_sgd(family, frozen):
         assert torch.allclose(p, q, atol=1e-5), n
     if frozen:
         assert torch.equal(m.compass.weight, randomise(Word2Fun(V, D, family=family, time_scale=TS, n_slices=3), 1).compass.weight)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_function_vjp_matches_autograd(family):
+    m = randomise(Word2Fun(7, 6, family=family, time_scale=TS, n_slices=3), seed=4)
+    words, years = torch.tensor([0, 3, 6, 3]), torch.tensor([1900.0, 1937.5, 1999.0, 2000.0])
+    tau = TS.normalise(years)
+    rows = {k: w[i].detach().clone().requires_grad_(True) for k, (w, i) in m.tables(words, tau).items()}
+    f, vjp = m.function_vjp({k: r.detach() for k, r in rows.items()}, tau)
+    assert torch.allclose(f, m.function(rows, tau), atol=1e-6)
+    g = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    row_grads, shared = vjp(g)
+    params = list(rows.values()) + ([m.omega] if family == "time2fun" else [])
+    ref = torch.autograd.grad((m.function(rows, tau) * g).sum(), params)
+    for (name, _), r in zip(rows.items(), ref):
+        assert torch.allclose(row_grads[name], r, atol=1e-5), name
+    if family == "time2fun":
+        assert torch.allclose(shared["omega"], ref[-1], atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["static", "sliced", "linear", "time2fun", "IV"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_centre_step_equals_the_step_on_the_expanded_pairs(family, shared):
+    """Grouping pairs by centre token (f computed once per token) is the same SGD step on the same summed loss."""
+    V, D = 9, 6
+    a = randomise(Word2Fun(V, D, family=family, time_scale=TS, n_slices=3), seed=5)
+    b = randomise(Word2Fun(V, D, family=family, time_scale=TS, n_slices=3), seed=5)
+    words, times = torch.tensor([2, 7, 2, 0]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0])
+    pc = torch.tensor([0, 0, 0, 1, 2, 2, 3])
+    ctx = torch.tensor([1, 4, 1, 3, 8, 0, 5])
+    neg = torch.tensor([3, 6, 6]) if shared else torch.randint(0, V, (7, 3), generator=torch.Generator().manual_seed(1))
+    la = centre_sgd_step(a, words, times, pc, ctx, neg, 0.05)
+    lb = sgd_step(b, words[pc], ctx, neg, times[pc], 0.05)
+    assert la == pytest.approx(lb, rel=1e-5)
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        assert torch.allclose(p, q, atol=1e-5), n
+
+
+def test_hogwild_workers_train():
+    corpus, truth = tiny_drift()
+    vocab = Vocabulary.build(corpus, min_count=3)
+    enc = corpus.encode(vocab)
+    m = Word2Fun(len(vocab), 12, family="IV", time_scale=TimeScale(*corpus.span), frequency_init="harmonic", max_periods=2)
+    before = torch.get_num_threads()
+    st = train_word2fun(m, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
+                        TrainConfig(epochs=2, negatives=16, shared_negatives=True, batch_size=1024, workers=2))
+    assert torch.get_num_threads() == before
+    assert st.epoch_loss[-1] < st.epoch_loss[0] and st.pairs > 0 and np.isfinite(st.epoch_loss).all()
+    assert Word2Fun.from_config(m.config()).max_periods == 2.0
 
 
 def test_indicators_on_hand_set_parameters():
