@@ -171,6 +171,28 @@ class PairBatch:
     time: torch.Tensor
 
 
+def _subsampled_chunks(tokens: np.ndarray, doc_ids: np.ndarray, n_docs: int, *, keep_prob: np.ndarray,
+                       chunk_tokens: int, rng: np.random.Generator) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Shuffled documents in chunks of about ``chunk_tokens`` tokens, subsampled.
+
+    Yields ``(tokens in the chunk before subsampling, kept token ids, their document ids)``;
+    the documents of a chunk are gathered with vectorised numpy indexing.
+    """
+    starts = np.searchsorted(doc_ids, np.arange(n_docs + 1))
+    lens = np.diff(starts)
+    order = rng.permutation(n_docs)
+    order = order[lens[order] > 0]
+    chunk_of = (np.cumsum(lens[order]) - 1) // max(int(chunk_tokens), 1)
+    for docs in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
+        if docs.size == 0:
+            continue
+        dl = lens[docs]
+        idx = np.repeat(starts[docs], dl) + np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
+        tok, did = tokens[idx], doc_ids[idx]
+        keep = subsample_mask(tok, keep_prob, rng)
+        yield int(dl.sum()), tok[keep], did[keep]
+
+
 def iter_pair_batches(
     tokens: np.ndarray,
     doc_ids: np.ndarray,
@@ -190,25 +212,8 @@ def iter_pair_batches(
     ``chunk_tokens`` tokens: subsample, form dynamic-window pairs, shuffle the
     pairs, cut into batches.  Memory is O(chunk_tokens * window).
     """
-    n_docs = doc_times.shape[0]
-    starts = np.searchsorted(doc_ids, np.arange(n_docs + 1))
-    lens = np.diff(starts)
-    order = rng.permutation(n_docs)
-    order = order[lens[order] > 0]
-    cum = np.cumsum(lens[order])
-    chunk_of = (cum - 1) // max(int(chunk_tokens), 1)
-    for docs in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
-        if docs.size == 0:
-            continue
-        dl = lens[docs]
-        # gather token positions of the chosen documents, vectorised
-        rep_start = np.repeat(starts[docs], dl)
-        offs = np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
-        idx = rep_start + offs
-        tok = tokens[idx]
-        did = doc_ids[idx]
-        keep = subsample_mask(tok, keep_prob, rng)
-        tok, did = tok[keep], did[keep]
+    for _, tok, did in _subsampled_chunks(tokens, doc_ids, doc_times.shape[0], keep_prob=keep_prob,
+                                          chunk_tokens=chunk_tokens, rng=rng):
         c, x = skipgram_pairs(tok, did, window, rng)
         if c.size == 0:
             continue
@@ -326,28 +331,13 @@ def iter_centre_batches(
     ``batch_size`` pairs (at most ``batch_size + 2 * window - 1``).  All index arrays of a chunk are built at once with
     numpy and moved to ``device`` once; batches are views.
     """
-    n_docs = doc_times.shape[0]
-    starts = np.searchsorted(doc_ids, np.arange(n_docs + 1))
-    lens = np.diff(starts)
-    order = rng.permutation(n_docs)
-    order = order[lens[order] > 0]
-    cum = np.cumsum(lens[order])
-    total = max(int(cum[-1]) if cum.size else 0, 1)
-    chunk_of = (cum - 1) // max(int(chunk_tokens), 1)
+    in_docs = np.searchsorted(doc_ids, [0, doc_times.shape[0]])  # tokens of documents 0 .. n_docs - 1
+    total = max(int(in_docs[1] - in_docs[0]), 1)
     done = 0
-    for docs in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
-        if docs.size == 0:
-            continue
-        dl = lens[docs]
-        rep_start = np.repeat(starts[docs], dl)
-        offs = np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
-        idx = rep_start + offs
-        tok = tokens[idx]
-        did = doc_ids[idx]
-        keep = subsample_mask(tok, keep_prob, rng)
-        tok, did = tok[keep], did[keep]
+    for chunk_size, tok, did in _subsampled_chunks(tokens, doc_ids, doc_times.shape[0], keep_prob=keep_prob,
+                                                   chunk_tokens=chunk_tokens, rng=rng):
         n = tok.shape[0]
-        chunk_done = done + int(dl.sum())
+        chunk_done = done + chunk_size
         if n == 0:
             done = chunk_done
             continue
