@@ -32,6 +32,7 @@ from torch import nn
 from qpnlp.hilbert import masked_softmax
 from qpnlp.measurement import ProjectiveMeasurement, word_probabilities
 
+from ._batch import check_batch
 from ._config import JsonConfig
 from .embedding import PHASE_INITS, ComplexWordEmbedding
 from .local_mixture import DEFAULT_WINDOWS, POOLINGS, effective_word_weights, local_mixture, pool_positions
@@ -191,7 +192,7 @@ class CNM(nn.Module):
         In training mode, dropout zeroes state coordinates and the state is
         renormalised (it stays a unit vector).
         """
-        _check_batch(ids, mask)
+        check_batch(ids, mask)
         if self.config.real:
             vectors = self.real_embedding(ids)
             norms = torch.linalg.vector_norm(vectors, dim=-1)
@@ -258,13 +259,3 @@ class CNM(nn.Module):
             return self.trace_scores(q_ids, q_mask, a_ids, a_mask)
         xq, xa = self.encode(q_ids, q_mask), self.encode(a_ids, a_mask)
         return torch.nn.functional.cosine_similarity(xq, xa, dim=-1, eps=1e-8)
-
-
-def _check_batch(ids: torch.Tensor, mask: torch.Tensor) -> None:
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"ids must be a LongTensor of shape (B, L); got {ids.dtype} {tuple(ids.shape)}")
-    if mask.shape != ids.shape or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)}; got {mask.dtype} {tuple(mask.shape)}")
-    empty = ~mask.any(-1)
-    if bool(empty.any()):
-        raise ValueError(f"empty sentence (no unmasked word) at batch index {int(empty.nonzero()[0, 0])}")

@@ -15,6 +15,7 @@ from torch import nn
 from qpnlp.hilbert import Ensemble
 from qpnlp.measurement import ProjectiveMeasurement
 
+from ._batch import check_batch
 from ._config import JsonConfig
 from .embedding import PHASE_INITS, ComplexWordEmbedding
 from .weighting import WEIGHTINGS, WordWeighting
@@ -139,7 +140,7 @@ class QPDN(nn.Module):
 
     def mixture(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Word states ``(B, L, d)`` and mixture weights ``(B, L)`` of each sentence."""
-        _check_batch(ids, mask)
+        check_batch(ids, mask)
         states, norms = self.embedding(ids)
         return states, self.weighting(ids, mask, norms)
 
@@ -184,17 +185,7 @@ class RealBagOfWords(nn.Module):
         self.classifier = nn.Linear(2 * dim, num_classes)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        _check_batch(ids, mask)
+        check_batch(ids, mask)
         vectors = self.embedding(ids)
         weights = self.weighting(ids, mask, torch.linalg.vector_norm(vectors, dim=-1))
         return self.classifier(self.dropout((weights.unsqueeze(-1) * vectors).sum(1)))
-
-
-def _check_batch(ids: torch.Tensor, mask: torch.Tensor) -> None:
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"ids must be a LongTensor of shape (B, L); got {ids.dtype} {tuple(ids.shape)}")
-    if mask.shape != ids.shape or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)}; got {mask.dtype} {tuple(mask.shape)}")
-    empty = ~mask.any(-1)
-    if bool(empty.any()):
-        raise ValueError(f"empty sentence (no unmasked word) at batch index {int(empty.nonzero()[0, 0])}")
