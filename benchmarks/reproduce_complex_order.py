@@ -224,7 +224,7 @@ def table(records: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merged_records(run_dirs: list[str], frequency_init: str) -> list[dict]:
+def merged_records(runs: dict[str, dict], frequency_init: str) -> list[dict]:
     """Records of earlier runs, for one table.
 
     Complex-order records are kept only from runs trained with ``frequency_init``
@@ -232,8 +232,7 @@ def merged_records(run_dirs: list[str], frequency_init: str) -> list[dict]:
     network, variant and seed) keep the last run given.
     """
     merged = {}
-    for run in run_dirs:
-        saved = json.loads((Path(run) / "results.json").read_text())
+    for run, saved in runs.items():
         for r in saved["records"]:
             if r["variant"] == "complex_order" and saved["args"].get("frequency_init") != frequency_init:
                 continue
@@ -289,10 +288,11 @@ def main(argv=None) -> None:
 
 
 def write_merged(args) -> None:
-    records = merged_records(args.merge, args.frequency_init)
+    saved = {run: json.loads((Path(run) / "results.json").read_text()) for run in args.merge}
+    records = merged_records(saved, args.frequency_init)
     seeds = sorted({r["seed"] for r in records})
     args.seeds, args.networks = seeds, [n for n in NETWORK_NAMES if any(r["network"] == n for r in records)]
-    runs = [json.loads((Path(run) / "results.json").read_text())["args"] for run in args.merge]
+    runs = [run["args"] for run in saved.values()]
     for key in ("epochs", "patience", "batch_size", "lr", "embedding_lr", "folds", "max_splits"):
         args.__dict__[key] = "/".join(str(v) for v in dict.fromkeys(run[key] for run in runs))
     out = Path(args.out)
