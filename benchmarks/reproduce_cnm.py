@@ -61,6 +61,8 @@ def main(argv=None) -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--negatives", type=int, nargs="+", default=None,
                         help="wrong candidates per correct one, one value per data set (default 1 each)")
+    parser.add_argument("--pretrained-fallback", type=int, default=0,
+                        help="append this many most frequent GloVe words to the training vocabulary")
     parser.add_argument("--max-len", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/cnm")
@@ -89,6 +91,7 @@ def main(argv=None) -> None:
                                **VARIANTS[variant])
                 t0 = time.perf_counter()
                 result = run_matching(name, options, config, pretrained=pretrained,
+                                      pretrained_fallback=args.pretrained_fallback,
                                       log=lambda h: print(f"  {name} {variant} seed {seed} epoch {h['epoch']}: "
                                                           f"loss {h['train_loss']:.4f} dev MAP {h['dev']['map']:.4f}",
                                                           flush=True))
@@ -122,7 +125,7 @@ def _markdown(runs, floors, args, wall, load) -> str:
     lines = [f"# CNM reproduction ({time.strftime('%Y-%m-%d %H:%M')} UTC)", "",
              f"epochs <= {args.epochs} (patience {args.patience}, selection on dev MAP), batch {args.batch_size}, "
              f"lr {args.lr}, k {args.num_measurements} ({args.measurement_init} init), phase init {args.phase_init}, "
-             f"dropout {args.dropout}, "
+             f"dropout {args.dropout}, pretrained fallback {args.pretrained_fallback} words, "
              f"negatives {args.negatives or 1}, seeds {args.seeds}, "
              f"{args.threads} thread(s); wall time {wall / 60:.1f} min; load average at the end {load}.", "",
              "| data set | model | seed | best epoch | dev MAP | dev MRR | dev P@1 | dev questions | "

@@ -7,6 +7,14 @@ evaluated once. In the same run, a real-valued baseline with the same
 pipeline (weighted average of double-size real embeddings + linear layer) is
 trained on the same splits.
 
+Defaults selected on dev only (fold 1 of CR/MPQA/MR/SUBJ, the fixed dev of
+SST-2/TREC; ``benchmarks/results/qpdn/SELECTION.md``): phases initialised
+from the sign of the GloVe value (the papers draw them uniformly, which
+throws away the sign of every pretrained coordinate), and a pretrained
+fallback vocabulary (the training words, then every other GloVe word, so a
+test word unseen in training keeps its GloVe vector instead of ``<unk>``;
+no dev or test text is used to build it).
+
 Writes a markdown table and a JSON file with every split's result. Results
 are written after each data set, so an interrupted run keeps what it finished.
 
@@ -37,26 +45,30 @@ def run_dataset(name: str, args, glove) -> dict:
     dataset = load_classification(name)
     out = {"dataset": name, "n": len(dataset)}
     for kind in args.models:
-        options = dict(num_measurements=args.num_measurements, weighting=args.weighting) if kind == "qpdn" \
-            else dict(weighting=args.weighting)
+        options = dict(num_measurements=args.num_measurements, weighting=args.weighting,
+                       phase_init=args.phase_init) if kind == "qpdn" else dict(weighting=args.weighting)
         config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
                              patience=args.patience, seed=args.seed, progress=False, max_len=args.max_len)
         results, start = [], time.perf_counter()
         for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
             if args.max_splits is not None and i >= args.max_splits:
                 break
-            result, *_ = run_split(kind, dataset, split, glove, options, config)
+            result, *_ = run_split(kind, dataset, split, glove, options, config,
+                                   pretrained_fallback=args.pretrained_fallback)
             results.append(result)
             print(f"{name} {MODELS[kind]} {split.name}: test {result.test_accuracy:.4f} dev "
                   f"{result.dev_accuracy:.4f} epoch {result.best_epoch} ({result.seconds:.0f}s)", flush=True)
         out[kind] = {**summarise(results), "seconds": time.perf_counter() - start, "options": options,
-                     "train": config.to_dict()}
+                     "pretrained_fallback": args.pretrained_fallback, "train": config.to_dict()}
     return out
 
 
 def table(rows: list[dict], args) -> str:
     lines = [f"Seed {args.seed}; {args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, "
-             f"fixed splits for SST2/TREC; dev carved from train; test evaluated once per split.", "",
+             f"fixed splits for SST2/TREC; dev carved from train; test evaluated once per split. "
+             f"GloVe 6B 50d, k={args.num_measurements}, phase init {args.phase_init}, {args.weighting} weights, "
+             f"pretrained fallback {args.pretrained_fallback} words, batch {args.batch_size}, lr {args.lr} "
+             f"(embeddings {args.embedding_lr}), <= {args.epochs} epochs, patience {args.patience}.", "",
              "| dataset | published QPDN | QPDN (ours) | real 2d BoW (ours) | splits | QPDN wall time |",
              "|---|---|---|---|---|---|"]
     for row in rows:
@@ -83,6 +95,11 @@ def main(argv=None) -> None:
                         "(selected on MR fold-1 dev among 1e-2, 3e-3, 1e-3)")
     parser.add_argument("--num-measurements", type=int, default=50)
     parser.add_argument("--weighting", default="amplitude_norm")
+    parser.add_argument("--phase-init", default="sign", choices=("uniform", "zero", "sign"),
+                        help="QPDN phases (selected on fold-1 / fixed dev: sign over the papers' uniform)")
+    parser.add_argument("--pretrained-fallback", type=int, default=400_000,
+                        help="append this many most frequent GloVe words to each training vocabulary, so unseen "
+                             "test words keep their pretrained vectors (0 = training words only)")
     parser.add_argument("--max-len", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", default="benchmarks/results/qpdn")

@@ -46,10 +46,11 @@ def test_demo_trains_and_interprets(tmp_path, capsys):
 
 
 @pytest.mark.data
-def test_train_save_and_evaluate_round_trip(data_root, tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--pretrained-fallback", "3000", "--phase-init", "sign"]])
+def test_train_save_and_evaluate_round_trip(data_root, tmp_path, extra):
     ckpt, train_report, eval_report = tmp_path / "trec.pt", tmp_path / "train.json", tmp_path / "eval.json"
     assert main(["train", "qpdn", "--dataset", "trec", "--epochs", "2", "--num-measurements", "10", "--no-progress",
-                 "--save", str(ckpt), "--report", str(train_report)]) == 0
+                 "--save", str(ckpt), "--report", str(train_report), *extra]) == 0
     assert main(["evaluate", str(ckpt), "--split", "test", "--report", str(eval_report)]) == 0
     trained, evaluated = json.loads(train_report.read_text()), json.loads(eval_report.read_text())
     assert trained["dataset"] == evaluated["dataset"] == "TREC"

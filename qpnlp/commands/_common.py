@@ -49,6 +49,13 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int, lr: fl
     group.add_argument("--report", metavar="FILE.json", help="write the metrics to this JSON file")
 
 
+def add_fallback_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pretrained-fallback", type=int, default=0, metavar="N",
+                        help="append the N most frequent pretrained words to the training vocabulary, so unseen "
+                             "test words keep their vectors (400000 = all of GloVe 6B; default 0: training words "
+                             "only)")
+
+
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                        embedding_lr=args.embedding_lr or args.lr, weight_decay=args.weight_decay,

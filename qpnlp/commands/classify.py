@@ -11,7 +11,7 @@ from qpnlp.models.weighting import WEIGHTINGS
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import run_split, summarise
 
-from ._common import add_training_options, train_config, write_report
+from ._common import add_fallback_option, add_training_options, train_config, write_report
 
 KINDS = {"qpdn": "qpdn", "real-bow": "real_bow"}
 
@@ -37,6 +37,7 @@ def register(subparsers: dict) -> None:
         p.add_argument("--phase-init", choices=PHASE_INITS, default="uniform")
         p.add_argument("--dropout", type=float, default=0.0)
         p.add_argument("--save", metavar="CHECKPOINT", help="save the model of the first split run")
+        add_fallback_option(p)
         add_training_options(p, epochs=20, lr=1e-2, batch_size=32)
         p.set_defaults(func=run, kind=kind)
 
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         if args.max_splits is not None and i >= args.max_splits:
             break
         result, model, prepared, model_config = run_split(args.kind, dataset, split, pretrained,
-                                                          model_options(args), config)
+                                                          model_options(args), config,
+                                                          pretrained_fallback=args.pretrained_fallback)
         results.append(result)
         print(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
               f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}, {result.seconds:.0f}s)", flush=True)

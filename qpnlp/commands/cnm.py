@@ -13,7 +13,7 @@ from qpnlp.training import save_checkpoint
 from qpnlp.training.matching import (LOSSES, MatchingConfig, evaluate_ranking, encode_qa, limit_questions,
                                      metrics_dict)
 
-from ._common import add_training_options, write_report
+from ._common import add_fallback_option, add_training_options, write_report
 
 
 def register(subparsers: dict) -> None:
@@ -43,6 +43,7 @@ def register(subparsers: dict) -> None:
     p.add_argument("--max-questions", type=int, default=None,
                    help="use only the first N questions of each split (quick runs, tests)")
     p.add_argument("--save", metavar="CHECKPOINT", help="save the selected model")
+    add_fallback_option(p)
     add_training_options(p, epochs=10, lr=1e-2, batch_size=32)
     p.set_defaults(func=run)
 
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda h: print(f"epoch {h['epoch']}: loss {h['train_loss']:.4f}  dev MAP {h['dev']['map']:.4f} "
                            f"MRR {h['dev']['mrr']:.4f}  ({h['seconds']:.0f}s)", flush=True))
     result = run_matching(args.dataset, model_options(args), config, pretrained=pretrained, root=args.data,
-                          max_questions=args.max_questions, log=log)
+                          max_questions=args.max_questions, pretrained_fallback=args.pretrained_fallback, log=log)
     print(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
           f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
     for split, m in result.evaluation.items():

@@ -121,6 +121,47 @@ class Vocabulary:
             kept = kept[:max_size]
         return cls(kept, word_freq, doc_freq, n_docs)
 
+    def with_extra_words(self, words: Iterable[str], max_new: int | None = None) -> Vocabulary:
+        """A copy with ``words`` that are not yet in the vocabulary appended (ids after the training words).
+
+        Use it for a *pretrained fallback vocabulary*: the words of a
+        pretrained embedding (e.g. the most frequent GloVe words, in their
+        order) get their own ids, so a test word never seen in training keeps
+        its pretrained vector instead of collapsing to ``<unk>``. No dev or test
+        text is looked at. The new words have training frequency and document
+        frequency 0 (so their :meth:`idf` equals the unknown word's).
+
+        Parameters
+        ----------
+        words : iterable of str
+            Candidate words in priority order; reserved tokens, duplicates and
+            words already present are skipped.
+        max_new : int, optional
+            Append at most this many new words.
+
+        Examples
+        --------
+        >>> v = Vocabulary.build([["a", "film"]]).with_extra_words(["film", "movie", "the"], max_new=1)
+        >>> v.words, v.word_freq("movie")
+        (['<pad>', '<unk>', 'a', 'film', 'movie'], 0)
+        """
+        if max_new is not None and max_new < 0:
+            raise ValueError(f"max_new must be >= 0 or None, got {max_new}")
+        new: list[str] = []
+        seen = set(self._word_freq)
+        for w in words:
+            if max_new is not None and len(new) >= max_new:
+                break
+            if not isinstance(w, str):
+                raise TypeError(f"extra words must be strings, got {type(w).__name__}")
+            if w in seen or w in (PAD, UNK):
+                continue
+            seen.add(w)
+            new.append(w)
+        zeros = dict.fromkeys(new, 0)
+        return Vocabulary(self._itos[2:] + new, {**self._word_freq, **zeros}, {**self._doc_freq, **zeros},
+                          self._n_docs)
+
     # ---------------------------------------------------------------- mapping
     def __len__(self) -> int:
         return len(self._itos)

@@ -47,10 +47,21 @@ class SplitResult:
 
 
 def prepare(dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None, *,
-            min_freq: int = 1, seed: int = 0) -> Prepared:
-    """Vocabulary from the training texts, encoded splits, and the aligned pretrained matrix."""
+            min_freq: int = 1, seed: int = 0, pretrained_fallback: int = 0) -> Prepared:
+    """Vocabulary from the training texts, encoded splits, and the aligned pretrained matrix.
+
+    ``pretrained_fallback = n > 0`` appends the n first (for GloVe: most
+    frequent) pretrained words to the vocabulary
+    (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`), so dev and test
+    words unseen in training keep their pretrained vectors; no dev or test
+    text is used to build the vocabulary.
+    """
     train, dev, test = split.subsets(dataset)
     vocab = Vocabulary.build(train.texts, min_freq=min_freq)
+    if pretrained_fallback:
+        if pretrained is None:
+            raise ValueError("pretrained_fallback needs pretrained vectors")
+        vocab = vocab.with_extra_words(pretrained.words, max_new=pretrained_fallback)
     encode = lambda part: EncodedTexts(vocab.encode_many(part.texts), part.labels)  # noqa: E731
     matrix, oov = None, None
     if pretrained is not None:
@@ -79,10 +90,11 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
 
 
 def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None,
-              model_options: dict, train_config: TrainConfig) -> tuple[SplitResult, nn.Module, Prepared, dict]:
-    """Train on one split (selection on dev) and evaluate its test part once."""
+              model_options: dict, train_config: TrainConfig, *,
+              pretrained_fallback: int = 0) -> tuple[SplitResult, nn.Module, Prepared, dict]:
+    """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`)."""
     seed_everything(train_config.seed)
-    prepared = prepare(dataset, split, pretrained, seed=train_config.seed)
+    prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
     model, config = build_classifier(kind, prepared, dataset.n_classes, model_options, train_config.seed)
     start = time.perf_counter()
     result = fit(model, prepared.train, prepared.dev, train_config)

@@ -88,12 +88,21 @@ def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
 
 
 def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: PretrainedVectors | None, *,
-               min_freq: int = 1, seed: int = 0):
+               min_freq: int = 1, seed: int = 0, pretrained_fallback: int = 0):
     """Vocabulary from the training questions and candidates; encoded splits; aligned pretrained matrix.
+
+    ``pretrained_fallback = n > 0`` appends the first n pretrained words
+    (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`), so a dev or test
+    word unseen in training keeps its own pretrained state (and an exact
+    question-answer word overlap stays visible) instead of becoming ``<unk>``.
 
     Returns ``(vocab, encoded: dict split -> EncodedQA, matrix or None, oov_rate or None)``.
     """
     vocab = Vocabulary.build(train.question_tokens() + train.candidate_tokens(), min_freq=min_freq)
+    if pretrained_fallback:
+        if pretrained is None:
+            raise ValueError("pretrained_fallback needs pretrained vectors")
+        vocab = vocab.with_extra_words(pretrained.words, max_new=pretrained_fallback)
     encoded = {"train": encode_qa(train, vocab), **{k: encode_qa(v, vocab) for k, v in others.items()}}
     matrix, oov = None, None
     if pretrained is not None:
@@ -286,7 +295,7 @@ class MatchingRun:
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
-                 log=None) -> MatchingRun:
+                 pretrained_fallback: int = 0, log=None) -> MatchingRun:
     """Train CNM on ``name``'s train split, select on dev, then score each of ``eval_splits`` present once.
 
     Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
@@ -307,7 +316,8 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                 others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
             except FileNotFoundError:
                 continue
-    vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed)
+    vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
+                                             pretrained_fallback=pretrained_fallback)
     dim = matrix.shape[1] if matrix is not None else model_options.get("dim", 50)
     cnm_config = CNMConfig(num_words=len(vocab), **{**model_options, "dim": dim})
     model = CNM(cnm_config, pretrained=matrix, generator=torch.Generator().manual_seed(config.seed))

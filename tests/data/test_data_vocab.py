@@ -112,3 +112,21 @@ def test_constructor_validates():
         Vocabulary([PAD], {PAD: 1}, {PAD: 1}, 1)
     with pytest.raises(ValueError, match="duplicate"):
         Vocabulary(["a", "a"], {"a": 1}, {"a": 1}, 1)
+
+
+def test_extra_words_get_ids_after_training_words_and_zero_counts(vocab):
+    ext = vocab.with_extra_words(["film", "movie", PAD, "movie", "cinema", "plot", "actor"], max_new=2)
+    assert ext.words == vocab.words + ["movie", "cinema"]
+    assert ext.encode(["good", "movie", "actor"]) == [2, len(vocab), UNK_ID]
+    assert ext.word_freq("movie") == 0 and ext.doc_freq("cinema") == 0
+    assert ext.idf()[len(vocab)] == ext.idf()[UNK_ID]
+    assert ext.idf()[: len(vocab)].tolist() == vocab.idf().tolist()
+    assert Vocabulary.from_dict(json.loads(json.dumps(ext.to_dict()))) == ext
+    assert vocab.encode(["movie"]) == [UNK_ID]  # the original is unchanged
+
+
+def test_extra_words_bad_input(vocab):
+    with pytest.raises(ValueError, match="max_new"):
+        vocab.with_extra_words(["movie"], max_new=-1)
+    with pytest.raises(TypeError, match="strings"):
+        vocab.with_extra_words(["movie", 3])

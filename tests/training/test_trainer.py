@@ -92,3 +92,24 @@ def test_bad_train_config():
         TrainConfig(lr=0)
     with pytest.raises(ValueError, match=">= 1"):
         TrainConfig(epochs=0)
+
+
+def test_prepare_with_pretrained_fallback_keeps_unseen_test_words():
+    from qpnlp.data import ClassificationDataset, from_matrix
+    from qpnlp.data.protocols import Split
+    from qpnlp.training.classification import prepare
+
+    texts = [["good", "film"], ["bad", "film"], ["good", "plot"], ["superb", "movie"]]
+    data = ClassificationDataset("toy", texts, np.array([1, 0, 1, 1]), ("neg", "pos"))
+    split = Split("s", train=np.array([0, 1]), dev=np.array([2]), test=np.array([3]))
+    glove = from_matrix(["the", "movie", "superb", "film"], np.arange(8.0).reshape(4, 2))
+    plain = prepare(data, split, glove)
+    assert plain.test.ids[0] == [1, 1]  # both test words unknown
+    fallback = prepare(data, split, glove, pretrained_fallback=3)
+    words = fallback.vocab.words
+    assert words[: len(plain.vocab)] == plain.vocab.words and words[len(plain.vocab):] == ["the", "movie", "superb"]
+    superb, movie = fallback.test.ids[0]
+    assert fallback.pretrained_matrix[superb].tolist() == [4.0, 5.0]
+    assert fallback.pretrained_matrix[movie].tolist() == [2.0, 3.0]
+    with pytest.raises(ValueError, match="needs pretrained"):
+        prepare(data, split, None, pretrained_fallback=3)

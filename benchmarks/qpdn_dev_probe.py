@@ -1,0 +1,60 @@
+"""Dev accuracy of one QPDN / real-BoW setting on the first split of a data set (for model selection).
+
+The first split is fold 1 of the seeded 10-fold CV (CR, MPQA, MR, SUBJ) or
+the fixed split (SST-2, TREC); the dev part is carved from its training
+part. Only ``dev_accuracy`` is printed: test data is never scored here.
+Same call as ``benchmarks/reproduce_qpdn.py`` (``run_split``), first split
+only. Selection table: ``benchmarks/results/qpdn/SELECTION.md``.
+
+Usage::
+
+    python benchmarks/qpdn_dev_probe.py MR qpdn 400000 '{"phase_init": "sign"}'
+
+Arguments: data set, model kind (``qpdn`` | ``real_bow``), number of
+pretrained fallback words, and optional JSON options (model options, or the
+training settings ``lr``, ``embedding_lr``, ``batch_size``, ``epochs``,
+``patience``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from qpnlp.data import load_classification, load_glove_50d, splits
+from qpnlp.training import TrainConfig
+from qpnlp.training.classification import run_split
+
+TRAIN_KEYS = ("lr", "embedding_lr", "batch_size", "epochs", "patience")
+DEFAULT_TRAIN = dict(epochs=30, batch_size=32, lr=1e-2, embedding_lr=1e-3, patience=4, seed=0, progress=False)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", type=str.upper)
+    parser.add_argument("kind", choices=("qpdn", "real_bow"))
+    parser.add_argument("fallback", type=int, help="pretrained fallback words (0 = training words only)")
+    parser.add_argument("options", nargs="?", default="{}", help="JSON model / training options")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    extra = json.loads(args.options)
+    train_kw = {k: extra.pop(k) for k in TRAIN_KEYS if k in extra}
+    dataset = load_classification(args.dataset)
+    split = next(iter(splits(dataset, seed=0, n_folds=10)))
+    options = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
+    options.update(extra)
+    start = time.time()
+    result, _, prepared, _ = run_split(args.kind, dataset, split, load_glove_50d(), options,
+                                       TrainConfig(**{**DEFAULT_TRAIN, **train_kw}),
+                                       pretrained_fallback=args.fallback)
+    print(json.dumps(dict(ds=args.dataset, kind=args.kind, fallback=args.fallback, extra=args.options,
+                          dev=round(result.dev_accuracy, 4), epoch=result.best_epoch, V=len(prepared.vocab),
+                          s=round(time.time() - start))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
