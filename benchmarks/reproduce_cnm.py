@@ -63,6 +63,8 @@ def main(argv=None) -> None:
                         help="wrong candidates per correct one, one value per data set (default 1 each)")
     parser.add_argument("--pretrained-fallback", type=int, default=0,
                         help="append this many most frequent GloVe words to the training vocabulary")
+    parser.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET",
+                        help="add these data sets' train splits to each data set's training data (transfer)")
     parser.add_argument("--max-len", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/cnm")
@@ -92,6 +94,7 @@ def main(argv=None) -> None:
                 t0 = time.perf_counter()
                 result = run_matching(name, options, config, pretrained=pretrained,
                                       pretrained_fallback=args.pretrained_fallback,
+                                      extra_train=tuple(x for x in args.extra_train if x != name),
                                       log=lambda h: print(f"  {name} {variant} seed {seed} epoch {h['epoch']}: "
                                                           f"loss {h['train_loss']:.4f} dev MAP {h['dev']['map']:.4f}",
                                                           flush=True))
@@ -126,6 +129,7 @@ def _markdown(runs, floors, args, wall, load) -> str:
              f"epochs <= {args.epochs} (patience {args.patience}, selection on dev MAP), batch {args.batch_size}, "
              f"lr {args.lr}, k {args.num_measurements} ({args.measurement_init} init), phase init {args.phase_init}, "
              f"dropout {args.dropout}, pretrained fallback {args.pretrained_fallback} words, "
+             f"extra training data {args.extra_train or 'none'}, "
              f"negatives {args.negatives or 1}, seeds {args.seeds}, "
              f"{args.threads} thread(s); wall time {wall / 60:.1f} min; load average at the end {load}.", "",
              "| data set | model | seed | best epoch | dev MAP | dev MRR | dev P@1 | dev questions | "

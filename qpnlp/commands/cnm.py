@@ -43,6 +43,9 @@ def register(subparsers: dict) -> None:
     p.add_argument("--max-questions", type=int, default=None,
                    help="use only the first N questions of each split (quick runs, tests)")
     p.add_argument("--save", metavar="CHECKPOINT", help="save the selected model")
+    p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
+                   help="add these data sets' train splits to the training data (transfer); dev and test stay "
+                        "--dataset's")
     add_fallback_option(p)
     add_training_options(p, epochs=10, lr=1e-2, batch_size=32)
     p.set_defaults(func=run)
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda h: print(f"epoch {h['epoch']}: loss {h['train_loss']:.4f}  dev MAP {h['dev']['map']:.4f} "
                            f"MRR {h['dev']['mrr']:.4f}  ({h['seconds']:.0f}s)", flush=True))
     result = run_matching(args.dataset, model_options(args), config, pretrained=pretrained, root=args.data,
-                          max_questions=args.max_questions, pretrained_fallback=args.pretrained_fallback, log=log)
+                          max_questions=args.max_questions, pretrained_fallback=args.pretrained_fallback,
+                          extra_train=tuple(args.extra_train), log=log)
     print(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
           f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
     for split, m in result.evaluation.items():
@@ -88,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
                                    history=result.history, seed=args.seed, model_options=model_options(args),
                                    train=config.to_dict(), train_questions=result.train_questions,
                                    train_triplets=result.train_triplets, oov_rate=result.oov_rate,
-                                   wall_seconds=time.perf_counter() - start))
+                                   extra_train=list(args.extra_train), pretrained_fallback=args.pretrained_fallback,
+                                   vocabulary_size=len(result.vocab), wall_seconds=time.perf_counter() - start))
     return 0
 
 

@@ -15,7 +15,7 @@ from qpnlp.data.pretrained import (
     load_glove_text,
 )
 from qpnlp.data.protocols import Split, carve_dev, splits
-from qpnlp.data.qa import QA_DATASETS, QADataset, load_qa, read_qa_tsv
+from qpnlp.data.qa import QA_DATASETS, QADataset, concat_qa, load_qa, read_qa_tsv
 from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era, split_sentences
 from qpnlp.data.tokenize import tokenize
 from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
@@ -38,6 +38,7 @@ __all__ = [
     "Vocabulary",
     "carve_dev",
     "collate",
+    "concat_qa",
     "data_root",
     "embedding_matrix_for",
     "from_matrix",

@@ -13,6 +13,7 @@ only, as in the papers, and the counts before and after are kept on the result.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from qpnlp.data.paths import data_root
 from qpnlp.data.tokenize import tokenize
 
-__all__ = ["QA_DATASETS", "QADataset", "load_qa", "read_qa_tsv"]
+__all__ = ["QA_DATASETS", "QADataset", "concat_qa", "load_qa", "read_qa_tsv"]
 
 #: Names accepted by :func:`load_qa` (folder names under ``qa/``), case-insensitive.
 QA_DATASETS = ("trecqa", "wikiqa")
@@ -209,3 +210,44 @@ def load_qa(
     if filter_questions is None:
         filter_questions = split != "train"
     return read_qa_tsv(path, name=key, split=split, filter_questions=filter_questions)
+
+
+def concat_qa(datasets: Sequence[QADataset], name: str | None = None) -> QADataset:
+    """Join QA data sets question by question (e.g. two training sets for transfer).
+
+    Rows keep their order; question indices and groups of the later data sets
+    are shifted by the number of questions before them. Counts of the filter
+    are summed; ``filtered`` is True only when every part was filtered.
+
+    Parameters
+    ----------
+    datasets : sequence of QADataset
+        At least one; all of the same split.
+    name : str, optional
+        Name of the result (default: the names joined with ``+``).
+
+    Examples
+    --------
+    >>> a = QADataset("a", "train", ["q1"], ["x", "y"], np.array([1, 0]), np.array([0, 0]),
+    ...               (np.array([0, 1]),), 1, 0, 0, False)
+    >>> both = concat_qa([a, a])
+    >>> both.name, both.n_questions, both.question_index.tolist(), both.groups[1].tolist()
+    ('a+a', 2, [0, 0, 1, 1], [2, 3])
+    """
+    if not datasets:
+        raise ValueError("concat_qa needs at least one data set")
+    splits = {d.split for d in datasets}
+    if len(splits) > 1:
+        raise ValueError(f"cannot join different splits {sorted(splits)}")
+    questions, candidates, labels, index, groups = [], [], [], [], []
+    for d in datasets:
+        q0, r0 = len(questions), len(candidates)
+        questions += d.questions
+        candidates += d.candidates
+        labels.append(d.labels)
+        index.append(d.question_index + q0)
+        groups += [g + r0 for g in d.groups]
+    return QADataset(name or "+".join(d.name for d in datasets), datasets[0].split, questions, candidates,
+                     np.concatenate(labels), np.concatenate(index), tuple(groups),
+                     sum(d.n_questions_raw for d in datasets), sum(d.n_no_correct for d in datasets),
+                     sum(d.n_no_wrong for d in datasets), all(d.filtered for d in datasets))

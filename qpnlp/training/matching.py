@@ -295,19 +295,25 @@ class MatchingRun:
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
-                 pretrained_fallback: int = 0, log=None) -> MatchingRun:
+                 pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None) -> MatchingRun:
     """Train CNM on ``name``'s train split, select on dev, then score each of ``eval_splits`` present once.
 
     Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
     split whose file is absent is skipped (TREC-QA here has no test file).
+    ``extra_train`` names other data sets whose train splits are added to the
+    training data (transfer, e.g. WikiQA for the 93 TREC-QA training
+    questions); dev and evaluation stay ``name``'s own.
     """
-    from qpnlp.data import load_qa
+    from qpnlp.data import concat_qa, load_qa
     from qpnlp.models.cnm import CNM, CNMConfig
 
     from .trainer import seed_everything
 
     seed_everything(config.seed)
     train = limit_questions(load_qa(name, "train", root=root), max_questions)
+    if extra_train:
+        extra = [limit_questions(load_qa(other, "train", root=root), max_questions) for other in extra_train]
+        train = concat_qa([train, *extra], name=train.name)
     dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
     others = {"dev": dev}
     for split in eval_splits:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from qpnlp.data.qa import load_qa, read_qa_tsv
+from qpnlp.data.qa import concat_qa, load_qa, read_qa_tsv
 
 
 def test_grouping_preserves_order_and_filters(fake_root):
@@ -86,3 +86,17 @@ def test_real_qa(data_root, name, split):
         y = ds.labels[g]
         assert not ds.filtered or 0 < y.sum() < len(y)
     assert sum(len(g) for g in ds.groups) == len(ds)
+
+
+def test_concat_shifts_questions_and_groups(fake_root):
+    dev = load_qa("wikiqa", "dev", root=fake_root)
+    both = concat_qa([dev, dev])
+    assert both.name == "wikiqa+wikiqa" and both.n_questions == 4 and len(both) == 10
+    assert both.question_index.tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]
+    assert [g.tolist() for g in both.groups[2:]] == [[5, 6, 7], [8, 9]]
+    assert both.candidates[5] == dev.candidates[0] and both.labels.tolist() == dev.labels.tolist() * 2
+    assert both.n_questions_raw == 8 and both.filtered
+    with pytest.raises(ValueError, match="different splits"):
+        concat_qa([dev, load_qa("wikiqa", "train", root=fake_root)])
+    with pytest.raises(ValueError, match="at least one"):
+        concat_qa([])

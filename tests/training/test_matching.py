@@ -103,3 +103,13 @@ def test_cli_train_save_and_evaluate(data_root, tmp_path, capsys):
     assert "wikiqa dev: MAP" in out
     assert main(["evaluate", str(ckpt), "--dataset", "wikiqa", "--split", "nosuch"]) == 2
     assert "present splits" in capsys.readouterr().err
+
+
+def test_cli_extra_training_data_and_pretrained_fallback(data_root, tmp_path):
+    report = tmp_path / "train.json"
+    assert main(["train", "cnm", "--dataset", "trecqa", "--extra-train", "wikiqa", "--max-questions", "10",
+                 "--epochs", "1", "--num-measurements", "8", "--pretrained-fallback", "1000", "--no-progress",
+                 "--report", str(report)]) == 0
+    train = json.loads(report.read_text())
+    assert train["dataset"] == "trecqa" and train["train_questions"] == 20   # 10 of each train split
+    assert train["vocabulary_size"] >= 1000
