@@ -47,6 +47,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("--frequency-init", default="harmonic", choices=["fixed", "harmonic"])
     p.add_argument("--max-periods", type=float, default=0.0,
                    help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 periods)")
+    p.add_argument("--roughness-penalty", type=float, default=0.0,
+                   help="families II-IV: weight of the mean squared speed of f(u, .) per centre token (0 = off)")
     p.add_argument("--slices", type=int, default=10, help="time slices of the 'sliced' family")
     p.add_argument("--compass", default="trainable", choices=["trainable", "frozen"],
                    help="frozen: first train a static model for --compass-epochs, then freeze its target vectors")
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
         shared_negatives=not args.per_pair_negatives, window=args.window, sample=args.sample, seed=args.seed,
-        device=args.device, workers=args.workers,
+        device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
     )
     model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=ts, n_slices=args.slices,
                      frequency_init=args.frequency_init, max_periods=args.max_periods or None, seed=args.seed)
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     compass_stats = None
     if args.compass == "frozen":
         static = Word2Fun(len(vocab), args.dim, family="static", time_scale=ts, seed=args.seed)
-        ccfg = TrainConfig(**{**cfg.__dict__, "epochs": args.compass_epochs})
+        ccfg = TrainConfig(**{**cfg.__dict__, "epochs": args.compass_epochs, "roughness_penalty": 0.0})
         compass_stats = train_word2fun(static, enc.tokens, enc.doc_ids, enc.times, vocab.counts, ccfg, progress=progress)
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part from the static model as well

@@ -49,9 +49,14 @@ levels go from a quarter period up to ``max_periods`` periods over the span and
 repeat over the coordinates.  The full ladder reaches ``D/8`` periods (8 years
 on a 100-year span with ``D = 100``); such fast coordinates fit year-to-year
 sampling noise, whose amount depends on how mixed a word's contexts are, and
-that noise leaks into change measures.  On the planted-drift benchmark a cap
-of 2.5 periods (40 years) removes that leak while the phases still place the
-transitions to within about 5 years (``benchmarks/word2fun_drift.py``).
+that noise leaks into change measures.  A cap of 2.5 periods (40 years)
+removes that leak but smooths abrupt switches over about 20 years; the
+*roughness penalty* (``TrainConfig.roughness_penalty``, :func:`roughness`:
+the mean squared speed of :math:`f(u, \\cdot)`, a smoothing-spline prior that
+costs an amplitude in proportion to its frequency squared) lets a faster
+ladder follow abrupt switches while damping the noise: the planted-drift
+benchmark uses ``max_periods=6`` with :math:`\\lambda = 2 \\cdot 10^{-5}`
+(``benchmarks/word2fun_drift.py``).
 
 **Training** (:func:`train_word2fun`) is minibatch SGD without autograd:
 batches hold whole centre tokens with all their pairs
@@ -93,6 +98,7 @@ __all__ = [
     "linear_function",
     "time2fun_function",
     "sinusoidal_function",
+    "roughness",
     "word2fun_loss",
     "Word2Fun",
     "TrainConfig",
@@ -535,6 +541,14 @@ class TrainConfig:
     each, fed by a background thread that generates the pairs (faster on
     several cores, not deterministic); ``workers=1`` runs in the calling
     thread with the torch thread setting of the caller.
+
+    ``roughness_penalty`` :math:`\\lambda \\ge 0` (families II-IV) adds
+    :math:`\\lambda\\, \\rho(u)` (:func:`roughness`, the mean squared speed of
+    :math:`f(u, \\cdot)` over the span) to the loss of every centre token of
+    word ``u``: a smoothing-spline prior, so that fast coordinates follow
+    abrupt changes the data support but damp year-to-year sampling noise.
+    Per token, so rare and frequent words are smoothed alike relative to
+    their data.
     """
 
     epochs: int = 5
@@ -548,6 +562,7 @@ class TrainConfig:
     chunk_tokens: int = 500_000
     device: str = "cpu"
     workers: int = 1
+    roughness_penalty: float = 0.0
 
 
 @dataclass
@@ -572,6 +587,47 @@ def _lr_factor(name: str, scale: float) -> float:
     if name == "slope":
         return 1.0 / scale**2
     return 1.0
+
+
+def _span_frequencies(model: "Word2Fun", rows: dict) -> torch.Tensor:
+    """:math:`w = S\\,\\Omega` of the ``D`` amplitude coordinates: (N, D) from gathered rows (III, IV), or (D,) (II)."""
+    S = model.time_scale.scale
+    if model.family not in ("II", "III", "IV"):
+        raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    if model.family == "II":
+        return torch.cat([model.omega_fixed, model.omega_fixed]) * S
+    return torch.cat([rows["omega1"], rows["omega2"]], -1) * S
+
+
+def roughness(model: "Word2Fun", rows: dict) -> torch.Tensor:
+    """Roughness of :math:`f(u, \\cdot)` for gathered rows (see :meth:`Word2Fun.tables`), families II-IV, shape (N,).
+
+    .. math:: \\rho(u) = \\tfrac12 \\sum_{j=1}^{D} (S\\,\\Omega_{u,j} R_{u,j})^2
+
+    with :math:`\\Omega_u = [\\Omega^{(1)}_u; \\Omega^{(2)}_u]`: the mean of
+    :math:`\\lVert \\partial f(u, t) / \\partial s \\rVert^2` over the span, with
+    :math:`s = (t - t_0) / (t_1 - t_0)`, for coordinates completing whole
+    half-periods (otherwise approximately): the first-order Sobolev
+    (smoothing-spline) roughness.  It does not depend on the time scale ``S``
+    and weighs an amplitude by its frequency squared, so slow drift is almost
+    free while fast wiggles are costly.  Differentiable (autograd) in the rows.
+    """
+    return 0.5 * (_span_frequencies(model, rows) * rows["amplitude"]).square().sum(-1)
+
+
+def _add_roughness_steps(model: "Word2Fun", rows: dict, steps: dict, step: float) -> None:
+    """``steps[name] -= step * d rho / d rows[name]`` for the amplitudes and (III, IV) the frequencies.
+
+    :math:`\\partial\\rho/\\partial R_j = w_j^2 R_j` and
+    :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2` with :math:`w = S\\Omega`.
+    """
+    r, w = rows["amplitude"], _span_frequencies(model, rows)
+    steps["amplitude"].addcmul_(w.square(), r, value=-step)
+    if model.family in ("III", "IV"):
+        g = (w * r.square()).mul_(-step * model.time_scale.scale)  # -step * S^2 Omega R^2
+        h = model.dim // 2
+        steps["omega1"].add_(g[:, :h])
+        steps["omega2"].add_(g[:, h:])
 
 
 def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, alpha: float, inplace: bool = False) -> None:
@@ -612,6 +668,7 @@ def centre_sgd_step(
     context: torch.Tensor,
     negatives: torch.Tensor,
     lr: float,
+    roughness_penalty: float = 0.0,
 ) -> float:
     """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
 
@@ -689,6 +746,8 @@ def centre_sgd_step(
     if train_h:  # positives last: fp is overwritten by its gradient
         _scatter_rows(H, context, fp.mul_(gp.mul_(-lr)[:, None]), 1.0, inplace=True)
     row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
+    if roughness_penalty > 0:
+        _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():
         _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale), inplace=True)
@@ -712,7 +771,8 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None) -> tuple
         B = batch.context.shape[0]
         shape = (cfg.negatives,) if cfg.shared_negatives else (B, cfg.negatives)
         neg = sampler.sample(shape, generator=gen)
-        total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr)
+        total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr,
+                                 cfg.roughness_penalty)
         nb += B
         done = batch.progress
 
@@ -832,6 +892,8 @@ def train_word2fun(
         wall time (pair generation, negatives and updates included).
     """
     cfg = config or TrainConfig()
+    if cfg.roughness_penalty > 0 and model.family not in ("II", "III", "IV"):
+        raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     dev = torch.device(cfg.device)
     model.to(dev)
     rng = np.random.default_rng(cfg.seed)

@@ -9,7 +9,7 @@ from qpnlp.data.timestamped import Vocabulary, write_tsv
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.models.word2fun import (
     FAMILIES, TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, centre_sgd_step, fixed_frequencies,
-    harmonic_frequencies, sgd_step, train_word2fun, word2fun_loss,
+    harmonic_frequencies, roughness, sgd_step, train_word2fun, word2fun_loss,
 )
 
 torch.set_num_threads(1)
@@ -125,6 +125,46 @@ def test_sgd_step_equals_autograd_sgd(family, frozen):
         assert torch.allclose(p, q, atol=1e-5), n
     if frozen:
         assert torch.equal(m.compass.weight, randomise(Word2Fun(V, D, family=family, time_scale=TS, n_slices=3), 1).compass.weight)
+
+
+@pytest.mark.parametrize("family", ["II", "III", "IV"])
+def test_roughness_penalty_step_equals_autograd_sgd(family):
+    """The step with ``roughness_penalty`` is SGD on the summed loss plus lambda * rho(u) per centre token."""
+    V, D, lam, lr = 9, 6, 0.01, 0.1
+    m = randomise(Word2Fun(V, D, family=family, time_scale=TS), seed=2)
+    ref = randomise(Word2Fun(V, D, family=family, time_scale=TS), seed=2)
+    words, times = torch.tensor([2, 7, 2, 0]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0])
+    pc, ctx, neg = torch.tensor([0, 0, 1, 2, 3]), torch.tensor([1, 4, 3, 8, 5]), torch.tensor([3, 6, 6])
+    centre_sgd_step(m, words, times, pc, ctx, neg, lr, roughness_penalty=lam)
+    tau = TS.normalise(times)
+    rows = {k: w[i] for k, (w, i) in ref.tables(words, tau).items()}
+    f = ref.function(rows, tau)
+    loss = word2fun_loss(f[pc], ref.compass(ctx), ref.compass(neg), "sum") + lam * roughness(ref, rows).sum()
+    named = [(n, p) for n, p in ref.named_parameters() if p.requires_grad]
+    grads = torch.autograd.grad(loss, [p for _, p in named])
+    with torch.no_grad():
+        for (n, p), gr in zip(named, grads):
+            p -= lr * {"omega1.weight": 1 / 60, "omega2.weight": 1 / 60}.get(n, 1.0) * gr
+    for (n, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+        assert torch.allclose(p, q, atol=1e-5), n
+
+
+def test_roughness_is_the_mean_squared_speed():
+    """rho = mean over the span of |df/ds|^2 (s = fraction of the span) for whole half-periods, any time scale."""
+    for scale in (30.0, 60.0):
+        ts = TimeScale(1900.0, 2000.0, scale)
+        m = randomise(Word2Fun(3, 8, family="IV", time_scale=ts, frequency_init="harmonic"), seed=3)
+        with torch.no_grad():  # 1/4, 1/2, 3/4, 1 periods over the span: whole half-periods for levels 2 and 4
+            m.omega1.weight.copy_(harmonic_frequencies(8, scale).expand(3, 4))
+            m.omega2.weight.copy_(harmonic_frequencies(8, scale).expand(3, 4))
+            m.amplitude.weight[:, [0, 2, 4, 6]] = 0.0
+        words = torch.tensor([0, 1, 2])
+        years = torch.linspace(1900.0, 2000.0, 4001)
+        dfds = torch.diff(m.grid(words, years), dim=0) / (1.0 / 4000)
+        rows = {k: w[i] for k, (w, i) in m.tables(words, torch.zeros(3)).items()}
+        assert torch.allclose(dfds.square().sum(-1).mean(0), roughness(m, rows).detach(), rtol=1e-3)
+    with pytest.raises(ValueError, match="sinusoidal"):
+        roughness(Word2Fun(3, 4, family="linear", time_scale=TS), {})
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -259,7 +299,8 @@ def test_cli_writes_report_checkpoint_and_npz(tmp_path):
     args = parser.parse_args(["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--dim", "8", "--epochs", "1",
                               "--words", "drift00,stable00,nope", "--eras", "3", "--out", str(tmp_path / "ck"),
                               "--report", str(tmp_path / "r.json"), "--export-npz", str(tmp_path / "g.npz"),
-                              "--npz-words", "10", "--no-progress", "--compass", "frozen", "--compass-epochs", "1"])
+                              "--npz-words", "10", "--no-progress", "--compass", "frozen", "--compass-epochs", "1",
+                              "--roughness-penalty", "1e-4"])
     assert args.func(args) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
     assert len(rep["nearest"]["drift00"]) == 3 and len(rep["nearest"]["drift00"][0]["nearest"]) == 8
@@ -268,3 +309,22 @@ def test_cli_writes_report_checkpoint_and_npz(tmp_path):
     assert z["E"].shape == (30, 12, 8) and "drift00" in z["words"].tolist()
     back = Word2FunEmbeddings.load(tmp_path / "ck")
     assert back.model.family == "IV"
+
+
+def test_roughness_penalty_smooths_the_trained_functions():
+    corpus, _ = tiny_drift()
+    vocab = Vocabulary.build(corpus, min_count=3)
+    enc = corpus.encode(vocab)
+    ts = TimeScale(*corpus.span, 30.0)
+    rho = []
+    for lam in (0.0, 5e-3):
+        m = Word2Fun(len(vocab), 12, family="IV", time_scale=ts, frequency_init="harmonic", max_periods=3, seed=1)
+        train_word2fun(m, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
+                       TrainConfig(epochs=2, negatives=16, shared_negatives=True, batch_size=2048, seed=1,
+                                   roughness_penalty=lam))
+        ids = torch.arange(len(vocab))
+        rho.append(roughness(m, {k: w[i] for k, (w, i) in m.tables(ids, torch.zeros(len(vocab))).items()}).mean().item())
+    assert 0 < rho[1] < 0.5 * rho[0]
+    with pytest.raises(ValueError, match="sinusoidal"):
+        train_word2fun(Word2Fun(len(vocab), 4, family="linear", time_scale=ts), enc.tokens, enc.doc_ids, enc.times,
+                       vocab.counts, TrainConfig(epochs=1, roughness_penalty=1e-3))
