@@ -18,12 +18,14 @@ for ``--epochs`` epochs on ``--threads`` threads (Word2Fun: hogwild workers
 with one torch thread each; gensim: ``workers``).
 
 The Word2Fun hyper-parameters (family IV, harmonic frequencies up to
-``--max-periods`` periods over the span, time scale 30, batches of 8192 pairs
-with 32 shared negatives) were selected on generator seeds 1-4 (main and
-shuffled control); the reported table uses ``--seed 0``, not seen during
-selection.  ``uptime`` load averages are recorded before and after each model
-because the machine may be shared: tokens/s are only comparable within one
-run.
+``--max-periods`` 6 periods over the span with a roughness penalty of
+``--roughness-penalty`` 2e-5, time scale 30, batches of 8192 pairs with 32
+shared negatives) were selected on generator seeds 1-4 (main and shuffled
+control; ``benchmarks/results/word2fun/NOTES.md``); the reported table uses
+``--seed 0``, not seen during selection.  The roughness penalty applies to
+the sinusoidal families (II-IV) only.  ``uptime`` load averages are recorded
+before and after each model because the machine may be shared: tokens/s are
+only comparable within one run.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
                      frequency_init=args.frequency_init, max_periods=args.max_periods or None, n_slices=args.slices,
                      seed=args.seed)
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
-                      shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads)
+                      shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
+                      roughness_penalty=args.roughness_penalty if family in ("II", "III", "IV") else 0.0)
     st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts, cfg, progress=args.progress)
     emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
     topic = [w for tw in truth.topic_words for w in tw]
@@ -79,8 +82,10 @@ def main() -> None:
     ap.add_argument("--targets", type=int, default=60)
     ap.add_argument("--families", default="IV", help="comma-separated Word2Fun families, one row each")
     ap.add_argument("--frequency-init", default="harmonic")
-    ap.add_argument("--max-periods", type=float, default=2.5,
+    ap.add_argument("--max-periods", type=float, default=6.0,
                     help="fastest initial frequency, in periods over the span (0 = the full harmonic ladder)")
+    ap.add_argument("--roughness-penalty", type=float, default=2e-5,
+                    help="weight of the mean squared speed of f(u, .) per centre token (TrainConfig.roughness_penalty)")
     ap.add_argument("--time-scale", type=float, default=30.0)
     ap.add_argument("--slices", type=int, default=10)
     ap.add_argument("--dim", type=int, default=100)
