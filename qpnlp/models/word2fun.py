@@ -704,6 +704,9 @@ def centre_sgd_step(
     negatives : torch.Tensor, shape (k,) or (B, k)
         Negatives shared by the batch, or per pair.
     lr : float
+    roughness_penalty : float
+        :math:`\\lambda`: adds :math:`\\lambda\\,\\rho(u_n)` (:func:`roughness`) per centre
+        token to the loss (families II-IV); its gradient joins the rows' steps.
 
     Returns
     -------
