@@ -564,6 +564,15 @@ class TrainConfig:
     workers: int = 1
     roughness_penalty: float = 0.0
 
+    def __post_init__(self) -> None:
+        positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
+                        window=self.window, chunk_tokens=self.chunk_tokens, workers=self.workers)
+        bad = {k: v for k, v in positive.items() if not v > 0}
+        if bad:
+            raise ValueError(f"these training settings must be positive: {bad}")
+        if self.sample < 0 or self.roughness_penalty < 0:
+            raise ValueError(f"sample and roughness_penalty must be >= 0; got {self.sample}, {self.roughness_penalty}")
+
 
 @dataclass
 class TrainStats:

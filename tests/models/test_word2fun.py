@@ -328,3 +328,10 @@ def test_roughness_penalty_smooths_the_trained_functions():
     with pytest.raises(ValueError, match="sinusoidal"):
         train_word2fun(Word2Fun(len(vocab), 4, family="linear", time_scale=ts), enc.tokens, enc.doc_ids, enc.times,
                        vocab.counts, TrainConfig(epochs=1, roughness_penalty=1e-3))
+
+
+@pytest.mark.parametrize("bad", [dict(lr=0.0), dict(epochs=0), dict(negatives=0), dict(workers=0),
+                                 dict(sample=-1e-3), dict(roughness_penalty=-1.0)])
+def test_bad_train_config_is_rejected(bad):
+    with pytest.raises(ValueError, match="must be"):
+        TrainConfig(**bad)
