@@ -14,6 +14,12 @@ from tqdm.auto import tqdm
 
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
+from .sparse_rmsprop import SparseRMSprop
+
+
+OPTIMIZERS = ("adam", "rmsprop")
+KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
+
 
 @dataclass
 class TrainConfig:
@@ -21,7 +27,10 @@ class TrainConfig:
 
     ``lr`` applies to dense parameters (Adam with ``weight_decay``),
     ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
-    touches the rows of the batch). Early stopping keeps the parameters of the
+    touches the rows of the batch). ``optimizer="rmsprop"`` uses RMSprop
+    instead (the thesis' QPDN optimiser, Table 5.4), with
+    :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop` on the tables and
+    Keras' constants (rho 0.9, eps 1e-7). Early stopping keeps the parameters of the
     epoch with the best dev accuracy and stops after ``patience`` epochs
     without improvement.
     """
@@ -36,8 +45,11 @@ class TrainConfig:
     device: str = "cpu"
     max_len: int | None = None
     progress: bool = True
+    optimizer: str = "adam"
 
     def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
         if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
             raise ValueError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
                              f"{self.batch_size}, {self.patience}")
@@ -66,6 +78,8 @@ def seed_everything(seed: int) -> None:
 class Optimisers:
     """SparseAdam for sparse embedding tables, Adam for everything else (one step() and zero_grad() for both).
 
+    With ``config.optimizer == "rmsprop"``: SparseRMSprop and RMSprop.
+
     Only the rows of a batch are touched in the embedding tables, so a training
     step costs about as much as forward + backward (benchmarks/qpdn_train_step.py).
     """
@@ -79,10 +93,14 @@ class Optimisers:
                 sparse_ids.add(id(module.weight))
         dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
         self.optimisers = []
+        rmsprop = config.optimizer == "rmsprop"
         if sparse:
-            self.optimisers.append(torch.optim.SparseAdam(sparse, lr=config.embedding_lr))
+            self.optimisers.append(SparseRMSprop(sparse, lr=config.embedding_lr, **KERAS_RMSPROP) if rmsprop
+                                   else torch.optim.SparseAdam(sparse, lr=config.embedding_lr))
         if dense:
-            self.optimisers.append(torch.optim.Adam(dense, lr=config.lr, weight_decay=config.weight_decay))
+            dense_type = torch.optim.RMSprop if rmsprop else torch.optim.Adam
+            extra = KERAS_RMSPROP if rmsprop else {}
+            self.optimisers.append(dense_type(dense, lr=config.lr, weight_decay=config.weight_decay, **extra))
 
     def zero_grad(self) -> None:
         for opt in self.optimisers:

@@ -113,3 +113,16 @@ def test_prepare_with_pretrained_fallback_keeps_unseen_test_words():
     assert fallback.pretrained_matrix[movie].tolist() == [2.0, 3.0]
     with pytest.raises(ValueError, match="needs pretrained"):
         prepare(data, split, None, pretrained_fallback=3)
+
+
+def test_rmsprop_option_learns_the_toy_task_and_touches_only_batch_rows():
+    torch.manual_seed(0)
+    model = _model()
+    config = TrainConfig(epochs=8, lr=1e-2, embedding_lr=1e-2, batch_size=16, optimizer="rmsprop", progress=False)
+    opts = Optimisers(model, config)
+    assert type(opts.optimisers[0]).__name__ == "SparseRMSprop"
+    assert isinstance(opts.optimisers[1], torch.optim.RMSprop)
+    fit(model, _toy(), _toy(seed=1), config)
+    assert accuracy(model, _toy(seed=2)) > 0.9
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        TrainConfig(optimizer="sgd")
