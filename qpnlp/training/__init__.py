@@ -1,7 +1,8 @@
 """Training loops, experiment protocols and checkpoints."""
 
 from .checkpoint import build_model, load_checkpoint, save_checkpoint
+from .sparse_rmsprop import SparseRMSprop
 from .trainer import FitResult, Optimisers, TrainConfig, accuracy, fit, predict, seed_everything, train_step
 
 __all__ = ["TrainConfig", "FitResult", "Optimisers", "fit", "predict", "accuracy", "seed_everything", "train_step",
-           "save_checkpoint", "load_checkpoint", "build_model"]
+           "save_checkpoint", "load_checkpoint", "build_model", "SparseRMSprop"]
