@@ -13,6 +13,7 @@ from qpnlp.data.pretrained import (
     from_matrix,
     load_glove_50d,
     load_glove_text,
+    with_pretrained_fallback,
 )
 from qpnlp.data.protocols import Split, carve_dev, splits
 from qpnlp.data.qa import QA_DATASETS, QADataset, concat_qa, load_qa, read_qa_tsv
@@ -54,4 +55,5 @@ __all__ = [
     "split_sentences",
     "splits",
     "tokenize",
+    "with_pretrained_fallback",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "from_matrix",
     "load_glove_50d",
     "load_glove_text",
+    "with_pretrained_fallback",
 ]
 
 
@@ -246,6 +247,26 @@ class OOVReport:
 
 
 UnkInit = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
+
+
+def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | None, n: int) -> Vocabulary:
+    """``vocab`` with the first ``n`` pretrained words appended (a *pretrained fallback vocabulary*).
+
+    For GloVe the first words are the most frequent. Dev and test words unseen
+    in training then keep their pretrained vectors instead of ``<unk>``; no dev
+    or test text is used (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`).
+    ``n = 0`` returns ``vocab`` itself.
+
+    Raises
+    ------
+    ValueError
+        For ``n > 0`` without pretrained vectors.
+    """
+    if not n:
+        return vocab
+    if pretrained is None:
+        raise ValueError("pretrained_fallback needs pretrained vectors")
+    return vocab.with_extra_words(pretrained.words, max_new=n)
 
 
 def embedding_matrix_for(

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from qpnlp.data import (ClassificationDataset, EncodedTexts, PretrainedVectors, Split, Vocabulary,
-                        embedding_matrix_for)
+                        embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
 
 from .trainer import TrainConfig, accuracy, fit, seed_everything
@@ -52,16 +52,11 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
 
     ``pretrained_fallback = n > 0`` appends the n first (for GloVe: most
     frequent) pretrained words to the vocabulary
-    (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`), so dev and test
-    words unseen in training keep their pretrained vectors; no dev or test
-    text is used to build the vocabulary.
+    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`).
     """
     train, dev, test = split.subsets(dataset)
-    vocab = Vocabulary.build(train.texts, min_freq=min_freq)
-    if pretrained_fallback:
-        if pretrained is None:
-            raise ValueError("pretrained_fallback needs pretrained vectors")
-        vocab = vocab.with_extra_words(pretrained.words, max_new=pretrained_fallback)
+    vocab = with_pretrained_fallback(Vocabulary.build(train.texts, min_freq=min_freq), pretrained,
+                                     pretrained_fallback)
     encode = lambda part: EncodedTexts(vocab.encode_many(part.texts), part.labels)  # noqa: E731
     matrix, oov = None, None
     if pretrained is not None:

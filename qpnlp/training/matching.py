@@ -30,7 +30,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from qpnlp.data import PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch
+from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch,
+                        with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
@@ -92,17 +93,15 @@ def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: Pretr
     """Vocabulary from the training questions and candidates; encoded splits; aligned pretrained matrix.
 
     ``pretrained_fallback = n > 0`` appends the first n pretrained words
-    (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`), so a dev or test
+    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`), so a dev or test
     word unseen in training keeps its own pretrained state (and an exact
     question-answer word overlap stays visible) instead of becoming ``<unk>``.
 
     Returns ``(vocab, encoded: dict split -> EncodedQA, matrix or None, oov_rate or None)``.
     """
-    vocab = Vocabulary.build(train.question_tokens() + train.candidate_tokens(), min_freq=min_freq)
-    if pretrained_fallback:
-        if pretrained is None:
-            raise ValueError("pretrained_fallback needs pretrained vectors")
-        vocab = vocab.with_extra_words(pretrained.words, max_new=pretrained_fallback)
+    vocab = with_pretrained_fallback(
+        Vocabulary.build(train.question_tokens() + train.candidate_tokens(), min_freq=min_freq), pretrained,
+        pretrained_fallback)
     encoded = {"train": encode_qa(train, vocab), **{k: encode_qa(v, vocab) for k, v in others.items()}}
     matrix, oov = None, None
     if pretrained is not None:
