@@ -42,7 +42,8 @@ import torch
 from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
 from qpnlp.data.timestamped import Vocabulary
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
-from qpnlp.models.word2fun import TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, train_word2fun
+from qpnlp.models.word2fun import (SINUSOIDAL_FAMILIES, TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings,
+                                   train_word2fun)
 
 
 def load() -> list[float]:
@@ -57,7 +58,7 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
                      seed=args.seed)
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
                       shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
-                      roughness_penalty=args.roughness_penalty if family in ("II", "III", "IV") else 0.0)
+                      roughness_penalty=args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0)
     st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts, cfg, progress=args.progress)
     emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
     topic = [w for tw in truth.topic_words for w in tw]

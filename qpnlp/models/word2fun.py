@@ -92,6 +92,7 @@ from qpnlp.models.skipgram import NegativeSampler, iter_centre_batches, keep_pro
 
 __all__ = [
     "FAMILIES",
+    "SINUSOIDAL_FAMILIES",
     "TimeScale",
     "fixed_frequencies",
     "harmonic_frequencies",
@@ -110,6 +111,8 @@ __all__ = [
 ]
 
 FAMILIES = ("static", "sliced", "linear", "time2fun", "II", "III", "IV")
+#: The sinusoidal families of thesis Table 4.1 (amplitudes R and frequencies Omega; even dimension).
+SINUSOIDAL_FAMILIES = ("II", "III", "IV")
 
 
 @dataclass(frozen=True)
@@ -293,7 +296,7 @@ class Word2Fun(nn.Module):
         super().__init__()
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
-        if family in ("II", "III", "IV") and dim % 2:
+        if family in SINUSOIDAL_FAMILIES and dim % 2:
             raise ValueError(f"family {family} needs an even dim; got {dim}")
         self.vocab_size, self.dim, self.family = int(vocab_size), int(dim), family
         self.time_scale = time_scale or TimeScale(0.0, 1.0)
@@ -331,7 +334,7 @@ class Word2Fun(nn.Module):
             # shared frequencies, sin(Omega tau) starts at 0 for tau = 0
             full = torch.cat([omega, omega]) if omega is not None else torch.ones(D)
             self.omega = nn.Parameter(full.clone())
-        if family in ("II", "III", "IV"):
+        if family in SINUSOIDAL_FAMILIES:
             self.amplitude = emb(V, D)
             self.register_buffer("omega_fixed", omega)
         if family in ("III", "IV"):
@@ -387,7 +390,7 @@ class Word2Fun(nn.Module):
         out = {"base": (self.base.weight, words)}
         if fam == "linear":
             out["slope"] = (self.slope.weight, words)
-        if fam in ("II", "III", "IV"):
+        if fam in SINUSOIDAL_FAMILIES:
             out["amplitude"] = (self.amplitude.weight, words)
         if fam in ("III", "IV"):
             out["omega1"] = (self.omega1.weight, words)
@@ -507,7 +510,7 @@ class Word2Fun(nn.Module):
         """
         b = self.base(words)  # the static part; slice 0 for the "sliced" family
         nan = torch.full((words.shape[0],), float("nan"))
-        if self.family in ("II", "III", "IV"):
+        if self.family in SINUSOIDAL_FAMILIES:
             ratio = self.amplitude(words).abs().mean(-1) / b.abs().mean(-1)
         elif self.family == "linear":
             ratio = self.slope(words).abs().mean(-1) / b.abs().mean(-1)
@@ -601,7 +604,7 @@ def _lr_factor(name: str, scale: float) -> float:
 def _span_frequencies(model: "Word2Fun", rows: dict) -> torch.Tensor:
     """:math:`w = S\\,\\Omega` of the ``D`` amplitude coordinates: (N, D) from gathered rows (III, IV), or (D,) (II)."""
     S = model.time_scale.scale
-    if model.family not in ("II", "III", "IV"):
+    if model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     if model.family == "II":
         return torch.cat([model.omega_fixed, model.omega_fixed]) * S
@@ -904,7 +907,7 @@ def train_word2fun(
         wall time (pair generation, negatives and updates included).
     """
     cfg = config or TrainConfig()
-    if cfg.roughness_penalty > 0 and model.family not in ("II", "III", "IV"):
+    if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     dev = torch.device(cfg.device)
     model.to(dev)
