@@ -9,6 +9,7 @@ the test part once with the selected parameters.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,13 +87,20 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
 
 def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None,
               model_options: dict, train_config: TrainConfig, *,
-              pretrained_fallback: int = 0) -> tuple[SplitResult, nn.Module, Prepared, dict]:
-    """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`)."""
+              pretrained_fallback: int = 0,
+              on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
+              ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
+    """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`).
+
+    ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
+    (its dict joins each epoch's history; it does not affect selection).
+    """
     seed_everything(train_config.seed)
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
     model, config = build_classifier(kind, prepared, dataset.n_classes, model_options, train_config.seed)
     start = time.perf_counter()
-    result = fit(model, prepared.train, prepared.dev, train_config)
+    observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
+    result = fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer)
     test_acc = accuracy(model, prepared.test, device=train_config.device, max_len=train_config.max_len)
     return (SplitResult(split.name, test_acc, result.best_dev_accuracy, result.best_epoch,
                         time.perf_counter() - start, result.history), model, prepared, config)

@@ -237,7 +237,7 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
 
 
 def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: MatchingConfig,
-                 log=None) -> MatchingFitResult:
+                 log=None, on_epoch=None) -> MatchingFitResult:
     """Train with early stopping on dev MAP; the model ends with its best-dev parameters.
 
     Parameters
@@ -249,6 +249,10 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     config : MatchingConfig
     log : callable, optional
         Called with each epoch's history dict.
+    on_epoch : callable, optional
+        ``on_epoch(model) -> dict``, called after each epoch's dev score (model
+        in eval mode); its dict joins that epoch's history entry before
+        ``log``. An observer only: selection stays on dev MAP.
     """
     device = torch.device(config.device)
     model.to(device)
@@ -260,6 +264,8 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
         loss = _train_epoch(model, optimisers, train, config, epoch, device)
         dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len))
         history.append(dict(epoch=epoch, train_loss=loss, dev=dev_metrics, seconds=time.perf_counter() - start))
+        if on_epoch is not None:
+            history[-1].update(on_epoch(model))
         if log is not None:
             log(history[-1])
         if dev_metrics["map"] > best[0]:
@@ -294,7 +300,8 @@ class MatchingRun:
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
-                 pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None) -> MatchingRun:
+                 pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None,
+                 observe_splits: tuple[str, ...] = ()) -> MatchingRun:
     """Train CNM on ``name``'s train split, select on dev, then score each of ``eval_splits`` present once.
 
     Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
@@ -302,6 +309,11 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     ``extra_train`` names other data sets whose train splits are added to the
     training data (transfer, e.g. WikiQA for the 93 TREC-QA training
     questions); dev and evaluation stay ``name``'s own.
+
+    ``observe_splits`` (a diagnostic) also scores those splits after every
+    epoch, into the history as ``"<split>": metrics``; it never affects the
+    selection (dev MAP) nor the reported evaluation, which stays the single
+    score of the selected parameters.
     """
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models.cnm import CNM, CNMConfig
@@ -315,8 +327,8 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         train = concat_qa([train, *extra], name=train.name)
     dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
     others = {"dev": dev}
-    for split in eval_splits:
-        if split != "dev":
+    for split in (*eval_splits, *observe_splits):
+        if split not in others:
             try:
                 others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
             except FileNotFoundError:
@@ -327,7 +339,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     cnm_config = CNMConfig(num_words=len(vocab), **{**model_options, "dim": dim})
     model = CNM(cnm_config, pretrained=matrix, generator=torch.Generator().manual_seed(config.seed))
     n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
-    fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log)
+    observer = None
+    if observe_splits:
+        observer = lambda m: {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device,  # noqa: E731
+                                                                   max_len=config.max_len))
+                              for split in observe_splits if split in encoded}
+    fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer)
     evaluation = {split: metrics_dict(evaluate_ranking(model, encoded[split], device=config.device,
                                                        max_len=config.max_len))
                   for split in eval_splits if split in encoded}

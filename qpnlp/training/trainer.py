@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -135,8 +136,16 @@ def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
     return float((predict(model, data, **kwargs).argmax(-1) == data.labels).float().mean())
 
 
-def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainConfig) -> FitResult:
-    """Train with early stopping on dev accuracy; the model ends with its best-dev parameters."""
+def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainConfig,
+        on_epoch: Callable[[nn.Module], dict] | None = None) -> FitResult:
+    """Train with early stopping on dev accuracy; the model ends with its best-dev parameters.
+
+    ``on_epoch(model)``, if given, is called after each epoch's dev score
+    (the model in eval mode) and the dict it returns is merged into that
+    epoch's ``history`` entry. It observes only: selection stays on dev
+    accuracy (e.g. ``benchmarks/qpdn_test_curve.py`` uses it to measure
+    what reporting the best test epoch would have added).
+    """
     device = torch.device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
@@ -155,6 +164,8 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
         dev_acc = accuracy(model, dev, device=device, max_len=config.max_len)
         history.append(dict(epoch=epoch, train_loss=float(np.mean(losses)), dev_accuracy=dev_acc,
                             seconds=time.perf_counter() - start))
+        if on_epoch is not None:
+            history[-1].update(on_epoch(model))
         if dev_acc > best[0]:
             best, waited = (dev_acc, epoch, copy.deepcopy(model.state_dict())), 0
         else:

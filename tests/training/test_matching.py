@@ -113,3 +113,21 @@ def test_cli_extra_training_data_and_pretrained_fallback(data_root, tmp_path):
     train = json.loads(report.read_text())
     assert train["dataset"] == "trecqa" and train["train_questions"] == 20   # 10 of each train split
     assert train["vocabulary_size"] >= 1000
+
+
+def test_observed_splits_join_the_history_without_changing_selection_or_results(data_root):
+    """``observe_splits`` scores test after every epoch; dev, selection and the final test score are unchanged."""
+    from qpnlp.training.matching import run_matching
+
+    def run(observe):
+        config = MatchingConfig(epochs=3, patience=3, batch_size=8, progress=False, seed=1)
+        return run_matching("wikiqa", dict(dim=8, num_measurements=8), config, pretrained=None, root=data_root,
+                            max_questions=12, observe_splits=observe)
+
+    plain, observed = run(()), run(("test",))
+    assert observed.dev == plain.dev and observed.best_epoch == plain.best_epoch
+    assert observed.evaluation == plain.evaluation
+    assert all("test" not in h for h in plain.history)
+    curve = [h["test"] for h in observed.history]
+    assert len(curve) == len(observed.history) and all(0.0 <= m["map"] <= 1.0 for m in curve)
+    assert curve[observed.best_epoch - 1] == observed.evaluation["test"]

@@ -56,6 +56,21 @@ def test_training_is_deterministic_for_a_seed():
     assert torch.equal(runs[0], runs[1])
 
 
+def test_on_epoch_observer_joins_the_history_without_changing_training():
+    """The observer's dict lands in each epoch's history; the trained weights equal those of a run without it."""
+    weights, histories = [], []
+    for observer in (None, lambda m: dict(test_accuracy=accuracy(m, _toy(seed=2)), training=m.training)):
+        torch.manual_seed(0)
+        model = _model(seed=5)
+        result = fit(model, _toy(), _toy(seed=1), TrainConfig(epochs=3, progress=False, seed=3), on_epoch=observer)
+        weights.append(model.classifier.weight.detach().clone())
+        histories.append(result.history)
+    assert torch.equal(weights[0], weights[1])
+    assert all("test_accuracy" not in h for h in histories[0])
+    assert [0.0 <= h["test_accuracy"] <= 1.0 for h in histories[1]] == [True] * 3
+    assert not any(h["training"] for h in histories[1])
+
+
 @pytest.mark.parametrize("kw", [{}, dict(complete=True, dim=4), dict(weighting="idf")])
 def test_checkpoint_round_trip(tmp_path, kw):
     config = QPDNConfig(num_words=20, num_classes=2, **{"dim": 6, "num_measurements": 4, **kw})
