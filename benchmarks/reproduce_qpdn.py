@@ -60,7 +60,7 @@ def run_dataset(name: str, args, glove) -> dict:
         observer = None
         if args.best_test_epoch_diagnostic:
             observer = lambda model, prepared: dict(  # noqa: E731
-                test_accuracy=accuracy(model, prepared.test, max_len=args.max_len))
+                test_accuracy=accuracy(model, prepared.test, device=config.device, max_len=args.max_len))
         results, start = [], time.perf_counter()
         for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
             if args.max_splits is not None and i >= args.max_splits:

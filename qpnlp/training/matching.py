@@ -35,7 +35,7 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
-from .trainer import TrainConfig, Optimisers
+from .trainer import Optimisers, TrainConfig, merge_observation
 
 LOSSES = ("triplet", "pointwise")
 
@@ -265,7 +265,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
         dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len))
         history.append(dict(epoch=epoch, train_loss=loss, dev=dev_metrics, seconds=time.perf_counter() - start))
         if on_epoch is not None:
-            history[-1].update(on_epoch(model))
+            merge_observation(history[-1], on_epoch(model))
         if log is not None:
             log(history[-1])
         if dev_metrics["map"] > best[0]:

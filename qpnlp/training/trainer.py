@@ -136,6 +136,14 @@ def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
     return float((predict(model, data, **kwargs).argmax(-1) == data.labels).float().mean())
 
 
+def merge_observation(entry: dict, observed: dict) -> None:
+    """Add an epoch observer's values to a history entry; a key the trainer already wrote is an error."""
+    clash = sorted(set(observed) & set(entry))
+    if clash:
+        raise ValueError(f"on_epoch returned keys that the trainer writes itself: {clash}")
+    entry.update(observed)
+
+
 def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainConfig,
         on_epoch: Callable[[nn.Module], dict] | None = None) -> FitResult:
     """Train with early stopping on dev accuracy; the model ends with its best-dev parameters.
@@ -143,8 +151,10 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     ``on_epoch(model)``, if given, is called after each epoch's dev score
     (the model in eval mode) and the dict it returns is merged into that
     epoch's ``history`` entry. It observes only: selection stays on dev
-    accuracy (e.g. ``benchmarks/qpdn_test_curve.py`` uses it to measure
-    what reporting the best test epoch would have added).
+    accuracy (``benchmarks/reproduce_qpdn.py --best-test-epoch-diagnostic``
+    uses it to measure what reporting the best test epoch would have added).
+    Its keys must not collide with the trainer's own (``epoch``,
+    ``train_loss``, ``dev_accuracy``, ``seconds``).
     """
     device = torch.device(config.device)
     model.to(device)
@@ -165,7 +175,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
         history.append(dict(epoch=epoch, train_loss=float(np.mean(losses)), dev_accuracy=dev_acc,
                             seconds=time.perf_counter() - start))
         if on_epoch is not None:
-            history[-1].update(on_epoch(model))
+            merge_observation(history[-1], on_epoch(model))
         if dev_acc > best[0]:
             best, waited = (dev_acc, epoch, copy.deepcopy(model.state_dict())), 0
         else:

@@ -69,6 +69,8 @@ def test_on_epoch_observer_joins_the_history_without_changing_training():
     assert all("test_accuracy" not in h for h in histories[0])
     assert [0.0 <= h["test_accuracy"] <= 1.0 for h in histories[1]] == [True] * 3
     assert not any(h["training"] for h in histories[1])
+    with pytest.raises(ValueError, match="dev_accuracy"):
+        fit(_model(), _toy(), _toy(seed=1), TrainConfig(epochs=1, progress=False), on_epoch=lambda m: {"dev_accuracy": 1})
 
 
 @pytest.mark.parametrize("kw", [{}, dict(complete=True, dim=4), dict(weighting="idf")])
