@@ -33,6 +33,12 @@ class ComplexWordEmbedding(nn.Module):
         Phases uniform in :math:`[-\pi, \pi)` (the papers), all zero, or
         :math:`\pi` where the pretrained value is negative with amplitude
         :math:`|x|` (the state then equals the real vector ``x / ||x||``).
+    unit_amplitudes : bool
+        Scale every initial amplitude row to unit norm (one reading of the
+        thesis' "amplitudes initialized by L2-norm"). The states are
+        unchanged (they are normalised anyway); what changes is the raw norm
+        :math:`\|r\|`, so amplitude-norm word weights start uniform
+        instead of following the pretrained norms. Zero rows stay zero.
     sparse : bool
         Sparse gradients: a training step touches only the rows in the batch.
     freeze_amplitude, freeze_phase : bool
@@ -54,7 +60,8 @@ class ComplexWordEmbedding(nn.Module):
     """
 
     def __init__(self, num_words: int, dim: int, *, pretrained: torch.Tensor | None = None,
-                 phase_init: str = "uniform", sparse: bool = True, freeze_amplitude: bool = False,
+                 phase_init: str = "uniform", unit_amplitudes: bool = False, sparse: bool = True,
+                 freeze_amplitude: bool = False,
                  freeze_phase: bool = False, dtype: torch.dtype = torch.float32, padding_idx: int = PAD_ID,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
@@ -65,6 +72,9 @@ class ComplexWordEmbedding(nn.Module):
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
         amplitude = self._initial_amplitude(num_words, dim, pretrained, dtype, generator)
+        if unit_amplitudes:
+            norms = torch.linalg.vector_norm(amplitude, dim=-1, keepdim=True)
+            amplitude = torch.where(norms > 0, amplitude / norms.clamp_min(torch.finfo(dtype).tiny), amplitude)
         phase = self._initial_phase(phase_init, amplitude, dtype, generator)
         if phase_init == "sign":
             amplitude = amplitude.abs()

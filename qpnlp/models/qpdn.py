@@ -50,6 +50,9 @@ class QPDNConfig(JsonConfig):
         real and imaginary parts of rho instead of projectors).
     phase_init : str
         ``uniform`` | ``zero`` | ``sign``.
+    unit_amplitudes : bool
+        Initial amplitude rows scaled to unit norm (see
+        :class:`ComplexWordEmbedding`): amplitude-norm weights start uniform.
     freeze_amplitude : bool
         Keep the pretrained amplitudes fixed.
     dropout : float
@@ -69,6 +72,7 @@ class QPDNConfig(JsonConfig):
     train_measurements: bool = True
     head: str = "measurement"
     phase_init: str = "uniform"
+    unit_amplitudes: bool = False
     freeze_amplitude: bool = False
     dropout: float = 0.0
     complex128: bool = False
@@ -125,6 +129,7 @@ class QPDN(nn.Module):
         cplx = torch.complex128 if config.complex128 else torch.complex64
         self.embedding = ComplexWordEmbedding(
             config.num_words, config.dim, pretrained=pretrained, phase_init=config.phase_init,
+            unit_amplitudes=config.unit_amplitudes,
             freeze_amplitude=config.freeze_amplitude, dtype=real, generator=generator)
         self.weighting = WordWeighting(config.num_words, config.weighting, idf=idf, dtype=real)
         if config.head == "measurement":

@@ -39,6 +39,22 @@ class TestComplexWordEmbedding:
         assert states.dtype == torch.complex128
         assert_allclose(states.detach(), (pretrained[2:] / pretrained[2:].norm(dim=-1, keepdim=True)).to(torch.complex128))
 
+    def test_unit_amplitudes_keep_the_states_and_make_the_norms_one(self):
+        pretrained = torch.randn(6, 4, generator=_gen(3), dtype=torch.float64) * 5
+        pretrained[4] = 0.0                                      # a zero row (e.g. no pretrained vector) stays zero
+        raw = ComplexWordEmbedding(6, 4, pretrained=pretrained, phase_init="sign", dtype=torch.float64)
+        unit = ComplexWordEmbedding(6, 4, pretrained=pretrained, phase_init="sign", unit_amplitudes=True,
+                                    dtype=torch.float64)
+        ids = torch.tensor([1, 2, 3, 5])
+        (s_raw, n_raw), (s_unit, n_unit) = (tuple(t.detach() for t in e(ids)) for e in (raw, unit))
+        assert_allclose(s_unit, s_raw)
+        assert_allclose(n_unit, torch.ones(4, dtype=torch.float64))
+        assert not torch.allclose(n_raw, n_unit)
+        assert float(unit.amplitude.weight.detach()[4].abs().max()) == 0.0
+        model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=4, num_measurements=3, unit_amplitudes=True),
+                     pretrained=pretrained.float())
+        assert_allclose(model.embedding(ids)[1].detach(), torch.ones(4))
+
     def test_sparse_gradients_touch_only_batch_rows(self):
         emb = ComplexWordEmbedding(100, 4, generator=_gen())
         states, norms = emb(torch.tensor([[3, 7, 7, 0]]))
