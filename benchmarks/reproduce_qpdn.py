@@ -38,12 +38,11 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from qpnlp.data import load_classification, load_glove_50d, splits
 from qpnlp.training import TrainConfig, accuracy
-from qpnlp.training.classification import run_split, summarise
+from qpnlp.training.classification import mean_std, run_split, summarise
 
 PUBLISHED = {"CR": 81.0, "MPQA": 87.0, "MR": 80.1, "SST2": 83.9, "SUBJ": 92.7, "TREC": 88.2}
 MODELS = {"qpdn": "QPDN", "real_bow": "real 2d BoW"}
@@ -79,9 +78,8 @@ def run_dataset(name: str, args, glove) -> dict:
 
 def best_test_epoch_summary(results) -> dict:
     """Mean / std over splits of the best per-epoch test accuracy (the public code's reporting; diagnostic)."""
-    best = np.array([max(h["test_accuracy"] for h in r.history) for r in results])
-    return dict(mean=float(best.mean()), std=float(best.std(ddof=1)) if len(best) > 1 else 0.0,
-                per_split=best.tolist())
+    best = [max(h["test_accuracy"] for h in r.history) for r in results]
+    return dict(**mean_std(best), per_split=best)
 
 
 def table(rows: list[dict], args) -> str:

@@ -72,9 +72,9 @@ class ComplexWordEmbedding(nn.Module):
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
         amplitude = self._initial_amplitude(num_words, dim, pretrained, dtype, generator)
-        if unit_amplitudes:
-            norms = torch.linalg.vector_norm(amplitude, dim=-1, keepdim=True)
-            amplitude = torch.where(norms > 0, amplitude / norms.clamp_min(torch.finfo(dtype).tiny), amplitude)
+        if unit_amplitudes:  # a zero row divided by the clamped norm stays zero
+            amplitude = amplitude / torch.linalg.vector_norm(amplitude, dim=-1, keepdim=True).clamp_min(
+                torch.finfo(dtype).tiny)
         phase = self._initial_phase(phase_init, amplitude, dtype, generator)
         if phase_init == "sign":
             amplitude = amplitude.abs()

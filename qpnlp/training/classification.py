@@ -106,8 +106,13 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
                         time.perf_counter() - start, result.history), model, prepared, config)
 
 
+def mean_std(values) -> dict:
+    """``{"mean", "std"}`` of per-split scores (sample std, ddof=1, when more than one; else 0)."""
+    values = np.asarray(values, dtype=float)
+    return dict(mean=float(values.mean()), std=float(values.std(ddof=1)) if len(values) > 1 else 0.0)
+
+
 def summarise(results: list[SplitResult]) -> dict:
-    """Mean and standard deviation (ddof=1 when more than one split) of test accuracy."""
-    acc = np.array([r.test_accuracy for r in results])
-    return dict(mean=float(acc.mean()), std=float(acc.std(ddof=1)) if len(acc) > 1 else 0.0, n=len(acc),
+    """Mean and standard deviation (:func:`mean_std`) of test accuracy, with every split's result."""
+    return dict(**mean_std([r.test_accuracy for r in results]), n=len(results),
                 per_split=[r.__dict__ for r in results])

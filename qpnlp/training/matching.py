@@ -339,14 +339,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     cnm_config = CNMConfig(num_words=len(vocab), **{**model_options, "dim": dim})
     model = CNM(cnm_config, pretrained=matrix, generator=torch.Generator().manual_seed(config.seed))
     n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
-    observer = None
-    if observe_splits:
-        observer = lambda m: {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device,  # noqa: E731
-                                                                   max_len=config.max_len))
-                              for split in observe_splits if split in encoded}
+    def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
+        return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device, max_len=config.max_len))
+                for split in splits if split in encoded}
+
+    observer = (lambda m: score(m, observe_splits)) if observe_splits else None
     fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer)
-    evaluation = {split: metrics_dict(evaluate_ranking(model, encoded[split], device=config.device,
-                                                       max_len=config.max_len))
-                  for split in eval_splits if split in encoded}
+    evaluation = score(model, eval_splits)
     return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
                        cnm_config.to_dict(), oov, train.n_questions, n_triplets)
