@@ -13,7 +13,7 @@ Usage::
 Arguments: data set, model kind (``qpdn`` | ``real_bow``), number of
 pretrained fallback words, and optional JSON options (model options, or the
 training settings ``lr``, ``embedding_lr``, ``batch_size``, ``epochs``,
-``patience``, ``optimizer``, ``weight_decay``).
+``patience``, ``optimizer``, ``weight_decay``, ``phase_lr``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from qpnlp.data import load_classification, load_glove_50d, splits
 from qpnlp.training import TrainConfig
 from qpnlp.training.classification import run_split
 
-TRAIN_KEYS = ("lr", "embedding_lr", "batch_size", "epochs", "patience", "optimizer", "weight_decay")
+TRAIN_KEYS = ("lr", "embedding_lr", "phase_lr", "batch_size", "epochs", "patience", "optimizer",
+              "weight_decay")
 DEFAULT_TRAIN = dict(epochs=30, batch_size=32, lr=1e-2, embedding_lr=1e-3, patience=4, seed=0, progress=False)
 
 

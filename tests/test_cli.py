@@ -57,3 +57,27 @@ def test_train_save_and_evaluate_round_trip(data_root, tmp_path, extra):
     assert evaluated["n"] == 500
     assert evaluated["metrics"]["accuracy"] == pytest.approx(trained["splits"][0]["test_accuracy"], abs=1e-6)
     assert trained["metrics"]["accuracy_mean"] > 1 / 6
+
+
+def test_select_with_a_malformed_axis_is_a_clear_error(tmp_path, capsys):
+    code = main(["train", "qpdn", "--dataset", "trec", "--data", str(tmp_path / "nowhere"), "--epochs", "1",
+                 "--no-progress", "--select", "dropout"])
+    assert code == 2
+    assert "name=v1,v2" in capsys.readouterr().err
+
+
+@pytest.mark.data
+def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(data_root, tmp_path, capsys):
+    ckpt, report = tmp_path / "trec.pt", tmp_path / "train.json"
+    assert main(["train", "real-bow", "--dataset", "trec", "--epochs", "2", "--no-progress",
+                 "--select", "dropout=0,0.5", "lr=0.01,0.003", "--save", str(ckpt), "--report", str(report)]) == 0
+    trained = json.loads(report.read_text())
+    split = trained["splits"][0]
+    assert len(trained["grid"]) == 4 and split["selected"] in trained["grid"]
+    assert len(split["candidate_dev_accuracies"]) == 4
+    assert split["dev_accuracy"] == max(split["candidate_dev_accuracies"])
+    assert "selected {" in capsys.readouterr().out
+    eval_report = tmp_path / "eval.json"
+    assert main(["evaluate", str(ckpt), "--split", "test", "--report", str(eval_report)]) == 0
+    assert json.loads(eval_report.read_text())["metrics"]["accuracy"] == pytest.approx(split["test_accuracy"],
+                                                                                       abs=1e-6)

@@ -40,6 +40,8 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int, lr: fl
     group.add_argument("--lr", type=float, default=lr, help="Adam learning rate, dense parameters (default %(default)s)")
     group.add_argument("--embedding-lr", type=float, default=None,
                        help="SparseAdam learning rate of the embedding tables (default: --lr)")
+    group.add_argument("--phase-lr", type=float, default=None,
+                       help="learning rate of the phase tables of complex embeddings (default: --embedding-lr)")
     group.add_argument("--weight-decay", type=float, default=0.0, help="L2 on dense parameters (default 0)")
     group.add_argument("--patience", type=int, default=4, help="early-stopping patience on dev accuracy")
     group.add_argument("--seed", type=int, default=0, help="seed of folds, initialisation and shuffling")
@@ -58,6 +60,7 @@ def add_fallback_option(parser: argparse.ArgumentParser) -> None:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                       embedding_lr=args.embedding_lr or args.lr, weight_decay=args.weight_decay,
+                       embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
+                       weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                        progress=not args.no_progress)

@@ -60,7 +60,8 @@ def model_options(args: argparse.Namespace) -> dict:
 
 def matching_config(args: argparse.Namespace) -> MatchingConfig:
     return MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                          embedding_lr=args.embedding_lr or args.lr, weight_decay=args.weight_decay,
+                          embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
+                          weight_decay=args.weight_decay,
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                           progress=not args.no_progress, loss=args.loss, margin=args.margin, negatives=args.negatives)
 

@@ -8,8 +8,11 @@ the test part once with the selected parameters.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,9 +23,10 @@ from qpnlp.data import (ClassificationDataset, EncodedTexts, PretrainedVectors, 
                         embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
 
-from .trainer import TrainConfig, accuracy, fit, seed_everything
+from .trainer import FitResult, TrainConfig, accuracy, fit, seed_everything
 
 MODEL_KINDS = ("qpdn", "real_bow")
+REAL_BOW_OPTIONS = frozenset({"weighting", "dropout", "dim"})
 
 
 @dataclass
@@ -45,6 +49,8 @@ class SplitResult:
     best_epoch: int
     seconds: float
     history: list = field(default_factory=list)
+    selected: dict | None = None
+    candidate_dev_accuracies: list[float] | None = None
 
 
 def prepare(dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None, *,
@@ -78,6 +84,9 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
         config = QPDNConfig(num_words=num_words, num_classes=num_classes, **{**model_options, "dim": dim})
         return QPDN(config, pretrained=prepared.pretrained_matrix, idf=idf, generator=gen), config.to_dict()
     if kind == "real_bow":
+        unknown = sorted(set(model_options) - REAL_BOW_OPTIONS)
+        if unknown:
+            raise ValueError(f"real_bow does not take the options {unknown}; it takes {sorted(REAL_BOW_OPTIONS)}")
         config = dict(num_words=num_words, num_classes=num_classes, dim=dim,
                       weighting=model_options.get("weighting", "amplitude_norm"),
                       dropout=model_options.get("dropout", 0.0))
@@ -95,15 +104,123 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
     (its dict joins each epoch's history; it does not affect selection).
     """
-    seed_everything(train_config.seed)
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
-    model, config = build_classifier(kind, prepared, dataset.n_classes, model_options, train_config.seed)
     start = time.perf_counter()
-    observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
-    result = fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer)
+    result, model, config = train_prepared(kind, prepared, dataset.n_classes, model_options, train_config,
+                                           on_epoch=on_epoch)
     test_acc = accuracy(model, prepared.test, device=train_config.device, max_len=train_config.max_len)
     return (SplitResult(split.name, test_acc, result.best_dev_accuracy, result.best_epoch,
                         time.perf_counter() - start, result.history), model, prepared, config)
+
+
+def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_options: dict, train_config: TrainConfig,
+                   *, on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
+                   ) -> tuple[FitResult, nn.Module, dict]:
+    """Seed, build a ``kind`` model and fit it on ``prepared.train`` with early stopping on ``prepared.dev``.
+
+    The test part is not touched. Returns the fit result, the model (with its
+    best-dev parameters) and its JSON config.
+    """
+    seed_everything(train_config.seed)
+    model, config = build_classifier(kind, prepared, num_classes, model_options, train_config.seed)
+    observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
+    return fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer), model, config
+
+
+TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig))
+NOT_SELECTABLE = frozenset({"seed", "device", "max_len", "progress"})
+
+
+def grid(**axes: Sequence) -> list[dict]:
+    """The Cartesian product of named value lists, as a list of settings (last axis varies fastest).
+
+    >>> grid(dropout=[0.0, 0.3], weighting=["amplitude_norm", "trainable"])[1]
+    {'dropout': 0.0, 'weighting': 'trainable'}
+    """
+    empty = [name for name, values in axes.items() if len(values) == 0]
+    if empty:
+        raise ValueError(f"grid axes need at least one value; empty: {empty}")
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+
+
+def parse_grid(specs: Sequence[str]) -> list[dict]:
+    """Settings from command-line axes ``"name=v1,v2,..."`` (values read as JSON where they parse, else strings).
+
+    >>> parse_grid(["dropout=0,0.3", "weighting=amplitude_norm,trainable"])[3]
+    {'dropout': 0.3, 'weighting': 'trainable'}
+    >>> parse_grid([])
+    [{}]
+    """
+    axes = {}
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        if not sep or not name or not values:
+            raise ValueError(f"a grid axis is written name=v1,v2,...; got {spec!r}")
+        if name in axes:
+            raise ValueError(f"grid axis {name!r} given twice")
+        axes[name] = [_grid_value(v) for v in values.split(",")]
+    return grid(**axes)
+
+
+def _grid_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def apply_setting(setting: dict, model_options: dict, train_config: TrainConfig) -> tuple[dict, TrainConfig]:
+    """Model options and training settings with one candidate ``setting`` applied.
+
+    Keys that are :class:`TrainConfig` fields (``lr``, ``embedding_lr``,
+    ``batch_size``, ``weight_decay``, ...) replace training settings; the
+    others replace model options. ``seed``, ``device``, ``max_len`` and
+    ``progress`` are run settings, not selected (a checkpoint records one
+    ``max_len`` for evaluation).
+    """
+    fixed = sorted(NOT_SELECTABLE & set(setting))
+    if fixed:
+        raise ValueError(f"{fixed} cannot be part of a selection grid; selectable training settings: "
+                         f"{sorted(TRAIN_FIELDS - NOT_SELECTABLE)}")
+    train = {k: v for k, v in setting.items() if k in TRAIN_FIELDS}
+    model = {k: v for k, v in setting.items() if k not in TRAIN_FIELDS}
+    return {**model_options, **model}, dataclasses.replace(train_config, **train)
+
+
+def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
+                       pretrained: PretrainedVectors | None, model_options: dict, train_config: TrainConfig,
+                       candidates: Sequence[dict], *, pretrained_fallback: int = 0,
+                       ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
+    """Hyper-parameter selection on dev inside one split, then one test evaluation.
+
+    Every candidate setting (see :func:`apply_setting`) is trained on the
+    split's training part with early stopping on its dev part, from the same
+    seed. The candidate with the highest dev accuracy (the earliest in
+    ``candidates`` on ties) is kept, and only its test part is scored: the
+    test data never influences which setting or epoch is reported. This is
+    the papers' per-data-set parameter search, done on dev.
+
+    Returns the selected candidate's :class:`SplitResult` (with ``selected``
+    and every candidate's dev accuracy), its model, the prepared split and its
+    JSON config. ``seconds`` covers the whole search.
+    """
+    if len(candidates) == 0:
+        raise ValueError("candidates must hold at least one setting ({} = the given options)")
+    prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
+    start, best, dev_accuracies = time.perf_counter(), None, []
+    for setting in candidates:
+        options, config = apply_setting(setting, model_options, train_config)
+        fitted, model, model_config = train_prepared(kind, prepared, dataset.n_classes, options, config)
+        dev_accuracies.append(fitted.best_dev_accuracy)
+        if best is None or fitted.best_dev_accuracy > best[0].best_dev_accuracy:
+            best = (fitted, model, model_config, setting, config)
+        del model
+    fitted, model, model_config, setting, config = best
+    test_acc = accuracy(model, prepared.test, device=config.device, max_len=config.max_len)
+    result = SplitResult(split.name, test_acc, fitted.best_dev_accuracy, fitted.best_epoch,
+                         time.perf_counter() - start, fitted.history, selected=dict(setting),
+                         candidate_dev_accuracies=dev_accuracies)
+    return result, model, prepared, model_config
 
 
 def mean_std(values) -> dict:

@@ -28,7 +28,10 @@ class TrainConfig:
 
     ``lr`` applies to dense parameters (Adam with ``weight_decay``),
     ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
-    touches the rows of the batch). ``optimizer="rmsprop"`` uses RMSprop
+    touches the rows of the batch); ``phase_lr``, if set, replaces
+    ``embedding_lr`` for the phase tables (embeddings registered as
+    ``phase``, e.g. in :class:`~qpnlp.models.ComplexWordEmbedding`), whose
+    entries are angles rather than amplitudes. ``optimizer="rmsprop"`` uses RMSprop
     instead (the thesis' QPDN optimiser, Table 5.4), with
     :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop` on the tables and
     Keras' constants (rho 0.9, eps 1e-7). Early stopping keeps the parameters of the
@@ -40,6 +43,7 @@ class TrainConfig:
     batch_size: int = 32
     lr: float = 1e-2
     embedding_lr: float = 1e-2
+    phase_lr: float | None = None
     weight_decay: float = 0.0
     patience: int = 5
     seed: int = 0
@@ -54,8 +58,8 @@ class TrainConfig:
         if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
             raise ValueError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
                              f"{self.batch_size}, {self.patience}")
-        if self.lr <= 0 or self.embedding_lr <= 0:
-            raise ValueError(f"learning rates must be positive; got {self.lr}, {self.embedding_lr}")
+        if self.lr <= 0 or self.embedding_lr <= 0 or (self.phase_lr is not None and self.phase_lr <= 0):
+            raise ValueError(f"learning rates must be positive; got {self.lr}, {self.embedding_lr}, {self.phase_lr}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,18 +90,20 @@ class Optimisers:
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig) -> None:
-        sparse_ids = set()
-        sparse = []
-        for module in model.modules():
+        tables, phases = [], []
+        for name, module in model.named_modules():
             if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad:
-                sparse.append(module.weight)
-                sparse_ids.add(id(module.weight))
+                is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
+                (phases if is_phase else tables).append(module.weight)
+        sparse_ids = {id(p) for p in tables + phases}
         dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
+        groups = [dict(params=params, lr=lr) for params, lr in ((tables, config.embedding_lr),
+                                                                (phases, config.phase_lr)) if params]
         self.optimisers = []
         rmsprop = config.optimizer == "rmsprop"
-        if sparse:
-            self.optimisers.append(SparseRMSprop(sparse, lr=config.embedding_lr, **KERAS_RMSPROP) if rmsprop
-                                   else torch.optim.SparseAdam(sparse, lr=config.embedding_lr))
+        if groups:
+            self.optimisers.append(SparseRMSprop(groups, lr=config.embedding_lr, **KERAS_RMSPROP) if rmsprop
+                                   else torch.optim.SparseAdam(groups, lr=config.embedding_lr))
         if dense:
             dense_type = torch.optim.RMSprop if rmsprop else torch.optim.Adam
             extra = KERAS_RMSPROP if rmsprop else {}

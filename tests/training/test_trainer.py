@@ -143,3 +143,22 @@ def test_rmsprop_option_learns_the_toy_task_and_touches_only_batch_rows():
     assert accuracy(model, _toy(seed=2)) > 0.9
     with pytest.raises(ValueError, match="optimizer must be one of"):
         TrainConfig(optimizer="sgd")
+
+
+def test_phase_lr_gives_the_phase_table_its_own_learning_rate():
+    """Adam's first step moves each touched entry by about lr: phases by phase_lr, amplitudes by embedding_lr."""
+    model = _model()
+    opts = Optimisers(model, TrainConfig(embedding_lr=1e-3, phase_lr=1e-1))
+    sparse = opts.optimisers[0]
+    assert [g["lr"] for g in sparse.param_groups] == [1e-3, 1e-1]
+    assert sparse.param_groups[1]["params"] == [model.embedding.phase.weight]
+    amplitude = model.embedding.amplitude.weight.detach().clone()
+    phase = model.embedding.phase.weight.detach().clone()
+    ids = torch.tensor([[3, 4, 0]])
+    train_step(model, opts, ids, ids != 0, torch.tensor([1]))
+    step_a = (model.embedding.amplitude.weight.detach() - amplitude)[3:5].abs().max()
+    step_p = (model.embedding.phase.weight.detach() - phase)[3:5].abs().max()
+    assert float(step_a) == pytest.approx(1e-3, rel=1e-2) and float(step_p) == pytest.approx(1e-1, rel=1e-2)
+    assert [len(g["params"]) for g in Optimisers(model, TrainConfig()).optimisers[0].param_groups] == [2]
+    with pytest.raises(ValueError, match="learning rates must be positive"):
+        TrainConfig(phase_lr=0.0)

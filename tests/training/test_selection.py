@@ -1,0 +1,111 @@
+"""Hyper-parameter selection on dev inside a split (the papers' parameter pool, without looking at test)."""
+
+import numpy as np
+import pytest
+import torch
+
+import qpnlp.training.classification as classification
+import qpnlp.training.trainer as trainer
+from qpnlp.data import ClassificationDataset
+from qpnlp.data.protocols import Split
+from qpnlp.training import TrainConfig
+from qpnlp.training.classification import (apply_setting, build_classifier, grid, parse_grid, prepare, run_split,
+                                           run_split_selected)
+
+OPTIONS = dict(dim=6, num_measurements=4)
+CONFIG = TrainConfig(epochs=4, lr=0.05, embedding_lr=0.05, batch_size=16, progress=False, seed=1)
+
+
+def _toy_dataset(n=240, seed=0):
+    """Class 0 draws words a0..a7, class 1 words b0..b7 (separable bags of words); fixed 160/40/40 split."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    texts = [[f"{'ab'[y]}{i}" for i in rng.integers(0, 8, rng.integers(2, 7))] for y in labels]
+    data = ClassificationDataset("toy", texts, labels, ("a", "b"))
+    split = Split("fixed", train=np.arange(160), dev=np.arange(160, 200), test=np.arange(200, n))
+    return data, split
+
+
+def test_grid_is_the_cartesian_product_in_order():
+    settings = grid(dropout=[0.0, 0.3], weighting=["amplitude_norm", "trainable"], lr=[1e-2])
+    assert len(settings) == 4
+    assert settings[0] == dict(dropout=0.0, weighting="amplitude_norm", lr=1e-2)
+    assert settings[-1] == dict(dropout=0.3, weighting="trainable", lr=1e-2)
+    assert grid() == [{}]
+    with pytest.raises(ValueError, match="at least one value"):
+        grid(dropout=[])
+
+
+def test_parse_grid_reads_json_values_and_rejects_bad_axes():
+    assert parse_grid(["num_measurements=50,100", "weighting=trainable", "complete=false"]) == [
+        dict(num_measurements=50, weighting="trainable", complete=False),
+        dict(num_measurements=100, weighting="trainable", complete=False)]
+    for bad in (["dropout"], ["=1"], ["dropout="]):
+        with pytest.raises(ValueError, match="name=v1,v2"):
+            parse_grid(bad)
+    with pytest.raises(ValueError, match="given twice"):
+        parse_grid(["dropout=0", "dropout=0.3"])
+
+
+def test_apply_setting_routes_training_and_model_keys():
+    options, config = apply_setting(dict(dropout=0.3, lr=1e-3, batch_size=8), dict(dropout=0.0, weighting="idf"),
+                                    CONFIG)
+    assert options == dict(dropout=0.3, weighting="idf")
+    assert (config.lr, config.batch_size, config.embedding_lr) == (1e-3, 8, CONFIG.embedding_lr)
+    assert CONFIG.lr == 0.05  # the base config is not modified
+    with pytest.raises(ValueError, match="cannot be part of a selection grid"):
+        apply_setting(dict(seed=3), {}, CONFIG)
+    with pytest.raises(ValueError, match="learning rates must be positive"):
+        apply_setting(dict(lr=0.0), {}, CONFIG)
+
+
+def test_one_candidate_reproduces_run_split_exactly():
+    data, split = _toy_dataset()
+    plain, plain_model, *_ = run_split("qpdn", data, split, None, OPTIONS, CONFIG)
+    selected, model, *_ = run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [{}])
+    assert (selected.test_accuracy, selected.dev_accuracy, selected.best_epoch) == (
+        plain.test_accuracy, plain.dev_accuracy, plain.best_epoch)
+    for a, b in zip(plain_model.state_dict().values(), model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert selected.selected == {} and selected.candidate_dev_accuracies == [plain.dev_accuracy]
+
+
+def test_selection_keeps_the_best_dev_candidate_and_scores_test_once(monkeypatch):
+    data, split = _toy_dataset()
+    scored = []
+    real_accuracy = trainer.accuracy
+
+    def counting_accuracy(model, texts, **kw):
+        scored.append(texts)
+        return real_accuracy(model, texts, **kw)
+
+    monkeypatch.setattr(trainer, "accuracy", counting_accuracy)
+    monkeypatch.setattr(classification, "accuracy", counting_accuracy)
+    starved = dict(lr=1e-6, embedding_lr=1e-6, epochs=1)  # cannot learn in one tiny step per batch
+    result, model, prepared, _ = run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [starved, {}])
+    assert result.selected == {}
+    low, high = result.candidate_dev_accuracies
+    assert high > low and high >= 0.9
+    assert result.dev_accuracy == high
+    assert sum(texts is prepared.test for texts in scored) == 1
+    assert sum(texts is prepared.dev for texts in scored) == 1 + CONFIG.epochs  # every epoch of both candidates
+    assert result.test_accuracy == pytest.approx(real_accuracy(model, prepared.test))
+
+
+def test_ties_keep_the_earliest_candidate():
+    data, split = _toy_dataset()
+    # patience beyond the epoch budget changes nothing: both candidates train identically
+    result, *_ = run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [dict(patience=5), dict(patience=6)])
+    assert result.candidate_dev_accuracies[0] == result.candidate_dev_accuracies[1]
+    assert result.selected == dict(patience=5)
+    with pytest.raises(ValueError, match="at least one setting"):
+        run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [])
+
+
+def test_real_baseline_rejects_options_it_would_ignore():
+    data, split = _toy_dataset()
+    prepared = prepare(data, split, None)
+    with pytest.raises(ValueError, match="real_bow does not take the options \\['num_measurements'\\]"):
+        build_classifier("real_bow", prepared, 2, dict(num_measurements=50), seed=0)
+    model, config = build_classifier("real_bow", prepared, 2, dict(dim=6, dropout=0.3), seed=0)
+    assert config["dropout"] == 0.3 and config["dim"] == 6
