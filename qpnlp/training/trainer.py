@@ -157,7 +157,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     ``on_epoch(model)``, if given, is called after each epoch's dev score
     (the model in eval mode) and the dict it returns is merged into that
     epoch's ``history`` entry. It observes only: selection stays on dev
-    accuracy (``benchmarks/reproduce_qpdn.py --best-test-epoch-diagnostic``
+    accuracy (``benchmarks/reproduce_qpdn.py --no-selection --best-test-epoch-diagnostic``
     uses it to measure what reporting the best test epoch would have added).
     Its keys must not collide with the trainer's own (``epoch``,
     ``train_loss``, ``dev_accuracy``, ``seconds``).
