@@ -69,7 +69,7 @@ def test_select_with_a_malformed_axis_is_a_clear_error(tmp_path, capsys):
 @pytest.mark.data
 def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(data_root, tmp_path, capsys):
     ckpt, report = tmp_path / "trec.pt", tmp_path / "train.json"
-    assert main(["train", "real-bow", "--dataset", "trec", "--epochs", "2", "--no-progress",
+    assert main(["train", "real-bow", "--dataset", "trec", "--epochs", "2", "--no-progress", "--lr", "0.05",
                  "--select", "dropout=0,0.5", "lr=0.01,0.003", "--save", str(ckpt), "--report", str(report)]) == 0
     trained = json.loads(report.read_text())
     split = trained["splits"][0]
@@ -77,6 +77,10 @@ def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(dat
     assert len(split["candidate_dev_accuracies"]) == 4
     assert split["dev_accuracy"] == max(split["candidate_dev_accuracies"])
     assert "selected {" in capsys.readouterr().out
+    from qpnlp.training import load_checkpoint
+    meta = load_checkpoint(ckpt)[1]["meta"]
+    assert meta["selected"] == split["selected"]
+    assert meta["train"]["lr"] == split["selected"]["lr"] != 0.05  # what the saved model was trained with
     eval_report = tmp_path / "eval.json"
     assert main(["evaluate", str(ckpt), "--split", "test", "--report", str(eval_report)]) == 0
     assert json.loads(eval_report.read_text())["metrics"]["accuracy"] == pytest.approx(split["test_accuracy"],

@@ -9,7 +9,7 @@ from qpnlp.data import DATASETS, load_classification, load_glove_50d, load_glove
 from qpnlp.models.embedding import PHASE_INITS
 from qpnlp.models.weighting import WEIGHTINGS
 from qpnlp.training import save_checkpoint
-from qpnlp.training.classification import parse_grid, run_split, run_split_selected, summarise
+from qpnlp.training.classification import apply_setting, parse_grid, run_split, run_split_selected, summarise
 
 from ._common import add_fallback_option, add_training_options, train_config, write_report
 
@@ -78,10 +78,11 @@ def run(args: argparse.Namespace) -> int:
               f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)",
               flush=True)
         if args.save and i == 0:
+            used = config if result.selected is None else apply_setting(result.selected, {}, config)[1]
             save_checkpoint(args.save, kind=args.kind, config=model_config, model=model,
                             vocab=prepared.vocab.to_dict(), label_names=list(dataset.label_names),
                             meta=dict(dataset=dataset.name, split=split.name, seed=args.seed, folds=args.folds,
-                                      train=config.to_dict(), max_len=args.max_len, selected=result.selected))
+                                      train=used.to_dict(), max_len=args.max_len, selected=result.selected))
     summary = summarise(results)
     print(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
           f"split(s), seed {args.seed}")

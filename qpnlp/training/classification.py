@@ -214,7 +214,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
         dev_accuracies.append(fitted.best_dev_accuracy)
         if best is None or fitted.best_dev_accuracy > best[0].best_dev_accuracy:
             best = (fitted, model, model_config, setting, config)
-        del model
+        del model  # a losing candidate is freed before the next one is built
     fitted, model, model_config, setting, config = best
     test_acc = accuracy(model, prepared.test, device=config.device, max_len=config.max_len)
     result = SplitResult(split.name, test_acc, fitted.best_dev_accuracy, fitted.best_epoch,
