@@ -11,9 +11,11 @@ Usage::
     python benchmarks/qpdn_dev_probe.py MR qpdn 400000 '{"phase_init": "sign"}'
 
 Arguments: data set, model kind (``qpdn`` | ``real_bow``), number of
-pretrained fallback words, and optional JSON options (model options, or the
-training settings ``lr``, ``embedding_lr``, ``batch_size``, ``epochs``,
-``patience``, ``optimizer``, ``weight_decay``, ``phase_lr``).
+pretrained fallback words, and optional JSON options: model options, or
+training settings (any :class:`~qpnlp.training.TrainConfig` field such as
+``lr``, ``embedding_lr``, ``phase_lr``, ``batch_size``, ``weight_decay``),
+routed as in a selection grid
+(:func:`~qpnlp.training.classification.apply_setting`).
 """
 
 from __future__ import annotations
@@ -26,10 +28,8 @@ import torch
 
 from qpnlp.data import load_classification, load_glove_50d, splits
 from qpnlp.training import TrainConfig
-from qpnlp.training.classification import run_split
+from qpnlp.training.classification import apply_setting, run_split
 
-TRAIN_KEYS = ("lr", "embedding_lr", "phase_lr", "batch_size", "epochs", "patience", "optimizer",
-              "weight_decay")
 DEFAULT_TRAIN = dict(epochs=30, batch_size=32, lr=1e-2, embedding_lr=1e-3, patience=4, seed=0, progress=False)
 
 
@@ -42,15 +42,12 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    extra = json.loads(args.options)
-    train_kw = {k: extra.pop(k) for k in TRAIN_KEYS if k in extra}
+    base = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
+    options, config = apply_setting(json.loads(args.options), base, TrainConfig(**DEFAULT_TRAIN))
     dataset = load_classification(args.dataset)
     split = next(iter(splits(dataset, seed=0, n_folds=10)))
-    options = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
-    options.update(extra)
     start = time.time()
-    result, _, prepared, _ = run_split(args.kind, dataset, split, load_glove_50d(), options,
-                                       TrainConfig(**{**DEFAULT_TRAIN, **train_kw}),
+    result, _, prepared, _ = run_split(args.kind, dataset, split, load_glove_50d(), options, config,
                                        pretrained_fallback=args.fallback)
     print(json.dumps(dict(ds=args.dataset, kind=args.kind, fallback=args.fallback, extra=args.options,
                           dev=round(result.dev_accuracy, 4), epoch=result.best_epoch, V=len(prepared.vocab),

@@ -73,11 +73,10 @@ def run_dataset(name: str, args, glove) -> dict:
         if args.best_test_epoch_diagnostic:
             observer = lambda model, prepared: dict(  # noqa: E731
                 test_accuracy=accuracy(model, prepared.test, device=config.device, max_len=args.max_len))
-        results, start = [], time.perf_counter()
+        results, start, candidates = [], time.perf_counter(), args.grids[kind]
         for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
             if args.max_splits is not None and i >= args.max_splits:
                 break
-            candidates = args.grids[kind]
             if candidates is None:
                 result, *_ = run_split(kind, dataset, split, glove, options, config,
                                        pretrained_fallback=args.pretrained_fallback, on_epoch=observer)
@@ -90,7 +89,7 @@ def run_dataset(name: str, args, glove) -> dict:
                   f"{result.dev_accuracy:.4f} epoch {result.best_epoch}{chosen} ({result.seconds:.0f}s)", flush=True)
         out[kind] = {**summarise(results), "seconds": time.perf_counter() - start, "options": options,
                      "pretrained_fallback": args.pretrained_fallback, "train": config.to_dict(),
-                     "grid": args.grids[kind]}
+                     "grid": candidates}
         if observer is not None:
             out[kind]["best_test_epoch"] = best_test_epoch_summary(results)
         if candidates is not None:
