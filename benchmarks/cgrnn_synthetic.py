@@ -54,8 +54,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from qpnlp.models.cgrnn import CGRNN, real_parameter_count  # noqa: E402
-from qpnlp.models.unitary import CayleyStepSGD, split_cayley_step_parameters, unitarity_error  # noqa: E402
+from qpnlp.nn import CGRNN, real_parameter_count  # noqa: E402
+from qpnlp.nn import CayleyStepSGD, split_cayley_step_parameters, unitarity_error  # noqa: E402
 
 N_SYMBOLS = 8
 COPY_LEN = 10

@@ -6,10 +6,10 @@ backward* pass of
 
 * ``lazy``:  |<v_k|w_i>|^2 once (qpnlp.measurement.word_probabilities), then for
   each window size a weighted sum of l shifted copies
-  (qpnlp.models.local_mixture.local_mixture); no d x d matrix;
+  (qpnlp.nn.mixture.local_mixture); no d x d matrix;
 * ``dense``: each window's density matrix rho_t = sum_j p_tj |w_{t+j}><w_{t+j}|
   materialised, (B, L, d, d) per window size
-  (qpnlp.models.local_mixture.local_mixture_density, one optimised einsum over
+  (qpnlp.nn.mixture.local_mixture_density, one optimised einsum over
   the window members), then Tr(rho_t |v><v|) (what the earlier public
   implementations did, there with a d x d outer product per word first).
 
@@ -35,7 +35,7 @@ from torch.utils import benchmark
 from _peak_memory import peak_added_bytes, peak_in_subprocess  # benchmarks/ is on sys.path as a script
 
 from qpnlp.measurement import born_probabilities_dense, word_probabilities
-from qpnlp.models.local_mixture import local_mixture, local_mixture_density
+from qpnlp.nn import local_mixture, local_mixture_density
 
 PATHS = ("lazy", "dense")
 WINDOWS = (1, 2, 3, 4)

@@ -41,11 +41,12 @@ from qpnlp.data import load_glove_50d, load_qa
 from qpnlp.evaluation import evaluate_bm25
 from qpnlp.training.matching import MatchingConfig, metrics_dict, run_matching
 
+# variant -> (registered model, options)
 VARIANTS = {
-    "cnm": {},
-    "cnm-real": dict(real=True),
-    "cnm-global": dict(mixture="global"),
-    "cnm-trace": dict(head="trace"),
+    "cnm": ("cnm", {}),
+    "cnm-real": ("cnm_real", {}),
+    "cnm-global": ("cnm", dict(mixture="global")),
+    "cnm-trace": ("cnm", dict(head="trace")),
 }
 PUBLISHED = {"trecqa": dict(map=0.7701, mrr=0.8591), "wikiqa": dict(map=0.6548, mrr=0.6664)}
 PUBLISHED_ABLATION_TREC = {"cnm-real": (0.7112, 0.7922), "cnm-global": (0.6968, 0.7829),
@@ -103,9 +104,9 @@ def main(argv=None) -> None:
                                         margin=args.margin)
                 options = dict(num_measurements=args.num_measurements, dropout=args.dropout,
                                measurement_init=args.measurement_init, phase_init=args.phase_init,
-                               windows=list(args.windows), **VARIANTS[variant])
+                               windows=list(args.windows), **VARIANTS[variant][1])
                 t0 = time.perf_counter()
-                result = run_matching(name, options, config, pretrained=pretrained,
+                result = run_matching(name, options, config, pretrained=pretrained, model=VARIANTS[variant][0],
                                       pretrained_fallback=args.pretrained_fallback,
                                       extra_train=tuple(x for x in args.extra_train if x != name),
                                       observe_splits=("test",) if args.best_test_epoch_diagnostic else (),

@@ -1,8 +1,8 @@
 """Reproduce the complex-order paper's Table 2: five embedding variants x networks x data sets.
 
-Variants (qpnlp.models.complex_order): none, PE (trainable position table), TPE
+Variants (qpnlp.nn.position): none, PE (trainable position table), TPE
 (fixed sinusoidal), complex-vanilla (r e^{i theta}), complex-order
-(r e^{i omega pos}). Networks (qpnlp.models.order_classifiers): FastText, CNN,
+(r e^{i omega pos}). Networks (qpnlp.models.order_classifier): FastText, CNN,
 Transformer (one encoder layer) and the complex LSTM.
 
 Protocol (qpnlp.data.splits, as for QPDN): stratified 10-fold CV with a seed
@@ -41,8 +41,8 @@ import torch
 
 from qpnlp.data import load_classification, load_glove_50d, splits
 from qpnlp.interpret.positional import positional_sensitivity
-from qpnlp.models.complex_order import EMBEDDING_KINDS
-from qpnlp.models.order_classifiers import NETWORKS, OrderClassifier, OrderClassifierConfig
+from qpnlp.nn import EMBEDDING_KINDS
+from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import prepare
 

@@ -11,7 +11,7 @@ the whole table (Word2Fun and the gensim baselines timed in the same run)::
 
 Speed: ``tokens/s`` is corpus tokens x epochs over the training wall time,
 for every model: Word2Fun's includes pair generation, negative sampling and
-the updates (everything :func:`~qpnlp.models.word2fun.train_word2fun` does);
+the updates (everything the training loop of :func:`qpnlp.word2fun.fit` does);
 gensim's is the wall time of ``Word2Vec.train`` (the vocabulary scan is
 excluded; for Procrustes summed over the period models).  All models train
 for ``--epochs`` epochs on ``--threads`` threads (Word2Fun: hogwild workers
@@ -40,10 +40,8 @@ from pathlib import Path
 import torch
 
 from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
-from qpnlp.data.timestamped import Vocabulary
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
-from qpnlp.models.word2fun import (SINUSOIDAL_FAMILIES, TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings,
-                                   train_word2fun)
+from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
 
 
 def load() -> list[float]:
@@ -51,20 +49,17 @@ def load() -> list[float]:
 
 
 def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
-    vocab = Vocabulary.build(corpus, min_count=5)
-    enc = corpus.encode(vocab)
-    model = Word2Fun(len(vocab), args.dim, family=family, time_scale=TimeScale(*corpus.span, args.time_scale),
-                     frequency_init=args.frequency_init, max_periods=args.max_periods or None, n_slices=args.slices,
-                     seed=args.seed)
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
                       shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
                       roughness_penalty=args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0)
-    st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts, cfg, progress=args.progress)
-    emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
+    result = fit(corpus, cfg, family=family, dim=args.dim, time_scale=args.time_scale,
+                 frequency_init=args.frequency_init, max_periods=args.max_periods or None, n_slices=args.slices,
+                 min_count=5, progress=args.progress)
+    vectors, st = result.vectors, result.stats
     topic = [w for tw in truth.topic_words for w in tw]
     words = list(truth.words) + topic
-    ctx = model.compass.weight.detach()[torch.tensor(vocab.ids(topic))][None]
-    return DriftGrid(emb.grid(words, truth.years), words, truth.years, st.seconds, st.tokens_per_s, ctx, topic)
+    ctx = vectors.compass_vectors(topic)[None]
+    return DriftGrid(vectors.grid(words, truth.years), words, truth.years, st.seconds, st.tokens_per_s, ctx, topic)
 
 
 TARGETS = {"spearman": (">=", 0.90), "acc_after": (">=", 0.95), "change_year_mae": ("<", 8.0),
@@ -151,7 +146,7 @@ def main() -> None:
         "corpus_tokens": corpus.n_tokens,
         "threads": args.threads,
         "epochs": args.epochs,
-        "tokens_per_s_definition": "corpus tokens x epochs / training wall seconds (Word2Fun: train_word2fun, "
+        "tokens_per_s_definition": "corpus tokens x epochs / training wall seconds (Word2Fun: the training loop of fit, "
                                    "pair generation included; gensim: Word2Vec.train)",
         "total_wall_seconds": total_wall,
         "cpu_count": os.cpu_count(),

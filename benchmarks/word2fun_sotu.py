@@ -1,9 +1,9 @@
 """Word2Fun on the State of the Union addresses (1790-2026): known drifts vs stable controls.
 
-Trains Word2Fun (family IV by default) on :func:`qpnlp.data.timestamped.load_sotu`
+Trains Word2Fun (family IV by default) on :func:`qpnlp.data.sotu.load_sotu`
 and, for words with a known change of usage and for stable controls, reports
 the change degree between the first and the last era (prediction-space and
-cosine measures, see :meth:`Word2FunEmbeddings.change_degree`), the rank of
+cosine measures, see :meth:`qpnlp.word2fun.KeyedVectors.change_degree`), the rank of
 that change among all words seen at least ``--min-count`` times in every era,
 and the nearest words in each era.  Writes ``sotu.json`` and ``sotu.md``.
 
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from qpnlp.data.timestamped import Vocabulary, load_sotu
-from qpnlp.models.word2fun import TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, train_word2fun
+from qpnlp.data import load_sotu
+from qpnlp.word2fun import TrainConfig, fit
 
 DRIFTS = ["energy", "economy", "union", "welfare", "security", "relief", "communications", "program"]
 STABLE = ["president", "congress", "year", "war", "law", "money", "constitution", "treaty"]
@@ -45,16 +45,15 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     corpus = load_sotu()
-    vocab = Vocabulary.build(corpus, min_count=args.min_count)
-    enc = corpus.encode(vocab)
     t0, t1 = corpus.span
-    model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=TimeScale(t0, t1), frequency_init="harmonic",
-                     max_periods=args.max_periods or None, seed=args.seed)
     load_before = os.getloadavg()
-    st = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
-                        TrainConfig(epochs=args.epochs, negatives=64, shared_negatives=True, seed=args.seed,
-                                    workers=args.threads))
-    emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
+    result = fit(corpus, TrainConfig(epochs=args.epochs, negatives=64, shared_negatives=True, seed=args.seed,
+                                     workers=args.threads),
+                 family=args.family, dim=args.dim, time_scale=60.0, frequency_init="harmonic",
+                 max_periods=args.max_periods or None, min_count=args.min_count)
+    emb, st = result.vectors, result.stats
+    model, vocab = emb.model, emb.vocabulary
+    enc = corpus.encode(vocab)
     edges = np.linspace(t0, t1, args.eras + 1)
     eras = list(zip(edges[:-1], edges[1:]))
     # words frequent enough in every era, as the reference population for ranks
@@ -81,7 +80,8 @@ def main() -> None:
                    "change_context": emb.change_degree(w, eras[0], eras[-1], measure="context"),
                    "change_cosine": emb.change_degree(w, eras[0], eras[-1], measure="cosine"),
                    "rank": rank.get(w), "population": len(pop),
-                   "nearest": [[x for x, _ in emb.nearest(w, (a + b) / 2, k=args.topk, min_count=args.min_count)] for a, b in eras]}
+                   "nearest": [[x for x, _ in emb.most_similar(w, topn=args.topk, year=(a + b) / 2, min_count=args.min_count)]
+                               for a, b in eras]}
             rows.append(row)
     d = [r["change_context"] for r in rows if r["kind"] == "drift"]
     s = [r["change_context"] for r in rows if r["kind"] == "stable"]

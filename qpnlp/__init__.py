@@ -4,9 +4,10 @@ Subpackages
 -----------
 hilbert      sememe bases, pure states, density matrices and the batched complex maths.
 measurement  projectors, trainable projective measurements, Born-rule probabilities.
-models       QPDN, CNM, complex-order embeddings and layers, Word2Fun, gated complex RNN.
+models       QPDN, CNM, complex-order embeddings and layers, gated complex RNN.
+word2fun     Word2Fun: words as functions of time (fit, KeyedVectors), split like gensim.
 interpret    nearest words, word weights, matching patterns, plots.
-data         dataset readers, vocabularies, pretrained vectors.
+data         dataset readers, the vocabulary, the tokenizer, pretrained vectors, skip-gram pairs.
 testing      hypothesis strategies and assertion helpers for users' own property tests.
 """
 

@@ -56,3 +56,23 @@ def data_root():
     if not root:
         pytest.skip("QPNLP_DATA is not set; point it at the shared benchmark data to run this test")
     return root
+
+
+# Suites of tiny tensors run single-threaded: intra-op threads only add synchronisation overhead there (large on a
+# busy machine).
+SINGLE_THREADED = ("nn", "models", "word2fun")
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        if "tests" in parts and parts[parts.index("tests") + 1] in SINGLE_THREADED:
+            item.add_marker(pytest.mark.usefixtures("single_thread"))

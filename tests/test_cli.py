@@ -78,7 +78,7 @@ def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(dat
     assert split["dev_accuracy"] == max(split["candidate_dev_accuracies"])
     assert "selected {" in capsys.readouterr().out
     from qpnlp.training import load_checkpoint
-    meta = load_checkpoint(ckpt)[1]["meta"]
+    meta = load_checkpoint(ckpt).metadata
     assert meta["selected"] == split["selected"]
     assert meta["train"]["lr"] == split["selected"]["lr"] != 0.05  # what the saved model was trained with
     eval_report = tmp_path / "eval.json"

@@ -13,7 +13,7 @@ import qpnlp
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-API_PAGES = ["hilbert", "measurement", "models", "interpret", "data", "training", "evaluation", "testing", "cli"]
+API_PAGES = ["hilbert", "measurement", "nn", "models", "word2fun", "interpret", "data", "training", "evaluation", "testing", "cli"]
 CONCEPTS = sorted(p.stem for p in (DOCS / "concepts").glob("*.md"))
 
 

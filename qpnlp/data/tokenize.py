@@ -1,4 +1,14 @@
-r"""A small deterministic word tokeniser for the benchmark sentences.
+r"""The one word tokeniser: Penn-Treebank style for sentences, or plain alphabetic words.
+
+Two styles, chosen explicitly with ``style=``:
+
+* ``"ptb"`` (the default) -- the benchmark sentences' Penn-Treebank style,
+  punctuation, digits and clitics kept (rules below);
+* ``"alpha"`` -- lower-case alphabetic words only, an apostrophe inside a word
+  kept (``union's``), digits and punctuation dropped: the tokens of the
+  timestamped skip-gram corpora (:func:`qpnlp.data.sotu.load_sotu`).
+
+**The "ptb" style.**
 
 The classification and QA files are already tokenised in the Penn-Treebank
 style of the original papers (``do n't``, ``it 's``, ``( 2x , 3x )``, PTB
@@ -49,15 +59,22 @@ _CLITIC_RE = re.compile(r"(?<=\w)'(s|re|ve|d|ll|m)\b")
 _TOKEN_RE = re.compile(
     r"n't|'(?:s|re|ve|d|ll|m|t)\b|``|''|\.\.\.|--|\w+(?:[-./'&]\w+|(?<=\d),\d+)*|\S",
 )
+_ALPHA_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+STYLES = ("ptb", "alpha")
 
 
-def tokenize(text: str) -> list[str]:
-    """Split ``text`` into lowercased word and punctuation tokens.
+def tokenize(text: str, style: str = "ptb") -> list[str]:
+    """Split ``text`` into lowercased tokens.
 
     Parameters
     ----------
     text : str
         A sentence, raw or already tokenised.
+    style : {"ptb", "alpha"}, default "ptb"
+        ``"ptb"``: word and punctuation tokens in the Penn-Treebank style (the
+        module docstring's rules). ``"alpha"``: the runs of ASCII letters
+        ``[a-z]+`` of the lowercased text, optionally joined by one inner
+        apostrophe (``[a-z]+('[a-z]+)?``); no Unicode normalisation.
 
     Returns
     -------
@@ -72,9 +89,15 @@ def tokenize(text: str) -> list[str]:
     ['i', 'do', "n't", 'like', 'it', "'s", 'design', '(', 'really', ')', '!']
     >>> tokenize("it does n't show the dual-layer dvd 's 1/2x zoom .")
     ['it', 'does', "n't", 'show', 'the', 'dual-layer', 'dvd', "'s", '1/2x', 'zoom', '.']
+    >>> tokenize("The Union's state, in 1790, is GOOD.", style="alpha")
+    ['the', "union's", 'state', 'in', 'is', 'good']
     """
     if not isinstance(text, str):
         raise TypeError(f"tokenize expects a str, got {type(text).__name__}")
+    if style == "alpha":
+        return _ALPHA_RE.findall(text.lower())
+    if style != "ptb":
+        raise ValueError(f"style must be one of {STYLES}; got {style!r}")
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
     # the substring guards only skip regex passes that cannot match (speed)
     if "-" in text:

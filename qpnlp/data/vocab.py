@@ -1,18 +1,28 @@
-"""Word vocabulary with distinct padding and unknown ids and IDF weights.
+"""The one word vocabulary: ids by frequency, optional padding and unknown ids, counts and IDF weights.
 
-Ids ``0`` (:data:`PAD_ID`, token ``<pad>``) and ``1`` (:data:`UNK_ID`, token
-``<unk>``) are reserved and never shared: padding positions are marked by the
-explicit masks of :func:`qpnlp.data.batching.pad_batch` and must never
-contribute a word state, while unknown words are real tokens that do.
+With ``specials=True`` (the default, for sentence models) ids ``0``
+(:data:`PAD_ID`, token ``<pad>``) and ``1`` (:data:`UNK_ID`, token ``<unk>``)
+are reserved and never shared: padding positions are marked by the explicit
+masks of :func:`qpnlp.data.batching.pad_batch` and must never contribute a
+word state, while unknown words are real tokens that do.
+
+With ``specials=False`` (for skip-gram models such as Word2Fun, whose
+samplers need dense ids ``0 .. V-1``) there are no reserved ids: every id is a
+word, and an unknown word is an error rather than ``<unk>``.
+
+:data:`PAD_ID` is defined here and only here; every other module imports it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import types
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 __all__ = ["PAD", "PAD_ID", "UNK", "UNK_ID", "Vocabulary"]
@@ -27,20 +37,26 @@ _FORMAT = "qpnlp.Vocabulary/1"
 class Vocabulary:
     """Mapping between words and integer ids, built from training texts only.
 
-    Word ids ``2 .. V-1`` are assigned by decreasing training frequency, ties
-    broken alphabetically, so the same training texts always give the same ids.
-    Use :meth:`build` rather than the constructor.
+    Word ids ``2 .. V-1`` (``0 .. V-1`` without special tokens) are assigned
+    by decreasing training frequency, ties broken alphabetically, so the same
+    training texts always give the same ids. Use :meth:`build` rather than the
+    constructor.
 
     Parameters
     ----------
     words : sequence of str
-        The regular words in id order (their ids are ``2, 3, ...``).
+        The regular words in id order (their ids are ``2, 3, ...``, or
+        ``0, 1, ...`` with ``specials=False``).
     word_freq : mapping str -> int
         Training token counts of (at least) the regular words.
     doc_freq : mapping str -> int
         Number of training texts that contain each regular word.
     n_docs : int
         Number of training texts the counts come from.
+    specials : bool, default True
+        Reserve ids 0 (``<pad>``) and 1 (``<unk>``). Without them the ids are
+        dense word ids, unknown words raise ``KeyError`` and ``<pad>`` /
+        ``<unk>`` are ordinary strings.
 
     Examples
     --------
@@ -49,6 +65,12 @@ class Vocabulary:
     (6, [2, 1, 3])
     >>> vocab.decode([2, 1, 3, 0])
     ['a', '<unk>', 'film', '<pad>']
+
+    Without special tokens (skip-gram ids; the counts feed the samplers):
+
+    >>> dense = Vocabulary.build([["a", "good", "film"], ["a", "film"]], specials=False)
+    >>> dense.words, dense.counts.tolist(), dense.ids(["film", "a"])
+    (['a', 'film', 'good'], [2, 2, 1], [1, 0])
     """
 
     def __init__(
@@ -57,20 +79,26 @@ class Vocabulary:
         word_freq: Mapping[str, int],
         doc_freq: Mapping[str, int],
         n_docs: int,
+        *,
+        specials: bool = True,
     ) -> None:
         words = list(words)
-        specials = {PAD, UNK} & set(words)
-        if specials:
-            raise ValueError(f"regular words must not include the reserved tokens {sorted(specials)}")
+        if not isinstance(specials, bool):
+            raise TypeError(f"specials must be a bool, got {type(specials).__name__}")
+        reserved = {PAD, UNK} & set(words) if specials else set()
+        if reserved:
+            raise ValueError(f"regular words must not include the reserved tokens {sorted(reserved)}")
         if len(set(words)) != len(words):
             dup = next(w for w, c in Counter(words).items() if c > 1)
             raise ValueError(f"duplicate word {dup!r} in vocabulary")
         missing = [w for w in words if w not in word_freq or w not in doc_freq]
         if missing:
             raise ValueError(f"{len(missing)} words lack frequencies, e.g. {missing[:3]}")
-        self._itos: list[str] = [PAD, UNK, *words]
+        self._specials = specials
+        self._n_special = 2 if specials else 0
+        self._itos: list[str] = [PAD, UNK, *words] if specials else words
         # PAD is deliberately absent from the lookup: a literal "<pad>" in a text encodes as UNK.
-        self._stoi: dict[str, int] = {w: i for i, w in enumerate(self._itos) if i != PAD_ID}
+        self._stoi: dict[str, int] = {w: i for i, w in enumerate(self._itos) if not (specials and i == PAD_ID)}
         self._word_freq = {w: int(word_freq[w]) for w in words}
         self._doc_freq = {w: int(doc_freq[w]) for w in words}
         self._n_docs = int(n_docs)
@@ -82,6 +110,8 @@ class Vocabulary:
         token_lists: Iterable[Sequence[str]],
         min_freq: int = 1,
         max_size: int | None = None,
+        *,
+        specials: bool = True,
     ) -> Vocabulary:
         """Count the training texts and keep the frequent words.
 
@@ -89,12 +119,15 @@ class Vocabulary:
         ----------
         token_lists : iterable of sequences of str
             The TRAINING texts only (never dev or test: their words must stay
-            unknown, exactly as at deployment).
+            unknown, exactly as at deployment). For a timestamped corpus pass
+            its ``docs``.
         min_freq : int, default 1
             Keep words seen at least this many times.
         max_size : int, optional
             Keep at most this many regular words (the most frequent); the two
             reserved ids come on top, so ``len(vocab) <= max_size + 2``.
+        specials : bool, default True
+            Reserve the padding and unknown ids (see the class docstring).
 
         Returns
         -------
@@ -110,16 +143,21 @@ class Vocabulary:
         for tokens in token_lists:
             if isinstance(tokens, str):
                 raise TypeError("token_lists must hold token lists, not strings; tokenize first")
+            if n_docs == 0 and not all(isinstance(t, str) for t in tokens):
+                bad = next(t for t in tokens if not isinstance(t, str))
+                raise TypeError(f"token_lists must hold lists of str tokens; text 0 holds a {type(bad).__name__} "
+                                f"(for a TimestampedCorpus pass corpus.docs)")
             n_docs += 1
             word_freq.update(tokens)
             doc_freq.update(set(tokens))
-        for special in (PAD, UNK):
-            word_freq.pop(special, None)
-            doc_freq.pop(special, None)
+        if specials:
+            for special in (PAD, UNK):
+                word_freq.pop(special, None)
+                doc_freq.pop(special, None)
         kept = sorted((w for w, c in word_freq.items() if c >= min_freq), key=lambda w: (-word_freq[w], w))
         if max_size is not None:
             kept = kept[:max_size]
-        return cls(kept, word_freq, doc_freq, n_docs)
+        return cls(kept, word_freq, doc_freq, n_docs, specials=specials)
 
     def with_extra_words(self, words: Iterable[str], max_new: int | None = None) -> Vocabulary:
         """A copy with ``words`` that are not yet in the vocabulary appended (ids after the training words).
@@ -154,13 +192,13 @@ class Vocabulary:
                 break
             if not isinstance(w, str):
                 raise TypeError(f"extra words must be strings, got {type(w).__name__}")
-            if w in seen or w in (PAD, UNK):
+            if w in seen or (self._specials and w in (PAD, UNK)):
                 continue
             seen.add(w)
             new.append(w)
         zeros = dict.fromkeys(new, 0)
-        return Vocabulary(self._itos[2:] + new, {**self._word_freq, **zeros}, {**self._doc_freq, **zeros},
-                          self._n_docs)
+        return Vocabulary(self._itos[self._n_special:] + new, {**self._word_freq, **zeros},
+                          {**self._doc_freq, **zeros}, self._n_docs, specials=self._specials)
 
     # ---------------------------------------------------------------- mapping
     def __len__(self) -> int:
@@ -171,15 +209,40 @@ class Vocabulary:
         return isinstance(word, str) and word in self._word_freq
 
     def __repr__(self) -> str:
-        return f"Vocabulary(size={len(self)}, n_docs={self._n_docs})"
+        extra = "" if self._specials else ", specials=False"
+        return f"Vocabulary(size={len(self)}, n_docs={self._n_docs}{extra})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocabulary) and self.to_dict() == other.to_dict()
 
     @property
     def words(self) -> list[str]:
-        """All tokens in id order, reserved ones included (``words[0] == "<pad>"``)."""
+        """All tokens in id order, reserved ones included (``words[0] == "<pad>"`` with specials)."""
         return list(self._itos)
+
+    @property
+    def specials(self) -> bool:
+        """Whether ids 0 and 1 are the reserved ``<pad>`` and ``<unk>``."""
+        return self._specials
+
+    @property
+    def index(self) -> Mapping[str, int]:
+        """Read-only mapping of every regular word to its id (reserved tokens excluded)."""
+        return types.MappingProxyType(self._regular_index)
+
+    @functools.cached_property
+    def _regular_index(self) -> dict[str, int]:
+        if not self._specials:
+            return self._stoi
+        return {w: i for i, w in enumerate(self._itos) if i >= self._n_special}
+
+    @functools.cached_property
+    def counts(self) -> np.ndarray:
+        """Training token count of every id, int64, shape (V,) (0 for the reserved ids); read-only."""
+        counts = np.zeros(len(self._itos), dtype=np.int64)
+        counts[self._n_special:] = [self._word_freq[w] for w in self._itos[self._n_special:]]
+        counts.setflags(write=False)
+        return counts
 
     @property
     def n_docs(self) -> int:
@@ -187,8 +250,20 @@ class Vocabulary:
         return self._n_docs
 
     def id_of(self, word: str) -> int:
-        """The id of ``word``, :data:`UNK_ID` when unknown."""
+        """The id of ``word``, :data:`UNK_ID` when unknown (``KeyError`` without special tokens)."""
+        if not self._specials:
+            return self.ids([word])[0]
         return self._stoi.get(word, UNK_ID)
+
+    def ids(self, words: Iterable[str]) -> list[int]:
+        """Ids of regular ``words``; raises ``KeyError`` naming the first unknown word (never maps to UNK)."""
+        index = self.index
+        out = []
+        for w in words:
+            if w not in index:
+                raise KeyError(f"word {w!r} is not in the vocabulary ({len(index)} words)")
+            out.append(index[w])
+        return out
 
     def word_of(self, idx: int) -> str:
         """The token with id ``idx``."""
@@ -198,6 +273,8 @@ class Vocabulary:
 
     def encode(self, tokens: Sequence[str]) -> list[int]:
         """Map tokens to ids; unknown tokens map to :data:`UNK_ID` (never to PAD).
+
+        Without special tokens an unknown token raises ``KeyError`` naming it.
 
         Parameters
         ----------
@@ -219,6 +296,8 @@ class Vocabulary:
             raise TypeError("encode expects a list of tokens, not a string; call tokenize() first")
         if len(tokens) == 0:
             raise ValueError("cannot encode an empty sentence (zero tokens): it would be all padding")
+        if not self._specials:
+            return self.ids(tokens)
         stoi = self._stoi
         return [stoi.get(t, UNK_ID) for t in tokens]
 
@@ -245,7 +324,7 @@ class Vocabulary:
         out = []
         for i in ids:
             i = int(i)
-            if skip_pad and i == PAD_ID:
+            if skip_pad and self._specials and i == PAD_ID:
                 continue
             out.append(self.word_of(i))
         return out
@@ -285,22 +364,30 @@ class Vocabulary:
         [0.0, 2.099, 1.0, 1.405]
         """
         n = self._n_docs
-        dfs = [0.0, 0.0] + [float(self._doc_freq[w]) for w in self._itos[2:]]
+        dfs = [0.0] * self._n_special + [float(self._doc_freq[w]) for w in self._itos[self._n_special:]]
         idf = torch.tensor([math.log((1 + n) / (1 + df)) + 1.0 for df in dfs], dtype=torch.float32)
-        idf[PAD_ID] = 0.0
+        if self._specials:
+            idf[PAD_ID] = 0.0
         return idf
 
     # ---------------------------------------------------------- persistence
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable description (for checkpoints); see :meth:`from_dict`."""
-        words = self._itos[2:]
-        return {
+        """A JSON-serialisable description (for checkpoints); see :meth:`from_dict`.
+
+        ``"specials": false`` is written only for a vocabulary without special
+        tokens, so vocabularies with them serialise exactly as before.
+        """
+        words = self._itos[self._n_special:]
+        data = {
             "format": _FORMAT,
             "words": list(words),
             "word_freq": [self._word_freq[w] for w in words],
             "doc_freq": [self._doc_freq[w] for w in words],
             "n_docs": self._n_docs,
         }
+        if not self._specials:
+            data["specials"] = False
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vocabulary:
@@ -310,4 +397,7 @@ class Vocabulary:
         words, wf, df = data["words"], data["word_freq"], data["doc_freq"]
         if not len(words) == len(wf) == len(df):
             raise ValueError(f"words/word_freq/doc_freq lengths differ: {len(words)}, {len(wf)}, {len(df)}")
-        return cls(words, dict(zip(words, wf)), dict(zip(words, df)), data["n_docs"])
+        specials = data.get("specials", True)
+        if not isinstance(specials, bool):
+            raise ValueError(f"specials must be true or false; got {specials!r}")
+        return cls(words, dict(zip(words, wf)), dict(zip(words, df)), data["n_docs"], specials=specials)

@@ -3,7 +3,7 @@
 Every model is scored through the same object: a grid ``E`` of shape
 (T, W, D) -- the vector of each of ``W`` words at each of ``T`` times -- with
 its ``words`` and ``years``.  Word2Fun produces it with
-:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.grid`; the baselines here
+:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.grid`; the baselines here
 produce it from gensim models:
 
 * :func:`temporal_referencing_grid` -- *static skip-gram* (gensim Word2Vec)

@@ -8,6 +8,7 @@ import torch
 
 from . import _validation as V
 from ._linalg import promote, random_unitary
+from ._states import DensityMatrix, PureState
 
 
 class SememeBasis:
@@ -104,8 +105,6 @@ class SememeBasis:
 
     def state(self, j: int):
         """The basis vector :math:`|e_j\\rangle` as a :class:`PureState`."""
-        from ._state import PureState
-
         return PureState._trusted(data=self._vectors[j])
 
     def coordinates(self, obj):
@@ -114,9 +113,6 @@ class SememeBasis:
         For a :class:`PureState` ``(..., d)``: :math:`c_j = \langle e_j|w\rangle`.
         For a :class:`DensityMatrix`: :math:`\rho'_{jk} = \langle e_j|\rho|e_k\rangle`.
         """
-        from ._density import DensityMatrix
-        from ._state import PureState
-
         if obj.dim != self.dim:
             raise ValueError(f"dimension mismatch: basis has d={self.dim} but the argument has d={obj.dim}")
         if isinstance(obj, PureState):
@@ -129,8 +125,6 @@ class SememeBasis:
 
     def from_coordinates(self, coordinates):
         r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis."""
-        from ._state import PureState
-
         c = coordinates.data if isinstance(coordinates, PureState) else coordinates
         e, c = promote(self._vectors, c)
         return PureState(c @ e)

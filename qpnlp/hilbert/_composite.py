@@ -8,10 +8,9 @@ from typing import Sequence
 import torch
 
 from . import _validation as V
-from ._density import DensityMatrix
 from ._linalg import kron, kron_vectors, promote
-from ._metrics import as_density_tensor
-from ._state import PureState
+from ._operands import as_density_tensor
+from ._states import DensityMatrix, PureState
 
 
 def tensor_product(*systems):

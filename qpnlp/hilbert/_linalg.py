@@ -107,19 +107,30 @@ def kron_vectors(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return product.reshape(*product.shape[:-2], a.shape[-1] * b.shape[-1])
 
 
+def ginibre(shape, *, dtype=torch.complex64, device=None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Complex Gaussian matrices (real and imaginary parts standard normal), ``shape``, complex ``dtype``."""
+    real = real_dtype_of(dtype)
+    return torch.complex(torch.randn(shape, dtype=real, device=device, generator=generator),
+                         torch.randn(shape, dtype=real, device=device, generator=generator))
+
+
+def haar_orthonormalize(z: torch.Tensor) -> torch.Tensor:
+    """Q of the reduced QR of Ginibre ``(..., m, n)``, m >= n, with R's diagonal phases moved into Q (Mezzadri 2007).
+
+    Without the phase correction Q is not Haar-distributed; with it, Q is
+    Haar on the unitaries (m = n) or on the isometries with orthonormal columns.
+    """
+    q, r = torch.linalg.qr(z)
+    diag = torch.diagonal(r, dim1=-2, dim2=-1)
+    phases = diag / diag.abs().clamp_min(torch.finfo(real_dtype_of(z.dtype)).tiny)
+    return q * phases.unsqueeze(-2)
+
+
 def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=None,
                    generator: torch.Generator | None = None) -> torch.Tensor:
     """Haar-random unitaries ``(*batch_shape, d, d)`` via QR of a Ginibre matrix (Mezzadri 2007).
 
     The phases of R's diagonal are moved into Q so the distribution is Haar.
     """
-    real = real_dtype_of(dtype)
-    shape = (*batch_shape, dim, dim)
-    z = torch.complex(
-        torch.randn(shape, dtype=real, device=device, generator=generator),
-        torch.randn(shape, dtype=real, device=device, generator=generator),
-    )
-    q, r = torch.linalg.qr(z)
-    diag = torch.diagonal(r, dim1=-2, dim2=-1)
-    phases = diag / diag.abs().clamp_min(torch.finfo(real).tiny)
-    return q * phases.unsqueeze(-2)
+    z = ginibre((*batch_shape, dim, dim), dtype=dtype, device=device, generator=generator)
+    return haar_orthonormalize(z)

@@ -1,65 +1,62 @@
-"""Relations between states: fidelity, trace distance, entropies.
+r"""Fidelities and distances between two states.
 
 Every function takes :class:`PureState`, :class:`DensityMatrix`,
-:class:`Ensemble` objects or plain complex ``(..., d, d)`` tensors, and
-broadcasts over batch dims.
+:class:`Ensemble` objects or plain complex ``(..., d, d)`` tensors, broadcasts
+over batch dims, returns a real ``(...)`` tensor and is differentiable.
+
+Conventions (they differ between references, so each docstring says which):
+the *fidelity* is squared, :math:`F = (\operatorname{Tr}|\sqrt\rho\sqrt\sigma|)^2`
+(Jozsa 1994), and :math:`\sqrt F` is the *root fidelity* of Nielsen & Chuang
+(QuTiP's ``fidelity``). The Bures distance and angle, QuTiP's ``bures_dist``
+and ``bures_angle``, are functions of :math:`\sqrt F`.
+
+How the fidelity is computed exactly
+------------------------------------
+With factors :math:`\rho = A A^\dagger` and :math:`\sigma = B B^\dagger`,
+:math:`\sqrt\rho = (A A^\dagger)^{1/2}` and the polar decomposition give
+
+.. math:: \sqrt{F(\rho, \sigma)} = \big\|\sqrt\rho\sqrt\sigma\big\|_1 = \big\|A^\dagger B\big\|_1
+          = \sum_j s_j(A^\dagger B),
+
+the sum of the singular values of the small r x m matrix :math:`A^\dagger B`.
+For ensembles the factors are exact (:math:`A = [\sqrt{p_i}\,w_i]`, d x n),
+so no matrix square root of a rank-deficient matrix is ever taken (it loses
+half the digits: errors of :math:`\sqrt\epsilon`). When one side is pure,
+:math:`F = \langle\psi|\sigma|\psi\rangle`, linear in :math:`\sigma`. Dense
+matrices are factored through ``eigh``, with eigenvalues below
+:func:`~qpnlp.hilbert._operands.rank_tolerance` treated as zero.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from . import _validation as V
-from ._contract import contract
-from ._density import DensityMatrix, validate_density_tensor
-from ._ensemble import Ensemble
-from ._linalg import promote, psd_sqrt
-from ._state import PureState
+from ._linalg import promote
+from ._operands import as_density_tensor, eigen_factor, safe_sqrt, sqrt_factor
+from ._states import DensityMatrix, PureState
+
+__all__ = ["fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
+           "hellinger_distance", "hilbert_schmidt_distance", "sub_fidelity", "super_fidelity"]
 
 
-def as_density_tensor(obj, name: str = "rho", validate: V.Validate = None) -> torch.Tensor:
-    """Dense ``(..., d, d)`` tensor of a state, mixture, density matrix or raw tensor."""
-    if isinstance(obj, DensityMatrix):
-        return obj.data
-    if isinstance(obj, (PureState, Ensemble)):
-        return (obj.proj() if isinstance(obj, PureState) else obj.dense()).data
-    validate_density_tensor(name, obj, validate)
-    return obj
+def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
+    return z.real.square() + z.imag.square()
 
 
-def _spectrum(obj) -> torch.Tensor:
-    """Eigenvalues of rho, clamped at zero; lazily through the Gram matrix for small ensembles."""
-    if isinstance(obj, PureState):
-        ones = torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
-        return ones
-    if isinstance(obj, (Ensemble, DensityMatrix)):
-        return obj.eigvals().clamp_min(0)
-    return torch.linalg.eigvalsh(as_density_tensor(obj)).clamp_min(0)
+def _check_dims(rho, sigma) -> None:
+    dim = lambda x: x.dim if not isinstance(x, torch.Tensor) else x.shape[-1]  # noqa: E731
+    V.check_dims_match("rho", dim(rho), "sigma", dim(sigma))
 
 
-def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
-    r"""Von Neumann entropy :math:`S(\rho) = -\operatorname{Tr}\rho\log\rho = -\sum_k \lambda_k \log\lambda_k`.
-
-    In nats by default (``base=2`` for bits); :math:`0 \log 0 = 0`. Zero for
-    pure states, :math:`\log d` for the maximally mixed state. Real ``(...)``.
-
-    >>> round(float(von_neumann_entropy(DensityMatrix.maximally_mixed(4), base=2)), 6)
-    2.0
-    """
-    lam = _spectrum(rho)
-    terms = torch.where(lam > 0, lam * torch.log(lam.clamp_min(torch.finfo(lam.dtype).tiny)), torch.zeros_like(lam))
-    return -terms.sum(-1) / math.log(base)
+def _dense_pair(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
+    r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
+    V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
+    return r, s
 
 
-def purity(rho) -> torch.Tensor:
-    r"""Purity :math:`\operatorname{Tr}\rho^2` in :math:`[1/d, 1]` (lazy for ensembles), real ``(...)``."""
-    if isinstance(rho, (DensityMatrix, Ensemble)):
-        return rho.purity()
-    if isinstance(rho, PureState):
-        return torch.ones(rho.batch_shape, dtype=V.real_dtype_of(rho.dtype), device=rho.device)
-    return DensityMatrix(rho).purity()
+def _is_dense(x) -> bool:
+    return isinstance(x, (DensityMatrix, torch.Tensor))
 
 
 def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
@@ -74,49 +71,200 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     Chuang's root fidelity :math:`\operatorname{Tr}\sqrt{\sqrt{\rho}\sigma\sqrt{\rho}}`.
     Symmetric, and 1 exactly when the states are equal.
 
+    Computed without a matrix square root (see the module docstring):
+    :math:`\langle\psi|\sigma|\psi\rangle` when one side is a
+    :class:`PureState`, the singular values of :math:`A^\dagger B` (n x m)
+    for two :class:`Ensemble` objects, and factors from ``eigh`` for dense
+    matrices. Exact to the dtype's precision for rank-deficient states given
+    as pure states or ensembles; dense inputs lose nothing when their rank
+    is well separated from the round-off (module docstring).
+
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+    squared : bool
+        ``True`` (default): :math:`F`; ``False``: :math:`\sqrt F`.
+
+    Examples
+    --------
     >>> a = PureState.from_real(torch.tensor([1.0, 0.0]))
     >>> b = PureState.from_real(torch.tensor([0.6, 0.8]))
     >>> round(float(fidelity(a, b)), 6)
     0.36
+    >>> round(float(fidelity(a, DensityMatrix.maximally_mixed(2), squared=False) ** 2), 6)
+    0.5
     """
-    if isinstance(rho, PureState) and isinstance(sigma, PureState):
-        f = rho.overlap(sigma)
-        return f if squared else f.sqrt()
-    r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
-    V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
-    root = psd_sqrt(r)
-    lam = torch.linalg.eigvalsh(root @ s @ root).clamp_min(0)
-    f = lam.sqrt().sum(-1)
-    f = f.clamp(max=1.0)
-    return f.square() if squared else f
+    _check_dims(rho, sigma)
+    if isinstance(sigma, PureState) and not isinstance(rho, PureState):
+        rho, sigma = sigma, rho                                   # the pure side first
+    if isinstance(rho, PureState):
+        if _is_dense(sigma):
+            psi, s = promote(rho.data, as_density_tensor(sigma, "sigma"))
+            f = (psi.conj().unsqueeze(-2) @ s @ psi.unsqueeze(-1)).squeeze(-1).squeeze(-1).real
+        else:
+            a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
+            f = _squared_modulus(a.mH @ b).sum((-2, -1))
+        f = f.clamp(0.0, 1.0)
+        return f if squared else safe_sqrt(f)
+    a, b = promote(sqrt_factor(rho, "rho"), sqrt_factor(sigma, "sigma"))
+    root = torch.linalg.svdvals(a.mH @ b).sum(-1).clamp(max=1.0)
+    return root.square() if squared else root
 
 
 def trace_distance(rho, sigma) -> torch.Tensor:
     r"""Trace distance :math:`T(\rho,\sigma) = \tfrac12 \|\rho - \sigma\|_1 = \tfrac12\sum_k |\lambda_k(\rho-\sigma)|`.
 
-    A metric on states with values in [0, 1]. Real ``(...)``.
+    A metric on states with values in [0, 1] (Nielsen & Chuang eq. 9.11;
+    QuTiP's ``tracedist``). Real ``(...)``.
+
+    >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
+    >>> float(trace_distance(a, b))
+    1.0
     """
-    r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
-    V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
+    r, s = _dense_pair(rho, sigma)
     return 0.5 * torch.linalg.eigvalsh(r - s).abs().sum(-1)
 
 
-def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
-    r"""Quantum relative entropy :math:`S(\rho\|\sigma) = \operatorname{Tr}\rho(\log\rho - \log\sigma)`.
+def bures_distance(rho, sigma) -> torch.Tensor:
+    r"""Bures distance :math:`D_B(\rho,\sigma) = \sqrt{2\,(1 - \sqrt{F(\rho,\sigma)})}`, real ``(...)`` in :math:`[0, \sqrt2]`.
 
-    Non-negative, zero iff :math:`\rho = \sigma`, and :math:`+\infty` when the
-    support of :math:`\rho` is not inside that of :math:`\sigma`. Computed in
-    the eigenbasis of :math:`\sigma`: :math:`\operatorname{Tr}\rho\log\sigma =
-    \sum_k \langle s_k|\rho|s_k\rangle \log\mu_k`. Real ``(...)``, nats by default.
+    :math:`\sqrt F` is the root fidelity (Bengtsson & Zyczkowski,
+    *Geometry of Quantum States*, eq. 9.31; QuTiP's ``bures_dist``). A
+    metric; the gradient is infinite where the distance is zero.
+
+    >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
+    >>> round(float(bures_distance(a, b)) ** 2, 6)
+    2.0
     """
-    r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
-    V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
-    tol = V.tolerance(r.dtype, r.shape[-1])
-    mu, vecs = torch.linalg.eigh(s)
-    populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
-    outside = (mu <= tol) & (populations > tol)
-    log_mu = torch.log(mu.clamp_min(tol))
-    cross = torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1)
-    neg_entropy = -von_neumann_entropy(DensityMatrix._trusted(data=r))
-    value = (neg_entropy - cross) / math.log(base)
-    return torch.where(outside.any(-1), torch.full_like(value, math.inf), value)
+    return safe_sqrt(2.0 * (1.0 - fidelity(rho, sigma, squared=False)))
+
+
+def bures_angle(rho, sigma) -> torch.Tensor:
+    r"""Bures angle (quantum angle) :math:`A(\rho,\sigma) = \arccos\sqrt{F(\rho,\sigma)}`, real ``(...)`` in :math:`[0, \pi/2]`.
+
+    The geodesic distance of the Bures metric (Nielsen & Chuang eq. 9.80
+    with their root fidelity; QuTiP's ``bures_angle``).
+
+    >>> a = PureState.basis_state(0, 2); b = PureState.from_real(torch.tensor([1.0, 1.0]), normalize_vectors=True)
+    >>> round(float(bures_angle(a, b)), 6)   # pi / 4
+    0.785398
+    """
+    return torch.arccos(fidelity(rho, sigma, squared=False).clamp(0.0, 1.0))
+
+
+def hellinger_affinity(rho, sigma) -> torch.Tensor:
+    r"""Quantum affinity :math:`A(\rho,\sigma) = \operatorname{Tr}\sqrt\rho\sqrt\sigma`, real ``(...)`` in [0, 1].
+
+    Luo & Zhang, Phys. Rev. A 69, 032106 (2004). With the eigen-decompositions
+    :math:`\rho = \sum_i \lambda_i |u_i\rangle\langle u_i|` and
+    :math:`\sigma = \sum_j \mu_j |v_j\rangle\langle v_j|`,
+    :math:`A = \sum_{ij} \sqrt{\lambda_i\mu_j}\,|\langle u_i|v_j\rangle|^2`
+    (for ensembles from the SVD of their factors, no d x d matrix). It is
+    at most :math:`\sqrt F`.
+
+    >>> rho = DensityMatrix.maximally_mixed(2); psi = PureState.basis_state(0, 2)
+    >>> round(float(hellinger_affinity(rho, psi)), 6)    # sqrt(1/2)
+    0.707107
+    """
+    _check_dims(rho, sigma)
+    lam, u = eigen_factor(rho, "rho")
+    mu, v = eigen_factor(sigma, "sigma")
+    u, v = promote(u, v)
+    overlaps = _squared_modulus(u.mH @ v)                          # (..., r, m)
+    lam, mu = safe_sqrt(lam).to(overlaps.dtype), safe_sqrt(mu).to(overlaps.dtype)
+    return (lam.unsqueeze(-2) @ overlaps @ mu.unsqueeze(-1)).squeeze(-1).squeeze(-1).clamp(0.0, 1.0)
+
+
+def hellinger_distance(rho, sigma) -> torch.Tensor:
+    r"""Quantum Hellinger distance :math:`D_H(\rho,\sigma) = \sqrt{2 - 2\operatorname{Tr}\sqrt\rho\sqrt\sigma}`, real ``(...)``.
+
+    Luo & Zhang (2004), QuTiP's ``hellinger_dist``:
+    :math:`D_H^2 = \operatorname{Tr}(\sqrt\rho - \sqrt\sigma)^2`, values in
+    :math:`[0, \sqrt 2]`; see :func:`hellinger_affinity`.
+
+    >>> a, b = PureState.basis_state(0, 3), PureState.basis_state(2, 3)
+    >>> round(float(hellinger_distance(a, b)) ** 2, 6)
+    2.0
+    """
+    return safe_sqrt(2.0 - 2.0 * hellinger_affinity(rho, sigma))
+
+
+def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
+    r"""Hilbert-Schmidt distance :math:`D_{HS}(\rho,\sigma) = \|\rho-\sigma\|_2 = \sqrt{\operatorname{Tr}(\rho-\sigma)^2}`, real ``(...)``.
+
+    The Frobenius norm of the difference (Bengtsson & Zyczkowski eq. 9.20),
+    a metric with values in :math:`[0, \sqrt2]`. Note that QuTiP's
+    ``hilbert_dist`` returns its square, :math:`\operatorname{Tr}(\rho-\sigma)^2`.
+    Computed from the dense difference (a Gram formula would cancel
+    digits for close states).
+
+    >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
+    >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
+    2.0
+    """
+    r, s = _dense_pair(rho, sigma)
+    diff = r - s
+    return safe_sqrt(_squared_modulus(diff).sum((-2, -1)))
+
+
+def _trace_product(rho, sigma) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}\rho\sigma`: :math:`\|A^\dagger B\|_F^2` from factors, unless a side is dense."""
+    if _is_dense(rho) or _is_dense(sigma):
+        r, s = _dense_pair(rho, sigma)
+        return (r * s.mT).sum((-2, -1)).real
+    _check_dims(rho, sigma)
+    a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
+    return _squared_modulus(a.mH @ b).sum((-2, -1))
+
+
+def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
+    r""":math:`\operatorname{Tr}\rho\sigma` and :math:`\operatorname{Tr}(\rho\sigma)^2`, from factors when no side is dense."""
+    if _is_dense(rho) or _is_dense(sigma):
+        r, s = _dense_pair(rho, sigma)
+        m = r @ s
+        return (r * s.mT).sum((-2, -1)).real, (m * m.mT).sum((-2, -1)).real
+    _check_dims(rho, sigma)
+    a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
+    x = a.mH @ b                                                   # (..., n, m)
+    return _squared_modulus(x).sum((-2, -1)), _squared_modulus(x @ x.mH).sum((-2, -1))
+
+
+def _purity(obj) -> torch.Tensor:
+    if isinstance(obj, PureState):
+        return torch.ones(obj.batch_shape, dtype=V.real_dtype_of(obj.dtype), device=obj.device)
+    if isinstance(obj, torch.Tensor):
+        return _squared_modulus(as_density_tensor(obj)).sum((-2, -1))
+    return obj.purity()
+
+
+def sub_fidelity(rho, sigma) -> torch.Tensor:
+    r"""Sub-fidelity :math:`E(\rho,\sigma) = \operatorname{Tr}\rho\sigma + \sqrt{2[(\operatorname{Tr}\rho\sigma)^2 - \operatorname{Tr}(\rho\sigma)^2]}`.
+
+    A lower bound of the *squared* fidelity, :math:`E \le F`, with equality
+    when one state is pure (Miszczak, Puchala, Horodecki, Uhlmann &
+    Zyczkowski, Quantum Inf. Comput. 9, 103 (2009), eq. 8). Needs no matrix
+    square root: two traces of products, from the n x m cross matrix for
+    ensembles. The gradient of the square root is taken as zero where its
+    argument vanishes. Real ``(...)``.
+
+    >>> rho = DensityMatrix.maximally_mixed(2); psi = PureState.basis_state(0, 2)
+    >>> round(float(sub_fidelity(rho, psi)), 6)
+    0.5
+    """
+    t1, t2 = _overlap_moments(rho, sigma)
+    return t1 + safe_sqrt(2.0 * (t1.square() - t2))
+
+
+def super_fidelity(rho, sigma) -> torch.Tensor:
+    r"""Super-fidelity :math:`G(\rho,\sigma) = \operatorname{Tr}\rho\sigma + \sqrt{(1 - \operatorname{Tr}\rho^2)(1 - \operatorname{Tr}\sigma^2)}`.
+
+    An upper bound of the *squared* fidelity, :math:`F \le G`, with equality
+    when one state is pure (Miszczak et al. 2009, eq. 9); needs only traces
+    of products (lazy for ensembles). Real ``(...)``.
+
+    >>> a = DensityMatrix.maximally_mixed(2)
+    >>> round(float(super_fidelity(a, a)), 6)
+    1.0
+    """
+    return _trace_product(rho, sigma) + safe_sqrt((1.0 - _purity(rho)) * (1.0 - _purity(sigma)))

@@ -11,6 +11,9 @@
   complex-order positional sensitivity and frequency periods.
 * :mod:`~qpnlp.interpret.temporal` - Word2Fun similarity trajectories,
   nearest words per era, change ranking.
+* :mod:`~qpnlp.interpret.optimal` - the best accuracy any measurement of the
+  sentence states could reach (Helstrom bound, pretty-good measurement), to
+  set beside the learned measurement's.
 * :mod:`~qpnlp.interpret.plots` - matplotlib figures of all of these
   (imported on first use, so that importing the package does not load matplotlib).
 """
@@ -19,6 +22,8 @@ from .ann import BornIndex, faiss_available
 from .matching import MatchingPatterns, matching_patterns
 from .nearest import (ANN_MIN_VOCAB, born_scores, measurement_vectors, measurement_words, nearest_states,
                       nearest_table, nearest_words)
+from .optimal import (OptimalMeasurement, class_averages, helstrom, measurement_bound, pretty_good_measurement,
+                      single_shot_accuracy)
 from .periods import frequency_periods, period_distribution, period_table
 from .positional import PositionalSensitivity, frequency_table, positional_sensitivity
 from .temporal import change_ranking, equal_eras, nearest_by_era, similarity_trajectories
@@ -37,6 +42,9 @@ __all__ = [
     "period_distribution",
     # Word2Fun
     "similarity_trajectories", "nearest_by_era", "change_ranking", "equal_eras",
+    # optimal measurements
+    "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound", "single_shot_accuracy",
+    "OptimalMeasurement",
     # plots
     "plot_density_matrix", "plot_density_matrix_parts", "plot_measurement_probabilities", "plot_word_states",
     "plot_similarity_over_time", "plot_period_histogram",

@@ -46,7 +46,7 @@ import torch
 from qpnlp.hilbert import promote
 
 from . import _checks
-from .nearest import _scores, _unit_rows, resolve_score
+from ._scores import pair_scores, resolve_score, unit_rows
 
 __all__ = ["BornIndex", "faiss_available"]
 
@@ -109,7 +109,7 @@ class BornIndex:
         self.phases = 1 if not states.is_complex() and self.score == "cosine" else \
             2 if not states.is_complex() else _checks.positive("phases", phases)
         self.ef_search = _checks.positive("ef_search", ef_search)
-        self._unit, usable = _unit_rows(states)
+        self._unit, usable = unit_rows(states)
         if rows is not None:
             usable = usable & _checks.mask("rows", rows, states.shape[0]).to(usable.device)
         self._rows = usable.nonzero().squeeze(-1)
@@ -170,7 +170,7 @@ class BornIndex:
             raise ValueError("complex queries cannot search an index of real vectors")
         if self._unit.is_complex() and not queries.is_complex():
             queries = promote(queries, self._unit)[0]                   # a real query is a complex one too
-        q, nonzero = _unit_rows(queries)
+        q, nonzero = unit_rows(queries)
         if not bool(nonzero.all()):
             raise ValueError(f"query {int((~nonzero).nonzero()[0])} is the zero vector: it measures nothing")
         per_phase = min(max(2 * k, 32) if candidates_per_phase is None else
@@ -208,4 +208,4 @@ def _pairwise(q: torch.Tensor, members: torch.Tensor, score: str) -> torch.Tenso
     else:
         common = torch.promote_types(q.dtype, members.dtype)
         q, members = q.to(common), members.to(common)
-    return _scores(q.unsqueeze(1), members, score).squeeze(1)
+    return pair_scores(q.unsqueeze(1), members, score).squeeze(1)

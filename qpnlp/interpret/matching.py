@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from qpnlp.models.cnm import CNM
-from qpnlp.models.local_mixture import window_weights
+from qpnlp.nn import window_weights
 
 __all__ = ["MatchingPatterns", "matching_patterns"]
 

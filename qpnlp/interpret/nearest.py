@@ -39,35 +39,16 @@ from qpnlp.hilbert import promote
 from qpnlp.measurement import ProjectiveMeasurement, Projector
 
 from . import _checks
+from ._scores import SCORES, pair_scores, resolve_score, unit_rows
+from .ann import BornIndex, faiss_available
 
 __all__ = ["SCORES", "METHODS", "ANN_MIN_VOCAB", "born_scores", "nearest_states", "nearest_words", "nearest_table",
            "measurement_vectors", "measurement_words"]
 
-SCORES = ("auto", "born", "cosine")
 METHODS = ("exact", "approximate", "auto")
 #: Usable vocabulary rows from which ``method="auto"`` switches to the approximate index.
 ANN_MIN_VOCAB = 200_000
 _CHUNK_SCORES = 1 << 24
-
-
-def resolve_score(score: str, *tensors: torch.Tensor) -> str:
-    """``"born"`` or ``"cosine"`` for ``score`` given the tensors it applies to."""
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}; got {score!r}")
-    is_complex = any(t.is_complex() for t in tensors)
-    if score == "auto":
-        return "born" if is_complex else "cosine"
-    if score == "cosine" and is_complex:
-        raise ValueError("score='cosine' is for real vectors; complex states are ranked by the Born probability "
-                         "(score='born')")
-    return score
-
-
-def _unit_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows divided by their norm (zero rows stay zero) and the bool mask of non-zero rows."""
-    norms = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    nonzero = norms.squeeze(-1) > 0
-    return x / norms.clamp_min(torch.finfo(norms.dtype).tiny), nonzero
 
 
 def _prepare(queries, states, score: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str]:
@@ -81,20 +62,11 @@ def _prepare(queries, states, score: str) -> tuple[torch.Tensor, torch.Tensor, t
     elif queries.dtype != states.dtype:
         common = torch.promote_types(queries.dtype, states.dtype)
         queries, states = queries.to(common), states.to(common)
-    q, q_nonzero = _unit_rows(queries)
+    q, q_nonzero = unit_rows(queries)
     if not bool(q_nonzero.all()):
         raise ValueError(f"query {int((~q_nonzero).nonzero()[0])} is the zero vector: it measures nothing")
-    s, s_nonzero = _unit_rows(states)
+    s, s_nonzero = unit_rows(states)
     return q, s, s_nonzero, score
-
-
-def _scores(q: torch.Tensor, s: torch.Tensor, score: str) -> torch.Tensor:
-    """(m, V) scores of unit rows."""
-    if q.is_complex():
-        amplitude = q.conj() @ s.mT                                     # <v|w> = sum_j conj(v_j) w_j
-        return amplitude.real.square() + amplitude.imag.square()
-    cosine = q @ s.mT
-    return cosine.square() if score == "born" else cosine
 
 
 def born_scores(queries: torch.Tensor, vocab_states: torch.Tensor, *, score: str = "auto") -> torch.Tensor:
@@ -124,7 +96,7 @@ def born_scores(queries: torch.Tensor, vocab_states: torch.Tensor, *, score: str
     tensor([[0.3600, 1.0000]])
     """
     q, s, _, score = _prepare(queries, vocab_states, score)
-    return _scores(q, s, score)
+    return pair_scores(q, s, score)
 
 
 def nearest_states(queries: torch.Tensor, vocab_states: torch.Tensor, k: int = 10, *,
@@ -175,8 +147,6 @@ def nearest_states(queries: torch.Tensor, vocab_states: torch.Tensor, k: int = 1
     if n_usable == 0:
         raise ValueError("no usable vocabulary row (all rows are zero or excluded by candidates)")
     if _use_index(method, index, n_usable):
-        from .ann import BornIndex
-
         if index is None:
             index = BornIndex(vocab_states, score=score, rows=usable)
         elif index.num_rows != vocab_states.shape[0] or index.score != score:
@@ -187,7 +157,7 @@ def nearest_states(queries: torch.Tensor, vocab_states: torch.Tensor, k: int = 1
     chunk = max(1, _CHUNK_SCORES // s.shape[0])
     values, rows = [], []
     for start in range(0, q.shape[0], chunk):
-        scores = _scores(q[start:start + chunk], s, score).masked_fill(~usable, float("-inf"))
+        scores = pair_scores(q[start:start + chunk], s, score).masked_fill(~usable, float("-inf"))
         top = scores.topk(k, dim=-1)
         values.append(top.values)
         rows.append(top.indices)
@@ -201,8 +171,6 @@ def _use_index(method: str, index, n_usable: int) -> bool:
         return False
     if n_usable < ANN_MIN_VOCAB:
         return False
-    from .ann import faiss_available
-
     return faiss_available()
 
 

@@ -134,7 +134,7 @@ def period_distribution(source, *, words: Sequence[str] | None = None, counts: S
     >>> period_distribution(torch.tensor([[0.0], [0.0], [math.pi], [2 * math.pi]]))
     array([2., 1.])
     """
-    from qpnlp.models.complex_order import ComplexOrderEmbedding
+    from qpnlp.nn import ComplexOrderEmbedding
 
     emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)
     if isinstance(emb, ComplexOrderEmbedding) and emb.frequency_sharing == "word":

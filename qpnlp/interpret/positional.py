@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from qpnlp.models.complex_order import ComplexOrderEmbedding
+from qpnlp.nn import ComplexOrderEmbedding
 
 __all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_scores", "frequency_table"]
 
@@ -26,7 +26,7 @@ def frequency_table(source: ComplexOrderEmbedding | nn.Module | Tensor) -> Tenso
     r"""The per-word frequencies :math:`\omega`, real (V, D) (or (V, 1) for dimension sharing), detached.
 
     ``source`` is a :class:`ComplexOrderEmbedding`, a model with one as
-    ``.embedding`` (e.g. :class:`~qpnlp.models.order_classifiers.OrderClassifier`),
+    ``.embedding`` (e.g. :class:`~qpnlp.models.order_classifier.OrderClassifier`),
     or the tensor itself. Raises ValueError for complex-vanilla (no
     frequencies) and word sharing (one frequency vector for all words).
     """

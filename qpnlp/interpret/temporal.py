@@ -1,10 +1,10 @@
-r"""Word2Fun: tables of how words move over time, built on :class:`~qpnlp.models.word2fun.Word2FunEmbeddings`.
+r"""Word2Fun: tables of how words move over time, built on :class:`~qpnlp.word2fun.keyed_vectors.KeyedVectors`.
 
 A Word2Fun word is a function of time :math:`f(u, t) \in \mathbb{R}^D`
 (thesis section 4.2). These helpers only arrange the model's own queries
-(:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.similarity_over_time`,
-:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.nearest`,
-:meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.change_degree`) into
+(:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.similarity_over_time`,
+:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.most_similar`,
+:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.change_degree`) into
 pandas tables for notebooks and plots:
 
 * :func:`similarity_trajectories`: :math:`\cos(f(u, t), f(v, t))` for chosen
@@ -38,18 +38,18 @@ def _times(times) -> list[float]:
 
 
 def _check_embeddings(embeddings) -> None:
-    for name in ("similarity_over_time", "nearest", "change_degree", "words"):
+    for name in ("similarity_over_time", "most_similar", "change_degree", "index_to_key", "time_span"):
         if not hasattr(embeddings, name):
-            raise TypeError(f"need a Word2FunEmbeddings (trained model + vocabulary); got {type(embeddings).__name__}")
+            raise TypeError(f"need Word2Fun KeyedVectors (trained model + vocabulary); got {type(embeddings).__name__}")
 
 
 def _known(embeddings, words: Sequence[str]) -> list[str]:
     if isinstance(words, str):
         words = [words]
     words = list(words)
-    unknown = [w for w in words if w not in embeddings.index]
+    unknown = [w for w in words if w not in embeddings]
     if unknown:
-        raise KeyError(f"not in the vocabulary ({len(embeddings.words)} words): {', '.join(map(repr, unknown))}")
+        raise KeyError(f"not in the vocabulary ({len(embeddings)} words): {', '.join(map(repr, unknown))}")
     return words
 
 
@@ -73,7 +73,7 @@ def similarity_trajectories(embeddings, word: str, others: Sequence[str], times)
 
     Parameters
     ----------
-    embeddings : Word2FunEmbeddings
+    embeddings : KeyedVectors
     word : str
     others : sequence of str
     times : sequence of float
@@ -99,7 +99,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
 
     Parameters
     ----------
-    embeddings : Word2FunEmbeddings
+    embeddings : KeyedVectors
     word : str
     eras : int or sequence of (start, end)
         Explicit eras, or a number of equal eras over the model's time span.
@@ -116,8 +116,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     _check_embeddings(embeddings)
     word = _known(embeddings, [word])[0]
     if isinstance(eras, (int, np.integer)):
-        span = embeddings.model.time_scale
-        eras = equal_eras(span.start, span.end, int(eras))
+        eras = equal_eras(*embeddings.time_span, int(eras))
     eras = [tuple(float(x) for x in era) for era in eras]
     if not eras or any(len(e) != 2 or not e[1] >= e[0] for e in eras):
         raise ValueError(f"eras must be a non-empty list of (start, end) with end >= start; got {eras}")
@@ -125,8 +124,8 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     for start, end in eras:
         middle = (start + end) / 2
         label = f"{start:g}-{end:g}"
-        for rank, (other, cosine) in enumerate(embeddings.nearest(word, middle, k=_checks.positive("k", k),
-                                                                  min_count=min_count), start=1):
+        for rank, (other, cosine) in enumerate(embeddings.most_similar(word, topn=_checks.positive("k", k), year=middle,
+                                                                        min_count=min_count), start=1):
             rows.append((label, middle, rank, other, cosine))
     return pd.DataFrame(rows, columns=["era", "time", "rank", "word", "cosine"])
 
@@ -138,7 +137,7 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
 
     Parameters
     ----------
-    embeddings : Word2FunEmbeddings
+    embeddings : KeyedVectors
     period_a, period_b : (start, end)
         Inclusive ranges of raw times, sampled every ``step``.
     words : sequence of str, optional
@@ -148,7 +147,7 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
         Keep the ``top`` most changed.
     step : float
     measure : {"cosine", "context"}
-        See :meth:`~qpnlp.models.word2fun.Word2FunEmbeddings.change_degree`.
+        See :meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.change_degree`.
 
     Returns
     -------
@@ -162,12 +161,12 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
     if not step > 0:
         raise ValueError(f"step must be positive; got {step}")
     if words is None:
-        words = [w for w, c in zip(embeddings.words, embeddings.counts.tolist()) if c >= min_count]
+        words = [w for w, c in zip(embeddings.index_to_key, embeddings.counts.tolist()) if c >= min_count]
     else:
-        words = [w for w in _known(embeddings, words) if embeddings.counts[embeddings.index[w]] >= min_count]
+        words = [w for w in _known(embeddings, words) if embeddings.counts[embeddings.get_index(w)] >= min_count]
     if not words:
         raise ValueError("no word to rank (empty list, or none with count >= min_count)")
-    rows = [(w, int(embeddings.counts[embeddings.index[w]]),
+    rows = [(w, int(embeddings.counts[embeddings.get_index(w)]),
              embeddings.change_degree(w, tuple(period_a), tuple(period_b), step=step, measure=measure))
             for w in words]
     table = pd.DataFrame(rows, columns=["word", "count", "change"])

@@ -1,7 +1,7 @@
 r"""Word importance from learned mixture weights (QPDN and CNM word weighting).
 
 A sentence is the mixture :math:`\rho = \sum_i p_i |w_i\rangle\langle w_i|`;
-the weights come from one score per word (:class:`~qpnlp.models.weighting.WordWeighting`):
+the weights come from one score per word (:class:`~qpnlp.nn.embedding.WordWeighting`):
 
 * ``"trainable"``: :math:`p_i = \operatorname{softmax}_i \pi(w_i)`, a learned score per word;
 * ``"amplitude_norm"``: the same softmax of the amplitude norm :math:`\|r_{w}\|`;
@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from qpnlp.models.weighting import WordWeighting
+from qpnlp.nn import WordWeighting
 
 from . import _checks
 

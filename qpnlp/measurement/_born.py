@@ -1,4 +1,4 @@
-r"""Born-rule probabilities :math:`p_k = \operatorname{Tr}(\rho P_k)`, functional core.
+r"""Born-rule probabilities :math:`p_k = \operatorname{Tr}(\rho P_k)` and :math:`\operatorname{Tr}(\rho E_k)`, functional core.
 
 Measurement vectors are given as a complex tensor ``(k, d)`` (rank-1
 projectors :math:`P_k = |v_k\rangle\langle v_k|`) or ``(k, r, d)`` (rank-r
@@ -7,6 +7,14 @@ projectors :math:`P_k = \sum_s |v_{ks}\rangle\langle v_{ks}|` with orthonormal
 
 .. math:: \operatorname{Tr}\Big(\sum_i p_i |w_i\rangle\langle w_i| \, P_k\Big)
           = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2 .
+
+General measurements (POVMs) use the same formula with vectors that need
+not be orthonormal: an effect :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|
+= M_k^\dagger M_k` is given by its factor vectors ``(..., k, r, d)`` (the
+rows of the Kraus operator :math:`M_k` are :math:`\langle v_{ks}|`), and
+:func:`povm_probabilities` computes
+:math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \|M_k w_i\|^2` in O(n d k r),
+with the POVM's batch dims broadcasting against the states'.
 """
 
 from __future__ import annotations
@@ -111,3 +119,67 @@ def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor) -> tor
     V.check_dims_match("rho", rho.shape[-1], "projectors", proj.shape[-1])
     rho, proj = promote(rho, proj)
     return contract("krd,...de,kre->...k", proj.conj(), rho, proj).real
+
+
+def _effect_vectors(vectors: torch.Tensor) -> torch.Tensor:
+    V.check_tensor("vectors", vectors)
+    V.check_complex("vectors", vectors)
+    V.check_min_ndim("vectors", vectors, 3, "(..., k, r, d)")
+    return vectors
+
+
+def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vectors: torch.Tensor) -> torch.Tensor:
+    r"""Probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2` of a lazy mixture.
+
+    Parameters
+    ----------
+    states : torch.Tensor
+        Complex ``(..., n, d)`` member states (``weights=None``: ``(..., d)`` pure states).
+    weights : torch.Tensor or None
+        Real ``(..., n)`` mixture weights.
+    vectors : torch.Tensor
+        Complex ``(..., k, r, d)`` effect factors, :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`
+        (e.g. :attr:`POVM.vectors <qpnlp.measurement.POVM.vectors>`); leading dims broadcast
+        against the states' batch dims.
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(..., k)``; sums to one over k when :math:`\sum_k E_k = I`.
+
+    Examples
+    --------
+    >>> trine = torch.tensor([[1, 0], [-0.5, 0.75 ** 0.5], [-0.5, -0.75 ** 0.5]], dtype=torch.complex64)
+    >>> vectors = (trine * (2 / 3) ** 0.5).unsqueeze(1)                   # rank-1 effects (3, 1, 2)
+    >>> povm_probabilities(torch.tensor([1, 0], dtype=torch.complex64), None, vectors)
+    tensor([0.6667, 0.1667, 0.1667])
+    """
+    vectors = _effect_vectors(vectors)
+    k, r, d = vectors.shape[-3:]
+    V.check_dims_match("states", states.shape[-1], "vectors", d)
+    pure = weights is None
+    states, vectors = promote(states.unsqueeze(-2) if pure else states, vectors)
+    flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
+    per_state = _squared_modulus(states @ flat.mH)                        # (..., n, k r): |<v|w>|^2
+    if r > 1:
+        per_state = per_state.unflatten(-1, (k, r)).sum(-1)
+    if pure:
+        return per_state.squeeze(-2)
+    if weights.shape != states.shape[:-1]:
+        raise ValueError(f"weights must have shape {tuple(states.shape[:-1])}; got {tuple(weights.shape)}")
+    common = torch.promote_types(per_state.dtype, weights.dtype)       # widen, never narrow
+    return (weights.to(common).unsqueeze(-2) @ per_state.to(common)).squeeze(-2)
+
+
+def povm_probabilities_dense(rho: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    r"""Probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_s \langle v_{ks}|\rho|v_{ks}\rangle` of dense ``(..., d, d)``.
+
+    ``vectors`` ``(..., k, r, d)`` as in :func:`povm_probabilities`; returns real ``(..., k)``.
+    """
+    vectors = _effect_vectors(vectors)
+    k, r, d = vectors.shape[-3:]
+    V.check_dims_match("rho", rho.shape[-1], "vectors", d)
+    rho, vectors = promote(rho, vectors)
+    flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
+    values = ((flat.conj() @ rho) * flat).sum(-1).real                  # <v|rho|v>
+    return values.unflatten(-1, (k, r)).sum(-1)

@@ -1,15 +1,29 @@
-"""Models: complex word embeddings, QPDN and its baselines, CNM, the gated complex RNN (Word2Fun lives in qpnlp.models.word2fun)."""
+"""Paper models behind one contract (:mod:`qpnlp.models.base`), one file each, found by name in a registry.
 
-from .cgrnn import CGRNN, CGRNNCell
+Registered models (name: class, task, source):
+
+* ``qpdn``: :class:`QPDN`, classification, thesis 5.1.2 (Table 5.2)
+* ``real_bow``: :class:`RealBagOfWords`, classification, thesis Table 5.3 (real baseline)
+* ``order_classifier``: :class:`OrderClassifier`, classification, complex-order paper (Table 2)
+* ``cgrnn_classifier``: :class:`CGRNNClassifier`, classification, gated complex RNN poster
+* ``cnm``: :class:`CNM`, matching, thesis 3.3 / 5.1.3 (Table 5.8)
+* ``cnm_real``: :class:`CNMReal`, matching, thesis Table 5.9 (CNM-Real)
+* ``word2fun``: :class:`qpnlp.word2fun.Word2Fun`, temporal, thesis ch. 4 (registered by its own package)
+
+Building blocks (complex layers, embeddings, activations) live in :mod:`qpnlp.nn`.
+"""
+
+from .base import (Model, ModelConfig, check_batch, get_model_class, read_model_header, register_model,
+                   registered_models,
+                   unregister_model)
+from .cgrnn_classifier import CGRNNClassifier, CGRNNClassifierConfig
 from .cnm import CNM, CNMConfig
-from .complex_order import ComplexOrderEmbedding, RealPositionalEmbedding, make_embedding
-from .complex_activations import Hirose, ModReLU, hirose, modrelu
-from .embedding import ComplexWordEmbedding
-from .order_classifiers import OrderClassifier, OrderClassifierConfig
-from .qpdn import QPDN, QPDNConfig, RealBagOfWords
-from .unitary import StateTransition
-from .weighting import WordWeighting
+from .cnm_real import CNMReal, CNMRealConfig
+from .order_classifier import OrderClassifier, OrderClassifierConfig
+from .qpdn import QPDN, QPDNConfig
+from .real_bow import RealBagOfWords, RealBagOfWordsConfig
 
-__all__ = ["ComplexWordEmbedding", "WordWeighting", "QPDN", "QPDNConfig", "RealBagOfWords",
-           "CNM", "CNMConfig", "ComplexOrderEmbedding", "RealPositionalEmbedding", "make_embedding",
-           "OrderClassifier", "OrderClassifierConfig", "CGRNN", "CGRNNCell", "StateTransition", "Hirose", "ModReLU", "hirose", "modrelu"]
+__all__ = ["Model", "ModelConfig", "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models",
+           "read_model_header", "QPDN", "QPDNConfig", "RealBagOfWords", "RealBagOfWordsConfig", "CNM", "CNMConfig",
+           "CNMReal", "CNMRealConfig", "OrderClassifier", "OrderClassifierConfig", "CGRNNClassifier",
+           "CGRNNClassifierConfig"]

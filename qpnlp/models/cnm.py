@@ -1,16 +1,15 @@
 r"""CNM: the Complex-valued Network for Matching (thesis sections 3.3 and 5.1.3).
 
 Each sentence is a sequence of local density matrices over sliding windows
-(:mod:`qpnlp.models.local_mixture`), measured by k shared trainable
+(:mod:`qpnlp.nn.mixture`), measured by k shared trainable
 measurements; the measured probabilities are max-pooled over positions,
 concatenated over the window sizes l = 1..4, and question and answer are
 matched by the cosine similarity of those vectors.
 
 Ablations of thesis Table 5.9 (switches of :class:`CNMConfig`):
 
-* ``real=True`` (CNM-Real): real word vectors and real measurement vectors of
-  dimension 2d (GloVe in the first d coordinates, N(0, 1/d) in the others),
-  probabilities :math:`(v_k \cdot w)^2` of the unit vectors;
+* CNM-Real is its own model, :class:`~qpnlp.models.CNMReal` (``cnm_real``):
+  real word vectors and real measurement vectors of dimension 2d;
 * ``mixture="global"`` (CNM-Global-Mixture): one mixture per sentence with
   the softmax of the word weights over the whole sentence (one "window"
   covering it, no pooling);
@@ -31,12 +30,10 @@ from torch import nn
 
 from qpnlp.hilbert import masked_softmax
 from qpnlp.measurement import ProjectiveMeasurement, word_probabilities
+from qpnlp.nn import (DEFAULT_WINDOWS, PHASE_INITS, POOLINGS, ComplexWordEmbedding, WordWeighting,
+                      effective_word_weights, local_mixture, pool_positions)
 
-from ._batch import check_batch
-from ._config import JsonConfig
-from .embedding import PHASE_INITS, ComplexWordEmbedding
-from .local_mixture import DEFAULT_WINDOWS, POOLINGS, effective_word_weights, local_mixture, pool_positions
-from .weighting import WordWeighting
+from .base import Model, ModelConfig, check_batch, register_model
 
 MIXTURES = ("local", "global")
 CNM_HEADS = ("measurement", "trace")
@@ -45,7 +42,7 @@ CNM_INITS = ("identity", "orthogonal", "random")
 
 
 @dataclass
-class CNMConfig(JsonConfig):
+class CNMConfig(ModelConfig):
     """Hyper-parameters of :class:`CNM` (all JSON-serialisable).
 
     Defaults follow thesis 5.1.3 where it states them: 50-dim complex
@@ -76,8 +73,6 @@ class CNMConfig(JsonConfig):
         ``local`` | ``global`` (ablation).
     head : str
         ``measurement`` | ``trace`` (ablation).
-    real : bool
-        CNM-Real (ablation).
     measurement_init : str
         ``identity`` | ``orthogonal`` | ``random``.
     phase_init : str
@@ -97,15 +92,17 @@ class CNMConfig(JsonConfig):
     weighting: str = "amplitude_norm"
     mixture: str = "local"
     head: str = "measurement"
-    real: bool = False
     measurement_init: str = "identity"
     phase_init: str = "uniform"
     dropout: float = 0.1
     complex128: bool = False
 
+    # Real coordinates per complex dimension of the measured vectors (CNM: d complex; CNM-Real: 2d real).
+    width_factor = 1
+
     def __post_init__(self) -> None:
         self.windows = [int(w) for w in self.windows]
-        width = 2 * self.dim if self.real else self.dim
+        width = self.width_factor * self.dim
         checks = [
             (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
             (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
@@ -127,7 +124,8 @@ class CNMConfig(JsonConfig):
         self._require(checks)
 
 
-class CNM(nn.Module):
+@register_model("cnm")
+class CNM(Model):
     r"""Complex-valued Network for Matching.
 
     .. math::
@@ -153,37 +151,27 @@ class CNM(nn.Module):
     torch.Size([1])
     """
 
+    config_class = CNMConfig
+    task = "matching"
+
     def __init__(self, config: CNMConfig, *, pretrained: torch.Tensor | None = None,
                  generator: torch.Generator | None = None) -> None:
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         real = torch.float64 if config.complex128 else torch.float32
-        cplx = torch.complex128 if config.complex128 else torch.complex64
-        if config.real:
-            width = 2 * config.dim
-            table = torch.randn(config.num_words, width, dtype=real, generator=generator) / config.dim ** 0.5
-            if pretrained is not None:
-                if pretrained.shape != (config.num_words, config.dim):
-                    raise ValueError(f"pretrained must have shape ({config.num_words}, {config.dim}); "
-                                     f"got {tuple(pretrained.shape)}")
-                table[:, :config.dim] = pretrained.to(real)
-            table[0] = 0
-            self.real_embedding = nn.Embedding(config.num_words, width, padding_idx=0, sparse=True, _weight=table)
-        else:
-            self.embedding = ComplexWordEmbedding(config.num_words, config.dim, pretrained=pretrained,
-                                                  phase_init=config.phase_init, dtype=real, generator=generator)
+        self._build_words(pretrained, real, generator)
         self.weighting = WordWeighting(config.num_words, config.weighting, dtype=real)
         if config.head == "measurement":
-            if config.real:
-                init = (torch.eye(2 * config.dim, dtype=real)[:config.num_measurements]
-                        if config.measurement_init == "identity"
-                        else torch.randn(config.num_measurements, 2 * config.dim, dtype=real, generator=generator))
-                self.real_measurement = nn.Parameter(init.clone())
-            else:
-                self.measurement = ProjectiveMeasurement(config.dim, config.num_measurements,
-                                                         init=config.measurement_init, dtype=cplx,
-                                                         generator=generator)
+            self._build_measurement(real, generator)
         self.dropout = nn.Dropout(config.dropout)
+
+    def _build_words(self, pretrained: torch.Tensor | None, real: torch.dtype, generator) -> None:
+        self.embedding = ComplexWordEmbedding(self.config.num_words, self.config.dim, pretrained=pretrained,
+                                              phase_init=self.config.phase_init, dtype=real, generator=generator)
+
+    def _build_measurement(self, real: torch.dtype, generator) -> None:
+        cplx = torch.complex128 if real == torch.float64 else torch.complex64
+        self.measurement = ProjectiveMeasurement(self.config.dim, self.config.num_measurements,
+                                                 init=self.config.measurement_init, dtype=cplx, generator=generator)
 
     # ------------------------------------------------------------------ pieces
     def states(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -193,22 +181,18 @@ class CNM(nn.Module):
         renormalised (it stays a unit vector).
         """
         check_batch(ids, mask)
-        if self.config.real:
-            vectors = self.real_embedding(ids)
-            norms = torch.linalg.vector_norm(vectors, dim=-1)
-            states = vectors / norms.clamp_min(torch.finfo(vectors.dtype).tiny).unsqueeze(-1)
-        else:
-            states, norms = self.embedding(ids)
+        states, norms = self.word_states(ids)
         if self.training and self.config.dropout > 0:
             keep = self.dropout(torch.ones(states.shape, dtype=norms.dtype, device=states.device))
             states = torch.nn.functional.normalize(states * keep, dim=-1)     # padding stays zero
         return states, self.weighting.scores(ids, norms)
 
+    def word_states(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unit word states ``(B, L, d)`` and the norms ``(B, L)`` of their amplitude rows."""
+        return self.embedding(ids)
+
     def word_probabilities(self, states: torch.Tensor) -> torch.Tensor:
         r"""Per-word :math:`|\langle v_k|w_i\rangle|^2`, real ``(B, L, k)``."""
-        if self.config.real:
-            v = torch.nn.functional.normalize(self.real_measurement, dim=-1)
-            return (states @ v.T).square()
         return word_probabilities(states, self.measurement.vectors())
 
     def probabilities(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -234,15 +218,17 @@ class CNM(nn.Module):
             pooled = pool_positions(probs, mask.unsqueeze(1).expand(probs.shape[:-1]), self.config.pooling)
         return self.dropout(pooled.flatten(1))
 
+    @staticmethod
+    def overlaps(q_states: torch.Tensor, a_states: torch.Tensor) -> torch.Tensor:
+        r"""Squared overlaps :math:`|\langle q_i|a_j\rangle|^2` of two batches of states, ``(B, Lq, La)``."""
+        inner = q_states.conj() @ a_states.mT
+        return inner.real.square() + inner.imag.square()
+
     def trace_scores(self, q_ids, q_mask, a_ids, a_mask) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\bar\rho_q\bar\rho_a)` averaged over window sizes, ``(B,)`` (``head="trace"``)."""
         q_states, q_scores = self.states(q_ids, q_mask)
         a_states, a_scores = self.states(a_ids, a_mask)
-        if self.config.real:
-            overlap = (q_states @ a_states.mT).square()                                 # (B, Lq, La)
-        else:
-            inner = q_states.conj() @ a_states.mT
-            overlap = inner.real.square() + inner.imag.square()
+        overlap = self.overlaps(q_states, a_states)
         if self.config.mixture == "global":
             pairs = [(masked_softmax(q_scores, q_mask), masked_softmax(a_scores, a_mask))]
         else:

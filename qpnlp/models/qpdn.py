@@ -14,17 +14,15 @@ from torch import nn
 
 from qpnlp.hilbert import Ensemble
 from qpnlp.measurement import ProjectiveMeasurement
+from qpnlp.nn import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting
 
-from ._batch import check_batch
-from ._config import JsonConfig
-from .embedding import PHASE_INITS, ComplexWordEmbedding
-from .weighting import WEIGHTINGS, WordWeighting
+from .base import Model, ModelConfig, check_batch, register_model
 
 HEADS = ("measurement", "dense")
 
 
 @dataclass
-class QPDNConfig(JsonConfig):
+class QPDNConfig(ModelConfig):
     """Hyper-parameters of :class:`QPDN` (all JSON-serialisable).
 
     Attributes
@@ -91,7 +89,8 @@ class QPDNConfig(JsonConfig):
         self._require(checks)
 
 
-class QPDN(nn.Module):
+@register_model("qpdn")
+class QPDN(Model):
     r"""Quantum Probability-Driven Network.
 
     .. math::
@@ -121,10 +120,24 @@ class QPDN(nn.Module):
     torch.Size([2, 2])
     """
 
+    config_class = QPDNConfig
+
+    @classmethod
+    def build(cls, config: QPDNConfig, *, vocabulary=None, pretrained: torch.Tensor | None = None,
+              generator: torch.Generator | None = None) -> QPDN:
+        """A fresh model for training; ``weighting="idf"`` takes its IDF values from ``vocabulary``."""
+        return cls(config, pretrained=pretrained, idf=idf_of(config, vocabulary), generator=generator)
+
+    @classmethod
+    def empty(cls, config: QPDNConfig) -> QPDN:
+        """A model to load saved parameters into (IDF values come from the state dict)."""
+        return cls(config, idf=_placeholder_idf(config))
+
     def __init__(self, config: QPDNConfig, *, pretrained: torch.Tensor | None = None,
                  idf: torch.Tensor | None = None, generator: torch.Generator | None = None) -> None:
-        super().__init__()
-        self.config = config
+        super().__init__(config)
+        if config.weighting == "idf" and idf is None:
+            raise ValueError("weighting='idf' needs the idf values (QPDN.build takes them from the vocabulary)")
         real = torch.float64 if config.complex128 else torch.float32
         cplx = torch.complex128 if config.complex128 else torch.complex64
         self.embedding = ComplexWordEmbedding(
@@ -167,30 +180,14 @@ class QPDN(nn.Module):
         return Ensemble(states.detach(), weights.detach(), mask)
 
 
-class RealBagOfWords(nn.Module):
-    """Real-valued baseline: weighted average of real word vectors of size 2d + a linear layer.
+def idf_of(config, vocabulary) -> torch.Tensor | None:
+    """IDF values ``(V,)`` of ``vocabulary`` when ``config.weighting == "idf"`` (else None)."""
+    if config.weighting != "idf":
+        return None
+    if vocabulary is None:
+        raise ValueError("weighting='idf' needs the training vocabulary")
+    return vocabulary.idf().clamp_min(1e-6)
 
-    The "FastText with double-dimension real word vectors" row of thesis
-    Table 5.3: the same pipeline and weighting as :class:`QPDN`, without
-    complex states or measurements. The first d coordinates start from the
-    pretrained vectors, the other d from N(0, 1/d).
-    """
 
-    def __init__(self, num_words: int, num_classes: int, dim: int, *, pretrained: torch.Tensor | None = None,
-                 weighting: str = "amplitude_norm", idf: torch.Tensor | None = None, dropout: float = 0.0,
-                 generator: torch.Generator | None = None) -> None:
-        super().__init__()
-        table = torch.randn(num_words, 2 * dim, generator=generator) / dim ** 0.5
-        if pretrained is not None:
-            table[:, :dim] = pretrained
-        table[0] = 0
-        self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=0, sparse=True, _weight=table)
-        self.weighting = WordWeighting(num_words, weighting, idf=idf)
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(2 * dim, num_classes)
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        check_batch(ids, mask)
-        vectors = self.embedding(ids)
-        weights = self.weighting(ids, mask, torch.linalg.vector_norm(vectors, dim=-1))
-        return self.classifier(self.dropout((weights.unsqueeze(-1) * vectors).sum(1)))
+def _placeholder_idf(config) -> torch.Tensor | None:
+    return torch.ones(config.num_words) if config.weighting == "idf" else None

@@ -10,15 +10,16 @@ Property-test your own quantum-probability models the way qpnlp tests itself::
         assert_probabilities(my_measurement(mix.states.data, mix.weights))
 """
 
-from ._assertions import (assert_allclose, assert_density_matrix, assert_probabilities, assert_pure_state,
-                          assert_unitary)
-from ._strategies import (batch_shapes, complex_dtypes, density_matrices, dims, ensembles, projectors,
-                          pure_states, unitaries)
+from ._assertions import (assert_allclose, assert_density_matrix, assert_povm, assert_probabilities,
+                          assert_pure_state, assert_unitary)
+from ._strategies import (batch_shapes, complex_dtypes, density_matrices, dims, ensembles, isometries, povms,
+                          projectors, pure_states, unitaries)
 from ._tolerances import ATOL_PER_DIM, default_atol
 
 __all__ = [
-    "pure_states", "ensembles", "density_matrices", "unitaries", "projectors",
+    "pure_states", "ensembles", "density_matrices", "unitaries", "projectors", "isometries", "povms",
     "dims", "batch_shapes", "complex_dtypes",
     "assert_allclose", "assert_pure_state", "assert_density_matrix", "assert_probabilities", "assert_unitary",
+    "assert_povm",
     "default_atol", "ATOL_PER_DIM",
 ]

@@ -76,3 +76,18 @@ def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
     d = u.shape[-1]
     eye = torch.eye(d, dtype=u.dtype, device=u.device)
     assert_allclose(u @ u.mH, eye.expand_as(u), atol=atol, msg="not unitary:")
+
+
+def assert_povm(povm, *, atol: float | None = None) -> None:
+    r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are Hermitian, PSD and sum to I."""
+    effects = povm.effects() if hasattr(povm, "effects") else povm
+    assert effects.is_complex(), f"expected complex effects; got {effects.dtype}"
+    d = effects.shape[-1]
+    atol = default_atol(effects.dtype, d * effects.shape[-3]) if atol is None else atol
+    herm = float((effects - effects.mH).abs().max())
+    assert herm <= atol, f"effects not Hermitian: max |E - E^dagger| = {herm:.3g} > {atol:.2g}"
+    smallest = float(torch.linalg.eigvalsh(0.5 * (effects + effects.mH))[..., 0].min())
+    assert smallest >= -atol, f"effects not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}"
+    eye = torch.eye(d, dtype=effects.dtype, device=effects.device)
+    err = float((effects.sum(-3) - eye).abs().max())
+    assert err <= atol, f"effects do not sum to the identity: max |sum_k E_k - I| = {err:.3g} > {atol:.2g}"

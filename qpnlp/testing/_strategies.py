@@ -1,4 +1,4 @@
-"""hypothesis strategies for states, mixtures, unitaries and projectors.
+"""hypothesis strategies for states, mixtures, unitaries, isometries, projectors and POVMs.
 
 Each strategy draws the structural parameters (dimension, batch shape,
 dtype) and a seed, then samples with a seeded ``torch.Generator``, so failing
@@ -20,9 +20,10 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
+from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, normalize, random_density_matrix, random_isometry,
+                           random_unitary)
 from qpnlp.hilbert._validation import real_dtype_of
-from qpnlp.measurement import Projector
+from qpnlp.measurement import POVM, Projector, random_povm
 
 COMPLEX_DTYPES = (torch.complex64, torch.complex128)
 
@@ -103,25 +104,29 @@ def ensembles(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes
 
 @st.composite
 def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(),
-                     method=st.sampled_from(("ensemble", "ginibre", "pure")), device="cpu") -> DensityMatrix:
+                     method=st.sampled_from(("ensemble", "ginibre", "bures", "pure")), rank=None,
+                     device="cpu") -> DensityMatrix:
     r""":class:`DensityMatrix` objects.
 
-    ``method``: ``"ensemble"`` (dense form of :func:`ensembles`), ``"ginibre"``
-    (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger` with G of random rank,
-    the induced measure), or ``"pure"``.
+    ``method``: ``"ensemble"`` (dense form of :func:`ensembles`),
+    ``"ginibre"`` or ``"hilbert-schmidt"`` (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger`,
+    the induced Hilbert-Schmidt measure), ``"bures"`` (the Bures measure),
+    or ``"pure"``; see :func:`~qpnlp.hilbert.random_density_matrix`.
+    ``rank`` (ginibre / hilbert-schmidt / bures): a value or strategy,
+    default any rank in ``1..d``.
     """
     how = draw(_strategy(method))
     if how == "ensemble":
         return draw(ensembles(dim, batch_shape, dtype, masked=False, device=device)).dense()
     if how == "pure":
         return draw(pure_states(dim, batch_shape, dtype, device=device)).proj()
+    if how not in ("ginibre", "hilbert-schmidt", "bures"):
+        raise ValueError(f"unknown method {how!r}")
     d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
-    rank = draw(st.integers(1, d))
-    g = _gaussian((*shape, d, rank), dt, _generator(draw))
-    rho = g @ g.mH
-    rho = rho / torch.diagonal(rho, dim1=-2, dim2=-1).sum(-1)[..., None, None]
-    rho = 0.5 * (rho + rho.mH)  # exact Hermitian symmetry after rounding
-    return DensityMatrix(rho.to(device))
+    r = draw(st.integers(1, d)) if rank is None else draw(_strategy(rank))
+    rho = random_density_matrix(d, rank=r, measure="bures" if how == "bures" else "hilbert-schmidt",
+                                batch_shape=shape, dtype=dt, generator=_generator(draw))
+    return DensityMatrix(rho.data.to(device))
 
 
 @st.composite
@@ -141,3 +146,42 @@ def projectors(draw, dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=co
         raise ValueError(f"rank {r} exceeds dim {d}")
     u = random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw))
     return Projector(u[..., :r, :].to(device))
+
+
+@st.composite
+def isometries(draw, rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+               device="cpu") -> torch.Tensor:
+    r"""Haar-random isometries ``(*batch_shape, rows, cols)``, :math:`V^\dagger V = I` (``cols=None``: any in 1..rows)."""
+    m = draw(_strategy(rows))
+    n = draw(st.integers(1, m)) if cols is None else draw(_strategy(cols))
+    if n > m:
+        raise ValueError(f"an isometry needs cols <= rows; got {n} > {m}")
+    shape, dt = tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    return random_isometry(m, n, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
+
+
+@st.composite
+def povms(draw, dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+          method=st.sampled_from(("haar", "haar", "frame", "projective")), device="cpu") -> POVM:
+    """Random :class:`~qpnlp.measurement.POVM` objects.
+
+    ``method``: ``"haar"`` (:func:`~qpnlp.measurement.random_povm`, k outcomes
+    of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
+    of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
+    orthonormal basis, k = d). ``num_outcomes`` and ``rank`` default to
+    random values compatible with the method.
+    """
+    how = draw(_strategy(method))
+    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    gen = _generator(draw)
+    if how == "projective":
+        u = random_unitary(d, batch_shape=shape, dtype=dt, generator=gen)
+        return POVM(u.unsqueeze(-2).to(device))
+    if how == "frame":
+        k = draw(st.integers(d, d + 4)) if num_outcomes is None else draw(_strategy(num_outcomes))
+        return POVM.from_frame(_gaussian((*shape, k, d), dt, gen).to(device))
+    if how != "haar":
+        raise ValueError(f"unknown method {how!r}")
+    k = draw(st.integers(1, d + 4)) if num_outcomes is None else draw(_strategy(num_outcomes))
+    r = draw(st.integers(-(-d // k), max(-(-d // k), 3))) if rank is None else draw(_strategy(rank))
+    return random_povm(d, k, rank=r, batch_shape=shape, dtype=dt, generator=gen).to(device)

@@ -1,58 +1,89 @@
-"""Checkpoints that restore model, vocabulary and configuration without executing code.
+"""Checkpoints: a trained model with its vocabulary and what it was trained on, in the one save format.
 
-One file written by ``torch.save`` holding only tensors, strings, numbers,
-lists and dicts, and read back with ``torch.load(weights_only=True)`` (no
-arbitrary unpickling).
+A checkpoint is a model directory written by
+:meth:`qpnlp.models.Model.save_pretrained` (``config.json`` +
+``model.safetensors`` + ``vocabulary.json``); the training metadata (data
+set, split, seed, label names, training settings) lives in ``config.json``.
+:func:`convert_legacy_checkpoint` turns a single-file checkpoint written by
+qpnlp 0.1 (``torch.save`` of tensors and plain types, format
+``qpnlp-checkpoint-1``) into a directory; it is read with
+``torch.load(weights_only=True)``, so converting never runs code either.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import nn
 
-from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
-from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.data import Vocabulary
+from qpnlp.models import Model, get_model_class
+from qpnlp.models.base import VOCABULARY_FILE, read_model_header
 
-FORMAT = "qpnlp-checkpoint-1"
+__all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "convert_legacy_checkpoint", "LEGACY_FORMAT"]
 
-
-def build_model(kind: str, config: dict) -> nn.Module:
-    """A freshly initialised model of ``kind`` from its JSON config (parameters to be loaded)."""
-    if kind == "qpdn":
-        cfg = QPDNConfig.from_dict(config)
-        idf = torch.ones(cfg.num_words) if cfg.weighting == "idf" else None
-        return QPDN(cfg, idf=idf)
-    if kind == "real_bow":
-        cfg = dict(config)
-        idf = torch.ones(cfg["num_words"]) if cfg.get("weighting") == "idf" else None
-        return RealBagOfWords(**cfg, idf=idf)
-    if kind == "cnm":
-        return CNM(CNMConfig.from_dict(config))
-    raise ValueError(f"unknown model kind {kind!r}; known: qpdn, real_bow, cnm")
+LEGACY_FORMAT = "qpnlp-checkpoint-1"
 
 
-def save_checkpoint(path: str | os.PathLike, *, kind: str, config: dict, model: nn.Module, vocab: dict,
-                    label_names: list[str], meta: dict | None = None) -> Path:
-    """Write model parameters, config, vocabulary and label names to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(format=FORMAT, kind=kind, config=config, vocab=vocab, label_names=list(label_names),
-                   meta=meta or {}, state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()})
-    torch.save(payload, path)
-    return path
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the model (eval mode), its vocabulary and the training metadata."""
+
+    model: Model
+    vocabulary: Vocabulary | None
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Registry name of the model."""
+        return self.model.name
 
 
-def load_checkpoint(path: str | os.PathLike, *, device="cpu") -> tuple[nn.Module, dict]:
-    """Rebuild the model from a checkpoint; returns ``(model, payload)`` (payload without the state dict)."""
+def save_checkpoint(directory: str | os.PathLike, model: Model, *, vocabulary: Vocabulary | None,
+                    metadata: dict | None = None) -> Path:
+    """Save ``model`` with its vocabulary and ``metadata`` (atomically) to ``directory``."""
+    return model.save_pretrained(directory, vocabulary=vocabulary, metadata=metadata)
+
+
+def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> Checkpoint:
+    """Rebuild the model, vocabulary and metadata saved in ``directory``."""
+    header = read_model_header(directory)
+    model = Model.from_pretrained(directory, device=device)
+    path = Path(directory) / VOCABULARY_FILE
+    vocabulary = None
+    if path.is_file():
+        try:
+            vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a qpnlp vocabulary ({err})") from None
+    return Checkpoint(model, vocabulary, header["metadata"])
+
+
+def convert_legacy_checkpoint(path: str | os.PathLike, directory: str | os.PathLike) -> Path:
+    """Convert a qpnlp 0.1 single-file checkpoint (``qpnlp train ... --save FILE``) into a model directory.
+
+    The parameters are copied unchanged; CNM checkpoints with ``real=True``
+    become ``cnm_real`` models. The result loads with :func:`load_checkpoint`
+    and gives the same outputs as the old model.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    payload = torch.load(path, map_location=device, weights_only=True)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a qpnlp checkpoint (expected format {FORMAT!r})")
-    model = build_model(payload["kind"], payload["config"])
-    model.load_state_dict(payload.pop("state_dict"))
-    return model.to(device).eval(), payload
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - torch raises many types for a bad file; all mean "not a checkpoint"
+        raise ValueError(f"{path} is not a readable qpnlp 0.1 checkpoint ({type(err).__name__})") from None
+    if not isinstance(payload, dict) or payload.get("format") != LEGACY_FORMAT:
+        raise ValueError(f"{path} is not a qpnlp 0.1 checkpoint (expected format {LEGACY_FORMAT!r})")
+    kind, config = payload["kind"], dict(payload["config"])
+    if kind == "cnm" and config.pop("real", False):
+        kind = "cnm_real"
+    klass = get_model_class(kind)
+    model = klass.empty(klass.config_class.from_dict(config))
+    model.load_state_dict(payload["state_dict"])
+    metadata = {**payload.get("meta", {}), "label_names": list(payload.get("label_names", [])),
+                "converted_from": str(path)}
+    return save_checkpoint(directory, model, vocabulary=Vocabulary.from_dict(payload["vocab"]), metadata=metadata)

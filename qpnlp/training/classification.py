@@ -21,12 +21,10 @@ from torch import nn
 
 from qpnlp.data import (ClassificationDataset, EncodedTexts, PretrainedVectors, Split, Vocabulary,
                         embedding_matrix_for, with_pretrained_fallback)
-from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
+from qpnlp.models import Model, get_model_class, registered_models
 
 from .trainer import FitResult, TrainConfig, accuracy, fit, seed_everything
 
-MODEL_KINDS = ("qpdn", "real_bow")
-REAL_BOW_OPTIONS = frozenset({"weighting", "dropout", "dim"})
 
 
 @dataclass
@@ -73,25 +71,25 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
 
 
 def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_options: dict,
-                     seed: int) -> tuple[nn.Module, dict]:
-    """A model of ``kind`` for the prepared split, and its JSON config (for checkpoints)."""
+                     seed: int) -> tuple[Model, dict]:
+    """A fresh classification model registered as ``kind`` for the prepared split, and its JSON config.
+
+    The config is the model's own config class, filled with the vocabulary
+    size, the number of classes and the pretrained vectors' width (or
+    ``model_options["dim"]``, default 50, without vectors), then
+    ``model_options`` (unknown options are an error naming the config).
+    """
+    klass = get_model_class(kind)
+    if klass.task != "classification":
+        raise ValueError(f"{kind!r} is a {klass.task} model; classification models: "
+                         f"{', '.join(registered_models('classification'))}")
     gen = torch.Generator().manual_seed(seed)
-    num_words = len(prepared.vocab)
     dim = prepared.pretrained_matrix.shape[1] if prepared.pretrained_matrix is not None \
         else model_options.get("dim", 50)
-    idf = prepared.vocab.idf().clamp_min(1e-6) if model_options.get("weighting") == "idf" else None
-    if kind == "qpdn":
-        config = QPDNConfig(num_words=num_words, num_classes=num_classes, **{**model_options, "dim": dim})
-        return QPDN(config, pretrained=prepared.pretrained_matrix, idf=idf, generator=gen), config.to_dict()
-    if kind == "real_bow":
-        unknown = sorted(set(model_options) - REAL_BOW_OPTIONS)
-        if unknown:
-            raise ValueError(f"real_bow does not take the options {unknown}; it takes {sorted(REAL_BOW_OPTIONS)}")
-        config = dict(num_words=num_words, num_classes=num_classes, dim=dim,
-                      weighting=model_options.get("weighting", "amplitude_norm"),
-                      dropout=model_options.get("dropout", 0.0))
-        return RealBagOfWords(**config, pretrained=prepared.pretrained_matrix, idf=idf, generator=gen), config
-    raise ValueError(f"unknown model kind {kind!r}; choose from {MODEL_KINDS}")
+    config = klass.config_class.from_dict(
+        {**model_options, "num_words": len(prepared.vocab), "num_classes": num_classes, "dim": dim})
+    model = klass.build(config, vocabulary=prepared.vocab, pretrained=prepared.pretrained_matrix, generator=gen)
+    return model, config.to_dict()
 
 
 def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None,

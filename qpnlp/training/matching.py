@@ -299,10 +299,12 @@ class MatchingRun:
 
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
+                 model: str = "cnm",
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
                  pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None,
                  observe_splits: tuple[str, ...] = ()) -> MatchingRun:
-    """Train CNM on ``name``'s train split, select on dev, then score each of ``eval_splits`` present once.
+    """Train a matching model (registry name ``model``: ``cnm``, ``cnm_real``, ...) on ``name``'s train split,
+    select on dev, then score each of ``eval_splits`` present once.
 
     Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
     split whose file is absent is skipped (TREC-QA here has no test file).
@@ -316,7 +318,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     score of the selected parameters.
     """
     from qpnlp.data import concat_qa, load_qa
-    from qpnlp.models.cnm import CNM, CNMConfig
+    from qpnlp.models import get_model_class
 
     from .trainer import seed_everything
 
@@ -336,8 +338,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
                                              pretrained_fallback=pretrained_fallback)
     dim = matrix.shape[1] if matrix is not None else model_options.get("dim", 50)
-    cnm_config = CNMConfig(num_words=len(vocab), **{**model_options, "dim": dim})
-    model = CNM(cnm_config, pretrained=matrix, generator=torch.Generator().manual_seed(config.seed))
+    klass = get_model_class(model)
+    if klass.task != "matching":
+        raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
+    cnm_config = klass.config_class.from_dict({**model_options, "num_words": len(vocab), "dim": dim})
+    model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
+                        generator=torch.Generator().manual_seed(config.seed))
     n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
     def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
         return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device, max_len=config.max_len))

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from qpnlp.data.classification import ClassificationDataset
-from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era, split_sentences
+from qpnlp.data.sotu import split_sentences
+from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era
 
 
 def test_split_sentences():

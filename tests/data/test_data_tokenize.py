@@ -34,6 +34,19 @@ def test_examples(text, tokens):
 def test_rejects_non_strings():
     with pytest.raises(TypeError, match="expects a str"):
         tokenize(["a", "b"])
+    with pytest.raises(TypeError, match="expects a str"):
+        tokenize(None, style="alpha")
+
+
+def test_alpha_style_keeps_letters_only():
+    """The tokens of the timestamped corpora: [a-z]+ runs, one inner apostrophe kept, digits and punctuation dropped."""
+    assert tokenize("War, and PEACE's end 1812", style="alpha") == ["war", "and", "peace's", "end"]
+    assert tokenize("The Union's state, in 1790, is GOOD.", style="alpha") == ["the", "union's", "state", "in", "is", "good"]
+    assert tokenize("don't rock 'n' roll o'neill's", style="alpha") == ["don't", "rock", "n", "roll", "o'neill", "s"]
+    assert tokenize("Am\u00e9lie dual-layer 3.5x", style="alpha") == ["am", "lie", "dual", "layer", "x"]
+    assert tokenize("", style="alpha") == []
+    with pytest.raises(ValueError, match="style must be one of"):
+        tokenize("a", style="words")
 
 
 def test_idempotent_on_hand_made_text():

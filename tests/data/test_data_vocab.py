@@ -130,3 +130,49 @@ def test_extra_words_bad_input(vocab):
         vocab.with_extra_words(["movie"], max_new=-1)
     with pytest.raises(TypeError, match="strings"):
         vocab.with_extra_words(["movie", 3])
+
+
+# ------------------------------------------------------------------ without special tokens (skip-gram ids)
+def test_without_specials_ids_are_dense_word_ids():
+    v = Vocabulary.build(TRAIN, specials=False)
+    with_specials = Vocabulary.build(TRAIN)
+    assert v.words == with_specials.words[2:] == ["good", "the", "film", "is", "bad", "plot"]
+    assert len(v) == 6 and not v.specials and with_specials.specials
+    assert v.ids(["the", "plot"]) == [1, 5] and v.encode(["good", "film"]) == [0, 2] and v.id_of("is") == 3
+    assert v.counts.tolist() == [3, 3, 2, 2, 1, 1]
+    assert with_specials.counts.tolist() == [0, 0, 3, 3, 2, 2, 1, 1]
+    assert dict(v.index) == {w: i for i, w in enumerate(v.words)}
+    assert dict(with_specials.index) == {w: i + 2 for i, w in enumerate(v.words)}
+    assert v.decode([0, 5], skip_pad=True) == ["good", "plot"]
+    assert v.idf().tolist() == with_specials.idf()[2:].tolist()
+    with pytest.raises(KeyError, match="'movie'"):
+        v.encode(["good", "movie"])
+    with pytest.raises(KeyError, match="'movie'"):
+        v.id_of("movie")
+    with pytest.raises(KeyError, match="'<unk>'"):
+        with_specials.ids([UNK])
+
+
+def test_without_specials_the_reserved_strings_are_ordinary_words():
+    v = Vocabulary.build([[PAD, "a", PAD]], specials=False)
+    assert v.words == [PAD, "a"] and v.encode([PAD]) == [0] and PAD in v
+
+
+def test_without_specials_round_trip_and_extra_words():
+    v = Vocabulary.build(TRAIN, specials=False)
+    data = json.loads(json.dumps(v.to_dict()))
+    assert data["specials"] is False and "specials" not in Vocabulary.build(TRAIN).to_dict()
+    back = Vocabulary.from_dict(data)
+    assert back == v and not back.specials and back != Vocabulary.build(TRAIN)
+    ext = v.with_extra_words(["film", "movie"])
+    assert ext.words == v.words + ["movie"] and not ext.specials
+    with pytest.raises(ValueError, match="specials must be"):
+        Vocabulary.from_dict({**data, "specials": "no"})
+
+
+def test_ids_of_an_existing_vocabulary_are_unchanged():
+    """The classification ids and the serialised form are exactly those of the vocabulary before specials=."""
+    v = Vocabulary.build(TRAIN)
+    assert v.to_dict() == {"format": "qpnlp.Vocabulary/1", "words": ["good", "the", "film", "is", "bad", "plot"],
+                           "word_freq": [3, 3, 2, 2, 1, 1], "doc_freq": [2, 3, 2, 2, 1, 1], "n_docs": 4}
+    assert [v.id_of(w) for w in ["good", "the", "film", "is", "bad", "plot", "zzz"]] == [2, 3, 4, 5, 6, 7, UNK_ID]

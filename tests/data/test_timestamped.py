@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from qpnlp.data.timestamped import TimestampedCorpus, Vocabulary, load_sotu, read_tsv, tokenize, write_tsv
+from qpnlp.data import TimestampedCorpus, Vocabulary, load_sotu, read_tsv, write_tsv
+from qpnlp.data.tokenize import tokenize
 
 
 def small():
@@ -31,14 +32,16 @@ def test_read_tsv_errors_name_the_line(tmp_path):
 
 def test_vocabulary_and_encoding_drop_rare_words():
     c = small()
-    v = Vocabulary.build(c, min_count=2)
-    assert v.words == ("a", "b") and v.counts.tolist() == [3, 2]
+    v = Vocabulary.build(c.docs, min_freq=2, specials=False)
+    assert v.words == ["a", "b"] and v.counts.tolist() == [3, 2]
     e = c.encode(v)
     assert e.tokens.tolist() == [0, 1, 0, 1, 0]
     assert e.doc_ids.tolist() == [0, 0, 0, 1, 2]
     assert e.token_times().tolist() == [1900, 1900, 1900, 1950.5, 1990]
     with pytest.raises(KeyError, match="'c'"):
         v.ids(["a", "c"])
+    with pytest.raises(TypeError, match="corpus.docs"):
+        Vocabulary.build(c, specials=False)
 
 
 def test_span_shuffle_and_between():
@@ -55,7 +58,7 @@ def test_mismatched_times_rejected():
 
 
 def test_tokenize():
-    assert tokenize("War, and PEACE's end 1812") == ["war", "and", "peace's", "end"]
+    assert tokenize("War, and PEACE's end 1812", style="alpha") == ["war", "and", "peace's", "end"]
 
 
 def test_sotu_reader():
@@ -64,3 +67,14 @@ def test_sotu_reader():
     assert t0 == 1790 and t1 >= 2020
     assert len(c) > 10_000 and c.n_tokens > 1_000_000
     assert all(len(d) >= 3 for d in c.docs[:100])
+    assert all(t == tokenize(" ".join(t), style="alpha") for t in c.docs[:100])
+
+
+def test_sotu_units():
+    speeches = load_sotu(unit="speech", min_tokens=1)
+    sentences = load_sotu(unit="sentence", min_tokens=1, style="ptb")
+    assert len(speeches) < 300 < len(sentences) and speeches.span == sentences.span
+    assert sentences.docs[0][-1] in {".", "!", "?", ":", '"', "''"}  # punctuation is kept by the ptb style
+    assert not any("applause" in d for d in sentences.docs[-2000:])  # transcript notes are removed
+    with pytest.raises(ValueError, match="unit must be one of"):
+        load_sotu(unit="chapter")

@@ -14,7 +14,7 @@ from qpnlp.interpret import (born_scores, measurement_vectors, measurement_words
 from qpnlp.interpret import nearest as nearest_module
 from qpnlp.measurement import Projector, ProjectiveMeasurement
 from qpnlp.models import QPDN, QPDNConfig
-from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.models import CNM, CNMConfig, CNMReal, CNMRealConfig
 from qpnlp.testing import pure_states
 
 WORDS = ["<pad>", "<unk>", "king", "queen", "apple", "pear"]
@@ -156,7 +156,7 @@ def test_measurement_vectors_sources():
     torch.testing.assert_close(measurement_vectors(m.as_projectors()), torch.eye(3, dtype=torch.complex64)[:2])
     cnm = CNM(CNMConfig(num_words=6, dim=3, num_measurements=2))
     assert measurement_vectors(cnm).shape == (2, 3)
-    real = CNM(CNMConfig(num_words=6, dim=3, num_measurements=2, real=True))
+    real = CNMReal(CNMRealConfig(num_words=6, dim=3, num_measurements=2))
     v = measurement_vectors(real)
     assert v.shape == (2, 6) and not v.is_complex()
     assert measurement_words(real, WORDS, top=1)["probability"].between(0, 1).all()

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from qpnlp.interpret import frequency_periods, period_distribution, period_table
-from qpnlp.models.complex_order import ComplexOrderEmbedding
-from qpnlp.models.order_classifiers import OrderClassifier, OrderClassifierConfig
+from qpnlp.nn import ComplexOrderEmbedding
+from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 
 WORDS = ["<pad>", "<unk>", "not", "the", "film"]
 
@@ -22,7 +22,7 @@ def test_period_is_the_number_of_tokens_of_one_turn():
     period = frequency_periods(emb.frequency_table())[4]
     torch.testing.assert_close(period, torch.tensor([3.0, 5.0]))
     ids = torch.tensor([[4, 4, 4, 4]])
-    z = emb(ids, positions=torch.tensor([0.0, 3.0, 5.0, 15.0]))[0]
+    z = emb(ids, ids != 0, positions=torch.tensor([0.0, 3.0, 5.0, 15.0]))[0]
     torch.testing.assert_close(z[1, 0], z[0, 0])                     # one full turn after 3 tokens
     torch.testing.assert_close(z[2, 1], z[0, 1])                     # ... and after 5 in dimension 1
     torch.testing.assert_close(z[3], z[0])                           # 15 is a multiple of both

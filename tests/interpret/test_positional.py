@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from qpnlp.interpret.positional import PositionalSensitivity, positional_sensitivity, sensitivity_scores
-from qpnlp.models.complex_order import ComplexOrderEmbedding
-from qpnlp.models.order_classifiers import OrderClassifier, OrderClassifierConfig
+from qpnlp.nn import ComplexOrderEmbedding
+from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 
 WORDS = ["<pad>", "<unk>", "worst", "the", "film", "slowly"]
 

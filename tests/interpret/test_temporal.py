@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from qpnlp.interpret import change_ranking, equal_eras, nearest_by_era, similarity_trajectories
-from qpnlp.models.word2fun import TimeScale, Word2Fun, Word2FunEmbeddings
+from qpnlp.data import Vocabulary
+from qpnlp.word2fun import KeyedVectors, Word2Fun, Word2FunConfig
 
 WORDS = ["a", "b", "c", "d"]
 
@@ -17,11 +18,12 @@ WORDS = ["a", "b", "c", "d"]
 @pytest.fixture(scope="module")
 def embeddings():
     """Linear family on [0, 1] (tau = t): f(a) = e0, f(b, t) = (1 - t, t), f(c) = e1, f(d) = (1, 0.1)."""
-    model = Word2Fun(4, 2, family="linear", time_scale=TimeScale(0.0, 1.0, 1.0))
+    model = Word2Fun(Word2FunConfig(vocab_size=4, dim=2, family="linear", span_start=0.0, span_end=1.0, time_scale=1.0))
     with torch.no_grad():
         model.base.weight.copy_(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.1]]))
         model.slope.weight.copy_(torch.tensor([[0.0, 0.0], [-1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]))
-    return Word2FunEmbeddings(model, WORDS, counts=[10, 10, 10, 1])
+    counts = dict(zip(WORDS, [10, 10, 10, 1]))
+    return KeyedVectors(model, Vocabulary(WORDS, counts, dict.fromkeys(WORDS, 1), 1, specials=False))
 
 
 def test_similarity_trajectories_are_the_cosines_over_time(embeddings):
@@ -73,5 +75,5 @@ def test_equal_eras_and_errors(embeddings):
         change_ranking(embeddings, (1.0, 0.0), (0.0, 1.0))
     with pytest.raises(ValueError, match="no word"):
         change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0), min_count=100)
-    with pytest.raises(TypeError, match="Word2FunEmbeddings"):
+    with pytest.raises(TypeError, match="KeyedVectors"):
         change_ranking(pd.DataFrame(), (0.0, 0.0), (1.0, 1.0))

@@ -9,8 +9,8 @@ import torch
 
 from qpnlp.interpret import importance_table, word_importance, word_scores
 from qpnlp.models import QPDN, QPDNConfig
-from qpnlp.models.cnm import CNM, CNMConfig
-from qpnlp.models.weighting import WordWeighting
+from qpnlp.models import CNM, CNMConfig, CNMReal, CNMRealConfig
+from qpnlp.nn import WordWeighting
 
 WORDS = ["<pad>", "<unk>", "great", "the", "a", "boring"]
 
@@ -54,7 +54,7 @@ def test_cnm_and_counts():
         model.weighting.table.weight[:, 0] = torch.tensor([0.0, 0.0, 1.0, 2.0, 3.0, 4.0])
     table = importance_table(model, WORDS, counts=[0, 0, 10, 1, 10, 10], min_count=5)
     assert table["word"].tolist() == ["boring", "a", "great"] and table["count"].tolist() == [10, 10, 10]
-    real = CNM(CNMConfig(num_words=6, dim=3, num_measurements=2, real=True))
+    real = CNMReal(CNMRealConfig(num_words=6, dim=3, num_measurements=2))
     torch.testing.assert_close(word_scores(real), real.real_embedding.weight.detach().norm(dim=-1))
 
 

@@ -5,15 +5,16 @@ import torch
 
 from qpnlp.hilbert import outer
 from qpnlp.measurement import born_probabilities
-from qpnlp.models.cnm import CNM, CNMConfig
-from qpnlp.models.local_mixture import local_mixture_density
+from qpnlp.models import CNM, CNMConfig, CNMReal, CNMRealConfig, Model
+from qpnlp.nn import local_mixture_density
 from qpnlp.testing import assert_allclose, assert_probabilities, default_atol
-from qpnlp.training import build_model, load_checkpoint, save_checkpoint
+from qpnlp.training import load_checkpoint, save_checkpoint
 
 
-def _model(cdtype=torch.complex64, device="cpu", **kw):
-    config = CNMConfig(num_words=30, dim=6, num_measurements=5, complex128=cdtype == torch.complex128, **kw)
-    return CNM(config, generator=torch.Generator().manual_seed(0)).to(device).eval()
+def _model(cdtype=torch.complex64, device="cpu", real=False, **kw):
+    klass, config_class = (CNMReal, CNMRealConfig) if real else (CNM, CNMConfig)
+    config = config_class(num_words=30, dim=6, num_measurements=5, complex128=cdtype == torch.complex128, **kw)
+    return klass(config, generator=torch.Generator().manual_seed(0)).to(device).eval()
 
 
 def _batch(device, rows):
@@ -162,9 +163,10 @@ def test_checkpoint_round_trip(tmp_path, options):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.01 * torch.randn_like(p))
-    path = save_checkpoint(tmp_path / "cnm.pt", kind="cnm", config=model.config.to_dict(), model=model,
-                           vocab={}, label_names=["wrong", "correct"], meta=dict(dataset="wikiqa"))
-    loaded, payload = load_checkpoint(path)
-    assert payload["kind"] == "cnm" and isinstance(build_model("cnm", model.config.to_dict()), CNM)
+    path = save_checkpoint(tmp_path / "cnm", model, vocabulary=None, metadata=dict(dataset="wikiqa"))
+    checkpoint = load_checkpoint(path)
+    loaded = checkpoint.model
+    assert checkpoint.name == ("cnm_real" if options.get("real") else "cnm") and type(loaded) is type(model)
+    assert checkpoint.metadata == dict(dataset="wikiqa") and isinstance(Model.from_pretrained(path), CNM)
     q, a = _batch("cpu", [[2, 3, 4], [7, 8, 9]]), _batch("cpu", [[5, 6], [2, 3, 10]])
     assert torch.equal(loaded(*q, *a), model(*q, *a))

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from qpnlp.hilbert import Ensemble
-from qpnlp.models import QPDN, ComplexWordEmbedding, QPDNConfig, RealBagOfWords, WordWeighting
+from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords
+from qpnlp.nn import ComplexWordEmbedding, WordWeighting
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_probabilities, assert_pure_state
 
 
@@ -167,7 +168,8 @@ def test_bad_batches_and_configs():
 
 
 def test_real_bag_of_words_baseline_ignores_padding():
-    model = RealBagOfWords(30, 2, 8, pretrained=torch.randn(30, 8), generator=_gen()).eval()
+    config = RealBagOfWords.config_class(num_words=30, num_classes=2, dim=8)
+    model = RealBagOfWords(config, pretrained=torch.randn(30, 8), generator=_gen()).eval()
     assert model.embedding.weight.shape == (30, 16)
     a = model(torch.tensor([[3, 5]]), torch.tensor([[True, True]]))
     b = model(torch.tensor([[3, 5, 0]]), torch.tensor([[True, True, False]]))

@@ -105,7 +105,7 @@ def test_ties_keep_the_earliest_candidate():
 def test_real_baseline_rejects_options_it_would_ignore():
     data, split = _toy_dataset()
     prepared = prepare(data, split, None)
-    with pytest.raises(ValueError, match="real_bow does not take the options \\['num_measurements'\\]"):
+    with pytest.raises(ValueError, match="unknown RealBagOfWordsConfig keys: \\['num_measurements'\\]"):
         build_classifier("real_bow", prepared, 2, dict(num_measurements=50), seed=0)
     model, config = build_classifier("real_bow", prepared, 2, dict(dim=6, dropout=0.3), seed=0)
     assert config["dropout"] == 0.3 and config["dim"] == 6

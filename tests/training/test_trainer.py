@@ -1,14 +1,14 @@
 """Trainer, sparse optimisation and checkpoints."""
 
-import pickle
 
 import numpy as np
 import pytest
 import torch
 
-from qpnlp.data import EncodedTexts
+from qpnlp.data import EncodedTexts, Vocabulary
 from qpnlp.models import QPDN, QPDNConfig
-from qpnlp.training import TrainConfig, accuracy, fit, load_checkpoint, save_checkpoint, train_step
+from qpnlp.training import (TrainConfig, accuracy, convert_legacy_checkpoint, fit, load_checkpoint, save_checkpoint,
+                            train_step)
 from qpnlp.training.trainer import Optimisers
 
 
@@ -78,13 +78,14 @@ def test_checkpoint_round_trip(tmp_path, kw):
     config = QPDNConfig(num_words=20, num_classes=2, **{"dim": 6, "num_measurements": 4, **kw})
     idf = torch.linspace(1, 2, 20) if kw.get("weighting") == "idf" else None
     model = QPDN(config, idf=idf).eval()
-    vocab = {"format": "test", "words": ["<pad>", "<unk>"]}
-    path = save_checkpoint(tmp_path / "m.pt", kind="qpdn", config=config.to_dict(), model=model, vocab=vocab,
-                           label_names=["neg", "pos"], meta={"dataset": "toy", "seed": 3})
-    loaded, payload = load_checkpoint(path)
+    vocab = Vocabulary.build([["a", "b", "c"]])
+    path = save_checkpoint(tmp_path / "m", model, vocabulary=vocab,
+                           metadata={"dataset": "toy", "seed": 3, "label_names": ["neg", "pos"]})
+    checkpoint = load_checkpoint(path)
     ids = torch.tensor([[3, 4, 5, 0]])
-    assert torch.equal(loaded(ids, ids != 0), model(ids, ids != 0))
-    assert payload["vocab"] == vocab and payload["label_names"] == ["neg", "pos"] and payload["meta"]["seed"] == 3
+    assert torch.equal(checkpoint.model(ids, ids != 0), model(ids, ids != 0))
+    assert checkpoint.vocabulary == vocab and checkpoint.metadata["label_names"] == ["neg", "pos"]
+    assert checkpoint.metadata["seed"] == 3
 
 
 class _Evil:
@@ -92,16 +93,19 @@ class _Evil:
         return (print, ("executed",))
 
 
-def test_checkpoint_loading_never_unpickles_code(tmp_path):
+def test_checkpoint_loading_never_unpickles_code(tmp_path, capsys):
     path = tmp_path / "evil.pt"
     torch.save({"format": "qpnlp-checkpoint-1", "kind": "qpdn", "payload": _Evil()}, path)
-    with pytest.raises(pickle.UnpicklingError):
-        load_checkpoint(path)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_checkpoint(tmp_path / "missing.pt")
+    with pytest.raises(ValueError, match="qpnlp convert"):
+        load_checkpoint(path)                                  # a file is never unpickled by the loader
+    with pytest.raises(ValueError, match="not a readable qpnlp 0.1 checkpoint"):
+        convert_legacy_checkpoint(path, tmp_path / "out")      # the converter reads with weights_only=True
+    assert "executed" not in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="not a saved qpnlp model"):
+        load_checkpoint(tmp_path / "missing")
     torch.save({"format": "something-else"}, tmp_path / "other.pt")
-    with pytest.raises(ValueError, match="not a qpnlp checkpoint"):
-        load_checkpoint(tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a qpnlp 0.1 checkpoint"):
+        convert_legacy_checkpoint(tmp_path / "other.pt", tmp_path / "out")
 
 
 def test_bad_train_config():

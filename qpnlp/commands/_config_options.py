@@ -1,0 +1,105 @@
+"""Command-line options generated from a model's config dataclass.
+
+Every field of a registered model's config becomes an option of its ``qpnlp
+train`` command, with the config's default (defaults are the product: the CLI
+and the library agree because the CLI has no defaults of its own) and the help
+text of the field from the config's numpydoc ``Attributes`` section. So a
+model added to the registry is trainable from the command line without
+touching the CLI.
+
+Types: ``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``;
+``list``/``tuple`` of ints as ``nargs="+"``; ``dict`` as a JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import re
+
+__all__ = ["add_config_options", "config_options", "field_help"]
+
+# Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
+FILLED_BY_TRAINER = frozenset({"num_words", "num_classes", "dim"})
+
+
+def field_help(config_class: type) -> dict[str, str]:
+    """``{field: description}`` from the numpydoc ``Attributes`` (or ``Parameters``) section of the docstring."""
+    doc = inspect.getdoc(config_class) or ""
+    section = re.search(r"^(?:Attributes|Parameters)\n-+\n(.*?)(?:\n\n[A-Z][a-z]+\n-+|\Z)", doc, re.S | re.M)
+    helps: dict[str, str] = {}
+    if not section:
+        return helps
+    names: list[str] = []
+    for line in section.group(1).splitlines():
+        if line and not line.startswith(" "):
+            names = [n.strip() for n in line.split(":")[0].split(",")]
+            for name in names:
+                helps[name] = ""
+        elif line.strip():
+            for name in names:
+                helps[name] = (helps[name] + " " + _plain(line.strip())).strip()
+    return helps
+
+
+def _plain(text: str) -> str:
+    """Drop reStructuredText markup for a terminal: ``x`` -> x, :class:`~a.B` -> B."""
+    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _json_object(text: str) -> dict:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object; got {text!r}")
+    return value
+
+
+def _default(field: dataclasses.Field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return field.default_factory()  # type: ignore[misc]
+    return None
+
+
+def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
+                       skip: frozenset[str] = FILLED_BY_TRAINER) -> None:
+    """Add one option per field of ``config_class`` (except ``skip``) to a group named after the model.
+
+    Call it after the command's own options: a field whose name is taken by
+    one of them (``max_len``) becomes ``--model-max-len``.
+    """
+    group = parser.add_argument_group(f"model ({config_class.__name__})")
+    helps = field_help(config_class)
+    for field in dataclasses.fields(config_class):
+        if field.name in skip:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        if flag in parser._option_string_actions:      # a run option of the same name (e.g. --max-len)
+            flag = "--model-" + field.name.replace("_", "-")
+        default = _default(field)
+        text = (helps.get(field.name, "").replace("%", "%%") + " (default %(default)s)").strip()
+        annotation = str(field.type)
+        kwargs: dict = dict(dest=f"config__{field.name}", default=default, help=text)
+        if annotation != "bool":
+            kwargs["metavar"] = field.name.upper()
+        if annotation == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif annotation.startswith(("list", "tuple")):
+            kwargs.update(nargs="+", type=int, default=list(default) if default is not None else None)
+        elif annotation.startswith("dict"):
+            kwargs.update(type=_json_object, metavar="JSON")
+        elif annotation in ("int", "float", "str"):
+            kwargs["type"] = {"int": int, "float": float, "str": str}[annotation]
+        else:
+            continue
+        group.add_argument(flag, **kwargs)
+
+
+def config_options(args: argparse.Namespace) -> dict:
+    """The model options given on the command line (every generated field, at its value)."""
+    prefix = "config__"
+    return {k[len(prefix):]: v for k, v in vars(args).items() if k.startswith(prefix)}

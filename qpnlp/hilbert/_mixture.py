@@ -1,0 +1,146 @@
+r"""Functional core of states and mixtures: checks and the maths on plain tensors.
+
+The first-class objects (:class:`~qpnlp.hilbert.PureState`,
+:class:`~qpnlp.hilbert.DensityMatrix`, :class:`~qpnlp.hilbert.Ensemble`)
+call these functions; the functions know none of them, so the modules of
+the objects import this one and never each other in a circle.
+
+A mixture is kept as member states ``(..., n, d)`` (unit rows) and weights
+``(..., n)``; its density matrix and weighted Gram matrix are
+
+.. math:: \rho = \sum_i p_i |w_i\rangle\langle w_i| = A A^\dagger, \qquad
+          G = A^\dagger A, \qquad A = [\sqrt{p_1} w_1, \dots, \sqrt{p_n} w_n] \in \mathbb{C}^{d\times n},
+
+and :math:`\rho` and :math:`G` share their non-zero eigenvalues.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _validation as V
+
+
+def check_state_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> None:
+    """Type and shape of complex unit vectors ``(..., d)``; finiteness and unit norm per mode."""
+    V.check_tensor(name, data)
+    V.check_complex(name, data)
+    V.check_min_ndim(name, data, 1, "(..., d)")
+    if V.resolve(validate):
+        V.check_finite(name, data, event_ndim=1)
+        V.check_unit_norm(name, data)
+
+
+def check_density_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> None:
+    """Type, shape and (per mode) Hermitian, unit-trace and PSD checks for ``(..., d, d)``."""
+    V.check_tensor(name, data)
+    V.check_complex(name, data)
+    V.check_square(name, data)
+    mode = V.resolve(validate)
+    if mode:
+        V.check_finite(name, data, event_ndim=2)
+        V.check_hermitian(name, data)
+        V.check_unit_trace(name, data)
+    if mode == "strict":
+        V.check_psd(name, data)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1) -> torch.Tensor:
+    r"""Softmax over ``dim`` restricted to ``mask`` (True = keep); masked entries get exactly 0.
+
+    :math:`p_i = m_i e^{s_i} / \sum_j m_j e^{s_j}`. A slice with no unmasked
+    entry raises ValueError (an empty sentence has no mixture).
+
+    >>> masked_softmax(torch.zeros(3), torch.tensor([True, True, False]))
+    tensor([0.5000, 0.5000, 0.0000])
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=dim)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
+    empty = ~mask.any(dim)
+    if bool(empty.any()):
+        where = tuple(empty.nonzero()[0].tolist())
+        raise ValueError(f"mask has no unmasked entry (an empty sentence) at batch index {where} "
+                         f"(mask shape {tuple(mask.shape)})")
+    scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=dim)
+
+
+def member_states(data: torch.Tensor, mask: torch.Tensor | None, validate: V.Validate,
+                  trusted: bool = False) -> torch.Tensor:
+    """Complex ``(..., n, d)`` states; masked (padded) rows become zeros and are not validated.
+
+    ``trusted=True`` skips the norm check (the rows come from a validated
+    :class:`~qpnlp.hilbert.PureState`).
+    """
+    V.check_tensor("states", data)
+    V.check_complex("states", data)
+    V.check_min_ndim("states", data, 2, "(..., n, d)")
+    if mask is not None:
+        V.check_tensor("mask", mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = real word); got {mask.dtype}")
+        if mask.shape != data.shape[:-1]:
+            raise ValueError(f"mask must have shape {tuple(data.shape[:-1])} (states without d); "
+                             f"got {tuple(mask.shape)}")
+        data = data.masked_fill(~mask.unsqueeze(-1), 0)
+    if V.resolve(validate) and not trusted:
+        V.check_finite("states", data, event_ndim=2)
+        V.check_unit_norm("states", data, where=mask)
+    return data
+
+
+def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tensor | None,
+                    validate: V.Validate) -> torch.Tensor:
+    """Real ``(..., n)`` weights: uniform over unmasked states when None, else checked (>= 0, sum one)."""
+    batch_n = states.shape[:-1]
+    if mask is not None:
+        empty = ~mask.any(-1)
+        if bool(empty.any()):
+            raise ValueError(f"mask leaves an empty mixture (no unmasked state) at batch index "
+                             f"{tuple(empty.nonzero()[0].tolist())} (mask shape {tuple(mask.shape)})")
+    real = V.real_dtype_of(states.dtype)
+    if weights is None:
+        ones = torch.ones(batch_n, dtype=real, device=states.device)
+        ones = ones if mask is None else ones * mask
+        return ones / ones.sum(-1, keepdim=True)
+    V.check_tensor("weights", weights)
+    V.check_real("weights", weights)
+    if weights.shape != batch_n:
+        raise ValueError(f"weights must have shape {tuple(batch_n)} to match states "
+                         f"{tuple(states.shape)}; got {tuple(weights.shape)}")
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    if V.resolve(validate):
+        V.check_finite("weights", weights, event_ndim=1)
+        V.check_probability_weights("weights", weights)
+    return weights
+
+
+def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tensor | None,
+            validate: V.Validate, trusted: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Checked ``(states (..., n, d), weights (..., n))`` of one dtype family (the states widen, never the weights)."""
+    data = member_states(states, mask, validate, trusted)
+    w = mixture_weights(data, weights, mask, validate)
+    if w.dtype == torch.float64 and data.dtype == torch.complex64:
+        data = data.to(torch.complex128)  # never downcast the weights: widen the states
+    return data, w.to(V.real_dtype_of(data.dtype))
+
+
+def factor(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r"""The factor :math:`A` ``(..., d, n)`` with :math:`\rho = A A^\dagger` (column i is :math:`\sqrt{p_i} w_i`)."""
+    scale = weights.clamp_min(0).sqrt().to(states.dtype).unsqueeze(-1)
+    return (states * scale).mT
+
+
+def dense(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r""":math:`\rho = \sum_i p_i |w_i\rangle\langle w_i|` ``(..., d, d)`` from states ``(..., n, d)`` and weights ``(..., n)``."""
+    weighted = states * weights.to(states.dtype).unsqueeze(-1)
+    return weighted.mT @ states.conj()
+
+
+def gram(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r"""Weighted Gram matrix :math:`G_{ij} = \sqrt{p_i p_j}\langle w_i|w_j\rangle` ``(..., n, n)``."""
+    a = factor(states, weights)
+    return a.mH @ a

@@ -1,0 +1,110 @@
+r"""How the metric functions read their arguments: dense matrices, spectra and factors.
+
+Every metric accepts a :class:`~qpnlp.hilbert.PureState`, an
+:class:`~qpnlp.hilbert.Ensemble`, a :class:`~qpnlp.hilbert.DensityMatrix` or
+a plain complex ``(..., d, d)`` tensor. The helpers here turn any of them
+into what a formula needs, as cheaply and as exactly as the kind allows:
+
+* :func:`as_density_tensor` - the dense :math:`\rho` ``(..., d, d)``;
+* :func:`spectrum` - the eigenvalues, through the n x n Gram matrix for small ensembles;
+* :func:`sqrt_factor` - a factor :math:`A` with :math:`\rho = A A^\dagger`:
+  exact for pure states (:math:`A = |\psi\rangle`, d x 1) and ensembles
+  (:math:`A = [\sqrt{p_i}\,w_i]`, d x n), from ``eigh`` otherwise;
+* :func:`eigen_factor` - :math:`\rho = U \operatorname{diag}(\lambda) U^\dagger`,
+  from the thin SVD of :math:`A` for ensembles (no d x d matrix).
+
+Dense matrices built in floating point carry spurious eigenvalues of a few
+:math:`\epsilon\,\lambda_{\max}` where the true ones are zero, and a square
+root turns them into errors of :math:`\sqrt{\epsilon}` (half the digits).
+The factors of dense matrices therefore drop eigenvalues below
+:func:`rank_tolerance`, :math:`2\sqrt{d}\,\epsilon\,\lambda_{\max}`: a rank
+deficiency is kept exact, at the price of treating true eigenvalues that
+small as zero (they are below what the dtype resolves in a d x d matrix).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _mixture as M
+from . import _validation as V
+from ._ensemble import Ensemble
+from ._states import DensityMatrix, PureState
+
+#: Eigenvalues of a dense state below ``RANK_FACTOR * sqrt(d) * eps * lambda_max`` are zero.
+RANK_FACTOR = 2.0
+
+
+def as_density_tensor(obj, name: str = "rho", validate: V.Validate = None) -> torch.Tensor:
+    """Dense ``(..., d, d)`` tensor of a state, mixture, density matrix or raw tensor."""
+    if isinstance(obj, DensityMatrix):
+        return obj.data
+    if isinstance(obj, PureState):
+        return obj.proj().data
+    if isinstance(obj, Ensemble):
+        return obj.dense().data
+    M.check_density_tensor(name, obj, validate)
+    return obj
+
+
+def spectrum(obj) -> torch.Tensor:
+    """Eigenvalues of rho clamped at zero, ascending; lazily through the Gram matrix for small ensembles."""
+    if isinstance(obj, PureState):
+        return torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
+    if isinstance(obj, (Ensemble, DensityMatrix)):
+        return obj.eigvals().clamp_min(0)
+    return torch.linalg.eigvalsh(as_density_tensor(obj)).clamp_min(0)
+
+
+def rank_tolerance(eigenvalues: torch.Tensor, dim: int) -> torch.Tensor:
+    """Threshold ``(..., 1)`` below which eigenvalues of a dense ``dim``-dimensional state count as zero."""
+    eps = torch.finfo(eigenvalues.dtype).eps
+    largest = eigenvalues.detach().abs().amax(-1, keepdim=True)
+    return RANK_FACTOR * dim ** 0.5 * eps * largest
+
+
+def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``sqrt`` of values clamped at zero, with gradient 0 (not NaN) where a value is dropped or <= 0."""
+    keep = values > 0 if keep is None else keep & (values > 0)
+    return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
+
+
+def _dense_eigen(obj, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    rho = as_density_tensor(obj, name)
+    lam, vecs = torch.linalg.eigh(rho)
+    keep = lam > rank_tolerance(lam, rho.shape[-1])
+    return lam, vecs, keep
+
+
+def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
+    r"""A factor :math:`A` ``(..., d, r)`` with :math:`\rho = A A^\dagger` (see the module docstring).
+
+    PureState: r = 1; Ensemble: r = n (the member states scaled by
+    :math:`\sqrt{p_i}`, exact); dense: r = d,
+    :math:`A = U\operatorname{diag}(\sqrt{\lambda})` with eigenvalues below
+    :func:`rank_tolerance` set to zero.
+    """
+    if isinstance(obj, PureState):
+        return obj.data.unsqueeze(-1)
+    if isinstance(obj, Ensemble):
+        return obj.factor()
+    lam, vecs, keep = _dense_eigen(obj, name)
+    return vecs * safe_sqrt(lam, keep).to(vecs.dtype).unsqueeze(-2)
+
+
+def eigen_factor(obj, name: str = "rho") -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Eigenvalues ``(..., r)`` and orthonormal eigenvectors as columns ``(..., d, r)`` of the support.
+
+    Ensembles go through the thin SVD :math:`A = U S W^\dagger` of their
+    factor (:math:`\lambda = S^2`, no d x d matrix, no spurious eigenvalues);
+    dense states through ``eigh`` with the eigenvalues below
+    :func:`rank_tolerance` set to zero.
+    """
+    if isinstance(obj, PureState):
+        ones = torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
+        return ones, obj.data.unsqueeze(-1)
+    if isinstance(obj, Ensemble):
+        u, s, _ = torch.linalg.svd(obj.factor(), full_matrices=False)
+        return s.square(), u
+    lam, vecs, keep = _dense_eigen(obj, name)
+    return torch.where(keep, lam, torch.zeros_like(lam)), vecs

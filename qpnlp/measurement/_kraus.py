@@ -1,0 +1,97 @@
+r"""Post-measurement states of general measurements (Kraus operators).
+
+Observing the outcome of a Kraus operator :math:`M` (m x d) maps
+
+.. math:: \rho \mapsto \frac{M\rho M^\dagger}{\operatorname{Tr}(M^\dagger M\rho)}, \qquad
+          |w\rangle \mapsto \frac{M|w\rangle}{\|M|w\rangle\|}, \qquad
+          \sum_i p_i |w_i\rangle\langle w_i| \mapsto \sum_i \frac{p_i \|M w_i\|^2}{p}
+          \frac{M|w_i\rangle\langle w_i|M^\dagger}{\|M w_i\|^2}
+
+(Nielsen & Chuang eq. 2.92). The last form keeps a lazy
+:class:`~qpnlp.hilbert.Ensemble` lazy: its members are updated one by one.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
+from qpnlp.hilbert import _validation as V
+
+__all__ = ["kraus_update", "lueders_operator"]
+
+
+def lueders_operator(vectors: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sqrt{E}` ``(..., d, d)`` of an effect given by factor vectors ``(..., r, d)``, :math:`E = \sum_s |v_s\rangle\langle v_s|`.
+
+    From the thin SVD :math:`W = U S X^\dagger` of :math:`W = [v_1, \dots, v_r]`:
+    :math:`E = U S^2 U^\dagger`, :math:`\sqrt E = U S U^\dagger`. Singular values
+    are exact to round-off where eigenvalues of E would leave :math:`\sqrt\epsilon`
+    in the null space (a projector stays a projector).
+    """
+    u, s, _ = torch.linalg.svd(vectors.mT, full_matrices=False)
+    return (u * s.to(u.dtype).unsqueeze(-2)) @ u.mH
+
+
+def _check_possible(prob: torch.Tensor, dtype, dim: int) -> None:
+    tol = V.tolerance(dtype, dim)
+    if bool((prob <= tol).any()):
+        worst = int(prob.reshape(-1).argmin())
+        raise ValueError(f"the outcome has probability {float(prob.reshape(-1)[worst]):.3g} <= {tol:.2g} "
+                         f"(flat batch index {worst}); the post-measurement state is undefined")
+
+
+def kraus_update(system, operator: torch.Tensor):
+    r"""State after the outcome of the Kraus operator ``operator`` :math:`M` ``(..., m, d)``.
+
+    Parameters
+    ----------
+    system : PureState, Ensemble or DensityMatrix
+        The state before the measurement, dimension d.
+    operator : torch.Tensor
+        Complex ``(..., m, d)``; its batch dims broadcast with the system's.
+
+    Returns
+    -------
+    PureState, Ensemble or DensityMatrix
+        The same kind as ``system``, of dimension m. Ensemble members that
+        the outcome annihilates get weight 0 (and a zero vector).
+
+    Raises
+    ------
+    ValueError
+        When the outcome has probability zero (the update is undefined).
+
+    Examples
+    --------
+    >>> m = torch.tensor([[1.0, 0.0], [0.0, 0.5]], dtype=torch.complex64)   # a weak measurement
+    >>> kraus_update(PureState.from_real(torch.tensor([0.6, 0.8])), m).data
+    tensor([0.8321+0.j, 0.5547+0.j])
+    """
+    V.check_tensor("operator", operator)
+    V.check_complex("operator", operator)
+    V.check_min_ndim("operator", operator, 2, "(..., m, d)")
+    V.check_dims_match("system", system.dim, "operator", operator.shape[-1])
+    if isinstance(system, PureState):
+        m, state = promote(operator, system.data)
+        image = (m @ state.unsqueeze(-1)).squeeze(-1)
+        norm = torch.linalg.vector_norm(image, dim=-1, keepdim=True)
+        _check_possible(norm.squeeze(-1).square(), image.dtype, image.shape[-1])
+        return PureState._trusted(data=image / norm)
+    if isinstance(system, Ensemble):
+        m, states = promote(operator, system.states.data)
+        images = states @ m.mT                                          # (..., n, m): row i is M w_i
+        norms = torch.linalg.vector_norm(images, dim=-1)
+        weights = system.weights.to(norms.dtype) * norms.square()
+        prob = weights.sum(-1)
+        _check_possible(prob, images.dtype, images.shape[-1])
+        alive = norms > 0
+        images = images / torch.where(alive, norms, torch.ones_like(norms)).unsqueeze(-1).to(images.dtype)
+        return Ensemble._trusted(states=images, weights=weights / prob.unsqueeze(-1))
+    if isinstance(system, DensityMatrix):
+        m, rho = promote(operator, system.data)
+        updated = m @ rho @ m.mH
+        prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real
+        _check_possible(prob, rho.dtype, rho.shape[-1])
+        return DensityMatrix._trusted(data=updated / prob[..., None, None])
+    raise TypeError(f"kraus_update takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")

@@ -1,0 +1,255 @@
+r"""General measurements: positive operator-valued measures (POVMs).
+
+A POVM with k outcomes on :math:`\mathbb{C}^d` is a set of effects
+:math:`E_1, \dots, E_k \succeq 0` with :math:`\sum_k E_k = I`; outcome k
+has probability :math:`\operatorname{Tr}(\rho E_k)` (Nielsen & Chuang
+section 2.2.6). Projective measurements are the POVMs whose effects are
+orthogonal projectors; a POVM may have more outcomes than dimensions
+(k > d), e.g. the three "trine" states of a qubit.
+
+Every effect is kept through factor vectors, :math:`E_k = \sum_{s=1}^r
+|v_{ks}\rangle\langle v_{ks}| = M_k^\dagger M_k`, where the Kraus operator
+:math:`M_k` (r x d) has the rows :math:`\langle v_{ks}|`. So the effects are
+positive by construction, and Born probabilities of a lazy mixture are
+:math:`\sum_i p_i \|M_k w_i\|^2` (:func:`~qpnlp.measurement.povm_probabilities`),
+never a d x d matrix. Stacking the Kraus operators gives an isometry
+:math:`V \in \mathbb{C}^{kr \times d}`, :math:`V^\dagger V = \sum_k M_k^\dagger M_k = I`
+(the Naimark picture, :func:`~qpnlp.measurement.naimark_dilation`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
+from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._batched import Batched
+
+from ._born import povm_probabilities, povm_probabilities_dense
+from ._kraus import kraus_update, lueders_operator
+from ._projector import Projector
+
+__all__ = ["POVM", "random_povm"]
+
+
+def _where(flat: int, batch_shape) -> str:
+    if not batch_shape:
+        return ""
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(batch_shape)))
+    return f" at batch index {index}"
+
+
+def check_completeness(name: str, vectors: torch.Tensor) -> None:
+    r"""Raise ValueError unless :math:`\sum_{k,s} |v_{ks}\rangle\langle v_{ks}| = I` within tolerance."""
+    vectors = vectors.detach()
+    k, r, d = vectors.shape[-3:]
+    flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
+    total = flat.mT @ flat.conj()                                           # sum_ks |v><v|
+    eye = torch.eye(d, dtype=vectors.dtype, device=vectors.device)
+    err = (total - eye).abs().amax((-2, -1)).reshape(-1)
+    tol = V.tolerance(vectors.dtype, max(d, k * r))
+    if err.numel() and float(err.max()) > tol:
+        worst = int(err.argmax())
+        raise ValueError(f"{name}: the effects must sum to the identity; got max |sum_k E_k - I| = "
+                         f"{float(err[worst]):.3g}{_where(worst, vectors.shape[:-3])} "
+                         f"(shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
+
+
+class POVM(Batched):
+    r"""An immutable POVM :math:`\{E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|\}_{k=1}^{K}` with :math:`\sum_k E_k = I`.
+
+    Holds the factor vectors ``(..., k, r, d)``; the leading dims are batch
+    dims (several POVMs), the outcomes are an event dim. Build one with
+    :meth:`from_frame` (rank 1, from any spanning set of vectors),
+    :meth:`from_effects` (dense effects), :meth:`from_kraus`,
+    :meth:`from_isometry` or :meth:`from_projectors`.
+
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        Complex ``(..., k, r, d)``.
+    validate : bool or "strict", optional
+        Check finiteness and :math:`\sum_k E_k = I` (O(k r d^2)); the effects
+        are positive by construction.
+
+    Examples
+    --------
+    >>> trine = torch.tensor([[1, 0], [-0.5, 0.75 ** 0.5], [-0.5, -0.75 ** 0.5]], dtype=torch.complex64)
+    >>> povm = POVM.from_frame(trine)                                  # E_k = 2/3 |t_k><t_k|
+    >>> povm.num_outcomes, povm.rank, povm.dim
+    (3, 1, 2)
+    >>> povm.probabilities(PureState.basis_state(0, 2))
+    tensor([0.6667, 0.1667, 0.1667])
+    """
+
+    _fields = ("vectors",)
+    _event_ndims = (3,)
+    __slots__ = ("_vectors",)
+
+    def __init__(self, vectors: torch.Tensor, *, validate: V.Validate = None) -> None:
+        V.check_tensor("vectors", vectors)
+        V.check_complex("vectors", vectors)
+        V.check_min_ndim("vectors", vectors, 3, "(..., k, r, d)")
+        if V.resolve(validate):
+            V.check_finite("vectors", vectors, event_ndim=3)
+            check_completeness("POVM", vectors)
+        object.__setattr__(self, "_vectors", vectors)
+
+    # -- constructors -------------------------------------------------------
+    @classmethod
+    def from_kraus(cls, operators: torch.Tensor, *, validate: V.Validate = None) -> "POVM":
+        r"""From Kraus operators :math:`M_k` ``(..., k, r, d)``: :math:`E_k = M_k^\dagger M_k`."""
+        V.check_tensor("operators", operators)
+        return cls(operators.conj(), validate=validate)
+
+    @classmethod
+    def from_isometry(cls, isometry: torch.Tensor, num_outcomes: int, *, validate: V.Validate = None) -> "POVM":
+        r"""From an isometry :math:`V` ``(..., k r, d)`` (:math:`V^\dagger V = I`): outcome k gets rows ``k r .. k r + r - 1``.
+
+        :math:`E_k = V_k^\dagger V_k` with :math:`V_k` the k-th block of r rows.
+        """
+        V.check_tensor("isometry", isometry)
+        rows, d = isometry.shape[-2:]
+        if num_outcomes < 1 or rows % num_outcomes:
+            raise ValueError(f"the {rows} rows of the isometry must split into num_outcomes={num_outcomes} "
+                             f"equal blocks")
+        ops = isometry.reshape(*isometry.shape[:-2], num_outcomes, rows // num_outcomes, d)
+        return cls.from_kraus(ops, validate=validate)
+
+    @classmethod
+    def from_effects(cls, effects: torch.Tensor, *, validate: V.Validate = None) -> "POVM":
+        r"""From dense effects ``(..., k, d, d)``: Hermitian (checked), PSD (strict mode), summing to I.
+
+        Factored through ``eigh``: :math:`v_{ks} = \sqrt{\lambda_{ks}}\,u_{ks}`
+        (r = d, negative round-off clamped to zero).
+        """
+        V.check_tensor("effects", effects)
+        V.check_complex("effects", effects)
+        V.check_square("effects", effects)
+        V.check_min_ndim("effects", effects, 3, "(..., k, d, d)")
+        mode = V.resolve(validate)
+        if mode:
+            V.check_finite("effects", effects, event_ndim=3)
+            V.check_hermitian("effects", effects)
+        if mode == "strict":
+            V.check_psd("effects", effects)
+        lam, u = torch.linalg.eigh(effects)
+        vectors = (u * lam.clamp_min(0).sqrt().to(u.dtype).unsqueeze(-2)).mT     # row s: sqrt(lam_s) u_s
+        return cls(vectors, validate=validate)
+
+    @classmethod
+    def from_frame(cls, frame: torch.Tensor, *, validate: V.Validate = None) -> "POVM":
+        r"""Rank-1 POVM from k >= d vectors ``(..., k, d)`` that span :math:`\mathbb{C}^d`.
+
+        With the frame operator :math:`S = \sum_k |f_k\rangle\langle f_k|`,
+        the effects are :math:`E_k = |g_k\rangle\langle g_k|`,
+        :math:`g_k = S^{-1/2} f_k` (the canonical tight frame, so
+        :math:`\sum_k E_k = I`; Casazza & Kutyniok, *Finite Frames*, 2013).
+        With the SVD :math:`F = U\Sigma W^\dagger` of the k x d matrix of
+        the rows :math:`f_k`, the rows :math:`g_k` form :math:`U W^\dagger` (the
+        polar factor of F), computed without squaring F's condition number.
+        A tight frame (:math:`S = I`) is kept as it is. Raises ValueError when
+        the vectors do not span the space.
+        """
+        V.check_tensor("frame", frame)
+        V.check_complex("frame", frame)
+        V.check_min_ndim("frame", frame, 2, "(..., k, d)")
+        if V.resolve(validate):
+            V.check_finite("frame", frame, event_ndim=2)
+        u, sv, vh = torch.linalg.svd(frame, full_matrices=False)
+        smallest = (sv[..., -1] / sv[..., 0].clamp_min(torch.finfo(sv.dtype).tiny)).reshape(-1)
+        tol = V.tolerance(frame.dtype, frame.shape[-1])
+        if frame.shape[-2] < frame.shape[-1] or (smallest.numel() and float(smallest.min()) <= tol):
+            worst = int(smallest.argmin()) if frame.shape[-2] >= frame.shape[-1] else 0
+            value = float(smallest[worst]) if frame.shape[-2] >= frame.shape[-1] else 0.0
+            raise ValueError(f"frame vectors must span C^{frame.shape[-1]}; the frame has relative smallest "
+                             f"singular value {value:.3g}{_where(worst, frame.shape[:-2])} "
+                             f"(shape {tuple(frame.shape)}, tolerance {tol:.2g})")
+        return cls((u @ vh).unsqueeze(-2), validate=validate)                # rows g_k = S^{-1/2} f_k
+
+    @classmethod
+    def from_projectors(cls, projectors: Projector, *, validate: V.Validate = None) -> "POVM":
+        """A projective measurement: a :class:`Projector` batch ``(..., k)`` whose projectors sum to I."""
+        if not projectors.batch_shape:
+            raise ValueError("from_projectors needs a batch of k projectors (batch shape (..., k)); got one")
+        return cls(projectors.vectors, validate=validate)
+
+    # -- accessors ---------------------------------------------------------
+    @property
+    def vectors(self) -> torch.Tensor:
+        r"""Complex ``(..., k, r, d)`` factor vectors: :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`."""
+        return self._vectors
+
+    @property
+    def num_outcomes(self) -> int:
+        """Number k of outcomes."""
+        return self._vectors.shape[-3]
+
+    @property
+    def rank(self) -> int:
+        """Number r of factor vectors per effect (an upper bound of each effect's rank)."""
+        return self._vectors.shape[-2]
+
+    def kraus(self) -> torch.Tensor:
+        r"""Kraus operators :math:`M_k` ``(..., k, r, d)`` with :math:`E_k = M_k^\dagger M_k`."""
+        return self._vectors.conj()
+
+    def effects(self) -> torch.Tensor:
+        r"""Dense effects :math:`E_k` ``(..., k, d, d)``."""
+        return self._vectors.mT @ self._vectors.conj()
+
+    def isometry(self) -> torch.Tensor:
+        r"""The stacked Kraus operators :math:`V` ``(..., k r, d)``, :math:`V^\dagger V = I`."""
+        return self.kraus().flatten(-3, -2)
+
+    # -- physics -----------------------------------------------------------
+    def probabilities(self, system) -> torch.Tensor:
+        r"""Born probabilities :math:`\operatorname{Tr}(\rho E_k)`, real ``(..., k)``.
+
+        ``system`` is a :class:`PureState`, an :class:`Ensemble` (lazy, no
+        d x d matrix) or a :class:`DensityMatrix`; its batch dims broadcast
+        with the POVM's.
+        """
+        if isinstance(system, PureState):
+            return povm_probabilities(system.data, None, self._vectors)
+        if isinstance(system, Ensemble):
+            return povm_probabilities(system.states.data, system.weights, self._vectors)
+        if isinstance(system, DensityMatrix):
+            return povm_probabilities_dense(system.data, self._vectors)
+        raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
+
+    def post_measurement_state(self, system, outcome: int, *, instrument: str = "lueders"):
+        r"""State after observing ``outcome`` (see :func:`~qpnlp.measurement.kraus_update`).
+
+        ``instrument="lueders"`` (default) applies :math:`\sqrt{E_k}`, so the
+        state stays in :math:`\mathbb{C}^d` and a projective measurement
+        gives the Lueders rule; ``"kraus"`` applies the stored
+        :math:`M_k` (r x d), whose output lives in :math:`\mathbb{C}^r`.
+        """
+        if not 0 <= outcome < self.num_outcomes:
+            raise ValueError(f"outcome must be in [0, {self.num_outcomes}); got {outcome}")
+        if instrument == "kraus":
+            return kraus_update(system, self.kraus()[..., outcome, :, :])
+        if instrument == "lueders":
+            return kraus_update(system, lueders_operator(self._vectors[..., outcome, :, :]))
+        raise ValueError(f"instrument must be 'lueders' or 'kraus'; got {instrument!r}")
+
+
+def random_povm(dim: int, num_outcomes: int, *, rank: int = 1, batch_shape=(), dtype=torch.complex64, device=None,
+                generator: torch.Generator | None = None) -> POVM:
+    r"""Random POVMs induced by Haar isometries, k outcomes of rank r on :math:`\mathbb{C}^d` (k r >= d).
+
+    :math:`E_k = V_k^\dagger V_k` for a Haar isometry :math:`V \in
+    \mathbb{C}^{kr \times d}` (:func:`~qpnlp.hilbert.random_isometry`), the
+    measure of Heinosaari, Jivulescu & Nechita, J. Math. Phys. 61, 042202
+    (2020); k r = d gives a Haar-random projective measurement.
+
+    >>> povm = random_povm(3, 5, generator=torch.Generator().manual_seed(0))
+    >>> povm.num_outcomes, round(float(povm.probabilities(PureState.basis_state(0, 3)).sum()), 5)
+    (5, 1.0)
+    """
+    if num_outcomes < 1 or rank < 1 or num_outcomes * rank < dim:
+        raise ValueError(f"a POVM on C^{dim} needs num_outcomes * rank >= dim; got {num_outcomes} * {rank}")
+    v = random_isometry(num_outcomes * rank, dim, batch_shape=batch_shape, dtype=dtype, device=device,
+                        generator=generator)
+    return POVM.from_isometry(v, num_outcomes, validate=False)

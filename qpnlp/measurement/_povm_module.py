@@ -1,0 +1,150 @@
+"""Trainable general measurements (POVMs), valid by construction."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn.utils.parametrizations import orthogonal
+
+from qpnlp.hilbert import random_isometry
+
+from ._born import povm_probabilities, povm_probabilities_dense
+from ._povm import POVM
+
+INITS = ("orthogonal", "identity")
+
+
+class POVMMeasurement(nn.Module):
+    r"""k trainable effects :math:`E_k = V_k^\dagger V_k` on :math:`\mathbb{C}^d` that always sum to the identity.
+
+    The parameter is an isometry :math:`V \in \mathbb{C}^{kr \times d}`,
+    kept at :math:`V^\dagger V = I` under any optimiser step by
+    ``torch.nn.utils.parametrizations.orthogonal`` (orthonormal columns);
+    outcome k owns the block :math:`V_k` of rows ``k r .. k r + r - 1``. So
+    every effect is positive and :math:`\sum_k E_k = V^\dagger V = I`: the
+    probabilities of a state always sum to one, for any number of outcomes.
+    With r = 1 the effects are rank one, :math:`E_k = |v_k\rangle\langle v_k|`
+    with :math:`\langle v_k| =` row k of V, and k may exceed d (the
+    measurement is then not projective); k r = d is a trainable projective
+    measurement.
+
+    The call interface is that of :class:`~qpnlp.measurement.ProjectiveMeasurement`
+    (``forward(states, weights, mask)``, ``forward_dense``, ``vectors()``,
+    ``num_outcomes``, ``dim``, ``freeze()``, ``post_measurement_state``), so a
+    model can use either; :meth:`as_povm` hands out an immutable :class:`POVM`.
+
+    Parameters
+    ----------
+    dim : int
+        Hilbert-space dimension d.
+    num_outcomes : int, optional
+        Number k of outcomes; default ``dim``.
+    rank : int, optional
+        Rows r per effect; default the smallest with k r >= d
+        (``ceil(d / k)``, i.e. 1 when k >= d).
+    init : {"orthogonal", "identity"}
+        A Haar-random isometry, or the first d columns of the identity
+        of :math:`\mathbb{C}^{kr}` (effects on canonical basis vectors).
+    trainable : bool
+        ``False`` freezes the measurement.
+    dtype : torch.dtype
+        complex64 or complex128.
+    generator : torch.Generator, optional
+        For a reproducible initialisation.
+
+    Examples
+    --------
+    >>> m = POVMMeasurement(4, 6)                        # 6 rank-1 outcomes on C^4
+    >>> states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=torch.complex64), dim=-1)
+    >>> p = m(states, torch.full((2, 3), 1 / 3))         # lazy mixtures of 3 words
+    >>> p.shape, torch.allclose(p.sum(-1), torch.ones(2), atol=1e-5)
+    (torch.Size([2, 6]), True)
+    """
+
+    complete = True   # the probabilities always sum to one
+
+    def __init__(self, dim: int, num_outcomes: int | None = None, *, rank: int | None = None,
+                 init: str = "orthogonal", trainable: bool = True, dtype: torch.dtype = torch.complex64,
+                 device=None, generator: torch.Generator | None = None):
+        super().__init__()
+        k = dim if num_outcomes is None else int(num_outcomes)
+        if dim < 1 or k < 1:
+            raise ValueError(f"dim and num_outcomes must be >= 1; got dim={dim}, num_outcomes={k}")
+        r = math.ceil(dim / k) if rank is None else int(rank)
+        if r < 1 or k * r < dim:
+            raise ValueError(f"num_outcomes * rank must be >= dim for the effects to sum to the identity; "
+                             f"got {k} * {r} < {dim}")
+        if dtype not in (torch.complex64, torch.complex128):
+            raise TypeError(f"dtype must be complex64 or complex128; got {dtype}")
+        if init == "orthogonal":
+            initial = random_isometry(k * r, dim, dtype=dtype, device=device, generator=generator)
+        elif init == "identity":
+            initial = torch.eye(k * r, dim, dtype=dtype, device=device)
+        else:
+            raise ValueError(f"init must be one of {INITS}; got {init!r}")
+        self.dim, self.num_outcomes, self.rank = dim, k, r
+        self.weight = nn.Parameter(initial.clone())
+        orthogonal(self, "weight")           # V^dagger V = I under any optimiser step
+        with torch.no_grad():
+            self.weight = initial            # the parametrised value is set exactly
+        self.requires_grad_(trainable)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, num_outcomes={self.num_outcomes}, rank={self.rank}, dtype={self.weight.dtype}"
+
+    def isometry(self) -> torch.Tensor:
+        r"""The isometry :math:`V` ``(k r, d)``, :math:`V^\dagger V = I` (differentiable)."""
+        return self.weight
+
+    def vectors(self) -> torch.Tensor:
+        r"""Effect factor vectors: ``(k, d)`` for rank 1, else ``(k, r, d)``; :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`.
+
+        They are the conjugated rows of V, neither unit nor orthogonal in
+        general; :func:`~qpnlp.measurement.word_probabilities` and
+        :func:`~qpnlp.measurement.born_probabilities` accept them as they
+        do projective measurement vectors and give :math:`\operatorname{Tr}(\rho E_k)`.
+        """
+        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        return v.squeeze(-2) if self.rank == 1 else v
+
+    def freeze(self) -> "POVMMeasurement":
+        """Stop training the measurement."""
+        return self.requires_grad_(False)
+
+    def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        r"""Born probabilities of pure states or lazy mixtures.
+
+        Parameters
+        ----------
+        states : torch.Tensor
+            Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
+            when ``weights`` is given.
+        weights : torch.Tensor, optional
+            Real ``(..., n)`` mixture weights.
+        mask : torch.Tensor, optional
+            Bool ``(..., n)``; masked members get weight 0.
+
+        Returns
+        -------
+        torch.Tensor
+            Real ``(..., k)``: :math:`p_k = \sum_i p_i \|V_k w_i\|^2`, summing to one.
+        """
+        if weights is not None and mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        return povm_probabilities(states, weights, v)
+
+    def forward_dense(self, rho: torch.Tensor) -> torch.Tensor:
+        r""":math:`\operatorname{Tr}(\rho E_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
+        return povm_probabilities_dense(rho, self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim))
+
+    def as_povm(self) -> POVM:
+        """Immutable :class:`POVM` of the current effects (detached), for interpretation."""
+        return POVM.from_isometry(self.weight.detach(), self.num_outcomes, validate=False)
+
+    def post_measurement_state(self, system, outcome: int, *, instrument: str = "lueders"):
+        """State after observing ``outcome`` (see :meth:`POVM.post_measurement_state`)."""
+        return self.as_povm().post_measurement_state(system, outcome, instrument=instrument)

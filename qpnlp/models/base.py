@@ -1,0 +1,437 @@
+"""The model contract: one config type, one save format and one registry for every model.
+
+Every model of the library (and every model a user adds) is a
+:class:`Model`: an ``nn.Module`` built from a JSON-serialisable config
+dataclass (:class:`ModelConfig`, strict :meth:`~ModelConfig.from_dict`),
+registered by name with :func:`register_model`. The trainer, the CLI,
+checkpoints and ``qpnlp evaluate`` look models up in the registry and never
+switch on model names.
+
+Save format (a directory; no pickle anywhere, so loading never runs code)::
+
+    DIRECTORY/
+      config.json          {"format": "qpnlp-model/1", "model": NAME, "config": {...},
+                            "metadata": {...}, "qpnlp_version": ...}
+      model.safetensors    the state dict (complex tensors stored as complex)
+      vocabulary.json      the vocabulary (optional; Vocabulary.to_dict())
+
+The directory is written atomically: everything goes to a temporary sibling
+directory, each file is fsynced, and the directory is renamed into place
+(:func:`atomic_directory`), so a crash during a save never leaves a
+half-written checkpoint over a good one.
+
+Two tasks share the contract: ``"classification"`` models map word ids
+``(B, L)`` and a bool mask ``(B, L)`` (True = word, always explicit) to class
+logits ``(B, C)``; ``"matching"`` models score question / answer batches
+``forward(q_ids, q_mask, a_ids, a_mask) -> (B,)``.
+
+Examples
+--------
+>>> import dataclasses, tempfile, torch
+>>> @register_model("doc_tiny_bow")
+... class TinyBow(Model):
+...     @dataclasses.dataclass
+...     class Config(ModelConfig):
+...         num_words: int
+...         num_classes: int
+...         dim: int = 4
+...     config_class = Config
+...     def __init__(self, config, *, pretrained=None, generator=None):
+...         super().__init__(config)
+...         self.embedding = torch.nn.EmbeddingBag(config.num_words, config.dim, mode="sum")
+...         self.out = torch.nn.Linear(config.dim, config.num_classes)
+...     def forward(self, ids, mask):
+...         return self.out(self.embedding(ids, per_sample_weights=mask.float()))
+>>> model = TinyBow(TinyBow.Config(num_words=10, num_classes=2))
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     _ = model.save_pretrained(f"{tmp}/tiny")
+...     again = Model.from_pretrained(f"{tmp}/tiny")
+>>> type(again).__name__, again.config == model.config
+('TinyBow', True)
+>>> unregister_model("doc_tiny_bow")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+__all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
+           "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
+           "atomic_directory", "atomic_write_text"]
+
+FORMAT = "qpnlp-model/1"
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCABULARY_FILE = "vocabulary.json"
+TASKS = ("classification", "matching", "temporal")
+# Configs larger than this are refused before anything is read further (a config is a few hundred bytes).
+MAX_CONFIG_BYTES = 1 << 20
+# Installed packages register models through entry points of this group (each loads a module that registers);
+# qpnlp's own Word2Fun (a package above models/ in the layout) is registered this way too.
+PLUGIN_GROUP = "qpnlp.models"
+
+_REGISTRY: dict[str, type[Model]] = {}
+
+
+# --------------------------------------------------------------------------- config
+class ModelConfig:
+    """Mixin for config dataclasses: ``to_dict``, a strict ``from_dict``, ``_require``.
+
+    ``from_dict`` refuses unknown keys and values of the wrong JSON type
+    (naming the field), before the dataclass' own ``__post_init__`` checks run.
+    """
+
+    @staticmethod
+    def _require(checks) -> None:
+        """Raise ValueError with the message of the first ``(ok, message)`` pair that is not ok."""
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]):
+        if not isinstance(values, Mapping):
+            raise ValueError(f"{cls.__name__} must be given a JSON object; got {type(values).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+        for name, value in values.items():
+            _check_json_type(cls.__name__, name, fields[name], value)
+        return cls(**values)
+
+
+_JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
+
+
+def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
+    """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
+    annotation = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+    base = annotation.split("|")[0].strip()
+    optional = "None" in annotation
+    if value is None and optional:
+        return
+    if base in _JSON_TYPES:
+        allowed = _JSON_TYPES[base]
+        ok = isinstance(value, allowed) and (base == "bool" or not isinstance(value, bool))
+        if ok and base == "float" and not math.isfinite(value):
+            raise ValueError(f"{owner}.{name} must be finite; got {value!r}")
+    elif base.startswith("list"):
+        ok = isinstance(value, list)
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {value!r}")
+
+
+# --------------------------------------------------------------------------- registry
+def register_model(name: str):
+    """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name)."""
+
+    def decorate(cls: type[Model]) -> type[Model]:
+        if not (isinstance(cls, type) and issubclass(cls, Model)):
+            raise TypeError(f"register_model({name!r}) needs a Model subclass; got {cls!r}")
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"a model named {name!r} is already registered ({_REGISTRY[name].__qualname__})")
+        if not dataclasses.is_dataclass(getattr(cls, "config_class", None)):
+            raise TypeError(f"{cls.__qualname__}.config_class must be a ModelConfig dataclass")
+        if cls.task not in TASKS:
+            raise ValueError(f"{cls.__qualname__}.task must be one of {TASKS}; got {cls.task!r}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def unregister_model(name: str) -> None:
+    """Remove ``name`` from the registry (for tests and notebooks that define throwaway models)."""
+    _REGISTRY.pop(name, None)
+
+
+def get_model_class(name: str) -> type[Model]:
+    """The registered model class called ``name``; a clear error listing the known names otherwise."""
+    _load_builtin_models()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown model {name!r}; registered: {', '.join(registered_models())}")
+    return _REGISTRY[name]
+
+
+def registered_models(task: str | None = None) -> tuple[str, ...]:
+    """Names of the registered models (of one task if given), sorted."""
+    _load_builtin_models()
+    return tuple(sorted(n for n, c in _REGISTRY.items() if task is None or c.task == task))
+
+
+def _load_builtin_models() -> None:
+    """Import the built-in models (they register themselves) and the installed plugins, once."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import qpnlp.models  # noqa: F401
+
+    for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+        entry.load()
+
+
+_LOADED = False
+
+
+# --------------------------------------------------------------------------- model
+class Model(nn.Module):
+    """Base of every model: a config, ``save_pretrained`` / ``from_pretrained``, a registry name.
+
+    Subclasses set ``config_class`` (a :class:`ModelConfig` dataclass) and
+    ``task``, take the config as the first argument of ``__init__`` (other
+    arguments keyword-only and optional: initial values such as pretrained
+    vectors or a generator, never needed to rebuild the model), and are
+    registered with :func:`register_model`.
+    """
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type] = None  # type: ignore[assignment]
+    task: ClassVar[str] = "classification"
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        if not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}; got {type(config).__name__}")
+        self.config = config
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, config, *, vocabulary=None, pretrained: torch.Tensor | None = None,
+              generator: torch.Generator | None = None) -> Model:
+        """A freshly initialised model for training (the trainer's constructor).
+
+        Override when the model needs something from the training vocabulary
+        (e.g. IDF weights); the default passes ``pretrained`` and ``generator``.
+        """
+        return cls(config, pretrained=pretrained, generator=generator)
+
+    @classmethod
+    def empty(cls, config) -> Model:
+        """A model of the right shapes to load saved parameters into (``from_pretrained`` uses it).
+
+        Override when ``__init__`` needs more than the config (e.g. placeholder
+        IDF values that the state dict then overwrites). Must also work under
+        ``torch.device("meta")``: the shapes are checked on a meta skeleton
+        before anything is allocated.
+        """
+        return cls(config)
+
+    # ------------------------------------------------------------------ saving
+    def save_pretrained(self, directory: str | os.PathLike, *, vocabulary=None,
+                        metadata: Mapping[str, Any] | None = None) -> Path:
+        """Write ``config.json``, ``model.safetensors`` (and ``vocabulary.json``) atomically to ``directory``.
+
+        ``metadata`` (JSON: data set, split, label names, training settings, ...)
+        is stored in ``config.json`` and returned by :func:`read_model_header`.
+        """
+        if not self.name:
+            raise TypeError(f"{type(self).__name__} is not registered; decorate it with @register_model(name)")
+        header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=dict(metadata or {}),
+                      qpnlp_version=_version())
+        text = json.dumps(header, indent=2, allow_nan=False) + "\n"
+        tensors = {k: v.detach().cpu().contiguous().clone() for k, v in self.state_dict().items()}
+        with atomic_directory(directory) as tmp:
+            (tmp / CONFIG_FILE).write_text(text)
+            save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name})
+            if vocabulary is not None:
+                (tmp / VOCABULARY_FILE).write_text(json.dumps(vocabulary.to_dict(), allow_nan=False))
+        return Path(directory)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> Model:
+        """Rebuild a saved model (in eval mode) from ``directory``; ``Model.from_pretrained`` loads any kind.
+
+        The config is validated, and its sizes checked against the stored
+        tensors' shapes, before any parameter is allocated.
+        """
+        header = read_model_header(directory)
+        klass = get_model_class(header["model"])
+        if not issubclass(klass, cls):
+            raise ValueError(f"{directory} holds a {header['model']!r} model, not a {cls.__name__}")
+        config = klass.config_class.from_dict(header["config"])
+        path = Path(directory) / WEIGHTS_FILE
+        try:
+            state = load_file(str(path), device="cpu")
+        except (SafetensorError, OSError) as err:
+            raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+        _check_before_allocation(path, klass, config, state)
+        model = klass.empty(config)
+        _check_shapes(path, model.state_dict(), state)
+        model.load_state_dict(state)
+        return model.to(device).eval()
+
+
+def read_model_header(directory: str | os.PathLike) -> dict:
+    """The parsed ``config.json`` of a saved model (format checked; model name, config, metadata)."""
+    directory = Path(directory)
+    if directory.is_file():
+        raise ValueError(f"{directory} is a file; qpnlp models are saved as directories (config.json + "
+                         f"model.safetensors). A file from qpnlp 0.1 `--save` converts with "
+                         f"`qpnlp convert {directory} NEW_DIRECTORY`")
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory} is not a saved qpnlp model (no {CONFIG_FILE})")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path} is {path.stat().st_size} bytes; not a qpnlp model config")
+    try:
+        header = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else None
+        legacy_word2fun = isinstance(header, dict) and isinstance(header.get("model"), dict) \
+            and "family" in header["model"]
+        hint = f" (a Word2Fun directory from qpnlp 0.1: `qpnlp convert {directory} NEW_DIRECTORY`)" \
+            if legacy_word2fun else ""
+        raise ValueError(f"{path} is not a {FORMAT} model config (format {found!r}){hint}")
+    if not isinstance(header.get("config"), dict) or not isinstance(header.get("model"), str):
+        raise ValueError(f"{path} lacks its model name or config")
+    header.setdefault("metadata", {})
+    return header
+
+
+def _check_before_allocation(path: Path, klass: type[Model], config, state: Mapping[str, torch.Tensor]) -> None:
+    """Check the config against the stored tensors before the model allocates anything.
+
+    The model is first built on the ``meta`` device (shapes only, no memory)
+    and its shapes compared with the stored ones. Where a model cannot be
+    built on ``meta`` (e.g. a parametrisation that checks values at
+    construction), every integer of the config must be at most the largest
+    stored dimension, which bounds what building the model can allocate: a
+    tampered config (``num_words=2e9`` next to a small weights file) is
+    refused before anything is allocated.
+    """
+    try:
+        with torch.device("meta"):
+            skeleton = klass.empty(config)
+    except (RuntimeError, NotImplementedError):
+        largest = max((max(t.shape, default=1) for t in state.values()), default=1)
+        for key, value in _config_integers(config.to_dict()):
+            if value > largest:
+                raise ValueError(f"{path}: config value {key}={value} exceeds every stored tensor dimension "
+                                 f"(largest {largest}); the config does not describe these weights") from None
+        return
+    _check_shapes(path, skeleton.state_dict(), state)
+
+
+def _config_integers(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, int]]:
+    for key, value in values.items():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, int) and not isinstance(item, bool):
+                yield prefix + key, item
+            elif isinstance(item, Mapping):
+                yield from _config_integers(item, f"{prefix}{key}.")
+
+
+def _check_shapes(path: Path, expected: Mapping[str, torch.Tensor], stored: Mapping[str, torch.Tensor]) -> None:
+    """Refuse stored tensors whose names, shapes or dtypes do not match the model the config describes."""
+    missing, extra = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    if missing or extra:
+        raise ValueError(f"{path} does not match its config: missing tensors {missing[:5]}, "
+                         f"unexpected tensors {extra[:5]}")
+    for key, tensor in expected.items():
+        if tuple(stored[key].shape) != tuple(tensor.shape) or stored[key].dtype != tensor.dtype:
+            raise ValueError(f"{path}: tensor {key!r} is {tuple(stored[key].shape)} {stored[key].dtype} but the "
+                             f"config describes {tuple(tensor.shape)} {tensor.dtype}")
+
+
+def _version() -> str:
+    from qpnlp import __version__
+
+    return __version__
+
+
+# --------------------------------------------------------------------------- the batch contract
+def check_batch(ids: torch.Tensor, mask: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``ids`` is a ``(B, L)`` LongTensor, ``mask`` a bool tensor of the
+    same shape, and every sentence has at least one unmasked word."""
+    if ids.dim() != 2 or ids.dtype != torch.long:
+        raise ValueError(f"ids must be a LongTensor of shape (B, L); got {ids.dtype} {tuple(ids.shape)}")
+    if mask.shape != ids.shape or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)}; got {mask.dtype} {tuple(mask.shape)}")
+    empty = ~mask.any(-1)
+    if bool(empty.any()):
+        raise ValueError(f"empty sentence (no unmasked word) at batch index {int(empty.nonzero()[0, 0])}")
+
+
+# --------------------------------------------------------------------------- atomic writes
+def _fsync_directory(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_directory(directory: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory; on success, fsync its files and rename it onto ``directory``.
+
+    An existing ``directory`` is replaced only after the new one is complete;
+    on an exception nothing changes at ``directory``.
+    """
+    target = Path(directory)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{target} exists and is not a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        for file in tmp.iterdir():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+        _fsync_directory(tmp)
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.rename(target, old)
+        os.rename(tmp, target)
+        _fsync_directory(target.parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync_directory(path.parent)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path

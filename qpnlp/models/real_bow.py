@@ -1,0 +1,105 @@
+"""The real-valued baseline of QPDN: a weighted bag of real word vectors of size 2d.
+
+The "FastText with double-dimension real word vectors" row of thesis
+Table 5.3: the same pipeline and word weighting as :class:`~qpnlp.models.QPDN`,
+without complex states or measurements,
+
+.. math::
+    \\hat y = \\operatorname{softmax}\\Big(W \\sum_i p_i x_{w_i} + b\\Big), \\quad
+    x_w \\in \\mathbb{R}^{2d},
+
+with :math:`p_i` the word weights of :class:`~qpnlp.nn.WordWeighting` computed
+from the vector norms. The first d coordinates start from the pretrained
+vectors, the other d from N(0, 1/d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from qpnlp.data.vocab import PAD_ID
+from qpnlp.nn import WEIGHTINGS, WordWeighting
+
+from .base import Model, ModelConfig, check_batch, register_model
+from .qpdn import _placeholder_idf, idf_of
+
+__all__ = ["RealBagOfWordsConfig", "RealBagOfWords"]
+
+
+@dataclass
+class RealBagOfWordsConfig(ModelConfig):
+    """Hyper-parameters of :class:`RealBagOfWords`.
+
+    Attributes
+    ----------
+    num_words, num_classes : int
+        Vocabulary size (padding and unknown included) and number of labels.
+    dim : int
+        d: the vectors have 2d real coordinates (the real count of a d-dim complex state).
+    weighting : str
+        ``amplitude_norm`` | ``trainable`` | ``idf`` | ``uniform``.
+    dropout : float
+        Dropout on the sentence vector.
+    """
+
+    num_words: int
+    num_classes: int
+    dim: int = 50
+    weighting: str = "amplitude_norm"
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._require([
+            (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
+            (self.num_classes >= 2, f"num_classes must be >= 2; got {self.num_classes}"),
+            (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
+            (self.weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}"),
+            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
+        ])
+
+
+@register_model("real_bow")
+class RealBagOfWords(Model):
+    """Real-valued baseline: weighted average of real word vectors of size 2d + a linear layer.
+
+    Examples
+    --------
+    >>> model = RealBagOfWords(RealBagOfWordsConfig(num_words=20, num_classes=2, dim=4))
+    >>> ids = torch.tensor([[2, 3, 4, 0], [5, 6, 0, 0]])
+    >>> model(ids, ids != 0).shape
+    torch.Size([2, 2])
+    """
+
+    config_class = RealBagOfWordsConfig
+
+    @classmethod
+    def build(cls, config: RealBagOfWordsConfig, *, vocabulary=None, pretrained: torch.Tensor | None = None,
+              generator: torch.Generator | None = None) -> RealBagOfWords:
+        return cls(config, pretrained=pretrained, idf=idf_of(config, vocabulary), generator=generator)
+
+    @classmethod
+    def empty(cls, config: RealBagOfWordsConfig) -> RealBagOfWords:
+        return cls(config, idf=_placeholder_idf(config))
+
+    def __init__(self, config: RealBagOfWordsConfig, *, pretrained: torch.Tensor | None = None,
+                 idf: torch.Tensor | None = None, generator: torch.Generator | None = None) -> None:
+        super().__init__(config)
+        num_words, dim = config.num_words, config.dim
+        table = torch.randn(num_words, 2 * dim, generator=generator) / dim ** 0.5
+        if pretrained is not None:
+            table[:, :dim] = pretrained
+        table[PAD_ID] = 0
+        self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+        self.weighting = WordWeighting(num_words, config.weighting, idf=idf)
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(2 * dim, config.num_classes)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Class logits ``(B, C)`` for word ids ``(B, L)`` and a bool mask ``(B, L)`` (True = word)."""
+        check_batch(ids, mask)
+        vectors = self.embedding(ids)
+        weights = self.weighting(ids, mask, torch.linalg.vector_norm(vectors, dim=-1))
+        return self.classifier(self.dropout((weights.unsqueeze(-1) * vectors).sum(1)))

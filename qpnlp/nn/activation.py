@@ -1,0 +1,327 @@
+r"""Complex non-linearities and complex-to-real gates of the gated complex RNN.
+
+All definitions follow Wolter & Yao, *Gated Complex Recurrent Neural Networks*
+(poster, Bonn University; the full paper is "Complex Gated Recurrent Neural
+Networks", NeurIPS 2018), equations (1), (2), (8) and (9):
+
+.. math::
+
+    f_\text{Hirose}(z) &= \tanh\!\left(\frac{|z|}{m^2}\right) \frac{z}{|z|}
+        \qquad \text{(eq. 1, bounded)} \\
+    f_\text{modReLU}(z) &= \operatorname{ReLU}(|z| + b) \frac{z}{|z|}
+        \qquad \text{(eq. 2, unbounded)} \\
+    f_{g,\text{sum}}(z) &= \sigma\big(\alpha \Re(z) + (1 - \alpha) \Im(z)\big),
+        \quad \alpha \in [0, 1] \qquad \text{(eq. 8)} \\
+    f_{g,\text{prod}}(z) &= \sigma(\Re(z))\, \sigma(\Im(z)) \qquad \text{(eq. 9)}
+
+The poster writes the phase factor as :math:`e^{-i\theta_z}` and then as
+:math:`z/|z| = e^{+i\theta_z}`; the two differ by a conjugation. We use
+:math:`z/|z|` (phase preserving), which is the form used by Arjovsky et al.
+(2016) for modReLU and by the authors' reference implementation.
+
+The point :math:`z = 0`, where :math:`z/|z|` is undefined, is handled
+explicitly so that values and gradients stay finite:
+
+* Hirose extends continuously, :math:`f(z) \approx z/m^2` near 0; a Taylor
+  branch :math:`\tanh(x)/x \approx 1 - x^2/3` is used for tiny :math:`|z|`,
+  so the function is smooth (holomorphic to first order) at 0.
+* modReLU is discontinuous at 0 when :math:`b > 0`; we define
+  :math:`f(0) = 0` and the gradient there is 0 (finite; the unit restarts
+  as soon as :math:`z` moves away from 0).
+  Where :math:`|z| + b \le 0` the output and the gradient are exactly 0
+  (a "dead" unit, like a real ReLU).
+
+Shapes: every function is element-wise, ``(...,) -> (...,)``; parameters
+(``b``, ``m``) broadcast against the last dimension.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "COMPLEX_ACTIVATIONS",
+    "GATES",
+    "hirose",
+    "modrelu",
+    "gate_sum",
+    "gate_prod",
+    "Hirose",
+    "ModReLU",
+    "SumGate",
+    "ProdGate",
+    "make_activation",
+    "make_gate",
+]
+
+
+#: Names accepted by :func:`make_activation` (eq. 2 and eq. 1).
+COMPLEX_ACTIVATIONS = ("modrelu", "hirose")
+#: Names accepted by :func:`make_gate` (eq. 8 and eq. 9).
+GATES = ("sum", "prod")
+
+
+def _check_complex(z: Tensor, name: str = "z") -> None:
+    if not z.is_complex():
+        raise TypeError(f"{name} must be a complex tensor (complex64 or complex128); got dtype {z.dtype}")
+
+
+def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
+    r"""Hirose non-linearity (poster eq. 1), bounded in modulus by 1.
+
+    .. math:: f(z) = \tanh\!\left(\frac{|z|}{m^2}\right) \frac{z}{|z|},
+              \qquad f(0) = 0.
+
+    Parameters
+    ----------
+    z : Tensor, complex, shape (...,)
+    m : float or real Tensor broadcastable to ``z``
+        Scale; the modulus saturates for :math:`|z| \gg m^2`. Must be non-zero.
+
+    Returns
+    -------
+    Tensor, same shape and dtype as ``z``.
+
+    Examples
+    --------
+    >>> z = torch.tensor([3 + 4j, 0j], dtype=torch.complex128)
+    >>> out = hirose(z, m=1.0)
+    >>> torch.allclose(out[0], torch.tanh(torch.tensor(5.0, dtype=torch.float64)) * z[0] / 5)
+    True
+    >>> out[1].item()
+    0j
+    """
+    _check_complex(z)
+    r = z.abs()
+    m2 = torch.as_tensor(m, dtype=r.dtype, device=r.device) ** 2
+    x = r / m2
+    # Below this x, tanh(x)/x = 1 - x^2/3 + O(x^4) is exact to machine precision.
+    small = x < torch.finfo(r.dtype).eps ** 0.25
+    x_safe = torch.where(small, torch.ones_like(x), x)
+    ratio = torch.where(small, 1.0 - x * x / 3.0, torch.tanh(x_safe) / x_safe)  # tanh(x)/x
+    return z * (ratio / m2)
+
+
+def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) -> Tensor:
+    r"""modReLU non-linearity (poster eq. 2; Arjovsky et al. 2016), unbounded.
+
+    .. math:: f(z) = \operatorname{ReLU}(|z| + b) \frac{z}{|z|}, \qquad f(0) = 0.
+
+    The phase of ``z`` is kept and the modulus is shifted by the (real) bias
+    ``b`` and clipped at 0. Where :math:`|z| + b \le 0` the output and its
+    gradient are 0.
+
+    Parameters
+    ----------
+    z : Tensor, complex, shape (..., h)
+        Real as well with ``scale_first=True`` (then :math:`z/|z| = \operatorname{sign} z`).
+    b : float or real Tensor broadcastable to ``z`` (typically shape ``(h,)``)
+    scale_first : bool
+        The order of the rounding. Default: the phase factor :math:`z/|z|`
+        first, then its product with :math:`\operatorname{ReLU}(|z| + b)`;
+        dividing ``z`` (not the amplitude) by :math:`|z|` keeps the phase
+        factor bounded, so a subnormal :math:`|z|` cannot overflow to inf.
+        ``True``: the real scale :math:`\operatorname{ReLU}(|z| + b)/|z|`
+        first, then ``z`` times it, which is how the uRNN cell
+        (:class:`~qpnlp.nn.recurrent.URNNCell`) has always computed it; kept
+        so that its results are reproduced to the last bit. Same function,
+        same value at 0, results equal up to rounding.
+
+    Returns
+    -------
+    Tensor, same shape and dtype as ``z``.
+
+    Examples
+    --------
+    >>> z = torch.tensor([3 + 4j, 0.3 + 0.4j], dtype=torch.complex128)
+    >>> modrelu(z, b=-1.0)  # |z| = 5 -> 4, |z| = 0.5 -> 0
+    tensor([2.4000+3.2000j, 0.0000+0.0000j], dtype=torch.complex128)
+    >>> modrelu(torch.tensor([-2.0, 0.0, 3.0]), b=-1.0, scale_first=True)
+    tensor([-1.,  0.,  2.])
+    """
+    if scale_first:
+        r = z.abs()
+        return z * (torch.relu(r + b) / torch.where(r > 0, r, torch.ones_like(r)))
+    _check_complex(z)
+    r = z.abs()
+    b = torch.as_tensor(b, dtype=r.dtype, device=r.device)
+    positive = r > 0
+    r_safe = torch.where(positive, r, torch.ones_like(r))
+    # relu(r + b) * (z / r): real divisions, since torch's complex division
+    # returns NaN for subnormal divisors.
+    phase = torch.complex(z.real / r_safe, z.imag / r_safe) * positive
+    return torch.relu(r + b) * phase
+
+
+def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:
+    r"""Sum gate (poster eq. 8), :math:`\mathbb{C} \to [0, 1]`.
+
+    .. math:: f_g(z) = \sigma\big(\alpha \Re(z) + (1 - \alpha) \Im(z)\big).
+
+    Parameters
+    ----------
+    z : Tensor, complex, shape (...,)
+    alpha : float or real Tensor in [0, 1], broadcastable to ``z``
+
+    Returns
+    -------
+    Tensor, real (float32 for complex64, float64 for complex128), shape of ``z``.
+
+    Examples
+    --------
+    >>> gate_sum(torch.tensor([2 - 2j]), alpha=0.5)
+    tensor([0.5000])
+    """
+    _check_complex(z)
+    return torch.sigmoid(alpha * z.real + (1.0 - alpha) * z.imag)
+
+
+def gate_prod(z: Tensor) -> Tensor:
+    r"""Product gate (poster eq. 9), :math:`\mathbb{C} \to [0, 1]`.
+
+    .. math:: f_g(z) = \sigma(\Re(z))\, \sigma(\Im(z)).
+
+    Parameters
+    ----------
+    z : Tensor, complex, shape (...,)
+
+    Returns
+    -------
+    Tensor, real, shape of ``z``.
+
+    Examples
+    --------
+    >>> gate_prod(torch.tensor([0j]))
+    tensor([0.2500])
+    """
+    _check_complex(z)
+    return torch.sigmoid(z.real) * torch.sigmoid(z.imag)
+
+
+class Hirose(nn.Module):
+    r"""Module form of :func:`hirose` with a fixed (or optionally learnable) scale ``m``.
+
+    Parameters
+    ----------
+    m : float
+        Scale, default 1.
+    learnable : bool
+        If True, ``m`` is a real scalar parameter.
+    """
+
+    def __init__(self, m: float = 1.0, learnable: bool = False):
+        super().__init__()
+        if m == 0:
+            raise ValueError("Hirose scale m must be non-zero")
+        if learnable:
+            self.m = nn.Parameter(torch.tensor(float(m)))
+        else:
+            self.register_buffer("m", torch.tensor(float(m)))
+
+    def forward(self, z: Tensor) -> Tensor:
+        return hirose(z, self.m)
+
+    def extra_repr(self) -> str:
+        return f"m={float(self.m):g}, learnable={isinstance(self.m, nn.Parameter)}"
+
+
+class ModReLU(nn.Module):
+    r"""Module form of :func:`modrelu` with a learnable real bias per feature.
+
+    Parameters
+    ----------
+    num_features : int
+        Size ``h`` of the last dimension; the bias has shape ``(h,)``.
+    init_bias : float
+        Initial value of every bias entry (default 0, where modReLU starts as
+        the identity).
+    dtype : torch.dtype
+        Real dtype of the bias (float32 for complex64 inputs, float64 for complex128).
+    scale_first : bool
+        Rounding order of :func:`modrelu` (``True``: the uRNN cell's; accepts real inputs).
+
+    Shapes: ``(..., h) -> (..., h)``.
+
+    Examples
+    --------
+    >>> act = ModReLU(2, init_bias=-1.0, dtype=torch.float64)
+    >>> act(torch.tensor([3 + 4j, 0.5j], dtype=torch.complex128)).detach()
+    tensor([2.4000+3.2000j, 0.0000+0.0000j], dtype=torch.complex128)
+    """
+
+    def __init__(self, num_features: int, init_bias: float = 0.0, *, dtype=None, device=None,
+                 scale_first: bool = False):
+        super().__init__()
+        self.bias = nn.Parameter(torch.full((num_features,), float(init_bias), dtype=dtype, device=device))
+        self.scale_first = scale_first
+
+    def forward(self, z: Tensor) -> Tensor:
+        return modrelu(z, self.bias, scale_first=self.scale_first)
+
+    def extra_repr(self) -> str:
+        return f"num_features={self.bias.shape[0]}" + (", scale_first=True" if self.scale_first else "")
+
+
+class SumGate(nn.Module):
+    r"""Module form of :func:`gate_sum`.
+
+    Parameters
+    ----------
+    alpha : float in [0, 1]
+        Mixing weight of the real part (default 0.5).
+    learnable : bool
+        If True, :math:`\alpha = \sigma(a)` with a learnable scalar ``a``,
+        so it stays in (0, 1) by construction.
+    dtype : real torch.dtype, optional
+        dtype of the learnable ``a`` (float64 for complex128 models).
+    """
+
+    def __init__(self, alpha: float = 0.5, learnable: bool = False, *, dtype=None, device=None):
+        super().__init__()
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1]; got {alpha}")
+        self.learnable = learnable
+        if learnable:
+            a = min(max(alpha, 1e-4), 1 - 1e-4)
+            self.logit_alpha = nn.Parameter(torch.logit(torch.tensor(a, dtype=dtype, device=device)))
+        else:
+            self.alpha_value = float(alpha)
+
+    @property
+    def alpha(self) -> Tensor | float:
+        return torch.sigmoid(self.logit_alpha) if self.learnable else self.alpha_value
+
+    def forward(self, z: Tensor) -> Tensor:
+        alpha = self.alpha
+        if isinstance(alpha, Tensor):
+            alpha = alpha.to(z.real.dtype)
+        return gate_sum(z, alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={float(self.alpha):g}, learnable={self.learnable}"
+
+
+class ProdGate(nn.Module):
+    r"""Module form of :func:`gate_prod`."""
+
+    def forward(self, z: Tensor) -> Tensor:
+        return gate_prod(z)
+
+
+def make_activation(name: str, num_features: int, *, dtype=None, device=None, **kwargs) -> nn.Module:
+    """Build ``"modrelu"`` or ``"hirose"`` by name (``dtype`` is the real dtype of the parameters)."""
+    if name == "modrelu":
+        return ModReLU(num_features, dtype=dtype, device=device, **kwargs)
+    if name == "hirose":
+        return Hirose(**kwargs).to(device=device, dtype=dtype)
+    raise ValueError(f"unknown activation {name!r}; expected one of {COMPLEX_ACTIVATIONS}")
+
+
+def make_gate(name: str, *, dtype=None, device=None, **kwargs) -> nn.Module:
+    """Build ``"sum"`` (poster eq. 8) or ``"prod"`` (eq. 9) gate by name (``dtype``: real dtype of ``alpha``)."""
+    if name == "sum":
+        return SumGate(**kwargs, dtype=dtype, device=device)
+    if name == "prod":
+        return ProdGate()
+    raise ValueError(f"unknown gate {name!r}; expected one of {GATES}")

@@ -1,0 +1,284 @@
+r"""Functional core of :mod:`qpnlp.nn`: plain functions on real or complex tensors.
+
+The layers of the complex-order paper (Wang et al., ICLR 2020, appendix B)
+are written once for a ``dtype`` that is either complex (complex64/complex128:
+the paper's complex network) or real (float32/float64: the same function
+reduces to its ordinary real counterpart, used by the real-valued baselines).
+So every function here accepts both.
+
+* :func:`split_activation` -- :math:`f(z) = \sigma(\Re z) + i\sigma(\Im z)`
+  (the paper's activation, eq. 10 and 12).
+* :func:`part_mul` -- the per-part product of the complex LSTM gates.
+* :func:`complex_dropout` -- one real mask for both parts.
+* :func:`readout` -- complex-to-real maps: modulus, [Re, Im], squared modulus.
+* :func:`masked_mean`, :func:`masked_max` -- pooling over the real tokens.
+* :func:`hermitian_attention_scores` -- scores from the modulus of the
+  Hermitian product, paper eq. 14.
+* :func:`as_complex_input` -- the one input-promotion rule of the layers.
+
+Shapes follow ``(B, L, D)`` for sequences, ``(..., D)`` for element-wise functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "READOUTS",
+    "SPLIT_ACTIVATIONS",
+    "as_complex_input",
+    "split_activation",
+    "part_mul",
+    "complex_dropout",
+    "readout",
+    "readout_dim",
+    "masked_mean",
+    "masked_max",
+    "hermitian_attention_scores",
+]
+
+READOUTS = ("modulus", "re_im", "squared_modulus")
+SPLIT_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "identity": lambda x: x}
+
+
+def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: bool = True) -> Tensor:
+    r"""The layers' input rule: convert ``x`` to the layer's ``dtype`` only when this loses nothing.
+
+    A real floating input becomes complex with zero imaginary part. With
+    ``upcast=True`` (the gated complex RNN) any lossless conversion is made:
+    float32 -> complex64 or complex128, float64 -> complex128, complex64 ->
+    complex128. With ``upcast=False`` (the complex-order layers) only a real
+    input of the layer's own precision is accepted besides ``dtype`` itself.
+    Anything that would lose precision (e.g. complex128 into a complex64
+    layer) or drop an imaginary part raises ``TypeError``; nothing is ever
+    downcast silently. Integer inputs raise ``TypeError``.
+
+    Parameters
+    ----------
+    x : Tensor, real floating or complex, any shape
+    dtype : torch.dtype
+        The layer's dtype (complex, or real for the real baselines).
+    name : str
+        Argument name for the error message.
+    upcast : bool
+        Accept lower-precision inputs too (default True).
+
+    Returns
+    -------
+    Tensor, same shape, dtype ``dtype``.
+
+    Examples
+    --------
+    >>> as_complex_input(torch.ones(2), torch.complex64)
+    tensor([1.+0.j, 1.+0.j])
+    >>> as_complex_input(torch.ones(2), torch.complex128, upcast=False)
+    Traceback (most recent call last):
+    ...
+    TypeError: x has dtype torch.float32; the layer expects torch.complex128 (or torch.float64)
+    """
+    if not (x.is_complex() or x.is_floating_point()):
+        raise TypeError(f"{name} must be a real floating or complex tensor; got dtype {x.dtype}")
+    if x.dtype == dtype:
+        return x
+    real = dtype.to_real()
+    if not upcast:
+        if x.is_complex() or x.dtype != real:
+            raise TypeError(f"{name} has dtype {x.dtype}; the layer expects {dtype} (or {real})")
+        return x.to(dtype)  # real input into a complex layer: zero imaginary part
+    if torch.finfo(x.dtype).bits > torch.finfo(real).bits or (x.is_complex() and not dtype.is_complex):
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the layer is {dtype}; refusing to downcast silently "
+            f"(convert the input or build the layer with a wider dtype)"
+        )
+    return x.to(dtype)
+
+
+def split_activation(z: Tensor, fn="relu") -> Tensor:
+    r"""Per-part activation :math:`f(z) = \sigma(\Re z) + i\,\sigma(\Im z)`; :math:`\sigma(z)` for real ``z``.
+
+    Parameters
+    ----------
+    z : Tensor, real or complex, shape (...,)
+    fn : str or callable
+        One of ``"relu"``, ``"tanh"``, ``"sigmoid"``, ``"identity"`` or a real function.
+
+    Examples
+    --------
+    >>> split_activation(torch.tensor([1 - 2j]), "relu")
+    tensor([1.+0.j])
+    """
+    if isinstance(fn, str):
+        if fn not in SPLIT_ACTIVATIONS:
+            raise ValueError(f"unknown activation {fn!r}; choose from {sorted(SPLIT_ACTIVATIONS)}")
+        fn = SPLIT_ACTIVATIONS[fn]
+    if not z.is_complex():
+        return fn(z)
+    return torch.complex(fn(z.real), fn(z.imag))
+
+
+def part_mul(a: Tensor, b: Tensor) -> Tensor:
+    r"""Per-part (Hadamard on the real and imaginary parts) product :math:`\Re a \Re b + i \Im a \Im b`.
+
+    Used for the LSTM gates: a gate in :math:`[0,1] + i[0,1]` scales each part
+    of the state independently, so the gated state stays bounded. Plain product for real tensors.
+
+    Examples
+    --------
+    >>> part_mul(torch.tensor([1 + 2j]), torch.tensor([3 + 4j]))
+    tensor([3.+8.j])
+    """
+    if not (a.is_complex() or b.is_complex()):
+        return a * b
+    return torch.complex(a.real * b.real, a.imag * b.imag)
+
+
+def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch.Generator | None = None) -> Tensor:
+    r"""Dropout with one real mask :math:`m` for both parts: :math:`z \mapsto m \odot z / (1 - p)`.
+
+    A dropped unit is zero in both its real and imaginary part (the phase of
+    the kept units is unchanged). For real ``z`` this is ordinary dropout.
+
+    Parameters
+    ----------
+    z : Tensor, real or complex, shape (...,)
+    p : float in [0, 1)
+    training : bool
+        Identity when False.
+    generator : torch.Generator, optional
+        Source of the mask (default: the global generator).
+
+    Returns
+    -------
+    Tensor, shape and dtype of ``z``.
+    """
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout probability must be in [0, 1); got {p}")
+    if not training or p == 0:
+        return z
+    real = z.dtype.to_real()
+    keep = torch.rand(z.shape, dtype=real, device=z.device, generator=generator) >= p
+    return z * (keep.to(real) / (1 - p))
+
+
+def readout(z: Tensor, kind: str = "modulus") -> Tensor:
+    r"""Complex-to-real readout of the last dimension.
+
+    ``"modulus"``: :math:`|z|` (D); ``"re_im"``: :math:`[\Re z, \Im z]` (2D);
+    ``"squared_modulus"``: :math:`|z|^2` (D). A real ``z`` is returned unchanged
+    (the real baselines need no readout).
+
+    Parameters
+    ----------
+    z : Tensor, shape (..., D)
+    kind : {"modulus", "re_im", "squared_modulus"}
+
+    Returns
+    -------
+    Tensor, real, shape (..., D) or (..., 2D)
+
+    Examples
+    --------
+    >>> readout(torch.tensor([3 + 4j]), "re_im")
+    tensor([3., 4.])
+    """
+    if kind not in READOUTS:
+        raise ValueError(f"unknown readout {kind!r}; choose from {READOUTS}")
+    if not z.is_complex():
+        return z
+    if kind == "modulus":
+        return z.abs()
+    if kind == "squared_modulus":
+        return z.real ** 2 + z.imag ** 2
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+def readout_dim(kind: str, dim: int, is_complex: bool) -> int:
+    """Width of :func:`readout` for ``dim`` inputs.
+
+    Examples
+    --------
+    >>> readout_dim("re_im", 3, True), readout_dim("modulus", 3, True)
+    (6, 3)
+    """
+    if kind not in READOUTS:
+        raise ValueError(f"unknown readout {kind!r}; choose from {READOUTS}")
+    return 2 * dim if (is_complex and kind == "re_im") else dim
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    r"""Mean over the valid steps: :math:`\frac{1}{n}\sum_{t:\,m_t} x_t`.
+
+    Parameters
+    ----------
+    x : Tensor, real or complex, shape (..., L, D)
+    mask : bool Tensor, shape (..., L)
+        True at the steps that count.
+
+    Returns
+    -------
+    Tensor, shape (..., D): zero for a row without a valid step.
+
+    Examples
+    --------
+    >>> masked_mean(torch.tensor([[[1.0], [3.0], [9.0]]]), torch.tensor([[True, True, False]]))
+    tensor([[2.]])
+    """
+    m = mask.to(x.dtype.to_real()).unsqueeze(-1)
+    return (x * m).sum(-2) / m.sum(-2).clamp_min(1)
+
+
+def masked_max(x: Tensor, valid: Tensor) -> Tensor:
+    r"""Per-part max over the valid steps.
+
+    Real and imaginary parts are max-pooled separately (the paper's split
+    activations act per part).
+
+    Parameters
+    ----------
+    x : Tensor, real or complex, shape (..., L, D)
+    valid : bool Tensor, shape (..., L)
+
+    Returns
+    -------
+    Tensor, shape (..., D): zero for a row without a valid step.
+
+    Examples
+    --------
+    >>> masked_max(torch.tensor([[[1 + 5j], [3 - 1j], [9 + 9j]]]), torch.tensor([[True, True, False]]))
+    tensor([[3.+5.j]])
+    """
+    def pool(t):
+        neg = torch.finfo(t.dtype).min
+        out = t.masked_fill(~valid.unsqueeze(-1), neg).amax(-2)
+        return torch.where(valid.any(-1, keepdim=True), out, torch.zeros_like(out))
+    if x.is_complex():
+        return torch.complex(pool(x.real), pool(x.imag))
+    return pool(x)
+
+
+def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:
+    r"""Paper eq. 14: :math:`e_{ij} = \sqrt{(\Re(z)^2 + \Im(z)^2)/n} = |z_{ij}|/\sqrt{n}`, :math:`z = q_i k_j^\dagger`.
+
+    :math:`n` is the head dimension (the role of :math:`\sqrt{d_k}` in Vaswani
+    et al.); :math:`q_i k_j^\dagger = \sum_d q_{id} \overline{k_{jd}}`.
+    For real ``q, k`` the ordinary scaled dot product :math:`q_i \cdot k_j / \sqrt{n}`.
+
+    Parameters
+    ----------
+    q, k : Tensor, shape (..., Lq, n), (..., Lk, n)
+
+    Returns
+    -------
+    Tensor, real, shape (..., Lq, Lk)
+
+    Examples
+    --------
+    >>> hermitian_attention_scores(torch.tensor([[1j, 0]]), torch.tensor([[1 + 0j, 0]]))
+    tensor([[0.7071]])
+    """
+    n = q.shape[-1]
+    z = q @ k.conj().transpose(-1, -2) if q.is_complex() else q @ k.transpose(-1, -2)
+    return (z.abs() if z.is_complex() else z) / math.sqrt(n)

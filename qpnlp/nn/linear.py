@@ -1,0 +1,201 @@
+r"""Dense and convolutional complex layers (Wang et al., ICLR 2020, appendix B; Trabelsi et al., 2017).
+
+* :class:`ComplexLinear` -- paper eq. 10/11 without :math:`\sigma`:
+  :math:`z = W x + b`, :math:`W = A + iB`, :math:`b = c + id`, i.e.
+  :math:`\Re z = Ax - By + c`, :math:`\Im z = Bx + Ay + d`. With
+  ``share_parts=True`` the paper's parameter-saving option :math:`A = B`,
+  :math:`c = d` (so :math:`W = (1 + i)A`).
+* :class:`ComplexConv1d` -- narrow convolution with complex kernels.
+* :class:`ComplexFeedForward` -- the position-wise block :math:`W_2 f(W_1 z + b_1) + b_2`.
+
+Every layer takes a ``dtype`` that is either complex (complex64/complex128)
+or real (float32/float64: the ordinary real layer, for the real baselines).
+Inputs follow :func:`~qpnlp.nn.functional.as_complex_input` with
+``upcast=False``: the layer's dtype, or a real tensor of the same precision
+(zero imaginary part).
+
+Initialisation: every weight entry is uniform in
+:math:`(-1/\sqrt{\text{fan-in}}, 1/\sqrt{\text{fan-in}})`, each part scaled by
+:math:`1/\sqrt 2` for complex weights (so :math:`E|w|^2` matches the real
+layer); biases start at zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .pointwise import ComplexDropout
+from .functional import SPLIT_ACTIVATIONS, as_complex_input, split_activation
+
+__all__ = ["LAYER_DTYPES", "ComplexLinear", "ComplexConv1d", "ComplexFeedForward"]
+
+#: dtypes a complex-or-real layer can be built in.
+LAYER_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+def _check_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype not in LAYER_DTYPES:
+        raise TypeError(f"dtype must be one of {LAYER_DTYPES}; got {dtype}")
+    return dtype
+
+
+def _check_input(x: Tensor, dtype: torch.dtype, last: int, name: str = "x") -> Tensor:
+    """Check the last dim, then apply the input rule without upcasting."""
+    if x.shape[-1:] != (last,):
+        raise ValueError(f"{name} must have last dimension {last}; got shape {tuple(x.shape)}")
+    return as_complex_input(x, dtype, name, upcast=False)
+
+
+def _init_weight(shape, fan_in: int, dtype: torch.dtype, generator=None) -> Tensor:
+    """Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) per entry; each part scaled by 1/sqrt(2) for complex."""
+    real = dtype.to_real()
+    bound = 1 / math.sqrt(max(fan_in, 1))
+    draw = lambda: (torch.rand(shape, dtype=real, generator=generator) * 2 - 1) * bound  # noqa: E731
+    if dtype.is_complex:
+        return torch.complex(draw(), draw()) / math.sqrt(2)
+    return draw()
+
+
+def _shared_parts(weight: Tensor, bias: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
+    r""":math:`W = (1 + i) A`, :math:`b = (1 + i) c` from the real ``A`` and ``c`` of ``share_parts=True``."""
+    one_i = torch.tensor(1 + 1j, dtype=dtype, device=weight.device)
+    return weight * one_i, None if bias is None else bias * one_i
+
+
+class ComplexLinear(nn.Module):
+    r"""Dense layer :math:`z = W x + b` (paper eq. 10 before :math:`\sigma`).
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    bias : bool
+    share_parts : bool
+        The paper's option :math:`\Re W = \Im W` (:math:`A = B`, :math:`c = d`):
+        one real matrix :math:`A`, :math:`W = (1 + i) A`. Complex dtypes only.
+    dtype : torch.dtype
+        complex64/complex128 (complex layer) or float32/float64 (ordinary ``nn.Linear``).
+    generator : torch.Generator, optional
+        Source of the initial weights.
+
+    Shapes: ``(..., in_features) -> (..., out_features)``.
+
+    Examples
+    --------
+    >>> lin = ComplexLinear(3, 2, dtype=torch.complex128)
+    >>> lin(torch.randn(4, 3, dtype=torch.complex128)).shape
+    torch.Size([4, 2])
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, bias: bool = True, share_parts: bool = False,
+                 dtype: torch.dtype = torch.complex64, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        _check_dtype(dtype)
+        if in_features < 1 or out_features < 1:
+            raise ValueError(f"features must be >= 1; got {in_features}, {out_features}")
+        if share_parts and not dtype.is_complex:
+            raise ValueError("share_parts=True needs a complex dtype")
+        self.in_features, self.out_features, self.share_parts, self.dtype = in_features, out_features, \
+            share_parts, dtype
+        pdtype = dtype.to_real() if share_parts else dtype
+        self.weight = nn.Parameter(_init_weight((out_features, in_features), in_features, pdtype, generator))
+        self.bias = nn.Parameter(torch.zeros(out_features, dtype=pdtype)) if bias else None
+
+    def effective_weight(self) -> tuple[Tensor, Tensor | None]:
+        """The complex (or real) weight (out, in) and bias (out,) actually applied."""
+        if not self.share_parts:
+            return self.weight, self.bias
+        return _shared_parts(self.weight, self.bias, self.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = _check_input(x, self.dtype, self.in_features)
+        w, b = self.effective_weight()
+        return F.linear(x, w, b)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}, share_parts={self.share_parts}, dtype={self.dtype}"
+
+
+class ComplexConv1d(nn.Module):
+    r"""Narrow 1-d convolution over a sequence with complex kernels (Trabelsi et al., 2017; paper app. B).
+
+    :math:`y_t = \sum_{s=0}^{k-1} W_s x_{t+s} + b`, :math:`t = 0..L-k`.
+
+    Parameters
+    ----------
+    in_channels, out_channels, kernel_size : int
+    share_parts : bool
+        :math:`\Re W = \Im W` as in :class:`ComplexLinear`.
+    dtype : torch.dtype
+    generator : torch.Generator, optional
+
+    Shapes: ``(B, L, in_channels) -> (B, L - k + 1, out_channels)`` (channels last, like the rest of the package).
+
+    Examples
+    --------
+    >>> conv = ComplexConv1d(3, 2, kernel_size=2)
+    >>> conv(torch.randn(4, 5, 3, dtype=torch.complex64)).shape
+    torch.Size([4, 4, 2])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, *, share_parts: bool = False,
+                 dtype: torch.dtype = torch.complex64, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        _check_dtype(dtype)
+        if min(in_channels, out_channels, kernel_size) < 1:
+            raise ValueError(f"channels and kernel_size must be >= 1; got {in_channels}, {out_channels}, {kernel_size}")
+        if share_parts and not dtype.is_complex:
+            raise ValueError("share_parts=True needs a complex dtype")
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+        self.share_parts, self.dtype = share_parts, dtype
+        pdtype = dtype.to_real() if share_parts else dtype
+        self.weight = nn.Parameter(_init_weight((out_channels, in_channels, kernel_size), in_channels * kernel_size,
+                                                pdtype, generator))
+        self.bias = nn.Parameter(torch.zeros(out_channels, dtype=pdtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = _check_input(x, self.dtype, self.in_channels)
+        if x.shape[-2] < self.kernel_size:
+            raise ValueError(f"sequence length {x.shape[-2]} is shorter than the kernel ({self.kernel_size})")
+        w, b = self.weight, self.bias
+        if self.share_parts:
+            w, b = _shared_parts(w, b, self.dtype)
+        return F.conv1d(x.transpose(-1, -2), w, b).transpose(-1, -2)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, dtype={self.dtype}"
+
+
+class ComplexFeedForward(nn.Module):
+    r"""Position-wise feed-forward block :math:`W_2\, f(W_1 z + b_1) + b_2` with the per-part activation :math:`f`.
+
+    Parameters
+    ----------
+    dim, hidden : int
+    activation : {"relu", "tanh", "sigmoid", "identity"}
+        :func:`~qpnlp.nn.functional.split_activation` between the two layers.
+    dropout : float
+        :class:`~qpnlp.nn.pointwise.ComplexDropout` after the activation.
+    share_parts : bool
+    dtype : torch.dtype
+    generator : torch.Generator, optional
+
+    Shapes: ``(..., dim) -> (..., dim)``.
+    """
+
+    def __init__(self, dim: int, hidden: int, *, activation: str = "relu", dropout: float = 0.0,
+                 share_parts: bool = False, dtype: torch.dtype = torch.complex64,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if activation not in SPLIT_ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose from {sorted(SPLIT_ACTIVATIONS)}")
+        self.activation = activation
+        self.lin1 = ComplexLinear(dim, hidden, dtype=dtype, share_parts=share_parts, generator=generator)
+        self.lin2 = ComplexLinear(hidden, dim, dtype=dtype, share_parts=share_parts, generator=generator)
+        self.dropout = ComplexDropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.lin2(self.dropout(split_activation(self.lin1(x), self.activation)))

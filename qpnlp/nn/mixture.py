@@ -1,0 +1,226 @@
+r"""Local mixtures over sliding windows (CNM, thesis section 3.3.1), functional core.
+
+A sentence of L positions becomes, for each window size l, a sequence of
+local density matrices
+
+.. math::
+    \rho^{(l)}_t = \sum_{j=0}^{l-1} p^{(l)}_{t,j} \, |w_{t+j}\rangle\langle w_{t+j}|, \qquad
+    p^{(l)}_{t,j} = \frac{m_{t+j} e^{s_{t+j}}}{\sum_{j'=0}^{l-1} m_{t+j'} e^{s_{t+j'}}}
+
+(thesis eq. 3.7: the softmax of the word weights :math:`\pi(w)` over the
+window; :math:`m` is the padding mask), and each is measured by the same k
+projectors :math:`|v_k\rangle\langle v_k|`. By linearity of the trace
+
+.. math::
+    \operatorname{Tr}(\rho^{(l)}_t |v_k\rangle\langle v_k|)
+        = \sum_{j} p^{(l)}_{t,j} \, |\langle v_k|w_{t+j}\rangle|^2 ,
+
+so the per-word probabilities :math:`|\langle v_k|w_i\rangle|^2` are computed
+once (:func:`qpnlp.measurement.word_probabilities`, O(L d k)) and every window
+size is a weighted sum of l shifted copies of them (O(L l k)); no d x d matrix
+is ever built.
+
+Window edges
+------------
+The thesis does not say how windows meet the sentence edges. Here the window
+at position t covers positions t .. t+l-1 (it *starts* at t) and is
+truncated to the real words among them: windows that would run past the end
+of the sentence, or into padding, hold fewer words and their softmax is taken
+over the words present. So there is one local mixture per real word, the
+output has the input's length and mask, and padding never changes the result
+(a padded and an unpadded copy of a sentence give the same values at the real
+positions; padded positions are exactly zero). With left padding the same
+holds; a mask with holes in the middle of a sentence truncates windows at the
+hole (masked positions are absent, not skipped).
+
+Stability: the window softmax is ``torch.softmax`` over the l scores of the
+window (it subtracts the window's maximum), so large scores neither overflow
+nor make a window's denominator underflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from qpnlp.hilbert import contract
+
+from .functional import masked_max, masked_mean
+
+__all__ = [
+    "DEFAULT_WINDOWS", "POOLINGS", "window_weights", "local_mixture", "local_mixture_density",
+    "effective_word_weights", "pool_positions",
+]
+
+#: Window sizes of the thesis (l = 1, 2, 3, 4, concatenated).
+DEFAULT_WINDOWS = (1, 2, 3, 4)
+POOLINGS = ("max", "mean")
+
+
+def _check(scores: torch.Tensor, mask: torch.Tensor, window: int) -> None:
+    if window < 1:
+        raise ValueError(f"window sizes must be >= 1; got {window}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
+    if scores.shape != mask.shape:
+        raise ValueError(f"scores and mask must have the same shape (..., L); got {tuple(scores.shape)} "
+                         f"and {tuple(mask.shape)}")
+
+
+def _padded_end(x: torch.Tensor, n: int, dim: int, fill: float | bool = 0) -> torch.Tensor:
+    """``x`` with ``n`` entries of ``fill`` appended along ``dim`` (negative, from the end)."""
+    if n == 0:
+        return x
+    shape = list(x.shape)
+    shape[dim] = n
+    return torch.cat([x, x.new_full(shape, fill)], dim=dim)
+
+
+def _windows(x: torch.Tensor, window: int, dim: int, fill: float | bool = 0) -> list[torch.Tensor]:
+    """Views ``y_j[..., t, ...] = x[..., t + j, ...]`` for j < window along ``dim``, ``fill`` past the end."""
+    length = x.shape[dim]
+    padded = _padded_end(x, window - 1, dim, fill)
+    return [padded.narrow(dim, j, length) for j in range(window)]
+
+
+def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int) -> torch.Tensor:
+    r"""Mixture weights :math:`p^{(l)}_{t,j}` of the window of size ``window`` starting at each position.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Real ``(..., L)`` word-weight scores :math:`\pi(w_i)` (e.g. amplitude norms).
+    mask : torch.Tensor
+        Bool ``(..., L)``, True at real words.
+    window : int
+        l >= 1.
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(..., L, l)``: weight of word t+j in the window at t. Each row
+        at a real position sums to one over the real words of the window; rows
+        at padded positions and entries beyond the sentence are exactly zero.
+
+    Examples
+    --------
+    >>> w = window_weights(torch.zeros(1, 3), torch.tensor([[True, True, False]]), 2)
+    >>> w[0].tolist()
+    [[0.5, 0.5], [1.0, 0.0], [0.0, 0.0]]
+    """
+    _check(scores, mask, window)
+    s = torch.stack(_windows(scores, window, -1, 0.0), dim=-1)                          # (..., L, l)
+    m = torch.stack(_windows(mask, window, -1, False), dim=-1)
+    m = m & mask.unsqueeze(-1)                     # a window exists only at a real position
+    valid = m.any(-1, keepdim=True)
+    s = s.masked_fill(~m, float("-inf")).masked_fill(~valid, 0.0)   # empty rows: finite, zeroed below
+    return torch.softmax(s, dim=-1) * m
+
+
+def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
+                  windows: Sequence[int] = DEFAULT_WINDOWS) -> torch.Tensor:
+    r"""Measured probabilities of the local mixtures, lazily (no d x d matrices).
+
+    .. math:: P^{(l)}_{t,k} = \sum_{j=0}^{l-1} p^{(l)}_{t,j}\, |\langle v_k|w_{t+j}\rangle|^2
+
+    Parameters
+    ----------
+    word_probs : torch.Tensor
+        Real ``(..., L, k)`` per-word probabilities :math:`|\langle v_k|w_i\rangle|^2`
+        (from :func:`qpnlp.measurement.word_probabilities`; computed once and
+        shared by all window sizes).
+    scores : torch.Tensor
+        Real ``(..., L)`` word-weight scores.
+    mask : torch.Tensor
+        Bool ``(..., L)``.
+    windows : sequence of int
+        Window sizes (default 1, 2, 3, 4).
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(..., W, L, k)`` with W = ``len(windows)``; zero at padded positions.
+
+    Examples
+    --------
+    >>> probs = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])                 # two words, k = 2
+    >>> local_mixture(probs, torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool), (1, 2))[0].tolist()
+    [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.0, 1.0]]]
+    """
+    if word_probs.shape[:-1] != scores.shape:
+        raise ValueError(f"word_probs must have shape {tuple(scores.shape)} + (k,); got {tuple(word_probs.shape)}")
+    windows = tuple(int(w) for w in windows)
+    if not windows:
+        raise ValueError("need at least one window size")
+    common = torch.promote_types(word_probs.dtype, scores.dtype)
+    word_probs, scores = word_probs.to(common), scores.to(common)
+    shifted = _windows(word_probs, max(windows), -2, 0.0)     # shifted[j][..., t, :] = word_probs[..., t + j, :]
+    out = []
+    for l in windows:
+        weights = window_weights(scores, mask, l)                                        # (..., L, l)
+        total = weights[..., 0, None] * shifted[0]
+        for j in range(1, l):
+            total = total + weights[..., j, None] * shifted[j]
+        out.append(total)
+    return torch.stack(out, dim=-3)
+
+
+def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
+                          windows: Sequence[int] = DEFAULT_WINDOWS) -> torch.Tensor:
+    r"""The window density matrices :math:`\rho^{(l)}_t` themselves, dense ``(..., W, L, d, d)``.
+
+    The reference implementation (what earlier code computed) for tests,
+    benchmarks and interpretation: O(L d^2) memory per window size. Padded
+    positions get the zero matrix.
+
+    Parameters
+    ----------
+    states : torch.Tensor
+        Complex ``(..., L, d)`` unit word states.
+    scores, mask, windows
+        As in :func:`local_mixture`.
+    """
+    if states.shape[:-1] != scores.shape:
+        raise ValueError(f"states must have shape {tuple(scores.shape)} + (d,); got {tuple(states.shape)}")
+    out = []
+    for l in windows:
+        weights = window_weights(scores, mask, int(l)).to(states.real.dtype).to(states.dtype)    # (..., L, l)
+        members = torch.stack(_windows(states, int(l), -2, 0.0), dim=-2)                         # (..., L, l, d)
+        out.append(contract("...tj,...tjd,...tje->...tde", weights, members, members.conj()))
+    return torch.stack(out, dim=-4)
+
+
+def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int) -> torch.Tensor:
+    r"""Weights :math:`c_i` of the position-average of the local mixtures, :math:`\bar\rho = \sum_i c_i |w_i\rangle\langle w_i|`.
+
+    :math:`\bar\rho^{(l)} = \frac{1}{n}\sum_t \rho^{(l)}_t` (n real positions) is a
+    density matrix; :math:`c_i = \frac1n \sum_{j} p^{(l)}_{i-j,j}`. Returns real
+    ``(..., L)``, summing to one over the real words (zero at padding).
+    """
+    weights = window_weights(scores, mask, window)                                       # (..., L, l)
+    c = weights[..., 0]
+    for j in range(1, window):
+        # word i receives weight p_{i-j, j} from the window starting j positions before it
+        c = c + torch.cat([weights.new_zeros(weights.shape[:-2] + (j,)), weights[..., :-j, j]], dim=-1)
+    return c / mask.sum(-1, keepdim=True).to(c.dtype)
+
+
+def pool_positions(features: torch.Tensor, mask: torch.Tensor, mode: str = "max") -> torch.Tensor:
+    """Pool ``(..., L, k)`` over the real positions of ``mask`` ``(..., L)`` -> ``(..., k)``.
+
+    ``"max"`` (the thesis) or ``"mean"``: :func:`~qpnlp.nn.functional.masked_max`
+    or :func:`~qpnlp.nn.functional.masked_mean`. Padded positions never
+    contribute; a row without a real position gives 0.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[[0.25, 0.75], [0.5, 0.125], [7.0, 7.0]]])
+    >>> pool_positions(x, torch.tensor([[True, True, False]])).tolist()
+    [[0.5, 0.75]]
+    """
+    if mode not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}; got {mode!r}")
+    if features.shape[:-1] != mask.shape:
+        raise ValueError(f"features must have shape {tuple(mask.shape)} + (k,); got {tuple(features.shape)}")
+    return masked_max(features, mask) if mode == "max" else masked_mean(features, mask)

@@ -1,0 +1,554 @@
+r"""Complex-order word embeddings (Wang et al., ICLR 2020) and the baselines they are compared with.
+
+The general complex-order embedding (paper eq. 5; thesis ch. 4.1) maps a word
+index :math:`j` and a position :math:`\mathrm{pos}` to :math:`\mathbb{C}^D`:
+
+.. math::
+
+    f(j, \mathrm{pos})_d = r_{j,d}\, e^{i(\omega_{j,d}\,\mathrm{pos} + \theta_{j,d})}
+    = \underbrace{r_{j,d}}_{g_{we}(j)_d}\;
+      \underbrace{e^{i(\omega_{j,d}\mathrm{pos} + \theta_{j,d})}}_{g_{pe}(j, \mathrm{pos})_d}
+
+with amplitudes :math:`r`, frequencies :math:`\omega` (period
+:math:`2\pi/\omega`) and optional initial phases :math:`\theta` (paper eq. 6:
+an element-wise product of a word embedding and a "pure" position embedding).
+Properties (tested with hypothesis in ``tests/nn/test_position.py``):
+
+* position-free offset transformation:
+  :math:`f(j, \mathrm{pos} + n) = w_j(n) \odot f(j, \mathrm{pos})` with
+  :math:`w_j(n) = e^{i\omega_j n}` independent of :math:`\mathrm{pos}`;
+* boundedness: :math:`|f(j, \mathrm{pos})_d| = |r_{j,d}|` for every position;
+* :math:`\langle g_{pe}(j, p), g_{pe}(j, q)\rangle = \sum_d e^{i\omega_{j,d}(q - p)}`
+  depends only on the distance :math:`q - p`;
+* appendix A: the sinusoidal encoding of Vaswani et al. (TPE) is the pair
+  (Im, Re) of the word-sharing position code with
+  :math:`\omega_{\cdot,k} = 10000^{-2k/d_\text{model}}`.
+
+Sharing schemes (paper Table 4), for frequencies and, separately, amplitudes:
+
+===============  ===============================  ==========================
+scheme           frequency                        amplitude
+===============  ===============================  ==========================
+``"none"``       :math:`\omega_{j,d}` (V, D)      :math:`r_{j,d}` (V, D)
+``"word"``       :math:`\omega_{\cdot,d}` (D,)    :math:`r_{\cdot,d}` (D,)
+``"dimension"``  :math:`\omega_{j,\cdot}` (V, 1)  :math:`r_{j,\cdot}` (V, 1)
+===============  ===============================  ==========================
+
+Frequency initialisation (``frequency_init``):
+
+* ``"sinusoidal"`` (default): :math:`\omega_{\cdot, k} = 10000^{-2k/(2D)}` (the TPE
+  frequencies of a real model of width :math:`2D`, appendix A), the same for
+  every word; with dimension sharing, word :math:`j` gets :math:`10000^{-1/2}`
+  (the median TPE frequency). Chosen as the default on dev accuracy: on MR
+  fold 1 and TREC (seed 0) it beat ``"normal"`` for FastText and CNN
+  (dev 0.767 vs 0.665 and 0.811 vs 0.782 for FastText), because most
+  frequencies start slow and pooled phases do not cancel before training
+  (``benchmarks/results/complex_order/README.md``).
+* ``"normal"``: :math:`\omega \sim \mathcal{N}(0, s^2)` with
+  ``frequency_scale`` :math:`s = 1`; this is what the authors' appendix C code
+  does (a default ``torch.nn.Embedding``): with :math:`|\omega| \approx 1`
+  rad/token the phases of a sentence are scrambled from the start. Negative
+  frequencies are allowed (the paper's :math:`\delta_j` uses :math:`|\omega|`
+  for that reason).
+* ``"uniform"``: :math:`\omega \sim U(-s, s)`.
+* ``"zero"``: :math:`\omega = 0` (starts as complex-vanilla without phase).
+
+Positions default to :math:`0, 1, \dots, L-1` counted over real tokens
+(``cumsum(mask) - 1``), so padding anywhere never shifts positions. The
+authors' code counts from 1; by the offset property this is the per-word phase
+:math:`e^{i\omega_j}`, absorbed by :math:`\theta`. Explicit positions may be
+non-integer (the thesis' inserted tokens): every variant except the lookup
+table ``"pe"`` accepts them.
+
+The five variants of the paper's Table 2 share one interface (:func:`make_embedding`):
+
+``"none"``
+    real word embedding, no position information;
+``"pe"``
+    real word embedding + trainable position embedding (Gehring et al., 2017);
+``"tpe"``
+    real word embedding + fixed sinusoidal encoding (Vaswani et al., 2017, eq. 7);
+``"complex_vanilla"``
+    :math:`r_{j,d} e^{i\theta_{j,d}}`, :math:`\theta \sim U(-\pi, \pi)`, no position (Wang et al., 2019);
+``"complex_order"``
+    :math:`r_{j,d} e^{i(\omega_{j,d}\mathrm{pos} + \theta_{j,d})}` (phases optional, off by default as in the paper's
+    Table 2 setting).
+
+Every module has ``forward(ids (B, L), mask (B, L) = None, positions = None) -> (B, L, D)``
+(real for the first three, complex for the last two), an ``is_complex`` flag, a
+``dim``, and returns exact zeros at padded positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from qpnlp.data.vocab import PAD_ID
+
+from .embedding import _initial_amplitude
+
+__all__ = [
+    "EMBEDDING_KINDS",
+    "SHARING_SCHEMES",
+    "FREQUENCY_INITS",
+    "complex_order_embedding",
+    "sinusoidal_frequencies",
+    "sinusoidal_position_encoding",
+    "default_positions",
+    "ComplexOrderEmbedding",
+    "RealPositionalEmbedding",
+    "make_embedding",
+]
+
+EMBEDDING_KINDS = ("none", "pe", "tpe", "complex_vanilla", "complex_order")
+SHARING_SCHEMES = ("none", "word", "dimension")
+FREQUENCY_INITS = ("normal", "uniform", "sinusoidal", "zero")
+TPE_BASE = 10000.0
+
+
+# ----------------------------------------------------------------------------------------------- functional core
+
+def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positions: Tensor | None,
+                            phase: Tensor | None = None) -> Tensor:
+    r"""Evaluate :math:`r \, e^{i(\omega\,\mathrm{pos} + \theta)}` element-wise.
+
+    Parameters
+    ----------
+    amplitude : Tensor, real, shape (..., D) (or broadcastable)
+    frequency : Tensor, real, shape broadcastable to (..., D), optional
+        ``None`` means no position term (complex-vanilla).
+    positions : Tensor, real, shape (...,), optional
+        Required when ``frequency`` is given; broadcast over the last dim.
+    phase : Tensor, real, shape broadcastable to (..., D), optional
+        Initial phases :math:`\theta` (zero when omitted).
+
+    Returns
+    -------
+    Tensor, complex, shape (..., D)
+        complex64 for float32 inputs, complex128 for float64.
+
+    Examples
+    --------
+    >>> z = complex_order_embedding(torch.ones(1, 2), torch.tensor([0.0, math.pi / 2]), torch.tensor([1.0]))
+    >>> torch.allclose(z, torch.tensor([[1 + 0j, 1j]]), atol=1e-6)
+    True
+    """
+    angle = torch.zeros_like(amplitude)
+    if frequency is not None:
+        if positions is None:
+            raise ValueError("positions are required when frequencies are given")
+        angle = angle + frequency * positions.to(amplitude.dtype).unsqueeze(-1)
+    if phase is not None:
+        angle = angle + phase
+    amplitude, angle = torch.broadcast_tensors(amplitude, angle)
+    return torch.complex(amplitude * torch.cos(angle), amplitude * torch.sin(angle))
+
+
+def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = TPE_BASE,
+                           dtype: torch.dtype = torch.float32, device=None) -> Tensor:
+    r"""The TPE angular frequencies :math:`\omega_k = \text{base}^{-2k/d_\text{model}}`, :math:`k = 0..n-1`.
+
+    Parameters
+    ----------
+    n : int
+        Number of frequencies (complex dimension).
+    d_model : int, optional
+        Width of the real encoding they come from (default ``2 n``).
+
+    Returns
+    -------
+    Tensor, real, shape (n,)
+    """
+    d_model = 2 * n if d_model is None else d_model
+    k = torch.arange(n, dtype=dtype, device=device)
+    return base ** (-2.0 * k / d_model)
+
+
+def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = TPE_BASE,
+                                 dtype: torch.dtype | None = None) -> Tensor:
+    r"""Vaswani et al. (2017) eq. 7: :math:`PE_{2k} = \sin(\omega_k \mathrm{pos})`, :math:`PE_{2k+1} = \cos(\omega_k
+    \mathrm{pos})`.
+
+    :math:`\omega_k = \text{base}^{-2k/\text{dim}}`. Odd ``dim`` drops the last cosine.
+
+    Parameters
+    ----------
+    positions : Tensor, real or integer, shape (...,)
+        May be non-integer.
+    dim : int
+
+    Returns
+    -------
+    Tensor, real, shape (..., dim)
+
+    Examples
+    --------
+    >>> sinusoidal_position_encoding(torch.tensor([0.0]), 4)
+    tensor([[0., 1., 0., 1.]])
+    """
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1; got {dim}")
+    dtype = dtype or (positions.dtype if positions.is_floating_point() else torch.get_default_dtype())
+    omega = sinusoidal_frequencies((dim + 1) // 2, dim, base=base, dtype=dtype, device=positions.device)
+    angle = positions.to(dtype).unsqueeze(-1) * omega
+    out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+    return out[..., :dim]
+
+
+def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtype = torch.float32) -> Tensor:
+    r"""Positions :math:`0..L-1` of the real tokens: ``cumsum(mask) - 1`` (0 at padding), shape (B, L).
+
+    Without a mask, ``arange(L)`` broadcast to ``ids.shape``.
+    """
+    if mask is None:
+        return torch.arange(ids.shape[-1], dtype=dtype, device=ids.device).expand(ids.shape)
+    return (mask.cumsum(-1) - 1).clamp_min(0).to(dtype) * mask
+
+
+def _check_ids_mask(ids: Tensor, mask: Tensor, num_words: int) -> Tensor:
+    if ids.dtype != torch.long:
+        raise TypeError(f"ids must be a LongTensor; got {ids.dtype}")
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != ids.shape:
+        got = f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)} (True at words); got {got}")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_words):
+        raise IndexError(f"ids must lie in [0, {num_words}); got range [{int(ids.min())}, {int(ids.max())}]")
+    return mask
+
+
+def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtype) -> Tensor:
+    if positions is None:
+        return default_positions(ids, mask, dtype)
+    positions = torch.as_tensor(positions, device=ids.device)
+    if positions.ndim == 1 and positions.shape[0] == ids.shape[-1]:
+        positions = positions.expand(ids.shape)
+    if positions.shape != ids.shape:
+        raise ValueError(f"positions must have shape (L,) or {tuple(ids.shape)}; got {tuple(positions.shape)}")
+    if not torch.isfinite(positions.to(dtype)).all():
+        raise ValueError("positions contain NaN or inf")
+    return positions.to(dtype)
+
+
+# ----------------------------------------------------------------------------------------------- modules
+
+class ComplexOrderEmbedding(nn.Module):
+    r"""General complex-order embedding :math:`f(j, \mathrm{pos}) = r_j e^{i(\omega_j \mathrm{pos} + \theta_j)}`.
+
+    Parameters
+    ----------
+    num_words : int
+        Vocabulary size V (PAD id 0 and UNK id 1 included).
+    dim : int
+        Complex dimension D.
+    pretrained : Tensor, optional
+        Real (V, D) initial amplitudes (``amplitude_sharing="none"`` only);
+        otherwise :math:`\mathcal{N}(0, 1/D)`.
+    frequency_sharing : {"none", "word", "dimension", None}
+        Table 4 scheme for :math:`\omega` (see the module docstring). ``None``
+        drops the position term: complex-vanilla :math:`r e^{i\theta}`.
+    amplitude_sharing : {"none", "word", "dimension"}
+        Table 4 scheme for :math:`r`. Shared amplitudes start at
+        :math:`1/\sqrt{D}` (word) or 1 (dimension) in absolute value.
+    initial_phase : bool
+        Train per-word phases :math:`\theta_{j,d}` (uniform in :math:`[-\pi, \pi)`);
+        ``False`` fixes them at zero (the paper's main setting).
+    frequency_init : {"sinusoidal", "normal", "uniform", "zero"}
+        Initial frequencies (default ``"sinusoidal"``; see the module docstring).
+    frequency_scale : float
+        :math:`s` of the normal/uniform initialisations.
+    sparse : bool
+        Sparse gradients for the (V, ·) tables (the trainer then uses SparseAdam).
+    dtype : torch.dtype
+        float32 (complex64 output) or float64 (complex128).
+
+    Examples
+    --------
+    >>> emb = ComplexOrderEmbedding(10, 4, generator=torch.Generator().manual_seed(0))
+    >>> ids = torch.tensor([[2, 3, 0]])
+    >>> z = emb(ids, ids != 0)
+    >>> z.shape, z.dtype, bool((z[0, 2] == 0).all())
+    (torch.Size([1, 3, 4]), torch.complex64, True)
+    """
+
+    is_complex = True
+
+    def __init__(self, num_words: int, dim: int, *, pretrained: Tensor | None = None,
+                 frequency_sharing: str | None = "none", amplitude_sharing: str = "none",
+                 initial_phase: bool = False, frequency_init: str = "sinusoidal", frequency_scale: float = 1.0,
+                 sparse: bool = True, freeze_amplitude: bool = False, dtype: torch.dtype = torch.float32,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if num_words < 2 or dim < 1:
+            raise ValueError(f"need num_words >= 2 (padding and unknown) and dim >= 1; got {num_words}, {dim}")
+        if frequency_sharing is not None and frequency_sharing not in SHARING_SCHEMES:
+            raise ValueError(f"frequency_sharing must be one of {SHARING_SCHEMES} or None; got {frequency_sharing!r}")
+        if amplitude_sharing not in SHARING_SCHEMES:
+            raise ValueError(f"amplitude_sharing must be one of {SHARING_SCHEMES}; got {amplitude_sharing!r}")
+        if frequency_init not in FREQUENCY_INITS:
+            raise ValueError(f"frequency_init must be one of {FREQUENCY_INITS}; got {frequency_init!r}")
+        if not frequency_scale > 0:
+            raise ValueError(f"frequency_scale must be positive; got {frequency_scale}")
+        if dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
+        if pretrained is not None and amplitude_sharing != "none":
+            raise ValueError("pretrained amplitudes need amplitude_sharing='none' (one vector per word); "
+                             f"got {amplitude_sharing!r}")
+        self.num_words, self.dim = num_words, dim
+        self.frequency_sharing, self.amplitude_sharing = frequency_sharing, amplitude_sharing
+        self.frequency_init, self.has_initial_phase = frequency_init, initial_phase
+        # amplitudes
+        if amplitude_sharing == "none":
+            amp = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
+            amp[PAD_ID] = 0
+            self.amplitude = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=amp,
+                                          _freeze=freeze_amplitude)
+        elif amplitude_sharing == "word":
+            self.amplitude = nn.Parameter(torch.full((dim,), 1 / math.sqrt(dim), dtype=dtype),
+                                          requires_grad=not freeze_amplitude)
+        else:
+            amp = torch.ones(num_words, 1, dtype=dtype)
+            amp[PAD_ID] = 0
+            self.amplitude = nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse, _weight=amp,
+                                          _freeze=freeze_amplitude)
+        # frequencies
+        self.frequency = None
+        if frequency_sharing is not None:
+            shape = {"none": (num_words, dim), "word": (dim,), "dimension": (num_words, 1)}[frequency_sharing]
+            omega = self._initial_frequency(shape, frequency_sharing, frequency_init, frequency_scale, dtype,
+                                            generator)
+            if frequency_sharing == "word":
+                self.frequency = nn.Parameter(omega)
+            else:
+                omega[PAD_ID] = 0
+                self.frequency = nn.Embedding(*shape, padding_idx=PAD_ID, sparse=sparse, _weight=omega)
+        # initial phases (complex-vanilla always has them: it is r e^{i theta})
+        self.phase = None
+        if initial_phase or frequency_sharing is None:
+            theta = (torch.rand(num_words, dim, dtype=dtype, generator=generator) * 2 - 1) * math.pi
+            theta[PAD_ID] = 0
+            self.phase = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=theta)
+
+    @staticmethod
+    def _initial_frequency(shape, sharing, init, scale, dtype, generator) -> Tensor:
+        if init == "normal":
+            return torch.randn(shape, dtype=dtype, generator=generator) * scale
+        if init == "uniform":
+            return (torch.rand(shape, dtype=dtype, generator=generator) * 2 - 1) * scale
+        if init == "zero":
+            return torch.zeros(shape, dtype=dtype)
+        if sharing == "dimension":  # one frequency per word
+            return torch.full(shape, TPE_BASE ** -0.5, dtype=dtype)
+        return sinusoidal_frequencies(shape[-1], dtype=dtype).expand(shape).clone()
+
+    @property
+    def encodes_positions(self) -> bool:
+        return self.frequency is not None
+
+    @property
+    def dtype(self) -> torch.dtype:
+        a = self.amplitude
+        return (a.weight if isinstance(a, nn.Embedding) else a).dtype
+
+    @staticmethod
+    def _lookup(table, ids: Tensor) -> Tensor:
+        return table(ids) if isinstance(table, nn.Embedding) else table
+
+    def frequencies(self, ids: Tensor) -> Tensor:
+        r"""Frequencies :math:`\omega_j` broadcastable to (..., D); zero for complex-vanilla."""
+        if self.frequency is None:
+            return torch.zeros((), dtype=self.dtype, device=ids.device)
+        return self._lookup(self.frequency, ids)
+
+    def frequency_table(self) -> Tensor:
+        r"""Dense :math:`\omega` of the whole vocabulary, real (V, D) (for interpretation; detached)."""
+        ids = torch.arange(self.num_words, device=self.amplitude_table().device)
+        return self.frequencies(ids).detach().expand(self.num_words, self.dim).clone()
+
+    def amplitude_table(self) -> Tensor:
+        """Dense amplitudes of the whole vocabulary, real (V, D) (detached)."""
+        a = self.amplitude
+        w = a.weight if isinstance(a, nn.Embedding) else a
+        return w.detach().expand(self.num_words, self.dim).clone()
+
+    def offset_transform(self, ids: Tensor, n: float | Tensor) -> Tensor:
+        r"""The position-free offset :math:`w_j(n) = e^{i\omega_j n}`, complex (..., D).
+
+        :math:`f(j, \mathrm{pos} + n) = w_j(n) \odot f(j, \mathrm{pos})` for every ``pos``.
+        """
+        omega = self.frequencies(ids)
+        n = torch.as_tensor(n, dtype=self.dtype, device=ids.device)
+        shape = torch.broadcast_shapes(ids.shape + (self.dim,), omega.shape)
+        return torch.polar(torch.ones(shape, dtype=self.dtype, device=ids.device),
+                           (omega * n.unsqueeze(-1) if n.ndim else omega * n).expand(shape))
+
+    def position_code(self, ids: Tensor, positions: Tensor) -> Tensor:
+        r"""The "pure" position embedding :math:`g_{pe}(j, \mathrm{pos}) = e^{i(\omega_j \mathrm{pos} + \theta_j)}`.
+
+        ids (...,), positions (...,) -> complex (..., D).
+        """
+        omega = self.frequencies(ids)
+        theta = None if self.phase is None else self.phase(ids)
+        ones = torch.ones(ids.shape + (self.dim,), dtype=self.dtype, device=ids.device)
+        return complex_order_embedding(ones, omega if self.encodes_positions else None,
+                                       positions.to(self.dtype), theta)
+
+    def forward(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
+        r"""Embed a batch.
+
+        Parameters
+        ----------
+        ids : LongTensor, shape (B, L)
+        mask : BoolTensor, shape (B, L)
+            True at real tokens (explicit, as for every model). Masked entries are exactly 0.
+        positions : Tensor, shape (L,) or (B, L), optional
+            Real positions (non-integer allowed); default ``cumsum(mask) - 1``.
+
+        Returns
+        -------
+        Tensor, complex, shape (B, L, D)
+        """
+        mask = _check_ids_mask(ids, mask, self.num_words)
+        r = self._lookup(self.amplitude, ids)
+        theta = None if self.phase is None else self.phase(ids)
+        pos = None
+        if self.encodes_positions:
+            pos = _resolve_positions(ids, mask, positions, self.dtype)
+        z = complex_order_embedding(r, self.frequencies(ids) if self.encodes_positions else None, pos, theta)
+        z = z.expand(ids.shape + (self.dim,))
+        return z * mask.unsqueeze(-1)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_words}, {self.dim}, frequency_sharing={self.frequency_sharing!r}, "
+                f"amplitude_sharing={self.amplitude_sharing!r}, initial_phase={self.has_initial_phase}, "
+                f"frequency_init={self.frequency_init!r}")
+
+
+class RealPositionalEmbedding(nn.Module):
+    r"""Real baselines: word embedding plus an optional additive position embedding.
+
+    .. math::
+
+        E(j, \mathrm{pos}) = WE_j + PE(\mathrm{pos})
+
+    ``position="none"``: :math:`PE = 0`; ``"pe"``: a trainable (max_len, D)
+    table, :math:`\mathcal{N}(0, 1/D)` at start (Gehring et al., 2017);
+    ``"tpe"``: the fixed sinusoidal encoding (Vaswani et al., 2017, eq. 7; the
+    paper reports that a trainable TPE gives nearly identical results).
+
+    Parameters
+    ----------
+    num_words, dim : int
+    position : {"none", "pe", "tpe"}
+    max_len : int
+        Number of rows of the ``"pe"`` table; longer inputs raise an error.
+    pretrained : Tensor, optional
+        Real (V, D) initial word vectors.
+
+    Examples
+    --------
+    >>> emb = RealPositionalEmbedding(10, 4, position="tpe")
+    >>> ids = torch.tensor([[2, 0]])
+    >>> emb(ids, ids != 0).shape
+    torch.Size([1, 2, 4])
+    """
+
+    is_complex = False
+
+    def __init__(self, num_words: int, dim: int, *, position: str = "none", max_len: int = 512,
+                 pretrained: Tensor | None = None, sparse: bool = True, dtype: torch.dtype = torch.float32,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if position not in ("none", "pe", "tpe"):
+            raise ValueError(f"position must be 'none', 'pe' or 'tpe'; got {position!r}")
+        if num_words < 2 or dim < 1 or max_len < 1:
+            raise ValueError(f"need num_words >= 2, dim >= 1, max_len >= 1; got {num_words}, {dim}, {max_len}")
+        if dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be float32 or float64; got {dtype}")
+        self.num_words, self.dim, self.position, self.max_len = num_words, dim, position, max_len
+        w = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
+        w[PAD_ID] = 0
+        self.word = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=w)
+        self.pe = None
+        if position == "pe":
+            self.pe = nn.Embedding(max_len, dim, _weight=torch.randn(max_len, dim, dtype=dtype,
+                                                                     generator=generator) / math.sqrt(dim))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.word.weight.dtype
+
+    def forward(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
+        r"""Embed a batch: ids (B, L), mask (B, L), positions (L,) or (B, L) -> real (B, L, D), 0 at padding."""
+        mask = _check_ids_mask(ids, mask, self.num_words)
+        x = self.word(ids)
+        if self.position != "none":
+            pos = _resolve_positions(ids, mask, positions, self.dtype)
+            if self.position == "tpe":
+                x = x + sinusoidal_position_encoding(pos, self.dim, dtype=self.dtype)
+            else:
+                if not torch.equal(pos, pos.round()):
+                    raise ValueError("the trainable position table ('pe') needs integer positions; "
+                                     "use 'tpe' or 'complex_order' for non-integer positions")
+                if pos.numel() and (pos.min() < 0 or pos.max() >= self.max_len):
+                    raise ValueError(f"positions must lie in [0, {self.max_len}) for 'pe'; got range "
+                                     f"[{float(pos.min())}, {float(pos.max())}] (raise max_len)")
+                x = x + self.pe(pos.long())
+        return x * mask.unsqueeze(-1)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_words}, {self.dim}, position={self.position!r}"
+
+
+def make_embedding(kind: str, num_words: int, dim: int, *, pretrained: Tensor | None = None,
+                   max_len: int = 512, dtype: torch.dtype = torch.float32,
+                   generator: torch.Generator | None = None, **options) -> nn.Module:
+    r"""One of the five embedding variants of the paper's Table 2 behind one interface.
+
+    Parameters
+    ----------
+    kind : {"none", "pe", "tpe", "complex_vanilla", "complex_order"}
+    num_words, dim : int
+    pretrained : Tensor, optional
+        Real (V, D) word vectors: word embedding (real kinds) or amplitudes (complex kinds).
+    max_len : int
+        Size of the ``"pe"`` table.
+    dtype : torch.dtype
+        Real dtype of the tables (float32 / float64); complex outputs are complex64 / complex128.
+    **options
+        ``"complex_order"`` only: ``frequency_sharing``, ``amplitude_sharing``,
+        ``initial_phase``, ``frequency_init``, ``frequency_scale``; all kinds: ``sparse``.
+
+    Returns
+    -------
+    nn.Module
+        ``forward(ids (B, L), mask (B, L) = None, positions = None) -> (B, L, D)``.
+
+    Examples
+    --------
+    >>> make_embedding("complex_order", 10, 4).is_complex, make_embedding("pe", 10, 4).is_complex
+    (True, False)
+    """
+    if kind not in EMBEDDING_KINDS:
+        raise ValueError(f"unknown embedding kind {kind!r}; choose from {EMBEDDING_KINDS}")
+    sparse = options.pop("sparse", True)
+    if kind in ("none", "pe", "tpe"):
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to complex_order only")
+        return RealPositionalEmbedding(num_words, dim, position=kind, max_len=max_len, pretrained=pretrained,
+                                       sparse=sparse, dtype=dtype, generator=generator)
+    if kind == "complex_vanilla":
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to complex_order only")
+        return ComplexOrderEmbedding(num_words, dim, pretrained=pretrained, frequency_sharing=None, sparse=sparse,
+                                     dtype=dtype, generator=generator)
+    allowed = {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "frequency_scale"}
+    unknown = set(options) - allowed
+    if unknown:
+        raise TypeError(f"unknown complex_order options {sorted(unknown)}; allowed {sorted(allowed)}")
+    if options.get("frequency_sharing", "none") is None:
+        raise ValueError("complex_order needs a frequency_sharing scheme; use kind='complex_vanilla' for none")
+    return ComplexOrderEmbedding(num_words, dim, pretrained=pretrained, sparse=sparse, dtype=dtype,
+                                 generator=generator, **options)

@@ -1,0 +1,195 @@
+"""Word2Fun's time functions: the time scale, the frequency ladders and the families of thesis Table 4.1.
+
+A functional core on plain tensors (the module :class:`~qpnlp.word2fun.model.Word2Fun`
+gathers the rows of its tables and calls these functions).
+
+Function families (``family=``), with :math:`\\tau` the *normalised* time:
+
+========  ========================================================================================================  ==========
+family    :math:`f(u, \\tau)`                                                                                        parameters
+========  ========================================================================================================  ==========
+static    :math:`B_u`                                                                                               VD
+sliced    :math:`B_{u, s(\\tau)}` (one vector per time slice, a baseline)                                            SVD
+linear    :math:`B_u + K_u \\tau`                                                                                    2VD
+time2fun  :math:`B_u + \\sin(\\Omega \\tau)`, :math:`\\Omega \\in \\mathbb{R}^D` shared                                   VD + D
+II        :math:`B_u + R_u [\\sin(\\Omega\\tau); \\cos(\\Omega\\tau)]`, fixed
+          :math:`\\Omega_j = 10000^{-j/(D/2)}`                                                                       2VD
+III       :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau); \\cos(\\Omega^{(2)}_u\\tau)]`                                    3VD
+IV        :math:`B_u + R_u [\\sin(\\Omega^{(1)}_u\\tau + \\Theta^{(1)}_u); \\cos(\\Omega^{(2)}_u\\tau + \\Theta^{(2)}_u)]`  4VD
+========  ========================================================================================================  ==========
+
+``[a; b]`` concatenates the ``D/2`` sine and the ``D/2`` cosine coordinates.
+
+**Time normalisation.**  Raw times (years) are mapped affinely from the corpus
+span :math:`[t_0, t_1]` to :math:`[0, S]` (:class:`TimeScale`):
+:math:`\\tau = S (t - t_0) / (t_1 - t_0)`, default ``S = 60``.  With the fixed
+frequencies of family II the fastest coordinate (:math:`\\Omega_0 = 1`) then
+completes :math:`S / 2\\pi \\approx 10` periods over the span and the slowest
+are constant, so the basis resolves changes of about a tenth of the span.
+The mapping is fixed at construction (stored in checkpoints), so times outside
+the training span extrapolate.
+
+The loss of thesis Sec. 4.2.2 (:func:`word2fun_loss`), with :math:`f = f(u, t)`
+and the compass vectors :math:`h` of the context word and the negatives:
+
+.. math::
+    L = -\\log\\sigma(f\\, h(v)^T)
+        - \\frac{1}{|\\hat V|} \\sum_{\\hat v \\in \\hat V} \\log\\sigma(-f\\, h(\\hat v)^T)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "FAMILIES",
+    "SINUSOIDAL_FAMILIES",
+    "TimeScale",
+    "fixed_frequencies",
+    "harmonic_frequencies",
+    "linear_function",
+    "time2fun_function",
+    "sinusoidal_function",
+    "word2fun_loss",
+]
+
+FAMILIES = ("static", "sliced", "linear", "time2fun", "II", "III", "IV")
+#: The sinusoidal families of thesis Table 4.1 (amplitudes R and frequencies Omega; even dimension).
+SINUSOIDAL_FAMILIES = ("II", "III", "IV")
+
+
+@dataclass(frozen=True)
+class TimeScale:
+    """Affine map of raw times to normalised time, :math:`\\tau = S (t - t_0)/(t_1 - t_0)`.
+
+    >>> TimeScale(1900, 2000, 60.0).normalise(torch.tensor([1900.0, 1950.0, 2000.0])).tolist()
+    [0.0, 30.0, 60.0]
+    """
+
+    start: float
+    end: float
+    scale: float = 60.0
+
+    def __post_init__(self):
+        if not self.end > self.start:
+            raise ValueError(f"time span must have end > start; got [{self.start}, {self.end}]")
+
+    def normalise(self, t: torch.Tensor) -> torch.Tensor:
+        return (t - self.start) / (self.end - self.start) * self.scale
+
+    def denormalise(self, tau: torch.Tensor) -> torch.Tensor:
+        return tau * ((self.end - self.start) / self.scale) + self.start
+
+
+def fixed_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
+    """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,).
+
+    >>> fixed_frequencies(4).tolist()
+    [1.0, 0.009999999776482582]
+    """
+    if dim % 2:
+        raise ValueError(f"sinusoidal families need an even dimension; got {dim}")
+    h = dim // 2
+    return base ** (-torch.arange(h, dtype=torch.float32) / h)
+
+
+def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = None) -> torch.Tensor:
+    """Harmonic ladder :math:`\\Omega_j = \\pi (1 + j \\bmod L) / (2S)`, ``j = 0..D/2-1``, shape (D/2,).
+
+    On :math:`\\tau \\in [0, S]` coordinate ``j`` covers ``(1 + j mod L)/4``
+    periods: the slowest is a quarter-period ramp, the fastest completes
+    ``L/4`` periods (the trigonometric-polynomial basis of thesis Corollary 2
+    on the training span).  ``L = 4 * max_periods`` levels, repeated over the
+    ``D/2`` coordinates; by default ``L = D/2`` (no repetition, the fastest
+    period is ``4S/D``).  An initialisation for the trainable frequencies of
+    families III and IV; a smaller ``max_periods`` keeps every coordinate
+    smooth on the scale of the changes to be measured.
+
+    >>> (harmonic_frequencies(4, 1.0) / math.pi).tolist()
+    [0.5, 1.0]
+    >>> (harmonic_frequencies(8, 1.0, max_periods=0.5) / math.pi).tolist()
+    [0.5, 1.0, 0.5, 1.0]
+    """
+    if dim % 2:
+        raise ValueError(f"sinusoidal families need an even dimension; got {dim}")
+    h = dim // 2
+    levels = h if max_periods is None else max(1, int(round(4 * max_periods)))
+    j = torch.arange(h, dtype=torch.float32)
+    return math.pi * (1.0 + torch.remainder(j, levels)) / (2.0 * scale)
+
+
+def linear_function(b: torch.Tensor, k: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """:math:`f = b + k\\,\\tau`; ``b, k`` (..., D), ``tau`` (...,) -> (..., D)."""
+    return b + k * tau.unsqueeze(-1)
+
+
+def time2fun_function(b: torch.Tensor, omega: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    """Time2Fun :math:`f = B + \\sin(\\Omega\\tau)`; ``b`` (..., D), ``omega`` (D,) shared, ``tau`` (...,)."""
+    return b + torch.sin(omega * tau.unsqueeze(-1))
+
+
+def sinusoidal_function(
+    b: torch.Tensor,
+    r: torch.Tensor,
+    omega1: torch.Tensor,
+    omega2: torch.Tensor,
+    tau: torch.Tensor,
+    theta1: torch.Tensor | None = None,
+    theta2: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Families II-IV: :math:`f = B + R \\odot [\\sin(\\Omega^{(1)}\\tau + \\Theta^{(1)}); \\cos(\\Omega^{(2)}\\tau + \\Theta^{(2)})]`.
+
+    Parameters
+    ----------
+    b, r : torch.Tensor, shape (..., D)
+    omega1, omega2 : torch.Tensor, shape (..., D/2) or (D/2,)
+    tau : torch.Tensor, shape (...,)
+    theta1, theta2 : torch.Tensor, shape like ``omega1``, optional (zero phases)
+
+    Returns
+    -------
+    torch.Tensor, shape (..., D)
+
+    >>> b = torch.zeros(2); r = torch.ones(2); w = torch.tensor([1.0])
+    >>> sinusoidal_function(b, r, w, w, torch.tensor(math.pi / 2)).tolist()  # doctest: +ELLIPSIS
+    [1.0, -4.3...e-08]
+    """
+    tt = tau.unsqueeze(-1)
+    a1 = omega1 * tt
+    a2 = omega2 * tt
+    if theta1 is not None:
+        a1 = a1 + theta1
+    if theta2 is not None:
+        a2 = a2 + theta2
+    return b + r * torch.cat([torch.sin(a1), torch.cos(a2)], dim=-1)
+
+
+def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Thesis loss: :math:`-\\log\\sigma(f h_+^T) - \\frac1k \\sum_i \\log\\sigma(-f h_i^T)`.
+
+    Parameters
+    ----------
+    f : (B, D) time-specific vectors :math:`f(u, t)`
+    h_pos : (B, D) compass vectors of the observed context words
+    h_neg : (B, k, D) compass vectors of each pair's negatives, or (N, D) negatives shared by the batch
+    reduction : {"mean", "sum", "none"}
+
+    >>> z = torch.zeros(1, 2)
+    >>> round(word2fun_loss(z, z, torch.zeros(1, 3, 2)).item(), 4)  # 2 log 2
+    1.3863
+    """
+    pos = (f * h_pos).sum(-1)
+    if h_neg.dim() == 2:  # negatives shared by the whole batch: one (B, D) x (D, N) product
+        neg = f @ h_neg.T
+    else:  # elementwise product + sum: memory-bound, much faster than a bmm of (k, D) x (D, 1) blocks
+        neg = (h_neg * f.unsqueeze(-2)).sum(-1)
+    loss = -(F.logsigmoid(pos) + F.logsigmoid(-neg).mean(-1))
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss

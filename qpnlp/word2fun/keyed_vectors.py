@@ -1,0 +1,371 @@
+"""Querying trained Word2Fun vectors: gensim's ``KeyedVectors`` interface, with time.
+
+:class:`KeyedVectors` holds a trained :class:`~qpnlp.word2fun.model.Word2Fun`
+and its :class:`~qpnlp.data.vocab.Vocabulary` (no special tokens: id ``i`` is
+word ``index_to_key[i]``). Its queries take words and raw times (years):
+
+* gensim's queries at one year: ``most_similar(positive=, negative=, topn=, year=)``,
+  ``similarity(a, b, year=)``, ``word in vectors``, and ``vectors.at(year)``,
+  a :class:`StaticKeyedVectors` (every word's vector at that year as a numpy
+  array, with the same queries without ``year``);
+* over time: :meth:`~KeyedVectors.grid` (many words at many times),
+  :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories),
+  :meth:`~KeyedVectors.change_degree`, :meth:`~KeyedVectors.indicators`,
+  :meth:`~KeyedVectors.export_npz`;
+* saving: :meth:`~KeyedVectors.save_pretrained` / :meth:`~KeyedVectors.from_pretrained`
+  in the format of every qpnlp model (``config.json`` + ``model.safetensors``
+  + ``vocabulary.json``).
+
+Similarities are cosines. ``most_similar`` follows gensim: the query is the
+mean of the unit vectors of the positive words and of the negated unit
+vectors of the negative words; the query words are never returned. An
+unknown word raises ``KeyError`` naming it.
+
+Example
+-------
+>>> import torch
+>>> from qpnlp.data import Vocabulary
+>>> from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
+>>> vocab = Vocabulary.build([["war", "peace", "war", "trade"]], specials=False)
+>>> model = Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=4, family="linear", span_start=1900, span_end=2000))
+>>> vectors = KeyedVectors(model, vocab)
+>>> "war" in vectors, "tea" in vectors, vectors.index_to_key
+(True, False, ('war', 'peace', 'trade'))
+>>> [word for word, _ in vectors.most_similar("war", topn=2, year=1950)] == [w for w, _ in vectors.at(1950).most_similar("war", topn=2)]
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from qpnlp.data.vocab import Vocabulary
+from qpnlp.models.base import VOCABULARY_FILE
+from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
+from qpnlp.word2fun.functions import TimeScale
+from qpnlp.word2fun.model import Word2Fun
+
+__all__ = ["KeyedVectors", "StaticKeyedVectors"]
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _word_list(words) -> list[str]:
+    if words is None:
+        return []
+    if isinstance(words, str):
+        return [words]
+    return list(words)
+
+
+def _missing(word, n: int) -> KeyError:
+    return KeyError(f"word {word!r} is not in the vocabulary ({n} words)")
+
+
+class StaticKeyedVectors:
+    """Every word's vector at one time: a static embedding with gensim's queries.
+
+    Built by :meth:`KeyedVectors.at`; immutable.
+
+    Parameters
+    ----------
+    index_to_key : sequence of str, length V
+    vectors : numpy.ndarray, shape (V, D)
+    counts : numpy.ndarray, shape (V,), optional
+        Training counts (for ``min_count`` filters).
+    year : float, optional
+        The time these vectors are taken at.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kv = StaticKeyedVectors(["a", "b", "c", "d"], np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]))
+    >>> kv.most_similar("a", topn=1), round(kv.similarity("a", "c"), 3), kv["b"].tolist()
+    ([('b', 0.8)], 0.0, [0.8, 0.6])
+    >>> [(word, round(cos, 3)) for word, cos in kv.most_similar(positive=["c"], negative=["a"])]
+    [('d', 0.99), ('b', -0.141)]
+    """
+
+    def __init__(self, index_to_key: Sequence[str], vectors: np.ndarray, *, counts: np.ndarray | None = None,
+                 year: float | None = None):
+        self.index_to_key = tuple(index_to_key)
+        self.key_to_index = MappingProxyType({w: i for i, w in enumerate(self.index_to_key)})
+        vectors = np.array(vectors, copy=True)
+        if vectors.ndim != 2 or vectors.shape[0] != len(self.index_to_key):
+            raise ValueError(f"vectors must have shape ({len(self.index_to_key)}, D); got {vectors.shape}")
+        vectors.setflags(write=False)
+        self.vectors = vectors
+        self.counts = np.zeros(len(self.index_to_key), np.int64) if counts is None else np.asarray(counts, np.int64)
+        self.year = None if year is None else float(year)
+        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+        unit.setflags(write=False)
+        self._unit = unit
+
+    def __len__(self) -> int:
+        return len(self.index_to_key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.key_to_index
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        """The vector of ``key``, shape (D,)."""
+        return self.vectors[self.get_index(key)]
+
+    def __repr__(self) -> str:
+        return f"StaticKeyedVectors({len(self)} words x {self.vector_size}, year={self.year})"
+
+    @property
+    def vector_size(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def get_index(self, key: str) -> int:
+        """The row of ``key``; ``KeyError`` naming it when unknown."""
+        index = self.key_to_index.get(key) if isinstance(key, str) else None
+        if index is None:
+            raise _missing(key, len(self))
+        return index
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of the vectors of ``a`` and ``b``."""
+        return float(self._unit[self.get_index(a)] @ self._unit[self.get_index(b)])
+
+    def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
+                     topn: int = 10, *, min_count: int = 0) -> list[tuple[str, float]]:
+        """The ``topn`` words most similar to the mean of the positive minus the negative words (gensim's rule).
+
+        Parameters
+        ----------
+        positive, negative : str or iterable of str, optional
+            Words that contribute their unit vector positively / negatively.
+        topn : int, default 10
+        min_count : int, default 0
+            Only return words seen at least this many times in training.
+
+        Returns
+        -------
+        list of (word, cosine)
+            Decreasing cosine; the query words are left out.
+        """
+        pos, neg = _word_list(positive), _word_list(negative)
+        if not pos and not neg:
+            raise ValueError("most_similar needs at least one positive or negative word")
+        if isinstance(topn, bool) or not isinstance(topn, numbers.Integral) or topn < 1:
+            raise ValueError(f"topn must be a positive int; got {topn!r}")
+        topn = int(topn)
+        ids = [self.get_index(w) for w in pos + neg]
+        weights = np.array([1.0] * len(pos) + [-1.0] * len(neg), dtype=self._unit.dtype)
+        query = (weights[:, None] * self._unit[ids]).mean(0)
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        sims = self._unit @ query
+        sims[ids] = -np.inf
+        if min_count > 0:
+            sims[self.counts < min_count] = -np.inf
+        n = min(topn, int(np.isfinite(sims).sum()))
+        order = np.argsort(-sims, kind="stable")[:n]
+        return [(self.index_to_key[i], float(sims[i])) for i in order.tolist()]
+
+
+class KeyedVectors:
+    """A trained :class:`~qpnlp.word2fun.model.Word2Fun` with its vocabulary: the query object.
+
+    Parameters
+    ----------
+    model : Word2Fun
+    vocabulary : Vocabulary
+        Without special tokens (``specials=False``), ``len(vocabulary) == model.vocab_size``.
+
+    Attributes
+    ----------
+    model : Word2Fun
+    vocabulary : Vocabulary
+    index_to_key : tuple of str
+        The word of each id.
+    key_to_index : mapping str -> int
+    counts : numpy.ndarray, shape (V,)
+        Training counts of each word.
+    """
+
+    def __init__(self, model: Word2Fun, vocabulary: Vocabulary):
+        if not isinstance(model, Word2Fun):
+            raise TypeError(f"model must be a Word2Fun; got {type(model).__name__}")
+        if not isinstance(vocabulary, Vocabulary) or vocabulary.specials:
+            raise TypeError("vocabulary must be a Vocabulary without special tokens (Vocabulary.build(..., specials=False))")
+        if len(vocabulary) != model.vocab_size:
+            raise ValueError(f"{len(vocabulary)} words for a model of vocabulary {model.vocab_size}")
+        self.model = model.eval()
+        self.vocabulary = vocabulary
+        self.index_to_key = tuple(vocabulary.words)
+        self.key_to_index = vocabulary.index
+        self.counts = vocabulary.counts
+
+    def __len__(self) -> int:
+        return len(self.index_to_key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.key_to_index
+
+    def __repr__(self) -> str:
+        start, end = self.time_span
+        return f"KeyedVectors({len(self)} words x {self.vector_size}, family {self.model.family}, {start:g}-{end:g})"
+
+    @property
+    def vector_size(self) -> int:
+        return self.model.dim
+
+    @property
+    def time_scale(self) -> TimeScale:
+        return self.model.time_scale
+
+    @property
+    def time_span(self) -> tuple[float, float]:
+        """``(start, end)`` of the training span (raw times)."""
+        return self.model.time_scale.start, self.model.time_scale.end
+
+    # ---- look-ups
+    def get_index(self, key: str) -> int:
+        """The id of ``key``; ``KeyError`` naming it when unknown."""
+        index = self.key_to_index.get(key) if isinstance(key, str) else None
+        if index is None:
+            raise _missing(key, len(self))
+        return index
+
+    def _ids(self, words) -> torch.Tensor:
+        return torch.tensor([self.get_index(w) for w in _word_list(words)], dtype=torch.long)
+
+    def _device(self) -> torch.device:
+        return self.model.compass.weight.device
+
+    def grid(self, words: Sequence[str], times: Sequence[float]) -> torch.Tensor:
+        """Vectors :math:`f(u, t)` of ``words`` at raw ``times`` in one call, shape (T, W, D), on the CPU."""
+        times = torch.as_tensor(np.asarray(list(times), dtype=np.float64), dtype=torch.float32)
+        dev = self._device()
+        return self.model.grid(self._ids(words).to(dev), times.to(dev)).cpu()
+
+    def get_vector(self, key: str, year: float) -> torch.Tensor:
+        """:math:`f(u, t)` of ``key`` at raw time ``year``, shape (D,)."""
+        return self.grid([key], [year])[0, 0]
+
+    def compass_vectors(self, words: Sequence[str]) -> torch.Tensor:
+        """The static target ("compass") vectors :math:`h(v)` of ``words``, shape (W, D), on the CPU."""
+        return self.model.compass.weight.detach()[self._ids(words).to(self._device())].cpu()
+
+    # ---- gensim's queries at one time
+    def at(self, year: float) -> StaticKeyedVectors:
+        """Every word's vector at raw time ``year``: a static view with gensim's queries."""
+        if year is None or not math.isfinite(float(year)):
+            raise ValueError(f"year must be a finite time; got {year!r}")
+        with torch.no_grad():
+            E = self.grid(self.index_to_key, [float(year)])[0]
+        return StaticKeyedVectors(self.index_to_key, E.numpy(), counts=self.counts, year=float(year))
+
+    @staticmethod
+    def _need_year(year, method: str) -> float:
+        if year is None:
+            raise ValueError(f"{method} needs year=: Word2Fun vectors are functions of time "
+                             f"(or query a static view, vectors.at(year).{method}(...))")
+        return float(year)
+
+    def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
+                     topn: int = 10, *, year: float | None = None, min_count: int = 0) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest (cosine) to positive minus negative words at raw time ``year``.
+
+        See :meth:`StaticKeyedVectors.most_similar`; ``year`` is required.
+        ``min_count`` keeps only words seen at least that often in training.
+        """
+        year = self._need_year(year, "most_similar")
+        for w in _word_list(positive) + _word_list(negative):
+            self.get_index(w)  # the KeyError before the grid of every word
+        return self.at(year).most_similar(positive, negative, topn, min_count=min_count)
+
+    def similarity(self, a: str, b: str, *, year: float | None = None) -> float:
+        """Cosine of :math:`f(a, t)` and :math:`f(b, t)` at raw time ``year`` (required)."""
+        year = self._need_year(year, "similarity")
+        return float(self.similarity_over_time(a, b, [year])[0])
+
+    # ---- over time
+    def similarity_over_time(self, word_a: str, word_b: str, times: Sequence[float]) -> torch.Tensor:
+        """Cosine of :math:`f(a, t)` and :math:`f(b, t)` for each time, shape (T,): a similarity trajectory."""
+        G = _unit(self.grid([word_a, word_b], times))
+        return (G[:, 0] * G[:, 1]).sum(-1)
+
+    def change_degree(
+        self, word: str, period_a: tuple[float, float], period_b: tuple[float, float], step: float = 1.0,
+        measure: str = "cosine",
+    ) -> float:
+        """Degree of change of ``word`` between two periods (inclusive ranges sampled every ``step``).
+
+        ``measure="cosine"`` -- cosine distance of the mean vectors (thesis Sec. 5.3.2.3):
+
+        .. math:: 1 - \\cos\\Bigl(\\overline{f(u, t)}_{t \\in A}, \\overline{f(u, t)}_{t \\in B}\\Bigr)
+
+        ``measure="context"`` -- mean absolute change of the period-averaged
+        skip-gram probability :math:`\\sigma(f(u, t) h(v)^T)` (thesis Sec. 4.2.2)
+        over all words ``v`` of the vocabulary:
+
+        .. math:: \\frac1V \\sum_v \\Bigl| \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in A} - \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in B} \\Bigr|
+        """
+        ta = np.arange(period_a[0], period_a[1] + 1e-9, step)
+        tb = np.arange(period_b[0], period_b[1] + 1e-9, step)
+        a = self.grid([word], ta)[:, 0]
+        b = self.grid([word], tb)[:, 0]
+        if measure == "cosine":
+            return float(1.0 - F.cosine_similarity(a.mean(0), b.mean(0), dim=0))
+        if measure == "context":
+            H = self.model.compass.weight.detach().cpu()
+            return float((torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean())
+        raise ValueError(f"measure must be 'cosine' or 'context'; got {measure!r}")
+
+    def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None) -> dict:
+        """Thesis Table 5.27 indicators as ``{name: {word: value}}`` (see :meth:`Word2Fun.indicators`)."""
+        words = _word_list(words)
+        ind = self.model.indicators(self._ids(words).to(self._device()), span)
+        return {k: dict(zip(words, v.cpu().tolist())) for k, v in ind.items()}
+
+    def export_npz(self, path: str | os.PathLike, words: Sequence[str] | None = None,
+                   years: Sequence[float] | None = None) -> None:
+        """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) float32 to an .npz file.
+
+        Defaults: every word, and every integer year of the training span.
+        """
+        words = list(words) if words is not None else list(self.index_to_key)
+        start, end = self.time_span
+        years = list(years) if years is not None else list(np.arange(math.floor(start), math.floor(end) + 1))
+        E = self.grid(words, years).numpy().astype(np.float32)
+        np.savez(path, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
+
+    # ---- saving: the format of every qpnlp model
+    def save_pretrained(self, directory: str | os.PathLike, *, metadata: Mapping[str, Any] | None = None) -> Path:
+        """Save the model and its vocabulary to ``directory`` (atomically; see :mod:`qpnlp.models.base`)."""
+        return self.model.save_pretrained(directory, vocabulary=self.vocabulary, metadata=metadata)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> KeyedVectors:
+        """Load what :meth:`save_pretrained` wrote; executes no code from the files.
+
+        A directory saved by qpnlp 0.1 raises ``ValueError`` naming
+        :func:`~qpnlp.word2fun.convert.convert_legacy_word2fun`.
+        """
+        directory = Path(directory)
+        if is_legacy_word2fun(directory):
+            raise legacy_error(directory)
+        model = Word2Fun.from_pretrained(directory, device=device)
+        path = directory / VOCABULARY_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{directory} holds a Word2Fun model but no {VOCABULARY_FILE}")
+        try:
+            vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a saved Vocabulary ({err})") from None
+        return cls(model, vocabulary)

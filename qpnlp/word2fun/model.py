@@ -1,0 +1,408 @@
+"""The Word2Fun module: dynamic context vectors :math:`f(u, t)` and a static compass :math:`h(v)`.
+
+Each word ``u`` has a time-dependent context vector :math:`f(u, t) \\in
+\\mathbb{R}^D` (one of the families of :mod:`qpnlp.word2fun.functions`); each
+word ``v`` has a static target ("compass") vector :math:`h(v)`.
+
+**Initialisation.**  Static parts :math:`B_u` (and the slices) as word2vec's
+input vectors, :math:`U(-0.5/D, 0.5/D)`; amplitudes :math:`R_u`, slopes
+:math:`K_u` and phases zero (every word starts static and acquires time
+dependence only when the data ask for it); per-word frequencies start at the
+fixed frequencies of family II (``frequency_init="fixed"``) or at the
+harmonic ladder :math:`\\Omega_j = \\pi (j+1) / (2S)` (``"harmonic"``, every
+coordinate then varies within the span, which is what lets III/IV follow
+changes; the default of :func:`~qpnlp.word2fun.train.fit`, the CLI and the
+benchmarks); the compass starts at zero as word2vec's output vectors (or is
+set from a trained static model and frozen, :meth:`Word2Fun.set_compass`).
+``max_periods`` caps the harmonic ladder
+(:func:`~qpnlp.word2fun.functions.harmonic_frequencies`): the levels go from
+a quarter period up to ``max_periods`` periods over the span and repeat over
+the coordinates.  The full ladder reaches ``D/8`` periods (8 years on a
+100-year span with ``D = 100``); such fast coordinates fit year-to-year
+sampling noise, whose amount depends on how mixed a word's contexts are, and
+that noise leaks into change measures.  A cap of 2.5 periods (40 years)
+removes that leak but smooths abrupt switches over about 20 years; the
+roughness penalty (:func:`~qpnlp.word2fun.sgd.roughness`) lets a faster
+ladder follow abrupt switches while damping the noise.
+
+**Saving.**  :class:`Word2Fun` is a :class:`~qpnlp.models.base.Model`
+registered as ``"word2fun"`` (task ``"temporal"``): ``save_pretrained`` /
+``from_pretrained`` write and read the format of every qpnlp model, its
+config is :class:`Word2FunConfig`.  Usually saved together with its
+vocabulary through :class:`~qpnlp.word2fun.keyed_vectors.KeyedVectors`.
+
+Example
+-------
+>>> import torch
+>>> m = Word2Fun(Word2FunConfig(vocab_size=10, dim=8, family="II", span_start=1900, span_end=2000))
+>>> m.vectors(torch.tensor([1, 2]), torch.tensor([1900.0, 1950.0])).shape
+torch.Size([2, 8])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from qpnlp.models.base import Model, ModelConfig, register_model
+from qpnlp.word2fun.functions import (
+    FAMILIES,
+    SINUSOIDAL_FAMILIES,
+    TimeScale,
+    fixed_frequencies,
+    harmonic_frequencies,
+    linear_function,
+    sinusoidal_function,
+    time2fun_function,
+    word2fun_loss,
+)
+
+__all__ = ["Word2FunConfig", "Word2Fun"]
+
+FREQUENCY_INITS = ("fixed", "harmonic")
+
+
+@dataclasses.dataclass
+class Word2FunConfig(ModelConfig):
+    """What :class:`Word2Fun` is built from (JSON-serialisable; strict ``from_dict``).
+
+    Parameters
+    ----------
+    vocab_size : int
+        ``V``, dense word ids ``0 .. V-1`` (a vocabulary without special tokens).
+    dim : int
+        ``D`` (even for the sinusoidal families).
+    family : str, default "II"
+        One of :data:`~qpnlp.word2fun.functions.FAMILIES`.
+    span_start, span_end : float, default 0.0, 1.0
+        The raw-time span :math:`[t_0, t_1]` mapped to :math:`[0, S]`
+        (usually the corpus span; :class:`~qpnlp.word2fun.functions.TimeScale`).
+    time_scale : float, default 60.0
+        ``S``.
+    n_slices : int, default 10
+        Number of equal-width time slices of the ``sliced`` family.
+    freeze_compass : bool, default False
+        If True the compass :math:`h` is not trained (set it with
+        :meth:`Word2Fun.set_compass`, e.g. from a static model, as in
+        compass-aligned word2vec).
+    frequency_init : {"fixed", "harmonic"}, default "fixed"
+        Initial per-word frequencies of families III and IV (module docstring).
+    max_periods : float, optional
+        Cap of the harmonic ladder, in periods over the span; ``None`` for the
+        full ladder.
+
+    Examples
+    --------
+    >>> c = Word2FunConfig(vocab_size=5, dim=4, family="IV", span_start=1900, span_end=2000)
+    >>> c.timescale
+    TimeScale(start=1900.0, end=2000.0, scale=60.0)
+    >>> Word2FunConfig.from_dict(c.to_dict()) == c
+    True
+    """
+
+    vocab_size: int
+    dim: int
+    family: str = "II"
+    span_start: float = 0.0
+    span_end: float = 1.0
+    time_scale: float = 60.0
+    n_slices: int = 10
+    freeze_compass: bool = False
+    frequency_init: str = "fixed"
+    max_periods: float | None = None
+
+    def __post_init__(self) -> None:
+        self.span_start, self.span_end, self.time_scale = (float(self.span_start), float(self.span_end),
+                                                           float(self.time_scale))
+        if self.max_periods is not None:
+            self.max_periods = float(self.max_periods)
+        self._require([
+            (self.vocab_size >= 1, f"vocab_size must be >= 1; got {self.vocab_size}"),
+            (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
+            (self.family in FAMILIES, f"family must be one of {FAMILIES}; got {self.family!r}"),
+            (self.family not in SINUSOIDAL_FAMILIES or self.dim % 2 == 0,
+             f"family {self.family} needs an even dim; got {self.dim}"),
+            (self.n_slices >= 1, f"n_slices must be >= 1; got {self.n_slices}"),
+            (self.frequency_init in FREQUENCY_INITS,
+             f"frequency_init must be 'fixed' or 'harmonic'; got {self.frequency_init!r}"),
+            (self.time_scale > 0, f"time_scale must be positive; got {self.time_scale}"),
+            (self.max_periods is None or self.max_periods > 0,
+             f"max_periods must be positive or None; got {self.max_periods}"),
+        ])
+        self.timescale  # noqa: B018 -- checks span_end > span_start
+
+    @property
+    def timescale(self) -> TimeScale:
+        """The :class:`~qpnlp.word2fun.functions.TimeScale` of ``span_start``, ``span_end``, ``time_scale``."""
+        return TimeScale(self.span_start, self.span_end, self.time_scale)
+
+
+@register_model("word2fun")
+class Word2Fun(Model):
+    """Dynamic context vectors :math:`f(u, t)` and a static compass :math:`h(v)`.
+
+    Parameters
+    ----------
+    config : Word2FunConfig
+    seed : int, default 0
+        Seeds the initialisation of the static parts (a fresh CPU generator).
+    generator : torch.Generator, optional
+        Used instead of ``seed`` when given.
+
+    Attributes
+    ----------
+    time_scale : TimeScale
+        The normalisation of raw times (``config.timescale``).
+    """
+
+    config_class = Word2FunConfig
+    task = "temporal"
+
+    def __init__(self, config: Word2FunConfig, *, seed: int = 0, generator: torch.Generator | None = None):
+        super().__init__(config)
+        family = config.family
+        self.time_scale = config.timescale
+        g = generator if generator is not None else torch.Generator().manual_seed(seed)
+        V, D, h = config.vocab_size, config.dim, config.dim // 2
+
+        def emb(rows, cols, init="zero"):
+            e = nn.Embedding(rows, cols)
+            with torch.no_grad():
+                if init == "uniform":
+                    e.weight.copy_((torch.rand(rows, cols, generator=g) - 0.5) / D)
+                else:
+                    e.weight.zero_()
+            return e
+
+        rows = V * config.n_slices if family == "sliced" else V
+        self.base = emb(rows, D, "uniform")
+        if family == "sliced":
+            # every slice starts from the same vector so slices are comparable from the start
+            with torch.no_grad():
+                w0 = self.base.weight[:V].clone()
+                self.base.weight.copy_(w0.repeat(config.n_slices, 1))
+        self.compass = emb(V, D, "zero")
+        self.compass.weight.requires_grad_(not config.freeze_compass)
+        omega = fixed_frequencies(D) if D % 2 == 0 else None
+        if family == "linear":
+            self.slope = emb(V, D)
+        if family == "time2fun":
+            # shared frequencies, sin(Omega tau) starts at 0 for tau = 0
+            full = torch.cat([omega, omega]) if omega is not None else torch.ones(D)
+            self.omega = nn.Parameter(full.clone())
+        if family in SINUSOIDAL_FAMILIES:
+            self.amplitude = emb(V, D)
+            self.register_buffer("omega_fixed", omega)
+        if family in ("III", "IV"):
+            self.omega1 = emb(V, h)
+            self.omega2 = emb(V, h)
+            init = omega if config.frequency_init == "fixed" else harmonic_frequencies(D, self.time_scale.scale,
+                                                                                      config.max_periods)
+            with torch.no_grad():
+                self.omega1.weight.copy_(init.expand(V, h))
+                self.omega2.weight.copy_(init.expand(V, h))
+        if family == "IV":
+            self.theta1 = emb(V, h)
+            self.theta2 = emb(V, h)
+
+    @classmethod
+    def build(cls, config, *, vocabulary=None, pretrained=None, generator=None) -> Word2Fun:
+        """A freshly initialised model (the model contract's constructor; no pretrained vectors)."""
+        if pretrained is not None:
+            raise ValueError("Word2Fun takes no pretrained vectors; set the compass with set_compass()")
+        return cls(config, generator=generator)
+
+    # ---- the config, read-only
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    @property
+    def dim(self) -> int:
+        return self.config.dim
+
+    @property
+    def family(self) -> str:
+        return self.config.family
+
+    @property
+    def n_slices(self) -> int:
+        return self.config.n_slices
+
+    @property
+    def freeze_compass(self) -> bool:
+        return self.config.freeze_compass
+
+    @property
+    def frequency_init(self) -> str:
+        return self.config.frequency_init
+
+    @property
+    def max_periods(self) -> float | None:
+        return self.config.max_periods
+
+    def set_compass(self, h: torch.Tensor, freeze: bool = True) -> None:
+        """Copy ``h`` (V, D) into the compass; optionally freeze it (recorded in ``config.freeze_compass``)."""
+        if tuple(h.shape) != (self.vocab_size, self.dim):
+            raise ValueError(f"compass must have shape {(self.vocab_size, self.dim)}; got {tuple(h.shape)}")
+        with torch.no_grad():
+            self.compass.weight.copy_(h)
+        self.config = dataclasses.replace(self.config, freeze_compass=bool(freeze))
+        self.compass.weight.requires_grad_(not freeze)
+
+    # ---- the function f(u, t)
+    def slice_of(self, tau: torch.Tensor) -> torch.Tensor:
+        """Slice index of normalised times for the ``sliced`` family, (...,) int64."""
+        s = torch.floor(tau / self.time_scale.scale * self.n_slices).long()
+        return s.clamp_(0, self.n_slices - 1)
+
+    def tables(self, words: torch.Tensor, tau: torch.Tensor) -> dict:
+        """The per-word parameter tables that :math:`f(u, \\tau)` reads: ``{name: (weight (rows, n), row ids (...,))}``."""
+        fam = self.family
+        if fam == "sliced":
+            return {"base": (self.base.weight, words + self.vocab_size * self.slice_of(tau))}
+        out = {"base": (self.base.weight, words)}
+        if fam == "linear":
+            out["slope"] = (self.slope.weight, words)
+        if fam in SINUSOIDAL_FAMILIES:
+            out["amplitude"] = (self.amplitude.weight, words)
+        if fam in ("III", "IV"):
+            out["omega1"] = (self.omega1.weight, words)
+            out["omega2"] = (self.omega2.weight, words)
+        if fam == "IV":
+            out["theta1"] = (self.theta1.weight, words)
+            out["theta2"] = (self.theta2.weight, words)
+        return out
+
+    def function(self, rows: dict, tau: torch.Tensor) -> torch.Tensor:
+        """:math:`f` from gathered rows ``{name: (..., n)}`` (see :meth:`tables`) at normalised ``tau`` (...,) -> (..., D)."""
+        fam, b = self.family, rows["base"]
+        if fam in ("static", "sliced"):
+            return b
+        if fam == "linear":
+            return linear_function(b, rows["slope"], tau)
+        if fam == "time2fun":
+            return time2fun_function(b, self.omega, tau)
+        r = rows["amplitude"]
+        if fam == "II":
+            return sinusoidal_function(b, r, self.omega_fixed, self.omega_fixed, tau)
+        if fam == "III":
+            return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau)
+        return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau, rows["theta1"], rows["theta2"])
+
+    def function_vjp(self, rows: dict, tau: torch.Tensor):
+        """:math:`f` and its vector-Jacobian product, for training without autograd.
+
+        Parameters
+        ----------
+        rows : dict
+            Gathered rows ``{name: (N, n)}`` (see :meth:`tables`).
+        tau : torch.Tensor, shape (N,)
+            Normalised times.
+
+        Returns
+        -------
+        f : torch.Tensor, shape (N, D)
+            As :meth:`function`.
+        vjp : callable
+            ``vjp(g)`` with ``g`` = :math:`\\partial L / \\partial f` (N, D) returns
+            ``(row_grads, shared_grads)``: :math:`\\partial L / \\partial` each
+            gathered row ``{name: (N, n)}`` and of each shared parameter
+            ``{name: tensor}`` (Time2Fun's :math:`\\Omega`).  The sines and
+            cosines of the forward pass are reused.  For the sinusoidal
+            families, with :math:`a^{(1)} = \\Omega^{(1)}\\tau + \\Theta^{(1)}`,
+            :math:`a^{(2)} = \\Omega^{(2)}\\tau + \\Theta^{(2)}` and ``g = [g1; g2]``:
+            :math:`\\partial_B = g`, :math:`\\partial_R = g \\odot [\\sin a^{(1)}; \\cos a^{(2)}]`,
+            :math:`\\partial_{\\Theta^{(1)}} = g_1 R_1 \\cos a^{(1)}`,
+            :math:`\\partial_{\\Theta^{(2)}} = -g_2 R_2 \\sin a^{(2)}` and
+            :math:`\\partial_{\\Omega^{(i)}} = \\tau\\, \\partial_{\\Theta^{(i)}}`.
+        """
+        fam, b = self.family, rows["base"]
+        tt = tau.unsqueeze(-1)
+        if fam in ("static", "sliced"):
+            return b, lambda g: ({"base": g}, {})
+        if fam == "linear":
+            k = rows["slope"]
+            return linear_function(b, k, tau), lambda g: ({"base": g, "slope": g * tt}, {})
+        if fam == "time2fun":
+            a = self.omega * tt
+            return b + torch.sin(a), lambda g: ({"base": g}, {"omega": (g * torch.cos(a) * tt).sum(0)})
+        r = rows["amplitude"]
+        h = self.dim // 2
+        if fam == "II":
+            a = self.omega_fixed * tt
+            s = torch.cat([torch.sin(a), torch.cos(a)], -1)
+            return torch.addcmul(b, r, s), lambda g: ({"base": g, "amplitude": g * s}, {})
+        a1 = torch.addcmul(rows["theta1"], rows["omega1"], tt) if fam == "IV" else rows["omega1"] * tt
+        a2 = torch.addcmul(rows["theta2"], rows["omega2"], tt) if fam == "IV" else rows["omega2"] * tt
+        sin1, cos2 = torch.sin(a1), torch.cos(a2)
+        s = torch.cat([sin1, cos2], -1)
+
+        def vjp(g):
+            gr = g * r
+            d1 = gr[:, :h] * torch.cos(a1)
+            d2 = -gr[:, h:] * torch.sin(a2)
+            out = {"base": g, "amplitude": g * s, "omega1": d1 * tt, "omega2": d2 * tt}
+            if fam == "IV":
+                out["theta1"], out["theta2"] = d1, d2
+            return out, {}
+
+        return torch.addcmul(b, r, s), vjp
+
+    def vectors_normalised(self, words: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+        """:math:`f(u, \\tau)` for word ids ``words`` (...,) at normalised times ``tau`` (...,) -> (..., D)."""
+        rows = {k: w[i] for k, (w, i) in self.tables(words, tau).items()}
+        return self.function(rows, tau)
+
+    def vectors(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """:math:`f(u, t)` at raw times ``times`` (...,) (e.g. years) -> (..., D)."""
+        return self.vectors_normalised(words, self.time_scale.normalise(times.to(torch.float32)))
+
+    def forward(self, centre: torch.Tensor, context: torch.Tensor, negatives: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """Mean thesis loss of a batch: ``centre``, ``context`` (B,), ``negatives`` (B, k), raw ``times`` (B,)."""
+        f = self.vectors(centre, times)
+        return word2fun_loss(f, self.compass(context), self.compass(negatives))
+
+    @torch.no_grad()
+    def grid(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """Vectors of many words at many raw times in one call: (T,) x (W,) -> (T, W, D)."""
+        T, W = times.shape[0], words.shape[0]
+        return self.vectors(words.unsqueeze(0).expand(T, W), times.to(torch.float32).unsqueeze(1).expand(T, W))
+
+    # ---- thesis Table 5.27 indicators
+    @torch.no_grad()
+    def indicators(self, words: torch.Tensor, span: tuple[float, float] | None = None, steps: int = 101) -> dict:
+        """Parameter indicators of semantic change (thesis Table 5.27 and 5.28).
+
+        Returns a dict of (W,) tensors:
+
+        * ``amplitude_bias_ratio`` -- :math:`\\mathrm{AVG}|R_u| / \\mathrm{AVG}|B_u|`
+          (for ``linear`` the slope plays the role of R; NaN where undefined);
+        * ``mean_frequency`` -- :math:`\\mathrm{AVG}|\\Omega_u|` (families II-IV, time2fun);
+        * ``mean_abs_derivative`` -- :math:`\\frac{1}{D}\\,\\mathrm{mean}_{t\\in[a,b]} \\lVert \\partial_t f(u, t)\\rVert_1`
+          per raw time unit, by central differences on ``steps`` points of the span.
+        """
+        b = self.base(words)  # the static part; slice 0 for the "sliced" family
+        nan = torch.full((words.shape[0],), float("nan"))
+        if self.family in SINUSOIDAL_FAMILIES:
+            ratio = self.amplitude(words).abs().mean(-1) / b.abs().mean(-1)
+        elif self.family == "linear":
+            ratio = self.slope(words).abs().mean(-1) / b.abs().mean(-1)
+        else:
+            ratio = nan
+        if self.family == "II":
+            freq = self.omega_fixed.abs().mean().expand(words.shape[0]).clone()
+        elif self.family in ("III", "IV"):
+            freq = torch.cat([self.omega1(words), self.omega2(words)], -1).abs().mean(-1)
+        elif self.family == "time2fun":
+            freq = self.omega.abs().mean().expand(words.shape[0]).clone()
+        else:
+            freq = nan
+        a, e = span or (self.time_scale.start, self.time_scale.end)
+        ts = torch.linspace(a, e, steps)
+        eps = (e - a) / (steps - 1) / 2 if steps > 1 else 1.0
+        d = (self.grid(words, ts + eps) - self.grid(words, ts - eps)) / (2 * eps)
+        deriv = d.abs().mean(-1).mean(0)
+        return {"amplitude_bias_ratio": ratio, "mean_frequency": freq, "mean_abs_derivative": deriv}

@@ -1,0 +1,207 @@
+"""Word2Fun's hand-written sparse SGD step, its roughness penalty and the row scatter.
+
+Training runs without autograd: :func:`centre_sgd_step` computes
+:math:`f(u, t)` once per centre token, writes out the gradient of the
+summed thesis loss (:func:`~qpnlp.word2fun.functions.word2fun_loss`), pulls it
+back to the rows of the parameter tables with
+:meth:`Word2Fun.function_vjp <qpnlp.word2fun.model.Word2Fun.function_vjp>` and
+scatters the steps into only the rows the batch read (several hogwild threads
+can share the model).
+
+**Roughness penalty** (:func:`roughness`, ``TrainConfig.roughness_penalty``):
+the mean squared speed of :math:`f(u, \\cdot)`, a smoothing-spline prior that
+costs an amplitude in proportion to its frequency squared; it lets a fast
+frequency ladder follow abrupt switches while damping year-to-year sampling
+noise: the planted-drift benchmark uses ``max_periods=6`` with
+:math:`\\lambda = 2 \\cdot 10^{-5}` (``benchmarks/word2fun_drift.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
+from qpnlp.word2fun.model import Word2Fun
+
+__all__ = ["roughness", "sgd_step", "centre_sgd_step"]
+
+
+def _lr_factor(name: str, scale: float) -> float:
+    """Step multiplier per table: :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S) and
+    :math:`\\partial f/\\partial K = \\tau` (step / S^2, i.e. SGD on the slope per unit of the whole span)."""
+    if name in ("omega1", "omega2"):
+        return 1.0 / scale
+    if name == "slope":
+        return 1.0 / scale**2
+    return 1.0
+
+
+def _span_frequencies(model: Word2Fun, rows: dict) -> torch.Tensor:
+    """:math:`w = S\\,\\Omega` of the ``D`` amplitude coordinates: (N, D) from gathered rows (III, IV), or (D,) (II)."""
+    S = model.time_scale.scale
+    if model.family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    if model.family == "II":
+        return torch.cat([model.omega_fixed, model.omega_fixed]) * S
+    return torch.cat([rows["omega1"], rows["omega2"]], -1) * S
+
+
+def roughness(model: Word2Fun, rows: dict) -> torch.Tensor:
+    """Roughness of :math:`f(u, \\cdot)` for gathered rows (see :meth:`~qpnlp.word2fun.model.Word2Fun.tables`), families II-IV, shape (N,).
+
+    .. math:: \\rho(u) = \\tfrac12 \\sum_{j=1}^{D} (S\\,\\Omega_{u,j} R_{u,j})^2
+
+    with :math:`\\Omega_u = [\\Omega^{(1)}_u; \\Omega^{(2)}_u]`: the mean of
+    :math:`\\lVert \\partial f(u, t) / \\partial s \\rVert^2` over the span, with
+    :math:`s = (t - t_0) / (t_1 - t_0)`, for coordinates completing whole
+    half-periods (otherwise approximately): the first-order Sobolev
+    (smoothing-spline) roughness.  It does not depend on the time scale ``S``
+    and weighs an amplitude by its frequency squared, so slow drift is almost
+    free while fast wiggles are costly.  Differentiable (autograd) in the rows.
+    """
+    return 0.5 * (_span_frequencies(model, rows) * rows["amplitude"]).square().sum(-1)
+
+
+def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float) -> None:
+    """``steps[name] -= step * d rho / d rows[name]`` for the amplitudes and (III, IV) the frequencies.
+
+    :math:`\\partial\\rho/\\partial R_j = w_j^2 R_j` and
+    :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2` with :math:`w = S\\Omega`.
+    """
+    r, w = rows["amplitude"], _span_frequencies(model, rows)
+    steps["amplitude"].addcmul_(w.square(), r, value=-step)
+    if model.family in ("III", "IV"):
+        g = (w * r.square()).mul_(-step * model.time_scale.scale)  # -step * S^2 Omega R^2
+        h = model.dim // 2
+        steps["omega1"].add_(g[:, :h])
+        steps["omega2"].add_(g[:, h:])
+
+
+def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, alpha: float, inplace: bool = False) -> None:
+    """``weight[index[i]] += alpha * src[i]``, repeated rows accumulating; ``inplace`` scales ``src`` in place.
+
+    ``scatter_add_`` with the index expanded over the columns: on CPU several
+    times faster than ``index_add_`` for unsorted indices.
+    """
+    if alpha != 1.0:
+        src = src.mul_(alpha) if inplace else src * alpha
+    weight.scatter_add_(0, index.unsqueeze(-1).expand_as(src), src)
+
+
+def sgd_step(
+    model: Word2Fun,
+    centre: torch.Tensor,
+    context: torch.Tensor,
+    negatives: torch.Tensor,
+    times: torch.Tensor,
+    lr: float,
+) -> float:
+    """One SGD step on the *summed* thesis loss of a batch of pairs, touching only the rows it reads.
+
+    :func:`centre_sgd_step` with one centre token per pair.  Shapes:
+    ``centre``, ``context``, ``times`` (B,), ``negatives`` (B, k) per pair or
+    (k,) shared by the batch.  Returns the summed loss.
+    """
+    idx = torch.arange(centre.shape[0], device=centre.device)
+    return centre_sgd_step(model, centre, times, idx, context, negatives, lr)
+
+
+@torch.no_grad()
+def centre_sgd_step(
+    model: Word2Fun,
+    words: torch.Tensor,
+    times: torch.Tensor,
+    pair_centre: torch.Tensor,
+    context: torch.Tensor,
+    negatives: torch.Tensor,
+    lr: float,
+    roughness_penalty: float = 0.0,
+) -> float:
+    """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
+
+    :math:`f(u_n, t_n)` is computed once per centre token ``n``, the pairs
+    read it through ``pair_centre``.  The gradient is written out (no
+    autograd): with :math:`p = f\\,h_+^T` and :math:`q_i = f\\,h_i^T`,
+
+    .. math::
+        \\frac{\\partial L}{\\partial p} = \\sigma(p) - 1, \\qquad
+        \\frac{\\partial L}{\\partial q_i} = \\frac{\\sigma(q_i)}{k},
+
+    accumulated into :math:`\\partial L / \\partial f` per centre token and
+    into the compass rows, then pulled back to the rows of the parameter
+    tables by :meth:`~qpnlp.word2fun.model.Word2Fun.function_vjp`.  Every gradient row is scattered
+    with ``scatter_add_`` (rows repeated in the batch add their gradients, as
+    consecutive word2vec updates would); all gradients are taken at the
+    parameters before the step.  Frequency rows step with ``lr / S``, slopes
+    with ``lr / S^2``, shared parameters (Time2Fun's :math:`\\Omega`) with
+    ``lr / B``; the compass is skipped when frozen.
+
+    With negatives shared by the batch the negative term of a pair depends
+    on its centre token only, so it is computed once per centre token and
+    weighted by the token's number of pairs: the loss is exactly that of
+    :func:`~qpnlp.word2fun.functions.word2fun_loss` over the pairs.
+
+    Parameters
+    ----------
+    model : Word2Fun
+    words, times : torch.Tensor, shape (N,)
+        Word id and raw time of each centre token.
+    pair_centre, context : torch.Tensor, shape (B,)
+        Centre token (index into ``words``) and context word id of each pair.
+    negatives : torch.Tensor, shape (k,) or (B, k)
+        Negatives shared by the batch, or per pair.
+    lr : float
+    roughness_penalty : float
+        :math:`\\lambda`: adds :math:`\\lambda\\,\\rho(u_n)` (:func:`roughness`) per centre
+        token to the loss (families II-IV); its gradient joins the rows' steps.
+
+    Returns
+    -------
+    float
+        The summed loss of the batch (before the step).
+    """
+    N, B, D = words.shape[0], context.shape[0], model.dim
+    tau = model.time_scale.normalise(times.to(torch.float32))
+    tabs = model.tables(words, tau)
+    rows = {k: w.index_select(0, i) for k, (w, i) in tabs.items()}
+    f, vjp = model.function_vjp(rows, tau)
+    H = model.compass.weight
+    train_h = not model.freeze_compass
+    hp = H.index_select(0, context)
+    fp = f.index_select(0, pair_centre)
+    pos = (fp * hp).sum(-1)
+    gp = torch.sigmoid(pos).sub_(1.0)  # dL/dpos
+    loss = -F.logsigmoid(pos).sum()
+    g_f = torch.zeros_like(f).index_add_(0, pair_centre, hp.mul_(gp[:, None]))
+    if negatives.dim() == 1:
+        k = negatives.shape[0]
+        hn = H.index_select(0, negatives)  # (k, D)
+        q = f @ hn.T  # (N, k)
+        w = torch.bincount(pair_centre, minlength=N).to(f.dtype) / k  # pairs per centre / k
+        loss -= (F.logsigmoid(-q).sum(-1) * w).sum()
+        gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
+        g_f.addmm_(gn, hn)
+        if train_h:
+            _scatter_rows(H, negatives, gn.T @ f, -lr, inplace=True)
+    else:
+        k = negatives.shape[1]
+        neg_idx = negatives.reshape(-1)
+        hn = H.index_select(0, neg_idx).view(B, k, D)
+        q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
+        loss -= F.logsigmoid(-q).sum() / k
+        gn = torch.sigmoid(q).div_(k)
+        g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
+        if train_h:
+            _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr, inplace=True)
+    if train_h:  # positives last: fp is overwritten by its gradient
+        _scatter_rows(H, context, fp.mul_(gp.mul_(-lr)[:, None]), 1.0, inplace=True)
+    row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
+    if roughness_penalty > 0:
+        _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
+    scale = model.time_scale.scale
+    for name, (w_, i) in tabs.items():
+        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale), inplace=True)
+    for name, g in shared.items():
+        getattr(model, name).add_(g, alpha=1.0 / B)
+    return float(loss)

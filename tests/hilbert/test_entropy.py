@@ -1,0 +1,138 @@
+"""Linear and Renyi entropies and the quantum Jensen-Shannon divergence: QuTiP / scipy references and properties."""
+
+import math
+
+import numpy as np
+import pytest
+import qutip
+import scipy.linalg
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, linear_entropy, quantum_jensen_shannon_divergence,
+                           random_density_matrix, renyi_entropy, von_neumann_entropy)
+from qpnlp.testing import assert_allclose, density_matrices, ensembles
+
+DTYPES = st.sampled_from([torch.complex64, torch.complex128])
+
+
+def _states(cdtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    out = [random_density_matrix(5, rank=r, measure=m, dtype=torch.complex128, generator=gen)
+           for r, m in ((5, "hilbert-schmidt"), (5, "bures"), (2, "hilbert-schmidt"))]
+    return [(rho.to(cdtype), rho.data.numpy()) for rho in out]
+
+
+def _np_renyi(rho: np.ndarray, alpha: float) -> float:
+    lam = np.clip(scipy.linalg.eigvalsh(rho), 0, None)
+    lam = lam[lam > 1e-12]
+    if alpha == 1:
+        return float(-(lam * np.log(lam)).sum())
+    if math.isinf(alpha):
+        return float(-np.log(lam.max()))
+    if alpha == 0:
+        return float(np.log(len(lam)))
+    return float(np.log((lam ** alpha).sum()) / (1 - alpha))
+
+
+def test_linear_entropy_agrees_with_qutip(cdtype, tol):
+    for rho, ref in _states(cdtype):
+        assert abs(float(linear_entropy(rho)) - qutip.entropy_linear(qutip.Qobj(ref))) <= tol(5)
+
+
+@pytest.mark.parametrize("alpha", [0, 0.5, 1, 2, 3.5, math.inf])
+def test_renyi_entropy_agrees_with_scipy(cdtype, tol, alpha):
+    for rho, ref in _states(cdtype, seed=1):
+        # alpha < 1 weighs small eigenvalues up: their complex64 error is relative, not absolute
+        atol = tol(5) if alpha >= 1 or cdtype == torch.complex128 else 20 * tol(5)
+        assert abs(float(renyi_entropy(rho, alpha)) - _np_renyi(ref, alpha)) <= atol
+
+
+def test_renyi_limits_and_bases(cdtype, tol):
+    rho, ref = _states(cdtype, seed=2)[0]
+    vn = float(von_neumann_entropy(rho))
+    assert abs(float(renyi_entropy(rho, 1)) - qutip.entropy_vn(qutip.Qobj(ref))) <= tol(5)
+    eps = 1e-3 if cdtype == torch.complex64 else 1e-6
+    assert abs(float(renyi_entropy(rho, 1 + eps)) - vn) < 10 * eps
+    assert abs(float(renyi_entropy(rho, 1 - eps)) - vn) < 10 * eps
+    assert abs(float(renyi_entropy(rho, 2)) + math.log(float(rho.purity()))) <= tol(5)
+    mixed = DensityMatrix.maximally_mixed(8, dtype=cdtype)
+    for alpha in (0, 0.3, 1, 2, math.inf):
+        assert abs(float(renyi_entropy(mixed, alpha, base=2)) - 3.0) <= tol(8)
+    assert abs(float(renyi_entropy(PureState.basis_state(1, 4, dtype=cdtype), 0.5))) <= tol(4)
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        renyi_entropy(mixed, -1)
+
+
+@given(st.data())
+def test_renyi_is_non_increasing_in_alpha_and_bounded(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 6))
+    rho = data.draw(density_matrices(dim=d, batch_shape=(2,), dtype=dtype))
+    slack = 1e-3 if dtype == torch.complex64 else 1e-8
+    values = [renyi_entropy(rho, a) for a in (0, 0.5, 1, 2, 5, math.inf)]
+    for high, low in zip(values, values[1:]):
+        assert bool((low <= high + slack).all())
+    assert bool((values[0] <= math.log(d) + slack).all()) and bool((values[-1] >= -slack).all())
+
+
+@given(ensembles(dim=6, batch_shape=(2,), max_states=4, masked=False))
+def test_lazy_entropies_equal_dense(mix):
+    atol = 1e-4 if mix.dtype == torch.complex64 else 1e-9
+    for fn in (linear_entropy, lambda r: renyi_entropy(r, 2), lambda r: renyi_entropy(r, 0.5)):
+        assert_allclose(fn(mix), fn(mix.dense()), atol=atol)
+
+
+def test_qjsd_agrees_with_qutip_entropies(cdtype, tol):
+    states = _states(cdtype, seed=3)
+    for (rho, r), (sigma, s) in zip(states, states[1:]):
+        expected = (qutip.entropy_vn(qutip.Qobj((r + s) / 2))
+                    - 0.5 * qutip.entropy_vn(qutip.Qobj(r)) - 0.5 * qutip.entropy_vn(qutip.Qobj(s)))
+        assert abs(float(quantum_jensen_shannon_divergence(rho, sigma)) - expected) <= tol(5)
+
+
+def test_qjsd_known_values(cdtype, tol):
+    a, b = PureState.basis_state(0, 3, dtype=cdtype), PureState.basis_state(2, 3, dtype=cdtype)
+    assert abs(float(quantum_jensen_shannon_divergence(a, b, base=2)) - 1.0) <= tol(3)     # orthogonal: 1 bit
+    assert abs(float(quantum_jensen_shannon_divergence(a, a))) <= tol(3)
+    plus = PureState.normalized(torch.tensor([1, 0, 1], dtype=cdtype))
+    # two pure states: the average has eigenvalues (1 +- |<a|b>|) / 2
+    lam = np.array([1 + 0.5 ** 0.5, 1 - 0.5 ** 0.5]) / 2
+    assert abs(float(quantum_jensen_shannon_divergence(a, plus)) + (lam * np.log(lam)).sum()) <= tol(3)
+
+
+@given(st.data())
+def test_qjsd_is_symmetric_bounded_and_lazy_equals_dense(data):
+    dtype = data.draw(DTYPES)
+    a = data.draw(ensembles(dim=5, batch_shape=(2,), dtype=dtype, masked=False))
+    b = data.draw(ensembles(dim=5, batch_shape=(2,), dtype=dtype, masked=False))
+    slack = 1e-4 if dtype == torch.complex64 else 1e-9
+    lazy = quantum_jensen_shannon_divergence(a, b)
+    assert_allclose(lazy, quantum_jensen_shannon_divergence(b, a), atol=slack)
+    assert_allclose(lazy, quantum_jensen_shannon_divergence(a.dense(), b.dense()), atol=slack)
+    assert bool(((lazy >= 0) & (lazy <= math.log(2) + slack)).all())
+
+
+def _full_rank(raw):
+    d = raw.shape[-1]
+    m = raw @ raw.mH + 0.2 * torch.diag(torch.arange(1, d + 1, dtype=torch.float64)).to(raw.dtype)
+    return DensityMatrix(m / torch.diagonal(m).sum())
+
+
+@pytest.mark.parametrize("fn", [linear_entropy, lambda r: renyi_entropy(r, 0.5), lambda r: renyi_entropy(r, 2.0),
+                                lambda r: renyi_entropy(r, math.inf)])
+def test_entropy_gradcheck(fn):
+    raw = torch.randn(4, 4, dtype=torch.complex128, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: fn(_full_rank(x)), (raw,))
+
+
+def test_qjsd_gradcheck():
+    gen = torch.Generator().manual_seed(1)
+    raw = torch.randn(4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    sigma = _full_rank(torch.randn(4, 4, dtype=torch.complex128, generator=gen))
+    assert torch.autograd.gradcheck(lambda x: quantum_jensen_shannon_divergence(_full_rank(x), sigma), (raw,))
+    states = torch.randn(2, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    other = Ensemble(torch.nn.functional.normalize(torch.randn(1, 4, dtype=torch.complex128, generator=gen), dim=-1))
+    weights = torch.tensor([0.7, 0.3], dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda s: quantum_jensen_shannon_divergence(
+        Ensemble(torch.nn.functional.normalize(s, dim=-1), weights), other), (states,))

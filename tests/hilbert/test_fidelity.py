@@ -1,0 +1,165 @@
+"""Fidelity: exact for rank-deficient states (issue 17), QuTiP agreement, symmetry and gradients.
+
+The reference for rank-deficient states is the definition
+(Tr sqrt(sqrt(rho) sigma sqrt(rho)))^2 evaluated with mpmath at 50 digits on
+the exact mixtures of the same member states, so the only error left is the
+library's. The old matrix-square-root implementation missed these by about
+sqrt(eps): 2e-4 in complex64 and 1e-8 in complex128.
+"""
+
+import mpmath
+import numpy as np
+import pytest
+import qutip
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, fidelity, random_density_matrix, random_pure_state
+from qpnlp.testing import assert_allclose, density_matrices, ensembles, unitaries
+
+mpmath.mp.dps = 50
+
+
+def _mp_mixture(states: torch.Tensor, weights: torch.Tensor) -> mpmath.matrix:
+    s = states.detach().cpu().to(torch.complex128).numpy()
+    w = weights.detach().cpu().to(torch.float64).numpy()
+    d = s.shape[-1]
+    rho = mpmath.matrix(d, d)
+    for i in range(s.shape[0]):
+        v = [mpmath.mpc(complex(x).real, complex(x).imag) for x in s[i]]
+        for a in range(d):
+            for b in range(d):
+                rho[a, b] += mpmath.mpf(float(w[i])) * v[a] * mpmath.conj(v[b])
+    return rho
+
+
+def _mp_root_fidelity(rho: mpmath.matrix, sigma: mpmath.matrix) -> float:
+    e, q = mpmath.eighe(rho)
+    root = q * mpmath.diag([mpmath.sqrt(max(x, 0)) for x in e]) * q.transpose_conj()
+    m = root * sigma * root
+    e, _ = mpmath.eighe((m + m.transpose_conj()) / 2)
+    return float(sum(mpmath.sqrt(max(x, 0)) for x in e))
+
+
+def _ensemble(n, d, dtype, gen) -> Ensemble:
+    states = torch.nn.functional.normalize(torch.randn(n, d, dtype=dtype, generator=gen), dim=-1)
+    weights = torch.rand(n, dtype=torch.float64, generator=gen).to(states.real.dtype)
+    return Ensemble(states, weights / weights.sum())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rank_deficient_fidelity_is_exact_to_the_tolerance_table(cdtype, tol, seed):
+    """Two sentences of 2 and 3 words in d = 6, as ensembles, dense matrices and against a pure word."""
+    gen = torch.Generator().manual_seed(seed)
+    d = 6
+    a, b = _ensemble(2, d, cdtype, gen), _ensemble(3, d, cdtype, gen)
+    psi = PureState.normalized(torch.randn(d, dtype=cdtype, generator=gen))
+    rho_a, rho_b = _mp_mixture(a.states.data, a.weights), _mp_mixture(b.states.data, b.weights)
+    rho_psi = _mp_mixture(psi.data[None], torch.ones(1))
+    root, root_psi = _mp_root_fidelity(rho_a, rho_b), _mp_root_fidelity(rho_psi, rho_b)
+    expected = torch.tensor(root ** 2, dtype=torch.float64)
+    expected_psi = torch.tensor(root_psi ** 2, dtype=torch.float64)
+    atol = tol(d)
+    for value in (fidelity(a, b), fidelity(b, a), fidelity(a.dense(), b.dense()), fidelity(a, b.dense())):
+        assert_allclose(value.double(), expected, atol=atol)
+    assert_allclose(fidelity(a, b, squared=False).double(), torch.tensor(root, dtype=torch.float64), atol=atol)
+    for value in (fidelity(psi, b), fidelity(b.dense(), psi), fidelity(psi.proj(), b.dense())):
+        assert_allclose(value.double(), expected_psi, atol=atol)
+
+
+def test_fidelity_agrees_with_qutip(cdtype, tol):
+    """Full-rank pairs and pure pairs. QuTiP's own square root loses digits on rank-deficient matrices
+    (1e-8 in complex128 for a pure state against a mixture), so those are checked against mpmath above."""
+    gen = torch.Generator().manual_seed(11)
+    d = 5
+    for measure in ("hilbert-schmidt", "bures"):
+        rho = random_density_matrix(d, measure=measure, dtype=torch.complex128, generator=gen)
+        sigma = random_density_matrix(d, measure="bures", dtype=torch.complex128, generator=gen)
+        expected = qutip.fidelity(qutip.Qobj(rho.data.numpy()), qutip.Qobj(sigma.data.numpy()))   # root fidelity
+        value = fidelity(rho.to(cdtype), sigma.to(cdtype), squared=False)
+        assert value.dtype == torch.empty((), dtype=cdtype).real.dtype
+        assert abs(float(value) - expected) <= tol(d)
+    psi, phi = (random_pure_state(d, dtype=torch.complex128, generator=gen) for _ in range(2))
+    expected = qutip.fidelity(qutip.Qobj(psi.data.numpy()[:, None]), qutip.Qobj(phi.data.numpy()[:, None]))
+    assert abs(float(fidelity(psi.to(cdtype), phi.to(cdtype), squared=False)) - expected) <= tol(d)
+
+
+@given(st.data())
+def test_fidelity_is_one_on_the_diagonal_symmetric_and_unitarily_invariant(data):
+    dtype = data.draw(st.sampled_from([torch.complex64, torch.complex128]))
+    d = data.draw(st.integers(1, 6))
+    rho = data.draw(density_matrices(dim=d, batch_shape=(2,), dtype=dtype))
+    sigma = data.draw(density_matrices(dim=d, batch_shape=(2,), dtype=dtype))
+    u = data.draw(unitaries(dim=d, batch_shape=(), dtype=dtype))
+    atol = 50 * d * torch.finfo(rho.data.real.dtype).eps ** 0.5 if d > 1 else 1e-6
+    f = fidelity(rho, sigma)
+    assert bool(((f >= 0) & (f <= 1)).all())
+    assert_allclose(fidelity(sigma, rho), f, atol=atol)
+    assert_allclose(fidelity(rho.evolve(u), sigma.evolve(u)), f, atol=atol)
+    assert_allclose(fidelity(rho, rho), torch.ones(2, dtype=f.dtype), atol=atol)
+
+
+@given(ensembles(dim=6, batch_shape=(3,), max_states=4))
+def test_lazy_fidelity_of_ensembles_equals_dense(mix):
+    """Both paths are exact for these low-rank mixtures, so they agree to the tolerance table."""
+    other = mix[torch.tensor([2, 0, 1])]                                # another sentence of each batch row
+    atol = 10 * 6 * torch.finfo(mix.weights.dtype).eps ** 0.75
+    assert_allclose(fidelity(mix, other), fidelity(mix.dense(), other.dense()), atol=atol)
+    assert_allclose(fidelity(mix, mix), torch.ones(3, dtype=mix.weights.dtype), atol=atol)
+
+
+def test_fidelity_broadcasts_over_batch_dims(cdtype, tol):
+    gen = torch.Generator().manual_seed(2)
+    rho = random_density_matrix(3, rank=2, batch_shape=(4, 1), dtype=cdtype, generator=gen)
+    sigma = random_density_matrix(3, batch_shape=(5,), dtype=cdtype, generator=gen)
+    f = fidelity(rho, sigma)
+    assert f.shape == (4, 5)
+    assert_allclose(f[2, 3], fidelity(rho[2, 0], sigma[3]), atol=tol(3))
+
+
+def test_fidelity_rejects_mismatched_dimensions():
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        fidelity(DensityMatrix.maximally_mixed(2), PureState.basis_state(0, 3))
+
+
+def _full_rank(raw: torch.Tensor) -> torch.Tensor:
+    d = raw.shape[-1]
+    m = raw @ raw.mH + 0.2 * torch.diag(torch.arange(1, d + 1, dtype=raw.real.dtype)).to(raw.dtype)
+    return m / torch.diagonal(m).sum()
+
+
+def test_fidelity_gradcheck_on_every_path():
+    gen = torch.Generator().manual_seed(5)
+    raw_a = torch.randn(4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    raw_b = torch.randn(4, 4, dtype=torch.complex128, generator=gen)
+    sigma = DensityMatrix(_full_rank(raw_b))
+    states = torch.randn(3, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    other = Ensemble(torch.nn.functional.normalize(torch.randn(2, 4, dtype=torch.complex128, generator=gen), dim=-1),
+                     torch.tensor([0.6, 0.4], dtype=torch.float64))
+
+    def ensemble_of(s):
+        return Ensemble(torch.nn.functional.normalize(s, dim=-1), weights)
+
+    assert torch.autograd.gradcheck(lambda r: fidelity(_full_rank(r), sigma), (raw_a,))                  # dense
+    assert torch.autograd.gradcheck(lambda r: fidelity(_full_rank(r), sigma, squared=False), (raw_a,))
+    assert torch.autograd.gradcheck(lambda s: fidelity(ensemble_of(s), other), (states,))              # ensembles
+    assert torch.autograd.gradcheck(lambda s: fidelity(ensemble_of(s), sigma), (states,))              # mixed kinds
+    psi = torch.randn(4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(                                                                    # pure side
+        lambda p: fidelity(PureState(torch.nn.functional.normalize(p, dim=-1)), sigma), (psi,))
+
+
+def test_old_square_root_formula_misses_the_tolerance(cdtype, tol):
+    """The regression this file guards: sqrt(rho) of a rank-deficient rho loses half the digits."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = _ensemble(2, 6, cdtype, gen), _ensemble(3, 6, cdtype, gen)
+    r, s = a.dense().data, b.dense().data
+    lam, vec = torch.linalg.eigh(r)
+    root = (vec * lam.clamp_min(0).sqrt().to(vec.dtype)) @ vec.mH
+    old = torch.linalg.eigvalsh(root @ s @ root).clamp_min(0).sqrt().sum().square()
+    expected = _mp_root_fidelity(_mp_mixture(a.states.data, a.weights), _mp_mixture(b.states.data, b.weights)) ** 2
+    assert abs(float(old) - expected) > tol(6)                     # the old formula
+    assert abs(float(fidelity(a, b)) - expected) <= tol(6)         # the new one
+    assert np.isfinite(expected)

@@ -1,0 +1,153 @@
+"""Helstrom bound, pretty-good measurement, class averages: known answers and an independent numpy reference."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_density_matrix, random_pure_state
+from qpnlp.interpret import (class_averages, helstrom, measurement_bound, pretty_good_measurement,
+                             single_shot_accuracy)
+from qpnlp.measurement import POVMMeasurement, ProjectiveMeasurement
+from qpnlp.testing import assert_allclose, assert_povm, density_matrices
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_orthogonal_states_are_perfectly_distinguishable(cdtype, tol):
+    a, b = PureState.basis_state(0, 3, dtype=cdtype), PureState.basis_state(2, 3, dtype=cdtype)
+    mixed = Ensemble(torch.eye(3, dtype=cdtype)[:2])                     # support {e0, e1}, orthogonal to e2
+    for rho0, rho1 in ((a, b), (a.proj(), b), (mixed, b)):
+        for prior in (0.5, 0.2):
+            assert abs(float(helstrom(rho0, rho1, prior).success_probability) - 1) <= tol(3)
+
+
+def test_identical_states_give_the_larger_prior(cdtype, tol):
+    rho = random_density_matrix(4, dtype=cdtype, generator=_gen())
+    for prior in (0.5, 0.3, 0.9):
+        result = helstrom(rho, rho, prior)
+        assert abs(float(result.success_probability) - max(prior, 1 - prior)) <= tol(4)
+
+
+@pytest.mark.parametrize("prior", [0.5, 0.3])
+def test_two_pure_states(cdtype, tol, prior):
+    a, b = (random_pure_state(5, batch_shape=(4,), dtype=cdtype, generator=_gen(s)) for s in (1, 2))
+    overlap = a.overlap(b).double()
+    expected = 0.5 * (1 + (1 - 4 * prior * (1 - prior) * overlap).sqrt())
+    assert_allclose(helstrom(a, b, prior).success_probability.double(), expected, atol=tol(5))
+
+
+def test_helstrom_matches_numpy_and_its_measurement_reaches_the_bound(cdtype, tol):
+    gen = _gen(3)
+    rho0, rho1 = (random_density_matrix(4, rank=r, dtype=torch.complex128, generator=gen) for r in (4, 2))
+    prior = 0.35
+    gamma = prior * rho0.data.numpy() - (1 - prior) * rho1.data.numpy()
+    expected = 0.5 * (1 + np.abs(scipy.linalg.eigvalsh(gamma)).sum())
+    result = helstrom(rho0.to(cdtype), rho1.to(cdtype), prior)
+    assert abs(float(result.success_probability) - expected) <= tol(4)
+    assert result.method == "helstrom" and torch.equal(result.upper_bound, result.success_probability)
+    assert_povm(result.measurement)
+    accuracy, assignment = single_shot_accuracy(result.measurement, result.class_states, result.priors)
+    assert abs(float(accuracy) - expected) <= tol(4) and assignment.tolist() == [0, 1]
+    assert "helstrom" in str(result)
+
+
+def test_batched_helstrom(cdtype, tol):
+    rho0 = random_density_matrix(3, batch_shape=(2, 3), dtype=cdtype, generator=_gen(4))
+    rho1 = random_density_matrix(3, batch_shape=(3,), dtype=cdtype, generator=_gen(5))
+    result = helstrom(rho0, rho1, 0.4)
+    assert result.success_probability.shape == (2, 3)
+    assert abs(float(result.success_probability[1, 2]) - float(helstrom(rho0[1, 2], rho1[2], 0.4).success_probability)) \
+        <= tol(3)
+
+
+def test_pretty_good_measurement_known_cases(cdtype, tol):
+    trine = torch.tensor([[1, 0], [-0.5, 0.75 ** 0.5], [-0.5, -(0.75 ** 0.5)]], dtype=cdtype)
+    result = pretty_good_measurement(PureState(trine).proj())
+    assert result.method == "pretty-good"
+    assert abs(float(result.success_probability) - 2 / 3) <= tol(2)            # optimal for the trine
+    assert_povm(result.measurement)
+    basis = PureState(torch.eye(4, dtype=cdtype)[:3]).proj()                    # orthogonal, rank-deficient sum
+    result = pretty_good_measurement(basis, [0.2, 0.3, 0.5])
+    assert abs(float(result.success_probability) - 1) <= tol(4)
+    assert_povm(result.measurement)                                            # kernel added to outcome 0
+    same = DensityMatrix.maximally_mixed(3, batch_shape=(3,), dtype=cdtype)
+    result = pretty_good_measurement(same, [0.2, 0.3, 0.5])       # E_c = p_c I: sum p_c^2, below the optimum 0.5
+    assert abs(float(result.success_probability) - 0.38) <= tol(3)
+    assert float(result.success_probability) <= 0.5 <= float(result.upper_bound)
+
+
+@given(st.data())
+def test_pretty_good_brackets_the_optimum(data):
+    """Two classes: P_pgm <= P_helstrom <= sqrt(P_pgm) (Barnum & Knill)."""
+    dtype = data.draw(st.sampled_from([torch.complex64, torch.complex128]))
+    d = data.draw(st.integers(1, 5))
+    rho0, rho1 = (data.draw(density_matrices(dim=d, batch_shape=(), dtype=dtype)) for _ in range(2))
+    prior = data.draw(st.floats(0.05, 0.95))
+    slack = 1e-4 if dtype == torch.complex64 else 1e-10
+    best = float(helstrom(rho0, rho1, prior).success_probability)
+    pgm = pretty_good_measurement(DensityMatrix(torch.stack([rho0.data, rho1.data])), [prior, 1 - prior])
+    assert float(pgm.success_probability) <= best + slack
+    assert best <= float(pgm.upper_bound) + slack
+    assert max(prior, 1 - prior) <= best + slack
+
+
+def _sentences(cdtype, n=6, words=3, d=4):
+    gen = _gen(7)
+    states = random_pure_state(d, batch_shape=(n, words), dtype=cdtype, generator=gen).data
+    weights = torch.softmax(torch.randn(n, words, generator=gen, dtype=torch.float64), -1).to(states.real.dtype)
+    return Ensemble(states, weights), torch.tensor([0, 1, 2, 1, 0, 1])
+
+
+def test_class_averages_agree_for_every_input_form(cdtype, tol):
+    batch, labels = _sentences(cdtype)
+    averages, counts = class_averages(batch, labels)
+    assert counts.tolist() == [2, 3, 1] and averages.batch_shape == (3,)
+    dense = batch.dense().data
+    expected = torch.stack([dense[labels == c].mean(0) for c in range(3)])
+    assert_allclose(averages.data, expected, atol=tol(4))
+    assert_allclose(class_averages([batch[i] for i in range(6)], labels.tolist())[0].data, expected, atol=tol(4))
+    assert_allclose(class_averages(batch.dense(), labels)[0].data, expected, atol=tol(4))
+    assert_allclose(class_averages(dense, labels)[0].data, expected, atol=tol(4))
+
+
+def test_class_average_errors():
+    batch, labels = _sentences(torch.complex64)
+    with pytest.raises(ValueError, match="every class"):
+        class_averages(batch, labels, num_classes=4)
+    with pytest.raises(ValueError, match="labels must be 6 integers"):
+        class_averages(batch, labels.float())
+    with pytest.raises(ValueError, match="priors must be"):
+        pretty_good_measurement(class_averages(batch, labels)[0], [0.5, 0.5, 0.5])
+
+
+def test_measurement_bound_and_the_learned_measurement(cdtype, tol):
+    batch, labels = _sentences(cdtype)
+    three = measurement_bound(batch, labels)
+    assert three.method == "pretty-good"
+    assert_allclose(three.priors.double(), torch.tensor([2, 3, 1], dtype=torch.float64) / 6, atol=tol(3))
+    two = measurement_bound(batch, labels.clamp_max(1))
+    assert two.method == "helstrom"
+    averages, _ = class_averages(batch, labels.clamp_max(1))
+    for measurement in (ProjectiveMeasurement(4, 2, dtype=cdtype), ProjectiveMeasurement(4, complete=True, dtype=cdtype),
+                        POVMMeasurement(4, 6, dtype=cdtype), two.measurement):
+        accuracy, assignment = single_shot_accuracy(measurement, averages, two.priors)
+        assert float(accuracy) <= float(two.success_probability) + tol(4)
+        assert float(accuracy) >= float(two.priors.max()) - tol(4)                  # never below guessing
+        assert assignment.max() <= 1
+    with pytest.raises(TypeError, match="measurement must be"):
+        single_shot_accuracy(torch.eye(2), averages)
+
+
+def test_bound_for_a_model_that_separates_nothing(cdtype, tol):
+    """Sentences whose classes have the same average state: no measurement beats the larger prior."""
+    e = torch.eye(2, dtype=cdtype)
+    sentences = [Ensemble(e[:1]), Ensemble(e[1:]), Ensemble(e)]
+    result = measurement_bound(sentences, [0, 0, 1])                               # averages: I/2 and I/2
+    assert math.isclose(float(result.success_probability), 2 / 3, abs_tol=tol(2))

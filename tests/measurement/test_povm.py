@@ -1,0 +1,206 @@
+"""POVMs: validity, Born probabilities (lazy = dense = numpy), constructors, Kraus updates, Naimark dilation."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_pure_state, validation
+from qpnlp.measurement import (POVM, Projector, born_probabilities, kraus_update, lueders_update, naimark_dilation,
+                               povm_probabilities, povm_probabilities_dense, random_povm)
+from qpnlp.testing import (assert_allclose, assert_density_matrix, assert_povm, assert_probabilities,
+                           assert_pure_state, assert_unitary, ensembles, povms, projectors, unitaries)
+
+DTYPES = st.sampled_from([torch.complex64, torch.complex128])
+TRINE = [[1, 0], [-0.5, 0.75 ** 0.5], [-0.5, -(0.75 ** 0.5)]]
+
+
+@given(st.data())
+def test_probabilities_lazy_equal_dense_equal_numpy(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 5))
+    povm = data.draw(povms(dim=d, batch_shape=(), dtype=dtype))
+    mix = data.draw(ensembles(dim=d, batch_shape=(2,), dtype=dtype))
+    assert_povm(povm)
+    lazy = povm.probabilities(mix)
+    dense = povm.probabilities(mix.dense())
+    effects = povm.effects().to(torch.complex128).numpy()
+    reference = np.einsum("kde,bed->bk", effects, mix.dense().data.to(torch.complex128).numpy()).real
+    atol = 4 * povm.num_outcomes * povm.rank * d * (2e-6 if dtype == torch.complex64 else 1e-13)
+    assert lazy.shape == (2, povm.num_outcomes)
+    assert_allclose(lazy, dense, atol=atol)
+    assert_allclose(lazy.double(), torch.from_numpy(reference), atol=atol)
+    assert_probabilities(lazy, complete=True, atol=atol)
+
+
+@given(st.data())
+def test_pure_states_and_global_phase(data):
+    dtype = data.draw(DTYPES)
+    povm = data.draw(povms(dim=3, batch_shape=(), dtype=dtype))
+    psi = random_pure_state(3, batch_shape=(4,), dtype=dtype, generator=torch.Generator().manual_seed(0))
+    p = povm.probabilities(psi)
+    assert_allclose(p, povm.probabilities(psi.proj()), atol=1e-5 if dtype == torch.complex64 else 1e-12)
+    assert_allclose(povm.probabilities(psi.global_phase(1.3)), p, atol=1e-5 if dtype == torch.complex64 else 1e-12)
+
+
+def test_trine_probabilities(cdtype, tol):
+    povm = POVM.from_frame(torch.tensor(TRINE, dtype=cdtype))
+    assert_povm(povm)
+    assert_allclose(povm.effects()[0], torch.tensor([[2 / 3, 0], [0, 0]], dtype=cdtype), atol=tol(2))
+    p = povm.probabilities(PureState.basis_state(1, 2, dtype=cdtype))
+    assert_allclose(p, torch.tensor([0.0, 0.5, 0.5]), atol=tol(2))
+
+
+@given(st.data())
+def test_constructors_agree(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 4))
+    povm = data.draw(povms(dim=d, batch_shape=(), dtype=dtype))
+    rho = data.draw(ensembles(dim=d, batch_shape=(), dtype=dtype)).dense()
+    p = povm.probabilities(rho)
+    atol = 20 * d * povm.num_outcomes * (2e-6 if dtype == torch.complex64 else 1e-13)
+    for other in (POVM.from_effects(povm.effects()), POVM.from_kraus(povm.kraus()),
+                  POVM.from_isometry(povm.isometry(), povm.num_outcomes), POVM.from_frame(povm.vectors[:, 0])
+                  if povm.rank == 1 else povm):
+        assert_allclose(other.probabilities(rho), p, atol=atol)
+
+
+def test_frames_become_tight(cdtype, tol):
+    gen = torch.Generator().manual_seed(3)
+    frame = torch.randn(7, 3, dtype=cdtype, generator=gen)
+    povm = POVM.from_frame(frame)
+    assert povm.num_outcomes == 7 and povm.rank == 1
+    assert_povm(povm)
+    tight = POVM.from_frame(povm.vectors[:, 0])                       # a Parseval frame is kept
+    assert_allclose(tight.vectors, povm.vectors, atol=tol(7))
+
+
+def test_projective_measurements_are_povms(cdtype):
+    gen = torch.Generator().manual_seed(0)
+    basis = Projector(torch.linalg.qr(torch.randn(4, 4, dtype=cdtype, generator=gen))[0].mT.unsqueeze(-2))
+    povm = POVM.from_projectors(basis)
+    states = random_pure_state(4, batch_shape=(3, 2), dtype=cdtype, generator=gen).data
+    weights = torch.tensor([0.25, 0.75]).expand(3, 2).to(states.real.dtype)
+    assert_allclose(povm_probabilities(states, weights, povm.vectors),
+                    born_probabilities(states, weights, basis.vectors))
+
+
+def test_batched_povms_broadcast_against_states(cdtype, tol):
+    gen = torch.Generator().manual_seed(1)
+    povm = random_povm(3, 5, batch_shape=(4,), dtype=cdtype, generator=gen)
+    mix = Ensemble(random_pure_state(3, batch_shape=(4, 2), dtype=cdtype, generator=gen))
+    p = povm.probabilities(mix)
+    assert p.shape == (4, 5)
+    assert_allclose(p[2], povm[2].probabilities(mix[2]), atol=tol(3))
+    assert_allclose(povm_probabilities_dense(mix.dense().data, povm.vectors), p, atol=tol(15))
+
+
+def test_random_povm(cdtype, tol):
+    a = random_povm(4, 6, rank=2, dtype=cdtype, generator=torch.Generator().manual_seed(5))
+    b = random_povm(4, 6, rank=2, dtype=cdtype, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a.vectors, b.vectors) and a.vectors.shape == (6, 2, 4)
+    assert_povm(a)
+    projective = random_povm(4, 2, rank=2, dtype=cdtype, generator=torch.Generator().manual_seed(5)).effects()
+    assert_allclose(projective @ projective, projective, atol=tol(4))          # k r = d: projectors
+    with pytest.raises(ValueError, match="num_outcomes \\* rank >= dim"):
+        random_povm(4, 3)
+
+
+def test_validation_errors_name_the_problem(cdtype):
+    bad = torch.stack([torch.eye(3, dtype=cdtype)[:, None], 0.5 * torch.eye(3, dtype=cdtype)[:, None]])
+    with pytest.raises(ValueError, match=r"sum to the identity; got max \|sum_k E_k - I\| = 0\.75 at batch index \(1,\)"):
+        POVM(bad)
+    POVM(bad, validate=False)
+    with pytest.raises(ValueError, match="Hermitian"):
+        POVM.from_effects(torch.tensor([[[1, 1], [0, 0]], [[0, -1], [0, 1]]], dtype=cdtype))
+    not_psd = torch.tensor([[[1.5, 0], [0, 0.5]], [[-0.5, 0], [0, 0.5]]], dtype=cdtype)
+    POVM.from_effects(not_psd, validate=False)
+    with validation("strict"), pytest.raises(ValueError, match="positive semi-definite"):
+        POVM.from_effects(not_psd)
+    with pytest.raises(ValueError, match="must span C\\^3"):
+        POVM.from_frame(torch.eye(3, dtype=cdtype)[:2].repeat(2, 1))
+    with pytest.raises(ValueError, match="equal blocks"):
+        POVM.from_isometry(torch.eye(3, dtype=cdtype), 2)
+    with pytest.raises(TypeError, match="complex64 or complex128"):
+        POVM(torch.ones(2, 1, 2))
+    with pytest.raises(ValueError, match="outcome must be in"):
+        random_povm(2, 3, dtype=cdtype).post_measurement_state(PureState.basis_state(0, 2, dtype=cdtype), 3)
+
+
+@given(st.data())
+def test_kraus_update_lazy_equals_dense(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(2, 4))
+    povm = data.draw(povms(dim=d, batch_shape=(), dtype=dtype))
+    mix = data.draw(ensembles(dim=d, batch_shape=(), dtype=dtype, masked=False))
+    outcome = data.draw(st.integers(0, povm.num_outcomes - 1))
+    if float(povm.probabilities(mix)[outcome]) < 1e-3:
+        return                                                              # (near) impossible outcome
+    atol = 1e-4 if dtype == torch.complex64 else 1e-10
+    for instrument in ("lueders", "kraus"):
+        lazy = povm.post_measurement_state(mix, outcome, instrument=instrument)
+        dense = povm.post_measurement_state(mix.dense(), outcome, instrument=instrument)
+        assert isinstance(lazy, Ensemble) and isinstance(dense, DensityMatrix)
+        assert_density_matrix(dense, atol=atol)
+        assert_allclose(lazy.dense().data, dense.data, atol=atol)
+
+
+def test_lueders_instrument_of_a_projective_measurement_is_the_lueders_rule(cdtype, tol):
+    gen = torch.Generator().manual_seed(2)
+    basis = Projector(torch.linalg.qr(torch.randn(3, 3, dtype=cdtype, generator=gen))[0].mT.unsqueeze(-2))
+    povm = POVM.from_projectors(basis)
+    psi = random_pure_state(3, dtype=cdtype, generator=gen)
+    rho = Ensemble(random_pure_state(3, batch_shape=(2,), dtype=cdtype, generator=gen)).dense()
+    updated = povm.post_measurement_state(psi, 1)
+    assert_pure_state(updated)
+    assert_allclose(updated.proj().data, lueders_update(psi, basis[1]).proj().data, atol=tol(3))
+    assert_allclose(povm.post_measurement_state(rho, 2).data, lueders_update(rho, basis[2]).data, atol=tol(3))
+
+
+def test_kraus_update_of_a_weak_measurement_and_impossible_outcomes(cdtype, tol):
+    m = torch.tensor([[1.0, 0.0], [0.0, 0.5]], dtype=cdtype)
+    psi = PureState.from_real(torch.tensor([0.6, 0.8], dtype=torch.float64)).to(cdtype)
+    expected = torch.tensor([0.6, 0.4], dtype=cdtype) / (0.36 + 0.16) ** 0.5
+    assert_allclose(kraus_update(psi, m).data, expected, atol=tol(2))
+    with pytest.raises(ValueError, match="probability"):
+        kraus_update(PureState.basis_state(1, 2, dtype=cdtype), torch.tensor([[1.0, 0.0]], dtype=cdtype))
+
+
+@given(st.data())
+def test_naimark_dilation_reproduces_the_statistics(data):
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(1, 4))
+    povm = data.draw(povms(dim=d, batch_shape=(), dtype=dtype))
+    mix = data.draw(ensembles(dim=d, batch_shape=(2,), dtype=dtype, masked=False))
+    dilation = naimark_dilation(povm, unitary=True)
+    big = povm.num_outcomes * povm.rank
+    v, u = dilation.isometry, dilation.unitary
+    atol = 10 * big * (2e-6 if dtype == torch.complex64 else 1e-13)
+    assert v.shape == (big, d) and u.shape == (big, big)
+    assert_allclose(v.mH @ v, torch.eye(d, dtype=dtype), atol=atol)
+    assert_unitary(u, atol=atol)
+    assert_allclose(u[:, :d], v)
+    p = povm.probabilities(mix)
+    embedded = Ensemble(mix.states.data @ v.mT, mix.weights, validate=False)            # V w_i
+    assert_allclose(dilation.projectors.probability(embedded), p, atol=atol)
+    padded = torch.nn.functional.pad(mix.states.data, (0, big - d)) @ u.mT              # U (w_i + 0)
+    assert_allclose(dilation.projectors.probability(Ensemble(padded, mix.weights, validate=False)), p, atol=atol)
+
+
+def test_povm_probabilities_gradcheck():
+    gen = torch.Generator().manual_seed(0)
+    states = torch.randn(2, 3, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    weights = torch.rand(2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    vectors = torch.randn(5, 2, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(povm_probabilities, (states, weights, vectors))
+    rho = torch.randn(2, 4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(povm_probabilities_dense, (rho, vectors))
+
+
+@given(st.data())
+def test_unitary_covariance(data):
+    """Rotating the states and the effects together changes nothing."""
+    dtype = data.draw(DTYPES)
+    u = data.draw(unitaries(dim=3, batch_shape=(), dtype=dtype))
+    states = data.draw(projectors(dim=3, rank=1, batch_shape=(4,), dtype=dtype)).vectors[:, 0]
+    povm = data.draw(povms(dim=3, batch_shape=(), dtype=dtype))
+    rotated = POVM(povm.vectors @ u.mT, validate=False)                   # v -> U v
+    atol = 1e-5 if dtype == torch.complex64 else 1e-12
+    assert_allclose(rotated.probabilities(PureState(states @ u.mT)), povm.probabilities(PureState(states)), atol=atol)

@@ -1,0 +1,246 @@
+"""The model contract: every registered model saves, loads and evaluates the same way."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+import pytest
+import torch
+
+from qpnlp.cli import main
+from qpnlp.data import Vocabulary, load_classification, load_qa, splits
+from qpnlp.models import Model, ModelConfig, get_model_class, register_model, registered_models, unregister_model
+from qpnlp.models.base import CONFIG_FILE, atomic_directory
+from qpnlp.training import convert_legacy_checkpoint, load_checkpoint
+from qpnlp.training.classification import prepare
+from qpnlp.training.trainer import accuracy
+
+NUM_WORDS = 30
+
+# Small configs of every built-in model (the sizes the registry test builds). A model registered without an
+# entry here fails test_every_registered_model_has_a_small_config.
+SMALL = {
+    "qpdn": dict(num_classes=3, dim=6, num_measurements=4, weighting="trainable"),
+    "real_bow": dict(num_classes=3, dim=6, weighting="idf"),
+    "order_classifier": dict(num_classes=3, dim=4, network="cnn", filters=3, kernel_sizes=[2, 3]),
+    "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5),
+    "cnm": dict(dim=6, num_measurements=4, windows=[1, 2]),
+    "cnm_real": dict(dim=6, num_measurements=4, windows=[1, 2]),
+    "word2fun": dict(vocab_size=NUM_WORDS, dim=4, family="IV", span_start=1900.0, span_end=2000.0),
+}
+
+
+def _words(name: str = "qpdn") -> Vocabulary:
+    if get_model_class(name).task == "temporal":                 # dense ids, no padding
+        return Vocabulary.build([[f"w{i}" for i in range(NUM_WORDS)]], specials=False)
+    return Vocabulary.build([[f"w{i}" for i in range(NUM_WORDS - 2)]])
+
+
+def _small_model(name: str) -> Model:
+    klass = get_model_class(name)
+    fields = {f.name for f in dataclasses.fields(klass.config_class)}
+    sizes = {"num_words": NUM_WORDS} if "num_words" in fields else {}
+    config = klass.config_class.from_dict({**SMALL[name], **sizes})
+    model = klass.build(config, vocabulary=_words(name), generator=torch.Generator().manual_seed(0)).eval()
+    with torch.no_grad():                                           # tables that start at zero get values
+        for p in model.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel()), dtype=p.dtype))
+    return model
+
+
+def _outputs(model: Model) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(2, NUM_WORDS, (3, 7), generator=gen)
+    if model.task == "temporal":
+        return model.vectors(ids.flatten(), torch.linspace(1900, 2000, ids.numel()))
+    mask = torch.arange(7) < torch.tensor([[7], [4], [1]])
+    ids = ids.masked_fill(~mask, 0)
+    if model.task == "matching":
+        return model(ids, mask, ids.flip(0), mask.flip(0))
+    return model(ids, mask)
+
+
+def _classification_models():
+    return [n for n in registered_models("classification") if n in SMALL]
+
+
+def test_every_registered_model_has_a_small_config():
+    builtin = set(registered_models())
+    assert builtin <= set(SMALL), f"add a small config for {sorted(builtin - set(SMALL))}"
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_save_and_load_give_identical_outputs(name, tmp_path):
+    model = _small_model(name)
+    model.save_pretrained(tmp_path / name, vocabulary=_words(name), metadata={"note": "x"})
+    again = Model.from_pretrained(tmp_path / name)
+    assert type(again) is type(model) and again.config == model.config
+    assert not again.training
+    torch.testing.assert_close(_outputs(again), _outputs(model), rtol=0, atol=0)
+    checkpoint = load_checkpoint(tmp_path / name)
+    assert checkpoint.metadata == {"note": "x"} and checkpoint.vocabulary == _words(name)
+    header = json.loads((tmp_path / name / CONFIG_FILE).read_text())
+    assert header["model"] == name and header["format"] == "qpnlp-model/1"
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_a_tampered_config_is_refused_before_allocation(name, tmp_path):
+    _small_model(name).save_pretrained(tmp_path / name)
+    path = tmp_path / name / CONFIG_FILE
+    header = json.loads(path.read_text())
+    size = "vocab_size" if name == "word2fun" else "num_words"
+    header["config"][size] = 2_000_000_000                          # 400 GB if it were built
+    path.write_text(json.dumps(header))
+    with pytest.raises(ValueError, match="num_words|vocab_size|does not match|describes"):
+        Model.from_pretrained(tmp_path / name)
+
+
+def test_config_values_are_type_checked_with_the_field_named():
+    klass = get_model_class("qpdn")
+    with pytest.raises(ValueError, match="QPDNConfig.dim must be int"):
+        klass.config_class.from_dict({"num_words": 10, "num_classes": 2, "dim": "50"})
+    with pytest.raises(ValueError, match="unknown QPDNConfig keys"):
+        klass.config_class.from_dict({"num_words": 10, "num_classes": 2, "heads": 2})
+    with pytest.raises(ValueError, match="must be finite"):
+        klass.config_class.from_dict({"num_words": 10, "num_classes": 2, "dropout": float("nan")})
+
+
+def test_from_pretrained_of_a_subclass_refuses_another_model(tmp_path):
+    _small_model("cnm").save_pretrained(tmp_path / "cnm")
+    with pytest.raises(ValueError, match="holds a 'cnm' model"):
+        get_model_class("qpdn").from_pretrained(tmp_path / "cnm")
+
+
+def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    model = _small_model("qpdn")
+    model.save_pretrained(tmp_path / "ckpt")
+    before = _outputs(Model.from_pretrained(tmp_path / "ckpt"))
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("qpnlp.models.base.save_file", crash)
+    with pytest.raises(OSError, match="disk full"):
+        _small_model("real_bow").save_pretrained(tmp_path / "ckpt")
+    torch.testing.assert_close(_outputs(Model.from_pretrained(tmp_path / "ckpt")), before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]          # no temporary left behind
+
+
+def test_atomic_directory_replaces_only_on_success(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError), atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "new.txt").write_text("new")
+        raise RuntimeError
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["old.txt"]
+    with atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["new.txt"]
+
+
+@pytest.mark.parametrize("name", ["qpdn", "real_bow", "cnm", "cnm_real"])
+def test_legacy_checkpoints_convert_with_identical_outputs(name, tmp_path):
+    model = _small_model(name)
+    kind, config = ("cnm", {**model.config.to_dict(), "real": True}) if name == "cnm_real" \
+        else (name, model.config.to_dict())
+    legacy = dict(format="qpnlp-checkpoint-1", kind=kind, config=config, vocab=_words().to_dict(),
+                  label_names=["a", "b", "c"], meta={"dataset": "TREC", "seed": 3},
+                  state_dict={k: v.clone() for k, v in model.state_dict().items()})
+    torch.save(legacy, tmp_path / "old.pt")
+    with pytest.raises(ValueError, match="qpnlp convert"):
+        Model.from_pretrained(tmp_path / "old.pt")
+    assert main(["convert", str(tmp_path / "old.pt"), str(tmp_path / "new")]) == 0
+    checkpoint = load_checkpoint(tmp_path / "new")
+    assert checkpoint.name == name and checkpoint.metadata["seed"] == 3
+    assert checkpoint.metadata["label_names"] == ["a", "b", "c"]
+    torch.testing.assert_close(_outputs(checkpoint.model), _outputs(model), rtol=0, atol=0)
+
+
+def test_a_new_model_needs_only_a_class_and_a_registry_line(tmp_path):
+    @register_model("test_mean_bow")
+    class MeanBow(Model):
+        @dataclasses.dataclass
+        class Config(ModelConfig):
+            num_words: int
+            num_classes: int
+            dim: int = 3
+
+        config_class = Config
+
+        def __init__(self, config, *, pretrained=None, generator=None):
+            super().__init__(config)
+            self.embedding = torch.nn.Embedding(config.num_words, config.dim)
+            self.out = torch.nn.Linear(config.dim, config.num_classes)
+
+        def forward(self, ids, mask):
+            x = (self.embedding(ids) * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+            return self.out(x)
+
+    try:
+        assert "test_mean_bow" in registered_models("classification")
+        model = MeanBow(MeanBow.Config(num_words=NUM_WORDS, num_classes=2)).eval()
+        model.save_pretrained(tmp_path / "m")
+        torch.testing.assert_close(_outputs(Model.from_pretrained(tmp_path / "m")), _outputs(model))
+        with pytest.raises(ValueError, match="already registered"):
+            register_model("test_mean_bow")(type("Other", (MeanBow,), {}))
+    finally:
+        unregister_model("test_mean_bow")
+    with pytest.raises(ValueError, match="unknown model 'test_mean_bow'"):
+        get_model_class("test_mean_bow")
+
+
+# --------------------------------------------------------------------------- qpnlp evaluate DIR, every model
+@pytest.mark.data
+@pytest.mark.parametrize("name", _classification_models())
+def test_evaluate_scores_every_classification_model(name, data_root, tmp_path, capsys):
+    dataset = load_classification("TREC", root=data_root)
+    split = next(iter(splits(dataset, seed=0)))
+    prepared = prepare(dataset, split, None)
+    klass = get_model_class(name)
+    config = klass.config_class.from_dict({**SMALL[name], "num_words": len(prepared.vocab),
+                                           "num_classes": dataset.n_classes})
+    model = klass.build(config, vocabulary=prepared.vocab, generator=torch.Generator().manual_seed(0)).eval()
+    model.save_pretrained(tmp_path / name, vocabulary=prepared.vocab,
+                          metadata=dict(dataset="TREC", split=split.name, seed=0,
+                                        label_names=list(dataset.label_names)))
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", str(tmp_path / name), "--data", data_root, "--report", str(report)]) == 0
+    result = json.loads(report.read_text())
+    assert result["model"] == name and result["n"] == len(prepared.test)
+    assert result["metrics"]["accuracy"] == pytest.approx(accuracy(model, prepared.test), abs=1e-9)
+    assert main(["evaluate", str(tmp_path / name), "--data", data_root, "--dataset", "MR"]) != 0
+    assert "predicts the labels" in capsys.readouterr().err
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", sorted(registered_models("matching")))
+def test_evaluate_scores_every_matching_model(name, data_root, tmp_path):
+    dev = load_qa("wikiqa", "dev", root=data_root)
+    vocab = Vocabulary.build(dev.question_tokens() + dev.candidate_tokens())
+    klass = get_model_class(name)
+    config = klass.config_class.from_dict({**SMALL[name], "num_words": len(vocab)})
+    model = klass.build(config, vocabulary=vocab, generator=torch.Generator().manual_seed(0)).eval()
+    model.save_pretrained(tmp_path / name, vocabulary=vocab, metadata=dict(dataset="wikiqa"))
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", str(tmp_path / name), "--split", "dev", "--max-questions", "20", "--data", data_root,
+                 "--report", str(report)]) == 0
+    metrics = json.loads(report.read_text())["metrics"]
+    assert metrics["questions"] == 20 and 0 < metrics["map"] <= 1
+
+
+def test_evaluate_scores_a_word2fun_model_on_a_corpus(tmp_path, capsys):
+    model = _small_model("word2fun")
+    model.save_pretrained(tmp_path / "w2f", vocabulary=_words("word2fun"), metadata=dict(seed=0))
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("".join(f"{1900 + 5 * i}\t" + " ".join(f"w{(i + j) % NUM_WORDS}" for j in range(8)) + "\n"
+                              for i in range(20)))
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", str(tmp_path / "w2f"), "--dataset", str(corpus), "--report", str(report)]) == 0
+    result = json.loads(report.read_text())
+    assert result["model"] == "word2fun" and result["n"] > 100
+    assert result["metrics"]["log_likelihood"] < 0
+    # the score is the mean over pairs of log sigma(f.h) + sum_k log sigma(-f.h_k): 6 terms of about log(1/2) here
+    assert result["metrics"]["log_likelihood"] == pytest.approx(6 * np.log(0.5), abs=0.05)

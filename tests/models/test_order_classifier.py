@@ -1,0 +1,98 @@
+"""FastText / CNN / RNN / Transformer classifiers over the five embedding variants."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from qpnlp.data import EncodedTexts
+from qpnlp.nn import EMBEDDING_KINDS, ComplexOrderEmbedding
+from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
+from qpnlp.training import TrainConfig, fit
+
+
+
+
+V = 20
+VARIANTS = [(n, e, c) for n, e in itertools.product(NETWORKS, EMBEDDING_KINDS)
+            for c in (["lstm", "urnn", "cgrnn"] if n == "rnn" else ["lstm"])]
+
+
+def _model(network, embedding, cell="lstm", cdtype=torch.complex64, device="cpu", **kw):
+    cfg = OrderClassifierConfig(num_words=V, num_classes=3, network=network, embedding=embedding, dim=4, heads=2,
+                                hidden=5, filters=3, kernel_sizes=(2, 3), ffn_hidden=6, rnn_cell=cell,
+                                precision="double" if cdtype == torch.complex128 else "single", **kw)
+    return OrderClassifier(cfg, generator=torch.Generator().manual_seed(0)).to(device)
+
+
+@pytest.mark.parametrize("network, embedding, cell", VARIANTS)
+def test_padding_never_changes_logits(network, embedding, cell, cdtype, device, tol):
+    model = _model(network, embedding, cell, cdtype, device).eval()
+    texts = [[2, 3, 4, 5, 6], [7, 8], [9]]
+    width = 8
+    padded = torch.tensor([t + [0] * (width - len(t)) for t in texts], device=device)
+    batched = model(padded, padded != 0)
+    for i, t in enumerate(texts):
+        alone = torch.tensor([t], device=device)
+        torch.testing.assert_close(batched[i:i + 1], model(alone, alone != 0), atol=tol(32), rtol=0)
+    assert batched.shape == (3, 3) and not batched.is_complex()
+
+
+@pytest.mark.parametrize("network", ["fasttext", "transformer"])
+def test_complex_order_sees_word_order_where_none_cannot(network):
+    ids = torch.tensor([[2, 3, 4, 5], [5, 4, 3, 2]])
+    mask = ids != 0
+    none = _model(network, "none", dropout=0.0).eval()
+    out = none(ids, mask)
+    torch.testing.assert_close(out[0], out[1])  # bag of words: permutation invariant
+    order = _model(network, "complex_order", dropout=0.0).eval()
+    out = order(ids, mask)
+    assert (out[0] - out[1]).abs().max() > 1e-4
+
+
+def test_one_switch_sets_dtypes(cdtype):
+    for kind in EMBEDDING_KINDS:
+        model = _model("cnn", kind, cdtype=cdtype)
+        assert model.dtype.is_complex == kind.startswith("complex")
+        assert model.config.is_complex == kind.startswith("complex")
+    assert _model("rnn", "none", "cgrnn", cdtype).dtype == cdtype
+
+
+def test_embedding_options_and_pretrained_reach_the_embedding():
+    pre = torch.randn(V, 4)
+    cfg = OrderClassifierConfig(num_words=V, num_classes=2, dim=4, embedding_options=dict(frequency_sharing="word",
+                                                                                          frequency_init="sinusoidal"))
+    model = OrderClassifier(cfg, pretrained=pre)
+    assert isinstance(model.embedding, ComplexOrderEmbedding) and model.embedding.frequency_sharing == "word"
+    torch.testing.assert_close(model.embedding.amplitude.weight[2:], pre[2:])
+    shared = _model("transformer", "complex_order", share_parts=True)
+    assert not shared.attention.q.weight.is_complex()
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_trains_with_the_package_trainer(network):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    texts = [torch.randint(2, V, (int(n),), generator=g).tolist() for n in torch.randint(2, 7, (24,), generator=g)]
+    labels = [int(t[0] % 3) for t in texts]
+    data = EncodedTexts(texts, labels)
+    model = _model(network, "complex_order", "lstm")
+    result = fit(model, data, data, TrainConfig(epochs=2, batch_size=8, progress=False, patience=2))
+    assert len(result.history) >= 1 and all(torch.isfinite(torch.tensor(h["train_loss"])) for h in result.history)
+
+
+def test_readout_re_im_doubles_width():
+    model = _model("fasttext", "complex_order", readout="re_im")
+    assert model.output.in_features == 10
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(network="lstm"), "network"), (dict(embedding="rope"), "embedding"), (dict(rnn_cell="gru"), "rnn_cell"),
+    (dict(readout="phase"), "readout"), (dict(precision="half"), "precision"), (dict(dropout=1.0), "dropout"),
+    (dict(network="transformer", dim=5, heads=2), "divisible"), (dict(embedding="pe", share_parts=True), "share_parts"),
+    (dict(kernel_sizes=()), "kernel")])
+def test_config_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        OrderClassifierConfig(num_words=V, num_classes=2, **bad)

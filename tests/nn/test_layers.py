@@ -1,0 +1,193 @@
+"""Complex layers of the complex-order paper (appendix B, eq. 10-14)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from qpnlp.nn import (ComplexConv1d, ComplexDropout, ComplexFeedForward, ComplexLinear, ComplexLSTMCell,
+                      ComplexMultiheadSelfAttention, PartLayerNorm, URNNCell, complex_dropout,
+                      hermitian_attention_scores, masked_max, masked_mean, part_mul, readout, readout_dim,
+                      split_activation)
+
+
+
+
+def _x(shape, cdtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, dtype=cdtype, generator=g).to(device)
+
+
+def test_dense_matches_paper_eq10(cdtype, device, tol):
+    lin = ComplexLinear(4, 3, dtype=cdtype).to(device)
+    with torch.no_grad():
+        lin.bias.copy_(_x(3, cdtype, device, 1))
+    z = _x((5, 4), cdtype, device)
+    A, B = lin.weight.real, lin.weight.imag
+    c, d = lin.bias.real, lin.bias.imag
+    x, y = z.real, z.imag
+    out = lin(z)
+    torch.testing.assert_close(out.real, x @ A.T - y @ B.T + c, atol=tol(4), rtol=0)
+    torch.testing.assert_close(out.imag, x @ B.T + y @ A.T + d, atol=tol(4), rtol=0)
+
+
+def test_dense_shared_parts(cdtype, device, tol):
+    lin = ComplexLinear(4, 3, dtype=cdtype, share_parts=True).to(device)
+    assert not lin.weight.is_complex() and sum(p.numel() for p in lin.parameters()) == 4 * 3 + 3
+    w, b = lin.effective_weight()
+    torch.testing.assert_close(w.real, w.imag)
+    z = _x((5, 4), cdtype, device)
+    A, x, y = lin.weight, z.real, z.imag
+    out = lin(z)
+    torch.testing.assert_close(out.real, x @ A.T - y @ A.T + lin.bias, atol=tol(4), rtol=0)
+    torch.testing.assert_close(out.imag, x @ A.T + y @ A.T + lin.bias, atol=tol(4), rtol=0)
+
+
+def test_dense_real_dtype_is_linear():
+    lin = ComplexLinear(4, 3, dtype=torch.float64)
+    ref = nn.Linear(4, 3, dtype=torch.float64)
+    ref.load_state_dict(lin.state_dict())
+    x = torch.randn(2, 4, dtype=torch.float64)
+    torch.testing.assert_close(lin(x), ref(x))
+
+
+def test_dense_promotes_real_input_and_refuses_downcast():
+    lin = ComplexLinear(2, 2, dtype=torch.complex128)
+    assert lin(torch.randn(1, 2, dtype=torch.float64)).dtype == torch.complex128
+    with pytest.raises(TypeError, match="expects"):
+        lin(torch.randn(1, 2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="last dimension"):
+        lin(torch.randn(1, 3, dtype=torch.complex128))
+    with pytest.raises(ValueError, match="complex dtype"):
+        ComplexLinear(2, 2, dtype=torch.float32, share_parts=True)
+
+
+def test_conv1d_is_sum_over_windows(cdtype, device, tol):
+    conv = ComplexConv1d(3, 2, 3, dtype=cdtype).to(device)
+    x = _x((2, 6, 3), cdtype, device)
+    out = conv(x)
+    assert out.shape == (2, 4, 2) and out.dtype == cdtype
+    expected = torch.stack([sum(x[:, t + s] @ conv.weight[:, :, s].T for s in range(3)) + conv.bias
+                            for t in range(4)], 1)
+    torch.testing.assert_close(out, expected, atol=tol(9), rtol=0)
+    with pytest.raises(ValueError, match="shorter than the kernel"):
+        conv(x[:, :2])
+
+
+def test_split_activation_and_part_mul(cdtype):
+    z = torch.tensor([1 - 2j, -3 + 4j], dtype=cdtype)
+    assert torch.equal(split_activation(z, "relu"), torch.tensor([1 + 0j, 4j], dtype=cdtype))
+    assert torch.equal(part_mul(z, z), torch.tensor([1 + 4j, 9 + 16j], dtype=cdtype))
+    with pytest.raises(ValueError, match="unknown activation"):
+        split_activation(z, "gelu2")
+
+
+def test_readouts(cdtype, tol):
+    z = torch.tensor([[3 + 4j, 1j]], dtype=cdtype)
+    torch.testing.assert_close(readout(z, "modulus"), torch.tensor([[5.0, 1.0]], dtype=z.real.dtype))
+    torch.testing.assert_close(readout(z, "squared_modulus"), torch.tensor([[25.0, 1.0]], dtype=z.real.dtype))
+    torch.testing.assert_close(readout(z, "re_im"), torch.tensor([[3.0, 0.0, 4.0, 1.0]], dtype=z.real.dtype))
+    assert readout_dim("re_im", 2, True) == 4 and readout_dim("re_im", 2, False) == 2
+    x = torch.randn(3)
+    assert readout(x, "modulus") is x
+    with pytest.raises(ValueError, match="unknown readout"):
+        readout(z, "phase")
+
+
+def test_dropout_uses_one_real_mask(cdtype, device):
+    torch.manual_seed(0)
+    z = _x((200, 50), cdtype, device)
+    out = complex_dropout(z, 0.3)
+    dropped = out == 0
+    assert torch.equal(out.real == 0, dropped) and torch.equal(out.imag == 0, dropped)
+    kept = ~dropped
+    ratio = out[kept] / z[kept]
+    torch.testing.assert_close(ratio, torch.full_like(ratio, 1 / 0.7))  # phase of kept units unchanged
+    assert 0.25 < dropped.float().mean() < 0.35
+    layer = ComplexDropout(0.3).eval()
+    assert layer(z) is z
+    with pytest.raises(ValueError, match="dropout probability"):
+        ComplexDropout(1.0)
+
+
+def test_part_layer_norm(cdtype, device, tol):
+    norm = PartLayerNorm(8, dtype=cdtype).to(device)
+    out = norm(_x((3, 8), cdtype, device) * 5 + 2)
+    for part in (out.real, out.imag):
+        torch.testing.assert_close(part.mean(-1), torch.zeros(3, dtype=part.dtype, device=device), atol=tol(8) * 10,
+                                   rtol=0)
+        torch.testing.assert_close(part.var(-1, unbiased=False), torch.ones(3, dtype=part.dtype, device=device),
+                                   atol=1e-3, rtol=0)
+
+
+def test_attention_scores_are_eq14(cdtype, device, tol):
+    att = ComplexMultiheadSelfAttention(6, 2, dtype=cdtype).to(device)
+    x = _x((2, 5, 6), cdtype, device)
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2], device=device)
+    a = att.attention_weights(x, mask)
+    q = att.q(x).view(2, 5, 2, 3).transpose(1, 2)
+    k = att.k(x).view(2, 5, 2, 3).transpose(1, 2)
+    z = torch.einsum("bhid,bhjd->bhij", q, k.conj())
+    e = torch.sqrt((z.real ** 2 + z.imag ** 2) / 3)  # paper eq. 14 with n = head dim
+    e = e.masked_fill(~mask[:, None, None, :], float("-inf"))
+    torch.testing.assert_close(a, torch.softmax(e, -1), atol=tol(6), rtol=0)
+    assert (a[1, :, :, 3:] == 0).all()
+    torch.testing.assert_close(hermitian_attention_scores(q, k), torch.sqrt((z.real ** 2 + z.imag ** 2) / 3),
+                               atol=tol(6), rtol=0)
+
+
+def test_attention_weights_invariant_under_global_phase(cdtype, device, tol):
+    att = ComplexMultiheadSelfAttention(4, 2, dtype=cdtype).to(device)
+    for lin in (att.q, att.k):
+        nn.init.zeros_(lin.bias)
+    x = _x((1, 4, 4), cdtype, device)
+    phase = torch.exp(torch.tensor(0.7j, dtype=cdtype, device=device))
+    torch.testing.assert_close(att.attention_weights(x * phase), att.attention_weights(x), atol=tol(4) * 10, rtol=0)
+
+
+def test_attention_real_dtype_is_scaled_dot_product():
+    att = ComplexMultiheadSelfAttention(4, 1, dtype=torch.float64)
+    x = torch.randn(1, 3, 4, dtype=torch.float64)
+    q, k = att.q(x), att.k(x)
+    torch.testing.assert_close(att.attention_weights(x)[0, 0], torch.softmax(q[0] @ k[0].T / 2, -1))
+    with pytest.raises(ValueError, match="divisible"):
+        ComplexMultiheadSelfAttention(5, 2)
+
+
+def test_masked_pooling(cdtype):
+    x = torch.tensor([[[1 + 5j], [3 - 1j], [100 + 100j]]], dtype=cdtype)
+    mask = torch.tensor([[True, True, False]])
+    assert torch.equal(masked_mean(x, mask), torch.tensor([[2 + 2j]], dtype=cdtype))
+    assert torch.equal(masked_max(x, mask), torch.tensor([[3 + 5j]], dtype=cdtype))  # per part
+
+
+def _gc(fn, *inputs):
+    assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5)
+
+
+def test_gradcheck_layers():
+    c = torch.complex128
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 3, dtype=c, requires_grad=True)
+    mask = torch.tensor([[True] * 4, [True, True, True, False]])
+    for share in (False, True):
+        lin = ComplexLinear(3, 2, dtype=c, share_parts=share)
+        _gc(lin, x)
+        conv = ComplexConv1d(3, 2, 2, dtype=c, share_parts=share)
+        _gc(conv, x)
+    lstm = ComplexLSTMCell(3, 2, dtype=c)
+    h0 = torch.randn(2, 2, dtype=c, requires_grad=True)
+    _gc(lambda a, h: lstm(a, (h, h)), x[:, 0], h0)
+    urnn = URNNCell(3, 2, dtype=c)
+    _gc(lambda a, h: urnn(a, h), x[:, 0], h0)
+    att = ComplexMultiheadSelfAttention(4, 2, dtype=c)
+    y = torch.randn(2, 3, 4, dtype=c, requires_grad=True)
+    _gc(lambda a: att(a, mask[:, :3]), y)
+    _gc(ComplexFeedForward(4, 5, dtype=c, activation="tanh"), y)
+    _gc(PartLayerNorm(4, dtype=c), y)
+    for kind in ("modulus", "re_im", "squared_modulus"):
+        _gc(lambda a: readout(a, kind), y)
+    _gc(lambda a: hermitian_attention_scores(a, a), y)

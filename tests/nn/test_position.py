@@ -1,0 +1,232 @@
+"""Complex-order embeddings (paper eq. 5-6, Table 4, appendix A) and the none/PE/TPE baselines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.nn import (EMBEDDING_KINDS, ComplexOrderEmbedding, RealPositionalEmbedding, complex_order_embedding,
+                      default_positions, make_embedding, sinusoidal_frequencies, sinusoidal_position_encoding)
+
+
+
+
+V, D = 9, 6
+IDS = torch.tensor([[2, 3, 4, 5], [6, 7, 8, 0]])
+SCHEMES = ["none", "word", "dimension"]
+positions_st = st.floats(-30, 30, allow_nan=False)
+
+
+def _real(cdtype):
+    return torch.float64 if cdtype == torch.complex128 else torch.float32
+
+
+def _emb(cdtype, device, seed=0, **kw):
+    return ComplexOrderEmbedding(V, D, dtype=_real(cdtype), generator=torch.Generator().manual_seed(seed),
+                                 **kw).to(device)
+
+
+def _angle_tol(tol, cdtype, emb, ids, *positions):
+    """Error of cos/sin grows with the size of the angle omega * pos."""
+    omega = emb.frequencies(ids).abs().max().item()
+    return tol(D) * (1 + omega * max(abs(p) for p in positions)) * (10 if cdtype == torch.complex64 else 1)
+
+
+@given(pos=positions_st, n=positions_st, freq=st.sampled_from(SCHEMES), amp=st.sampled_from(SCHEMES),
+       phase=st.booleans(), seed=st.integers(0, 2**16))
+def test_offset_transformation_is_position_free(pos, n, freq, amp, phase, seed, cdtype, device, tol):
+    # f(j, pos + n) = w_j(n) * f(j, pos) with w_j(n) = e^{i omega_j n} not depending on pos
+    emb = _emb(cdtype, device, seed, frequency_sharing=freq, amplitude_sharing=amp, initial_phase=phase)
+    ids = IDS.to(device)
+    p = torch.full(ids.shape, pos, dtype=_real(cdtype), device=device)
+    w = emb.offset_transform(ids, n)
+    assert w.dtype == cdtype
+    atol = _angle_tol(tol, cdtype, emb, ids, pos, pos + n, n)
+    mask = ids != 0
+    torch.testing.assert_close(emb(ids, mask, p + n), w * emb(ids, mask, p), atol=atol, rtol=0)
+    # the same w(n) moves a different starting position
+    torch.testing.assert_close(emb(ids, mask, p + 1.5 + n), w * emb(ids, mask, p + 1.5), atol=atol, rtol=0)
+
+
+@given(pos=st.floats(-1e4, 1e4, allow_nan=False), freq=st.sampled_from(SCHEMES), amp=st.sampled_from(SCHEMES),
+       seed=st.integers(0, 2**16))
+def test_bounded_for_any_position(pos, freq, amp, seed, cdtype, device, tol):
+    emb = _emb(cdtype, device, seed, frequency_sharing=freq, amplitude_sharing=amp)
+    ids = IDS.to(device)
+    z = emb(ids, ids != 0, positions=torch.full(ids.shape, pos, dtype=_real(cdtype), device=device))
+    r = emb.amplitude_table().to(device)[ids] * (ids != 0).unsqueeze(-1)
+    torch.testing.assert_close(z.abs(), r.abs(), atol=tol(D), rtol=tol(D))
+    assert z.abs().max() <= emb.amplitude_table().abs().max() + tol(D)
+
+
+@given(p=positions_st, q=positions_st, shift=positions_st, freq=st.sampled_from(SCHEMES), seed=st.integers(0, 999))
+def test_inner_product_of_position_codes_depends_only_on_distance(p, q, shift, freq, seed, cdtype, device, tol):
+    emb = _emb(cdtype, device, seed, frequency_sharing=freq)
+    # with word sharing two different words share the code; otherwise compare a word with itself
+    j1, j2 = (torch.tensor([3]), torch.tensor([5])) if freq == "word" else (torch.tensor([3]), torch.tensor([3]))
+    j1, j2 = j1.to(device), j2.to(device)
+    real = _real(cdtype)
+
+    def inner(a, b):
+        ga = emb.position_code(j1, torch.tensor([a], dtype=real, device=device))
+        gb = emb.position_code(j2, torch.tensor([b], dtype=real, device=device))
+        return (ga.conj() * gb).sum()
+
+    expected = torch.exp(1j * emb.frequencies(j1).to(device).expand(1, D).to(cdtype) * (q - p)).sum()
+    atol = _angle_tol(tol, cdtype, emb, j1, p, q, p + shift, q + shift)
+    torch.testing.assert_close(inner(p + shift, q + shift), inner(p, q), atol=atol, rtol=0)
+    torch.testing.assert_close(inner(p, q), expected.to(cdtype), atol=atol, rtol=0)
+
+
+@given(positions=st.lists(st.floats(0, 500, allow_nan=False), min_size=1, max_size=6), half=st.integers(1, 8))
+def test_tpe_is_word_sharing_complex_embedding(positions, half, cdtype, device, tol):
+    # appendix A: PE_{2k} = Im f_pe,k, PE_{2k+1} = Re f_pe,k with omega_k = 10000^{-2k/d_model}
+    real = _real(cdtype)
+    emb = ComplexOrderEmbedding(V, half, dtype=real, frequency_sharing="word", frequency_init="sinusoidal").to(device)
+    pos = torch.tensor(positions, dtype=real, device=device)
+    ids = torch.full(pos.shape, 4, device=device)
+    code = emb.position_code(ids, pos)  # (n, half)
+    tpe = sinusoidal_position_encoding(pos, 2 * half)
+    atol = tol(half) * (1 + 500) * (10 if cdtype == torch.complex64 else 1)
+    torch.testing.assert_close(tpe[:, 0::2], code.imag, atol=atol, rtol=0)
+    torch.testing.assert_close(tpe[:, 1::2], code.real, atol=atol, rtol=0)
+    # the real TPE then also has distance-only inner products
+    shifted = sinusoidal_position_encoding(pos + 7.25, 2 * half)
+    torch.testing.assert_close(tpe @ tpe.T, shifted @ shifted.T, atol=atol * half, rtol=0)
+
+
+def test_sinusoidal_frequencies_values():
+    torch.testing.assert_close(sinusoidal_frequencies(3, 6), torch.tensor([1.0, 10000 ** (-2 / 6), 10000 ** (-4 / 6)]))
+    enc = sinusoidal_position_encoding(torch.tensor([2.0]), 4)
+    torch.testing.assert_close(enc, torch.tensor([[math.sin(2), math.cos(2), math.sin(0.02), math.cos(0.02)]]))
+    assert sinusoidal_position_encoding(torch.tensor([1.0]), 5).shape == (1, 5)
+
+
+@pytest.mark.parametrize("freq, amp, expected", [
+    ("none", "none", 2 * V * D), ("word", "none", V * D + D), ("dimension", "none", V * D + V),
+    ("none", "word", V * D + D), ("none", "dimension", V * D + V)])
+def test_parameter_counts_of_sharing_schemes(freq, amp, expected):
+    # paper: word sharing |W| D + D, dimension sharing |W| D + |W| (initial phases off)
+    emb = ComplexOrderEmbedding(V, D, frequency_sharing=freq, amplitude_sharing=amp)
+    assert sum(p.numel() for p in emb.parameters()) == expected
+    with_phase = ComplexOrderEmbedding(V, D, frequency_sharing=freq, amplitude_sharing=amp, initial_phase=True)
+    assert sum(p.numel() for p in with_phase.parameters()) == expected + V * D
+
+
+def test_sharing_schemes_share_what_they_say(cdtype, device):
+    ids = torch.tensor([[2, 3]], device=device)
+    word = _emb(cdtype, device, frequency_sharing="word")
+    assert torch.equal(word.frequency_table()[2], word.frequency_table()[3])
+    dim = _emb(cdtype, device, frequency_sharing="dimension")
+    table = dim.frequency_table()
+    assert torch.equal(table[2], table[2, :1].expand(D))
+    amp = _emb(cdtype, device, amplitude_sharing="word")
+    z = amp(ids, ids != 0)
+    torch.testing.assert_close(z[0, 0].abs(), z[0, 1].abs())
+
+
+def test_frequency_inits(cdtype):
+    real = _real(cdtype)
+    sin = ComplexOrderEmbedding(V, 4, frequency_init="sinusoidal", dtype=real)
+    torch.testing.assert_close(sin.frequency_table()[3], sinusoidal_frequencies(4, 8, dtype=real))
+    zero = ComplexOrderEmbedding(V, 4, frequency_init="zero", dtype=real)
+    assert zero.frequency_table().abs().max() == 0
+    uni = ComplexOrderEmbedding(V, 4, frequency_init="uniform", frequency_scale=0.3, dtype=real)
+    assert uni.frequency_table().abs().max() <= 0.3
+
+
+def test_complex_vanilla_ignores_positions(cdtype, device, tol):
+    emb = make_embedding("complex_vanilla", V, D, dtype=_real(cdtype)).to(device)
+    ids = IDS.to(device)
+    a = emb(ids, ids != 0)
+    b = emb(ids, ids != 0, positions=torch.arange(4, device=device) * 3.7 + 2)
+    torch.testing.assert_close(a, b)
+    theta = emb.phase.weight[2:]
+    assert theta.abs().max() <= math.pi and theta.std() > 0.5  # uniform in [-pi, pi)
+    assert not emb.encodes_positions
+
+
+def test_pretrained_amplitudes_and_pad_is_zero(cdtype, device):
+    real = _real(cdtype)
+    pre = torch.randn(V, D, dtype=real)
+    emb = ComplexOrderEmbedding(V, D, pretrained=pre, dtype=real).to(device)
+    z = emb(IDS.to(device), IDS.to(device) != 0, positions=torch.zeros(4, device=device))
+    torch.testing.assert_close(z[0, 0].real, pre[2].to(device))
+    assert (z[1, 3] == 0).all()
+    assert z.dtype == cdtype
+
+
+@pytest.mark.parametrize("kind", EMBEDDING_KINDS)
+def test_every_kind_zero_at_padding_and_positions_count_real_tokens(kind, cdtype, device):
+    emb = make_embedding(kind, V, D, dtype=_real(cdtype)).to(device)
+    assert emb.is_complex == kind.startswith("complex")
+    left = torch.tensor([[0, 0, 2, 3]], device=device)  # left padding does not shift positions
+    right = torch.tensor([[2, 3, 0, 0]], device=device)
+    zl, zr = emb(left, left != 0), emb(right, right != 0)
+    assert (zl[0, :2] == 0).all() and (zr[0, 2:] == 0).all()
+    torch.testing.assert_close(zl[0, 2:], zr[0, :2])
+
+
+def test_default_positions():
+    ids = torch.tensor([[0, 5, 6, 0, 7]])
+    assert default_positions(ids, ids != 0).tolist() == [[0, 0, 1, 0, 2]]
+    assert default_positions(ids).tolist() == [[0, 1, 2, 3, 4]]
+
+
+def test_non_integer_positions(cdtype, device, tol):
+    real = _real(cdtype)
+    ids = torch.tensor([[2, 3, 4]], device=device)
+    pos = torch.tensor([0.0, 0.5, 2.0], dtype=real, device=device)  # a token inserted between 0 and 1
+    emb = _emb(cdtype, device)
+    z = emb(ids, ids != 0, positions=pos)
+    expected = complex_order_embedding(emb.amplitude(ids), emb.frequency(ids), pos.unsqueeze(0))
+    torch.testing.assert_close(z, expected)
+    tpe = make_embedding("tpe", V, D, dtype=real).to(device)
+    tpe(ids, ids != 0, positions=pos)
+    pe = make_embedding("pe", V, D, dtype=real).to(device)
+    with pytest.raises(ValueError, match="integer positions"):
+        pe(ids, ids != 0, positions=pos)
+
+
+def test_gradients_reach_frequencies_and_amplitudes(device):
+    emb = make_embedding("complex_order", V, D, dtype=torch.float64, initial_phase=True).to(device)
+    emb(IDS.to(device), IDS.to(device) != 0).abs().pow(2).sum().backward()
+    for table in (emb.amplitude, emb.frequency, emb.phase):
+        assert table.weight.grad is not None and table.weight.grad.is_sparse
+
+
+def test_gradcheck_functional_core():
+    r = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    th = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    pos = torch.tensor([0.3, 2.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(complex_order_embedding, (r, w, pos, th))
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="unknown embedding kind"):
+        make_embedding("rope", V, D)
+    with pytest.raises(ValueError, match="frequency_sharing"):
+        ComplexOrderEmbedding(V, D, frequency_sharing="both")
+    with pytest.raises(ValueError, match="amplitude_sharing"):
+        ComplexOrderEmbedding(V, D, amplitude_sharing="all")
+    with pytest.raises(ValueError, match="frequency_init"):
+        ComplexOrderEmbedding(V, D, frequency_init="xavier")
+    with pytest.raises(ValueError, match="pretrained"):
+        ComplexOrderEmbedding(V, D, amplitude_sharing="word", pretrained=torch.zeros(V, D))
+    with pytest.raises(ValueError, match="shape"):
+        ComplexOrderEmbedding(V, D, pretrained=torch.zeros(V, D + 1))
+    with pytest.raises(TypeError, match="complex_order only"):
+        make_embedding("pe", V, D, frequency_sharing="word")
+    with pytest.raises(ValueError, match="max_len"):
+        RealPositionalEmbedding(V, D, position="pe", max_len=2)(IDS, IDS != 0)
+    with pytest.raises(ValueError, match="positions must have shape"):
+        _emb(torch.complex64, "cpu")(IDS, IDS != 0, positions=torch.zeros(3))
+    with pytest.raises(IndexError, match="ids must lie"):
+        _emb(torch.complex64, "cpu")(torch.tensor([[V]]), torch.tensor([[V]]) != 0)
+    with pytest.raises(ValueError, match="mask"):
+        _emb(torch.complex64, "cpu")(IDS, IDS)

@@ -1,0 +1,50 @@
+"""The strategies for isometries, POVMs and Bures / Hilbert-Schmidt density matrices generate what they promise."""
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix
+from qpnlp.measurement import POVM
+from qpnlp.testing import assert_allclose, assert_povm, density_matrices, isometries, povms
+
+
+@given(isometries(rows=5, cols=3, batch_shape=(2,)))
+def test_isometries(v):
+    assert v.shape == (2, 5, 3)
+    assert_allclose(v.mH @ v, torch.eye(3, dtype=v.dtype).expand(2, 3, 3))
+
+
+@given(st.data())
+def test_povms_are_valid_for_every_method(data):
+    method = data.draw(st.sampled_from(["haar", "frame", "projective"]))
+    povm = data.draw(povms(dim=3, batch_shape=(2,), method=method))
+    assert isinstance(povm, POVM) and povm.dim == 3 and povm.batch_shape == (2,)
+    assert_povm(povm)
+    if method == "projective":
+        assert povm.num_outcomes == 3 and povm.rank == 1
+    if method == "frame":
+        assert povm.num_outcomes >= 3 and povm.rank == 1
+
+
+@given(povms(dim=4, num_outcomes=2, rank=2, method="haar", batch_shape=()))
+def test_povm_parameters(povm):
+    assert (povm.num_outcomes, povm.rank) == (2, 2)
+    e = povm.effects()
+    assert_allclose(e @ e, e, atol=1e-5 if e.dtype == torch.complex64 else 1e-12)      # k r = d: projective
+
+
+@given(density_matrices(dim=4, method=st.sampled_from(["bures", "hilbert-schmidt"]), rank=2, batch_shape=(3,)))
+def test_density_matrices_of_a_given_rank(rho):
+    DensityMatrix(rho.data, validate="strict")
+    lam = rho.eigvals()
+    assert bool(((lam > 1e-4).sum(-1) == 2).all())
+
+
+@given(st.data())
+def test_unknown_methods_fail_clearly(data):
+    with pytest.raises(ValueError, match="unknown method"):
+        data.draw(povms(method="bogus"))
+    with pytest.raises(ValueError, match="unknown method"):
+        data.draw(density_matrices(method="bogus"))

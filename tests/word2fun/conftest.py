@@ -1,0 +1,48 @@
+"""Fixtures for the Word2Fun tests: a model factory, a randomiser and a tiny planted-drift corpus."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
+from qpnlp.word2fun import TimeScale, Word2Fun, Word2FunConfig
+
+TS = TimeScale(1900.0, 2000.0, 60.0)
+
+
+
+
+def _make(vocab_size: int, dim: int, family: str = "II", time_scale: TimeScale = TS, seed: int = 0, **kw) -> Word2Fun:
+    config = Word2FunConfig(vocab_size=vocab_size, dim=dim, family=family, span_start=time_scale.start,
+                            span_end=time_scale.end, time_scale=time_scale.scale, **kw)
+    return Word2Fun(config, seed=seed)
+
+
+@pytest.fixture
+def make():
+    """``make(V, D, family="II", time_scale=TS, seed=0, **config)``: a Word2Fun (span 1900-2000, S = 60 by default)."""
+    return _make
+
+
+def _randomise(model, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g))
+    return model
+
+
+@pytest.fixture
+def randomise():
+    """``randomise(model, seed)``: every parameter set to standard normal values, in place."""
+    return _randomise
+
+
+@pytest.fixture(scope="session")
+def tiny_drift():
+    """``(corpus, truth)``: a small planted-drift corpus (30 years, 120k tokens)."""
+    spec = DriftSpec(n_years=30, n_tokens=120_000, n_topics=5, words_per_topic=15, n_background=30, n_drift=6,
+                     n_stable=4, n_trap=2, rate=40.0, trap_rate_start=4.0, strength_range=(0.7, 1.0),
+                     gradual_fraction=0.0, seed=5)
+    return generate_drift_corpus(spec)

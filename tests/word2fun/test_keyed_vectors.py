@@ -1,0 +1,172 @@
+"""The query object: gensim's interface with time, trajectories, the npz export, saving and legacy directories."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from qpnlp.data import Vocabulary
+from qpnlp.models.base import Model, read_model_header
+from qpnlp.word2fun import KeyedVectors, StaticKeyedVectors, TimeScale, Word2Fun, convert_legacy_word2fun
+
+TS = TimeScale(1900.0, 2000.0, 60.0)
+LEGACY = Path(__file__).parent / "data" / "legacy-word2fun-0.1"
+
+
+def keyed(model, words, counts=None):
+    counts = [1] * len(words) if counts is None else counts
+    vocab = Vocabulary(words, dict(zip(words, counts)), dict.fromkeys(words, 1), 1, specials=False)
+    return KeyedVectors(model, vocab)
+
+
+@pytest.fixture
+def vectors(make, randomise):
+    return keyed(randomise(make(6, 4, family="IV"), seed=2), list("abcdef"), [60, 50, 40, 30, 20, 10])
+
+
+def test_checkpoint_round_trip(tmp_path, make, randomise):
+    m = randomise(make(6, 4, family="IV"), seed=2)
+    e = keyed(m, list("abcdef"), list(range(6)))
+    e.save_pretrained(tmp_path / "ck")
+    assert (tmp_path / "ck" / "model.safetensors").exists() and (tmp_path / "ck" / "vocabulary.json").exists()
+    back = KeyedVectors.from_pretrained(tmp_path / "ck")
+    assert back.index_to_key == e.index_to_key and back.counts.tolist() == list(range(6))
+    assert back.model.time_scale == TS and back.model.family == "IV"
+    assert torch.equal(back.grid(["a", "f"], [1900, 1950.5]), e.grid(["a", "f"], [1900, 1950.5]))
+    assert back.vocabulary == e.vocabulary
+    # the same directory through the model contract: the same module
+    model = Model.from_pretrained(tmp_path / "ck")
+    assert isinstance(model, Word2Fun) and model.config == m.config
+    assert torch.equal(model.grid(torch.tensor([0, 5]), torch.tensor([1900.0, 1950.5])), e.grid(["a", "f"], [1900, 1950.5]))
+
+
+def test_queries_and_npz_export(tmp_path, make, randomise):
+    m = randomise(make(5, 4, family="II"), seed=3)
+    e = keyed(m, ["a", "b", "c", "d", "e"])
+    v = e.get_vector("c", 1950)
+    assert torch.allclose(v, m.vectors(torch.tensor(2), torch.tensor(1950.0)))
+    nn = e.most_similar("c", topn=2, year=1950)
+    sims = torch.nn.functional.cosine_similarity(e.grid(list("abde"), [1950])[0], v[None])
+    assert [w for w, _ in nn] == [list("abde")[i] for i in sims.argsort(descending=True)[:2]]
+    s = e.similarity_over_time("a", "b", [1900, 1950])
+    assert s.shape == (2,) and abs(s[1].item() - torch.nn.functional.cosine_similarity(e.get_vector("a", 1950), e.get_vector("b", 1950), 0).item()) < 1e-5
+    assert abs(e.change_degree("a", (1900, 1900), (1900, 1900))) < 1e-6
+    e.export_npz(tmp_path / "g.npz", ["a", "e"], [1900, 1901, 1902])
+    z = np.load(tmp_path / "g.npz")
+    assert z["E"].shape == (3, 2, 4) and z["words"].tolist() == ["a", "e"] and z["years"].tolist() == [1900, 1901, 1902]
+    with pytest.raises(KeyError, match="zz"):
+        e.get_vector("zz", 1900)
+
+
+def brute_force(vectors, year, positive, negative):
+    """gensim's rule by hand: cosine with the mean of the +-unit vectors, query words left out."""
+    E = vectors.grid(vectors.index_to_key, [year])[0].double()
+    U = E / E.norm(dim=-1, keepdim=True)
+    q = sum(U[vectors.get_index(w)] for w in positive) - sum((U[vectors.get_index(w)] for w in negative), 0)
+    sims = U @ (q / q.norm())
+    out = [(w, float(sims[i])) for i, w in enumerate(vectors.index_to_key) if w not in positive + negative]
+    return sorted(out, key=lambda x: -x[1])
+
+
+@pytest.mark.parametrize("positive, negative", [(["a"], []), (["a", "c"], ["f"]), ([], ["b"]), (["d"], ["a", "e"])])
+def test_most_similar_with_positive_and_negative_words(vectors, positive, negative):
+    for year in (1900.0, 1962.5):
+        got = vectors.most_similar(positive=positive, negative=negative, topn=3, year=year)
+        want = brute_force(vectors, year, positive, negative)[:3]
+        assert [w for w, _ in got] == [w for w, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+    assert len(vectors.most_similar(positive, negative, topn=100, year=1950)) == 6 - len(set(positive + negative))
+    assert vectors.most_similar("a", topn=5, year=1950, min_count=35) == \
+        [x for x in vectors.most_similar("a", topn=5, year=1950) if x[0] in "bc"]
+
+
+def test_similarity_and_membership(vectors):
+    a, b = vectors.get_vector("a", 1933), vectors.get_vector("d", 1933)
+    assert vectors.similarity("a", "d", year=1933) == pytest.approx(float(a @ b / (a.norm() * b.norm())), abs=1e-6)
+    assert vectors.similarity("a", "a", year=1999) == pytest.approx(1.0, abs=1e-6)
+    assert "a" in vectors and "z" not in vectors and 3 not in vectors and len(vectors) == 6
+    assert vectors.get_index("c") == vectors.key_to_index["c"] == 2
+
+
+def test_the_static_view_is_the_vectors_at_that_year(vectors):
+    view = vectors.at(1950.5)
+    assert isinstance(view, StaticKeyedVectors) and view.year == 1950.5
+    assert isinstance(view.vectors, np.ndarray) and view.vectors.shape == (6, 4)
+    assert np.array_equal(view.vectors, vectors.grid(vectors.index_to_key, [1950.5])[0].numpy())
+    assert np.array_equal(view["b"], vectors.get_vector("b", 1950.5).numpy())
+    assert view.index_to_key == vectors.index_to_key and view.key_to_index["e"] == 4
+    assert "b" in view and "z" not in view and len(view) == 6
+    assert view.most_similar(["a", "c"], ["f"], topn=3) == vectors.most_similar(["a", "c"], ["f"], topn=3, year=1950.5)
+    assert view.similarity("a", "b") == pytest.approx(vectors.similarity("a", "b", year=1950.5), abs=1e-6)
+    with pytest.raises(ValueError):
+        view.vectors[0, 0] = 1.0  # read-only
+
+
+def test_unknown_words_and_missing_years_are_errors(vectors):
+    with pytest.raises(KeyError, match="'zebra'"):
+        vectors.most_similar("zebra", year=1950)
+    with pytest.raises(KeyError, match="'zebra'"):
+        vectors.most_similar(positive=["a"], negative=["zebra"], year=1950)
+    with pytest.raises(KeyError, match="'zebra'"):
+        vectors.similarity("a", "zebra", year=1950)
+    with pytest.raises(KeyError, match="'zebra'"):
+        vectors.at(1950)["zebra"]
+    with pytest.raises(KeyError, match="'zebra'"):
+        vectors.grid(["zebra"], [1950])
+    with pytest.raises(ValueError, match="needs year="):
+        vectors.most_similar("a")
+    with pytest.raises(ValueError, match="needs year="):
+        vectors.similarity("a", "b")
+    with pytest.raises(ValueError, match="at least one"):
+        vectors.at(1950).most_similar()
+
+
+def test_the_vocabulary_must_fit_the_model(make):
+    with pytest.raises(ValueError, match="3 words for a model of vocabulary 4"):
+        keyed(make(4, 2), ["a", "b", "c"])
+    with pytest.raises(TypeError, match="without special tokens"):
+        KeyedVectors(make(4, 2), Vocabulary.build([["a", "b"]]))
+
+
+# ------------------------------------------------------------------ directories saved by qpnlp 0.1
+def test_a_legacy_directory_names_the_converter():
+    with pytest.raises(ValueError, match="convert_legacy_word2fun"):
+        KeyedVectors.from_pretrained(LEGACY)
+
+
+def test_the_legacy_converter_keeps_every_parameter(tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(LEGACY, old)
+    new = convert_legacy_word2fun(old, tmp_path / "new")
+    assert sorted(p.name for p in old.iterdir()) == ["config.json", "weights.safetensors"]  # untouched
+    header = read_model_header(new)
+    assert header["model"] == "word2fun" and header["metadata"]["converted_from"] == str(old)
+    vectors = KeyedVectors.from_pretrained(new)
+    meta = json.loads((LEGACY / "config.json").read_text())
+    assert list(vectors.index_to_key) == meta["words"] and vectors.counts.tolist() == meta["counts"]
+    assert vectors.model.time_scale == TimeScale(1900.0, 2000.0, 30.0)
+    assert vectors.model.config.max_periods == 2.0 and vectors.model.freeze_compass
+    stored = load_file(str(LEGACY / "weights.safetensors"))
+    state = vectors.model.state_dict()
+    assert sorted(stored) == sorted(state) and all(torch.equal(stored[k], state[k]) for k in stored)
+    # the vectors qpnlp 0.1 computed from this directory
+    expected = json.loads((LEGACY.parent / "legacy-word2fun-0.1-grid.json").read_text())
+    assert torch.equal(vectors.grid(expected["words"], expected["years"]), torch.tensor(expected["E"]))
+
+
+def test_the_legacy_converter_refuses_other_directories(tmp_path):
+    with pytest.raises(ValueError, match="not a qpnlp 0.1 Word2Fun directory"):
+        convert_legacy_word2fun(tmp_path, tmp_path / "new")
+    with pytest.raises(ValueError, match="new directory"):
+        convert_legacy_word2fun(LEGACY, LEGACY)
+    broken = tmp_path / "broken"
+    shutil.copytree(LEGACY, broken)
+    meta = json.loads((broken / "config.json").read_text())
+    meta["model"]["dim"] = 6
+    (broken / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="does not match its config"):
+        convert_legacy_word2fun(broken, tmp_path / "new")

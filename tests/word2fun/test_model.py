@@ -1,0 +1,143 @@
+"""The Word2Fun module: Table 4.1 values, initialisation, the VJP, indicators, and the model contract."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.models.base import Model, get_model_class, read_model_header
+from qpnlp.word2fun import FAMILIES, TimeScale, Word2Fun, Word2FunConfig, fixed_frequencies, harmonic_frequencies
+
+TS = TimeScale(1900.0, 2000.0, 60.0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_values_match_table_4_1(family, make, randomise):
+    V, D = 7, 6
+    m = randomise(make(V, D, family=family, n_slices=4))
+    words = torch.tensor([0, 3, 6, 3])
+    years = torch.tensor([1900.0, 1937.5, 1999.0, 2000.0])
+    f = m.vectors(words, years)
+    assert f.shape == (4, D)
+    tau = TS.normalise(years)[:, None]
+    B = m.base.weight
+    if family == "static":
+        ref = B[words]
+    elif family == "sliced":
+        s = torch.tensor([0, 1, 3, 3])  # slices of width 25 years; the end belongs to the last one
+        ref = B[words + V * s]
+    elif family == "linear":
+        ref = B[words] + m.slope.weight[words] * tau
+    elif family == "time2fun":
+        ref = B[words] + torch.sin(m.omega * tau)
+    else:
+        R = m.amplitude.weight[words]
+        if family == "II":
+            o1 = o2 = fixed_frequencies(D)
+            t1 = t2 = 0.0
+        else:
+            o1, o2 = m.omega1.weight[words], m.omega2.weight[words]
+            t1 = m.theta1.weight[words] if family == "IV" else 0.0
+            t2 = m.theta2.weight[words] if family == "IV" else 0.0
+        ref = B[words] + R * torch.cat([torch.sin(o1 * tau + t1), torch.cos(o2 * tau + t2)], -1)
+    assert torch.allclose(f, ref, atol=1e-5)
+    G = m.grid(torch.tensor([1, 2, 5]), torch.tensor([1910.0, 1990.0]))
+    assert G.shape == (2, 3, D)
+    assert torch.allclose(G[1, 2], m.vectors(torch.tensor(5), torch.tensor(1990.0)), atol=1e-6)
+
+
+def test_initialisation_starts_static_and_compass_zero(make):
+    m = make(50, 10, family="IV", frequency_init="harmonic")
+    a = m.vectors(torch.arange(50), torch.full((50,), 1900.0))
+    b = m.vectors(torch.arange(50), torch.full((50,), 1990.0))
+    assert torch.equal(a, b) and a.abs().max() <= 0.5 / 10
+    assert (m.compass.weight == 0).all()
+    assert torch.allclose(m.omega1.weight[3], harmonic_frequencies(10, 60.0))
+    assert torch.allclose(make(5, 10, family="III").omega2.weight[0], fixed_frequencies(10))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_function_vjp_matches_autograd(family, make, randomise):
+    m = randomise(make(7, 6, family=family, n_slices=3), seed=4)
+    words, years = torch.tensor([0, 3, 6, 3]), torch.tensor([1900.0, 1937.5, 1999.0, 2000.0])
+    tau = TS.normalise(years)
+    rows = {k: w[i].detach().clone().requires_grad_(True) for k, (w, i) in m.tables(words, tau).items()}
+    f, vjp = m.function_vjp({k: r.detach() for k, r in rows.items()}, tau)
+    assert torch.allclose(f, m.function(rows, tau), atol=1e-6)
+    g = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    row_grads, shared = vjp(g)
+    params = list(rows.values()) + ([m.omega] if family == "time2fun" else [])
+    ref = torch.autograd.grad((m.function(rows, tau) * g).sum(), params)
+    for (name, _), r in zip(rows.items(), ref):
+        assert torch.allclose(row_grads[name], r, atol=1e-5), name
+    if family == "time2fun":
+        assert torch.allclose(shared["omega"], ref[-1], atol=1e-5)
+
+
+def test_indicators_on_hand_set_parameters(make):
+    m = make(2, 4, family="III", time_scale=TimeScale(0.0, 60.0, 60.0))
+    with torch.no_grad():
+        m.base.weight.copy_(torch.tensor([[1.0, -1.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0]]))
+        m.amplitude.weight.copy_(torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+        m.omega1.weight.copy_(torch.tensor([[0.1, 0.3], [0.2, 0.2]]))
+        m.omega2.weight.copy_(torch.tensor([[0.1, 0.3], [0.2, 0.2]]))
+    ind = m.indicators(torch.tensor([0, 1]), span=(0.0, 60.0), steps=2001)
+    assert torch.allclose(ind["amplitude_bias_ratio"], torch.tensor([0.25 / 1.5, 0.0]))
+    assert torch.allclose(ind["mean_frequency"], torch.tensor([0.2, 0.2]))
+    # f'_1 = 0.5 * 0.1 cos(0.1 t), f'_2 = 0.5 * 0.3 cos(0.3 t); D = 4 coordinates
+    t = np.linspace(0, 60, 2001)
+    expect = (np.abs(0.05 * np.cos(0.1 * t)).mean() + np.abs(0.15 * np.cos(0.3 * t)).mean()) / 4
+    assert abs(ind["mean_abs_derivative"][0].item() - expect) < 1e-3
+    assert ind["mean_abs_derivative"][1].item() < 1e-6
+
+
+# ------------------------------------------------------------------ the model contract
+@pytest.mark.parametrize("bad, match", [
+    (dict(family="V"), "family must be one of"), (dict(family="II", dim=5), "even dim"),
+    (dict(frequency_init="random"), "frequency_init"), (dict(span_end=1900.0), "end > start"),
+    (dict(vocab_size=0), "vocab_size"), (dict(n_slices=0), "n_slices"), (dict(max_periods=0.0), "max_periods"),
+])
+def test_config_is_validated(bad, match):
+    values = dict(vocab_size=5, dim=4, span_start=1900.0, span_end=2000.0) | bad
+    with pytest.raises(ValueError, match=match):
+        Word2FunConfig(**values)
+    with pytest.raises(ValueError, match="unknown Word2FunConfig keys"):
+        Word2FunConfig.from_dict({"vocab_size": 5, "dim": 4, "seed": 0})
+    with pytest.raises(ValueError, match="Word2FunConfig.dim must be int"):
+        Word2FunConfig.from_dict({"vocab_size": 5, "dim": "4"})
+
+
+def test_registered_and_built_on_the_meta_device():
+    assert get_model_class("word2fun") is Word2Fun and Word2Fun.task == "temporal"
+    config = Word2FunConfig(vocab_size=9, dim=6, family="IV", span_start=1900, span_end=2000, frequency_init="harmonic")
+    with torch.device("meta"):
+        skeleton = Word2Fun.empty(config)
+    real = Word2Fun(config)
+    assert {k: (v.shape, v.dtype) for k, v in skeleton.state_dict().items()} == \
+        {k: (v.shape, v.dtype) for k, v in real.state_dict().items()}
+    assert all(v.is_meta for v in skeleton.state_dict().values())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_save_and_load_through_the_model_contract(family, make, randomise, tmp_path):
+    m = randomise(make(7, 6, family=family, n_slices=3, frequency_init="harmonic", max_periods=1.5), seed=6)
+    m.save_pretrained(tmp_path / "m", metadata={"note": "test"})
+    assert read_model_header(tmp_path / "m")["model"] == "word2fun"
+    back = Model.from_pretrained(tmp_path / "m")
+    assert isinstance(back, Word2Fun) and back.config == m.config and back.time_scale == m.time_scale
+    ids, years = torch.tensor([0, 6, 3]), torch.tensor([1901.0, 1950.5, 2010.0])
+    assert torch.equal(back.grid(ids, years), m.grid(ids, years))
+    for (k, v), (k2, v2) in zip(m.state_dict().items(), back.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2), k
+
+
+def test_set_compass_freezes_and_records_it(make):
+    m = make(4, 2, family="static")
+    h = torch.arange(8.0).view(4, 2)
+    m.set_compass(h)
+    assert torch.equal(m.compass.weight, h) and not m.compass.weight.requires_grad
+    assert m.freeze_compass and m.config.freeze_compass
+    assert dataclasses.replace(m.config, freeze_compass=False) != m.config
+    with pytest.raises(ValueError, match="compass must have shape"):
+        m.set_compass(torch.zeros(3, 2))

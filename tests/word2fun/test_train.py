@@ -1,0 +1,157 @@
+"""Training: the SGD loop, fit() (vocabulary, frozen compass, checkpoints) and the `qpnlp train word2fun` command."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import TimestampedCorpus, Vocabulary, write_tsv
+from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
+from qpnlp.models.base import read_model_header
+from qpnlp.word2fun import KeyedVectors, TimeScale, TrainConfig, Word2FunConfig, fit, roughness, train_word2fun
+
+
+def encoded(corpus, min_count=3):
+    vocab = Vocabulary.build(corpus.docs, min_freq=min_count, specials=False)
+    return vocab, corpus.encode(vocab)
+
+
+def test_hogwild_workers_train(tiny_drift, make):
+    corpus, truth = tiny_drift
+    vocab, enc = encoded(corpus)
+    m = make(len(vocab), 12, family="IV", time_scale=TimeScale(*corpus.span), frequency_init="harmonic", max_periods=2)
+    before = torch.get_num_threads()
+    st = train_word2fun(m, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
+                        TrainConfig(epochs=2, negatives=16, shared_negatives=True, batch_size=1024, workers=2))
+    assert torch.get_num_threads() == before
+    assert st.epoch_loss[-1] < st.epoch_loss[0] and st.pairs > 0 and np.isfinite(st.epoch_loss).all()
+    assert Word2FunConfig.from_dict(m.config.to_dict()).max_periods == 2.0
+
+
+def test_end_to_end_drift_recovery_tiny(tiny_drift):
+    corpus, truth = tiny_drift
+    result = fit(corpus, TrainConfig(epochs=3, negatives=32, shared_negatives=True, batch_size=2048), family="IV",
+                 dim=20, time_scale=TimeScale(*corpus.span), frequency_init="harmonic", min_count=3)
+    st, emb = result.stats, result.vectors
+    assert st.epoch_loss[-1] < st.epoch_loss[0] and st.tokens_per_s > 0
+    words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    r = evaluate_grid(DriftGrid(emb.grid(words, truth.years), words, truth.years), truth)
+    assert r["auc"] >= 0.8  # drift words change more than stable and trap words
+    assert r["acc_before"] >= 0.8 and r["acc_after"] >= 0.6
+    assert r["change_year_mae"] < 8
+
+
+def test_roughness_penalty_smooths_the_trained_functions(tiny_drift, make):
+    corpus, _ = tiny_drift
+    vocab, enc = encoded(corpus)
+    ts = TimeScale(*corpus.span, 30.0)
+    rho = []
+    for lam in (0.0, 5e-3):
+        m = make(len(vocab), 12, family="IV", time_scale=ts, frequency_init="harmonic", max_periods=3, seed=1)
+        train_word2fun(m, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
+                       TrainConfig(epochs=2, negatives=16, shared_negatives=True, batch_size=2048, seed=1,
+                                   roughness_penalty=lam))
+        ids = torch.arange(len(vocab))
+        rho.append(roughness(m, {k: w[i] for k, (w, i) in m.tables(ids, torch.zeros(len(vocab))).items()}).mean().item())
+    assert 0 < rho[1] < 0.5 * rho[0]
+    with pytest.raises(ValueError, match="sinusoidal"):
+        train_word2fun(make(len(vocab), 4, family="linear", time_scale=ts), enc.tokens, enc.doc_ids, enc.times,
+                       vocab.counts, TrainConfig(epochs=1, roughness_penalty=1e-3))
+
+
+@pytest.mark.parametrize("bad", [dict(lr=0.0), dict(epochs=0), dict(negatives=0), dict(workers=0),
+                                 dict(sample=-1e-3), dict(roughness_penalty=-1.0)])
+def test_bad_train_config_is_rejected(bad):
+    with pytest.raises(ValueError, match="must be"):
+        TrainConfig(**bad)
+
+
+# ------------------------------------------------------------------ fit()
+def small_corpus(n=400):
+    rng = np.random.default_rng(0)
+    words = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
+    return TimestampedCorpus.from_pairs((1900 + i % 20, list(rng.choice(words, 8))) for i in range(n))
+
+
+def test_fit_builds_the_vocabulary_and_the_model():
+    corpus = small_corpus()
+    result = fit(corpus, TrainConfig(epochs=2, seed=3), family="III", dim=6, time_scale=30.0, min_count=1)
+    vectors = result.vectors
+    assert isinstance(vectors, KeyedVectors) and result.compass_stats is None
+    assert vectors.index_to_key == tuple(Vocabulary.build(corpus.docs, specials=False).words)
+    assert vectors.time_span == (1900.0, 1919.0) and vectors.time_scale.scale == 30.0
+    assert vectors.model.family == "III" and vectors.model.vocab_size == len(vectors) == 8
+    assert not vectors.model.freeze_compass and len(result.stats.epoch_loss) == 2
+    again = fit(corpus, TrainConfig(epochs=2, seed=3), family="III", dim=6, time_scale=30.0, min_count=1)
+    assert torch.equal(again.vectors.grid(["war"], [1905.0]), vectors.grid(["war"], [1905.0]))  # seeded
+
+
+def test_fit_with_the_frozen_compass_pretrains_a_static_model(make):
+    corpus = small_corpus()
+    cfg = TrainConfig(epochs=2, seed=4, roughness_penalty=1e-3)
+    result = fit(corpus, cfg, family="IV", dim=6, min_count=1, compass="frozen", compass_epochs=1)
+    model = result.vectors.model
+    assert model.freeze_compass and not model.compass.weight.requires_grad
+    assert result.compass_stats is not None and len(result.compass_stats.epoch_loss) == 1
+    # the compass is the static model's, trained alone for compass_epochs (without the roughness penalty)
+    vocab, enc = encoded(corpus, min_count=1)
+    static = make(len(vocab), 6, family="static", time_scale=model.time_scale, seed=4)
+    train_word2fun(static, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
+                   TrainConfig(epochs=1, seed=4, roughness_penalty=0.0))
+    assert torch.equal(model.compass.weight, static.compass.weight)
+    assert not torch.equal(model.base.weight, static.base.weight)  # the static part starts there, then trains
+    with pytest.raises(ValueError, match="compass must be one of"):
+        fit(corpus, cfg, compass="thawed")
+
+
+def test_fit_saves_a_checkpoint_after_every_epoch(tmp_path):
+    seen = []
+
+    def on_epoch(epoch, stats):
+        seen.append((epoch, read_model_header(tmp_path / "ck")["metadata"]["epochs_done"], len(stats.epoch_loss)))
+
+    result = fit(small_corpus(), TrainConfig(epochs=2), dim=4, min_count=1, checkpoint=tmp_path / "ck",
+                 metadata={"corpus_name": "small"}, on_epoch=on_epoch)
+    assert seen == [(0, 1, 1), (1, 2, 2)]
+    back = KeyedVectors.from_pretrained(tmp_path / "ck")
+    assert torch.equal(back.grid(["war", "tax"], [1900, 1919]), result.vectors.grid(["war", "tax"], [1900, 1919]))
+    meta = read_model_header(tmp_path / "ck")["metadata"]
+    assert meta["corpus_name"] == "small" and meta["training"]["epochs"] == 2 and meta["compass"] == "trainable"
+
+
+def test_fit_refuses_what_it_cannot_train():
+    with pytest.raises(ValueError, match="empty"):
+        fit(TimestampedCorpus.from_pairs([]))
+    with pytest.raises(ValueError, match="single time"):
+        fit(TimestampedCorpus.from_pairs([(1900, ["a", "b"])] * 3), min_count=1)
+    with pytest.raises(ValueError, match="at least two"):
+        fit(small_corpus(), min_count=10_000)
+    with pytest.raises(ValueError, match="without special tokens"):
+        fit(small_corpus(), vocabulary=Vocabulary.build(small_corpus().docs))
+
+
+# ------------------------------------------------------------------ the command
+def test_cli_writes_report_checkpoint_and_npz(tmp_path, tiny_drift):
+    from qpnlp.commands.word2fun import register
+
+    corpus, truth = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    parser = argparse.ArgumentParser()
+    root = parser.add_subparsers(dest="verb")
+    train = root.add_parser("train").add_subparsers(dest="model")
+    register({"root": root, "train": train})
+    args = parser.parse_args(["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--dim", "8", "--epochs", "1",
+                              "--words", "drift00,stable00,nope", "--eras", "3", "--out", str(tmp_path / "ck"),
+                              "--report", str(tmp_path / "r.json"), "--export-npz", str(tmp_path / "g.npz"),
+                              "--npz-words", "10", "--no-progress", "--compass", "frozen", "--compass-epochs", "1",
+                              "--roughness-penalty", "1e-4"])
+    assert args.func(args) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert len(rep["nearest"]["drift00"]) == 3 and len(rep["nearest"]["drift00"][0]["nearest"]) == 8
+    assert rep["training"]["tokens_per_s"] > 0 and rep["model"]["freeze_compass"] is True
+    z = np.load(tmp_path / "g.npz")
+    assert z["E"].shape == (30, 12, 8) and "drift00" in z["words"].tolist()
+    back = KeyedVectors.from_pretrained(tmp_path / "ck")
+    assert back.model.family == "IV"
