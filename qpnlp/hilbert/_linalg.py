@@ -75,21 +75,6 @@ def trace(matrices: torch.Tensor) -> torch.Tensor:
     return torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
 
 
-def hermitian_function(matrices: torch.Tensor, fn) -> torch.Tensor:
-    """Apply a real function to the eigenvalues of Hermitian ``(..., d, d)`` matrices.
-
-    ``f(A) = V diag(f(lambda)) V^dagger`` with ``A = V diag(lambda) V^dagger``.
-    """
-    eigenvalues, eigenvectors = torch.linalg.eigh(matrices)
-    values = fn(eigenvalues).to(eigenvectors.dtype)
-    return (eigenvectors * values.unsqueeze(-2)) @ eigenvectors.mH
-
-
-def psd_sqrt(matrices: torch.Tensor) -> torch.Tensor:
-    """Square root of positive semi-definite ``(..., d, d)`` matrices (negative round-off clamped)."""
-    return hermitian_function(matrices, lambda lam: lam.clamp_min(0).sqrt())
-
-
 def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Batched Kronecker product of the last two dims.
 

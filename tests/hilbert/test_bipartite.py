@@ -127,3 +127,12 @@ def test_gradcheck(fn):
     psi = torch.randn(6, dtype=torch.complex128, generator=gen, requires_grad=True)
     assert torch.autograd.gradcheck(lambda p: fn(PureState(torch.nn.functional.normalize(p, dim=-1)), DIMS), (psi,))
     assert float(negativity(state(raw.detach()), DIMS)) > 0.01          # the negative part is exercised
+
+
+def test_schmidt_and_partial_transpose_gradcheck():
+    """The coefficients (distinct for a generic state) are smooth; the vectors carry a phase gauge, so not them."""
+    psi = torch.randn(6, dtype=torch.complex128, generator=torch.Generator().manual_seed(4), requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda p: schmidt_decomposition(PureState(torch.nn.functional.normalize(p, dim=-1)), DIMS).coefficients, (psi,))
+    raw = torch.randn(6, 6, dtype=torch.complex128, generator=torch.Generator().manual_seed(5), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda r: partial_transpose(_full_rank(r), DIMS), (raw,))
