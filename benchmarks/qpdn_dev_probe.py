@@ -26,7 +26,8 @@ import time
 
 import torch
 
-from qpnlp.data import load_classification, load_glove_50d, splits
+from qpnlp.data import load_classification, splits
+from qpnlp.data.vectors import load_vectors
 from qpnlp.training import TrainConfig
 from qpnlp.training.classification import apply_setting, run_split
 
@@ -40,6 +41,8 @@ def main(argv=None) -> None:
     parser.add_argument("fallback", type=int, help="pretrained fallback words (0 = training words only)")
     parser.add_argument("options", nargs="?", default="{}", help="JSON model / training options")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--vectors", default="glove-6b-50d", help="name or path (qpnlp.data.vectors.load_vectors)")
+    parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     base = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
@@ -47,9 +50,11 @@ def main(argv=None) -> None:
     dataset = load_classification(args.dataset)
     split = next(iter(splits(dataset, seed=0, n_folds=10)))
     start = time.time()
-    result, _, prepared, _ = run_split(args.kind, dataset, split, load_glove_50d(), options, config,
+    vectors = load_vectors(args.vectors, scale=args.vectors_scale)
+    result, _, prepared, _ = run_split(args.kind, dataset, split, vectors, options, config,
                                        pretrained_fallback=args.fallback)
     print(json.dumps(dict(ds=args.dataset, kind=args.kind, fallback=args.fallback, extra=args.options,
+                          vectors=args.vectors, scale=args.vectors_scale, oov=prepared.oov_rate,
                           dev=round(result.dev_accuracy, 4), epoch=result.best_epoch, V=len(prepared.vocab),
                           s=round(time.time() - start))), flush=True)
 

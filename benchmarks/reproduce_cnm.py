@@ -37,9 +37,15 @@ from pathlib import Path
 
 import torch
 
-from qpnlp.data import load_glove_50d, load_qa
+from qpnlp.data import load_qa
+from qpnlp.data.vectors import load_vectors, recommended_fallback
+from qpnlp.models import CNM, CNMConfig
 from qpnlp.evaluation import evaluate_bm25
 from qpnlp.training.matching import MatchingConfig, metrics_dict, run_matching
+
+# The library's defaults (what `qpnlp train cnm` does with no flags): the reproduction runs with them.
+TRAIN = CNM.training_defaults
+CONFIG = CNMConfig(num_words=2)
 
 # variant -> (registered model, options)
 VARIANTS = {
@@ -58,26 +64,34 @@ def main(argv=None) -> None:
     parser.add_argument("--datasets", nargs="+", default=["wikiqa", "trecqa"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=TRAIN["epochs"])
+    parser.add_argument("--patience", type=int, default=TRAIN["patience"])
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--num-measurements", type=int, default=50)
-    parser.add_argument("--measurement-init", default="identity", choices=("identity", "orthogonal", "random"))
-    parser.add_argument("--phase-init", default="uniform", choices=("uniform", "zero", "sign"))
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=None,
+                        help="default: the model's per-data-set default (CNM.training_defaults)")
+    parser.add_argument("--num-measurements", type=int, default=CONFIG.num_measurements)
+    parser.add_argument("--measurement-init", default=CONFIG.measurement_init,
+                        choices=("identity", "orthogonal", "random"))
+    parser.add_argument("--phase-init", default=CONFIG.phase_init, choices=("uniform", "zero", "sign"))
+    parser.add_argument("--dropout", type=float, default=CONFIG.dropout)
     parser.add_argument("--windows", type=int, nargs="+", default=[1, 2, 3, 4],
                         help="local-mixture window sizes (default 1 2 3 4, the thesis' l = 1..4)")
     parser.add_argument("--margin", type=float, default=0.1, help="triplet hinge margin (thesis: 0.1)")
     parser.add_argument("--negatives", type=int, nargs="+", default=None,
                         help="wrong candidates per correct one, one value per data set (default 1 each)")
-    parser.add_argument("--pretrained-fallback", type=int, default=0,
-                        help="append this many most frequent GloVe words to the training vocabulary")
+    parser.add_argument("--pretrained-fallback", type=int, default=None,
+                        help="append this many most frequent pretrained words to the training vocabulary (default: "
+                             "the vector set's own, 400000 for glove-6b-50d)")
     parser.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET",
                         help="add these data sets' train splits to each data set's training data (transfer)")
     parser.add_argument("--best-test-epoch-diagnostic", action="store_true",
                         help="also score test after every epoch (observer only) and report the best such MAP, "
                              "the public code's protocol, as a separate diagnostic column")
+    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+                        "(qpnlp.data.vectors.load_vectors; default glove-6b-50d)")
+    parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
+    parser.add_argument("--train-split", default=None,
+                        help="training file (default: train-all where present, i.e. TREC-QA's TRAIN-ALL, else train)")
     parser.add_argument("--max-len", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/cnm")
@@ -88,7 +102,9 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    pretrained = load_glove_50d()
+    pretrained = load_vectors(args.vectors, scale=args.vectors_scale)
+    if args.pretrained_fallback is None:
+        args.pretrained_fallback = recommended_fallback(args.vectors)
     runs, floors = [], {}
     for name in args.datasets:
         for split in ("dev", "test"):
@@ -98,8 +114,10 @@ def main(argv=None) -> None:
                 pass
         for variant in args.variants:
             for seed in args.seeds:
-                config = MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                                        embedding_lr=args.lr, patience=args.patience, seed=seed,
+                lr = args.lr if args.lr is not None else \
+                    TRAIN.get("per_dataset", {}).get(name, {}).get("lr", TRAIN["lr"])
+                config = MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
+                                        embedding_lr=lr, patience=args.patience, seed=seed,
                                         max_len=args.max_len, progress=False, negatives=negatives[name],
                                         margin=args.margin)
                 options = dict(num_measurements=args.num_measurements, dropout=args.dropout,
@@ -110,13 +128,15 @@ def main(argv=None) -> None:
                                       pretrained_fallback=args.pretrained_fallback,
                                       extra_train=tuple(x for x in args.extra_train if x != name),
                                       observe_splits=("test",) if args.best_test_epoch_diagnostic else (),
+                                      train_split=args.train_split,
                                       log=lambda h: print(f"  {name} {variant} seed {seed} epoch {h['epoch']}: "
                                                           f"loss {h['train_loss']:.4f} dev MAP {h['dev']['map']:.4f}",
                                                           flush=True))
                 run = dict(dataset=name, variant=variant, seed=seed, options=options, dev=result.dev,
                            evaluation=result.evaluation, best_epoch=result.best_epoch,
                            epochs_run=len(result.history), history=result.history,
-                           train_questions=result.train_questions, train_triplets=result.train_triplets,
+                           train_split=result.train_split, train_questions=result.train_questions,
+                           train_triplets=result.train_triplets,
                            oov_rate=result.oov_rate, seconds=time.perf_counter() - t0)
                 if any("test" in h for h in result.history):
                     run["best_test_epoch"] = max((h["test"] for h in result.history), key=lambda m: m["map"])
@@ -147,7 +167,8 @@ def _markdown(runs, floors, args, wall, load) -> str:
              f"epochs <= {args.epochs} (patience {args.patience}, selection on dev MAP), batch {args.batch_size}, "
              f"lr {args.lr}, k {args.num_measurements} ({args.measurement_init} init), phase init {args.phase_init}, "
              f"dropout {args.dropout}, windows {args.windows}, margin {args.margin}, pretrained fallback {args.pretrained_fallback} words, "
-             f"extra training data {args.extra_train or 'none'}, "
+             f"extra training data {args.extra_train or 'none'}, vectors {args.vectors} (scale {args.vectors_scale}), "
+             f"training files {sorted({(r['dataset'], r['train_split'], r['train_questions']) for r in runs})}, "
              f"negatives {args.negatives or 1}, seeds {args.seeds}, "
              f"{args.threads} thread(s); wall time {wall / 60:.1f} min; load average at the end {load}.", "",
              "| data set | model | seed | best epoch | dev MAP | dev MRR | dev P@1 | dev questions | "

@@ -52,11 +52,16 @@ from pathlib import Path
 
 import torch
 
-from qpnlp.data import load_classification, load_glove_50d, splits
+from qpnlp.data import load_classification, splits
+from qpnlp.data.vectors import load_vectors, recommended_fallback
+from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import TrainConfig, accuracy
 from qpnlp.training.classification import mean_std, parse_grid, run_split, run_split_selected, summarise
 
-DEFAULT_GRID = ["dropout=0,0.3", "weighting=amplitude_norm,trainable"]
+# The library's defaults (what `qpnlp train qpdn` does with no flags): the reproduction runs with them.
+TRAIN = QPDN.training_defaults
+CONFIG = QPDNConfig(num_words=2, num_classes=2)
+DEFAULT_GRID = TRAIN["select"]
 PUBLISHED = {"CR": 81.0, "MPQA": 87.0, "MR": 80.1, "SST2": 83.9, "SUBJ": 92.7, "TREC": 88.2}
 MODELS = {"qpdn": "QPDN", "real_bow": "real 2d BoW"}
 
@@ -73,23 +78,24 @@ def run_dataset(name: str, args, glove) -> dict:
         if args.best_test_epoch_diagnostic:
             observer = lambda model, prepared: dict(  # noqa: E731
                 test_accuracy=accuracy(model, prepared.test, device=config.device, max_len=args.max_len))
-        results, start, candidates = [], time.perf_counter(), args.grids[kind]
+        results, coverage, start, candidates = [], [], time.perf_counter(), args.grids[kind]
         for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
             if args.max_splits is not None and i >= args.max_splits:
                 break
             if candidates is None:
-                result, *_ = run_split(kind, dataset, split, glove, options, config,
-                                       pretrained_fallback=args.pretrained_fallback, on_epoch=observer)
+                result, _, prepared, _ = run_split(kind, dataset, split, glove, options, config,
+                                                   pretrained_fallback=args.pretrained_fallback, on_epoch=observer)
             else:
-                result, *_ = run_split_selected(kind, dataset, split, glove, options, config, candidates,
-                                                pretrained_fallback=args.pretrained_fallback)
+                result, _, prepared, _ = run_split_selected(kind, dataset, split, glove, options, config, candidates,
+                                                            pretrained_fallback=args.pretrained_fallback)
             results.append(result)
+            coverage.append(vector_coverage(prepared, glove))
             chosen = "" if result.selected is None else f" selected {json.dumps(result.selected)}"
             print(f"{name} {MODELS[kind]} {split.name}: test {result.test_accuracy:.4f} dev "
                   f"{result.dev_accuracy:.4f} epoch {result.best_epoch}{chosen} ({result.seconds:.0f}s)", flush=True)
         out[kind] = {**summarise(results), "seconds": time.perf_counter() - start, "options": options,
                      "pretrained_fallback": args.pretrained_fallback, "train": config.to_dict(),
-                     "grid": candidates}
+                     "grid": candidates, "vector_coverage": coverage}
         if observer is not None:
             out[kind]["best_test_epoch"] = best_test_epoch_summary(results)
         if candidates is not None:
@@ -108,10 +114,17 @@ def best_test_epoch_summary(results) -> dict:
     return dict(**mean_std(best), per_split=best)
 
 
+def vector_coverage(prepared, vectors) -> dict:
+    """Vocabulary size, OOV rate (words without a vector) and how many distinct vectors the words get."""
+    rows = {vectors.index[w] for w in prepared.vocab.words[2:] if w in vectors.index}
+    return dict(vocabulary=len(prepared.vocab), oov_rate=prepared.oov_rate, distinct_vectors=len(rows))
+
+
 def table(rows: list[dict], args) -> str:
     lines = [f"Seed {args.seed}; {args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, "
              f"fixed splits for SST2/TREC; dev carved from train; test evaluated once per split. "
-             f"GloVe 6B 50d, k={args.num_measurements}, phase init {args.phase_init}, {args.weighting} weights, "
+             f"vectors {args.vectors} (scale {args.vectors_scale}), k={args.num_measurements}, phase init {args.phase_init}, "
+             f"{args.weighting} weights, "
              f"pretrained fallback {args.pretrained_fallback} words, batch {args.batch_size}, lr {args.lr} "
              f"(embeddings {args.embedding_lr}), <= {args.epochs} epochs, patience {args.patience}.", "",
              "| dataset | published QPDN | QPDN (ours) | real 2d BoW (ours) | splits | QPDN wall time |"
@@ -147,19 +160,20 @@ def main(argv=None) -> None:
     parser.add_argument("--folds", type=int, default=10)
     parser.add_argument("--max-splits", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--patience", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-2, help="Adam, dense parameters")
-    parser.add_argument("--embedding-lr", type=float, default=1e-3, help="SparseAdam, embedding tables "
-                        "(selected on MR fold-1 dev among 1e-2, 3e-3, 1e-3)")
-    parser.add_argument("--num-measurements", type=int, default=50)
-    parser.add_argument("--weighting", default="amplitude_norm")
-    parser.add_argument("--phase-init", default="sign", choices=("uniform", "zero", "sign"),
+    parser.add_argument("--epochs", type=int, default=TRAIN["epochs"])
+    parser.add_argument("--patience", type=int, default=TRAIN["patience"])
+    parser.add_argument("--batch-size", type=int, default=TRAIN["batch_size"])
+    parser.add_argument("--lr", type=float, default=TRAIN["lr"], help="Adam, dense parameters")
+    parser.add_argument("--embedding-lr", type=float, default=TRAIN["embedding_lr"], help="SparseAdam, embedding "
+                        "tables (selected on MR fold-1 dev among 1e-2, 3e-3, 1e-3)")
+    parser.add_argument("--num-measurements", type=int, default=CONFIG.num_measurements)
+    parser.add_argument("--weighting", default=CONFIG.weighting)
+    parser.add_argument("--phase-init", default=CONFIG.phase_init, choices=("uniform", "zero", "sign"),
                         help="QPDN phases (selected on fold-1 / fixed dev: sign over the papers' uniform)")
-    parser.add_argument("--pretrained-fallback", type=int, default=400_000,
-                        help="append this many most frequent GloVe words to each training vocabulary, so unseen "
-                             "test words keep their pretrained vectors (0 = training words only)")
+    parser.add_argument("--pretrained-fallback", type=int, default=None,
+                        help="append this many most frequent pretrained words to each training vocabulary, so "
+                             "unseen test words keep their pretrained vectors (0 = training words only; default: "
+                             "the vector set's own, 400000 for glove-6b-50d, 0 for spacy-md-300d)")
     parser.add_argument("--max-len", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--best-test-epoch-diagnostic", action="store_true",
@@ -173,6 +187,9 @@ def main(argv=None) -> None:
                              "(default: %(default)s)")
     parser.add_argument("--no-selection", action="store_true",
                         help="no grid: train the one setting of the other options per split (the earlier runs)")
+    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+                        "(qpnlp.data.vectors.load_vectors; default glove-6b-50d)")
+    parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--out", default="benchmarks/results/qpdn")
     args = parser.parse_args(argv)
     args.grid_specs = dict(qpdn=None, real_bow=None) if args.no_selection else dict(qpdn=args.qpdn_grid,
@@ -182,7 +199,9 @@ def main(argv=None) -> None:
         parser.error("--best-test-epoch-diagnostic observes one training run per split; use it with --no-selection")
     if args.threads:
         torch.set_num_threads(args.threads)
-    glove = load_glove_50d()
+    glove = load_vectors(args.vectors, scale=args.vectors_scale)
+    if args.pretrained_fallback is None:
+        args.pretrained_fallback = recommended_fallback(args.vectors)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, start = [], time.perf_counter()

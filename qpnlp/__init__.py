@@ -8,7 +8,12 @@ models       QPDN, CNM, complex-order embeddings and layers, gated complex RNN.
 word2fun     Word2Fun: words as functions of time (fit, KeyedVectors), split like gensim.
 interpret    nearest words, word weights, matching patterns, plots.
 data         dataset readers, the vocabulary, the tokenizer, pretrained vectors, skip-gram pairs.
-testing      hypothesis strategies and assertion helpers for users' own property tests.
+testing      hypothesis strategies and assertion helpers for users' own property tests
+             (``pip install 'qpnlp[testing]'``).
+
+``pip install qpnlp`` is the library alone; the extras add the built-in data (``data``: GloVe 6B 50d,
+the State of the Union addresses), ``testing``, ``vectors``, ``ann``, ``qutip``, ``tensorboard``,
+``bench``, ``docs`` and ``test`` (everything the test suite needs).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"

@@ -4,6 +4,12 @@
 and ``qpnlp evaluate CHECKPOINT ...`` train and score models. Each model's
 command lives in its own module under :mod:`qpnlp.commands`, which registers
 its sub-parser here; nothing in the library imports this module.
+
+Every error is one line on stderr, ``qpnlp <command>: error: ...``; the exit
+code is 2 for a usage error (an unknown option, a bad option value), 1 for
+a failure while running (missing or bad files, data that does not fit,
+training that diverged) and 130 for Ctrl-C. ``qpnlp --debug ...`` adds the
+traceback.
 """
 
 from __future__ import annotations
@@ -12,14 +18,34 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
 # Modules under qpnlp.commands that provide ``register(subparsers_by_verb)``.
 COMMAND_MODULES = ("demo", "classify", "match", "word2fun", "evaluate", "convert")
 
+EPILOG = ("exit codes: 0 success, 1 failure while running (files, data, diverged training), 2 usage error, "
+          "130 interrupted (Ctrl-C)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line: ``qpnlp train qpdn: error: argument --epochs: must be >= 1; got 0``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
+
+
+def _version() -> str:
+    from qpnlp import __version__
+
+    return __version__
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="qpnlp", description=__doc__.splitlines()[0])
+    parser = Parser(prog="qpnlp", description=__doc__.splitlines()[0], epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"qpnlp {_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (may also be given after the command)")
     parser.add_argument("--import", dest="plugins", action="append", default=[], metavar="MODULE|FILE.py",
                         help="import this module or Python file first, so the models it registers get a "
                              "`qpnlp train` command (repeatable; installed packages can instead declare a "
@@ -37,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(subparsers)
+    for group in (verbs, train):
+        for command in group.choices.values():
+            command.set_defaults(prog=command.prog)
+            if command.epilog is None:
+                command.epilog = EPILOG
     return parser
 
 
@@ -55,25 +86,48 @@ def import_plugins(argv: list[str]) -> None:
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[spec.name]
+                raise
         else:
             importlib.import_module(name)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     try:
         import_plugins(argv)
-    except (ImportError, FileNotFoundError) as err:
-        print(f"qpnlp: error: {err}", file=sys.stderr)
-        return 2
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("qpnlp: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - a plugin may fail in any way; report it on one line
+        if debug:
+            traceback.print_exc()
+        usage = isinstance(err, (ImportError, FileNotFoundError))
+        detail = " ".join(str(err).split()) if usage else f"{type(err).__name__}: {' '.join(str(err).split())}"
+        print(f"qpnlp: error: --import: {detail}", file=sys.stderr)
+        return 2 if usage else 1
     try:
-        return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        print(f"qpnlp: error: {err}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+    except Exception as err:  # noqa: BLE001 - a broken installation or plugin: one line, the traceback on --debug
+        if debug:
+            traceback.print_exc()
+        print(f"qpnlp: error: {type(err).__name__}: {' '.join(str(err).split())} (run with --debug for the "
+              f"traceback)", file=sys.stderr)
+        return 1
+    args, extras = parser.parse_known_args(argv)
+    if extras:                                    # name the command whose options these are not
+        prog = getattr(args, "prog", "qpnlp")
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extras)} (see '{prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+    args.debug = debug
+    from qpnlp.commands._common import run_command
+
+    return run_command(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

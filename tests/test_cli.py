@@ -24,7 +24,7 @@ def test_unknown_dataset_is_rejected(capsys):
 
 def test_missing_data_folder_says_how_to_set_qpnlp_data(tmp_path, capsys):
     code = main(["train", "qpdn", "--dataset", "mr", "--data", str(tmp_path / "nowhere"), "--no-progress"])
-    assert code == 2
+    assert code == 1                                          # a failure while running, not a usage error
     assert "QPNLP_DATA" in capsys.readouterr().err
 
 
@@ -42,11 +42,13 @@ def test_demo_trains_and_interprets(tmp_path, capsys):
     assert "test accuracy" in out and "most important words" in out and "|<v_k|w>|^2" in out
     data = json.loads(report.read_text())
     assert data["dataset"] == "sotu-era" and 0.4 <= data["metrics"]["accuracy"] <= 1.0
-    assert data["seed"] == 0 and data["wall_seconds"] > 0 and len(data["measurements"]) == 6
+    assert data["seed"] == 0 and data["wall_seconds"] > 0 and len(data["details"]["measurements"]) == 6
+    assert data["schema"] == "qpnlp-report/1" and data["status"] == "completed" and len(data["history"]) == 1
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("extra", [[], ["--pretrained-fallback", "3000", "--phase-init", "sign"]])
+@pytest.mark.parametrize("extra", [["--no-select", "--pretrained-fallback", "0"],
+                                   ["--no-select", "--pretrained-fallback", "3000", "--phase-init", "uniform"]])
 def test_train_save_and_evaluate_round_trip(data_root, tmp_path, extra):
     ckpt, train_report, eval_report = tmp_path / "trec.pt", tmp_path / "train.json", tmp_path / "eval.json"
     assert main(["train", "qpdn", "--dataset", "trec", "--epochs", "2", "--num-measurements", "10", "--no-progress",
@@ -55,7 +57,8 @@ def test_train_save_and_evaluate_round_trip(data_root, tmp_path, extra):
     trained, evaluated = json.loads(train_report.read_text()), json.loads(eval_report.read_text())
     assert trained["dataset"] == evaluated["dataset"] == "TREC"
     assert evaluated["n"] == 500
-    assert evaluated["metrics"]["accuracy"] == pytest.approx(trained["splits"][0]["test_accuracy"], abs=1e-6)
+    assert evaluated["metrics"]["accuracy"] == pytest.approx(trained["details"]["splits"][0]["test_accuracy"],
+                                                             abs=1e-6)
     assert trained["metrics"]["accuracy_mean"] > 1 / 6
 
 
@@ -72,8 +75,8 @@ def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(dat
     assert main(["train", "real-bow", "--dataset", "trec", "--epochs", "2", "--no-progress", "--lr", "0.05",
                  "--select", "dropout=0,0.5", "lr=0.01,0.003", "--save", str(ckpt), "--report", str(report)]) == 0
     trained = json.loads(report.read_text())
-    split = trained["splits"][0]
-    assert len(trained["grid"]) == 4 and split["selected"] in trained["grid"]
+    split = trained["details"]["splits"][0]
+    assert len(trained["config"]["grid"]) == 4 and split["selected"] in trained["config"]["grid"]
     assert len(split["candidate_dev_accuracies"]) == 4
     assert split["dev_accuracy"] == max(split["candidate_dev_accuracies"])
     assert "selected {" in capsys.readouterr().out

@@ -19,10 +19,12 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")   # a small demo: one CPU thread is plenty
 import time
 import warnings
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
+# tqdm in a kernel without ipywidgets
+warnings.filterwarnings("ignore", message="IProgress not found")
 import torch
 torch.set_num_threads(1)
 %matplotlib inline
+import matplotlib.pyplot as plt
 from IPython.display import HTML, Markdown, display
 start = time.perf_counter()"""
 
@@ -52,14 +54,17 @@ from qpnlp.training.classification import run_split
 
 dataset = load_sotu_era(n_train=1500, n_dev=300, n_test=600, seed=0)
 split = next(splits(dataset, seed=0))
-config = TrainConfig(epochs=4, batch_size=32, lr=1e-2, embedding_lr=1e-2, patience=2, seed=0, progress=False)
+config = TrainConfig(epochs=4, batch_size=32, lr=1e-2, embedding_lr=1e-2, patience=2, seed=0,
+                     progress=False)
 options = dict(num_measurements=20, weighting="trainable", orthonormal=True)
-result, model, prepared, _ = run_split("qpdn", dataset, split, load_glove_50d(), options, config)
+result, model, prepared, _ = run_split("qpdn", dataset, split, load_glove_50d(), options,
+                                       config)
 model.eval()
 vocab, words = prepared.vocab, prepared.vocab.words
 print(dataset)
-print(f"test accuracy {result.test_accuracy:.3f} (dev {result.dev_accuracy:.3f}, epoch {result.best_epoch})")"""),
-    ("md", r"""\
+print(f"test accuracy {result.test_accuracy:.3f} "
+      f"(dev {result.dev_accuracy:.3f}, epoch {result.best_epoch})")"""),
+    ("md", r"""
 ## 1. Words are pure states
 
 Word $w$ is $|w\rangle = \sum_j \frac{r_j}{\|r\|} e^{i\phi_j} |e_j\rangle$: the
@@ -73,11 +78,11 @@ from qpnlp.interpret import plot_word_states
 
 with torch.no_grad():
     states, norms = model.embedding(torch.arange(len(vocab)))
-examples = [w for w in ["war", "peace", "congress", "economy", "slavery", "internet", "gold", "jobs"]
-            if vocab.word_freq(w) >= 3]
+candidates = ["war", "peace", "congress", "economy", "slavery", "internet", "gold", "jobs"]
+examples = [w for w in candidates if vocab.word_freq(w) >= 3]
 ids = torch.tensor([vocab.id_of(w) for w in examples])
-plot_word_states(states[ids], examples, dims=[0, 1, 2, 3])"""),
-    ("md", r"""\
+plot_word_states(states[ids], examples, dims=[0, 1, 2, 3]);"""),
+    ("md", r"""
 ## 2. Nearest words by the Born probability
 
 $|\langle u|w\rangle|^2$ is the probability that a system in state $|w\rangle$
@@ -89,9 +94,10 @@ queries; only words seen at least 3 times in training are candidates here."""),
 from qpnlp.interpret import nearest_table
 
 frequent = torch.tensor([i >= 2 and vocab.word_freq(w) >= 3 for i, w in enumerate(words)])
-table = nearest_table(states[ids], states, words, top=6, query_names=examples, candidates=frequent)
+table = nearest_table(states[ids], states, words, top=6, query_names=examples,
+                      candidates=frequent)
 table.pivot(index="rank", columns="query", values="word")"""),
-    ("md", r"""\
+    ("md", r"""
 ## 3. A sentence is a mixture
 
 A sentence of words $w_1 \dots w_n$ is the density matrix
@@ -102,24 +108,30 @@ classical mixture of sememes would not have. The model never builds $\rho$
 (it measures the lazy mixture), but we can, for a look. GloVe puts a large
 share of most words on a few dimensions (dimension 30 holds 7.5% of the
 squared norm on average, against 2% for a uniform spread), which shows on the
-diagonal. The word phases were initialised uniformly at random, so the phases
-of the coherences look speckled."""),
+diagonal. The modulus is drawn on a logarithmic colour scale over three
+decades, so that the coherences stay visible next to the large diagonal
+entries (entries below the scale take its bottom colour). The word phases were
+initialised uniformly at random, so the phases of the coherences look
+speckled."""),
     ("code", """\
 from qpnlp.hilbert import purity
 from qpnlp.interpret import plot_density_matrix_parts
 
 test = split.subsets(dataset)[2]
-at = next(i for i, t in enumerate(test.texts) if 10 <= len(t) <= 16 and all(w.isalpha() for w in t[:-1]))
+at = next(i for i, t in enumerate(test.texts)
+          if 10 <= len(t) <= 16 and all(w.isalpha() for w in t[:-1]))
 sentence, era = test.texts[at], dataset.label_names[int(test.labels[at])]
 ids_s = torch.tensor([vocab.encode(sentence)])
 mask = torch.ones_like(ids_s, dtype=torch.bool)
 mixture = model.ensemble(ids_s, mask)[0]
 rho = mixture.dense()
 print(" ".join(sentence), f"[{era}]")
-print("weights p_i:", ", ".join(f"{w} {p:.2f}" for w, p in zip(sentence, mixture.weights.tolist())))
-print(f"purity Tr(rho^2) = {float(purity(rho)):.3f}  (1 = a pure state, 1/d = {1 / rho.dim:.3f} = maximally mixed)")
-plot_density_matrix_parts(rho, title="the sentence's density matrix (50 sememes)")"""),
-    ("md", r"""\
+weights = mixture.weights.tolist()
+print("weights p_i:", ", ".join(f"{w} {p:.2f}" for w, p in zip(sentence, weights)))
+print(f"purity Tr(rho^2) = {float(purity(rho)):.3f}  "
+      f"(1 = a pure state, 1/d = {1 / rho.dim:.3f} = maximally mixed)")
+plot_density_matrix_parts(rho, title="the sentence's density matrix (50 sememes)");"""),
+    ("md", r"""
 ## 4. Measurements
 
 The features are $q_k = \operatorname{Tr}(\rho\,|v_k\rangle\langle v_k|) =
@@ -134,10 +146,11 @@ with torch.no_grad():
     q = model.features(ids_s, mask)[0]
 contrast = (model.classifier.weight[1] - model.classifier.weight[0]).detach()
 labels = [f"v{k} ({'post' if c > 0 else 'pre'})" for k, c in enumerate(contrast.tolist())]
-display(plot_measurement_probabilities(q, labels=labels, title="q_k for the sentence above"))
-print(f"sum_k q_k = {float(q.sum()):.3f}; the model says {dataset.label_names[int(model(ids_s, mask).argmax())]} "
-      f"(true: {era})")"""),
-    ("md", r"""\
+plot_measurement_probabilities(q, labels=labels, title="q_k for the sentence above")
+plt.show()
+says = dataset.label_names[int(model(ids_s, mask).argmax())]
+print(f"sum_k q_k = {float(q.sum()):.3f}; the model says {says} (true: {era})")"""),
+    ("md", r"""
 Which words does a measurement detect? `measurement_words` ranks the vocabulary
 by $|\langle v_k|w\rangle|^2$, the probability that a one-word sentence answers
 "yes" to measurement $k$."""),
@@ -146,7 +159,7 @@ order = contrast.abs().argsort(descending=True)[:4].tolist()
 near = measurement_words(model, words, outcomes=order, candidates=frequent, top=8)
 near["favours"] = [dataset.label_names[int(contrast[k] > 0)] for k in near["measurement"]]
 near.pivot(index="rank", columns=["measurement", "favours"], values="word")"""),
-    ("md", r"""\
+    ("md", r"""
 ## 5. Word importance
 
 With `weighting="trainable"` each word has a learned score $\pi(w)$ and its
@@ -176,7 +189,8 @@ if faiss_available():
     index = BornIndex(states, rows=frequent)
     approx_scores, approx_rows = nearest_states(states[ids], states, 10, index=index)
     exact_scores, exact_rows = nearest_states(states[ids], states, 10, candidates=frequent)
-    recall = sum(len(set(a) & set(b)) for a, b in zip(approx_rows.tolist(), exact_rows.tolist())) / exact_rows.numel()
+    pairs = zip(approx_rows.tolist(), exact_rows.tolist())
+    recall = sum(len(set(a) & set(b)) for a, b in pairs) / exact_rows.numel()
     print(index, f"recall@10 against the exact ranking: {recall:.2f}")
 else:
     print("faiss is not installed: pip install 'qpnlp[ann]' to try the approximate index")"""),
@@ -185,7 +199,7 @@ else:
 
 # --------------------------------------------------------------------------------------------------------- CNM
 CNM = [
-    ("md", r"""\
+    ("md", r"""
 # CNM: matching questions and answers with local mixtures
 
 The Complex-valued Network for Matching (thesis section 3.3) reads a sentence
@@ -207,13 +221,15 @@ from qpnlp.training.matching import MatchingConfig, run_matching
 root = os.environ.get("QPNLP_DATA")
 if not root:
     raise RuntimeError("set QPNLP_DATA to the benchmark data folder (it holds qa/wikiqa)")
-config = MatchingConfig(epochs=5, batch_size=32, lr=1e-2, embedding_lr=1e-2, patience=2, seed=0, progress=False)
+config = MatchingConfig(epochs=5, batch_size=32, lr=1e-2, embedding_lr=1e-2, patience=2,
+                        seed=0, progress=False)
 options = dict(num_measurements=20, windows=[1, 2, 3], dropout=0.1)
 run = run_matching("wikiqa", options, config, pretrained=load_glove_50d(), root=root)
 model, vocab = run.model.eval(), run.vocab
+test = run.evaluation["test"]
 print(f"dev MAP {run.dev['map']:.3f} MRR {run.dev['mrr']:.3f} (epoch {run.best_epoch}); "
-      f"test MAP {run.evaluation['test']['map']:.3f} on {run.evaluation['test']['questions']} questions")"""),
-    ("md", r"""\
+      f"test MAP {test['map']:.3f} on {test['questions']} questions")"""),
+    ("md", r"""
 ## 1. One question, its candidates
 
 We take a dev question and score every candidate answer with the trained model."""),
@@ -232,10 +248,11 @@ with torch.no_grad():
     for answer in candidates:
         ids_a = torch.tensor([vocab.encode(answer)])
         scores.append(float(model(ids_q, ids_q != 0, ids_a, ids_a != 0)))
-ranking = pd.DataFrame({"score": scores, "correct": dev.labels[rows], "answer": [" ".join(a) for a in candidates]})
+ranking = pd.DataFrame({"score": scores, "correct": dev.labels[rows],
+                        "answer": [" ".join(a) for a in candidates]})
 print(" ".join(question))
 ranking.sort_values("score", ascending=False)"""),
-    ("md", r"""\
+    ("md", r"""
 ## 2. Matching patterns
 
 The score is a sum of non-negative contributions, one per (window size $l$,
@@ -258,15 +275,16 @@ patterns = matching_patterns(model, question, candidates[best], vocab)
 display(HTML(patterns.to_html(top=6)))
 print(patterns.to_text(top=6))"""),
     ("code", """\
-patterns.features.head(8)[["window", "measurement", "contribution", "question_window", "question_probability",
-                           "answer_window", "answer_probability", "answer_words"]]"""),
-    ("md", r"""\
+patterns.features.head(8)[["window", "measurement", "contribution", "question_window",
+                           "question_probability", "answer_window", "answer_probability",
+                           "answer_words"]]"""),
+    ("md", r"""
 A wrong candidate of the same question, for comparison: fewer or weaker shared
 patterns give a lower cosine."""),
     ("code", """\
 worst = int(ranking.loc[ranking["correct"] == 0, "score"].idxmin())
 print(matching_patterns(model, question, candidates[worst], vocab).to_text(top=4))"""),
-    ("md", r"""\
+    ("md", r"""
 ## 3. What the influential measurements detect
 
 The words most likely to be measured by the measurement vectors behind the top
@@ -285,7 +303,7 @@ patterns.words.sort_values("attribution", ascending=False).head(8)"""),
 
 # --------------------------------------------------------------------------------------------------------- order
 ORDER = [
-    ("md", r"""\
+    ("md", r"""
 # Complex-order embeddings: word order as phase
 
 Wang et al. (ICLR 2020) embed word $j$ at position $\mathrm{pos}$ as
@@ -313,16 +331,19 @@ prepared = prepare(dataset, split, load_glove_50d(), seed=0)
 vocab, words = prepared.vocab, prepared.vocab.words
 counts = [vocab.word_freq(w) for w in words]
 seed_everything(0)
-config = OrderClassifierConfig(num_words=len(vocab), num_classes=2, network="fasttext", embedding="complex_order",
-                               dim=50, hidden=64, dropout=0.1)
-model = OrderClassifier(config, pretrained=prepared.pretrained_matrix, generator=torch.Generator().manual_seed(0))
+config = OrderClassifierConfig(num_words=len(vocab), num_classes=2, network="fasttext",
+                               embedding="complex_order", dim=50, hidden=64, dropout=0.1)
+model = OrderClassifier(config, pretrained=prepared.pretrained_matrix,
+                        generator=torch.Generator().manual_seed(0))
 initial = model.embedding.frequency_table()
-result = fit(model, prepared.train, prepared.dev,
-             TrainConfig(epochs=5, batch_size=32, lr=1e-3, embedding_lr=1e-2, patience=2, seed=0, progress=False))
+training = TrainConfig(epochs=5, batch_size=32, lr=1e-3, embedding_lr=1e-2, patience=2, seed=0,
+                       progress=False)
+result = fit(model, prepared.train, prepared.dev, training)
 model.eval()
 test_accuracy = accuracy(model, prepared.test)
-print(f"test accuracy {test_accuracy:.3f} (dev {result.best_dev_accuracy:.3f}, epoch {result.best_epoch})")"""),
-    ("md", r"""\
+print(f"test accuracy {test_accuracy:.3f} "
+      f"(dev {result.best_dev_accuracy:.3f}, epoch {result.best_epoch})")"""),
+    ("md", r"""
 ## 1. One word at successive positions
 
 The same word at positions $0, 1, \dots, 5$: in every dimension its coordinate
@@ -340,8 +361,9 @@ omega = model.embedding.frequency_table()[vocab.id_of(word)]
 fastest = omega.abs().argsort(descending=True)[:3].tolist()
 slowest = omega.abs().argsort()[:1].tolist()
 plot_word_states(path, [str(p) for p in range(6)], dims=fastest + slowest,
-                 title=f"'{word}' at positions 0..5 (labels): the three fastest dimensions and the slowest")"""),
-    ("md", r"""\
+                 title=f"'{word}' at positions 0..5 (labels): "
+                       "the three fastest dimensions and the slowest");"""),
+    ("md", r"""
 ## 2. Positional sensitivity
 
 $\delta_j = \frac1D\sum_d |\omega_{j,d}|$ (paper appendix D): words with a
@@ -356,7 +378,7 @@ sensitivity = positional_sensitivity(model, words, top=10, counts=counts, min_co
 display(Markdown(sensitivity.to_markdown()))
 moved = (model.embedding.frequency_table() - initial).abs().mean(-1)
 print(f"mean |change of omega| during training: {float(moved[2:].mean()):.4f} rad/token")"""),
-    ("md", r"""\
+    ("md", r"""
 ## 3. Periods
 
 The period $2\pi/|\omega_{j,d}|$ is the number of tokens after which
@@ -371,14 +393,16 @@ from qpnlp.interpret import period_distribution, period_table, plot_period_histo
 periods = period_table(model, words, counts=counts, min_count=5)
 display(periods.head(8))
 mean_length = sum(len(t) for t in prepared.train.ids) / len(prepared.train)
-plot_period_histogram(period_distribution(model, words=words, counts=counts, min_count=5), reference=mean_length,
-                      title=f"periods of the {len(periods)} frequent words (dashed: mean sentence length)")"""),
+all_periods = period_distribution(model, words=words, counts=counts, min_count=5)
+plot_period_histogram(all_periods, reference=mean_length,
+                      title=f"periods of the {len(periods)} frequent words "
+                            "(dashed: mean sentence length)");"""),
     ("code", FOOTER),
 ]
 
 # --------------------------------------------------------------------------------------------------------- Word2Fun
 WORD2FUN = [
-    ("md", r"""\
+    ("md", r"""
 # Word2Fun: words as functions of time
 
 Word2Fun (thesis section 4.2) gives each word a vector that is a *function of
@@ -407,8 +431,9 @@ result = fit(corpus, TrainConfig(epochs=3, negatives=64, shared_negatives=True, 
              family="IV", dim=48, frequency_init="harmonic", min_count=10)
 embeddings, stats = result.vectors, result.stats
 print(f"{len(corpus)} paragraphs, {corpus.n_tokens} tokens, {len(embeddings)} words; "
-      f"{stats.tokens_per_s:,.0f} tokens/s, loss per epoch {[round(x, 3) for x in stats.epoch_loss]}")"""),
-    ("md", r"""\
+      f"{stats.tokens_per_s:,.0f} tokens/s, "
+      f"loss per epoch {[round(x, 3) for x in stats.epoch_loss]}")"""),
+    ("md", r"""
 ## 1. Similarity trajectories
 
 $\cos(f(u, t), f(v, t))$ as a function of the year: how close two words are in
@@ -417,9 +442,10 @@ the usage of each period."""),
 from qpnlp.interpret import plot_similarity_over_time, similarity_trajectories
 
 years = list(range(1790, 2021, 5))
-trajectories = similarity_trajectories(embeddings, "war", ["peace", "army", "soviet", "terror"], years)
-plot_similarity_over_time(trajectories, title="cosine of 'war' with ...")"""),
-    ("md", r"""\
+trajectories = similarity_trajectories(embeddings, "war", ["peace", "army", "soviet", "terror"],
+                                      years)
+plot_similarity_over_time(trajectories.rename_axis("year"), title="cosine of 'war' with ...");"""),
+    ("md", r"""
 ## 2. Nearest words per era
 
 The nearest words of a word at the middle of each of four equal eras (cosine of
@@ -433,8 +459,9 @@ from qpnlp.interpret import nearest_by_era
 eras = nearest_by_era(embeddings, "union", 4, k=8, min_count=20)
 eras.pivot(index="rank", columns="era", values="word")"""),
     ("code", """\
-nearest_by_era(embeddings, "commerce", 4, k=8, min_count=20).pivot(index="rank", columns="era", values="word")"""),
-    ("md", r"""\
+commerce = nearest_by_era(embeddings, "commerce", 4, k=8, min_count=20)
+commerce.pivot(index="rank", columns="era", values="word")"""),
+    ("md", r"""
 ## 3. Which words changed most?
 
 Word2Fun's change degree between two periods: the cosine distance of the mean
@@ -444,8 +471,10 @@ rather than their meaning."""),
     ("code", """\
 from qpnlp.interpret import change_ranking
 
-candidates = [w for w, c in zip(embeddings.index_to_key, embeddings.counts.tolist()) if 100 <= c <= 3000]
-change = change_ranking(embeddings, (1790, 1850), (1960, 2020), words=candidates, step=5, top=15)
+counts = embeddings.counts.tolist()
+candidates = [w for w, c in zip(embeddings.index_to_key, counts) if 100 <= c <= 3000]
+change = change_ranking(embeddings, (1790, 1850), (1960, 2020), words=candidates, step=5,
+                        top=15)
 change"""),
     ("code", """\
 mover = change["word"].iloc[0]
@@ -463,6 +492,7 @@ def build(name: str, cells) -> nbformat.NotebookNode:
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                    "language_info": {"name": "python"}}
     for i, (kind, source) in enumerate(cells):
+        source = source.strip("\n")            # r"""...""" cells open on a new line; no blank first line
         cell = new_markdown_cell(source) if kind == "md" else new_code_cell(source)
         cell.id = f"{name}-{i}"
         nb.cells.append(cell)

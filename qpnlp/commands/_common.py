@@ -1,54 +1,83 @@
-"""Helpers shared by the CLI commands: reports, devices, training options."""
+"""Helpers shared by the CLI commands: errors and exit codes, option types, output paths, the report, devices.
+
+Every command reports through :class:`Report` (one schema), checks its output
+paths with :func:`prepare_outputs` before any work, and leaves its failures
+to :func:`run_command`, which turns them into one line on stderr and an exit
+code (2 usage, 1 failure, 130 Ctrl-C).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import io
 import json
+import math
+import os
 import platform
+import shutil
+import sys
+import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
+from qpnlp.models.base import atomic_write_text
 from qpnlp.training import TrainConfig
 
 
-def write_report(path: str | None, report: dict) -> None:
-    """Write a JSON report (dataset, split, metrics, seed, wall time, ...) if a path was given."""
-    if not path:
-        return
-    report = {**report, "torch": torch.__version__, "python": platform.python_version(),
-              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"report written to {out}")
-
-
 def device_type(value: str) -> str:
-    """argparse type: a usable torch device name."""
-    device = torch.device(value)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError("CUDA requested but not available on this machine")
+    """argparse type: a torch device this machine has (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
+    try:
+        device = torch.device(value)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"unknown device {value!r}; expected cpu, cuda, cuda:N or mps") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
+            raise argparse.ArgumentTypeError(f"{value!r} requested but CUDA is not available on this machine"
+                                             f"{build}; use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{value!r}: this machine has {torch.cuda.device_count()} CUDA "
+                                             f"device(s), cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
+    elif device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise argparse.ArgumentTypeError(f"{value!r} requested but MPS is not available on this machine")
+    elif device.type != "cpu":
+        raise argparse.ArgumentTypeError(f"device {value!r} is not supported; expected cpu, cuda, cuda:N or mps")
     return value
 
 
-def add_training_options(parser: argparse.ArgumentParser, *, epochs: int, lr: float, batch_size: int) -> None:
+def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-2, batch_size: int = 32,
+                         embedding_lr: float | None = None, patience: int = 4, **_) -> None:
     group = parser.add_argument_group("training")
-    group.add_argument("--epochs", type=int, default=epochs, help="maximum epochs (default %(default)s)")
-    group.add_argument("--batch-size", type=int, default=batch_size, help="(default %(default)s)")
-    group.add_argument("--lr", type=float, default=lr, help="Adam learning rate, dense parameters (default %(default)s)")
-    group.add_argument("--embedding-lr", type=float, default=None,
-                       help="SparseAdam learning rate of the embedding tables (default: --lr)")
-    group.add_argument("--phase-lr", type=float, default=None,
+    group.add_argument("--epochs", type=count_type(), default=epochs, help="maximum epochs (default %(default)s)")
+    group.add_argument("--batch-size", type=count_type(), default=batch_size, help="(default %(default)s)")
+    group.add_argument("--lr", type=rate_type(), default=lr,
+                       help="Adam learning rate, dense parameters (default %(default)s)")
+    group.add_argument("--embedding-lr", type=rate_type(), default=embedding_lr,
+                       help="SparseAdam learning rate of the embedding tables (default: "
+                            f"{embedding_lr if embedding_lr is not None else '--lr'})")
+    group.add_argument("--phase-lr", type=rate_type(), default=None,
                        help="learning rate of the phase tables of complex embeddings (default: --embedding-lr)")
-    group.add_argument("--weight-decay", type=float, default=0.0, help="L2 on dense parameters (default 0)")
-    group.add_argument("--patience", type=int, default=4, help="early-stopping patience on dev accuracy")
-    group.add_argument("--seed", type=int, default=0, help="seed of folds, initialisation and shuffling")
-    group.add_argument("--device", type=device_type, default="cpu", help="cpu or cuda (default cpu)")
-    group.add_argument("--max-len", type=int, default=None, help="truncate texts to their first N tokens")
-    group.add_argument("--no-progress", action="store_true", help="no progress bars")
-    group.add_argument("--report", metavar="FILE.json", help="write the metrics to this JSON file")
+    group.add_argument("--weight-decay", type=rate_type(zero=True), default=0.0,
+                       help="L2 on dense parameters (default %(default)s)")
+    group.add_argument("--patience", type=count_type(), default=patience,
+                       help="early-stopping patience on the dev score (default %(default)s)")
+    group.add_argument("--seed", type=int, default=0,
+                       help="seed of folds, initialisation and shuffling (default %(default)s)")
+    group.add_argument("--device", type=device_type, default="cpu",
+                       help="cpu, cuda, cuda:N or mps (default %(default)s)")
+    group.add_argument("--max-len", type=count_type(), default=None,
+                       help="truncate texts to their first N tokens (default: no truncation)")
+    group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
+    group.add_argument("--report", metavar="FILE.json",
+                       help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
+                            "epoch, with the history also as FILE.history.csv (default: no report)")
 
 
 def add_vectors_option(parser: argparse.ArgumentParser) -> None:
@@ -58,14 +87,26 @@ def add_vectors_option(parser: argparse.ArgumentParser) -> None:
                         help=f"pretrained vectors: a name ({', '.join(VECTOR_SETS)}) or a GloVe / word2vec / "
                              "fastText .vec text file, a word2vec .bin file or a spaCy model directory "
                              "(default %(default)s)")
+    parser.add_argument("--vectors-scale", type=rate_type(), default=None, metavar="FACTOR",
+                        help="multiply the vectors by FACTOR (default: the named set's own scale, see "
+                             "qpnlp.data.vectors.VECTOR_SETS; 1 for files)")
     parser.add_argument("--glove", metavar="FILE", dest="vectors", help=argparse.SUPPRESS)  # qpnlp 0.1 spelling
 
 
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pretrained-fallback", type=int, default=0, metavar="N",
+    parser.add_argument("--pretrained-fallback", type=count_type(0), default=None, metavar="N",
                         help="append the N most frequent pretrained words to the training vocabulary, so unseen "
-                             "test words keep their vectors (400000 = all of GloVe 6B; default 0: training words "
-                             "only)")
+                             "test words keep their vectors (default: the vector set's own, 400000 = all of GloVe "
+                             "6B for glove-6b-50d, 0 for spacy-md-300d and files)")
+
+
+def pretrained_fallback(args: argparse.Namespace) -> int:
+    """``--pretrained-fallback``, or the vector set's recommended size when it was not given."""
+    from qpnlp.data.vectors import recommended_fallback
+
+    if args.pretrained_fallback is not None:
+        return args.pretrained_fallback
+    return 0 if getattr(args, "no_pretrained", False) else recommended_fallback(args.vectors)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
@@ -74,3 +115,345 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                        progress=not args.no_progress)
+
+
+# --------------------------------------------------------------------------- errors and exit codes
+class UsageError(ValueError):
+    """An option value that cannot work, found before anything is read (exit code 2)."""
+
+
+class CommandFailed(RuntimeError):
+    """A failure while running, with a message composed for the user (exit code 1)."""
+
+
+# Errors whose message is written for users; other types are shown with their type name.
+_PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command and turn every failure into one line on stderr and an exit code.
+
+    0 success; 2 a usage error (a bad option value, a model or training
+    setting the configs refuse); 1 any other failure (missing or bad files,
+    data that does not fit, diverged training); 130 Ctrl-C. ``--debug``
+    prints the traceback before the line.
+    """
+    from qpnlp.training.trainer import ConfigError
+
+    prog = getattr(args, "prog", "qpnlp")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except BrokenPipeError:                      # `qpnlp ... | head`: the reader left
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:  # noqa: BLE001 - the CLI's one place that turns every failure into a message
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        usage = isinstance(err, (UsageError, ConfigError))
+        print(f"{prog}: error: {error_line(err)}", file=sys.stderr, flush=True)
+        return 2 if usage else 1
+
+
+def error_line(err: BaseException) -> str:
+    """``err`` as one line: its message, with the type name for errors not written for users."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, KeyError) or not isinstance(err, _PLAIN_ERRORS):
+        text = f"{type(err).__name__}: {text} (run with --debug for the traceback)"
+    return text
+
+
+# --------------------------------------------------------------------------- argparse types
+def count_type(minimum: int = 1) -> Callable[[str], int]:
+    """argparse type: an integer >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}; got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}; got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def rate_type(*, zero: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite number > 0 (>= 0 with ``zero``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if zero else '>'} 0; got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+# --------------------------------------------------------------------------- output paths
+def check_output_path(path: str | os.PathLike | None, option: str, *, directory: bool = False,
+                      model: bool = False) -> Path | None:
+    """Refuse an output path that cannot be written, before any work (:class:`UsageError`).
+
+    A file must not be an existing directory; a directory must not be an
+    existing file, and with ``model`` an existing non-empty directory must
+    be a saved qpnlp model (it is replaced); the nearest existing parent
+    must be a writable directory.
+    """
+    if not path:
+        return None
+    out = Path(path)
+    if directory and out.is_file():
+        raise UsageError(f"{option} {path}: exists and is a file; {option} takes a directory")
+    if not directory and out.is_dir():
+        raise UsageError(f"{option} {path}: is a directory; {option} takes a file name")
+    if model and out.is_dir() and any(out.iterdir()) and not (out / "config.json").is_file():
+        raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
+                         f"(choose a new directory)")
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        raise UsageError(f"{option} {path}: cannot write in {parent} ({err.strerror or err})") from None
+    return out
+
+
+RUN_FILE = "training-run.json"
+
+
+def add_resume_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("checkpoints")
+    group.add_argument("--checkpoint-dir", metavar="DIRECTORY", default=None,
+                       help="keep the training state of the last epoch here, written after every epoch (default: "
+                            "SAVE.training next to --save; none without --save)")
+    group.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
+                            "next to --save); same result as an uninterrupted run with the same options")
+    group.add_argument("--no-training-state", action="store_true",
+                       help="keep no training state next to --save (saves a write of parameters and optimiser "
+                            "state per epoch, about 3x the model's size; --resume is then impossible)")
+
+
+def prepare_outputs(args: argparse.Namespace) -> Path | None:
+    """Check ``--report``, ``--save`` and the training-state directory before any work; returns the state directory.
+
+    Without ``--resume`` an earlier state in that directory is cleared; with
+    it, the directory must hold one.
+    """
+    report = check_output_path(getattr(args, "report", None), "--report")
+    save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
+    state = getattr(args, "checkpoint_dir", None) or \
+        (f"{str(save).rstrip('/')}.training" if save and not getattr(args, "no_training_state", False) else None)
+    option = "--checkpoint-dir" if getattr(args, "checkpoint_dir", None) else "--save"
+    resume = getattr(args, "resume", False)
+    if resume and state is None:
+        raise UsageError("--resume needs --checkpoint-dir or --save (the training state is kept next to it), "
+                         "and not --no-training-state")
+    if report is not None and save is not None and report.absolute() == save.absolute():
+        raise UsageError("--report and --save name the same path")
+    if state is None:
+        return None
+    root = check_output_path(state, option, directory=True)
+    ours = (root / RUN_FILE).is_file()
+    if root.is_dir() and any(root.iterdir()) and not ours:
+        raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
+                         f"use it (choose a new --checkpoint-dir)")
+    if resume and not ours:
+        raise CommandFailed(f"nothing to resume: {root} holds no training state (give the --save or "
+                            f"--checkpoint-dir of the interrupted run)")
+    if not resume and ours:
+        shutil.rmtree(root)
+    print(f"resuming from the training state in {root}" if resume else
+          f"training state kept in {root} after every epoch (--resume continues from it)", flush=True)
+    if not ours or not resume:
+        root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(root / RUN_FILE, json.dumps(dict(format="qpnlp-training-run/1", prog=args.prog,
+                                                           arguments=_strict(arguments(args), "", [])),
+                                                      indent=2) + "\n")
+    return root
+
+
+def state_subdir(root: Path | None, name: str) -> Path | None:
+    """The training-state directory of one split (``fold 3`` -> ``root/fold-3``)."""
+    return None if root is None else root / "-".join(name.split())
+
+
+# --------------------------------------------------------------------------- reports
+REPORT_SCHEMA = "qpnlp-report/1"
+
+
+def arguments(args: argparse.Namespace) -> dict:
+    """The command-line settings of a run, as JSON."""
+    return {k: v for k, v in vars(args).items() if k not in ("func", "prog") and not callable(v)}
+
+
+class Report:
+    """The one report of every ``train`` / ``evaluate`` / ``demo`` command (schema ``qpnlp-report/1``).
+
+    Keys: ``schema``, ``command``, ``status`` (running, completed,
+    interrupted, diverged, failed), ``qpnlp_version``, ``torch_version``,
+    ``python_version``, ``started``, ``written``, ``wall_seconds``,
+    ``model``, ``dataset``, ``split``, ``split_counts`` (split -> part ->
+    items), ``split_unit``, ``seed``, ``config`` (model options, training
+    settings), ``arguments`` (the command line), ``metrics``, ``n`` (items
+    the metrics were computed on), ``history`` (one entry per epoch),
+    ``checkpoint``, ``training_state``, ``error``, ``warnings``,
+    ``details`` (what only this command has).
+
+    The JSON is strict (a NaN or infinity is written as null and named in
+    ``warnings``) and written atomically, after every epoch and at the end;
+    the history is also written as ``<report>.history.csv`` and, when
+    ``torch.utils.tensorboard`` can be imported, as TensorBoard events in
+    ``<report>.tensorboard/``.
+    """
+
+    def __init__(self, args: argparse.Namespace, *, command: str, model: str | None = None) -> None:
+        from qpnlp import __version__
+
+        report = getattr(args, "report", None)
+        self.path = Path(report) if report else None
+        self._start = time.perf_counter()
+        self._tensorboard = None
+        self.data: dict = dict(
+            schema=REPORT_SCHEMA, command=command, status="running", qpnlp_version=__version__,
+            torch_version=torch.__version__, python_version=platform.python_version(),
+            started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), written=None, wall_seconds=0.0, model=model, dataset=None,
+            split=None, split_counts={}, split_unit=None, seed=getattr(args, "seed", None), config={},
+            arguments=arguments(args), metrics={}, n=None, history=[], checkpoint=None, training_state=None,
+            error=None, warnings=[], details={})
+
+    def update(self, **fields) -> None:
+        unknown = sorted(set(fields) - set(self.data))
+        if unknown:
+            raise KeyError(f"not report fields: {unknown}; command-specific values go under 'details'")
+        self.data.update(fields)
+
+    def epoch(self, entry: dict) -> None:
+        """Add one epoch's history entry and rewrite the report (and its CSV and TensorBoard events)."""
+        self.data["history"].append(entry)
+        self.write()
+        self._tensorboard_epoch(entry)
+
+    @contextlib.contextmanager
+    def guard(self):
+        """Finish the report as failed / interrupted / diverged when the work inside raises (then re-raise)."""
+        from qpnlp.training.trainer import TrainingDiverged
+
+        try:
+            yield self
+        except BaseException as err:
+            if self.data["status"] == "running":
+                status = "diverged" if isinstance(err, TrainingDiverged) else \
+                    "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+                with contextlib.suppress(Exception):
+                    self.finish(status, error=error_line(err) if status != "interrupted" else "interrupted (SIGINT)")
+            raise
+
+    def finish(self, status: str = "completed", **fields) -> None:
+        self.update(status=status, **fields)
+        self.write()
+        if self.path is not None:
+            print(f"report written to {self.path}", flush=True)
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        self.data.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=time.perf_counter() - self._start)
+        warnings = [w for w in self.data["warnings"] if not w.startswith("non-finite")]
+        bad: list[str] = []
+        data = _strict({**self.data, "warnings": warnings}, "", bad)
+        data["warnings"] += [f"non-finite value written as null: {where}" for where in bad]
+        atomic_write_text(self.path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        if self.data["history"]:
+            atomic_write_text(self.path.with_suffix(".history.csv"), history_csv(data["history"]))
+
+    def _tensorboard_epoch(self, entry: dict) -> None:
+        if self.path is None or self._tensorboard is False:
+            return
+        if self._tensorboard is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except Exception:  # noqa: BLE001 - tensorboard missing or broken: skip silently, as documented
+                self._tensorboard = False
+                return
+            self._tensorboard = SummaryWriter(log_dir=str(self.path.with_suffix(".tensorboard")))
+        prefix = "/".join(str(entry[k]).replace(" ", "_") for k in ("split", "candidate") if k in entry)
+        for key, value in _flatten(entry).items():
+            if key not in ("epoch", "candidate") and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and math.isfinite(value):
+                self._tensorboard.add_scalar(f"{prefix}/{key}" if prefix else key, value, int(entry["epoch"]))
+        self._tensorboard.flush()
+
+
+def _strict(value, where: str, bad: list[str]):
+    """JSON-ready copy: NaN/inf -> None (recorded in ``bad``), tuples -> lists, NumPy/paths -> plain values."""
+    if isinstance(value, dict):
+        return {str(k): _strict(v, f"{where}.{k}" if where else str(k), bad) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v, f"{where}[{i}]", bad) for i, v in enumerate(value)]
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        bad.append(where)
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _flatten(entry: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in entry.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def history_csv(history: list[dict]) -> str:
+    """The history as CSV: one row per epoch, nested values as ``dev.map`` columns."""
+    rows = [_flatten(entry) for entry in history]
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def epoch_logger(report: Report, label: str, **context) -> Callable[[dict], None]:
+    """A trainer's ``log``: print one line per epoch and add the entry (with ``context``) to the report."""
+    def log(entry: dict) -> None:
+        entry = {**context, **entry}
+        where = label
+        if "setting" in entry:
+            where += " [" + " ".join(f"{k}={v}" for k, v in entry["setting"].items()) + "]"
+        report.epoch(entry)                       # first: once the line is out, the report holds the epoch
+        print(f"{where} epoch {entry['epoch']}: {epoch_summary(entry)}  ({entry['seconds']:.0f}s)"
+              + ("  (from the saved training state)" if entry.get("restored") else ""), flush=True)
+    return log
+
+
+def epoch_summary(entry: dict) -> str:
+    """``loss 0.4321  dev accuracy 0.8123`` / ``... dev MAP 0.61 MRR 0.62``."""
+    text = f"loss {entry['train_loss']:.4f}"
+    if "dev_accuracy" in entry:
+        text += f"  dev accuracy {entry['dev_accuracy']:.4f}"
+    if isinstance(entry.get("dev"), dict):
+        text += f"  dev MAP {entry['dev']['map']:.4f} MRR {entry['dev']['mrr']:.4f}"
+    return text
+

@@ -4,20 +4,30 @@ One sub-command per classification model of the registry (``qpdn``,
 ``real-bow``, ``order-classifier``, ``cgrnn-classifier`` and any model a user
 registers); its model options are generated from the model's config
 (:mod:`._config_options`).
+
+Every option is checked before any file is read (the selection grid against
+the model's config and the training settings, the output paths); each epoch
+prints one line and rewrites the report; Ctrl-C saves the best model so far
+(with ``--save``) and ``--resume`` continues from the last epoch's training
+state.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 
 from qpnlp.data import DATASETS, load_classification, splits
 from qpnlp.data.vectors import load_vectors
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
-from qpnlp.training.classification import apply_setting, parse_grid, run_split, run_split_selected, summarise
+from qpnlp.training.classification import (apply_setting, check_grid, check_model_options, parse_grid, run_split,
+                                           run_split_selected, summarise)
+from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
-from ._common import add_fallback_option, add_training_options, add_vectors_option, train_config, write_report
+from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
+                      add_vectors_option, count_type, epoch_logger, prepare_outputs, pretrained_fallback,
+                      state_subdir, train_config)
 from ._config_options import add_config_options, config_options
 
 
@@ -30,55 +40,111 @@ def register(subparsers: dict) -> None:
         p.add_argument("--dataset", required=True, type=str.upper, choices=sorted(DATASETS),
                        help="data set name (case-insensitive)")
         p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
-        p.add_argument("--folds", type=int, default=10, help="CV folds (default %(default)s)")
-        p.add_argument("--max-splits", type=int, default=None, help="run only the first N folds")
+        p.add_argument("--folds", type=count_type(2), default=10, help="CV folds (default %(default)s)")
+        p.add_argument("--max-splits", type=count_type(), default=None,
+                       help="run only the first N folds (default: all)")
         add_vectors_option(p)
         p.add_argument("--select", nargs="+", metavar="NAME=V1,V2", default=None,
                        help="select settings on dev inside each split from this grid of model options or "
                             "training settings (e.g. --select dropout=0,0.3 weighting=amplitude_norm,trainable); "
-                            "only the selected setting is scored on test")
-        p.add_argument("--save", metavar="DIRECTORY", help="save the model of the first split run")
+                            "only the selected setting is scored on test (default: "
+                            f"{' '.join(get_model_class(name).training_defaults.get('select', [])) or 'none'})")
+        p.add_argument("--no-select", dest="select", action="store_const", const=[],
+                       help="train the given setting only (no selection grid)")
+        p.add_argument("--save", metavar="DIRECTORY",
+                       help="save the model of the first split run to this directory (default: not saved)")
         add_fallback_option(p)
-        add_training_options(p, epochs=20, lr=1e-2, batch_size=32)
+        defaults = get_model_class(name).training_defaults
+        add_training_options(p, **defaults)
+        add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)
 
 
 def run(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
-    candidates = None if args.select is None else parse_grid(args.select)
-    dataset = load_classification(args.dataset, root=args.data)
-    pretrained = load_vectors(args.vectors)
+    report = Report(args, command=f"train {args.kind}", model=args.kind)
+    # Everything the command line alone decides is checked before any file is read.
+    select = get_model_class(args.kind).training_defaults.get("select") if args.select is None else args.select
+    candidates = parse_grid(select) if select else None
     config = train_config(args)
     options = config_options(args)
+    check_model_options(args.kind, options)
+    if candidates is not None:
+        check_grid(args.kind, candidates, options, config)
+    state_root = prepare_outputs(args)
+    report.update(config=dict(model=options, train=config.to_dict(), grid=candidates), split_unit="sentences",
+                  split="test", training_state=None if state_root is None else str(state_root))
+    with report.guard():
+        return _train(args, report, config, options, candidates, state_root)
+
+
+def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:
+    dataset = load_classification(args.dataset, root=args.data)
+    pretrained = load_vectors(args.vectors, scale=args.vectors_scale)
+    report.update(dataset=dataset.name)
     results = []
     for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
         if args.max_splits is not None and i >= args.max_splits:
             break
-        if candidates is None:
-            result, model, prepared, _ = run_split(args.kind, dataset, split, pretrained, options, config,
-                                                   pretrained_fallback=args.pretrained_fallback)
-        else:
-            result, model, prepared, _ = run_split_selected(args.kind, dataset, split, pretrained, options, config,
-                                                            candidates, pretrained_fallback=args.pretrained_fallback)
+        log = epoch_logger(report, f"{dataset.name} {split.name}", split=split.name)
+        resumable = dict(log=log, checkpoint_dir=state_subdir(state_root, split.name), resume=args.resume)
+        try:
+            if candidates is None:
+                result, model, prepared, _ = run_split(args.kind, dataset, split, pretrained, options, config,
+                                                       pretrained_fallback=pretrained_fallback(args), **resumable)
+            else:
+                result, model, prepared, _ = run_split_selected(args.kind, dataset, split, pretrained, options,
+                                                                config, candidates,
+                                                                pretrained_fallback=pretrained_fallback(args),
+                                                                **resumable)
+        except TrainingInterrupted as err:
+            return _interrupted(args, report, err, dataset, config, first=i == 0)
+        except TrainingDiverged as err:
+            report.finish("diverged", error=str(err))
+            raise CommandFailed(f"{dataset.name} {split.name}: {err}") from None
         results.append(result)
+        report.data["split_counts"][split.name] = dict(train=len(prepared.train), dev=len(prepared.dev),
+                                                       test=len(prepared.test))
         chosen = "" if result.selected is None else f", selected {result.selected}"
         print(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
               f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)",
               flush=True)
         if args.save and i == 0:
-            used = config if result.selected is None else apply_setting(result.selected, {}, config)[1]
-            save_checkpoint(args.save, model, vocabulary=prepared.vocab,
-                            metadata=dict(dataset=dataset.name, split=split.name, seed=args.seed, folds=args.folds,
-                                          label_names=list(dataset.label_names), train=used.to_dict(),
-                                          max_len=args.max_len, selected=result.selected))
-            print(f"checkpoint written to {args.save}")
+            _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
     summary = summarise(results)
     print(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
           f"split(s), seed {args.seed}")
-    write_report(args.report, dict(command="train", model=args.kind, dataset=dataset.name, split="test",
-                                   metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"]),
-                                   splits=summary["per_split"], seed=args.seed, model_options=options,
-                                   train=config.to_dict(), grid=candidates,
-                                   wall_seconds=time.perf_counter() - start))
+    splits_done = [{k: v for k, v in r.items() if k != "history"} for r in summary["per_split"]]
+    report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
+                  n=sum(c["test"] for c in report.data["split_counts"].values()), details=dict(splits=splits_done))
     return 0
+
+
+def _save(args, report: Report, model, vocab, dataset, split: str, config, selected, **extra) -> None:
+    used = config if selected is None else apply_setting(selected, {}, config)[1]
+    save_checkpoint(args.save, model, vocabulary=vocab,
+                    metadata=dict(dataset=dataset.name, split=split, seed=args.seed, folds=args.folds,
+                                  label_names=list(dataset.label_names), train=used.to_dict(), max_len=args.max_len,
+                                  selected=selected, task="classification", **extra))
+    report.update(checkpoint=str(args.save))
+    print(f"checkpoint written to {args.save}", flush=True)
+
+
+def _interrupted(args, report: Report, err: TrainingInterrupted, dataset, config, *, first: bool) -> int:
+    """Ctrl-C during a split: save its best model so far (first split, ``--save``), finish the report, exit 130."""
+    where = f"{dataset.name} {err.context.get('split', '')}".strip()
+    message = f"{args.prog}: interrupted in epoch {err.epoch + 1} of {where}"
+    if args.save and first and err.best_epoch >= 1:
+        _save(args, report, err.model, err.context["prepared"].vocab, dataset, err.context["split"], config,
+              err.context.get("selected"), interrupted=dict(epoch=err.epoch, best_epoch=err.best_epoch))
+        message += (f"; best model so far (epoch {err.best_epoch}, dev accuracy {err.best_score:.4f}) saved to "
+                    f"{args.save}")
+    elif args.save and first:
+        message += "; no epoch finished, nothing saved"
+    elif args.save:
+        message += f"; the model of the first split is in {args.save}"
+    if err.checkpoint_dir is not None:
+        message += "; continue with --resume"
+    report.finish("interrupted", error="interrupted (SIGINT)")
+    print(message, file=sys.stderr, flush=True)
+    return 130

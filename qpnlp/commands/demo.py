@@ -15,46 +15,60 @@ import time
 
 import torch
 
-from qpnlp.data import load_glove_50d, load_sotu_era, splits
-from qpnlp.interpret import nearest_words, word_importance
 from qpnlp.training.classification import run_split
 
-from ._common import add_training_options, train_config, write_report
+from ._common import Report, add_training_options, count_type, epoch_logger, prepare_outputs, train_config
 
 
 def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser("demo", help="train QPDN on a built-in SOTU era task and interpret it",
                                       description=__doc__.splitlines()[0])
-    p.add_argument("--train-size", type=int, default=4000, help="training sentences (default %(default)s)")
-    p.add_argument("--num-measurements", type=int, default=20, help="k (default %(default)s)")
-    p.add_argument("--show", type=int, default=6, help="measurements to interpret (default %(default)s)")
-    p.add_argument("--top", type=int, default=8, help="words per list (default %(default)s)")
+    p.add_argument("--train-size", type=count_type(), default=4000, help="training sentences (default %(default)s)")
+    p.add_argument("--num-measurements", type=count_type(), default=20, help="k (default %(default)s)")
+    p.add_argument("--show", type=count_type(), default=6, help="measurements to interpret (default %(default)s)")
+    p.add_argument("--top", type=count_type(), default=8, help="words per list (default %(default)s)")
     add_training_options(p, epochs=8, lr=1e-2, batch_size=32)
     p.set_defaults(func=run, patience=3)
 
 
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    report = Report(args, command="demo", model="qpdn")
+    config = train_config(args)
+    options = dict(num_measurements=args.num_measurements, weighting="trainable", orthonormal=True)
+    prepare_outputs(args)
+    report.update(config=dict(model=options, train=config.to_dict()), split_unit="sentences", split="test")
+    with report.guard():
+        return _demo(args, report, config, options, start)
+
+
+def _demo(args, report: Report, config, options: dict, start: float) -> int:
+    from qpnlp.data import load_glove_50d, load_sotu_era, splits
+
     print("loading the SOTU era task and GloVe 6B 50d ...", flush=True)
     dataset = load_sotu_era(n_train=args.train_size, seed=args.seed)
     glove = load_glove_50d()
     split = next(splits(dataset, seed=args.seed))
-    print(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, orthonormal measurements, trainable word weights) ...", flush=True)
-    options = dict(num_measurements=args.num_measurements, weighting="trainable", orthonormal=True)
-    result, model, prepared, _ = run_split("qpdn", dataset, split, glove, options, train_config(args))
+    report.update(dataset=dataset.name)
+    print(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, orthonormal measurements, trainable word "
+          f"weights) ...", flush=True)
+    result, model, prepared, _ = run_split("qpdn", dataset, split, glove, options, config,
+                                           log=epoch_logger(report, dataset.name, split=split.name))
     print(f"\ntest accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
           f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
     measurements = interpret(model, prepared.vocab, dataset.label_names, args.show, args.top)
-    write_report(args.report, dict(command="demo", model="qpdn", dataset=dataset.name, split="test",
-                                   metrics=dict(accuracy=result.test_accuracy, dev_accuracy=result.dev_accuracy),
-                                   seed=args.seed, measurements=measurements,
-                                   wall_seconds=time.perf_counter() - start))
+    report.finish(metrics=dict(accuracy=result.test_accuracy, dev_accuracy=result.dev_accuracy),
+                  split_counts={split.name: dict(train=len(prepared.train), dev=len(prepared.dev),
+                                                 test=len(prepared.test))},
+                  n=len(prepared.test), details=dict(best_epoch=result.best_epoch, measurements=measurements))
     print(f"\nwall time {time.perf_counter() - start:.0f}s")
     return 0
 
 
 @torch.no_grad()
 def interpret(model, vocab, label_names, show: int, top: int) -> list[dict]:
+    from qpnlp.interpret import nearest_words, word_importance
+
     model = model.cpu().eval()
     words = vocab.words
     ids = torch.arange(len(words))

@@ -6,7 +6,7 @@ import argparse
 
 from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
-from ._common import device_type, write_report
+from ._common import Report, count_type, device_type, prepare_outputs
 
 
 LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}
@@ -15,23 +15,37 @@ LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}
 def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser("evaluate", help="evaluate a checkpoint on a data set split")
     p.add_argument("checkpoint", help="directory written by `qpnlp train ... --save`")
-    p.add_argument("--dataset", help="data set (default: the one it was trained on); Word2Fun: 'sotu' or a "
-                                     "TSV corpus (YEAR<TAB>tokens) whose held-out log-likelihood is scored")
+    p.add_argument("--dataset", help="data set of the checkpoint's task (default: the one it was trained on); "
+                                     "Word2Fun: 'sotu' or a TSV corpus (YEAR<TAB>tokens) whose held-out "
+                                     "log-likelihood is scored")
     p.add_argument("--split", default="test",
                    help=f"classification: one of {', '.join(CLASSIFICATION_SPLITS)} of the training protocol's split "
                         "(CV: the fold the model was trained on); matching: any split file of the QA data set "
                         "(default %(default)s)")
     p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
-    p.add_argument("--max-questions", type=int, default=None, help="matching: only the first N questions")
-    p.add_argument("--device", type=device_type, default="cpu", help="(default %(default)s)")
-    p.add_argument("--report", metavar="FILE.json", help="write the metrics to this JSON file")
+    p.add_argument("--max-questions", type=count_type(), default=None,
+                   help="matching: only the first N questions (default: all)")
+    p.add_argument("--device", type=device_type, default="cpu", help="cpu, cuda, cuda:N or mps (default %(default)s)")
+    p.add_argument("--report", metavar="FILE.json", help="write the report to this JSON file (default: no report)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    report = evaluate_checkpoint(args.checkpoint, dataset=args.dataset, split=args.split, root=args.data,
+    report = Report(args, command="evaluate")
+    prepare_outputs(args)
+    with report.guard():
+        return _evaluate(args, report)
+
+
+def _evaluate(args, report: Report) -> int:
+    result = evaluate_checkpoint(args.checkpoint, dataset=args.dataset, split=args.split, root=args.data,
                                  device=args.device, max_questions=args.max_questions)
-    metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in report["metrics"].items() if isinstance(v, float))
-    print(f"{report['dataset']} {report['split']}: {metrics} on {report['n']} items ({report['model']})")
-    write_report(args.report, dict(command="evaluate", **report))
+    metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in result["metrics"].items() if isinstance(v, float))
+    print(f"{result['dataset']} {result['split']}: {metrics} on {result['n']} items ({result['model']})")
+    report.finish(model=result["model"], dataset=result["dataset"], split=result["split"], metrics=result["metrics"],
+                  n=result["n"], seed=result["seed"], checkpoint=result["checkpoint"],
+                  split_counts={result["split"]: {"items": result["n"]}}, config=result.get("config", {}),
+                  details={k: v for k, v in result.items() if k not in
+                           ("model", "dataset", "split", "metrics", "n", "seed", "checkpoint", "wall_seconds",
+                            "config")})
     return 0

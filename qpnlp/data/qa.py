@@ -8,10 +8,17 @@ candidates of a question keep their file order). The standard filter removes
 questions that have no correct candidate or no wrong candidate (their ranking
 metrics are undefined or trivial); by default it is applied to dev and test
 only, as in the papers, and the counts before and after are kept on the result.
+
+Files are UTF-8, opened with :func:`~qpnlp.data.paths.read_text` (gzip, bzip2
+and xz decompressed transparently, ``<split>.tsv.gz`` found where
+``<split>.tsv`` is absent; binary files refused; a decoding error names the
+file and line). A file without any question, or a filtered split left
+without any question, is refused with the file named.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpnlp.data.paths import data_root
+from qpnlp.data.paths import data_root, find_file, read_text
 from qpnlp.data.tokenize import tokenize
 
 __all__ = ["QA_DATASETS", "QADataset", "concat_qa", "load_qa", "read_qa_tsv"]
@@ -102,7 +109,7 @@ def read_qa_tsv(
     Parameters
     ----------
     path : path-like
-        UTF-8 file; blank lines are skipped.
+        UTF-8 file (or gzip / bzip2 / xz of one); blank lines are skipped.
     name, split : str
         Stored on the result.
     filter_questions : bool, default True
@@ -116,11 +123,14 @@ def read_qa_tsv(
     ------
     ValueError
         For a line without exactly three tab-separated fields or with a label
-        other than 0/1; the message names the file and the 1-based line.
+        other than 0/1, or bytes that are not UTF-8 (the message names the
+        file and the 1-based line); for a file without any question, or
+        without any question left after filtering; for a binary file.
     """
     path = Path(path)
     by_question: dict[str, list[tuple[str, int]]] = {}
-    with path.open(encoding="utf-8") as f:
+    # newline=None: the same universal-newline lines as iterating the opened file
+    with io.StringIO(read_text(path, ("utf-8",)), newline=None) as f:
         for lineno, line in enumerate(f, start=1):
             line = line.rstrip("\r\n")
             if not line.strip():
@@ -135,6 +145,8 @@ def read_qa_tsv(
             if not q.strip() or not c.strip():
                 raise ValueError(f"{path}:{lineno}: empty question or candidate")
             by_question.setdefault(q, []).append((c, int(y)))
+    if not by_question:
+        raise ValueError(f"{path}: no question in the file (empty or blank lines only)")
     n_no_correct = sum(1 for rows in by_question.values() if not any(y for _, y in rows))
     n_no_wrong = sum(1 for rows in by_question.values() if all(y for _, y in rows))
     questions, candidates, labels, qidx, groups = [], [], [], [], []
@@ -150,6 +162,10 @@ def read_qa_tsv(
             labels.append(y)
             qidx.append(qid)
         groups.append(np.arange(start, len(candidates), dtype=np.int64))
+    if not questions:
+        raise ValueError(f"{path}: none of its {len(by_question)} question(s) has both a correct and a wrong "
+                         f"candidate, so nothing is left to rank after filtering ({n_no_correct} without a "
+                         f"correct, {n_no_wrong} without a wrong candidate)")
     return QADataset(
         name=name,
         split=split,
@@ -201,9 +217,9 @@ def load_qa(
     if key not in QA_DATASETS:
         raise ValueError(f"unknown QA data set {name!r}; valid names: {', '.join(QA_DATASETS)}")
     folder = data_root(root) / "qa" / key
-    path = folder / f"{split}.tsv"
+    path = find_file(folder, f"{split}.tsv")
     if not path.is_file():
-        present = sorted(p.stem for p in folder.glob("*.tsv")) if folder.is_dir() else []
+        present = sorted({p.name.split(".tsv")[0] for p in folder.glob("*.tsv*")}) if folder.is_dir() else []
         raise FileNotFoundError(
             f"{key} has no split {split!r} ({path} not found); present splits: {', '.join(present) or 'none'}"
         )

@@ -253,7 +253,7 @@ class CentreBatch:
     Attributes
     ----------
     words : torch.Tensor, shape (N,) -- word id of each centre token
-    time : torch.Tensor, shape (N,) -- raw time of each centre token (its document's)
+    time : torch.Tensor, shape (N,), float64 -- raw time of each centre token (its document's)
     pair_centre : torch.Tensor, shape (B,) -- index into ``words`` of each pair's centre
     context : torch.Tensor, shape (B,) -- word id of each pair's context token
     progress : float -- fraction of the epoch's tokens processed after this batch
@@ -306,7 +306,7 @@ def iter_centre_batches(
         cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
         bounds = np.unique(np.concatenate([[0], cuts, [n]]))
         cw = torch.from_numpy(tok[perm]).to(device)
-        ct = torch.from_numpy(doc_times[did[perm]].astype(np.float32)).to(device)
+        ct = torch.from_numpy(doc_times[did[perm]].astype(np.float64)).to(device)  # the model casts to its dtype
         pr = torch.from_numpy(row).to(device)
         px = torch.from_numpy(tok[ctx]).to(device)
         for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):

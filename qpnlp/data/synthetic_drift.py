@@ -21,6 +21,13 @@ belongs to):
 
 Everything a metric needs is in :class:`PlantedDrift`.
 
+**Variants** (:data:`VARIANTS`, :func:`drift_spec`): ``"standard"`` (the
+defaults of :class:`DriftSpec`: probes seen about 20 times a year, switches in
+the middle 40% of the span) and ``"low-frequency"`` (probes seen about 4
+times a year, trap words 0.5 rising to 15, switches anywhere in the middle 60%
+of the span, so abrupt switches of rare words also happen close to the first
+and the last fifth of the span, the periods the change scores compare).
+
 Example
 -------
 >>> spec = DriftSpec(n_years=10, n_tokens=20_000, n_topics=4, words_per_topic=10,
@@ -38,7 +45,7 @@ import numpy as np
 
 from qpnlp.data.timestamped import TimestampedCorpus
 
-__all__ = ["DriftSpec", "PlantedDrift", "generate_drift_corpus", "drift_mixture"]
+__all__ = ["DriftSpec", "PlantedDrift", "VARIANTS", "drift_spec", "generate_drift_corpus", "drift_mixture"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,24 @@ class DriftSpec:
     gradual_fraction: float = 0.5
     width_range: tuple = (5.0, 20.0)
     seed: int = 0
+
+
+#: The named generator settings of the drift benchmark (overrides of :class:`DriftSpec`'s defaults).
+VARIANTS = {
+    "standard": {},
+    "low-frequency": {"rate": 4.0, "trap_rate_start": 0.5, "switch_range": (0.2, 0.8)},
+}
+
+
+def drift_spec(variant: str = "standard", **overrides) -> DriftSpec:
+    """The :class:`DriftSpec` of a named variant (:data:`VARIANTS`), with further ``overrides``.
+
+    >>> drift_spec("low-frequency", seed=3).rate, drift_spec(seed=3) == DriftSpec(seed=3)
+    (4.0, True)
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {tuple(VARIANTS)}; got {variant!r}")
+    return DriftSpec(**{**VARIANTS[variant], **overrides})
 
 
 @dataclass(frozen=True)

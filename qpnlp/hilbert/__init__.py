@@ -22,6 +22,7 @@ Free functions relate states:
   :func:`log_negativity`;
 * random states: :func:`random_pure_state`, :func:`random_density_matrix`,
   :func:`random_isometry`, :func:`random_unitary`.
+* bridges: :func:`to_qutip`, :func:`from_qutip` (QuTiP ``Qobj``; the ``qutip`` extra).
 
 The functional core on plain tensors (:func:`inner`, :func:`outer`,
 :func:`masked_softmax`, ...) is exported too. Validation:
@@ -41,6 +42,7 @@ from ._metrics import (bures_angle, bures_distance, fidelity, hellinger_affinity
                        hilbert_schmidt_distance, sub_fidelity, super_fidelity, trace_distance)
 from ._mixture import masked_softmax
 from ._random import random_density_matrix, random_isometry, random_pure_state
+from ._qutip import from_qutip, to_qutip
 from ._states import DensityMatrix, PureState
 from ._validation import get_validation, set_validation, tolerance, validation
 
@@ -56,4 +58,5 @@ __all__ = [
     "inner", "outer", "normalize", "dagger", "trace", "kron", "promote",
     "masked_softmax", "contract",
     "set_validation", "get_validation", "validation", "tolerance",
+    "to_qutip", "from_qutip",
 ]

@@ -52,6 +52,17 @@ def _dims(dims: Sequence[int], total: int) -> tuple[int, int]:
     return dims
 
 
+def _dim_of(rho) -> int:
+    """Dimension of a state argument: a PureState, Ensemble, DensityMatrix or a square tensor."""
+    if isinstance(rho, torch.Tensor):
+        if rho.dim() < 2 or rho.shape[-1] != rho.shape[-2]:
+            raise ValueError(f"rho must have shape (..., d, d); got shape {tuple(rho.shape)}")
+        return rho.shape[-1]
+    if not hasattr(rho, "dim") or not isinstance(getattr(rho, "dim"), int):
+        raise TypeError(f"rho must be a PureState, Ensemble, DensityMatrix or complex tensor; got {type(rho).__name__}")
+    return rho.dim
+
+
 def schmidt_decomposition(state, dims: Sequence[int]) -> SchmidtDecomposition:
     r"""Schmidt decomposition :math:`|\psi\rangle = \sum_k c_k |a_k\rangle|b_k\rangle` of pure bipartite states.
 
@@ -161,7 +172,7 @@ def mutual_information(rho, dims: Sequence[int], *, base: float = math.e) -> tor
     """
     if isinstance(rho, PureState):
         return 2.0 * _reduced_entropy(rho, dims, 0, base)
-    _dims(dims, rho.shape[-1] if isinstance(rho, torch.Tensor) else rho.dim)
+    _dims(dims, _dim_of(rho))
     return (_reduced_entropy(rho, dims, 0, base) + _reduced_entropy(rho, dims, 1, base)
             - von_neumann_entropy(rho, base=base))
 
@@ -179,5 +190,5 @@ def conditional_entropy(rho, dims: Sequence[int], *, given: int = 1, base: float
     """
     if given not in (0, 1):
         raise ValueError(f"given must be 0 (A) or 1 (B); got {given}")
-    _dims(dims, rho.shape[-1] if isinstance(rho, torch.Tensor) else rho.dim)
+    _dims(dims, _dim_of(rho))
     return von_neumann_entropy(rho, base=base) - _reduced_entropy(rho, dims, given, base)

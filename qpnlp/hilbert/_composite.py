@@ -26,6 +26,7 @@ def tensor_product(*systems):
     """
     if len(systems) < 2:
         raise ValueError(f"tensor_product needs at least two systems; got {len(systems)}")
+    V.check_same_device(*((f"systems[{i}]", s.data if hasattr(s, "data") else s) for i, s in enumerate(systems)))
     if all(isinstance(s, PureState) for s in systems):
         tensors = promote(*(s.data for s in systems))
         out = tensors[0]

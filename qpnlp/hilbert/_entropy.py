@@ -5,6 +5,15 @@ of :math:`\rho`; for an :class:`Ensemble` of n < d states they come from the
 n x n Gram matrix (same non-zero spectrum), never from the d x d matrix.
 Entropies are in nats by default (``base=2`` for bits), with
 :math:`0 \log 0 = 0`.
+
+Positivity: a :class:`DensityMatrix` is checked for positive
+semi-definiteness at construction only in the strict validation mode (it
+needs an eigen-decomposition). The spectral functions here compute the
+eigenvalues anyway, so in the default mode they check them for free: a
+Hermitian, trace-one matrix with a negative eigenvalue (not a state) raises
+ValueError naming the eigenvalue instead of giving a meaningless (e.g.
+negative) entropy. With validation off the negative eigenvalues are clamped
+to zero, as before.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
 from ._linalg import promote
-from ._operands import as_density_tensor, rank_tolerance, spectrum
+from ._operands import as_density_tensor, check_pair, rank_tolerance, spectrum
 from ._states import DensityMatrix, PureState
 
 __all__ = ["von_neumann_entropy", "purity", "linear_entropy", "renyi_entropy", "relative_entropy",
@@ -114,10 +123,12 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     >>> round(float(relative_entropy(pure, mixed, base=2)), 6)
     1.0
     """
+    check_pair(rho, sigma)
     r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
-    V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
     tol = V.tolerance(r.dtype, r.shape[-1])
     mu, vecs = torch.linalg.eigh(s)
+    if V.enabled():
+        V.check_spectrum("sigma", mu, s.shape[-1])
     populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
     outside = (mu <= tol) & (populations > tol)
     log_mu = torch.log(mu.clamp_min(tol))
@@ -165,7 +176,6 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     >>> round(float(quantum_jensen_shannon_divergence(a, b, base=2)), 6)
     1.0
     """
-    dim = lambda x: x.shape[-1] if isinstance(x, torch.Tensor) else x.dim  # noqa: E731
-    V.check_dims_match("rho", dim(rho), "sigma", dim(sigma))
+    check_pair(rho, sigma)
     mixed = von_neumann_entropy(_average(rho, sigma), base=base)
     return (mixed - 0.5 * von_neumann_entropy(rho, base=base) - 0.5 * von_neumann_entropy(sigma, base=base)).clamp_min(0)

@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import real_dtype_of, tolerance
+from ._validation import check_same_device, enabled, real_dtype_of, tolerance
+
+
+def _check_last_dims(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
+    if a.dim() == 0 or b.dim() == 0 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"{name_a} and {name_b} must be vectors (..., d) of one dimension d; got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
 
 
 def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Cast tensors to one complex dtype without ever losing precision.
 
-    complex128 if any input is float64 or complex128, else complex64.
+    complex128 if any input is float64 or complex128, else complex64. The
+    tensors must be on one device (a clear ValueError otherwise).
     """
+    check_same_device(*((f"argument {i}", t) for i, t in enumerate(tensors)))
     wide = any(t.dtype in (torch.float64, torch.complex128) for t in tensors)
     target = torch.complex128 if wide else torch.complex64
     return tuple(t.to(target) for t in tensors)
@@ -28,6 +36,8 @@ def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 def dagger(matrices: torch.Tensor) -> torch.Tensor:
     """Conjugate transpose of the last two dims, ``(..., m, n) -> (..., n, m)``."""
+    if matrices.dim() < 2:
+        raise ValueError(f"dagger takes matrices (..., m, n); got shape {tuple(matrices.shape)}")
     return matrices.mH
 
 
@@ -38,6 +48,7 @@ def inner(bra: torch.Tensor, ket: torch.Tensor) -> torch.Tensor:
     >>> inner(a, a)
     tensor(1.+0.j)
     """
+    _check_last_dims("bra", bra, "ket", ket)
     return (bra.conj() * ket).sum(-1)
 
 
@@ -47,6 +58,7 @@ def outer(ket: torch.Tensor, bra: torch.Tensor | None = None) -> torch.Tensor:
     With ``bra=None`` this is the projector ``|ket><ket|``.
     """
     bra = ket if bra is None else bra
+    _check_last_dims("ket", ket, "bra", bra)
     return ket.unsqueeze(-1) * bra.conj().unsqueeze(-2)
 
 
@@ -59,10 +71,12 @@ def normalize(vectors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
         Real or complex tensor of shape ``(..., d)``.
     eps : float, optional
         Norms at or below this are an error; default ``tolerance(dtype, d)``.
+        Checked only while validation is on (:func:`set_validation`): with it
+        off a zero vector gives NaN and no Python branch depends on the values.
     """
     norms = torch.linalg.vector_norm(vectors, dim=-1, keepdim=True)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
-    if bool((norms <= eps).any()):
+    if enabled() and bool((norms <= eps).any()):
         raise ValueError(
             f"cannot normalise a zero vector (shape {tuple(vectors.shape)}, "
             f"{int((norms <= eps).sum())} vectors with norm <= {eps:.2g})"
@@ -72,6 +86,8 @@ def normalize(vectors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
 
 def trace(matrices: torch.Tensor) -> torch.Tensor:
     """Trace over the last two dims, ``(..., d, d) -> (...)``."""
+    if matrices.dim() < 2 or matrices.shape[-1] != matrices.shape[-2]:
+        raise ValueError(f"trace takes square matrices (..., d, d); got shape {tuple(matrices.shape)}")
     return torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
 
 
@@ -80,6 +96,8 @@ def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     ``(..., m, n), (..., p, q) -> (..., m p, n q)`` with broadcasting over the batch.
     """
+    if a.dim() < 2 or b.dim() < 2:
+        raise ValueError(f"kron takes matrices (..., m, n); got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     m, n = a.shape[-2:]
     p, q = b.shape[-2:]
     product = a[..., :, None, :, None] * b[..., None, :, None, :]
@@ -117,5 +135,7 @@ def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=No
 
     The phases of R's diagonal are moved into Q so the distribution is Haar.
     """
+    if int(dim) < 1:
+        raise ValueError(f"dim must be >= 1; got {dim}")
     z = ginibre((*batch_shape, dim, dim), dtype=dtype, device=device, generator=generator)
     return haar_orthonormalize(z)

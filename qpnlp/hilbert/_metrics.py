@@ -33,7 +33,7 @@ import torch
 
 from . import _validation as V
 from ._linalg import promote
-from ._operands import as_density_tensor, eigen_factor, safe_sqrt, sqrt_factor
+from ._operands import as_density_tensor, check_pair, eigen_factor, safe_sqrt, sqrt_factor
 from ._states import DensityMatrix, PureState
 
 __all__ = ["fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
@@ -45,11 +45,12 @@ def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
 
 
 def _check_dims(rho, sigma) -> None:
-    dim = lambda x: x.dim if not isinstance(x, torch.Tensor) else x.shape[-1]  # noqa: E731
-    V.check_dims_match("rho", dim(rho), "sigma", dim(sigma))
+    """Types, dimensions, batch shapes and devices of two states (static checks, before any maths)."""
+    check_pair(rho, sigma)
 
 
 def _dense_pair(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
+    check_pair(rho, sigma)
     r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
     V.check_dims_match("rho", r.shape[-1], "sigma", s.shape[-1])
     return r, s

@@ -26,6 +26,7 @@ def check_state_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> N
     V.check_tensor(name, data)
     V.check_complex(name, data)
     V.check_min_ndim(name, data, 1, "(..., d)")
+    V.check_nonempty(name, data, -1, "dimensions (d = 0)")
     if V.resolve(validate):
         V.check_finite(name, data, event_ndim=1)
         V.check_unit_norm(name, data)
@@ -36,6 +37,7 @@ def check_density_tensor(name: str, data: torch.Tensor, validate: V.Validate) ->
     V.check_tensor(name, data)
     V.check_complex(name, data)
     V.check_square(name, data)
+    V.check_nonempty(name, data, -1, "dimensions (d = 0)")
     mode = V.resolve(validate)
     if mode:
         V.check_finite(name, data, event_ndim=2)
@@ -45,24 +47,38 @@ def check_density_tensor(name: str, data: torch.Tensor, validate: V.Validate) ->
         V.check_psd(name, data)
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1) -> torch.Tensor:
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *,
+                   validate: V.Validate = None) -> torch.Tensor:
     r"""Softmax over ``dim`` restricted to ``mask`` (True = keep); masked entries get exactly 0.
 
-    :math:`p_i = m_i e^{s_i} / \sum_j m_j e^{s_j}`. A slice with no unmasked
-    entry raises ValueError (an empty sentence has no mixture).
+    :math:`p_i = m_i e^{s_i} / \sum_j m_j e^{s_j}`. ``mask`` must be a bool
+    tensor of the shape of ``scores``. While validation is on, a slice with no
+    unmasked entry (an empty sentence has no mixture) and non-finite scores
+    raise ValueError; with it off they give NaN (no data-dependent branch).
 
     >>> masked_softmax(torch.zeros(3), torch.tensor([True, True, False]))
     tensor([0.5000, 0.5000, 0.0000])
     """
+    V.check_tensor("scores", scores)
+    if not scores.dtype.is_floating_point:
+        raise TypeError(f"scores must have a real floating dtype; got {scores.dtype}")
     if mask is None:
         return torch.softmax(scores, dim=dim)
+    V.check_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
-    empty = ~mask.any(dim)
-    if bool(empty.any()):
-        where = tuple(empty.nonzero()[0].tolist())
-        raise ValueError(f"mask has no unmasked entry (an empty sentence) at batch index {where} "
-                         f"(mask shape {tuple(mask.shape)})")
+    if mask.shape != scores.shape:
+        raise ValueError(f"mask must have the shape of scores {tuple(scores.shape)}; got {tuple(mask.shape)}")
+    V.check_same_device(("scores", scores), ("mask", mask))
+    if V.enabled(validate):
+        empty = ~mask.any(dim)
+        bad = ~torch.isfinite(scores) & mask
+        if bool(empty.any() | bad.any()):
+            if bool(empty.any()):
+                where = tuple(empty.nonzero()[0].tolist())
+                raise ValueError(f"mask has no unmasked entry (an empty sentence) at batch index {where} "
+                                 f"(mask shape {tuple(mask.shape)})")
+            V.check_finite("scores", scores.masked_fill(~mask, 0), event_ndim=1)
     scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=dim)
 
@@ -77,6 +93,8 @@ def member_states(data: torch.Tensor, mask: torch.Tensor | None, validate: V.Val
     V.check_tensor("states", data)
     V.check_complex("states", data)
     V.check_min_ndim("states", data, 2, "(..., n, d)")
+    V.check_nonempty("states", data, -2, "member states (n = 0: an empty ensemble)")
+    V.check_nonempty("states", data, -1, "dimensions (d = 0)")
     if mask is not None:
         V.check_tensor("mask", mask)
         if mask.dtype != torch.bool:
@@ -84,6 +102,7 @@ def member_states(data: torch.Tensor, mask: torch.Tensor | None, validate: V.Val
         if mask.shape != data.shape[:-1]:
             raise ValueError(f"mask must have shape {tuple(data.shape[:-1])} (states without d); "
                              f"got {tuple(mask.shape)}")
+        V.check_same_device(("states", data), ("mask", mask))
         data = data.masked_fill(~mask.unsqueeze(-1), 0)
     if V.resolve(validate) and not trusted:
         V.check_finite("states", data, event_ndim=2)
@@ -95,7 +114,7 @@ def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: to
                     validate: V.Validate) -> torch.Tensor:
     """Real ``(..., n)`` weights: uniform over unmasked states when None, else checked (>= 0, sum one)."""
     batch_n = states.shape[:-1]
-    if mask is not None:
+    if mask is not None and V.enabled(validate):
         empty = ~mask.any(-1)
         if bool(empty.any()):
             raise ValueError(f"mask leaves an empty mixture (no unmasked state) at batch index "
@@ -110,6 +129,7 @@ def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: to
     if weights.shape != batch_n:
         raise ValueError(f"weights must have shape {tuple(batch_n)} to match states "
                          f"{tuple(states.shape)}; got {tuple(weights.shape)}")
+    V.check_same_device(("states", states), ("weights", weights))
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
     if V.resolve(validate):

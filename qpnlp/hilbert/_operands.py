@@ -47,13 +47,40 @@ def as_density_tensor(obj, name: str = "rho", validate: V.Validate = None) -> to
     return obj
 
 
-def spectrum(obj) -> torch.Tensor:
-    """Eigenvalues of rho clamped at zero, ascending; lazily through the Gram matrix for small ensembles."""
+def _event(obj, name: str) -> tuple[int, tuple[int, ...], torch.device]:
+    """Dimension, batch shape and device of a state argument (TypeError for anything else)."""
+    if isinstance(obj, (PureState, Ensemble, DensityMatrix)):
+        return obj.dim, tuple(obj.batch_shape), obj.device
+    V.check_tensor(name, obj)
+    V.check_square(name, obj)
+    return obj.shape[-1], tuple(obj.shape[:-2]), obj.device
+
+
+def check_pair(rho, sigma, names: tuple[str, str] = ("rho", "sigma")) -> None:
+    """Two states of one dimension, broadcastable batch shapes and one device, or a clear error."""
+    (d_a, batch_a, dev_a), (d_b, batch_b, dev_b) = _event(rho, names[0]), _event(sigma, names[1])
+    V.check_dims_match(names[0], d_a, names[1], d_b)
+    V.check_broadcast(names[0], batch_a, names[1], batch_b)
+    if dev_a != dev_b:
+        raise ValueError(f"arguments must be on one device; got {names[0]} on {dev_a}, {names[1]} on {dev_b}")
+
+
+def spectrum(obj, name: str = "rho") -> torch.Tensor:
+    """Eigenvalues of rho clamped at zero, ascending; lazily through the Gram matrix for small ensembles.
+
+    While validation is on, a dense state with an eigenvalue below
+    ``-tolerance`` raises ValueError (the eigenvalues are computed anyway, so
+    the positivity check is free here, unlike at construction where it needs
+    the strict mode).
+    """
     if isinstance(obj, PureState):
         return torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
-    if isinstance(obj, (Ensemble, DensityMatrix)):
+    if isinstance(obj, Ensemble):
         return obj.eigvals().clamp_min(0)
-    return torch.linalg.eigvalsh(as_density_tensor(obj)).clamp_min(0)
+    lam = obj.eigvals() if isinstance(obj, DensityMatrix) else torch.linalg.eigvalsh(as_density_tensor(obj, name))
+    if V.enabled():
+        V.check_spectrum(name, lam, lam.shape[-1])
+    return lam.clamp_min(0)
 
 
 def rank_tolerance(eigenvalues: torch.Tensor, dim: int) -> torch.Tensor:
@@ -72,6 +99,8 @@ def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.T
 def _dense_eigen(obj, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     rho = as_density_tensor(obj, name)
     lam, vecs = torch.linalg.eigh(rho)
+    if V.enabled():
+        V.check_spectrum(name, lam, rho.shape[-1])                    # free: the eigenvalues are here
     keep = lam > rank_tolerance(lam, rho.shape[-1])
     return lam, vecs, keep
 

@@ -59,6 +59,16 @@ def validation(mode: Validate) -> Iterator[None]:
         set_validation(previous)
 
 
+def enabled(validate: Validate = None) -> bool:
+    """Whether checks run for this per-call ``validate`` (None: the global mode).
+
+    Code paths that compile with ``torch.compile`` must test this before any
+    data-dependent check, so that with validation off no Python branch
+    depends on tensor values.
+    """
+    return bool(resolve(validate))
+
+
 def resolve(validate: Validate) -> Validate:
     """Per-call ``validate`` if given, else the global mode."""
     if validate is None:
@@ -86,6 +96,8 @@ def tolerance(dtype: torch.dtype, dim: int = 1, factor: float = TOLERANCE_FACTOR
     >>> tolerance(torch.complex128, 10) < tolerance(torch.complex64, 10)
     True
     """
+    if not isinstance(dtype, torch.dtype) or not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(f"tolerance needs a floating or complex dtype; got {dtype}")
     return factor * max(int(dim), 1) * torch.finfo(real_dtype_of(dtype)).eps
 
 
@@ -106,6 +118,19 @@ def _fail(name: str, what: str, value: str, flat_index: int, batch_shape: torch.
         f"{name} {what}; got {value}{_where(flat_index, batch_shape)} "
         f"(shape {tuple(shape)}{tol_text})"
     )
+
+
+def _worst(err: torch.Tensor) -> tuple[int, float]:
+    """Flat index and value of the largest entry of a flat error tensor, NaN counting as the worst."""
+    nan = torch.isnan(err)
+    key = torch.where(nan, torch.full_like(err, float("inf")), err)
+    flat = int(key.argmax())
+    return flat, float(err[flat])
+
+
+def _exceeds(err: torch.Tensor, tol: float) -> bool:
+    """True when some error is above ``tol`` or NaN (one reduction, one host sync)."""
+    return bool(err.numel()) and bool(((err > tol) | torch.isnan(err)).any())
 
 
 def check_tensor(name: str, value: object) -> torch.Tensor:
@@ -148,18 +173,37 @@ def check_finite(name: str, tensor: torch.Tensor, event_ndim: int) -> None:
         _fail(name, "must be finite", str(value), flat, batch_shape, tensor.shape)
 
 
-def check_unit_norm(name: str, states: torch.Tensor, where: torch.Tensor | None = None) -> None:
-    """Raise ValueError unless ``||states[..., :]|| == 1`` within tolerance (only at ``where``, if given)."""
+def norms_of(vectors: torch.Tensor) -> torch.Tensor:
+    """L2 norms ``(...)`` of real or complex vectors ``(..., d)``, through the real view for complex ones.
+
+    ``torch.linalg.vector_norm`` of a complex tensor takes a ``hypot`` per
+    entry and costs about fifty times more than the norm of its real view.
+    """
+    if vectors.is_complex():
+        return torch.linalg.vector_norm(torch.view_as_real(vectors.resolve_conj()), dim=(-2, -1))
+    return torch.linalg.vector_norm(vectors, dim=-1)
+
+
+def check_unit_norm(name: str, states: torch.Tensor, where: torch.Tensor | None = None, *,
+                    allow_zero: bool = False) -> None:
+    """Raise ValueError unless ``||states[..., :]|| == 1`` within tolerance (only at ``where``, if given).
+
+    ``allow_zero=True`` also accepts exact zero vectors (padded positions).
+    NaN and inf entries count as the worst norm and raise everywhere,
+    ``where`` or not.
+    """
     states = states.detach()
-    norms = torch.linalg.vector_norm(states, dim=-1)
+    norms = norms_of(states)
     tol = tolerance(states.dtype, states.shape[-1])
     err = (norms - 1).abs()
-    if where is not None:
-        err = err.masked_fill(~where, 0.0)
+    if allow_zero:
+        err = err.masked_fill(norms == 0, 0.0)
+    if where is not None:                      # NaN or inf still count where the norm is not checked
+        err = err.masked_fill(~where & torch.isfinite(norms), 0.0)
     err = err.reshape(-1)
-    if err.numel() and float(err.max()) > tol:
-        flat = int(err.argmax())
-        _fail(name, "must have unit norm along the last dim",
+    if _exceeds(err, tol):
+        flat, _ = _worst(err)
+        _fail(name, "must have unit norm along the last dim" + (" (or be zero at padding)" if allow_zero else ""),
               f"norm {float(norms.reshape(-1)[flat]):.6g}", flat, states.shape[:-1], states.shape, tol)
 
 
@@ -175,8 +219,8 @@ def check_hermitian(name: str, matrices: torch.Tensor) -> None:
     d = matrices.shape[-1]
     err = (matrices - matrices.mH).abs().amax(dim=(-2, -1)).reshape(-1)
     tol = tolerance(matrices.dtype, d)
-    if err.numel() and float(err.max()) > tol:
-        flat = int(err.argmax())
+    if _exceeds(err, tol):
+        flat, _ = _worst(err)
         _fail(name, "must be Hermitian (equal to its conjugate transpose)",
               f"max |A - A^dagger| = {float(err[flat]):.3g}", flat, matrices.shape[:-2], matrices.shape, tol)
 
@@ -188,8 +232,8 @@ def check_unit_trace(name: str, matrices: torch.Tensor) -> None:
     traces = torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
     err = (traces - 1).abs().reshape(-1)
     tol = tolerance(matrices.dtype, d)
-    if err.numel() and float(err.max()) > tol:
-        flat = int(err.argmax())
+    if _exceeds(err, tol):
+        flat, _ = _worst(err)
         _fail(name, "must have trace one", f"trace {complex(traces.reshape(-1)[flat].item()):.6g}",
               flat, matrices.shape[:-2], matrices.shape, tol)
 
@@ -200,31 +244,81 @@ def check_psd(name: str, matrices: torch.Tensor) -> None:
     d = matrices.shape[-1]
     smallest = torch.linalg.eigvalsh(matrices)[..., 0].reshape(-1)
     tol = tolerance(matrices.dtype, d)
-    if smallest.numel() and float(smallest.min()) < -tol:
-        flat = int(smallest.argmin())
+    if _exceeds(-smallest, tol):
+        flat, _ = _worst(-smallest)
         _fail(name, "must be positive semi-definite", f"eigenvalue {float(smallest[flat]):.3g}",
               flat, matrices.shape[:-2], matrices.shape, tol)
 
 
-def check_probability_weights(name: str, weights: torch.Tensor, dim: int = 1) -> None:
-    """Raise ValueError unless weights are >= 0 and sum to one along the last dim."""
+def check_spectrum(name: str, eigenvalues: torch.Tensor, dim: int) -> None:
+    """Raise ValueError if ascending eigenvalues ``(..., r)`` have one below ``-tol`` (PSD from a known spectrum).
+
+    Functions that compute the spectrum anyway (entropies, fidelities of dense
+    states) call this in the default mode: the check is then free.
+    """
+    if not eigenvalues.numel():
+        return
+    smallest = eigenvalues.detach()[..., 0].reshape(-1)
+    tol = tolerance(eigenvalues.dtype, dim)
+    if _exceeds(-smallest, tol):
+        flat, _ = _worst(-smallest)
+        _fail(name, "must be positive semi-definite (a density matrix)", f"eigenvalue {float(smallest[flat]):.3g}",
+              flat, eigenvalues.shape[:-1], eigenvalues.shape[:-1] + (dim, dim), tol)
+
+
+def check_probability_weights(name: str, weights: torch.Tensor, dim: int = 1, *, normalised: bool = True) -> None:
+    """Raise ValueError unless weights are finite, >= 0 and (``normalised``) sum to one along the last dim."""
     weights = weights.detach()
-    tol = tolerance(weights.dtype, max(dim, weights.shape[-1]))
+    tol = tolerance(weights.dtype, max(dim, weights.shape[-1] if weights.dim() else 1))
     flat_w = weights.reshape(-1, weights.shape[-1]) if weights.dim() else weights.reshape(1, 1)
+    if not flat_w.numel():
+        return
+    bad = ~torch.isfinite(flat_w)
     most_negative = flat_w.amin(-1)
-    if flat_w.numel() and float(most_negative.min()) < -tol:
+    sums = flat_w.sum(-1)
+    err = (sums - 1).abs() if normalised else torch.zeros_like(sums)
+    if not bool((bad.any(-1) | (most_negative < -tol) | (err > tol)).any()):
+        return
+    if bool(bad.any()):
+        flat = int(bad.any(-1).nonzero()[0, 0])
+        value = flat_w[flat][bad[flat]][0]
+        _fail(name, "must be finite", f"weight {float(value)}", flat, weights.shape[:-1], weights.shape)
+    if float(most_negative.min()) < -tol:
         flat = int(most_negative.argmin())
         _fail(name, "must be non-negative", f"weight {float(most_negative[flat]):.3g}",
               flat, weights.shape[:-1], weights.shape, tol)
-    sums = flat_w.sum(-1)
-    err = (sums - 1).abs()
-    if err.numel() and float(err.max()) > tol:
-        flat = int(err.argmax())
-        _fail(name, "must sum to one along the last dim", f"sum {float(sums[flat]):.6g}",
-              flat, weights.shape[:-1], weights.shape, tol)
+    flat = int(err.argmax())
+    _fail(name, "must sum to one along the last dim", f"sum {float(sums[flat]):.6g}",
+          flat, weights.shape[:-1], weights.shape, tol)
 
 
 def check_dims_match(name_a: str, dim_a: int, name_b: str, dim_b: int) -> None:
     """Raise ValueError when two Hilbert-space dimensions differ."""
     if dim_a != dim_b:
         raise ValueError(f"dimension mismatch: {name_a} has d={dim_a} but {name_b} has d={dim_b}")
+
+
+def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
+    """Raise ValueError unless every ``(name, tensor)`` lives on one device (a static check, always on).
+
+    0-dim tensors are exempt, as in torch's own operators (a CPU scalar may meet CUDA tensors).
+    """
+    devices = {t.device for _, t in named if isinstance(t, torch.Tensor) and t.dim()}
+    if len(devices) > 1:
+        where = ", ".join(f"{n} on {t.device}" for n, t in named if isinstance(t, torch.Tensor))
+        raise ValueError(f"arguments must be on one device; got {where} (move them with .to(device))")
+
+
+def check_broadcast(name_a: str, shape_a, name_b: str, shape_b) -> torch.Size:
+    """The broadcast of two batch shapes, or a ValueError naming both arguments and shapes."""
+    try:
+        return torch.broadcast_shapes(tuple(shape_a), tuple(shape_b))
+    except RuntimeError:
+        raise ValueError(f"batch shapes do not broadcast: {name_a} has batch shape {tuple(shape_a)} and "
+                         f"{name_b} has batch shape {tuple(shape_b)}") from None
+
+
+def check_nonempty(name: str, tensor: torch.Tensor, dim: int, what: str) -> None:
+    """Raise ValueError when ``tensor`` has size 0 along ``dim`` (shape check, always on)."""
+    if tensor.dim() and tensor.shape[dim] == 0:
+        raise ValueError(f"{name} is empty: it has no {what} (shape {tuple(tensor.shape)})")

@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from qpnlp.hilbert import promote
-from qpnlp.measurement import ProjectiveMeasurement, Projector
+from qpnlp.measurement import POVM, POVMMeasurement, ProjectiveMeasurement, Projector
 
 from . import _checks
 from ._scores import SCORES, pair_scores, resolve_score, unit_rows
@@ -243,12 +243,20 @@ def nearest_table(queries: torch.Tensor, vocab_states: torch.Tensor, words: Sequ
 
 
 def measurement_vectors(source) -> torch.Tensor:
-    r"""The unit measurement vectors :math:`v_k` of a measurement or a model, ``(k, d)`` (detached).
+    r"""The measurement vectors :math:`v_k` of a measurement or a model, ``(k, d)`` (detached).
 
     ``source`` is a :class:`~qpnlp.measurement.ProjectiveMeasurement`, a
-    rank-1 :class:`~qpnlp.measurement.Projector` batch, a model with a
-    ``measurement`` (QPDN, CNM) or a ``real_measurement`` (CNM-Real), or a
-    ``(k, d)`` tensor.
+    rank-1 :class:`~qpnlp.measurement.Projector` batch, a
+    :class:`~qpnlp.measurement.POVMMeasurement` or
+    :class:`~qpnlp.measurement.POVM` of rank-1 effects, a model with a
+    ``measurement`` (QPDN, CNM, projective or POVM head) or a
+    ``real_measurement`` (CNM-Real), or a ``(k, d)`` tensor.
+
+    Projective vectors are unit vectors. The vectors of a rank-1 POVM,
+    :math:`E_k = |v_k\rangle\langle v_k|`, are not: :math:`\|v_k\|^2 \le 1` is
+    the largest probability outcome k can have (:func:`measurement_words`
+    reports :math:`\langle w|E_k|w\rangle = \|v_k\|^2 |\langle \hat v_k|w\rangle|^2`).
+    POVM effects of rank r > 1 have r vectors each and raise ValueError.
     """
     if isinstance(source, torch.Tensor):
         return _checks.vectors("measurement vectors", source)
@@ -257,15 +265,30 @@ def measurement_vectors(source) -> torch.Tensor:
             raise ValueError(f"need a batch (k,) of rank-1 projectors; got batch shape {tuple(source.batch_shape)} "
                              f"and rank {source.rank}")
         return source.vectors[:, 0].detach()
-    if isinstance(source, ProjectiveMeasurement):
-        return source.vectors().detach()
+    if isinstance(source, (ProjectiveMeasurement, POVMMeasurement, POVM)):
+        return _measurement_vectors(source)
     if isinstance(source, nn.Module):
-        if isinstance(getattr(source, "measurement", None), ProjectiveMeasurement):
-            return source.measurement.vectors().detach()
+        if isinstance(getattr(source, "measurement", None), (ProjectiveMeasurement, POVMMeasurement)):
+            return _measurement_vectors(source.measurement)
         if isinstance(getattr(source, "real_measurement", None), torch.Tensor):
             return torch.nn.functional.normalize(source.real_measurement.detach(), dim=-1)
         raise ValueError(f"{type(source).__name__} has no measurement (e.g. QPDN head='dense' or CNM head='trace')")
     raise TypeError(f"cannot read measurement vectors from {type(source).__name__}")
+
+
+def _measurement_vectors(measurement) -> torch.Tensor:
+    if isinstance(measurement, ProjectiveMeasurement):
+        return measurement.vectors().detach()
+    povm = measurement.as_povm() if isinstance(measurement, POVMMeasurement) else measurement
+    if povm.rank != 1 or povm.batch_shape:
+        raise ValueError(f"need one POVM of rank-1 effects (one vector per outcome); got rank {povm.rank} and "
+                         f"batch shape {tuple(povm.batch_shape)} (inspect povm.effects() instead)")
+    return povm.vectors[..., 0, :].detach()
+
+
+def _is_povm(source) -> bool:
+    measurement = getattr(source, "measurement", source) if isinstance(source, nn.Module) else source
+    return isinstance(measurement, (POVMMeasurement, POVM))
 
 
 def _model_states(model: nn.Module) -> torch.Tensor:
@@ -286,7 +309,8 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
 
     Ranks words by :math:`p(k \mid w) = |\langle v_k|w\rangle|^2`: the
     probability that a sentence made of the single word w answers "yes" to
-    measurement k (for CNM-Real the squared cosine of the real vectors).
+    measurement k (for CNM-Real the squared cosine of the real vectors; for a
+    rank-1 POVM :math:`\langle w|E_k|w\rangle`, the outcome's probability).
 
     Parameters
     ----------
@@ -341,4 +365,7 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
                          f"got {bad or outcomes}")
     table = nearest_table(vectors[outcomes], states, words, top=top, query_names=outcomes, candidates=keep,
                           score="born", method=method)
+    if _is_povm(source):          # <w|E_k|w> = ||v_k||^2 |<v_k/||v_k|| | w>|^2: the same ranking, rescaled
+        weight = vectors.norm(dim=-1).square().cpu().double().numpy()
+        table["probability"] = table["probability"] * weight[table["query"].to_numpy(dtype=int)]
     return table.rename(columns={"query": "measurement"})

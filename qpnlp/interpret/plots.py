@@ -1,14 +1,23 @@
 r"""Matplotlib figures of the interpretation results.
 
-Every function draws into ``ax`` when given (an ``Axes``, or a sequence of
-them for multi-panel figures) and otherwise creates a new
-:class:`matplotlib.figure.Figure` directly (not through ``pyplot``: no global
-figure state, no GUI backend, works under Agg and in scripts). It returns the
-Figure and never calls ``show``: in a notebook the returned figure displays
-itself (after ``%matplotlib inline``); elsewhere call ``fig.savefig(path)``.
+Every function works as pandas' and seaborn's plotting functions do: given
+``ax`` (an ``Axes``, or a sequence of them for the multi-panel figures) it
+draws there and leaves the rest of the figure alone; without ``ax`` it opens
+a new figure through :mod:`matplotlib.pyplot` (so ``plt.show()`` shows it and
+``plt.savefig`` saves it). It returns the Axes it drew into (a 1-d array of
+Axes for the multi-panel functions; ``ax.figure`` is the figure) and never
+calls ``show``. In a notebook, end the cell with ``;`` or ``plt.show()`` to
+keep the Axes' text representation out of the output.
+
+The figures are meant to be read at a glance: axes and colour bars say what
+they show and in which unit, word labels are placed so that they do not
+overlap, and the colour scales show structure that spans decades (a
+logarithmic modulus, a symmetric scale for signed parts, a cyclic one for
+phases).
 
 * :func:`plot_density_matrix`, :func:`plot_density_matrix_parts`: the
-  modulus :math:`|\rho_{ij}|` and phase :math:`\arg \rho_{ij}` of a density matrix;
+  modulus :math:`|\rho_{ij}|`, phase :math:`\arg \rho_{ij}` or real and
+  imaginary parts of a density matrix;
 * :func:`plot_measurement_probabilities`: Born probabilities of a sentence, one bar per measurement;
 * :func:`plot_word_states`: word states on the complex plane, one panel per dimension;
 * :func:`plot_similarity_over_time`: Word2Fun similarity trajectories;
@@ -23,44 +32,67 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib import colors
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from . import _checks
 
 __all__ = ["plot_density_matrix", "plot_density_matrix_parts", "plot_measurement_probabilities",
            "plot_word_states", "plot_similarity_over_time", "plot_period_histogram"]
 
-PARTS = ("modulus", "phase")
+PARTS = ("modulus", "phase", "real", "imag")
+SCALES = ("log", "linear")
+MAX_TICK_LABELS = 25          # more basis-state names than this are thinned out (every n-th)
 
 
+# --------------------------------------------------------------------------- axes and figures
 def _root(ax: Axes) -> Figure:
-    get = getattr(ax, "get_figure", None)
     try:
-        return get(root=True)
+        return ax.get_figure(root=True)
     except TypeError:  # matplotlib < 3.10
         return ax.figure
 
 
-def _single_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+def _new_axes(n: int, panel: tuple[float, float], ncols: int | None = None) -> list[Axes]:
+    """``n`` Axes of ``panel`` inches each, ``ncols`` to a row, in a new pyplot figure (now the current one)."""
+    import matplotlib.pyplot as plt
+
+    ncols = n if ncols is None else min(n, ncols)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows), layout="constrained",
+                             squeeze=False)
+    axes = list(axes.ravel())
+    for extra in axes[n:]:
+        fig.delaxes(extra)
+    return axes[:n]
+
+
+def _single_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     if ax is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.add_subplot()
+        return _new_axes(1, figsize)[0]
     if not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes; got {type(ax).__name__}")
-    return _root(ax), ax
+    return ax
 
 
-def _many_axes(ax, n: int, figsize: tuple[float, float]) -> tuple[Figure, list[Axes]]:
+def _many_axes(ax, n: int, panel: tuple[float, float], ncols: int | None = None) -> list[Axes]:
     if ax is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, list(fig.subplots(1, n, squeeze=False)[0])
-    axes = [ax] if isinstance(ax, Axes) else list(ax)
+        return _new_axes(n, panel, ncols)
+    axes = [ax] if isinstance(ax, Axes) else list(np.ravel(np.asarray(ax, dtype=object)))
     if len(axes) != n or not all(isinstance(a, Axes) for a in axes):
         raise ValueError(f"need {n} Axes; got {len(axes)}")
-    return _root(axes[0]), axes
+    return axes
 
 
+def _array(axes: list[Axes]) -> np.ndarray:
+    out = np.empty(len(axes), dtype=object)
+    out[:] = axes
+    return out
+
+
+# --------------------------------------------------------------------------- inputs
 def _numpy(name: str, x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu()
@@ -92,70 +124,147 @@ def _tick_labels(ax: Axes, labels, d: int) -> None:
     if labels is None:
         return
     labels = _checks.words("labels", labels, d, "rows of rho")
-    ax.set_xticks(range(d), labels, rotation=90, fontsize="small")
-    ax.set_yticks(range(d), labels, fontsize="small")
+    step = max(1, math.ceil(d / MAX_TICK_LABELS))
+    ticks = list(range(0, d, step))
+    ax.set_xticks(ticks, [labels[i] for i in ticks], rotation=90, fontsize="small")
+    ax.set_yticks(ticks, [labels[i] for i in ticks], fontsize="small")
 
 
-def plot_density_matrix(rho, *, part: str = "modulus", labels: Sequence[str] | None = None, ax: Axes | None = None,
-                        title: str | None = None) -> Figure:
-    r"""Heatmap of the modulus :math:`|\rho_{ij}|` or the phase :math:`\arg\rho_{ij}` of a density matrix.
+# --------------------------------------------------------------------------- density matrices
+def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decades: float = 3.0,
+                        labels: Sequence[str] | None = None, ax: Axes | None = None,
+                        title: str | None = None) -> Axes:
+    r"""Heatmap of one part of a density matrix: :math:`|\rho_{ij}|`, :math:`\arg\rho_{ij}`, Re or Im.
 
     The diagonal of the modulus holds the probabilities of the basis states
     (sememes); off-diagonal entries are the coherences between two of them.
-    The phase is shown with a cyclic colour map on :math:`[-\pi, \pi]` and left
-    blank where :math:`|\rho_{ij}| < 10^{-6} \max |\rho|` (no phase to speak of).
+    A few large diagonal entries would make a linear colour scale one bright
+    square on a dark field, so the modulus is drawn on a logarithmic scale
+    over ``decades`` powers of ten below its largest entry (smaller entries
+    take the colour of the bottom of the scale, marked by the colour bar's
+    arrow). The real and imaginary parts use a diverging colour map symmetric
+    about zero (with ``scale="log"``, linear within :math:`10^{-\text{decades}}
+    \max|\rho|` of zero and logarithmic beyond). The phase is shown with a
+    cyclic colour map on :math:`[-\pi, \pi]` and left blank where
+    :math:`|\rho_{ij}|` is below the modulus scale (no phase to speak of).
 
     Parameters
     ----------
     rho : torch.Tensor, numpy.ndarray, DensityMatrix or Ensemble
         One ``(d, d)`` matrix.
-    part : {"modulus", "phase"}
+    part : {"modulus", "phase", "real", "imag"}
+    scale : {"log", "linear"}
+        Colour scale of the modulus and of the real and imaginary parts.
+    decades : float
+        Dynamic range of the logarithmic scales, and the threshold below which
+        no phase is drawn (:math:`|\rho_{ij}| < 10^{-\text{decades}} \max|\rho|`).
     labels : sequence of str, optional
-        ``d`` names of the basis states (tick labels).
+        ``d`` names of the basis states (tick labels; thinned to at most 25 shown).
     ax : matplotlib.axes.Axes, optional
+        Draw here; by default a new pyplot figure.
     title : str, optional
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The Axes drawn into (its colour bar is an extra Axes of the same figure).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_density_matrix(torch.diag(torch.tensor([0.9, 0.1, 0.0])).to(torch.complex64))
+    >>> ax.get_xlabel(), round(ax.images[0].norm.vmin, 6)      # three decades below the largest entry
+    ('column j (basis state)', 0.0009)
+    >>> plt.close("all")
     """
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}; got {part!r}")
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}; got {scale!r}")
+    if not decades > 0:
+        raise ValueError(f"decades must be positive; got {decades!r}")
     matrix = _density(rho)
-    fig, ax = _single_axes(ax, (4.5, 4))
-    modulus = np.abs(matrix)
+    ax = _single_axes(ax, (5, 4.2))
+    modulus = np.abs(matrix).astype(np.float64)
+    top = max(float(modulus.max()), np.finfo(np.float64).tiny)
+    floor = top * 10.0 ** -decades
+    extend = "neither"
     if part == "modulus":
-        image = ax.imshow(modulus, cmap="viridis", vmin=0.0, interpolation="nearest")
+        cmap = _cmap("viridis")
+        if scale == "log":                                      # below the scale: the bottom colour
+            norm, extend = colors.LogNorm(vmin=floor, vmax=top, clip=False), "min"
+            shown = np.maximum(modulus, floor * 1e-3)          # zeros are below the scale, not invalid
+        else:
+            norm, shown = colors.Normalize(vmin=0.0, vmax=top), modulus
+        label = r"$|\rho_{ij}|$" + (" (log scale)" if scale == "log" else "")
+    elif part == "phase":
+        cmap, norm = _cmap("twilight"), colors.Normalize(vmin=-math.pi, vmax=math.pi)
+        shown = np.angle(matrix).astype(np.float64)
+        shown[modulus < floor] = np.nan
+        shown = np.ma.masked_invalid(shown)
+        label = r"$\arg\,\rho_{ij}$ (rad)"
     else:
-        phase = np.angle(matrix).astype(np.float64)
-        phase[modulus < 1e-6 * max(float(modulus.max()), np.finfo(np.float64).tiny)] = np.nan
-        image = ax.imshow(np.ma.masked_invalid(phase), cmap="twilight", vmin=-math.pi, vmax=math.pi,
-                          interpolation="nearest")
-    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+        shown = (matrix.real if part == "real" else matrix.imag).astype(np.float64)
+        bound = max(float(np.abs(shown).max()), np.finfo(np.float64).tiny)
+        cmap = _cmap("RdBu_r")
+        norm = (colors.SymLogNorm(linthresh=floor, vmin=-bound, vmax=bound, base=10) if scale == "log"
+                else colors.Normalize(vmin=-bound, vmax=bound))
+        label = (r"Re $\rho_{ij}$" if part == "real" else r"Im $\rho_{ij}$") + (" (symmetric log)"
+                                                                                   if scale == "log" else "")
+    image = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
+    bar = _root(ax).colorbar(image, ax=ax, shrink=0.85, extend=extend)
+    bar.set_label(label)
     if part == "phase":
-        bar.set_ticks([-math.pi, 0, math.pi], labels=[r"$-\pi$", "0", r"$\pi$"])
+        bar.set_ticks([-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
+                      labels=[r"$-\pi$", r"$-\pi/2$", "0", r"$\pi/2$", r"$\pi$"])
+    ax.set_xlabel("column j (basis state)")
+    ax.set_ylabel("row i (basis state)")
     _tick_labels(ax, labels, matrix.shape[0])
-    ax.set_title(title or (r"$|\rho_{ij}|$" if part == "modulus" else r"$\arg\,\rho_{ij}$"))
-    return fig
+    default = {"modulus": r"modulus $|\rho_{ij}|$", "phase": r"phase $\arg\,\rho_{ij}$",
+               "real": r"real part of $\rho$", "imag": r"imaginary part of $\rho$"}[part]
+    ax.set_title(title or default)
+    return ax
 
 
-def plot_density_matrix_parts(rho, *, labels: Sequence[str] | None = None, axes: Sequence[Axes] | None = None,
-                              title: str | None = None) -> Figure:
-    """Modulus and phase of ``rho`` side by side (two :func:`plot_density_matrix` panels).
+def _cmap(name: str) -> colors.Colormap:
+    import matplotlib
 
-    ``axes``: two Axes to draw into (default a new 9 x 4 inch figure).
+    return matplotlib.colormaps[name]
+
+
+def plot_density_matrix_parts(rho, *, parts: Sequence[str] = ("modulus", "phase"), scale: str = "log",
+                              decades: float = 3.0, labels: Sequence[str] | None = None,
+                              ax: Sequence[Axes] | None = None, axes: Sequence[Axes] | None = None,
+                              title: str | None = None) -> np.ndarray:
+    """Two or more parts of ``rho`` side by side (one :func:`plot_density_matrix` panel each).
+
+    ``parts`` defaults to modulus and phase (everything a complex matrix
+    holds); ``("real", "imag")`` is the other complete pair. ``ax`` (or its
+    alias ``axes``): one Axes per part, by default a new pyplot figure.
+    Returns the Axes as a 1-d array; ``title`` goes above the figure (or the
+    first panel's title when drawing into given Axes).
     """
+    if ax is not None and axes is not None:
+        raise TypeError("give ax or its alias axes, not both")
+    parts = [parts] if isinstance(parts, str) else list(parts)
+    bad = [p for p in parts if p not in PARTS]
+    if not parts or bad:
+        raise ValueError(f"parts must be a non-empty sequence of {PARTS}; got {parts!r}")
     matrix = _density(rho)
-    fig, (left, right) = _many_axes(axes, 2, (9, 4))
-    plot_density_matrix(matrix, part="modulus", labels=labels, ax=left)
-    plot_density_matrix(matrix, part="phase", labels=labels, ax=right)
-    if title:
-        fig.suptitle(title)
-    return fig
+    given = ax if ax is not None else axes
+    panels = _many_axes(given, len(parts), (5, 4.2))
+    for panel, part in zip(panels, parts):
+        plot_density_matrix(matrix, part=part, scale=scale, decades=decades, labels=labels, ax=panel)
+    if title and given is None:
+        _root(panels[0]).suptitle(title)
+    elif title:
+        panels[0].set_title(title)
+    return _array(panels)
 
 
+# --------------------------------------------------------------------------- measurements
 def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | None = None, top: int | None = None,
-                                   ax: Axes | None = None, title: str | None = None) -> Figure:
+                                   ax: Axes | None = None, title: str | None = None) -> Axes:
     r"""Bar chart of Born probabilities :math:`p_k = \operatorname{Tr}(\rho\,|v_k\rangle\langle v_k|)`.
 
     Parameters
@@ -167,11 +276,12 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
     top : int, optional
         Show only the ``top`` largest, in decreasing order.
     ax : matplotlib.axes.Axes, optional
+        Draw here; by default a new pyplot figure.
     title : str, optional
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
     """
     p = _numpy("probabilities", probabilities)
     if p.ndim != 1 or p.size == 0:
@@ -186,23 +296,101 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
     order = np.arange(p.size)
     if top is not None:
         order = np.argsort(-p, kind="stable")[:_checks.positive("top", top)]
-    fig, ax = _single_axes(ax, (max(4.0, 0.3 * len(order) + 1.5), 3))
+    ax = _single_axes(ax, (max(4.0, 0.3 * len(order) + 1.5), 3.2))
     ax.bar(range(len(order)), p[order], color="tab:blue")
     ax.set_xticks(range(len(order)), [labels[i] for i in order], rotation=90, fontsize="small")
-    ax.set_ylabel("probability")
+    ax.set_xlabel("measurement" + (f" (the {len(order)} largest)" if top is not None else ""))
+    ax.set_ylabel(r"Born probability $p_k$")
     ax.set_ylim(0, max(float(p[order].max()) * 1.1, 1e-3))
+    ax.grid(axis="y", alpha=0.3)
     ax.set_title(title or "Born probabilities of the measurements")
-    return fig
+    return ax
+
+
+# --------------------------------------------------------------------------- word states
+# label offsets tried around a point, in points: 8 directions at growing distances
+_DIRECTIONS = [(1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
+_RADII = (4, 9, 15, 22, 30, 40, 52)
+_LEADER = 15                  # labels this far (points) or farther get a thin line to their point
+
+
+def _candidate(anchor: np.ndarray, size: tuple[float, float], direction, radius: float, px: float) -> Bbox:
+    """The display box of a label of ``size`` pixels put ``radius`` points from ``anchor`` in ``direction``."""
+    (dx, dy), (w, h) = direction, size
+    norm = math.hypot(dx, dy)
+    cx = anchor[0] + radius * px * dx / norm
+    cy = anchor[1] + radius * px * dy / norm
+    x0 = cx if dx > 0 else cx - w if dx < 0 else cx - w / 2
+    y0 = cy if dy > 0 else cy - h if dy < 0 else cy - h / 2
+    return Bbox.from_bounds(x0, y0, w, h)
+
+
+def _overlap(box: Bbox, others: list[Bbox]) -> float:
+    total = 0.0
+    for other in others:
+        w = min(box.x1, other.x1) - max(box.x0, other.x0)
+        h = min(box.y1, other.y1) - max(box.y0, other.y0)
+        if w > 0 and h > 0:
+            total += w * h
+    return total
+
+
+def _place_labels(ax: Axes, points: np.ndarray, words: list[str], fontsize="small") -> None:
+    """Annotate each point with its word where the label overlaps no other label, point or the frame.
+
+    Greedy: labels are placed one by one, each at the first free spot of a
+    ring of candidates around its point (near first); a label that finds no
+    free spot takes the least crowded one. Labels set away from their point
+    are tied to it by a thin line. Placement uses the figure's final layout
+    (drawn once without rendering) and the labels stay out of the layout.
+    """
+    fig = _root(ax)
+    fig.draw_without_rendering()
+    px = fig.dpi / 72.0
+    anchors = ax.transData.transform(points)
+    frame = ax.get_window_extent()
+    marker = 3.5 * px
+    blocked = [Bbox.from_extents(x - marker, y - marker, x + marker, y + marker) for x, y in anchors]
+    for word, anchor, point in zip(words, anchors, points):
+        probe = ax.annotate(word, (0, 0), fontsize=fontsize)
+        extent = probe.get_window_extent()
+        probe.remove()
+        size = (extent.width + 2 * px, extent.height)
+        best, best_cost = None, math.inf
+        for radius in _RADII:
+            for direction in _DIRECTIONS:
+                box = _candidate(anchor, size, direction, radius, px)
+                outside = box.width * box.height - _overlap(box, [frame])
+                cost = _overlap(box, blocked) + 4 * outside
+                if cost < best_cost:
+                    best, best_cost = (box, direction, radius), cost
+                if cost == 0:
+                    break
+            if best_cost == 0:
+                break
+        box, (dx, dy), radius = best
+        blocked.append(box)
+        norm = math.hypot(dx, dy)
+        offset = (radius * dx / norm, radius * dy / norm)
+        text = ax.annotate(word, tuple(point), xytext=offset, textcoords="offset points", fontsize=fontsize,
+                           ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                           va="bottom" if dy > 0 else "top" if dy < 0 else "center",
+                           arrowprops=dict(arrowstyle="-", color="0.45", linewidth=0.6, shrinkA=0, shrinkB=2)
+                           if radius >= _LEADER else None)
+        text.set_in_layout(False)
 
 
 def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None = None,
-                     ax: Axes | Sequence[Axes] | None = None, title: str | None = None) -> Figure:
+                     ax: Axes | Sequence[Axes] | None = None, ncols: int = 2,
+                     title: str | None = None) -> np.ndarray:
     r"""Word states on the complex plane: one panel per dimension j, a point :math:`w_j = r_j e^{i\phi_j}` per word.
 
     The distance from the origin is the amplitude :math:`r_j` (how much of the
-    word lies along basis state j), the angle is the phase :math:`\phi_j`.
-    Each panel zooms on its points; the unit circle (which bounds the coordinates
-    of unit states) is drawn in grey when it falls in view.
+    word lies along basis state j; dimensionless, at most 1 for unit states),
+    the angle is the phase :math:`\phi_j`. Each panel zooms on its points; the
+    unit circle is drawn in grey when it falls in view. Word labels are placed
+    where they overlap neither each other nor the points (a thin line ties a
+    label set further away to its point).
 
     Parameters
     ----------
@@ -213,12 +401,15 @@ def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None
     dims : sequence of int, optional
         Dimensions to show (default the first ``min(d, 4)``).
     ax : Axes or sequence of Axes, optional
-        One Axes per dimension.
+        One Axes per dimension; by default a new pyplot figure.
+    ncols : int
+        Panels per row of the new figure (without ``ax``).
     title : str, optional
 
     Returns
     -------
-    matplotlib.figure.Figure
+    numpy.ndarray
+        The Axes, one per dimension.
     """
     z = _numpy("states", states)
     if z.ndim == 1:
@@ -231,29 +422,34 @@ def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None
     if not dims or bad:
         raise ValueError(f"dims must be a non-empty list in [0, {z.shape[1]}); got {bad or dims}")
     z = z.astype(np.complex128)
-    fig, axes = _many_axes(ax, len(dims), (3.2 * len(dims), 3.4))
+    axes = _many_axes(ax, len(dims), (3.6, 3.6), _checks.positive("ncols", ncols))
     circle = np.exp(1j * np.linspace(0, 2 * math.pi, 200))
     for a, j in zip(axes, dims):
-        limit = max(float(np.abs(z[:, j]).max()), 1e-12) * 1.25    # zoom on the points (the circle may be off view)
+        limit = max(float(np.abs(z[:, j]).max()), 1e-12) * 1.35    # zoom on the points (the circle may be off view)
         a.plot(circle.real, circle.imag, color="0.8", linewidth=0.8)
         a.axhline(0, color="0.9", linewidth=0.6)
         a.axvline(0, color="0.9", linewidth=0.6)
         a.scatter(z[:, j].real, z[:, j].imag, s=18, color="tab:red", zorder=3)
-        for word, point in zip(words, z[:, j]):
-            a.annotate(word, (point.real, point.imag), fontsize="x-small", xytext=(3, 3), textcoords="offset points")
         a.set_xlim(-limit, limit)
         a.set_ylim(-limit, limit)
         a.set_aspect("equal")
         a.set_title(f"dimension {j}", fontsize="small")
-        a.set_xlabel("Re")
-    axes[0].set_ylabel("Im")
+        a.set_xlabel(rf"Re $w_{{{j}}}$")
+        a.set_ylabel(rf"Im $w_{{{j}}}$")
+        a.tick_params(labelsize="x-small")
     if title:
-        fig.suptitle(title)
-    return fig
+        if ax is None:
+            _root(axes[0]).suptitle(title)
+        else:
+            axes[0].set_title(f"{title}\ndimension {dims[0]}", fontsize="small")
+    for a, j in zip(axes, dims):                 # after the titles: labels are placed in the final layout
+        _place_labels(a, np.stack([z[:, j].real, z[:, j].imag], 1), words)
+    return _array(axes)
 
 
+# --------------------------------------------------------------------------- Word2Fun and periods
 def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,
-                              ylabel: str = "cosine similarity") -> Figure:
+                              ylabel: str = "cosine similarity") -> Axes:
     """One line per column of a times x words table (e.g. :func:`~qpnlp.interpret.similarity_trajectories`).
 
     Parameters
@@ -261,11 +457,13 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
     table : pandas.DataFrame
         Numeric index (times) and numeric columns, at least one row and column.
     ax : matplotlib.axes.Axes, optional
+        Draw here; by default a new pyplot figure.
     title, ylabel : str, optional
+        The x axis is labelled with the index name (default "time").
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame (times x words); got {type(table).__name__}")
@@ -273,24 +471,28 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
         raise ValueError(f"table is empty: shape {table.shape}")
     times = _numpy("table index (times)", table.index.to_numpy(dtype=np.float64))
     values = _numpy("table values", table.to_numpy(dtype=np.float64))
-    fig, ax = _single_axes(ax, (6.5, 3.5))
+    ax = _single_axes(ax, (6.5, 3.6))
     for column, series in zip(table.columns, values.T):
         ax.plot(times, series, label=str(column), linewidth=1.5)
     ax.set_xlabel(table.index.name or "time")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize="small", ncols=min(4, table.shape[1]))
+    # beside the axes, never over a curve
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title)
-    return fig
+    return ax
 
 
 def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, reference: float | None = None,
-                          ax: Axes | None = None, title: str | None = None) -> Figure:
+                          ax: Axes | None = None, title: str | None = None,
+                          ylabel: str = "frequencies per bin (one per word and dimension)") -> Axes:
     r"""Histogram of periods :math:`2\pi/|\omega|` in tokens (e.g. of :func:`~qpnlp.interpret.period_distribution`).
 
-    Infinite periods (zero frequencies) cannot be placed on the axis: they are
-    left out and counted in the title.
+    Each count is a number of frequencies :math:`\omega_{j,d}` (one per kept
+    word and embedding dimension) whose period falls in the bin. Infinite
+    periods (zero frequencies) cannot be placed on the axis: they are left out
+    and counted in the title.
 
     Parameters
     ----------
@@ -302,11 +504,14 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     reference : float, optional
         Draw a vertical line here (e.g. the mean sentence length).
     ax : matplotlib.axes.Axes, optional
+        Draw here; by default a new pyplot figure.
     title : str, optional
+    ylabel : str
+        What a count is (change it for periods that are not one per word and dimension).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
     """
     if isinstance(periods, torch.Tensor):
         periods = periods.detach().cpu().numpy()
@@ -317,7 +522,7 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     if finite.size == 0:
         raise ValueError(f"no finite period to plot ({p.size} values, all infinite or none)")
     bins = _checks.positive("bins", bins)
-    fig, ax = _single_axes(ax, (6, 3.5))
+    ax = _single_axes(ax, (6, 3.6))
     if log and finite.max() > finite.min():
         edges = np.geomspace(finite.min(), finite.max(), bins + 1)
         ax.set_xscale("log")
@@ -327,8 +532,8 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     if reference is not None:
         ax.axvline(reference, color="black", linestyle="--", linewidth=1, label=f"{reference:.3g} tokens")
         ax.legend(fontsize="small")
-    ax.set_xlabel(r"period $2\pi/|\omega|$ (tokens)")
-    ax.set_ylabel("count")
+    ax.set_xlabel(r"period $2\pi/|\omega|$ (tokens" + (", log scale)" if ax.get_xscale() == "log" else ")"))
+    ax.set_ylabel(ylabel)
     left_out = p.size - finite.size
     ax.set_title(title or f"{finite.size} periods" + (f" ({left_out} infinite left out)" if left_out else ""))
-    return fig
+    return ax

@@ -15,6 +15,11 @@ rows of the Kraus operator :math:`M_k` are :math:`\langle v_{ks}|`), and
 :func:`povm_probabilities` computes
 :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \|M_k w_i\|^2` in O(n d k r),
 with the POVM's batch dims broadcasting against the states'.
+
+Every function checks its arguments first (:mod:`qpnlp.measurement._checks`:
+unit states, probability weights, unit or orthonormal projector rows, POVM
+completeness, dense states), through the one validation switch or
+``validate=``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import torch
 
 from qpnlp.hilbert import contract, promote
 from qpnlp.hilbert import _validation as V
+
+from . import _checks
 
 
 def _rank_r(vectors: torch.Tensor) -> torch.Tensor:
@@ -41,7 +48,7 @@ def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
     return z.real.square() + z.imag.square()
 
 
-def word_probabilities(states: torch.Tensor, projectors: torch.Tensor) -> torch.Tensor:
+def word_probabilities(states: torch.Tensor, projectors: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
     r"""Per-state probabilities :math:`|\langle v_k|w\rangle|^2` (summed over a rank-r projector's vectors).
 
     Parameters
@@ -63,6 +70,7 @@ def word_probabilities(states: torch.Tensor, projectors: torch.Tensor) -> torch.
     >>> word_probabilities(w, v)
     tensor([0.3600, 0.6400])
     """
+    _checks.born_inputs(states, None, _rank_r(projectors), validate)   # zero rows (padding) allowed
     proj = _rank_r(projectors)
     k, r, d = proj.shape
     V.check_dims_match("states", states.shape[-1], "projectors", d)
@@ -72,7 +80,8 @@ def word_probabilities(states: torch.Tensor, projectors: torch.Tensor) -> torch.
     return probs if r == 1 else probs.unflatten(-1, (k, r)).sum(-1)
 
 
-def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, projectors: torch.Tensor) -> torch.Tensor:
+def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, projectors: torch.Tensor, *,
+                       validate: V.Validate = None) -> torch.Tensor:
     r"""Probabilities of a lazy mixture under projective measurements.
 
     :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`, never materialising
@@ -99,7 +108,8 @@ def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, proje
     >>> born_probabilities(w, torch.tensor([0.25, 0.75]), torch.eye(2, dtype=torch.complex64))
     tensor([0.2500, 0.7500])
     """
-    per_state = word_probabilities(states, projectors)
+    _checks.born_inputs(states, weights, _rank_r(projectors), validate)
+    per_state = word_probabilities(states, projectors, validate=False)
     if weights is None:
         return per_state
     if weights.shape != states.shape[:-1]:
@@ -109,12 +119,14 @@ def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, proje
     return (weights.unsqueeze(-2) @ per_state).squeeze(-2)
 
 
-def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor) -> torch.Tensor:
+def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor, *,
+                             validate: V.Validate = None) -> torch.Tensor:
     r"""Probabilities :math:`\operatorname{Tr}(\rho P_k) = \sum_s \langle v_{ks}|\rho|v_{ks}\rangle` of dense ``(..., d, d)``.
 
     Returns real ``(..., k)``. Uses the cached optimised contraction
     (three operands).
     """
+    _checks.dense_inputs(rho, _rank_r(projectors), validate)
     proj = _rank_r(projectors)
     V.check_dims_match("rho", rho.shape[-1], "projectors", proj.shape[-1])
     rho, proj = promote(rho, proj)
@@ -128,7 +140,8 @@ def _effect_vectors(vectors: torch.Tensor) -> torch.Tensor:
     return vectors
 
 
-def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vectors: torch.Tensor) -> torch.Tensor:
+def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vectors: torch.Tensor, *,
+                       validate: V.Validate = None) -> torch.Tensor:
     r"""Probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2` of a lazy mixture.
 
     Parameters
@@ -154,6 +167,7 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
     >>> povm_probabilities(torch.tensor([1, 0], dtype=torch.complex64), None, vectors)
     tensor([0.6667, 0.1667, 0.1667])
     """
+    _checks.born_inputs(states, weights, _effect_vectors(vectors), validate, vectors_name="vectors", povm=True)
     vectors = _effect_vectors(vectors)
     k, r, d = vectors.shape[-3:]
     V.check_dims_match("states", states.shape[-1], "vectors", d)
@@ -171,11 +185,12 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
     return (weights.to(common).unsqueeze(-2) @ per_state.to(common)).squeeze(-2)
 
 
-def povm_probabilities_dense(rho: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+def povm_probabilities_dense(rho: torch.Tensor, vectors: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
     r"""Probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_s \langle v_{ks}|\rho|v_{ks}\rangle` of dense ``(..., d, d)``.
 
     ``vectors`` ``(..., k, r, d)`` as in :func:`povm_probabilities`; returns real ``(..., k)``.
     """
+    _checks.dense_inputs(rho, _effect_vectors(vectors), validate, vectors_name="vectors", povm=True)
     vectors = _effect_vectors(vectors)
     k, r, d = vectors.shape[-3:]
     V.check_dims_match("rho", rho.shape[-1], "vectors", d)

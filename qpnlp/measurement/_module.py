@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
@@ -10,6 +13,8 @@ from qpnlp.hilbert import DensityMatrix, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
 
 from ._born import born_probabilities, born_probabilities_dense
+from . import _checks
+from ._checks import check_mask as _check_mask
 from ._lueders import lueders_update
 from ._projector import Projector
 
@@ -29,6 +34,31 @@ def _initial_vectors(init: str, k: int, d: int, dtype, device, generator) -> tor
                           torch.randn(k, d, dtype=real, device=device, generator=generator))
         return normalize(z)
     raise ValueError(f"init must be one of {INITS}; got {init!r}")
+
+
+@contextlib.contextmanager
+def drawing_from(generator: torch.Generator | None, device=None, *, needed: bool = True) -> Iterator[None]:
+    """Make code that draws from the global RNG reproducible from ``generator``, leaving the global state as it was.
+
+    torch's ``orthogonal`` parametrisation completes a non-square matrix with
+    random columns drawn from the global RNG (its ``base``, which steers
+    every later optimiser step). With a generator, one seed is drawn from it
+    (only when ``needed``) and the global RNG runs from that seed inside a
+    fork; without one, nothing changes.
+    """
+    if generator is None or not needed:
+        yield
+        return
+    seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator, device=generator.device))
+    device = torch.device("cpu" if device is None else device)
+    cuda = device.type == "cuda"
+    index = (device.index if device.index is not None else torch.cuda.current_device()) if cuda else None
+    with torch.random.fork_rng(devices=[index] if cuda else []):
+        torch.default_generator.manual_seed(seed)
+        if cuda:
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(seed)
+        yield
 
 
 class ProjectiveMeasurement(nn.Module):
@@ -60,7 +90,9 @@ class ProjectiveMeasurement(nn.Module):
     dtype : torch.dtype
         complex64 or complex128.
     generator : torch.Generator, optional
-        For a reproducible initialisation.
+        For a reproducible initialisation: the vectors, then (orthonormal
+        with k < d) one seed for the parametrisation's random completion;
+        the global random state is untouched.
 
     Examples
     --------
@@ -94,9 +126,10 @@ class ProjectiveMeasurement(nn.Module):
         if orthonormal:
             # Rows stay orthonormal under any optimiser step (matrix exponential of a
             # skew-Hermitian parameter); assigning sets the parametrised value exactly.
-            orthogonal(self, "weight")
-            with torch.no_grad():
-                self.weight = initial
+            with drawing_from(generator, device, needed=k != dim):     # k < d: random completion
+                orthogonal(self, "weight")
+                with torch.no_grad():
+                    self.weight = initial
         self.requires_grad_(trainable)
 
     def extra_repr(self) -> str:
@@ -112,7 +145,7 @@ class ProjectiveMeasurement(nn.Module):
         return self.requires_grad_(False)
 
     def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+                mask: torch.Tensor | None = None, *, validate: V.Validate = None) -> torch.Tensor:
         r"""Born probabilities of pure states or lazy mixtures.
 
         Parameters
@@ -123,8 +156,12 @@ class ProjectiveMeasurement(nn.Module):
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
-            Bool ``(..., n)``; masked members get weight 0 (the weights of
+            Bool ``(..., n)`` (the shape of ``weights``); masked members get weight 0 (the weights of
             the others must already sum to one, e.g. from ``masked_softmax``).
+
+        validate : bool or "strict", optional
+            Override the global validation mode for the checks of
+            :func:`~qpnlp.measurement.born_probabilities`.
 
         Returns
         -------
@@ -132,12 +169,17 @@ class ProjectiveMeasurement(nn.Module):
             Real ``(..., k)``: :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
         """
         if weights is not None and mask is not None:
+            _check_mask(mask, weights)
             weights = weights.masked_fill(~mask, 0.0)
-        return born_probabilities(states, weights, self.vectors())
+        vectors = self.vectors()                 # unit by construction: only the states and weights are checked
+        _checks.born_inputs(states, weights, vectors.unsqueeze(-2), validate, check_vectors=False)
+        return born_probabilities(states, weights, vectors, validate=False)
 
-    def forward_dense(self, rho: torch.Tensor) -> torch.Tensor:
+    def forward_dense(self, rho: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\rho P_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
-        return born_probabilities_dense(rho, self.vectors())
+        vectors = self.vectors()
+        _checks.dense_inputs(rho, vectors.unsqueeze(-2), validate, check_vectors=False)
+        return born_probabilities_dense(rho, vectors, validate=False)
 
     def as_projectors(self) -> Projector:
         """Immutable :class:`Projector` batch (k,) of the current vectors (detached), for interpretation."""

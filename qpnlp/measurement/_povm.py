@@ -26,33 +26,11 @@ from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
 
 from ._born import povm_probabilities, povm_probabilities_dense
+from ._checks import _where, check_completeness
 from ._kraus import kraus_update, lueders_operator
 from ._projector import Projector
 
 __all__ = ["POVM", "random_povm"]
-
-
-def _where(flat: int, batch_shape) -> str:
-    if not batch_shape:
-        return ""
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(batch_shape)))
-    return f" at batch index {index}"
-
-
-def check_completeness(name: str, vectors: torch.Tensor) -> None:
-    r"""Raise ValueError unless :math:`\sum_{k,s} |v_{ks}\rangle\langle v_{ks}| = I` within tolerance."""
-    vectors = vectors.detach()
-    k, r, d = vectors.shape[-3:]
-    flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
-    total = flat.mT @ flat.conj()                                           # sum_ks |v><v|
-    eye = torch.eye(d, dtype=vectors.dtype, device=vectors.device)
-    err = (total - eye).abs().amax((-2, -1)).reshape(-1)
-    tol = V.tolerance(vectors.dtype, max(d, k * r))
-    if err.numel() and float(err.max()) > tol:
-        worst = int(err.argmax())
-        raise ValueError(f"{name}: the effects must sum to the identity; got max |sum_k E_k - I| = "
-                         f"{float(err[worst]):.3g}{_where(worst, vectors.shape[:-3])} "
-                         f"(shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
 
 
 class POVM(Batched):
@@ -210,12 +188,12 @@ class POVM(Batched):
         d x d matrix) or a :class:`DensityMatrix`; its batch dims broadcast
         with the POVM's.
         """
-        if isinstance(system, PureState):
-            return povm_probabilities(system.data, None, self._vectors)
+        if isinstance(system, PureState):               # validated objects: nothing left to check
+            return povm_probabilities(system.data, None, self._vectors, validate=False)
         if isinstance(system, Ensemble):
-            return povm_probabilities(system.states.data, system.weights, self._vectors)
+            return povm_probabilities(system.states.data, system.weights, self._vectors, validate=False)
         if isinstance(system, DensityMatrix):
-            return povm_probabilities_dense(system.data, self._vectors)
+            return povm_probabilities_dense(system.data, self._vectors, validate=False)
         raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
 
     def post_measurement_state(self, system, outcome: int, *, instrument: str = "lueders"):

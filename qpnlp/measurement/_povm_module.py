@@ -9,8 +9,12 @@ from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
 from qpnlp.hilbert import random_isometry
+from qpnlp.hilbert import _validation as V
 
+from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
+from ._checks import check_mask as _check_mask
+from ._module import drawing_from
 from ._povm import POVM
 
 INITS = ("orthogonal", "identity")
@@ -52,7 +56,9 @@ class POVMMeasurement(nn.Module):
     dtype : torch.dtype
         complex64 or complex128.
     generator : torch.Generator, optional
-        For a reproducible initialisation.
+        For a reproducible initialisation: the isometry (``"orthogonal"``),
+        then (k r > d) one seed for the parametrisation's random completion;
+        the global random state is untouched.
 
     Examples
     --------
@@ -86,9 +92,10 @@ class POVMMeasurement(nn.Module):
             raise ValueError(f"init must be one of {INITS}; got {init!r}")
         self.dim, self.num_outcomes, self.rank = dim, k, r
         self.weight = nn.Parameter(initial.clone())
-        orthogonal(self, "weight")           # V^dagger V = I under any optimiser step
-        with torch.no_grad():
-            self.weight = initial            # the parametrised value is set exactly
+        with drawing_from(generator, device, needed=k * r != dim):   # k r > d: random completion
+            orthogonal(self, "weight")           # V^dagger V = I under any optimiser step
+            with torch.no_grad():
+                self.weight = initial            # the parametrised value is set exactly
         self.requires_grad_(trainable)
 
     def extra_repr(self) -> str:
@@ -102,9 +109,11 @@ class POVMMeasurement(nn.Module):
         r"""Effect factor vectors: ``(k, d)`` for rank 1, else ``(k, r, d)``; :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`.
 
         They are the conjugated rows of V, neither unit nor orthogonal in
-        general; :func:`~qpnlp.measurement.word_probabilities` and
-        :func:`~qpnlp.measurement.born_probabilities` accept them as they
-        do projective measurement vectors and give :math:`\operatorname{Tr}(\rho E_k)`.
+        general, so the projective :func:`~qpnlp.measurement.word_probabilities`
+        and :func:`~qpnlp.measurement.born_probabilities` refuse them (while
+        validation is on); :func:`~qpnlp.measurement.povm_probabilities` (with
+        ``vectors.reshape(k, r, d)``) or this module's forward give
+        :math:`\operatorname{Tr}(\rho E_k)`, per word with ``weights=None``.
         """
         v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
         return v.squeeze(-2) if self.rank == 1 else v
@@ -114,7 +123,7 @@ class POVMMeasurement(nn.Module):
         return self.requires_grad_(False)
 
     def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+                mask: torch.Tensor | None = None, *, validate: V.Validate = None) -> torch.Tensor:
         r"""Born probabilities of pure states or lazy mixtures.
 
         Parameters
@@ -125,7 +134,11 @@ class POVMMeasurement(nn.Module):
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
-            Bool ``(..., n)``; masked members get weight 0.
+            Bool ``(..., n)`` (the shape of ``weights``); masked members get weight 0.
+
+        validate : bool or "strict", optional
+            Override the global validation mode for the checks of
+            :func:`~qpnlp.measurement.born_probabilities`.
 
         Returns
         -------
@@ -133,13 +146,18 @@ class POVMMeasurement(nn.Module):
             Real ``(..., k)``: :math:`p_k = \sum_i p_i \|V_k w_i\|^2`, summing to one.
         """
         if weights is not None and mask is not None:
+            _check_mask(mask, weights)
             weights = weights.masked_fill(~mask, 0.0)
         v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
-        return povm_probabilities(states, weights, v)
+        # complete by construction: only the states and weights are checked
+        _checks.born_inputs(states, weights, v, validate, vectors_name="vectors", povm=True, check_vectors=False)
+        return povm_probabilities(states, weights, v, validate=False)
 
-    def forward_dense(self, rho: torch.Tensor) -> torch.Tensor:
+    def forward_dense(self, rho: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\rho E_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
-        return povm_probabilities_dense(rho, self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim))
+        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        _checks.dense_inputs(rho, v, validate, vectors_name="vectors", povm=True, check_vectors=False)
+        return povm_probabilities_dense(rho, v, validate=False)
 
     def as_povm(self) -> POVM:
         """Immutable :class:`POVM` of the current effects (detached), for interpretation."""

@@ -84,12 +84,12 @@ class Projector(Batched):
         :class:`DensityMatrix`; returns real ``(*system.batch_shape, *self.batch_shape)``.
         """
         flat = self._vectors.reshape(-1, self.rank, self.dim)
-        if isinstance(system, PureState):
-            p = born_probabilities(system.data, None, flat)
+        if isinstance(system, PureState):               # validated objects: nothing left to check
+            p = born_probabilities(system.data, None, flat, validate=False)
         elif isinstance(system, Ensemble):
-            p = born_probabilities(system.states.data, system.weights, flat)
+            p = born_probabilities(system.states.data, system.weights, flat, validate=False)
         elif isinstance(system, DensityMatrix):
-            p = born_probabilities_dense(system.data, flat)
+            p = born_probabilities_dense(system.data, flat, validate=False)
         else:
             raise TypeError(f"probability() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
         return p.reshape(p.shape[:-1] + self.batch_shape)

@@ -66,9 +66,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+from qpnlp.hilbert._validation import Validate
+from qpnlp.nn._checks import check_token_batch
+
+from ._precision import PrecisionMixin
 
 __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
@@ -94,7 +99,31 @@ class ModelConfig:
 
     ``from_dict`` refuses unknown keys and values of the wrong JSON type
     (naming the field), before the dataclass' own ``__post_init__`` checks run.
+    Direct construction checks the same types: every subclass' ``__post_init__``
+    is wrapped so that a value of the wrong type (an ``int`` field given
+    ``True`` or ``2.0``, a ``str`` field given a number, a ``float`` given
+    NaN) raises ValueError naming the field before the subclass' own checks.
     """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "_checks_types", False):
+            def __post_init__(self, _own=own) -> None:
+                self._check_types()
+                _own(self)
+
+            __post_init__._checks_types = True
+            __post_init__.__doc__ = own.__doc__
+            cls.__post_init__ = __post_init__
+
+    def __post_init__(self) -> None:
+        self._check_types()
+
+    def _check_types(self) -> None:
+        """Refuse field values of the wrong type (the JSON types of :meth:`from_dict`), naming the field."""
+        for field in dataclasses.fields(self):
+            _check_json_type(type(self).__name__, field.name, field, getattr(self, field.name))
 
     @staticmethod
     def _require(checks) -> None:
@@ -135,11 +164,24 @@ def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any
         if ok and base == "float" and not math.isfinite(value):
             raise ValueError(f"{owner}.{name} must be finite; got {value!r}")
     elif base.startswith("list"):
-        ok = isinstance(value, list)
+        ok = isinstance(value, list) and _items_match(base, value)
+    elif base.startswith("tuple"):
+        ok = isinstance(value, (list, tuple))
+    elif base.startswith("dict"):
+        ok = isinstance(value, dict)
     else:
         return
     if not ok:
         raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {value!r}")
+
+
+def _items_match(annotation: str, values: list) -> bool:
+    """Items of a ``list[int]`` / ``list[float]`` / ``list[str]`` field of the right JSON type."""
+    inner = annotation[annotation.find("[") + 1:annotation.rfind("]")].strip() if "[" in annotation else ""
+    if inner not in _JSON_TYPES:
+        return True
+    allowed = _JSON_TYPES[inner]
+    return all(isinstance(v, allowed) and (inner == "bool" or not isinstance(v, bool)) for v in values)
 
 
 # --------------------------------------------------------------------------- registry
@@ -197,7 +239,7 @@ _LOADED = False
 
 
 # --------------------------------------------------------------------------- model
-class Model(nn.Module):
+class Model(PrecisionMixin, nn.Module):
     """Base of every model: a config, ``save_pretrained`` / ``from_pretrained``, a registry name.
 
     Subclasses set ``config_class`` (a :class:`ModelConfig` dataclass) and
@@ -210,12 +252,24 @@ class Model(nn.Module):
     name: ClassVar[str] = ""
     config_class: ClassVar[type] = None  # type: ignore[assignment]
     task: ClassVar[str] = "classification"
+    # The training settings of the model's reproduction (TrainConfig / MatchingConfig fields, plus "select": a
+    # dev-selection grid as `qpnlp train --select` takes it): the defaults of its `qpnlp train` command.
+    training_defaults: ClassVar[dict] = {}
+    #: Validation mode of this model's input checks (None: the global :func:`qpnlp.hilbert.set_validation`).
+    validate: Validate = None
 
     def __init__(self, config) -> None:
         super().__init__()
         if not isinstance(config, self.config_class):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}; got {type(config).__name__}")
         self.config = config
+
+    # ------------------------------------------------------------------ inputs
+    def check_batch(self, ids: torch.Tensor, mask: torch.Tensor, names: tuple[str, str] = ("ids", "mask")) -> None:
+        """:func:`check_batch` against this model: its vocabulary size, its device and its ``validate`` mode."""
+        first = next(self.parameters(), None)
+        check_batch(ids, mask, num_words=getattr(self.config, "num_words", None),
+                    device=None if first is None else first.device, names=names, validate=self.validate)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -252,10 +306,11 @@ class Model(nn.Module):
         header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=dict(metadata or {}),
                       qpnlp_version=_version())
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"
-        tensors = {k: v.detach().cpu().contiguous().clone() for k, v in self.state_dict().items()}
+        tensors, stored_metadata = _storable(self.state_dict())
         with atomic_directory(directory) as tmp:
             (tmp / CONFIG_FILE).write_text(text)
-            save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name})
+            save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name,
+                                                                  **stored_metadata})
             if vocabulary is not None:
                 (tmp / VOCABULARY_FILE).write_text(json.dumps(vocabulary.to_dict(), allow_nan=False))
         return Path(directory)
@@ -274,7 +329,7 @@ class Model(nn.Module):
         config = klass.config_class.from_dict(header["config"])
         path = Path(directory) / WEIGHTS_FILE
         try:
-            state = load_file(str(path), device="cpu")
+            state = _restored(load_file(str(path), device="cpu"), path)
         except (SafetensorError, OSError) as err:
             raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
         _check_before_allocation(path, klass, config, state)
@@ -313,39 +368,77 @@ def read_model_header(directory: str | os.PathLike) -> dict:
     return header
 
 
+# safetensors stores complex64 but not complex128: those tensors are stored as their float64 real view
+# (..., 2) and listed in the file's metadata under this key.
+_COMPLEX128_KEY = "qpnlp_complex128"
+
+
+def _storable(state: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """CPU copies of the state dict that safetensors can store, and the metadata that restores them."""
+    tensors, wide = {}, []
+    for key, value in state.items():
+        value = value.detach().cpu()
+        if value.dtype == torch.complex128:
+            value, _ = torch.view_as_real(value.resolve_conj()), wide.append(key)
+        tensors[key] = value.contiguous().clone()
+    return tensors, ({_COMPLEX128_KEY: json.dumps(wide)} if wide else {})
+
+
+def _restored(state: dict[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
+    """The state dict as saved: complex128 tensors (stored as float64 real views) back to complex128."""
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata() or {}
+    try:
+        wide = json.loads(metadata.get(_COMPLEX128_KEY, "[]"))
+    except json.JSONDecodeError:
+        raise ValueError(f"{path}: unreadable {_COMPLEX128_KEY} metadata") from None
+    for key in wide:
+        value = state.get(key)
+        if value is None or value.dtype != torch.float64 or value.dim() < 1 or value.shape[-1] != 2:
+            raise ValueError(f"{path}: tensor {key!r} is listed as complex128 but is not a float64 (..., 2) view")
+        state[key] = torch.view_as_complex(value.clone())          # a fresh, aligned buffer
+    return state
+
+
 def _check_before_allocation(path: Path, klass: type[Model], config, state: Mapping[str, torch.Tensor]) -> None:
     """Check the config against the stored tensors before the model allocates anything.
 
-    The model is first built on the ``meta`` device (shapes only, no memory)
-    and its shapes compared with the stored ones. Where a model cannot be
-    built on ``meta`` (e.g. a parametrisation that checks values at
-    construction), every integer of the config must be at most the largest
-    stored dimension, which bounds what building the model can allocate: a
-    tampered config (``num_words=2e9`` next to a small weights file) is
-    refused before anything is allocated.
+    The model is built on the ``meta`` device (shapes only, no memory) and its
+    shapes are compared with the stored ones, so a tampered config
+    (``num_words=2e9`` next to a small weights file) is refused before
+    anything is allocated. torch's orthogonal parametrisation checks its
+    initial value (``Tensor.item``), which a meta tensor cannot do; that check
+    is skipped for the skeleton (its shapes do not depend on it).
     """
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _orthogonality_check_skipped():
             skeleton = klass.empty(config)
     except (RuntimeError, NotImplementedError):
+        # Some initialisations cannot run on meta (e.g. a QR decomposition): bound the vocabulary and count
+        # sizes instead, which are what a tampered config inflates, by the largest stored dimension.
         largest = max((max(t.shape, default=1) for t in state.values()), default=1)
-        for key, value in _config_integers(config.to_dict()):
-            if value > largest:
+        for key, value in config.to_dict().items():
+            sized = key.startswith("num_") or key == "vocab_size"
+            if sized and isinstance(value, int) and not isinstance(value, bool) and value > largest:
                 raise ValueError(f"{path}: config value {key}={value} exceeds every stored tensor dimension "
                                  f"(largest {largest}); the config does not describe these weights") from None
         return
     _check_shapes(path, skeleton.state_dict(), state)
 
 
-def _config_integers(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, int]]:
-    for key, value in values.items():
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if isinstance(item, int) and not isinstance(item, bool):
-                yield prefix + key, item
-            elif isinstance(item, Mapping):
-                yield from _config_integers(item, f"{prefix}{key}.")
+@contextlib.contextmanager
+def _orthogonality_check_skipped() -> Iterator[None]:
+    from torch.nn.utils import parametrizations
 
+    original = getattr(parametrizations, "_is_orthogonal", None)
+    if original is None:                    # another torch version: nothing to skip
+        yield
+        return
+    parametrizations._is_orthogonal = lambda *args, **kwargs: True
+    try:
+        yield
+    finally:
+        parametrizations._is_orthogonal = original
 
 def _check_shapes(path: Path, expected: Mapping[str, torch.Tensor], stored: Mapping[str, torch.Tensor]) -> None:
     """Refuse stored tensors whose names, shapes or dtypes do not match the model the config describes."""
@@ -366,16 +459,23 @@ def _version() -> str:
 
 
 # --------------------------------------------------------------------------- the batch contract
-def check_batch(ids: torch.Tensor, mask: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``ids`` is a ``(B, L)`` LongTensor, ``mask`` a bool tensor of the
-    same shape, and every sentence has at least one unmasked word."""
-    if ids.dim() != 2 or ids.dtype != torch.long:
-        raise ValueError(f"ids must be a LongTensor of shape (B, L); got {ids.dtype} {tuple(ids.shape)}")
-    if mask.shape != ids.shape or mask.dtype != torch.bool:
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)}; got {mask.dtype} {tuple(mask.shape)}")
-    empty = ~mask.any(-1)
-    if bool(empty.any()):
-        raise ValueError(f"empty sentence (no unmasked word) at batch index {int(empty.nonzero()[0, 0])}")
+def check_batch(ids: torch.Tensor, mask: torch.Tensor, *, num_words: int | None = None,
+                device: torch.device | None = None, names: tuple[str, str] = ("ids", "mask"),
+                validate: Validate = None) -> None:
+    """The batch contract: ``ids`` a ``(B, L)`` LongTensor, ``mask`` a bool tensor of the same shape.
+
+    Always checked (static): dtypes, shapes, one device (``device``: the
+    model's) and a non-empty batch. While validation is on
+    (:func:`qpnlp.hilbert.set_validation`, or ``validate=``): every sentence
+    has at least one unmasked word, no word sits at the padding id, and (with
+    ``num_words``) every id lies in the vocabulary; one host synchronisation
+    for all of them. Errors name the argument, the shape and the worst value.
+    """
+    check_token_batch(ids, mask, num_words if num_words is not None else _NO_LIMIT, names=names, device=device,
+                      validate=validate)
+
+
+_NO_LIMIT = 1 << 62
 
 
 # --------------------------------------------------------------------------- atomic writes

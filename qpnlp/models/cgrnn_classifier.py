@@ -23,9 +23,9 @@ import torch
 from torch import Tensor, nn
 
 from qpnlp.data.vocab import PAD_ID
-from qpnlp.nn import CGRNN, READOUTS, TRANSITION_MODES, readout, readout_dim
+from qpnlp.nn import CGRNN, READOUTS, TRANSITION_MODES, readout, readout_dim, seeded_linear
 
-from .base import Model, ModelConfig, check_batch, register_model
+from .base import Model, ModelConfig, register_model
 
 __all__ = ["CGRNNClassifierConfig", "CGRNNClassifier"]
 
@@ -83,6 +83,10 @@ class CGRNNClassifierConfig(ModelConfig):
 class CGRNNClassifier(Model):
     """Word vectors -> gated complex RNN -> readout -> linear.
 
+    ``generator=`` seeds every initial parameter (the global random state is
+    untouched), in this order: the word vectors, the cgRNN cell (input
+    weights, gate weights, transition), the output layer (weight, bias).
+
     Examples
     --------
     >>> model = CGRNNClassifier(CGRNNClassifierConfig(num_words=20, num_classes=3, dim=4, hidden=5)).eval()
@@ -106,12 +110,13 @@ class CGRNNClassifier(Model):
         table[PAD_ID] = 0
         self.embedding = nn.Embedding(c.num_words, c.dim, padding_idx=PAD_ID, _weight=table)
         self.rnn = CGRNN(c.dim, c.hidden, activation=c.activation, gate=c.gate, transition=c.transition,
-                         dtype=torch.complex128 if c.complex128 else torch.complex64)
+                         dtype=torch.complex128 if c.complex128 else torch.complex64, generator=generator)
         self.dropout = nn.Dropout(c.dropout)
-        self.output = nn.Linear(readout_dim(c.readout, c.hidden, True), c.num_classes, dtype=real)
+        self.output = seeded_linear(readout_dim(c.readout, c.hidden, True), c.num_classes, dtype=real,
+                                    generator=generator)
 
     def forward(self, ids: Tensor, mask: Tensor) -> Tensor:
         """Class logits ``(B, C)`` for word ids ``(B, L)`` and a bool mask ``(B, L)`` (True = word)."""
-        check_batch(ids, mask)
+        self.check_batch(ids, mask)
         _, last = self.rnn(self.dropout(self.embedding(ids)), mask)
         return self.output(self.dropout(readout(last, self.config.readout)))

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from qpnlp.data.vocab import PAD_ID
+from qpnlp.nn._checks import check_ids
 
 from .base import register_model
 from .cnm import CNM, CNMConfig
@@ -62,14 +63,15 @@ class CNMReal(CNM):
                 else torch.randn(c.num_measurements, 2 * c.dim, dtype=real, generator=generator))
         self.real_measurement = nn.Parameter(init.clone())
 
-    def word_states(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def word_states(self, ids: torch.Tensor, *, validate=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Unit real vectors ``(B, L, 2d)`` and the norms ``(B, L)`` of the rows."""
+        check_ids(ids, self.config.num_words, validate=validate)
         vectors = self.real_embedding(ids)
         norms = torch.linalg.vector_norm(vectors, dim=-1)
         return vectors / norms.clamp_min(torch.finfo(vectors.dtype).tiny).unsqueeze(-1), norms
 
-    def word_probabilities(self, states: torch.Tensor) -> torch.Tensor:
-        r"""Per-word :math:`(\hat v_k \cdot w_i)^2`, ``(B, L, k)``."""
+    def word_probabilities(self, states: torch.Tensor, *, validate=None) -> torch.Tensor:
+        r"""Per-word :math:`(\hat v_k \cdot w_i)^2`, ``(B, L, k)`` (real unit states; ``validate`` unused)."""
         v = torch.nn.functional.normalize(self.real_measurement, dim=-1)
         return (states @ v.T).square()
 

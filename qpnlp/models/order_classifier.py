@@ -15,10 +15,12 @@ Architectures (``x`` the (B, L, D) embeddings, padded entries exactly zero):
 ``"fasttext"``
     masked mean over words, complex dense (``hidden``), readout, linear.
 ``"cnn"``
-    for each kernel size :math:`k` a narrow complex convolution with
-    ``filters`` kernels, per-part ReLU, per-part max-pooling over the
-    windows that lie inside the text (Kim, 2014), concatenated, dropout,
-    readout, linear.
+    the real words of each text are first moved to the front, in order
+    (so left padding, right padding and holes in the mask give the same
+    windows); then for each kernel size :math:`k` a narrow complex
+    convolution with ``filters`` kernels, per-part ReLU, per-part
+    max-pooling over the windows that lie inside the text (Kim, 2014),
+    concatenated, dropout, readout, linear.
 ``"rnn"``
     ``rnn_cell="lstm"`` (complex LSTM), ``"urnn"`` (unitary RNN) or
     ``"cgrnn"`` (:class:`qpnlp.nn.recurrent.CGRNN`; real embeddings are
@@ -42,9 +44,9 @@ from torch import Tensor, nn
 
 from qpnlp.nn import (CGRNN, EMBEDDING_KINDS, READOUTS, ComplexConv1d, ComplexDropout, ComplexFeedForward,
                       ComplexLinear, ComplexMultiheadSelfAttention, ComplexRNN, PartLayerNorm, make_embedding,
-                      masked_max, masked_mean, readout, readout_dim, split_activation)
+                      masked_max, masked_mean, readout, readout_dim, seeded_linear, split_activation)
 
-from .base import Model, ModelConfig, check_batch, register_model
+from .base import Model, ModelConfig, register_model
 
 __all__ = ["NETWORKS", "RNN_CELLS", "OrderClassifierConfig", "OrderClassifier"]
 
@@ -134,6 +136,16 @@ class OrderClassifierConfig(ModelConfig):
         return d
 
 
+def _compact(x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Move the real positions of each row to the front, keeping their order: ``(B, L, D), (B, L)``.
+
+    A stable sort of ``~mask``; right-padded rows are left unchanged (the
+    identity permutation), so their results are bit-identical.
+    """
+    order = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices
+    return x.gather(1, order.unsqueeze(-1).expand_as(x)), mask.gather(1, order)
+
+
 @register_model("order_classifier")
 class OrderClassifier(Model):
     r"""FastText / CNN / RNN / Transformer over any of the five embedding variants.
@@ -144,7 +156,10 @@ class OrderClassifier(Model):
     pretrained : Tensor, optional
         Real (V, D) vectors: word embedding (real variants) or amplitudes (complex).
     generator : torch.Generator, optional
-        Seeds the initial parameters.
+        Seeds every initial parameter (the global random state is untouched),
+        drawn in the order the layers are built: the embedding, then the
+        network (dense layer; convolutions by kernel size; RNN cell;
+        attention then feed-forward), then the output layer.
 
     Examples
     --------
@@ -179,7 +194,7 @@ class OrderClassifier(Model):
             width = c.filters * len(c.kernel_sizes)
         elif c.network == "rnn":
             if c.rnn_cell == "cgrnn":
-                self.rnn = CGRNN(c.dim, c.hidden, dtype=dtype)
+                self.rnn = CGRNN(c.dim, c.hidden, dtype=dtype, generator=generator)
             else:
                 self.rnn = ComplexRNN(c.dim, c.hidden, cell=c.rnn_cell, **kw)
             width = c.hidden
@@ -189,7 +204,8 @@ class OrderClassifier(Model):
             self.norm1 = PartLayerNorm(c.dim, dtype=dtype)
             self.norm2 = PartLayerNorm(c.dim, dtype=dtype)
             width = c.dim
-        self.output = nn.Linear(readout_dim(c.readout, width, dtype.is_complex), c.num_classes, dtype=real)
+        self.output = seeded_linear(readout_dim(c.readout, width, dtype.is_complex), c.num_classes, dtype=real,
+                                    generator=generator)
 
     def features(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
         """Sentence features before the readout, (B, width), complex for complex variants."""
@@ -201,6 +217,7 @@ class OrderClassifier(Model):
         if c.network == "fasttext":
             return self.dense(masked_mean(x, mask))
         if c.network == "cnn":
+            x, mask = _compact(x, mask)  # the words of each text first, in order: padding anywhere is absent
             k_max = max(c.kernel_sizes)
             if x.shape[1] < k_max:  # texts shorter than a kernel: pad with zero vectors
                 x = torch.cat([x, x.new_zeros(x.shape[0], k_max - x.shape[1], x.shape[2])], 1)
@@ -234,5 +251,5 @@ class OrderClassifier(Model):
         -------
         Tensor, real, shape (B, C)
         """
-        check_batch(ids, mask)
+        self.check_batch(ids, mask)
         return self.output(readout(self.features(ids, mask, positions), self.config.readout))

@@ -13,10 +13,11 @@ import torch
 from torch import nn
 
 from qpnlp.hilbert import Ensemble
-from qpnlp.measurement import ProjectiveMeasurement
-from qpnlp.nn import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting
+from qpnlp.hilbert import _validation as V
+from qpnlp.nn import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting, seeded_linear
 
-from .base import Model, ModelConfig, check_batch, register_model
+from ._heads import MEASUREMENT_INITS, make_measurement, measurement_checks
+from .base import Model, ModelConfig, register_model
 
 HEADS = ("measurement", "dense")
 
@@ -47,7 +48,8 @@ class QPDNConfig(ModelConfig):
         ``measurement`` (QPDN) or ``dense`` (ablation: a dense layer on the
         real and imaginary parts of rho instead of projectors).
     phase_init : str
-        ``uniform`` | ``zero`` | ``sign``.
+        ``sign`` (phases 0 or pi from the signs of the pretrained vectors, so the state keeps them; selected
+        on dev, benchmarks/results/qpdn/SELECTION.md) | ``uniform`` | ``zero``.
     unit_amplitudes : bool
         Initial amplitude rows scaled to unit norm (see
         :class:`ComplexWordEmbedding`): amplitude-norm weights start uniform.
@@ -57,6 +59,14 @@ class QPDNConfig(ModelConfig):
         Dropout on the measured probabilities.
     complex128 : bool
         Use complex128 states (float64 tables).
+    measurement : str
+        ``projective`` (the papers) | ``povm``: a general measurement with
+        ``num_measurements`` outcomes that always sum to one (k may exceed
+        dim; ``complete`` and ``orthonormal`` do not apply; the
+        initialisations ``orthogonal`` and ``random`` give a Haar-random
+        isometry).
+    povm_rank : int
+        Rank r of each POVM effect; 0 = the smallest r with k r >= dim.
     """
 
     num_words: int
@@ -69,11 +79,13 @@ class QPDNConfig(ModelConfig):
     measurement_init: str = "orthogonal"
     train_measurements: bool = True
     head: str = "measurement"
-    phase_init: str = "uniform"
+    phase_init: str = "sign"
     unit_amplitudes: bool = False
     freeze_amplitude: bool = False
     dropout: float = 0.0
     complex128: bool = False
+    measurement: str = "projective"
+    povm_rank: int = 0
 
     def __post_init__(self) -> None:
         checks = [
@@ -85,6 +97,11 @@ class QPDNConfig(ModelConfig):
             (self.head in HEADS, f"head must be one of {HEADS}; got {self.head!r}"),
             (self.phase_init in PHASE_INITS, f"phase_init must be one of {PHASE_INITS}; got {self.phase_init!r}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
+            (self.measurement_init in MEASUREMENT_INITS,
+             f"measurement_init must be one of {MEASUREMENT_INITS}; got {self.measurement_init!r}"),
+            *measurement_checks(self, self.dim, self.num_measurements),
+            (self.measurement != "povm" or not (self.complete or self.orthonormal),
+             "complete and orthonormal apply to measurement='projective' (a POVM always sums to the identity)"),
         ]
         self._require(checks)
 
@@ -110,7 +127,12 @@ class QPDN(Model):
     idf : torch.Tensor, optional
         ``(num_words,)`` IDF values, needed for ``weighting="idf"``.
     generator : torch.Generator, optional
-        For a reproducible initialisation.
+        Seeds every initial parameter (the global random state is
+        untouched), drawn in this order: the amplitude table (unless
+        ``pretrained``), the phases (``phase_init="uniform"``), the
+        measurement (vectors; one seed for the orthonormal parametrisation
+        when k < d, or for a POVM with k r > d), the classifier (weight, then
+        bias). Without a generator the global RNG is used, as ``nn.Linear`` does.
 
     Examples
     --------
@@ -121,6 +143,9 @@ class QPDN(Model):
     """
 
     config_class = QPDNConfig
+    # The papers' parameter search, done on dev inside every split (benchmarks/results/qpdn/SUMMARY.md).
+    training_defaults = dict(epochs=30, patience=4, lr=1e-2, embedding_lr=1e-3, batch_size=32,
+                             select=["dropout=0,0.3", "weighting=amplitude_norm,trainable"])
 
     @classmethod
     def build(cls, config: QPDNConfig, *, vocabulary=None, pretrained: torch.Tensor | None = None,
@@ -146,27 +171,37 @@ class QPDN(Model):
             freeze_amplitude=config.freeze_amplitude, dtype=real, generator=generator)
         self.weighting = WordWeighting(config.num_words, config.weighting, idf=idf, dtype=real)
         if config.head == "measurement":
-            self.measurement = ProjectiveMeasurement(
-                config.dim, config.dim if config.complete else config.num_measurements, complete=config.complete,
+            self.measurement = make_measurement(
+                config, config.dim, config.dim if config.complete else config.num_measurements, complete=config.complete,
                 orthonormal=config.orthonormal or config.complete or None, init=config.measurement_init,
                 trainable=config.train_measurements, dtype=cplx, generator=generator)
             features = self.measurement.num_outcomes
         else:
             features = 2 * config.dim * config.dim
         self.dropout = nn.Dropout(config.dropout)
-        self.classifier = nn.Linear(features, config.num_classes, dtype=real)
+        self.classifier = seeded_linear(features, config.num_classes, dtype=real, generator=generator)
 
     def mixture(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Word states ``(B, L, d)`` and mixture weights ``(B, L)`` of each sentence."""
-        check_batch(ids, mask)
-        states, norms = self.embedding(ids)
-        return states, self.weighting(ids, mask, norms)
+        r"""Word states ``(B, L, d)`` and mixture weights ``(B, L)`` of each sentence.
+
+        While validation is on, the batch is checked once here
+        (:meth:`~qpnlp.models.Model.check_batch`) and so are the words' states:
+        a word whose amplitude row is zero (or not finite) has no state
+        :math:`r/\|r\|` and raises ValueError naming its id. The layers
+        below then skip their own checks: unit states and softmax weights are
+        valid by construction.
+        """
+        self.check_batch(ids, mask)
+        states, norms = self.embedding(ids, validate=False)
+        if V.enabled(self.validate):
+            _check_word_norms(ids, mask, norms)
+        return states, self.weighting(ids, mask, norms, validate=False)
 
     def features(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Measured probabilities ``(B, k)`` (or flattened rho for ``head="dense"``)."""
         states, weights = self.mixture(ids, mask)
         if self.config.head == "measurement":
-            return self.measurement(states, weights)
+            return self.measurement(states, weights, validate=False)
         rho = Ensemble(states, weights, validate=False).dense().data
         return torch.view_as_real(rho).flatten(1)
 
@@ -178,6 +213,17 @@ class QPDN(Model):
         """The sentences as validated lazy mixtures (for interpretation)."""
         states, weights = self.mixture(ids, mask)
         return Ensemble(states.detach(), weights.detach(), mask)
+
+
+def _check_word_norms(ids: torch.Tensor, mask: torch.Tensor, norms: torch.Tensor) -> None:
+    """Every real word has a finite, non-zero amplitude row (its state is defined), one host sync."""
+    norms = norms.detach()
+    bad = mask & ~(norms > 0) | ~torch.isfinite(norms)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"word id {int(ids[where])} (at ids{list(where)}) has a zero or non-finite amplitude row "
+                         f"(norm {float(norms[where]):.3g}): its state r/||r|| is undefined; give the word a "
+                         f"non-zero vector (e.g. unk_init='uniform') or mask it (shape {tuple(ids.shape)})")
 
 
 def idf_of(config, vocabulary) -> torch.Tensor | None:

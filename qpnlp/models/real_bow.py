@@ -21,10 +21,10 @@ import torch
 from torch import nn
 
 from qpnlp.data.vocab import PAD_ID
-from qpnlp.nn import WEIGHTINGS, WordWeighting
+from qpnlp.nn import WEIGHTINGS, WordWeighting, seeded_linear
 
-from .base import Model, ModelConfig, check_batch, register_model
-from .qpdn import _placeholder_idf, idf_of
+from .base import Model, ModelConfig, register_model
+from .qpdn import QPDN, _placeholder_idf, idf_of
 
 __all__ = ["RealBagOfWordsConfig", "RealBagOfWords"]
 
@@ -43,6 +43,8 @@ class RealBagOfWordsConfig(ModelConfig):
         ``amplitude_norm`` | ``trainable`` | ``idf`` | ``uniform``.
     dropout : float
         Dropout on the sentence vector.
+    precision : str
+        ``single`` (float32) | ``double`` (float64); ``model.double()`` switches and records it.
     """
 
     num_words: int
@@ -50,6 +52,7 @@ class RealBagOfWordsConfig(ModelConfig):
     dim: int = 50
     weighting: str = "amplitude_norm"
     dropout: float = 0.0
+    precision: str = "single"
 
     def __post_init__(self) -> None:
         self._require([
@@ -58,12 +61,17 @@ class RealBagOfWordsConfig(ModelConfig):
             (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
             (self.weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
+            (self.precision in ("single", "double"),
+             f"precision must be 'single' (float32) or 'double' (float64); got {self.precision!r}"),
         ])
 
 
 @register_model("real_bow")
 class RealBagOfWords(Model):
     """Real-valued baseline: weighted average of real word vectors of size 2d + a linear layer.
+
+    ``generator=`` seeds every initial parameter (the global random state is
+    untouched): the word vectors, then the classifier (weight, bias).
 
     Examples
     --------
@@ -74,6 +82,7 @@ class RealBagOfWords(Model):
     """
 
     config_class = RealBagOfWordsConfig
+    training_defaults = QPDN.training_defaults          # the baseline gets the same search as QPDN
 
     @classmethod
     def build(cls, config: RealBagOfWordsConfig, *, vocabulary=None, pretrained: torch.Tensor | None = None,
@@ -88,18 +97,19 @@ class RealBagOfWords(Model):
                  idf: torch.Tensor | None = None, generator: torch.Generator | None = None) -> None:
         super().__init__(config)
         num_words, dim = config.num_words, config.dim
-        table = torch.randn(num_words, 2 * dim, generator=generator) / dim ** 0.5
+        real = torch.float64 if config.precision == "double" else torch.float32
+        table = torch.randn(num_words, 2 * dim, dtype=real, generator=generator) / dim ** 0.5
         if pretrained is not None:
             table[:, :dim] = pretrained
         table[PAD_ID] = 0
         self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
-        self.weighting = WordWeighting(num_words, config.weighting, idf=idf)
+        self.weighting = WordWeighting(num_words, config.weighting, idf=idf, dtype=real)
         self.dropout = nn.Dropout(config.dropout)
-        self.classifier = nn.Linear(2 * dim, config.num_classes)
+        self.classifier = seeded_linear(2 * dim, config.num_classes, dtype=real, generator=generator)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Class logits ``(B, C)`` for word ids ``(B, L)`` and a bool mask ``(B, L)`` (True = word)."""
-        check_batch(ids, mask)
+        self.check_batch(ids, mask)
         vectors = self.embedding(ids)
         weights = self.weighting(ids, mask, torch.linalg.vector_norm(vectors, dim=-1))
         return self.classifier(self.dropout((weights.unsqueeze(-1) * vectors).sum(1)))

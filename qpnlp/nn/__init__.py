@@ -34,8 +34,8 @@ from .embedding import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeight
 from .functional import (READOUTS, SPLIT_ACTIVATIONS, as_complex_input, complex_dropout, hermitian_attention_scores,
                          masked_max, masked_mean, part_mul, readout, readout_dim, split_activation)
 from .linear import LAYER_DTYPES, ComplexConv1d, ComplexFeedForward, ComplexLinear
-from .mixture import (DEFAULT_WINDOWS, POOLINGS, effective_word_weights, local_mixture, local_mixture_density,
-                      pool_positions, window_weights)
+from .mixture import (DEFAULT_WINDOWS, POOLINGS, WINDOW_PADDINGS, effective_word_weights, local_mixture,
+                      local_mixture_density, pool_positions, window_mask, window_weights)
 from .normalization import PartLayerNorm
 from .pointwise import ComplexDropout, Readout
 from .position import (EMBEDDING_KINDS, FREQUENCY_INITS, SHARING_SCHEMES, ComplexOrderEmbedding,
@@ -44,7 +44,7 @@ from .position import (EMBEDDING_KINDS, FREQUENCY_INITS, SHARING_SCHEMES, Comple
 from .recurrent import CGRNN, CGRNNCell, ComplexLSTMCell, ComplexRNN, URNNCell, cgrnn_step, masked_scan
 from .unitary import (TRANSITION_MODES, CayleyStepSGD, StateTransition, cayley_step, split_cayley_step_parameters,
                       unitarity_error)
-from .utils import real_parameter_count
+from .utils import real_parameter_count, seeded_linear
 
 __all__ = [
     # functional
@@ -67,8 +67,8 @@ __all__ = [
     "sinusoidal_position_encoding", "default_positions", "ComplexOrderEmbedding", "RealPositionalEmbedding",
     "make_embedding",
     # mixtures
-    "DEFAULT_WINDOWS", "POOLINGS", "window_weights", "local_mixture", "local_mixture_density",
-    "effective_word_weights", "pool_positions",
+    "DEFAULT_WINDOWS", "POOLINGS", "WINDOW_PADDINGS", "window_weights", "window_mask", "local_mixture",
+    "local_mixture_density", "effective_word_weights", "pool_positions",
     # utilities
-    "real_parameter_count",
+    "real_parameter_count", "seeded_linear",
 ]

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .functional import hermitian_attention_scores
+from .functional import _from_parts, _parts, hermitian_attention_scores
 from .linear import ComplexLinear, _check_dtype
 
 __all__ = ["ComplexMultiheadSelfAttention"]
@@ -88,6 +88,10 @@ class ComplexMultiheadSelfAttention(nn.Module):
         v = self._split(self.v(x))
         a = self._attend(x, mask)
         a = F.dropout(a, self.dropout, self.training)
-        out = a.to(v.dtype) @ v  # (B, H, L, n)
+        if v.is_complex():  # real weights times complex values: one real product on the [Re, Im] pairs
+            n = v.shape[-1]
+            out = _from_parts((a @ _parts(v).flatten(-2)).unflatten(-1, (n, 2)))  # (B, H, L, n)
+        else:
+            out = a @ v
         b, _, l, _ = out.shape
         return self.out(out.transpose(1, 2).reshape(b, l, self.dim))

@@ -15,9 +15,13 @@ import math
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from qpnlp.data.vocab import PAD_ID
+from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import masked_softmax
+
+from ._checks import check_ids, check_mask
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
 
@@ -36,6 +40,145 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
     if not torch.isfinite(pretrained).all():
         raise ValueError("pretrained vectors contain NaN or inf")
     return pretrained.detach().to(dtype).clone()
+
+
+#: Keep torch.polar's gradient with respect to the modulus, :math:`\Re(\bar g \operatorname{sgn} z)`: it is the
+#: derivative only where the amplitude is positive; it is 0 at a zero amplitude and has the wrong sign at a
+#: negative one (signed amplitudes, ``phase_init="uniform"``). True keeps the trained results of qpnlp <= 0.2
+#: (which built the states with ``torch.polar``); False gives the exact derivative of
+#: :math:`r_j e^{i\phi_j}` for every sign.
+TORCH_POLAR_GRADIENT = True
+
+
+def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size, padding_idx: int | None,
+                    sparse: bool) -> torch.Tensor:
+    """Gradient of a lookup table from the summed gradients ``values`` ``(U, ...)`` of its distinct ``rows``.
+
+    As ``nn.Embedding`` gives it, but coalesced: sparse COO with sorted unique rows and the padding row left
+    out (so an optimiser's ``coalesce()`` is free), or dense with a zero padding row.
+    """
+    if sparse:
+        if padding_idx is not None and rows.numel():
+            at = int(torch.searchsorted(rows, padding_idx))         # rows are sorted and unique
+            if at < rows.numel() and int(rows[at]) == padding_idx:
+                rows, values = torch.cat((rows[:at], rows[at + 1:])), torch.cat((values[:at], values[at + 1:]))
+        return torch.sparse_coo_tensor(rows.unsqueeze(0), values, shape, is_coalesced=True, check_invariants=False)
+    dense = values.new_zeros(shape).index_copy_(0, rows, values)
+    if padding_idx is not None:
+        dense[padding_idx] = 0
+    return dense
+
+
+def _sum_repeated(grad: torch.Tensor, inverse: torch.Tensor, rows: int) -> torch.Tensor:
+    """``(n, ...)`` gradients of the looked-up rows summed per distinct row -> ``(rows, ...)``."""
+    flat = grad.reshape(inverse.numel(), -1)
+    return flat.new_zeros(rows, flat.shape[1]).index_add_(0, inverse, flat)
+
+
+def _unit_rows(r, phi):
+    """``(U, d)`` amplitudes and phases -> [Re, Im] pairs ``(U, d, 2)`` of the unit states, and what the
+    backward needs: the unit amplitudes, cos, sin, the norms and the clamped norms.
+
+    Eager on purpose: compiled (inductor), this formula and its backward together ran slower than here
+    (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md).
+    """
+    norms = torch.linalg.vector_norm(r, dim=-1)
+    scale = norms.clamp_min(torch.finfo(r.dtype).tiny)
+    unit = r / scale.unsqueeze(-1)
+    cos, sin = torch.cos(phi), torch.sin(phi)
+    parts = torch.view_as_real(torch.complex(cos, sin) * unit)                  # one interleaving pass
+    return parts, unit, cos, sin, norms, scale
+
+
+def _unit_rows_backward(g, unit, cos, sin, norms, scale, polar_sign: bool):
+    """Summed gradients ``(U, d, 2)`` of the [Re, Im] pairs -> gradients of the amplitudes (through
+    ``r / max(||r||, tiny)``: the radial part only where the clamp passes the norm's gradient) and phases."""
+    # conj(e^{i phi}) g = (g_re cos + g_im sin) + i (g_im cos - g_re sin): d/d unit and d/d phi / unit
+    rotated = torch.complex(cos, -sin) * torch.view_as_complex(g)
+    g_unit = rotated.real * torch.sign(unit) if polar_sign else rotated.real
+    radial = (g_unit * unit).sum(-1, keepdim=True) * (norms >= torch.finfo(unit.dtype).tiny).unsqueeze(-1)
+    return (g_unit - unit * radial) / scale.unsqueeze(-1), unit * rotated.imag
+
+
+class _PolarLookup(torch.autograd.Function):
+    r"""States :math:`\frac{r}{\|r\|} e^{i\phi}` and norms :math:`\|r\|` of rows ``ids`` of two tables, fused.
+
+    Every distinct id is computed once (one sort of the ids); the backward sums the gradients of repeated
+    ids first, applies the chain rule per distinct row and returns coalesced table gradients
+    (:func:`_table_gradient`). Same values and gradients as the autograd graph of
+    ``torch.polar(r / ||r||.clamp_min(tiny), phi)`` (tested), including its conventions at
+    ``||r|| = 0`` (clamped scale, zero norm gradient) and, with :data:`TORCH_POLAR_GRADIENT`,
+    torch.polar's modulus gradient; faster than that graph (its ``polar`` kernel is not vectorised), and the
+    coalesced gradients save the optimiser a sort per table (benchmarks/qpdn_train_step.py).
+    """
+
+    @staticmethod
+    def forward(ctx, ids, amplitude, phase, padding_idx, sparse_amplitude, sparse_phase):
+        rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
+        r = amplitude.index_select(0, rows)                                       # (U, d)
+        parts, unit, cos, sin, norms, scale = _unit_rows(r, phase.index_select(0, rows))
+        states = torch.view_as_complex(parts.view(rows.numel(), -1).index_select(0, inverse).view(
+            *ids.shape, -1, 2))
+        ctx.save_for_backward(rows, inverse, r, unit, cos, sin, norms, scale)
+        ctx.table_shapes = (amplitude.shape, phase.shape)
+        ctx.options = (padding_idx, sparse_amplitude, sparse_phase)
+        return states, norms.index_select(0, inverse).view(ids.shape)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_states, g_norms):
+        rows, inverse, r, unit, cos, sin, norms, scale = ctx.saved_tensors
+        padding_idx, sparse_amplitude, sparse_phase = ctx.options
+        need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        g_r = g_phi = None
+        if g_states is not None:
+            g = _sum_repeated(torch.view_as_real(g_states), inverse, rows.numel()).view(*unit.shape, 2)
+            g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
+        if g_norms is not None and need_amplitude:
+            g_n = _sum_repeated(g_norms, inverse, rows.numel()).squeeze(-1)
+            radial = r * (g_n / norms).masked_fill(norms == 0, 0).unsqueeze(-1)   # vector_norm's zero convention
+            g_r = radial if g_r is None else g_r + radial
+        amplitude_shape, phase_shape = ctx.table_shapes
+        if need_amplitude and g_r is None:
+            g_r = r.new_zeros(r.shape)
+        if need_phase and g_phi is None:
+            g_phi = r.new_zeros(r.shape)
+        g_amplitude = _table_gradient(g_r, rows, amplitude_shape, padding_idx, sparse_amplitude) \
+            if need_amplitude else None
+        g_phase = _table_gradient(g_phi, rows, phase_shape, padding_idx, sparse_phase) if need_phase else None
+        return None, g_amplitude, g_phase, None, None, None
+
+
+class _RowLookup(torch.autograd.Function):
+    """``weight[ids]`` with the coalesced table gradient of :func:`_table_gradient` (one sort of the ids)."""
+
+    @staticmethod
+    def forward(ctx, ids, weight, padding_idx, sparse):
+        rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
+        ctx.save_for_backward(rows, inverse)
+        ctx.shape, ctx.options = weight.shape, (padding_idx, sparse)
+        return weight.index_select(0, rows).index_select(0, inverse).view(*ids.shape, *weight.shape[1:])
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[1]:
+            return None, None, None, None
+        rows, inverse = ctx.saved_tensors
+        values = _sum_repeated(grad, inverse, rows.numel()).view(rows.numel(), *ctx.shape[1:])
+        return None, _table_gradient(values, rows, ctx.shape, *ctx.options), None, None
+
+
+def _fused() -> bool:
+    """Use the fused lookups: eager mode (torch.compile traces the plain ``nn.Embedding`` graph instead)."""
+    return not torch.compiler.is_compiling()
+
+
+def _lookup(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+    """``table(ids)`` for a plain ``nn.Embedding`` (no ``max_norm``), with coalesced table gradients."""
+    if not _fused() or table.max_norm is not None or table.scale_grad_by_freq:
+        return table(ids)
+    return _RowLookup.apply(ids, table.weight, table.padding_idx, table.sparse)
 
 
 class ComplexWordEmbedding(nn.Module):
@@ -129,13 +272,16 @@ class ComplexWordEmbedding(nn.Module):
     def dim(self) -> int:
         return self.amplitude.embedding_dim
 
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, ids: torch.Tensor, *, validate: V.Validate = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Word states and raw amplitude norms.
 
         Parameters
         ----------
         ids : torch.LongTensor
             ``(...,)`` word ids.
+        validate : bool or "strict", optional
+            Override the global validation mode for the id check (a model
+            that has checked its batch passes False).
 
         Returns
         -------
@@ -144,7 +290,11 @@ class ComplexWordEmbedding(nn.Module):
         norms : torch.Tensor
             Real ``(...,)`` amplitude norms :math:`\\|r\\|` (0 at padding).
         """
-        r = self.amplitude(ids)
+        check_ids(ids, self.num_words, validate=validate)   # ids in the vocabulary (a clear error, not IndexError)
+        if _fused():
+            return _PolarLookup.apply(ids, self.amplitude.weight, self.phase.weight, self.padding_idx,
+                                      self.amplitude.sparse, self.phase.sparse)
+        r = self.amplitude(ids)                   # the same maths as one traceable graph (torch.compile)
         norms = torch.linalg.vector_norm(r, dim=-1)
         unit = r / norms.clamp_min(torch.finfo(r.dtype).tiny).unsqueeze(-1)
         return torch.polar(unit, self.phase(ids)), norms
@@ -152,6 +302,21 @@ class ComplexWordEmbedding(nn.Module):
     def all_states(self) -> torch.Tensor:
         """States of the whole vocabulary, complex ``(V, d)`` (row 0, padding, is zero)."""
         return self(torch.arange(self.num_words, device=self.amplitude.weight.device))[0]
+
+
+def _check_weighting_inputs(ids: torch.Tensor, mask: torch.Tensor, norms: torch.Tensor, num_words: int,
+                            empty_rows: bool, validate: V.Validate = None) -> None:
+    """ids, a bool mask and real norms of one shape; while validation is on, ids in range and (``empty_rows``,
+    where no softmax checks it) no row without a word."""
+    check_ids(ids, num_words, validate=validate)
+    check_mask(mask, ids)
+    V.check_tensor("norms", norms)
+    if norms.shape != ids.shape or not norms.dtype.is_floating_point:
+        raise ValueError(f"norms must be real with the shape of ids {tuple(ids.shape)}; got {norms.dtype} "
+                         f"{tuple(norms.shape)}")
+    if empty_rows and V.enabled(validate) and ids.numel() and bool((~mask.any(-1)).any()):
+        raise ValueError(f"mask has no word (True) at batch index {int((~mask.any(-1)).nonzero()[0, 0])} "
+                         f"(shape {tuple(mask.shape)}): an empty sentence has no mixture weights")
 
 
 class WordWeighting(nn.Module):
@@ -189,7 +354,7 @@ class WordWeighting(nn.Module):
         super().__init__()
         if scheme not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {scheme!r}")
-        self.scheme = scheme
+        self.scheme, self.num_words = scheme, num_words
         if scheme == "trainable":
             self.table = nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse,
                                       _weight=torch.zeros(num_words, 1, dtype=dtype))
@@ -206,20 +371,24 @@ class WordWeighting(nn.Module):
         if self.scheme == "amplitude_norm":
             return norms
         if self.scheme == "trainable":
-            return self.table(ids).squeeze(-1)
+            return _lookup(self.table, ids).squeeze(-1)
         if self.scheme == "idf":
             return self.idf[ids]
         return torch.zeros_like(norms)
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, norms: torch.Tensor, *,
+                validate: V.Validate = None) -> torch.Tensor:
         """Weights ``(B, L)``, non-negative, summing to one over unmasked positions.
 
         Parameters
         ----------
         ids : LongTensor ``(B, L)``; mask : BoolTensor ``(B, L)``; norms : ``(B, L)`` amplitude norms.
+        validate : bool or "strict", optional
+            Override the global validation mode (ids in range, a word in every row).
         """
+        _check_weighting_inputs(ids, mask, norms, self.num_words, empty_rows=self.scheme == "idf", validate=validate)
         s = self.scores(ids, norms)
         if self.scheme == "idf":
             s = s.masked_fill(~mask, 0.0)
             return s / s.sum(-1, keepdim=True)
-        return masked_softmax(s, mask)
+        return masked_softmax(s, mask, validate=validate)

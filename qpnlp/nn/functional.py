@@ -17,6 +17,10 @@ So every function here accepts both.
 * :func:`as_complex_input` -- the one input-promotion rule of the layers.
 
 Shapes follow ``(B, L, D)`` for sequences, ``(..., D)`` for element-wise functions.
+
+The per-part functions work on the real view ``(..., D, 2)`` of a complex
+tensor (``torch.view_as_real``, no copy): one pass over the [Re, Im] pairs
+instead of one per part plus a ``torch.complex`` to put them back together.
 """
 
 from __future__ import annotations
@@ -42,6 +46,18 @@ __all__ = [
 
 READOUTS = ("modulus", "re_im", "squared_modulus")
 SPLIT_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "identity": lambda x: x}
+
+
+def _parts(z: Tensor) -> Tensor:
+    """The real view ``(..., 2)`` ([Re, Im] pairs) of a complex tensor, without a copy."""
+    return torch.view_as_real(z.resolve_conj())
+
+
+def _from_parts(t: Tensor) -> Tensor:
+    """The complex tensor of a real ``(..., 2)`` tensor of [Re, Im] pairs (a view when the layout allows it)."""
+    if t.stride(-1) != 1 or t.storage_offset() % 2 or any(s % 2 for s in t.stride()[:-1]):
+        t = t.contiguous()
+    return torch.view_as_complex(t)
 
 
 def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: bool = True) -> Tensor:
@@ -116,7 +132,7 @@ def split_activation(z: Tensor, fn="relu") -> Tensor:
         fn = SPLIT_ACTIVATIONS[fn]
     if not z.is_complex():
         return fn(z)
-    return torch.complex(fn(z.real), fn(z.imag))
+    return _from_parts(fn(_parts(z)))            # one pass over the [Re, Im] pairs
 
 
 def part_mul(a: Tensor, b: Tensor) -> Tensor:
@@ -132,6 +148,8 @@ def part_mul(a: Tensor, b: Tensor) -> Tensor:
     """
     if not (a.is_complex() or b.is_complex()):
         return a * b
+    if a.is_complex() and b.is_complex():
+        return _from_parts(_parts(a) * _parts(b))
     return torch.complex(a.real * b.real, a.imag * b.imag)
 
 
@@ -160,7 +178,8 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
         return z
     real = z.dtype.to_real()
     keep = torch.rand(z.shape, dtype=real, device=z.device, generator=generator) >= p
-    return z * (keep.to(real) / (1 - p))
+    scale = keep.to(real) / (1 - p)
+    return _from_parts(_parts(z) * scale.unsqueeze(-1)) if z.is_complex() else z * scale
 
 
 def readout(z: Tensor, kind: str = "modulus") -> Tensor:
@@ -191,7 +210,7 @@ def readout(z: Tensor, kind: str = "modulus") -> Tensor:
     if kind == "modulus":
         return z.abs()
     if kind == "squared_modulus":
-        return z.real ** 2 + z.imag ** 2
+        return _parts(z).square().sum(-1)
     return torch.cat([z.real, z.imag], dim=-1)
 
 
@@ -227,7 +246,10 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     tensor([[2.]])
     """
     m = mask.to(x.dtype.to_real()).unsqueeze(-1)
-    return (x * m).sum(-2) / m.sum(-2).clamp_min(1)
+    count = m.sum(-2).clamp_min(1)
+    if x.is_complex():                          # on the [Re, Im] pairs: no complex product with a real mask
+        return _from_parts((_parts(x) * m.unsqueeze(-1)).sum(-3) / count.unsqueeze(-1))
+    return (x * m).sum(-2) / count
 
 
 def masked_max(x: Tensor, valid: Tensor) -> Tensor:
@@ -250,13 +272,14 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
     >>> masked_max(torch.tensor([[[1 + 5j], [3 - 1j], [9 + 9j]]]), torch.tensor([[True, True, False]]))
     tensor([[3.+5.j]])
     """
-    def pool(t):
-        neg = torch.finfo(t.dtype).min
-        out = t.masked_fill(~valid.unsqueeze(-1), neg).amax(-2)
-        return torch.where(valid.any(-1, keepdim=True), out, torch.zeros_like(out))
-    if x.is_complex():
-        return torch.complex(pool(x.real), pool(x.imag))
-    return pool(x)
+    def pool(t, trailing):                      # trailing: dims after the feature dim (1: the [Re, Im] pairs)
+        fill = ~valid.reshape(valid.shape + (1,) * (1 + trailing))
+        out = t.masked_fill(fill, torch.finfo(t.dtype).min).amax(-2 - trailing)
+        some = valid.any(-1).reshape(valid.shape[:-1] + (1,) * (1 + trailing))
+        return torch.where(some, out, torch.zeros_like(out))
+    if x.is_complex():                          # both parts in one pass over the [Re, Im] pairs
+        return _from_parts(pool(_parts(x), 1))
+    return pool(x, 0)
 
 
 def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:

@@ -14,6 +14,12 @@ Inputs follow :func:`~qpnlp.nn.functional.as_complex_input` with
 ``upcast=False``: the layer's dtype, or a real tensor of the same precision
 (zero imaginary part).
 
+Cost: complex weights run through torch's complex kernels (a complex matrix
+product in one complex GEMM, a complex convolution as three real ones), so a
+complex layer costs about a real layer of twice the width; writing it as one
+real block product on the [Re, Im] pairs (eqs. 10-11) was measured no faster
+(``benchmarks/results/SPEED.md``).
+
 Initialisation: every weight entry is uniform in
 :math:`(-1/\sqrt{\text{fan-in}}, 1/\sqrt{\text{fan-in}})`, each part scaled by
 :math:`1/\sqrt 2` for complex weights (so :math:`E|w|^2` matches the real

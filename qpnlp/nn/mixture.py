@@ -33,6 +33,20 @@ positions; padded positions are exactly zero). With left padding the same
 holds; a mask with holes in the middle of a sentence truncates windows at the
 hole (masked positions are absent, not skipped).
 
+This convention (``padding="end"``, the default) is not symmetric: the
+first word of a sentence never stands alone in a window of size l >= 2 while
+the last word does, so a sentence and its reverse can give different pooled
+probabilities. ``padding="both"`` is the symmetric convention of the
+authors' layer, which pads the sentence with l - 1 empty positions on both
+sides: there are L + l - 1 windows of size l, the window at index t covers
+positions t - l + 1 .. t (truncated to the real words among them, as above),
+and a window exists when it holds at least one real word. Every word then
+starts and ends a window, and reversing a sentence reverses its sequence of
+windows, so max and mean pooling give equal results for a sentence and its
+reverse. The outputs of all window sizes share the length L + max(l) - 1
+(shorter sequences end with empty windows); :func:`window_mask` says which
+windows exist, for pooling.
+
 Stability: the window softmax is ``torch.softmax`` over the l scores of the
 window (it subtracts the window's maximum), so large scores neither overflow
 nor make a window's denominator underflow.
@@ -49,16 +63,20 @@ from qpnlp.hilbert import contract
 from .functional import masked_max, masked_mean
 
 __all__ = [
-    "DEFAULT_WINDOWS", "POOLINGS", "window_weights", "local_mixture", "local_mixture_density",
-    "effective_word_weights", "pool_positions",
+    "DEFAULT_WINDOWS", "POOLINGS", "WINDOW_PADDINGS", "window_weights", "window_mask", "local_mixture",
+    "local_mixture_density", "effective_word_weights", "pool_positions",
 ]
 
 #: Window sizes of the thesis (l = 1, 2, 3, 4, concatenated).
 DEFAULT_WINDOWS = (1, 2, 3, 4)
 POOLINGS = ("max", "mean")
+#: Window edge conventions (module docstring): cut at the sentence end, or padded on both sides.
+WINDOW_PADDINGS = ("end", "both")
 
 
-def _check(scores: torch.Tensor, mask: torch.Tensor, window: int) -> None:
+def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> None:
+    if padding not in WINDOW_PADDINGS:
+        raise ValueError(f"padding must be one of {WINDOW_PADDINGS}; got {padding!r}")
     if window < 1:
         raise ValueError(f"window sizes must be >= 1; got {window}")
     if mask.dtype != torch.bool:
@@ -77,6 +95,15 @@ def _padded_end(x: torch.Tensor, n: int, dim: int, fill: float | bool = 0) -> to
     return torch.cat([x, x.new_full(shape, fill)], dim=dim)
 
 
+def _padded_front(x: torch.Tensor, n: int, dim: int, fill: float | bool = 0) -> torch.Tensor:
+    """``x`` with ``n`` entries of ``fill`` prepended along ``dim`` (negative, from the end)."""
+    if n == 0:
+        return x
+    shape = list(x.shape)
+    shape[dim] = n
+    return torch.cat([x.new_full(shape, fill), x], dim=dim)
+
+
 def _windows(x: torch.Tensor, window: int, dim: int, fill: float | bool = 0) -> list[torch.Tensor]:
     """Views ``y_j[..., t, ...] = x[..., t + j, ...]`` for j < window along ``dim``, ``fill`` past the end."""
     length = x.shape[dim]
@@ -84,8 +111,8 @@ def _windows(x: torch.Tensor, window: int, dim: int, fill: float | bool = 0) -> 
     return [padded.narrow(dim, j, length) for j in range(window)]
 
 
-def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int) -> torch.Tensor:
-    r"""Mixture weights :math:`p^{(l)}_{t,j}` of the window of size ``window`` starting at each position.
+def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> torch.Tensor:
+    r"""Mixture weights :math:`p^{(l)}_{t,j}` of the window of size ``window`` at each window index t.
 
     Parameters
     ----------
@@ -95,31 +122,64 @@ def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int) -> tor
         Bool ``(..., L)``, True at real words.
     window : int
         l >= 1.
+    padding : {"end", "both"}
+        The edge convention (module docstring): windows start at each
+        position (T = L) or the sentence is padded on both sides (T = L + l - 1).
 
     Returns
     -------
     torch.Tensor
-        Real ``(..., L, l)``: weight of word t+j in the window at t. Each row
-        at a real position sums to one over the real words of the window; rows
-        at padded positions and entries beyond the sentence are exactly zero.
+        Real ``(..., T, l)``: weight of word t+j (``"end"``) or t-l+1+j
+        (``"both"``) in window t. Each row of an existing window sums to one
+        over the real words of the window; other rows and entries outside
+        the sentence are exactly zero.
 
     Examples
     --------
     >>> w = window_weights(torch.zeros(1, 3), torch.tensor([[True, True, False]]), 2)
     >>> w[0].tolist()
     [[0.5, 0.5], [1.0, 0.0], [0.0, 0.0]]
+    >>> window_weights(torch.zeros(1, 2), torch.tensor([[True, True]]), 2, padding="both")[0].tolist()
+    [[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]]
     """
-    _check(scores, mask, window)
-    s = torch.stack(_windows(scores, window, -1, 0.0), dim=-1)                          # (..., L, l)
-    m = torch.stack(_windows(mask, window, -1, False), dim=-1)
-    m = m & mask.unsqueeze(-1)                     # a window exists only at a real position
+    _check(scores, mask, window, padding)
+    if padding == "both":
+        scores, words = _padded_front(scores, window - 1, -1, 0.0), _padded_front(mask, window - 1, -1, False)
+    else:
+        words = mask
+    s = torch.stack(_windows(scores, window, -1, 0.0), dim=-1)                          # (..., T, l)
+    m = torch.stack(_windows(words, window, -1, False), dim=-1)
+    if padding == "end":
+        m = m & mask.unsqueeze(-1)                 # a window exists only at a real position
     valid = m.any(-1, keepdim=True)
     s = s.masked_fill(~m, float("-inf")).masked_fill(~valid, 0.0)   # empty rows: finite, zeroed below
     return torch.softmax(s, dim=-1) * m
 
 
+def window_mask(mask: torch.Tensor, windows: Sequence[int] = DEFAULT_WINDOWS, padding: str = "end") -> torch.Tensor:
+    """Which windows exist, bool ``(..., W, T)`` aligned with :func:`local_mixture` (for pooling).
+
+    ``"end"``: the window at t exists where ``mask[t]`` (T = L); ``"both"``:
+    where the window holds a real word (T = L + max(l) - 1).
+
+    >>> window_mask(torch.tensor([[True, True, False]]), (1, 2), padding="both").int().tolist()
+    [[[1, 1, 0, 0], [1, 1, 1, 0]]]
+    """
+    windows = tuple(int(w) for w in windows)
+    if padding not in WINDOW_PADDINGS:
+        raise ValueError(f"padding must be one of {WINDOW_PADDINGS}; got {padding!r}")
+    if padding == "end":
+        return mask.unsqueeze(-2).expand(*mask.shape[:-1], len(windows), mask.shape[-1])
+    length = mask.shape[-1] + max(windows) - 1
+    out = []
+    for l in windows:
+        m = torch.stack(_windows(_padded_front(mask, l - 1, -1, False), l, -1, False), dim=-1).any(-1)
+        out.append(_padded_end(m, length - m.shape[-1], -1, False))
+    return torch.stack(out, dim=-2)
+
+
 def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
-                  windows: Sequence[int] = DEFAULT_WINDOWS) -> torch.Tensor:
+                  windows: Sequence[int] = DEFAULT_WINDOWS, padding: str = "end") -> torch.Tensor:
     r"""Measured probabilities of the local mixtures, lazily (no d x d matrices).
 
     .. math:: P^{(l)}_{t,k} = \sum_{j=0}^{l-1} p^{(l)}_{t,j}\, |\langle v_k|w_{t+j}\rangle|^2
@@ -136,11 +196,15 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
         Bool ``(..., L)``.
     windows : sequence of int
         Window sizes (default 1, 2, 3, 4).
+    padding : {"end", "both"}
+        The window edge convention (module docstring).
 
     Returns
     -------
     torch.Tensor
-        Real ``(..., W, L, k)`` with W = ``len(windows)``; zero at padded positions.
+        Real ``(..., W, T, k)`` with W = ``len(windows)``, T = L (``"end"``:
+        zero at padded positions) or L + max(l) - 1 (``"both"``: zero where
+        no window exists, see :func:`window_mask`).
 
     Examples
     --------
@@ -153,8 +217,11 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
     windows = tuple(int(w) for w in windows)
     if not windows:
         raise ValueError("need at least one window size")
+    _check(scores, mask, min(windows), padding)
     common = torch.promote_types(word_probs.dtype, scores.dtype)
     word_probs, scores = word_probs.to(common), scores.to(common)
+    if padding == "both":
+        return _local_mixture_both(word_probs, scores, mask, windows)
     shifted = _windows(word_probs, max(windows), -2, 0.0)     # shifted[j][..., t, :] = word_probs[..., t + j, :]
     out = []
     for l in windows:
@@ -166,8 +233,23 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
     return torch.stack(out, dim=-3)
 
 
+def _local_mixture_both(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
+                        windows: tuple[int, ...]) -> torch.Tensor:
+    """:func:`local_mixture` with ``padding="both"``: windows over the sentence padded by l - 1 on both sides."""
+    length = word_probs.shape[-2] + max(windows) - 1
+    out = []
+    for l in windows:
+        weights = window_weights(scores, mask, l, "both")                             # (..., L + l - 1, l)
+        shifted = _windows(_padded_front(word_probs, l - 1, -2, 0.0), l, -2, 0.0)
+        total = weights[..., 0, None] * shifted[0]
+        for j in range(1, l):
+            total = total + weights[..., j, None] * shifted[j]
+        out.append(_padded_end(total, length - total.shape[-2], -2, 0.0))
+    return torch.stack(out, dim=-3)
+
+
 def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
-                          windows: Sequence[int] = DEFAULT_WINDOWS) -> torch.Tensor:
+                          windows: Sequence[int] = DEFAULT_WINDOWS, padding: str = "end") -> torch.Tensor:
     r"""The window density matrices :math:`\rho^{(l)}_t` themselves, dense ``(..., W, L, d, d)``.
 
     The reference implementation (what earlier code computed) for tests,
@@ -178,26 +260,38 @@ def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torc
     ----------
     states : torch.Tensor
         Complex ``(..., L, d)`` unit word states.
-    scores, mask, windows
+    scores, mask, windows, padding
         As in :func:`local_mixture`.
     """
     if states.shape[:-1] != scores.shape:
         raise ValueError(f"states must have shape {tuple(scores.shape)} + (d,); got {tuple(states.shape)}")
+    windows = tuple(int(w) for w in windows)
+    length = states.shape[-2] + (max(windows) - 1 if padding == "both" else 0)
     out = []
     for l in windows:
-        weights = window_weights(scores, mask, int(l)).to(states.real.dtype).to(states.dtype)    # (..., L, l)
-        members = torch.stack(_windows(states, int(l), -2, 0.0), dim=-2)                         # (..., L, l, d)
-        out.append(contract("...tj,...tjd,...tje->...tde", weights, members, members.conj()))
+        weights = window_weights(scores, mask, l, padding).to(states.real.dtype).to(states.dtype)  # (..., T, l)
+        members = states if padding == "end" else _padded_front(states, l - 1, -2, 0.0)
+        members = torch.stack(_windows(members, l, -2, 0.0), dim=-2)                            # (..., T, l, d)
+        rho = contract("...tj,...tjd,...tje->...tde", weights, members, members.conj())
+        out.append(_padded_end(rho, length - rho.shape[-3], -3, 0.0))
     return torch.stack(out, dim=-4)
 
 
-def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int) -> torch.Tensor:
+def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> torch.Tensor:
     r"""Weights :math:`c_i` of the position-average of the local mixtures, :math:`\bar\rho = \sum_i c_i |w_i\rangle\langle w_i|`.
 
-    :math:`\bar\rho^{(l)} = \frac{1}{n}\sum_t \rho^{(l)}_t` (n real positions) is a
-    density matrix; :math:`c_i = \frac1n \sum_{j} p^{(l)}_{i-j,j}`. Returns real
-    ``(..., L)``, summing to one over the real words (zero at padding).
+    :math:`\bar\rho^{(l)} = \frac{1}{n}\sum_t \rho^{(l)}_t` (n existing windows) is a
+    density matrix; :math:`c_i = \frac1n \sum_{j} p^{(l)}_{i-j,j}` (``"end"``;
+    :math:`p^{(l)}_{i+l-1-j,j}` for ``"both"``). Returns real ``(..., L)``,
+    summing to one over the real words (zero at padding).
     """
+    if padding == "both":
+        weights = window_weights(scores, mask, window, "both")                        # (..., L + l - 1, l)
+        length = mask.shape[-1]
+        # word i receives weight p_{i + l - 1 - j, j} from the window whose member j it is
+        c = sum(weights[..., window - 1 - j:window - 1 - j + length, j] for j in range(window))
+        existing = window_mask(mask, (window,), "both")[..., 0, :].sum(-1, keepdim=True)
+        return c / existing.to(c.dtype)
     weights = window_weights(scores, mask, window)                                       # (..., L, l)
     c = weights[..., 0]
     for j in range(1, window):

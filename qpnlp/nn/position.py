@@ -88,6 +88,9 @@ from torch import Tensor, nn
 
 from qpnlp.data.vocab import PAD_ID
 
+from qpnlp.hilbert import _validation as V
+
+from ._checks import check_ids, check_mask
 from .embedding import _initial_amplitude
 
 __all__ = [
@@ -209,13 +212,12 @@ def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtyp
 
 
 def _check_ids_mask(ids: Tensor, mask: Tensor, num_words: int) -> Tensor:
-    if ids.dtype != torch.long:
-        raise TypeError(f"ids must be a LongTensor; got {ids.dtype}")
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != ids.shape:
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != getattr(ids, "shape", None):
         got = f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(ids.shape)} (True at words); got {got}")
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_words):
-        raise IndexError(f"ids must lie in [0, {num_words}); got range [{int(ids.min())}, {int(ids.max())}]")
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(getattr(ids, 'shape', ()))} (True at words); "
+                         f"got {got}")
+    check_ids(ids, num_words)            # ValueError naming the max id and the vocabulary size
+    check_mask(mask, ids)
     return mask
 
 
@@ -227,8 +229,8 @@ def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtyp
         positions = positions.expand(ids.shape)
     if positions.shape != ids.shape:
         raise ValueError(f"positions must have shape (L,) or {tuple(ids.shape)}; got {tuple(positions.shape)}")
-    if not torch.isfinite(positions.to(dtype)).all():
-        raise ValueError("positions contain NaN or inf")
+    if V.enabled() and not bool(torch.isfinite(positions.to(dtype)).all()):
+        raise ValueError(f"positions contain NaN or inf (shape {tuple(positions.shape)})")
     return positions.to(dtype)
 
 
@@ -489,10 +491,10 @@ class RealPositionalEmbedding(nn.Module):
             if self.position == "tpe":
                 x = x + sinusoidal_position_encoding(pos, self.dim, dtype=self.dtype)
             else:
-                if not torch.equal(pos, pos.round()):
+                if V.enabled() and not torch.equal(pos, pos.round()):
                     raise ValueError("the trainable position table ('pe') needs integer positions; "
                                      "use 'tpe' or 'complex_order' for non-integer positions")
-                if pos.numel() and (pos.min() < 0 or pos.max() >= self.max_len):
+                if V.enabled() and pos.numel() and bool((pos.min() < 0) | (pos.max() >= self.max_len)):
                     raise ValueError(f"positions must lie in [0, {self.max_len}) for 'pe'; got range "
                                      f"[{float(pos.min())}, {float(pos.max())}] (raise max_len)")
                 x = x + self.pe(pos.long())

@@ -58,6 +58,8 @@ from typing import TypeVar
 import torch
 from torch import Tensor, nn
 
+from qpnlp.hilbert import _validation as V
+
 from .activation import ModReLU, make_activation, make_gate
 from .functional import as_complex_input, part_mul, split_activation
 from .linear import ComplexLinear, _check_dtype
@@ -71,6 +73,27 @@ State = TypeVar("State", Tensor, tuple)
 def _check_mask(mask: Tensor | None, bsz: int, steps: int) -> None:
     if mask is not None and (mask.dtype != torch.bool or mask.shape != (bsz, steps)):
         raise ValueError(f"mask must be a bool tensor of shape {(bsz, steps)}; got {mask.dtype} {tuple(mask.shape)}")
+
+
+def _check_finite_input(name: str, x: Tensor, mask: Tensor | None = None) -> None:
+    """While validation is on: NaN or inf at a real step would flow into every later state; refuse it.
+
+    Padded steps may hold anything (the state is carried over them).
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
+    if mask is not None and x.ndim >= 2:
+        V.check_same_device((name, x), ("mask", mask))
+    if V.enabled() and (x.is_floating_point() or x.is_complex()):
+        bad = ~torch.isfinite(x)
+        if x.ndim > 2:
+            bad = bad.flatten(2).any(-1)
+        if mask is not None and bad.shape == mask.shape:
+            bad = bad & mask
+        if bool(bad.any()):
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name} must be finite at real steps; got NaN or inf at index {where} "
+                             f"(shape {tuple(x.shape)})")
 
 
 def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: State, mask: Tensor | None = None,
@@ -272,6 +295,7 @@ class ComplexRNN(nn.Module):
             raise ValueError(f"x must have shape (B, T, {self.cell.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]
         _check_mask(mask, bsz, steps)
+        _check_finite_input("x", x, mask)
         xp = self.cell.input_proj(x)
         state = self.cell.initial_state(bsz, xp)
         out, state = masked_scan(self.cell.step_function(), xp, state, mask, self.cell.hidden)
@@ -315,6 +339,13 @@ def cgrnn_step(
     return h + g_z * (activation(z) - h)
 
 
+def _randn(shape, dtype, device, generator: torch.Generator | None) -> Tensor:
+    """Normal draws on ``device`` from ``generator`` (drawn on the generator's device, then moved) or the global RNG."""
+    if generator is None:
+        return torch.randn(shape, dtype=dtype, device=device)
+    return torch.randn(shape, dtype=dtype, device=generator.device, generator=generator).to(device)
+
+
 class CGRNNCell(nn.Module):
     r"""Gated complex recurrent cell (poster eqs. 4-9).
 
@@ -339,13 +370,17 @@ class CGRNNCell(nn.Module):
     dtype : torch.dtype
         complex64 (default) or complex128.
     device : torch.device, optional
+    generator : torch.Generator, optional
+        Source of every random initial value (default: the global generator).
 
     Notes
     -----
     Initialisation: :math:`\mathbf{W}` Haar-random unitary (also for ``"free"``,
     so the comparison starts from the same point); :math:`\mathbf{V}_*` and
     :math:`\mathbf{W}_r, \mathbf{W}_z` complex normal with
-    :math:`E|w|^2 = 1/\text{fan-in}`; biases and the modReLU bias 0.
+    :math:`E|w|^2 = 1/\text{fan-in}`; biases and the modReLU bias 0. Draw
+    order: the input weights :math:`[\mathbf{V}; \mathbf{V}_r; \mathbf{V}_z]`,
+    the gate weights :math:`[\mathbf{W}_r; \mathbf{W}_z]`, then :math:`\mathbf{W}`.
 
     Examples
     --------
@@ -368,6 +403,7 @@ class CGRNNCell(nn.Module):
         hirose_m: float = 1.0,
         dtype: torch.dtype = torch.complex64,
         device=None,
+        generator: torch.Generator | None = None,
     ):
         super().__init__()
         if dtype not in (torch.complex64, torch.complex128):
@@ -377,11 +413,11 @@ class CGRNNCell(nn.Module):
         self.dtype = dtype
         n = hidden_size
         self.input_weight = nn.Parameter(
-            torch.randn(3 * n, input_size, dtype=dtype, device=device) / math.sqrt(max(input_size, 1))
+            _randn((3 * n, input_size), dtype, device, generator) / math.sqrt(max(input_size, 1))
         )
         self.input_bias = nn.Parameter(torch.zeros(3 * n, dtype=dtype, device=device))
-        self.gate_weight = nn.Parameter(torch.randn(2 * n, n, dtype=dtype, device=device) / math.sqrt(n))
-        self.transition = StateTransition(n, mode=transition, dtype=dtype, device=device)
+        self.gate_weight = nn.Parameter(_randn((2 * n, n), dtype, device, generator) / math.sqrt(n))
+        self.transition = StateTransition(n, mode=transition, dtype=dtype, device=device, generator=generator)
         act_kwargs = {"m": hirose_m} if activation == "hirose" else {}
         self.activation = make_activation(activation, n, dtype=dtype.to_real(), device=device, **act_kwargs)
         gate_kwargs = {"alpha": alpha, "learnable": learn_alpha} if gate == "sum" else {}
@@ -415,6 +451,7 @@ class CGRNNCell(nn.Module):
         -------
         Tensor, complex, shape (B, h).
         """
+        _check_finite_input("x", x)
         xp = self.project_inputs(x)
         if h is None:
             h = xp.new_zeros(*xp.shape[:-1], self.hidden_size)
@@ -462,7 +499,7 @@ class CGRNN(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, **cell_kwargs):
         super().__init__()
-        self.cell = CGRNNCell(input_size, hidden_size, **cell_kwargs)
+        self.cell = CGRNNCell(input_size, hidden_size, **cell_kwargs)   # generator= seeds every initial value
 
     @property
     def input_size(self) -> int:
@@ -501,6 +538,7 @@ class CGRNN(nn.Module):
             raise ValueError(f"x must have shape (B, T, {self.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]
         _check_mask(mask, bsz, steps)
+        _check_finite_input("x", x, mask)
         cell = self.cell
         xp = cell.project_inputs(x)  # (B, T, 3h)
         if h0 is None:

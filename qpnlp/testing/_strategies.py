@@ -17,8 +17,14 @@ Examples
 from __future__ import annotations
 
 import torch
-from hypothesis import strategies as st
-from hypothesis.strategies import SearchStrategy
+
+try:
+    from hypothesis import strategies as st
+    from hypothesis.strategies import SearchStrategy
+except ImportError as error:  # pragma: no cover - the extra is installed with the tests
+    from qpnlp._optional import missing
+
+    raise missing("hypothesis", "testing", "qpnlp.testing (hypothesis strategies)") from error
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, normalize, random_density_matrix, random_isometry,
                            random_unitary)

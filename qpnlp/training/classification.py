@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -23,7 +25,8 @@ from qpnlp.data import (ClassificationDataset, EncodedTexts, PretrainedVectors, 
                         embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import Model, get_model_class, registered_models
 
-from .trainer import FitResult, TrainConfig, accuracy, fit, seed_everything
+from .trainer import (ConfigError, FitResult, TrainConfig, TrainingDiverged, TrainingInterrupted, accuracy, fit,
+                      seed_everything)
 
 
 
@@ -60,6 +63,10 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`).
     """
     train, dev, test = split.subsets(dataset)
+    present = np.unique(train.labels)
+    if len(present) < 2:
+        raise ValueError(f"the training part of {dataset.name} {split.name} holds only the class "
+                         f"{[dataset.label_names[i] for i in present]}; a classifier needs at least two")
     vocab = with_pretrained_fallback(Vocabulary.build(train.texts, min_freq=min_freq), pretrained,
                                      pretrained_fallback)
     encode = lambda part: EncodedTexts(vocab.encode_many(part.texts), part.labels)  # noqa: E731
@@ -86,8 +93,11 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
     gen = torch.Generator().manual_seed(seed)
     dim = prepared.pretrained_matrix.shape[1] if prepared.pretrained_matrix is not None \
         else model_options.get("dim", 50)
-    config = klass.config_class.from_dict(
-        {**model_options, "num_words": len(prepared.vocab), "num_classes": num_classes, "dim": dim})
+    try:
+        config = klass.config_class.from_dict(
+            {**model_options, "num_words": len(prepared.vocab), "num_classes": num_classes, "dim": dim})
+    except (ValueError, TypeError) as err:
+        raise ConfigError(str(err)) from None
     model = klass.build(config, vocabulary=prepared.vocab, pretrained=prepared.pretrained_matrix, generator=gen)
     return model, config.to_dict()
 
@@ -96,16 +106,28 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
               model_options: dict, train_config: TrainConfig, *,
               pretrained_fallback: int = 0,
               on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
+              log: Callable[[dict], None] | None = None,
+              checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
               ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
     """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`).
 
     ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
-    (its dict joins each epoch's history; it does not affect selection).
+    (its dict joins each epoch's history; it does not affect selection);
+    ``log``, ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit`
+    (per-epoch lines, resumable training). A
+    :class:`~qpnlp.training.trainer.TrainingInterrupted` or
+    :class:`~qpnlp.training.trainer.TrainingDiverged` leaving this function
+    carries ``prepared`` and ``split`` in its ``context``.
     """
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
     start = time.perf_counter()
-    result, model, config = train_prepared(kind, prepared, dataset.n_classes, model_options, train_config,
-                                           on_epoch=on_epoch)
+    try:
+        result, model, config = train_prepared(kind, prepared, dataset.n_classes, model_options, train_config,
+                                               on_epoch=on_epoch, log=log, checkpoint_dir=checkpoint_dir,
+                                               resume=resume)
+    except (TrainingInterrupted, TrainingDiverged) as err:
+        err.context.update(prepared=prepared, split=split.name)
+        raise
     test_acc = accuracy(model, prepared.test, device=train_config.device, max_len=train_config.max_len)
     return (SplitResult(split.name, test_acc, result.best_dev_accuracy, result.best_epoch,
                         time.perf_counter() - start, result.history), model, prepared, config)
@@ -113,6 +135,8 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
 
 def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_options: dict, train_config: TrainConfig,
                    *, on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
+                   log: Callable[[dict], None] | None = None,
+                   checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
                    ) -> tuple[FitResult, nn.Module, dict]:
     """Seed, build a ``kind`` model and fit it on ``prepared.train`` with early stopping on ``prepared.dev``.
 
@@ -122,7 +146,9 @@ def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_option
     seed_everything(train_config.seed)
     model, config = build_classifier(kind, prepared, num_classes, model_options, train_config.seed)
     observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
-    return fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer), model, config
+    fitted = fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer, log=log,
+                 checkpoint_dir=checkpoint_dir, resume=resume)
+    return fitted, model, config
 
 
 TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig))
@@ -137,7 +163,7 @@ def grid(**axes: Sequence) -> list[dict]:
     """
     empty = [name for name, values in axes.items() if len(values) == 0]
     if empty:
-        raise ValueError(f"grid axes need at least one value; empty: {empty}")
+        raise ConfigError(f"grid axes need at least one value; empty: {empty}")
     return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
 
 
@@ -153,9 +179,9 @@ def parse_grid(specs: Sequence[str]) -> list[dict]:
     for spec in specs:
         name, sep, values = spec.partition("=")
         if not sep or not name or not values:
-            raise ValueError(f"a grid axis is written name=v1,v2,...; got {spec!r}")
+            raise ConfigError(f"a grid axis is written name=v1,v2,...; got {spec!r}")
         if name in axes:
-            raise ValueError(f"grid axis {name!r} given twice")
+            raise ConfigError(f"grid axis {name!r} given twice")
         axes[name] = [_grid_value(v) for v in values.split(",")]
     return grid(**axes)
 
@@ -178,16 +204,71 @@ def apply_setting(setting: dict, model_options: dict, train_config: TrainConfig)
     """
     fixed = sorted(NOT_SELECTABLE & set(setting))
     if fixed:
-        raise ValueError(f"{fixed} cannot be part of a selection grid; selectable training settings: "
-                         f"{sorted(TRAIN_FIELDS - NOT_SELECTABLE)}")
+        raise ConfigError(f"{fixed} cannot be part of a selection grid; selectable training settings: "
+                          f"{sorted(TRAIN_FIELDS - NOT_SELECTABLE)}")
     train = {k: v for k, v in setting.items() if k in TRAIN_FIELDS}
     model = {k: v for k, v in setting.items() if k not in TRAIN_FIELDS}
-    return {**model_options, **model}, dataclasses.replace(train_config, **train)
+    try:
+        return {**model_options, **model}, dataclasses.replace(train_config, **train)
+    except TypeError as err:                      # a value of the wrong type (e.g. lr=abc) fails the comparisons
+        raise ConfigError(f"setting {train}: {err}") from None
+
+
+# Fields of a model config that the trainer fills from the data; never options, never selected.
+FILLED_FROM_DATA = frozenset({"num_words", "num_classes", "dim"})
+# Placeholders for those fields when options are checked before any data is read: permissive values, several
+# widths (a check such as "dim divisible by heads" must pass for one of them).
+_PLACEHOLDER_DIMS = (720720, 50, 100, 300)
+
+
+def check_model_options(kind: str, model_options: dict) -> None:
+    """Raise :class:`~qpnlp.training.trainer.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
+
+    Checked before any data is read: unknown options, values of the wrong
+    type and values the model's config refuses, with the trainer-filled
+    fields (vocabulary size, classes, width) at permissive placeholders.
+    """
+    klass = get_model_class(kind)
+    fields = {f.name for f in dataclasses.fields(klass.config_class)}
+    filled = {k: v for k, v in {"num_words": 1 << 20, "num_classes": 2}.items() if k in fields}
+    widths = [{}] if "dim" in model_options or "dim" not in fields else [{"dim": d} for d in _PLACEHOLDER_DIMS]
+    first = None
+    for width in widths:
+        try:
+            klass.config_class.from_dict({**model_options, **filled, **width})
+            return
+        except (ValueError, TypeError) as err:
+            first = first or err
+    raise ConfigError(f"{kind}: {first}") from None
+
+
+def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train_config: TrainConfig) -> None:
+    """Raise :class:`~qpnlp.training.trainer.ConfigError` for a selection grid that cannot run, before any training.
+
+    Every key must be a field of ``kind``'s model config or a selectable
+    :class:`TrainConfig` field, and every candidate must give a valid model
+    config (:func:`check_model_options`) and valid training settings.
+    """
+    fields = {f.name for f in dataclasses.fields(get_model_class(kind).config_class)}
+    keys = sorted({k for setting in candidates for k in setting})
+    unknown = [k for k in keys if k not in TRAIN_FIELDS and (k not in fields or k in FILLED_FROM_DATA)]
+    if unknown:
+        options = sorted((fields - FILLED_FROM_DATA) | (TRAIN_FIELDS - NOT_SELECTABLE))
+        raise ConfigError(f"unknown selection key(s) {unknown} for {kind}: a key is a model option or a training "
+                          f"setting, one of {', '.join(options)}")
+    for setting in candidates:
+        options, _ = apply_setting(setting, model_options, train_config)
+        try:
+            check_model_options(kind, options)
+        except ConfigError as err:
+            raise ConfigError(f"selection candidate {setting}: {err}") from None
 
 
 def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                        pretrained: PretrainedVectors | None, model_options: dict, train_config: TrainConfig,
                        candidates: Sequence[dict], *, pretrained_fallback: int = 0,
+                       log: Callable[[dict], None] | None = None,
+                       checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
                        ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
     """Hyper-parameter selection on dev inside one split, then one test evaluation.
 
@@ -201,18 +282,50 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     Returns the selected candidate's :class:`SplitResult` (with ``selected``
     and every candidate's dev accuracy), its model, the prepared split and its
     JSON config. ``seconds`` covers the whole search.
+
+    A candidate whose training diverges
+    (:class:`~qpnlp.training.trainer.TrainingDiverged`) is out of the
+    selection; its dev accuracy is recorded as None (if every candidate
+    diverges, the last divergence is raised). ``log`` gets each epoch's entry
+    with the ``candidate`` index and its ``setting`` added; with
+    ``checkpoint_dir``, candidate i keeps its training state in
+    ``checkpoint_dir/candidate-i`` (``resume`` as in :func:`run_split`). On
+    Ctrl-C the :class:`~qpnlp.training.trainer.TrainingInterrupted` carries
+    the best model so far over the candidates, its setting in
+    ``context["selected"]``.
     """
     if len(candidates) == 0:
         raise ValueError("candidates must hold at least one setting ({} = the given options)")
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
-    start, best, dev_accuracies = time.perf_counter(), None, []
-    for setting in candidates:
+    start, best, dev_accuracies, diverged = time.perf_counter(), None, [], None
+    for i, setting in enumerate(candidates):
         options, config = apply_setting(setting, model_options, train_config)
-        fitted, model, model_config = train_prepared(kind, prepared, dataset.n_classes, options, config)
+        tagged = None if log is None else (lambda entry, i=i, setting=setting:
+                                           log({**entry, "candidate": i, "setting": dict(setting)}))
+        try:
+            fitted, model, model_config = train_prepared(
+                kind, prepared, dataset.n_classes, options, config, log=tagged,
+                checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / f"candidate-{i}",
+                resume=resume)
+        except TrainingDiverged as err:
+            dev_accuracies.append(None)
+            diverged = err
+            continue
+        except TrainingInterrupted as err:
+            if best is not None and best[0].best_dev_accuracy >= err.best_score:
+                err.model, err.best_epoch, err.best_score = best[1], best[0].best_epoch, best[0].best_dev_accuracy
+                err.context["selected"] = dict(best[3])
+            else:
+                err.context["selected"] = dict(setting)
+            err.context.update(prepared=prepared, split=split.name)
+            raise
         dev_accuracies.append(fitted.best_dev_accuracy)
         if best is None or fitted.best_dev_accuracy > best[0].best_dev_accuracy:
             best = (fitted, model, model_config, setting, config)
         del model  # a losing candidate is freed before the next one is built
+    if best is None:
+        diverged.context.update(prepared=prepared, split=split.name)
+        raise diverged
     fitted, model, model_config, setting, config = best
     test_acc = accuracy(model, prepared.test, device=config.device, max_len=config.max_len)
     result = SplitResult(split.name, test_acc, fitted.best_dev_accuracy, fitted.best_epoch,

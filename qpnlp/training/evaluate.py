@@ -7,6 +7,11 @@ split of the training protocol, matching models by MAP / MRR / P@1 on a split
 file of their QA data set, temporal models (Word2Fun) by the held-out
 skip-gram log-likelihood of a timestamped corpus. ``qpnlp evaluate DIR`` is a
 thin wrapper around it.
+
+A checkpoint is refused (``ValueError``) for a data set of another task (a
+classifier on an answer-selection set, a matcher on a classification set, a
+Word2Fun model on either), and a classifier for a data set whose labels
+differ from those it predicts.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import os
 import time
 from collections.abc import Callable
 
-from qpnlp.data import EncodedTexts, load_classification, load_qa, splits
+from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification, load_qa, splits
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .matching import encode_qa, evaluate_ranking, limit_questions, metrics_dict
@@ -38,10 +43,32 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     task = checkpoint.model.task
     if checkpoint.vocabulary is None:
         raise ValueError(f"{directory} has no vocabulary.json; it cannot encode texts")
+    _check_task(directory, checkpoint, dataset)
     report = _EVALUATORS[task](checkpoint, dataset=dataset, split=split, root=root, device=device,
                                max_questions=max_questions)
     return dict(checkpoint=str(directory), model=checkpoint.name, **report,
                 seed=checkpoint.metadata.get("seed"), wall_seconds=time.perf_counter() - start)
+
+
+_TASK_OF_DATASET = {**{name.lower(): "classification" for name in DATASETS},
+                    **{name: "matching" for name in QA_DATASETS},
+                    **{alias: "matching" for alias in ("trec-qa", "trec_qa", "wiki-qa", "wiki_qa")}}
+_TASK_WORDS = {"classification": "a sentence-classification", "matching": "an answer-selection",
+               "temporal": "a timestamped-corpus (Word2Fun)"}
+
+
+def _check_task(directory, checkpoint: Checkpoint, dataset: str | None) -> None:
+    """Refuse a data set of another task than the checkpoint's model (and a checkpoint whose metadata disagrees)."""
+    task = checkpoint.model.task
+    recorded = checkpoint.metadata.get("task")
+    if recorded is not None and recorded != task:
+        raise ValueError(f"{directory}: the metadata says task {recorded!r} but the model {checkpoint.name!r} is a "
+                         f"{task} model")
+    named = _TASK_OF_DATASET.get(str(dataset or checkpoint.metadata.get("dataset") or "").lower())
+    if named is not None and named != task:
+        which = dataset or checkpoint.metadata.get("dataset")
+        raise ValueError(f"{directory} holds {_TASK_WORDS[task]} model ({checkpoint.name}) but {which} is "
+                         f"{_TASK_WORDS[named]} data set; pass a data set of its task")
 
 
 def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device, max_questions) -> dict:
@@ -59,6 +86,10 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
         raise ValueError(f"the checkpoint has {checkpoint.model.config.num_classes} classes but {name} has "
                          f"{data.n_classes}")
     wanted = meta.get("split", "fixed") if name == meta.get("dataset") else "fixed"
+    if wanted == "fixed" and data.fixed_splits is None:
+        raise ValueError(f"{name} has no fixed split (it is evaluated by cross-validation); a checkpoint trained on "
+                         f"{meta.get('dataset')!r} can only be scored on a data set with a fixed split (SST2, TREC) "
+                         f"or on its own fold")
     chosen = next((s for s in splits(data, seed=meta.get("seed", 0), n_folds=meta.get("folds", 10))
                    if s.name == wanted), None)
     if chosen is None:

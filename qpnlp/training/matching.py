@@ -21,8 +21,8 @@
 
 from __future__ import annotations
 
-import copy
-import time
+import dataclasses
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +35,8 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
-from .trainer import Optimisers, TrainConfig, merge_observation
+from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_loss,
+                      early_stopping)
 
 LOSSES = ("triplet", "pointwise")
 
@@ -75,7 +76,9 @@ def encode_qa(dataset: QADataset, vocab: Vocabulary) -> EncodedQA:
 
 
 def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
-    """The first ``n`` questions of ``dataset`` with their candidates (for quick runs and tests)."""
+    """The first ``n`` questions of ``dataset`` with their candidates (for quick runs and tests); ``n >= 1``."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+        raise ValueError(f"the number of questions must be an integer >= 1 (or None for all); got {n!r}")
     if n is None or n >= dataset.n_questions:
         return dataset
     rows = np.concatenate(dataset.groups[:n])
@@ -164,9 +167,10 @@ class MatchingConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
-        if self.margin < 0 or self.negatives < 1:
-            raise ValueError(f"need margin >= 0 and negatives >= 1; got {self.margin}, {self.negatives}")
+            raise ConfigError(f"loss must be one of {LOSSES}; got {self.loss!r}")
+        if not (self.margin >= 0 and self.negatives >= 1 and self.pointwise_scale > 0):
+            raise ConfigError(f"need margin >= 0, negatives >= 1 and pointwise_scale > 0; got {self.margin}, "
+                              f"{self.negatives}, {self.pointwise_scale}")
 
 
 @dataclass
@@ -217,7 +221,7 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
     items = items[rng.permutation(len(items))]
     batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
     bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
-    for batch in bar:
+    for number, batch in enumerate(bar, start=1):
         optimisers.zero_grad()
         if config.loss == "triplet":
             q = _batch(train.questions, batch[:, 0], device, config.max_len)
@@ -232,12 +236,14 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
         loss.backward()
         optimisers.step()
         losses.append(float(loss.detach()))
+        check_loss(losses[-1], epoch, number, config)
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    bar.close()
     return float(np.mean(losses))
 
 
 def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: MatchingConfig,
-                 log=None, on_epoch=None) -> MatchingFitResult:
+                 log=None, on_epoch=None, *, checkpoint_dir=None, resume: bool = False) -> MatchingFitResult:
     """Train with early stopping on dev MAP; the model ends with its best-dev parameters.
 
     Parameters
@@ -253,31 +259,37 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
         ``on_epoch(model) -> dict``, called after each epoch's dev score (model
         in eval mode); its dict joins that epoch's history entry before
         ``log``. An observer only: selection stays on dev MAP.
+    checkpoint_dir : path-like, optional
+        Keep the training state of the last epoch there
+        (:mod:`qpnlp.training.state`); ``resume=True`` continues from it with
+        the same result as an uninterrupted run.
+
+    Notes
+    -----
+    The loop is :func:`qpnlp.training.trainer.early_stopping`: a NaN or
+    infinite loss raises :class:`~qpnlp.training.trainer.TrainingDiverged`,
+    Ctrl-C :class:`~qpnlp.training.trainer.TrainingInterrupted`, the model
+    holding its best parameters so far.
     """
+    for what, part in (("training", train), ("dev", dev)):
+        if part.n_questions == 0:
+            raise ValueError(f"the {what} set has no question")
     device = torch.device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
-    start = time.perf_counter()
-    best = (-1.0, 0, None, copy.deepcopy(model.state_dict()))
-    history, waited = [], 0
-    for epoch in range(1, config.epochs + 1):
-        loss = _train_epoch(model, optimisers, train, config, epoch, device)
+
+    def evaluate() -> tuple[float, dict]:
         dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len))
-        history.append(dict(epoch=epoch, train_loss=loss, dev=dev_metrics, seconds=time.perf_counter() - start))
-        if on_epoch is not None:
-            merge_observation(history[-1], on_epoch(model))
-        if log is not None:
-            log(history[-1])
-        if dev_metrics["map"] > best[0]:
-            best, waited = (dev_metrics["map"], epoch, dev_metrics, copy.deepcopy(model.state_dict())), 0
-        else:
-            waited += 1
-            if waited >= config.patience:
-                break
-    model.load_state_dict(best[3])
+        return dev_metrics["map"], dict(dev=dev_metrics)
+
+    out = early_stopping(model, config, optimisers,
+                         train_epoch=lambda epoch: _train_epoch(model, optimisers, train, config, epoch, device),
+                         evaluate=evaluate, on_epoch=on_epoch, log=log, checkpoint_dir=checkpoint_dir, resume=resume,
+                         data=(train.questions, train.candidates, train.labels, train.groups, dev.questions,
+                               dev.candidates, dev.labels, dev.groups))
     model.eval()
-    return MatchingFitResult(best_epoch=best[1], best_dev=best[2], seconds=time.perf_counter() - start,
-                             history=history)
+    return MatchingFitResult(best_epoch=out.best_epoch, best_dev=(out.best_details or {}).get("dev"),
+                             seconds=out.seconds, history=out.history)
 
 
 @dataclass
@@ -296,15 +308,29 @@ class MatchingRun:
     oov_rate: float | None
     train_questions: int
     train_triplets: int
+    train_split: str = "train"
+
+
+def default_train_split(name: str, root=None) -> str:
+    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL), else ``train``."""
+    from qpnlp.data import data_root
+
+    folder = data_root(root) / "qa" / str(name).lower()
+    return "train-all" if (folder / "train-all.tsv").is_file() else "train"
 
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  model: str = "cnm",
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
                  pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None,
-                 observe_splits: tuple[str, ...] = ()) -> MatchingRun:
+                 observe_splits: tuple[str, ...] = (), train_split: str | None = None,
+                 checkpoint_dir=None, resume: bool = False) -> MatchingRun:
     """Train a matching model (registry name ``model``: ``cnm``, ``cnm_real``, ...) on ``name``'s train split,
     select on dev, then score each of ``eval_splits`` present once.
+
+    ``train_split``: the training file; by default ``train-all`` where the
+    data set has one (TREC-QA's TRAIN-ALL, the training set of the published
+    TREC-QA results), else ``train``. The run records which one it used.
 
     Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
     split whose file is absent is skipped (TREC-QA here has no test file).
@@ -316,6 +342,11 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     epoch, into the history as ``"<split>": metrics``; it never affects the
     selection (dev MAP) nor the reported evaluation, which stays the single
     score of the selected parameters.
+
+    ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit_matching`
+    (resumable training). A :class:`~qpnlp.training.trainer.TrainingInterrupted`
+    or :class:`~qpnlp.training.trainer.TrainingDiverged` leaving this function
+    carries ``vocab`` and ``dataset`` in its ``context`` (to save the model).
     """
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models import get_model_class
@@ -323,10 +354,13 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     from .trainer import seed_everything
 
     seed_everything(config.seed)
-    train = limit_questions(load_qa(name, "train", root=root), max_questions)
+    train_split = train_split or default_train_split(name, root)
+    train = limit_questions(load_qa(name, train_split, root=root, filter_questions=False), max_questions)
     if extra_train:
-        extra = [limit_questions(load_qa(other, "train", root=root), max_questions) for other in extra_train]
-        train = concat_qa([train, *extra], name=train.name)
+        extra = [limit_questions(load_qa(other, default_train_split(other, root), root=root, filter_questions=False),
+                                 max_questions) for other in extra_train]
+        # training files of different names (train-all, train) are all training data
+        train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
     dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
     others = {"dev": dev}
     for split in (*eval_splits, *observe_splits):
@@ -341,7 +375,10 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     klass = get_model_class(model)
     if klass.task != "matching":
         raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
-    cnm_config = klass.config_class.from_dict({**model_options, "num_words": len(vocab), "dim": dim})
+    try:
+        cnm_config = klass.config_class.from_dict({**model_options, "num_words": len(vocab), "dim": dim})
+    except (ValueError, TypeError) as err:
+        raise ConfigError(str(err)) from None
     model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
                         generator=torch.Generator().manual_seed(config.seed))
     n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
@@ -350,7 +387,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                 for split in splits if split in encoded}
 
     observer = (lambda m: score(m, observe_splits)) if observe_splits else None
-    fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer)
+    try:
+        fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer,
+                           checkpoint_dir=checkpoint_dir, resume=resume)
+    except (TrainingInterrupted, TrainingDiverged) as err:
+        err.context.update(vocab=vocab, dataset=train.name, train_split=train_split)
+        raise
     evaluation = score(model, eval_splits)
     return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
-                       cnm_config.to_dict(), oov, train.n_questions, n_triplets)
+                       cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split)

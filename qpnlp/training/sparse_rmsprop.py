@@ -1,4 +1,8 @@
-"""RMSprop for sparse embedding gradients (updates only the rows in the batch).
+"""Optimisers for sparse embedding gradients (they update only the rows in the batch).
+
+:class:`RowSparseAdam` is ``torch.optim.SparseAdam`` computed on the gathered rows
+(same state, same arithmetic, several times faster); :class:`SparseRMSprop` is
+RMSprop for sparse gradients.
 
 torch ships SparseAdam and sparse Adagrad/SGD, but its RMSprop rejects sparse
 gradients; the thesis trains QPDN with RMSprop (Table 5.4: lr 0.1, batch 16).
@@ -15,9 +19,27 @@ batch that touches every row it equals ``torch.optim.RMSprop`` (tested).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import torch
+
+
+def coalesced(grad: torch.Tensor) -> torch.Tensor:
+    """``grad.coalesce()``, free when the rows are already sorted and unique.
+
+    qpnlp's lookups produce such gradients, but autograd's accumulation into
+    ``.grad`` drops their coalesced flag; one comparison over the row indices
+    restores it instead of a sort.
+    """
+    if grad.is_coalesced():
+        return grad
+    if grad.sparse_dim() == 1:
+        rows = grad._indices()[0]
+        if rows.numel() < 2 or bool((rows[1:] > rows[:-1]).all()):
+            return torch.sparse_coo_tensor(grad._indices(), grad._values(), grad.shape, is_coalesced=True,
+                                           check_invariants=False)
+    return grad.coalesce()
 
 
 class SparseRMSprop(torch.optim.Optimizer):
@@ -55,12 +77,80 @@ class SparseRMSprop(torch.optim.Optimizer):
                     state["square_avg"] = torch.zeros_like(p)
                 square_avg = state["square_avg"]
                 if p.grad.is_sparse:
-                    grad = p.grad.coalesce()  # repeated rows of a batch summed once
+                    grad = coalesced(p.grad)  # repeated rows of a batch summed once
                     rows, values = grad.indices()[0], grad.values()
-                    avg = square_avg[rows].mul_(alpha).addcmul_(values, values, value=1 - alpha)
-                    square_avg[rows] = avg
+                    avg = square_avg.index_select(0, rows).mul_(alpha).addcmul_(values, values, value=1 - alpha)
+                    square_avg.index_copy_(0, rows, avg)
                     p.index_add_(0, rows, values / avg.sqrt().add_(eps), alpha=-lr)
                 else:
                     square_avg.mul_(alpha).addcmul_(p.grad, p.grad, value=1 - alpha)
                     p.addcdiv_(p.grad, square_avg.sqrt().add_(eps), value=-lr)
         return loss
+
+
+class RowSparseAdam(torch.optim.SparseAdam):
+    """``torch.optim.SparseAdam`` on the gathered rows of each table (``index_select`` / ``index_add_``).
+
+    The same state (``step``, ``exp_avg``, ``exp_avg_sq``), hyper-parameters
+    and arithmetic, operation for operation, as torch's implementation, which
+    reads the moments through ``sparse_mask`` and writes them back as sparse
+    additions; this one gathers the batch's rows once per moment. Results equal
+    ``torch.optim.SparseAdam`` bit for bit (tested). Gradients with more than
+    one sparse dimension use torch's implementation.
+    """
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if not p.grad.is_sparse:
+                    raise RuntimeError("SparseAdam does not support dense gradients, please consider Adam instead")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                grad = coalesced(-p.grad if group.get("maximize", False) else p.grad)
+                if grad._values().numel() == 0:
+                    continue
+                if grad.sparse_dim() != 1:
+                    torch.optim._functional.sparse_adam(
+                        [p], [grad], [state["exp_avg"]], [state["exp_avg_sq"]], [state["step"]], eps=group["eps"],
+                        beta1=beta1, beta2=beta2, lr=group["lr"], maximize=False)
+                    continue
+                self._rows_step(p, grad._indices()[0], grad._values(), state, group["lr"], beta1, beta2,
+                                group["eps"])
+        return loss
+
+    @staticmethod
+    def _rows_step(p, rows, values, state, lr, beta1, beta2, eps) -> None:
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        step = state["step"]
+        step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+        exp_avg_update, exp_avg_sq_update, update = _adam_rows(
+            values, exp_avg.index_select(0, rows), exp_avg_sq.index_select(0, rows), beta1, beta2, eps, step_size)
+        exp_avg.index_add_(0, rows, exp_avg_update)
+        exp_avg_sq.index_add_(0, rows, exp_avg_sq_update)
+        p.index_add_(0, rows, update)
+
+
+def _adam_rows(values, old_exp_avg, old_exp_avg_sq, beta1, beta2, eps, step_size):
+    """Adam's moment updates and parameter update of the gathered rows.
+
+    old <- b * old + (1 - b) * new, written old += (1 - b) * (new - old), operation for operation as torch
+    does (so the results are bit for bit torch's). Compiling this chain (inductor) made the whole step of
+    the tables only about 15% faster: not worth a compile in every training process.
+    """
+    exp_avg_update = values.sub(old_exp_avg).mul_(1 - beta1)
+    exp_avg_sq_update = values.pow(2).sub_(old_exp_avg_sq).mul_(1 - beta2)
+    numer = exp_avg_update + old_exp_avg
+    denom = (exp_avg_sq_update + old_exp_avg_sq).sqrt_().add_(eps)
+    return exp_avg_update, exp_avg_sq_update, numer.div_(denom).mul_(-step_size)

@@ -1,11 +1,23 @@
-"""A small trainer for classifiers: sparse-aware optimisers, early stopping on dev, progress bars."""
+"""A small trainer for classifiers: sparse-aware optimisers, early stopping on dev, progress bars.
+
+:func:`early_stopping` is the one epoch loop of every qpnlp trainer
+(:func:`fit` here, :func:`qpnlp.training.matching.fit_matching`): early
+stopping on a dev score, the best-dev parameters restored at the end, a
+per-epoch ``log``, the per-epoch training state for resuming
+(:mod:`qpnlp.training.state`), a clean stop on divergence
+(:class:`TrainingDiverged`: a non-finite loss or parameter) and on Ctrl-C
+(:class:`TrainingInterrupted`, a ``KeyboardInterrupt`` that carries the
+model restored to its best epoch so far).
+"""
 
 from __future__ import annotations
 
 import copy
+import math
+import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -15,11 +27,16 @@ from tqdm.auto import tqdm
 
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
-from .sparse_rmsprop import SparseRMSprop
+from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
+from .state import has_training_state, load_training_state, run_identity, save_training_state
 
 
 OPTIMIZERS = ("adam", "rmsprop")
 KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
+
+
+class ConfigError(ValueError):
+    """A setting that a training config or a model config refuses (a usage error on the command line)."""
 
 
 @dataclass
@@ -54,12 +71,18 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
+            raise ConfigError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
         if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
-            raise ValueError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
-                             f"{self.batch_size}, {self.patience}")
-        if self.lr <= 0 or self.embedding_lr <= 0 or (self.phase_lr is not None and self.phase_lr <= 0):
-            raise ValueError(f"learning rates must be positive; got {self.lr}, {self.embedding_lr}, {self.phase_lr}")
+            raise ConfigError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
+                              f"{self.batch_size}, {self.patience}")
+        rates = [self.lr, self.embedding_lr] + ([] if self.phase_lr is None else [self.phase_lr])
+        if not all(math.isfinite(r) and r > 0 for r in rates):
+            raise ConfigError(f"learning rates must be positive and finite; got {self.lr}, {self.embedding_lr}, "
+                              f"{self.phase_lr}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
+        if self.max_len is not None and self.max_len < 1:
+            raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -83,6 +106,8 @@ def seed_everything(seed: int) -> None:
 class Optimisers:
     """SparseAdam for sparse embedding tables, Adam for everything else (one step() and zero_grad() for both).
 
+    The SparseAdam is :class:`~qpnlp.training.sparse_rmsprop.RowSparseAdam` (torch's arithmetic on gathered rows).
+
     With ``config.optimizer == "rmsprop"``: SparseRMSprop and RMSprop.
 
     Only the rows of a batch are touched in the embedding tables, so a training
@@ -103,7 +128,7 @@ class Optimisers:
         rmsprop = config.optimizer == "rmsprop"
         if groups:
             self.optimisers.append(SparseRMSprop(groups, lr=config.embedding_lr, **KERAS_RMSPROP) if rmsprop
-                                   else torch.optim.SparseAdam(groups, lr=config.embedding_lr))
+                                   else RowSparseAdam(groups, lr=config.embedding_lr))
         if dense:
             dense_type = torch.optim.RMSprop if rmsprop else torch.optim.Adam
             extra = KERAS_RMSPROP if rmsprop else {}
@@ -116,6 +141,228 @@ class Optimisers:
     def step(self) -> None:
         for opt in self.optimisers:
             opt.step()
+
+
+# Optimisers of torch.optim that accept sparse gradients (the others raise at their first step).
+SPARSE_CAPABLE = (torch.optim.SparseAdam, torch.optim.SGD, torch.optim.Adagrad, SparseRMSprop)
+
+
+def sparse_tables(model: nn.Module) -> list[str]:
+    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding(sparse=True)``)."""
+    return [f"{name}.weight" if name else "weight" for name, module in model.named_modules()
+            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad]
+
+
+def dense_gradients(model: nn.Module) -> nn.Module:
+    """Give every embedding table dense gradients, so that any ``torch.optim`` optimiser trains ``model``.
+
+    qpnlp's embedding tables produce sparse gradients (only the rows of the
+    batch), which :class:`Optimisers` updates with SparseAdam or
+    :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop`. After this call
+    plain ``torch.optim.Adam(model.parameters())`` works too, at the cost
+    of a dense update of every row per step (slow for large vocabularies).
+    Returns ``model`` (changed in place).
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Embedding):
+            module.sparse = False
+    return model
+
+
+def check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Raise a clear ``TypeError`` if ``optimizer`` cannot update ``model``'s sparse embedding tables.
+
+    ``torch.optim.Adam`` (and RMSprop, AdamW, ...) refuse sparse gradients at
+    their first step; call this after building your own optimiser to learn
+    it up front, with the two ways out.
+    """
+    if isinstance(optimizer, SPARSE_CAPABLE):
+        return
+    owned = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    params = dict(model.named_parameters())
+    tables = [name for name in sparse_tables(model) if id(params.get(name)) in owned]
+    if tables:
+        kind = type(optimizer).__name__
+        raise TypeError(f"torch.optim.{kind} cannot update the sparse embedding tables {tables} (their gradients "
+                        f"are sparse). Use qpnlp.training.Optimisers(model, TrainConfig(...)) (SparseAdam or "
+                        f"SparseRMSprop on the tables, Adam or RMSprop on the rest), or call "
+                        f"qpnlp.training.dense_gradients(model) first to train every parameter with {kind}")
+
+
+# --------------------------------------------------------------------------- stopping cleanly
+class TrainingDiverged(RuntimeError):
+    """The loss or a parameter became NaN or infinite; the model holds its best parameters so far.
+
+    Attributes: ``epoch``, ``batch`` (None for a parameter found non-finite
+    after the epoch), ``loss``, ``history`` (the finished epochs).
+    """
+
+    def __init__(self, message: str, *, epoch: int, batch: int | None = None, loss: float | None = None) -> None:
+        super().__init__(message)
+        self.epoch, self.batch, self.loss = epoch, batch, loss
+        self.history: list[dict] = []
+        self.context: dict = {}
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training: a ``KeyboardInterrupt`` carrying the model restored to its best epoch so far.
+
+    Attributes: ``model``, ``epoch`` (the last finished epoch, 0 if none),
+    ``best_epoch``, ``best_score`` (the dev score of ``best_epoch``),
+    ``history``, ``checkpoint_dir`` (where the last epoch's training state
+    is, if one was kept) and ``context`` (callers add what a command needs to
+    save the model, e.g. the vocabulary).
+    """
+
+    def __init__(self, *, model: nn.Module, epoch: int, best_epoch: int, best_score: float, history: list[dict],
+                 checkpoint_dir: str | os.PathLike | None) -> None:
+        super().__init__(f"training interrupted after epoch {epoch}")
+        self.model, self.epoch, self.best_epoch, self.best_score = model, epoch, best_epoch, best_score
+        self.history, self.checkpoint_dir = history, checkpoint_dir
+        self.context: dict = {}
+
+
+def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None:
+    """Raise :class:`TrainingDiverged` for a NaN or infinite batch loss."""
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"training diverged in epoch {epoch}, batch {batch}: the loss is {loss} "
+                               f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g}); try smaller learning "
+                               f"rates", epoch=epoch, batch=batch, loss=loss)
+
+
+def runaway_parameter(model: nn.Module) -> str | None:
+    r"""What is wrong with the first parameter that holds a NaN or an infinity, or values so large that a product
+    of two overflows (above :math:`10^{-3}\sqrt{\text{max}}` of its dtype, e.g. 1.8e16 in float32); else None."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not (param.is_floating_point() or param.is_complex()) or param.numel() == 0:
+                continue
+            largest = float(param.abs().max())
+            if not math.isfinite(largest):
+                return f"parameter {name} holds NaN or infinite values"
+            if largest > 1e-3 * math.sqrt(torch.finfo(param.dtype).max):
+                return f"parameter {name} reached {largest:.3g} in magnitude (overflow is near)"
+    return None
+
+
+def _diverged(model: nn.Module, epoch: int, config: TrainConfig, cause: BaseException | None = None) -> None:
+    """Raise :class:`TrainingDiverged` if a parameter ran away (``cause``: the error that revealed it)."""
+    problem = runaway_parameter(model)
+    if problem is not None:
+        detail = "" if cause is None else f" (then: {' '.join(str(cause).split())})"
+        raise TrainingDiverged(f"training diverged in epoch {epoch}: {problem}{detail}; try smaller learning rates "
+                               f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g})", epoch=epoch) from cause
+
+
+@dataclass
+class LoopResult:
+    """What :func:`early_stopping` returns: the best epoch, its dev score and details, the history."""
+
+    best_epoch: int
+    best_score: float
+    best_details: dict | None
+    seconds: float
+    history: list[dict]
+
+
+def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers, *,
+                   train_epoch: Callable[[int], float], evaluate: Callable[[], tuple[float, dict]],
+                   on_epoch: Callable[[nn.Module], dict] | None = None, log: Callable[[dict], None] | None = None,
+                   checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
+                   data: Sequence = ()) -> LoopResult:
+    """The epoch loop of every trainer: train, score dev, keep the best, stop after ``patience`` epochs without gain.
+
+    Parameters
+    ----------
+    model, config, optimisers
+        The model (on its device), its settings and its optimisers.
+    train_epoch : callable
+        ``train_epoch(epoch) -> mean loss``; raises :class:`TrainingDiverged`
+        on a non-finite batch loss (:func:`check_loss`).
+    evaluate : callable
+        ``evaluate() -> (dev score, history fields)``; a higher score is better.
+    on_epoch : callable, optional
+        An observer ``on_epoch(model) -> dict`` merged into each epoch's history.
+    log : callable, optional
+        Called with each epoch's history entry (after ``on_epoch`` and after
+        the training state is saved); on resume first with each restored
+        entry, marked ``"restored": True``.
+    checkpoint_dir : path-like, optional
+        Write the training state there after every epoch (:mod:`qpnlp.training.state`).
+    resume : bool, default False
+        Continue from the state in ``checkpoint_dir`` if there is one: the
+        result equals that of an uninterrupted run.
+    data : sequence
+        The training and dev data, fingerprinted so that a state is only
+        resumed on the same data.
+
+    Notes
+    -----
+    The model ends with its best-dev parameters, also when the loop stops on
+    divergence (:class:`TrainingDiverged`) or Ctrl-C (:class:`TrainingInterrupted`).
+    """
+    from .state import data_fingerprint
+
+    progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
+    best_state = copy.deepcopy(model.state_dict())
+    identity = None
+    if checkpoint_dir is not None:
+        identity = run_identity(model, config, data_fingerprint(*data))
+        if resume and has_training_state(checkpoint_dir):
+            progress, saved_best = load_training_state(checkpoint_dir, model=model,
+                                                       optimisers=optimisers.optimisers, identity=identity)
+            best_state = copy.deepcopy(model.state_dict()) if saved_best is None else saved_best
+            if progress.get("final") and progress["waited"] < config.patience and progress["epoch"] < config.epochs:
+                raise ValueError(f"cannot resume from {checkpoint_dir}: that run stopped early after epoch "
+                                 f"{progress['epoch']} ({progress['waited']} epochs without a better dev score) and "
+                                 f"kept only its best parameters; it cannot continue with patience {config.patience}")
+            for entry in progress["history"] if log is not None else ():
+                log({**entry, "restored": True})
+    history = progress["history"]
+    start = time.perf_counter() - progress["elapsed"]
+    try:
+        while progress["epoch"] < config.epochs and progress["waited"] < config.patience:
+            epoch = progress["epoch"] + 1
+            try:
+                loss = train_epoch(epoch)
+                _diverged(model, epoch, config)
+                score, fields = evaluate()
+            except (ValueError, RuntimeError) as err:
+                if isinstance(err, TrainingDiverged):
+                    raise
+                _diverged(model, epoch, config, err)     # a model's own check may be the first to see the NaN
+                raise
+            entry = dict(epoch=epoch, train_loss=loss, **fields, seconds=time.perf_counter() - start)
+            if on_epoch is not None:
+                merge_observation(entry, on_epoch(model))
+            if score > progress["best_score"]:
+                best_state = copy.deepcopy(model.state_dict())
+                progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
+            else:
+                progress.update(epoch=epoch, waited=progress["waited"] + 1)
+            history.append(entry)
+            if checkpoint_dir is not None:
+                progress["elapsed"] = time.perf_counter() - start
+                save_training_state(checkpoint_dir, model=model,
+                                    best_state=None if progress["best_epoch"] == epoch else best_state,
+                                    optimisers=optimisers.optimisers, progress=progress, identity=identity)
+            if log is not None:                       # after the state is saved: a logged epoch is never lost
+                log(entry)
+    except KeyboardInterrupt:
+        model.load_state_dict(best_state)
+        raise TrainingInterrupted(model=model, epoch=progress["epoch"], best_epoch=progress["best_epoch"],
+                                  best_score=progress["best_score"], history=history,
+                                  checkpoint_dir=checkpoint_dir) from None
+    except TrainingDiverged as err:
+        model.load_state_dict(best_state)
+        err.history = history
+        raise
+    if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
+        save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
+                            progress=progress, identity=identity, final=True)
+    model.load_state_dict(best_state)
+    return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
+                      time.perf_counter() - start, history)
 
 
 def train_step(model: nn.Module, optimisers: Optimisers, ids, mask, labels) -> float:
@@ -151,8 +398,15 @@ def merge_observation(entry: dict, observed: dict) -> None:
 
 
 def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainConfig,
-        on_epoch: Callable[[nn.Module], dict] | None = None) -> FitResult:
+        on_epoch: Callable[[nn.Module], dict] | None = None, *, log: Callable[[dict], None] | None = None,
+        checkpoint_dir: str | os.PathLike | None = None, resume: bool = False) -> FitResult:
     """Train with early stopping on dev accuracy; the model ends with its best-dev parameters.
+
+    The loop is :func:`early_stopping`: ``log`` gets each epoch's history
+    entry, ``checkpoint_dir`` keeps the training state of the last epoch and
+    ``resume=True`` continues from it (same result as an uninterrupted run);
+    a NaN or infinite loss raises :class:`TrainingDiverged` and Ctrl-C
+    :class:`TrainingInterrupted`, the model holding its best parameters so far.
 
     ``on_epoch(model)``, if given, is called after each epoch's dev score
     (the model in eval mode) and the dict it returns is merged into that
@@ -162,32 +416,32 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     Its keys must not collide with the trainer's own (``epoch``,
     ``train_loss``, ``dev_accuracy``, ``seconds``).
     """
+    for name, part in (("training", train), ("dev", dev)):
+        if len(part) == 0:
+            raise ValueError(f"the {name} set is empty; nothing to {'train on' if name == 'training' else 'select on'}")
     device = torch.device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
-    best = (-1.0, 0, copy.deepcopy(model.state_dict()))
-    history, start, waited = [], time.perf_counter(), 0
-    for epoch in range(1, config.epochs + 1):
+
+    def train_epoch(epoch: int) -> float:
         model.train()
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
                                   max_len=config.max_len)
         losses = []
-        bar = tqdm(batches, total=-(-len(train) // config.batch_size), desc=f"epoch {epoch}",
-                   disable=not config.progress, leave=False)
-        for ids, mask, labels in bar:
-            losses.append(train_step(model, optimisers, ids.to(device), mask.to(device), labels.to(device)))
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        with tqdm(batches, total=-(-len(train) // config.batch_size), desc=f"epoch {epoch}",
+                  disable=not config.progress, leave=False) as bar:
+            for batch, (ids, mask, labels) in enumerate(bar, start=1):
+                losses.append(train_step(model, optimisers, ids.to(device), mask.to(device), labels.to(device)))
+                check_loss(losses[-1], epoch, batch, config)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        return float(np.mean(losses))
+
+    def evaluate() -> tuple[float, dict]:
         dev_acc = accuracy(model, dev, device=device, max_len=config.max_len)
-        history.append(dict(epoch=epoch, train_loss=float(np.mean(losses)), dev_accuracy=dev_acc,
-                            seconds=time.perf_counter() - start))
-        if on_epoch is not None:
-            merge_observation(history[-1], on_epoch(model))
-        if dev_acc > best[0]:
-            best, waited = (dev_acc, epoch, copy.deepcopy(model.state_dict())), 0
-        else:
-            waited += 1
-            if waited >= config.patience:
-                break
-    model.load_state_dict(best[2])
-    return FitResult(best_epoch=best[1], best_dev_accuracy=best[0], seconds=time.perf_counter() - start,
-                     history=history)
+        return dev_acc, dict(dev_accuracy=dev_acc)
+
+    out = early_stopping(model, config, optimisers, train_epoch=train_epoch, evaluate=evaluate, on_epoch=on_epoch,
+                         log=log, checkpoint_dir=checkpoint_dir, resume=resume,
+                         data=(train.ids, train.labels, dev.ids, dev.labels))
+    return FitResult(best_epoch=out.best_epoch, best_dev_accuracy=out.best_score, seconds=out.seconds,
+                     history=out.history)

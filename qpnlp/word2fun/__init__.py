@@ -18,8 +18,12 @@ Modules, one job each:
   ``from_pretrained`` as every qpnlp model);
 * :mod:`~qpnlp.word2fun.sgd` -- the hand-written sparse SGD step and the
   roughness penalty;
+* :mod:`~qpnlp.word2fun.loop` -- the SGD loop, its :class:`~qpnlp.word2fun.loop.TrainConfig` and
+  the token sources (in memory, or streamed from disk in chunks);
 * :mod:`~qpnlp.word2fun.train` -- :func:`fit`, the one entry point (corpus
-  in, vectors out), and its :class:`TrainConfig`;
+  in, vectors out; checkpoints and resuming);
+* :mod:`~qpnlp.word2fun.distributed` -- several processes (``torchrun``):
+  shards, one vocabulary, summed updates, one checkpoint;
 * :mod:`~qpnlp.word2fun.keyed_vectors` -- :class:`KeyedVectors`, the query
   object (gensim's ``most_similar``, ``similarity``, ``at(year)``, plus
   trajectories over time);

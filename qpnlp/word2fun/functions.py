@@ -47,6 +47,7 @@ import torch.nn.functional as F
 
 __all__ = [
     "FAMILIES",
+    "MAX_ABS_TIME",
     "SINUSOIDAL_FAMILIES",
     "TimeScale",
     "fixed_frequencies",
@@ -56,6 +57,9 @@ __all__ = [
     "sinusoidal_function",
     "word2fun_loss",
 ]
+
+#: Largest absolute raw time a :class:`TimeScale` accepts (Unix seconds are about 2e9; years 2e3).
+MAX_ABS_TIME = 1e12
 
 FAMILIES = ("static", "sliced", "linear", "time2fun", "II", "III", "IV")
 #: The sinusoidal families of thesis Table 4.1 (amplitudes R and frequencies Omega; even dimension).
@@ -75,8 +79,32 @@ class TimeScale:
     scale: float = 60.0
 
     def __post_init__(self):
+        if not (math.isfinite(self.start) and math.isfinite(self.end)):
+            raise ValueError(f"the time span must be finite; got [{self.start}, {self.end}]")
         if not self.end > self.start:
             raise ValueError(f"time span must have end > start; got [{self.start}, {self.end}]")
+        if max(abs(self.start), abs(self.end)) > MAX_ABS_TIME:
+            raise ValueError(f"times must lie within +-{MAX_ABS_TIME:g} (years, days or Unix seconds); got the span "
+                             f"[{self.start:g}, {self.end:g}]: rescale them (e.g. nanoseconds to seconds)")
+        if not math.isfinite(self.scale) or self.scale <= 0:
+            raise ValueError(f"the time scale must be positive and finite; got {self.scale}")
+
+    def check_resolution(self, dtype: torch.dtype = torch.float32, steps: int = 1000) -> None:
+        """Raise ``ValueError`` if raw times in ``dtype`` resolve the span into fewer than ``steps`` steps.
+
+        Raw times are cast to the model's dtype before they are normalised;
+        float32 has 24 bits, so Unix seconds (about 1.7e9) are rounded to
+        128 s, fine for a span of years but not of hours.
+
+        >>> TimeScale(1.7e9, 1.7e9 + 3600).check_resolution()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: ...subtract an origin...
+        """
+        spacing = float(torch.finfo(dtype).eps) * max(abs(self.start), abs(self.end))
+        if spacing * steps > self.end - self.start:
+            raise ValueError(f"{dtype} rounds times near {max(abs(self.start), abs(self.end)):g} to steps of "
+                             f"{spacing:.3g}, too coarse for the span [{self.start:g}, {self.end:g}]: subtract an "
+                             f"origin from the times (e.g. t - {self.start:g}) or use larger units")
 
     def normalise(self, t: torch.Tensor) -> torch.Tensor:
         return (t - self.start) / (self.end - self.start) * self.scale

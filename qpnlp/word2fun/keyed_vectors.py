@@ -57,6 +57,9 @@ from qpnlp.word2fun.model import Word2Fun
 
 __all__ = ["KeyedVectors", "StaticKeyedVectors"]
 
+#: Most times one query over a period samples (``change_degree``): more is an error naming a larger step.
+MAX_QUERY_TIMES = 100_000
+
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
@@ -140,6 +143,26 @@ class StaticKeyedVectors:
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of the vectors of ``a`` and ``b``."""
         return float(self._unit[self.get_index(a)] @ self._unit[self.get_index(b)])
+
+    def to_gensim(self):
+        """A ``gensim.models.KeyedVectors`` holding these vectors (needs gensim; a copy, float32).
+
+        Everything gensim offers on static vectors (``most_similar``,
+        ``evaluate_word_analogies``, ``save_word2vec_format``, ...) then works
+        on Word2Fun's vectors at this time; the training counts are set as
+        gensim's ``count`` attribute.
+        """
+        try:
+            from gensim.models import KeyedVectors as GensimKeyedVectors
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            from qpnlp._optional import missing
+
+            raise missing("gensim", "bench", "KeyedVectors.to_gensim()") from err
+        kv = GensimKeyedVectors(self.vector_size, count=0, dtype=np.float32)
+        kv.add_vectors(list(self.index_to_key), self.vectors.astype(np.float32))
+        kv.allocate_vecattrs(["count"], [np.int64])
+        kv.expandos["count"][:] = self.counts
+        return kv
 
     def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
                      topn: int = 10, *, min_count: int = 0) -> list[tuple[str, float]]:
@@ -249,7 +272,7 @@ class KeyedVectors:
 
     def grid(self, words: Sequence[str], times: Sequence[float]) -> torch.Tensor:
         """Vectors :math:`f(u, t)` of ``words`` at raw ``times`` in one call, shape (T, W, D), on the CPU."""
-        times = torch.as_tensor(np.asarray(list(times), dtype=np.float64), dtype=torch.float32)
+        times = torch.as_tensor(np.asarray(list(times), dtype=np.float64))  # the model casts to its dtype
         dev = self._device()
         return self.model.grid(self._ids(words).to(dev), times.to(dev)).cpu()
 
@@ -300,6 +323,27 @@ class KeyedVectors:
         G = _unit(self.grid([word_a, word_b], times))
         return (G[:, 0] * G[:, 1]).sum(-1)
 
+    def default_step(self, points: int = 1000) -> float:
+        """A sampling step for queries over the span: 1 (a year) or longer, at most ``points`` times over the span.
+
+        >>> from qpnlp.data import Vocabulary
+        >>> from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
+        >>> v = Vocabulary.build([["a", "b"]], specials=False)
+        >>> KeyedVectors(Word2Fun(Word2FunConfig(2, 2, span_start=1.6e9, span_end=1.7e9)), v).default_step()
+        100000.0
+        """
+        start, end = self.time_span
+        return max(1.0, (end - start) / points)
+
+    def _times(self, a: float, b: float, step: float) -> np.ndarray:
+        if not (step > 0 and math.isfinite(step)):
+            raise ValueError(f"step must be positive and finite; got {step}")
+        n = math.floor((b - a) / step + 1e-9) + 1
+        if n > MAX_QUERY_TIMES:
+            raise ValueError(f"sampling [{a:g}, {b:g}] every {step:g} needs {n} times (more than "
+                             f"{MAX_QUERY_TIMES}); pass a larger step, e.g. step={self.default_step():g}")
+        return np.arange(a, b + 1e-9, step)
+
     def change_degree(
         self, word: str, period_a: tuple[float, float], period_b: tuple[float, float], step: float = 1.0,
         measure: str = "cosine",
@@ -316,8 +360,8 @@ class KeyedVectors:
 
         .. math:: \\frac1V \\sum_v \\Bigl| \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in A} - \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in B} \\Bigr|
         """
-        ta = np.arange(period_a[0], period_a[1] + 1e-9, step)
-        tb = np.arange(period_b[0], period_b[1] + 1e-9, step)
+        ta = self._times(period_a[0], period_a[1], step)
+        tb = self._times(period_b[0], period_b[1], step)
         a = self.grid([word], ta)[:, 0]
         b = self.grid([word], tb)[:, 0]
         if measure == "cosine":
@@ -337,11 +381,16 @@ class KeyedVectors:
                    years: Sequence[float] | None = None) -> None:
         """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) float32 to an .npz file.
 
-        Defaults: every word, and every integer year of the training span.
+        Defaults: every word, and every integer time of the training span
+        (every :meth:`default_step` when the span is longer than 1000 units,
+        e.g. Unix seconds).
         """
         words = list(words) if words is not None else list(self.index_to_key)
         start, end = self.time_span
-        years = list(years) if years is not None else list(np.arange(math.floor(start), math.floor(end) + 1))
+        if years is None:
+            step = self.default_step()
+            years = list(np.arange(math.floor(start), math.floor(end) + 1) if step == 1.0
+                         else self._times(start, end, step))
         E = self.grid(words, years).numpy().astype(np.float32)
         np.savez(path, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
 

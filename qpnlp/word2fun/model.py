@@ -46,6 +46,7 @@ import dataclasses
 import torch
 from torch import nn
 
+from qpnlp.hilbert import get_validation
 from qpnlp.models.base import Model, ModelConfig, register_model
 from qpnlp.word2fun.functions import (
     FAMILIES,
@@ -92,6 +93,9 @@ class Word2FunConfig(ModelConfig):
     max_periods : float, optional
         Cap of the harmonic ladder, in periods over the span; ``None`` for the
         full ladder.
+    precision : {"single", "double"}, default "single"
+        float32 or float64 parameters (``model.double()`` switches and records
+        it); raw times are normalised in the same precision.
 
     Examples
     --------
@@ -112,6 +116,7 @@ class Word2FunConfig(ModelConfig):
     freeze_compass: bool = False
     frequency_init: str = "fixed"
     max_periods: float | None = None
+    precision: str = "single"
 
     def __post_init__(self) -> None:
         self.span_start, self.span_end, self.time_scale = (float(self.span_start), float(self.span_end),
@@ -130,6 +135,8 @@ class Word2FunConfig(ModelConfig):
             (self.time_scale > 0, f"time_scale must be positive; got {self.time_scale}"),
             (self.max_periods is None or self.max_periods > 0,
              f"max_periods must be positive or None; got {self.max_periods}"),
+            (self.precision in ("single", "double"),
+             f"precision must be 'single' (float32) or 'double' (float64); got {self.precision!r}"),
         ])
         self.timescale  # noqa: B018 -- checks span_end > span_start
 
@@ -206,6 +213,8 @@ class Word2Fun(Model):
         if family == "IV":
             self.theta1 = emb(V, h)
             self.theta2 = emb(V, h)
+        if config.precision == "double":
+            nn.Module.to(self, torch.float64)
 
     @classmethod
     def build(cls, config, *, vocabulary=None, pretrained=None, generator=None) -> Word2Fun:
@@ -356,9 +365,27 @@ class Word2Fun(Model):
         rows = {k: w[i] for k, (w, i) in self.tables(words, tau).items()}
         return self.function(rows, tau)
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating dtype of the parameters (times are normalised in it, never narrower)."""
+        return self.compass.weight.dtype
+
+    def normalised_times(self, times: torch.Tensor) -> torch.Tensor:
+        """Raw times (...,) to normalised :math:`\tau` in the model's dtype (float64 times stay float64 in a float64 model).
+
+        Raises ``ValueError`` for times that are not finite (NaN, inf), with the
+        first offending value, when validation is on
+        (:func:`qpnlp.hilbert.set_validation`).
+        """
+        times = torch.as_tensor(times)
+        if get_validation() and times.is_floating_point() and not bool(torch.isfinite(times).all()):
+            bad = times[~torch.isfinite(times)].reshape(-1)[0].item()
+            raise ValueError(f"times must be finite; got {bad} among {tuple(times.shape)} times")
+        return self.time_scale.normalise(times.to(self.dtype))
+
     def vectors(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """:math:`f(u, t)` at raw times ``times`` (...,) (e.g. years) -> (..., D)."""
-        return self.vectors_normalised(words, self.time_scale.normalise(times.to(torch.float32)))
+        """:math:`f(u, t)` at raw times ``times`` (...,) (e.g. years) -> (..., D), in the model's dtype."""
+        return self.vectors_normalised(words, self.normalised_times(times))
 
     def forward(self, centre: torch.Tensor, context: torch.Tensor, negatives: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """Mean thesis loss of a batch: ``centre``, ``context`` (B,), ``negatives`` (B, k), raw ``times`` (B,)."""
@@ -369,7 +396,7 @@ class Word2Fun(Model):
     def grid(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """Vectors of many words at many raw times in one call: (T,) x (W,) -> (T, W, D)."""
         T, W = times.shape[0], words.shape[0]
-        return self.vectors(words.unsqueeze(0).expand(T, W), times.to(torch.float32).unsqueeze(1).expand(T, W))
+        return self.vectors(words.unsqueeze(0).expand(T, W), torch.as_tensor(times).unsqueeze(1).expand(T, W))
 
     # ---- thesis Table 5.27 indicators
     @torch.no_grad()

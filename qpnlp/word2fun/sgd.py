@@ -12,8 +12,10 @@ can share the model).
 the mean squared speed of :math:`f(u, \\cdot)`, a smoothing-spline prior that
 costs an amplitude in proportion to its frequency squared; it lets a fast
 frequency ladder follow abrupt switches while damping year-to-year sampling
-noise: the planted-drift benchmark uses ``max_periods=6`` with
-:math:`\\lambda = 2 \\cdot 10^{-5}` (``benchmarks/word2fun_drift.py``).
+noise: the defaults of :func:`~qpnlp.word2fun.train.fit` use ``max_periods=6``
+with :math:`\\lambda = 2 \\cdot 10^{-5}` (selected on the planted-drift
+benchmark, ``benchmarks/word2fun_drift.py``).  ``row_lr`` gives the rows of
+rare words a larger step (``TrainConfig.rare_lr_power``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,14 @@ def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float) 
     :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2` with :math:`w = S\\Omega`.
     """
     r, w = rows["amplitude"], _span_frequencies(model, rows)
+    if isinstance(step, torch.Tensor):  # one weight per centre token, (N,)
+        steps["amplitude"].sub_(w.square() * r * step[:, None])
+        if model.family in ("III", "IV"):
+            g = (w * r.square()).mul_(step[:, None] * -model.time_scale.scale)
+            h = model.dim // 2
+            steps["omega1"].add_(g[:, :h])
+            steps["omega2"].add_(g[:, h:])
+        return
     steps["amplitude"].addcmul_(w.square(), r, value=-step)
     if model.family in ("III", "IV"):
         g = (w * r.square()).mul_(-step * model.time_scale.scale)  # -step * S^2 Omega R^2
@@ -116,7 +126,9 @@ def centre_sgd_step(
     context: torch.Tensor,
     negatives: torch.Tensor,
     lr: float,
-    roughness_penalty: float = 0.0,
+    roughness_penalty: float | torch.Tensor = 0.0,
+    row_lr: torch.Tensor | None = None,
+    negative_weight: float = 1.0,
 ) -> float:
     """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
 
@@ -152,9 +164,17 @@ def centre_sgd_step(
     negatives : torch.Tensor, shape (k,) or (B, k)
         Negatives shared by the batch, or per pair.
     lr : float
-    roughness_penalty : float
+    roughness_penalty : float or torch.Tensor of shape (N,)
         :math:`\\lambda`: adds :math:`\\lambda\\,\\rho(u_n)` (:func:`roughness`) per centre
         token to the loss (families II-IV); its gradient joins the rows' steps.
+        A tensor gives each centre token its own weight :math:`\\lambda_n`.
+    negative_weight : float, default 1.0
+        Weight :math:`c` of the negative term, :math:`-c \\cdot \\frac1k \\sum_i \\log\\sigma(-q_i)`:
+        1 is the thesis loss (the mean over the negatives), ``c = k`` word2vec's
+        sum over ``k`` negatives (whose optimum is :math:`f h^T = \\mathrm{PMI} - \\log k`).
+    row_lr : torch.Tensor, shape (N,), optional
+        A learning-rate multiplier per centre token for the rows of
+        :math:`f(u_n, \\cdot)` (not the compass): rare words step further.
 
     Returns
     -------
@@ -162,7 +182,7 @@ def centre_sgd_step(
         The summed loss of the batch (before the step).
     """
     N, B, D = words.shape[0], context.shape[0], model.dim
-    tau = model.time_scale.normalise(times.to(torch.float32))
+    tau = model.time_scale.normalise(times.to(model.dtype))  # float64 times stay float64 in a float64 model
     tabs = model.tables(words, tau)
     rows = {k: w.index_select(0, i) for k, (w, i) in tabs.items()}
     f, vjp = model.function_vjp(rows, tau)
@@ -179,6 +199,8 @@ def centre_sgd_step(
         hn = H.index_select(0, negatives)  # (k, D)
         q = f @ hn.T  # (N, k)
         w = torch.bincount(pair_centre, minlength=N).to(f.dtype) / k  # pairs per centre / k
+        if negative_weight != 1.0:
+            w = w * negative_weight
         loss -= (F.logsigmoid(-q).sum(-1) * w).sum()
         gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
         g_f.addmm_(gn, hn)
@@ -189,15 +211,26 @@ def centre_sgd_step(
         neg_idx = negatives.reshape(-1)
         hn = H.index_select(0, neg_idx).view(B, k, D)
         q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
-        loss -= F.logsigmoid(-q).sum() / k
+        loss -= F.logsigmoid(-q).sum() / k * negative_weight
         gn = torch.sigmoid(q).div_(k)
+        if negative_weight != 1.0:
+            gn.mul_(negative_weight)
         g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
         if train_h:
             _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr, inplace=True)
     if train_h:  # positives last: fp is overwritten by its gradient
         _scatter_rows(H, context, fp.mul_(gp.mul_(-lr)[:, None]), 1.0, inplace=True)
-    row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
-    if roughness_penalty > 0:
+    if row_lr is None:
+        row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
+    else:
+        row_steps, shared = vjp(g_f.mul_(row_lr.to(f.dtype).mul(-lr)[:, None]))
+    if isinstance(roughness_penalty, torch.Tensor) or row_lr is not None:
+        lam = roughness_penalty if isinstance(roughness_penalty, torch.Tensor) else torch.full((N,), float(roughness_penalty))
+        if row_lr is not None:
+            lam = lam * row_lr
+        if bool((lam > 0).any()):
+            _add_roughness_steps(model, rows, row_steps, lam.to(f.dtype) * lr)
+    elif roughness_penalty > 0:
         _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():

@@ -1,6 +1,8 @@
 import numpy as np
 
-from qpnlp.data.synthetic_drift import DriftSpec, drift_mixture, generate_drift_corpus
+import pytest
+
+from qpnlp.data.synthetic_drift import VARIANTS, DriftSpec, drift_mixture, drift_spec, generate_drift_corpus
 
 SPEC = DriftSpec(n_years=40, n_tokens=240_000, n_topics=6, words_per_topic=20, n_background=30,
                  n_drift=6, n_stable=2, n_trap=2, rate=60.0, trap_rate_start=5.0, trap_growth=20.0,
@@ -61,3 +63,19 @@ def test_trap_frequency_rises_and_stable_does_not_drift():
     dest_hits = sum(topic_of_context(d, None) != t.source[6] for y, d in c if stable in d)
     total = sum(1 for y, d in c if stable in d)
     assert dest_hits / total < 0.1  # background-only windows may mislabel a few
+
+
+def test_the_low_frequency_variant_makes_probes_rare_and_switches_reach_towards_the_ends():
+    small = dict(n_years=40, n_tokens=200_000, n_topics=6, words_per_topic=20, n_background=30, n_drift=30,
+                 n_stable=4, n_trap=2, seed=4)
+    std, t_std = generate_drift_corpus(drift_spec("standard", **small))
+    low, t_low = generate_drift_corpus(drift_spec("low-frequency", **small))
+    count = lambda c, w: sum(d.count(w) for d in c.docs)
+    per_year = [count(low, w) / 40 for w in t_low.words[:30]]
+    assert 2.5 < np.mean(per_year) < 5.5  # a few occurrences a year
+    assert np.mean([count(std, w) / 40 for w in t_std.words[:30]]) > 3 * np.mean(per_year)
+    lo, hi = VARIANTS["low-frequency"]["switch_range"]
+    rel = (t_low.switch_year[:30] - 1900) / 39
+    assert rel.min() >= lo - 1e-9 and rel.max() <= hi + 1e-9 and (rel < 0.3).any() and (rel > 0.7).any()
+    with pytest.raises(ValueError, match="variant"):
+        drift_spec("rare")

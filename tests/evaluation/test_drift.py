@@ -17,6 +17,20 @@ def test_auc_against_brute_force():
     assert auc([1, 2], [3]) == 0.0 and np.isnan(auc([], [1]))
 
 
+def _pairwise_auc(pos, neg):  # the O(n^2) definition the module used before scikit-learn
+    diff = np.asarray(pos, float)[:, None] - np.asarray(neg, float)[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_auc_by_scikit_learn_equals_the_pairwise_count(seed):
+    rng = np.random.default_rng(seed)
+    pos, neg = rng.integers(0, 8, 200).astype(float), rng.integers(0, 6, 300).astype(float)  # many ties
+    assert auc(pos, neg) == pytest.approx(_pairwise_auc(pos, neg), abs=1e-12)
+    big_pos, big_neg = rng.normal(0.3, 1, 20_000), rng.normal(0, 1, 20_000)  # O(n log n): fast at 20k per class
+    assert auc(big_pos, big_neg) == pytest.approx(_pairwise_auc(big_pos[:2000], big_neg[:2000]), abs=0.03)
+
+
 def test_change_scores_and_context_scores():
     years = np.arange(4.0)
     E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[1.0, 1.0]], [[0.0, 1.0]]])

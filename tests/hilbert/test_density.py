@@ -108,6 +108,46 @@ def test_psd_only_checked_in_strict_mode():
             DensityMatrix(not_psd)
 
 
+def test_spectral_functions_check_positivity_for_free_in_the_default_mode(cdtype):
+    """Issue 17: a non-PSD 'state' gave a negative entropy in the default mode; the spectrum is computed anyway."""
+    from qpnlp.hilbert import fidelity, renyi_entropy, von_neumann_entropy
+
+    not_psd = torch.tensor([[1.5, 0], [0, -0.5]], dtype=cdtype)
+    rho = DensityMatrix(not_psd)                                # cheap checks pass at construction
+    for fn in (von_neumann_entropy, lambda r: renyi_entropy(r, 2.0), lambda r: fidelity(r, r)):
+        with pytest.raises(ValueError, match=r"positive semi-definite.*eigenvalue -0\.5"):
+            fn(rho)
+    with validation(False):                                     # unchecked: clamped, as before
+        assert float(von_neumann_entropy(rho)) == pytest.approx(-1.5 * math.log(1.5), rel=1e-5)
+
+
+@pytest.mark.parametrize("where", ["weights", "state", "masked-state"])
+def test_nan_is_never_silently_accepted(where, cdtype):
+    states = torch.eye(3, dtype=cdtype)[:2].clone()
+    weights = torch.tensor([0.5, 0.5], dtype=states.real.dtype)
+    mask = torch.tensor([True, True])
+    if where == "weights":
+        weights[0] = math.nan
+    elif where == "state":
+        states[1, 1] = math.nan
+    else:
+        states, weights = torch.cat([states, torch.full((1, 3), math.nan, dtype=cdtype)]), torch.tensor([0.5, 0.5, 0.0])
+        mask = torch.tensor([True, True, False])               # masked: replaced by a zero vector, accepted
+        assert_allclose(Ensemble(states, weights.to(states.real.dtype), mask).purity(), torch.tensor(0.5))
+        return
+    with pytest.raises(ValueError, match="finite|norm nan"):
+        Ensemble(states, weights, mask)
+
+
+def test_masked_softmax_checks_only_while_validation_is_on():
+    empty = torch.tensor([[True, True], [False, False]])
+    with pytest.raises(ValueError, match="empty sentence"):
+        masked_softmax(torch.zeros(2, 2), empty)
+    with validation(False):
+        assert torch.isnan(masked_softmax(torch.zeros(2, 2), empty)[1]).all()
+    assert torch.isnan(masked_softmax(torch.zeros(2, 2), empty, validate=False)[1]).all()
+
+
 @given(st.data())
 def test_unitary_evolution_keeps_a_density_matrix_and_its_spectrum(data):
     dtype = data.draw(st.sampled_from([torch.complex64, torch.complex128]))

@@ -166,3 +166,25 @@ def test_measurement_vectors_sources():
         measurement_vectors(Projector(torch.eye(3, dtype=torch.complex64)[None, :2]))
     with pytest.raises(TypeError):
         measurement_vectors("v")
+
+
+def test_measurement_vectors_of_povm_heads():
+    """Issue 19: a rank-1 POVM head has one (non-unit) vector per outcome; the words' table reports <w|E_k|w>."""
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=5, measurement="povm"),
+                 generator=torch.Generator().manual_seed(0))
+    v = measurement_vectors(model)
+    assert v.shape == (5, 3) and v.is_complex()
+    torch.testing.assert_close(v.mH @ v, torch.eye(3, dtype=v.dtype).conj(), atol=1e-5, rtol=0)   # sum_k E_k = I
+    torch.testing.assert_close(measurement_vectors(model.measurement), v)
+    torch.testing.assert_close(measurement_vectors(model.measurement.as_povm()), v)
+    table = measurement_words(model, WORDS, top=2, exclude_ids=(0,))
+    states = model.embedding.all_states().detach()
+    expected = model.measurement(states[1:]).detach()                   # (V - 1, k): <w|E_k|w>
+    for _, row in table.iterrows():
+        word = WORDS.index(row["word"])
+        assert row["probability"] == pytest.approx(float(expected[word - 1, row["measurement"]]), abs=1e-5)
+    ranked = table[table["rank"] == 1].set_index("measurement")["word"]
+    assert all(WORDS.index(ranked[k]) - 1 == int(expected[:, k].argmax()) for k in range(5))
+    rank2 = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=4, num_measurements=2, measurement="povm"))
+    with pytest.raises(ValueError, match="rank-1 effects"):
+        measurement_vectors(rank2)

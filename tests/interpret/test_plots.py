@@ -1,7 +1,14 @@
-"""Plots render to PNG under Agg and show exactly the data they are given."""
+"""Plots render under Agg, show exactly the data they are given, and behave like pandas/seaborn plots.
+
+Without ``ax`` a function opens a new pyplot figure (``plt.show()`` shows it)
+and returns the Axes it drew into; with ``ax`` it draws there and opens
+nothing. The figures are readable: labelled axes and colour bars, word labels
+that do not overlap, colour scales that show small entries next to a large one.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import matplotlib
@@ -13,7 +20,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from matplotlib import colors  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from qpnlp.hilbert import DensityMatrix, Ensemble  # noqa: E402
 from qpnlp.interpret import (plot_density_matrix, plot_density_matrix_parts,  # noqa: E402
@@ -30,11 +40,10 @@ def _save(fig: Figure, path) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_pyplot_figures():
-    """No plot function may open a pyplot figure (no global state, nothing to show)."""
-    before = plt.get_fignums()
+def _close_figures():
+    plt.close("all")
     yield
-    assert plt.get_fignums() == before
+    plt.close("all")
 
 
 @pytest.fixture
@@ -43,85 +52,211 @@ def rho():
     return Ensemble(states, torch.tensor([0.25, 0.75]))
 
 
-def test_density_matrix_modulus_and_phase(rho, tmp_path):
-    dense = rho.dense().data
-    fig = plot_density_matrix(rho, labels=["a", "b", "c"])
-    _save(fig, tmp_path / "modulus.png")
-    image = fig.axes[0].images[0].get_array()
-    np.testing.assert_allclose(image, dense.abs().numpy(), atol=1e-7)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b", "c"]
-    fig = plot_density_matrix(DensityMatrix(dense), part="phase")
-    _save(fig, tmp_path / "phase.png")
-    phase = fig.axes[0].images[0].get_array()
-    assert phase.mask.tolist() == (dense.abs() < 1e-6).tolist()              # no phase where rho_ij = 0
-    np.testing.assert_allclose(phase[0, 1], math.atan2(-0.75 * 0.48, 0), atol=1e-6)  # rho_01 = 0.75 * 0.6 * (-0.8i)
-    assert fig.axes[0].images[0].get_clim() == (-math.pi, math.pi)
+def _colorbar_label(ax: Axes) -> str:
+    return ax.images[0].colorbar.ax.get_ylabel()
 
 
-def test_density_matrix_parts_and_given_axes(rho, tmp_path):
-    fig = plot_density_matrix_parts(rho.dense().data, title="mixture")
-    _save(fig, tmp_path / "parts.png")
-    images = [ax.images[0] for ax in fig.axes if ax.images]
-    assert len(images) == 2
+# --------------------------------------------------------------------------- pyplot and ax= conventions
+def _one_of_each(rho):
+    table = pd.DataFrame({"war": [0.1, 0.5]}, index=pd.Index([1800, 1900], name="year"))
+    return {
+        "density_matrix": (lambda ax: plot_density_matrix(rho, ax=ax), 1),
+        "density_matrix_parts": (lambda ax: plot_density_matrix_parts(rho, ax=ax), 2),
+        "measurement_probabilities": (lambda ax: plot_measurement_probabilities(torch.tensor([0.2, 0.8]), ax=ax), 1),
+        "word_states": (lambda ax: plot_word_states(torch.tensor([[0.6, 0.8j]]), ["x"], ax=ax), 2),
+        "similarity_over_time": (lambda ax: plot_similarity_over_time(table, ax=ax), 1),
+        "period_histogram": (lambda ax: plot_period_histogram([2.0, 3.0, 50.0], ax=ax), 1),
+    }
+
+
+@pytest.mark.parametrize("name", ["density_matrix", "density_matrix_parts", "measurement_probabilities",
+                                  "word_states", "similarity_over_time", "period_histogram"])
+def test_without_ax_a_new_pyplot_figure_is_drawn_and_current(name, rho):
+    call, panels = _one_of_each(rho)[name]
+    plt.figure()                                          # an unrelated figure the user has open
+    before = plt.get_fignums()
+    out = call(None)
+    assert len(plt.get_fignums()) == len(before) + 1      # known to pyplot: plt.show() / plt.savefig see it
+    axes = list(np.ravel(out)) if panels > 1 else [out]
+    assert all(isinstance(a, Axes) for a in axes) and len(axes) == panels
+    assert axes[0].figure is plt.gcf()
+    assert plt.gcf().number not in before
+
+
+@pytest.mark.parametrize("name", ["density_matrix", "density_matrix_parts", "measurement_probabilities",
+                                  "word_states", "similarity_over_time", "period_histogram"])
+def test_with_ax_it_draws_there_and_opens_nothing(name, rho):
+    call, panels = _one_of_each(rho)[name]
+    fig, given = plt.subplots(1, panels, squeeze=False)
+    given = list(given[0])
+    before = plt.get_fignums()
+    out = call(given[0] if panels == 1 else given)
+    assert plt.get_fignums() == before
+    assert (list(np.ravel(out)) if panels > 1 else [out]) == given
+
+
+def test_axes_of_a_figure_made_without_pyplot_stay_out_of_pyplot(rho, tmp_path):
     mine = Figure()
     axes = mine.subplots(1, 2)
-    assert plot_density_matrix_parts(rho, axes=axes) is mine
-    assert plot_density_matrix(rho, ax=axes[0]) is mine
+    out = plot_density_matrix_parts(rho, ax=axes)
+    assert list(out) == list(axes) and plt.get_fignums() == []
+    assert plot_density_matrix_parts(rho, axes=axes)[0] is axes[0]        # the old keyword still works
+    _save(mine, tmp_path / "mine.png")
 
 
+# --------------------------------------------------------------------------- density matrices
+def test_density_matrix_modulus_on_a_log_scale(rho, tmp_path):
+    dense = rho.dense().data
+    ax = plot_density_matrix(rho, labels=["a", "b", "c"])
+    _save(ax.figure, tmp_path / "modulus.png")
+    image = ax.images[0]
+    assert isinstance(image.norm, colors.LogNorm)
+    top = float(dense.abs().max())
+    assert image.norm.vmax == pytest.approx(top) and image.norm.vmin == pytest.approx(top * 1e-3)
+    shown = np.asarray(image.get_array())
+    nonzero = dense.abs().numpy() > 0
+    np.testing.assert_allclose(shown[nonzero], dense.abs().numpy()[nonzero], rtol=1e-6)
+    assert (shown[~nonzero] < image.norm.vmin).all()                        # zeros: below the scale, not blank
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert ax.get_xlabel() == "column j (basis state)" and ax.get_ylabel() == "row i (basis state)"
+    assert "log scale" in _colorbar_label(ax)
+    linear = plot_density_matrix(rho, scale="linear")
+    assert isinstance(linear.images[0].norm, colors.Normalize) and linear.images[0].norm.vmin == 0
+
+
+def test_log_scale_separates_small_entries_that_a_linear_scale_merges():
+    """One dominant diagonal entry: the linear scale gives 1e-3 and 1e-2 the same colour, the log scale does not."""
+    rho = torch.diag(torch.tensor([0.989, 0.01, 0.001])).to(torch.complex128)
+    log_ax = plot_density_matrix(rho)
+    lin_ax = plot_density_matrix(rho, scale="linear")
+
+    def colour(ax, i):
+        image = ax.images[0]
+        return np.asarray(image.cmap(image.norm(np.asarray(image.get_array())[i, i])))
+
+    assert np.abs(colour(log_ax, 1) - colour(log_ax, 2)).max() > 0.2
+    assert np.abs(colour(lin_ax, 1) - colour(lin_ax, 2)).max() < 0.05
+
+
+def test_density_matrix_phase_and_signed_parts(rho, tmp_path):
+    dense = rho.dense().data
+    ax = plot_density_matrix(DensityMatrix(dense), part="phase")
+    _save(ax.figure, tmp_path / "phase.png")
+    phase = ax.images[0].get_array()
+    assert phase.mask.tolist() == (dense.abs() < 1e-3 * dense.abs().max()).tolist()   # no phase where rho_ij ~ 0
+    np.testing.assert_allclose(phase[0, 1], math.atan2(-0.75 * 0.48, 0), atol=1e-6)  # rho_01 = 0.75*0.6*(-0.8i)
+    assert ax.images[0].get_clim() == (-math.pi, math.pi)
+    assert "(rad)" in _colorbar_label(ax)
+    for part, values in [("real", dense.real), ("imag", dense.imag)]:
+        for scale, norm_type in [("log", colors.SymLogNorm), ("linear", colors.Normalize)]:
+            image = plot_density_matrix(dense, part=part, scale=scale).images[0]
+            assert isinstance(image.norm, norm_type)
+            assert image.norm.vmin == pytest.approx(-image.norm.vmax)             # symmetric about zero
+            assert image.norm.vmax == pytest.approx(float(values.abs().max()))
+            np.testing.assert_allclose(np.asarray(image.get_array()), values.numpy(), atol=1e-7)
+
+
+def test_density_matrix_parts(rho, tmp_path):
+    axes = plot_density_matrix_parts(rho.dense().data, title="mixture")
+    _save(axes[0].figure, tmp_path / "parts.png")
+    assert len(axes) == 2 and all(a.images for a in axes)
+    assert axes[0].figure.get_suptitle() == "mixture"
+    pair = plot_density_matrix_parts(rho, parts=("real", "imag"))
+    assert [a.get_title() for a in pair] == ["real part of $\\rho$", "imaginary part of $\\rho$"]
+
+
+def test_many_basis_labels_are_thinned():
+    labels = [f"sememe-{i}" for i in range(60)]
+    ax = plot_density_matrix(torch.eye(60, dtype=torch.complex64) / 60, labels=labels)
+    shown = [t.get_text() for t in ax.get_xticklabels()]
+    assert 10 <= len(shown) <= 25 and shown[0] == "sememe-0" and set(shown) <= set(labels)
+
+
+# --------------------------------------------------------------------------- bars, states, curves, histograms
 def test_measurement_probability_bars(tmp_path):
     p = torch.tensor([0.1, 0.5, 0.05, 0.3])
-    fig = plot_measurement_probabilities(p)
-    _save(fig, tmp_path / "bars.png")
-    bars = fig.axes[0].patches
-    assert len(bars) == 4
-    np.testing.assert_allclose([b.get_height() for b in bars], p.numpy())
-    fig = plot_measurement_probabilities(p.numpy(), labels=list("abcd"), top=2)
-    assert [b.get_height() for b in fig.axes[0].patches] == pytest.approx([0.5, 0.3])
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["b", "d"]
+    ax = plot_measurement_probabilities(p)
+    _save(ax.figure, tmp_path / "bars.png")
+    assert len(ax.patches) == 4
+    np.testing.assert_allclose([b.get_height() for b in ax.patches], p.numpy())
+    assert "probability" in ax.get_ylabel() and ax.get_xlabel() == "measurement"
+    ax = plot_measurement_probabilities(p.numpy(), labels=list("abcd"), top=2)
+    assert [b.get_height() for b in ax.patches] == pytest.approx([0.5, 0.3])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["b", "d"]
 
 
 def test_word_states_on_the_complex_plane(tmp_path):
     states = torch.tensor([[0.6, 0.8j], [-1j, 0]], dtype=torch.complex64)
-    fig = plot_word_states(states, ["x", "y"])
-    _save(fig, tmp_path / "states.png")
-    assert len(fig.axes) == 2
-    for j, ax in enumerate(fig.axes):
+    axes = plot_word_states(states, ["x", "y"])
+    _save(axes[0].figure, tmp_path / "states.png")
+    assert len(axes) == 2
+    for j, ax in enumerate(axes):
         points = ax.collections[0].get_offsets()
         np.testing.assert_allclose(points, np.stack([states[:, j].real, states[:, j].imag], 1), atol=1e-7)
         assert [t.get_text() for t in ax.texts] == ["x", "y"]
+        assert ax.get_xlabel() == f"Re $w_{{{j}}}$" and ax.get_ylabel() == f"Im $w_{{{j}}}$"
     one = Figure().add_subplot()
-    assert len(plot_word_states(states, ["x", "y"], dims=[1], ax=one).axes) == 1
+    assert plot_word_states(states, ["x", "y"], dims=[1], ax=one)[0] is one
+
+
+def _label_boxes(ax: Axes):
+    """The boxes of the label texts (without their leader lines)."""
+    ax.figure.canvas.draw()
+    return [Text.get_window_extent(t) for t in ax.texts]
+
+
+@pytest.mark.parametrize("spread", [0.0, 1e-3, 0.05])
+def test_word_labels_do_not_overlap(spread, tmp_path):
+    """Ten words at (nearly) the same point, and a realistic spread: no two labels overlap, none hides a point."""
+    g = torch.Generator().manual_seed(0)
+    centre = torch.tensor([0.3 + 0.2j, -0.1 + 0.4j], dtype=torch.complex64)
+    states = centre + spread * torch.randn(10, 2, dtype=torch.complex64, generator=g)
+    words = ["congress", "government", "people", "states", "war", "peace", "economy", "slavery", "gold", "jobs"]
+    axes = plot_word_states(states, words, title="ten words")
+    _save(axes[0].figure, tmp_path / "labels.png")
+    for ax in axes:
+        boxes = _label_boxes(ax)
+        assert len(boxes) == 10
+        for a, b in itertools.combinations(boxes, 2):
+            assert not a.overlaps(b), f"labels overlap: {a} and {b}"
+        points = ax.transData.transform(ax.collections[0].get_offsets())
+        for box in boxes:
+            assert not any(box.contains(x, y) for x, y in points), "a label covers a point"
 
 
 def test_similarity_over_time(tmp_path):
     table = pd.DataFrame({"war": [0.1, 0.5, 0.2], "peace": [0.3, 0.3, 0.4]},
                          index=pd.Index([1800, 1900, 2000], name="year"))
-    fig = plot_similarity_over_time(table, title="union")
-    _save(fig, tmp_path / "similarity.png")
-    lines = fig.axes[0].get_lines()
+    ax = plot_similarity_over_time(table, title="union")
+    _save(ax.figure, tmp_path / "similarity.png")
+    lines = ax.get_lines()
     assert [line.get_label() for line in lines] == ["war", "peace"]
     np.testing.assert_allclose(lines[0].get_ydata(), [0.1, 0.5, 0.2])
     np.testing.assert_allclose(lines[1].get_xdata(), [1800, 1900, 2000])
-    assert fig.axes[0].get_xlabel() == "year"
+    assert ax.get_xlabel() == "year" and ax.get_ylabel() == "cosine similarity"
 
 
 def test_period_histogram(tmp_path):
     periods = np.array([2.0, 3.0, 3.5, 100.0, 1e4, np.inf, np.inf])
-    fig = plot_period_histogram(periods, bins=5, reference=20)
-    _save(fig, tmp_path / "periods.png")
-    ax = fig.axes[0]
+    ax = plot_period_histogram(periods, bins=5, reference=20)
+    _save(ax.figure, tmp_path / "periods.png")
     assert sum(b.get_height() for b in ax.patches) == 5                   # the finite periods
     assert "2 infinite left out" in ax.get_title() and ax.get_xscale() == "log"
-    linear = plot_period_histogram(torch.tensor([1.0, 2.0, 3.0]), log=False, bins=3)
-    assert [b.get_height() for b in linear.axes[0].patches] == [1, 1, 1]
+    assert "tokens" in ax.get_xlabel()
+    assert "frequencies" in ax.get_ylabel() and "word and dimension" in ax.get_ylabel()   # what a count is
+    linear = plot_period_histogram(torch.tensor([1.0, 2.0, 3.0]), log=False, bins=3, ylabel="words")
+    assert [b.get_height() for b in linear.patches] == [1, 1, 1] and linear.get_ylabel() == "words"
 
 
 @pytest.mark.parametrize("call, error, match", [
     (lambda: plot_density_matrix(torch.ones(2, 3)), ValueError, "square"),
     (lambda: plot_density_matrix(torch.full((2, 2), float("nan"))), ValueError, "NaN"),
-    (lambda: plot_density_matrix(torch.eye(2), part="real"), ValueError, "part"),
+    (lambda: plot_density_matrix(torch.eye(2), part="diagonal"), ValueError, "part"),
+    (lambda: plot_density_matrix(torch.eye(2), scale="sqrt"), ValueError, "scale"),
+    (lambda: plot_density_matrix(torch.eye(2), decades=0), ValueError, "decades"),
     (lambda: plot_density_matrix(torch.eye(2), labels=["a"]), ValueError, "labels"),
+    (lambda: plot_density_matrix_parts(torch.eye(2), parts=["modulus", "abs"]), ValueError, "parts"),
+    (lambda: plot_density_matrix_parts(torch.eye(2), ax=[1, 2], axes=[1, 2]), TypeError, "not both"),
     (lambda: plot_measurement_probabilities(torch.tensor([0.5, 1.5])), ValueError, r"\[0, 1\]"),
     (lambda: plot_measurement_probabilities(torch.ones(2, 2)), ValueError, "shape"),
     (lambda: plot_word_states(torch.ones(2, 3), ["a", "b"], dims=[3]), ValueError, "dims"),

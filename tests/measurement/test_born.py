@@ -117,7 +117,9 @@ def test_born_gradcheck_float64():
 
     assert torch.autograd.gradcheck(f, (states, logits, vectors))
     rho = torch.randn(4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda r, v: born_probabilities_dense(r + r.mH, v), (rho, vectors))
+    # the maths is linear in rho: its gradient is checked on any Hermitian matrix, so the checks are off
+    assert torch.autograd.gradcheck(lambda r, v: born_probabilities_dense(r + r.mH, v, validate=False),
+                                    (rho, vectors))
 
 
 def test_born_probabilities_on_device(device, cdtype):

@@ -189,9 +189,11 @@ def test_povm_probabilities_gradcheck():
     states = torch.randn(2, 3, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
     weights = torch.rand(2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
     vectors = torch.randn(5, 2, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
-    assert torch.autograd.gradcheck(povm_probabilities, (states, weights, vectors))
+    # the maths is checked on free tensors (unnormalised states, weights and effects), so the checks are off
+    unchecked = lambda *args: povm_probabilities(*args, validate=False)              # noqa: E731
+    assert torch.autograd.gradcheck(unchecked, (states, weights, vectors))
     rho = torch.randn(2, 4, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
-    assert torch.autograd.gradcheck(povm_probabilities_dense, (rho, vectors))
+    assert torch.autograd.gradcheck(lambda r, v: povm_probabilities_dense(r, v, validate=False), (rho, vectors))
 
 
 @given(st.data())

@@ -72,8 +72,10 @@ def test_same_interface_as_projective_measurement(cdtype):
     mix = Ensemble(states, weights, mask)
     assert_allclose(p, povm.forward_dense(mix.dense().data))
     assert_allclose(p, povm.as_povm().probabilities(mix))
-    # CNM-style per-word probabilities through vectors(): Tr(|w><w| E_k)
-    assert_allclose(word_probabilities(states, povm.vectors()), povm(states))
+    # CNM-style per-word probabilities through vectors(): Tr(|w><w| E_k); the projective function refuses them
+    assert_allclose(povm_probabilities(states, None, povm.vectors().unsqueeze(-2)), povm(states))
+    with pytest.raises(ValueError, match="unit norm"):
+        word_probabilities(states, povm.vectors())
     assert_allclose(povm_probabilities(states, weights, povm.vectors().unsqueeze(-2)), p)
     povm.freeze()
     assert not any(param.requires_grad for param in povm.parameters())

@@ -13,7 +13,8 @@ from qpnlp.training import load_checkpoint, save_checkpoint
 
 def _model(cdtype=torch.complex64, device="cpu", real=False, **kw):
     klass, config_class = (CNMReal, CNMRealConfig) if real else (CNM, CNMConfig)
-    config = config_class(num_words=30, dim=6, num_measurements=5, complex128=cdtype == torch.complex128, **kw)
+    config = config_class(**{"num_words": 30, "dim": 6, "num_measurements": 5,
+                             "complex128": cdtype == torch.complex128, **kw})
     return klass(config, generator=torch.Generator().manual_seed(0)).to(device).eval()
 
 
@@ -64,7 +65,7 @@ def test_mean_pooling_switch(device):
 
 
 def test_real_ablation_has_real_vectors_of_double_size(device):
-    model = _model(device=device, real=True)
+    model = _model(device=device, real=True, measurement_init="identity")
     params = dict(model.named_parameters())
     assert params["real_embedding.weight"].shape == (30, 12) and params["real_measurement"].shape == (5, 12)
     assert not any(p.is_complex() for p in model.parameters())
@@ -78,9 +79,9 @@ def test_real_ablation_has_real_vectors_of_double_size(device):
 
 
 def test_complex_default_has_complex_vectors(device):
-    model = _model(device=device)
+    model = _model(device=device, measurement_init="identity")
     assert model.measurement.vectors().is_complex() and model.embedding.phase.weight.shape == (30, 6)
-    # thesis: measurements start as orthogonal real one-hot vectors
+    # the thesis' setting: measurements start as orthogonal real one-hot vectors
     assert_allclose(model.measurement.vectors(), torch.eye(6, dtype=torch.complex64, device=device)[:5])
 
 
@@ -142,7 +143,7 @@ def test_gradients_reach_embeddings_and_measurements():
 
 @pytest.mark.parametrize("bad, match", [
     (dict(windows=[0, 2]), "windows"), (dict(windows=[2, 2]), "windows"), (dict(pooling="min"), "pooling"),
-    (dict(mixture="x"), "mixture"), (dict(head="x"), "head"), (dict(num_measurements=7), "identity"),
+    (dict(mixture="x"), "mixture"), (dict(head="x"), "head"), (dict(num_measurements=7, measurement_init="identity"), "identity"),
     (dict(dropout=1.0), "dropout"), (dict(weighting="idf"), "weighting"),
 ])
 def test_bad_config_is_rejected(bad, match):
@@ -170,3 +171,39 @@ def test_checkpoint_round_trip(tmp_path, options):
     assert checkpoint.metadata == dict(dataset="wikiqa") and isinstance(Model.from_pretrained(path), CNM)
     q, a = _batch("cpu", [[2, 3, 4], [7, 8, 9]]), _batch("cpu", [[5, 6], [2, 3, 10]])
     assert torch.equal(loaded(*q, *a), model(*q, *a))
+
+
+@pytest.mark.parametrize("pooling", ["max", "mean"])
+def test_symmetric_windows_score_a_pair_as_its_reverse(pooling, cdtype, device):
+    """window_padding="both": a sentence and its reverse have one representation; the default tells them apart."""
+    q, a = [2, 3, 4, 5, 6], [7, 8, 9]
+    reps = {}
+    for padding in ("end", "both"):
+        model = _model(cdtype, device, window_padding=padding, pooling=pooling, windows=[1, 2, 3])
+        forward, backward = _batch(device, [q, a]), _batch(device, [q[::-1], a[::-1]])
+        reps[padding] = model.encode(*forward), model.encode(*backward)
+        if padding == "both":
+            assert_allclose(model(*_batch(device, [q]), *_batch(device, [a])),
+                            model(*_batch(device, [q[::-1]]), *_batch(device, [a[::-1]])), atol=default_atol(cdtype, 20))
+    assert_allclose(*reps["both"], atol=default_atol(cdtype, 20))
+    assert float((reps["end"][0] - reps["end"][1]).abs().max()) > 1e-4
+
+
+@pytest.mark.parametrize("head", ["measurement", "trace"])
+def test_symmetric_windows_ignore_padding(head, cdtype, device):
+    model = _model(cdtype, device, window_padding="both", head=head)
+    q, a = _batch(device, [[2, 3, 4, 5], [7, 8]]), _batch(device, [[10, 11, 12], [13, 14, 15]])
+    left = tuple(torch.cat([torch.zeros_like(t[:, :2]), t], 1) for t in q)
+    assert_allclose(model(*left, *a), model(*q, *a), atol=default_atol(cdtype, 20))
+
+
+def test_povm_head_probabilities_sum_to_one_with_more_outcomes_than_dim(cdtype, device):
+    model = _model(cdtype, device, measurement="povm", num_measurements=9, windows=[1, 2])
+    ids, mask = _batch(device, [[2, 3, 4, 5], [7, 8]])
+    probs = model.probabilities(ids, mask)                                     # (B, W, L, k)
+    assert probs.shape == (2, 2, 4, 9)
+    assert_probabilities(probs[mask.unsqueeze(1).expand(2, 2, 4)].detach(), complete=True,
+                         atol=default_atol(cdtype, 20))
+    assert model(ids, mask, ids, mask).shape == (2,)
+    with pytest.raises(ValueError, match="measurement must be 'projective'"):
+        CNMRealConfig(num_words=30, measurement="povm")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from qpnlp.cli import main
+from qpnlp.commands._config_options import add_config_options, config_options
 from qpnlp.data import Vocabulary, load_classification, load_qa, splits
 from qpnlp.models import Model, ModelConfig, get_model_class, register_model, registered_models, unregister_model
 from qpnlp.models.base import CONFIG_FILE, atomic_directory
@@ -33,17 +35,26 @@ SMALL = {
 }
 
 
+# Non-default heads of the registered models that must round-trip too (name: (model, options on top of SMALL)).
+VARIANTS = {
+    "qpdn-povm": ("qpdn", dict(measurement="povm", num_measurements=9, povm_rank=1)),
+    "qpdn-povm-rank2": ("qpdn", dict(measurement="povm", num_measurements=4, povm_rank=2, complex128=True)),
+    "cnm-povm": ("cnm", dict(measurement="povm", num_measurements=8, measurement_init="orthogonal")),
+    "cnm-symmetric-windows": ("cnm", dict(window_padding="both")),
+}
+
+
 def _words(name: str = "qpdn") -> Vocabulary:
     if get_model_class(name).task == "temporal":                 # dense ids, no padding
         return Vocabulary.build([[f"w{i}" for i in range(NUM_WORDS)]], specials=False)
     return Vocabulary.build([[f"w{i}" for i in range(NUM_WORDS - 2)]])
 
 
-def _small_model(name: str) -> Model:
+def _small_model(name: str, **options) -> Model:
     klass = get_model_class(name)
     fields = {f.name for f in dataclasses.fields(klass.config_class)}
     sizes = {"num_words": NUM_WORDS} if "num_words" in fields else {}
-    config = klass.config_class.from_dict({**SMALL[name], **sizes})
+    config = klass.config_class.from_dict({**SMALL[name], **sizes, **options})
     model = klass.build(config, vocabulary=_words(name), generator=torch.Generator().manual_seed(0)).eval()
     with torch.no_grad():                                           # tables that start at zero get values
         for p in model.parameters():
@@ -84,6 +95,33 @@ def test_save_and_load_give_identical_outputs(name, tmp_path):
     assert checkpoint.metadata == {"note": "x"} and checkpoint.vocabulary == _words(name)
     header = json.loads((tmp_path / name / CONFIG_FILE).read_text())
     assert header["model"] == name and header["format"] == "qpnlp-model/1"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_model_variants_save_and_load_give_identical_outputs(variant, tmp_path):
+    name, options = VARIANTS[variant]
+    model = _small_model(name, **options)
+    model.save_pretrained(tmp_path / variant, vocabulary=_words(name))
+    again = Model.from_pretrained(tmp_path / variant)
+    assert type(again) is type(model) and again.config == model.config
+    assert type(again.measurement).__name__ == type(model.measurement).__name__
+    torch.testing.assert_close(_outputs(again), _outputs(model), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_model_variants_are_options_of_their_train_command(variant):
+    """The CLI generates its options from the config fields: the POVM head and the window edges need no CLI code."""
+    name, options = VARIANTS[variant]
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, get_model_class(name).config_class)
+    argv = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    parsed = config_options(parser.parse_args(argv))
+    assert {k: parsed[k] for k in options} == options
+    config = get_model_class(name).config_class.from_dict({**parsed, **SMALL[name], **options, "num_words": NUM_WORDS})
+    assert all(getattr(config, k) == v for k, v in options.items())
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -40,6 +40,18 @@ def test_padding_never_changes_logits(network, embedding, cell, cdtype, device, 
     assert batched.shape == (3, 3) and not batched.is_complex()
 
 
+@pytest.mark.parametrize("network, embedding, cell", VARIANTS)
+def test_left_padding_and_holes_give_the_logits_of_right_padding(network, embedding, cell, cdtype, tol):
+    """Issue 17: the CNN pooled windows over left padding; now padding anywhere is absent for every network."""
+    model = _model(network, embedding, cell, cdtype).eval()
+    right = torch.tensor([[2, 3, 4, 5, 6, 0, 0], [7, 8, 0, 0, 0, 0, 0]])
+    left = torch.tensor([[0, 0, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 7, 8]])
+    holes = torch.tensor([[2, 0, 3, 4, 0, 5, 6], [0, 7, 0, 0, 8, 0, 0]])
+    expected = model(right, right != 0)
+    for ids in (left, holes):
+        torch.testing.assert_close(model(ids, ids != 0), expected, atol=tol(32), rtol=0)
+
+
 @pytest.mark.parametrize("network", ["fasttext", "transformer"])
 def test_complex_order_sees_word_order_where_none_cannot(network):
     ids = torch.tensor([[2, 3, 4, 5], [5, 4, 3, 2]])

@@ -109,7 +109,7 @@ class TestWordWeighting:
 
 
 def _model(**overrides):
-    config = QPDNConfig(num_words=30, num_classes=3, dim=8, num_measurements=5, **overrides)
+    config = QPDNConfig(**{"num_words": 30, "num_classes": 3, "dim": 8, "num_measurements": 5, **overrides})
     return QPDN(config, pretrained=torch.randn(30, 8, generator=_gen(3)), generator=_gen(4),
                 idf=torch.linspace(1, 2, 30) if overrides.get("weighting") == "idf" else None)
 
@@ -180,3 +180,50 @@ def test_qpdn_runs_on_device(device):
     model = _model().to(device)
     ids = torch.tensor([[4, 9, 2, 0]], device=device)
     assert model(ids, ids != 0).device.type == device.type
+
+
+@pytest.mark.parametrize("k, rank", [(12, 0), (5, 2), (8, 1)])
+def test_povm_head_gives_complete_probabilities_for_any_number_of_outcomes(k, rank):
+    model = _model(measurement="povm", num_measurements=k, povm_rank=rank).eval()
+    assert model.measurement.num_outcomes == k and model.measurement.rank == (rank or -(-8 // k))
+    ids = torch.tensor([[4, 9, 2, 0], [7, 7, 1, 3]])
+    q = model.features(ids, ids != 0)
+    assert q.shape == (2, k)
+    assert_probabilities(q.detach(), complete=True)
+    mix = model.ensemble(ids, ids != 0)
+    assert_allclose(q, model.measurement.forward_dense(mix.dense().data))
+    padded = torch.tensor([[4, 9, 2, 0, 0]])
+    assert_allclose(model(padded, padded != 0), model(ids[:1, :3], ids[:1, :3] != 0), atol=1e-5)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(measurement="general"), "measurement must be one of"),
+    (dict(measurement="povm", num_measurements=2, povm_rank=3), "num_measurements \\* povm_rank >= dim"),
+    (dict(measurement="povm", complete=True), "apply to measurement='projective'"),
+    (dict(measurement="povm", head="dense"), "needs head='measurement'"),
+    (dict(povm_rank=2), "povm_rank applies to measurement='povm'"),
+    (dict(povm_rank=-1, measurement="povm"), "povm_rank must be >= 0"),
+])
+def test_povm_config_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        QPDNConfig(num_words=30, num_classes=3, dim=8, **bad)
+
+
+def test_a_mask_true_at_padding_is_refused_instead_of_probabilities_summing_to_two_thirds():
+    """Issue 17: padding inside the mixture gave a complete measurement probabilities summing to 0.667."""
+    model = _model(complete=True, weighting="uniform").eval()
+    ids = torch.tensor([[4, 9, 0]])
+    with pytest.raises(ValueError, match="padding id 0"):
+        model(ids, torch.ones(1, 3, dtype=torch.bool))
+    assert_probabilities(model.features(ids, ids != 0).detach(), complete=True)
+
+
+def test_a_word_without_a_state_is_named():
+    pretrained = torch.randn(30, 8, generator=_gen(3))
+    pretrained[9] = 0.0                                          # e.g. an unknown word initialised with zeros
+    model = QPDN(QPDNConfig(num_words=30, num_classes=3, dim=8, num_measurements=5), pretrained=pretrained)
+    ids = torch.tensor([[4, 9, 2]])
+    with pytest.raises(ValueError, match=r"word id 9 \(at ids\[0, 1\]\) has a zero"):
+        model(ids, ids != 0)
+    model.validate = False
+    assert model(ids, ids != 0).shape == (1, 3)                  # unchecked: the sub-normalised mixture

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from qpnlp.measurement import born_probabilities_dense, word_probabilities
-from qpnlp.nn import (effective_word_weights, local_mixture, local_mixture_density, pool_positions,
+from qpnlp.nn import (effective_word_weights, local_mixture, local_mixture_density, pool_positions, window_mask,
                       window_weights)
 from qpnlp.testing import assert_allclose, assert_density_matrix, default_atol
 
@@ -142,3 +142,87 @@ def test_bad_inputs_are_rejected():
         window_weights(torch.zeros(1, 3), torch.ones(1, 3), 2)
     with pytest.raises(ValueError, match="word_probs must have shape"):
         local_mixture(torch.zeros(1, 4, 2), torch.zeros(1, 3), torch.ones(1, 3, dtype=torch.bool))
+
+
+# ------------------------------------------------------------------ padding="both": the symmetric edge convention
+def _explicit_rho_both(states, scores, mask, b, t, l):
+    """rho of window t over the sentence padded by l - 1 on both sides: its real words among t - l + 1 .. t."""
+    n = int(mask[b].sum())
+    members = [i for i in range(t - l + 1, t + 1) if 0 <= i < n]
+    if not members:
+        return None
+    e = torch.exp(scores[b, members] - scores[b, members].max())
+    p = e / e.sum()
+    rho = torch.zeros(states.shape[-1], states.shape[-1], dtype=states.dtype, device=states.device)
+    for w, i in zip(p, members):
+        rho = rho + w * torch.outer(states[b, i], states[b, i].conj())
+    return rho
+
+
+def test_both_sides_lazy_equals_explicit_windows(cdtype, device):
+    states, scores, mask, v = _inputs(cdtype, device)
+    windows = (1, 2, 3)
+    lazy = local_mixture(word_probabilities(states, v), scores, mask, windows, padding="both")
+    dense = local_mixture_density(states, scores, mask, windows, padding="both")
+    exists = window_mask(mask, windows, padding="both")
+    assert lazy.shape == (3, 3, 6 + 2, 4) and exists.shape == (3, 3, 8) and dense.shape[:3] == (3, 3, 8)
+    atol = default_atol(cdtype, states.shape[-1])
+    for b in range(3):
+        for w, l in enumerate(windows):
+            for t in range(8):
+                rho = _explicit_rho_both(states, scores, mask, b, t, l) if t < int(mask[b].sum()) + l - 1 else None
+                assert bool(exists[b, w, t]) == (rho is not None)
+                if rho is None:
+                    assert float(lazy[b, w, t].abs().max()) == 0.0 and float(dense[b, w, t].abs().max()) == 0.0
+                    continue
+                assert_allclose(dense[b, w, t], rho, atol=atol)
+                assert_allclose(lazy[b, w, t], born_probabilities_dense(rho, v), atol=atol)
+
+
+@pytest.mark.parametrize("pooling", ["max", "mean"])
+def test_both_sides_makes_a_sentence_and_its_reverse_pool_alike(pooling, cdtype, device, tol):
+    """Issue 17: windows cut at the sentence end only (padding="end") tell a sentence from its reverse."""
+    states, scores, _, v = _inputs(cdtype, device, batch=1, length=5)
+    mask = torch.ones(1, 5, dtype=torch.bool, device=device)
+    probs = word_probabilities(states, v)
+    pooled = {}
+    for padding in ("end", "both"):
+        for name, (p, s) in {"forward": (probs, scores), "reverse": (probs.flip(1), scores.flip(1))}.items():
+            out = local_mixture(p, s, mask, (1, 2, 3), padding=padding)
+            pooled[padding, name] = pool_positions(out, window_mask(mask, (1, 2, 3), padding), pooling)
+    assert_allclose(pooled["both", "forward"], pooled["both", "reverse"], atol=tol(8))
+    assert float((pooled["end", "forward"] - pooled["end", "reverse"]).abs().max()) > 1e-3
+
+
+def test_both_sides_padding_anywhere_changes_nothing(cdtype, device, tol):
+    states, scores, mask, v = _inputs(cdtype, device, batch=1, length=4)
+    probs = word_probabilities(states, v)
+    ref = pool_positions(local_mixture(probs, scores, mask, (1, 2, 3), padding="both"),
+                         window_mask(mask, (1, 2, 3), "both"))
+    for left, right in ((2, 0), (0, 3), (1, 2)):
+        p = torch.cat([torch.full((1, left, 4), 0.3, dtype=probs.dtype, device=device), probs,
+                       torch.full((1, right, 4), 0.6, dtype=probs.dtype, device=device)], 1)
+        s = torch.cat([torch.full((1, left), 9.0, dtype=scores.dtype, device=device), scores,
+                       torch.full((1, right), -9.0, dtype=scores.dtype, device=device)], 1)
+        m = torch.cat([torch.zeros(1, left, dtype=torch.bool, device=device), mask,
+                       torch.zeros(1, right, dtype=torch.bool, device=device)], 1)
+        out = pool_positions(local_mixture(p, s, m, (1, 2, 3), padding="both"), window_mask(m, (1, 2, 3), "both"))
+        assert_allclose(out, ref, atol=tol(4))
+
+
+def test_both_sides_effective_weights_give_the_average_local_mixture(cdtype, device):
+    states, scores, mask, _ = _inputs(cdtype, device)
+    dense = local_mixture_density(states, scores, mask, (3,), padding="both")[:, 0]       # (B, T, d, d)
+    count = window_mask(mask, (3,), "both")[:, 0].sum(-1).to(dense.real.dtype)
+    mean_rho = dense.sum(1) / count[:, None, None]
+    c = effective_word_weights(scores, mask, 3, padding="both")
+    assert_allclose(c.sum(-1), torch.ones(3, dtype=c.dtype, device=device), atol=default_atol(cdtype, 6))
+    expected = torch.einsum("bl,bld,ble->bde", c.to(states.dtype), states, states.conj())
+    assert_allclose(mean_rho, expected, atol=default_atol(cdtype, 25))
+
+
+def test_end_padding_is_unchanged_by_the_option(cdtype, device):
+    states, scores, mask, v = _inputs(cdtype, device)
+    probs = word_probabilities(states, v)
+    assert torch.equal(local_mixture(probs, scores, mask), local_mixture(probs, scores, mask, padding="end"))
+    assert torch.equal(window_mask(mask, (1, 2), "end"), mask.unsqueeze(1).expand(3, 2, 6))

@@ -368,3 +368,24 @@ def test_masked_scan_tuple_state_output_and_empty_sequences():
     assert a[:, 0].tolist() == [2.0, 0.0] and b[:, 0].tolist() == [4.0, 1.0]
     out, s = masked_scan(step, x[:, :0], (torch.zeros(2, 5), torch.ones(2, 5)), None, output=lambda s: s[0])
     assert out.shape == (2, 0, 5) and torch.equal(s[0], torch.zeros(2, 5))
+
+
+def test_cgrnn_generator_seeds_every_weight_and_leaves_the_global_rng_alone():
+    before = torch.random.get_rng_state()
+    a = CGRNN(3, 4, transition="cayley", generator=torch.Generator().manual_seed(5))
+    assert torch.equal(torch.random.get_rng_state(), before)
+    torch.manual_seed(99)
+    b = CGRNN(3, 4, transition="cayley", generator=torch.Generator().manual_seed(5))
+    for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(x, y), name
+
+
+def test_nan_at_a_real_step_is_refused_and_at_padding_ignored():
+    rnn = CGRNN(2, 3)
+    x = torch.randn(2, 3, 2)
+    x[1, 2] = float("nan")
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    _, h = rnn(x, mask)                                     # the NaN sits under padding: carried over
+    assert torch.isfinite(torch.view_as_real(h)).all()
+    with pytest.raises(ValueError, match=r"finite at real steps; got NaN or inf at index \(1, 2\)"):
+        rnn(x)

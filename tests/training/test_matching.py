@@ -101,7 +101,7 @@ def test_cli_train_save_and_evaluate(data_root, tmp_path, capsys):
     assert result["metrics"]["questions"] > 15                # the whole filtered split
     out = capsys.readouterr().out
     assert "wikiqa dev: MAP" in out
-    assert main(["evaluate", str(ckpt), "--dataset", "wikiqa", "--split", "nosuch"]) == 2
+    assert main(["evaluate", str(ckpt), "--dataset", "wikiqa", "--split", "nosuch"]) == 1
     assert "present splits" in capsys.readouterr().err
 
 
@@ -111,8 +111,9 @@ def test_cli_extra_training_data_and_pretrained_fallback(data_root, tmp_path):
                  "--epochs", "1", "--num-measurements", "8", "--pretrained-fallback", "1000", "--no-progress",
                  "--report", str(report)]) == 0
     train = json.loads(report.read_text())
-    assert train["dataset"] == "trecqa" and train["train_questions"] == 20   # 10 of each train split
-    assert train["vocabulary_size"] >= 1000
+    details = train["details"]
+    assert train["dataset"] == "trecqa" and details["train_questions"] == 20   # 10 of each training file
+    assert details["train_split"] == "train-all" and details["vocabulary_size"] >= 1000
 
 
 def test_observed_splits_join_the_history_without_changing_selection_or_results(data_root):

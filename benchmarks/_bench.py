@@ -1,0 +1,75 @@
+"""Shared helpers of the speed benchmarks: interleaved timing, machine load, profiles.
+
+On a shared machine the load changes from minute to minute, so variants are
+never timed one after the other: :func:`interleaved` runs every variant once
+per round (``torch.utils.benchmark``, median of a ``blocked_autorange``) and
+repeats the rounds, and ratios are taken within a round (the variants ran
+seconds apart) before the median over rounds is reported. With one thread the
+clock is the process's CPU time (:func:`clock`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+
+import torch
+from torch.utils import benchmark
+
+
+def uptime() -> str:
+    """The ``uptime`` line (load averages over 1, 5 and 15 minutes)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def clock() -> Callable[[], float]:
+    """The clock of the timings: this process's CPU time with one thread, else wall time.
+
+    With one thread, CPU time is the wall time the work would take on an idle
+    core, and it does not count the time the process waits while the shared
+    machine's other jobs run (it still pays for what they do to the caches).
+    """
+    return time.process_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
+def interleaved(variants: dict[str, Callable[[], object]], *, rounds: int = 5, min_run_time: float = 0.5,
+                warmup: int = 2, log=print) -> dict[str, list[float]]:
+    """Seconds per call of each variant, one median per round, variants alternated within each round."""
+    for fn in variants.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for r in range(rounds):
+        for name, fn in variants.items():
+            timer = benchmark.Timer(stmt="fn()", globals=dict(fn=fn), num_threads=torch.get_num_threads(),
+                                    timer=clock())
+            times[name].append(timer.blocked_autorange(min_run_time=min_run_time).median)
+        if log:
+            log(f"  round {r + 1}/{rounds}: " + ", ".join(f"{n} {t[-1] * 1e3:.2f} ms" for n, t in times.items()))
+    return times
+
+
+def ratio(times: dict[str, list[float]], num: str, den: str) -> float:
+    """Median over rounds of the per-round ratio ``num / den``."""
+    return statistics.median(a / b for a, b in zip(times[num], times[den]))
+
+
+def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Median and minimum over rounds, in seconds."""
+    return {name: dict(median=statistics.median(t), min=min(t)) for name, t in times.items()}
+
+
+def profile_table(fn: Callable[[], object], *, steps: int = 10, top: int = 15, warmup: int = 3) -> str:
+    """``torch.profiler`` table of the ``top`` operators by self CPU time over ``steps`` calls of ``fn``."""
+    for _ in range(warmup):
+        fn()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            fn()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top, max_name_column_width=50)

@@ -1,0 +1,139 @@
+"""torch.compile against eager for QPDN, CNM and the measurement: graph breaks, compile time, step time.
+
+Validation off (``qpnlp.hilbert.set_validation(False)``), 1 thread. For each
+case, ``torch._dynamo.explain`` counts the graphs and graph breaks of the
+forward; then the eager and the compiled (``torch.compile``, inductor, default
+mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
+
+* ``measurement``  ``born_probabilities`` forward+backward, B=32, L=50, d=300, k=50;
+* ``QPDN``         a training step (forward, backward, the trainer's optimisers; the model compiled);
+                   d=300, V=20000, B=32, L=50, k=50;
+* ``CNM``          a training step on a synthetic triplet batch (questions 16, answers 64 tokens),
+                   d=50, k=300, windows 1-4.
+
+Usage::
+
+    python benchmarks/compile_vs_eager.py [--cases measurement qpdn cnm] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+import torch._dynamo
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+
+from qpnlp.hilbert import set_validation  # noqa: E402
+from qpnlp.measurement import born_probabilities  # noqa: E402
+from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
+from qpnlp.training import TrainConfig  # noqa: E402
+from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
+from qpnlp.training.trainer import Optimisers  # noqa: E402
+
+
+def measurement_case(gen):
+    states = torch.nn.functional.normalize(torch.randn(32, 50, 300, dtype=torch.complex64, generator=gen), dim=-1)
+    weights = torch.softmax(torch.randn(32, 50, generator=gen), -1).requires_grad_()
+    vectors = torch.nn.functional.normalize(torch.randn(50, 300, dtype=torch.complex64, generator=gen), dim=-1)
+    states.requires_grad_(), vectors.requires_grad_()
+    grad = torch.randn(32, 50, generator=gen)
+
+    def make(fn):
+        def run():
+            states.grad = weights.grad = vectors.grad = None
+            fn(states, weights, vectors).backward(grad)
+        return run
+    return born_probabilities, (states, weights, vectors), make
+
+
+def qpdn_case(gen):
+    model = QPDN(QPDNConfig(num_words=20000, num_classes=2, dim=300, num_measurements=50), generator=gen)
+    ids = torch.randint(2, 20000, (32, 50), generator=gen)
+    mask, labels = torch.ones_like(ids, dtype=torch.bool), torch.randint(0, 2, (32,), generator=gen)
+    optimisers = Optimisers(model, TrainConfig())
+
+    def make(fn):
+        def run():
+            optimisers.zero_grad()
+            torch.nn.functional.cross_entropy(fn(ids, mask), labels).backward()
+            optimisers.step()
+        return run
+    return model, (ids, mask), make
+
+
+def cnm_case(gen):
+    model = CNM(CNMConfig(num_words=20000, dim=50, num_measurements=300, measurement_init="orthogonal"),
+                generator=gen).train()
+    q = torch.randint(2, 20000, (32, 16), generator=gen)
+    a, n = torch.randint(2, 20000, (32, 64), generator=gen), torch.randint(2, 20000, (32, 64), generator=gen)
+    masks = [torch.ones_like(t, dtype=torch.bool) for t in (q, a, n)]
+    optimisers = Optimisers(model, MatchingConfig())
+
+    def make(fn):
+        def run():
+            optimisers.zero_grad()
+            triplet_loss(fn(q, masks[0], a, masks[1]), fn(q, masks[0], n, masks[2])).backward()
+            optimisers.step()
+        return run
+    return model, (q, masks[0], a, masks[1]), make
+
+
+CASES = {"measurement": measurement_case, "qpdn": qpdn_case, "cnm": cnm_case}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--min-run-time", type=float, default=0.5)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    set_validation(False)
+    load_start = uptime()
+    print(f"torch.compile (inductor, default mode) vs eager, validation off, {args.threads} thread(s), "
+          f"torch {torch.__version__}\nload before: {load_start}")
+    results = {}
+    for name in args.cases:
+        fn, inputs, make = CASES[name](torch.Generator().manual_seed(0))
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(fn)(*inputs)
+        reasons = sorted({str(b.reason).splitlines()[0] for b in explained.break_reasons})
+        torch._dynamo.reset()
+        compiled = torch.compile(fn)
+        eager_step, compiled_step = make(fn), make(compiled)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            start = time.perf_counter()
+            compiled_step()
+            compile_seconds = time.perf_counter() - start
+        times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
+                            min_run_time=args.min_run_time, log=None)
+        results[name] = dict(graphs=explained.graph_count, graph_breaks=explained.graph_break_count,
+                             break_reasons=reasons, compile_seconds=compile_seconds, seconds=times,
+                             summary=summary(times), compiled_over_eager=ratio(times, "compiled", "eager"),
+                             compile_warnings=sorted({str(w.message).splitlines()[0][:160] for w in caught}))
+        r = results[name]
+        print(f"{name}: dynamo graphs {r['graphs']}, graph breaks {r['graph_breaks']} {reasons or ''}; first compiled "
+              f"step {compile_seconds:.1f} s; eager {r['summary']['eager']['median'] * 1e3:.2f} ms, compiled "
+              f"{r['summary']['compiled']['median'] * 1e3:.2f} ms: compiled/eager {r['compiled_over_eager']:.2f}x")
+        for message in r["compile_warnings"]:
+            print(f"  warning while compiling: {message}")
+    load_end = uptime()
+    print(f"load after: {load_end}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(config=vars(args), load_start=load_start, load_end=load_end,
+                                                   results=results), indent=2))
+
+
+if __name__ == "__main__":
+    main()

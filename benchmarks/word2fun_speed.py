@@ -1,0 +1,212 @@
+"""Word2Fun vs gensim's per-period word2vec: tokens/s on the same corpus, alone and beside busy processes.
+
+Both train skip-gram on the planted-drift corpus (``--tokens`` tokens, 100
+years) with the same dimension, window, number of negatives, subsampling and
+epochs, on ``--workers`` threads: gensim one ``Word2Vec`` per ``--bins``
+period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
+Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
+generation included) in three settings: ``--negatives`` negatives per pair
+(the setting gensim uses) and the library defaults (negatives shared by a
+batch) with ``--workers`` hogwild threads, and the defaults trained by
+``--processes`` processes started by ``torchrun`` (one thread each; all
+processes' tokens over the slowest one's training time).  With
+``--baseline-tree`` the training of ``qpnlp train word2fun`` of another
+version (its defaults: one worker, torch's default intra-op threads) is timed
+in the same runs.
+The runs are interleaved ``--repeats`` times (gensim, Word2Fun, gensim, ...)
+so that both see the same machine, first alone and then (``--busy 2``) beside
+two busy processes (a Python loop each), and the load average is recorded
+with every timing.  Ratios are taken within one run only.
+
+Run::
+
+    python benchmarks/word2fun_speed.py --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
+from qpnlp.word2fun import TrainConfig, fit
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def busy(stop) -> None:  # a process that keeps one core busy
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+def gensim_per_period(corpus, args) -> float:
+    from gensim.models import Word2Vec
+
+    y0, y1 = corpus.span
+    bins = np.clip(((corpus.times - y0) / (y1 - y0 + 1e-9) * args.bins).astype(int), 0, args.bins - 1)
+    seconds = 0.0
+    for k in range(args.bins):
+        sents = [d for d, b in zip(corpus.docs, bins.tolist()) if b == k]
+        m = Word2Vec(vector_size=args.dim, window=5, negative=args.negatives, sample=1e-3, sg=1, min_count=5,
+                     workers=args.workers, seed=0)
+        m.build_vocab(sents)
+        t0 = time.perf_counter()
+        m.train(sents, total_examples=len(sents), epochs=args.epochs)
+        seconds += time.perf_counter() - t0
+    return corpus.n_tokens * args.epochs / seconds
+
+
+BASELINE = r'''
+import sys, torch
+from qpnlp.data import read_tsv
+from qpnlp.word2fun import TrainConfig, fit
+corpus = read_tsv(sys.argv[1])
+# the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults
+print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1, negatives=64, shared_negatives=True),
+          dim=int(sys.argv[3])).stats.tokens_per_s)
+'''
+
+
+def word2fun_baseline(path, args) -> float:
+    """``qpnlp train word2fun``'s training as it was in ``--baseline-tree`` (e.g. the last commit), in a subprocess."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": args.baseline_tree}
+    env.pop("OMP_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", BASELINE, str(path), str(args.epochs), str(args.dim)], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def word2fun_processes(path, args) -> float:
+    """Word2Fun trained by ``--processes`` processes started by torchrun (each one thread, its own shard)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    result = Path(tempfile.mkdtemp()) / "result.json"
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    subprocess.run([torchrun, "--nproc-per-node", str(args.processes), "--master-port", "29650", __file__, "worker",
+                    "--tsv", str(path), "--epochs", str(args.epochs), "--dim", str(args.dim), "--result", str(result)],
+                   check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return json.loads(result.read_text())["tokens_per_s"]
+
+
+def worker(args) -> None:
+    """Run by torchrun: train on the TSV corpus, rank 0 writes the job's tokens/s."""
+    from qpnlp.data import read_tsv
+    from qpnlp.word2fun.distributed import is_main_process, shutdown
+
+    torch.set_num_threads(1)
+    r = fit(read_tsv(args.tsv), TrainConfig(epochs=args.epochs, seed=0), dim=args.dim)
+    main = is_main_process()
+    shutdown()
+    if main:
+        Path(args.result).write_text(json.dumps({"tokens_per_s": r.stats.tokens_per_s, "processes": r.world_size}))
+
+
+def word2fun(corpus, args, shared: bool) -> float:
+    cfg = TrainConfig(epochs=args.epochs, workers=args.workers, seed=0,
+                      **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
+    return fit(corpus, cfg, dim=args.dim).stats.tokens_per_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
+    ap.add_argument("--tsv", default="")
+    ap.add_argument("--result", default="")
+    ap.add_argument("--processes", type=int, default=2, help="a Word2Fun row trained by this many torchrun processes")
+    ap.add_argument("--tokens", type=int, default=750_000)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--negatives", type=int, default=5)
+    ap.add_argument("--bins", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--busy", default="0,2", help="numbers of busy processes to run beside, one phase each")
+    ap.add_argument("--baseline-tree", default="",
+                    help="a directory holding the qpnlp package of another version (git archive HEAD qpnlp | tar -x "
+                         "-C DIR): its `qpnlp train word2fun` training is timed in the same interleaved runs")
+    ap.add_argument("--out", default="benchmarks/results/word2fun")
+    ap.add_argument("--tag", default="speed")
+    args = ap.parse_args()
+    if args.mode == "worker":
+        return worker(args)
+    corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
+    models = {"gensim per-period": lambda: gensim_per_period(corpus, args),
+              f"word2fun ({args.negatives} negatives per pair)": lambda: word2fun(corpus, args, False),
+              "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}
+    import tempfile
+
+    from qpnlp.data import write_tsv
+
+    tsv = Path(tempfile.mkdtemp()) / "corpus.tsv"
+    write_tsv(corpus, tsv)
+    if args.processes > 1:
+        models[f"word2fun ({args.processes} processes, torchrun, defaults)"] = lambda: word2fun_processes(tsv, args)
+    if args.baseline_tree:
+        models["word2fun CLI before (baseline tree, workers 1, default threads)"] = lambda: word2fun_baseline(tsv, args)
+    phases = {}
+    for n_busy in (int(x) for x in args.busy.split(",")):
+        stop = mp.Event()
+        procs = [mp.Process(target=busy, args=(stop,), daemon=True) for _ in range(n_busy)]
+        for p in procs:
+            p.start()
+        runs: dict = {k: [] for k in models}
+        try:
+            for _ in range(args.repeats):
+                for name, run in models.items():
+                    before = load()
+                    tps = run()
+                    runs[name].append({"tokens_per_s": tps, "load_before": before, "load_after": load()})
+                    print(n_busy, name, json.dumps(runs[name][-1]), flush=True)
+        finally:
+            stop.set()
+            for p in procs:
+                p.join()
+        phases[n_busy] = {k: {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in v), "runs": v}
+                          for k, v in runs.items()}
+    meta = {"command": "python benchmarks/word2fun_speed.py " + " ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "mode", "tsv", "result")),
+            "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,
+            "platform": platform.platform()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "phases": phases}, indent=2))
+    names = list(models)
+    lines = [f"# Word2Fun vs gensim per-period word2vec, {corpus.n_tokens} tokens, {args.workers} workers, "
+             f"{args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
+             "Median tokens/s over the interleaved repeats; load = the 1-minute load average before and after "
+             "each run (every run in the JSON).", "",
+             "| busy processes beside | model | median tokens/s | / gensim per-period | load range |", "|---|---|---|---|---|"]
+    for n_busy, ph in phases.items():
+        gensim = ph[names[0]]["median_tokens_per_s"]
+        for k in names:
+            loads = [x for r in ph[k]["runs"] for x in (r["load_before"], r["load_after"])]
+            lines.append(f"| {n_busy} | {k} | {ph[k]['median_tokens_per_s']:,.0f} | "
+                         f"{ph[k]['median_tokens_per_s'] / gensim:.2f} | {min(loads)}-{max(loads)} |")
+    if len(phases) > 1:
+        idle, loaded = phases[min(phases)], phases[max(phases)]
+        lines += ["", f"Slow-down beside {max(phases)} busy processes (without / with): " + ", ".join(
+            f"{k} {idle[k]['median_tokens_per_s'] / loaded[k]['median_tokens_per_s']:.2f}x" for k in names)]
+    (out / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

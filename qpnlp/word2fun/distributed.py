@@ -1,0 +1,191 @@
+"""Training Word2Fun in several processes (``torchrun``): the process group and the synchronisation.
+
+:func:`~qpnlp.word2fun.train.fit` trains in every process of a
+``torch.distributed`` job (started by ``torchrun``, which sets ``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`setup` opens the
+group, gloo on CPU, NCCL on CUDA).  Each process reads its own shard of the
+corpus (:meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`, or
+every ``world``-th document of a corpus in memory), and the processes keep
+*one* model:
+
+* **the same start** -- the vocabulary is built from the word counts of all
+  shards (:func:`merge_counts`: the counts are gathered and summed, then every
+  process sorts them the same way), the time span is the union of the shards'
+  spans, and every process initialises the model from the same seed;
+* **summed updates** (:class:`ParameterSync`) -- every ``sync_every`` batches
+  each process computes what it changed since the last synchronisation,
+  :math:`\\Delta_r = \\theta_r - \\theta_{sync}`, the changes are summed with one
+  ``all_reduce`` and every process continues from
+  :math:`\\theta_{sync} + \\sum_r \\Delta_r`.  All parameter tables take part:
+  the word functions (:math:`B, R, \\Omega, \\Theta`) and the compass (unless
+  frozen).  Summing the updates (not averaging the parameters) keeps word2vec's
+  learning rate: ``W`` processes that each see ``1/W`` of the data apply the
+  same updates as one process seeing all of it, only up to ``sync_every``
+  batches late (the hogwild staleness of word2vec's threads, across
+  processes).  The sum is exact and identical on every process, so the
+  models agree bit for bit after each synchronisation;
+* **uneven shards** -- a process that has finished its shard keeps joining
+  the synchronisations with a zero change until every process has finished
+  (a flag is reduced with the changes), so no collective is left waiting;
+* **one checkpoint** -- after the last synchronisation of an epoch the
+  models are equal, the first process (rank 0) writes the checkpoint
+  atomically and the others wait at a barrier.
+
+The cost of a synchronisation is one ``all_reduce`` of all parameters
+(``4 V D`` numbers for family IV); choose ``sync_every`` so that it stays
+small against the ``sync_every`` batches of work in between.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import torch
+
+__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_sum", "all_min_max",
+           "barrier", "shutdown", "ParameterSync"]
+
+
+def _dist():
+    import torch.distributed as dist
+
+    return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def world_size() -> int:
+    """Processes in the job (1 when torch.distributed is not initialised)."""
+    d = _dist()
+    return d.get_world_size() if d else 1
+
+
+def rank() -> int:
+    """This process's rank (0 when torch.distributed is not initialised)."""
+    d = _dist()
+    return d.get_rank() if d else 0
+
+
+def is_main_process() -> bool:
+    """True in the process that writes checkpoints and reports (rank 0, or the only process)."""
+    return rank() == 0
+
+
+def setup(device: str = "cpu") -> int:
+    """Open the process group when started by ``torchrun`` (``WORLD_SIZE`` > 1); returns the world size.
+
+    gloo for CPU training, NCCL for CUDA (each process on ``cuda:LOCAL_RANK``).
+    Does nothing when the group is already open or the job has one process.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 1
+    backend = "nccl" if torch.device(device).type == "cuda" else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend)
+    return dist.get_world_size()
+
+
+def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counter]:
+    """The word and document counts of all processes, summed (every process gets the same)."""
+    d = _dist()
+    if d is None:
+        return word_freq, doc_freq
+    gathered: list = [None] * d.get_world_size()
+    d.all_gather_object(gathered, (dict(word_freq), dict(doc_freq)))
+    wf, df = Counter(), Counter()
+    for w, c in gathered:
+        wf.update(w)
+        df.update(c)
+    return wf, df
+
+
+def all_sum(values: list[float]) -> list[float]:
+    """Element-wise sum of ``values`` over the processes (float64)."""
+    d = _dist()
+    if d is None:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    d.all_reduce(t)
+    return t.tolist()
+
+
+def all_min_max(lo: float, hi: float) -> tuple[float, float]:
+    """The smallest ``lo`` and the largest ``hi`` over the processes."""
+    d = _dist()
+    if d is None:
+        return lo, hi
+    t = torch.tensor([-lo, hi], dtype=torch.float64)
+    d.all_reduce(t, op=d.ReduceOp.MAX)
+    return -float(t[0]), float(t[1])
+
+
+def barrier() -> None:
+    d = _dist()
+    if d is not None:
+        d.barrier()
+
+
+def shutdown() -> None:
+    """Wait for every process, then close the process group (call it once training is done, in every process).
+
+    A process that exits while the others still use the group can abort
+    in the collective library's destructors ("terminate called without an
+    active exception"); closing the group together avoids it.
+    """
+    d = _dist()
+    if d is not None:
+        d.barrier()
+        d.destroy_process_group()
+
+
+class ParameterSync:
+    """Sum the processes' parameter updates every few batches (see the module docstring).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Its parameters that require gradients take part (a frozen compass does not).
+    """
+
+    def __init__(self, model: torch.nn.Module):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.snapshot = [p.detach().clone() for p in self.params]
+        self.rounds = 0
+        self.broadcast()
+
+    def broadcast(self) -> None:
+        """Start every process from rank 0's parameters (equal anyway when seeded alike)."""
+        d = _dist()
+        if d is None:
+            return
+        for p, s in zip(self.params, self.snapshot):
+            d.broadcast(p.data, src=0)
+            s.copy_(p.detach())
+
+    @torch.no_grad()
+    def step(self, has_more: bool) -> bool:
+        """Add up the updates since the last call; returns whether any process has batches left.
+
+        Every process must call it the same number of times: call it after
+        every ``sync_every`` batches and, once the shard is finished, with
+        ``has_more=False`` until it returns False.
+        """
+        d = _dist()
+        if d is None:
+            return has_more
+        flat = torch.cat([(p.detach() - s).reshape(-1) for p, s in zip(self.params, self.snapshot)]
+                         + [torch.tensor([1.0 if has_more else 0.0], dtype=self.params[0].dtype,
+                                         device=self.params[0].device)])
+        d.all_reduce(flat)
+        i = 0
+        for p, s in zip(self.params, self.snapshot):
+            n = p.numel()
+            s.add_(flat[i:i + n].view_as(s))
+            p.copy_(s)
+            i += n
+        self.rounds += 1
+        return bool(flat[-1] > 0)

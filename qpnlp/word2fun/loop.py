@@ -1,0 +1,440 @@
+"""Word2Fun's SGD loop: :class:`TrainConfig`, the token sources and :func:`train_source`.
+
+The loop is minibatch SGD without autograd: batches hold whole centre tokens
+with all their pairs (:func:`~qpnlp.data.skipgram.iter_centre_batches`),
+:math:`f(u, t)` is computed once per centre token and its gradient written
+out (:func:`~qpnlp.word2fun.sgd.centre_sgd_step`), and only the rows a batch
+reads are updated.
+
+**Where the tokens come from** (a *source*, one pass per epoch, in chunks):
+:class:`ArraySource` holds an encoded corpus in memory (one chunk, shuffled
+as a whole in pieces of ``chunk_tokens``); :class:`StreamSource` reads a
+:class:`~qpnlp.data.timestamped.TsvStream` from disk on every epoch and
+encodes it in chunks of about ``chunk_tokens`` tokens, so memory is bounded
+by the chunk, not the corpus.  The learning rate decays with the fraction of
+the epoch's tokens done, whichever the source.
+
+**Threads.**  On the CPU every worker runs with one torch (OpenMP) thread:
+intra-op threads of tiny operations only add barriers, and when the machine
+is shared a descheduled OpenMP thread leaves the others spinning at every
+operation (the collapse under load).  ``workers`` > 1 trains with that many
+hogwild threads fed by one pair-generating thread.
+
+**Several processes.**  With a :class:`~qpnlp.word2fun.distributed.ParameterSync`
+the updates of all processes are summed every ``sync_every`` batches
+(:mod:`qpnlp.word2fun.distributed`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time as _time
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
+from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
+from qpnlp.word2fun.sgd import centre_sgd_step
+
+__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "TrainConfig", "resolve_penalty", "TrainStats", "ArraySource", "StreamSource", "train_source", "word_weights"]
+
+
+#: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift benchmark).
+DEFAULT_ROUGHNESS_PENALTY = 2e-5
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of the SGD loop (word2vec's where they exist; the defaults are the benchmark's choice).
+
+    ``batch_size`` counts pairs (batches end at centre-token boundaries);
+    ``negatives`` are drawn per pair, or once per batch and shared by its
+    pairs with ``shared_negatives`` (an unbiased estimate of the same mean
+    over negatives, one matrix product).  ``workers`` > 1 trains with that
+    many hogwild threads of one torch thread each, fed by a background thread
+    that generates the pairs (faster on several cores, not deterministic).
+
+    ``roughness_penalty`` :math:`\\lambda \\ge 0` (families II-IV) adds
+    :math:`\\lambda_u\\, \\rho(u)` (:func:`~qpnlp.word2fun.sgd.roughness`, the
+    mean squared speed of :math:`f(u, \\cdot)` over the span) to the loss of
+    every centre token of word ``u``: a smoothing-spline prior, so that fast
+    coordinates follow abrupt changes the data support but damp year-to-year
+    sampling noise.  With ``roughness_power`` :math:`p`,
+    :math:`\\lambda_u = \\lambda\\,(n_{ref} / n_u)^p` for a word seen
+    :math:`n_u` times per million tokens (``n_ref = frequency_reference``):
+    ``p = 0`` smooths every occurrence alike, ``p = 1`` gives every word the
+    same prior whatever its frequency (rare words are smoothed more, relative
+    to their data).  ``rare_lr_power`` :math:`q` multiplies the learning rate
+    of the rows of :math:`f(u, \\cdot)` by
+    :math:`\\min(m, \\max(1, (n_{ref}/n_u)^q))` (``m = rare_lr_max``): words
+    rarer than ``n_ref`` per million take larger steps, as if they had been
+    seen more often (the default, ``q = 1/2`` below 4000 per million, at most
+    4 times: a word seen 4 times a year in the 10 000 tokens of a year of the
+    drift benchmark steps about 3 times further).  Frequencies are relative,
+    so a small corpus does not make every word rare; a rare word occurs less
+    than once per batch, so the larger step is not multiplied by repetitions
+    within a batch.
+
+    ``negative_weight`` weighs the negative term against the positive one:
+    1 is the thesis loss (the *mean* over the negatives), ``k`` word2vec's sum
+    over ``k`` negatives (a model then scores :math:`\\mathrm{PMI} - \\log k`,
+    as word2vec does; use it to compare likelihoods with word2vec's objective).
+
+    ``chunk_tokens`` tokens are shuffled together (and, when streaming, held
+    in memory); ``sync_every`` batches pass between two synchronisations of
+    the processes of a distributed run.
+    """
+
+    epochs: int = 5
+    batch_size: int = 8192
+    lr: float = 0.025
+    negatives: int = 32
+    shared_negatives: bool = True
+    window: int = 5
+    sample: float = 1e-3
+    seed: int = 0
+    chunk_tokens: int = 500_000
+    device: str = "cpu"
+    workers: int = 1
+    roughness_penalty: float | None = None
+    roughness_power: float = 0.0
+    frequency_reference: float = 4000.0
+    rare_lr_power: float = 0.5
+    rare_lr_max: float = 4.0
+    sync_every: int = 8
+    negative_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
+                        window=self.window, chunk_tokens=self.chunk_tokens, workers=self.workers,
+                        frequency_reference=self.frequency_reference, sync_every=self.sync_every)
+        bad = {k: v for k, v in positive.items() if not v > 0}
+        if bad:
+            raise ValueError(f"these training settings must be positive: {bad}")
+        if self.negative_weight <= 0:
+            raise ValueError(f"negative_weight must be positive; got {self.negative_weight}")
+        if self.sample < 0 or (self.roughness_penalty or 0.0) < 0 or self.rare_lr_max < 1:
+            raise ValueError(f"sample and roughness_penalty must be >= 0 and rare_lr_max >= 1; got {self.sample}, "
+                             f"{self.roughness_penalty}, {self.rare_lr_max}")
+
+
+@dataclass
+class TrainStats:
+    """What a training run did: pairs, tokens, wall time, tokens/s and mean loss per epoch.
+
+    In a distributed run ``tokens`` and ``pairs`` count all processes and
+    ``seconds`` is the slowest process's time, so ``tokens_per_s`` is the
+    throughput of the whole job.
+    """
+
+    tokens: int = 0
+    pairs: int = 0
+    seconds: float = 0.0
+    epoch_loss: list = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
+
+
+# --------------------------------------------------------------------------- sources
+class ArraySource:
+    """An encoded corpus in memory: ``tokens``, ``doc_ids`` (n_tokens,) and ``doc_times`` (n_docs,)."""
+
+    def __init__(self, tokens: np.ndarray, doc_ids: np.ndarray, doc_times: np.ndarray):
+        self.tokens, self.doc_ids, self.doc_times = tokens, doc_ids, doc_times
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def chunks(self, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        yield self.tokens, self.doc_ids, self.doc_times
+
+
+class StreamSource:
+    """A :class:`~qpnlp.data.timestamped.TsvStream` encoded with ``vocabulary`` in chunks of about ``chunk_tokens``.
+
+    Out-of-vocabulary tokens are dropped; ``n_tokens`` (the in-vocabulary
+    tokens of one pass) is counted on the first pass unless given.
+    """
+
+    def __init__(self, stream, vocabulary, chunk_tokens: int, n_tokens: int | None = None):
+        self.stream, self.index, self.chunk_tokens = stream, vocabulary.index, int(chunk_tokens)
+        self._n_tokens = n_tokens
+
+    @property
+    def n_tokens(self) -> int:
+        if self._n_tokens is None:
+            self._n_tokens = sum(int(c.shape[0]) for c, _, _ in self.chunks(None))
+        return self._n_tokens
+
+    def chunks(self, rng: np.random.Generator | None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        index, ids, lens, times = self.index, [], [], []
+        for t, toks in self.stream:
+            row = [index[w] for w in toks if w in index]
+            ids.extend(row)
+            lens.append(len(row))
+            times.append(t)
+            if len(ids) >= self.chunk_tokens:
+                yield self._arrays(ids, lens, times)
+                ids, lens, times = [], [], []
+        if ids:
+            yield self._arrays(ids, lens, times)
+
+    @staticmethod
+    def _arrays(ids, lens, times):
+        lens = np.asarray(lens, dtype=np.int64)
+        return (np.asarray(ids, dtype=np.int64), np.repeat(np.arange(lens.shape[0], dtype=np.int64), lens),
+                np.asarray(times, dtype=np.float64))
+
+
+def resolve_penalty(cfg: TrainConfig, family: str) -> TrainConfig:
+    """``cfg`` with ``roughness_penalty=None`` replaced by the family's default (:data:`DEFAULT_ROUGHNESS_PENALTY` or 0)."""
+    if cfg.roughness_penalty is not None:
+        return cfg
+    return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if family in SINUSOIDAL_FAMILIES else 0.0)
+
+
+def word_weights(counts: np.ndarray, cfg: TrainConfig, device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Per-word roughness weights and learning-rate multipliers (None where they are uniform), shape (V,).
+
+    ``cfg.roughness_penalty`` should be resolved (:func:`resolve_penalty`); None counts as 0.
+    """
+    counts = np.asarray(counts, np.float64)
+    per_million = np.maximum(counts, 1.0) * 1e6 / max(counts.sum(), 1.0)
+    ratio = cfg.frequency_reference / per_million
+    lam = lr = None
+    if (cfg.roughness_penalty or 0.0) > 0 and cfg.roughness_power != 0:
+        lam = torch.as_tensor(cfg.roughness_penalty * ratio ** cfg.roughness_power, dtype=torch.float32, device=device)
+    if cfg.rare_lr_power != 0:
+        lr = torch.as_tensor(np.clip(ratio ** cfg.rare_lr_power, 1.0, cfg.rare_lr_max), dtype=torch.float32,
+                             device=device)
+    return lam, lr
+
+
+# --------------------------------------------------------------------------- the loop
+def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=(None, None),
+                   progress=None) -> tuple[float, int]:
+    """Run :func:`centre_sgd_step` over ``batches`` (an iterator, shared under ``lock`` by hogwild workers).
+
+    The learning rate of a batch decays with the epoch's progress before it;
+    ``progress`` (a one-element list) carries it across calls on the same
+    epoch (the segments between two synchronisations of a distributed run).
+    """
+    total, nb = 0.0, 0
+    done = progress[0] if progress is not None else 0.0
+    word_penalty, word_lr = weights
+    while True:
+        if lock is None:
+            batch = next(batches, None)
+        else:
+            with lock:
+                batch = next(batches, None)
+        if batch is None:
+            return total, nb
+        lr = cfg.lr * max(1e-4, 1.0 - (epoch + done) / cfg.epochs)
+        B = batch.context.shape[0]
+        shape = (cfg.negatives,) if cfg.shared_negatives else (B, cfg.negatives)
+        neg = sampler.sample(shape, generator=gen)
+        lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
+        rl = None if word_lr is None else word_lr[batch.words]
+        total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl,
+                                 cfg.negative_weight)
+        nb += B
+        done = batch.progress
+        if progress is not None:
+            progress[0] = done
+
+
+def _prefetch(batches, stop, depth: int = 16):
+    """Iterate ``batches`` in a background thread (numpy and torch release the GIL), ``depth`` ahead.
+
+    The producer gives up when the ``stop`` event is set (the consumers failed).
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    end = object()
+
+    def produce():
+        try:
+            for b in batches:
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        pass
+                if stop.is_set():
+                    return
+        except BaseException as e:  # handed to the consumers
+            q.put(e)
+        q.put(end)
+
+    threading.Thread(target=produce, daemon=True).start()
+    while (b := q.get()) is not end:
+        if isinstance(b, BaseException):
+            raise b
+        yield b
+
+
+def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(None, None),
+                            progress=None) -> tuple[float, int]:
+    """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream.
+
+    Like word2vec's threads, concurrent updates of the same rows are not
+    synchronised (an update may occasionally be lost), so results vary from
+    run to run.
+    """
+    lock, stop = threading.Lock(), threading.Event()
+    last = [0.0 if progress is None else progress[0]]
+
+    def seen(it):
+        for b in it:
+            last[0] = b.progress
+            yield b
+
+    stream = seen(_prefetch(batches, stop))
+    out: list = [None] * len(gens)
+
+    def work(w):
+        try:
+            out[w] = _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock, weights,
+                                    None if progress is None else [progress[0]])
+        except BaseException as e:
+            stop.set()
+            out[w] = e
+
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(len(gens))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop.set()
+    for r in out:
+        if isinstance(r, BaseException):
+            raise r
+    if progress is not None:
+        progress[0] = max(progress[0], last[0])
+    return sum(t for t, _ in out), sum(n for _, n in out)
+
+
+class _Counted:
+    """An iterator that counts what it hands out."""
+
+    def __init__(self, it):
+        self.it, self.n = it, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self.it)
+        self.n += 1
+        return item
+
+
+def _epoch_batches(source, cfg, rng, keep, dev):
+    """The epoch's batches over all chunks of ``source``, ``progress`` as a fraction of the epoch's tokens."""
+    total = max(source.n_tokens, 1)
+    offset = 0
+    for tokens, doc_ids, doc_times in source.chunks(rng):
+        batches = iter_centre_batches(tokens, doc_ids, doc_times, keep_prob=keep, window=cfg.window,
+                                      batch_size=cfg.batch_size, rng=rng, chunk_tokens=cfg.chunk_tokens, device=dev)
+        n = int(tokens.shape[0])
+        if isinstance(source, ArraySource):  # one chunk: progress as iter_centre_batches counts it
+            yield from batches
+        else:
+            for b in batches:
+                yield replace(b, progress=(offset + b.progress * n) / total)
+        offset += n
+
+
+def train_source(model, source, counts: np.ndarray, config: TrainConfig | None = None, *, progress: bool = False,
+                 on_epoch=None, start_epoch: int = 0, rng: np.random.Generator | None = None,
+                 generators: list | None = None, sync=None, stats: TrainStats | None = None) -> TrainStats:
+    """Train ``model`` by skip-gram with negative sampling on the chunks of ``source``, epochs ``start_epoch..``.
+
+    See :func:`~qpnlp.word2fun.train.train_word2fun` for the schedule and the
+    negatives.  ``rng`` (pairs, subsampling) and ``generators`` (negatives,
+    one per worker) default to seeded ones; ``sync`` is a
+    :class:`~qpnlp.word2fun.distributed.ParameterSync` in distributed runs;
+    ``on_epoch(epoch, stats)`` is called after each epoch (after the
+    synchronisation; its time is not counted).
+    """
+    from qpnlp.word2fun.distributed import all_sum
+
+    cfg = resolve_penalty(config or TrainConfig(), model.family)
+    if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    dev = torch.device(cfg.device)
+    model.to(dev)
+    rng = rng if rng is not None else np.random.default_rng(cfg.seed)
+    workers = max(1, int(cfg.workers))
+    gens = generators or ([torch.Generator(device=dev).manual_seed(cfg.seed)]
+                          + [torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w) for w in range(1, workers)])
+    keep = keep_probabilities(counts, cfg.sample)
+    sampler = NegativeSampler(counts, 0.75, device=dev)
+    weights = word_weights(counts, cfg, dev)
+    stats = stats if stats is not None else TrainStats()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=(cfg.epochs - start_epoch) * source.n_tokens, unit="tok", unit_scale=True,
+                   desc=f"word2fun {model.family}")
+
+    def run(batches, progress=None) -> tuple[float, int]:
+        if workers == 1:
+            return _train_batches(model, batches, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
+        return _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights, progress)
+
+    prev_threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(1)  # one OpenMP thread per worker (module docstring)
+    try:
+        for epoch in range(start_epoch, cfg.epochs):
+            t0 = _time.perf_counter()
+            batches = _epoch_batches(source, cfg, rng, keep, dev)
+            if sync is None:
+                total, nb = run(batches)
+            else:
+                total, nb, more, done = 0.0, 0, True, [0.0]
+                while True:
+                    if more:
+                        seg = _Counted(itertools.islice(batches, cfg.sync_every))
+                        t, n = run(seg, done)
+                        total, nb, more = total + t, nb + n, seg.n == cfg.sync_every
+                    if not sync.step(more):
+                        break
+            seconds = _time.perf_counter() - t0
+            tokens, pairs, loss_sum, slowest = source.n_tokens, nb, total, seconds
+            if sync is not None:
+                tokens, pairs, loss_sum = all_sum([tokens, pairs, total])
+                tokens, pairs, slowest = int(tokens), int(pairs), _max_over_processes(seconds)
+            stats.seconds += slowest
+            stats.pairs += pairs
+            stats.tokens += tokens
+            stats.epoch_loss.append(loss_sum / max(pairs, 1))
+            if bar is not None:
+                bar.update(source.n_tokens)
+                bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")
+            if on_epoch is not None:
+                on_epoch(epoch, stats)
+    finally:
+        torch.set_num_threads(prev_threads)
+        if bar is not None:
+            bar.close()
+    return stats
+
+
+def _max_over_processes(value: float) -> float:
+    from qpnlp.word2fun.distributed import all_min_max
+
+    return all_min_max(value, value)[1]

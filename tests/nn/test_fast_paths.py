@@ -1,0 +1,189 @@
+"""The fused hot paths of issue 22 equal the formulas they replaced (kept here as the references).
+
+* the word-state lookup of :class:`ComplexWordEmbedding` (one sort of the ids, a hand-written backward,
+  coalesced table gradients) against ``torch.polar(r / ||r||, phi)`` on two ``nn.Embedding`` lookups;
+* the lookup of :class:`WordWeighting`'s table against ``nn.Embedding``;
+* the per-part functions of :mod:`qpnlp.nn.functional` and the attention's weighted values, now on the
+  real [Re, Im] view, against their ``torch.complex(f(z.real), f(z.imag))`` forms.
+
+Values and gradients, complex64 and complex128 (float32 and float64 tables).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import qpnlp.nn.embedding as embedding_module
+from qpnlp.nn import (ComplexMultiheadSelfAttention, ComplexWordEmbedding, WordWeighting, complex_dropout,
+                      masked_max, masked_mean, part_mul, readout, split_activation)
+
+
+def _old_states(emb: ComplexWordEmbedding, ids: torch.Tensor):
+    """The previous ComplexWordEmbedding.forward, verbatim."""
+    r = emb.amplitude(ids)
+    norms = torch.linalg.vector_norm(r, dim=-1)
+    unit = r / norms.clamp_min(torch.finfo(r.dtype).tiny).unsqueeze(-1)
+    return torch.polar(unit, emb.phase(ids)), norms
+
+
+def _grads(emb, states_norms, g_states, g_norms):
+    emb.zero_grad(set_to_none=True)
+    states, norms = states_norms
+    torch.autograd.backward([states, norms], [g_states, g_norms])
+    return [p.grad.to_dense() if p.grad is not None and p.grad.is_sparse else p.grad for p in
+            (emb.amplitude.weight, emb.phase.weight)]
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("phase_init", ["uniform", "sign"])
+def test_word_states_equal_the_polar_graph(cdtype, tol, sparse, phase_init):
+    real = cdtype.to_real()
+    gen = torch.Generator().manual_seed(0)
+    pretrained = torch.randn(40, 6, dtype=real, generator=gen)
+    pretrained[7] = 0.0                                           # a zero row that is not padding
+    pretrained[9, 2] = 0.0                                        # a zero coordinate
+    emb = ComplexWordEmbedding(40, 6, pretrained=pretrained, phase_init=phase_init, sparse=sparse, dtype=real,
+                               generator=gen)
+    ids = torch.tensor([[3, 7, 9, 9, 0, 0], [39, 3, 1, 2, 7, 0]])     # repeats, padding, the zero rows
+    g_states = torch.randn(2, 6, 6, dtype=cdtype, generator=gen)
+    g_norms = torch.randn(2, 6, dtype=real, generator=gen)
+    old, new = _old_states(emb, ids), emb(ids)
+    assert new[0].dtype == cdtype and new[1].dtype == real
+    for a, b in zip(old, new):
+        torch.testing.assert_close(b.detach(), a.detach(), atol=tol(6), rtol=0)
+    for a, b in zip(_grads(emb, old, g_states, g_norms), _grads(emb, new, g_states, g_norms)):
+        torch.testing.assert_close(b, a, atol=tol(6), rtol=tol(6))
+
+
+def test_table_gradients_are_coalesced_without_padding():
+    emb = ComplexWordEmbedding(50, 4, generator=torch.Generator().manual_seed(1))
+    states, norms = emb(torch.tensor([[9, 3, 9, 0, 0], [3, 1, 0, 0, 0]]))
+    (torch.view_as_real(states).sum() + norms.sum()).backward()
+    for table in (emb.amplitude, emb.phase):
+        grad = table.weight.grad
+        assert grad.is_sparse and grad._indices()[0].tolist() == [1, 3, 9]       # sorted, unique, no padding 0
+
+
+def test_frozen_amplitudes_get_no_gradient():
+    emb = ComplexWordEmbedding(10, 3, freeze_amplitude=True, generator=torch.Generator().manual_seed(2))
+    states, _ = emb(torch.tensor([[2, 4, 4]]))
+    states.abs().sum().backward()
+    assert emb.amplitude.weight.grad is None and emb.phase.weight.grad is not None
+
+
+def test_exact_polar_gradient_passes_gradcheck(monkeypatch):
+    monkeypatch.setattr(embedding_module, "TORCH_POLAR_GRADIENT", False)
+    gen = torch.Generator().manual_seed(3)
+    amplitude = torch.randn(8, 3, dtype=torch.float64, generator=gen).requires_grad_()   # signed
+    phase = torch.randn(8, 3, dtype=torch.float64, generator=gen).requires_grad_()
+    ids = torch.tensor([[1, 5, 5, 7]])
+
+    def f(a, p):
+        states, norms = embedding_module._PolarLookup.apply(ids, a, p, None, False, False)
+        return torch.view_as_real(states), norms
+    assert torch.autograd.gradcheck(f, (amplitude, phase))
+
+
+def test_torch_polar_gradient_flips_at_negative_amplitudes():
+    """What ``TORCH_POLAR_GRADIENT = True`` keeps: torch.polar's modulus gradient is sgn(abs) times the derivative."""
+    abs_ = torch.tensor([-0.5, 0.0, 0.7], dtype=torch.float64, requires_grad=True)
+    angle = torch.tensor([0.3, 0.4, 0.5], dtype=torch.float64)
+    torch.polar(abs_, angle).real.sum().backward()
+    torch.testing.assert_close(abs_.grad, torch.sign(abs_.detach()) * torch.cos(angle))
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_weighting_table_lookup_equals_embedding(sparse):
+    gen = torch.Generator().manual_seed(4)
+    weighting = WordWeighting(30, "trainable", sparse=sparse)
+    with torch.no_grad():
+        weighting.table.weight[1:] = torch.randn(29, 1, generator=gen)
+    ids = torch.tensor([[5, 5, 2, 0], [29, 1, 0, 0]])
+    g = torch.randn(2, 4, generator=gen)
+    new = weighting.scores(ids, torch.ones(2, 4))
+    old = weighting.table(ids).squeeze(-1)
+    torch.testing.assert_close(new, old)
+    grads = []
+    for out in (old, new):
+        weighting.zero_grad(set_to_none=True)
+        out.backward(g)
+        grads.append(weighting.table.weight.grad.to_dense())
+    torch.testing.assert_close(grads[1], grads[0])
+
+
+# --------------------------------------------------------------------- per-part functions on [Re, Im] views
+def _z(shape, cdtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, dtype=cdtype, generator=gen).requires_grad_()
+
+
+def _check(new_fn, old_fn, inputs, tol, dim=1):
+    new, old = new_fn(*inputs), old_fn(*inputs)
+    torch.testing.assert_close(new, old, atol=tol(dim), rtol=0)
+    g = torch.randn(old.shape, dtype=old.dtype, generator=torch.Generator().manual_seed(9))
+    grads_new = torch.autograd.grad(new, inputs, g)
+    grads_old = torch.autograd.grad(old, inputs, g)
+    for a, b in zip(grads_new, grads_old):
+        torch.testing.assert_close(a, b, atol=tol(dim), rtol=0)
+
+
+@pytest.mark.parametrize("fn", ["relu", "tanh", "sigmoid", "identity"])
+def test_split_activation_equals_per_part_form(cdtype, tol, fn):
+    f = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "identity": lambda x: x}[fn]
+    z = _z((3, 5, 4), cdtype)
+    _check(lambda z: split_activation(z, fn), lambda z: torch.complex(f(z.real), f(z.imag)), (z,), tol)
+    _check(lambda z: split_activation(z.transpose(0, 1), fn),                              # non-contiguous input
+           lambda z: torch.complex(f(z.real), f(z.imag)).transpose(0, 1), (z,), tol)
+    _check(lambda z: split_activation(z.conj(), fn), lambda z: torch.complex(f(z.real), f(-z.imag)), (z,), tol)
+
+
+def test_part_mul_equals_per_part_form(cdtype, tol):
+    a, b = _z((4, 6), cdtype, 1), _z((4, 6), cdtype, 2)
+    _check(part_mul, lambda a, b: torch.complex(a.real * b.real, a.imag * b.imag), (a, b), tol)
+
+
+def test_complex_dropout_equals_complex_product(cdtype, tol):
+    z = _z((4, 7), cdtype)
+    real = cdtype.to_real()
+
+    def old(z):
+        keep = torch.rand(z.shape, dtype=real, generator=torch.Generator().manual_seed(5)) >= 0.3
+        return z * (keep.to(real) / 0.7)
+    _check(lambda z: complex_dropout(z, 0.3, generator=torch.Generator().manual_seed(5)), old, (z,), tol)
+
+
+def test_masked_pooling_equals_per_part_form(cdtype, tol):
+    z = _z((3, 5, 4), cdtype, 3)
+    mask = torch.tensor([[True, True, False, False, False], [True] * 5, [False] * 5])
+    with torch.no_grad():                                         # ties in one part: the gradient is shared
+        z[1, 3] = z[1, 1]
+
+    def old_max(x):
+        def pool(t):
+            out = t.masked_fill(~mask.unsqueeze(-1), torch.finfo(t.dtype).min).amax(-2)
+            return torch.where(mask.any(-1, keepdim=True), out, torch.zeros_like(out))
+        return torch.complex(pool(x.real), pool(x.imag))
+
+    def old_mean(x):
+        m = mask.to(x.dtype.to_real()).unsqueeze(-1)
+        return (x * m).sum(-2) / m.sum(-2).clamp_min(1)
+    _check(lambda x: masked_max(x, mask), old_max, (z,), tol)
+    _check(lambda x: masked_mean(x, mask), old_mean, (z,), tol, dim=5)
+
+
+def test_squared_modulus_readout(cdtype, tol):
+    z = _z((3, 4), cdtype, 4)
+    _check(lambda z: readout(z, "squared_modulus"), lambda z: z.real ** 2 + z.imag ** 2, (z,), tol)
+
+
+def test_attention_values_equal_complex_product(cdtype, tol):
+    att = ComplexMultiheadSelfAttention(6, 2, dtype=cdtype)
+    x = _z((2, 5, 6), cdtype, 6)
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+
+    def old(x):                                          # the previous forward: complex weights @ complex values
+        v = att._split(att.v(x))
+        out = att._attend(x, mask).to(v.dtype) @ v
+        return att.out(out.transpose(1, 2).reshape(2, 5, 6))
+    _check(lambda x: att(x, mask), old, (x,), tol, dim=6)

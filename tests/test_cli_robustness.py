@@ -1,0 +1,472 @@
+"""The ``qpnlp`` command under bad inputs, faults and interruptions, run as separate processes.
+
+Every bad input gives one line on stderr (``qpnlp <command>: error: ...``), exit
+code 2 for a usage error and 1 for a failure, and never a traceback; training
+that diverges stops with the epoch named; Ctrl-C saves the best model so far
+and exits 130; ``--resume`` continues to the same result as an uninterrupted
+run; reports are strict JSON written atomically after every epoch, with the
+history as CSV and TensorBoard events.
+
+The command lines run in processes forked from one warm server (starting a
+Python with torch costs seconds; a fork costs milliseconds): each is a
+separate process with its own stdout, stderr and exit status that ends as
+the installed ``qpnlp`` script does. The Ctrl-C test runs the installed
+script itself. A new command or option without validation shows up here as
+a traceback or a wrong exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from qpnlp.cli import build_parser, main
+from qpnlp.data import Vocabulary, tokenize
+from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig
+from qpnlp.training import load_checkpoint
+
+SERVER = r'''
+import json, os, sys, tempfile, traceback
+import qpnlp.cli
+qpnlp.cli.build_parser()                        # import every command module once, before forking
+import sklearn.model_selection, torch._dynamo   # imported lazily by the protocols and the optimisers' first step
+import qpnlp.training.evaluate, qpnlp.training.matching
+out_dir = tempfile.mkdtemp(prefix="qpnlp-cli-")
+for line in sys.stdin:
+    request = json.loads(line)
+    out, err = os.path.join(out_dir, "out"), os.path.join(out_dir, "err")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.chdir(request["cwd"])
+            os.environ.update(request["env"])
+            for name in request.get("unset", []):
+                os.environ.pop(name, None)
+            for fd, path in ((1, out), (2, err)):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            sys.argv = ["qpnlp", *request["argv"]]
+            try:
+                code = qpnlp.cli.main(request["argv"])
+            except SystemExit as exit:
+                code = exit.code
+                if isinstance(code, str):
+                    print(code, file=sys.stderr)
+                    code = 1
+                code = 0 if code is None else code
+            except BaseException:
+                traceback.print_exc()               # what the interpreter does with an uncaught exception
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code if isinstance(code, int) else 1)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    with open(out, errors="replace") as f_out, open(err, errors="replace") as f_err:
+        reply = dict(code=code, stdout=f_out.read(), stderr=f_err.read())
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
+'''
+
+
+
+class Server:
+    """``run(argv, env=..., unset=...) -> (code, stdout, stderr)`` in a process forked from a warm ``qpnlp``."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=env)
+
+    def run(self, argv, *, cwd=".", env=None, unset=()) -> tuple[int, str, str]:
+        request = dict(argv=[str(a) for a in argv], cwd=str(Path(cwd).resolve()), env=env or {}, unset=list(unset))
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        assert reply, "the qpnlp test server died"
+        reply = json.loads(reply)
+        return reply["code"], reply["stdout"], reply["stderr"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------- a tiny benchmark tree
+POSITIVE = "good great fine superb lovely nice".split()
+NEGATIVE = "bad awful dull poor boring weak".split()
+COMMON = "the film a plot is was".split()
+
+
+def _sentences(words, n, rng):
+    return [" ".join(rng.choice(words) if i % 2 else rng.choice(COMMON) for i in range(rng.randint(3, 6))) + " ."
+            for _ in range(n)]
+
+
+def _qa_lines(n, offset=0):
+    lines = []
+    for i in range(offset, offset + n):
+        q = f"what is {POSITIVE[i % 6]} thing {i} ?"
+        lines += [f"{q}\tthe {POSITIVE[i % 6]} thing is here .\t1", f"{q}\ta {NEGATIVE[i % 6]} answer .\t0",
+                  f"{q}\tnothing at all .\t0"]
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def _tree(root: Path, *, mr_pos=None, mr_neg=None, wikiqa_dev=None, compress=None) -> Path:
+    rng = random.Random(0)
+    pos = mr_pos if mr_pos is not None else "\n".join(_sentences(POSITIVE, 15, rng)) + "\n"
+    neg = mr_neg if mr_neg is not None else "\n".join(_sentences(NEGATIVE, 15, rng)) + "\n"
+    for name, text in (("rt-polarity.pos", pos), ("rt-polarity.neg", neg)):
+        data = text.encode() if isinstance(text, str) else text
+        _write(root / "classification" / "MR" / name, compress(data) if compress else data)
+    _write(root / "classification" / "TREC" / "train_5500.label",
+           "".join(f"{c}:x {w} is it ?\n" for c, w in zip(["HUM", "LOC", "NUM"] * 4, POSITIVE * 2)))
+    _write(root / "classification" / "TREC" / "TREC_10.label", "HUM:ind who is it ?\nLOC:city where is it ?\n")
+    _write(root / "qa" / "wikiqa" / "train.tsv", _qa_lines(6))
+    _write(root / "qa" / "wikiqa" / "dev.tsv", wikiqa_dev if wikiqa_dev is not None else _qa_lines(4, 6))
+    _write(root / "qa" / "wikiqa" / "test.tsv", _qa_lines(4, 10))
+    return root
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    """Workspace: data roots (good and broken), vectors, saved checkpoints, a file and a foreign directory."""
+    base = tmp_path_factory.mktemp("cli")
+    rng = random.Random(1)
+    words = sorted(set(POSITIVE + NEGATIVE + COMMON + ". ? what thing answer nothing at all here".split()))
+    vectors = _write(base / "vec.txt", "".join(w + " " + " ".join(f"{rng.uniform(-1, 1):.3f}" for _ in range(4))
+                                              + "\n" for w in words))
+    root = _tree(base / "root")
+    vocab = Vocabulary.build([tokenize(line) for line in (root / "classification/MR/rt-polarity.pos").read_text()
+                              .splitlines()])
+    clf = QPDN(QPDNConfig(num_words=len(vocab), num_classes=2, dim=4, num_measurements=4))
+    clf.save_pretrained(base / "clf", vocabulary=vocab, metadata=dict(
+        dataset="MR", split="fold 1", seed=0, folds=10, label_names=["neg", "pos"], task="classification"))
+    cnm = CNM(CNMConfig(num_words=len(vocab), dim=4, num_measurements=4))
+    cnm.save_pretrained(base / "cnm", vocabulary=vocab, metadata=dict(dataset="wikiqa", task="matching",
+                                                                      label_names=["wrong", "correct"]))
+    _write(base / "foreign" / "notes.txt", "my own files\n")
+    (base / "adir").mkdir()
+    return dict(
+        base=base, root=root, vec=vectors, clf=base / "clf", cnm=base / "cnm", afile=_write(base / "afile", "x\n"),
+        foreign=base / "foreign", adir=base / "adir",
+        binary=_tree(base / "binary", mr_pos=b"good film .\nnice \x00\x01\x02 plot .\n"),
+        oneclass=_tree(base / "oneclass", mr_neg="\n   \n"),
+        gzipped=_tree(base / "gzipped", compress=gzip.compress),
+        bzipped=_tree(base / "bzipped", compress=bz2.compress),
+        latin=_tree(base / "latin", wikiqa_dev=b"q ?\ta .\t1\nq ?\tb .\t0\nq\xff ?\tc .\t0\n"),
+        emptydev=_tree(base / "emptydev", wikiqa_dev="\n\n"),
+        norank=_tree(base / "norank", wikiqa_dev="q ?\ta .\t1\nr ?\tb .\t0\n"),
+    )
+
+
+def _train(ws, *extra, root="root"):
+    return ["train", "qpdn", "--dataset", "mr", "--data", ws[root], "--vectors", ws["vec"], "--no-select",
+            "--num-measurements", "4", "--max-splits", "1", "--epochs", "1", "--no-progress", *extra]
+
+
+def _match(ws, *extra, root="root"):
+    return ["train", "cnm", "--dataset", "wikiqa", "--data", ws[root], "--no-pretrained", "--dim", "4",
+            "--num-measurements", "4", "--epochs", "1", "--no-progress", *extra]
+
+
+# id -> (argv builder, exit code, fragment of the one error line)
+BAD_INPUTS = {
+    "epochs 0": (lambda w: _train(w, "--epochs", "0"), 2, "argument --epochs: must be >= 1; got 0"),
+    "batch size 0": (lambda w: _train(w, "--batch-size", "0"), 2, "--batch-size: must be >= 1"),
+    "max-splits 0": (lambda w: _train(w, "--max-splits", "0"), 2, "--max-splits: must be >= 1; got 0"),
+    "folds 1": (lambda w: _train(w, "--folds", "1"), 2, "--folds: must be >= 2"),
+    "max-len 0": (lambda w: _train(w, "--max-len", "0"), 2, "--max-len: must be >= 1"),
+    "max-questions 0": (lambda w: _match(w, "--max-questions", "0"), 2, "--max-questions: must be >= 1; got 0"),
+    "max-questions -1": (lambda w: _match(w, "--max-questions", "-1"), 2, "--max-questions: must be >= 1; got -1"),
+    "device foo": (lambda w: _train(w, "--device", "foo"), 2, "unknown device 'foo'"),
+    "lr inf": (lambda w: _train(w, "--lr", "inf"), 2, "--lr: must be a finite number > 0"),
+    "lr negative": (lambda w: _train(w, "--lr", "-1"), 2, "--lr: must be a finite number > 0"),
+    "lr text": (lambda w: _train(w, "--lr", "fast"), 2, "--lr: expected a number; got 'fast'"),
+    "unknown option": (lambda w: _train(w, "--frobnicate"), 2, "unrecognized arguments: --frobnicate"),
+    "no data set": (lambda w: ["train", "qpdn"], 2, "the following arguments are required: --dataset"),
+    "no command": (lambda w: [], 2, "the following arguments are required"),
+    "unknown data set": (lambda w: _train(w)[:3] + ["imdb"], 2, "invalid choice: 'IMDB'"),
+    "select unknown key": (lambda w: _train(w, "--select", "nosuch=1,2"), 2, "unknown selection key(s) ['nosuch']"),
+    "select bad lr": (lambda w: _train(w, "--select", "lr=0,0.1"), 2, "learning rates must be positive"),
+    "select bad model value": (lambda w: _train(w, "--select", "dropout=0,2"), 2, "dropout must be in [0, 1)"),
+    "select malformed": (lambda w: _train(w, "--select", "dropout"), 2, "name=v1,v2"),
+    "select fixed key": (lambda w: _train(w, "--select", "seed=1,2"), 2, "cannot be part of a selection grid"),
+    "model option": (lambda w: _train(w, "--num-measurements", "0"), 2, "num_measurements must be >= 1"),
+    "matching option": (lambda w: _match(w, "--windows", "0"), 2, "windows must be distinct sizes >= 1"),
+    "save is a file": (lambda w: _train(w, "--save", w["afile"]), 2, "exists and is a file; --save takes a directory"),
+    "save over a foreign directory": (lambda w: _train(w, "--save", w["foreign"]), 2, "not a saved qpnlp model"),
+    "report is a directory": (lambda w: _train(w, "--report", w["adir"]), 2, "is a directory; --report takes a file"),
+    "report under a file": (lambda w: _train(w, "--report", w["afile"] / "r.json"), 2, "is a file, not a directory"),
+    "report equals save": (lambda w: _train(w, "--report", w["base"] / "x", "--save", w["base"] / "x"), 2,
+                           "--report and --save name the same path"),
+    "resume without save": (lambda w: _train(w, "--resume"), 2, "--resume needs --checkpoint-dir or --save"),
+    "checkpoint-dir foreign": (lambda w: _train(w, "--checkpoint-dir", w["foreign"]), 2,
+                               "not a qpnlp training-state directory"),
+    "import missing": (lambda w: ["--import", "no_such_module_xyz", *_train(w)], 2, "--import: No module named"),
+    "evaluate max-questions 0": (lambda w: ["evaluate", w["cnm"], "--max-questions", "0"], 2, "must be >= 1"),
+    # failures while running: exit code 1
+    "resume with nothing saved": (lambda w: _train(w, "--resume", "--save", w["base"] / "never-saved"), 1,
+                                  "nothing to resume"),
+    "data root missing": (lambda w: _train(w)[:5] + [w["base"] / "nowhere"] + _train(w)[6:], 1,
+                          "QPNLP_DATA"),
+    "vectors missing": (lambda w: _train(w, "--vectors", w["base"] / "nowhere.txt"), 1,
+                        "neither a registered name"),
+    "binary data file": (lambda w: _train(w, root="binary"), 1, "is not a text file (a NUL byte on line 2"),
+    "one class": (lambda w: _train(w, root="oneclass"), 1, "rt-polarity.neg: no sentence in the file"),
+    "undecodable QA file": (lambda w: _match(w, root="latin"), 1, "dev.tsv:3: cannot decode byte 0xff at column 2 "
+                                                                  "as utf-8"),
+    "empty dev file": (lambda w: _match(w, root="emptydev"), 1, "dev.tsv: no question in the file"),
+    "dev without a rankable question": (lambda w: _match(w, root="norank"), 1, "nothing is left to rank"),
+    "diverging classifier": (lambda w: _train(w, "--epochs", "3", "--lr", "1e30", "--embedding-lr", "1e30"), 1,
+                             "MR fold 1: training diverged in epoch 1"),
+    "diverging matcher": (lambda w: _match(w, "--epochs", "3", "--lr", "1e30", "--embedding-lr", "1e30"), 1,
+                          "wikiqa: training diverged in epoch 1"),
+    "evaluate nothing": (lambda w: ["evaluate", w["base"] / "nothing"], 1, "is not a saved qpnlp model"),
+    "evaluate a file": (lambda w: ["evaluate", w["afile"]], 1, "is a file; qpnlp models are saved as directories"),
+    "evaluate classifier on QA": (lambda w: ["evaluate", w["clf"], "--dataset", "wikiqa", "--data", w["root"]], 1,
+                                  "holds a sentence-classification model (qpdn) but wikiqa is an answer-selection"),
+    "evaluate matcher on classification": (lambda w: ["evaluate", w["cnm"], "--dataset", "mr", "--data", w["root"]],
+                                           1, "holds an answer-selection model (cnm) but mr is a "
+                                              "sentence-classification"),
+    "evaluate other labels": (lambda w: ["evaluate", w["clf"], "--dataset", "trec", "--data", w["root"]], 1,
+                              "the checkpoint predicts the labels ['neg', 'pos'] but TREC has"),
+    "convert a text file": (lambda w: ["convert", w["afile"], w["base"] / "converted"], 1,
+                            "is not a readable qpnlp 0.1 checkpoint"),
+}
+
+
+def _prog(argv) -> str:
+    """The command's name as its errors start: ``qpnlp train qpdn``, ``qpnlp evaluate``, ``qpnlp``."""
+    argv = [str(a) for a in argv]
+    if argv[:1] == ["train"] and len(argv) > 1:
+        return f"qpnlp train {argv[1]}"
+    return f"qpnlp {argv[0]}" if argv[:1] in (["evaluate"], ["convert"]) else "qpnlp"
+
+
+def _one_error_line(argv, code, stderr, expected_code, fragment):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == expected_code, stderr
+    assert "Traceback" not in stderr
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"{_prog(argv)}: error: "), lines[0]
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_gives_one_error_line_and_the_exit_code(server, ws, case):
+    build, expected_code, fragment = BAD_INPUTS[case]
+    argv = build(ws)
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, expected_code, fragment)
+
+
+def test_device_cuda_without_cuda(server, ws):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, stderr = server.run(_train(ws, "--device", "cuda"))
+    _one_error_line(["train", "qpdn"], code, stderr, 2, "'cuda' requested but CUDA is not available on this machine")
+
+
+def test_missing_qpnlp_data_names_the_variable(server, ws):
+    argv = [a for a in _train(ws) if a not in ("--data", str(ws["root"]), ws["root"])]
+    code, _, stderr = server.run(argv, unset=("QPNLP_DATA",))
+    _one_error_line(argv, code, stderr, 1, "QPNLP_DATA is not set")
+
+
+def test_debug_shows_the_traceback(server, ws):
+    code, _, stderr = server.run(["--debug", *_train(ws, root="oneclass")])
+    assert code == 1 and "Traceback" in stderr and stderr.strip().splitlines()[-1].startswith("qpnlp train qpdn: ")
+    code, _, stderr = server.run([*_train(ws, root="oneclass"), "--debug"])       # after the command, too
+    assert code == 1 and "Traceback" in stderr
+
+
+@pytest.mark.parametrize("root", ["gzipped", "bzipped"])
+def test_compressed_data_files_are_read_transparently(server, ws, root):
+    plain = server.run(_train(ws))
+    compressed = server.run(_train(ws, root=root))
+    assert plain[0] == compressed[0] == 0, compressed[2]
+    scores = [re.findall(r"test accuracy ([\d.]+) \(dev ([\d.]+)", out) for _, out, _ in (plain, compressed)]
+    assert scores[0] and scores[0] == scores[1]
+
+
+# --------------------------------------------------------------------------- reports
+def test_report_schema_history_and_csv(server, ws, tmp_path):
+    report = tmp_path / "out" / "run.json"
+    code, stdout, stderr = server.run(_train(ws, "--epochs", "3", "--patience", "3", "--report", report,
+                                             "--save", tmp_path / "model"))
+    assert code == 0, stderr
+    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("MR fold 1 epoch")] == \
+        [f"MR fold 1 epoch {e}" for e in (1, 2, 3)]                           # a per-epoch line
+    data = json.loads(report.read_text())
+    for key in ("schema", "command", "status", "qpnlp_version", "torch_version", "model", "dataset", "split_counts",
+                "config", "metrics", "history", "wall_seconds", "checkpoint", "training_state"):
+        assert key in data, key
+    assert data["schema"] == "qpnlp-report/1" and data["command"] == "train qpdn" and data["status"] == "completed"
+    assert data["qpnlp_version"] and data["torch_version"] == torch.__version__
+    assert data["split_counts"] == {"fold 1": {"train": 24, "dev": 3, "test": 3}}
+    assert [h["epoch"] for h in data["history"]] == [1, 2, 3] and data["history"][0]["split"] == "fold 1"
+    assert data["checkpoint"] == str(tmp_path / "model") and data["config"]["train"]["epochs"] == 3
+    assert 0 <= data["metrics"]["accuracy_mean"] <= 1
+    csv = (tmp_path / "out" / "run.history.csv").read_text().splitlines()
+    assert csv[0] == "split,epoch,train_loss,dev_accuracy,seconds" and len(csv) == 4
+    assert not [p for p in report.parent.iterdir() if p.name.startswith(".")]     # no temporary file left
+
+
+def test_evaluate_writes_the_same_schema(server, ws, tmp_path):
+    report = tmp_path / "eval.json"
+    code, stdout, stderr = server.run(["evaluate", ws["cnm"], "--split", "dev", "--data", ws["root"],
+                                       "--report", report])
+    assert code == 0, stderr
+    data = json.loads(report.read_text())
+    assert data["schema"] == "qpnlp-report/1" and data["command"] == "evaluate" and data["model"] == "cnm"
+    assert data["checkpoint"] == str(ws["cnm"]) and data["n"] == 12 and data["metrics"]["questions"] == 4
+
+
+def test_report_is_strict_json_and_history_survives_divergence(server, ws, tmp_path):
+    report = tmp_path / "d.json"
+    code, _, stderr = server.run(_match(ws, "--epochs", "4", "--lr", "1e30", "--embedding-lr", "1e30",
+                                        "--report", report))
+    assert code == 1 and "diverged" in stderr
+    text = report.read_text()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert data["status"] == "diverged" and "training diverged in epoch 1" in data["error"]
+
+
+def test_report_writer_replaces_non_finite_numbers_and_feeds_tensorboard(tmp_path, monkeypatch):
+    """NaN never reaches the file; the history goes to TensorBoard when torch.utils.tensorboard imports."""
+    from qpnlp.commands._common import Report
+
+    scalars = []
+
+    class Writer:
+        def __init__(self, log_dir):
+            scalars.append(("dir", log_dir))
+
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, value, step))
+
+        def flush(self):
+            pass
+
+    fake = type(sys)("torch.utils.tensorboard")
+    fake.SummaryWriter = Writer
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", fake)
+    args = argparse.Namespace(report=str(tmp_path / "r.json"), seed=0)
+    report = Report(args, command="train toy", model="toy")
+    report.epoch(dict(split="fold 1", epoch=1, train_loss=0.5, dev=dict(map=0.7), seconds=1.0))
+    report.finish(metrics=dict(accuracy=float("nan")))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["metrics"]["accuracy"] is None and "metrics.accuracy" in data["warnings"][0]
+    assert ("dir", str(tmp_path / "r.tensorboard")) in scalars
+    assert ("fold_1/train_loss", 0.5, 1) in scalars and ("fold_1/dev.map", 0.7, 1) in scalars
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)            # not installed: skipped silently
+    Report(args, command="train toy").epoch(dict(epoch=1, train_loss=0.5, seconds=1.0))
+
+
+# --------------------------------------------------------------------------- Ctrl-C and --resume
+def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
+    save, report = tmp_path / "model", tmp_path / "r.json"
+    script = Path(sys.executable).with_name("qpnlp")
+    argv = [str(script), *map(str, _train(ws, "--epochs", "100000", "--patience", "100000", "--save", save,
+                                          "--report", report))]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        seen = []
+        for line in process.stdout:                 # the first epoch line, after the start-up lines
+            seen.append(line)
+            if line.startswith("MR fold 1 epoch") or len(seen) > 20:
+                break
+        assert seen and seen[-1].startswith("MR fold 1 epoch 1:"), "".join(seen)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:                  # never leave a training process behind
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    (line,) = [line for line in stderr.splitlines() if line.strip()]
+    assert line.startswith("qpnlp train qpdn: interrupted in epoch") and f"saved to {save}" in line
+    assert "continue with --resume" in line
+    checkpoint = load_checkpoint(save)
+    assert checkpoint.metadata["interrupted"]["best_epoch"] >= 1 and checkpoint.model.name == "qpdn"
+    data = json.loads(report.read_text())
+    assert data["status"] == "interrupted" and len(data["history"]) >= 1 and data["checkpoint"] == str(save)
+
+
+@pytest.mark.parametrize("command", ["qpdn", "cnm"])
+def test_resume_continues_to_the_result_of_an_uninterrupted_run(server, ws, tmp_path, command):
+    """Train 2 epochs (the 'interruption'), resume to 4 epochs, compare with 4 epochs in one go: bit for bit."""
+    build = (lambda *a: _train(ws, "--dropout", "0.3", *a)) if command == "qpdn" else (lambda *a: _match(ws, *a))
+    full, part = tmp_path / "full", tmp_path / "part"
+    code, full_out, err = server.run(build("--epochs", "4", "--patience", "4", "--save", full))
+    assert code == 0, err
+    code, _, err = server.run(build("--epochs", "2", "--patience", "4", "--save", part))
+    assert code == 0, err
+    code, resumed_out, err = server.run(build("--epochs", "4", "--patience", "4", "--save", part, "--resume"))
+    assert code == 0, err
+    assert "epoch 1:" in resumed_out and "(from the saved training state)" in resumed_out
+    a, b = load_checkpoint(full).model.state_dict(), load_checkpoint(part).model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    score = re.compile(r"test accuracy [\d.]+ \(dev [\d.]+, epoch \d+|test: MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+")
+    assert score.findall(full_out) == score.findall(resumed_out) and score.findall(full_out)
+    code, _, err = server.run(build("--epochs", "4", "--patience", "4", "--save", part, "--resume", "--lr", "0.5"))
+    assert code == 1 and "cannot resume" in err and "lr (0.01 -> 0.5)" in err
+
+
+# --------------------------------------------------------------------------- help
+def _own_commands():
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    train = next(a for a in verbs.choices["train"]._actions if isinstance(a, argparse._SubParsersAction))
+    commands = {f"qpnlp {k}": v for k, v in verbs.choices.items() if k != "train"}
+    commands.update({f"qpnlp train {k}": v for k, v in train.choices.items() if k != "word2fun"})
+    return commands
+
+
+def test_every_option_says_its_default():
+    missing = []
+    for name, command in _own_commands().items():
+        for action in command._actions:
+            if not action.option_strings or action.help in (None, argparse.SUPPRESS):
+                continue
+            if action.required or isinstance(action, (argparse._HelpAction, argparse._StoreTrueAction,
+                                                      argparse._StoreConstAction, argparse._VersionAction)):
+                continue
+            if "default" not in action.help:
+                missing.append(f"{name} {action.option_strings[0]}")
+    assert not missing, missing
+
+
+def test_help_and_version_exit_zero(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("qpnlp ")

@@ -1,0 +1,221 @@
+"""Resumable training, divergence and Ctrl-C in the one epoch loop (fit, fit_matching), and dense optimisers.
+
+An interrupted run that resumes from its last per-epoch training state ends
+with the same parameters, history and best epoch, bit for bit, as a run that
+was never interrupted: the state holds the parameters, the best parameters so
+far, every optimiser's state (dense and sparse) and the RNG states (dropout
+draws from torch's global generator).
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import EncodedTexts
+from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig
+from qpnlp.training import Optimisers, TrainConfig, fit
+from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
+from qpnlp.training.state import JSON_FILE, TENSORS_FILE
+from qpnlp.training.trainer import (TrainingDiverged, TrainingInterrupted, check_optimizer, dense_gradients,
+                                    sparse_tables, train_step)
+
+
+def _texts(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    return EncodedTexts([list(rng.integers(2 + 8 * y, 10 + 8 * y, rng.integers(2, 7))) for y in labels], labels)
+
+
+def _qpdn(seed):
+    return QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4, dropout=0.3,
+                           weighting="trainable"), generator=torch.Generator().manual_seed(seed))
+
+
+def _qa(seed=0, questions=8):
+    rng = np.random.default_rng(seed)
+    qs, cands, qidx, labels, groups = [], [], [], [], []
+    for q in range(questions):
+        qs.append(list(rng.integers(2, 20, 3)))
+        start = len(cands)
+        for j in range(3):
+            cands.append(list(rng.integers(2, 20, rng.integers(2, 5))))
+            qidx.append(q)
+            labels.append(int(j == 0))
+        groups.append(np.arange(start, len(cands)))
+    return EncodedQA(qs, cands, np.array(qidx), np.array(labels), tuple(groups))
+
+
+def _cnm(seed):
+    return CNM(CNMConfig(num_words=20, dim=6, num_measurements=6, dropout=0.2),
+               generator=torch.Generator().manual_seed(seed))
+
+
+def _stop_at(epoch):
+    """An epoch observer that presses Ctrl-C during epoch ``epoch`` (after its dev score, before it is saved)."""
+    seen = []
+
+    def observer(model):
+        seen.append(1)
+        if len(seen) == epoch:
+            raise KeyboardInterrupt
+        return {}
+    return observer
+
+
+TASKS = {
+    "classification": (lambda seed: _qpdn(seed), lambda **kw: TrainConfig(**kw),
+                       lambda m, cfg, **kw: fit(m, _texts(), _texts(seed=1), cfg, **kw)),
+    "matching": (lambda seed: _cnm(seed), lambda **kw: MatchingConfig(**kw),
+                 lambda m, cfg, **kw: fit_matching(m, _qa(), _qa(seed=1), cfg, **kw)),
+}
+
+
+def _equal_states(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def _without_seconds(history):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("how", ["ctrl-c in epoch 3", "max-epochs stop after 2"])
+def test_resumed_training_equals_an_uninterrupted_run_bit_for_bit(tmp_path, task, optimizer, how):
+    build, make_config, train = TASKS[task]
+    config = make_config(epochs=5, patience=5, batch_size=8, lr=0.05, embedding_lr=0.05, seed=3, optimizer=optimizer,
+                         progress=False)
+    torch.manual_seed(0)
+    reference = build(5)
+    expected = train(reference, config)
+
+    torch.manual_seed(0)
+    first = build(5)
+    if how.startswith("ctrl-c"):
+        with pytest.raises(TrainingInterrupted) as stopped:
+            train(first, config, on_epoch=_stop_at(3), checkpoint_dir=tmp_path / "state")
+        assert stopped.value.epoch == 2 and isinstance(stopped.value, KeyboardInterrupt)
+        assert stopped.value.model is first and len(stopped.value.history) == 2
+    else:
+        train(first, make_config(**{**config.to_dict(), "epochs": 2}), checkpoint_dir=tmp_path / "state")
+    assert json.loads((tmp_path / "state" / JSON_FILE).read_text())["progress"]["epoch"] == 2
+    assert (tmp_path / "state" / TENSORS_FILE).is_file()
+
+    torch.manual_seed(12345)                   # another global RNG state and another initialisation: both restored
+    resumed_model = build(99)
+    logged = []
+    resumed = train(resumed_model, config, checkpoint_dir=tmp_path / "state", resume=True, log=logged.append)
+    assert _equal_states(resumed_model, reference)
+    assert resumed.best_epoch == expected.best_epoch
+    assert _without_seconds(resumed.history) == _without_seconds(expected.history)
+    assert [h["epoch"] for h in logged] == [1, 2, 3, 4, 5] and [h.get("restored") for h in logged[:3]] == \
+        [True, True, None]
+
+
+def test_the_rng_state_matters_so_the_test_above_has_teeth(tmp_path):
+    """Without restoring the RNG, dropout draws differently and the parameters differ."""
+    config = TrainConfig(epochs=2, patience=2, batch_size=8, lr=0.05, embedding_lr=0.05, seed=3, progress=False)
+    runs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = _qpdn(5)
+        fit(model, _texts(), _texts(seed=1), config)
+        runs.append(model)
+    assert not _equal_states(*runs)
+
+
+def test_an_early_stopped_run_keeps_a_small_final_state_and_resumes_to_its_result(tmp_path):
+    config = TrainConfig(epochs=30, patience=1, batch_size=8, lr=0.5, embedding_lr=0.5, progress=False)
+    torch.manual_seed(0)
+    first = _qpdn(1)
+    done = fit(first, _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
+    assert len(done.history) < 30                                  # stopped by patience
+    header = json.loads((tmp_path / JSON_FILE).read_text())
+    assert header["progress"]["final"] and "optimiser_scalars" not in header
+    from safetensors.torch import load_file
+    assert {k.split(".")[0] for k in load_file(str(tmp_path / TENSORS_FILE))} == {"best"}
+    again = _qpdn(2)
+    resumed = fit(again, _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path, resume=True)
+    assert _equal_states(first, again) and resumed.best_epoch == done.best_epoch
+    assert _without_seconds(resumed.history) == _without_seconds(done.history)
+    with pytest.raises(ValueError, match="stopped early .* cannot continue with patience 5"):
+        fit(_qpdn(2), _texts(), _texts(seed=1), TrainConfig(**{**config.to_dict(), "patience": 5}),
+            checkpoint_dir=tmp_path, resume=True)
+
+
+def test_resume_refuses_another_run(tmp_path):
+    config = TrainConfig(epochs=1, batch_size=8, progress=False)
+    fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"lr \(0.01 -> 0.5\)"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), TrainConfig(epochs=2, batch_size=8, lr=0.5, progress=False),
+            checkpoint_dir=tmp_path, resume=True)
+    with pytest.raises(ValueError, match="the training or dev data"):
+        fit(_qpdn(1), _texts(seed=7), _texts(seed=1), config, checkpoint_dir=tmp_path, resume=True)
+    with pytest.raises(ValueError, match="the model"):
+        fit(QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=5)), _texts(), _texts(seed=1),
+            config, checkpoint_dir=tmp_path, resume=True)
+    (tmp_path / TENSORS_FILE).write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a readable training state"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path, resume=True)
+
+
+def test_the_state_is_never_pickled(tmp_path):
+    fit(_qpdn(1), _texts(), _texts(seed=1), TrainConfig(epochs=1, batch_size=8, progress=False),
+        checkpoint_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [JSON_FILE, TENSORS_FILE]
+    json.loads((tmp_path / JSON_FILE).read_text())           # plain, strict JSON
+    assert (tmp_path / TENSORS_FILE).read_bytes()[:1] != b"\x80"    # not a pickle protocol header
+
+
+# --------------------------------------------------------------------------- divergence and Ctrl-C
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_divergence_stops_with_the_epoch_named_and_the_best_parameters_kept(task):
+    build, make_config, train = TASKS[task]
+    model = build(0)
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(TrainingDiverged, match="training diverged in epoch 1") as diverged:
+        train(model, make_config(epochs=3, batch_size=8, lr=1e30, embedding_lr=1e30, progress=False))
+    assert diverged.value.epoch == 1 and diverged.value.history == []
+    assert all(torch.equal(initial[k], v) for k, v in model.state_dict().items())   # no epoch was better: initial
+
+
+def test_a_nan_loss_names_the_batch():
+    model = _qpdn(0)
+    with torch.no_grad():
+        model.classifier.weight.fill_(float("nan"))
+    with pytest.raises(TrainingDiverged, match=r"epoch 1, batch 1: the loss is nan"):
+        fit(model, _texts(), _texts(seed=1), TrainConfig(epochs=2, batch_size=8, progress=False))
+
+
+def test_empty_training_or_dev_set_is_refused():
+    empty = EncodedTexts([], [])
+    with pytest.raises(ValueError, match="training set is empty"):
+        fit(_qpdn(0), empty, _texts(), TrainConfig(progress=False))
+    with pytest.raises(ValueError, match="dev set is empty"):
+        fit(_qpdn(0), _texts(), empty, TrainConfig(progress=False))
+
+
+# --------------------------------------------------------------------------- dense optimisers, sparse tables
+def test_plain_adam_on_sparse_tables_gets_a_clear_error_and_a_working_default():
+    model = _qpdn(0)
+    assert {"embedding.amplitude.weight", "embedding.phase.weight"} <= set(sparse_tables(model))
+    adam = torch.optim.Adam(model.parameters(), lr=0.01)
+    with pytest.raises(TypeError, match=r"torch.optim.Adam cannot update the sparse embedding tables .*"
+                                        r"dense_gradients\(model\)"):
+        check_optimizer(model, adam)
+    check_optimizer(model, torch.optim.SparseAdam([model.embedding.amplitude.weight]))   # sparse-capable: fine
+    dense_gradients(model)
+    assert sparse_tables(model) == []
+    check_optimizer(model, adam)
+    ids = torch.tensor([[3, 4, 0]])
+    before = model.embedding.amplitude.weight.detach().clone()
+    loss = torch.nn.functional.cross_entropy(model(ids, ids != 0), torch.tensor([1]))
+    loss.backward()
+    adam.step()                                               # plain Adam trains the model now
+    assert not torch.equal(before, model.embedding.amplitude.weight)
+    opts = Optimisers(model, TrainConfig())                   # and the trainer still works (all dense)
+    assert [type(o).__name__ for o in opts.optimisers] == ["Adam"]
+    train_step(model, opts, ids, ids != 0, torch.tensor([1]))

@@ -1,0 +1,131 @@
+"""Streaming from disk, resuming from a checkpoint, and two processes started by torchrun (gloo)."""
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import TsvStream, Vocabulary, write_tsv
+from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
+from qpnlp.models.base import read_model_header
+from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
+from qpnlp.word2fun.loop import StreamSource
+
+
+def test_the_stream_reads_gzip_and_plain_shards_and_splits_them(tmp_path, tiny_drift):
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "all.tsv")
+    with open(tmp_path / "all.tsv", "rb") as src, gzip.open(tmp_path / "all.tsv.gz", "wb") as dst:
+        dst.write(src.read())
+    plain, packed = list(TsvStream([tmp_path / "all.tsv"])), list(TsvStream([tmp_path / "all.tsv.gz"]))
+    assert packed == plain and [t for t, _ in plain] == corpus.times.tolist()
+    halves = [list(TsvStream([tmp_path / "all.tsv.gz"]).shard(r, 2)) for r in range(2)]
+    assert sorted(map(repr, halves[0] + halves[1])) == sorted(map(repr, plain))  # disjoint and complete
+    assert halves[0] and halves[1]
+    files = TsvStream([tmp_path / "all.tsv", tmp_path / "all.tsv.gz"]).shard(1, 2)
+    assert files.paths == (tmp_path / "all.tsv.gz",) and files.world == 1
+    with pytest.raises(ValueError, match="directory"):
+        TsvStream([tmp_path])
+
+
+def test_stream_chunks_hold_the_encoded_corpus_in_bounded_pieces(tmp_path, tiny_drift):
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    vocab = Vocabulary.build(corpus.docs, min_freq=3, specials=False)
+    enc = corpus.encode(vocab)
+    source = StreamSource(TsvStream([tmp_path / "c.tsv"]), vocab, chunk_tokens=5000)
+    chunks = list(source.chunks(None))
+    longest = max(len(d) for d in corpus.docs)
+    assert len(chunks) > 10 and all(c[0].shape[0] < 5000 + longest for c in chunks)
+    np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), enc.tokens)
+    np.testing.assert_array_equal(np.concatenate([c[2] for c in chunks]), enc.times)
+    assert source.n_tokens == enc.n_tokens
+
+
+def test_a_streamed_fit_learns_the_planted_drift(tmp_path, tiny_drift):
+    corpus, truth = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    result = fit(TsvStream([tmp_path / "c.tsv"]), TrainConfig(epochs=3, chunk_tokens=20_000), dim=20, min_count=3)
+    assert result.corpus_info == {"documents": len(corpus), "tokens": corpus.n_tokens, "span": list(corpus.span)}
+    v = result.vectors
+    words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    r = evaluate_grid(DriftGrid(v.grid(words, truth.years), words, truth.years), truth)
+    assert r["auc"] >= 0.8 and r["acc_after"] >= 0.6
+
+
+def test_resuming_from_a_checkpoint_continues_the_run(tmp_path, tiny_drift):
+    corpus, truth = tiny_drift
+    cfg = dict(seed=2, batch_size=2048)
+    whole = fit(corpus, TrainConfig(epochs=3, **cfg), dim=8, min_count=3).vectors
+
+    def interrupt(epoch, stats):  # the run is killed after its first epoch
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(corpus, TrainConfig(epochs=3, **cfg), dim=8, min_count=3, checkpoint=tmp_path / "ck", on_epoch=interrupt)
+    assert read_model_header(tmp_path / "ck")["metadata"]["epochs_done"] == 1
+    resumed = fit(corpus, TrainConfig(epochs=3, **cfg), dim=8, min_count=3, checkpoint=tmp_path / "ck", resume=True)
+    assert resumed.epochs_done == 3 and len(resumed.stats.epoch_loss) == 3
+    words = list(truth.words)
+    assert torch.equal(resumed.vectors.grid(words, truth.years), whole.grid(words, truth.years))
+    assert torch.equal(KeyedVectors.from_pretrained(tmp_path / "ck").grid(words, [1900.0]), whole.grid(words, [1900.0]))
+    with pytest.raises(ValueError, match="checkpoint"):
+        fit(corpus, resume=True)
+
+
+@pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
+def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift):
+    corpus, truth = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([torchrun, "--nproc-per-node", "2", "--master-port", "29571", str(Path(__file__).parent / "dist_worker.py"),
+                    str(tmp_path / "c.tsv"), str(tmp_path / "p"), str(tmp_path / "ck")], check=True, env=env,
+                   timeout=300)
+    a, b = np.load(tmp_path / "p-rank0.npz"), np.load(tmp_path / "p-rank1.npz")
+    assert int(a["world"]) == 2 and int(a["tokens"]) == 2 * corpus.n_tokens  # both processes' tokens, 2 epochs
+    for key in a.files:
+        np.testing.assert_array_equal(a[key], b[key])  # one model after the last synchronisation
+    saved = KeyedVectors.from_pretrained(tmp_path / "ck")  # written once, by rank 0, loadable
+    assert read_model_header(tmp_path / "ck")["metadata"]["processes"] == 2
+    np.testing.assert_array_equal(saved.model.compass.weight.detach().numpy(), a["compass.weight"])
+    words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    r = evaluate_grid(DriftGrid(saved.grid(words, truth.years), words, truth.years), truth)
+    assert r["auc"] >= 0.8 and r["acc_after"] >= 0.6  # it learned the drift from both shards
+
+
+class _LocalSync:
+    """A one-process stand-in for ParameterSync: the segmented loop without collectives."""
+
+    def __init__(self):
+        self.rounds = 0
+
+    def step(self, has_more):
+        self.rounds += 1
+        return has_more
+
+
+@pytest.mark.parametrize("sync_every", [1, 3])
+def test_the_segmented_loop_of_distributed_runs_trains_like_the_plain_loop(tiny_drift, make, sync_every):
+    from qpnlp.data import Vocabulary
+    from qpnlp.word2fun.loop import ArraySource, train_source
+
+    corpus, truth = tiny_drift
+    vocab = Vocabulary.build(corpus.docs, min_freq=3, specials=False)
+    enc = corpus.encode(vocab)
+    source = ArraySource(enc.tokens, enc.doc_ids, enc.times)
+    cfg = TrainConfig(epochs=2, batch_size=1024, sync_every=sync_every, seed=1)
+    plain, segmented = make(len(vocab), 8, family="IV", seed=1), make(len(vocab), 8, family="IV", seed=1)
+    a = train_source(plain, source, vocab.counts, cfg)
+    sync = _LocalSync()
+    b = train_source(segmented, source, vocab.counts, cfg, sync=sync)
+    assert sync.rounds > 2 * 10 // sync_every  # it did synchronise, many times per epoch
+    assert a.epoch_loss == b.epoch_loss  # the same learning-rate schedule and the same updates
+    for p, q in zip(plain.parameters(), segmented.parameters()):
+        assert torch.equal(p, q)
