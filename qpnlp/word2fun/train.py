@@ -78,7 +78,7 @@ def train_word2fun(
         Raw times.
     counts : numpy.ndarray, shape (V,)
         Word counts (subsampling and the unigram^0.75 negatives).
-    config : TrainConfig
+    config : qpnlp.word2fun.loop.TrainConfig
     progress : bool
         Show a tqdm bar over tokens.
     on_epoch : callable(epoch, stats), optional
@@ -176,7 +176,7 @@ def fit(
         Documents with one time each (at least two distinct times), in memory
         or read from disk on every epoch in chunks of ``config.chunk_tokens``
         tokens (memory bounded by the chunk; one counting pass first).
-    config : TrainConfig, optional
+    config : qpnlp.word2fun.loop.TrainConfig, optional
         SGD settings (default ``TrainConfig()``); ``config.seed`` also seeds
         the initialisation of the model (and of the static compass model).
     family, dim, n_slices, frequency_init, max_periods
