@@ -371,7 +371,7 @@ class Word2Fun(Model):
         return self.compass.weight.dtype
 
     def normalised_times(self, times: torch.Tensor) -> torch.Tensor:
-        """Raw times (...,) to normalised :math:`\tau` in the model's dtype (float64 times stay float64 in a float64 model).
+        r"""Raw times (...,) to normalised :math:`\tau` in the model's dtype (float64 times stay float64 in a float64 model).
 
         Raises ``ValueError`` for times that are not finite (NaN, inf), with the
         first offending value, when validation is on
