@@ -94,6 +94,14 @@ def check_mask(mask: torch.Tensor, weights: torch.Tensor) -> None:
         raise ValueError(f"mask must have the shape of weights {tuple(weights.shape)}; got {tuple(mask.shape)}")
 
 
+def masked_weights(weights: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``weights`` with masked members set to 0 (mask checked); unchanged without a mask or weights."""
+    if weights is None or mask is None:
+        return weights
+    check_mask(mask, weights)
+    return weights.masked_fill(~mask, 0.0)
+
+
 def born_inputs(states: torch.Tensor, weights: torch.Tensor | None, vectors: torch.Tensor, validate: V.Validate,
                 *, vectors_name: str = "projectors", povm: bool = False, check_vectors: bool = True) -> None:
     """All checks of ``(states, weights, vectors)`` for the lazy Born functions (see the module docstring).

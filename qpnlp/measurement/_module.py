@@ -14,7 +14,7 @@ from qpnlp.hilbert import _validation as V
 
 from ._born import born_probabilities, born_probabilities_dense
 from . import _checks
-from ._checks import check_mask as _check_mask
+from ._checks import masked_weights
 from ._lueders import lueders_update
 from ._projector import Projector
 
@@ -168,9 +168,7 @@ class ProjectiveMeasurement(nn.Module):
         torch.Tensor
             Real ``(..., k)``: :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
         """
-        if weights is not None and mask is not None:
-            _check_mask(mask, weights)
-            weights = weights.masked_fill(~mask, 0.0)
+        weights = masked_weights(weights, mask)
         vectors = self.vectors()                 # unit by construction: only the states and weights are checked
         _checks.born_inputs(states, weights, vectors.unsqueeze(-2), validate, check_vectors=False)
         return born_probabilities(states, weights, vectors, validate=False)

@@ -13,7 +13,7 @@ from qpnlp.hilbert import _validation as V
 
 from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
-from ._checks import check_mask as _check_mask
+from ._checks import masked_weights
 from ._module import drawing_from
 from ._povm import POVM
 
@@ -115,8 +115,12 @@ class POVMMeasurement(nn.Module):
         ``vectors.reshape(k, r, d)``) or this module's forward give
         :math:`\operatorname{Tr}(\rho E_k)`, per word with ``weights=None``.
         """
-        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        v = self._effect_vectors()
         return v.squeeze(-2) if self.rank == 1 else v
+
+    def _effect_vectors(self) -> torch.Tensor:
+        """The effects' vectors as ``(k, r, d)`` (the view the POVM Born functions take)."""
+        return self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
 
     def freeze(self) -> "POVMMeasurement":
         """Stop training the measurement."""
@@ -145,17 +149,15 @@ class POVMMeasurement(nn.Module):
         torch.Tensor
             Real ``(..., k)``: :math:`p_k = \sum_i p_i \|V_k w_i\|^2`, summing to one.
         """
-        if weights is not None and mask is not None:
-            _check_mask(mask, weights)
-            weights = weights.masked_fill(~mask, 0.0)
-        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        weights = masked_weights(weights, mask)
+        v = self._effect_vectors()
         # complete by construction: only the states and weights are checked
         _checks.born_inputs(states, weights, v, validate, vectors_name="vectors", povm=True, check_vectors=False)
         return povm_probabilities(states, weights, v, validate=False)
 
     def forward_dense(self, rho: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\rho E_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
-        v = self.weight.conj().reshape(self.num_outcomes, self.rank, self.dim)
+        v = self._effect_vectors()
         _checks.dense_inputs(rho, v, validate, vectors_name="vectors", povm=True, check_vectors=False)
         return povm_probabilities_dense(rho, v, validate=False)
 
