@@ -119,6 +119,17 @@ def worker(args) -> None:
         Path(args.result).write_text(json.dumps({"tokens_per_s": r.stats.tokens_per_s, "processes": r.world_size}))
 
 
+def profile(corpus, args) -> str:
+    """torch.profiler table of one epoch of the defaults on one worker (the operators' share of the time)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        st = fit(corpus, TrainConfig(epochs=1, workers=1, seed=0), dim=args.dim).stats
+    return (f"one epoch, one worker: {st.tokens_per_s:,.0f} tokens/s under the profiler, load {load()}\n\n"
+            + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+
+
 def word2fun(corpus, args, shared: bool) -> float:
     cfg = TrainConfig(epochs=args.epochs, workers=args.workers, seed=0,
                       **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
@@ -127,7 +138,7 @@ def word2fun(corpus, args, shared: bool) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "profile"])
     ap.add_argument("--tsv", default="")
     ap.add_argument("--result", default="")
     ap.add_argument("--processes", type=int, default=2, help="a Word2Fun row trained by this many torchrun processes")
@@ -148,6 +159,12 @@ def main() -> None:
     if args.mode == "worker":
         return worker(args)
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
+    if args.mode == "profile":
+        text = profile(corpus, args)
+        Path(args.out, f"{args.tag}-profile.txt").write_text(
+            f"python benchmarks/word2fun_speed.py profile --tokens {args.tokens} --dim {args.dim}\n{text}\n")
+        print(text)
+        return
     models = {"gensim per-period": lambda: gensim_per_period(corpus, args),
               f"word2fun ({args.negatives} negatives per pair)": lambda: word2fun(corpus, args, False),
               "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}

@@ -106,7 +106,7 @@ class TrainConfig:
     frequency_reference: float = 4000.0
     rare_lr_power: float = 0.5
     rare_lr_max: float = 4.0
-    sync_every: int = 8
+    sync_every: int = 32
     negative_weight: float = 1.0
 
     def __post_init__(self) -> None:
