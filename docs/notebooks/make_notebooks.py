@@ -160,7 +160,105 @@ near = measurement_words(model, words, outcomes=order, candidates=frequent, top=
 near["favours"] = [dataset.label_names[int(contrast[k] > 0)] for k in near["measurement"]]
 near.pivot(index="rank", columns=["measurement", "favours"], values="word")"""),
     ("md", r"""
-## 5. Word importance
+## 5. How good could any measurement be?
+
+QPDN's class scores are affine in the sentence state: with the 20 projectors
+$P_k = |v_k\rangle\langle v_k|$ and the linear layer $(W, b)$ it answers
+$\arg\max_c \operatorname{Tr}(\rho_x A_c) + b_c$, $A_c = \sum_k W_{ck} P_k$,
+from the *exact* probabilities $q_k$ (in effect, infinitely many copies of
+$\rho_x$). A measurement made *once*, whose outcome is the answer, is right,
+on average over the sentences, with probability
+$\sum_c p_c \operatorname{Tr}(\bar\rho_c E_c)$: only the class
+averages $\bar\rho_c$ and priors $p_c$ matter, and for two classes no
+measurement does better than the Helstrom bound
+$P^\ast = \tfrac12\big(1 + \lVert p_0\bar\rho_0 - p_1\bar\rho_1\rVert_1\big)$.
+`measurement_bound` computes the class averages of labelled sentences and this
+bound with its measurement (for more classes, the pretty-good measurement,
+whose success brackets the optimum: $P_{\mathrm{pgm}} \le P^\ast \le \sqrt{P_{\mathrm{pgm}}}$);
+`single_shot_accuracy` scores another measurement the same way, each outcome
+answering the class it favours most."""),
+    ("code", """\
+import pandas as pd
+from qpnlp.data import pad_batch
+from qpnlp.interpret import measurement_bound, single_shot_accuracy
+
+def mixtures(part):
+    \"\"\"A split part's sentences as lazy mixtures, their labels, and the model's accuracy.\"\"\"
+    ids_p, mask_p = pad_batch(part.ids)
+    with torch.no_grad():
+        right = float((model(ids_p, mask_p).argmax(-1) == part.labels).float().mean())
+    return model.ensemble(ids_p, mask_p), part.labels, right
+
+train_x, train_y, _ = mixtures(prepared.train)
+test_x, test_y, model_accuracy = mixtures(prepared.test)
+on_test = measurement_bound(test_x, test_y)      # class averages of the test sentences: the ceiling
+on_train = measurement_bound(train_x, train_y)   # class averages of the training sentences
+print("test sentences:    ", on_test)
+print("training sentences:", on_train)"""),
+    ("md", r"""
+The table scores every rule on the test sentences. *Fit on test*: the class
+averages (and, for the learned projectors, the class each outcome answers)
+come from the test sentences themselves, so the Helstrom value there is the
+ceiling for these states (for more classes, the bracket printed above). *Fit
+on train*: they come from the training
+sentences, a held-out figure. The projectors and the linear layer are the
+trained ones throughout. The learned projectors read once have 21 outcomes:
+the 20 $P_k$ and "none of them", $I - \sum_k P_k$. The *exact* rows read
+expectations $\operatorname{Tr}(\rho_x\,\cdot)$ rather than one outcome; the
+class-average overlap $\arg\max_c p_c \operatorname{Tr}(\rho_x\bar\rho_c)$ (for
+two classes, the sign of $\operatorname{Tr}\big(\rho_x(p_0\bar\rho_0 -
+p_1\bar\rho_1)\big)$, the operator whose positive part is the Helstrom
+measurement) is a linear rule like QPDN's, built from the class averages
+alone."""),
+    ("code", """\
+rho_c, priors = on_test.class_states, on_test.priors           # what every row is scored on
+projectors = model.measurement.as_projectors()                  # the 20 learned |v_k><v_k|
+with torch.no_grad():
+    born = model.measurement.forward_dense(rho_c.data)          # Tr(rho_c P_k), (C, 20)
+born = torch.cat([born, 1 - born.sum(-1, keepdim=True)], -1)    # + "none": I - sum_k P_k
+
+def read_once(answers):
+    \"\"\"Single-shot accuracy of the learned projectors, outcome k answering class answers[k].\"\"\"
+    return float((priors[answers] * born[answers, torch.arange(len(answers))]).sum())
+
+def overlap(fit):
+    \"\"\"Accuracy of argmax_c p_c Tr(rho_x rho_c) on the test sentences, averages from fit.\"\"\"
+    scores = torch.einsum("xde,ced->xc", test_x.dense().data, fit.class_states.data).real
+    return float(((scores * fit.priors).argmax(-1) == test_y).float().mean())
+
+answers_test = single_shot_accuracy(projectors, rho_c, priors)[1]
+answers_train = single_shot_accuracy(projectors, on_train.class_states, on_train.priors)[1]
+optimum_train = float(single_shot_accuracy(on_train.measurement, rho_c, priors)[0])
+optimal = {"helstrom": "Helstrom", "pretty-good": "pretty-good"}[on_test.method]
+rows = {
+    "QPDN: projectors + linear layer (exact)": (None, model_accuracy),
+    "class-average overlap (exact)": (overlap(on_test), overlap(on_train)),
+    "learned projectors (one outcome)": (read_once(answers_test), read_once(answers_train)),
+    f"{optimal} measurement (one outcome)": (float(on_test.success_probability), optimum_train),
+    "majority class": (float(priors.max()), float(priors[on_train.priors.argmax()])),
+}
+cells = {name: ["-" if v is None else f"{v:.3f}" for v in pair] for name, pair in rows.items()}
+pd.DataFrame(cells, index=["fit on test", "fit on train"]).T"""),
+    ("md", r"""
+How to read it: compare like with like, the learned projectors read once
+against the optimal measurement. A bound far above the learned measurement
+means the model is limited by its measurement (and classifier): other
+measurements of the same sentence states would separate the classes better. A
+bound close to it means the model is limited by its states: no measurement of
+these mixtures does much better, and only better word states or mixture
+weights would help. The exact rows are not limited by the bound and can lie
+above it.
+
+Here the learned projectors read once reach about 0.66, within a point of the
+Helstrom bound of the test sentences (about 0.67; the Helstrom measurement fit
+on the training sentences gets about the same on test): measured once, these
+heavily mixed sentence states hardly tell the eras apart, whatever the
+measurement, so the limit is in the states, not in the 20 learned vectors.
+(On the training sentences, whose words the model was fit to, the bound is
+higher, about 0.71.) QPDN's 0.87 comes from reading exact probabilities, and
+comparing a sentence with the two training class averages gets almost as far."""),
+    ("md", r"""
+## 6. Word importance
 
 With `weighting="trainable"` each word has a learned score $\pi(w)$ and its
 mixture weight in a sentence is $\operatorname{softmax}_i \pi(w_i)$: a word
@@ -175,7 +273,7 @@ importance = importance_table(model, words, counts=counts, min_count=5)
 display(importance.head(8))
 importance.tail(8)"""),
     ("md", """\
-## 6. Large vocabularies: an approximate index
+## 7. Large vocabularies: an approximate index
 
 For vocabularies of hundreds of thousands of words, `BornIndex` (optional
 extra `pip install "qpnlp[ann]"`, faiss HNSW) searches the real images

@@ -16,6 +16,7 @@ import math
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
@@ -48,6 +49,35 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
 #: (which built the states with ``torch.polar``); False gives the exact derivative of
 #: :math:`r_j e^{i\phi_j}` for every sign.
 TORCH_POLAR_GRADIENT = True
+
+
+# torch.optim classes that raise on a sparse gradient at their first step (exact types: a subclass may cope).
+_DENSE_ONLY_OPTIMIZERS = tuple(getattr(torch.optim, name) for name in (
+    "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "Adadelta", "LBFGS")
+    if hasattr(torch.optim, name))
+
+
+def _refuse_sparse_gradients(optimizer: torch.optim.Optimizer, args, kwargs) -> None:
+    """Global ``Optimizer.step`` pre-hook: a dense-only optimiser meeting a sparse gradient gets qpnlp's ways out.
+
+    The tables of :mod:`qpnlp.nn` give sparse gradients (only the rows of the batch). Without this hook
+    ``torch.optim.Adam(model.parameters())`` fails inside its step with a hint to use SparseAdam, which cannot
+    update the dense parameters either. Cost: one pass over the parameters' ``grad`` attributes per step,
+    for the dense-only optimisers only.
+    """
+    if type(optimizer) not in _DENSE_ONLY_OPTIMIZERS:
+        return
+    shapes = [tuple(p.shape) for group in optimizer.param_groups for p in group["params"]
+              if p.grad is not None and p.grad.is_sparse]
+    if shapes:
+        kind = type(optimizer).__name__
+        raise TypeError(f"torch.optim.{kind} cannot update parameters with sparse gradients (embedding tables of "
+                        f"shapes {shapes}). Use qpnlp.training.Optimisers(model, TrainConfig(...)) (SparseAdam on "
+                        f"the tables, Adam on the rest), or call qpnlp.training.dense_gradients(model) before the "
+                        f"first step to train every parameter with {kind}")
+
+
+register_optimizer_step_pre_hook(_refuse_sparse_gradients)
 
 
 def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size, padding_idx: int | None,

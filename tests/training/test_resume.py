@@ -219,3 +219,18 @@ def test_plain_adam_on_sparse_tables_gets_a_clear_error_and_a_working_default():
     opts = Optimisers(model, TrainConfig())                   # and the trainer still works (all dense)
     assert [type(o).__name__ for o in opts.optimisers] == ["Adam"]
     train_step(model, opts, ids, ids != 0, torch.tensor([1]))
+
+
+@pytest.mark.parametrize("kind", ["Adam", "AdamW", "RMSprop"])
+def test_plain_optimizer_step_on_sparse_gradients_raises_qpnlps_error_without_any_check(kind):
+    """No check_optimizer call: the first step itself names the tables' sparse gradients and the two ways out."""
+    model = _qpdn(0)
+    optimizer = getattr(torch.optim, kind)(model.parameters(), lr=0.01)
+    ids = torch.tensor([[3, 4, 0]])
+    torch.nn.functional.cross_entropy(model(ids, ids != 0), torch.tensor([1])).backward()
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(TypeError, match=rf"torch.optim.{kind} cannot update parameters with sparse gradients .*"
+                                        r"Optimisers.*dense_gradients\(model\)"):
+        optimizer.step()
+    assert all(torch.equal(b, p) for b, p in zip(before, model.parameters()))   # nothing half-updated
+    torch.optim.SGD(model.parameters(), lr=0.01).step()                         # sparse-capable: untouched
