@@ -449,11 +449,13 @@ def epoch_logger(report: Report, label: str, **context) -> Callable[[dict], None
 
 
 def epoch_summary(entry: dict) -> str:
-    """``loss 0.4321  dev accuracy 0.8123`` / ``... dev MAP 0.61 MRR 0.62``."""
+    """``loss 0.4321  dev accuracy 0.8123`` / ``... dev MAP 0.61 MRR 0.62`` / ``... 812,345 tokens/s``."""
     text = f"loss {entry['train_loss']:.4f}"
     if "dev_accuracy" in entry:
         text += f"  dev accuracy {entry['dev_accuracy']:.4f}"
     if isinstance(entry.get("dev"), dict):
         text += f"  dev MAP {entry['dev']['map']:.4f} MRR {entry['dev']['mrr']:.4f}"
+    if entry.get("tokens_per_s") is not None:
+        text += f"  {entry['tokens_per_s']:,.0f} tokens/s"
     return text
 

@@ -22,6 +22,14 @@ library's (:class:`qpnlp.word2fun.TrainConfig` and the keyword defaults of
 keep one model (see the distributed-training docs page).  With ``--out`` the
 vectors are saved there after every epoch, atomically, by the first process
 only; ``--resume`` continues from that checkpoint.
+
+Options are checked before training: the output paths, and, for a corpus in
+memory, the ``--words`` against the vocabulary (a streamed or resumed run,
+whose vocabulary is known only inside ``fit``, warns after training).  Each
+epoch prints one line and rewrites the ``--report`` (the one report schema of
+every command, ``qpnlp-report/1``, with ``<report>.history.csv``); the
+nearest words, change degrees and indicators of ``--words`` are under its
+``details``.
 """
 
 from __future__ import annotations
@@ -30,12 +38,14 @@ import argparse
 import dataclasses
 import glob
 import inspect
-import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
+
+from ._common import Report, UsageError, check_output_path, epoch_logger
 
 __all__ = ["register", "run"]
 
@@ -143,12 +153,17 @@ def register(subparsers: dict) -> None:
     t.add_argument("--seed", type=int, default=train["seed"], help="(default %(default)s)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
     o = p.add_argument_group("output")
-    o.add_argument("--words", default="", help="comma-separated words to report (nearest words per era)")
+    o.add_argument("--words", default="",
+                   help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
+                        "(seen at least --min-count times)")
     o.add_argument("--eras", type=_positive_int, default=4, help="number of equal eras for the report (default %(default)s)")
     o.add_argument("--topk", type=_positive_int, default=8, help="nearest words per era (default %(default)s)")
-    o.add_argument("--out", default=None, help="checkpoint directory (saved after every epoch)")
+    o.add_argument("--out", default=None,
+                   help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
     o.add_argument("--resume", action="store_true", help="continue the run saved in --out (its settings, next epoch)")
-    o.add_argument("--report", default=None, help="JSON report file")
+    o.add_argument("--report", default=None, metavar="FILE.json",
+                   help="write the report (metrics, history, settings, the --words results) to this JSON file, "
+                        "rewritten after every epoch, with the history also as FILE.history.csv")
     o.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
     o.add_argument("--npz-words", type=_positive_int, default=2000,
                    help="most frequent words in the .npz grid (default %(default)s)")
@@ -188,20 +203,87 @@ def _load_corpus(spec: str, stream: bool):
     return concatenate([read_tsv(path) for path in paths])
 
 
-def run(args: argparse.Namespace) -> int:
-    from qpnlp.interpret.temporal import equal_eras
-    from qpnlp.word2fun import TrainConfig, fit
-    from qpnlp.word2fun.distributed import is_main_process, shutdown
+def _writes_report() -> bool:
+    """Whether this process writes the report and prints the epoch lines: the only one, or rank 0 under torchrun.
 
+    The process group opens inside ``fit``; before that the rank is the one
+    ``torchrun`` gave the process (``RANK``), which the group then takes.
+    """
+    from qpnlp.word2fun.distributed import is_main_process
+
+    if not is_main_process():
+        return False
+    return int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1 or int(os.environ.get("RANK", "0") or 0) == 0
+
+
+def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
+    """The vocabulary ``fit`` would build, with every ``--words`` word in it (:class:`UsageError` otherwise).
+
+    Only for a corpus in memory and a fresh run: a streamed corpus is counted
+    by ``fit`` itself (one pass over the files, split between the processes;
+    another one here would double the reading), and a resumed run keeps the
+    vocabulary of its checkpoint; both check ``--words`` after training.
+    """
+    from qpnlp.data import Vocabulary
+
+    if args.stream or args.resume or len(corpus) == 0:
+        return None
+    # fit's own rule (qpnlp.word2fun.train.fit); in a distributed run the processes' merged counts are these
+    vocabulary = Vocabulary.build(corpus.docs, min_freq=args.min_count, specials=False)
+    missing = [w for w in words if w not in vocabulary]
+    if missing and len(vocabulary) >= 2:          # fewer than two words: fit's own error says more
+        unknown = set(missing)
+        seen = Counter(t for doc in corpus.docs for t in doc if t in unknown)
+        named = ", ".join(f"{w!r} ({f'{seen[w]} times' if seen[w] else 'not in the corpus'})" for w in missing)
+        rarest = min((seen[w] for w in missing if seen[w]), default=0)
+        which = "them" if all(seen[w] for w in missing) else "those the corpus has"
+        keeps = f" (--min-count {rarest} keeps {which})" if rarest else ""
+        raise UsageError(f"--words: not in the vocabulary ({len(vocabulary)} words seen at least --min-count "
+                         f"{args.min_count} times): {named}; check the spelling, or lower --min-count{keeps}")
+    return vocabulary
+
+
+def _epoch_history(report: Report, log):
+    """``fit``'s ``on_epoch``: one history entry and one line per epoch.
+
+    As for the other trainers, ``seconds`` is the training time so far; ``epoch_seconds``, ``tokens``,
+    ``pairs`` and ``tokens_per_s`` are that epoch's own.
+    """
+    done = {"tokens": 0, "pairs": 0, "seconds": 0.0}
+
+    def on_epoch(epoch: int, stats) -> None:
+        _restored_epochs(report, stats, epoch)
+        tokens, pairs = stats.tokens - done["tokens"], stats.pairs - done["pairs"]
+        seconds = stats.seconds - done["seconds"]
+        done.update(tokens=stats.tokens, pairs=stats.pairs, seconds=stats.seconds)
+        log(dict(epoch=epoch + 1, train_loss=stats.epoch_loss[-1], seconds=stats.seconds, epoch_seconds=seconds,
+                 tokens_per_s=tokens / seconds if seconds > 0 else None, tokens=tokens, pairs=pairs))
+    return on_epoch
+
+
+def _restored_epochs(report: Report, stats, upto: int) -> None:
+    """Epochs of a resumed run trained before it (their losses, from the checkpoint) as history entries."""
+    history = report.data["history"]
+    for i in range(len(history), min(upto, len(stats.epoch_loss))):
+        history.append(dict(epoch=i + 1, train_loss=stats.epoch_loss[i], restored=True))
+
+
+def run(args: argparse.Namespace) -> int:
+    from qpnlp.word2fun import TrainConfig
+
+    report = Report(args, command="train word2fun", model="word2fun")
+    main = _writes_report()
+    if not main:
+        report.path = None                        # the first process writes the report
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    # Everything the command line alone decides is checked before the corpus is read.
     if args.resume and not args.out:
-        raise ValueError("--resume needs --out, the checkpoint directory to continue")
-    for flag in ("report", "export_npz"):  # a bad output path is found before training, not after
-        path = getattr(args, flag)
-        if path and Path(path).is_dir():
-            raise ValueError(f"--{flag.replace('_', '-')} {path} is a directory; give a file name")
-    corpus = _load_corpus(args.corpus, args.stream)
+        raise UsageError("--resume needs --out, the checkpoint directory to continue")
+    check_output_path(args.report, "--report")
+    check_output_path(args.export_npz, "--export-npz")
+    check_output_path(args.out, "--out", directory=True, model=True)
+    words = list(dict.fromkeys(w.strip() for w in args.words.split(",") if w.strip()))
     cfg = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
         shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
@@ -210,21 +292,43 @@ def run(args: argparse.Namespace) -> int:
         rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
         chunk_tokens=args.chunk_tokens, sync_every=args.sync_every,
     )
-    result = fit(corpus, cfg, family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
-                 frequency_init=args.frequency_init, max_periods=args.max_periods or None, min_count=args.min_count,
-                 compass=args.compass, compass_epochs=args.compass_epochs, checkpoint=args.out, resume=args.resume,
-                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress, log=sys.stderr)
+    options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
+                   frequency_init=args.frequency_init, max_periods=args.max_periods or None,
+                   min_count=args.min_count, compass=args.compass, compass_epochs=args.compass_epochs)
+    report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
+                  config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
+                  checkpoint=args.out, training_state=args.out)
+    with report.guard():
+        corpus = _load_corpus(args.corpus, args.stream)
+    vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
+    if not args.stream:
+        report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
+    with report.guard():
+        return _train(args, report, corpus, cfg, options, vocabulary, words, main)
+
+
+def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool) -> int:
+    from qpnlp.interpret.temporal import equal_eras
+    from qpnlp.word2fun import fit
+    from qpnlp.word2fun.distributed import is_main_process, shutdown
+
+    on_epoch = _epoch_history(report, epoch_logger(report, "word2fun")) if main else None
+    result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
+                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress, on_epoch=on_epoch,
+                 log=sys.stderr)
     main = is_main_process()
     shutdown()  # every process leaves the group together; the first one reports
     if not main:
         return 0
     vectors, stats = result.vectors, result.stats
+    _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
     print(f"vocabulary {len(vectors)} words (min count {args.min_count})", file=sys.stderr)
-    words = [w for w in args.words.split(",") if w]
     missing = [w for w in words if w not in vectors]
-    if missing:
-        print(f"warning: not in the vocabulary: {', '.join(missing)}", file=sys.stderr)
-    words = [w for w in words if w in vectors]
+    if missing:                                   # only a streamed or resumed run gets here (see _checked_vocabulary)
+        warning = f"--words not in the vocabulary (min count {args.min_count}): {', '.join(missing)}"
+        report.data["warnings"].append(warning)
+        print(f"warning: {warning}", file=sys.stderr)
+    words = [w for w in words if w not in missing]
     eras = equal_eras(*vectors.time_span, args.eras)
     step = vectors.default_step()
     nearest = {}
@@ -245,20 +349,20 @@ def run(args: argparse.Namespace) -> int:
         top = list(vectors.index_to_key[: args.npz_words])
         top += [w for w in words if w not in top]
         vectors.export_npz(args.export_npz, top)
-    report = {
-        "corpus": {"name": args.corpus, **result.corpus_info, "vocabulary": len(vectors)},
-        "config": {k: v for k, v in vars(args).items() if k != "func"},
-        "model": vectors.model.config.to_dict(),
-        "training": {"seconds": stats.seconds, "tokens_per_s": stats.tokens_per_s, "pairs": stats.pairs,
-                     "epoch_loss": stats.epoch_loss, "processes": result.world_size,
-                     "compass_pretraining_seconds": result.compass_stats.seconds if result.compass_stats else None},
-        "eras": eras,
-        "nearest": nearest,
-        "change_degree": change,
-        "indicators": {k: {w: (None if v != v else v) for w, v in d.items()} for k, d in indicators.items()},
-        "checkpoint": args.out,
-        "npz": args.export_npz,
-    }
-    if args.report:
-        Path(args.report).write_text(json.dumps(report, indent=2))
+    info = result.corpus_info
+    trained = stats.seconds > 0
+    report.data["config"]["model"] = vectors.model.config.to_dict()
+    report.finish(
+        split_counts=dict(corpus=dict(documents=info["documents"], tokens=info["tokens"])), n=info["tokens"],
+        metrics=dict(train_loss=stats.epoch_loss[-1] if stats.epoch_loss else None,
+                     tokens_per_s=stats.tokens_per_s if trained else None, pairs=stats.pairs,
+                     vocabulary_size=len(vectors), epochs=result.epochs_done),
+        details=dict(
+            corpus={"name": args.corpus, **info, "vocabulary": len(vectors), "streamed": bool(args.stream)},
+            training=dict(seconds=stats.seconds, tokens=stats.tokens, processes=result.world_size,
+                          compass_pretraining_seconds=result.compass_stats.seconds if result.compass_stats else None),
+            eras=eras, nearest=nearest, change_degree=change,
+            # an indicator a word does not have (NaN) is null, not a warning
+            indicators={k: {w: (None if v != v else v) for w, v in d.items()} for k, d in indicators.items()},
+            npz=args.export_npz))
     return 0

@@ -143,14 +143,16 @@ def test_cli_writes_report_checkpoint_and_npz(tmp_path, tiny_drift):
     train = root.add_parser("train").add_subparsers(dest="model")
     register({"root": root, "train": train})
     args = parser.parse_args(["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--dim", "8", "--epochs", "1",
-                              "--words", "drift00,stable00,nope", "--eras", "3", "--out", str(tmp_path / "ck"),
+                              "--words", "drift00,stable00", "--eras", "3", "--out", str(tmp_path / "ck"),
                               "--report", str(tmp_path / "r.json"), "--export-npz", str(tmp_path / "g.npz"),
                               "--npz-words", "10", "--no-progress", "--compass", "frozen", "--compass-epochs", "1",
                               "--roughness-penalty", "1e-4"])
     assert args.func(args) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
-    assert len(rep["nearest"]["drift00"]) == 3 and len(rep["nearest"]["drift00"][0]["nearest"]) == 8
-    assert rep["training"]["tokens_per_s"] > 0 and rep["model"]["freeze_compass"] is True
+    assert rep["schema"] == "qpnlp-report/1" and rep["status"] == "completed" and len(rep["history"]) == 1
+    assert len(rep["details"]["nearest"]["drift00"]) == 3
+    assert len(rep["details"]["nearest"]["drift00"][0]["nearest"]) == 8
+    assert rep["metrics"]["tokens_per_s"] > 0 and rep["config"]["model"]["freeze_compass"] is True
     z = np.load(tmp_path / "g.npz")
     assert z["E"].shape == (30, 12, 8) and "drift00" in z["words"].tolist()
     back = KeyedVectors.from_pretrained(tmp_path / "ck")

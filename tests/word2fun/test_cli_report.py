@@ -1,0 +1,138 @@
+"""`qpnlp train word2fun` reports like every command: schema qpnlp-report/1, a line and a history entry per epoch,
+and an unknown --words word is a one-line usage error before any training."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from qpnlp.cli import main
+from qpnlp.data import TimestampedCorpus, write_tsv
+
+PROG = "qpnlp train word2fun"
+WORDS = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
+
+
+@pytest.fixture
+def corpus_tsv(tmp_path):
+    """A tiny corpus: 300 documents of 8 tokens over 20 years, eight words plus one rare word (seen twice)."""
+    rng = np.random.default_rng(0)
+    docs = [(1900 + i % 20, list(rng.choice(WORDS, 8))) for i in range(300)]
+    docs[0][1][0] = docs[1][1][0] = "rare"
+    path = tmp_path / "c.tsv"
+    write_tsv(TimestampedCorpus.from_pairs(docs), path)
+    return path
+
+
+def _argv(corpus, *extra):
+    return ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--epochs", "2", "--batch-size", "256",
+            "--negatives", "2", "--no-progress", *extra]
+
+
+def test_report_schema_history_csv_and_epoch_lines(corpus_tsv, tmp_path, capsys):
+    report, out = tmp_path / "run" / "r.json", tmp_path / "ck"
+    code = main(_argv(corpus_tsv, "--words", "war,union", "--eras", "2", "--topk", "3", "--min-count", "3",
+                      "--report", str(report), "--out", str(out), "--export-npz", str(tmp_path / "g.npz")))
+    stdout, stderr = capsys.readouterr()
+    assert code == 0, stderr
+    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("word2fun epoch")] == \
+        ["word2fun epoch 1", "word2fun epoch 2"]                                    # a per-epoch line
+    assert "tokens/s" in next(line for line in stdout.splitlines() if line.startswith("word2fun epoch 2"))
+    data = json.loads(report.read_text())
+    assert data["schema"] == "qpnlp-report/1" and data["command"] == "train word2fun" and data["status"] == "completed"
+    assert data["qpnlp_version"] and data["model"] == "word2fun" and data["dataset"] == str(corpus_tsv)
+    assert data["split_counts"] == {"corpus": {"documents": 300, "tokens": 2400}}
+    assert data["checkpoint"] == str(out) and (out / "config.json").is_file()
+    assert data["config"]["train"]["epochs"] == 2 and data["config"]["fit"]["min_count"] == 3
+    assert data["config"]["model"]["dim"] == 4 and data["config"]["model"]["family"] == "IV"
+    assert data["arguments"]["words"] == "war,union" and data["error"] is None and data["warnings"] == []
+    assert [h["epoch"] for h in data["history"]] == [1, 2]
+    for entry in data["history"]:
+        assert {"epoch", "train_loss", "seconds", "tokens_per_s"} <= set(entry) and entry["seconds"] > 0
+        assert 0 < entry["epoch_seconds"] <= entry["seconds"]      # seconds: time so far, as the other trainers
+    first, last = data["history"]
+    assert last["seconds"] == pytest.approx(first["seconds"] + last["epoch_seconds"])
+    metrics = data["metrics"]
+    assert metrics["train_loss"] == data["history"][-1]["train_loss"] and metrics["tokens_per_s"] > 0
+    assert metrics["vocabulary_size"] == 8 and metrics["pairs"] > 0
+    details = data["details"]
+    assert set(details["nearest"]) == {"war", "union"} and len(details["nearest"]["war"]) == 2
+    assert len(details["nearest"]["war"][0]["nearest"]) == 3
+    assert set(details["change_degree"]) == {"war", "union"} and details["training"]["processes"] == 1
+    assert details["npz"] == str(tmp_path / "g.npz") and details["corpus"]["vocabulary"] == 8
+    rows = list(csv.DictReader(report.with_suffix(".history.csv").open()))
+    assert [r["epoch"] for r in rows] == ["1", "2"] and "tokens_per_s" in rows[0]
+
+
+@pytest.mark.parametrize("words, fragment", [
+    ("war,nope", "'nope' (not in the corpus)"),
+    ("rare", "'rare' (2 times); check the spelling, or lower --min-count (--min-count 2 keeps them)"),
+    ("rare,nope", "(--min-count 2 keeps those the corpus has)"),
+])
+def test_an_unknown_word_is_a_usage_error_before_training(corpus_tsv, tmp_path, capsys, words, fragment):
+    report, out = tmp_path / "r.json", tmp_path / "ck"
+    code = main(_argv(corpus_tsv, "--words", words, "--report", str(report), "--out", str(out)))
+    stdout, stderr = capsys.readouterr()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, stderr
+    assert lines[0].startswith(f"{PROG}: error: --words: ") and fragment in lines[0], lines[0]
+    assert "lower --min-count" in lines[0] and "--min-count 5 times" in lines[0]
+    assert "epoch" not in stdout and not out.exists() and not report.exists()
+
+
+def test_a_lower_min_count_admits_the_rare_word(corpus_tsv, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(_argv(corpus_tsv, "--epochs", "1", "--words", "rare", "--min-count", "2", "--eras", "2",
+                      "--report", str(report)))
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(report.read_text())
+    assert list(data["details"]["nearest"]) == ["rare"] and data["metrics"]["vocabulary_size"] == 9
+
+
+def test_a_streamed_run_warns_after_training_and_reports_it(corpus_tsv, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(_argv(corpus_tsv, "--epochs", "1", "--stream", "--words", "war,nope", "--eras", "2",
+                      "--report", str(report)))
+    _, stderr = capsys.readouterr()
+    assert code == 0, stderr
+    assert "warning: --words not in the vocabulary (min count 5): nope" in stderr
+    data = json.loads(report.read_text())
+    assert data["status"] == "completed" and list(data["details"]["nearest"]) == ["war"]
+    assert data["warnings"] == ["--words not in the vocabulary (min count 5): nope"]
+    assert data["split_counts"] == {"corpus": {"documents": 300, "tokens": 2400}} and len(data["history"]) == 1
+
+
+def test_bad_output_paths_are_refused_before_training(corpus_tsv, tmp_path, capsys):
+    (tmp_path / "notamodel").mkdir()
+    (tmp_path / "notamodel" / "keep.txt").write_text("mine")
+    for extra, fragment in [(["--report", str(tmp_path)], "--report"), (["--export-npz", str(tmp_path)],
+                                                                         "--export-npz"),
+                            (["--out", str(tmp_path / "notamodel")], "is not a saved qpnlp model")]:
+        code = main(_argv(corpus_tsv, *extra))
+        stdout, stderr = capsys.readouterr()
+        assert code == 2 and stderr.startswith(f"{PROG}: error: ") and fragment in stderr, stderr
+        assert "epoch" not in stdout
+    assert (tmp_path / "notamodel" / "keep.txt").read_text() == "mine"
+
+
+def test_resume_reports_every_epoch(corpus_tsv, tmp_path, capsys):
+    out, report = tmp_path / "ck", tmp_path / "r.json"
+    assert main(_argv(corpus_tsv, "--epochs", "1", "--out", str(out))) == 0
+    code = main(_argv(corpus_tsv, "--out", str(out), "--resume", "--report", str(report)))
+    stdout, stderr = capsys.readouterr()
+    assert code == 0, stderr
+    data = json.loads(report.read_text())
+    assert [h["epoch"] for h in data["history"]] == [1, 2] and data["history"][0]["restored"] is True
+    assert "restored" not in data["history"][1] and data["metrics"]["epochs"] == 2
+    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("word2fun epoch")] == \
+        ["word2fun epoch 1", "word2fun epoch 2"]          # the first run's line, then the resumed run's
+
+
+def test_a_failed_run_finishes_its_report_with_the_error(corpus_tsv, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(_argv(corpus_tsv, "--min-count", "10000", "--words", "war", "--report", str(report)))
+    _, stderr = capsys.readouterr()
+    assert code == 1 and stderr.startswith(f"{PROG}: error: the vocabulary has 0 words"), stderr
+    data = json.loads(report.read_text())
+    assert data["status"] == "failed" and "Word2Fun needs at least two" in data["error"] and data["history"] == []
