@@ -162,7 +162,7 @@ class _PolarLookup(torch.autograd.Function):
         need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         g_r = g_phi = None
         if g_states is not None:
-            g = _sum_repeated(torch.view_as_real(g_states), inverse, rows.numel()).view(*unit.shape, 2)
+            g = _sum_repeated(torch.view_as_real(g_states.resolve_conj()), inverse, rows.numel()).view(*unit.shape, 2)
             g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
         if g_norms is not None and need_amplitude:
             g_n = _sum_repeated(g_norms, inverse, rows.numel()).squeeze(-1)

@@ -107,6 +107,17 @@ def test_trace_ablation_is_the_trace_inner_product(cdtype, device):
     assert_allclose(model(*q, *a), expected, atol=default_atol(cdtype, 36))
 
 
+@pytest.mark.parametrize("mixture", ["global", "local"])
+def test_trace_ablation_trains(cdtype, device, mixture):
+    """Its backward hands the word-state lookup a conjugated gradient (a view_as_real error until mended)."""
+    model = _model(cdtype, device, head="trace", mixture=mixture).train()
+    q, a = _batch(device, [[2, 3, 4, 0]]), _batch(device, [[5, 6, 7, 8]])
+    model(*q, *a).sum().backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert grads and all(g is not None and torch.isfinite(g.to_dense()).all() for g in grads)
+    assert any(float(g.to_dense().abs().sum()) > 0 for g in grads)
+
+
 def test_local_trace_ablation_averages_the_local_mixtures(cdtype, device):
     model = _model(cdtype, device, head="trace", windows=[2])
     q, a = _batch(device, [[2, 3, 4, 0]]), _batch(device, [[5, 6, 7, 8]])

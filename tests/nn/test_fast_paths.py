@@ -56,6 +56,23 @@ def test_word_states_equal_the_polar_graph(cdtype, tol, sparse, phase_init):
         torch.testing.assert_close(b, a, atol=tol(6), rtol=tol(6))
 
 
+def test_a_conjugated_incoming_gradient_is_accepted(cdtype, tol):
+    """A loss through ``states.conj()`` hands the backward a lazily conjugated gradient (CNM's trace
+    inner product did): same gradients as the polar graph, no view_as_real error."""
+    real = cdtype.to_real()
+    emb = ComplexWordEmbedding(12, 5, dtype=real, generator=torch.Generator().manual_seed(4))
+    ids = torch.tensor([[2, 3, 3, 0]])
+    w = torch.randn(5, dtype=cdtype, generator=torch.Generator().manual_seed(5))
+
+    def grads(states_norms):
+        emb.zero_grad(set_to_none=True)
+        (states_norms[0].conj() @ w).real.sum().backward()
+        return [p.grad.to_dense() for p in (emb.amplitude.weight, emb.phase.weight)]
+
+    for a, b in zip(grads(_old_states(emb, ids)), grads(emb(ids))):
+        torch.testing.assert_close(b, a, atol=tol(5), rtol=tol(5))
+
+
 def test_table_gradients_are_coalesced_without_padding():
     emb = ComplexWordEmbedding(50, 4, generator=torch.Generator().manual_seed(1))
     states, norms = emb(torch.tensor([[9, 3, 9, 0, 0], [3, 1, 0, 0, 0]]))
