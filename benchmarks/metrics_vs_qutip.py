@@ -13,15 +13,19 @@ Two kinds of input:
 QuTiP takes square roots of rank-deficient matrices (``sqrtm`` for the
 fidelity family, the square roots of the eigenvalues of
 :math:`D^\dagger D` for the trace distance), which costs it half the digits
-(errors of about sqrt(eps) = 1e-8), so those metrics on ``sentences`` are
-compared at ``--loose-atol``; all others at ``--atol``. The bipartite metrics split d as ``--dims`` (default
+or more: at B=256, d=300 and 20 words its root fidelity was off by up to 7.9e-5 (pair 144: QuTiP
+0.1827061, qpnlp 0.1826274, a 40-digit mpmath SVD of the same factors 0.1826274 to 3e-17). So those
+metrics on ``sentences`` are compared at ``--loose-atol`` (1e-3); all others at ``--atol``. The bipartite metrics split d as ``--dims`` (default
 15 x 20). qpnlp runs in complex128 (QuTiP's precision) and, for the time
 only, in complex64. Conversions to QuTiP objects are outside the timings.
 
 Usage::
 
-    python benchmarks/metrics_vs_qutip.py                          # B=256, d=300, on an idle machine
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/metrics_vs_qutip.py   # B=256, d=300
     python benchmarks/metrics_vs_qutip.py --batch 4 --dim 8 --dims 2 4 --out-dir /tmp/check
+
+Times are CPU times of the process (``time.process_time``), so run it with one thread on both sides (the
+environment variables above) to compare like with like; the ratio then holds on a shared machine.
 """
 
 from __future__ import annotations
@@ -96,11 +100,13 @@ def to_qutip(obj, dims) -> list:
 
 
 def best_time(fn, repeats: int) -> tuple[float, object]:
+    """Best CPU time of this process over ``repeats`` calls (with one thread each side, the time the work takes on
+    a core of its own, so the ratio holds on a shared machine; the wall clock does not)."""
     best, out = math.inf, None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         out = fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best, out
 
 
@@ -153,7 +159,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="qpnlp timings: best of this many")
     parser.add_argument("--metrics", nargs="*", help="only these metrics (names as printed)")
     parser.add_argument("--atol", type=float, default=1e-9)
-    parser.add_argument("--loose-atol", type=float, default=1e-6,
+    parser.add_argument("--loose-atol", type=float, default=1e-3,
                         help="square-root metrics on rank-deficient sentences (QuTiP loses digits there)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where metrics_vs_qutip.{json,md} go")
     args = parser.parse_args(argv)

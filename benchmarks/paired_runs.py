@@ -1,0 +1,72 @@
+"""Paired comparison of two sets of ``reproduce_qpdn.py`` runs: per data set, mean +- std, paired difference, wins.
+
+Each side is one or more run directories (their ``results.json``; several directories = several seeds of the
+fixed-split data sets). Splits are paired by (data set, split name, seed), so only splits both sides ran are
+compared. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided; reported
+where there are at least 5 pairs, as the complex-order paper does over folds/seeds).
+
+Usage::
+
+    python benchmarks/paired_runs.py --a benchmarks/results/qpdn/povm/projective-seed[0-9] \\
+        --b benchmarks/results/qpdn/povm/povm-k100-seed[0-9] --labels projective "POVM k=100" --model qpdn
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from scipy.stats import wilcoxon
+
+ORDER = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
+
+
+def test_accuracies(directories: list[str], model: str) -> dict[str, dict[tuple, float]]:
+    """``{dataset: {(split, seed): test accuracy}}`` over the runs in ``directories``."""
+    out: dict[str, dict[tuple, float]] = {}
+    for directory in directories:
+        run = json.loads((Path(directory) / "results.json").read_text())
+        seed = run["args"]["seed"]
+        for row in run["rows"]:
+            if model not in row:
+                continue
+            for split in row[model]["per_split"]:
+                out.setdefault(row["dataset"], {})[(split["split"], seed)] = split["test_accuracy"]
+    return out
+
+
+def _mean_std(values: list[float]) -> str:
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{100 * statistics.fmean(values):.1f} ± {100 * std:.1f}"
+
+
+def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
+    lines = [f"| data set | {labels[0]} | {labels[1]} | {labels[1]} − {labels[0]} (paired) | "
+             f"{labels[1]} better / worse / tied | Wilcoxon p | splits |", "|---|---|---|---|---|---|---|"]
+    for dataset in sorted(set(a) & set(b), key=lambda d: ORDER.index(d) if d in ORDER else len(ORDER)):
+        keys = sorted(set(a[dataset]) & set(b[dataset]))
+        xs, ys = [a[dataset][k] for k in keys], [b[dataset][k] for k in keys]
+        diffs = [y - x for x, y in zip(xs, ys)]
+        better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+        p = f"{wilcoxon(ys, xs).pvalue:.3f}" if len(keys) >= 5 and any(diffs) else "-"
+        lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {100 * statistics.fmean(diffs):+.1f} ± "
+                     f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
+                     f"{len(diffs) - better - worse} | {p} | {len(keys)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--a", nargs="+", required=True, help="run directories of the first side")
+    parser.add_argument("--b", nargs="+", required=True, help="run directories of the second side")
+    parser.add_argument("--labels", nargs=2, default=("A", "B"))
+    parser.add_argument("--model", default="qpdn", choices=("qpdn", "real_bow"))
+    args = parser.parse_args(argv)
+    print(table(test_accuracies(args.a, args.model), test_accuracies(args.b, args.model), tuple(args.labels)),
+          end="")
+
+
+if __name__ == "__main__":
+    main()
