@@ -145,3 +145,39 @@ def test_fidelity_and_trace_distance_gradcheck():
 
     assert torch.autograd.gradcheck(lambda r: fidelity(rho_of(r), sigma), (raw,))
     assert torch.autograd.gradcheck(lambda r: von_neumann_entropy(rho_of(r)), (raw,))
+
+
+@pytest.mark.parametrize("repeat_a_word", [False, True])
+def test_trace_distance_of_sentences_uses_the_small_matrix_and_equals_the_dense_route(cdtype, repeat_a_word):
+    """Ensembles with n + m < d: the spectrum of rho - sigma from the (n+m) x (n+m) matrix R J R^dagger."""
+    from qpnlp.hilbert import Ensemble, random_pure_state
+    from qpnlp.hilbert._metrics import _low_rank_difference
+
+    gen = torch.Generator().manual_seed(7)
+    words_a = random_pure_state(40, batch_shape=(6, 4), dtype=cdtype, generator=gen)
+    words_b = random_pure_state(40, batch_shape=(6, 5), dtype=cdtype, generator=gen)
+    words_b.data[:, 1] = words_a.data[:, 0]                                   # a shared word
+    if repeat_a_word:
+        words_a.data[:, 3] = words_a.data[:, 2]                               # rank-deficient factor
+    a, b = Ensemble(words_a), Ensemble(words_b)
+    small = _low_rank_difference(a, b)
+    assert small is not None and small.shape == (6, 9, 9)
+    tol = 1e-5 if cdtype == torch.complex64 else 1e-12
+    assert_allclose(trace_distance(a, b), trace_distance(a.dense(), b.dense()), atol=tol)
+    assert float(trace_distance(a, a).abs().max()) <= tol                    # exact zero, not sqrt(eps)
+    pure = PureState(words_a.data[:, 0])
+    assert_allclose(trace_distance(pure, b), trace_distance(pure.proj(), b.dense()), atol=tol)
+
+
+def test_trace_distance_with_gradients_takes_the_dense_route():
+    from qpnlp.hilbert import Ensemble
+    from qpnlp.hilbert._metrics import _low_rank_difference
+
+    raw = torch.randn(2, 3, 8, dtype=torch.complex128, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    a = Ensemble(PureState(raw[:, :2] / torch.linalg.vector_norm(raw[:, :2], dim=-1, keepdim=True)))
+    b = Ensemble(PureState(raw[:, 2:] / torch.linalg.vector_norm(raw[:, 2:], dim=-1, keepdim=True)))
+    assert _low_rank_difference(a, b) is None                                 # QR's backward is not used
+    trace_distance(a, b).sum().backward()
+    assert raw.grad is not None and torch.isfinite(raw.grad).all()
+    with torch.no_grad():
+        assert _low_rank_difference(a, b) is not None
