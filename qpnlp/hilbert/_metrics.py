@@ -117,7 +117,10 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     r"""Trace distance :math:`T(\rho,\sigma) = \tfrac12 \|\rho - \sigma\|_1 = \tfrac12\sum_k |\lambda_k(\rho-\sigma)|`.
 
     A metric on states with values in [0, 1] (Nielsen & Chuang eq. 9.11;
-    QuTiP's ``tracedist``). Real ``(...)``.
+    QuTiP's ``tracedist``). Real ``(...)``. Two pure states or ensembles
+    with n + m < d words go through an (n+m) x (n+m) matrix when no gradient
+    is needed (:func:`_low_rank_difference`), else through ``eigvalsh`` of
+    the dense difference.
 
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> float(trace_distance(a, b))
