@@ -2,7 +2,8 @@
 
 Each side is one or more run directories (their ``results.json``; several directories = several seeds of the
 fixed-split data sets). Splits are paired by (data set, split name, seed), so only splits both sides ran are
-compared. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided; reported
+compared. The last columns choose, in every split, the side with the better dev accuracy (ties: the first side)
+and score that side's test accuracy: the two runs as one dev-selected grid. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided; reported
 where there are at least 5 pairs, as the complex-order paper does over folds/seeds).
 
 Usage::
@@ -23,8 +24,8 @@ from scipy.stats import wilcoxon
 ORDER = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
 
 
-def test_accuracies(directories: list[str], model: str) -> dict[str, dict[tuple, float]]:
-    """``{dataset: {(split, seed): test accuracy}}`` over the runs in ``directories``."""
+def test_accuracies(directories: list[str], model: str) -> dict[str, dict[tuple, tuple[float, float]]]:
+    """``{dataset: {(split, seed): (test accuracy, dev accuracy)}}`` over the runs in ``directories``."""
     out: dict[str, dict[tuple, float]] = {}
     for directory in directories:
         run = json.loads((Path(directory) / "results.json").read_text())
@@ -33,7 +34,8 @@ def test_accuracies(directories: list[str], model: str) -> dict[str, dict[tuple,
             if model not in row:
                 continue
             for split in row[model]["per_split"]:
-                out.setdefault(row["dataset"], {})[(split["split"], seed)] = split["test_accuracy"]
+                out.setdefault(row["dataset"], {})[(split["split"], seed)] = (split["test_accuracy"],
+                                                                              split["dev_accuracy"])
     return out
 
 
@@ -44,16 +46,20 @@ def _mean_std(values: list[float]) -> str:
 
 def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
     lines = [f"| data set | {labels[0]} | {labels[1]} | {labels[1]} − {labels[0]} (paired) | "
-             f"{labels[1]} better / worse / tied | Wilcoxon p | splits |", "|---|---|---|---|---|---|---|"]
+             f"{labels[1]} better / worse / tied | Wilcoxon p | splits | selected on dev | {labels[1]} chosen |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for dataset in sorted(set(a) & set(b), key=lambda d: ORDER.index(d) if d in ORDER else len(ORDER)):
         keys = sorted(set(a[dataset]) & set(b[dataset]))
-        xs, ys = [a[dataset][k] for k in keys], [b[dataset][k] for k in keys]
+        xs, ys = [a[dataset][k][0] for k in keys], [b[dataset][k][0] for k in keys]
+        b_chosen = [b[dataset][k][1] > a[dataset][k][1] for k in keys]
+        selected = [y if chosen else x for x, y, chosen in zip(xs, ys, b_chosen)]
         diffs = [y - x for x, y in zip(xs, ys)]
         better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
         p = f"{wilcoxon(ys, xs).pvalue:.3f}" if len(keys) >= 5 and any(diffs) else "-"
         lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {100 * statistics.fmean(diffs):+.1f} ± "
                      f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
-                     f"{len(diffs) - better - worse} | {p} | {len(keys)} |")
+                     f"{len(diffs) - better - worse} | {p} | {len(keys)} | {_mean_std(selected)} | "
+                     f"{sum(b_chosen)} of {len(keys)} |")
     return "\n".join(lines) + "\n"
 
 
