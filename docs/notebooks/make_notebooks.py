@@ -249,13 +249,13 @@ these mixtures does much better, and only better word states or mixture
 weights would help. The exact rows are not limited by the bound and can lie
 above it.
 
-Here the learned projectors read once reach about 0.66, within a point of the
+Here the learned projectors read once reach about 0.67, within a point of the
 Helstrom bound of the test sentences (about 0.67; the Helstrom measurement fit
 on the training sentences gets about the same on test): measured once, these
 heavily mixed sentence states hardly tell the eras apart, whatever the
 measurement, so the limit is in the states, not in the 20 learned vectors.
 (On the training sentences, whose words the model was fit to, the bound is
-higher, about 0.71.) QPDN's 0.87 comes from reading exact probabilities, and
+higher, about 0.72.) QPDN's 0.87-0.88 comes from reading exact probabilities, and
 comparing a sentence with the two training class averages gets almost as far."""),
     ("md", r"""
 ## 6. Word importance
