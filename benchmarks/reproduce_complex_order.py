@@ -9,10 +9,21 @@ Protocol (qpnlp.data.splits, as for QPDN): stratified 10-fold CV with a seed
 for CR, MPQA, MR and SUBJ; the fixed splits for SST-2 and TREC; dev carved
 from the training part; early stopping selects the epoch on dev; each test part
 is evaluated once. All variants of one split share the vocabulary and the
-GloVe 50d initialisation (word vectors for the real variants, amplitudes for
-the complex ones). The paper searched batch size, learning rate, L2 and width
-per cell; here one setting is used for every cell (see --help), so the
-comparison is between variants under equal budgets, not a tuned reproduction.
+pretrained initialisation (``--vectors``, GloVe 6B 50d by default; word
+vectors for the real variants, amplitudes for the complex ones; D follows the
+vectors).
+
+The paper searched batch size, learning rate, L2 and width per cell. Without
+``--grid``, every cell uses the flags' one setting (variants under equal
+budgets). With ``--grid KEY=V1,V2 ...`` (keys :data:`GRID_KEYS`;
+``weight_decay`` is Adam's L2 on the dense parameters, the embedding tables'
+SparseAdam has none) every (split, seed, network, variant) cell trains each
+setting of the Cartesian grid from the same seed, early-stopped on dev, keeps
+the best on dev (the earliest on ties) and scores only that one on test.
+
+"Complex-order beats the four other variants" is tested per (network, data
+set) on the runs paired by (split, seed), with a two-sided Wilcoxon
+signed-rank test per other variant (``claims`` in results.json).
 
 Time per epoch is the fit wall time divided by the number of epochs run
 (training plus the dev evaluation of each epoch), measured in the same process
@@ -25,6 +36,9 @@ Usage::
 
     python benchmarks/reproduce_complex_order.py                 # the full grid (long on 2 cores)
     python benchmarks/reproduce_complex_order.py --datasets TREC MR --networks fasttext cnn --max-splits 1 --epochs 5
+    # 300-d spaCy vectors and a parameter search on dev inside every cell:
+    python benchmarks/reproduce_complex_order.py --datasets CR --networks fasttext --vectors spacy-md-300d \\
+        --grid lr=1e-3,1e-4 hidden=64,128 --out DIR
     # one table from several earlier runs (their results.json), no training:
     python benchmarks/reproduce_complex_order.py --merge RUN_DIR [RUN_DIR ...] --out MERGED_DIR
 """
@@ -34,17 +48,21 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.stats import wilcoxon
 
-from qpnlp.data import load_classification, load_glove_50d, splits
+from qpnlp.data import load_classification, splits
+from qpnlp.data.vectors import VECTOR_SETS, load_vectors
 from qpnlp.interpret.positional import positional_sensitivity
 from qpnlp.nn import EMBEDDING_KINDS
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
-from qpnlp.training.classification import prepare
+from qpnlp.training.classification import parse_grid, prepare
+from qpnlp.training.trainer import ConfigError, TrainingDiverged
 
 TIMINGS: list[dict] = []
 SENSITIVITY: list[tuple[str, str]] = []
@@ -52,6 +70,10 @@ DATASETS = ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"]
 NETWORK_NAMES = {"fasttext": "FastText", "cnn": "CNN", "rnn": "LSTM", "transformer": "Transformer"}
 VARIANT_NAMES = {"none": "none", "pe": "PE", "tpe": "TPE", "complex_vanilla": "Complex-vanilla",
                  "complex_order": "Complex-order"}
+OTHERS = [v for v in EMBEDDING_KINDS if v != "complex_order"]
+# --grid axes: TrainConfig fields (weight_decay = Adam's L2 on dense parameters) and OrderClassifierConfig widths
+GRID_KEYS = ("lr", "embedding_lr", "batch_size", "weight_decay", "hidden", "filters", "dropout", "heads", "ffn_hidden")
+MIN_PAIRS = 5  # fewer (split, seed) pairs: no Wilcoxon test
 # paper Table 2 (accuracy), for reference: MR, SUBJ, CR, MPQA, SST, TREC
 PUBLISHED = {
     ("fasttext", "none"): [0.765, 0.916, 0.785, 0.855, 0.801, 0.858],
@@ -72,21 +94,60 @@ def _max_length(prepared) -> int:
 
 
 def run_cell(network, variant, prepared, n_classes, args, seed) -> dict:
-    seed_everything(seed)
-    model = _build(network, variant, prepared, n_classes, args, seed)
-    train = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
-                        patience=args.patience, seed=seed, progress=False)
-    result = fit(model, prepared.train, prepared.dev, train)
+    """One (split, seed, network, variant) cell: select a setting on dev, score its test part once.
+
+    Every setting of ``args.settings`` (the --grid; without it the flags' one
+    setting) is trained from ``seed`` with early stopping on dev. The best dev
+    accuracy (the earliest setting on ties) is kept and only that model sees
+    the test part. A setting whose training diverges leaves the selection
+    (its dev accuracy is None) unless it is the only one.
+    """
+    best, devs = None, []
+    for setting in args.settings:
+        try:
+            model, result = _train(network, variant, prepared, n_classes, _with(args, setting), seed)
+        except TrainingDiverged:
+            if len(args.settings) == 1:
+                raise
+            devs.append(None)
+            continue
+        devs.append(result.best_dev_accuracy)
+        if best is None or result.best_dev_accuracy > best[1].best_dev_accuracy:
+            best = (model, result, setting)
+        del model  # a losing setting's model is freed before the next one is built
+    if best is None:
+        raise RuntimeError(f"every --grid setting diverged ({network}, {variant}, seed {seed})")
+    model, result, setting = best
     test = accuracy(model, prepared.test)
     if variant == "complex_order" and args.sensitivity_top:
         words = prepared.vocab.words
         counts = [prepared.vocab.word_freq(w) for w in words]
         table_ = positional_sensitivity(model, words, top=args.sensitivity_top, counts=counts, min_count=5)
         SENSITIVITY.append((f"{network} seed {seed}", table_.to_markdown()))
-    return dict(network=network, variant=variant, seed=seed, test_accuracy=test, dev_accuracy=result.best_dev_accuracy,
-                best_epoch=result.best_epoch, epochs_run=len(result.history),
-                seconds_per_epoch=result.seconds / len(result.history),
-                parameters=sum(p.numel() * (2 if p.is_complex() else 1) for p in model.parameters()))
+    rec = dict(network=network, variant=variant, seed=seed, test_accuracy=test, dev_accuracy=result.best_dev_accuracy,
+               best_epoch=result.best_epoch, epochs_run=len(result.history),
+               seconds_per_epoch=result.seconds / len(result.history),
+               parameters=sum(p.numel() * (2 if p.is_complex() else 1) for p in model.parameters()))
+    if args.grid:
+        rec.update(selected=dict(setting), candidates=[{**s, "dev_accuracy": d} for s, d in zip(args.settings, devs)])
+    return rec
+
+
+def _with(args, setting: dict) -> argparse.Namespace:
+    """``args`` with one grid setting's values in place of the flags'."""
+    return argparse.Namespace(**{**vars(args), **setting})
+
+
+def _train_config(args, seed) -> TrainConfig:
+    return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
+                       weight_decay=args.weight_decay, patience=args.patience, seed=seed, progress=False)
+
+
+def _train(network, variant, prepared, n_classes, args, seed):
+    """A fresh model for ``args`` from ``seed``, early-stopped on dev; returns it and the FitResult."""
+    seed_everything(seed)
+    model = _build(network, variant, prepared, n_classes, args, seed)
+    return model, fit(model, prepared.train, prepared.dev, _train_config(args, seed))
 
 
 def _build(network, variant, prepared, n_classes, args, seed) -> OrderClassifier:
@@ -133,13 +194,13 @@ def step_timing(name, prepared, n_classes, args) -> list[dict]:
     return out
 
 
-def run_dataset(name, args, glove) -> list[dict]:
+def run_dataset(name, args, vectors) -> list[dict]:
     dataset = load_classification(name)
     records = []
     for i, split in enumerate(splits(dataset, seed=0, n_folds=args.folds)):
         if args.max_splits is not None and i >= args.max_splits:
             break
-        prepared = prepare(dataset, split, glove, seed=0)
+        prepared = prepare(dataset, split, vectors, seed=0)
         if args.timing_batches and i == 0:
             TIMINGS.extend(step_timing(name, prepared, dataset.n_classes, args))
         if args.timing_only:
@@ -155,27 +216,45 @@ def run_dataset(name, args, glove) -> list[dict]:
                         path.write_text(f"delta_j = mean_d |omega_jd| of the trained complex-order {label} "
                                         f"({name} {split.name}; words seen >= 5 times in training)\n\n{md}\n")
                     records.append(rec)
+                    chosen = f" selected {json.dumps(rec['selected'])}" if "selected" in rec else ""
                     print(f"{name} {split.name} seed {seed} {NETWORK_NAMES[network]}-{VARIANT_NAMES[variant]}: "
                           f"test {rec['test_accuracy']:.4f} dev {rec['dev_accuracy']:.4f} epoch {rec['best_epoch']}/"
-                          f"{rec['epochs_run']} {rec['seconds_per_epoch']:.2f} s/epoch", flush=True)
+                          f"{rec['epochs_run']} {rec['seconds_per_epoch']:.2f} s/epoch{chosen}", flush=True)
     return records
 
 
 def table(records: list[dict], args) -> str:
+    """The markdown report: accuracy table, step timing, the claim test per cell, complex-order vs the paper."""
     datasets = [d for d in args.datasets if any(r["dataset"] == d for r in records)]
+    lines = _accuracy_table(records, datasets, args) + _timing_table(args)
+    if records:
+        lines += _claims_table(claims(records, args.networks, datasets)) + _paper_table(records, datasets, args)
+        lines += _selection_lines(records, args)
+    return "\n".join(lines) + "\n"
+
+
+def _caption(args) -> str:
+    grid = (f" Parameter search: grid {' '.join(args.grid)} selected on dev inside every (split, seed, network, "
+            f"variant) cell, test scored for the selected setting only; the grid's axes replace the single values "
+            f"above, and t/PE compares the selected settings." if args.grid else "")
+    return (f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
+            f"{args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
+            f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
+            f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
+            f"weight decay {args.weight_decay}, vectors {args.vectors} (scale {args.vectors_scale}).{grid} "
+            f"Paper Table 2 value in brackets where available. "
+            f"t/PE = seconds per epoch relative to the PE variant of the same network and data set.")
+
+
+def _accuracy_table(records, datasets, args) -> list[str]:
+    if not records:
+        return ["(no training runs)"]
     cells = {}
     for r in records:
         cells.setdefault((r["network"], r["variant"], r["dataset"]), []).append(r)
-    lines = [] if records else ["(no training runs)"]
-    lines += [] if not records else [f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
-             f"{args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
-             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
-             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
-             f"GloVe 50d. Paper Table 2 value in brackets where available. "
-             f"t/PE = seconds per epoch relative to the PE variant of the same network and data set.", "",
-             "| network | variant | " + " | ".join(f"{d} acc | {d} t/PE" for d in datasets) + " |",
+    lines = [_caption(args), "", "| network | variant | " + " | ".join(f"{d} acc | {d} t/PE" for d in datasets) + " |",
              "|---|---|" + "---:|---:|" * len(datasets)]
-    for network in (args.networks if records else []):
+    for network in args.networks:
         for variant in args.variants:
             row = f"| {NETWORK_NAMES[network]} | {VARIANT_NAMES[variant]} |"
             for d in datasets:
@@ -192,36 +271,110 @@ def table(records: list[dict], args) -> str:
                          if pe else float("nan"))
                 row += f" {100 * acc.mean():.1f}{std} (n={len(acc)}){ref} | {ratio:.2f} |"
             lines.append(row)
-    if TIMINGS:
-        lines += ["", "Interleaved step timing (median seconds per training step, variants alternating batch by "
-                  "batch on the same machine load; ratio against PE):", "",
-                  "| data set | network | " + " | ".join(VARIANT_NAMES[v] for v in args.variants) + " |",
-                  "|---|---|" + "---:|" * len(args.variants)]
-        for d in dict.fromkeys(t["dataset"] for t in TIMINGS):
-            for network in args.networks:
-                ts = {t["variant"]: t for t in TIMINGS if t["dataset"] == d and t["network"] == network}
-                if ts:
-                    lines.append(f"| {d} | {NETWORK_NAMES[network]} | " + " | ".join(
-                        f"{1000 * ts[v]['median_step_seconds']:.1f} ms ({ts[v]['ratio_vs_pe']:.2f})"
-                        for v in args.variants) + " |")
-    if not records:
-        return "\n".join(lines) + "\n"
-    lines += ["", "Does complex-order beat all four other variants (mean test accuracy)?", "",
-              "| network | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
-    for network in args.networks:
-        row = f"| {NETWORK_NAMES[network]} |"
+    return lines
+
+
+def _timing_table(args) -> list[str]:
+    if not TIMINGS:
+        return []
+    lines = ["", "Interleaved step timing (median seconds per training step, variants alternating batch by "
+             "batch on the same machine load; ratio against PE):", "",
+             "| data set | network | " + " | ".join(VARIANT_NAMES[v] for v in args.variants) + " |",
+             "|---|---|" + "---:|" * len(args.variants)]
+    for d in dict.fromkeys(t["dataset"] for t in TIMINGS):
+        for network in args.networks:
+            ts = {t["variant"]: t for t in TIMINGS if t["dataset"] == d and t["network"] == network}
+            if ts:
+                lines.append(f"| {d} | {NETWORK_NAMES[network]} | " + " | ".join(
+                    f"{1000 * ts[v]['median_step_seconds']:.1f} ms ({ts[v]['ratio_vs_pe']:.2f})"
+                    for v in args.variants) + " |")
+    return lines
+
+
+def claims(records: list[dict], networks, datasets) -> list[dict]:
+    """Does complex-order beat each of the four other variants? One verdict per (network, data set).
+
+    Runs are paired by (split, seed); ``margin`` is the mean paired difference
+    of test accuracy (complex-order minus the other), ``p`` the two-sided
+    Wilcoxon signed-rank test on the pairs (None under MIN_PAIRS pairs).
+    Verdict "holds": every margin > 0; "significant": also every p < 0.05;
+    else "no". Only cells where all five variants share at least one pair.
+    """
+    acc = {}
+    for r in records:
+        acc.setdefault((r["network"], r["dataset"], r["variant"]), {})[(r["split"], r["seed"])] = r["test_accuracy"]
+    out = []
+    for network in networks:
         for d in datasets:
-            means = {v: np.mean([r["test_accuracy"] for r in cells[(network, v, d)]])
-                     for v in EMBEDDING_KINDS if (network, v, d) in cells}
-            if "complex_order" not in means or len(means) < 5:
-                row += " - |"
+            co = acc.get((network, d, "complex_order"), {})
+            against = {v: _paired(co, acc.get((network, d, v), {})) for v in OTHERS}
+            if not co or any(a["pairs"] == 0 for a in against.values()):
                 continue
-            best_other = max((m, v) for v, m in means.items() if v != "complex_order")
-            verdict = "yes" if means["complex_order"] > best_other[0] else "no"
-            margin = 100 * (means["complex_order"] - best_other[0])
-            row += f" {verdict} ({margin:+.1f} vs {VARIANT_NAMES[best_other[1]]}) |"
-        lines.append(row)
-    return "\n".join(lines) + "\n"
+            ps = [a["p"] for a in against.values()]
+            holds = all(a["margin"] > 0 for a in against.values())
+            worst = min(against, key=lambda v: against[v]["margin"])
+            out.append(dict(network=network, dataset=d, complex_order_mean=float(np.mean(list(co.values()))),
+                            pairs=min(a["pairs"] for a in against.values()), against=against, worst_variant=worst,
+                            worst_margin=against[worst]["margin"], max_p=None if None in ps else max(ps),
+                            verdict="no" if not holds else "significant" if all(p is not None and p < 0.05
+                                                                                for p in ps) else "holds"))
+    return out
+
+
+def _paired(ours: dict, other: dict) -> dict:
+    diff = np.array([ours[k] - other[k] for k in sorted(set(ours) & set(other))])
+    p = None
+    if len(diff) >= MIN_PAIRS:
+        p = 1.0 if not diff.any() else float(wilcoxon(diff, alternative="two-sided").pvalue)
+    return dict(pairs=len(diff), margin=float(diff.mean()) if len(diff) else None, p=p)
+
+
+def _claims_table(verdicts: list[dict]) -> list[str]:
+    lines = ["", "Does complex-order beat all four other variants? Runs paired by (split, seed); each column: mean "
+             "paired difference of test accuracy in points (complex-order minus the variant) and the two-sided "
+             f"Wilcoxon signed-rank p on the pairs (scipy.stats.wilcoxon; '-' under {MIN_PAIRS} pairs). Verdict: "
+             "'holds' = complex-order's mean above all four, 'significant' = also every p < 0.05, else 'no'. "
+             "With 5 pairs the smallest two-sided exact p is 0.0625, so 5 seeds on one split can never be "
+             "'significant'; it takes at least 6 pairs (e.g. 10 folds, or 6 seeds).", "",
+             "| network | data set | pairs | " + " | ".join(f"vs {VARIANT_NAMES[v]}" for v in OTHERS)
+             + " | worst margin | largest p | verdict |", "|---|---|---:|" + "---:|" * (len(OTHERS) + 2) + "---|"]
+    fmt_p = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
+    for c in verdicts:
+        lines.append(f"| {NETWORK_NAMES[c['network']]} | {c['dataset']} | {c['pairs']} | " + " | ".join(
+            f"{100 * a['margin']:+.1f} (p {fmt_p(a['p'])})" for a in c["against"].values())
+            + f" | {100 * c['worst_margin']:+.1f} vs {VARIANT_NAMES[c['worst_variant']]} | {fmt_p(c['max_p'])} | "
+            f"{c['verdict']} |")
+    return lines if verdicts else lines + ["", "(no network and data set with runs of all five variants)"]
+
+
+def _paper_table(records, datasets, args) -> list[str]:
+    lines = ["", "Complex-order, ours (mean ± std, n runs) beside the paper's Table 2:", "",
+             "| network | data set | ours | paper | ours - paper |", "|---|---|---:|---:|---:|"]
+    for network in args.networks:
+        for d in datasets:
+            acc = np.array([r["test_accuracy"] for r in records
+                            if (r["network"], r["variant"], r["dataset"]) == (network, "complex_order", d)])
+            if not len(acc):
+                continue
+            pub = PUBLISHED.get((network, "complex_order"))
+            pub = pub[DATASETS.index(d)] if pub else None
+            std = f" ± {100 * acc.std(ddof=1):.1f}" if len(acc) > 1 else ""
+            lines.append(f"| {NETWORK_NAMES[network]} | {d} | {100 * acc.mean():.1f}{std} (n={len(acc)}) | "
+                         + ("- | - |" if pub is None else f"{100 * pub:.1f} | {100 * (acc.mean() - pub):+.1f} |"))
+    return lines
+
+
+def _selection_lines(records, args) -> list[str]:
+    """How often each grid setting was selected on dev, per network and variant (runs with a grid only)."""
+    chosen = {}
+    for r in records:
+        if "selected" in r:
+            chosen.setdefault((r["network"], r["variant"]), Counter())[json.dumps(r["selected"], sort_keys=True)] += 1
+    if not chosen:
+        return []
+    return ["", "Settings selected on dev (runs):"] + [
+        f"- {NETWORK_NAMES[n]}-{VARIANT_NAMES[v]}: " + "; ".join(f"{s} x{k}" for s, k in chosen[(n, v)].most_common())
+        for n in args.networks for v in args.variants if (n, v) in chosen]
 
 
 def merged_records(runs: dict[str, dict], frequency_init: str) -> list[dict]:
@@ -253,6 +406,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam, dense parameters (paper pool 1e-3..1e-5)")
     parser.add_argument("--embedding-lr", type=float, default=1e-3, help="SparseAdam, embedding tables")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="Adam's L2 on the dense parameters")
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--filters", type=int, default=64)
     parser.add_argument("--heads", type=int, default=5)
@@ -261,6 +415,13 @@ def main(argv=None) -> None:
     parser.add_argument("--readout", default="modulus")
     parser.add_argument("--frequency-init", default="sinusoidal", help="complex-order only (default: the library default)")
     parser.add_argument("--frequency-scale", type=float, default=1.0)
+    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+                        "(qpnlp.data.vectors.load_vectors; default glove-6b-50d; spacy-md-300d for 300-d)")
+    parser.add_argument("--vectors-scale", type=float, default=None,
+                        help="factor applied to the vectors (default: the registered set's own, 1 for files)")
+    parser.add_argument("--grid", nargs="+", metavar="KEY=V1,V2",
+                        help=f"select a setting on dev inside every cell from this Cartesian grid; keys: "
+                             f"{', '.join(GRID_KEYS)}")
     parser.add_argument("--timing-batches", type=int, default=0,
                         help="also time N interleaved training steps per variant on the first split")
     parser.add_argument("--sensitivity-top", type=int, default=0,
@@ -273,18 +434,36 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.merge:
         return write_merged(args)
+    args.settings = grid_settings(parser, args)
     torch.set_num_threads(args.threads)
-    glove = load_glove_50d()
+    vectors = load_vectors(args.vectors, scale=args.vectors_scale)
+    if args.vectors_scale is None:  # record the scale applied
+        args.vectors_scale = VECTOR_SETS[args.vectors].scale if args.vectors in VECTOR_SETS else 1.0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records, start = [], time.perf_counter()
     for name in args.datasets:
-        records += run_dataset(name, args, glove)
+        records += run_dataset(name, args, vectors)
         (out / "table.md").write_text(table(records, args))
-        (out / "results.json").write_text(json.dumps(dict(args=vars(args), records=records, step_timing=TIMINGS,
-                                                          seconds=time.perf_counter() - start), indent=2))
+        (out / "results.json").write_text(json.dumps(dict(
+            args=vars(args), records=records, step_timing=TIMINGS, claims=claims(records, args.networks, args.datasets),
+            seconds=time.perf_counter() - start), indent=2))
     print(table(records, args))
     print(f"total wall time {time.perf_counter() - start:.0f}s")
+
+
+def grid_settings(parser, args) -> list[dict]:
+    """The --grid's settings ([{}] without one: the flags' single setting), checked before any training."""
+    try:
+        settings = parse_grid(args.grid or [])
+        unknown = sorted({k for s in settings for k in s} - set(GRID_KEYS))
+        if unknown:
+            raise ConfigError(f"unknown keys {unknown}; keys: {', '.join(GRID_KEYS)}")
+        for s in settings:
+            _train_config(_with(args, s), 0)
+    except (ConfigError, TypeError) as err:
+        parser.error(f"--grid: {err}")
+    return settings
 
 
 def write_merged(args) -> None:
@@ -293,14 +472,20 @@ def write_merged(args) -> None:
     seeds = sorted({r["seed"] for r in records})
     args.seeds, args.networks = seeds, [n for n in NETWORK_NAMES if any(r["network"] == n for r in records)]
     runs = [run["args"] for run in saved.values()]
-    for key in ("epochs", "patience", "batch_size", "lr", "embedding_lr", "folds", "max_splits"):
-        args.__dict__[key] = "/".join(str(v) for v in dict.fromkeys(run[key] for run in runs))
+    # settings of runs older than the flag: what those runs used
+    older = dict(weight_decay=0.0, vectors="glove-6b-50d", vectors_scale=1.0)
+    for key in ("epochs", "patience", "batch_size", "lr", "embedding_lr", "folds", "max_splits", *older):
+        args.__dict__[key] = "/".join(dict.fromkeys(str(run.get(key, older.get(key))) for run in runs))
+    grids = dict.fromkeys(" ".join(run["grid"]) for run in runs if run.get("grid"))
+    args.grid = [" / ".join(grids)] if grids else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     text = (f"Merged from {', '.join(args.merge)} (complex-order rows: frequency_init={args.frequency_init}; "
             f"training settings as in each run's results.json).\n\n" + table(records, args))
+    datasets = [d for d in args.datasets if any(r["dataset"] == d for r in records)]
     (out / "table.md").write_text(text)
-    (out / "results.json").write_text(json.dumps(dict(args=vars(args), records=records), indent=2))
+    (out / "results.json").write_text(json.dumps(dict(args=vars(args), records=records,
+                                                      claims=claims(records, args.networks, datasets)), indent=2))
     print(text)
 
 
