@@ -39,7 +39,8 @@ import numpy as np
 
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
-__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash"]
+__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash",
+           "spacy_key", "SPACY_SYMBOLS"]
 
 
 def _spacy_md() -> PretrainedVectors:
@@ -222,10 +223,39 @@ def spacy_hash(text: str) -> int:
     return h ^ (h >> r)
 
 
+# spaCy keys a few strings by their symbol id (spacy/symbols.pxd, the enum symbol_t of spaCy 3.7) instead of
+# their hash, and leaves them out of strings.json. en_core_web_md 3.7.1 has vectors for 65 of them, among them
+# common words ("number", "mark", "root", "agent") that would otherwise be missing. Written out because spaCy is
+# not a dependency: (first id, the names from that id on) for the two ranges that can be words.
+_SPACY_SYMBOL_RANGES = (
+    (64, "ID ORTH LOWER NORM SHAPE PREFIX SUFFIX LENGTH CLUSTER LEMMA POS TAG DEP ENT_IOB ENT_TYPE HEAD SENT_START "
+         "SPACY PROB LANG ADJ ADP ADV AUX CONJ CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X EOL "
+         "SPACE"),
+    (380, "PERSON NORP FACILITY ORG GPE LOC PRODUCT EVENT WORK_OF_ART LANGUAGE LAW DATE TIME PERCENT MONEY QUANTITY "
+          "ORDINAL CARDINAL acomp advcl advmod agent amod appos attr aux auxpass cc ccomp complm conj cop csubj "
+          "csubjpass dep det dobj expl hmod hyph infmod intj iobj mark meta neg nmod nn npadvmod nsubj nsubjpass num "
+          "number oprd obj obl parataxis partmod pcomp pobj poss possessive preconj prep prt punct quantmod relcl "
+          "rcmod root xcomp acl ENT_KB_ID MORPH ENT_ID IDX _"),
+)
+SPACY_SYMBOLS: dict[str, int] = {name: first + i for first, names in _SPACY_SYMBOL_RANGES
+                                 for i, name in enumerate(names.split())}
+
+
+def spacy_key(text: str) -> int:
+    """The key spaCy stores ``text`` under: its symbol id for the strings of :data:`SPACY_SYMBOLS`, else
+    :func:`spacy_hash`.
+
+    >>> spacy_key("number"), spacy_key("numbers") == spacy_hash("numbers")
+    (432, True)
+    """
+    return SPACY_SYMBOLS.get(text) or spacy_hash(text)
+
+
 def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     """The vectors of a spaCy model directory (or its ``vocab/``): ``strings.json``, ``key2row``, ``vectors``.
 
-    Words are the strings whose key has a row; rows are shared (pruned
+    Words are the strings whose key (:func:`spacy_key`) has a row, the
+    strings of ``strings.json`` and spaCy's symbols; rows are shared (pruned
     vectors), the matrix memory-mapped.
     """
     try:
@@ -242,8 +272,8 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     key2row = msgpack.unpackb((vocab / "key2row").read_bytes(), strict_map_key=False)
     strings = json.loads((vocab / "strings.json").read_text(encoding="utf-8"))
     words, rows = [], []
-    for text in strings:
-        row = key2row.get(spacy_hash(text))
+    for text in dict.fromkeys([*strings, *SPACY_SYMBOLS]):       # symbols are not in strings.json
+        row = key2row.get(spacy_key(text))
         if row is not None:
             words.append(text)
             rows.append(row)

