@@ -43,6 +43,9 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--vectors", default="glove-6b-50d", help="name or path (qpnlp.data.vectors.load_vectors)")
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
+    parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
+                        help="look missing words up by other spellings and compound parts (default: the "
+                             "vectors' own: on for spaCy, off for GloVe)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     base = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
@@ -50,7 +53,8 @@ def main(argv=None) -> None:
     dataset = load_classification(args.dataset)
     split = next(iter(splits(dataset, seed=0, n_folds=10)))
     start = time.time()
-    vectors = load_vectors(args.vectors, scale=args.vectors_scale)
+    vectors = load_vectors(args.vectors, scale=args.vectors_scale,
+                           backoff=None if args.vectors_backoff is None else args.vectors_backoff == "on")
     result, _, prepared, _ = run_split(args.kind, dataset, split, vectors, options, config,
                                        pretrained_fallback=args.fallback)
     print(json.dumps(dict(ds=args.dataset, kind=args.kind, fallback=args.fallback, extra=args.options,

@@ -123,7 +123,7 @@ def vector_coverage(prepared, vectors) -> dict:
 def table(rows: list[dict], args) -> str:
     lines = [f"Seed {args.seed}; {args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, "
              f"fixed splits for SST2/TREC; dev carved from train; test evaluated once per split. "
-             f"vectors {args.vectors} (scale {args.vectors_scale}), k={args.num_measurements}, phase init {args.phase_init}, "
+             f"vectors {args.vectors} (scale {args.vectors_scale}, backoff {args.vectors_backoff or 'default'}), k={args.num_measurements}, phase init {args.phase_init}, "
              f"{args.weighting} weights, "
              f"pretrained fallback {args.pretrained_fallback} words, batch {args.batch_size}, lr {args.lr} "
              f"(embeddings {args.embedding_lr}), <= {args.epochs} epochs, patience {args.patience}.", "",
@@ -191,6 +191,9 @@ def main(argv=None) -> None:
                         "(qpnlp.data.vectors.load_vectors; default glove-6b-50d)")
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--out", default="benchmarks/results/qpdn")
+    parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
+                        help="look missing words up by other spellings and compound parts (default: the "
+                             "vectors' own: on for spaCy, off for GloVe)")
     args = parser.parse_args(argv)
     args.grid_specs = dict(qpdn=None, real_bow=None) if args.no_selection else dict(qpdn=args.qpdn_grid,
                                                                                     real_bow=args.real_grid)
@@ -199,7 +202,8 @@ def main(argv=None) -> None:
         parser.error("--best-test-epoch-diagnostic observes one training run per split; use it with --no-selection")
     if args.threads:
         torch.set_num_threads(args.threads)
-    glove = load_vectors(args.vectors, scale=args.vectors_scale)
+    glove = load_vectors(args.vectors, scale=args.vectors_scale,
+                           backoff=None if args.vectors_backoff is None else args.vectors_backoff == "on")
     if args.pretrained_fallback is None:
         args.pretrained_fallback = recommended_fallback(args.vectors)
     out = Path(args.out)

@@ -90,7 +90,19 @@ def add_vectors_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vectors-scale", type=rate_type(), default=None, metavar="FACTOR",
                         help="multiply the vectors by FACTOR (default: the named set's own scale, see "
                              "qpnlp.data.vectors.VECTOR_SETS; 1 for files)")
+    parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
+                        help="give a word missing from the vectors as written the vector of another spelling "
+                             "(Scorsese for scorsese) or the mean of its parts (old-fashioned); default: on for "
+                             "spaCy vectors, which are cased and split at hyphens, off otherwise")
     parser.add_argument("--glove", metavar="FILE", dest="vectors", help=argparse.SUPPRESS)  # qpnlp 0.1 spelling
+
+
+def load_cli_vectors(args: argparse.Namespace):
+    """The vectors of ``--vectors``, ``--vectors-scale`` and ``--vectors-backoff``."""
+    from qpnlp.data.vectors import load_vectors
+
+    backoff = None if args.vectors_backoff is None else args.vectors_backoff == "on"
+    return load_vectors(args.vectors, scale=args.vectors_scale, backoff=backoff)
 
 
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:

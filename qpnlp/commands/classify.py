@@ -18,7 +18,6 @@ import argparse
 import sys
 
 from qpnlp.data import DATASETS, load_classification, splits
-from qpnlp.data.vectors import load_vectors
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import (apply_setting, check_grid, check_model_options, parse_grid, run_split,
@@ -26,7 +25,8 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
 from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
 from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
-                      add_vectors_option, count_type, epoch_logger, prepare_outputs, pretrained_fallback,
+                      add_vectors_option, count_type, epoch_logger, load_cli_vectors,
+                      prepare_outputs, pretrained_fallback,
                       state_subdir, train_config)
 from ._config_options import add_config_options, config_options
 
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:
     dataset = load_classification(args.dataset, root=args.data)
-    pretrained = load_vectors(args.vectors, scale=args.vectors_scale)
+    pretrained = load_cli_vectors(args)
     report.update(dataset=dataset.name)
     results = []
     for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):

@@ -11,7 +11,6 @@ import argparse
 import sys
 
 from qpnlp.data import QA_DATASETS
-from qpnlp.data.vectors import load_vectors
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import check_model_options
@@ -19,7 +18,8 @@ from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
 from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
-                      add_vectors_option, count_type, epoch_logger, prepare_outputs, pretrained_fallback, rate_type,
+                      add_vectors_option, count_type, epoch_logger, load_cli_vectors,
+                      prepare_outputs, pretrained_fallback, rate_type,
                       state_subdir)
 from ._config_options import add_config_options, config_options
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def _train(args, report: Report, config, options: dict, state_root) -> int:
     from qpnlp.training.matching import run_matching
 
-    pretrained = None if args.no_pretrained else load_vectors(args.vectors, scale=args.vectors_scale)
+    pretrained = None if args.no_pretrained else load_cli_vectors(args)
     try:
         result = run_matching(args.dataset, options, config, pretrained=pretrained, model=args.kind,
                               root=args.data, max_questions=args.max_questions,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 __all__ = [
     "OOVReport",
     "PretrainedVectors",
+    "backoff_vector",
     "embedding_matrix_for",
     "from_matrix",
     "load_glove_50d",
@@ -44,6 +46,11 @@ class PretrainedVectors:
     rows : numpy.ndarray, optional
         int64 (N,): ``words[i]`` owns row ``rows[i]`` (pruned vectors such as
         spaCy's share rows). Default: ``words[i]`` owns row ``i`` (R = N).
+    backoff : bool
+        Whether :func:`embedding_matrix_for` looks a missing word up by its
+        other spellings (:func:`backoff_vector`) by default: True for cased
+        vectors of a tokenizer that splits hyphens (spaCy's), False for
+        lowercased ones with compounds of their own (GloVe).
     index : dict of str -> int
         Row of each word (built on construction).
     """
@@ -51,6 +58,7 @@ class PretrainedVectors:
     words: list[str]
     vectors: np.ndarray
     rows: np.ndarray | None = None
+    backoff: bool = False
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,9 +108,9 @@ class PretrainedVectors:
         chosen = [w for w in self.words if w in keep]
         if self.rows is None:
             rows = [self.index[w] for w in chosen]
-            return from_matrix(chosen, np.asarray(self.vectors[rows]))
+            return replace(from_matrix(chosen, np.asarray(self.vectors[rows])), backoff=self.backoff)
         return PretrainedVectors(chosen, self.vectors, rows=np.asarray([self.index[w] for w in chosen],
-                                                                           dtype=np.int64))
+                                                                           dtype=np.int64), backoff=self.backoff)
 
     def scaled(self, factor: float) -> PretrainedVectors:
         """The same words with every vector multiplied by ``factor`` (a new read-only matrix)."""
@@ -110,7 +118,7 @@ class PretrainedVectors:
             raise ValueError(f"the scale factor must be positive and finite; got {factor}")
         vectors = np.asarray(self.vectors, dtype=np.float32) * np.float32(factor)
         vectors.flags.writeable = False
-        return PretrainedVectors(list(self.words), vectors, rows=self.rows)
+        return PretrainedVectors(list(self.words), vectors, rows=self.rows, backoff=self.backoff)
 
     def vector(self, word: str) -> np.ndarray:
         """The vector of ``word``, shape (dim,); KeyError when absent."""
@@ -270,6 +278,8 @@ class OOVReport:
         Fraction of training tokens (of regular words) that are OOV.
     examples : tuple of str
         Up to 10 OOV words, most frequent first.
+    n_backoff : int
+        Words that got a vector by :func:`backoff_vector` (not OOV).
     """
 
     n_words: int
@@ -277,15 +287,55 @@ class OOVReport:
     rate: float
     token_rate: float
     examples: tuple[str, ...]
+    n_backoff: int = 0
 
     def __str__(self) -> str:
         return (
             f"{self.n_oov}/{self.n_words} words without pretrained vector ({100 * self.rate:.1f}% of types, "
             f"{100 * self.token_rate:.1f}% of tokens), e.g. {', '.join(self.examples[:5])}"
+            + (f"; {self.n_backoff} more found under another spelling or as compounds" if self.n_backoff else "")
         )
 
 
 UnkInit = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
+
+# The tokenizer's PTB quotes, for vectors trained on text whose quotes stayed '"'.
+_QUOTES = {"``": '"', "''": '"'}
+_COMPOUND_SEPARATORS = re.compile(r"[-/]")
+
+
+def _spelling_row(pretrained: PretrainedVectors, word: str) -> int | None:
+    """Row of ``word`` under another spelling (a PTB quote's double quote; lower, capitalised, title, upper case)."""
+    for variant in (_QUOTES.get(word), word.lower(), word.capitalize(), word.title(), word.upper()):
+        if variant is not None and variant in pretrained.index:
+            return pretrained.index[variant]
+    return None
+
+
+def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | None:
+    """A vector for a word the pretrained set lacks as written, or None.
+
+    For vectors whose words are cased and whose tokenizer splits compounds
+    (spaCy's), while :func:`~qpnlp.data.tokenize.tokenize` lowercases and keeps
+    ``old-fashioned`` whole. In order:
+
+    1. another spelling: the word's lower, capitalised, title or upper case
+       (``scorsese`` -> ``Scorsese``), or for the tokenizer's PTB quotes (two
+       backquotes or two apostrophes) the double-quote character;
+    2. a compound joined by ``-`` or ``/`` whose every part has a vector (as
+       written or by 1.): the mean of the parts' vectors, as fastText composes
+       a word from its pieces (``old-fashioned -> (old + fashioned) / 2``).
+    """
+    row = _spelling_row(pretrained, word)
+    if row is not None:
+        return np.asarray(pretrained.vectors[row])
+    parts = [p for p in _COMPOUND_SEPARATORS.split(word) if p]
+    if len(parts) < 2:
+        return None
+    rows = [pretrained.index.get(p, _spelling_row(pretrained, p)) for p in parts]
+    if any(r is None for r in rows):
+        return None
+    return np.asarray(pretrained.vectors[rows], dtype=np.float64).mean(axis=0).astype(np.float32)
 
 
 def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | None, n: int) -> Vocabulary:
@@ -314,6 +364,7 @@ def embedding_matrix_for(
     unk_init: str | UnkInit = "uniform",
     scale: float = 0.25,
     seed: int = 0,
+    backoff: bool | None = None,
 ) -> tuple[np.ndarray, OOVReport]:
     """Initial embedding matrix for ``vocab`` from pretrained vectors.
 
@@ -322,7 +373,9 @@ def embedding_matrix_for(
     * PAD (id 0) is all zeros;
     * a regular word found in ``pretrained`` (exact match; the GloVe 6B words
       are lowercased like :func:`~qpnlp.data.tokenize.tokenize` output) gets
-      its pretrained vector;
+      its pretrained vector; with ``backoff``, a word found only under
+      another spelling or as a compound of found words gets
+      :func:`backoff_vector`;
     * UNK (id 1) and every out-of-vocabulary word get a random vector drawn
       with ``numpy.random.default_rng(seed)`` in id order, so the matrix is a
       deterministic function of (vocab, pretrained, unk_init, scale, seed).
@@ -337,6 +390,8 @@ def embedding_matrix_for(
         ``f(rng, (n, dim)) -> array`` of shape (n, dim).
     scale : float, default 0.25
     seed : int, default 0
+    backoff : bool, optional
+        Default: ``pretrained.backoff`` (True for spaCy vectors).
 
     Returns
     -------
@@ -357,13 +412,18 @@ def embedding_matrix_for(
     matrix = np.zeros((V, dim), dtype=np.float32)
     random_rows = [UNK_ID]
     oov: list[str] = []
+    backoff = pretrained.backoff if backoff is None else backoff
+    n_backoff = 0
     for i in range(2, V):
         row = pretrained.index.get(words[i])
-        if row is None:
+        vector = pretrained.vectors[row] if row is not None else \
+            backoff_vector(pretrained, words[i]) if backoff else None
+        if vector is None:
             random_rows.append(i)
             oov.append(words[i])
         else:
-            matrix[i] = pretrained.vectors[row]
+            matrix[i] = vector
+            n_backoff += row is None
     rng = np.random.default_rng(seed)
     shape = (len(random_rows), dim)
     if callable(unk_init):
@@ -390,5 +450,6 @@ def embedding_matrix_for(
         rate=len(oov) / n_words if n_words else 0.0,
         token_rate=oov_tokens / total if total else 0.0,
         examples=examples,
+        n_backoff=n_backoff,
     )
     return matrix, report

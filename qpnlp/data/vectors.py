@@ -32,15 +32,15 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
-__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary", "read_spacy_vectors", "spacy_hash",
-           "spacy_key", "SPACY_SYMBOLS"]
+__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary",
+           "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
 
 
 def _spacy_md() -> PretrainedVectors:
@@ -89,7 +89,7 @@ def recommended_fallback(name_or_path: str | os.PathLike) -> int:
 
 
 def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | None = None,
-                 scale: float | None = None) -> PretrainedVectors:
+                 scale: float | None = None, backoff: bool | None = None) -> PretrainedVectors:
     """Pretrained vectors by registered name (:data:`VECTOR_SETS`) or from a file or directory.
 
     Parameters
@@ -102,6 +102,11 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     scale : float, optional
         Multiply every vector by this factor. Default: the registered set's
         own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files.
+    backoff : bool, optional
+        Whether a vocabulary word missing as written is looked up by its
+        other spellings and compound parts
+        (:func:`~qpnlp.data.pretrained.backoff_vector`). Default: the
+        format's own (True for spaCy vectors, False otherwise).
 
     Raises
     ------
@@ -113,7 +118,8 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     vectors = _load(key, words)
     if scale is None:
         scale = VECTOR_SETS[key].scale if key in VECTOR_SETS else 1.0
-    return vectors if scale == 1.0 else vectors.scaled(scale)
+    vectors = vectors if scale == 1.0 else vectors.scaled(scale)
+    return vectors if backoff is None or backoff == vectors.backoff else replace(vectors, backoff=backoff)
 
 
 def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
@@ -283,4 +289,7 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     # Rows are kept in frequency order; listing words by row puts frequent words first, as GloVe's list does
     # (what a pretrained fallback vocabulary takes its first n words from).
     order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
-    return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order])
+    # Cased words from a tokenizer that splits hyphens: missing words are looked up by their other spellings and
+    # parts (PretrainedVectors.backoff).
+    return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order],
+                             backoff=True)

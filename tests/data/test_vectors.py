@@ -5,10 +5,13 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from qpnlp.data import Vocabulary, embedding_matrix_for
+from qpnlp.data.pretrained import backoff_vector, from_matrix
 from qpnlp.data.vectors import (SPACY_SYMBOLS, VECTOR_SETS, load_vectors, read_spacy_vectors, read_word2vec_binary,
                                 recommended_fallback, spacy_hash, spacy_key)
 
@@ -111,3 +114,57 @@ def test_the_packaged_300d_set():
     norms = np.linalg.norm(np.asarray(vectors.vectors[:1000], dtype=np.float64), axis=1)
     assert 1.0 < np.median(norms) < 6.0                            # spaCy's norms of about 44, times the 1/16 scale
     assert VECTOR_SETS["spacy-md-300d"].scale == 1 / 16 and recommended_fallback("spacy-md-300d") == 0
+
+
+# --------------------------------------------------------------------------- backoff for cased, hyphen-split vectors
+def _cased(backoff=True):
+    words = ["Scorsese", "old", "fashioned", '"', "sci", "FI"]
+    return replace(from_matrix(words, np.arange(18, dtype=np.float32).reshape(6, 3)), backoff=backoff)
+
+
+def test_backoff_vector_spellings_quotes_and_compounds():
+    pv = _cased()
+    np.testing.assert_array_equal(backoff_vector(pv, "scorsese"), pv.vector("Scorsese"))
+    np.testing.assert_array_equal(backoff_vector(pv, "``"), pv.vector('"'))             # PTB quote
+    np.testing.assert_allclose(backoff_vector(pv, "old-fashioned"), (pv.vector("old") + pv.vector("fashioned")) / 2)
+    np.testing.assert_allclose(backoff_vector(pv, "sci-fi"), (pv.vector("sci") + pv.vector("FI")) / 2)
+    np.testing.assert_allclose(backoff_vector(pv, "old/fashioned"), backoff_vector(pv, "old-fashioned"))
+    assert backoff_vector(pv, "old-timer") is None and backoff_vector(pv, "zzqx") is None   # every part, or nothing
+    assert backoff_vector(pv, "-") is None
+
+
+def test_embedding_matrix_follows_the_vectors_backoff_and_reports_it():
+    vocab = Vocabulary.build([["scorsese", "old-fashioned", "zzqx"]])
+    matrix, report = embedding_matrix_for(vocab, _cased(backoff=True))
+    assert report.n_oov == 1 and report.examples == ("zzqx",) and report.n_backoff == 2
+    assert "2 more found" in str(report)
+    np.testing.assert_array_equal(matrix[vocab.index["scorsese"]], _cased().vector("Scorsese"))
+    _, plain = embedding_matrix_for(vocab, _cased(backoff=False))
+    assert plain.n_oov == 3 and plain.n_backoff == 0
+    _, forced = embedding_matrix_for(vocab, _cased(backoff=False), backoff=True)
+    assert forced.n_backoff == 2
+
+
+def test_backoff_defaults_by_format_and_survives_scaling(tmp_path):
+    _spacy_vocab(tmp_path / "vocab", ["coffee"], {spacy_hash("coffee"): 0})
+    spacy = load_vectors(tmp_path)
+    assert spacy.backoff and spacy.scaled(0.5).backoff and spacy.restricted_to(["coffee"]).backoff
+    assert not load_vectors(tmp_path, backoff=False).backoff
+    glove = tmp_path / "glove.txt"
+    glove.write_text("a 1 2 3\n")
+    assert not load_vectors(glove).backoff and load_vectors(glove, backoff=True).backoff
+
+
+def test_the_cli_options_reach_the_vectors(tmp_path):
+    import argparse
+
+    from qpnlp.commands._common import add_vectors_option, load_cli_vectors
+
+    glove = tmp_path / "glove.txt"
+    glove.write_text("a 2 4 6\n")
+    parser = argparse.ArgumentParser()
+    add_vectors_option(parser)
+    args = parser.parse_args(["--vectors", str(glove), "--vectors-scale", "0.5", "--vectors-backoff", "on"])
+    vectors = load_cli_vectors(args)
+    assert vectors.backoff and vectors.vector("a").tolist() == [1, 2, 3]
+    assert not load_cli_vectors(parser.parse_args(["--vectors", str(glove)])).backoff
