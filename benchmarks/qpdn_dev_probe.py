@@ -44,8 +44,7 @@ def main(argv=None) -> None:
     parser.add_argument("--vectors", default="glove-6b-50d", help="name or path (qpnlp.data.vectors.load_vectors)")
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
-                        help="look missing words up by other spellings and compound parts (default: the "
-                             "vectors' own: on for spaCy, off for GloVe)")
+                        help="look missing words up by other spellings and compound parts (default: off)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     base = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))

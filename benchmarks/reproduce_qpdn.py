@@ -192,8 +192,7 @@ def main(argv=None) -> None:
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--out", default="benchmarks/results/qpdn")
     parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
-                        help="look missing words up by other spellings and compound parts (default: the "
-                             "vectors' own: on for spaCy, off for GloVe)")
+                        help="look missing words up by other spellings and compound parts (default: off)")
     args = parser.parse_args(argv)
     args.grid_specs = dict(qpdn=None, real_bow=None) if args.no_selection else dict(qpdn=args.qpdn_grid,
                                                                                     real_bow=args.real_grid)

@@ -48,9 +48,8 @@ class PretrainedVectors:
         spaCy's share rows). Default: ``words[i]`` owns row ``i`` (R = N).
     backoff : bool
         Whether :func:`embedding_matrix_for` looks a missing word up by its
-        other spellings (:func:`backoff_vector`) by default: True for cased
-        vectors of a tokenizer that splits hyphens (spaCy's), False for
-        lowercased ones with compounds of their own (GloVe).
+        other spellings and parts (:func:`backoff_vector`) by default
+        (``load_vectors(..., backoff=True)``; default False).
     index : dict of str -> int
         Row of each word (built on construction).
     """
@@ -391,7 +390,7 @@ def embedding_matrix_for(
     scale : float, default 0.25
     seed : int, default 0
     backoff : bool, optional
-        Default: ``pretrained.backoff`` (True for spaCy vectors).
+        Default: ``pretrained.backoff``.
 
     Returns
     -------

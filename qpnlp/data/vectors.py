@@ -105,8 +105,9 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     backoff : bool, optional
         Whether a vocabulary word missing as written is looked up by its
         other spellings and compound parts
-        (:func:`~qpnlp.data.pretrained.backoff_vector`). Default: the
-        format's own (True for spaCy vectors, False otherwise).
+        (:func:`~qpnlp.data.pretrained.backoff_vector`; meant for cased,
+        hyphen-split vectors such as spaCy's). Default False: on the QPDN
+        dev sets it did not help (benchmarks/results/qpdn/run-g-300d).
 
     Raises
     ------
@@ -243,6 +244,7 @@ _SPACY_SYMBOL_RANGES = (
           "number oprd obj obl parataxis partmod pcomp pobj poss possessive preconj prep prt punct quantmod relcl "
           "rcmod root xcomp acl ENT_KB_ID MORPH ENT_ID IDX _"),
 )
+#: The strings spaCy keys by symbol id instead of hash, and their ids (string -> id).
 SPACY_SYMBOLS: dict[str, int] = {name: first + i for first, names in _SPACY_SYMBOL_RANGES
                                  for i, name in enumerate(names.split())}
 
@@ -289,7 +291,4 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     # Rows are kept in frequency order; listing words by row puts frequent words first, as GloVe's list does
     # (what a pretrained fallback vocabulary takes its first n words from).
     order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
-    # Cased words from a tokenizer that splits hyphens: missing words are looked up by their other spellings and
-    # parts (PretrainedVectors.backoff).
-    return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order],
-                             backoff=True)
+    return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order])

@@ -145,11 +145,11 @@ def test_embedding_matrix_follows_the_vectors_backoff_and_reports_it():
     assert forced.n_backoff == 2
 
 
-def test_backoff_defaults_by_format_and_survives_scaling(tmp_path):
+def test_backoff_is_off_by_default_and_survives_scaling(tmp_path):
     _spacy_vocab(tmp_path / "vocab", ["coffee"], {spacy_hash("coffee"): 0})
-    spacy = load_vectors(tmp_path)
+    assert not load_vectors(tmp_path).backoff                          # off by default (no gain on dev)
+    spacy = load_vectors(tmp_path, backoff=True)
     assert spacy.backoff and spacy.scaled(0.5).backoff and spacy.restricted_to(["coffee"]).backoff
-    assert not load_vectors(tmp_path, backoff=False).backoff
     glove = tmp_path / "glove.txt"
     glove.write_text("a 1 2 3\n")
     assert not load_vectors(glove).backoff and load_vectors(glove, backoff=True).backoff
