@@ -237,8 +237,9 @@ def _caption(args) -> str:
     grid = (f" Parameter search: grid {' '.join(args.grid)} selected on dev inside every (split, seed, network, "
             f"variant) cell, test scored for the selected setting only; the grid's axes replace the single values "
             f"above, and t/PE compares the selected settings." if args.grid else "")
+    folds = args.folds if args.max_splits in (None, "None") else args.max_splits   # merged runs: strings
     return (f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
-            f"{args.folds}-fold CV (first {args.max_splits or args.folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
+            f"{args.folds}-fold CV (first {folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
             f"weight decay {args.weight_decay}, vectors {args.vectors} (scale {args.vectors_scale}).{grid} "
