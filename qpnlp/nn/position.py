@@ -85,6 +85,7 @@ import math
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from qpnlp.data.vocab import PAD_ID
 
@@ -114,8 +115,37 @@ TPE_BASE = 10000.0
 
 # ----------------------------------------------------------------------------------------------- functional core
 
+class _Polar(torch.autograd.Function):
+    r""":math:`z = r e^{i\alpha}` from real ``r`` and ``alpha`` (broadcast), with the exact derivative for every sign
+    of ``r``: :math:`\partial_r = \Re(\bar e^{i\alpha} g)`, :math:`\partial_\alpha = r \Im(\bar e^{i\alpha} g)`.
+
+    The autograd graph of ``torch.complex(r cos a, r sin a)`` evaluates the sine and cosine again in its backward
+    and keeps four real products; this keeps cos and sin from the forward (complex-order FastText step,
+    benchmarks/complex_order_step.py). torch.polar's own gradient is wrong for negative ``r`` (see
+    :data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
+    """
+
+    @staticmethod
+    def forward(ctx, r, angle):
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        ctx.save_for_backward(r, cos, sin)
+        return torch.complex(r * cos, r * sin)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        r, cos, sin = ctx.saved_tensors
+        g_re, g_im = torch.view_as_real(g.resolve_conj()).unbind(-1)
+        g_r = g_angle = None
+        if ctx.needs_input_grad[0]:
+            g_r = (g_re * cos + g_im * sin).sum_to_size(r.shape)
+        if ctx.needs_input_grad[1]:
+            g_angle = (r * (g_im * cos - g_re * sin)).sum_to_size(cos.shape)
+        return g_r, g_angle
+
+
 def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positions: Tensor | None,
-                            phase: Tensor | None = None) -> Tensor:
+                            phase: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
     r"""Evaluate :math:`r \, e^{i(\omega\,\mathrm{pos} + \theta)}` element-wise.
 
     Parameters
@@ -127,10 +157,12 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
         Required when ``frequency`` is given; broadcast over the last dim.
     phase : Tensor, real, shape broadcastable to (..., D), optional
         Initial phases :math:`\theta` (zero when omitted).
+    mask : BoolTensor, shape (...,), optional
+        False entries give exactly 0 (applied to the real amplitude, before the complex value exists).
 
     Returns
     -------
-    Tensor, complex, shape (..., D)
+    Tensor, complex, shape (..., D) (the broadcast shape)
         complex64 for float32 inputs, complex128 for float64.
 
     Examples
@@ -139,15 +171,17 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     >>> torch.allclose(z, torch.tensor([[1 + 0j, 1j]]), atol=1e-6)
     True
     """
-    angle = torch.zeros_like(amplitude)
+    angle = amplitude.new_zeros(())
     if frequency is not None:
         if positions is None:
             raise ValueError("positions are required when frequencies are given")
-        angle = angle + frequency * positions.to(amplitude.dtype).unsqueeze(-1)
+        angle = frequency * positions.to(amplitude.dtype).unsqueeze(-1)
     if phase is not None:
         angle = angle + phase
-    amplitude, angle = torch.broadcast_tensors(amplitude, angle)
-    return torch.complex(amplitude * torch.cos(angle), amplitude * torch.sin(angle))
+    if mask is not None:
+        amplitude = amplitude * mask.unsqueeze(-1).to(amplitude.dtype)
+    shape = torch.broadcast_shapes(amplitude.shape, angle.shape)
+    return _Polar.apply(amplitude.expand(shape), angle.expand(shape))
 
 
 def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = TPE_BASE,
@@ -418,9 +452,8 @@ class ComplexOrderEmbedding(nn.Module):
         pos = None
         if self.encodes_positions:
             pos = _resolve_positions(ids, mask, positions, self.dtype)
-        z = complex_order_embedding(r, self.frequencies(ids) if self.encodes_positions else None, pos, theta)
-        z = z.expand(ids.shape + (self.dim,))
-        return z * mask.unsqueeze(-1)
+        z = complex_order_embedding(r, self.frequencies(ids) if self.encodes_positions else None, pos, theta, mask)
+        return z.expand(ids.shape + (self.dim,))
 
     def extra_repr(self) -> str:
         return (f"{self.num_words}, {self.dim}, frequency_sharing={self.frequency_sharing!r}, "

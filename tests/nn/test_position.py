@@ -207,6 +207,28 @@ def test_gradcheck_functional_core():
     assert torch.autograd.gradcheck(complex_order_embedding, (r, w, pos, th))
 
 
+@pytest.mark.parametrize("amp_shape, freq_shape", [((2, 4, 3), (2, 4, 3)), ((3,), (2, 4, 1)), ((2, 4, 1), (3,))])
+def test_fused_core_equals_the_plain_graph_for_shared_tables_signs_and_a_mask(amp_shape, freq_shape):
+    """Values and gradients of the fused r e^{i alpha} equal autograd through torch.complex(r cos, r sin)."""
+    g = torch.Generator().manual_seed(0)
+    r = torch.randn(amp_shape, dtype=torch.float64, generator=g).requires_grad_()    # negative amplitudes too
+    w = torch.randn(freq_shape, dtype=torch.float64, generator=g).requires_grad_()
+    th = torch.randn(2, 4, 3, dtype=torch.float64, generator=g).requires_grad_()
+    pos = torch.tensor([[0.0, 1.0, 2.0, 3.0], [0.0, 1.5, 0.0, 0.0]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    up = torch.randn(2, 4, 3, dtype=torch.complex128, generator=g)
+    fused = complex_order_embedding(r, w, pos, th, mask)
+    angle = w * pos.unsqueeze(-1) + th
+    amplitude = r * mask.unsqueeze(-1)
+    plain = torch.complex(amplitude * torch.cos(angle), amplitude * torch.sin(angle))
+    torch.testing.assert_close(fused, plain, rtol=0, atol=1e-15)
+    assert bool((fused[1, 2:] == 0).all())
+    grads = [torch.autograd.grad((z * up.conj()).real.sum(), (r, w, th)) for z in (fused, plain)]
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+    assert torch.autograd.gradcheck(lambda *t: complex_order_embedding(*t, mask), (r, w, pos.requires_grad_(), th))
+
+
 def test_clear_errors():
     with pytest.raises(ValueError, match="unknown embedding kind"):
         make_embedding("rope", V, D)
