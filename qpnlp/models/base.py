@@ -255,6 +255,9 @@ class Model(PrecisionMixin, nn.Module):
     # The training settings of the model's reproduction (TrainConfig / MatchingConfig fields, plus "select": a
     # dev-selection grid as `qpnlp train --select` takes it): the defaults of its `qpnlp train` command.
     training_defaults: ClassVar[dict] = {}
+    # Whether the trainers cut this model's training batches into length-sorted chunks
+    # (qpnlp.training.length_chunks): worth it where padding costs more than model calls.
+    chunk_training: ClassVar[bool] = False
     #: Validation mode of this model's input checks (None: the global :func:`qpnlp.hilbert.set_validation`).
     validate: Validate = None
 

@@ -183,6 +183,9 @@ class CNM(Model):
     training_defaults = dict(epochs=6, patience=3, lr=1e-2, batch_size=32, negatives=1,
                              per_dataset={"trecqa": dict(lr=3e-3)})
     task = "matching"
+    # One long candidate pads a whole batch (TREC-QA TRAIN-ALL: 29 tokens on average, 93 per batch): training
+    # batches in length-sorted chunks take 1.3x less time per epoch (benchmarks/epoch_time.py).
+    chunk_training = True
 
     def __init__(self, config: CNMConfig, *, pretrained: torch.Tensor | None = None,
                  generator: torch.Generator | None = None) -> None:

@@ -35,8 +35,9 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
+from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_loss,
-                      early_stopping)
+                      early_stopping, training_chunks)
 
 LOSSES = ("triplet", "pointwise")
 
@@ -186,17 +187,23 @@ def _batch(texts: list[list[int]], index, device, max_len):
     return ids.to(device), mask.to(device)
 
 
+def _scores(model: nn.Module, q, a, length_chunks: int | None) -> torch.Tensor:
+    """``model(*q, *a)``, on length-sorted chunks of the pairs unless ``length_chunks`` is None."""
+    return model(*q, *a) if length_chunks is None else chunked(model, [q, a], length_chunks)
+
+
 @torch.no_grad()
 def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, device="cpu",
-                max_len: int | None = None) -> np.ndarray:
-    """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode)."""
+                max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> np.ndarray:
+    """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode; each batch in
+    length-sorted chunks, see :class:`~qpnlp.training.TrainConfig`)."""
     model.eval()
     out = []
     for start in range(0, len(data), batch_size):
         rows = np.arange(start, min(start + batch_size, len(data)))
         q = _batch(data.questions, data.question_index[rows], device, max_len)
         a = _batch(data.candidates, rows, device, max_len)
-        out.append(model(*q, *a).double().cpu())
+        out.append(_scores(model, q, a, length_chunks).double().cpu())
     return torch.cat(out).numpy()
 
 
@@ -220,6 +227,7 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
         items = np.arange(len(train))
     items = items[rng.permutation(len(items))]
     batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
+    chunks = training_chunks(model, config)
     bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
     for number, batch in enumerate(bar, start=1):
         optimisers.zero_grad()
@@ -227,12 +235,12 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
             q = _batch(train.questions, batch[:, 0], device, config.max_len)
             pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
             neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
-            loss = triplet_loss(model(*q, *pos), model(*q, *neg), config.margin)
+            loss = triplet_loss(_scores(model, q, pos, chunks), _scores(model, q, neg, chunks), config.margin)
         else:
             q = _batch(train.questions, train.question_index[batch], device, config.max_len)
             a = _batch(train.candidates, batch, device, config.max_len)
             labels = torch.as_tensor(train.labels[batch], device=device)
-            loss = pointwise_loss(model(*q, *a), labels, config.pointwise_scale)
+            loss = pointwise_loss(_scores(model, q, a, chunks), labels, config.pointwise_scale)
         loss.backward()
         optimisers.step()
         losses.append(float(loss.detach()))
@@ -279,7 +287,8 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     optimisers = Optimisers(model, config)
 
     def evaluate() -> tuple[float, dict]:
-        dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len))
+        dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len,
+                                                    length_chunks=config.length_chunks))
         return dev_metrics["map"], dict(dev=dev_metrics)
 
     out = early_stopping(model, config, optimisers,
@@ -383,7 +392,8 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                         generator=torch.Generator().manual_seed(config.seed))
     n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
     def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
-        return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device, max_len=config.max_len))
+        return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device, max_len=config.max_len,
+                                                     length_chunks=config.length_chunks))
                 for split in splits if split in encoded}
 
     observer = (lambda m: score(m, observe_splits)) if observe_splits else None

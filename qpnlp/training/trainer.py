@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
+from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
 from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
 from .state import has_training_state, load_training_state, run_identity, save_training_state
 
@@ -53,7 +54,13 @@ class TrainConfig:
     :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop` on the tables and
     Keras' constants (rho 0.9, eps 1e-7). Early stopping keeps the parameters of the
     epoch with the best dev accuracy and stops after ``patience`` epochs
-    without improvement.
+    without improvement. ``length_chunks`` cuts each batch into chunks of rows
+    of similar length, each padded only to its own longest row
+    (:mod:`qpnlp.training.length_chunks`; the value is the cost of one more
+    chunk in padded positions): the same outputs and gradients to rounding,
+    for less padding; ``None`` passes every batch whole. Evaluation batches
+    are chunked; training batches only for models that ask for it and have no
+    active dropout (chunks would draw its masks in another order).
     """
 
     epochs: int = 30
@@ -68,6 +75,7 @@ class TrainConfig:
     max_len: int | None = None
     progress: bool = True
     optimizer: str = "adam"
+    length_chunks: int | None = DEFAULT_OVERHEAD
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -83,6 +91,8 @@ class TrainConfig:
             raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
         if self.max_len is not None and self.max_len < 1:
             raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
+        if self.length_chunks is not None and self.length_chunks < 0:
+            raise ConfigError(f"length_chunks must be >= 0 (or None); got {self.length_chunks}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -365,10 +375,16 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
                       time.perf_counter() - start, history)
 
 
-def train_step(model: nn.Module, optimisers: Optimisers, ids, mask, labels) -> float:
-    """One forward, backward and optimiser step; returns the loss."""
+def train_step(model: nn.Module, optimisers: Optimisers, ids, mask, labels, *,
+               length_chunks: int | None = None) -> float:
+    """One forward, backward and optimiser step; returns the loss.
+
+    ``length_chunks``: the forward on length-sorted chunks of the batch
+    (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass).
+    """
     optimisers.zero_grad()
-    loss = nn.functional.cross_entropy(model(ids, mask), labels)
+    logits = model(ids, mask) if length_chunks is None else chunked(model, [(ids, mask)], length_chunks)
+    loss = nn.functional.cross_entropy(logits, labels)
     loss.backward()
     optimisers.step()
     return float(loss.detach())
@@ -376,12 +392,22 @@ def train_step(model: nn.Module, optimisers: Optimisers, ids, mask, labels) -> f
 
 @torch.no_grad()
 def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, device="cpu",
-            max_len: int | None = None) -> torch.Tensor:
-    """Logits ``(N, C)`` in the order of ``data``."""
+            max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
+    """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`TrainConfig`)."""
     model.eval()
-    out = [model(ids.to(device), mask.to(device)).float().cpu()
+    out = [_forward(model, ids.to(device), mask.to(device), length_chunks).float().cpu()
            for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
+
+
+def _forward(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, length_chunks: int | None) -> torch.Tensor:
+    return model(ids, mask) if length_chunks is None else chunked(model, [(ids, mask)], length_chunks)
+
+
+def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:
+    """The ``length_chunks`` of the training steps: the config's for a model that asks for chunked training
+    batches and has no active dropout (:func:`~qpnlp.training.length_chunks.chunks_in_training`), else ``None``."""
+    return config.length_chunks if config.length_chunks is not None and chunks_in_training(model) else None
 
 
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
@@ -425,19 +451,21 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
 
     def train_epoch(epoch: int) -> float:
         model.train()
+        chunks = training_chunks(model, config)
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
                                   max_len=config.max_len)
         losses = []
         with tqdm(batches, total=-(-len(train) // config.batch_size), desc=f"epoch {epoch}",
                   disable=not config.progress, leave=False) as bar:
             for batch, (ids, mask, labels) in enumerate(bar, start=1):
-                losses.append(train_step(model, optimisers, ids.to(device), mask.to(device), labels.to(device)))
+                losses.append(train_step(model, optimisers, ids.to(device), mask.to(device), labels.to(device),
+                                         length_chunks=chunks))
                 check_loss(losses[-1], epoch, batch, config)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         return float(np.mean(losses))
 
     def evaluate() -> tuple[float, dict]:
-        dev_acc = accuracy(model, dev, device=device, max_len=config.max_len)
+        dev_acc = accuracy(model, dev, device=device, max_len=config.max_len, length_chunks=config.length_chunks)
         return dev_acc, dict(dev_accuracy=dev_acc)
 
     out = early_stopping(model, config, optimisers, train_epoch=train_epoch, evaluate=evaluate, on_epoch=on_epoch,

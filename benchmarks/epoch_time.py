@@ -1,0 +1,166 @@
+"""Epoch time of the QPDN MR and CNM TREC-QA reproductions, before and after the speed work (issue 22).
+
+Each tree trains through its own command line (``qpnlp train qpdn|cnm``) in a
+subprocess with the same explicit settings, so the two runs differ only in
+the library code. The baseline is ``qpnlp/`` at ``--baseline-rev`` (default:
+the commit before the speed work) extracted to a temporary directory and put
+first on ``PYTHONPATH``; the runner checks which package it imported.
+
+The clock is the child process's CPU time (``getrusage``; one thread, so it
+is the time the run would take on a core of its own), and the epoch time is
+the difference between a run of ``--epochs`` epochs and a run of one epoch,
+divided by ``--epochs - 1``: start-up, data loading and the final test cancel,
+and what is left is an epoch's training plus its dev evaluation, whatever
+each tree's report calls "seconds" (the two trees' reports time different
+parts of an epoch). The trees alternate within each round (order swapped
+every round), the ratio before / after is taken within a round, and the
+median over rounds is reported (``benchmarks/_bench.py``'s convention).
+
+The baseline reads TREC-QA's ``train.tsv`` only, so both trees get a data root
+of symbolic links in which ``qa/trecqa/train.tsv`` is TRAIN-ALL (and the
+current tree is told ``--train-split train``): the same 1,227 questions.
+
+    QPNLP_DATA=... python benchmarks/epoch_time.py --rounds 3 --json benchmarks/results/epoch_time.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _baseline import BASELINE_REV  # noqa: E402
+from _bench import uptime  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The reproductions' settings, spelled with flags both trees have.
+QPDN_MR = ["train", "qpdn", "--dataset", "MR", "--max-splits", "1", "--phase-init", "sign", "--embedding-lr", "0.001",
+           "--weighting", "trainable", "--dropout", "0", "--pretrained-fallback", "0"]
+CASES = {
+    "qpdn-mr-50d": QPDN_MR + ["--vectors", "glove-6b-50d"],
+    "qpdn-mr-300d": QPDN_MR + ["--vectors", "spacy-md-300d"],
+    "cnm-trecqa": ["train", "cnm", "--dataset", "trecqa", "--num-measurements", "300", "--measurement-init", "random",
+                   "--phase-init", "sign", "--dropout", "0", "--lr", "0.003", "--embedding-lr", "0.003",
+                   "--pretrained-fallback", "400000"],
+}
+# Flags only the current tree has (the baseline behaves this way without them).
+CURRENT_ONLY = {"qpdn": ["--no-select"], "cnm": ["--train-split", "train"]}
+
+RUNNER = ("import sys, qpnlp; root = sys.argv.pop(1); "
+          "assert qpnlp.__file__.startswith(root), (qpnlp.__file__, root); "
+          "from qpnlp.cli import main; sys.argv[0] = 'qpnlp'; main()")
+
+
+def extract_baseline(rev: str) -> Path:
+    """``qpnlp/`` at ``rev`` in a fresh temporary directory (its root is the ``PYTHONPATH`` entry)."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "qpnlp"], cwd=REPO, check=True,
+                             capture_output=True).stdout
+    root = Path(tempfile.mkdtemp(prefix="qpnlp_epoch_baseline_"))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def train_all_data_root(data: Path) -> Path:
+    """A data root of symbolic links to ``data`` in which TREC-QA's ``train.tsv`` is TRAIN-ALL."""
+    root = Path(tempfile.mkdtemp(prefix="qpnlp_epoch_data_"))
+    for entry in data.iterdir():
+        if entry.name != "qa":
+            (root / entry.name).symlink_to(entry)
+    for corpus in (data / "qa").iterdir():
+        target = root / "qa" / corpus.name
+        if corpus.name != "trecqa":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(corpus)
+            continue
+        target.mkdir(parents=True)
+        for file in corpus.iterdir():
+            if file.name != "train.tsv":
+                (target / file.name).symlink_to(file)
+        (target / "train.tsv").symlink_to(corpus / "train-all.tsv")
+    return root
+
+
+def trained_epochs(report: dict) -> int:
+    """How many epochs a run trained (either tree's report layout)."""
+    return len(report.get("history") or report["splits"][0]["history"])
+
+
+def run_once(tree: str, root: Path, args: list[str], data: Path, threads: int) -> float:
+    """Train once in a child process; its CPU seconds (user + system)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report_path = Path(tmp) / "report.json"
+        command = [sys.executable, "-c", RUNNER, str(root), *args, "--data", str(data), "--no-progress",
+                   "--report", str(report_path)]
+        env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode:
+            raise RuntimeError(f"{tree}: {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+        epochs = trained_epochs(json.loads(report_path.read_text()))
+    expected = int(args[args.index("--epochs") + 1])
+    if epochs != expected:
+        raise RuntimeError(f"{tree}: trained {epochs} epochs instead of {expected}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def epoch_cpu_seconds(tree: str, root: Path, args: list[str], data: Path, threads: int, epochs: int) -> float:
+    """CPU seconds of one epoch: (run of ``epochs`` epochs - run of one epoch) / (epochs - 1)."""
+    runs = [run_once(tree, root, args + ["--epochs", str(n), "--patience", str(n)], data, threads) for n in (1, epochs)]
+    return (runs[1] - runs[0]) / (epochs - 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-rev", default=BASELINE_REV)
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of the long run (>= 2; --patience = epochs)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--data", type=Path, default=os.environ.get("QPNLP_DATA"))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.data is None:
+        parser.error("set QPNLP_DATA or pass --data")
+    if args.epochs < 2:
+        parser.error("--epochs must be at least 2")
+    trees = {"before": extract_baseline(args.baseline_rev), "after": REPO}
+    data = train_all_data_root(args.data)
+    print(f"before = qpnlp {args.baseline_rev}, after = working tree; {args.threads} thread(s), {args.epochs} epochs "
+          f"per run, {args.rounds} rounds\nload before: {uptime()}", flush=True)
+    results: dict = {case: {tree: [] for tree in trees} for case in args.cases}
+    for r in range(args.rounds):
+        for case in args.cases:
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))
+            for tree in order:
+                flags = CASES[case] + (CURRENT_ONLY[CASES[case][1]] if tree == "after" else [])
+                seconds = epoch_cpu_seconds(tree, trees[tree], flags, data, args.threads, args.epochs)
+                results[case][tree].append(seconds)
+                print(f"  round {r + 1}: {case} {tree}: {seconds:.2f} s per epoch", flush=True)
+    print(f"load after: {uptime()}")
+    summary = {}
+    for case, runs in results.items():
+        summary[case] = dict(before=statistics.median(runs["before"]), after=statistics.median(runs["after"]),
+                             ratio=statistics.median(b / a for b, a in zip(runs["before"], runs["after"])))
+        s = summary[case]
+        print(f"{case:14s} epoch before {s['before']:.2f} s, after {s['after']:.2f} s: before / after "
+              f"{s['ratio']:.2f}x (median of per-round ratios)")
+    if args.json:
+        args.json.write_text(json.dumps(dict(baseline_rev=args.baseline_rev, threads=args.threads, epochs=args.epochs,
+                                             cases={c: CASES[c] for c in args.cases}, runs=results, summary=summary),
+                                        indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+r"""Length-sorted chunks of a padded batch: the same outputs for fewer padded positions.
+
+A batch is padded to its longest text, so one long candidate answer makes
+every row of the batch pay for its length (TREC-QA TRAIN-ALL: answers of 29
+tokens on average padded to 93 per batch). The models score every row on its
+own (no batch statistics), so a batch can be cut into chunks of rows of
+similar length, each trimmed to its own longest row, and the outputs put back
+in row order: equal outputs to floating-point rounding, for fewer padded
+positions.
+
+The cut is chosen by dynamic programming over the rows sorted by length:
+with rows :math:`i < j` of the sorted order forming one chunk of cost
+
+.. math:: c(i, j) = (j - i) \sum_p \max_{i \le r < j} n_{p, r} + \omega ,
+
+(:math:`n_{p, r}` the length of row r in the p-th padded input, e.g.
+question and answer; :math:`\omega` = ``overhead``, the fixed cost of one
+more model call counted in padded positions), the plan minimises
+:math:`\sum_{\text{chunks}} c` exactly (O(B^2) for B rows, vectorised per
+chunk end; skipped when all the batch's padding costs at most one call,
+since then no cut can pay). ``overhead = 0`` cuts wherever the length
+changes; a large overhead keeps one chunk (then the batch is passed through
+untouched).
+
+Where it pays (benchmarks/epoch_time.py): evaluation batches of 256 rows,
+and the training batches of the matching models (one long candidate answer
+pads the whole batch); a QPDN training batch of 32 MR sentences at d = 50
+costs more in calls than its padding, so the trainers chunk training
+batches only for models that ask for it (``chunk_training = True``, e.g.
+:class:`~qpnlp.models.CNM`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from qpnlp.nn.pointwise import ComplexDropout
+
+#: Default fixed cost of one more chunk, in padded positions (rows x length):
+#: measured on the CNM TREC-QA and QPDN MR epochs (benchmarks/epoch_time.py).
+DEFAULT_OVERHEAD = 256
+
+Padded = tuple[torch.Tensor, torch.Tensor]          # ids (B, L), bool mask (B, L)
+
+
+def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEAD) -> list[torch.Tensor]:
+    """Rows of each chunk (``long`` index tensors, together a permutation of ``range(B)``).
+
+    Parameters
+    ----------
+    lengths : sequence of torch.Tensor
+        One ``(B,)`` tensor of row lengths per padded input of the batch.
+    overhead : int
+        Cost of one more chunk in padded positions (>= 0).
+
+    Examples
+    --------
+    >>> [c.tolist() for c in plan_chunks([torch.tensor([2, 9, 2, 9])], overhead=0)]
+    [[0, 2], [1, 3]]
+    >>> [c.tolist() for c in plan_chunks([torch.tensor([2, 9, 2, 9])], overhead=100)]
+    [[0, 1, 2, 3]]
+    """
+    if overhead < 0:
+        raise ValueError(f"overhead must be >= 0; got {overhead}")
+    if not lengths:
+        raise ValueError("need the lengths of at least one padded input")
+    table = np.stack([np.asarray(n.detach().cpu(), dtype=np.int64) for n in lengths])     # (P, B)
+    rows = table.shape[1]
+    if int((table.max(1, keepdims=True) - table).sum()) <= overhead:
+        # all the padding costs less than one more call: any cut would cost more than it saves
+        return [torch.arange(rows, device=lengths[0].device)]
+    order = np.argsort(table.sum(0), kind="stable")
+    sorted_lengths = table[:, order]
+    best = np.zeros(rows + 1)
+    start = np.zeros(rows + 1, dtype=np.int64)
+    for end in range(1, rows + 1):
+        # widest row of chunk [i, end) for every i: running maxima from the end backwards
+        widest = np.maximum.accumulate(sorted_lengths[:, end - 1::-1], axis=1)[:, ::-1].sum(0)   # (end,)
+        cost = best[:end] + (end - np.arange(end)) * widest + overhead
+        start[end] = int(np.argmin(cost))
+        best[end] = cost[start[end]]
+    cuts, end = [], rows
+    while end > 0:
+        cuts.append((int(start[end]), end))
+        end = int(start[end])
+    return [torch.as_tensor(order[i:j], device=lengths[0].device) for i, j in reversed(cuts)]
+
+
+def _rows(padded: Padded, rows: torch.Tensor) -> Padded:
+    """Rows ``rows`` of a padded input, trimmed to their longest row."""
+    ids, mask = padded[0].index_select(0, rows), padded[1].index_select(0, rows)
+    width = int(mask.sum(-1).max()) if rows.numel() else 0
+    return ids[:, :max(width, 1)], mask[:, :max(width, 1)]
+
+
+def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
+            overhead: int = DEFAULT_OVERHEAD) -> torch.Tensor:
+    """``fn(*ids_mask_pairs)`` computed on length-sorted chunks, outputs ``(B, ...)`` back in row order.
+
+    ``fn`` must score every row on its own (row r of the output depends on
+    row r of the inputs only, and not on how far they are padded), as every
+    qpnlp model does (tested). With one chunk ``fn`` gets the inputs as they
+    are. Gradients flow through the chunks.
+    """
+    if not inputs:
+        raise ValueError("need at least one (ids, mask) input")
+    chunks = plan_chunks([mask.sum(-1) for _, mask in inputs], overhead)
+    if len(chunks) == 1:
+        return fn(*(t for pair in inputs for t in pair))
+    outputs = [fn(*(t for pair in inputs for t in _rows(pair, rows))) for rows in chunks]
+    back = torch.argsort(torch.cat(chunks))
+    return torch.cat(outputs).index_select(0, back)
+
+
+def chunks_in_training(model: nn.Module) -> bool:
+    """Whether the trainers should chunk this model's training batches: it asks for it (class attribute
+    ``chunk_training``) and has no active dropout (:func:`draws_random_numbers`)."""
+    return bool(getattr(model, "chunk_training", False)) and not draws_random_numbers(model)
+
+
+def draws_random_numbers(model: nn.Module) -> bool:
+    """Whether the model, in training mode, has dropout that draws random numbers in its forward.
+
+    Chunking such a model in training draws the masks chunk by chunk: the
+    same distribution but another random stream than the one-pass batch, so
+    the trainers leave such batches whole to keep runs comparable with earlier
+    ones. Recognised: ``nn.Dropout*`` and :class:`~qpnlp.nn.ComplexDropout`
+    with p > 0, and modules with a positive float ``dropout`` attribute
+    (e.g. attention dropout applied with ``F.dropout``).
+    """
+    for module in model.modules():
+        if isinstance(module, (nn.modules.dropout._DropoutNd, ComplexDropout)) and module.p > 0:
+            return True
+        rate = getattr(module, "dropout", None)
+        if isinstance(rate, float) and rate > 0:
+            return True
+    return False
