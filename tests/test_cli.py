@@ -34,6 +34,24 @@ def test_bad_config_value_is_a_clear_error(data_root, capsys):
     assert "num_measurements must be >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value, expected", [("off", None), ("0", 0), ("512", 512)])
+def test_length_chunks_reach_the_training_config(value, expected):
+    from qpnlp.cli import build_parser
+    from qpnlp.commands._common import train_config
+    from qpnlp.commands.match import matching_config
+
+    for model, dataset in (("qpdn", "mr"), ("cnm", "trecqa")):
+        args = build_parser().parse_args(["train", model, "--dataset", dataset, "--length-chunks", value])
+        config = (train_config if model == "qpdn" else matching_config)(args)
+        assert config.length_chunks == expected
+
+
+def test_a_bad_length_chunks_value_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "cnm", "--dataset", "trecqa", "--length-chunks", "-1"])
+    assert exc.value.code == 2 and "--length-chunks" in capsys.readouterr().err
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

@@ -28,6 +28,7 @@ import torch
 
 from qpnlp.models.base import atomic_write_text
 from qpnlp.training import TrainConfig
+from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 
 def device_type(value: str) -> str:
@@ -74,6 +75,10 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="cpu, cuda, cuda:N or mps (default %(default)s)")
     group.add_argument("--max-len", type=count_type(), default=None,
                        help="truncate texts to their first N tokens (default: no truncation)")
+    group.add_argument("--length-chunks", type=chunk_overhead_type, default=DEFAULT_OVERHEAD, metavar="N|off",
+                       help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
+                            "of one more chunk in padded positions, 'off' = whole batches (default %(default)s; "
+                            "training batches are cut only for models that gain from it, e.g. CNM)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json",
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
@@ -126,7 +131,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
                        weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, length_chunks=args.length_chunks)
 
 
 # --------------------------------------------------------------------------- errors and exit codes
@@ -193,6 +198,16 @@ def count_type(minimum: int = 1) -> Callable[[str], int]:
         return value
     parse.__name__ = "integer"
     return parse
+
+
+def chunk_overhead_type(text: str) -> int | None:
+    """argparse type of ``--length-chunks``: an integer >= 0, or ``off`` (None)."""
+    if text.strip().lower() == "off":
+        return None
+    return count_type(0)(text)
+
+
+chunk_overhead_type.__name__ = "length-chunks value"
 
 
 def rate_type(*, zero: bool = False) -> Callable[[str], float]:
