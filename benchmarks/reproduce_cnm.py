@@ -37,10 +37,12 @@ from pathlib import Path
 
 import torch
 
+from qpnlp.commands._common import chunk_overhead_type
 from qpnlp.data import load_qa
 from qpnlp.data.vectors import load_vectors, recommended_fallback
 from qpnlp.models import CNM, CNMConfig
 from qpnlp.evaluation import evaluate_bm25
+from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 from qpnlp.training.matching import MatchingConfig, metrics_dict, run_matching
 
 # The library's defaults (what `qpnlp train cnm` does with no flags): the reproduction runs with them.
@@ -67,6 +69,9 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=TRAIN["epochs"])
     parser.add_argument("--patience", type=int, default=TRAIN["patience"])
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--length-chunks", type=chunk_overhead_type, default=DEFAULT_OVERHEAD, metavar="N|off",
+                        help="length-sorted chunks of the batches (qpnlp.training.length_chunks; 'off': whole "
+                             "batches, as the runs before commit 9dc8913; default %(default)s)")
     parser.add_argument("--lr", type=float, default=None,
                         help="default: the model's per-data-set default (CNM.training_defaults)")
     parser.add_argument("--num-measurements", type=int, default=CONFIG.num_measurements)
@@ -119,7 +124,7 @@ def main(argv=None) -> None:
                 config = MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
                                         embedding_lr=lr, patience=args.patience, seed=seed,
                                         max_len=args.max_len, progress=False, negatives=negatives[name],
-                                        margin=args.margin)
+                                        margin=args.margin, length_chunks=args.length_chunks)
                 options = dict(num_measurements=args.num_measurements, dropout=args.dropout,
                                measurement_init=args.measurement_init, phase_init=args.phase_init,
                                windows=list(args.windows), **VARIANTS[variant][1])
