@@ -19,11 +19,13 @@ with one torch thread each; gensim: ``workers``).
 
 Every Word2Fun default of this script is the library's (``fit()`` and
 ``TrainConfig``, which ``qpnlp train word2fun`` uses too): family IV,
-harmonic frequencies up to 6 periods over the span with a roughness penalty
-of 2e-5, time scale 30, batches of 8192 pairs with 32 shared negatives, and
-a larger learning rate for rare words (``--rare-lr-power`` 0.5 below 4000
-occurrences per million tokens; ``--rare-lr-power 0`` gives the configuration
-before it).  They were selected on generator seeds 1-4 (main and shuffled
+harmonic frequencies up to 6 periods over the span plus a logistic step
+:math:`A_u (\\sigma(k_u (s - c_u)) - 1/2)` per word with a roughness penalty of 1e-4
+(``--no-logistic`` gives the configuration before the step: no step, penalty
+2e-5), time scale 30, batches of 8192 pairs with 32 shared negatives, and a
+larger learning rate for rare words (``--rare-lr-power`` 0.5 below 4000
+occurrences per million tokens; ``--no-logistic --rare-lr-power 0`` gives the
+configuration before it).  They were selected on generator seeds 1-4 (main and shuffled
 control; ``benchmarks/results/word2fun/NOTES.md``); the reported tables use
 ``--seed 0`` and others not seen during selection.  ``--variant
 low-frequency`` generates probes seen about 4 times a year
@@ -49,7 +51,7 @@ import torch
 from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corpus
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
 from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
-from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY
+from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
 
 # every Word2Fun default of this script is the library's (the defaults of fit() and TrainConfig)
 TRAIN = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
@@ -61,7 +63,7 @@ def load() -> list[float]:
 
 
 def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
-    penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0
+    penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0  # None: the library's default
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
                       shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
                       roughness_penalty=penalty, roughness_power=args.roughness_power,
@@ -69,6 +71,7 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
                       frequency_reference=args.frequency_reference)
     result = fit(corpus, cfg, family=family, dim=args.dim, time_scale=args.time_scale,
                  frequency_init=args.frequency_init, max_periods=args.max_periods or None, n_slices=args.slices,
+                 logistic=None if args.logistic is None else (args.logistic and family != "sliced"),
                  min_count=5, progress=args.progress)
     vectors, st = result.vectors, result.stats
     topic = [w for tw in truth.topic_words for w in tw]
@@ -79,6 +82,13 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
 
 TARGETS = {"spearman": (">=", 0.90), "acc_after": (">=", 0.98), "change_year_mae": ("<=", 5.0),
            "control_spearman": ("|x|<=", 0.25)}
+
+
+def _flag(name: str, value) -> str:
+    flag = name.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{flag}" if value else f"--no-{flag}"
+    return f"--{flag} {value}"
 
 
 def meets(key, v) -> bool:
@@ -97,8 +107,13 @@ def main() -> None:
     ap.add_argument("--frequency-init", default=FIT["frequency_init"])
     ap.add_argument("--max-periods", type=float, default=FIT["max_periods"] or 0.0,
                     help="fastest initial frequency, in periods over the span (0 = the full harmonic ladder)")
-    ap.add_argument("--roughness-penalty", type=float, default=DEFAULT_ROUGHNESS_PENALTY,
-                    help="weight of the mean squared speed of f(u, .) per centre token (TrainConfig.roughness_penalty)")
+    ap.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=FIT["logistic"],
+                    help="the logistic step A_u (sigma(k_u (s - c_u)) - 1/2) in f(u, .) (fit(logistic=...); default: on for "
+                         "II-IV); --no-logistic gives the configuration before it")
+    ap.add_argument("--roughness-penalty", type=float, default=TRAIN["roughness_penalty"],
+                    help="weight of the mean squared speed of f(u, .) per centre token (TrainConfig.roughness_penalty; "
+                         f"default {DEFAULT_ROUGHNESS_PENALTY:g} with the logistic step, "
+                         f"{DEFAULT_ROUGHNESS_PENALTY_NO_STEP:g} without)")
     ap.add_argument("--roughness-power", type=float, default=TRAIN["roughness_power"])
     ap.add_argument("--rare-lr-power", type=float, default=TRAIN["rare_lr_power"],
                     help="0 for the configuration before the rare-word learning rate")
@@ -163,7 +178,7 @@ def main() -> None:
     total_wall = time.perf_counter() - t_start
     meta = {
         "command": "python benchmarks/word2fun_drift.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("progress", "no_control", "out")),
+            _flag(k, v) for k, v in vars(args).items() if k not in ("progress", "no_control", "out") and v is not None),
         "spec": {k: v for k, v in spec.__dict__.items()},
         "corpus_tokens": corpus.n_tokens,
         "threads": args.threads,

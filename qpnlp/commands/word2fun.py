@@ -61,9 +61,10 @@ def _defaults():
 
 
 def _penalty_default() -> str:
-    from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY
+    from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
 
-    return f"{DEFAULT_ROUGHNESS_PENALTY:g} for families II-IV, 0 for the others"
+    return (f"{DEFAULT_ROUGHNESS_PENALTY:g} for families II-IV with the logistic step, "
+            f"{DEFAULT_ROUGHNESS_PENALTY_NO_STEP:g} without it, 0 for the others")
 
 
 def _positive_int(text: str) -> int:
@@ -105,6 +106,9 @@ def register(subparsers: dict) -> None:
     m.add_argument("--max-periods", type=float, default=fk["max_periods"] or 0.0,
                    help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 "
                         "periods; default %(default)s)")
+    m.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=fk["logistic"],
+                   help="add one logistic step per word, A_u (sigmoid(k_u (s - c_u)) - 1/2), that every coordinate "
+                        "follows at once (default: on for families II-IV, off for the others)")
     m.add_argument("--slices", type=_positive_int, default=fk["n_slices"],
                    help="time slices of the 'sliced' family (default %(default)s)")
     m.add_argument("--min-count", type=_positive_int, default=fk["min_count"], help="(default %(default)s)")
@@ -294,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     )
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
-                   min_count=args.min_count, compass=args.compass, compass_epochs=args.compass_epochs)
+                   logistic=args.logistic, min_count=args.min_count, compass=args.compass, compass_epochs=args.compass_epochs)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
                   checkpoint=args.out, training_state=args.out)

@@ -53,6 +53,7 @@ __all__ = [
     "fixed_frequencies",
     "harmonic_frequencies",
     "linear_function",
+    "logistic_step",
     "time2fun_function",
     "sinusoidal_function",
     "word2fun_loss",
@@ -153,6 +154,41 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
 def linear_function(b: torch.Tensor, k: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     """:math:`f = b + k\\,\\tau`; ``b, k`` (..., D), ``tau`` (...,) -> (..., D)."""
     return b + k * tau.unsqueeze(-1)
+
+
+def logistic_step(
+    amplitude: torch.Tensor, centre: torch.Tensor, log_rate: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The centred logistic step of a word, :math:`A_u (\\sigma(k_u (s - c_u)) - \\tfrac12)`, and its sigmoid.
+
+    ``s`` is the time as a fraction of the span (:math:`s = \\tau / S`, 0 at
+    the start, 1 at the end), :math:`c_u` the centre of the transition in the
+    same units and :math:`k_u = e^{\\ell_u}` its rate (a 10-90% rise over
+    :math:`4.39 / k_u` of the span).  Every coordinate of :math:`A_u` switches
+    at the same time: the S-shaped (Piotrowski) curve of one change of usage,
+    which a sum of sinusoids with one frequency per coordinate can only
+    approximate with a lag and ringing.  The step goes from :math:`-A_u/2` to
+    :math:`+A_u/2` around :math:`B_u`, so :math:`B_u` is the midpoint of the
+    two states wherever the switch lies (with :math:`A_u \\sigma` instead,
+    :math:`B_u` would have to be the state *before* the switch, the minority
+    state of an early switch, and SGD, which first moves :math:`B_u` to the
+    majority state, misses early switches).
+
+    Parameters
+    ----------
+    amplitude : (..., D); centre, log_rate : (..., 1); s : (...,)
+
+    Returns
+    -------
+    (term, sig) : (..., D) and (..., 1)
+
+    >>> a = torch.ones(1, 2); c = torch.tensor([[0.5]]); l = torch.tensor([[math.log(4.0)]])
+    >>> term, sig = logistic_step(a, c, l, torch.tensor([0.5]))
+    >>> term.tolist(), sig.tolist()
+    ([[0.0, 0.0]], [[0.5]])
+    """
+    sig = torch.sigmoid(torch.exp(log_rate) * (s.unsqueeze(-1) - centre))
+    return amplitude * (sig - 0.5), sig
 
 
 def time2fun_function(b: torch.Tensor, omega: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:

@@ -41,11 +41,14 @@ from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_proba
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.sgd import centre_sgd_step
 
-__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "TrainConfig", "resolve_penalty", "TrainStats", "ArraySource", "StreamSource", "train_source", "word_weights"]
+__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "resolve_penalty", "TrainStats", "ArraySource", "StreamSource", "train_source", "word_weights"]
 
 
-#: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift benchmark).
-DEFAULT_ROUGHNESS_PENALTY = 2e-5
+#: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
+#: benchmark with the logistic step, the default of :func:`~qpnlp.word2fun.train.fit` for these families).
+DEFAULT_ROUGHNESS_PENALTY = 1e-4
+#: The same for a model without the logistic step (``fit(logistic=False)``; the default before the step).
+DEFAULT_ROUGHNESS_PENALTY_NO_STEP = 2e-5
 
 
 @dataclass
@@ -64,7 +67,8 @@ class TrainConfig:
     mean squared speed of :math:`f(u, \\cdot)` over the span) to the loss of
     every centre token of word ``u``: a smoothing-spline prior, so that fast
     coordinates follow abrupt changes the data support but damp year-to-year
-    sampling noise.  With ``roughness_power`` :math:`p`,
+    sampling noise (default None: :func:`resolve_penalty`, 1e-4 for families
+    II-IV with the logistic step, 2e-5 without).  With ``roughness_power`` :math:`p`,
     :math:`\\lambda_u = \\lambda\\,(n_{ref} / n_u)^p` for a word seen
     :math:`n_u` times per million tokens (``n_ref = frequency_reference``):
     ``p = 0`` smooths every occurrence alike, ``p = 1`` gives every word the
@@ -194,11 +198,18 @@ class StreamSource:
                 np.asarray(times, dtype=np.float64))
 
 
-def resolve_penalty(cfg: TrainConfig, family: str) -> TrainConfig:
-    """``cfg`` with ``roughness_penalty=None`` replaced by the family's default (:data:`DEFAULT_ROUGHNESS_PENALTY` or 0)."""
+def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> TrainConfig:
+    """``cfg`` with ``roughness_penalty=None`` replaced by the model's default.
+
+    Families II-IV: :data:`DEFAULT_ROUGHNESS_PENALTY` with the logistic step
+    (``logistic``), :data:`DEFAULT_ROUGHNESS_PENALTY_NO_STEP` without it; 0 for
+    the other families.
+    """
     if cfg.roughness_penalty is not None:
         return cfg
-    return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if family in SINUSOIDAL_FAMILIES else 0.0)
+    if family not in SINUSOIDAL_FAMILIES:
+        return replace(cfg, roughness_penalty=0.0)
+    return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if logistic else DEFAULT_ROUGHNESS_PENALTY_NO_STEP)
 
 
 def word_weights(counts: np.ndarray, cfg: TrainConfig, device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -370,7 +381,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     """
     from qpnlp.word2fun.distributed import all_sum
 
-    cfg = resolve_penalty(config or TrainConfig(), model.family)
+    cfg = resolve_penalty(config or TrainConfig(), model.family, model.logistic)
     if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     dev = torch.device(cfg.device)

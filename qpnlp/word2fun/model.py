@@ -14,6 +14,8 @@ coordinate then varies within the span, which is what lets III/IV follow
 changes; the default of :func:`~qpnlp.word2fun.train.fit`, the CLI and the
 benchmarks); the compass starts at zero as word2vec's output vectors (or is
 set from a trained static model and frozen, :meth:`Word2Fun.set_compass`).
+With ``logistic`` the step :math:`A_u (\\sigma(k_u(s - c_u)) - 1/2)` starts
+with :math:`A_u = 0`, :math:`c_u = 1/2`, :math:`k_u = 10` (:class:`Word2FunConfig`).
 ``max_periods`` caps the harmonic ladder
 (:func:`~qpnlp.word2fun.functions.harmonic_frequencies`): the levels go from
 a quarter period up to ``max_periods`` periods over the span and repeat over
@@ -42,6 +44,7 @@ torch.Size([2, 8])
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 from torch import nn
@@ -55,14 +58,21 @@ from qpnlp.word2fun.functions import (
     fixed_frequencies,
     harmonic_frequencies,
     linear_function,
+    logistic_step,
     sinusoidal_function,
     time2fun_function,
     word2fun_loss,
 )
 
-__all__ = ["Word2FunConfig", "Word2Fun"]
+__all__ = ["Word2FunConfig", "Word2Fun", "STEP_RATE_INIT", "STEP_RATE_MIN", "STEP_RATE_MAX"]
 
 FREQUENCY_INITS = ("fixed", "harmonic")
+#: Initial rate :math:`k_u` of the logistic step: a 10-90% rise over 0.44 of the span (selected on the drift benchmark).
+STEP_RATE_INIT = 10.0
+#: Smallest rate of the logistic step (the SGD step projects :math:`k_u` onto [STEP_RATE_MIN, STEP_RATE_MAX]).
+STEP_RATE_MIN = STEP_RATE_INIT
+#: Largest rate of the logistic step: a 10-90% rise over 2.2% of the span (two years of a century).
+STEP_RATE_MAX = 200.0
 
 
 @dataclasses.dataclass
@@ -96,6 +106,17 @@ class Word2FunConfig(ModelConfig):
     precision : {"single", "double"}, default "single"
         float32 or float64 parameters (``model.double()`` switches and records
         it); raw times are normalised in the same precision.
+    logistic : bool, default False
+        Add a centred logistic step to :math:`f(u, \\cdot)` (not for ``sliced``):
+        :math:`f(u, \\tau) = f_{family}(u, \\tau) + A_u (\\sigma(k_u (\\tau/S - c_u)) - \\tfrac12)`
+        with per-word :math:`A_u \\in \\mathbb{R}^D` (starts at 0), centre
+        :math:`c_u \\in [0, 1]` (a fraction of the span; starts at 1/2) and
+        rate :math:`k_u = e^{\\ell_u} \\in [10, 200]` (:data:`STEP_RATE_MIN`,
+        :data:`STEP_RATE_MAX`; starts at 10, a rise over 0.44 of the span):
+        one S-shaped change of usage that every coordinate follows at once
+        (:func:`~qpnlp.word2fun.functions.logistic_step`); ``D + 2`` numbers
+        per word.  :func:`~qpnlp.word2fun.train.fit` turns it on for families
+        II-IV; False here, so checkpoints saved before the option load as they were.
 
     Examples
     --------
@@ -117,6 +138,7 @@ class Word2FunConfig(ModelConfig):
     frequency_init: str = "fixed"
     max_periods: float | None = None
     precision: str = "single"
+    logistic: bool = False
 
     def __post_init__(self) -> None:
         self.span_start, self.span_end, self.time_scale = (float(self.span_start), float(self.span_end),
@@ -135,6 +157,8 @@ class Word2FunConfig(ModelConfig):
             (self.time_scale > 0, f"time_scale must be positive; got {self.time_scale}"),
             (self.max_periods is None or self.max_periods > 0,
              f"max_periods must be positive or None; got {self.max_periods}"),
+            (not (self.logistic and self.family == "sliced"),
+             "the sliced family has no logistic step (its slices already step)"),
             (self.precision in ("single", "double"),
              f"precision must be 'single' (float32) or 'double' (float64); got {self.precision!r}"),
         ])
@@ -213,6 +237,13 @@ class Word2Fun(Model):
         if family == "IV":
             self.theta1 = emb(V, h)
             self.theta2 = emb(V, h)
+        if config.logistic:  # A_u (sigma(k_u (s - c_u)) - 1/2): zero amplitude, centre mid-span, a slow rate
+            self.step_amplitude = emb(V, D)
+            self.step_centre = emb(V, 1)
+            self.step_rate = emb(V, 1)
+            with torch.no_grad():
+                self.step_centre.weight.fill_(0.5)
+                self.step_rate.weight.fill_(math.log(STEP_RATE_INIT))
         if config.precision == "double":
             nn.Module.to(self, torch.float64)
 
@@ -252,6 +283,10 @@ class Word2Fun(Model):
     def max_periods(self) -> float | None:
         return self.config.max_periods
 
+    @property
+    def logistic(self) -> bool:
+        return self.config.logistic
+
     def set_compass(self, h: torch.Tensor, freeze: bool = True) -> None:
         """Copy ``h`` (V, D) into the compass; optionally freeze it (recorded in ``config.freeze_compass``)."""
         if tuple(h.shape) != (self.vocab_size, self.dim):
@@ -283,10 +318,33 @@ class Word2Fun(Model):
         if fam == "IV":
             out["theta1"] = (self.theta1.weight, words)
             out["theta2"] = (self.theta2.weight, words)
+        if self.config.logistic:
+            out["step_amplitude"] = (self.step_amplitude.weight, words)
+            out["step_centre"] = (self.step_centre.weight, words)
+            out["step_rate"] = (self.step_rate.weight, words)
         return out
 
     def function(self, rows: dict, tau: torch.Tensor) -> torch.Tensor:
-        """:math:`f` from gathered rows ``{name: (..., n)}`` (see :meth:`tables`) at normalised ``tau`` (...,) -> (..., D)."""
+        """:math:`f` from gathered rows ``{name: (..., n)}`` (see :meth:`tables`) at normalised ``tau`` (...,) -> (..., D).
+
+        With ``config.logistic`` the family's function plus the logistic step
+        :math:`A_u (\\sigma(k_u (\\tau / S - c_u)) - \\tfrac12)` (:meth:`step_term`).
+        """
+        f = self._family_function(rows, tau)
+        if self.config.logistic:
+            f = f + self.step_term(rows, tau)[0]
+        return f
+
+    def step_log_rate(self, rows: dict) -> torch.Tensor:
+        """:math:`\\ell_u = \\log k_u` of gathered rows, shape (..., 1) (kept in ``[log STEP_RATE_MIN, log STEP_RATE_MAX]`` by the SGD step)."""
+        return rows["step_rate"]
+
+    def step_term(self, rows: dict, tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The logistic step :math:`A_u (\\sigma(k_u (s - c_u)) - \\tfrac12)`, :math:`s = \\tau / S`, and its sigmoid (:func:`~qpnlp.word2fun.functions.logistic_step`)."""
+        s = tau / self.time_scale.scale
+        return logistic_step(rows["step_amplitude"], rows["step_centre"], self.step_log_rate(rows), s)
+
+    def _family_function(self, rows: dict, tau: torch.Tensor) -> torch.Tensor:
         fam, b = self.family, rows["base"]
         if fam in ("static", "sliced"):
             return b
@@ -302,6 +360,32 @@ class Word2Fun(Model):
         return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau, rows["theta1"], rows["theta2"])
 
     def function_vjp(self, rows: dict, tau: torch.Tensor):
+        """:math:`f` and its vector-Jacobian product (:meth:`_family_vjp`), the logistic step included.
+
+        For the step :math:`A (\\sigma(z) - \\tfrac12)`, :math:`z = k (s - c)`, :math:`k = e^{\\ell}`,
+        with :math:`\\gamma = g \\cdot A\\, \\sigma(z)(1 - \\sigma(z))`:
+        :math:`\\partial_A = g\\, (\\sigma(z) - \\tfrac12)`, :math:`\\partial_c = -k \\gamma`,
+        :math:`\\partial_\\ell = z \\gamma`.
+        """
+        f, vjp = self._family_vjp(rows, tau)
+        if not self.config.logistic:
+            return f, vjp
+        term, sig = self.step_term(rows, tau)
+        k = torch.exp(self.step_log_rate(rows))
+        s = (tau / self.time_scale.scale).unsqueeze(-1)
+        A = rows["step_amplitude"]
+
+        def vjp_step(g):
+            out, shared = vjp(g)
+            gam = (g * A).sum(-1, keepdim=True).mul_(sig * (1.0 - sig))
+            out["step_amplitude"] = g * (sig - 0.5)
+            out["step_centre"] = -k * gam
+            out["step_rate"] = k * (s - rows["step_centre"]) * gam
+            return out, shared
+
+        return f + term, vjp_step
+
+    def _family_vjp(self, rows: dict, tau: torch.Tensor):
         """:math:`f` and its vector-Jacobian product, for training without autograd.
 
         Parameters

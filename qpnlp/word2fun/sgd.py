@@ -13,29 +13,46 @@ the mean squared speed of :math:`f(u, \\cdot)`, a smoothing-spline prior that
 costs an amplitude in proportion to its frequency squared; it lets a fast
 frequency ladder follow abrupt switches while damping year-to-year sampling
 noise: the defaults of :func:`~qpnlp.word2fun.train.fit` use ``max_periods=6``
-with :math:`\\lambda = 2 \\cdot 10^{-5}` (selected on the planted-drift
-benchmark, ``benchmarks/word2fun_drift.py``).  ``row_lr`` gives the rows of
+with :math:`\\lambda = 10^{-4}` and the logistic step (:math:`2 \\cdot 10^{-5}`
+without it; selected on the planted-drift benchmark,
+``benchmarks/word2fun_drift.py``).  With the logistic step the penalty also
+costs the step's speed, :math:`k_u \\lVert A_u\\rVert^2 / 12`, and after each
+step the step's centre and rate are projected onto their ranges
+(:func:`_project_step`).  ``row_lr`` gives the rows of
 rare words a larger step (``TrainConfig.rare_lr_power``).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.model import Word2Fun
+from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 
 __all__ = ["roughness", "sgd_step", "centre_sgd_step"]
 
 
+#: Step multiplier of the centre :math:`c_u` of the logistic step (fraction of the span), selected on the drift benchmark.
+STEP_CENTRE_LR = 0.03
+#: Step multiplier of the log-rate :math:`\\ell_u = \\log k_u` of the logistic step.
+STEP_RATE_LR = 10.0
+
+
 def _lr_factor(name: str, scale: float) -> float:
-    """Step multiplier per table: :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S) and
-    :math:`\\partial f/\\partial K = \\tau` (step / S^2, i.e. SGD on the slope per unit of the whole span)."""
+    """Step multiplier per table: :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S),
+    :math:`\\partial f/\\partial K = \\tau` (step / S^2, i.e. SGD on the slope per unit of the whole span),
+    the logistic step's centre and log-rate :data:`STEP_CENTRE_LR` and :data:`STEP_RATE_LR`."""
     if name in ("omega1", "omega2"):
         return 1.0 / scale
     if name == "slope":
         return 1.0 / scale**2
+    if name == "step_centre":
+        return STEP_CENTRE_LR
+    if name == "step_rate":
+        return STEP_RATE_LR
     return 1.0
 
 
@@ -61,8 +78,28 @@ def roughness(model: Word2Fun, rows: dict) -> torch.Tensor:
     (smoothing-spline) roughness.  It does not depend on the time scale ``S``
     and weighs an amplitude by its frequency squared, so slow drift is almost
     free while fast wiggles are costly.  Differentiable (autograd) in the rows.
+
+    With the logistic step (``model.logistic``) its own roughness
+    :math:`k_u \\lVert A_u \\rVert^2 / 12` (:func:`_step_roughness`) is added
+    (the cross terms between the step and the sinusoids are left out: each
+    part is smoothed on its own).
     """
-    return 0.5 * (_span_frequencies(model, rows) * rows["amplitude"]).square().sum(-1)
+    rho = 0.5 * (_span_frequencies(model, rows) * rows["amplitude"]).square().sum(-1)
+    if model.logistic:
+        rho = rho + _step_roughness(model, rows)
+    return rho
+
+
+def _step_roughness(model: Word2Fun, rows: dict) -> torch.Tensor:
+    """Roughness of the logistic step, :math:`\\tfrac{1}{12} k_u \\lVert A_u \\rVert^2`, shape (N,).
+
+    :math:`\\tfrac12 \\int (\\partial_s A\\sigma(k(s - c)))^2 ds = \\tfrac12 \\lVert A\\rVert^2 k \\int
+    \\sigma'(z)^2 dz` and :math:`\\int_{-\\infty}^{\\infty} \\sigma'(z)^2 dz = 1/6` (exact for a
+    transition inside the span, an upper bound otherwise): a sharp step costs in
+    proportion to its rate, a ramp over the span almost nothing.
+    """
+    k = torch.exp(model.step_log_rate(rows)).squeeze(-1)
+    return rows["step_amplitude"].square().sum(-1) * k / 12.0
 
 
 def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float) -> None:
@@ -71,6 +108,12 @@ def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float) 
     :math:`\\partial\\rho/\\partial R_j = w_j^2 R_j` and
     :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2` with :math:`w = S\\Omega`.
     """
+    if model.logistic:  # d/dA = k A / 6, d/dl = k |A|^2 / 12 (k = e^l)
+        A = rows["step_amplitude"]
+        k = torch.exp(model.step_log_rate(rows))
+        st = step[:, None] if isinstance(step, torch.Tensor) else step
+        steps["step_amplitude"].sub_(A * (k * st / 6.0))
+        steps["step_rate"].sub_(A.square().sum(-1, keepdim=True) * k * st / 12.0)
     r, w = rows["amplitude"], _span_frequencies(model, rows)
     if isinstance(step, torch.Tensor):  # one weight per centre token, (N,)
         steps["amplitude"].sub_(w.square() * r * step[:, None])
@@ -237,4 +280,18 @@ def centre_sgd_step(
         _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale), inplace=True)
     for name, g in shared.items():
         getattr(model, name).add_(g, alpha=1.0 / B)
+    if model.logistic:
+        _project_step(model, tabs)
     return float(loss)
+
+
+def _project_step(model: Word2Fun, tabs: dict) -> None:
+    """Projected SGD: the rows just updated get :math:`c_u \\in [0, 1]` and :math:`k_u \\in [k_{min}, k_{max}]`.
+
+    A centre outside the span or a rate below ``STEP_RATE_MIN`` would make the
+    step a constant (absorbed by :math:`B_u`) or a slope: the logistic term
+    stays an S-shaped change inside the span, at most as slow as it starts.
+    """
+    for name, lo, hi in (("step_centre", 0.0, 1.0), ("step_rate", math.log(STEP_RATE_MIN), math.log(STEP_RATE_MAX))):
+        w, i = tabs[name]
+        w.index_copy_(0, i, w.index_select(0, i).clamp_(lo, hi))

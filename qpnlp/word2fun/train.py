@@ -36,7 +36,7 @@ import torch
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
-from qpnlp.word2fun.functions import TimeScale
+from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import ArraySource, StreamSource, TrainConfig, TrainStats, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
@@ -157,6 +157,7 @@ def fit(
     n_slices: int = 10,
     frequency_init: str = "harmonic",
     max_periods: float | None = 6.0,
+    logistic: bool | None = None,
     min_count: int = 5,
     vocabulary: Vocabulary | None = None,
     compass: str = "trainable",
@@ -186,6 +187,14 @@ def fit(
         :class:`~qpnlp.word2fun.loop.TrainConfig` are the settings selected on
         the planted-drift benchmark (``benchmarks/results/word2fun/NOTES.md``);
         ``qpnlp train word2fun`` reads its defaults from here.
+    logistic : bool, optional
+        Add the logistic step :math:`A_u (\\sigma(k_u (s - c_u)) - \\tfrac12)` to :math:`f(u, \\cdot)`
+        (:class:`~qpnlp.word2fun.model.Word2FunConfig`): one S-shaped change per
+        word that every coordinate follows at once.  Default (None): on for
+        the sinusoidal families II-IV (selected with family IV on the drift
+        benchmark), off for the others; the roughness penalty's default
+        follows it (:func:`~qpnlp.word2fun.loop.resolve_penalty`).
+        ``logistic=False`` gives the model and defaults before the step.
     time_scale : float or TimeScale, default 30.0
         ``S``, with the corpus span as :math:`[t_0, t_1]`; or a full
         :class:`~qpnlp.word2fun.functions.TimeScale` (another span).
@@ -290,7 +299,9 @@ def fit(
         ts.check_resolution(torch.float32)
         model = Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family=family, span_start=ts.start,
                                         span_end=ts.end, time_scale=ts.scale, n_slices=n_slices,
-                                        frequency_init=frequency_init, max_periods=max_periods), seed=cfg.seed)
+                                        frequency_init=frequency_init, max_periods=max_periods,
+                                        logistic=family in SINUSOIDAL_FAMILIES if logistic is None else bool(logistic)),
+                        seed=cfg.seed)
     counts = vocab.counts
     if streamed:  # the in-vocabulary tokens of this shard are known from the counting pass (not when resuming)
         in_vocab = sum(local_counts.get(w, 0) for w in vocab.words) if saved is None else None

@@ -136,3 +136,17 @@ def test_a_failed_run_finishes_its_report_with_the_error(corpus_tsv, tmp_path, c
     assert code == 1 and stderr.startswith(f"{PROG}: error: the vocabulary has 0 words"), stderr
     data = json.loads(report.read_text())
     assert data["status"] == "failed" and "Word2Fun needs at least two" in data["error"] and data["history"] == []
+
+
+@pytest.mark.parametrize("flag, expected", [((), True), (("--no-logistic",), False), (("--logistic",), True)])
+def test_the_logistic_step_is_on_by_default_for_family_iv_and_can_be_switched_off(corpus_tsv, tmp_path, capsys,
+                                                                                  flag, expected):
+    report = tmp_path / "r.json"
+    code = main(_argv(corpus_tsv, "--epochs", "1", "--min-count", "3", "--report", str(report), *flag))
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(report.read_text())
+    assert data["config"]["model"]["logistic"] is expected and data["config"]["fit"]["logistic"] is flag_value(flag)
+
+
+def flag_value(flag):
+    return {(): None, ("--no-logistic",): False, ("--logistic",): True}[flag]
