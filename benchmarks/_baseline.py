@@ -26,15 +26,21 @@ _IMPORT = re.compile(r"^(\s*)(from|import) qpnlp(?=[.\s])", re.MULTILINE)
 _REPO = Path(__file__).resolve().parent.parent
 
 
+def extract_package(rev: str, prefix: str = "qpnlp_baseline_") -> Path:
+    """``qpnlp/`` at ``rev`` (``git archive``) in a fresh temporary directory; returns that directory."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "qpnlp"], cwd=_REPO, check=True,
+                             capture_output=True).stdout
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
 def load_baseline(rev: str = BASELINE_REV):
     """Import ``qpnlp`` at ``rev`` as ``qpnlp_baseline`` (cached per process)."""
     if _NAME in sys.modules:
         return sys.modules[_NAME]
-    archive = subprocess.run(["git", "archive", "--format=tar", rev, "qpnlp"], cwd=_REPO, check=True,
-                             capture_output=True).stdout
-    root = Path(tempfile.mkdtemp(prefix="qpnlp_baseline_"))
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root, filter="data")
+    root = extract_package(rev)
     (root / "qpnlp").rename(root / _NAME)
     for path in (root / _NAME).rglob("*.py"):
         text = path.read_text()

@@ -26,19 +26,17 @@ current tree is told ``--train-split train``): the same 1,227 questions.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _baseline import BASELINE_REV  # noqa: E402
+from _baseline import BASELINE_REV, extract_package  # noqa: E402
 from _bench import uptime  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,16 +57,6 @@ CURRENT_ONLY = {"qpdn": ["--no-select"], "cnm": ["--train-split", "train"]}
 RUNNER = ("import sys, qpnlp; root = sys.argv.pop(1); "
           "assert qpnlp.__file__.startswith(root), (qpnlp.__file__, root); "
           "from qpnlp.cli import main; sys.argv[0] = 'qpnlp'; main()")
-
-
-def extract_baseline(rev: str) -> Path:
-    """``qpnlp/`` at ``rev`` in a fresh temporary directory (its root is the ``PYTHONPATH`` entry)."""
-    archive = subprocess.run(["git", "archive", "--format=tar", rev, "qpnlp"], cwd=REPO, check=True,
-                             capture_output=True).stdout
-    root = Path(tempfile.mkdtemp(prefix="qpnlp_epoch_baseline_"))
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root, filter="data")
-    return root
 
 
 def train_all_data_root(data: Path) -> Path:
@@ -135,7 +123,7 @@ def main() -> None:
         parser.error("set QPNLP_DATA or pass --data")
     if args.epochs < 2:
         parser.error("--epochs must be at least 2")
-    trees = {"before": extract_baseline(args.baseline_rev), "after": REPO}
+    trees = {"before": extract_package(args.baseline_rev, "qpnlp_epoch_baseline_"), "after": REPO}
     data = train_all_data_root(args.data)
     print(f"before = qpnlp {args.baseline_rev}, after = working tree; {args.threads} thread(s), {args.epochs} epochs "
           f"per run, {args.rounds} rounds\nload before: {uptime()}", flush=True)

@@ -46,13 +46,10 @@ def cnm_steps(args):
                 generator=torch.Generator().manual_seed(0)).train()
     optimisers = Optimisers(model, MatchingConfig(lr=3e-3, embedding_lr=3e-3))
 
-    def scores(q, a, overhead):
-        return model(*q, *a) if overhead is None else chunked(model, [q, a], overhead)
-
     def run(overhead):
         for q, pos, neg in data:
             optimisers.zero_grad()
-            triplet_loss(scores(q, pos, overhead), scores(q, neg, overhead), 0.1).backward()
+            triplet_loss(chunked(model, [q, pos], overhead), chunked(model, [q, neg], overhead), 0.1).backward()
             optimisers.step()
     return run, len(data)
 
@@ -70,8 +67,7 @@ def qpdn_steps(args, dim: int):
     def run(overhead):
         for ids, mask, labels in data:
             optimisers.zero_grad()
-            logits = model(ids, mask) if overhead is None else chunked(model, [(ids, mask)], overhead)
-            torch.nn.functional.cross_entropy(logits, labels).backward()
+            torch.nn.functional.cross_entropy(chunked(model, [(ids, mask)], overhead), labels).backward()
             optimisers.step()
     return run, len(data)
 

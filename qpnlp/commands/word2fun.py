@@ -298,7 +298,8 @@ def run(args: argparse.Namespace) -> int:
     )
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
-                   logistic=args.logistic, min_count=args.min_count, compass=args.compass, compass_epochs=args.compass_epochs)
+                   logistic=args.logistic, min_count=args.min_count, compass=args.compass,
+                   compass_epochs=args.compass_epochs)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
                   checkpoint=args.out, training_state=args.out)

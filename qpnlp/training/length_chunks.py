@@ -22,7 +22,7 @@ since then no cut can pay). ``overhead = 0`` cuts wherever the length
 changes; a large overhead keeps one chunk (then the batch is passed through
 untouched).
 
-Where it pays (benchmarks/epoch_time.py): evaluation batches of 256 rows,
+Where it pays (benchmarks/length_chunks.py, benchmarks/epoch_time.py): evaluation batches of 256 rows,
 and the training batches of the matching models (one long candidate answer
 pads the whole batch); a QPDN training batch of 32 MR sentences at d = 50
 costs more in calls than its padding, so the trainers chunk training
@@ -40,8 +40,8 @@ from torch import nn
 
 from qpnlp.nn.pointwise import ComplexDropout
 
-#: Default fixed cost of one more chunk, in padded positions (rows x length):
-#: measured on the CNM TREC-QA and QPDN MR epochs (benchmarks/epoch_time.py).
+#: Default fixed cost of one more chunk, in padded positions (rows x length): the fastest
+#: CNM training step on TREC-QA TRAIN-ALL batches of 64-1024 (benchmarks/length_chunks.py).
 DEFAULT_OVERHEAD = 256
 
 Padded = tuple[torch.Tensor, torch.Tensor]          # ids (B, L), bool mask (B, L)
@@ -93,21 +93,23 @@ def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEA
 def _rows(padded: Padded, rows: torch.Tensor) -> Padded:
     """Rows ``rows`` of a padded input, trimmed to their longest row."""
     ids, mask = padded[0].index_select(0, rows), padded[1].index_select(0, rows)
-    width = int(mask.sum(-1).max()) if rows.numel() else 0
-    return ids[:, :max(width, 1)], mask[:, :max(width, 1)]
+    width = max(int(mask.sum(-1).max()), 1)             # a plan's chunks are never empty
+    return ids[:, :width], mask[:, :width]
 
 
 def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
-            overhead: int = DEFAULT_OVERHEAD) -> torch.Tensor:
+            overhead: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
     """``fn(*ids_mask_pairs)`` computed on length-sorted chunks, outputs ``(B, ...)`` back in row order.
 
     ``fn`` must score every row on its own (row r of the output depends on
     row r of the inputs only, and not on how far they are padded), as every
-    qpnlp model does (tested). With one chunk ``fn`` gets the inputs as they
-    are. Gradients flow through the chunks.
+    qpnlp model does (tested). With one chunk, or ``overhead=None`` (chunks
+    off), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
     """
     if not inputs:
         raise ValueError("need at least one (ids, mask) input")
+    if overhead is None:
+        return fn(*(t for pair in inputs for t in pair))
     chunks = plan_chunks([mask.sum(-1) for _, mask in inputs], overhead)
     if len(chunks) == 1:
         return fn(*(t for pair in inputs for t in pair))

@@ -187,11 +187,6 @@ def _batch(texts: list[list[int]], index, device, max_len):
     return ids.to(device), mask.to(device)
 
 
-def _scores(model: nn.Module, q, a, length_chunks: int | None) -> torch.Tensor:
-    """``model(*q, *a)``, on length-sorted chunks of the pairs unless ``length_chunks`` is None."""
-    return model(*q, *a) if length_chunks is None else chunked(model, [q, a], length_chunks)
-
-
 @torch.no_grad()
 def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, device="cpu",
                 max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> np.ndarray:
@@ -203,7 +198,7 @@ def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, dev
         rows = np.arange(start, min(start + batch_size, len(data)))
         q = _batch(data.questions, data.question_index[rows], device, max_len)
         a = _batch(data.candidates, rows, device, max_len)
-        out.append(_scores(model, q, a, length_chunks).double().cpu())
+        out.append(chunked(model, [q, a], length_chunks).double().cpu())
     return torch.cat(out).numpy()
 
 
@@ -235,12 +230,12 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
             q = _batch(train.questions, batch[:, 0], device, config.max_len)
             pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
             neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
-            loss = triplet_loss(_scores(model, q, pos, chunks), _scores(model, q, neg, chunks), config.margin)
+            loss = triplet_loss(chunked(model, [q, pos], chunks), chunked(model, [q, neg], chunks), config.margin)
         else:
             q = _batch(train.questions, train.question_index[batch], device, config.max_len)
             a = _batch(train.candidates, batch, device, config.max_len)
             labels = torch.as_tensor(train.labels[batch], device=device)
-            loss = pointwise_loss(_scores(model, q, a, chunks), labels, config.pointwise_scale)
+            loss = pointwise_loss(chunked(model, [q, a], chunks), labels, config.pointwise_scale)
         loss.backward()
         optimisers.step()
         losses.append(float(loss.detach()))

@@ -383,8 +383,7 @@ def train_step(model: nn.Module, optimisers: Optimisers, ids, mask, labels, *,
     (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass).
     """
     optimisers.zero_grad()
-    logits = model(ids, mask) if length_chunks is None else chunked(model, [(ids, mask)], length_chunks)
-    loss = nn.functional.cross_entropy(logits, labels)
+    loss = nn.functional.cross_entropy(chunked(model, [(ids, mask)], length_chunks), labels)
     loss.backward()
     optimisers.step()
     return float(loss.detach())
@@ -395,13 +394,9 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
             max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
     """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`TrainConfig`)."""
     model.eval()
-    out = [_forward(model, ids.to(device), mask.to(device), length_chunks).float().cpu()
+    out = [chunked(model, [(ids.to(device), mask.to(device))], length_chunks).float().cpu()
            for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
-
-
-def _forward(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, length_chunks: int | None) -> torch.Tensor:
-    return model(ids, mask) if length_chunks is None else chunked(model, [(ids, mask)], length_chunks)
 
 
 def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:

@@ -94,6 +94,10 @@ def test_one_chunk_passes_the_batch_through_untouched():
     seen = []
     out = chunked(lambda i, m: seen.append((i, m)) or i.sum(-1), [(ids, mask)], overhead=0)
     assert seen[0][0] is ids and seen[0][1] is mask and out.tolist() == ids.sum(-1).tolist()
+    ids, mask = _padded([1, 9, 2])                                  # chunks off: one pass whatever the lengths
+    seen.clear()
+    chunked(lambda i, m: seen.append((i, m)) or i.sum(-1), [(ids, mask)], overhead=None)
+    assert len(seen) == 1 and seen[0][0] is ids and seen[0][1] is mask
 
 
 @pytest.mark.parametrize("name", [n for n in MODELS if get_model_class(n).task == "classification"])
