@@ -162,23 +162,27 @@ def pretty_good_measurement(class_states, priors=None) -> OptimalMeasurement:
     if rho_c.dim() < 3 or rho_c.shape[-3] < 2:
         raise ValueError(f"class_states must hold C >= 2 states (..., C, d, d); got shape {tuple(rho_c.shape)}")
     num, d = rho_c.shape[-3], rho_c.shape[-1]
-    p = _priors(priors, num, rho_c)
-    average = (p.to(rho_c.dtype)[..., None, None] * rho_c).sum(-3)
+    p_in = _priors(priors, num, rho_c)
+    # rho^{-1/2} scales rounding errors by 1/sqrt(mu_min): in complex64 the effects of a valid input summed to I
+    # only within 3e-4, so the measurement is built in complex128 and returned in the input's precision.
+    support_tol = tolerance(rho_c.dtype, d)
+    wide, p = rho_c.to(torch.complex128), p_in.to(torch.float64)
+    average = (p.to(wide.dtype)[..., None, None] * wide).sum(-3)
     mu, w = torch.linalg.eigh(average)
-    support = mu > tolerance(rho_c.dtype, d) * mu.amax(-1, keepdim=True)
+    support = mu > support_tol * mu.amax(-1, keepdim=True)
     inv_sqrt = torch.where(support, torch.where(support, mu, torch.ones_like(mu)).rsqrt(), torch.zeros_like(mu))
     root_inv = (w * inv_sqrt.to(w.dtype).unsqueeze(-2)) @ w.mH                           # rho^{-1/2}
-    lam, u = torch.linalg.eigh(rho_c)
+    lam, u = torch.linalg.eigh(wide)
     factors = u * lam.clamp_min(0).sqrt().to(u.dtype).unsqueeze(-2)                    # rho_c = A A^dagger
     x = root_inv.unsqueeze(-3) @ factors * p.sqrt().to(u.dtype)[..., None, None]       # E_c = X X^dagger
     kernel = (w * (~support).to(w.dtype).unsqueeze(-2)).mT                              # rows: kernel vectors
     extra = torch.zeros_like(x.mT)
     extra[..., 0, :, :] = kernel
     vectors = torch.cat([x.mT, extra], dim=-2)                                          # (..., C, 2d, d)
-    probs = povm_probabilities_dense(rho_c, vectors.unsqueeze(-4))                      # (..., C, C)
-    success = (p * torch.diagonal(probs, dim1=-2, dim2=-1)).sum(-1)
-    return OptimalMeasurement("pretty-good", success, success.clamp_min(0).sqrt(), POVM(vectors, validate=False),
-                              p, DensityMatrix._trusted(data=rho_c))
+    probs = povm_probabilities_dense(wide, vectors.unsqueeze(-4), validate=False)       # inputs checked on entry
+    success = (p * torch.diagonal(probs, dim1=-2, dim2=-1)).sum(-1).to(p_in.dtype)
+    return OptimalMeasurement("pretty-good", success, success.clamp_min(0).sqrt(),
+                              POVM(vectors.to(rho_c.dtype), validate=False), p_in, DensityMatrix._trusted(data=rho_c))
 
 
 def _as_labels(labels, n: int) -> torch.Tensor:
