@@ -18,6 +18,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import masked_softmax
@@ -112,12 +113,13 @@ def _unit_rows(r, phi):
     backward needs: the unit amplitudes, cos, sin, the norms and the clamped norms.
 
     Eager on purpose: compiled (inductor), this formula and its backward together ran slower than here
-    (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md).
+    (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md). cos and sin come from
+    :mod:`qpnlp._trig` (numpy's SIMD kernels for float32 on the CPU).
     """
     norms = torch.linalg.vector_norm(r, dim=-1)
     scale = norms.clamp_min(torch.finfo(r.dtype).tiny)
     unit = r / scale.unsqueeze(-1)
-    cos, sin = torch.cos(phi), torch.sin(phi)
+    cos, sin = cos_sin(phi)
     parts = torch.view_as_real(torch.complex(cos, sin) * unit)                  # one interleaving pass
     return parts, unit, cos, sin, norms, scale
 

@@ -87,6 +87,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 
 from qpnlp.hilbert import _validation as V
@@ -127,7 +128,7 @@ class _Polar(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, r, angle):
-        cos, sin = torch.cos(angle), torch.sin(angle)
+        cos, sin = cos_sin(angle)                   # qpnlp._trig: numpy's SIMD kernels for float32 on the CPU
         ctx.save_for_backward(r, cos, sin)
         return torch.complex(r * cos, r * sin)
 

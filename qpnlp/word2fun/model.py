@@ -49,6 +49,7 @@ import math
 import torch
 from torch import nn
 
+from qpnlp import _trig as trig
 from qpnlp.hilbert import get_validation
 from qpnlp.models.base import Model, ModelConfig, register_model
 from qpnlp.word2fun.functions import (
@@ -421,22 +422,22 @@ class Word2Fun(Model):
             return linear_function(b, k, tau), lambda g: ({"base": g, "slope": g * tt}, {})
         if fam == "time2fun":
             a = self.omega * tt
-            return b + torch.sin(a), lambda g: ({"base": g}, {"omega": (g * torch.cos(a) * tt).sum(0)})
+            return b + trig.sin(a), lambda g: ({"base": g}, {"omega": (g * trig.cos(a) * tt).sum(0)})
         r = rows["amplitude"]
         h = self.dim // 2
         if fam == "II":
             a = self.omega_fixed * tt
-            s = torch.cat([torch.sin(a), torch.cos(a)], -1)
+            s = torch.cat([trig.sin(a), trig.cos(a)], -1)
             return torch.addcmul(b, r, s), lambda g: ({"base": g, "amplitude": g * s}, {})
         a1 = torch.addcmul(rows["theta1"], rows["omega1"], tt) if fam == "IV" else rows["omega1"] * tt
         a2 = torch.addcmul(rows["theta2"], rows["omega2"], tt) if fam == "IV" else rows["omega2"] * tt
-        sin1, cos2 = torch.sin(a1), torch.cos(a2)
+        sin1, cos2 = trig.sin(a1), trig.cos(a2)
         s = torch.cat([sin1, cos2], -1)
 
         def vjp(g):
             gr = g * r
-            d1 = gr[:, :h] * torch.cos(a1)
-            d2 = -gr[:, h:] * torch.sin(a2)
+            d1 = gr[:, :h] * trig.cos(a1)
+            d2 = -gr[:, h:] * trig.sin(a2)
             out = {"base": g, "amplitude": g * s, "omega1": d1 * tt, "omega2": d2 * tt}
             if fam == "IV":
                 out["theta1"], out["theta2"] = d1, d2

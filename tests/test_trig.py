@@ -1,0 +1,70 @@
+"""qpnlp._trig: numpy's float32 cosine and sine stand in for torch's with errors of the same size."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from qpnlp import _trig
+
+ULP_OF_ONE = torch.finfo(torch.float32).eps
+
+
+def _angles(n: int, limit: float, seed: int = 0) -> torch.Tensor:
+    return (torch.rand(n, generator=torch.Generator().manual_seed(seed)) * 2 - 1) * limit
+
+
+@pytest.mark.parametrize("limit", [1.0, 10.0, 1e3, 1e5])
+def test_float32_values_are_within_an_ulp_of_one_of_the_float64_reference(limit):
+    x = _angles(50_000, limit)
+    cos, sin = _trig.cos_sin(x)
+    assert cos.dtype == sin.dtype == torch.float32 and cos.shape == sin.shape == x.shape
+    assert float((cos.double() - torch.cos(x.double())).abs().max()) < ULP_OF_ONE
+    assert float((sin.double() - torch.sin(x.double())).abs().max()) < ULP_OF_ONE
+
+
+def test_the_numpy_path_is_taken_for_large_float32_cpu_tensors_and_writes_a_new_tensor():
+    x = _angles(_trig.NUMPY_MIN_NUMEL, 4.0)
+    assert _trig._numpy_path(x)
+    before = x.clone()
+    out = _trig.cos(x)
+    assert out.data_ptr() != x.data_ptr() and torch.equal(x, before)
+
+
+def test_non_contiguous_inputs_keep_their_shape_and_values():
+    x = _angles(2 * 3 * 4096, 6.0).view(2, 3, 4096).transpose(0, 2)
+    assert not x.is_contiguous()
+    torch.testing.assert_close(_trig.sin(x), torch.sin(x), atol=2 * ULP_OF_ONE, rtol=0)
+    assert _trig.sin(x).shape == x.shape
+
+
+@pytest.mark.parametrize("x", [
+    _angles(10, 3.0),                                   # small: torch
+    _angles(10_000, 3.0).double(),                      # float64: torch (numpy's float64 kernels are slower)
+    _angles(10_000, 3.0).half(),
+], ids=["small", "float64", "float16"])
+def test_other_tensors_get_torch_bit_for_bit(x):
+    assert not _trig._numpy_path(x)
+    assert torch.equal(_trig.cos(x), torch.cos(x)) and torch.equal(_trig.sin(x), torch.sin(x))
+
+
+def test_a_tensor_that_needs_a_gradient_keeps_its_autograd_graph():
+    x = _angles(10_000, 3.0).requires_grad_()
+    y = _trig.sin(x)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.cos(x.detach()))
+    with torch.no_grad():
+        assert _trig._numpy_path(x)
+
+
+def test_non_finite_angles_give_nan_like_torch_without_a_warning():
+    x = torch.zeros(_trig.NUMPY_MIN_NUMEL)
+    x[:3] = torch.tensor([float("inf"), float("nan"), -float("inf")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cos, sin = _trig.cos_sin(x)
+    assert torch.isnan(cos[:3]).all() and torch.isnan(sin[:3]).all()
+    assert torch.equal(cos[3:], torch.ones(x.numel() - 3))
