@@ -14,27 +14,19 @@ from __future__ import annotations
 
 import argparse
 
+from qpnlp.data import Vocabulary, embedding_matrix_for
 from qpnlp.data.qa import load_qa
-from qpnlp.data.tokenize import tokenize
 from qpnlp.data.vectors import load_vectors
 
 
-def split_vocabulary(data) -> set[str]:
-    words: set[str] = set()
-    for text in [*data.questions, *data.candidates]:
-        words.update(tokenize(text))
-    return words
-
-
-def shared_row_matches(data, row_of: dict[str, int]) -> float:
+def shared_row_matches(questions, candidates, groups, row_of: dict[str, int]) -> float:
     """Mean number per pair of candidate words absent from the question whose vector is a question word's."""
     count = pairs = 0
-    for q, rows in enumerate(data.groups):
-        question = set(tokenize(data.questions[q]))
+    for q, rows in enumerate(groups):
+        question = set(questions[q])
         question_rows = {row_of[w] for w in question if w in row_of}
         for r in rows:
-            count += sum(1 for w in set(tokenize(data.candidates[r])) - question
-                         if w in row_of and row_of[w] in question_rows)
+            count += sum(1 for w in set(candidates[r]) - question if w in row_of and row_of[w] in question_rows)
             pairs += 1
     return count / max(pairs, 1)
 
@@ -49,17 +41,20 @@ def main(argv=None) -> None:
     for spec in args.splits:
         name, split = spec.split(":")
         data = load_qa(name, split)
-        words = split_vocabulary(data)
+        questions, candidates = data.question_tokens(), data.candidate_tokens()   # tokenised as the models see them
+        vocab = Vocabulary.build(questions + candidates)
         for vectors_name in args.vectors:
-            vectors = load_vectors(vectors_name, words=words)
-            found = [w for w in words if w in vectors]
+            vectors = load_vectors(vectors_name, words=vocab.words)
+            report = embedding_matrix_for(vocab, vectors)[1]                        # the pipelines' own OOV count
+            found = report.n_words - report.n_oov
             if vectors.rows is None:
-                distinct, shared = len(found), 0.0
+                distinct, shared = found, 0.0
             else:
                 distinct = vectors.n_distinct_rows
-                shared = shared_row_matches(data, {w: int(r) for w, r in zip(vectors.words, vectors.rows)})
-            print(f"| {name} | {split} | {vectors_name} | {len(words)} | {len(found)} | "
-                  f"{1 - len(found) / len(words):.1%} | {distinct} | {shared:.2f} |")
+                shared = shared_row_matches(questions, candidates, data.groups,
+                                            {w: int(r) for w, r in zip(vectors.words, vectors.rows)})
+            print(f"| {name} | {split} | {vectors_name} | {report.n_words} | {found} | {report.rate:.1%} | "
+                  f"{distinct} | {shared:.2f} |")
 
 
 if __name__ == "__main__":
