@@ -402,7 +402,7 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
 def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:
     """The ``length_chunks`` of the training steps: the config's for a model that asks for chunked training
     batches and has no active dropout (:func:`~qpnlp.training.length_chunks.chunks_in_training`), else ``None``."""
-    return config.length_chunks if config.length_chunks is not None and chunks_in_training(model) else None
+    return config.length_chunks if chunks_in_training(model) else None
 
 
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
