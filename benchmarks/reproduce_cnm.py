@@ -116,6 +116,8 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    if args.vectors_scale is None:
+        args.vectors_scale = CNM.training_default("vectors_scale", vectors=args.vectors)
     pretrained = load_vectors(args.vectors, scale=args.vectors_scale)
     if args.pretrained_fallback is None:
         args.pretrained_fallback = recommended_fallback(args.vectors)
@@ -129,7 +131,7 @@ def main(argv=None) -> None:
         for variant in args.variants:
             for seed in args.seeds:
                 lr = args.lr if args.lr is not None else \
-                    TRAIN.get("per_dataset", {}).get(name, {}).get("lr", TRAIN["lr"])
+                    CNM.training_default("lr", dataset=name, vectors=args.vectors)
                 config = MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
                                         embedding_lr=lr, patience=args.patience, seed=seed,
                                         max_len=args.max_len, progress=False, negatives=negatives[name],

@@ -52,6 +52,23 @@ def test_a_bad_length_chunks_value_is_a_usage_error(capsys):
     assert exc.value.code == 2 and "--length-chunks" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags, lr, scale", [
+    (["--dataset", "wikiqa"], 1e-2, None),
+    (["--dataset", "trecqa"], 3e-3, None),
+    (["--dataset", "wikiqa", "--vectors", "spacy-md-300d"], 1e-3, 1 / 32),
+    (["--dataset", "trecqa", "--vectors", "spacy-md-300d"], 1e-3, 1 / 32),
+    (["--dataset", "trecqa", "--vectors", "spacy-md-300d", "--lr", "0.02", "--vectors-scale", "0.5"], 0.02, 0.5),
+])
+def test_cnm_defaults_follow_the_data_set_and_the_vector_set(flags, lr, scale):
+    """The settings chosen on dev for the 300-d vectors are what `qpnlp train cnm --vectors spacy-md-300d` gets;
+    flags still win."""
+    from qpnlp.cli import build_parser
+    from qpnlp.commands.match import matching_config, vectors_scale
+
+    args = build_parser().parse_args(["train", "cnm", *flags])
+    assert matching_config(args).lr == lr and vectors_scale(args) == scale
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

@@ -56,9 +56,14 @@ def register(subparsers: dict) -> None:
         add_fallback_option(p)
         add_training_options(p, **defaults)
         p.set_defaults(lr=None)          # resolved per data set (training_lr): TREC-QA and WikiQA differ
-        per_dataset = ", ".join(f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v)
+        scoped = [f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v]
+        scoped += [f"with {k}: {v['lr']}" for k, v in defaults.get("per_vectors", {}).items() if "lr" in v]
         p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
-                                                 f"{defaults.get('lr', 1e-2)}{'; ' + per_dataset if per_dataset else ''})")
+                                                 f"{defaults.get('lr', 1e-2)}{''.join('; ' + x for x in scoped)})")
+        scales = [f"{k}: {v['vectors_scale']:g}" for k, v in defaults.get("per_vectors", {}).items()
+                  if "vectors_scale" in v]
+        if scales:
+            p._option_string_actions["--vectors-scale"].help += f"; for {name}: {', '.join(scales)}"
         add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)
@@ -69,11 +74,18 @@ def model_options(args: argparse.Namespace) -> dict:
 
 
 def training_lr(args: argparse.Namespace) -> float:
-    """``--lr``, or the model's default learning rate for this data set (``training_defaults``)."""
+    """``--lr``, or the model's default learning rate for this data set and vector set (``training_default``)."""
     if args.lr is not None:
         return args.lr
-    defaults = get_model_class(args.kind).training_defaults
-    return defaults.get("per_dataset", {}).get(args.dataset, {}).get("lr", defaults.get("lr", 1e-2))
+    return get_model_class(args.kind).training_default("lr", dataset=args.dataset, vectors=args.vectors,
+                                                       fallback=1e-2)
+
+
+def vectors_scale(args: argparse.Namespace) -> float | None:
+    """``--vectors-scale``, or the model's default for this vector set (None: the set's own scale)."""
+    if args.vectors_scale is not None:
+        return args.vectors_scale
+    return get_model_class(args.kind).training_default("vectors_scale", vectors=args.vectors)
 
 
 def matching_config(args: argparse.Namespace) -> MatchingConfig:
@@ -87,6 +99,7 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.vectors_scale = vectors_scale(args)
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     config = matching_config(args)
     options = model_options(args)

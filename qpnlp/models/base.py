@@ -254,6 +254,8 @@ class Model(PrecisionMixin, nn.Module):
     task: ClassVar[str] = "classification"
     # The training settings of the model's reproduction (TrainConfig / MatchingConfig fields, plus "select": a
     # dev-selection grid as `qpnlp train --select` takes it): the defaults of its `qpnlp train` command.
+    # "per_dataset" / "per_vectors" map a data set / vector set name to settings that replace these
+    # (training_default).
     training_defaults: ClassVar[dict] = {}
     # Whether the trainers cut this model's training batches into length-sorted chunks
     # (qpnlp.training.length_chunks): worth it where padding costs more than model calls.
@@ -266,6 +268,20 @@ class Model(PrecisionMixin, nn.Module):
         if not isinstance(config, self.config_class):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}; got {type(config).__name__}")
         self.config = config
+
+    @classmethod
+    def training_default(cls, key: str, *, dataset: str | None = None, vectors: str | None = None, fallback=None):
+        """The default training setting ``key`` for a data set and a vector set (names as on the command line).
+
+        ``training_defaults["per_vectors"][vectors]`` first, then ``training_defaults["per_dataset"][dataset]``,
+        then ``training_defaults`` itself; ``fallback`` when none of them sets ``key``.
+        """
+        defaults = cls.training_defaults
+        for scope in (defaults.get("per_vectors", {}).get(str(vectors), {}),
+                      defaults.get("per_dataset", {}).get(dataset, {}), defaults):
+            if key in scope:
+                return scope[key]
+        return fallback
 
     # ------------------------------------------------------------------ inputs
     def check_batch(self, ids: torch.Tensor, mask: torch.Tensor, names: tuple[str, str] = ("ids", "mask")) -> None:

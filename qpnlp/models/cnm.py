@@ -180,8 +180,11 @@ class CNM(Model):
     config_class = CNMConfig
     # The reproduction's training settings (benchmarks/results/cnm/SUMMARY.md, trainall/README.md): selected on
     # WikiQA dev, with TREC-QA's learning rate selected on TREC-QA dev (TRAIN-ALL).
+    # With the 300-d spaCy vectors, lr 1e-3 and scale 1/32 were best on the dev sets of both data sets
+    # (benchmarks/results/cnm/session3/README.md).
     training_defaults = dict(epochs=6, patience=3, lr=1e-2, batch_size=32, negatives=1,
-                             per_dataset={"trecqa": dict(lr=3e-3)})
+                             per_dataset={"trecqa": dict(lr=3e-3)},
+                             per_vectors={"spacy-md-300d": dict(lr=1e-3, vectors_scale=1 / 32)})
     task = "matching"
     # One long candidate pads a whole batch (TREC-QA TRAIN-ALL: 29 tokens on average, 93 per batch): a training
     # step on length-sorted chunks is 1.7x faster (benchmarks/length_chunks.py).

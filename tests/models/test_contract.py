@@ -282,3 +282,15 @@ def test_evaluate_scores_a_word2fun_model_on_a_corpus(tmp_path, capsys):
     assert result["metrics"]["log_likelihood"] < 0
     # the score is the mean over pairs of log sigma(f.h) + sum_k log sigma(-f.h_k): 6 terms of about log(1/2) here
     assert result["metrics"]["log_likelihood"] == pytest.approx(6 * np.log(0.5), abs=0.05)
+
+
+def test_training_default_takes_the_vector_set_then_the_data_set_then_the_model():
+    from qpnlp.models import CNM
+
+    assert CNM.training_default("lr") == 1e-2
+    assert CNM.training_default("lr", dataset="trecqa") == 3e-3
+    assert CNM.training_default("lr", dataset="trecqa", vectors="spacy-md-300d") == 1e-3
+    assert CNM.training_default("vectors_scale", dataset="wikiqa", vectors="spacy-md-300d") == 1 / 32
+    assert CNM.training_default("vectors_scale", vectors="glove-6b-50d") is None
+    assert CNM.training_default("no such setting", fallback=7) == 7
+    assert CNM.training_default("epochs", dataset="trecqa", vectors="spacy-md-300d") == 6
