@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -212,6 +213,8 @@ def run_dataset(name, args, vectors) -> list[dict]:
     for i, split in enumerate(splits(dataset, seed=0, n_folds=args.folds)):
         if args.max_splits is not None and i >= args.max_splits:
             break
+        if i < args.first_split:
+            continue
         prepared = prepare(dataset, split, vectors, seed=0)
         if args.timing_batches and i == 0:
             TIMINGS.extend(step_timing(name, prepared, dataset.n_classes, args))
@@ -245,18 +248,28 @@ def table(records: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _caption(args) -> str:
+def _caption(args, records) -> str:
     grid = (f" Parameter search: grid {' '.join(args.grid)} selected on dev inside every (split, seed, network, "
             f"variant) cell, test scored for the selected setting only; the grid's axes replace the single values "
             f"above, and t/PE compares the selected settings." if args.grid else "")
-    folds = args.folds if args.max_splits in (None, "None") else args.max_splits   # merged runs: strings
     return (f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
-            f"{args.folds}-fold CV (first {folds} folds) for CR/MPQA/MR/SUBJ, fixed splits "
+            f"{args.folds}-fold CV ({_folds_run(records)}) for CR/MPQA/MR/SUBJ, fixed splits "
             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
             f"weight decay {args.weight_decay}, vectors {args.vectors} (scale {args.vectors_scale}).{grid} "
             f"Paper Table 2 value in brackets where available. "
             f"t/PE = seconds per epoch relative to the PE variant of the same network and data set.")
+
+
+def _folds_run(records) -> str:
+    """Which cross-validation folds the records hold, e.g. 'folds 1-10' (runs may cover folds in parts)."""
+    numbers = sorted({int(m.group(1)) for r in records if (m := re.search(r"(\d+)", r["split"]))
+                      and r["split"].lower().startswith("fold")})
+    if not numbers:
+        return "no folds run"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"folds {numbers[0]}-{numbers[-1]}"
+    return "folds " + ", ".join(map(str, numbers))
 
 
 def _accuracy_table(records, datasets, args) -> list[str]:
@@ -265,7 +278,7 @@ def _accuracy_table(records, datasets, args) -> list[str]:
     cells = {}
     for r in records:
         cells.setdefault((r["network"], r["variant"], r["dataset"]), []).append(r)
-    lines = [_caption(args), "", "| network | variant | " + " | ".join(f"{d} acc | {d} t/PE" for d in datasets) + " |",
+    lines = [_caption(args, records), "", "| network | variant | " + " | ".join(f"{d} acc | {d} t/PE" for d in datasets) + " |",
              "|---|---|" + "---:|---:|" * len(datasets)]
     for network in args.networks:
         for variant in args.variants:
@@ -412,7 +425,9 @@ def main(argv=None) -> None:
     parser.add_argument("--networks", nargs="+", choices=NETWORKS, default=["fasttext", "cnn", "transformer", "rnn"])
     parser.add_argument("--variants", nargs="+", choices=EMBEDDING_KINDS, default=list(EMBEDDING_KINDS))
     parser.add_argument("--folds", type=int, default=10)
-    parser.add_argument("--max-splits", type=int, default=None)
+    parser.add_argument("--max-splits", type=int, default=None, help="stop before this split (0-based)")
+    parser.add_argument("--first-split", type=int, default=0,
+                        help="skip the splits before this one (0-based): run a data set's folds in parts")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--patience", type=int, default=3)
