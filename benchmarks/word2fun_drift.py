@@ -72,6 +72,7 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
     result = fit(corpus, cfg, family=family, dim=args.dim, time_scale=args.time_scale,
                  frequency_init=args.frequency_init, max_periods=args.max_periods or None, n_slices=args.slices,
                  logistic=None if args.logistic is None else (args.logistic and family != "sliced"),
+                 step_centres=args.step_centres,
                  min_count=5, progress=args.progress)
     vectors, st = result.vectors, result.stats
     topic = [w for tw in truth.topic_words for w in tw]
@@ -110,6 +111,9 @@ def main() -> None:
     ap.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=FIT["logistic"],
                     help="the logistic step A_u (sigma(k_u (s - c_u)) - 1/2) in f(u, .) (fit(logistic=...); default: on for "
                          "II-IV); --no-logistic gives the configuration before it")
+    ap.add_argument("--step-centres", default=FIT["step_centres"], choices=["changepoint", "middle"],
+                    help="where the logistic steps start (fit(step_centres=...)); 'middle' gives the configuration "
+                         "before the change-point start")
     ap.add_argument("--roughness-penalty", type=float, default=TRAIN["roughness_penalty"],
                     help="weight of the mean squared speed of f(u, .) per centre token (TrainConfig.roughness_penalty; "
                          f"default {DEFAULT_ROUGHNESS_PENALTY:g} with the logistic step, "

@@ -85,7 +85,7 @@ def register(subparsers: dict) -> None:
     """Add ``word2fun`` under ``subparsers["train"]``."""
     from qpnlp.word2fun import FAMILIES
     from qpnlp.word2fun.model import FREQUENCY_INITS
-    from qpnlp.word2fun.train import COMPASS_MODES
+    from qpnlp.word2fun.train import COMPASS_MODES, STEP_CENTRES
 
     train, fk = _defaults()
     p = subparsers["train"].add_parser(
@@ -109,6 +109,9 @@ def register(subparsers: dict) -> None:
     m.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=fk["logistic"],
                    help="add one logistic step per word, A_u (sigmoid(k_u (s - c_u)) - 1/2), that every coordinate "
                         "follows at once (default: on for families II-IV, off for the others)")
+    m.add_argument("--step-centres", default=fk["step_centres"], choices=list(STEP_CENTRES),
+                   help="where the logistic steps start: each word's change point of its contexts (one extra pass "
+                        "over the corpus) or mid-span (default %(default)s)")
     m.add_argument("--slices", type=_positive_int, default=fk["n_slices"],
                    help="time slices of the 'sliced' family (default %(default)s)")
     m.add_argument("--min-count", type=_positive_int, default=fk["min_count"], help="(default %(default)s)")
@@ -298,7 +301,8 @@ def run(args: argparse.Namespace) -> int:
     )
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
-                   logistic=args.logistic, min_count=args.min_count, compass=args.compass,
+                   logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,
+                   compass=args.compass,
                    compass_epochs=args.compass_epochs)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),

@@ -113,6 +113,13 @@ def all_sum(values: list[float]) -> list[float]:
     return t.tolist()
 
 
+def all_reduce_sum(tensor: torch.Tensor) -> None:
+    """Sum ``tensor`` over the processes, in place (a no-op in a single process)."""
+    d = _dist()
+    if d is not None:
+        d.all_reduce(tensor)
+
+
 def all_min_max(lo: float, hi: float) -> tuple[float, float]:
     """The smallest ``lo`` and the largest ``hi`` over the processes."""
     d = _dist()

@@ -36,6 +36,7 @@ import torch
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
+from qpnlp.word2fun.changepoint import initial_step_centres
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import ArraySource, StreamSource, TrainConfig, TrainStats, train_source
@@ -44,6 +45,8 @@ from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 __all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig, TrainStats: qpnlp.word2fun.loop
 
 COMPASS_MODES = ("trainable", "frozen")
+#: Where the logistic steps start (fit(step_centres=...)): each word's change point, or mid-span.
+STEP_CENTRES = ("changepoint", "middle")
 
 
 def train_word2fun(
@@ -158,6 +161,7 @@ def fit(
     frequency_init: str = "harmonic",
     max_periods: float | None = 6.0,
     logistic: bool | None = None,
+    step_centres: str = "changepoint",
     min_count: int = 5,
     vocabulary: Vocabulary | None = None,
     compass: str = "trainable",
@@ -195,6 +199,12 @@ def fit(
         benchmark), off for the others; the roughness penalty's default
         follows it (:func:`~qpnlp.word2fun.loop.resolve_penalty`).
         ``logistic=False`` gives the model and defaults before the step.
+    step_centres : {"changepoint", "middle"}, default "changepoint"
+        Where the logistic steps start: each word's change point of its
+        contexts (:mod:`qpnlp.word2fun.changepoint`, one extra pass over the
+        corpus before training), or mid-span for every word (the behaviour
+        before the change-point start). Ignored without the logistic step and
+        when resuming.
     time_scale : float or TimeScale, default 30.0
         ``S``, with the corpus span as :math:`[t_0, t_1]`; or a full
         :class:`~qpnlp.word2fun.functions.TimeScale` (another span).
@@ -242,6 +252,8 @@ def fit(
     cfg = config or TrainConfig()
     if compass not in COMPASS_MODES:
         raise ValueError(f"compass must be one of {COMPASS_MODES}; got {compass!r}")
+    if step_centres not in STEP_CENTRES:
+        raise ValueError(f"step_centres must be one of {STEP_CENTRES}; got {step_centres!r}")
     if not isinstance(corpus, (TimestampedCorpus, TsvStream)):
         raise TypeError(f"corpus must be a TimestampedCorpus or a TsvStream; got {type(corpus).__name__}")
     if vocabulary is not None and vocabulary.specials:
@@ -325,6 +337,11 @@ def fit(
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part (every slice of it) from the static model as well
             model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // len(vocab), 1))
+    if model.logistic and saved is None and step_centres == "changepoint":
+        moved = initial_step_centres(model, source, counts, window=cfg.window, sample=cfg.sample, seed=cfg.seed,
+                                     reduce=dist.all_reduce_sum if world > 1 else None)
+        if log is not None and rank == 0:
+            print(f"logistic steps: {moved} of {len(vocab)} words start at their contexts' change point", file=log)
     vectors = KeyedVectors(model, vocab)
     model.train()
     dev = torch.device(cfg.device)

@@ -1,0 +1,134 @@
+"""The change-point start of the logistic steps (qpnlp.word2fun.changepoint)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import TimestampedCorpus, Vocabulary
+from qpnlp.word2fun import TrainConfig, fit
+from qpnlp.word2fun import changepoint as cp
+from qpnlp.word2fun.loop import ArraySource, StreamSource
+
+
+def test_document_bounds_of_every_token():
+    starts, ends = cp._document_bounds(np.array([0, 0, 0, 1, 2, 2]))
+    assert starts.tolist() == [0, 0, 0, 3, 4, 4] and ends.tolist() == [2, 2, 2, 3, 5, 5]
+
+
+def _brute_context_sums(weighted, doc_ids, window):
+    n = weighted.shape[0]
+    out = torch.zeros_like(weighted)
+    for i in range(n):
+        for j in range(max(0, i - window), min(n, i + window + 1)):
+            if j != i and doc_ids[j] == doc_ids[i]:
+                out[i] += weighted[j]
+    return out
+
+
+def test_context_sums_stay_inside_the_window_and_the_document():
+    rng = np.random.default_rng(0)
+    doc_ids = np.sort(rng.integers(0, 6, 40))
+    weighted = torch.randn(40, 3, dtype=torch.float64)
+    starts, ends = cp._document_bounds(doc_ids)
+    got = cp._context_sums(weighted, starts, ends, window=3)
+    torch.testing.assert_close(got, _brute_context_sums(weighted, doc_ids, 3))
+
+
+def _source(n_docs=400, seed=0):
+    """Word 0 sees words 1-4 before 30% of the span and words 5-8 after; word 9 always sees both groups."""
+    rng = np.random.default_rng(seed)
+    tokens, doc_ids, times = [], [], []
+    for d in range(n_docs):
+        t = 1900.0 + 100.0 * d / n_docs
+        group = [1, 2, 3, 4] if t < 1930 else [5, 6, 7, 8]
+        row = [0, *rng.choice(group, 3), 9, *rng.choice([1, 2, 3, 4, 5, 6, 7, 8], 3)]
+        tokens += row
+        doc_ids += [d] * len(row)
+        times.append(t)
+    return ArraySource(np.array(tokens), np.array(doc_ids), np.array(times))
+
+
+def test_sketch_sums_do_not_depend_on_the_block_size(monkeypatch):
+    source, keep = _source(), np.linspace(0.5, 1.0, 10)
+    whole = cp.context_sketch_sums(source, 10, keep, 1900.0, 2000.0, window=2, bins=8, dim=4)
+    monkeypatch.setattr(cp, "BLOCK_TOKENS", 7)
+    blocks = cp.context_sketch_sums(source, 10, keep, 1900.0, 2000.0, window=2, bins=8, dim=4)
+    torch.testing.assert_close(blocks[0], whole[0])
+    assert torch.equal(blocks[1], whole[1]) and int(whole[1].sum()) == source.n_tokens
+
+
+def test_the_split_finds_the_switch_of_a_word_and_skips_rare_words():
+    source = _source()
+    sums, counts = cp.context_sketch_sums(source, 10, np.ones(10), 1900.0, 2000.0, window=4, bins=20, dim=16)
+    centre, found = cp.best_splits(sums, counts, min_occurrences=20)
+    assert found[0] and centre[0] == pytest.approx(0.30)
+    assert 0.05 <= float(centre[9]) <= 0.95           # no change: some split, inside the edges
+    counts[0] = 0
+    counts[0, 0] = 5                                    # five occurrences: too few
+    centre, found = cp.best_splits(sums, counts, min_occurrences=20)
+    assert not found[0] and float(centre[0]) == 0.5
+
+
+def test_the_split_stays_inside_the_edges():
+    sums = torch.zeros(1, 10, 2)
+    sums[0, 0] = 100.0                                   # all the change in the first bin
+    centre, found = cp.best_splits(sums, torch.full((1, 10), 10), edge=0.15)
+    assert found[0] and float(centre[0]) == pytest.approx(0.2)
+
+
+def test_bad_sketch_settings_are_refused():
+    with pytest.raises(ValueError, match="bins >= 2"):
+        cp.context_sketch_sums(_source(), 10, np.ones(10), 1900.0, 2000.0, bins=1)
+
+
+def _switching_corpus():
+    rng = np.random.default_rng(1)
+    early, late, filler = ["army", "navy", "war"], ["bank", "tax", "trade"], ["the", "of", "and", "to"]
+    docs = []
+    for i in range(1500):
+        year = 1900 + i % 100
+        docs.append((year, ["union", *rng.choice(early if year < 1925 else late, 3), *rng.choice(filler, 4)]))
+    return TimestampedCorpus.from_pairs(docs)
+
+
+def test_fit_starts_the_steps_at_the_change_points():
+    corpus, cfg = _switching_corpus(), TrainConfig(epochs=1, seed=0)
+    seen = {}
+
+    def centres(model, *args, **kwargs):
+        moved = real(model, *args, **kwargs)
+        seen["centres"] = model.step_centre.weight.detach().clone()
+        return moved
+
+    real = cp.initial_step_centres
+    import qpnlp.word2fun.train as train_module
+    train_module.initial_step_centres = centres
+    try:
+        result = fit(corpus, cfg, dim=8, min_count=1)
+    finally:
+        train_module.initial_step_centres = real
+    union = result.vectors.key_to_index["union"]
+    assert float(seen["centres"][union]) == pytest.approx(0.25, abs=0.04)
+    middle = fit(corpus, cfg, dim=8, min_count=1, step_centres="middle")
+    assert not torch.equal(middle.vectors.model.step_centre.weight, result.vectors.model.step_centre.weight)
+    with pytest.raises(ValueError, match="step_centres must be one of"):
+        fit(corpus, cfg, step_centres="start")
+
+
+def test_a_streamed_corpus_gets_the_same_centres(tmp_path):
+    from qpnlp.data import write_tsv
+    from qpnlp.data.timestamped import TsvStream
+
+    corpus = _switching_corpus()
+    vocab = Vocabulary.build(corpus.docs, specials=False)
+    enc = corpus.encode(vocab)
+    write_tsv(corpus, tmp_path / "c.tsv")
+    memory = cp.context_sketch_sums(ArraySource(enc.tokens, enc.doc_ids, enc.times), len(vocab), np.ones(len(vocab)),
+                                    1900.0, 1999.0, window=3)
+    streamed = cp.context_sketch_sums(StreamSource(TsvStream([tmp_path / "c.tsv"]), vocab, chunk_tokens=997),
+                                      len(vocab), np.ones(len(vocab)), 1900.0, 1999.0, window=3)
+    assert torch.equal(memory[1], streamed[1])
+    # chunks cut documents apart nowhere (a chunk ends at a document's end), so the sums agree to rounding
+    torch.testing.assert_close(memory[0], streamed[0])
