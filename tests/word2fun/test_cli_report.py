@@ -150,3 +150,18 @@ def test_the_logistic_step_is_on_by_default_for_family_iv_and_can_be_switched_of
 
 def flag_value(flag):
     return {(): None, ("--no-logistic",): False, ("--logistic",): True}[flag]
+
+
+@pytest.mark.parametrize("flag, expected", [((), "changepoint"), (("--step-centres", "middle"), "middle")])
+def test_the_steps_start_at_the_change_points_unless_asked_for_the_middle(corpus_tsv, tmp_path, capsys, flag,
+                                                                            expected):
+    report = tmp_path / "r.json"
+    code = main(_argv(corpus_tsv, "--epochs", "1", "--min-count", "3", "--report", str(report), *flag))
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(report.read_text())["config"]["fit"]["step_centres"] == expected
+
+
+def test_an_unknown_step_start_is_a_usage_error(corpus_tsv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(_argv(corpus_tsv, "--step-centres", "start"))
+    assert exc.value.code == 2 and "--step-centres: invalid choice: 'start'" in capsys.readouterr().err
