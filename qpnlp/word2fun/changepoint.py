@@ -39,13 +39,20 @@ time).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-__all__ = ["context_sketch_sums", "best_splits", "initial_step_centres"]
+__all__ = ["STEP_RATE_AT_CHANGE_POINTS", "context_sketch_sums", "best_splits", "initial_step_centres"]
 
 #: Tokens per block of the sketch pass (bounds its memory at ``BLOCK_TOKENS x m`` floats).
 BLOCK_TOKENS = 1 << 20
+#: Initial rate :math:`k_u` of the steps that start at the change points: a 10-90% rise over 0.15 of the span
+#: (mid-span starts use :data:`~qpnlp.word2fun.model.STEP_RATE_INIT`, 10, a rise over 0.44: a slow step reaches
+#: further from a centre that may be far from the switch). Selected on the drift benchmark's selection seeds
+#: among 10, 20, 30 and 60 (``benchmarks/results/word2fun/changepoint/``).
+STEP_RATE_AT_CHANGE_POINTS = 30.0
 
 
 def _document_bounds(doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,11 +140,14 @@ def best_splits(sums: torch.Tensor, counts: torch.Tensor, *, edge: float = 0.05,
 
 
 def initial_step_centres(model, source, counts: np.ndarray, *, window: int, sample: float, seed: int,
-                         reduce=None) -> int:
-    """Set ``model.step_centre`` of every word to its change point (:func:`best_splits`); the words moved.
+                         reduce=None, rate: float | None = None) -> int:
+    """Start every word's step at its change point (:func:`best_splits`) with rate ``rate``; the words moved.
 
-    ``reduce(tensor)`` sums the binned sketches over the processes of a
-    distributed run in place (every process then sets the same centres).
+    Sets ``model.step_centre`` (the middle where no change point was found)
+    and ``model.step_rate`` (:math:`\\log k_u`, every word; ``rate=None``:
+    :data:`STEP_RATE_AT_CHANGE_POINTS`, read at the call). ``reduce(tensor)``
+    sums the binned sketches over the processes of a distributed run in place
+    (every process then sets the same centres).
     """
     from qpnlp.data.skipgram import keep_probabilities
 
@@ -152,4 +162,5 @@ def initial_step_centres(model, source, counts: np.ndarray, *, window: int, samp
     with torch.no_grad():
         weight = model.step_centre.weight
         weight.copy_(centre.to(weight.dtype).unsqueeze(-1).to(weight.device))
+        model.step_rate.weight.fill_(math.log(STEP_RATE_AT_CHANGE_POINTS if rate is None else rate))
     return int(found.sum())

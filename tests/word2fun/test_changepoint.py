@@ -100,6 +100,7 @@ def test_fit_starts_the_steps_at_the_change_points():
     def centres(model, *args, **kwargs):
         moved = real(model, *args, **kwargs)
         seen["centres"] = model.step_centre.weight.detach().clone()
+        seen["rates"] = model.step_rate.weight.detach().clone()
         return moved
 
     real = cp.initial_step_centres
@@ -111,6 +112,7 @@ def test_fit_starts_the_steps_at_the_change_points():
         train_module.initial_step_centres = real
     union = result.vectors.key_to_index["union"]
     assert float(seen["centres"][union]) == pytest.approx(0.25, abs=0.04)
+    assert torch.allclose(seen["rates"].exp(), torch.tensor(cp.STEP_RATE_AT_CHANGE_POINTS))
     middle = fit(corpus, cfg, dim=8, min_count=1, step_centres="middle")
     assert not torch.equal(middle.vectors.model.step_centre.weight, result.vectors.model.step_centre.weight)
     with pytest.raises(ValueError, match="step_centres must be one of"):
