@@ -64,7 +64,7 @@ def load() -> list[float]:
 
 def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
     penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0  # None: the library's default
-    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
+    cfg = TrainConfig(step_centre_lr=args.step_centre_lr, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
                       shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
                       roughness_penalty=penalty, roughness_power=args.roughness_power,
                       rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
@@ -114,6 +114,9 @@ def main() -> None:
     ap.add_argument("--step-centres", default=FIT["step_centres"], choices=["changepoint", "middle"],
                     help="where the logistic steps start (fit(step_centres=...)); 'middle' gives the configuration "
                          "before the change-point start")
+    ap.add_argument("--step-centre-lr", type=float, default=TRAIN["step_centre_lr"],
+                    help="step multiplier of the logistic steps' centres (TrainConfig.step_centre_lr; default: "
+                         "fit's, 0.01 with change-point starts, 0.03 mid-span)")
     ap.add_argument("--roughness-penalty", type=float, default=TRAIN["roughness_penalty"],
                     help="weight of the mean squared speed of f(u, .) per centre token (TrainConfig.roughness_penalty; "
                          f"default {DEFAULT_ROUGHNESS_PENALTY:g} with the logistic step, "

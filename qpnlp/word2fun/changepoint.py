@@ -44,7 +44,7 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["STEP_RATE_AT_CHANGE_POINTS", "context_sketch_sums", "best_splits", "initial_step_centres"]
+__all__ = ["STEP_CENTRE_LR_AT_CHANGE_POINTS", "STEP_RATE_AT_CHANGE_POINTS", "context_sketch_sums", "best_splits", "initial_step_centres"]
 
 #: Tokens per block of the sketch pass (bounds its memory at ``BLOCK_TOKENS x m`` floats).
 BLOCK_TOKENS = 1 << 20
@@ -53,6 +53,10 @@ BLOCK_TOKENS = 1 << 20
 #: further from a centre that may be far from the switch). Selected on the drift benchmark's selection seeds
 #: among 10, 20, 30 and 60 (``benchmarks/results/word2fun/changepoint/``).
 STEP_RATE_AT_CHANGE_POINTS = 30.0
+#: Step multiplier of the centres of steps that start at their change points (``TrainConfig.step_centre_lr``
+#: when None; mid-span starts use :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`, 0.03, as they have to travel):
+#: selected on the drift benchmark's selection seeds (``benchmarks/results/word2fun/changepoint/``).
+STEP_CENTRE_LR_AT_CHANGE_POINTS = 0.01
 
 
 def _document_bounds(doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

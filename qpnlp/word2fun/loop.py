@@ -39,7 +39,7 @@ import torch
 
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.sgd import centre_sgd_step
+from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step
 
 __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "resolve_penalty", "TrainStats", "ArraySource", "StreamSource", "train_source", "word_weights"]
 
@@ -89,6 +89,12 @@ class TrainConfig:
     over ``k`` negatives (a model then scores :math:`\\mathrm{PMI} - \\log k`,
     as word2vec does; use it to compare likelihoods with word2vec's objective).
 
+    ``step_centre_lr`` multiplies the learning rate of the logistic steps'
+    centres :math:`c_u` (None: :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`,
+    0.03, for steps that start mid-span; :func:`~qpnlp.word2fun.train.fit`
+    uses :data:`~qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`
+    when the steps start at their change points).
+
     ``chunk_tokens`` tokens are shuffled together (and, when streaming, held
     in memory); ``sync_every`` batches pass between two synchronisations of
     the processes of a distributed run.
@@ -112,6 +118,7 @@ class TrainConfig:
     rare_lr_max: float = 4.0
     sync_every: int = 32
     negative_weight: float = 1.0
+    step_centre_lr: float | None = None
 
     def __post_init__(self) -> None:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
@@ -122,6 +129,8 @@ class TrainConfig:
             raise ValueError(f"these training settings must be positive: {bad}")
         if self.negative_weight <= 0:
             raise ValueError(f"negative_weight must be positive; got {self.negative_weight}")
+        if self.step_centre_lr is not None and not self.step_centre_lr >= 0:
+            raise ValueError(f"step_centre_lr must be >= 0 (or None); got {self.step_centre_lr}")
         if self.sample < 0 or (self.roughness_penalty or 0.0) < 0 or self.rare_lr_max < 1:
             raise ValueError(f"sample and roughness_penalty must be >= 0 and rare_lr_max >= 1; got {self.sample}, "
                              f"{self.roughness_penalty}, {self.rare_lr_max}")
@@ -241,6 +250,7 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
     total, nb = 0.0, 0
     done = progress[0] if progress is not None else 0.0
     word_penalty, word_lr = weights
+    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
     while True:
         if lock is None:
             batch = next(batches, None)
@@ -256,7 +266,7 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
         lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
         rl = None if word_lr is None else word_lr[batch.words]
         total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl,
-                                 cfg.negative_weight)
+                                 cfg.negative_weight, centre_lr)
         nb += B
         done = batch.progress
         if progress is not None:

@@ -35,22 +35,24 @@ from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 __all__ = ["roughness", "sgd_step", "centre_sgd_step"]
 
 
-#: Step multiplier of the centre :math:`c_u` of the logistic step (fraction of the span), selected on the drift benchmark.
+#: Step multiplier of the centre :math:`c_u` of the logistic step (fraction of the span) for steps that start
+#: mid-span, selected on the drift benchmark (``TrainConfig.step_centre_lr``; steps that start at their change
+#: points use :data:`qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`).
 STEP_CENTRE_LR = 0.03
 #: Step multiplier of the log-rate :math:`\\ell_u = \\log k_u` of the logistic step.
 STEP_RATE_LR = 10.0
 
 
-def _lr_factor(name: str, scale: float) -> float:
+def _lr_factor(name: str, scale: float, centre_lr: float = STEP_CENTRE_LR) -> float:
     """Step multiplier per table: :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S),
     :math:`\\partial f/\\partial K = \\tau` (step / S^2, i.e. SGD on the slope per unit of the whole span),
-    the logistic step's centre and log-rate :data:`STEP_CENTRE_LR` and :data:`STEP_RATE_LR`."""
+    the logistic step's centre ``centre_lr`` and log-rate :data:`STEP_RATE_LR`."""
     if name in ("omega1", "omega2"):
         return 1.0 / scale
     if name == "slope":
         return 1.0 / scale**2
     if name == "step_centre":
-        return STEP_CENTRE_LR
+        return centre_lr
     if name == "step_rate":
         return STEP_RATE_LR
     return 1.0
@@ -172,6 +174,7 @@ def centre_sgd_step(
     roughness_penalty: float | torch.Tensor = 0.0,
     row_lr: torch.Tensor | None = None,
     negative_weight: float = 1.0,
+    centre_lr: float = STEP_CENTRE_LR,
 ) -> float:
     """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
 
@@ -218,6 +221,8 @@ def centre_sgd_step(
     row_lr : torch.Tensor, shape (N,), optional
         A learning-rate multiplier per centre token for the rows of
         :math:`f(u_n, \\cdot)` (not the compass): rare words step further.
+    centre_lr : float, default :data:`STEP_CENTRE_LR`
+        Step multiplier of the logistic steps' centres.
 
     Returns
     -------
@@ -277,7 +282,7 @@ def centre_sgd_step(
         _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():
-        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale), inplace=True)
+        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale, centre_lr), inplace=True)
     for name, g in shared.items():
         getattr(model, name).add_(g, alpha=1.0 / B)
     if model.logistic:

@@ -36,7 +36,7 @@ import torch
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
-from qpnlp.word2fun.changepoint import initial_step_centres
+from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_step_centres
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import ArraySource, StreamSource, TrainConfig, TrainStats, train_source
@@ -202,9 +202,12 @@ def fit(
     step_centres : {"changepoint", "middle"}, default "changepoint"
         Where the logistic steps start: each word's change point of its
         contexts (:mod:`qpnlp.word2fun.changepoint`, one extra pass over the
-        corpus before training), or mid-span for every word (the behaviour
-        before the change-point start). Ignored without the logistic step and
-        when resuming.
+        corpus before training; the steps then start at rate
+        :data:`~qpnlp.word2fun.changepoint.STEP_RATE_AT_CHANGE_POINTS` and their
+        centres move with ``config.step_centre_lr``, default
+        :data:`~qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`), or
+        mid-span for every word (the behaviour before the change-point start).
+        Ignored without the logistic step; a resumed run does not repeat the pass.
     time_scale : float or TimeScale, default 30.0
         ``S``, with the corpus span as :math:`[t_0, t_1]`; or a full
         :class:`~qpnlp.word2fun.functions.TimeScale` (another span).
@@ -337,6 +340,8 @@ def fit(
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part (every slice of it) from the static model as well
             model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // len(vocab), 1))
+    if model.logistic and step_centres == "changepoint" and cfg.step_centre_lr is None:
+        cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
     if model.logistic and saved is None and step_centres == "changepoint":
         moved = initial_step_centres(model, source, counts, window=cfg.window, sample=cfg.sample, seed=cfg.seed,
                                      reduce=dist.all_reduce_sum if world > 1 else None)

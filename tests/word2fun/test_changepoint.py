@@ -134,3 +134,29 @@ def test_a_streamed_corpus_gets_the_same_centres(tmp_path):
     assert torch.equal(memory[1], streamed[1])
     # chunks cut documents apart nowhere (a chunk ends at a document's end), so the sums agree to rounding
     torch.testing.assert_close(memory[0], streamed[0])
+
+
+def test_change_point_starts_step_their_centres_slower_unless_told(monkeypatch):
+    import qpnlp.word2fun.train as train_module
+    from qpnlp.word2fun import sgd
+
+    used = []
+    real = sgd.centre_sgd_step
+
+    def spy(*args, **kwargs):
+        used.append(args[10] if len(args) > 10 else kwargs.get("centre_lr", sgd.STEP_CENTRE_LR))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("qpnlp.word2fun.loop.centre_sgd_step", spy)
+    corpus = _switching_corpus()
+    fit(corpus, TrainConfig(epochs=1), dim=8, min_count=1)
+    assert set(used) == {cp.STEP_CENTRE_LR_AT_CHANGE_POINTS}
+    used.clear()
+    fit(corpus, TrainConfig(epochs=1), dim=8, min_count=1, step_centres="middle")
+    assert set(used) == {sgd.STEP_CENTRE_LR}
+    used.clear()
+    fit(corpus, TrainConfig(epochs=1, step_centre_lr=0.5), dim=8, min_count=1)
+    assert set(used) == {0.5}
+    with pytest.raises(ValueError, match="step_centre_lr must be >= 0"):
+        TrainConfig(step_centre_lr=-1.0)
+    assert train_module.STEP_CENTRES == ("changepoint", "middle")
