@@ -52,6 +52,7 @@ from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corp
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
 from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
 from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
+from qpnlp.word2fun.train import STEP_CENTRES
 
 # every Word2Fun default of this script is the library's (the defaults of fit() and TrainConfig)
 TRAIN = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
@@ -64,8 +65,8 @@ def load() -> list[float]:
 
 def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
     penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0  # None: the library's default
-    cfg = TrainConfig(step_centre_lr=args.step_centre_lr, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
-                      shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
+    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
+                      step_centre_lr=args.step_centre_lr, shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
                       roughness_penalty=penalty, roughness_power=args.roughness_power,
                       rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
                       frequency_reference=args.frequency_reference)
@@ -111,7 +112,7 @@ def main() -> None:
     ap.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=FIT["logistic"],
                     help="the logistic step A_u (sigma(k_u (s - c_u)) - 1/2) in f(u, .) (fit(logistic=...); default: on for "
                          "II-IV); --no-logistic gives the configuration before it")
-    ap.add_argument("--step-centres", default=FIT["step_centres"], choices=["changepoint", "middle"],
+    ap.add_argument("--step-centres", default=FIT["step_centres"], choices=STEP_CENTRES,
                     help="where the logistic steps start (fit(step_centres=...)); 'middle' gives the configuration "
                          "before the change-point start")
     ap.add_argument("--step-centre-lr", type=float, default=TRAIN["step_centre_lr"],

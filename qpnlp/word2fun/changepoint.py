@@ -44,6 +44,8 @@ import math
 import numpy as np
 import torch
 
+from qpnlp.data.skipgram import keep_probabilities
+
 __all__ = ["STEP_CENTRE_LR_AT_CHANGE_POINTS", "STEP_RATE_AT_CHANGE_POINTS", "context_sketch_sums", "best_splits", "initial_step_centres"]
 
 #: Tokens per block of the sketch pass (bounds its memory at ``BLOCK_TOKENS x m`` floats).
@@ -153,8 +155,6 @@ def initial_step_centres(model, source, counts: np.ndarray, *, window: int, samp
     sums the binned sketches over the processes of a distributed run in place
     (every process then sets the same centres).
     """
-    from qpnlp.data.skipgram import keep_probabilities
-
     scale = model.time_scale
     sums, occ = context_sketch_sums(source, model.vocab_size, keep_probabilities(counts, sample), scale.start,
                                     scale.end, window=window, seed=seed)

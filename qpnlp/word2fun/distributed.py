@@ -103,21 +103,20 @@ def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counte
     return wf, df
 
 
-def all_sum(values: list[float]) -> list[float]:
-    """Element-wise sum of ``values`` over the processes (float64)."""
-    d = _dist()
-    if d is None:
-        return list(values)
-    t = torch.tensor(values, dtype=torch.float64)
-    d.all_reduce(t)
-    return t.tolist()
-
-
 def all_reduce_sum(tensor: torch.Tensor) -> None:
     """Sum ``tensor`` over the processes, in place (a no-op in a single process)."""
     d = _dist()
     if d is not None:
         d.all_reduce(tensor)
+
+
+def all_sum(values: list[float]) -> list[float]:
+    """Element-wise sum of ``values`` over the processes (float64)."""
+    if _dist() is None:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    all_reduce_sum(t)
+    return t.tolist()
 
 
 def all_min_max(lo: float, hi: float) -> tuple[float, float]:

@@ -340,13 +340,15 @@ def fit(
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part (every slice of it) from the static model as well
             model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // len(vocab), 1))
-    if model.logistic and step_centres == "changepoint" and cfg.step_centre_lr is None:
-        cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
-    if model.logistic and saved is None and step_centres == "changepoint":
-        moved = initial_step_centres(model, source, counts, window=cfg.window, sample=cfg.sample, seed=cfg.seed,
-                                     reduce=dist.all_reduce_sum if world > 1 else None)
-        if log is not None and rank == 0:
-            print(f"logistic steps: {moved} of {len(vocab)} words start at their contexts' change point", file=log)
+    if model.logistic and step_centres == "changepoint":
+        if cfg.step_centre_lr is None:
+            cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
+        if saved is None:  # a resumed run keeps its trained steps
+            moved = initial_step_centres(model, source, counts, window=cfg.window, sample=cfg.sample,
+                                         seed=cfg.seed, reduce=dist.all_reduce_sum if world > 1 else None)
+            if log is not None and rank == 0:
+                print(f"logistic steps: {moved} of {len(vocab)} words start at their contexts' change point",
+                      file=log)
     vectors = KeyedVectors(model, vocab)
     model.train()
     dev = torch.device(cfg.device)
