@@ -148,8 +148,8 @@ def _adam_moments(values, old_exp_avg, old_exp_avg_sq, beta1, beta2):
 
     old <- b * old + (1 - b) * new, written old + (1 - b) * (new - old) as torch's SparseAdam does (it adds
     the update (1 - b) * (new - old) to the old moment), so the results are bit for bit torch's; the new
-    moments are written back with one ``index_copy_`` each instead of torch's sparse additions (37% faster
-    for 1540 rows of 300 in an interleaved A/B on a loaded machine; no measurable change in the quiet QPDN
+    moments are written back with one ``index_copy_`` each instead of torch's sparse additions (the step of
+    one 20000 x 300 table 1.6x faster, benchmarks/row_sparse_adam.py; no measurable change in the whole QPDN
     step, benchmarks/results/SPEED.md).
     Compiling this chain (inductor) made the whole step of the tables only about 15% faster: not worth a
     compile in every training process.
