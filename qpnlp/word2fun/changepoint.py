@@ -6,7 +6,7 @@ centre :math:`c_u` mid-span, and SGD moves the centre slowly (its gradient
 lives only where the sigmoid slopes). A rare word whose usage switches early
 or late in the span then keeps its centre near the middle, and the change is
 under-measured (diagnosed on the low-frequency planted-drift benchmark:
-switches in the first quarter stayed centred 10-20 years late, at the minimal
+switches in the first quarter stayed centred 9-17 years late, near the minimal
 rate). Here every word's centre starts at the best change point of its
 contexts instead:
 

@@ -1,0 +1,94 @@
+"""Per-word diagnosis of Word2Fun on the planted-drift benchmark: measured change, switch, learned step.
+
+Trains Word2Fun as ``benchmarks/word2fun_drift.py`` does (the library's defaults, one thread) and prints, for every
+drift word sorted by planted strength: the learned step centre (as a year) and rate, the planted switch year and
+width, the raw and noise-corrected prediction-space change, and the corrected change per unit of strength; then
+the Spearman correlations of that ratio with the switch year and with the strength. A ratio that grows with the
+switch year means early switches are under-measured.
+
+Usage::
+
+    python benchmarks/word2fun_drift_words.py --seed 0 --variant low-frequency [--step-centres middle]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import word2fun_drift as drift  # noqa: E402
+
+from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corpus  # noqa: E402
+from qpnlp.evaluation.drift import context_change_scores, evaluate_grid, noise_corrected  # noqa: E402
+from qpnlp.word2fun.train import STEP_CENTRES  # noqa: E402
+
+
+def trained(corpus, truth, seed: int, step_centres: str):
+    """The drift benchmark's Word2Fun grid and the trained model (the benchmark's settings, one thread)."""
+    args = types.SimpleNamespace(
+        **{k: drift.TRAIN[k] for k in ("epochs", "batch_size", "lr", "negatives", "roughness_penalty",
+                                       "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
+                                       "step_centre_lr")},
+        **{k: drift.FIT[k] for k in ("dim", "time_scale", "frequency_init", "max_periods", "logistic")},
+        slices=drift.FIT["n_slices"], threads=1, seed=seed, step_centres=step_centres, progress=False)
+    fitted = {}
+    real_fit = drift.fit
+
+    def keep(*a, **k):
+        fitted["result"] = real_fit(*a, **k)
+        return fitted["result"]
+
+    drift.fit = keep
+    try:
+        grid = drift.word2fun_grid(corpus, truth, args, "IV")
+    finally:
+        drift.fit = real_fit
+    return grid, fitted["result"].vectors
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", default="low-frequency", choices=list(VARIANTS))
+    parser.add_argument("--step-centres", default=drift.FIT["step_centres"], choices=STEP_CENTRES)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    corpus, truth = generate_drift_corpus(drift_spec(args.variant, n_tokens=1_000_000, n_years=100, n_drift=60,
+                                                     seed=args.seed))
+    grid, vectors = trained(corpus, truth, args.seed, args.step_centres)
+    metrics = evaluate_grid(grid, truth)
+    print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}; Spearman {metrics['spearman']:.3f}, "
+          f"acc after {metrics['acc_after']:.3f}, change-year MAE {metrics['change_year_mae']:.2f}")
+    drifting = np.flatnonzero(np.asarray(truth.kind) == "drift")
+    words = [truth.words[i] for i in drifting]
+    topic = [w for tw in truth.topic_words for w in tw]
+    index = {w: i for i, w in enumerate(grid.context_words)}
+    profiles = grid.profiles(words)[..., [index[w] for w in topic]]
+    y0, y1 = float(truth.years.min()), float(truth.years.max())
+    early, late = (y0, y0 + 0.2 * (y1 - y0)), (y1 - 0.2 * (y1 - y0), y1)
+    raw = context_change_scores(profiles, grid.years, early, late).numpy()
+    corrected = noise_corrected(context_change_scores, profiles, grid.years, early, late).numpy()
+    model, ids = vectors.model, vectors._ids(words).long()
+    centre = y0 + (y1 - y0) * model.step_centre.weight.detach()[ids, 0].numpy()
+    rate = model.step_rate.weight.detach()[ids, 0].exp().numpy()
+    strength, switch = truth.strength[drifting], truth.switch_year[drifting]
+    width = np.nan_to_num(truth.width[drifting])
+    per_strength = corrected / strength
+    print("| word | strength | switch | width | step centre | rate | raw change | corrected | per strength |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for i in np.argsort(strength):
+        print(f"| {words[i]} | {strength[i]:.2f} | {switch[i]:.0f} | {width[i]:.0f} | {centre[i]:.0f} | "
+              f"{rate[i]:.1f} | {raw[i]:.3f} | {corrected[i]:.3f} | {per_strength[i]:.3f} |")
+    print(f"Spearman of the change per strength with the switch year {spearmanr(per_strength, switch).statistic:+.2f}, "
+          f"with the strength {spearmanr(per_strength, strength).statistic:+.2f}")
+
+
+if __name__ == "__main__":
+    main()
