@@ -31,7 +31,7 @@ from torch import nn
 from qpnlp.hilbert import masked_softmax
 from qpnlp.measurement import word_probabilities
 from qpnlp.nn import (DEFAULT_WINDOWS, PHASE_INITS, POOLINGS, WINDOW_PADDINGS, ComplexWordEmbedding, WordWeighting,
-                      effective_word_weights, local_mixture, pool_positions, window_mask)
+                      effective_word_weights, local_mixture, pool_positions, unit_rows, window_mask)
 
 from ._heads import make_measurement, measurement_checks
 from .base import Model, ModelConfig, register_model
@@ -223,7 +223,7 @@ class CNM(Model):
         states, norms = self.word_states(ids, validate=False)               # the batch is checked
         if self.training and self.config.dropout > 0:
             keep = self.dropout(torch.ones(states.shape, dtype=norms.dtype, device=states.device))
-            states = torch.nn.functional.normalize(states * keep, dim=-1)     # padding stays zero
+            states = unit_rows(states * keep)                                  # padding stays zero
         return states, self.weighting.scores(ids, norms)
 
     def word_states(self, ids: torch.Tensor, *, validate=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -10,7 +10,7 @@ built from it.
 module                            what it holds
 ================================  ===================================================================
 :mod:`~qpnlp.nn.functional`       functions on tensors: split activations, per-part product, dropout,
-                                  readouts, masked pooling, Hermitian attention scores, input rule
+                                  readouts, masked pooling, unit rows, Hermitian attention scores, input rule
 :mod:`~qpnlp.nn.linear`           :class:`ComplexLinear`, :class:`ComplexConv1d`,
                                   :class:`ComplexFeedForward`
 :mod:`~qpnlp.nn.activation`       modReLU, Hirose, the sum and product gates (cgRNN poster)
@@ -32,7 +32,8 @@ from .activation import (COMPLEX_ACTIVATIONS, GATES, Hirose, ModReLU, ProdGate, 
 from .attention import ComplexMultiheadSelfAttention
 from .embedding import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting
 from .functional import (READOUTS, SPLIT_ACTIVATIONS, as_complex_input, complex_dropout, hermitian_attention_scores,
-                         masked_max, masked_mean, part_mul, readout, readout_dim, split_activation)
+                         masked_max, masked_mean, part_mul, readout, readout_dim, split_activation,
+                         unit_rows)
 from .linear import LAYER_DTYPES, ComplexConv1d, ComplexFeedForward, ComplexLinear
 from .mixture import (DEFAULT_WINDOWS, POOLINGS, WINDOW_PADDINGS, effective_word_weights, local_mixture,
                       local_mixture_density, pool_positions, window_mask, window_weights)
@@ -49,7 +50,7 @@ from .utils import real_parameter_count, seeded_linear
 __all__ = [
     # functional
     "READOUTS", "SPLIT_ACTIVATIONS", "as_complex_input", "split_activation", "part_mul", "complex_dropout",
-    "readout", "readout_dim", "masked_mean", "masked_max", "hermitian_attention_scores",
+    "readout", "readout_dim", "masked_mean", "masked_max", "unit_rows", "hermitian_attention_scores",
     # layers
     "LAYER_DTYPES", "ComplexLinear", "ComplexConv1d", "ComplexFeedForward", "ComplexDropout", "Readout",
     "PartLayerNorm", "ComplexMultiheadSelfAttention",

@@ -4,7 +4,8 @@
   coalesced table gradients) against ``torch.polar(r / ||r||, phi)`` on two ``nn.Embedding`` lookups;
 * the lookup of :class:`WordWeighting`'s table against ``nn.Embedding``;
 * the per-part functions of :mod:`qpnlp.nn.functional` and the attention's weighted values, now on the
-  real [Re, Im] view, against their ``torch.complex(f(z.real), f(z.imag))`` forms.
+  real [Re, Im] view, against their ``torch.complex(f(z.real), f(z.imag))`` forms;
+* :func:`unit_rows` (CNM's renormalisation after dropout) against ``torch.nn.functional.normalize``.
 
 Values and gradients, complex64 and complex128 (float32 and float64 tables).
 """
@@ -16,7 +17,7 @@ import torch
 
 import qpnlp.nn.embedding as embedding_module
 from qpnlp.nn import (ComplexMultiheadSelfAttention, ComplexWordEmbedding, WordWeighting, complex_dropout,
-                      masked_max, masked_mean, part_mul, readout, split_activation)
+                      masked_max, masked_mean, part_mul, readout, split_activation, unit_rows)
 
 
 def _old_states(emb: ComplexWordEmbedding, ids: torch.Tensor):
@@ -155,6 +156,19 @@ def test_split_activation_equals_per_part_form(cdtype, tol, fn):
     _check(lambda z: split_activation(z.transpose(0, 1), fn),                              # non-contiguous input
            lambda z: torch.complex(f(z.real), f(z.imag)).transpose(0, 1), (z,), tol)
     _check(lambda z: split_activation(z.conj(), fn), lambda z: torch.complex(f(z.real), f(-z.imag)), (z,), tol)
+
+
+def test_unit_rows_equals_normalize(cdtype, tol):
+    z = _z((3, 5, 4), cdtype).detach()
+    z[0, 1] = 0                                                 # padding rows: zero, with zero gradient
+    z[1, 2] = 1e-14                                             # below eps: divided by eps, as normalize does
+    z.requires_grad_()
+    normalize = lambda z: torch.nn.functional.normalize(z, dim=-1)     # noqa: E731
+    _check(unit_rows, normalize, (z,), tol)
+    _check(lambda z: unit_rows(z.transpose(0, 1)), lambda z: normalize(z).transpose(0, 1), (z,), tol)
+    x = z.detach().real.clone().requires_grad_()                # real rows too (CNM-Real)
+    _check(unit_rows, normalize, (x,), tol)
+    assert not unit_rows(z).isnan().any()
 
 
 def test_part_mul_equals_per_part_form(cdtype, tol):
