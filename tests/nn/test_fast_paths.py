@@ -186,23 +186,40 @@ def test_complex_dropout_equals_complex_product(cdtype, tol):
     _check(lambda z: complex_dropout(z, 0.3, generator=torch.Generator().manual_seed(5)), old, (z,), tol)
 
 
-def test_masked_pooling_equals_per_part_form(cdtype, tol):
-    z = _z((3, 5, 4), cdtype, 3)
-    mask = torch.tensor([[True, True, False, False, False], [True] * 5, [False] * 5])
-    with torch.no_grad():                                         # ties in one part: the gradient is shared
-        z[1, 3] = z[1, 1]
-
+def _old_max(mask):
     def old_max(x):
         def pool(t):
             out = t.masked_fill(~mask.unsqueeze(-1), torch.finfo(t.dtype).min).amax(-2)
             return torch.where(mask.any(-1, keepdim=True), out, torch.zeros_like(out))
-        return torch.complex(pool(x.real), pool(x.imag))
+        return torch.complex(pool(x.real), pool(x.imag)) if x.is_complex() else pool(x)
+    return old_max
+
+
+def test_masked_pooling_equals_per_part_form(cdtype, tol):
+    z = _z((3, 5, 4), cdtype, 3)
+    mask = torch.tensor([[True, True, False, False, False], [True] * 5, [False] * 5])
 
     def old_mean(x):
         m = mask.to(x.dtype.to_real()).unsqueeze(-1)
         return (x * m).sum(-2) / m.sum(-2).clamp_min(1)
-    _check(lambda x: masked_max(x, mask), old_max, (z,), tol)
+    _check(lambda x: masked_max(x, mask), _old_max(mask), (z,), tol)
     _check(lambda x: masked_mean(x, mask), old_mean, (z,), tol, dim=5)
+    x = z.detach().real.clone().requires_grad_()                            # real input
+    _check(lambda x: masked_max(x, mask), _old_max(mask), (x,), tol)
+
+
+def test_masked_max_sends_a_tie_gradient_to_the_first_maximal_step(cdtype):
+    """amax shared the gradient among tied steps; masked_max gives it to the first (as torch.max): same total."""
+    z = _z((2, 5, 3), cdtype, 4).detach()
+    z[1, 3] = z[1, 1]                                                       # ties in both parts of every feature
+    z.requires_grad_()
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    g = torch.randn(2, 3, dtype=cdtype, generator=torch.Generator().manual_seed(5))
+    new, = torch.autograd.grad(masked_max(z, mask), z, g)
+    old, = torch.autograd.grad(_old_max(mask)(z), z, g)
+    torch.testing.assert_close(new[0], old[0])
+    torch.testing.assert_close(new[1, 1], old[1, 1] + old[1, 3])
+    assert (new[1, 3] == 0).all()
 
 
 def test_squared_modulus_readout(cdtype, tol):
@@ -220,3 +237,27 @@ def test_attention_values_equal_complex_product(cdtype, tol):
         out = att._attend(x, mask).to(v.dtype) @ v
         return att.out(out.transpose(1, 2).reshape(2, 5, 6))
     _check(lambda x: att(x, mask), old, (x,), tol, dim=6)
+
+
+def test_cnm_gradients_equal_the_amax_pooling(monkeypatch):
+    """CNM's max-pooled local mixtures: the same loss and parameter gradients as with the amax graph."""
+    from qpnlp.models import CNM, CNMConfig
+    model = CNM(CNMConfig(num_words=40, dim=6, num_measurements=7, windows=[1, 2, 3]),
+                generator=torch.Generator().manual_seed(8))
+    gen = torch.Generator().manual_seed(9)
+    q, a = torch.randint(2, 40, (3, 5), generator=gen), torch.randint(2, 40, (3, 9), generator=gen)
+    q_mask, a_mask = torch.ones(3, 5, dtype=torch.bool), torch.ones(3, 9, dtype=torch.bool)
+    q_mask[0, 3:], a_mask[1, 4:] = False, False
+    runs = []
+    for amax in (False, True):
+        if amax:
+            monkeypatch.setattr("qpnlp.nn.mixture.masked_max", lambda x, valid: _old_max(valid)(x))
+        model.zero_grad(set_to_none=True)
+        score = model(q, q_mask, a, a_mask)
+        score.square().sum().backward()
+        runs.append((score.detach(), [p.grad.to_dense() for p in model.parameters() if p.grad is not None]))
+    (s_new, g_new), (s_old, g_old) = runs
+    torch.testing.assert_close(s_new, s_old)
+    assert len(g_new) == len(g_old) > 0
+    for new, old in zip(g_new, g_old):
+        torch.testing.assert_close(new, old)
