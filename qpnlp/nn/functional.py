@@ -282,9 +282,8 @@ class _MaskedMax(torch.autograd.Function):
 
     The backward scatters the gradient to the maximal step (the first at ties, as ``torch.max`` and max-pooling
     layers do) from the saved indices: one pass over ``x``'s shape, where the graph of ``masked_fill`` + ``amax``
-    needs four (a comparison, a division, a product and the mask), and it saves only the indices. CNM's pooled
-    local mixtures, ``(B, 4, L, 300)``: forward+backward of the pooling about 2.8x faster
-    (benchmarks/cnm_train_step.py times the whole step).
+    needs four (a comparison, a division, a product and the mask), and it saves only the indices. CNM pools
+    local mixtures of shape ``(B, 4, L, 300)`` this way (its training step: benchmarks/cnm_train_step.py).
     """
 
     @staticmethod
@@ -299,7 +298,7 @@ class _MaskedMax(torch.autograd.Function):
     def backward(ctx, g):
         index, none = ctx.saved_tensors
         g = g.unsqueeze(ctx.dim).masked_fill(none, 0)
-        return g.new_zeros(ctx.shape).scatter(ctx.dim, index, g), None, None
+        return g.new_zeros(ctx.shape).scatter_(ctx.dim, index, g), None, None
 
 
 def masked_max(x: Tensor, valid: Tensor) -> Tensor:
