@@ -323,8 +323,17 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
     tensor([[3.+5.j]])
     """
     if x.is_complex():                          # both parts in one pass over the [Re, Im] pairs
-        return _from_parts(_MaskedMax.apply(_parts(x), valid.reshape(valid.shape + (1, 1)), -3))
-    return _MaskedMax.apply(x, valid.unsqueeze(-1), -2)
+        return _from_parts(_masked_max(_parts(x), valid.reshape(valid.shape + (1, 1)), -3))
+    return _masked_max(x, valid.unsqueeze(-1), -2)
+
+
+def _masked_max(x: Tensor, valid: Tensor, dim: int) -> Tensor:
+    """:class:`_MaskedMax` where a gradient is needed; without one, ``amax`` (about 4x faster than the ``max``
+    that also finds the indices, for CNM's pooled mixtures on the CPU)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _MaskedMax.apply(x, valid, dim)
+    out = x.masked_fill(~valid, torch.finfo(x.dtype).min).amax(dim, keepdim=True)
+    return out.masked_fill_(~valid.any(dim, keepdim=True), 0).squeeze(dim)
 
 
 def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:

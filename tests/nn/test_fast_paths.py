@@ -206,6 +206,9 @@ def test_masked_pooling_equals_per_part_form(cdtype, tol):
     _check(lambda x: masked_mean(x, mask), old_mean, (z,), tol, dim=5)
     x = z.detach().real.clone().requires_grad_()                            # real input
     _check(lambda x: masked_max(x, mask), _old_max(mask), (x,), tol)
+    with torch.no_grad():                                                   # without autograd: amax, no indices
+        torch.testing.assert_close(masked_max(z, mask), _old_max(mask)(z), atol=0, rtol=0)
+        torch.testing.assert_close(masked_max(x, mask), _old_max(mask)(x), atol=0, rtol=0)
 
 
 def test_masked_max_sends_a_tie_gradient_to_the_first_maximal_step(cdtype):
