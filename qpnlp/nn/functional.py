@@ -328,8 +328,8 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
 
 
 def _masked_max(x: Tensor, valid: Tensor, dim: int) -> Tensor:
-    """:class:`_MaskedMax` where a gradient is needed; without one, ``amax`` (about 4x faster than the ``max``
-    that also finds the indices, for CNM's pooled mixtures on the CPU)."""
+    """:class:`_MaskedMax` where a gradient is needed; without one, ``amax``: on the CPU, ``max`` over a middle dim
+    is much slower when it also finds the indices, which only the backward needs."""
     if torch.is_grad_enabled() and x.requires_grad:
         return _MaskedMax.apply(x, valid, dim)
     out = x.masked_fill(~valid, torch.finfo(x.dtype).min).amax(dim, keepdim=True)
