@@ -7,7 +7,9 @@ trainer does; times per step):
 
 * ``PE``                    real word + trainable position embedding, real layers (working tree);
 * ``complex-order``         the paper's complex network (working tree);
-* ``complex-order before``  the same at ``--baseline-rev`` (state dict copied).
+* ``complex-order before``  the same at ``--baseline-rev`` (state dict copied);
+* ``PE 2D``                 PE with every width doubled (D=100, hidden 256, 128 filters, FFN 256): as many
+                            real numbers per word and per unit as the complex network (with ``--twice-width``).
 
 A step is the trainer's :func:`~qpnlp.training.trainer.train_step` (forward,
 backward, SparseAdam on the tables and Adam on the rest). Settings as
@@ -106,6 +108,8 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--layers", action="store_true",
                         help="also time single layers: complex, complex through real block products, real")
+    parser.add_argument("--twice-width", action="store_true",
+                        help="also time PE at twice the width (D=100), the real network with as many numbers")
     parser.add_argument("--profile", metavar="TXT")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -127,10 +131,15 @@ def main(argv=None) -> None:
     results, profiles = {}, [header]
     for network in args.networks:
         steps = {}
-        for name, embedding, package in (("PE", "pe", None), ("complex-order", "complex_order", None),
-                                         ("complex-order before", "complex_order", base)):
+        variants = [("PE", "pe", None), ("complex-order", "complex_order", None),
+                    ("complex-order before", "complex_order", base)]
+        if args.twice_width:
+            variants.append(("PE 2D", "pe", None))
+        for name, embedding, package in variants:
             options = dict(num_words=len(prepared.vocab), num_classes=dataset.n_classes, network=network,
                            embedding=embedding, dim=50, max_len=max_len)
+            if name == "PE 2D":     # every width doubled: the real numbers of the complex network at D=50
+                options.update(dim=100, hidden=256, filters=128, ffn_hidden=256)
             if package is None:
                 model = OrderClassifier(OrderClassifierConfig(**options), generator=torch.Generator().manual_seed(0))
                 optimisers = Optimisers(model, train)
@@ -147,7 +156,9 @@ def main(argv=None) -> None:
             seconds=times, summary=summary(times),
             ratios={"complex-order / PE": ratio(times, "complex-order", "PE"),
                     "complex-order before / PE": ratio(times, "complex-order before", "PE"),
-                    "complex-order before / complex-order": ratio(times, "complex-order before", "complex-order")})
+                    "complex-order before / complex-order": ratio(times, "complex-order before", "complex-order"),
+                    **({"complex-order / PE 2D": ratio(times, "complex-order", "PE 2D"),
+                        "PE 2D / PE": ratio(times, "PE 2D", "PE")} if args.twice_width else {})})
         for name, r in results[network]["ratios"].items():
             print(f"  {name:<38} {r:6.2f}x   (median of per-round ratios)")
         if args.profile:
