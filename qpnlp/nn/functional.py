@@ -252,6 +252,13 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     return z / squared.clamp_min(eps * eps).sqrt()
 
 
+def _check_steps(x: Tensor, steps: Tensor, name: str) -> None:
+    """Pooling inputs: ``x`` (..., L, D) and a step mask of shape (..., L)."""
+    if x.dim() < 2 or steps.shape != x.shape[:-1]:
+        raise ValueError(f"{name} must have the shape of x without its last dim, {tuple(x.shape[:-1])}; "
+                         f"got {tuple(steps.shape)} for x of shape {tuple(x.shape)}")
+
+
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     r"""Mean over the valid steps: :math:`\frac{1}{n}\sum_{t:\,m_t} x_t`.
 
@@ -270,6 +277,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     >>> masked_mean(torch.tensor([[[1.0], [3.0], [9.0]]]), torch.tensor([[True, True, False]]))
     tensor([[2.]])
     """
+    _check_steps(x, mask, "mask")
     m = mask.to(x.dtype.to_real()).unsqueeze(-1)
     count = m.sum(-2).clamp_min(1)
     if x.is_complex():                          # on the [Re, Im] pairs: no complex product with a real mask
@@ -322,6 +330,9 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
     >>> masked_max(torch.tensor([[[1 + 5j], [3 - 1j], [9 + 9j]]]), torch.tensor([[True, True, False]]))
     tensor([[3.+5.j]])
     """
+    _check_steps(x, valid, "valid")
+    if valid.dtype != torch.bool:
+        raise TypeError(f"valid must be a bool tensor; got {valid.dtype}")
     if x.is_complex():                          # both parts in one pass over the [Re, Im] pairs
         return _from_parts(_masked_max(_parts(x), valid.reshape(valid.shape + (1, 1)), -3))
     return _masked_max(x, valid.unsqueeze(-1), -2)

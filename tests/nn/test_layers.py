@@ -164,6 +164,28 @@ def test_masked_pooling(cdtype):
     assert torch.equal(masked_max(x, mask), torch.tensor([[3 + 5j]], dtype=cdtype))  # per part
 
 
+@pytest.mark.parametrize("pool", [masked_mean, masked_max])
+def test_masked_pooling_rejects_a_mask_of_the_wrong_shape(pool):
+    x = torch.randn(2, 3, 4)
+    bool_mask = lambda *shape: torch.ones(shape, dtype=torch.bool)      # noqa: E731
+    for bad in (bool_mask(2, 4), bool_mask(3), bool_mask(2, 3, 1)):
+        with pytest.raises(ValueError, match="shape of x without its last dim"):
+            pool(x, bad)
+    with pytest.raises(ValueError, match="shape of x without its last dim"):
+        pool(torch.randn(4), torch.ones(4, dtype=torch.bool))
+    if pool is masked_max:
+        with pytest.raises(TypeError, match="bool"):
+            pool(x, torch.ones(2, 3))
+
+
+def test_masked_max_gradcheck():
+    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+    valid = torch.tensor([[True, True, False, True], [False] * 4])
+    assert torch.autograd.gradcheck(lambda x: masked_max(x, valid), (x,))
+    z = torch.randn(2, 4, 3, dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda z: masked_max(z, valid), (z,))
+
+
 def _gc(fn, *inputs):
     assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5)
 
