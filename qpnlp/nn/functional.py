@@ -233,9 +233,10 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     r""":math:`z / \max(\|z\|_2, \epsilon)` over the last dim: ``torch.nn.functional.normalize(z, dim=-1)``.
 
     Same values and gradients (zero rows stay zero and get zero gradient), but for complex ``z`` the norm is
-    taken on the real view ``(..., D, 2)``: torch's complex ``vector_norm`` (forward and backward) costs about
-    2.4x as much at CNM's shapes (benchmarks/cnm_train_step.py). :math:`\max(\|z\|, \epsilon)` is computed as
-    :math:`\sqrt{\max(\|z\|^2, \epsilon^2)}`, whose gradient is finite at zero rows.
+    taken on the real view ``(..., D, 2)``: torch's complex ``vector_norm`` is slow in its forward and backward
+    (CNM's training step with dropout, which renormalises this way: 1.09x faster, benchmarks/cnm_train_step.py).
+    :math:`\max(\|z\|, \epsilon)` is computed as :math:`\sqrt{\max(\|z\|^2, \epsilon^2)}`, whose gradient
+    is finite at zero rows.
 
     Parameters
     ----------
