@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import word2fun_drift as drift  # noqa: E402
 
 from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corpus  # noqa: E402
-from qpnlp.evaluation.drift import context_change_scores, evaluate_grid, noise_corrected  # noqa: E402
+from qpnlp.evaluation.drift import evaluate_grid  # noqa: E402
 from qpnlp.word2fun.train import STEP_CENTRES  # noqa: E402
 
 
@@ -55,28 +55,6 @@ def trained(corpus, truth, seed: int, step_centres: str):
     return grid, fitted["result"].vectors
 
 
-def after_years(profiles, years, truth, drifting):
-    """Per drift word, ``(share of correct years, wrong years)`` after its transition, as ``acc_after`` counts them.
-
-    ``profiles`` (T, W, K*M) holds each word's predicted probabilities of the topic words (topic by topic); the
-    nearest topic of a year is the one with the largest mean probability (:func:`~qpnlp.evaluation.drift.evaluate_grid`).
-    Words whose strength is within 0.1 of 0.5 get ``(None, [])``: the metric leaves them out.
-    """
-    K = len(truth.topic_words)
-    near = profiles.unflatten(-1, (K, -1)).mean(-1).argmax(-1).numpy()    # (T, W)
-    out = []
-    for j, p in enumerate(drifting):
-        strength = truth.strength[p]
-        if abs(strength - 0.5) < 0.1:
-            out.append((None, []))
-            continue
-        dominant = truth.dest[p] if strength > 0.5 else truth.source[p]
-        after = years >= truth.switch_year[p] + np.nan_to_num(truth.width[p]) / 2
-        ok = near[after, j] == dominant
-        out.append((float(ok.mean()), list(years[after][~ok])))
-    return out
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -87,34 +65,31 @@ def main(argv=None) -> None:
     corpus, truth = generate_drift_corpus(drift_spec(args.variant, n_tokens=1_000_000, n_years=100, n_drift=60,
                                                      seed=args.seed))
     grid, vectors = trained(corpus, truth, args.seed, args.step_centres)
-    metrics = evaluate_grid(grid, truth)
+    metrics = evaluate_grid(grid, truth, per_word=True)
     print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}; Spearman {metrics['spearman']:.3f}, "
           f"acc after {metrics['acc_after']:.3f}, change-year MAE {metrics['change_year_mae']:.2f}")
     drifting = np.flatnonzero(np.asarray(truth.kind) == "drift")
     words = [truth.words[i] for i in drifting]
-    topic = [w for tw in truth.topic_words for w in tw]
-    index = {w: i for i, w in enumerate(grid.context_words)}
-    profiles = grid.profiles(words)[..., [index[w] for w in topic]]
+    uncorrected = evaluate_grid(grid, truth, noise_correction=False, per_word=True)["per_word"]
+    after = [metrics["per_word"][w] for w in words]
+    raw = np.array([uncorrected[w]["change"] for w in words])
+    corrected = np.array([a["change"] for a in after])
     y0, y1 = float(truth.years.min()), float(truth.years.max())
-    early, late = (y0, y0 + 0.2 * (y1 - y0)), (y1 - 0.2 * (y1 - y0), y1)
-    raw = context_change_scores(profiles, grid.years, early, late).numpy()
-    corrected = noise_corrected(context_change_scores, profiles, grid.years, early, late).numpy()
     model, ids = vectors.model, vectors._ids(words).long()
     centre = y0 + (y1 - y0) * model.step_centre.weight.detach()[ids, 0].numpy()
     rate = model.step_rate.weight.detach()[ids, 0].exp().numpy()
     strength, switch = truth.strength[drifting], truth.switch_year[drifting]
     width = np.nan_to_num(truth.width[drifting])
     per_strength = corrected / strength
-    after = after_years(profiles, grid.years, truth, drifting)
     print("| word | strength | switch | width | step centre | rate | raw change | corrected | per strength | "
           "acc after | wrong years after |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for i in np.argsort(strength):
-        ok, wrong = after[i]
+        ok, wrong = after[i]["acc_after"], after[i]["wrong_years_after"]
         print(f"| {words[i]} | {strength[i]:.2f} | {switch[i]:.0f} | {width[i]:.0f} | {centre[i]:.0f} | "
               f"{rate[i]:.1f} | {raw[i]:.3f} | {corrected[i]:.3f} | {per_strength[i]:.3f} | "
               f"{'-' if ok is None else f'{ok:.2f}'} | {' '.join(f'{y:.0f}' for y in wrong)} |")
-    counted = [(ok, len(wrong)) for ok, wrong in after if ok is not None]
+    counted = [(a["acc_after"], len(a["wrong_years_after"])) for a in after if a["acc_after"] is not None]
     wrong_total = sum(n for _, n in counted)
     print(f"{wrong_total} wrong word-years after the transitions, in {sum(n > 0 for _, n in counted)} of "
           f"{len(counted)} counted words")

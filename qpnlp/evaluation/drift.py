@@ -271,7 +271,7 @@ def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, 
 
 def evaluate_grid(
     grid: DriftGrid, truth: PlantedDrift, early: tuple | None = None, late: tuple | None = None, space: str = "auto",
-    noise_correction: bool = True,
+    noise_correction: bool = True, per_word: bool = False,
 ) -> dict:
     """All drift metrics of the protocol for one model (see module docstring).
 
@@ -283,6 +283,11 @@ def evaluate_grid(
     :math:`\\sigma(e \\cdot h)`: change by :func:`context_change_scores`, the
     nearest topic as the one whose words get the highest mean probability,
     change points on the probability profiles.
+
+    With ``per_word`` the result also holds ``"per_word"``: for each drift
+    word, its change score, the share of its years after the transition whose nearest topic is
+    the dominant one (``None`` where ``acc_after`` leaves the word out: a
+    strength within 0.1 of 0.5) and the years that miss it.
     """
     if space == "auto":
         space = "prediction" if grid.context is not None else "vector"
@@ -328,17 +333,24 @@ def evaluate_grid(
     out["trap_mean_percentile"] = float(np.mean(1.0 - (ranks[is_t] - 1) / (len(probes) - 1))) if is_t.any() else float("nan")
     out["trap_top_rank"] = int(ranks[is_t].min()) if is_t.any() else -1
     sw, wd, st = truth.switch_year, np.nan_to_num(truth.width), truth.strength
-    before_ok, after_ok = [], []
+    before_ok, after_ok, words = [], [], {}
     for p in np.flatnonzero(is_d):
         lo, hi = sw[p] - wd[p] / 2, sw[p] + wd[p] / 2
-        bmask = years < lo
-        amask = years >= hi
-        before_ok.append(near[bmask, p] == truth.source[p])
+        before_ok.append(near[years < lo, p] == truth.source[p])
+        after, ok = years >= hi, None
         if abs(st[p] - 0.5) >= 0.1:
             dom = truth.dest[p] if st[p] > 0.5 else truth.source[p]
-            after_ok.append(near[amask, p] == dom)
+            ok = near[after, p] == dom
+            after_ok.append(ok)
+        words[truth.words[p]] = {
+            "change": float(ch[p]),
+            "acc_after": None if ok is None else float(ok.mean()),
+            "wrong_years_after": [] if ok is None else [float(y) for y in years[after][~ok]],
+        }
     out["acc_before"] = float(np.concatenate(before_ok).mean())
     out["acc_after"] = float(np.concatenate(after_ok).mean())
+    if per_word:
+        out["per_word"] = words
     strong = is_d & (st >= 0.5)
     est = change_points(traj[:, strong], years).numpy()
     out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())

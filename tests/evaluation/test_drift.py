@@ -104,6 +104,24 @@ def test_evaluate_grid_collapses_on_a_grid_without_change():
     assert r["acc_after"] < 0.5
 
 
+def test_evaluate_grid_per_word_adds_up_to_acc_after():
+    grid, truth = perfect_case()
+    E = grid.E[:1].expand_as(grid.E)  # frozen: every word stays at its source topic
+    static = DriftGrid(E, grid.words, grid.years, context=grid.context, context_words=grid.context_words)
+    r = evaluate_grid(static, truth, per_word=True)
+    words = r["per_word"]
+    assert list(words) == ["p0", "p1", "p2", "p3"]  # the drift words only
+    assert words["p0"]["acc_after"] == 1.0 and words["p0"]["wrong_years_after"] == []  # strength 0.3: source dominates
+    assert words["p1"]["acc_after"] is None  # strength 0.6: within 0.1 of 0.5, left out
+    assert words["p2"]["acc_after"] == 0.0 and words["p2"]["wrong_years_after"] == list(np.arange(2025.0, 2040.0))
+    assert words["p3"]["wrong_years_after"] == list(np.arange(2020.0, 2040.0))  # switch 2018, width 4
+    assert r["acc_after"] == pytest.approx(25 / (25 + 15 + 20))  # p0's 25 years right, p2's 15 and p3's 20 wrong
+    moving = evaluate_grid(grid, truth, per_word=True)["per_word"]
+    changes = [moving[w]["change"] for w in ("p0", "p1", "p2", "p3")]
+    assert changes == sorted(changes) and changes[0] < changes[-1]  # grows with the planted strength
+    assert "per_word" not in evaluate_grid(static, truth)
+
+
 def test_grid_validation_and_npz_round_trip(tmp_path):
     grid, truth = perfect_case(noise=0.01)
     grid.save_npz(tmp_path / "g.npz")
