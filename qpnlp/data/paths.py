@@ -84,6 +84,17 @@ _COMPRESSED = (
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+def refuse_unreadable(path: Path, head: bytes, readable: Sequence[str] = ("gzip", "bzip2", "xz")) -> None:
+    """Raise ``ValueError`` saying what the file is when its first (16) bytes ``head`` show UTF-16 text or a
+    compressed or archive format other than ``readable``."""
+    if head.startswith(_UTF16_BOMS):
+        raise ValueError(f"{path} is UTF-16 encoded; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    for magic, kind, _ in _COMPRESSED:
+        if magic.match(head) and kind not in readable:
+            raise ValueError(f"{path} is a {kind}; extract it first (qpnlp reads plain text and "
+                             f"{', '.join(readable)} files here)")
+
+
 def find_file(folder: str | os.PathLike[str], name: str) -> Path:
     r"""``folder/name`` if it exists, else ``folder/name.gz`` if that exists, else ``folder/name`` (for the error).
 
@@ -138,18 +149,15 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
     data = path.read_bytes()
+    refuse_unreadable(path, data[:16])
     for magic, kind, decompress in _COMPRESSED:
         if magic.match(data):
-            if decompress is None:
-                raise ValueError(f"{path} is a {kind}; extract it first (qpnlp reads plain, gzip, bzip2 and xz "
-                                 f"text files)")
             try:
                 data = decompress(data)
             except (OSError, EOFError, ValueError, lzma.LZMAError) as err:
                 raise ValueError(f"{path}: truncated or corrupt {kind} file ({err})") from None
             break
-    if data.startswith(_UTF16_BOMS):
-        raise ValueError(f"{path} is UTF-16 encoded; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    refuse_unreadable(path, data[:16])  # UTF-16 inside a compressed file
     nul = data.find(b"\x00")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from qpnlp.data.paths import refuse_unreadable
+
 if TYPE_CHECKING:
     from qpnlp.data.vocab import Vocabulary
 
@@ -159,11 +161,35 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
-def _open_text(path: Path):
-    """Open a UTF-8 text file, gzip-compressed or not (recognised by its magic bytes, not its name)."""
+def _open_bytes(path: Path):
+    """Open a text file for streaming as bytes: plain or gzip (recognised by its magic bytes, not its name).
+
+    UTF-16 text and other compressed formats raise ``ValueError`` saying what the file is
+    (:func:`qpnlp.data.paths.refuse_unreadable`).
+    """
     with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
+        head = fh.read(16)
+    refuse_unreadable(path, head, readable=("gzip",))
+    return gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a UTF-8 text file (a byte-order mark dropped), one line in memory at a time.
+
+    Decoded line by line so that a decoding error names its line: ``ValueError``, as for a truncated gzip file.
+    """
+    lineno = 0
+    try:
+        with _open_bytes(path) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield lineno, raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at column "
+                         f"{err.start + 1}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+    except (EOFError, gzip.BadGzipFile) as err:
+        raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 
 
 def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: int = 1) -> Iterator[tuple[float, list[str]]]:
@@ -172,24 +198,24 @@ def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: i
     if path.is_dir():
         raise ValueError(f"{path} is a directory, not a TSV file")
     n = 0
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            n += 1
-            if world > 1 and (n - 1) % world != rank:
-                continue
-            if "\t" not in line:
-                raise ValueError(f"{path}:{lineno}: expected 'TIME<TAB>tokens', got no tab")
-            t, text = line.split("\t", 1)
-            try:
-                time = float(t)
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: time {t!r} is not a number") from None
-            if not math.isfinite(time):
-                raise ValueError(f"{path}:{lineno}: time {t!r} is not finite")
-            yield time, (text.lower().split() if lowercase else text.split())
+    for lineno, line in _lines(path):
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        n += 1
+        if world > 1 and (n - 1) % world != rank:
+            continue
+        if "\t" not in line:
+            raise ValueError(f"{path}:{lineno}: expected 'TIME<TAB>tokens', got no tab")
+        t, text = line.split("\t", 1)
+        try:
+            time = float(t)
+        except ValueError:
+            header = " (a header line? the format has none: remove it)" if n == 1 else ""
+            raise ValueError(f"{path}:{lineno}: time {t!r} is not a number{header}") from None
+        if not math.isfinite(time):
+            raise ValueError(f"{path}:{lineno}: time {t!r} is not finite")
+        yield time, (text.lower().split() if lowercase else text.split())
 
 
 def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:

@@ -1,3 +1,6 @@
+import bz2
+import gzip
+
 import numpy as np
 import pytest
 
@@ -26,8 +29,31 @@ def test_read_tsv_errors_name_the_line(tmp_path):
     with pytest.raises(ValueError, match=":3: expected"):
         read_tsv(p)
     p.write_text("year\ta b\n")
-    with pytest.raises(ValueError, match="not a number"):
+    with pytest.raises(ValueError, match="not a number .a header line"):
         read_tsv(p)
+    p.write_text("1900\ta b\nnineteen\ta b\n")
+    with pytest.raises(ValueError, match=r":2: time 'nineteen' is not a number$"):  # no header hint past line 1
+        read_tsv(p)
+
+
+def test_read_tsv_encodings(tmp_path):
+    p = tmp_path / "c.tsv"
+    p.write_bytes("\ufeff1900\tcafé b\n".encode("utf-8"))  # a UTF-8 byte-order mark is dropped
+    assert list(read_tsv(p)) == [(1900.0, ["café", "b"])]
+    p.write_bytes("1900\ta b\n1901\tcafé\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"c.tsv:2: not UTF-8 text \(byte 0xe9 at column 9\); convert"):
+        read_tsv(p)
+    p.write_bytes("1900\ta b\n".encode("utf-16"))
+    with pytest.raises(ValueError, match="UTF-16 encoded"):
+        read_tsv(p)
+    p.write_bytes(bz2.compress(b"1900\ta b\n"))
+    with pytest.raises(ValueError, match="is a bzip2; extract it first"):
+        read_tsv(p)
+    p.write_bytes(gzip.compress(b"1900\ta b\n")[:12])
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        read_tsv(p)
+    p.write_bytes(gzip.compress("1900\tcafé\n".encode()))
+    assert list(read_tsv(p)) == [(1900.0, ["café"])]
 
 
 def test_vocabulary_and_encoding_drop_rare_words():
