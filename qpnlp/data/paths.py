@@ -8,7 +8,9 @@ files are decompressed transparently (recognised by their first bytes, not
 their names, so ``rt-polarity.neg`` may be gzip-compressed), other archives
 (zip, zstd, 7z) and binary files are refused with a message naming the file,
 and a decoding error names the file, the line, the column and the encodings
-tried. :func:`find_file` finds ``NAME`` or, failing that, ``NAME.gz``.
+tried. :func:`iter_lines` streams a large file (a corpus, a vectors file) line
+by line, plain or gzip, with the same kind of errors. :func:`find_file` finds
+``NAME`` or, failing that, ``NAME.gz``.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import gzip
 import lzma
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "read_text"]
+__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_text", "refuse_unreadable"]
 
 #: Name of the environment variable that points at the benchmark data folder.
 DATA_ENV_VAR = "QPNLP_DATA"
@@ -109,6 +111,39 @@ def find_file(folder: str | os.PathLike[str], name: str) -> Path:
     path = Path(folder) / name
     gz = path.with_name(path.name + ".gz")
     return gz if not path.exists() and gz.is_file() else path
+
+
+def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a text file, plain or gzip (recognised by its first bytes), streamed.
+
+    For files read once line by line and possibly larger than memory (corpora, vectors); :func:`read_text`
+    reads a whole file. Lines are decoded one at a time, so a decoding error names its line and column; a
+    UTF-8 byte-order mark is dropped. Lines keep their line ends.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a missing file.
+    ValueError
+        For UTF-16 text, another compressed or archive format (:func:`refuse_unreadable`), bytes that
+        ``encoding`` cannot decode, or a truncated or corrupt gzip file; the message names the file.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    refuse_unreadable(path, head, readable=("gzip",))
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield lineno, raw.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}:{lineno}: not {encoding} text (byte 0x{err.object[err.start]:02x} at column "
+                         f"{err.start + 1}); convert the file (e.g. iconv -f latin1 -t utf-8)") from None
+    except (EOFError, gzip.BadGzipFile) as err:
+        raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 
 
 def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> str:

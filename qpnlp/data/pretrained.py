@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 
 __all__ = [
@@ -186,15 +187,16 @@ def load_glove_text(
     words: Sequence[str] | set[str] | None = None,
     encoding: str = "utf-8",
 ) -> PretrainedVectors:
-    """Read a GloVe-format text file: ``word v_1 ... v_dim`` per line.
+    """Read a GloVe-format text file: ``word v_1 ... v_dim`` per line, plain or gzip-compressed.
 
-    A word2vec header line (two integers ``N dim``) is recognised and skipped.
-    Blank lines are skipped. The first occurrence of a repeated word wins.
+    A word2vec / fastText header line (two integers ``N dim``) is recognised
+    and checked: the file must then hold ``N`` vectors. Blank lines are
+    skipped. The first occurrence of a repeated word wins.
 
     Parameters
     ----------
     path : path-like
-        The text file.
+        The text file (gzip recognised by its first bytes).
     dim : int, optional
         Expected dimension; by default taken from the first vector line.
     words : collection of str, optional
@@ -208,49 +210,65 @@ def load_glove_text(
     Raises
     ------
     ValueError
-        For a line with the wrong number of columns or a non-numeric value;
-        the message names the file and the 1-based line number.
+        For a line with the wrong number of columns, a non-numeric or
+        non-finite value, bytes that ``encoding`` cannot decode, or fewer or
+        more vectors than the header announces; the message names the file
+        and the 1-based line number (:func:`qpnlp.data.paths.iter_lines`).
     """
     path = Path(path)
     keep = None if words is None else set(words)
     out_words: list[str] = []
     rows: list[np.ndarray] = []
     seen: set[str] = set()
-    with path.open(encoding=encoding) as f:
-        for lineno, line in enumerate(f, start=1):
-            parts = line.rstrip("\r\n").rstrip(" ").split(" ")
-            if parts == [""]:
-                continue
-            if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-                header_dim = int(parts[1])
-                if dim is not None and dim != header_dim:
-                    raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
-                dim = header_dim
-                continue
-            if dim is None:
-                dim = len(parts) - 1
-                if dim < 1:
-                    raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
-            if len(parts) != dim + 1:
-                raise ValueError(
-                    f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
-                    f"got {len(parts)}"
-                )
-            word = parts[0]
-            if word in seen or (keep is not None and word not in keep):
-                continue
-            try:
-                vec = np.asarray(parts[1:], dtype=np.float32)
-            except ValueError:
-                bad = next(p for p in parts[1:] if not _is_float(p))
-                raise ValueError(f"{path}:{lineno}: non-numeric value {bad!r} for word {word!r}") from None
-            seen.add(word)
-            out_words.append(word)
-            rows.append(vec)
+    announced, n_vectors, linenos = None, 0, []
+    for lineno, line in iter_lines(path, encoding):
+        parts = line.rstrip("\r\n").rstrip(" ").split(" ")
+        if parts == [""]:
+            continue
+        if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+            announced, header_dim = int(parts[0]), int(parts[1])
+            if dim is not None and dim != header_dim:
+                raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
+            dim = header_dim
+            continue
+        if dim is None:
+            dim = len(parts) - 1
+            if dim < 1:
+                raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
+        if len(parts) != dim + 1:
+            raise ValueError(
+                f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
+                f"got {len(parts)}"
+            )
+        n_vectors += 1
+        word = parts[0]
+        if word in seen or (keep is not None and word not in keep):
+            continue
+        out_words.append(word)
+        rows.append(_parse_vector(parts, path, lineno))
+        linenos.append(lineno)
+        seen.add(word)
     if dim is None:
         raise ValueError(f"{path}: no vectors found")
+    if announced is not None and announced != n_vectors:
+        raise ValueError(f"{path}: the header announces {announced} vectors, the file has {n_vectors}"
+                         f"{' (truncated?)' if n_vectors < announced else ''}")
     matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    finite = np.isfinite(matrix).all(1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise ValueError(f"{path}:{linenos[row]}: non-finite value for word {out_words[row]!r}")
     return from_matrix(out_words, matrix)
+
+
+def _parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
+    """The float32 values of a split vector line ``[word, v_1, ..., v_d]``; errors name the line."""
+    try:
+        vec = np.asarray(parts[1:], dtype=np.float32)
+    except ValueError:
+        bad = next(p for p in parts[1:] if not _is_float(p))
+        raise ValueError(f"{path}:{lineno}: non-numeric value {bad!r} for word {parts[0]!r}") from None
+    return vec
 
 
 def _is_float(s: str) -> bool:

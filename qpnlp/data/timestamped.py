@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from qpnlp.data.paths import refuse_unreadable
+from qpnlp.data.paths import iter_lines
 
 if TYPE_CHECKING:
     from qpnlp.data.vocab import Vocabulary
@@ -161,44 +161,13 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
-def _open_bytes(path: Path):
-    """Open a text file for streaming as bytes: plain or gzip (recognised by its magic bytes, not its name).
-
-    UTF-16 text and other compressed formats raise ``ValueError`` saying what the file is
-    (:func:`qpnlp.data.paths.refuse_unreadable`).
-    """
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    refuse_unreadable(path, head, readable=("gzip",))
-    return gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb")
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file (a byte-order mark dropped), one line in memory at a time.
-
-    Decoded line by line so that a decoding error names its line: ``ValueError``, as for a truncated gzip file.
-    """
-    lineno = 0
-    try:
-        with _open_bytes(path) as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                yield lineno, raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at column "
-                         f"{err.start + 1}); convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
-    except (EOFError, gzip.BadGzipFile) as err:
-        raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
-
-
 def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a directory, not a TSV file")
     n = 0
-    for lineno, line in _lines(path):
+    for lineno, line in iter_lines(path):
         line = line.rstrip("\n")
         if not line.strip():
             continue

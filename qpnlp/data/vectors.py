@@ -27,7 +27,6 @@ vectors a vocabulary actually gets.
 from __future__ import annotations
 
 import functools
-import gzip
 import importlib.util
 import json
 import os
@@ -142,26 +141,7 @@ def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> Pretrai
         return vectors if words is None else vectors.restricted_to(words)
     if p.suffix == ".bin":
         return read_word2vec_binary(p, words=words)
-    if _is_gzip(p):
-        return _read_gzip_text(p, words)
-    return load_glove_text(p, words=words)
-
-
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(2) == b"\x1f\x8b"
-
-
-def _read_gzip_text(path: Path, words) -> PretrainedVectors:
-    import tempfile
-
-    # load_glove_text reads plain files; decompress to a temporary file once (vectors files are large,
-    # and a temporary file keeps its line-numbered error messages).
-    with gzip.open(path, "rb") as src, tempfile.NamedTemporaryFile(suffix=".txt") as tmp:
-        while chunk := src.read(1 << 20):
-            tmp.write(chunk)
-        tmp.flush()
-        return load_glove_text(tmp.name, words=words)
+    return load_glove_text(p, words=words)  # plain or gzip
 
 
 def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:

@@ -1,3 +1,5 @@
+import gzip
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,35 @@ def test_glove_text_duplicates_and_filter(tmp_path):
 def test_glove_text_empty_file(tmp_path):
     with pytest.raises(ValueError, match="no vectors"):
         load_glove_text(_write(tmp_path, "\n"))
+
+
+def test_glove_text_header_count_must_match(tmp_path):
+    with pytest.raises(ValueError, match=r"header announces 3 vectors, the file has 2 \(truncated\?\)"):
+        load_glove_text(_write(tmp_path, "3 2\na 1 2\nb 3 4\n"))
+    with pytest.raises(ValueError, match="header announces 1 vectors, the file has 2$"):
+        load_glove_text(_write(tmp_path, "1 2\na 1 2\nb 3 4\n"), words={"a"})  # counted before filtering
+
+
+def test_glove_text_non_finite_and_encoding_errors_name_the_line(tmp_path):
+    with pytest.raises(ValueError, match=r"vec.txt:3: non-finite value for word 'c'"):
+        load_glove_text(_write(tmp_path, "a 1 2\nb 3 4\nc nan 1\n"))
+    assert load_glove_text(_write(tmp_path, "a 1 2\nc inf 1\n"), words={"a"}).words == ["a"]  # dropped rows unchecked
+    path = tmp_path / "latin.txt"
+    path.write_bytes("a 1 2\ncafé 3 4\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin.txt:2: not utf-8 text \(byte 0xe9 at column 4\)"):
+        load_glove_text(path)
+    assert load_glove_text(path, encoding="latin-1").words == ["a", "café"]
+
+
+def test_glove_text_gzip_errors_name_the_users_file(tmp_path):
+    path = tmp_path / "vec.txt.gz"
+    path.write_bytes(gzip.compress(b"a 1 2\nb 1 x\n"))
+    with pytest.raises(ValueError, match=r"vec.txt.gz:2: non-numeric value 'x'"):
+        load_glove_text(path)
+    rows = "".join(f"w{i} {i} {i * i}\n" for i in range(2000)).encode()
+    path.write_bytes(gzip.compress(rows)[:-20])  # the end of the stream cut off
+    with pytest.raises(ValueError, match="vec.txt.gz: truncated or corrupt gzip file"):
+        load_glove_text(path)
 
 
 def test_from_matrix_validates():

@@ -41,7 +41,7 @@ def test_read_tsv_encodings(tmp_path):
     p.write_bytes("\ufeff1900\tcafé b\n".encode("utf-8"))  # a UTF-8 byte-order mark is dropped
     assert list(read_tsv(p)) == [(1900.0, ["café", "b"])]
     p.write_bytes("1900\ta b\n1901\tcafé\n".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"c.tsv:2: not UTF-8 text \(byte 0xe9 at column 9\); convert"):
+    with pytest.raises(ValueError, match=r"c.tsv:2: not utf-8 text \(byte 0xe9 at column 9\); convert"):
         read_tsv(p)
     p.write_bytes("1900\ta b\n".encode("utf-16"))
     with pytest.raises(ValueError, match="UTF-16 encoded"):
