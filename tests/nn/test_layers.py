@@ -77,6 +77,25 @@ def test_conv1d_is_sum_over_windows(cdtype, device, tol):
         conv(x[:, :2])
 
 
+def test_conv1d_block_kernel_equals_torchs_complex_convolution(cdtype, device, tol):
+    torch.manual_seed(0)
+    conv = ComplexConv1d(3, 4, 2, dtype=cdtype).to(device)
+    with torch.no_grad():
+        conv.bias.copy_(torch.randn(4, dtype=cdtype))
+    x = _x((2, 3, 7), cdtype, device).transpose(1, 2).requires_grad_()      # (2, 7, 3), not contiguous
+    out = conv(x)
+    expected = torch.nn.functional.conv1d(x.transpose(-1, -2), conv.weight, conv.bias).transpose(-1, -2)
+    torch.testing.assert_close(out, expected, atol=tol(6), rtol=0)
+    assert out.is_contiguous()
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, (x, conv.weight, conv.bias), g)
+    want = torch.autograd.grad(expected, (x, conv.weight, conv.bias), g)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=tol(40), rtol=0)
+    torch.testing.assert_close(conv(x[0].detach()), expected[0].detach(), atol=tol(6), rtol=0)  # unbatched (L, C)
+    torch.testing.assert_close(conv(x.detach().conj()), conv(x.detach().conj().resolve_conj()), atol=0, rtol=0)
+
+
 def test_split_activation_and_part_mul(cdtype):
     z = torch.tensor([1 - 2j, -3 + 4j], dtype=cdtype)
     assert torch.equal(split_activation(z, "relu"), torch.tensor([1 + 0j, 4j], dtype=cdtype))
