@@ -181,7 +181,7 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
     real = z.dtype.to_real()
     keep = torch.rand(z.shape, dtype=real, device=z.device, generator=generator) >= p
     scale = keep.to(real) / (1 - p)
-    return _from_parts(_parts(z) * scale.unsqueeze(-1)) if z.is_complex() else z * scale
+    return z * scale  # complex times real: torch's mixed-dtype kernel, faster than a product on the [Re, Im] view
 
 
 def readout(z: Tensor, kind: str = "modulus") -> Tensor:
@@ -281,9 +281,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     _check_steps(x, mask, "mask")
     m = mask.to(x.dtype.to_real()).unsqueeze(-1)
     count = m.sum(-2).clamp_min(1)
-    if x.is_complex():                          # on the [Re, Im] pairs: no complex product with a real mask
-        return _from_parts((_parts(x) * m.unsqueeze(-1)).sum(-3) / count.unsqueeze(-1))
-    return (x * m).sum(-2) / count
+    return (x * m).sum(-2) / count              # complex x: a complex-times-real product, no complex copy of m
 
 
 class _MaskedMax(torch.autograd.Function):
