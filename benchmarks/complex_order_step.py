@@ -41,6 +41,7 @@ from _bench import interleaved, profile_table, ratio, summary, uptime  # noqa: E
 from qpnlp.data import iterate_batches, load_classification, splits  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
+from qpnlp.nn.linear import _block_weight  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
 from qpnlp.training.classification import prepare  # noqa: E402
 from qpnlp.training.trainer import Optimisers, train_step  # noqa: E402
@@ -53,13 +54,6 @@ def make_step(model, optimisers, batches):
     return steps
 
 
-def _block(weight: torch.Tensor) -> torch.Tensor:
-    """Real ``(2 out, 2 in, ...)`` matrix acting on [Re, Im] pairs like the complex ``(out, in, ...)`` weight."""
-    a, b = weight.real, weight.imag
-    return torch.stack((torch.stack((a, -b), 2), torch.stack((b, a), 2)), 1).reshape(
-        2 * weight.shape[0], 2 * weight.shape[1], *weight.shape[2:])
-
-
 def _layer(x, w, fan_out, conv: bool):
     """complex, complex through a real block product, real (for real x, w) forward+backward closures."""
     f = torch.nn.functional
@@ -69,12 +63,12 @@ def _layer(x, w, fan_out, conv: bool):
     if conv:
         native = lambda: f.conv1d(x.transpose(1, 2), w).transpose(1, 2)  # noqa: E731
         block = lambda: torch.view_as_complex(f.conv1d(  # noqa: E731
-            torch.view_as_real(x).flatten(-2).transpose(1, 2), _block(w)).transpose(1, 2).unflatten(-1, (fan_out, 2))
+            torch.view_as_real(x).flatten(-2).transpose(1, 2), _block_weight(w)).transpose(1, 2).unflatten(-1, (fan_out, 2))
             .contiguous())
     else:
         native = lambda: f.linear(x, w)  # noqa: E731
         block = lambda: torch.view_as_complex(  # noqa: E731
-            f.linear(torch.view_as_real(x).flatten(-2), _block(w)).unflatten(-1, (fan_out, 2)))
+            f.linear(torch.view_as_real(x).flatten(-2), _block_weight(w)).unflatten(-1, (fan_out, 2)))
     return (lambda: native().abs().sum().backward()), (lambda: block().abs().sum().backward())
 
 

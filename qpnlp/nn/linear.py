@@ -127,7 +127,7 @@ class ComplexLinear(nn.Module):
 
 
 def _block_weight(w: Tensor) -> Tensor:
-    r"""The real kernel ``(2 O, 2 C, k)`` of a complex one ``(O, C, k)`` on interleaved [Re, Im] channels.
+    r"""The real weight ``(2 O, 2 C, ...)`` of a complex one ``(O, C, ...)`` on interleaved [Re, Im] channels.
 
     Output channel :math:`2o` (real part) reads :math:`[\Re W_{oc}, -\Im W_{oc}]` from input channels
     :math:`2c, 2c + 1`; output channel :math:`2o + 1` (imaginary part) reads :math:`[\Im W_{oc}, \Re W_{oc}]`
@@ -135,7 +135,7 @@ def _block_weight(w: Tensor) -> Tensor:
     """
     re, im = w.real, w.imag
     return torch.stack([torch.stack([re, -im], 2), torch.stack([im, re], 2)], 1).reshape(
-        2 * w.shape[0], 2 * w.shape[1], w.shape[2])
+        2 * w.shape[0], 2 * w.shape[1], *w.shape[2:])
 
 
 def _block_conv1d(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
