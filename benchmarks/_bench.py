@@ -39,17 +39,21 @@ def clock() -> Callable[[], float]:
 
 
 def interleaved(variants: dict[str, Callable[[], object]], *, rounds: int = 5, min_run_time: float = 0.5,
-                warmup: int = 2, log=print) -> dict[str, list[float]]:
-    """Seconds per call of each variant, one median per round, variants alternated within each round."""
+                warmup: int = 2, log=print, timer: Callable[[], float] | None = None) -> dict[str, list[float]]:
+    """Seconds per call of each variant, one median per round, variants alternated within each round.
+
+    ``timer``: the clock (default :func:`clock`); on a GPU, one that synchronises the device
+    (``torch.utils.benchmark.utils.timer.timer``).
+    """
     for fn in variants.values():
         for _ in range(warmup):
             fn()
     times: dict[str, list[float]] = {name: [] for name in variants}
     for r in range(rounds):
         for name, fn in variants.items():
-            timer = benchmark.Timer(stmt="fn()", globals=dict(fn=fn), num_threads=torch.get_num_threads(),
-                                    timer=clock())
-            times[name].append(timer.blocked_autorange(min_run_time=min_run_time).median)
+            measure = benchmark.Timer(stmt="fn()", globals=dict(fn=fn), num_threads=torch.get_num_threads(),
+                                      timer=timer or clock())
+            times[name].append(measure.blocked_autorange(min_run_time=min_run_time).median)
         if log:
             log(f"  round {r + 1}/{rounds}: " + ", ".join(f"{n} {t[-1] * 1e3:.2f} ms" for n, t in times.items()))
     return times

@@ -3,7 +3,7 @@
 :func:`~qpnlp.word2fun.train.fit` trains in every process of a
 ``torch.distributed`` job (started by ``torchrun``, which sets ``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`setup` opens the
-group, gloo on CPU, NCCL on CUDA).  Each process reads its own shard of the
+group, gloo on CPU, NCCL on CUDA, or the backend named by ``QPNLP_DIST_BACKEND``).  Each process reads its own shard of the
 corpus (:meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`, or
 every ``world``-th document of a corpus in memory), and the processes keep
 *one* model:
@@ -70,10 +70,16 @@ def is_main_process() -> bool:
     return rank() == 0
 
 
+BACKEND_VARIABLE = "QPNLP_DIST_BACKEND"
+
+
 def setup(device: str = "cpu") -> int:
     """Open the process group when started by ``torchrun`` (``WORLD_SIZE`` > 1); returns the world size.
 
-    gloo for CPU training, NCCL for CUDA (each process on ``cuda:LOCAL_RANK``).
+    gloo for CPU training, NCCL for CUDA (each process on ``cuda:LOCAL_RANK``
+    when the node has that many GPUs, else on ``cuda:LOCAL_RANK % GPUs``).
+    The environment variable ``QPNLP_DIST_BACKEND`` overrides the choice:
+    ``gloo`` lets several processes share one GPU, which NCCL refuses.
     Does nothing when the group is already open or the job has one process.
     """
     import torch.distributed as dist
@@ -82,11 +88,24 @@ def setup(device: str = "cpu") -> int:
         return dist.get_world_size()
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return 1
-    backend = "nccl" if torch.device(device).type == "cuda" else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    cuda = torch.device(device).type == "cuda"
+    backend = os.environ.get(BACKEND_VARIABLE) or ("nccl" if cuda else "gloo")
+    if backend not in ("nccl", "gloo"):
+        raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
+    if cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     dist.init_process_group(backend)
     return dist.get_world_size()
+
+
+def _reduce(d, tensor: torch.Tensor, op) -> None:
+    """``all_reduce`` of ``tensor`` in place, through a CUDA copy under NCCL (which reduces CUDA tensors only)."""
+    if d.get_backend() != "nccl" or tensor.is_cuda:
+        d.all_reduce(tensor, op=op)
+        return
+    on_gpu = tensor.to(torch.device("cuda", torch.cuda.current_device()))
+    d.all_reduce(on_gpu, op=op)
+    tensor.copy_(on_gpu)
 
 
 def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counter]:
@@ -107,7 +126,7 @@ def all_reduce_sum(tensor: torch.Tensor) -> None:
     """Sum ``tensor`` over the processes, in place (a no-op in a single process)."""
     d = _dist()
     if d is not None:
-        d.all_reduce(tensor)
+        _reduce(d, tensor, d.ReduceOp.SUM)
 
 
 def all_sum(values: list[float]) -> list[float]:
@@ -125,7 +144,7 @@ def all_min_max(lo: float, hi: float) -> tuple[float, float]:
     if d is None:
         return lo, hi
     t = torch.tensor([-lo, hi], dtype=torch.float64)
-    d.all_reduce(t, op=d.ReduceOp.MAX)
+    _reduce(d, t, d.ReduceOp.MAX)
     return -float(t[0]), float(t[1])
 
 
@@ -158,6 +177,7 @@ class ParameterSync:
     """
 
     def __init__(self, model: torch.nn.Module):
+        # the snapshots live where the parameters are now: move the model to its training device first
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.snapshot = [p.detach().clone() for p in self.params]
         self.rounds = 0

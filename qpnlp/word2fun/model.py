@@ -497,7 +497,7 @@ class Word2Fun(Model):
           per raw time unit, by central differences on ``steps`` points of the span.
         """
         b = self.base(words)  # the static part; slice 0 for the "sliced" family
-        nan = torch.full((words.shape[0],), float("nan"))
+        nan = torch.full((words.shape[0],), float("nan"), device=b.device)
         if self.family in SINUSOIDAL_FAMILIES:
             ratio = self.amplitude(words).abs().mean(-1) / b.abs().mean(-1)
         elif self.family == "linear":

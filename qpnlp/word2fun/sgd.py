@@ -273,7 +273,7 @@ def centre_sgd_step(
     else:
         row_steps, shared = vjp(g_f.mul_(row_lr.to(f.dtype).mul(-lr)[:, None]))
     if isinstance(roughness_penalty, torch.Tensor) or row_lr is not None:
-        lam = roughness_penalty if isinstance(roughness_penalty, torch.Tensor) else torch.full((N,), float(roughness_penalty))
+        lam = roughness_penalty if isinstance(roughness_penalty, torch.Tensor) else torch.full((N,), float(roughness_penalty), device=f.device)
         if row_lr is not None:
             lam = lam * row_lr
         if bool((lam > 0).any()):

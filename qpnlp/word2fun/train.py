@@ -335,7 +335,7 @@ def fit(
                                          time_scale=model.time_scale.scale), seed=cfg.seed)
         static_cfg = dataclasses.replace(cfg, epochs=compass_epochs, roughness_penalty=0.0)
         compass_stats = train_source(static, source, counts, static_cfg, progress=progress,
-                                     sync=dist.ParameterSync(static) if world > 1 else None,
+                                     sync=dist.ParameterSync(static.to(cfg.device)) if world > 1 else None,
                                      rng=_data_rng(cfg.seed, rank, 0))
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part (every slice of it) from the static model as well
@@ -378,7 +378,7 @@ def fit(
         if on_epoch is not None:
             on_epoch(epoch, st)
 
-    sync = dist.ParameterSync(model) if world > 1 else None
+    sync = dist.ParameterSync(model.to(cfg.device)) if world > 1 else None
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()

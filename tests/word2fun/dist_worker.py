@@ -9,14 +9,14 @@ from qpnlp.data import read_tsv
 from qpnlp.word2fun import TrainConfig, fit
 from qpnlp.word2fun.distributed import rank, shutdown
 
-def main(corpus_path: str, out: str, checkpoint: str) -> None:
+def main(corpus_path: str, out: str, checkpoint: str, device: str = "cpu") -> None:
     torch.set_num_threads(1)
-    result = fit(read_tsv(corpus_path), TrainConfig(epochs=2, seed=0, sync_every=4), dim=12, min_count=3,
-                 checkpoint=checkpoint)
-    params = {k: v.detach().numpy() for k, v in result.vectors.model.state_dict().items()}
+    result = fit(read_tsv(corpus_path), TrainConfig(epochs=2, seed=0, sync_every=4, device=device), dim=12,
+                 min_count=3, checkpoint=checkpoint)
+    params = {k: v.detach().cpu().numpy() for k, v in result.vectors.model.state_dict().items()}
     np.savez(f"{out}-rank{rank()}.npz", world=result.world_size, tokens=result.stats.tokens, **params)
     shutdown()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -80,21 +80,24 @@ def test_resuming_from_a_checkpoint_continues_the_run(tmp_path, tiny_drift):
 
 
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
-def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift):
+def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift, device):
+    """On the test device: gloo on CPU; on CUDA, NCCL with a GPU per process, else gloo on one shared GPU."""
     corpus, truth = tiny_drift
     write_tsv(corpus, tmp_path / "c.tsv")
     torchrun = str(Path(sys.executable).parent / "torchrun")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if device.type == "cuda" and torch.cuda.device_count() < 2:
+        env["QPNLP_DIST_BACKEND"] = "gloo"
     subprocess.run([torchrun, "--nproc-per-node", "2", "--master-port", "29571", str(Path(__file__).parent / "dist_worker.py"),
-                    str(tmp_path / "c.tsv"), str(tmp_path / "p"), str(tmp_path / "ck")], check=True, env=env,
-                   timeout=300)
+                    str(tmp_path / "c.tsv"), str(tmp_path / "p"), str(tmp_path / "ck"), str(device)], check=True,
+                   env=env, timeout=300)
     a, b = np.load(tmp_path / "p-rank0.npz"), np.load(tmp_path / "p-rank1.npz")
     assert int(a["world"]) == 2 and int(a["tokens"]) == 2 * corpus.n_tokens  # both processes' tokens, 2 epochs
     for key in a.files:
         np.testing.assert_array_equal(a[key], b[key])  # one model after the last synchronisation
     saved = KeyedVectors.from_pretrained(tmp_path / "ck")  # written once, by rank 0, loadable
     assert read_model_header(tmp_path / "ck")["metadata"]["processes"] == 2
-    np.testing.assert_array_equal(saved.model.compass.weight.detach().numpy(), a["compass.weight"])
+    np.testing.assert_array_equal(saved.model.compass.weight.detach().cpu().numpy(), a["compass.weight"])
     words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
     r = evaluate_grid(DriftGrid(saved.grid(words, truth.years), words, truth.years), truth)
     assert r["auc"] >= 0.8 and r["acc_after"] >= 0.6  # it learned the drift from both shards
@@ -129,3 +132,36 @@ def test_the_segmented_loop_of_distributed_runs_trains_like_the_plain_loop(tiny_
     assert a.epoch_loss == b.epoch_loss  # the same learning-rate schedule and the same updates
     for p, q in zip(plain.parameters(), segmented.parameters()):
         assert torch.equal(p, q)
+
+
+def test_a_bad_backend_name_is_refused(monkeypatch):
+    from qpnlp.word2fun.distributed import setup
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("QPNLP_DIST_BACKEND", "mpi")
+    with pytest.raises(ValueError, match="QPNLP_DIST_BACKEND"):
+        setup("cpu")
+
+
+def test_the_collectives_reduce_cpu_values_under_nccl(tmp_path, device):
+    """all_sum / all_min_max / all_reduce_sum take CPU values; NCCL reduces CUDA tensors only."""
+    import torch.distributed as dist
+
+    from qpnlp.word2fun import distributed
+
+    if device.type != "cuda" or not dist.is_nccl_available():
+        pytest.skip("NCCL needs CUDA: run the suite with QPNLP_TEST_DEVICE=cuda")
+    dist.init_process_group("nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        assert distributed.all_sum([1.0, 2.5]) == [1.0, 2.5]
+        assert distributed.all_min_max(3.0, 7.0) == (3.0, 7.0)
+        counts = torch.arange(4, dtype=torch.float64)
+        distributed.all_reduce_sum(counts)
+        assert counts.device.type == "cpu" and counts.tolist() == [0.0, 1.0, 2.0, 3.0]
+        model = torch.nn.Linear(3, 2).to(device)
+        sync = distributed.ParameterSync(model)
+        with torch.no_grad():
+            model.weight.add_(1.0)
+        assert sync.step(False) is False and sync.rounds == 1
+    finally:
+        dist.destroy_process_group()

@@ -30,11 +30,13 @@ def test_hogwild_workers_train(tiny_drift, make):
     assert Word2FunConfig.from_dict(m.config.to_dict()).max_periods == 2.0
 
 
-def test_end_to_end_drift_recovery_tiny(tiny_drift):
+def test_end_to_end_drift_recovery_tiny(tiny_drift, device):
     corpus, truth = tiny_drift
-    result = fit(corpus, TrainConfig(epochs=3, negatives=32, shared_negatives=True, batch_size=2048), family="IV",
-                 dim=20, time_scale=TimeScale(*corpus.span), frequency_init="harmonic", min_count=3)
+    result = fit(corpus, TrainConfig(epochs=3, negatives=32, shared_negatives=True, batch_size=2048,
+                                     device=str(device)),
+                 family="IV", dim=20, time_scale=TimeScale(*corpus.span), frequency_init="harmonic", min_count=3)
     st, emb = result.stats, result.vectors
+    assert all(p.device.type == device.type for p in emb.model.parameters())
     assert st.epoch_loss[-1] < st.epoch_loss[0] and st.tokens_per_s > 0
     words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
     r = evaluate_grid(DriftGrid(emb.grid(words, truth.years), words, truth.years), truth)

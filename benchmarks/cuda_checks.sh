@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The checks of one session on a GPU machine (the device tool's `run`, from the repository root): the
+# numeric tests on CUDA (every test that takes the `device` fixture, the Word2Fun training and distributed
+# tests among them), then benchmarks/cuda_steps.py. Output goes to $OUT (the device tool's folder that
+# comes back), else to /tmp/cuda-checks. The GPU image's python3 holds torch; qpnlp runs from the checkout.
+set -uo pipefail
+out=${OUT:-/tmp/cuda-checks}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, torch.cuda.get_device_name())"
+    uptime
+} 2>&1 | tee "$out/env.txt"
+tests=$(grep -rlE "def test_[a-z0-9_]+\([^)]*\bdevice\b" tests | sort)
+QPNLP_TEST_DEVICE=cuda timeout "${TEST_TIMEOUT:-200}" python3 -m pytest -q -p no:cacheprovider -n "${TEST_WORKERS:-8}" \
+    $tests 2>&1 | tee "$out/pytest_cuda.txt"
+timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/cuda_steps.py --json "$out/cuda_steps.json" "$@" 2>&1 \
+    | tee "$out/cuda_steps.txt"
