@@ -1,6 +1,7 @@
 """torch.compile against eager for QPDN, CNM and the measurement: graph breaks, compile time, step time.
 
-Validation off (``qpnlp.hilbert.set_validation(False)``), 1 thread. For each
+Validation off (``qpnlp.hilbert.set_validation(False)``), 1 thread, on ``--device`` (CPU by default;
+on CUDA the clock synchronises the device, and ``--mode reduce-overhead`` adds CUDA graphs). For each
 case, ``torch._dynamo.explain`` counts the graphs and graph breaks of the
 forward; then the eager and the compiled (``torch.compile``, inductor, default
 mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
@@ -14,6 +15,7 @@ mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
 Usage::
 
     python benchmarks/compile_vs_eager.py [--cases measurement qpdn cnm] [--json out.json]
+    python benchmarks/compile_vs_eager.py --device cuda --mode default reduce-overhead   # on a GPU
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch._dynamo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+from torch.utils.benchmark.utils.timer import timer as synchronised_clock  # noqa: E402
 
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.measurement import born_probabilities  # noqa: E402
@@ -39,12 +42,13 @@ from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
 from qpnlp.training.trainer import Optimisers  # noqa: E402
 
 
-def measurement_case(gen):
-    states = torch.nn.functional.normalize(torch.randn(32, 50, 300, dtype=torch.complex64, generator=gen), dim=-1)
-    weights = torch.softmax(torch.randn(32, 50, generator=gen), -1).requires_grad_()
-    vectors = torch.nn.functional.normalize(torch.randn(50, 300, dtype=torch.complex64, generator=gen), dim=-1)
-    states.requires_grad_(), vectors.requires_grad_()
-    grad = torch.randn(32, 50, generator=gen)
+def measurement_case(gen, device):
+    unit = lambda *shape: torch.nn.functional.normalize(  # noqa: E731
+        torch.randn(*shape, dtype=torch.complex64, generator=gen), dim=-1).to(device).requires_grad_()
+    states = unit(32, 50, 300)
+    weights = torch.softmax(torch.randn(32, 50, generator=gen), -1).to(device).requires_grad_()
+    vectors = unit(50, 300)
+    grad = torch.randn(32, 50, generator=gen).to(device)
 
     def make(fn):
         def run():
@@ -54,10 +58,10 @@ def measurement_case(gen):
     return born_probabilities, (states, weights, vectors), make
 
 
-def qpdn_case(gen):
-    model = QPDN(QPDNConfig(num_words=20000, num_classes=2, dim=300, num_measurements=50), generator=gen)
-    ids = torch.randint(2, 20000, (32, 50), generator=gen)
-    mask, labels = torch.ones_like(ids, dtype=torch.bool), torch.randint(0, 2, (32,), generator=gen)
+def qpdn_case(gen, device):
+    model = QPDN(QPDNConfig(num_words=20000, num_classes=2, dim=300, num_measurements=50), generator=gen).to(device)
+    ids = torch.randint(2, 20000, (32, 50), generator=gen).to(device)
+    mask, labels = torch.ones_like(ids, dtype=torch.bool), torch.randint(0, 2, (32,), generator=gen).to(device)
     optimisers = Optimisers(model, TrainConfig())
 
     def make(fn):
@@ -69,11 +73,11 @@ def qpdn_case(gen):
     return model, (ids, mask), make
 
 
-def cnm_case(gen):
+def cnm_case(gen, device):
     model = CNM(CNMConfig(num_words=20000, dim=50, num_measurements=300, measurement_init="orthogonal"),
-                generator=gen).train()
-    q = torch.randint(2, 20000, (32, 16), generator=gen)
-    a, n = torch.randint(2, 20000, (32, 64), generator=gen), torch.randint(2, 20000, (32, 64), generator=gen)
+                generator=gen).to(device).train()
+    q = torch.randint(2, 20000, (32, 16), generator=gen).to(device)
+    a, n = (torch.randint(2, 20000, (32, 64), generator=gen).to(device) for _ in range(2))
     masks = [torch.ones_like(t, dtype=torch.bool) for t in (q, a, n)]
     optimisers = Optimisers(model, MatchingConfig())
 
@@ -93,6 +97,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--mode", nargs="+", default=["default"], help="torch.compile modes, each timed against eager")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=0.5)
     parser.add_argument("--json")
@@ -100,24 +106,30 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     set_validation(False)
     load_start = uptime()
-    print(f"torch.compile (inductor, default mode) vs eager, validation off, {args.threads} thread(s), "
+    device = torch.device(args.device)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"torch.compile (inductor, modes {args.mode}) vs eager, validation off, {args.threads} thread(s), {where}, "
           f"torch {torch.__version__}\nload before: {load_start}")
     results = {}
-    for name in args.cases:
-        fn, inputs, make = CASES[name](torch.Generator().manual_seed(0))
+    for name, mode in [(n, m) for n in args.cases for m in args.mode]:
+        fn, inputs, make = CASES[name](torch.Generator().manual_seed(0), device)
         torch._dynamo.reset()
         explained = torch._dynamo.explain(fn)(*inputs)
         reasons = sorted({str(b.reason).splitlines()[0] for b in explained.break_reasons})
         torch._dynamo.reset()
-        compiled = torch.compile(fn)
+        compiled = torch.compile(fn, mode=mode)
+        name = name if len(args.mode) == 1 else f"{name} ({mode})"
         eager_step, compiled_step = make(fn), make(compiled)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
             compiled_step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
             compile_seconds = time.perf_counter() - start
         times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
-                            min_run_time=args.min_run_time, log=None)
+                            min_run_time=args.min_run_time, log=None,
+                            timer=synchronised_clock if device.type == "cuda" else None)
         results[name] = dict(graphs=explained.graph_count, graph_breaks=explained.graph_break_count,
                              break_reasons=reasons, compile_seconds=compile_seconds, seconds=times,
                              summary=summary(times), compiled_over_eager=ratio(times, "compiled", "eager"),
