@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from qpnlp._device import resolve_device
 from qpnlp.models.base import atomic_write_text
 from qpnlp.training import TrainConfig
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
@@ -34,22 +35,9 @@ from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 def device_type(value: str) -> str:
     """argparse type: a torch device this machine has (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
     try:
-        device = torch.device(value)
-    except (RuntimeError, ValueError):
-        raise argparse.ArgumentTypeError(f"unknown device {value!r}; expected cpu, cuda, cuda:N or mps") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
-            raise argparse.ArgumentTypeError(f"{value!r} requested but CUDA is not available on this machine"
-                                             f"{build}; use --device cpu")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise argparse.ArgumentTypeError(f"{value!r}: this machine has {torch.cuda.device_count()} CUDA "
-                                             f"device(s), cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
-    elif device.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise argparse.ArgumentTypeError(f"{value!r} requested but MPS is not available on this machine")
-    elif device.type != "cpu":
-        raise argparse.ArgumentTypeError(f"device {value!r} is not supported; expected cpu, cuda, cuda:N or mps")
+        resolve_device(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("use device 'cpu'", "use --device cpu")) from None
     return value
 
 

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from qpnlp._device import resolve_device
 from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch,
                         with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
@@ -277,7 +278,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     for what, part in (("training", train), ("dev", dev)):
         if part.n_questions == 0:
             raise ValueError(f"the {what} set has no question")
-    device = torch.device(config.device)
+    device = resolve_device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from qpnlp._device import resolve_device
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
 from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
@@ -93,6 +94,10 @@ class TrainConfig:
             raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
         if self.length_chunks is not None and self.length_chunks < 0:
             raise ConfigError(f"length_chunks must be >= 0 (or None); got {self.length_chunks}")
+        try:
+            resolve_device(self.device, available=False)     # the name; fit() checks this machine has it
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -440,7 +445,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     for name, part in (("training", train), ("dev", dev)):
         if len(part) == 0:
             raise ValueError(f"the {name} set is empty; nothing to {'train on' if name == 'training' else 'select on'}")
-    device = torch.device(config.device)
+    device = resolve_device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
 

@@ -37,6 +37,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from qpnlp._device import resolve_device
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step
@@ -131,6 +132,7 @@ class TrainConfig:
             raise ValueError(f"negative_weight must be positive; got {self.negative_weight}")
         if self.step_centre_lr is not None and not self.step_centre_lr >= 0:
             raise ValueError(f"step_centre_lr must be >= 0 (or None); got {self.step_centre_lr}")
+        resolve_device(self.device, available=False)          # the name; fit() checks this machine has it
         if self.sample < 0 or (self.roughness_penalty or 0.0) < 0 or self.rare_lr_max < 1:
             raise ValueError(f"sample and roughness_penalty must be >= 0 and rare_lr_max >= 1; got {self.sample}, "
                              f"{self.roughness_penalty}, {self.rare_lr_max}")
@@ -394,7 +396,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     cfg = resolve_penalty(config or TrainConfig(), model.family, model.logistic)
     if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
-    dev = torch.device(cfg.device)
+    dev = resolve_device(cfg.device)
     model.to(dev)
     rng = rng if rng is not None else np.random.default_rng(cfg.seed)
     workers = max(1, int(cfg.workers))

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, TextIO
 import numpy as np
 import torch
 
+from qpnlp._device import resolve_device
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
@@ -263,6 +264,7 @@ def fit(
         raise ValueError("Word2Fun needs a vocabulary without special tokens (Vocabulary.build(..., specials=False))")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs the checkpoint directory to continue from")
+    resolve_device(cfg.device)
     world, rank = dist.setup(cfg.device), dist.rank()
     streamed = isinstance(corpus, TsvStream)
     if streamed:
@@ -351,7 +353,7 @@ def fit(
                       file=log)
     vectors = KeyedVectors(model, vocab)
     model.train()
-    dev = torch.device(cfg.device)
+    dev = resolve_device(cfg.device)
     rng = _data_rng(cfg.seed, rank, 0)
     gens = [torch.Generator(device=dev).manual_seed(cfg.seed + 104729 * rank)] + [
         torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w + 104729 * rank) for w in range(1, cfg.workers)]

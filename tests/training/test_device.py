@@ -90,3 +90,36 @@ def test_cnm_trains_and_scores_on_the_device(device):
     assert _on(model, device) and np.isfinite(result.history[-1]["train_loss"])
     scores = score_pairs(model, _qa(seed=1), device=device)
     assert scores.shape == (24,) and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize("name", ["gpu", "cuda:x", "meta", "xla"])
+def test_a_bad_device_name_is_refused_by_every_config(name):
+    from qpnlp.training import ConfigError
+    from qpnlp.word2fun import TrainConfig as Word2FunConfig
+
+    with pytest.raises(ConfigError, match="device"):
+        TrainConfig(device=name)
+    with pytest.raises(ConfigError, match="device"):
+        MatchingConfig(device=name)
+    with pytest.raises(ValueError, match="device"):
+        Word2FunConfig(device=name)
+
+
+def test_a_device_this_machine_lacks_fails_before_training_with_the_reason():
+    """A config names the device only; fit() checks that this machine has it, before touching the model."""
+    from qpnlp.word2fun import TrainConfig as Word2FunConfig
+    from qpnlp.word2fun import fit as fit_word2fun
+    from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
+
+    missing = f"cuda:{torch.cuda.device_count()}"        # one past the last GPU; plain "cuda" on a CPU machine
+    expected = "CUDA device" if torch.cuda.is_available() else "CUDA is not available"
+    model = CLASSIFIERS["qpdn"]()
+    with pytest.raises(ValueError, match=expected):
+        fit(model, _texts(), _texts(seed=1), TrainConfig(epochs=1, progress=False, device=missing))
+    assert _on(model, torch.device("cpu"))
+    with pytest.raises(ValueError, match=expected):
+        fit_matching(CNM(CNMConfig(num_words=20, dim=6, num_measurements=6)), _qa(), _qa(seed=1),
+                     MatchingConfig(epochs=1, progress=False, device=missing))
+    corpus, _ = generate_drift_corpus(DriftSpec(n_years=5, n_tokens=2000, n_drift=2, n_stable=1, n_trap=1))
+    with pytest.raises(ValueError, match=expected):
+        fit_word2fun(corpus, Word2FunConfig(epochs=1, device=missing), dim=4, min_count=1)
