@@ -3,7 +3,8 @@
 :func:`~qpnlp.word2fun.train.fit` trains in every process of a
 ``torch.distributed`` job (started by ``torchrun``, which sets ``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`setup` opens the
-group, gloo on CPU, NCCL on CUDA, or the backend named by ``QPNLP_DIST_BACKEND``).  Each process reads its own shard of the
+group: gloo on CPU, NCCL on CUDA, or the backend named by
+``QPNLP_DIST_BACKEND``).  Each process reads its own shard of the
 corpus (:meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`, or
 every ``world``-th document of a corpus in memory), and the processes keep
 *one* model:
