@@ -125,7 +125,7 @@ def test_notebooks_are_in_the_navigation_with_previous_and_next_links(site):
 
 
 BENCHMARKS = ["index", "speed", "qpdn", "qpdn-selection", "cnm", "complex-order", "word2fun-drift",
-              "word2fun-notes", "word2fun-sotu", "cgrnn", "cgrnn-notes"]
+              "word2fun-notes", "word2fun-sotu", "cgrnn", "cgrnn-notes", "gpu"]
 
 
 @pytest.mark.parametrize("page", BENCHMARKS)
