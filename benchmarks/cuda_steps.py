@@ -125,27 +125,29 @@ def order_steps(args, network: str, device) -> dict:
     return steps
 
 
+def _seconds_per_step(step, repeats: int = 3) -> float:
+    """Wall seconds of one call of ``step`` after a warm-up call, the device synchronised."""
+    step()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+
 def largest_batch(args, dim: int, device) -> dict:
     """Double the QPDN batch from ``args.batch`` until a training step runs out of memory (or ``--max-batch``)."""
     best, batch = None, args.batch
     while batch <= args.max_batch:
+        torch.cuda.empty_cache()            # the previous batch's model and tensors are gone with its closures
+        torch.cuda.reset_peak_memory_stats()
         try:
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-            step, _ = qpdn_steps(args, dim, batch, device)
-            step()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(3):
-                step()
-            torch.cuda.synchronize()
-            seconds = (time.perf_counter() - start) / 3
-            best = dict(dim=dim, batch=batch, step_ms=seconds * 1e3, sentences_per_s=batch / seconds,
-                        peak_gib=torch.cuda.max_memory_allocated() / 2**30)
+            seconds = _seconds_per_step(qpdn_steps(args, dim, batch, device)[0])
         except torch.OutOfMemoryError:
             break
-        finally:
-            step = None
+        best = dict(dim=dim, batch=batch, step_ms=seconds * 1e3, sentences_per_s=batch / seconds,
+                    peak_gib=torch.cuda.max_memory_allocated() / 2**30)
         batch *= 2
     if best is not None:
         best["stopped"] = "out of memory" if batch <= args.max_batch else f"--max-batch {args.max_batch}"
