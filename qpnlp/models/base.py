@@ -70,6 +70,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from qpnlp._device import resolve_device
 from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
@@ -339,8 +340,10 @@ class Model(PrecisionMixin, nn.Module):
         """Rebuild a saved model (in eval mode) from ``directory``; ``Model.from_pretrained`` loads any kind.
 
         The config is validated, and its sizes checked against the stored
-        tensors' shapes, before any parameter is allocated.
+        tensors' shapes, before any parameter is allocated. A ``device``
+        this machine lacks is refused before anything is read.
         """
+        device = resolve_device(device)
         header = read_model_header(directory)
         klass = get_model_class(header["model"])
         if not issubclass(klass, cls):

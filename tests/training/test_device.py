@@ -105,8 +105,8 @@ def test_a_bad_device_name_is_refused_by_every_config(name):
         Word2FunConfig(device=name)
 
 
-def test_a_device_this_machine_lacks_fails_before_training_with_the_reason():
-    """A config names the device only; fit() checks that this machine has it, before touching the model."""
+def test_a_device_this_machine_lacks_fails_before_training_with_the_reason(tmp_path):
+    """A config names the device only; fit() and from_pretrained() check that this machine has it, first."""
     from qpnlp.word2fun import TrainConfig as Word2FunConfig
     from qpnlp.word2fun import fit as fit_word2fun
     from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
@@ -120,6 +120,9 @@ def test_a_device_this_machine_lacks_fails_before_training_with_the_reason():
     with pytest.raises(ValueError, match=expected):
         fit_matching(CNM(CNMConfig(num_words=20, dim=6, num_measurements=6)), _qa(), _qa(seed=1),
                      MatchingConfig(epochs=1, progress=False, device=missing))
+    model.save_pretrained(tmp_path / "saved")
+    with pytest.raises(ValueError, match=expected):
+        Model.from_pretrained(tmp_path / "saved", device=missing)
     corpus, _ = generate_drift_corpus(DriftSpec(n_years=5, n_tokens=2000, n_drift=2, n_stable=1, n_trap=1))
     with pytest.raises(ValueError, match=expected):
         fit_word2fun(corpus, Word2FunConfig(epochs=1, device=missing), dim=4, min_count=1)
