@@ -17,7 +17,8 @@ synchronised (``torch.utils.benchmark``), variants interleaved round by round
 * the largest QPDN batch that trains at each d of ``--fit-dims`` (batch doubled until the step
   runs out of memory), with sentences/s and peak memory;
 * Word2Fun :func:`~qpnlp.word2fun.fit` with the library's defaults on the planted-drift corpus,
-  on the GPU and on one CPU thread of the same machine: tokens/s and the drift metrics.
+  on the GPU and on one CPU thread of the same machine, and on the GPU with larger batches
+  (``--word2fun-batches``): tokens/s and the drift metrics.
 
 Usage::
 
@@ -28,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -154,23 +156,31 @@ def largest_batch(args, dim: int, device) -> dict:
     return best
 
 
-def word2fun_run(args, device: str) -> dict:
-    """Word2Fun with the library's defaults on the planted-drift corpus: tokens/s and the drift metrics."""
+def word2fun_run(args, device: str, batch_size: int | None = None) -> dict:
+    """Word2Fun with the library's defaults (``batch_size`` pairs per step if given) on the planted-drift
+    corpus: tokens/s and the drift metrics."""
     from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
     from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
     from qpnlp.word2fun import TrainConfig as Word2FunConfig
-    from qpnlp.word2fun import fit
+    from qpnlp.word2fun import TrainingDiverged, fit
 
     corpus, truth = generate_drift_corpus(drift_spec(seed=0, n_tokens=args.word2fun_tokens))
     torch.set_num_threads(1)
-    result = fit(corpus, Word2FunConfig(device=device, seed=0))
+    config = Word2FunConfig(device=device, seed=0)
+    if batch_size is not None:     # the summed updates of a batch grow with it: lr scaled to keep their size
+        config = dataclasses.replace(config, batch_size=batch_size,
+                                     lr=config.lr * min(1.0, config.batch_size / batch_size))
+    try:
+        result = fit(corpus, config)
+    except TrainingDiverged as err:
+        return dict(device=device, batch_size=config.batch_size, lr=config.lr, diverged=str(err))
     topic = [w for tw in truth.topic_words for w in tw]
     words = list(truth.words) + topic
     v = result.vectors
     grid = DriftGrid(v.grid(words, truth.years), words, truth.years,
                      context=v.compass_vectors(topic)[None], context_words=topic)
     metrics = evaluate_grid(grid, truth)
-    return dict(device=device, tokens=corpus.n_tokens, tokens_per_s=result.stats.tokens_per_s,
+    return dict(device=device, batch_size=config.batch_size, lr=config.lr, tokens=corpus.n_tokens, tokens_per_s=result.stats.tokens_per_s,
                 seconds=result.stats.seconds, **{k: metrics[k] for k in ("spearman", "acc_after", "change_year_mae")})
 
 
@@ -198,6 +208,9 @@ def main(argv=None) -> None:
     parser.add_argument("--fit-dims", type=int, nargs="*", default=[300, 1000, 3000])
     parser.add_argument("--max-batch", type=int, default=2**16)
     parser.add_argument("--word2fun-tokens", type=int, default=1_000_000)
+    parser.add_argument("--word2fun-batches", type=int, nargs="*", default=[65536],
+                        help="also train Word2Fun on --device with these batch sizes (pairs per step; lr scaled by "
+                             "8192 / batch so that a batch's summed update keeps its size)")
     parser.add_argument("--parts", nargs="+", default=["qpdn", "cnm", "order", "fit", "word2fun"])
     parser.add_argument("--quick", action="store_true", help="small sizes, one round: a check of the script")
     parser.add_argument("--json")
@@ -231,6 +244,7 @@ def main(argv=None) -> None:
     if "word2fun" in args.parts:
         results["word2fun"] = [word2fun_run(args, args.device)] + ([word2fun_run(args, "cpu")]
                                                                    if device.type == "cuda" else [])
+        results["word2fun"] += [word2fun_run(args, args.device, b) for b in args.word2fun_batches]
         for row in results["word2fun"]:
             print("word2fun:", row, flush=True)
     results["load_end"] = uptime()

@@ -365,12 +365,13 @@ class Report:
     def guard(self):
         """Finish the report as failed / interrupted / diverged when the work inside raises (then re-raise)."""
         from qpnlp.training.trainer import TrainingDiverged
+        from qpnlp.word2fun import TrainingDiverged as Word2FunDiverged
 
         try:
             yield self
         except BaseException as err:
             if self.data["status"] == "running":
-                status = "diverged" if isinstance(err, TrainingDiverged) else \
+                status = "diverged" if isinstance(err, (TrainingDiverged, Word2FunDiverged)) else \
                     "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
                 with contextlib.suppress(Exception):
                     self.finish(status, error=error_line(err) if status != "interrupted" else "interrupted (SIGINT)")

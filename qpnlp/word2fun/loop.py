@@ -28,6 +28,7 @@ the updates of all processes are summed every ``sync_every`` batches
 from __future__ import annotations
 
 import itertools
+import math
 import queue
 import threading
 import time as _time
@@ -136,6 +137,21 @@ class TrainConfig:
         if self.sample < 0 or (self.roughness_penalty or 0.0) < 0 or self.rare_lr_max < 1:
             raise ValueError(f"sample and roughness_penalty must be >= 0 and rare_lr_max >= 1; got {self.sample}, "
                              f"{self.roughness_penalty}, {self.rare_lr_max}")
+
+
+class TrainingDiverged(RuntimeError):
+    """An epoch's mean loss became NaN or infinite (the parameters with it); ``epoch`` counts from 1.
+
+    Raised before that epoch's ``on_epoch`` call, so a checkpoint written
+    after each epoch still holds the last finite one.
+    """
+
+    def __init__(self, epoch: int, loss: float, cfg: TrainConfig) -> None:
+        super().__init__(
+            f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} (mean loss {loss}): the summed updates "
+            f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch; lower lr or "
+            f"batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size})")
+        self.epoch, self.loss = epoch, loss
 
 
 @dataclass
@@ -445,6 +461,8 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
             stats.pairs += pairs
             stats.tokens += tokens
             stats.epoch_loss.append(loss_sum / max(pairs, 1))
+            if not math.isfinite(stats.epoch_loss[-1]):      # the same sum in every process: all raise
+                raise TrainingDiverged(epoch + 1, stats.epoch_loss[-1], cfg)
             if bar is not None:
                 bar.update(source.n_tokens)
                 bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")

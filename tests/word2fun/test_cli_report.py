@@ -165,3 +165,15 @@ def test_an_unknown_step_start_is_a_usage_error(corpus_tsv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(_argv(corpus_tsv, "--step-centres", "start"))
     assert exc.value.code == 2 and "--step-centres: invalid choice: 'start'" in capsys.readouterr().err
+
+
+def test_a_diverging_run_fails_with_the_reason_and_a_diverged_report(tiny_drift, tmp_path, capsys):
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    report = tmp_path / "r.json"
+    code = main(["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--dim", "8", "--epochs", "2",
+                 "--lr", "50", "--batch-size", "4096", "--min-count", "3", "--no-progress", "--report", str(report),
+                 "--out", str(tmp_path / "ck")])
+    stderr = capsys.readouterr().err
+    assert code == 1 and "diverged in epoch 1" in stderr and "lower lr or batch_size" in stderr
+    assert json.loads(report.read_text())["status"] == "diverged"
