@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import torch
 from torch.utils import benchmark
+from torch.utils.benchmark.utils.timer import timer as benchmark_timer
 
 
 def uptime() -> str:
@@ -28,22 +29,25 @@ def uptime() -> str:
         return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def clock() -> Callable[[], float]:
+def clock(device: torch.device | str | None = None) -> Callable[[], float]:
     """The clock of the timings: this process's CPU time with one thread, else wall time.
 
     With one thread, CPU time is the wall time the work would take on an idle
     core, and it does not count the time the process waits while the shared
     machine's other jobs run (it still pays for what they do to the caches).
+    On a GPU (``device`` of type cuda): wall time read after synchronising the
+    device (``torch.utils.benchmark``'s own timer), since the work runs asynchronously.
     """
+    if device is not None and torch.device(device).type == "cuda":
+        return benchmark_timer
     return time.process_time if torch.get_num_threads() == 1 else time.perf_counter
 
 
 def interleaved(variants: dict[str, Callable[[], object]], *, rounds: int = 5, min_run_time: float = 0.5,
-                warmup: int = 2, log=print, timer: Callable[[], float] | None = None) -> dict[str, list[float]]:
+                warmup: int = 2, log=print, device: torch.device | str | None = None) -> dict[str, list[float]]:
     """Seconds per call of each variant, one median per round, variants alternated within each round.
 
-    ``timer``: the clock (default :func:`clock`); on a GPU, one that synchronises the device
-    (``torch.utils.benchmark.utils.timer.timer``).
+    ``device``: where the variants run (the clock of :func:`clock` for it).
     """
     for fn in variants.values():
         for _ in range(warmup):
@@ -52,7 +56,7 @@ def interleaved(variants: dict[str, Callable[[], object]], *, rounds: int = 5, m
     for r in range(rounds):
         for name, fn in variants.items():
             measure = benchmark.Timer(stmt="fn()", globals=dict(fn=fn), num_threads=torch.get_num_threads(),
-                                      timer=timer or clock())
+                                      timer=clock(device))
             times[name].append(measure.blocked_autorange(min_run_time=min_run_time).median)
         if log:
             log(f"  round {r + 1}/{rounds}: " + ", ".join(f"{n} {t[-1] * 1e3:.2f} ms" for n, t in times.items()))

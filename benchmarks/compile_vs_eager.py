@@ -32,7 +32,6 @@ import torch._dynamo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import interleaved, ratio, summary, uptime  # noqa: E402
-from torch.utils.benchmark.utils.timer import timer as synchronised_clock  # noqa: E402
 
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.measurement import born_probabilities  # noqa: E402
@@ -128,8 +127,7 @@ def main(argv=None) -> None:
                 torch.cuda.synchronize()
             compile_seconds = time.perf_counter() - start
         times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
-                            min_run_time=args.min_run_time, log=None,
-                            timer=synchronised_clock if device.type == "cuda" else None)
+                            min_run_time=args.min_run_time, log=None, device=device)
         results[name] = dict(graphs=explained.graph_count, graph_breaks=explained.graph_break_count,
                              break_reasons=reasons, compile_seconds=compile_seconds, seconds=times,
                              summary=summary(times), compiled_over_eager=ratio(times, "compiled", "eager"),

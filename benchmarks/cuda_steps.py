@@ -37,13 +37,12 @@ import time
 from pathlib import Path
 
 import torch
-from torch.utils.benchmark.utils.timer import timer as synchronised_clock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+from qpdn_train_step import make_contraction  # noqa: E402
 
 from qpnlp.hilbert import set_validation  # noqa: E402
-from qpnlp.measurement import born_probabilities  # noqa: E402
 from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
@@ -74,25 +73,6 @@ def qpdn_steps(args, dim: int, batch: int, device):
         torch.nn.functional.cross_entropy(model(ids, mask), labels).backward()
 
     return (lambda: train_step(model, optimisers, ids, mask, labels)), fwd_bwd
-
-
-def contraction(args, device):
-    """``born_probabilities`` forward+backward on leaf tensors, and its three complex matrix products alone."""
-    gen = torch.Generator().manual_seed(1)
-    b, n, d, k = args.batch, args.length, args.dim, args.outcomes
-    unit = lambda *shape: torch.nn.functional.normalize(  # noqa: E731
-        torch.randn(*shape, dtype=torch.complex64, generator=gen), dim=-1).to(device).requires_grad_()
-    states, vectors = unit(b, n, d), unit(k, d)
-    weights = torch.softmax(torch.randn(b, n, generator=gen), -1).to(device).requires_grad_()
-    grad = torch.randn(b, k, generator=gen).to(device)
-
-    def born():
-        states.grad = weights.grad = vectors.grad = None
-        born_probabilities(states, weights, vectors).backward(grad)
-
-    s, v = states.detach().reshape(b * n, d), vectors.detach()
-    g = torch.randn(b * n, k, dtype=torch.complex64, generator=gen).to(device)
-    return born, lambda: (s @ v.mH, g @ v, g.mH @ s)
 
 
 def cnm_step(args, device):
@@ -187,7 +167,7 @@ def word2fun_run(args, device: str, batch_size: int | None = None) -> dict:
 def time_group(name: str, variants: dict, args, device, results: dict, pairs=()) -> None:
     print(f"{name}:", flush=True)
     times = interleaved(variants, rounds=args.rounds, min_run_time=args.min_run_time,
-                        timer=synchronised_clock if device.type == "cuda" else None)
+                        device=device)
     results[name] = dict(summary=summary(times), ratios={f"{a} / {b}": ratio(times, a, b) for a, b in pairs})
     for label, s in results[name]["summary"].items():
         print(f"  {label:<16} median {s['median'] * 1e3:8.3f} ms", flush=True)
@@ -226,7 +206,7 @@ def main(argv=None) -> None:
     results: dict = dict(header=header, config=vars(args))
     if "qpdn" in args.parts:
         step, fwd_bwd = qpdn_steps(args, args.dim, args.batch, device)
-        born, gemm = contraction(args, device)
+        born, gemm = make_contraction(args, device)
         time_group("QPDN d=300 V=20000 B=32 L=50 k=50", {"step": step, "fwd+bwd": fwd_bwd, "born fwd+bwd": born,
                                                          "gemm": gemm}, args, device, results,
                    pairs=[("step", "fwd+bwd"), ("step", "born fwd+bwd"), ("step", "gemm")])

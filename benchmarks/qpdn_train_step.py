@@ -87,22 +87,24 @@ def make_models(args, base):
     return steps, gap
 
 
-def make_contraction(args):
+def make_contraction(args, device="cpu"):
+    """``born_probabilities`` forward+backward on leaf tensors, and its three complex matrix products alone
+    (drawn on the CPU, then moved to ``device``: the same values everywhere)."""
     gen = torch.Generator().manual_seed(1)
     b, n, d, k = args.batch, args.length, args.dim, args.outcomes
     states = torch.nn.functional.normalize(torch.randn(b, n, d, dtype=torch.complex64, generator=gen), dim=-1)
-    states.requires_grad_()
-    weights = torch.softmax(torch.randn(b, n, generator=gen), -1).requires_grad_()
+    states = states.to(device).requires_grad_()
+    weights = torch.softmax(torch.randn(b, n, generator=gen), -1).to(device).requires_grad_()
     vectors = torch.nn.functional.normalize(torch.randn(k, d, dtype=torch.complex64, generator=gen), dim=-1)
-    vectors.requires_grad_()
-    grad = torch.randn(b, k, generator=gen)
+    vectors = vectors.to(device).requires_grad_()
+    grad = torch.randn(b, k, generator=gen).to(device)
 
     def born():
         states.grad = weights.grad = vectors.grad = None
         born_probabilities(states, weights, vectors).backward(grad)
 
     s, v = states.detach().reshape(b * n, d), vectors.detach()
-    g = torch.randn(b * n, k, dtype=torch.complex64, generator=gen)
+    g = torch.randn(b * n, k, dtype=torch.complex64, generator=gen).to(device)
 
     def gemm():
         s @ v.mH         # <v|w>
