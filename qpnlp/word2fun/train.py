@@ -264,7 +264,7 @@ def fit(
         raise ValueError("Word2Fun needs a vocabulary without special tokens (Vocabulary.build(..., specials=False))")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs the checkpoint directory to continue from")
-    resolve_device(cfg.device)
+    dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
     world, rank = dist.setup(cfg.device), dist.rank()
     streamed = isinstance(corpus, TsvStream)
     if streamed:
@@ -337,7 +337,7 @@ def fit(
                                          time_scale=model.time_scale.scale), seed=cfg.seed)
         static_cfg = dataclasses.replace(cfg, epochs=compass_epochs, roughness_penalty=0.0)
         compass_stats = train_source(static, source, counts, static_cfg, progress=progress,
-                                     sync=dist.ParameterSync(static.to(cfg.device)) if world > 1 else None,
+                                     sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
                                      rng=_data_rng(cfg.seed, rank, 0))
         model.set_compass(static.compass.weight.detach(), freeze=True)
         with torch.no_grad():  # start the static part (every slice of it) from the static model as well
@@ -353,7 +353,6 @@ def fit(
                       file=log)
     vectors = KeyedVectors(model, vocab)
     model.train()
-    dev = resolve_device(cfg.device)
     rng = _data_rng(cfg.seed, rank, 0)
     gens = [torch.Generator(device=dev).manual_seed(cfg.seed + 104729 * rank)] + [
         torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w + 104729 * rank) for w in range(1, cfg.workers)]
@@ -380,7 +379,7 @@ def fit(
         if on_epoch is not None:
             on_epoch(epoch, st)
 
-    sync = dist.ParameterSync(model.to(cfg.device)) if world > 1 else None
+    sync = dist.ParameterSync(model.to(dev)) if world > 1 else None
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()
