@@ -13,12 +13,13 @@ import torch
 SUPPORTED = "cpu, cuda, cuda:N or mps"
 
 
-def resolve_device(value: str | torch.device, *, available: bool = True) -> torch.device:
+def resolve_device(value: str | torch.device, *, available: bool = True, cpu: str = "device 'cpu'") -> torch.device:
     """``torch.device(value)`` after checking it (``ValueError`` with the reason otherwise).
 
     ``available=False`` checks only the name (a config may be written on one
     machine and trained on another); ``available=True`` also checks that this
     machine has the device: CUDA present (and the index in range), MPS present.
+    ``cpu`` is how the caller's user asks for the CPU instead (the CLI: ``--device cpu``).
 
     >>> resolve_device("cpu")
     device(type='cpu')
@@ -37,7 +38,7 @@ def resolve_device(value: str | torch.device, *, available: bool = True) -> torc
         if not torch.cuda.is_available():
             build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
             raise ValueError(f"{str(value)!r} requested but CUDA is not available on this machine{build}; "
-                             f"use device 'cpu'")
+                             f"use {cpu}")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ValueError(f"{str(value)!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
                              f"cuda:0 .. cuda:{torch.cuda.device_count() - 1}")

@@ -292,6 +292,7 @@ def test_device_cuda_without_cuda(server, ws):
         pytest.skip("this machine has CUDA")
     code, _, stderr = server.run(_train(ws, "--device", "cuda"))
     _one_error_line(["train", "qpdn"], code, stderr, 2, "'cuda' requested but CUDA is not available on this machine")
+    assert "; use --device cpu" in stderr, stderr      # the CLI's spelling, not the library's
 
 
 def test_missing_qpnlp_data_names_the_variable(server, ws):

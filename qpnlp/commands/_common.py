@@ -35,9 +35,9 @@ from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 def device_type(value: str) -> str:
     """argparse type: a torch device this machine has (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
     try:
-        resolve_device(value)
+        resolve_device(value, cpu="--device cpu")
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).replace("use device 'cpu'", "use --device cpu")) from None
+        raise argparse.ArgumentTypeError(str(error)) from None
     return value
 
 
@@ -364,14 +364,13 @@ class Report:
     @contextlib.contextmanager
     def guard(self):
         """Finish the report as failed / interrupted / diverged when the work inside raises (then re-raise)."""
-        from qpnlp.training.trainer import TrainingDiverged
-        from qpnlp.word2fun import TrainingDiverged as Word2FunDiverged
+        from qpnlp._errors import TrainingDiverged
 
         try:
             yield self
         except BaseException as err:
             if self.data["status"] == "running":
-                status = "diverged" if isinstance(err, (TrainingDiverged, Word2FunDiverged)) else \
+                status = "diverged" if isinstance(err, TrainingDiverged) else \
                     "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
                 with contextlib.suppress(Exception):
                     self.finish(status, error=error_line(err) if status != "interrupted" else "interrupted (SIGINT)")

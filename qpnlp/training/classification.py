@@ -116,7 +116,7 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     ``log``, ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit`
     (per-epoch lines, resumable training). A
     :class:`~qpnlp.training.trainer.TrainingInterrupted` or
-    :class:`~qpnlp.training.trainer.TrainingDiverged` leaving this function
+    :class:`~qpnlp.training.TrainingDiverged` leaving this function
     carries ``prepared`` and ``split`` in its ``context``.
     """
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
@@ -284,7 +284,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     JSON config. ``seconds`` covers the whole search.
 
     A candidate whose training diverges
-    (:class:`~qpnlp.training.trainer.TrainingDiverged`) is out of the
+    (:class:`~qpnlp.training.TrainingDiverged`) is out of the
     selection; its dev accuracy is recorded as None (if every candidate
     diverges, the last divergence is raised). ``log`` gets each epoch's entry
     with the ``candidate`` index and its ``setting`` added; with

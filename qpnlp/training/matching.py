@@ -271,7 +271,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     Notes
     -----
     The loop is :func:`qpnlp.training.trainer.early_stopping`: a NaN or
-    infinite loss raises :class:`~qpnlp.training.trainer.TrainingDiverged`,
+    infinite loss raises :class:`~qpnlp.training.TrainingDiverged`,
     Ctrl-C :class:`~qpnlp.training.trainer.TrainingInterrupted`, the model
     holding its best parameters so far.
     """
@@ -350,7 +350,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
 
     ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit_matching`
     (resumable training). A :class:`~qpnlp.training.trainer.TrainingInterrupted`
-    or :class:`~qpnlp.training.trainer.TrainingDiverged` leaving this function
+    or :class:`~qpnlp.training.TrainingDiverged` leaving this function
     carries ``vocab`` and ``dataset`` in its ``context`` (to save the model).
     """
     from qpnlp.data import concat_qa, load_qa

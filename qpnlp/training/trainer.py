@@ -26,6 +26,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from qpnlp._device import resolve_device
+from qpnlp._errors import TrainingDiverged
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
 from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
@@ -205,20 +206,6 @@ def check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
 
 
 # --------------------------------------------------------------------------- stopping cleanly
-class TrainingDiverged(RuntimeError):
-    """The loss or a parameter became NaN or infinite; the model holds its best parameters so far.
-
-    Attributes: ``epoch``, ``batch`` (None for a parameter found non-finite
-    after the epoch), ``loss``, ``history`` (the finished epochs).
-    """
-
-    def __init__(self, message: str, *, epoch: int, batch: int | None = None, loss: float | None = None) -> None:
-        super().__init__(message)
-        self.epoch, self.batch, self.loss = epoch, batch, loss
-        self.history: list[dict] = []
-        self.context: dict = {}
-
-
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during training: a ``KeyboardInterrupt`` carrying the model restored to its best epoch so far.
 

@@ -55,7 +55,7 @@ from qpnlp.word2fun.functions import (
 from qpnlp.word2fun.keyed_vectors import KeyedVectors, StaticKeyedVectors
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.sgd import centre_sgd_step, roughness, sgd_step
-from qpnlp.word2fun.loop import TrainingDiverged
+from qpnlp._errors import TrainingDiverged
 from qpnlp.word2fun.train import FitResult, TrainConfig, TrainStats, fit, train_word2fun
 
 __all__ = [

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from qpnlp._device import resolve_device
+from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step
@@ -139,19 +140,12 @@ class TrainConfig:
                              f"{self.roughness_penalty}, {self.rare_lr_max}")
 
 
-class TrainingDiverged(RuntimeError):
-    """An epoch's mean loss became NaN or infinite (the parameters with it); ``epoch`` counts from 1.
-
-    Raised before that epoch's ``on_epoch`` call, so a checkpoint written
-    after each epoch still holds the last finite one.
-    """
-
-    def __init__(self, epoch: int, loss: float, cfg: TrainConfig) -> None:
-        super().__init__(
-            f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} (mean loss {loss}): the summed updates "
-            f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch; lower lr or "
-            f"batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size})")
-        self.epoch, self.loss = epoch, loss
+def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:
+    """The error for an epoch whose mean loss became NaN or infinite (``epoch`` counts from 1)."""
+    return TrainingDiverged(
+        f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} (mean loss {loss}): the summed updates "
+        f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch; lower lr or "
+        f"batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size})", epoch=epoch, loss=loss)
 
 
 @dataclass
@@ -462,7 +456,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
             stats.tokens += tokens
             stats.epoch_loss.append(loss_sum / max(pairs, 1))
             if not math.isfinite(stats.epoch_loss[-1]):      # the same sum in every process: all raise
-                raise TrainingDiverged(epoch + 1, stats.epoch_loss[-1], cfg)
+                raise diverged(epoch + 1, stats.epoch_loss[-1], cfg)
             if bar is not None:
                 bar.update(source.n_tokens)
                 bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")

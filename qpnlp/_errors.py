@@ -1,0 +1,23 @@
+"""Errors shared by every trainer (classification, matching, Word2Fun): one class per way training stops."""
+
+from __future__ import annotations
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or a parameter became NaN or infinite; what was saved before it is still good.
+
+    The trainers of :mod:`qpnlp.training` restore the best parameters so far
+    before raising; Word2Fun raises before the epoch's ``on_epoch`` call, so a
+    checkpoint written after each epoch still holds the last finite one.
+
+    Attributes: ``epoch`` (counting from 1), ``batch`` (None when the whole
+    epoch's mean loss, or a parameter found after the epoch, revealed it),
+    ``loss``, ``history`` (the finished epochs, where the trainer keeps one)
+    and ``context`` (callers add what a command needs to save the model).
+    """
+
+    def __init__(self, message: str, *, epoch: int, batch: int | None = None, loss: float | None = None) -> None:
+        super().__init__(message)
+        self.epoch, self.batch, self.loss = epoch, batch, loss
+        self.history: list[dict] = []
+        self.context: dict = {}
