@@ -331,7 +331,10 @@ class ComplexWordEmbedding(nn.Module):
         r = self.amplitude(ids)                   # the same maths as one traceable graph (torch.compile)
         norms = torch.linalg.vector_norm(r, dim=-1)
         unit = r / norms.clamp_min(torch.finfo(r.dtype).tiny).unsqueeze(-1)
-        return torch.polar(unit, self.phase(ids)), norms
+        phi = self.phase(ids)
+        if TORCH_POLAR_GRADIENT:
+            return torch.polar(unit, phi), norms
+        return torch.complex(unit * torch.cos(phi), unit * torch.sin(phi)), norms   # the derivative for every sign
 
     def all_states(self) -> torch.Tensor:
         """States of the whole vocabulary, complex ``(V, d)`` (row 0, padding, is zero)."""

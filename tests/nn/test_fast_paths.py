@@ -105,6 +105,27 @@ def test_exact_polar_gradient_passes_gradcheck():
     assert torch.autograd.gradcheck(f, (amplitude, phase))
 
 
+@pytest.mark.parametrize("polar_gradient", [False, True])
+def test_the_graph_torch_compile_traces_equals_the_fused_lookup(polar_gradient, monkeypatch):
+    """Under torch.compile the embedding runs its plain graph instead of the fused lookup; both must give the
+    same states and gradients in either modulus-gradient convention, signed amplitudes included (a compiled
+    training run once took torch.polar's gradient there while the eager one took the derivative)."""
+    monkeypatch.setattr(embedding_module, "TORCH_POLAR_GRADIENT", polar_gradient)
+    gen = torch.Generator().manual_seed(6)
+    emb = ComplexWordEmbedding(20, 4, pretrained=torch.randn(20, 4, dtype=torch.float64, generator=gen),
+                               phase_init="uniform", dtype=torch.float64, generator=gen)
+    ids = torch.tensor([[3, 5, 5, 0], [7, 3, 1, 2]])
+    g_states = torch.randn(2, 4, 4, dtype=torch.complex128, generator=gen)
+    g_norms = torch.randn(2, 4, dtype=torch.float64, generator=gen)
+    fused = emb(ids)
+    monkeypatch.setattr(embedding_module, "_fused", lambda: False)                 # what torch.compile sees
+    traced = emb(ids)
+    for a, b in zip(fused, traced):
+        torch.testing.assert_close(b.detach(), a.detach())
+    for a, b in zip(_grads(emb, fused, g_states, g_norms), _grads(emb, traced, g_states, g_norms)):
+        torch.testing.assert_close(b, a)
+
+
 def test_torch_polar_gradient_flips_at_negative_amplitudes():
     """What ``TORCH_POLAR_GRADIENT = True`` keeps: torch.polar's modulus gradient is sgn(abs) times the derivative."""
     abs_ = torch.tensor([-0.5, 0.0, 0.7], dtype=torch.float64, requires_grad=True)
