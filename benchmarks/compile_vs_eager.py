@@ -12,15 +12,22 @@ mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
 * ``CNM``          a training step on a synthetic triplet batch (questions 16, answers 64 tokens),
                    d=50, k=300, windows 1-4.
 
+``--lengths L1 L2 ...`` (default: 50 alone) gives the batches several padded lengths, as real batches have
+(each timed step takes the next length in turn; CNM's answers take them, its questions stay at 16 tokens):
+the compiled function is then specialised or made dynamic by dynamo, and the report adds how many graphs it
+compiled and how often it recompiled.
+
 Usage::
 
     python benchmarks/compile_vs_eager.py [--cases measurement qpdn cnm] [--json out.json]
+    python benchmarks/compile_vs_eager.py --cases qpdn --lengths 12 23 37 50   # batches of several lengths
     python benchmarks/compile_vs_eager.py --device cuda --mode default reduce-overhead   # on a GPU
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -41,52 +48,68 @@ from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
 from qpnlp.training.trainer import Optimisers  # noqa: E402
 
 
-def measurement_case(gen, device):
+def in_turn(batches):
+    """The next batch of ``batches`` at each call, round and round (one per length of ``--lengths``)."""
+    turn = itertools.cycle(batches)
+    return lambda: next(turn)
+
+
+def measurement_case(gen, device, lengths):
     unit = lambda *shape: torch.nn.functional.normalize(  # noqa: E731
         torch.randn(*shape, dtype=torch.complex64, generator=gen), dim=-1).to(device).requires_grad_()
-    states = unit(32, 50, 300)
-    weights = torch.softmax(torch.randn(32, 50, generator=gen), -1).to(device).requires_grad_()
     vectors = unit(50, 300)
+    batches = [(unit(32, n, 300), torch.softmax(torch.randn(32, n, generator=gen), -1).to(device).requires_grad_())
+               for n in lengths]
     grad = torch.randn(32, 50, generator=gen).to(device)
 
     def make(fn):
+        batch = in_turn(batches)
+
         def run():
+            states, weights = batch()
             states.grad = weights.grad = vectors.grad = None
             fn(states, weights, vectors).backward(grad)
         return run
-    return born_probabilities, (states, weights, vectors), make
+    return born_probabilities, (*batches[0], vectors), make
 
 
-def qpdn_case(gen, device):
+def qpdn_case(gen, device, lengths):
     model = QPDN(QPDNConfig(num_words=20000, num_classes=2, dim=300, num_measurements=50), generator=gen).to(device)
-    ids = torch.randint(2, 20000, (32, 50), generator=gen).to(device)
-    mask, labels = torch.ones_like(ids, dtype=torch.bool), torch.randint(0, 2, (32,), generator=gen).to(device)
+    batches = [torch.randint(2, 20000, (32, n), generator=gen).to(device) for n in lengths]
+    batches = [(ids, torch.ones_like(ids, dtype=torch.bool)) for ids in batches]
+    labels = torch.randint(0, 2, (32,), generator=gen).to(device)
     optimisers = Optimisers(model, TrainConfig())
 
     def make(fn):
+        batch = in_turn(batches)
+
         def run():
             optimisers.zero_grad()
-            torch.nn.functional.cross_entropy(fn(ids, mask), labels).backward()
+            torch.nn.functional.cross_entropy(fn(*batch()), labels).backward()
             optimisers.step()
         return run
-    return model, (ids, mask), make
+    return model, batches[0], make
 
 
-def cnm_case(gen, device):
+def cnm_case(gen, device, lengths):
     model = CNM(CNMConfig(num_words=20000, dim=50, num_measurements=300, measurement_init="orthogonal"),
                 generator=gen).to(device).train()
     q = torch.randint(2, 20000, (32, 16), generator=gen).to(device)
-    a, n = (torch.randint(2, 20000, (32, 64), generator=gen).to(device) for _ in range(2))
-    masks = [torch.ones_like(t, dtype=torch.bool) for t in (q, a, n)]
+    q_mask = torch.ones_like(q, dtype=torch.bool)
+    answers = [[torch.randint(2, 20000, (32, n), generator=gen).to(device) for _ in range(2)] for n in lengths]
+    batches = [[(t, torch.ones_like(t, dtype=torch.bool)) for t in pair] for pair in answers]
     optimisers = Optimisers(model, MatchingConfig())
 
     def make(fn):
+        batch = in_turn(batches)
+
         def run():
+            (a, a_mask), (n, n_mask) = batch()
             optimisers.zero_grad()
-            triplet_loss(fn(q, masks[0], a, masks[1]), fn(q, masks[0], n, masks[2])).backward()
+            triplet_loss(fn(q, q_mask, a, a_mask), fn(q, q_mask, n, n_mask)).backward()
             optimisers.step()
         return run
-    return model, (q, masks[0], a, masks[1]), make
+    return model, (q, q_mask, *batches[0][0]), make
 
 
 CASES = {"measurement": measurement_case, "qpdn": qpdn_case, "cnm": cnm_case}
@@ -98,6 +121,9 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--mode", nargs="+", default=["default"], help="torch.compile modes, each timed against eager")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[50],
+                        help="padded batch lengths, taken in turn by the timed steps (CNM: the answers' lengths; "
+                             "default 50; the default CNM case has answers of 64)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=0.5)
     parser.add_argument("--json")
@@ -111,30 +137,35 @@ def main(argv=None) -> None:
           f"torch {torch.__version__}\nload before: {load_start}")
     results = {}
     for name, mode in [(n, m) for n in args.cases for m in args.mode]:
-        fn, inputs, make = CASES[name](torch.Generator().manual_seed(0), device)
+        lengths = args.lengths if args.lengths != [50] or name != "cnm" else [64]
+        fn, inputs, make = CASES[name](torch.Generator().manual_seed(0), device, lengths)
         torch._dynamo.reset()
         explained = torch._dynamo.explain(fn)(*inputs)
         reasons = sorted({str(b.reason).splitlines()[0] for b in explained.break_reasons})
         torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
         compiled = torch.compile(fn, mode=mode)
         name = name if len(args.mode) == 1 else f"{name} ({mode})"
         eager_step, compiled_step = make(fn), make(compiled)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
-            compiled_step()
+            for _ in lengths:                # the first pass over the lengths compiles what they need
+                compiled_step()
             if device.type == "cuda":
                 torch.cuda.synchronize()
             compile_seconds = time.perf_counter() - start
         times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
                             min_run_time=args.min_run_time, log=None, device=device)
+        compiled_graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         results[name] = dict(graphs=explained.graph_count, graph_breaks=explained.graph_break_count,
-                             break_reasons=reasons, compile_seconds=compile_seconds, seconds=times,
+                             break_reasons=reasons, lengths=lengths, compiled_graphs=compiled_graphs,
+                             compile_seconds=compile_seconds, seconds=times,
                              summary=summary(times), compiled_over_eager=ratio(times, "compiled", "eager"),
                              compile_warnings=sorted({str(w.message).splitlines()[0][:160] for w in caught}))
         r = results[name]
-        print(f"{name}: dynamo graphs {r['graphs']}, graph breaks {r['graph_breaks']} {reasons or ''}; first compiled "
-              f"step {compile_seconds:.1f} s; eager {r['summary']['eager']['median'] * 1e3:.2f} ms, compiled "
+        print(f"{name}: dynamo graphs {r['graphs']}, graph breaks {r['graph_breaks']} {reasons or ''}; lengths "
+              f"{lengths}: {compiled_graphs} graphs compiled, first pass {compile_seconds:.1f} s; eager {r['summary']['eager']['median'] * 1e3:.2f} ms, compiled "
               f"{r['summary']['compiled']['median'] * 1e3:.2f} ms: compiled/eager {r['compiled_over_eager']:.2f}x")
         for message in r["compile_warnings"]:
             print(f"  warning while compiling: {message}")

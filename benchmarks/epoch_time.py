@@ -21,6 +21,11 @@ of symbolic links in which ``qa/trecqa/train.tsv`` is TRAIN-ALL (and the
 current tree is told ``--train-split train``): the same 1,227 questions.
 
     QPNLP_DATA=... python benchmarks/epoch_time.py --rounds 3 --json benchmarks/results/epoch_time.json
+
+``--compare-flags "--compile default"`` compares the working tree with itself instead: "before" without
+those flags, "after" with them (e.g. torch.compile's training steps). One untimed run of each case with the
+flags comes first, so that both timed runs find inductor's compile cache warm and its compile time
+cancels in the difference; the runs of one epoch (start-up, compile, one epoch) are reported too.
 """
 
 from __future__ import annotations
@@ -103,10 +108,11 @@ def run_once(tree: str, root: Path, args: list[str], data: Path, threads: int) -
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def epoch_cpu_seconds(tree: str, root: Path, args: list[str], data: Path, threads: int, epochs: int) -> float:
-    """CPU seconds of one epoch: (run of ``epochs`` epochs - run of one epoch) / (epochs - 1)."""
+def epoch_cpu_seconds(tree: str, root: Path, args: list[str], data: Path, threads: int,
+                      epochs: int) -> tuple[float, float]:
+    """CPU seconds of one epoch, (run of ``epochs`` epochs - run of one epoch) / (epochs - 1), and of the one-epoch run."""
     runs = [run_once(tree, root, args + ["--epochs", str(n), "--patience", str(n)], data, threads) for n in (1, epochs)]
-    return (runs[1] - runs[0]) / (epochs - 1)
+    return (runs[1] - runs[0]) / (epochs - 1), runs[0]
 
 
 def main() -> None:
@@ -117,35 +123,54 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data", type=Path, default=os.environ.get("QPNLP_DATA"))
+    parser.add_argument("--compare-flags", metavar="FLAGS",
+                        help="compare the working tree without and with these flags (e.g. '--compile default') "
+                             "instead of two trees")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.data is None:
         parser.error("set QPNLP_DATA or pass --data")
     if args.epochs < 2:
         parser.error("--epochs must be at least 2")
-    trees = {"before": extract_package(args.baseline_rev, "qpnlp_epoch_baseline_"), "after": REPO}
+    extra = args.compare_flags.split() if args.compare_flags else []
+    if extra:
+        trees = {"before": REPO, "after": REPO}
+        what = f"before = working tree, after = working tree with {args.compare_flags}"
+    else:
+        trees = {"before": extract_package(args.baseline_rev, "qpnlp_epoch_baseline_"), "after": REPO}
+        what = f"before = qpnlp {args.baseline_rev}, after = working tree"
     data = train_all_data_root(args.data)
-    print(f"before = qpnlp {args.baseline_rev}, after = working tree; {args.threads} thread(s), {args.epochs} epochs "
-          f"per run, {args.rounds} rounds\nload before: {uptime()}", flush=True)
+    print(f"{what}; {args.threads} thread(s), {args.epochs} epochs per run, {args.rounds} rounds\n"
+          f"load before: {uptime()}", flush=True)
+    for case in args.cases if extra else []:                   # warm the compile cache, untimed
+        run_once("after", REPO, CASES[case] + CURRENT_ONLY[CASES[case][1]] + extra + ["--epochs", "1"], data,
+                 args.threads)
     results: dict = {case: {tree: [] for tree in trees} for case in args.cases}
+    one_epoch_runs: dict = {case: {tree: [] for tree in trees} for case in args.cases}
     for r in range(args.rounds):
         for case in args.cases:
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
             for tree in order:
-                flags = CASES[case] + (CURRENT_ONLY[CASES[case][1]] if tree == "after" else [])
-                seconds = epoch_cpu_seconds(tree, trees[tree], flags, data, args.threads, args.epochs)
+                current = tree == "after" or extra
+                flags = CASES[case] + (CURRENT_ONLY[CASES[case][1]] if current else []) + \
+                    (extra if tree == "after" else [])
+                seconds, one_epoch = epoch_cpu_seconds(tree, trees[tree], flags, data, args.threads, args.epochs)
                 results[case][tree].append(seconds)
-                print(f"  round {r + 1}: {case} {tree}: {seconds:.2f} s per epoch", flush=True)
+                one_epoch_runs[case][tree].append(one_epoch)
+                print(f"  round {r + 1}: {case} {tree}: {seconds:.2f} s per epoch (a run of one epoch: "
+                      f"{one_epoch:.1f} s)", flush=True)
     print(f"load after: {uptime()}")
     summary = {}
     for case, runs in results.items():
         summary[case] = dict(before=statistics.median(runs["before"]), after=statistics.median(runs["after"]),
-                             ratio=statistics.median(b / a for b, a in zip(runs["before"], runs["after"])))
+                             ratio=statistics.median(b / a for b, a in zip(runs["before"], runs["after"])),
+                             one_epoch_run={t: statistics.median(v) for t, v in one_epoch_runs[case].items()})
         s = summary[case]
         print(f"{case:14s} epoch before {s['before']:.2f} s, after {s['after']:.2f} s: before / after "
               f"{s['ratio']:.2f}x (median of per-round ratios)")
     if args.json:
-        args.json.write_text(json.dumps(dict(baseline_rev=args.baseline_rev, threads=args.threads, epochs=args.epochs,
+        args.json.write_text(json.dumps(dict(baseline_rev=None if extra else args.baseline_rev,
+                                             compare_flags=args.compare_flags, threads=args.threads, epochs=args.epochs,
                                              cases={c: CASES[c] for c in args.cases}, runs=results, summary=summary),
                                         indent=1) + "\n")
 

@@ -69,6 +69,18 @@ def test_cnm_defaults_follow_the_data_set_and_the_vector_set(flags, lr, scale):
     assert matching_config(args).lr == lr and vectors_scale(args) == scale
 
 
+@pytest.mark.parametrize("kind, flags", [("cnm", ["--dataset", "trecqa"]), ("qpdn", ["--dataset", "MR"])])
+def test_compile_reaches_the_training_config_and_stays_off_by_default(kind, flags):
+    from qpnlp.cli import build_parser
+    from qpnlp.commands._common import train_config
+    from qpnlp.commands.match import matching_config
+
+    config = matching_config if kind == "cnm" else train_config
+    parse = build_parser().parse_args
+    assert config(parse(["train", kind, *flags])).compile is None
+    assert config(parse(["train", kind, *flags, "--compile", "reduce-overhead"])).compile == "reduce-overhead"
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

@@ -206,6 +206,7 @@ BAD_INPUTS = {
     "max-questions 0": (lambda w: _match(w, "--max-questions", "0"), 2, "--max-questions: must be >= 1; got 0"),
     "max-questions -1": (lambda w: _match(w, "--max-questions", "-1"), 2, "--max-questions: must be >= 1; got -1"),
     "device foo": (lambda w: _train(w, "--device", "foo"), 2, "unknown device 'foo'"),
+    "compile fast": (lambda w: _match(w, "--compile", "fast"), 2, "--compile: invalid choice: 'fast'"),
     "lr inf": (lambda w: _train(w, "--lr", "inf"), 2, "--lr: must be a finite number > 0"),
     "lr negative": (lambda w: _train(w, "--lr", "-1"), 2, "--lr: must be a finite number > 0"),
     "lr text": (lambda w: _train(w, "--lr", "fast"), 2, "--lr: expected a number; got 'fast'"),

@@ -29,6 +29,7 @@ import torch
 from qpnlp._device import resolve_device
 from qpnlp.models.base import atomic_write_text
 from qpnlp.training import TrainConfig
+from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 
@@ -67,6 +68,9 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
                             "of one more chunk in padded positions, 'off' = whole batches (default %(default)s; "
                             "training batches are cut only for models that gain from it, e.g. CNM)")
+    group.add_argument("--compile", choices=COMPILE_MODES, default=None, metavar="MODE",
+                       help="run the training steps through torch.compile in this mode (" + ", ".join(COMPILE_MODES)
+                            + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json",
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
@@ -119,7 +123,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
                        weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                       progress=not args.no_progress, length_chunks=args.length_chunks)
+                       progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile)
 
 
 # --------------------------------------------------------------------------- errors and exit codes

@@ -79,7 +79,7 @@ def interpret(model, vocab, label_names, show: int, top: int) -> list[dict]:
     contrast = w[1] - w[0]
     order = contrast.abs().argsort(descending=True)[:show]
     near = nearest_words(model.measurement.vectors()[order], states, words, top=top, candidates=frequent)
-    print(f"\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
+    print("\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
     out = []
     for k, neighbours in zip(order.tolist(), near):
         era = label_names[int(contrast[k] > 0)]

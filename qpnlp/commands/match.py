@@ -94,7 +94,8 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           embedding_lr=args.embedding_lr or lr, phase_lr=args.phase_lr,
                           weight_decay=args.weight_decay,
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                          progress=not args.no_progress, length_chunks=args.length_chunks, loss=args.loss,
+                          progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
+                          loss=args.loss,
                           margin=args.margin, negatives=args.negatives)
 
 

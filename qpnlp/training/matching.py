@@ -36,6 +36,7 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
+from .compiled import compiled_steps, training_forward
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_loss,
                       early_stopping, training_chunks)
@@ -213,7 +214,9 @@ def metrics_dict(result: RankingResult) -> dict:
                 questions=int(result.n_questions))
 
 
-def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, epoch: int, device) -> float:
+def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingConfig, epoch: int, device) -> float:
+    """One epoch of training steps; ``forward`` calls the model (the model itself, or its compiled version:
+    :func:`~qpnlp.training.compiled.training_forward`)."""
     rng = np.random.default_rng((config.seed, epoch))
     model.train()
     losses = []
@@ -227,17 +230,19 @@ def _train_epoch(model, optimisers, train: EncodedQA, config: MatchingConfig, ep
     bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
     for number, batch in enumerate(bar, start=1):
         optimisers.zero_grad()
-        if config.loss == "triplet":
-            q = _batch(train.questions, batch[:, 0], device, config.max_len)
-            pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
-            neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
-            loss = triplet_loss(chunked(model, [q, pos], chunks), chunked(model, [q, neg], chunks), config.margin)
-        else:
-            q = _batch(train.questions, train.question_index[batch], device, config.max_len)
-            a = _batch(train.candidates, batch, device, config.max_len)
-            labels = torch.as_tensor(train.labels[batch], device=device)
-            loss = pointwise_loss(chunked(model, [q, a], chunks), labels, config.pointwise_scale)
-        loss.backward()
+        with compiled_steps(config.compile):
+            if config.loss == "triplet":
+                q = _batch(train.questions, batch[:, 0], device, config.max_len)
+                pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
+                neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
+                loss = triplet_loss(chunked(forward, [q, pos], chunks), chunked(forward, [q, neg], chunks),
+                                    config.margin)
+            else:
+                q = _batch(train.questions, train.question_index[batch], device, config.max_len)
+                a = _batch(train.candidates, batch, device, config.max_len)
+                labels = torch.as_tensor(train.labels[batch], device=device)
+                loss = pointwise_loss(chunked(forward, [q, a], chunks), labels, config.pointwise_scale)
+            loss.backward()
         optimisers.step()
         losses.append(float(loss.detach()))
         check_loss(losses[-1], epoch, number, config)
@@ -281,6 +286,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     device = resolve_device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
+    forward = training_forward(model, config.compile)
 
     def evaluate() -> tuple[float, dict]:
         dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len,
@@ -288,7 +294,8 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
         return dev_metrics["map"], dict(dev=dev_metrics)
 
     out = early_stopping(model, config, optimisers,
-                         train_epoch=lambda epoch: _train_epoch(model, optimisers, train, config, epoch, device),
+                         train_epoch=lambda epoch: _train_epoch(model, forward, optimisers, train, config, epoch,
+                                                                device),
                          evaluate=evaluate, on_epoch=on_epoch, log=log, checkpoint_dir=checkpoint_dir, resume=resume,
                          data=(train.questions, train.candidates, train.labels, train.groups, dev.questions,
                                dev.candidates, dev.labels, dev.groups))

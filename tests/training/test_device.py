@@ -5,6 +5,8 @@ check that nothing in a training epoch, the dev scoring, a checkpoint round
 trip or a resumed run leaves a tensor on the wrong device.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,57 @@ def test_a_device_this_machine_lacks_fails_before_training_with_the_reason(tmp_p
     corpus, _ = generate_drift_corpus(DriftSpec(n_years=5, n_tokens=2000, n_drift=2, n_stable=1, n_trap=1))
     with pytest.raises(ValueError, match=expected):
         fit_word2fun(corpus, Word2FunConfig(epochs=1, device=missing), dim=4, min_count=1)
+
+
+# --------------------------------------------------------------------------- TrainConfig.compile
+def _compiled_and_eager(train, make, config):
+    """Train one model eagerly and one through torch.compile from the same start; the two models and results."""
+    import torch._dynamo
+
+    eager, compiled = make(), make()
+    compiled.load_state_dict(eager.state_dict())
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    results = []
+    for model, mode in ((eager, None), (compiled, "default")):
+        torch.manual_seed(0)                             # the same dropout draws
+        results.append(train(model, dataclasses.replace(config, compile=mode)))
+    graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+    torch._dynamo.reset()
+    return eager, compiled, results, graphs
+
+
+def test_compiled_matching_training_equals_eager_to_rounding(device):
+    """CNM, the model compile speeds up: the compiled steps give the eager losses and parameters to rounding."""
+    from qpnlp.hilbert import get_validation
+
+    config = MatchingConfig(epochs=2, batch_size=4, progress=False, device=str(device), seed=3)
+    make = lambda: CNM(CNMConfig(num_words=20, dim=6, num_measurements=6),  # noqa: E731
+                       generator=torch.Generator().manual_seed(0))
+    eager, compiled, (r_eager, r_compiled), graphs = _compiled_and_eager(
+        lambda m, c: fit_matching(m, _qa(), _qa(seed=1), c), make, config)
+    assert graphs > 0                                    # the steps went through dynamo
+    assert get_validation() is True                      # switched off inside the compiled steps only
+    losses = [[h["train_loss"] for h in r.history] for r in (r_eager, r_compiled)]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-4)
+    for key, value in eager.state_dict().items():
+        torch.testing.assert_close(compiled.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=key)
+
+
+def test_compiled_classifier_training_equals_eager_to_rounding(device):
+    config = TrainConfig(epochs=1, batch_size=16, lr=0.02, embedding_lr=0.02, progress=False, seed=1,
+                         device=str(device))
+    eager, compiled, (r_eager, r_compiled), graphs = _compiled_and_eager(
+        lambda m, c: fit(m, _texts(), _texts(seed=1), c), CLASSIFIERS["qpdn"], config)
+    assert graphs > 0
+    np.testing.assert_allclose(r_compiled.history[0]["train_loss"], r_eager.history[0]["train_loss"], rtol=1e-4)
+    for key, value in eager.state_dict().items():
+        torch.testing.assert_close(compiled.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=key)
+
+
+@pytest.mark.parametrize("config", [TrainConfig, MatchingConfig])
+def test_an_unknown_compile_mode_is_refused_with_the_modes(config):
+    from qpnlp.training import ConfigError
+
+    with pytest.raises(ConfigError, match="compile must be None .eager. or one of .*reduce-overhead"):
+        config(compile="fast")

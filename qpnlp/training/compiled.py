@@ -1,0 +1,67 @@
+"""``TrainConfig.compile``: the training steps' forward through ``torch.compile``, where it pays.
+
+The trainers call the model through :func:`training_forward`: the model itself
+(eager, the default) or ``torch.compile(model, mode=...)`` (inductor). Only the
+training steps use it; dev and test scoring stay eager. The compiled forward
+runs with :mod:`qpnlp.hilbert` validation off (:func:`compiled_steps`): its
+checks read tensor values, which would cut the graph at every batch. Dropout
+draws from torch's generator as eagerly, so a compiled run gives an eager
+run's losses and parameters to rounding (tested). Batches
+of new padded lengths make dynamo compile again until it marks the length
+dynamic (usually at the second length), so the first epoch pays the compile
+time (seconds to a minute) and the later ones do not.
+
+Where it pays (``benchmarks/compile_vs_eager.py``; ``benchmarks/epoch_time.py
+--compare-flags``): the CNM training step, whose windows and mixtures inductor
+fuses, on CPU and on CUDA; not QPDN, whose step is one complex contraction
+that inductor leaves to eager kernels (complex code generation is not
+supported) and then pays the graph's overhead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import nn
+
+from qpnlp.hilbert import validation
+
+__all__ = ["COMPILE_MODES", "check_compile_mode", "training_forward", "compiled_steps"]
+
+#: torch.compile's inductor modes (``None``: eager).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def check_compile_mode(mode: str | None) -> None:
+    """``ValueError`` unless ``mode`` is None or one of :data:`COMPILE_MODES`."""
+    if mode is not None and mode not in COMPILE_MODES:
+        raise ValueError(f"compile must be None (eager) or one of {COMPILE_MODES}; got {mode!r}")
+
+
+def training_forward(model: nn.Module, mode: str | None) -> Callable[..., torch.Tensor]:
+    """What the training steps call: ``model`` itself, or ``torch.compile(model, mode=mode)``.
+
+    The compiled module shares the model's parameters: the optimisers, the
+    early stopping's best state and the saved model are the model's own.
+    """
+    check_compile_mode(mode)
+    return model if mode is None else torch.compile(model, mode=mode)
+
+
+@contextlib.contextmanager
+def compiled_steps(mode: str | None) -> Iterator[None]:
+    """The settings of compiled training steps (eager: none).
+
+    Validation off (its checks would break the graph), and inductor's
+    ``fallback_random``: dropout draws from torch's generator as in eager
+    mode, so a seeded run draws the same masks compiled or not.
+    """
+    if mode is None:
+        yield
+        return
+    import torch._inductor.config
+
+    with validation(False), torch._inductor.config.patch(fallback_random=True):
+        yield
