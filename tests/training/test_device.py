@@ -131,6 +131,13 @@ def test_a_device_this_machine_lacks_fails_before_training_with_the_reason(tmp_p
 
 
 # --------------------------------------------------------------------------- TrainConfig.compile
+#: What inductor says while compiling these models (no complex code generation, the sparse embedding backward it
+#: falls back around, torch.jit internals): expected, documented in qpnlp.training.compiled.
+_compiler_chatter = pytest.mark.filterwarnings("ignore:Torchinductor does not support:UserWarning",
+                                               "ignore:Error detected in EmbeddingBackward0:UserWarning",
+                                               "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
 def _compiled_and_eager(train, make, config):
     """Train one model eagerly and one through torch.compile from the same start; the two models and results."""
     import torch._dynamo
@@ -148,6 +155,7 @@ def _compiled_and_eager(train, make, config):
     return eager, compiled, results, graphs
 
 
+@_compiler_chatter
 def test_compiled_matching_training_equals_eager_to_rounding(device):
     """CNM, the model compile speeds up: the compiled steps give the eager losses and parameters to rounding."""
     from qpnlp.hilbert import get_validation
@@ -165,6 +173,7 @@ def test_compiled_matching_training_equals_eager_to_rounding(device):
         torch.testing.assert_close(compiled.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=key)
 
 
+@_compiler_chatter
 def test_compiled_classifier_training_equals_eager_to_rounding(device):
     config = TrainConfig(epochs=1, batch_size=16, lr=0.02, embedding_lr=0.02, progress=False, seed=1,
                          device=str(device))
