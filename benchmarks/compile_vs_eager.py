@@ -12,7 +12,7 @@ mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
 * ``CNM``          a training step on a synthetic triplet batch (questions 16, answers 64 tokens),
                    d=50, k=300, windows 1-4.
 
-``--lengths L1 L2 ...`` (default: 50 alone) gives the batches several padded lengths, as real batches have
+``--lengths L1 L2 ...`` (default: each case's one length above) gives the batches several padded lengths, as real batches have
 (each timed step takes the next length in turn; CNM's answers take them, its questions stay at 16 tokens):
 the compiled function is then specialised or made dynamic by dynamo, and the report adds how many graphs it
 compiled and how often it recompiled.
@@ -113,6 +113,8 @@ def cnm_case(gen, device, lengths):
 
 
 CASES = {"measurement": measurement_case, "qpdn": qpdn_case, "cnm": cnm_case}
+#: Each case's padded length when ``--lengths`` is not given (CNM: its answers').
+DEFAULT_LENGTHS = {"measurement": [50], "qpdn": [50], "cnm": [64]}
 
 
 def main(argv=None) -> None:
@@ -121,9 +123,9 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--mode", nargs="+", default=["default"], help="torch.compile modes, each timed against eager")
-    parser.add_argument("--lengths", type=int, nargs="+", default=[50],
+    parser.add_argument("--lengths", type=int, nargs="+",
                         help="padded batch lengths, taken in turn by the timed steps (CNM: the answers' lengths; "
-                             "default 50; the default CNM case has answers of 64)")
+                             "default: 50, CNM's answers 64)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=0.5)
     parser.add_argument("--json")
@@ -137,7 +139,7 @@ def main(argv=None) -> None:
           f"torch {torch.__version__}\nload before: {load_start}")
     results = {}
     for name, mode in [(n, m) for n in args.cases for m in args.mode]:
-        lengths = args.lengths if args.lengths != [50] or name != "cnm" else [64]
+        lengths = args.lengths or DEFAULT_LENGTHS[name]
         fn, inputs, make = CASES[name](torch.Generator().manual_seed(0), device, lengths)
         torch._dynamo.reset()
         explained = torch._dynamo.explain(fn)(*inputs)
@@ -165,8 +167,9 @@ def main(argv=None) -> None:
                              compile_warnings=sorted({str(w.message).splitlines()[0][:160] for w in caught}))
         r = results[name]
         print(f"{name}: dynamo graphs {r['graphs']}, graph breaks {r['graph_breaks']} {reasons or ''}; lengths "
-              f"{lengths}: {compiled_graphs} graphs compiled, first pass {compile_seconds:.1f} s; eager {r['summary']['eager']['median'] * 1e3:.2f} ms, compiled "
-              f"{r['summary']['compiled']['median'] * 1e3:.2f} ms: compiled/eager {r['compiled_over_eager']:.2f}x")
+              f"{lengths}: {compiled_graphs} graphs compiled, first pass {compile_seconds:.1f} s; eager "
+              f"{r['summary']['eager']['median'] * 1e3:.2f} ms, compiled {r['summary']['compiled']['median'] * 1e3:.2f} "
+              f"ms: compiled/eager {r['compiled_over_eager']:.2f}x")
         for message in r["compile_warnings"]:
             print(f"  warning while compiling: {message}")
     load_end = uptime()
