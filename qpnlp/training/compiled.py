@@ -57,7 +57,7 @@ def training_forward(model: nn.Module, mode: str | None) -> Callable[..., torch.
 
 @contextlib.contextmanager
 def compiled_steps(mode: str | None) -> Iterator[None]:
-    """The settings of compiled training steps (eager: none).
+    """The settings of an epoch of compiled training steps (eager: none).
 
     Validation off (its checks would break the graph), and inductor's
     ``fallback_random``: dropout draws from torch's generator as in eager

@@ -228,9 +228,9 @@ def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingC
     batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
     chunks = training_chunks(model, config)
     bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
-    for number, batch in enumerate(bar, start=1):
-        optimisers.zero_grad()
-        with compiled_steps(config.compile):
+    with compiled_steps(config.compile):
+        for number, batch in enumerate(bar, start=1):
+            optimisers.zero_grad()
             if config.loss == "triplet":
                 q = _batch(train.questions, batch[:, 0], device, config.max_len)
                 pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
@@ -243,10 +243,10 @@ def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingC
                 labels = torch.as_tensor(train.labels[batch], device=device)
                 loss = pointwise_loss(chunked(forward, [q, a], chunks), labels, config.pointwise_scale)
             loss.backward()
-        optimisers.step()
-        losses.append(float(loss.detach()))
-        check_loss(losses[-1], epoch, number, config)
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+            optimisers.step()
+            losses.append(float(loss.detach()))
+            check_loss(losses[-1], epoch, number, config)
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
     bar.close()
     return float(np.mean(losses))
 

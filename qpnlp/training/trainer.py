@@ -454,12 +454,12 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
                                   max_len=config.max_len)
         losses = []
-        with tqdm(batches, total=-(-len(train) // config.batch_size), desc=f"epoch {epoch}",
-                  disable=not config.progress, leave=False) as bar:
+        with compiled_steps(config.compile), tqdm(batches, total=-(-len(train) // config.batch_size),
+                                                  desc=f"epoch {epoch}", disable=not config.progress,
+                                                  leave=False) as bar:
             for batch, (ids, mask, labels) in enumerate(bar, start=1):
-                with compiled_steps(config.compile):
-                    losses.append(train_step(forward, optimisers, ids.to(device), mask.to(device),
-                                             labels.to(device), length_chunks=chunks))
+                losses.append(train_step(forward, optimisers, ids.to(device), mask.to(device), labels.to(device),
+                                         length_chunks=chunks))
                 check_loss(losses[-1], epoch, batch, config)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         return float(np.mean(losses))
