@@ -54,6 +54,7 @@ __all__ = [
     "harmonic_frequencies",
     "linear_function",
     "logistic_step",
+    "step_sigmoid",
     "time2fun_function",
     "sinusoidal_function",
     "word2fun_loss",
@@ -187,8 +188,13 @@ def logistic_step(
     >>> term.tolist(), sig.tolist()
     ([[0.0, 0.0]], [[0.5]])
     """
-    sig = torch.sigmoid(torch.exp(log_rate) * (s.unsqueeze(-1) - centre))
+    sig = step_sigmoid(centre, log_rate, s)
     return amplitude * (sig - 0.5), sig
+
+
+def step_sigmoid(centre: torch.Tensor, log_rate: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """:math:`\\sigma(k_u (s - c_u))`, :math:`k_u = e^{\\ell_u}`, of :func:`logistic_step`: ``centre``, ``log_rate`` (..., 1), ``s`` (...,) -> (..., 1)."""
+    return torch.sigmoid(torch.exp(log_rate) * (s.unsqueeze(-1) - centre))
 
 
 def time2fun_function(b: torch.Tensor, omega: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:

@@ -61,6 +61,7 @@ from qpnlp.word2fun.functions import (
     linear_function,
     logistic_step,
     sinusoidal_function,
+    step_sigmoid,
     time2fun_function,
     word2fun_loss,
 )
@@ -371,9 +372,10 @@ class Word2Fun(Model):
         f, vjp = self._family_vjp(rows, tau)
         if not self.config.logistic:
             return f, vjp
-        term, sig = self.step_term(rows, tau)
+        s = tau / self.time_scale.scale
+        sig = step_sigmoid(rows["step_centre"], self.step_log_rate(rows), s)
         k = torch.exp(self.step_log_rate(rows))
-        s = (tau / self.time_scale.scale).unsqueeze(-1)
+        s = s.unsqueeze(-1)
         A = rows["step_amplitude"]
 
         def vjp_step(g):
@@ -384,7 +386,7 @@ class Word2Fun(Model):
             out["step_rate"] = k * (s - rows["step_centre"]) * gam
             return out, shared
 
-        return f + term, vjp_step
+        return torch.addcmul(f, A, sig - 0.5), vjp_step  # f + A (sigma - 1/2)
 
     def _family_vjp(self, rows: dict, tau: torch.Tensor):
         """:math:`f` and its vector-Jacobian product, for training without autograd.

@@ -58,11 +58,15 @@ def _lr_factor(name: str, scale: float, centre_lr: float = STEP_CENTRE_LR) -> fl
     return 1.0
 
 
+def _check_sinusoidal(model: Word2Fun) -> None:
+    if model.family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+
+
 def _span_frequencies(model: Word2Fun, rows: dict) -> torch.Tensor:
     """:math:`w = S\\,\\Omega` of the ``D`` amplitude coordinates: (N, D) from gathered rows (III, IV), or (D,) (II)."""
     S = model.time_scale.scale
-    if model.family not in SINUSOIDAL_FAMILIES:
-        raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    _check_sinusoidal(model)
     if model.family == "II":
         return torch.cat([model.omega_fixed, model.omega_fixed]) * S
     return torch.cat([rows["omega1"], rows["omega2"]], -1) * S
@@ -104,44 +108,84 @@ def _step_roughness(model: Word2Fun, rows: dict) -> torch.Tensor:
     return rows["step_amplitude"].square().sum(-1) * k / 12.0
 
 
-def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float) -> None:
+def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float | torch.Tensor) -> None:
     """``steps[name] -= step * d rho / d rows[name]`` for the amplitudes and (III, IV) the frequencies.
 
-    :math:`\\partial\\rho/\\partial R_j = w_j^2 R_j` and
-    :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2` with :math:`w = S\\Omega`.
+    With :math:`w = S\\Omega`: :math:`\\partial\\rho/\\partial R_j = w_j^2 R_j` and
+    :math:`\\partial\\rho/\\partial\\Omega_j = S^2 \\Omega_j R_j^2 = S\\,(w_j R_j) R_j`, both from
+    :math:`w_j R_j`, one half of the coordinates at a time.  ``step`` is a float or one weight per
+    centre token, shape (N,).
     """
+    st = step[:, None] if isinstance(step, torch.Tensor) else step
     if model.logistic:  # d/dA = k A / 6, d/dl = k |A|^2 / 12 (k = e^l)
         A = rows["step_amplitude"]
-        k = torch.exp(model.step_log_rate(rows))
-        st = step[:, None] if isinstance(step, torch.Tensor) else step
-        steps["step_amplitude"].sub_(A * (k * st / 6.0))
-        steps["step_rate"].sub_(A.square().sum(-1, keepdim=True) * k * st / 12.0)
-    r, w = rows["amplitude"], _span_frequencies(model, rows)
-    if isinstance(step, torch.Tensor):  # one weight per centre token, (N,)
-        steps["amplitude"].sub_(w.square() * r * step[:, None])
-        if model.family in ("III", "IV"):
-            g = (w * r.square()).mul_(step[:, None] * -model.time_scale.scale)
-            h = model.dim // 2
-            steps["omega1"].add_(g[:, :h])
-            steps["omega2"].add_(g[:, h:])
+        k_st = torch.exp(model.step_log_rate(rows)).mul_(st)
+        steps["step_amplitude"].addcmul_(A, k_st, value=-1.0 / 6.0)
+        steps["step_rate"].addcmul_(A.square().sum(-1, keepdim=True), k_st, value=-1.0 / 12.0)
+    r, S = rows["amplitude"], model.time_scale.scale
+    if model.family == "II":
+        w = _span_frequencies(model, rows)
+        _sub_scaled(steps["amplitude"], (w * r).mul_(w), st)
         return
-    steps["amplitude"].addcmul_(w.square(), r, value=-step)
-    if model.family in ("III", "IV"):
-        g = (w * r.square()).mul_(-step * model.time_scale.scale)  # -step * S^2 Omega R^2
-        h = model.dim // 2
-        steps["omega1"].add_(g[:, :h])
-        steps["omega2"].add_(g[:, h:])
+    _check_sinusoidal(model)
+    h = model.dim // 2
+    for name, half in (("omega1", slice(None, h)), ("omega2", slice(h, None))):
+        w, r_half = rows[name] * S, r[:, half]
+        wr = w.mul_(r_half)
+        _sub_scaled(steps["amplitude"][:, half], wr * rows[name], st * S)  # w^2 R = (w R) Omega S
+        _sub_scaled(steps[name], wr.mul_(r_half), st * S)
 
 
-def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, alpha: float, inplace: bool = False) -> None:
-    """``weight[index[i]] += alpha * src[i]``, repeated rows accumulating; ``inplace`` scales ``src`` in place.
+def _sub_scaled(out: torch.Tensor, x: torch.Tensor, scale: float | torch.Tensor) -> None:
+    """``out -= scale * x`` in place, ``scale`` a float or a column (N, 1) broadcast over ``x``'s columns."""
+    if isinstance(scale, torch.Tensor):
+        out.addcmul_(x, scale, value=-1.0)
+    else:
+        out.add_(x, alpha=-scale)
 
-    ``scatter_add_`` with the index expanded over the columns: on CPU several
-    times faster than ``index_add_`` for unsorted indices.
+
+def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, alpha: float = 1.0) -> None:
+    """``weight[index[i]] += alpha * src[i]``, repeated rows accumulating; ``src`` (a temporary) is scaled in place.
+
+    ``index_add_``: on CPU (torch 2.13) as fast as ``scatter_add_`` with an
+    expanded index; its own ``alpha`` argument is not used, it costs more than
+    the multiplication in place (about 70 us even for a (1719, 1) update).
     """
     if alpha != 1.0:
-        src = src.mul_(alpha) if inplace else src * alpha
-    weight.scatter_add_(0, index.unsqueeze(-1).expand_as(src), src)
+        src = src.mul_(alpha)
+    weight.index_add_(0, index, src)
+
+
+#: Pairs per pass of the positive term on CPU: the (chunk, D) temporaries of a pass stay in the
+#: core's L2 cache, where one pass over a whole batch (8192 x 100 floats, 3.3 MB per array) streams
+#: every array through memory (``benchmarks/word2fun_speed.py``).  The passes run in pair order,
+#: so the accumulated gradients equal those of one pass.
+PAIR_CHUNK = 1024
+
+
+def _pair_chunks(n_pairs: int, device: torch.device) -> list[slice]:
+    """Slices of the pairs for the positive term: :data:`PAIR_CHUNK` on CPU, one slice on an accelerator."""
+    step = PAIR_CHUNK if device.type == "cpu" else max(n_pairs, 1)
+    return [slice(s, s + step) for s in range(0, n_pairs, step)]
+
+
+def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                   chunks: list[slice]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The positive pairs' loss :math:`-\\sum_b \\log\\sigma(p_b)`, :math:`p_b = f_{n(b)} \\cdot h_{c(b)}`.
+
+    Returns ``(dL/df (N, D), dL/dp (B,), loss)`` with :math:`\\partial L/\\partial p = \\sigma(p) - 1`,
+    computed chunk by chunk (``chunks``: slices of the B pairs).
+    """
+    g_f = torch.zeros_like(f)
+    gp = torch.empty(context.shape[0], dtype=f.dtype, device=f.device)
+    loss = f.new_zeros(())
+    for c in chunks:
+        hp = H.index_select(0, context[c])
+        pos = f.index_select(0, pair_centre[c]).mul_(hp).sum(-1)
+        loss -= F.logsigmoid(pos).sum()
+        g = gp[c].copy_(torch.sigmoid(pos)).sub_(1.0)
+        g_f.index_add_(0, pair_centre[c], hp.mul_(g[:, None]))
+    return g_f, gp, loss
 
 
 def sgd_step(
@@ -236,12 +280,8 @@ def centre_sgd_step(
     f, vjp = model.function_vjp(rows, tau)
     H = model.compass.weight
     train_h = not model.freeze_compass
-    hp = H.index_select(0, context)
-    fp = f.index_select(0, pair_centre)
-    pos = (fp * hp).sum(-1)
-    gp = torch.sigmoid(pos).sub_(1.0)  # dL/dpos
-    loss = -F.logsigmoid(pos).sum()
-    g_f = torch.zeros_like(f).index_add_(0, pair_centre, hp.mul_(gp[:, None]))
+    chunks = _pair_chunks(B, f.device)
+    g_f, gp, loss = _positive_term(f, H, pair_centre, context, chunks)
     if negatives.dim() == 1:
         k = negatives.shape[0]
         hn = H.index_select(0, negatives)  # (k, D)
@@ -253,10 +293,11 @@ def centre_sgd_step(
         gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
         g_f.addmm_(gn, hn)
         if train_h:
-            _scatter_rows(H, negatives, gn.T @ f, -lr, inplace=True)
+            _scatter_rows(H, negatives, gn.T @ f, -lr)
     else:
         k = negatives.shape[1]
         neg_idx = negatives.reshape(-1)
+        fp = f.index_select(0, pair_centre)
         hn = H.index_select(0, neg_idx).view(B, k, D)
         q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
         loss -= F.logsigmoid(-q).sum() / k * negative_weight
@@ -265,9 +306,11 @@ def centre_sgd_step(
             gn.mul_(negative_weight)
         g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
         if train_h:
-            _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr, inplace=True)
-    if train_h:  # positives last: fp is overwritten by its gradient
-        _scatter_rows(H, context, fp.mul_(gp.mul_(-lr)[:, None]), 1.0, inplace=True)
+            _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr)
+    if train_h:  # positives last
+        gp.mul_(-lr)
+        for c in chunks:
+            _scatter_rows(H, context[c], f.index_select(0, pair_centre[c]).mul_(gp[c, None]))
     if row_lr is None:
         row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
     else:
@@ -282,7 +325,7 @@ def centre_sgd_step(
         _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():
-        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale, centre_lr), inplace=True)
+        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale, centre_lr))
     for name, g in shared.items():
         getattr(model, name).add_(g, alpha=1.0 / B)
     if model.logistic:

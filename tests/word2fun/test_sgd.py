@@ -90,3 +90,27 @@ def test_centre_step_equals_the_step_on_the_expanded_pairs(family, shared, make,
     assert la == pytest.approx(lb, rel=1e-5)
     for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
         assert torch.allclose(p, q, atol=1e-5), n
+
+
+@pytest.mark.parametrize("family", ["II", "IV"])
+@pytest.mark.parametrize("per_token", [False, True])
+def test_the_step_in_chunks_of_pairs_equals_one_pass(family, per_token, make, randomise, monkeypatch):
+    """On CPU the positive pairs are processed in chunks (``PAIR_CHUNK``): the same step as one pass over them."""
+    from qpnlp.word2fun import sgd
+
+    V, D = 9, 6
+    words, times = torch.tensor([2, 7, 2, 0, 5]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0, 1975.0])
+    pc = torch.tensor([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4])
+    ctx = torch.tensor([1, 4, 1, 3, 8, 0, 5, 2, 2, 6, 7])
+    lam = torch.tensor([0.01, 0.0, 0.02, 0.01, 0.03]) if per_token else 0.01
+    row_lr = torch.tensor([1.0, 2.0, 1.0, 4.0, 1.5]) if per_token else None
+    results = []
+    for chunk in (3, 10**6):
+        monkeypatch.setattr(sgd, "PAIR_CHUNK", chunk)
+        assert len(sgd._pair_chunks(pc.shape[0], torch.device("cpu"))) == (4 if chunk == 3 else 1)
+        m = randomise(make(V, D, family=family, logistic=True), seed=7)
+        loss = sgd.centre_sgd_step(m, words, times, pc, ctx, torch.tensor([3, 6, 6]), 0.05, lam, row_lr)
+        results.append((loss, dict(m.named_parameters())))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+    for n, p in results[0][1].items():
+        assert torch.allclose(p, results[1][1][n], atol=1e-6), n
