@@ -163,29 +163,29 @@ def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
 PAIR_CHUNK = 1024
 
 
-def _pair_chunks(n_pairs: int, device: torch.device) -> list[slice]:
-    """Slices of the pairs for the positive term: :data:`PAIR_CHUNK` on CPU, one slice on an accelerator."""
-    step = PAIR_CHUNK if device.type == "cpu" else max(n_pairs, 1)
-    return [slice(s, s + step) for s in range(0, n_pairs, step)]
+def _pair_chunk(n_pairs: int, device: torch.device) -> int:
+    """Pairs per pass of the positive term: :data:`PAIR_CHUNK` on CPU, all of them on an accelerator."""
+    return PAIR_CHUNK if device.type == "cpu" else max(n_pairs, 1)
 
 
 def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
-                   chunks: list[slice]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   chunk: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The positive pairs' loss :math:`-\\sum_b \\log\\sigma(p_b)`, :math:`p_b = f_{n(b)} \\cdot h_{c(b)}`.
 
-    Returns ``(dL/df (N, D), dL/dp (B,), loss)`` with :math:`\\partial L/\\partial p = \\sigma(p) - 1`,
-    computed chunk by chunk (``chunks``: slices of the B pairs).
+    Returns ``(dL/df (N, D), dL/dp (B, 1), loss)`` with :math:`\\partial L/\\partial p = \\sigma(p) - 1`,
+    computed ``chunk`` pairs at a time (few operations per pass: the pass's views come from ``split``
+    and its results are written into slices of ``p`` and ``dL/dp``).
     """
+    B = context.shape[0]
     g_f = torch.zeros_like(f)
-    gp = torch.empty(context.shape[0], dtype=f.dtype, device=f.device)
-    loss = f.new_zeros(())
-    for c in chunks:
-        hp = H.index_select(0, context[c])
-        pos = f.index_select(0, pair_centre[c]).mul_(hp).sum(-1)
-        loss -= F.logsigmoid(pos).sum()
-        g = gp[c].copy_(torch.sigmoid(pos)).sub_(1.0)
-        g_f.index_add_(0, pair_centre[c], hp.mul_(g[:, None]))
-    return g_f, gp, loss
+    pos = torch.empty(B, 1, dtype=f.dtype, device=f.device)
+    gp = torch.empty_like(pos)
+    for c, n, p, g in zip(context.split(chunk), pair_centre.split(chunk), pos.split(chunk), gp.split(chunk)):
+        hp = H.index_select(0, c)
+        torch.sum(f.index_select(0, n).mul_(hp), -1, keepdim=True, out=p)
+        torch.sigmoid(p, out=g).sub_(1.0)
+        g_f.index_add_(0, n, hp.mul_(g))
+    return g_f, gp, -F.logsigmoid(pos).sum()
 
 
 def sgd_step(
@@ -280,8 +280,8 @@ def centre_sgd_step(
     f, vjp = model.function_vjp(rows, tau)
     H = model.compass.weight
     train_h = not model.freeze_compass
-    chunks = _pair_chunks(B, f.device)
-    g_f, gp, loss = _positive_term(f, H, pair_centre, context, chunks)
+    chunk = _pair_chunk(B, f.device)
+    g_f, gp, loss = _positive_term(f, H, pair_centre, context, chunk)
     if negatives.dim() == 1:
         k = negatives.shape[0]
         hn = H.index_select(0, negatives)  # (k, D)
@@ -309,8 +309,8 @@ def centre_sgd_step(
             _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr)
     if train_h:  # positives last
         gp.mul_(-lr)
-        for c in chunks:
-            _scatter_rows(H, context[c], f.index_select(0, pair_centre[c]).mul_(gp[c, None]))
+        for c, n, g in zip(context.split(chunk), pair_centre.split(chunk), gp.split(chunk)):
+            _scatter_rows(H, c, f.index_select(0, n).mul_(g))
     if row_lr is None:
         row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
     else:
