@@ -11,8 +11,8 @@ batch) with ``--workers`` hogwild threads, and the defaults trained by
 ``--processes`` processes started by ``torchrun`` (one thread each; all
 processes' tokens over the slowest one's training time).  With
 ``--baseline-tree`` the training of ``qpnlp train word2fun`` of another
-version (its defaults: one worker, torch's default intra-op threads) is timed
-in the same runs.
+version (its defaults: one worker, torch's default intra-op threads), and that
+version trained by ``--processes`` processes, are timed in the same runs.
 The runs are interleaved ``--repeats`` times (gensim, Word2Fun, gensim, ...)
 so that both see the same machine, first alone and then (``--busy 2``) beside
 two busy processes (a Python loop each), and the load average is recorded
@@ -92,8 +92,11 @@ def word2fun_baseline(path, args) -> float:
     return float(out.strip().splitlines()[-1])
 
 
-def word2fun_processes(path, args) -> float:
-    """Word2Fun trained by ``--processes`` processes started by torchrun (each one thread, its own shard)."""
+def word2fun_processes(path, args, tree: str = "") -> float:
+    """Word2Fun trained by ``--processes`` processes started by torchrun (each one thread, its own shard).
+
+    ``tree``: a directory holding another version's ``qpnlp`` package, imported by the processes instead.
+    """
     import subprocess
     import sys
     import tempfile
@@ -102,7 +105,8 @@ def word2fun_processes(path, args) -> float:
     torchrun = str(Path(sys.executable).parent / "torchrun")
     subprocess.run([torchrun, "--nproc-per-node", str(args.processes), "--master-port", "29650", __file__, "worker",
                     "--tsv", str(path), "--epochs", str(args.epochs), "--dim", str(args.dim), "--result", str(result)],
-                   check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                   check=True, capture_output=True,
+                   env={**os.environ, "OMP_NUM_THREADS": "1", **({"PYTHONPATH": tree} if tree else {})})
     return json.loads(result.read_text())["tokens_per_s"]
 
 
@@ -178,6 +182,9 @@ def main() -> None:
         models[f"word2fun ({args.processes} processes, torchrun, defaults)"] = lambda: word2fun_processes(tsv, args)
     if args.baseline_tree:
         models["word2fun CLI before (baseline tree, workers 1, default threads)"] = lambda: word2fun_baseline(tsv, args)
+        if args.processes > 1:
+            models[f"word2fun before ({args.processes} processes, baseline tree)"] = (
+                lambda: word2fun_processes(tsv, args, args.baseline_tree))
     phases = {}
     for n_busy in (int(x) for x in args.busy.split(",")):
         stop = mp.Event()

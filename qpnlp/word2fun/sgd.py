@@ -233,7 +233,7 @@ def centre_sgd_step(
     accumulated into :math:`\\partial L / \\partial f` per centre token and
     into the compass rows, then pulled back to the rows of the parameter
     tables by :meth:`~qpnlp.word2fun.model.Word2Fun.function_vjp`.  Every gradient row is scattered
-    with ``scatter_add_`` (rows repeated in the batch add their gradients, as
+    with ``index_add_`` (rows repeated in the batch add their gradients, as
     consecutive word2vec updates would); all gradients are taken at the
     parameters before the step.  Frequency rows step with ``lr / S``, slopes
     with ``lr / S^2``, shared parameters (Time2Fun's :math:`\\Omega`) with
