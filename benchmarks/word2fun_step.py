@@ -1,0 +1,118 @@
+"""Word2Fun's SGD step alone: CPU milliseconds per step of the defaults, this tree against another version.
+
+The step (:func:`qpnlp.word2fun.sgd.centre_sgd_step`) is timed over the
+batches of one epoch of :func:`qpnlp.word2fun.fit`'s defaults on the
+planted-drift corpus (family IV with the logistic step, dim 100, 32 shared
+negatives, batches of 8192 pairs), from the model as ``fit`` initialises it,
+in one torch thread.  The time is the thread's CPU time (``time.thread_time``),
+so that jobs running beside it stretch it less than the wall clock; each
+worker takes the best of ``--reps`` passes over ``--steps`` batches.  With
+``--baseline-tree`` (a directory holding another version's ``qpnlp``, e.g.
+``git archive HEAD qpnlp | tar -x -C DIR``) both versions run in turn,
+``--rounds`` times, each in its own process, and the report gives the ratio of
+the medians.  Both start from the same parameters and batches; the summed loss
+of the timed steps is printed to show that they train alike.
+
+Run::
+
+    python benchmarks/word2fun_step.py --baseline-tree /tmp/qpnlp-before
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def worker(args) -> dict:
+    """Time the step in this process (the ``qpnlp`` on ``sys.path``): ``{"ms_per_step", "loss"}``."""
+    import numpy as np
+    import torch
+
+    import qpnlp.word2fun.loop as loop
+    import qpnlp.word2fun.train as train
+    from qpnlp.data.skipgram import NegativeSampler, keep_probabilities
+    from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
+    from qpnlp.word2fun import TrainConfig, fit
+
+    torch.set_num_threads(1)
+    corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
+    seen = {}
+    real = train.train_source
+
+    def capture(model, source, counts, cfg, **kw):  # fit's model, corpus and settings, as it trains them
+        seen.update(model=model, source=source, counts=counts, cfg=cfg)
+        seen.setdefault("state", copy.deepcopy(model.state_dict()))
+        return real(model, source, counts, cfg, **kw)
+
+    train.train_source = capture
+    fit(corpus, TrainConfig(epochs=1, workers=1, seed=0), dim=args.dim)
+    model = seen["model"]
+    cfg = loop.resolve_penalty(seen["cfg"], model.family, model.logistic)
+    keep = keep_probabilities(seen["counts"], cfg.sample)
+    batches = list(loop._epoch_batches(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu")))
+    batches = batches[:args.steps]
+    gen = torch.Generator().manual_seed(0)
+    negatives = [NegativeSampler(seen["counts"], 0.75).sample((cfg.negatives,), generator=gen) for _ in batches]
+    word_penalty, word_lr = loop.word_weights(seen["counts"], cfg, torch.device("cpu"))
+    centre_lr = 0.03 if cfg.step_centre_lr is None else cfg.step_centre_lr
+    best, loss = float("inf"), 0.0
+    for _ in range(args.reps):
+        model.load_state_dict(seen["state"])
+        t0, loss = time.thread_time(), 0.0
+        for b, neg in zip(batches, negatives):
+            lam = cfg.roughness_penalty if word_penalty is None else word_penalty[b.words]
+            rl = None if word_lr is None else word_lr[b.words]
+            loss += loop.centre_sgd_step(model, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
+                                         cfg.negative_weight, centre_lr)
+        best = min(best, time.thread_time() - t0)
+    return {"ms_per_step": best * 1000 / len(batches), "loss": loss, "steps": len(batches)}
+
+
+def run_tree(tree: str, args) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **({"PYTHONPATH": tree} if tree else {})}
+    cmd = [sys.executable, __file__, "worker", "--tokens", str(args.tokens), "--dim", str(args.dim),
+           "--steps", str(args.steps), "--reps", str(args.reps)]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
+    ap.add_argument("--baseline-tree", default="", help="a directory holding another version's qpnlp package")
+    ap.add_argument("--tokens", type=int, default=750_000)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    if args.mode == "worker":
+        print(json.dumps(worker(args)))
+        return
+    here = str(Path(__file__).resolve().parents[1])
+    trees = {"this tree": here, **({"baseline": args.baseline_tree} if args.baseline_tree else {})}
+    runs: dict = {k: [] for k in trees}
+    for _ in range(args.rounds):
+        for name, tree in trees.items():
+            runs[name].append({**run_tree(tree, args), "load": round(os.getloadavg()[0], 2)})
+            print(name, json.dumps(runs[name][-1]), flush=True)
+    median = {k: statistics.median(r["ms_per_step"] for r in v) for k, v in runs.items()}
+    for k, v in median.items():
+        print(f"{k}: {v:.2f} CPU ms per step (median of {args.rounds})")
+    if args.baseline_tree:
+        print(f"this tree / baseline: {median['this tree'] / median['baseline']:.3f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "runs": runs, "median_ms": median}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
