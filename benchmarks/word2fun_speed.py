@@ -5,9 +5,9 @@ years) with the same dimension, window, number of negatives, subsampling and
 epochs, on ``--workers`` threads: gensim one ``Word2Vec`` per ``--bins``
 period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
 Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
-generation included) in three settings: ``--negatives`` negatives per pair
+generation included) in four settings: ``--negatives`` negatives per pair
 (the setting gensim uses) and the library defaults (negatives shared by a
-batch) with ``--workers`` hogwild threads, and the defaults trained by
+batch) with ``--workers`` hogwild threads, the defaults with one worker, and the defaults trained by
 ``--processes`` processes started by ``torchrun`` (one thread each; all
 processes' tokens over the slowest one's training time).  With
 ``--baseline-tree`` the training of ``qpnlp train word2fun`` of another
@@ -134,8 +134,8 @@ def profile(corpus, args) -> str:
             + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
 
 
-def word2fun(corpus, args, shared: bool) -> float:
-    cfg = TrainConfig(epochs=args.epochs, workers=args.workers, seed=0,
+def word2fun(corpus, args, shared: bool, workers: int | None = None) -> float:
+    cfg = TrainConfig(epochs=args.epochs, workers=workers or args.workers, seed=0,
                       **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
     return fit(corpus, cfg, dim=args.dim).stats.tokens_per_s
 
@@ -172,6 +172,8 @@ def main() -> None:
     models = {"gensim per-period": lambda: gensim_per_period(corpus, args),
               f"word2fun ({args.negatives} negatives per pair)": lambda: word2fun(corpus, args, False),
               "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}
+    if args.workers > 1:  # one core's worth: what the threads and the processes multiply
+        models["word2fun (defaults, 1 worker)"] = lambda: word2fun(corpus, args, True, workers=1)
     import tempfile
 
     from qpnlp.data import write_tsv
