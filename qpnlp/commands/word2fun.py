@@ -382,6 +382,7 @@ def run(args: argparse.Namespace) -> int:
         corpus = _load_corpus(args.corpus, args.stream)
     vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
     if _launches_processes(args):
+        del corpus, vocabulary                    # each process reads the corpus itself
         return _run_in_processes(args)
     if not args.stream:
         report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
