@@ -10,7 +10,8 @@ worker takes the best of ``--reps`` passes over ``--steps`` batches.  With
 ``--baseline-tree`` (a directory holding another version's ``qpnlp``, e.g.
 ``git archive HEAD qpnlp | tar -x -C DIR``) both versions run in turn,
 ``--rounds`` times, each in its own process, and the report gives the ratio of
-the medians.  Both start from the same parameters and batches; the summed loss
+the medians.  ``--pair-chunks`` times this tree with each of the given values
+of :data:`qpnlp.word2fun.sgd.PAIR_CHUNK` instead.  Both start from the same parameters and batches; the summed loss
 of the timed steps is printed to show that they train alike.
 
 Run::
@@ -43,6 +44,10 @@ def worker(args) -> dict:
     from qpnlp.word2fun import TrainConfig, fit
 
     torch.set_num_threads(1)
+    if args.pair_chunk:
+        import qpnlp.word2fun.sgd as sgd
+
+        sgd.PAIR_CHUNK = args.pair_chunk
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     seen = {}
     real = train.train_source
@@ -76,10 +81,10 @@ def worker(args) -> dict:
     return {"ms_per_step": best * 1000 / len(batches), "loss": loss, "steps": len(batches)}
 
 
-def run_tree(tree: str, args) -> dict:
+def run_tree(tree: str, args, pair_chunk: int = 0) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", **({"PYTHONPATH": tree} if tree else {})}
     cmd = [sys.executable, __file__, "worker", "--tokens", str(args.tokens), "--dim", str(args.dim),
-           "--steps", str(args.steps), "--reps", str(args.reps)]
+           "--steps", str(args.steps), "--reps", str(args.reps), "--pair-chunk", str(pair_chunk)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -93,22 +98,28 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pair-chunks", type=int, nargs="+", default=[],
+                    help="time this tree with each of these pairs per pass of the positive term instead")
+    ap.add_argument("--pair-chunk", type=int, default=0, help=argparse.SUPPRESS)  # the worker's one value
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     if args.mode == "worker":
         print(json.dumps(worker(args)))
         return
     here = str(Path(__file__).resolve().parents[1])
-    trees = {"this tree": here, **({"baseline": args.baseline_tree} if args.baseline_tree else {})}
+    if args.pair_chunks:
+        trees = {f"PAIR_CHUNK {c}": (here, c) for c in args.pair_chunks}
+    else:
+        trees = {"this tree": (here, 0), **({"baseline": (args.baseline_tree, 0)} if args.baseline_tree else {})}
     runs: dict = {k: [] for k in trees}
     for _ in range(args.rounds):
-        for name, tree in trees.items():
-            runs[name].append({**run_tree(tree, args), "load": round(os.getloadavg()[0], 2)})
+        for name, (tree, chunk) in trees.items():
+            runs[name].append({**run_tree(tree, args, chunk), "load": round(os.getloadavg()[0], 2)})
             print(name, json.dumps(runs[name][-1]), flush=True)
     median = {k: statistics.median(r["ms_per_step"] for r in v) for k, v in runs.items()}
     for k, v in median.items():
         print(f"{k}: {v:.2f} CPU ms per step (median of {args.rounds})")
-    if args.baseline_tree:
+    if args.baseline_tree and not args.pair_chunks:
         print(f"this tree / baseline: {median['this tree'] / median['baseline']:.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "runs": runs, "median_ms": median}, indent=1))
