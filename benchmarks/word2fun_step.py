@@ -42,6 +42,7 @@ def worker(args) -> dict:
     from qpnlp.data.skipgram import NegativeSampler, keep_probabilities
     from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
     from qpnlp.word2fun import TrainConfig, fit
+    from qpnlp.word2fun.sgd import STEP_CENTRE_LR
 
     torch.set_num_threads(1)
     if args.pair_chunk:
@@ -67,7 +68,7 @@ def worker(args) -> dict:
     gen = torch.Generator().manual_seed(0)
     negatives = [NegativeSampler(seen["counts"], 0.75).sample((cfg.negatives,), generator=gen) for _ in batches]
     word_penalty, word_lr = loop.word_weights(seen["counts"], cfg, torch.device("cpu"))
-    centre_lr = 0.03 if cfg.step_centre_lr is None else cfg.step_centre_lr
+    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr   # as the loop does
     best, loss = float("inf"), 0.0
     for _ in range(args.reps):
         model.load_state_dict(seen["state"])

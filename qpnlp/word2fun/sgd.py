@@ -116,6 +116,7 @@ def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float |
     :math:`w_j R_j`, one half of the coordinates at a time.  ``step`` is a float or one weight per
     centre token, shape (N,).
     """
+    _check_sinusoidal(model)
     st = step[:, None] if isinstance(step, torch.Tensor) else step
     if model.logistic:  # d/dA = k A / 6, d/dl = k |A|^2 / 12 (k = e^l)
         A = rows["step_amplitude"]
@@ -127,13 +128,12 @@ def _add_roughness_steps(model: Word2Fun, rows: dict, steps: dict, step: float |
         w = _span_frequencies(model, rows)
         _sub_scaled(steps["amplitude"], (w * r).mul_(w), st)
         return
-    _check_sinusoidal(model)
-    h = model.dim // 2
+    h, st_S = model.dim // 2, st * S
     for name, half in (("omega1", slice(None, h)), ("omega2", slice(h, None))):
         w, r_half = rows[name] * S, r[:, half]
         wr = w.mul_(r_half)
-        _sub_scaled(steps["amplitude"][:, half], wr * rows[name], st * S)  # w^2 R = (w R) Omega S
-        _sub_scaled(steps[name], wr.mul_(r_half), st * S)
+        _sub_scaled(steps["amplitude"][:, half], wr * rows[name], st_S)  # w^2 R = (w R) Omega S
+        _sub_scaled(steps[name], wr.mul_(r_half), st_S)
 
 
 def _sub_scaled(out: torch.Tensor, x: torch.Tensor, scale: float | torch.Tensor) -> None:
