@@ -29,6 +29,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 
@@ -175,8 +176,11 @@ def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
 
     Returns ``(dL/df (N, D), dL/dp (B, 1), loss)`` with :math:`\\partial L/\\partial p = \\sigma(p) - 1`,
     computed ``chunk`` pairs at a time (few operations per pass: the pass's views come from ``split``
-    and its results are written into slices of ``p`` and ``dL/dp``).
+    and its results are written into slices of ``p`` and ``dL/dp``), or in one compiled loop
+    (:mod:`qpnlp.word2fun.pair_loop`) where numba is installed.
     """
+    if pair_loop.accepts(f, H):
+        return pair_loop.positive_term(f, H, pair_centre, context)
     B = context.shape[0]
     g_f = torch.zeros_like(f)
     pos = torch.empty(B, 1, dtype=f.dtype, device=f.device)
@@ -187,6 +191,16 @@ def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
         torch.sigmoid(p, out=g).sub_(1.0)
         g_f.index_add_(0, n, hp.mul_(g))
     return g_f, gp, -F.logsigmoid(pos).sum()
+
+
+def _add_positive_compass(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                          step: torch.Tensor, chunk: int) -> None:
+    """``H[context[b]] += step[b] * f[pair_centre[b]]`` for the pairs ``b``, ``chunk`` pairs at a time or compiled."""
+    if pair_loop.accepts(H, f, step):
+        pair_loop.add_positive_compass(H, f, pair_centre, context, step)
+        return
+    for c, n, g in zip(context.split(chunk), pair_centre.split(chunk), step.split(chunk)):
+        _scatter_rows(H, c, f.index_select(0, n).mul_(g))
 
 
 def sgd_step(
@@ -309,9 +323,7 @@ def centre_sgd_step(
         if train_h:
             _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr)
     if train_h:  # positives last
-        gp.mul_(-lr)
-        for c, n, g in zip(context.split(chunk), pair_centre.split(chunk), gp.split(chunk)):
-            _scatter_rows(H, c, f.index_select(0, n).mul_(g))
+        _add_positive_compass(H, f, pair_centre, context, gp.mul_(-lr), chunk)
     if row_lr is None:
         row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
     else:

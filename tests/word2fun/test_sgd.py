@@ -98,6 +98,8 @@ def test_the_step_in_chunks_of_pairs_equals_one_pass(family, per_token, make, ra
     """On CPU the positive pairs are processed in chunks (``PAIR_CHUNK``): the same step as one pass over them."""
     from qpnlp.word2fun import sgd
 
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")  # the torch ops (the compiled loop has no chunks)
+
     V, D = 9, 6
     words, times = torch.tensor([2, 7, 2, 0, 5]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0, 1975.0])
     pc = torch.tensor([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4])

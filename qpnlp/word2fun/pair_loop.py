@@ -1,0 +1,154 @@
+"""The positive pairs of Word2Fun's SGD step as one compiled loop (numba), on CPU.
+
+The positive term of :func:`~qpnlp.word2fun.sgd.centre_sgd_step` reads, for
+every pair :math:`b` (centre token :math:`n(b)`, context word :math:`c(b)`),
+
+.. math::
+    p_b = f_{n(b)} \\cdot h_{c(b)}, \\qquad
+    g_b = \\sigma(p_b) - 1, \\qquad
+    \\frac{\\partial L}{\\partial f_{n(b)}} \\mathrel{+}= g_b\\, h_{c(b)},
+
+and, once the negatives have stepped, moves the compass rows
+:math:`h_{c(b)} \\mathrel{+}= -\\eta\\, g_b\\, f_{n(b)}`.  In torch ops each
+of these is a row gather, a product, a sum and a row scatter over (B, D)
+temporaries: nine operations per chunk of pairs, each streaming the pairs'
+rows through memory.  torch has no fused gather-dot-scatter on CPU, so this
+module writes the two loops out once and compiles them with numba: every
+pair's rows are read once, nothing (B, D) is allocated, and the loop releases
+the GIL, so hogwild threads run it side by side.  Same values as the torch
+ops to float rounding (the dot products are summed in another order:
+``fastmath`` reassociation, NaN and infinity semantics kept).
+
+numba is optional (``pip install "qpnlp[fast]"``): without it, or for tensors
+this loop does not take (not on CPU, not float32/float64, not contiguous), the
+step uses torch ops (:func:`accepts` says which).  Set
+``QPNLP_WORD2FUN_COMPILED=0`` to use the torch ops everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+
+try:  # optional: the extra "fast"
+    import numba
+except ImportError:  # pragma: no cover - depends on the environment
+    numba = None
+
+__all__ = ["available", "accepts", "positive_term", "add_positive_compass"]
+
+
+def available() -> bool:
+    """Whether the compiled loop can run here: numba imports and ``QPNLP_WORD2FUN_COMPILED`` is not ``0``."""
+    return numba is not None and os.environ.get("QPNLP_WORD2FUN_COMPILED", "1") != "0"
+
+
+def accepts(*tensors: torch.Tensor) -> bool:
+    """Whether the compiled loop takes these float tables: :func:`available`, CPU, one float dtype, contiguous."""
+    if not available():
+        return False
+    dtype = tensors[0].dtype
+    return dtype in (torch.float32, torch.float64) and all(
+        t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in tensors)
+
+
+def _jit(fn):
+    """Compile ``fn`` without the GIL, with reassociated sums (vectorised dot products); plain Python without numba."""
+    if numba is None:  # pragma: no cover
+        return fn
+    return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})(fn)
+
+
+@_jit
+def _positive_loop(f, H, pair_centre, context, g_f, gp):  # pragma: no cover - compiled
+    loss = 0.0
+    dim = f.shape[1]
+    for b in range(context.shape[0]):
+        n, c = pair_centre[b], context[b]
+        p = f[n, 0] * H[c, 0]
+        for j in range(1, dim):
+            p += f[n, j] * H[c, j]
+        if p >= 0:  # sigma(p) and -log sigma(p), without overflow
+            e = math.exp(-p)
+            g = 1.0 / (1.0 + e) - 1.0
+            loss += math.log1p(e)
+        else:
+            e = math.exp(p)
+            g = e / (1.0 + e) - 1.0
+            loss += math.log1p(e) - p
+        gp[b] = g
+        for j in range(dim):
+            g_f[n, j] += gp[b] * H[c, j]
+    return loss
+
+
+@_jit
+def _compass_loop(H, f, pair_centre, context, step):  # pragma: no cover - compiled
+    dim = f.shape[1]
+    for b in range(context.shape[0]):
+        n, c, s = pair_centre[b], context[b], step[b]
+        for j in range(dim):
+            H[c, j] += s * f[n, j]
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _check_rows(index: torch.Tensor, rows: int, what: str) -> None:
+    """The compiled loop does not check its indices (an index out of range would write outside the table)."""
+    if index.numel():
+        lo, hi = (int(x) for x in torch.aminmax(index))
+        if lo < 0 or hi >= rows:
+            raise IndexError(f"{what} ids must lie in [0, {rows}); got {lo}..{hi}")
+
+
+def _check_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor) -> None:
+    if pair_centre.shape != context.shape or pair_centre.dim() != 1:
+        raise ValueError(f"pair_centre and context must be (B,) alike; got {tuple(pair_centre.shape)} and "
+                         f"{tuple(context.shape)}")
+    if f.shape[1] != H.shape[1]:
+        raise ValueError(f"f (N, D) and the compass (V, D) differ in D: {tuple(f.shape)} and {tuple(H.shape)}")
+    _check_rows(pair_centre, f.shape[0], "centre token")
+    _check_rows(context, H.shape[0], "context word")
+
+
+def positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor,
+                  context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The positive pairs' :math:`(\\partial L/\\partial f,\\ \\partial L/\\partial p,\\ L)` in one pass.
+
+    Parameters
+    ----------
+    f : torch.Tensor, shape (N, D)
+        :math:`f(u_n, t_n)` of the centre tokens.
+    H : torch.Tensor, shape (V, D)
+        The compass (read only).
+    pair_centre, context : torch.Tensor, shape (B,), int64
+        Centre token (row of ``f``) and context word (row of ``H``) of each pair.
+
+    Returns
+    -------
+    (torch.Tensor (N, D), torch.Tensor (B, 1), torch.Tensor ())
+        :math:`\\sum_b g_b h_{c(b)}` per centre token, :math:`g_b = \\sigma(p_b) - 1`,
+        and :math:`-\\sum_b \\log \\sigma(p_b)` (summed in float64).
+    """
+    _check_pairs(f, H, pair_centre, context)
+    g_f = torch.zeros_like(f)
+    gp = torch.empty(context.shape[0], 1, dtype=f.dtype)
+    loss = _positive_loop(_array(f), _array(H), _array(pair_centre), _array(context), g_f.numpy(), gp.numpy()[:, 0])
+    return g_f, gp, torch.tensor(loss, dtype=f.dtype)
+
+
+def add_positive_compass(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                         step: torch.Tensor) -> None:
+    """``H[context[b]] += step[b] * f[pair_centre[b]]`` in place, pair after pair (repeated rows accumulate).
+
+    ``step`` (B, 1) is :math:`-\\eta\\, g_b`; shapes as in :func:`positive_term`.
+    """
+    _check_pairs(f, H, pair_centre, context)
+    if step.shape != (context.shape[0], 1):
+        raise ValueError(f"step must be (B, 1) = ({context.shape[0]}, 1); got {tuple(step.shape)}")
+    _compass_loop(_array(H), _array(f), _array(pair_centre), _array(context), _array(step)[:, 0])

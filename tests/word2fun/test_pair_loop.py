@@ -1,0 +1,86 @@
+"""The compiled loop of the positive pairs (numba) against the torch ops it replaces."""
+
+import pytest
+import torch
+
+from qpnlp.word2fun import pair_loop, sgd
+
+pytest.importorskip("numba", reason="the compiled pair loop needs numba (the extra 'fast', in 'test')")
+
+
+def _pairs(N=5, V=9, B=23, D=7, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    f = torch.randn(N, D, generator=g, dtype=dtype)
+    H = torch.randn(V, D, generator=g, dtype=dtype) * 3  # large |p|: both branches of the stable sigmoid
+    pc = torch.randint(0, N, (B,), generator=g)
+    ctx = torch.randint(0, V, (B,), generator=g)  # rows repeat: the updates must accumulate
+    return f, H, pc, ctx
+
+
+def _torch_ops(monkeypatch):
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_positive_term_equals_the_torch_ops(dtype, monkeypatch):
+    f, H, pc, ctx = _pairs(dtype=dtype)
+    assert pair_loop.accepts(f, H)
+    g_f, gp, loss = pair_loop.positive_term(f, H, pc, ctx)
+    _torch_ops(monkeypatch)
+    assert not pair_loop.accepts(f, H)
+    g_f0, gp0, loss0 = sgd._positive_term(f, H, pc, ctx, 4)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert torch.allclose(g_f, g_f0, atol=tol) and torch.allclose(gp, gp0, atol=tol)
+    assert float(loss) == pytest.approx(float(loss0), rel=tol)
+    assert g_f.dtype == gp.dtype == dtype and gp.shape == (ctx.shape[0], 1)
+
+
+def test_the_compass_update_equals_the_torch_ops(monkeypatch):
+    f, H, pc, ctx = _pairs()
+    step = torch.randn(ctx.shape[0], 1)
+    H1 = H.clone()
+    pair_loop.add_positive_compass(H1, f, pc, ctx, step)
+    expected = H.clone().index_add_(0, ctx, f[pc] * step)
+    assert torch.allclose(H1, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["II", "IV"])
+def test_the_compiled_step_equals_the_torch_step(family, make, randomise, monkeypatch):
+    words, times = torch.tensor([2, 7, 2, 0, 5]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0, 1975.0])
+    pc = torch.tensor([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4])
+    ctx = torch.tensor([1, 4, 1, 3, 8, 0, 5, 2, 2, 6, 7])
+    results = []
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", compiled)
+        m = randomise(make(9, 6, family=family, logistic=True), seed=3)
+        loss = sgd.centre_sgd_step(m, words, times, pc, ctx, torch.tensor([3, 6, 6]), 0.05, 0.01)
+        results.append((loss, dict(m.named_parameters())))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+    for n, p in results[0][1].items():
+        assert torch.allclose(p, results[1][1][n], atol=1e-6), n
+
+
+def test_the_loop_takes_only_contiguous_cpu_tables_of_one_float_dtype():
+    f, H, _, _ = _pairs()
+    assert pair_loop.accepts(f, H)
+    assert not pair_loop.accepts(f.t(), H)
+    assert not pair_loop.accepts(f.double(), H)
+    assert not pair_loop.accepts(f.half(), H.half())
+
+
+def test_out_of_range_ids_raise_instead_of_writing_outside_the_table():
+    f, H, pc, ctx = _pairs()
+    with pytest.raises(IndexError, match="context word"):
+        pair_loop.positive_term(f, H, pc, torch.cat([ctx, torch.tensor([H.shape[0]])]).narrow(0, 1, ctx.shape[0]))
+    with pytest.raises(IndexError, match="centre token"):
+        pair_loop.add_positive_compass(H, f, pc - 1, ctx, torch.ones(ctx.shape[0], 1))
+    with pytest.raises(ValueError, match="alike"):
+        pair_loop.positive_term(f, H, pc, ctx[:-1])
+
+
+def test_nan_propagates_to_the_loss():
+    """``fastmath`` reassociates sums only: a NaN parameter still gives a NaN loss (the loop's divergence check)."""
+    f, H, pc, ctx = _pairs()
+    f[pc[0], 0] = float("nan")
+    _, _, loss = pair_loop.positive_term(f, H, pc, ctx)
+    assert torch.isnan(loss)
