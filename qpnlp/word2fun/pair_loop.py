@@ -1,23 +1,25 @@
-"""The positive pairs of Word2Fun's SGD step as one compiled loop (numba), on CPU.
+"""The pairs of Word2Fun's SGD step as compiled loops (numba), on CPU.
 
-The positive term of :func:`~qpnlp.word2fun.sgd.centre_sgd_step` reads, for
-every pair :math:`b` (centre token :math:`n(b)`, context word :math:`c(b)`),
+The positive pairs of :func:`~qpnlp.word2fun.sgd.centre_sgd_step` (and its
+negatives when they are drawn per pair) read, for every pair :math:`b`
+(centre token :math:`n(b)`, context or negative word :math:`c(b)`),
 
 .. math::
     p_b = f_{n(b)} \\cdot h_{c(b)}, \\qquad
-    g_b = \\sigma(p_b) - 1, \\qquad
-    \\frac{\\partial L}{\\partial f_{n(b)}} \\mathrel{+}= g_b\\, h_{c(b)},
+    g_b = w\\,(\\sigma(p_b) - y_b), \\qquad
+    \\frac{\\partial L}{\\partial f_{n(b)}} \\mathrel{+}= g_b\\, h_{c(b)}
 
-and, once the negatives have stepped, moves the compass rows
+(:math:`y_b = 1` for a positive pair, 0 for a negative one), and, once the
+gradients are taken, move the compass rows
 :math:`h_{c(b)} \\mathrel{+}= -\\eta\\, g_b\\, f_{n(b)}`.  In torch ops each
 of these is a row gather, a product, a sum and a row scatter over (B, D)
-temporaries: nine operations per chunk of pairs, each streaming the pairs'
-rows through memory.  torch has no fused gather-dot-scatter on CPU, so this
-module writes the two loops out once and compiles them with numba: every
-pair's rows are read once, nothing (B, D) is allocated, and the loop releases
-the GIL, so hogwild threads run it side by side.  Same values as the torch
-ops to float rounding (the dot products are summed in another order:
-``fastmath`` reassociation, NaN and infinity semantics kept).
+temporaries (a (B, k, D) one for k negatives per pair), each streaming the
+pairs' rows through memory.  torch has no fused gather-dot-scatter on CPU, so
+this module writes the two loops out once and compiles them with numba:
+every pair's rows are read once, nothing (B, D) is allocated, and the loops
+release the GIL, so hogwild threads run them side by side.  Same values as
+the torch ops to float rounding (the dot products are summed in another
+order: ``fastmath`` reassociation, NaN and infinity semantics kept).
 
 numba is optional (``pip install "qpnlp[fast]"``): without it, or for tensors
 this loop does not take (not on CPU, not float32/float64, not contiguous), the
@@ -38,7 +40,7 @@ try:  # optional: the extra "fast"
 except ImportError:  # pragma: no cover - depends on the environment
     numba = None
 
-__all__ = ["available", "accepts", "positive_term", "add_positive_compass"]
+__all__ = ["available", "accepts", "logistic_pairs", "add_compass_steps"]
 
 
 def available() -> bool:
@@ -63,7 +65,7 @@ def _jit(fn):
 
 
 @_jit
-def _positive_loop(f, H, pair_centre, context, g_f, gp):  # pragma: no cover - compiled
+def _logistic_loop(f, H, pair_centre, context, positive, weight, g_f, g):  # pragma: no cover - compiled
     loss = 0.0
     dim = f.shape[1]
     for b in range(context.shape[0]):
@@ -71,18 +73,19 @@ def _positive_loop(f, H, pair_centre, context, g_f, gp):  # pragma: no cover - c
         p = f[n, 0] * H[c, 0]
         for j in range(1, dim):
             p += f[n, j] * H[c, j]
-        if p >= 0:  # sigma(p) and -log sigma(p), without overflow
-            e = math.exp(-p)
-            g = 1.0 / (1.0 + e) - 1.0
-            loss += math.log1p(e)
+        x = -p if positive else p  # the loss is softplus(x) = -log sigma(-x), its gradient sigma(p) - [positive]
+        if x >= 0:  # without overflow
+            e = math.exp(-x)
+            loss += x + math.log1p(e)
+            s = 1.0 / (1.0 + e)
         else:
-            e = math.exp(p)
-            g = e / (1.0 + e) - 1.0
-            loss += math.log1p(e) - p
-        gp[b] = g
+            e = math.exp(x)
+            loss += math.log1p(e)
+            s = e / (1.0 + e)
+        g[b] = weight * (-s if positive else s)
         for j in range(dim):
-            g_f[n, j] += gp[b] * H[c, j]
-    return loss
+            g_f[n, j] += g[b] * H[c, j]
+    return weight * loss
 
 
 @_jit
@@ -116,9 +119,14 @@ def _check_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, co
     _check_rows(context, H.shape[0], "context word")
 
 
-def positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor,
-                  context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The positive pairs' :math:`(\\partial L/\\partial f,\\ \\partial L/\\partial p,\\ L)` in one pass.
+def logistic_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor, *,
+                   positive: bool = True, weight: float = 1.0,
+                   g_f: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The logistic loss of pairs, its gradient per pair and per centre token, in one pass.
+
+    With :math:`p_b = f_{n(b)} \\cdot h_{c(b)}` and weight :math:`w`, a positive pair costs
+    :math:`-w \\log\\sigma(p_b)` (gradient :math:`g_b = w(\\sigma(p_b) - 1)`), a negative one
+    :math:`-w \\log\\sigma(-p_b)` (:math:`g_b = w\\,\\sigma(p_b)`).
 
     Parameters
     ----------
@@ -128,25 +136,32 @@ def positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor,
         The compass (read only).
     pair_centre, context : torch.Tensor, shape (B,), int64
         Centre token (row of ``f``) and context word (row of ``H``) of each pair.
+    positive : bool
+    weight : float
+    g_f : torch.Tensor, shape (N, D), optional
+        Accumulate :math:`\\sum_b g_b h_{c(b)}` into it (in place) instead of a new zero tensor.
 
     Returns
     -------
     (torch.Tensor (N, D), torch.Tensor (B, 1), torch.Tensor ())
-        :math:`\\sum_b g_b h_{c(b)}` per centre token, :math:`g_b = \\sigma(p_b) - 1`,
-        and :math:`-\\sum_b \\log \\sigma(p_b)` (summed in float64).
+        :math:`\\partial L/\\partial f` (``g_f``), :math:`g_b` and the loss (summed in float64).
     """
     _check_pairs(f, H, pair_centre, context)
-    g_f = torch.zeros_like(f)
-    gp = torch.empty(context.shape[0], 1, dtype=f.dtype)
-    loss = _positive_loop(_array(f), _array(H), _array(pair_centre), _array(context), g_f.numpy(), gp.numpy()[:, 0])
-    return g_f, gp, torch.tensor(loss, dtype=f.dtype)
+    if g_f is None:
+        g_f = torch.zeros_like(f)
+    elif g_f.shape != f.shape or not accepts(g_f, f):
+        raise ValueError(f"g_f must be a contiguous {tuple(f.shape)} tensor of f's dtype")
+    g = torch.empty(context.shape[0], 1, dtype=f.dtype)
+    loss = _logistic_loop(_array(f), _array(H), _array(pair_centre), _array(context), positive, float(weight),
+                          g_f.numpy(), g.numpy()[:, 0])
+    return g_f, g, torch.tensor(loss, dtype=f.dtype)
 
 
-def add_positive_compass(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
-                         step: torch.Tensor) -> None:
+def add_compass_steps(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                      step: torch.Tensor) -> None:
     """``H[context[b]] += step[b] * f[pair_centre[b]]`` in place, pair after pair (repeated rows accumulate).
 
-    ``step`` (B, 1) is :math:`-\\eta\\, g_b`; shapes as in :func:`positive_term`.
+    ``step`` (B, 1) is :math:`-\\eta\\, g_b`; shapes as in :func:`logistic_pairs`.
     """
     _check_pairs(f, H, pair_centre, context)
     if step.shape != (context.shape[0], 1):

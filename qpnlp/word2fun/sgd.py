@@ -180,7 +180,7 @@ def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
     (:mod:`qpnlp.word2fun.pair_loop`) where numba is installed.
     """
     if pair_loop.accepts(f, H):
-        return pair_loop.positive_term(f, H, pair_centre, context)
+        return pair_loop.logistic_pairs(f, H, pair_centre, context)
     B = context.shape[0]
     g_f = torch.zeros_like(f)
     pos = torch.empty(B, 1, dtype=f.dtype, device=f.device)
@@ -193,11 +193,40 @@ def _positive_term(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
     return g_f, gp, -F.logsigmoid(pos).sum()
 
 
+def _per_pair_negatives(f: torch.Tensor, H: torch.Tensor, g_f: torch.Tensor, pair_centre: torch.Tensor,
+                        negatives: torch.Tensor, weight: float, lr: float) -> torch.Tensor:
+    """The negative term with ``k`` negatives drawn per pair: :math:`-\\frac{c}{k}\\sum_{b,i}\\log\\sigma(-q_{bi})`.
+
+    Adds :math:`\\partial L/\\partial f` into ``g_f`` (N, D) and, when ``lr`` > 0,
+    steps the negatives' compass rows by :math:`-\\eta\\,\\partial L/\\partial h`
+    (gradients at the compass before this step).  ``negatives`` is (B, k).
+    Returns the term's loss.
+    """
+    B, k = negatives.shape
+    neg_idx = negatives.reshape(-1)
+    if pair_loop.accepts(f, H, g_f):
+        neg_centre = pair_centre.repeat_interleave(k)
+        _, gn, loss = pair_loop.logistic_pairs(f, H, neg_centre, neg_idx, positive=False, weight=weight / k, g_f=g_f)
+        if lr > 0:
+            pair_loop.add_compass_steps(H, f, neg_centre, neg_idx, gn.mul_(-lr))
+        return loss
+    fp = f.index_select(0, pair_centre)
+    hn = H.index_select(0, neg_idx).view(B, k, -1)
+    q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
+    gn = torch.sigmoid(q).div_(k)
+    if weight != 1.0:
+        gn.mul_(weight)
+    g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
+    if lr > 0:
+        _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(B * k, -1), -lr)
+    return -F.logsigmoid(-q).sum() / k * weight
+
+
 def _add_positive_compass(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
                           step: torch.Tensor, chunk: int) -> None:
     """``H[context[b]] += step[b] * f[pair_centre[b]]`` for the pairs ``b``, ``chunk`` pairs at a time or compiled."""
     if pair_loop.accepts(H, f, step):
-        pair_loop.add_positive_compass(H, f, pair_centre, context, step)
+        pair_loop.add_compass_steps(H, f, pair_centre, context, step)
         return
     for c, n, g in zip(context.split(chunk), pair_centre.split(chunk), step.split(chunk)):
         _scatter_rows(H, c, f.index_select(0, n).mul_(g))
@@ -288,7 +317,7 @@ def centre_sgd_step(
     float
         The summed loss of the batch (before the step).
     """
-    N, B, D = words.shape[0], context.shape[0], model.dim
+    N, B = words.shape[0], context.shape[0]
     tau = model.time_scale.normalise(times.to(model.dtype))  # float64 times stay float64 in a float64 model
     tabs = model.tables(words, tau)
     rows = {k: w.index_select(0, i) for k, (w, i) in tabs.items()}
@@ -310,18 +339,7 @@ def centre_sgd_step(
         if train_h:
             _scatter_rows(H, negatives, gn.T @ f, -lr)
     else:
-        k = negatives.shape[1]
-        neg_idx = negatives.reshape(-1)
-        fp = f.index_select(0, pair_centre)
-        hn = H.index_select(0, neg_idx).view(B, k, D)
-        q = torch.bmm(hn, fp.unsqueeze(-1)).squeeze(-1)  # (B, k)
-        loss -= F.logsigmoid(-q).sum() / k * negative_weight
-        gn = torch.sigmoid(q).div_(k)
-        if negative_weight != 1.0:
-            gn.mul_(negative_weight)
-        g_f.index_add_(0, pair_centre, torch.bmm(gn.unsqueeze(1), hn).squeeze(1))
-        if train_h:
-            _scatter_rows(H, neg_idx, (gn.unsqueeze(-1) * fp.unsqueeze(1)).reshape(-1, D), -lr)
+        loss += _per_pair_negatives(f, H, g_f, pair_centre, negatives, negative_weight, lr if train_h else 0.0)
     if train_h:  # positives last
         _add_positive_compass(H, f, pair_centre, context, gp.mul_(-lr), chunk)
     if row_lr is None:

@@ -25,7 +25,7 @@ def _torch_ops(monkeypatch):
 def test_positive_term_equals_the_torch_ops(dtype, monkeypatch):
     f, H, pc, ctx = _pairs(dtype=dtype)
     assert pair_loop.accepts(f, H)
-    g_f, gp, loss = pair_loop.positive_term(f, H, pc, ctx)
+    g_f, gp, loss = pair_loop.logistic_pairs(f, H, pc, ctx)
     _torch_ops(monkeypatch)
     assert not pair_loop.accepts(f, H)
     g_f0, gp0, loss0 = sgd._positive_term(f, H, pc, ctx, 4)
@@ -35,17 +35,27 @@ def test_positive_term_equals_the_torch_ops(dtype, monkeypatch):
     assert g_f.dtype == gp.dtype == dtype and gp.shape == (ctx.shape[0], 1)
 
 
+def test_negative_pairs_accumulate_into_g_f_with_their_weight():
+    f, H, pc, ctx = _pairs(dtype=torch.float64)
+    start = torch.randn(f.shape, dtype=f.dtype)
+    g_f, g, loss = pair_loop.logistic_pairs(f, H, pc, ctx, positive=False, weight=0.4, g_f=start.clone())
+    q = (f[pc] * H[ctx]).sum(-1, keepdim=True)
+    assert torch.allclose(g, 0.4 * torch.sigmoid(q))
+    assert torch.allclose(g_f, start.index_add(0, pc, g * H[ctx]))
+    assert float(loss) == pytest.approx(float(-0.4 * torch.nn.functional.logsigmoid(-q).sum()), rel=1e-12)
+
+
 def test_the_compass_update_equals_the_torch_ops(monkeypatch):
     f, H, pc, ctx = _pairs()
     step = torch.randn(ctx.shape[0], 1)
     H1 = H.clone()
-    pair_loop.add_positive_compass(H1, f, pc, ctx, step)
+    pair_loop.add_compass_steps(H1, f, pc, ctx, step)
     expected = H.clone().index_add_(0, ctx, f[pc] * step)
     assert torch.allclose(H1, expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("family", ["II", "IV"])
-def test_the_compiled_step_equals_the_torch_step(family, make, randomise, monkeypatch):
+@pytest.mark.parametrize("family, per_pair", [("II", False), ("IV", False), ("IV", True)])
+def test_the_compiled_step_equals_the_torch_step(family, per_pair, make, randomise, monkeypatch):
     words, times = torch.tensor([2, 7, 2, 0, 5]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0, 1975.0])
     pc = torch.tensor([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4])
     ctx = torch.tensor([1, 4, 1, 3, 8, 0, 5, 2, 2, 6, 7])
@@ -53,7 +63,10 @@ def test_the_compiled_step_equals_the_torch_step(family, make, randomise, monkey
     for compiled in ("1", "0"):
         monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", compiled)
         m = randomise(make(9, 6, family=family, logistic=True), seed=3)
-        loss = sgd.centre_sgd_step(m, words, times, pc, ctx, torch.tensor([3, 6, 6]), 0.05, 0.01)
+        neg = torch.tensor([3, 6, 6])
+        if per_pair:  # k = 3 negatives drawn for every pair, word2vec's sum over them
+            neg = (torch.arange(ctx.shape[0])[:, None] * 5 + torch.tensor([1, 2, 7])) % 9
+        loss = sgd.centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, 0.01, negative_weight=3.0 if per_pair else 1.0)
         results.append((loss, dict(m.named_parameters())))
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
     for n, p in results[0][1].items():
@@ -71,16 +84,16 @@ def test_the_loop_takes_only_contiguous_cpu_tables_of_one_float_dtype():
 def test_out_of_range_ids_raise_instead_of_writing_outside_the_table():
     f, H, pc, ctx = _pairs()
     with pytest.raises(IndexError, match="context word"):
-        pair_loop.positive_term(f, H, pc, torch.cat([ctx, torch.tensor([H.shape[0]])]).narrow(0, 1, ctx.shape[0]))
+        pair_loop.logistic_pairs(f, H, pc, torch.cat([ctx, torch.tensor([H.shape[0]])]).narrow(0, 1, ctx.shape[0]))
     with pytest.raises(IndexError, match="centre token"):
-        pair_loop.add_positive_compass(H, f, pc - 1, ctx, torch.ones(ctx.shape[0], 1))
+        pair_loop.add_compass_steps(H, f, pc - 1, ctx, torch.ones(ctx.shape[0], 1))
     with pytest.raises(ValueError, match="alike"):
-        pair_loop.positive_term(f, H, pc, ctx[:-1])
+        pair_loop.logistic_pairs(f, H, pc, ctx[:-1])
 
 
 def test_nan_propagates_to_the_loss():
     """``fastmath`` reassociates sums only: a NaN parameter still gives a NaN loss (the loop's divergence check)."""
     f, H, pc, ctx = _pairs()
     f[pc[0], 0] = float("nan")
-    _, _, loss = pair_loop.positive_term(f, H, pc, ctx)
+    _, _, loss = pair_loop.logistic_pairs(f, H, pc, ctx)
     assert torch.isnan(loss)
