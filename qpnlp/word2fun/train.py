@@ -37,6 +37,7 @@ from qpnlp._device import resolve_device
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
+from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_step_centres
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
@@ -329,7 +330,7 @@ def fit(
     if log is not None and rank == 0:
         print(f"corpus: {info['documents']} documents, {info['tokens']} tokens, {info['span'][0]:g}-"
               f"{info['span'][1]:g}; vocabulary {len(vocab)} words; {world} process(es)"
-              + ("; streamed from disk" if streamed else ""), file=log)
+              + ("; streamed from disk" if streamed else "") + f"; {pair_loop.describe(dev)}", file=log)
     compass_stats = None
     if compass == "frozen" and saved is None:
         static = Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family="static",

@@ -97,3 +97,12 @@ def test_nan_propagates_to_the_loss():
     f[pc[0], 0] = float("nan")
     _, _, loss = pair_loop.logistic_pairs(f, H, pc, ctx)
     assert torch.isnan(loss)
+
+
+def test_the_training_log_says_which_loop_runs(monkeypatch):
+    assert pair_loop.describe("cpu") == "pair loop: compiled (numba)"
+    assert "torch ops" in pair_loop.describe("meta")
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
+    assert pair_loop.describe("cpu") == "pair loop: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
+    monkeypatch.setattr(pair_loop, "numba", None)
+    assert "qpnlp[fast]" in pair_loop.describe("cpu")
