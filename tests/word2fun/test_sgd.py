@@ -8,6 +8,15 @@ from qpnlp.word2fun import FAMILIES, TimeScale, centre_sgd_step, harmonic_freque
 TS = TimeScale(1900.0, 2000.0, 60.0)
 
 
+@pytest.fixture(autouse=True, params=["compiled", "torch ops"])
+def pair_loop_backend(request, monkeypatch):
+    """Every test twice: the pairs in the compiled loop (where numba is installed) and in torch ops."""
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled pair loop needs numba (the extra 'fast', in 'test')")
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "1" if request.param == "compiled" else "0")
+    return request.param
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("frozen", [False, True])
 def test_sgd_step_equals_autograd_sgd(family, frozen, make, randomise):
