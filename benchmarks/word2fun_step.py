@@ -14,9 +14,13 @@ the medians.  ``--pair-chunks`` times this tree with each of the given values
 of :data:`qpnlp.word2fun.sgd.PAIR_CHUNK` instead.  Both start from the same parameters and batches; the summed loss
 of the timed steps is printed to show that they train alike.
 
+``threads`` times two threads that step their own copies of the model
+against one thread (:func:`threads`).
+
 Run::
 
     python benchmarks/word2fun_step.py --baseline-tree /tmp/qpnlp-before
+    python benchmarks/word2fun_step.py threads --reps 3
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ import time
 from pathlib import Path
 
 
-def worker(args) -> dict:
-    """Time the step in this process (the ``qpnlp`` on ``sys.path``): ``{"ms_per_step", "loss"}``."""
+def _setup(args) -> tuple:
+    """``fit``'s model (as initialised), the first ``--steps`` batches of its first epoch and a step function."""
     import numpy as np
     import torch
 
@@ -61,6 +65,7 @@ def worker(args) -> dict:
     train.train_source = capture
     fit(corpus, TrainConfig(epochs=1, workers=1, seed=0), dim=args.dim)
     model = seen["model"]
+    model.load_state_dict(seen["state"])
     cfg = loop.resolve_penalty(seen["cfg"], model.family, model.logistic)
     keep = keep_probabilities(seen["counts"], cfg.sample)
     batches = list(loop._epoch_batches(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu")))
@@ -69,17 +74,63 @@ def worker(args) -> dict:
     negatives = [NegativeSampler(seen["counts"], 0.75).sample((cfg.negatives,), generator=gen) for _ in batches]
     word_penalty, word_lr = loop.word_weights(seen["counts"], cfg, torch.device("cpu"))
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr   # as the loop does
-    best, loss = float("inf"), 0.0
-    for _ in range(args.reps):
-        model.load_state_dict(seen["state"])
-        t0, loss = time.thread_time(), 0.0
+
+    def steps(m) -> float:  # the timed steps on model m; their summed loss
+        loss = 0.0
         for b, neg in zip(batches, negatives):
             lam = cfg.roughness_penalty if word_penalty is None else word_penalty[b.words]
             rl = None if word_lr is None else word_lr[b.words]
-            loss += loop.centre_sgd_step(model, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
+            loss += loop.centre_sgd_step(m, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
                                          cfg.negative_weight, centre_lr)
+        return loss
+
+    return model, seen["state"], batches, steps
+
+
+def worker(args) -> dict:
+    """Time the step in this process (the ``qpnlp`` on ``sys.path``): ``{"ms_per_step", "loss"}``."""
+    model, state, batches, steps = _setup(args)
+    best, loss = float("inf"), 0.0
+    for _ in range(args.reps):
+        model.load_state_dict(state)
+        t0 = time.thread_time()
+        loss = steps(model)
         best = min(best, time.thread_time() - t0)
     return {"ms_per_step": best * 1000 / len(batches), "loss": loss, "steps": len(batches)}
+
+
+def threads(args) -> dict:
+    """Two threads, each stepping its own copy of the model, against one thread: wall-clock speed-up.
+
+    No rows are shared, so what keeps two threads from twice the steps per
+    second is the interpreter (the GIL between torch's operations), not
+    hogwild's row contention; with the pair loop compiled and with torch ops
+    (``QPNLP_WORD2FUN_COMPILED``).  Needs two idle cores.
+    """
+    import threading
+
+    model, state, batches, steps = _setup(args)
+    other = copy.deepcopy(model)
+    out = {}
+    for name, flag in (("compiled", "1"), ("torch ops", "0")):
+        os.environ["QPNLP_WORD2FUN_COMPILED"] = flag
+        one, two = float("inf"), float("inf")
+        for _ in range(args.reps):
+            model.load_state_dict(state)
+            t0 = time.perf_counter()
+            steps(model)
+            one = min(one, time.perf_counter() - t0)
+            pair = [threading.Thread(target=steps, args=(m,)) for m in (model, other)]
+            t0 = time.perf_counter()
+            for t in pair:
+                t.start()
+            for t in pair:
+                t.join()
+            two = min(two, time.perf_counter() - t0)
+        out[name] = {"one_thread_s": one, "two_threads_s": two, "speed_up": 2 * one / two, "load": os.getloadavg()[0]}
+        print(f"{name}: 1 thread {one:.3f} s, 2 threads {two:.3f} s for twice the steps: speed-up {2 * one / two:.2f}",
+              flush=True)
+    return out
 
 
 def run_tree(tree: str, args, pair_chunk: int = 0) -> dict:
@@ -92,7 +143,7 @@ def run_tree(tree: str, args, pair_chunk: int = 0) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "threads"])
     ap.add_argument("--baseline-tree", default="", help="a directory holding another version's qpnlp package")
     ap.add_argument("--tokens", type=int, default=750_000)
     ap.add_argument("--dim", type=int, default=100)
@@ -106,6 +157,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "worker":
         print(json.dumps(worker(args)))
+        return
+    if args.mode == "threads":
+        result = threads(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"args": vars(args), "threads": result}, indent=1))
         return
     here = str(Path(__file__).resolve().parents[1])
     if args.pair_chunks:
