@@ -238,6 +238,8 @@ def main() -> None:
     ap.add_argument("--bin-years", type=float, default=10.0, help="years per period of the per-period models")
     ap.add_argument("--w2v-loss-lr", type=float, default=0.01,
                     help="learning rate of the word2fun-*-w2v-loss rows (the summed negatives of a batch step further)")
+    ap.add_argument("--batch-size", type=int, default=TrainConfig.batch_size,
+                    help="batch (pairs) of the Word2Fun rows with the library's loss (default: the library's)")
     ap.add_argument("--w2v-loss-batch", type=int, default=2048, help="batch (pairs) of the word2fun-*-w2v-loss rows")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -264,7 +266,7 @@ def main() -> None:
             cfg = TrainConfig(epochs=args.epochs, seed=args.seed, workers=args.threads,
                               **(dict(negatives=args.negatives, shared_negatives=False, lr=args.w2v_loss_lr,
                                       batch_size=args.w2v_loss_batch, negative_weight=float(args.negatives))
-                                 if w2v else {}))
+                                 if w2v else dict(batch_size=args.batch_size)))
             r = fit(train, cfg, family=family, dim=args.dim, vocabulary=vocab, **kw)
             secs = r.stats.seconds + (r.compass_stats.seconds if r.compass_stats else 0.0)
             return word2fun_log_likelihood(r.vectors.model, pairs), secs, r.stats.tokens_per_s
