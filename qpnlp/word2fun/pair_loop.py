@@ -29,23 +29,23 @@ step uses torch ops (:func:`accepts` says which).  Set
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 import os
 
 import numpy as np
 import torch
 
-try:  # optional: the extra "fast"
-    import numba
-except ImportError:  # pragma: no cover - depends on the environment
-    numba = None
+#: Whether numba (the extra ``fast``) is installed; it is imported, and the loops compiled, on first use.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 __all__ = ["available", "describe", "accepts", "logistic_pairs", "add_compass_steps"]
 
 
 def available() -> bool:
-    """Whether the compiled loop can run here: numba imports and ``QPNLP_WORD2FUN_COMPILED`` is not ``0``."""
-    return numba is not None and os.environ.get("QPNLP_WORD2FUN_COMPILED", "1") != "0"
+    """Whether the compiled loop can run here: numba is installed and ``QPNLP_WORD2FUN_COMPILED`` is not ``0``."""
+    return HAVE_NUMBA and os.environ.get("QPNLP_WORD2FUN_COMPILED", "1") != "0"
 
 
 def describe(device: torch.device | str) -> str:
@@ -54,7 +54,7 @@ def describe(device: torch.device | str) -> str:
         return "pair loop: torch ops (the compiled loop is for the CPU)"
     if available():
         return "pair loop: compiled (numba)"
-    if numba is None:
+    if not HAVE_NUMBA:
         return "pair loop: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.8x the time per step)"
     return "pair loop: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
 
@@ -68,14 +68,14 @@ def accepts(*tensors: torch.Tensor) -> bool:
         t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in tensors)
 
 
-def _jit(fn):
-    """Compile ``fn`` without the GIL, with reassociated sums (vectorised dot products); plain Python without numba."""
-    if numba is None:  # pragma: no cover
-        return fn
+@functools.cache
+def _compiled(fn):
+    """``fn`` compiled by numba without the GIL, with reassociated sums (vectorised dot products); cached on disk."""
+    import numba
+
     return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})(fn)
 
 
-@_jit
 def _logistic_loop(f, H, pair_centre, context, positive, weight, g_f, g):  # pragma: no cover - compiled
     loss = 0.0
     dim = f.shape[1]
@@ -99,7 +99,6 @@ def _logistic_loop(f, H, pair_centre, context, positive, weight, g_f, g):  # pra
     return weight * loss
 
 
-@_jit
 def _compass_loop(H, f, pair_centre, context, step):  # pragma: no cover - compiled
     dim = f.shape[1]
     for b in range(context.shape[0]):
@@ -163,8 +162,8 @@ def logistic_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
     elif g_f.shape != f.shape or not accepts(g_f, f):
         raise ValueError(f"g_f must be a contiguous {tuple(f.shape)} tensor of f's dtype")
     g = torch.empty(context.shape[0], 1, dtype=f.dtype)
-    loss = _logistic_loop(_array(f), _array(H), _array(pair_centre), _array(context), positive, float(weight),
-                          g_f.numpy(), g.numpy()[:, 0])
+    loss = _compiled(_logistic_loop)(_array(f), _array(H), _array(pair_centre), _array(context), positive,
+                                     float(weight), g_f.numpy(), g.numpy()[:, 0])
     return g_f, g, torch.tensor(loss, dtype=f.dtype)
 
 
@@ -177,4 +176,4 @@ def add_compass_steps(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tenso
     _check_pairs(f, H, pair_centre, context)
     if step.shape != (context.shape[0], 1):
         raise ValueError(f"step must be (B, 1) = ({context.shape[0]}, 1); got {tuple(step.shape)}")
-    _compass_loop(_array(H), _array(f), _array(pair_centre), _array(context), _array(step)[:, 0])
+    _compiled(_compass_loop)(_array(H), _array(f), _array(pair_centre), _array(context), _array(step)[:, 0])
