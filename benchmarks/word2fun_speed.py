@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
-from qpnlp.word2fun import TrainConfig, fit
+from qpnlp.word2fun import TrainConfig, fit, pair_loop
 
 
 def load() -> float:
@@ -72,7 +72,7 @@ def gensim_per_period(corpus, args) -> float:
 BASELINE = r'''
 import sys, torch
 from qpnlp.data import read_tsv
-from qpnlp.word2fun import TrainConfig, fit
+from qpnlp.word2fun import TrainConfig, fit, pair_loop
 corpus = read_tsv(sys.argv[1])
 # the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults
 print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1, negatives=64, shared_negatives=True),
@@ -210,7 +210,7 @@ def main() -> None:
     meta = {"command": "python benchmarks/word2fun_speed.py " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "mode", "tsv", "result")),
             "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,
-            "platform": platform.platform()}
+            "platform": platform.platform(), "pair_loop": pair_loop.describe("cpu")}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "phases": phases}, indent=2))
@@ -218,7 +218,7 @@ def main() -> None:
     lines = [f"# Word2Fun vs gensim per-period word2vec, {corpus.n_tokens} tokens, {args.workers} workers, "
              f"{args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
              "Median tokens/s over the interleaved repeats; load = the 1-minute load average before and after "
-             "each run (every run in the JSON).", "",
+             f"each run (every run in the JSON). This tree's {meta['pair_loop']}.", "",
              "| busy processes beside | model | median tokens/s | / gensim per-period | load range |", "|---|---|---|---|---|"]
     for n_busy, ph in phases.items():
         gensim = ph[names[0]]["median_tokens_per_s"]
