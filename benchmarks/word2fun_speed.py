@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
-from qpnlp.word2fun import TrainConfig, fit, pair_loop
+from qpnlp.word2fun import TrainConfig, fit
 
 
 def load() -> float:
@@ -72,7 +72,7 @@ def gensim_per_period(corpus, args) -> float:
 BASELINE = r'''
 import sys, torch
 from qpnlp.data import read_tsv
-from qpnlp.word2fun import TrainConfig, fit, pair_loop
+from qpnlp.word2fun import TrainConfig, fit
 corpus = read_tsv(sys.argv[1])
 # the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults
 print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1, negatives=64, shared_negatives=True),
@@ -207,6 +207,8 @@ def main() -> None:
                 p.join()
         phases[n_busy] = {k: {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in v), "runs": v}
                           for k, v in runs.items()}
+    from qpnlp.word2fun import pair_loop  # here: the workers also import this file with a baseline tree's qpnlp
+
     meta = {"command": "python benchmarks/word2fun_speed.py " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "mode", "tsv", "result")),
             "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,

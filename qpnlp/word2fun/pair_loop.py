@@ -112,7 +112,11 @@ def _array(t: torch.Tensor) -> np.ndarray:
 
 
 def _check_rows(index: torch.Tensor, rows: int, what: str) -> None:
-    """The compiled loop does not check its indices (an index out of range would write outside the table)."""
+    """The compiled loop does not check its indices (an index out of range would write outside the table).
+
+    Not :func:`qpnlp.nn._checks.check_ids`: that value check is off while validation is off, and this one
+    guards memory, so it always runs.
+    """
     if index.numel():
         lo, hi = (int(x) for x in torch.aminmax(index))
         if lo < 0 or hi >= rows:

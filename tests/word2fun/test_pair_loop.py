@@ -1,4 +1,4 @@
-"""The compiled loop of the positive pairs (numba) against the torch ops it replaces."""
+"""The compiled loops of the pairs (numba), positive and negative, against the torch ops they replace."""
 
 import pytest
 import torch
