@@ -24,6 +24,8 @@ from collections.abc import Iterable
 
 import torch
 
+from . import adam_rows
+
 
 def coalesced(grad: torch.Tensor) -> torch.Tensor:
     """``grad.coalesce()``, free when the rows are already sorted and unique.
@@ -98,6 +100,12 @@ class RowSparseAdam(torch.optim.SparseAdam):
     the new moments back (the rows of a coalesced gradient are unique). Results equal
     ``torch.optim.SparseAdam`` bit for bit (tested). Gradients with more than
     one sparse dimension use torch's implementation.
+
+    On CPU, with numba installed (the extra ``fast``), the rows of float32/float64
+    tables are updated by one compiled loop instead (:mod:`qpnlp.training.adam_rows`:
+    the same arithmetic in the same order, each row read and written once; equal
+    to torch's to an ulp of the square root, about 2.3x faster for a 20000 x 300
+    table, benchmarks/row_sparse_adam.py).
     """
 
     @torch.no_grad()
@@ -136,6 +144,10 @@ class RowSparseAdam(torch.optim.SparseAdam):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         step = state["step"]
         step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+        if adam_rows.accepts(p, values, exp_avg, exp_avg_sq):
+            adam_rows.adam_rows(p, rows, values, exp_avg, exp_avg_sq, step_size=step_size, beta1=beta1,
+                                beta2=beta2, eps=eps)
+            return
         new_exp_avg, new_exp_avg_sq = _adam_moments(values, exp_avg.index_select(0, rows),
                                                     exp_avg_sq.index_select(0, rows), beta1, beta2)
         exp_avg.index_copy_(0, rows, new_exp_avg)       # rows are unique: a copy, not a read-modify-write

@@ -29,23 +29,23 @@ step uses torch ops (:func:`accepts` says which).  Set
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
-import os
 
 import numpy as np
 import torch
 
-#: Whether numba (the extra ``fast``) is installed; it is imported, and the loops compiled, on first use.
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+from qpnlp import _numba
+from qpnlp._numba import check_rows
+
+#: The sums of the loops are reassociated (vectorised dot products); NaN and infinity semantics are kept.
+_FASTMATH = frozenset({"reassoc", "contract"})
 
 __all__ = ["available", "describe", "accepts", "logistic_pairs", "add_compass_steps"]
 
 
 def available() -> bool:
     """Whether the compiled loop can run here: numba is installed and ``QPNLP_WORD2FUN_COMPILED`` is not ``0``."""
-    return HAVE_NUMBA and os.environ.get("QPNLP_WORD2FUN_COMPILED", "1") != "0"
+    return _numba.enabled("QPNLP_WORD2FUN_COMPILED")
 
 
 def describe(device: torch.device | str) -> str:
@@ -54,26 +54,14 @@ def describe(device: torch.device | str) -> str:
         return "pair loop: torch ops (the compiled loop is for the CPU)"
     if available():
         return "pair loop: compiled (numba)"
-    if not HAVE_NUMBA:
+    if not _numba.HAVE_NUMBA:
         return "pair loop: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.8x the time per step)"
     return "pair loop: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
 
 
 def accepts(*tensors: torch.Tensor) -> bool:
     """Whether the compiled loop takes these float tables: :func:`available`, CPU, one float dtype, contiguous."""
-    if not available():
-        return False
-    dtype = tensors[0].dtype
-    return dtype in (torch.float32, torch.float64) and all(
-        t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in tensors)
-
-
-@functools.cache
-def _compiled(fn):
-    """``fn`` compiled by numba without the GIL, with reassociated sums (vectorised dot products); cached on disk."""
-    import numba
-
-    return numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})(fn)
+    return available() and _numba.takes(*tensors)
 
 
 def _logistic_loop(f, H, pair_centre, context, positive, weight, g_f, g):  # pragma: no cover - compiled
@@ -111,26 +99,14 @@ def _array(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy()
 
 
-def _check_rows(index: torch.Tensor, rows: int, what: str) -> None:
-    """The compiled loop does not check its indices (an index out of range would write outside the table).
-
-    Not :func:`qpnlp.nn._checks.check_ids`: that value check is off while validation is off, and this one
-    guards memory, so it always runs.
-    """
-    if index.numel():
-        lo, hi = (int(x) for x in torch.aminmax(index))
-        if lo < 0 or hi >= rows:
-            raise IndexError(f"{what} ids must lie in [0, {rows}); got {lo}..{hi}")
-
-
 def _check_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor) -> None:
     if pair_centre.shape != context.shape or pair_centre.dim() != 1:
         raise ValueError(f"pair_centre and context must be (B,) alike; got {tuple(pair_centre.shape)} and "
                          f"{tuple(context.shape)}")
     if f.shape[1] != H.shape[1]:
         raise ValueError(f"f (N, D) and the compass (V, D) differ in D: {tuple(f.shape)} and {tuple(H.shape)}")
-    _check_rows(pair_centre, f.shape[0], "centre token")
-    _check_rows(context, H.shape[0], "context word")
+    check_rows(pair_centre, f.shape[0], "centre token")
+    check_rows(context, H.shape[0], "context word")
 
 
 def logistic_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor, *,
@@ -166,8 +142,9 @@ def logistic_pairs(f: torch.Tensor, H: torch.Tensor, pair_centre: torch.Tensor, 
     elif g_f.shape != f.shape or not accepts(g_f, f):
         raise ValueError(f"g_f must be a contiguous {tuple(f.shape)} tensor of f's dtype")
     g = torch.empty(context.shape[0], 1, dtype=f.dtype)
-    loss = _compiled(_logistic_loop)(_array(f), _array(H), _array(pair_centre), _array(context), positive,
-                                     float(weight), g_f.numpy(), g.numpy()[:, 0])
+    loop = _numba.jit(_logistic_loop, _FASTMATH)
+    loss = loop(_array(f), _array(H), _array(pair_centre), _array(context), positive, float(weight), g_f.numpy(),
+                g.numpy()[:, 0])
     return g_f, g, torch.tensor(loss, dtype=f.dtype)
 
 
@@ -180,4 +157,5 @@ def add_compass_steps(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tenso
     _check_pairs(f, H, pair_centre, context)
     if step.shape != (context.shape[0], 1):
         raise ValueError(f"step must be (B, 1) = ({context.shape[0]}, 1); got {tuple(step.shape)}")
-    _compiled(_compass_loop)(_array(H), _array(f), _array(pair_centre), _array(context), _array(step)[:, 0])
+    loop = _numba.jit(_compass_loop, _FASTMATH)
+    loop(_array(H), _array(f), _array(pair_centre), _array(context), _array(step)[:, 0])

@@ -1,0 +1,68 @@
+"""Optional compiled loops (numba): availability, lazy compilation and the checks they need.
+
+A few hot paths have no fused torch kernel on CPU (a gather, some arithmetic and
+a scatter over the same rows); qpnlp writes them once as plain loops and
+compiles them with numba (the extra ``fast``). Each such module keeps its torch
+ops as the fallback and asks this module whether to take the loop:
+
+* :data:`HAVE_NUMBA`: numba is installed (it is imported, and a loop compiled,
+  on first use, so ``import qpnlp`` does not pay for it);
+* :func:`enabled`: installed, and the loop's environment variable is not ``0``;
+* :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
+* :func:`jit`: the compiled loop (cached per function and on disk);
+* :func:`check_rows`: a compiled loop does not check its indices, so their
+  range is checked before it runs, whatever the validation setting.
+
+Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``) and
+:mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+
+import torch
+
+#: Whether numba (the extra ``fast``) is installed.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+
+__all__ = ["HAVE_NUMBA", "enabled", "takes", "jit", "check_rows"]
+
+
+def enabled(variable: str) -> bool:
+    """Whether a compiled loop may run: numba is installed and the environment ``variable`` is not ``0``."""
+    return HAVE_NUMBA and os.environ.get(variable, "1") != "0"
+
+
+def takes(*tensors: torch.Tensor) -> bool:
+    """Whether a compiled loop can read these float tensors in place: CPU, one dtype (float32 or float64), contiguous."""
+    dtype = tensors[0].dtype
+    return dtype in (torch.float32, torch.float64) and all(
+        t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in tensors)
+
+
+@functools.cache
+def jit(fn, fastmath: frozenset[str] = frozenset()):
+    """``fn`` compiled by numba in nopython mode, without the GIL, cached on disk.
+
+    ``fastmath`` names the LLVM flags allowed (e.g. ``{"reassoc", "contract"}`` to vectorise a sum);
+    empty, the loop keeps IEEE arithmetic operation for operation. Floating-point errors follow numpy (and
+    torch): a division by zero gives inf or NaN instead of raising, which also lets LLVM vectorise divisions.
+    """
+    import numba
+
+    return numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=set(fastmath) or False)(fn)
+
+
+def check_rows(index: torch.Tensor, rows: int, what: str) -> None:
+    """Raise ``IndexError`` unless every entry of ``index`` lies in ``[0, rows)``.
+
+    Not :func:`qpnlp.nn._checks.check_ids`: that value check is off while validation is off, and this one
+    guards memory (a compiled loop would write outside the table), so it always runs.
+    """
+    if index.numel():
+        lo, hi = (int(x) for x in torch.aminmax(index))
+        if lo < 0 or hi >= rows:
+            raise IndexError(f"{what} ids must lie in [0, {rows}); got {lo}..{hi}")

@@ -1,0 +1,90 @@
+"""The compiled row-wise Adam update (numba) against torch's SparseAdam arithmetic, and its guards."""
+
+import math
+
+import pytest
+import torch
+
+from qpnlp import _numba
+from qpnlp.training import adam_rows
+from qpnlp.training.sparse_rmsprop import RowSparseAdam
+
+pytest.importorskip("numba", reason="the compiled Adam loop needs numba (the extra 'fast', in 'test')")
+
+
+def _tables(V=30, D=37, R=11, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    param = torch.randn(V, D, generator=g, dtype=dtype)
+    exp_avg = torch.randn(V, D, generator=g, dtype=dtype) * 0.1
+    exp_avg_sq = torch.rand(V, D, generator=g, dtype=dtype) * 0.01
+    rows = torch.randperm(V, generator=g)[:R].sort().values
+    values = torch.randn(R, D, generator=g, dtype=dtype)
+    return param, rows, values, exp_avg, exp_avg_sq
+
+
+def _torch_rows(param, rows, values, exp_avg, exp_avg_sq, step_size, beta1, beta2, eps):
+    """The torch ops of RowSparseAdam._rows_step (torch's SparseAdam arithmetic)."""
+    m = values.sub(exp_avg[rows]).mul_(1 - beta1).add_(exp_avg[rows])
+    v = values.pow(2).sub_(exp_avg_sq[rows]).mul_(1 - beta2).add_(exp_avg_sq[rows])
+    exp_avg[rows], exp_avg_sq[rows] = m, v
+    param.index_add_(0, rows, m.div(v.sqrt().add_(eps)).mul_(-step_size))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_loop_equals_the_torch_ops(dtype):
+    ours = _tables(dtype=dtype)
+    theirs = [t.clone() for t in ours]
+    step_size = 0.01 * math.sqrt(1 - 0.999 ** 3) / (1 - 0.9 ** 3)
+    assert adam_rows.accepts(ours[0], ours[2], ours[3], ours[4])
+    adam_rows.adam_rows(*ours, step_size=step_size, beta1=0.9, beta2=0.999, eps=1e-8)
+    _torch_rows(*theirs, step_size, 0.9, 0.999, 1e-8)
+    assert torch.equal(ours[3], theirs[3]) and torch.equal(ours[4], theirs[4])      # the moments: bit for bit
+    untouched = torch.ones(ours[0].shape[0], dtype=torch.bool)
+    untouched[ours[1]] = False
+    assert torch.equal(ours[0][untouched], theirs[0][untouched])
+    ulp = torch.finfo(dtype).eps * theirs[0].abs().max()
+    assert (ours[0] - theirs[0]).abs().max() <= ulp                                  # the square root's rounding
+
+
+def test_nan_in_a_gradient_stays_in_its_row():
+    param, rows, values, exp_avg, exp_avg_sq = _tables()
+    values[0, 2] = float("nan")
+    before = param.clone()
+    adam_rows.adam_rows(param, rows, values, exp_avg, exp_avg_sq, step_size=0.01, beta1=0.9, beta2=0.999, eps=1e-8)
+    assert torch.isnan(param[rows[0], 2]) and torch.isnan(exp_avg[rows[0], 2])
+    assert int(torch.isnan(param).sum()) == 1 and not torch.equal(param[rows[1]], before[rows[1]])
+
+
+def test_rows_out_of_range_and_wrong_shapes_raise():
+    param, rows, values, exp_avg, exp_avg_sq = _tables()
+    options = dict(step_size=0.01, beta1=0.9, beta2=0.999, eps=1e-8)
+    with pytest.raises(IndexError, match=r"row ids must lie in \[0, 30\)"):
+        adam_rows.adam_rows(param, rows + 30 - int(rows.max()), values, exp_avg, exp_avg_sq, **options)
+    with pytest.raises(IndexError):
+        adam_rows.adam_rows(param, rows - int(rows.min()) - 1, values, exp_avg, exp_avg_sq, **options)
+    with pytest.raises(ValueError, match="values must be"):
+        adam_rows.adam_rows(param, rows, values[:, :-1], exp_avg, exp_avg_sq, **options)
+
+
+def test_accepts_only_contiguous_cpu_float_tables_and_the_switch(monkeypatch):
+    param, rows, values, exp_avg, exp_avg_sq = _tables()
+    assert adam_rows.accepts(param, values, exp_avg, exp_avg_sq)
+    assert not adam_rows.accepts(param.t(), values, exp_avg, exp_avg_sq)
+    assert not adam_rows.accepts(param.half(), values.half(), exp_avg.half(), exp_avg_sq.half())
+    assert not adam_rows.accepts(param.double(), values, exp_avg, exp_avg_sq)
+    assert not adam_rows.accepts(param[0], values[0], exp_avg[0], exp_avg_sq[0])
+    monkeypatch.setenv("QPNLP_SPARSE_ADAM_COMPILED", "0")
+    assert not adam_rows.available() and not adam_rows.accepts(param, values, exp_avg, exp_avg_sq)
+    monkeypatch.setenv("QPNLP_SPARSE_ADAM_COMPILED", "1")
+    monkeypatch.setattr(_numba, "HAVE_NUMBA", False)
+    assert not adam_rows.available()
+
+
+def test_row_sparse_adam_takes_the_loop_on_cpu(monkeypatch):
+    calls = []
+    monkeypatch.setattr(adam_rows, "adam_rows", lambda *a, **k: calls.append(a))
+    emb = torch.nn.Embedding(10, 4, sparse=True)
+    optimiser = RowSparseAdam(emb.parameters(), lr=0.1)
+    emb(torch.tensor([1, 3, 3])).sum().backward()
+    optimiser.step()
+    assert len(calls) == 1 and torch.equal(calls[0][1], torch.tensor([1, 3]))
