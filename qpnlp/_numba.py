@@ -13,8 +13,10 @@ ops as the fallback and asks this module whether to take the loop:
 * :func:`check_rows`: a compiled loop does not check its indices, so their
   range is checked before it runs, whatever the validation setting.
 
-Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``) and
-:mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``).
+Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``),
+:mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``) and
+:mod:`qpnlp.nn.polar_rows` (``QPNLP_LOOKUP_COMPILED``). ``QPNLP_COMPILED=0`` turns
+all of them off.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ __all__ = ["HAVE_NUMBA", "enabled", "takes", "jit", "check_rows"]
 
 
 def enabled(variable: str) -> bool:
-    """Whether a compiled loop may run: numba is installed and the environment ``variable`` is not ``0``."""
-    return HAVE_NUMBA and os.environ.get(variable, "1") != "0"
+    """Whether a compiled loop may run: numba is installed, and neither ``QPNLP_COMPILED`` nor the loop's own
+    environment ``variable`` is ``0``."""
+    return HAVE_NUMBA and all(os.environ.get(name, "1") != "0" for name in ("QPNLP_COMPILED", variable))
 
 
 def takes(*tensors: torch.Tensor) -> bool:

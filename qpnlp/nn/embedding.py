@@ -23,6 +23,7 @@ from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import masked_softmax
 
+from . import polar_rows
 from ._checks import check_ids, check_mask
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
@@ -143,20 +144,28 @@ class _PolarLookup(torch.autograd.Function):
     ``torch.polar(r / ||r||.clamp_min(tiny), phi)`` (tested), including its conventions at
     ``||r|| = 0`` (clamped scale, zero norm gradient) and, with :data:`TORCH_POLAR_GRADIENT`,
     torch.polar's modulus gradient; faster than that graph (its ``polar`` kernel is not vectorised), and the
-    coalesced gradients save the optimiser a sort per table (benchmarks/qpdn_train_step.py).
+    coalesced gradients save the optimiser a sort per table (benchmarks/qpdn_train_step.py). With numba (the
+    extra ``fast``), the arithmetic after the row gathers runs as the compiled loops of
+    :mod:`qpnlp.nn.polar_rows` (the same values to float rounding).
     """
 
     @staticmethod
     def forward(ctx, ids, amplitude, phase, padding_idx, sparse_amplitude, sparse_phase):
         rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
         r = amplitude.index_select(0, rows)                                       # (U, d)
-        parts, unit, cos, sin, norms, scale = _unit_rows(r, phase.index_select(0, rows))
-        states = torch.view_as_complex(parts.view(rows.numel(), -1).index_select(0, inverse).view(
-            *ids.shape, -1, 2))
+        phi = phase.index_select(0, rows)
+        ctx.compiled = polar_rows.accepts(r, phi)
+        if ctx.compiled:                                                          # one pass per state (numba)
+            cos, sin = cos_sin(phi)
+            parts, position_norms, unit, norms, scale = polar_rows.unit_states(r, cos, sin, inverse)
+        else:
+            parts, unit, cos, sin, norms, scale = _unit_rows(r, phi)
+            parts = parts.view(rows.numel(), 2 * r.shape[1]).index_select(0, inverse)
+            position_norms = norms.index_select(0, inverse)
         ctx.save_for_backward(rows, inverse, r, unit, cos, sin, norms, scale)
         ctx.table_shapes = (amplitude.shape, phase.shape)
         ctx.options = (padding_idx, sparse_amplitude, sparse_phase)
-        return states, norms.index_select(0, inverse).view(ids.shape)
+        return torch.view_as_complex(parts.view(*ids.shape, r.shape[1], 2)), position_norms.view(ids.shape)
 
     @staticmethod
     @once_differentiable
@@ -165,7 +174,13 @@ class _PolarLookup(torch.autograd.Function):
         padding_idx, sparse_amplitude, sparse_phase = ctx.options
         need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         g_r = g_phi = None
-        if g_states is not None:
+        if ctx.compiled and g_states is not None and (need_amplitude or need_phase):
+            g = torch.view_as_real(g_states.resolve_conj()).reshape(inverse.numel(), -1, 2)
+            g_n = g_norms.reshape(-1) if g_norms is not None and need_amplitude else None
+            g_r, g_phi = polar_rows.unit_states_backward(g, g_n, inverse, r, unit, cos, sin, norms, scale,
+                                                         TORCH_POLAR_GRADIENT)
+            g_norms = None                                                        # included in g_r
+        elif g_states is not None:
             g = _sum_repeated(torch.view_as_real(g_states.resolve_conj()), inverse, rows.numel()).view(*unit.shape, 2)
             g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
         if g_norms is not None and need_amplitude:

@@ -20,6 +20,16 @@ from qpnlp.nn import (ComplexMultiheadSelfAttention, ComplexWordEmbedding, WordW
                       masked_max, masked_mean, part_mul, readout, split_activation, unit_rows)
 
 
+@pytest.fixture(params=["compiled", "torch ops"])
+def lookup_backend(request, monkeypatch):
+    """Run a lookup test with the compiled loops of :mod:`qpnlp.nn.polar_rows` (where numba is installed) and
+    with the torch ops."""
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled lookup needs numba (the extra 'fast', in 'test')")
+    monkeypatch.setenv("QPNLP_LOOKUP_COMPILED", "1" if request.param == "compiled" else "0")
+    return request.param
+
+
 def _old_states(emb: ComplexWordEmbedding, ids: torch.Tensor):
     """The previous ComplexWordEmbedding.forward, verbatim."""
     r = emb.amplitude(ids)
@@ -36,6 +46,7 @@ def _grads(emb, states_norms, g_states, g_norms):
             (emb.amplitude.weight, emb.phase.weight)]
 
 
+@pytest.mark.usefixtures("lookup_backend")
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("phase_init", ["uniform", "sign"])
 def test_word_states_equal_the_polar_graph(cdtype, tol, sparse, phase_init, monkeypatch):
@@ -58,6 +69,7 @@ def test_word_states_equal_the_polar_graph(cdtype, tol, sparse, phase_init, monk
         torch.testing.assert_close(b, a, atol=tol(6), rtol=tol(6))
 
 
+@pytest.mark.usefixtures("lookup_backend")
 def test_a_conjugated_incoming_gradient_is_accepted(cdtype, tol, monkeypatch):
     """A loss through ``states.conj()`` hands the backward a lazily conjugated gradient (CNM's trace
     inner product did): same gradients as the polar graph, no view_as_real error."""
@@ -76,6 +88,7 @@ def test_a_conjugated_incoming_gradient_is_accepted(cdtype, tol, monkeypatch):
         torch.testing.assert_close(b, a, atol=tol(5), rtol=tol(5))
 
 
+@pytest.mark.usefixtures("lookup_backend")
 def test_table_gradients_are_coalesced_without_padding():
     emb = ComplexWordEmbedding(50, 4, generator=torch.Generator().manual_seed(1))
     states, norms = emb(torch.tensor([[9, 3, 9, 0, 0], [3, 1, 0, 0, 0]]))
@@ -85,6 +98,7 @@ def test_table_gradients_are_coalesced_without_padding():
         assert grad.is_sparse and grad._indices()[0].tolist() == [1, 3, 9]       # sorted, unique, no padding 0
 
 
+@pytest.mark.usefixtures("lookup_backend")
 def test_frozen_amplitudes_get_no_gradient():
     emb = ComplexWordEmbedding(10, 3, freeze_amplitude=True, generator=torch.Generator().manual_seed(2))
     states, _ = emb(torch.tensor([[2, 4, 4]]))
@@ -92,6 +106,7 @@ def test_frozen_amplitudes_get_no_gradient():
     assert emb.amplitude.weight.grad is None and emb.phase.weight.grad is not None
 
 
+@pytest.mark.usefixtures("lookup_backend")
 def test_exact_polar_gradient_passes_gradcheck():
     assert embedding_module.TORCH_POLAR_GRADIENT is False                        # the default: the derivative
     gen = torch.Generator().manual_seed(3)
@@ -105,6 +120,7 @@ def test_exact_polar_gradient_passes_gradcheck():
     assert torch.autograd.gradcheck(f, (amplitude, phase))
 
 
+@pytest.mark.usefixtures("lookup_backend")
 @pytest.mark.parametrize("polar_gradient", [False, True])
 def test_the_graph_torch_compile_traces_equals_the_fused_lookup(polar_gradient, monkeypatch):
     """Under torch.compile the embedding runs its plain graph instead of the fused lookup; both must give the
@@ -124,6 +140,36 @@ def test_the_graph_torch_compile_traces_equals_the_fused_lookup(polar_gradient, 
         torch.testing.assert_close(b.detach(), a.detach())
     for a, b in zip(_grads(emb, fused, g_states, g_norms), _grads(emb, traced, g_states, g_norms)):
         torch.testing.assert_close(b, a)
+
+
+@pytest.mark.parametrize("polar_gradient", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_compiled_lookup_equals_its_torch_ops(polar_gradient, dtype, monkeypatch):
+    """At d=37 (vectorised loops and their tails), repeated ids, a zero row, NaN in a phase and in an amplitude,
+    both gradients."""
+    pytest.importorskip("numba", reason="the compiled lookup needs numba (the extra 'fast', in 'test')")
+    monkeypatch.setattr(embedding_module, "TORCH_POLAR_GRADIENT", polar_gradient)
+    gen = torch.Generator().manual_seed(7)
+    emb = ComplexWordEmbedding(300, 37, pretrained=torch.randn(300, 37, dtype=dtype, generator=gen),
+                               phase_init="uniform", dtype=dtype, generator=gen)
+    with torch.no_grad():
+        emb.amplitude.weight[11] = 0.0
+        emb.phase.weight[12, 3] = float("nan")
+        emb.amplitude.weight[13, 5] = float("nan")
+    ids = torch.randint(14, 300, (6, 50), generator=gen)
+    ids[0, :4] = torch.tensor([11, 12, 13, 0])
+    g_states = torch.randn(6, 50, 37, dtype=dtype.to_complex(), generator=gen)
+    g_norms = torch.randn(6, 50, dtype=dtype, generator=gen)
+    runs = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("QPNLP_LOOKUP_COMPILED", flag)
+        states_norms = emb(ids)
+        runs[flag] = [t.detach() for t in states_norms] + _grads(emb, states_norms, g_states, g_norms)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    for compiled, ops in zip(runs["1"], runs["0"]):
+        torch.testing.assert_close(compiled, ops, atol=tolerance, rtol=tolerance, equal_nan=True)
+    nan = torch.isnan(runs["1"][0])                     # the NaN phase's coordinate, the NaN amplitude's row
+    assert torch.equal(nan.any(-1), (ids == 12) | (ids == 13)) and nan[0, 2].all() and nan[0, 1].sum() == 1
 
 
 def test_torch_polar_gradient_flips_at_negative_amplitudes():

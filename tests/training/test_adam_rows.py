@@ -88,3 +88,4 @@ def test_row_sparse_adam_takes_the_loop_on_cpu(monkeypatch):
     emb(torch.tensor([1, 3, 3])).sum().backward()
     optimiser.step()
     assert len(calls) == 1 and torch.equal(calls[0][1], torch.tensor([1, 3]))
+

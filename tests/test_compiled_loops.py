@@ -1,0 +1,41 @@
+"""qpnlp._numba: the switches of the compiled loops (numba) and their index guard."""
+
+import pytest
+import torch
+
+from qpnlp import _numba
+from qpnlp.nn import polar_rows
+from qpnlp.training import adam_rows
+from qpnlp.word2fun import pair_loop
+
+pytest.importorskip("numba", reason="the compiled loops need numba (the extra 'fast', in 'test')")
+
+
+def test_qpnlp_compiled_0_turns_every_compiled_loop_off(monkeypatch):
+    assert adam_rows.available() and polar_rows.available() and pair_loop.available()
+    monkeypatch.setenv("QPNLP_COMPILED", "0")
+    assert not (adam_rows.available() or polar_rows.available() or pair_loop.available())
+
+
+def test_each_loop_has_its_own_switch(monkeypatch):
+    monkeypatch.setenv("QPNLP_LOOKUP_COMPILED", "0")
+    assert not polar_rows.available() and adam_rows.available() and pair_loop.available()
+
+
+def test_without_numba_nothing_is_compiled(monkeypatch):
+    monkeypatch.setattr(_numba, "HAVE_NUMBA", False)
+    assert not (adam_rows.available() or polar_rows.available() or pair_loop.available())
+
+
+def test_takes_contiguous_cpu_tensors_of_one_float_dtype():
+    x = torch.zeros(3, 4)
+    assert _numba.takes(x, x.clone()) and _numba.takes(x.double())
+    assert not _numba.takes(x, x.double()) and not _numba.takes(x.t()) and not _numba.takes(x.half())
+    assert not _numba.takes(torch.zeros(3, dtype=torch.int64))
+
+
+def test_check_rows_names_the_range():
+    _numba.check_rows(torch.tensor([0, 4]), 5, "row")
+    _numba.check_rows(torch.tensor([], dtype=torch.int64), 0, "row")
+    with pytest.raises(IndexError, match=r"token ids must lie in \[0, 5\); got 0..5"):
+        _numba.check_rows(torch.tensor([0, 5]), 5, "token")
