@@ -56,8 +56,14 @@ CASES = {
                    "--phase-init", "sign", "--dropout", "0", "--lr", "0.003", "--embedding-lr", "0.003",
                    "--pretrained-fallback", "400000"],
 }
-# Flags only the current tree has (the baseline behaves this way without them).
+# Flags that trees before them lack (those behave this way without them); given to every tree that has them.
 CURRENT_ONLY = {"qpdn": ["--no-select"], "cnm": ["--train-split", "train"]}
+
+
+def has_flags(root: Path, flags: list[str]) -> bool:
+    """Whether the package under ``root`` mentions each option of ``flags`` (its command line has them)."""
+    sources = " ".join(path.read_text() for path in (root / "qpnlp").rglob("*.py"))
+    return all(f'"{flag}"' in sources for flag in flags if flag.startswith("--"))
 
 RUNNER = ("import sys, qpnlp; root = sys.argv.pop(1); "
           "assert qpnlp.__file__.startswith(root), (qpnlp.__file__, root); "
@@ -151,8 +157,9 @@ def main() -> None:
         for case in args.cases:
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
             for tree in order:
-                current = tree == "after" or extra
-                flags = CASES[case] + (CURRENT_ONLY[CASES[case][1]] if current else []) + \
+                newer = CURRENT_ONLY[CASES[case][1]]
+                current = tree == "after" or extra or has_flags(trees[tree], newer)
+                flags = CASES[case] + (newer if current else []) + \
                     (extra if tree == "after" else [])
                 seconds, one_epoch = epoch_cpu_seconds(tree, trees[tree], flags, data, args.threads, args.epochs)
                 results[case][tree].append(seconds)
