@@ -210,7 +210,8 @@ def main() -> None:
     from qpnlp.word2fun import pair_loop  # here: the workers also import this file with a baseline tree's qpnlp
 
     meta = {"command": "python benchmarks/word2fun_speed.py " + " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out", "mode", "tsv", "result")),
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
+                if k not in ("mode", "tsv", "result") and v not in ("", None)),
             "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,
             "platform": platform.platform(), "pair_loop": pair_loop.describe("cpu")}
     out = Path(args.out)
