@@ -306,7 +306,7 @@ def main() -> None:
         results[name] = row
         print(name, json.dumps(row), flush=True)
     meta = {"command": "python benchmarks/word2fun_heldout.py " + " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("out",)),
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()),
             "train_sentences": len(train), "train_tokens": train.n_tokens, "heldout_sentences": len(held),
             "vocabulary": len(vocab), "pairs": len(pairs), "cpu_count": os.cpu_count(), "torch": torch.__version__,
             "platform": platform.platform(), "python": sys.version.split()[0]}

@@ -4,7 +4,7 @@ Examples
 --------
 ``qpnlp train word2fun --corpus sotu --words energy,union --out runs/sotu --report sotu.json``
 
-``qpnlp train word2fun --corpus data.tsv --family IV --epochs 5 --export-npz grid.npz``
+``qpnlp train word2fun --corpus data.tsv --family IV --epochs 7 --export-npz grid.npz``
 
 ``qpnlp train word2fun --corpus 'shards/part-*.tsv.gz' --stream --out runs/big --resume``
 

@@ -76,7 +76,10 @@ class TrainConfig:
     :math:`n_u` times per million tokens (``n_ref = frequency_reference``):
     ``p = 0`` smooths every occurrence alike, ``p = 1`` gives every word the
     same prior whatever its frequency (rare words are smoothed more, relative
-    to their data).  ``rare_lr_power`` :math:`q` multiplies the learning rate
+    to their data); the default ``p = 1/2``, with 7 epochs, was chosen on the
+    planted-drift benchmark (``benchmarks/results/word2fun/epochs-roughness/``):
+    more epochs sharpen the switches, the rare words' stronger prior keeps
+    their noise out of the measured change.  ``rare_lr_power`` :math:`q` multiplies the learning rate
     of the rows of :math:`f(u, \\cdot)` by
     :math:`\\min(m, \\max(1, (n_{ref}/n_u)^q))` (``m = rare_lr_max``): words
     rarer than ``n_ref`` per million take larger steps, as if they had been
@@ -103,7 +106,7 @@ class TrainConfig:
     the processes of a distributed run.
     """
 
-    epochs: int = 5
+    epochs: int = 7
     batch_size: int = 8192
     lr: float = 0.025
     negatives: int = 32
@@ -115,7 +118,7 @@ class TrainConfig:
     device: str = "cpu"
     workers: int = 1
     roughness_penalty: float | None = None
-    roughness_power: float = 0.0
+    roughness_power: float = 0.5
     frequency_reference: float = 4000.0
     rare_lr_power: float = 0.5
     rare_lr_max: float = 4.0
