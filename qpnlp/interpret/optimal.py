@@ -38,7 +38,6 @@ measurement, one outcome, one answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from qpnlp.hilbert import DensityMatrix, normalize, random_unitary
+from qpnlp.hilbert import normalize, random_unitary
 from qpnlp.hilbert import _validation as V
 
 from ._born import born_probabilities, born_probabilities_dense
