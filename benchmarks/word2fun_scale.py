@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--stream", action="store_true")
     ap.add_argument("--variant", default="standard")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=TrainConfig().epochs)
     ap.add_argument("--sync-every", type=int, default=TrainConfig().sync_every)
     ap.add_argument("--nprocs", default="1,2")
     ap.add_argument("--repeats", type=int, default=2)
