@@ -31,6 +31,7 @@ cancels in the difference; the runs of one epoch (start-up, compile, one epoch) 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -62,8 +63,14 @@ CURRENT_ONLY = {"qpdn": ["--no-select"], "cnm": ["--train-split", "train"]}
 
 def has_flags(root: Path, flags: list[str]) -> bool:
     """Whether the package under ``root`` mentions each option of ``flags`` (its command line has them)."""
-    sources = " ".join(path.read_text() for path in (root / "qpnlp").rglob("*.py"))
+    sources = package_sources(root)
     return all(f'"{flag}"' in sources for flag in flags if flag.startswith("--"))
+
+
+@functools.cache
+def package_sources(root: Path) -> str:
+    """The Python sources of the package under ``root``, read once per tree (every run of a round asks)."""
+    return " ".join(path.read_text() for path in (root / "qpnlp").rglob("*.py"))
 
 RUNNER = ("import sys, qpnlp; root = sys.argv.pop(1); "
           "assert qpnlp.__file__.startswith(root), (qpnlp.__file__, root); "

@@ -25,12 +25,13 @@ import functools
 import importlib.util
 import os
 
+import numpy as np
 import torch
 
 #: Whether numba (the extra ``fast``) is installed.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-__all__ = ["HAVE_NUMBA", "enabled", "takes", "jit", "check_rows"]
+__all__ = ["HAVE_NUMBA", "enabled", "takes", "scalar", "jit", "check_rows"]
 
 
 def enabled(variable: str) -> bool:
@@ -44,6 +45,12 @@ def takes(*tensors: torch.Tensor) -> bool:
     dtype = tensors[0].dtype
     return dtype in (torch.float32, torch.float64) and all(
         t.device.type == "cpu" and t.dtype == dtype and t.is_contiguous() for t in tensors)
+
+
+def scalar(t: torch.Tensor, value: float):
+    """``value`` as a numpy scalar of ``t``'s float dtype: what a loop's constants must be so that the arithmetic
+    stays in that dtype (torch casts a Python scalar to the tensor's dtype the same way)."""
+    return (np.float32 if t.dtype == torch.float32 else np.float64)(value)
 
 
 @functools.cache

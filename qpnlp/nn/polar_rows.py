@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from qpnlp import _numba
@@ -112,8 +111,17 @@ def _backward_loop(g, g_norms, with_norms, inverse, r, unit, cos, sin, norms, sc
 
 def _tiny(r: torch.Tensor):
     """The clamp of the norms, ``torch.finfo(dtype).tiny``, as a numpy scalar of ``r``'s dtype."""
-    dtype = np.float32 if r.dtype == torch.float32 else np.float64
-    return dtype(np.finfo(dtype).tiny)
+    return _numba.scalar(r, torch.finfo(r.dtype).tiny)
+
+
+def _check_rows_and_positions(r: torch.Tensor, inverse: torch.Tensor, **per_row: torch.Tensor) -> None:
+    """The loops index these without bounds checks: each ``per_row`` tensor must have ``r``'s shape (U, d), and
+    ``inverse`` (N,) must hold rows of ``r``."""
+    bad = {name: tuple(t.shape) for name, t in per_row.items() if t.shape != r.shape}
+    if bad or inverse.dim() != 1:
+        raise ValueError(f"expected (U, d) = {tuple(r.shape)} rows and (N,) positions; got {bad or ''} "
+                         f"inverse {tuple(inverse.shape)}")
+    _numba.check_rows(inverse, r.shape[0], "position")
 
 
 def unit_states(r: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: torch.Tensor):
@@ -135,7 +143,7 @@ def unit_states(r: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: 
     unit, norms, scale : torch.Tensor, shapes (U, d), (U,), (U,)
         :math:`r_u / s_u`, :math:`n_u`, :math:`s_u`.
     """
-    _numba.check_rows(inverse, r.shape[0], "position")
+    _check_rows_and_positions(r, inverse, cos=cos, sin=sin)
     states = r.new_empty(inverse.shape[0], r.shape[1], 2)
     unit, norms, scale = torch.empty_like(r), r.new_empty(r.shape[0]), r.new_empty(r.shape[0])
     position_norms = r.new_empty(inverse.shape[0])
@@ -154,6 +162,14 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     norms (or None); the other tensors are :func:`unit_states`' inputs and outputs. ``polar_sign``:
     torch.polar's modulus gradient (:data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
     """
+    _check_rows_and_positions(r, inverse, unit=unit, cos=cos, sin=sin)
+    n, d = inverse.shape[0], r.shape[1]
+    shapes_ok = (g.shape == (n, d, 2) and (g_norms is None or g_norms.shape == (n,))
+                 and norms.shape == scale.shape == (r.shape[0],))
+    if not shapes_ok:
+        raise ValueError(f"expected g (N, d, 2) = ({n}, {d}, 2), g_norms ({n},), norms and scale ({r.shape[0]},); "
+                         f"got {tuple(g.shape)}, {None if g_norms is None else tuple(g_norms.shape)}, "
+                         f"{tuple(norms.shape)}, {tuple(scale.shape)}")
     g = g.contiguous()
     with_norms = g_norms is not None
     g_norms = g_norms.contiguous() if with_norms else r.new_zeros(0)

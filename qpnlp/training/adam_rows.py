@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from qpnlp import _numba
@@ -79,8 +78,10 @@ def adam_rows(param: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, exp
     if values.shape != (rows.shape[0], param.shape[1]) or rows.dim() != 1:
         raise ValueError(f"values must be (R, D) = ({rows.shape[0]}, {param.shape[1]}) for rows (R,); got "
                          f"{tuple(values.shape)} and {tuple(rows.shape)}")
+    if exp_avg.shape != param.shape or exp_avg_sq.shape != param.shape:
+        raise ValueError(f"the moments must have the table's shape {tuple(param.shape)}; got "
+                         f"{tuple(exp_avg.shape)} and {tuple(exp_avg_sq.shape)}")
     _numba.check_rows(rows, param.shape[0], "row")
-    scalar = np.float32 if param.dtype == torch.float32 else np.float64  # torch casts the scalars to the dtype
     _numba.jit(_adam_loop)(param.detach().numpy(), exp_avg.numpy(), exp_avg_sq.numpy(), rows.numpy(),
-                           values.detach().numpy(), scalar(1 - beta1), scalar(1 - beta2), scalar(eps),
-                           scalar(-step_size))
+                           values.detach().numpy(), *(_numba.scalar(param, x) for x in (1 - beta1, 1 - beta2, eps,
+                                                                                         -step_size)))

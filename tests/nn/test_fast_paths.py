@@ -172,6 +172,25 @@ def test_the_compiled_lookup_equals_its_torch_ops(polar_gradient, dtype, monkeyp
     assert torch.equal(nan.any(-1), (ids == 12) | (ids == 13)) and nan[0, 2].all() and nan[0, 1].sum() == 1
 
 
+def test_the_compiled_lookup_refuses_shapes_its_loops_would_read_past():
+    pytest.importorskip("numba", reason="the compiled lookup needs numba (the extra 'fast', in 'test')")
+    from qpnlp.nn import polar_rows
+    r, inverse = torch.rand(4, 3) + 0.1, torch.tensor([0, 3, 3, 1])
+    cos, sin = torch.ones(4, 3), torch.zeros(4, 3)
+    with pytest.raises(ValueError, match="expected"):
+        polar_rows.unit_states(r, cos[:3], sin, inverse)
+    with pytest.raises(IndexError, match=r"position ids must lie in \[0, 4\)"):
+        polar_rows.unit_states(r, cos, sin, torch.tensor([0, 4]))
+    states, _, unit, norms, scale = polar_rows.unit_states(r, cos, sin, inverse)
+    g = torch.randn_like(states)
+    with pytest.raises(ValueError, match="expected g"):
+        polar_rows.unit_states_backward(g[:3], None, inverse, r, unit, cos, sin, norms, scale, False)
+    with pytest.raises(ValueError, match="expected g"):
+        polar_rows.unit_states_backward(g, torch.ones(3), inverse, r, unit, cos, sin, norms, scale, False)
+    with pytest.raises(IndexError):
+        polar_rows.unit_states_backward(g, None, inverse + 1, r, unit, cos, sin, norms, scale, False)
+
+
 def test_torch_polar_gradient_flips_at_negative_amplitudes():
     """What ``TORCH_POLAR_GRADIENT = True`` keeps: torch.polar's modulus gradient is sgn(abs) times the derivative."""
     abs_ = torch.tensor([-0.5, 0.0, 0.7], dtype=torch.float64, requires_grad=True)

@@ -64,6 +64,8 @@ def test_rows_out_of_range_and_wrong_shapes_raise():
         adam_rows.adam_rows(param, rows - int(rows.min()) - 1, values, exp_avg, exp_avg_sq, **options)
     with pytest.raises(ValueError, match="values must be"):
         adam_rows.adam_rows(param, rows, values[:, :-1], exp_avg, exp_avg_sq, **options)
+    with pytest.raises(ValueError, match="the moments must have the table's shape"):
+        adam_rows.adam_rows(param, rows, values, exp_avg[:-1], exp_avg_sq, **options)
 
 
 def test_accepts_only_contiguous_cpu_float_tables_and_the_switch(monkeypatch):
