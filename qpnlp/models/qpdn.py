@@ -198,12 +198,34 @@ class QPDN(Model):
         return states, self.weighting(ids, mask, norms, validate=False)
 
     def features(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Measured probabilities ``(B, k)`` (or flattened rho for ``head="dense"``)."""
+        r"""Measured probabilities ``(B, k)`` (or flattened rho for ``head="dense"``).
+
+        The measurement head computes :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2` on the U distinct
+        words of the batch, ``(U, k)``, and mixes the gathered rows with the weights ``(B, L)``: the same
+        value as :func:`~qpnlp.measurement.born_probabilities` on the ``(B, L, d)`` states of
+        :meth:`mixture`, but repeated words and padding cost no state, no product and no gradient row.
+        Under ``torch.compile`` it measures the ``(B, L, d)`` states instead: the distinct ids have a
+        data-dependent count, which would break the graph.
+        """
+        if self.config.head == "measurement" and not torch.compiler.is_compiling():
+            per_word, index, weights = self._distinct_probabilities(ids, mask)
+            per_position = per_word.index_select(0, index.reshape(-1)).view(*ids.shape, -1)   # (B, L, k)
+            return (weights.unsqueeze(-2) @ per_position).squeeze(-2)
         states, weights = self.mixture(ids, mask)
         if self.config.head == "measurement":
             return self.measurement(states, weights, validate=False)
         rho = Ensemble(states, weights, validate=False).dense().data
         return torch.view_as_real(rho).flatten(1)
+
+    def _distinct_probabilities(self, ids, mask):
+        """Per-word probabilities ``(U, k)`` of the distinct ids, each position's row ``(B, L)``, and the
+        mixture weights ``(B, L)``; with :meth:`mixture`'s checks."""
+        self.check_batch(ids, mask)
+        states, norms, index = self.embedding.distinct_states(ids, validate=False)
+        norms = norms.index_select(0, index.reshape(-1)).view(ids.shape)
+        if V.enabled(self.validate):
+            _check_word_norms(ids, mask, norms)
+        return self.measurement(states, validate=False), index, self.weighting(ids, mask, norms, validate=False)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Class logits ``(B, C)`` for word ids ``(B, L)`` and a bool mask ``(B, L)`` (True = word)."""

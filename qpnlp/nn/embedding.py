@@ -147,44 +147,60 @@ class _PolarLookup(torch.autograd.Function):
     coalesced gradients save the optimiser a sort per table (benchmarks/qpdn_train_step.py). With numba (the
     extra ``fast``), the arithmetic after the row gathers runs as the compiled loops of
     :mod:`qpnlp.nn.polar_rows` (the same values to float rounding).
+
+    With ``distinct=True`` it returns the ``(U, d)`` states and ``(U,)`` norms of the distinct ids (sorted)
+    and the ``ids``-shaped index of each position's row among them, instead of copying the states to the
+    positions (:meth:`ComplexWordEmbedding.distinct_states`).
     """
 
     @staticmethod
-    def forward(ctx, ids, amplitude, phase, padding_idx, sparse_amplitude, sparse_phase):
+    def forward(ctx, ids, amplitude, phase, padding_idx, sparse_amplitude, sparse_phase, distinct=False):
         rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
         r = amplitude.index_select(0, rows)                                       # (U, d)
         phi = phase.index_select(0, rows)
+        # the positions that receive a state: every id's, or each distinct row once
+        targets = torch.arange(rows.numel(), device=rows.device) if distinct else inverse
         ctx.compiled = polar_rows.accepts(r, phi)
         if ctx.compiled:                                                          # one pass per state (numba)
             cos, sin = cos_sin(phi)
-            parts, position_norms, unit, norms, scale = polar_rows.unit_states(r, cos, sin, inverse)
+            parts, target_norms, unit, norms, scale = polar_rows.unit_states(r, cos, sin, targets)
         else:
             parts, unit, cos, sin, norms, scale = _unit_rows(r, phi)
-            parts = parts.view(rows.numel(), 2 * r.shape[1]).index_select(0, inverse)
-            position_norms = norms.index_select(0, inverse)
-        ctx.save_for_backward(rows, inverse, r, unit, cos, sin, norms, scale)
+            parts = parts.view(rows.numel(), 2 * r.shape[1])
+            if not distinct:
+                parts = parts.index_select(0, inverse)
+            target_norms = norms if distinct else norms.index_select(0, inverse)
+        ctx.save_for_backward(rows, targets, r, unit, cos, sin, norms, scale)
         ctx.table_shapes = (amplitude.shape, phase.shape)
-        ctx.options = (padding_idx, sparse_amplitude, sparse_phase)
-        return torch.view_as_complex(parts.view(*ids.shape, r.shape[1], 2)), position_norms.view(ids.shape)
+        ctx.options = (padding_idx, sparse_amplitude, sparse_phase, distinct)
+        shape = (rows.numel(),) if distinct else tuple(ids.shape)
+        states = torch.view_as_complex(parts.view(*shape, r.shape[1], 2))
+        if not distinct:
+            return states, target_norms.view(shape)
+        index = inverse.view(ids.shape)
+        ctx.mark_non_differentiable(index)
+        return states, target_norms.view(shape), index
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, g_states, g_norms):
-        rows, inverse, r, unit, cos, sin, norms, scale = ctx.saved_tensors
-        padding_idx, sparse_amplitude, sparse_phase = ctx.options
+    def backward(ctx, g_states, g_norms, _g_index=None):
+        rows, targets, r, unit, cos, sin, norms, scale = ctx.saved_tensors
+        padding_idx, sparse_amplitude, sparse_phase, distinct = ctx.options
         need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         g_r = g_phi = None
         if ctx.compiled and g_states is not None and (need_amplitude or need_phase):
-            g = torch.view_as_real(g_states.resolve_conj()).reshape(inverse.numel(), -1, 2)
+            g = torch.view_as_real(g_states.resolve_conj()).reshape(targets.numel(), -1, 2)
             g_n = g_norms.reshape(-1) if g_norms is not None and need_amplitude else None
-            g_r, g_phi = polar_rows.unit_states_backward(g, g_n, inverse, r, unit, cos, sin, norms, scale,
-                                                         TORCH_POLAR_GRADIENT)
+            g_r, g_phi = polar_rows.unit_states_backward(g, g_n, None if distinct else targets, r, unit, cos, sin,
+                                                         norms, scale, TORCH_POLAR_GRADIENT)
             g_norms = None                                                        # included in g_r
         elif g_states is not None:
-            g = _sum_repeated(torch.view_as_real(g_states.resolve_conj()), inverse, rows.numel()).view(*unit.shape, 2)
-            g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
+            g = torch.view_as_real(g_states.resolve_conj())
+            g = g.reshape(unit.shape + (2,)) if distinct else _sum_repeated(g, targets, rows.numel())
+            g_r, g_phi = _unit_rows_backward(g.view(*unit.shape, 2), unit, cos, sin, norms, scale,
+                                             TORCH_POLAR_GRADIENT)
         if g_norms is not None and need_amplitude:
-            g_n = _sum_repeated(g_norms, inverse, rows.numel()).squeeze(-1)
+            g_n = g_norms.reshape(-1) if distinct else _sum_repeated(g_norms, targets, rows.numel()).squeeze(-1)
             radial = r * (g_n / norms).masked_fill(norms == 0, 0).unsqueeze(-1)   # vector_norm's zero convention
             g_r = radial if g_r is None else g_r + radial
         amplitude_shape, phase_shape = ctx.table_shapes
@@ -195,7 +211,7 @@ class _PolarLookup(torch.autograd.Function):
         g_amplitude = _table_gradient(g_r, rows, amplitude_shape, padding_idx, sparse_amplitude) \
             if need_amplitude else None
         g_phase = _table_gradient(g_phi, rows, phase_shape, padding_idx, sparse_phase) if need_phase else None
-        return None, g_amplitude, g_phase, None, None, None
+        return None, g_amplitude, g_phase, None, None, None, None
 
 
 class _RowLookup(torch.autograd.Function):
@@ -350,6 +366,38 @@ class ComplexWordEmbedding(nn.Module):
         if TORCH_POLAR_GRADIENT:
             return torch.polar(unit, phi), norms
         return torch.complex(unit * torch.cos(phi), unit * torch.sin(phi)), norms   # the derivative for every sign
+
+    def distinct_states(self, ids: torch.Tensor, *, validate: V.Validate = None
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The states of the distinct ids only, and where each position finds its state.
+
+        What :meth:`forward` gives, without copying each state to every position of its id:
+        ``states[index]`` and ``norms[index]`` are :meth:`forward`'s outputs. A model that only needs
+        per-word quantities (Born probabilities, weights) computes them on the U distinct rows and
+        gathers the results, which are narrower than the states (QPDN: ``k`` probabilities for ``d``
+        amplitudes); a repeated word or a padded position then costs one gathered row of those.
+
+        Parameters
+        ----------
+        ids : torch.LongTensor
+            ``(...,)`` word ids.
+
+        Returns
+        -------
+        states : torch.Tensor
+            Complex ``(U, d)``: the unit states of the sorted distinct ids (a zero vector for padding).
+        norms : torch.Tensor
+            Real ``(U,)`` amplitude norms.
+        index : torch.LongTensor
+            ``ids``-shaped: each position's row in ``states``.
+        """
+        check_ids(ids, self.num_words, validate=validate)
+        if _fused():
+            return _PolarLookup.apply(ids, self.amplitude.weight, self.phase.weight, self.padding_idx,
+                                      self.amplitude.sparse, self.phase.sparse, True)
+        rows, index = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)   # traceable graph
+        states, norms = self(rows, validate=False)
+        return states, norms, index.view(ids.shape)
 
     def all_states(self) -> torch.Tensor:
         """States of the whole vocabulary, complex ``(V, d)`` (row 0, padding, is zero)."""

@@ -8,7 +8,9 @@ r"""The fused polar lookup's arithmetic as compiled loops (numba), on CPU.
     |w_u\rangle_j = \frac{r_{uj}}{s_u} (\cos\phi_{uj} + i \sin\phi_{uj}), \qquad
     n_u = \|r_u\|, \quad s_u = \max(n_u, \text{tiny}),
 
-copied to every position :math:`p` with id :math:`u(p)`. The backward sums
+copied to every position :math:`p` with id :math:`u(p)` (for
+:meth:`~qpnlp.nn.ComplexWordEmbedding.distinct_states`, one position per
+row: no copy, and nothing to sum in the backward). The backward sums
 the gradients :math:`g_p` of the positions per distinct id,
 :math:`G_u = \sum_{u(p) = u} g_p`, and applies the chain rule per row:
 with :math:`a + ib = e^{-i\phi_{uj}} G_{uj}` and :math:`\hat r = r_u / s_u`,
@@ -79,17 +81,20 @@ def _forward_loop(r, cos, sin, inverse, tiny, unit, norms, scale, states, positi
             states[p, j, 1] = sin[u, j] * unit[u, j]
 
 
-def _backward_loop(g, g_norms, with_norms, inverse, r, unit, cos, sin, norms, scale, tiny, polar_sign,
-                   summed, summed_norms, g_r, g_phi):  # pragma: no cover - compiled
-    zero, one = tiny - tiny, tiny / tiny              # 0 and 1 in the tables' dtype: no float64 promotion
-    dim = r.shape[1]
+def _sum_per_row_loop(g, g_norms, with_norms, inverse, summed, summed_norms):  # pragma: no cover - compiled
     for p in range(inverse.shape[0]):                 # the gradients of repeated ids, summed per id
         u = inverse[p]
-        for j in range(dim):
+        for j in range(g.shape[1]):
             summed[u, j, 0] += g[p, j, 0]
             summed[u, j, 1] += g[p, j, 1]
         if with_norms:
             summed_norms[u] += g_norms[p]
+
+
+def _backward_loop(summed, summed_norms, with_norms, r, unit, cos, sin, norms, scale, tiny, polar_sign,
+                   g_r, g_phi):  # pragma: no cover - compiled
+    zero, one = tiny - tiny, tiny / tiny              # 0 and 1 in the tables' dtype: no float64 promotion
+    dim = r.shape[1]
     for u in range(r.shape[0]):
         radial = zero
         for j in range(dim):                          # conj(e^{i phi}) G = a + ib
@@ -153,15 +158,19 @@ def unit_states(r: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: 
     return states, position_norms, unit, norms, scale
 
 
-def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse: torch.Tensor, r: torch.Tensor,
-                         unit: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, norms: torch.Tensor,
+def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse: torch.Tensor | None,
+                         r: torch.Tensor, unit: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, norms: torch.Tensor,
                          scale: torch.Tensor, polar_sign: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients ``(U, d)`` of the amplitude and phase rows (the module's formulas).
 
     ``g`` (N, d, 2) is the [Re, Im] gradient of the states at the positions, ``g_norms`` (N,) that of the
-    norms (or None); the other tensors are :func:`unit_states`' inputs and outputs. ``polar_sign``:
+    norms (or None); with ``inverse=None`` they are one per row (N = U, nothing to sum). The other tensors
+    are :func:`unit_states`' inputs and outputs. ``polar_sign``:
     torch.polar's modulus gradient (:data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
     """
+    per_row = inverse is None
+    if per_row:
+        inverse = torch.arange(r.shape[0])                # for the checks only
     _check_rows_and_positions(r, inverse, unit=unit, cos=cos, sin=sin)
     n, d = inverse.shape[0], r.shape[1]
     shapes_ok = (g.shape == (n, d, 2) and (g_norms is None or g_norms.shape == (n,))
@@ -173,10 +182,14 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     g = g.contiguous()
     with_norms = g_norms is not None
     g_norms = g_norms.contiguous() if with_norms else r.new_zeros(0)
-    summed, summed_norms = r.new_zeros(*r.shape, 2), r.new_zeros(r.shape[0])
+    if per_row:
+        summed, summed_norms = g, g_norms
+    else:
+        summed, summed_norms = r.new_zeros(*r.shape, 2), r.new_zeros(r.shape[0])
+        _numba.jit(_sum_per_row_loop, _FASTMATH)(g.numpy(), g_norms.numpy(), with_norms, inverse.numpy(),
+                                                 summed.numpy(), summed_norms.numpy())
     g_r, g_phi = torch.empty_like(r), torch.empty_like(r)
     loop = _numba.jit(_backward_loop, _FASTMATH)
-    loop(g.numpy(), g_norms.numpy(), with_norms, inverse.numpy(), r.numpy(), unit.numpy(), cos.numpy(), sin.numpy(),
-         norms.numpy(), scale.numpy(), _tiny(r), polar_sign, summed.numpy(), summed_norms.numpy(), g_r.numpy(),
-         g_phi.numpy())
+    loop(summed.numpy(), summed_norms.numpy(), with_norms, r.numpy(), unit.numpy(), cos.numpy(), sin.numpy(),
+         norms.numpy(), scale.numpy(), _tiny(r), polar_sign, g_r.numpy(), g_phi.numpy())
     return g_r, g_phi

@@ -128,3 +128,27 @@ def test_born_probabilities_on_device(device, cdtype):
     p = m(states, torch.full((2, 5), 0.2, device=device))
     assert p.device.type == device.type and p.shape == (2, 4)
     assert_probabilities(p)
+
+
+@pytest.mark.parametrize("conj", [False, True])
+def test_squared_overlaps_on_the_real_view_equal_the_complex_product(cdtype, tol, conj):
+    """The real-block product of ``squared_overlaps`` against ``|states @ vectors.mH|^2``: values and
+    gradients, lazily conjugated inputs, broadcast batch dims and a single state."""
+    from qpnlp.measurement._born import squared_overlaps
+    gen = torch.Generator().manual_seed(3)
+    states = torch.randn(2, 4, 6, dtype=cdtype, generator=gen).requires_grad_()
+    vectors = torch.randn(3, 1, 5, 6, dtype=cdtype, generator=gen).requires_grad_()
+    grad = torch.randn(3, 2, 4, 5, dtype=cdtype.to_real(), generator=gen)
+
+    def run(fn):
+        states.grad = vectors.grad = None
+        s, v = (states.conj(), vectors.conj()) if conj else (states, vectors)
+        out = fn(s, v)
+        out.backward(grad)
+        return out.detach(), states.grad, vectors.grad
+
+    reference = run(lambda s, v: (s @ v.mH).abs().square())
+    for a, b in zip(reference, run(squared_overlaps)):
+        assert_allclose(b, a, atol=tol(6))
+    single, rows = states[0, 0].detach(), vectors[0, 0].detach()
+    assert_allclose(squared_overlaps(single, rows), (rows.conj() @ single).abs().square(), atol=tol(6))

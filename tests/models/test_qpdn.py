@@ -139,6 +139,30 @@ def test_features_are_born_probabilities_of_the_sentence_mixture():
     assert_allclose(q, dense)
 
 
+@pytest.mark.parametrize("overrides", [
+    {}, dict(weighting="trainable"), dict(complete=True), dict(measurement="povm"), dict(complex128=True),
+])
+def test_born_rule_on_the_distinct_words_equals_it_on_every_position(overrides):
+    """``features`` measures each distinct word once and mixes the gathered rows: the same probabilities and
+    parameter gradients as the measurement of the ``(B, L, d)`` states of ``mixture`` (repeats, padding)."""
+    model = _model(**overrides)
+    ids = torch.tensor([[4, 9, 9, 0], [7, 4, 1, 3]])
+    mask = ids != 0
+    grad = torch.randn(2, model.measurement.num_outcomes, generator=_gen(6), dtype=model.classifier.weight.dtype)
+
+    def probabilities_and_grads(features):
+        model.zero_grad(set_to_none=True)
+        q = features()
+        q.backward(grad)
+        return [q.detach()] + [p.grad.to_dense() for p in model.parameters() if p.grad is not None]
+
+    per_position = probabilities_and_grads(lambda: model.measurement(*model.mixture(ids, mask), validate=False))
+    distinct = probabilities_and_grads(lambda: model.features(ids, mask))
+    assert len(distinct) == len(per_position) > 3
+    for a, b in zip(per_position, distinct):
+        assert_allclose(b, a, atol=1e-5)
+
+
 def test_training_step_has_finite_gradients_with_padding():
     model = _model(weighting="trainable")
     ids = torch.tensor([[4, 9, 0, 0], [1, 0, 0, 0]])

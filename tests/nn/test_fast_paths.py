@@ -70,6 +70,38 @@ def test_word_states_equal_the_polar_graph(cdtype, tol, sparse, phase_init, monk
 
 
 @pytest.mark.usefixtures("lookup_backend")
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("polar_gradient", [False, True])
+def test_distinct_states_gathered_equal_the_lookup(cdtype, tol, fused, polar_gradient, monkeypatch):
+    """``distinct_states``: ``states[index]`` and ``norms[index]`` are the lookup's outputs, and a loss through
+    them gives the same table gradients (repeats, padding, a zero row; fused and traceable paths)."""
+    monkeypatch.setattr(embedding_module, "TORCH_POLAR_GRADIENT", polar_gradient)
+    real = cdtype.to_real()
+    gen = torch.Generator().manual_seed(2)
+    pretrained = torch.randn(30, 7, dtype=real, generator=gen)
+    pretrained[5] = 0.0
+    emb = ComplexWordEmbedding(30, 7, pretrained=pretrained, dtype=real, generator=gen)
+    ids = torch.tensor([[4, 5, 9, 9, 0], [29, 4, 1, 2, 0]])
+    g_states = torch.randn(2, 5, 7, dtype=cdtype, generator=gen)
+    g_norms = torch.randn(2, 5, dtype=real, generator=gen)
+    reference = emb(ids)
+    monkeypatch.setattr(embedding_module, "_fused", lambda: fused)
+    states, norms, index = emb.distinct_states(ids)
+    assert states.shape == (7, 7) and norms.shape == (7,) and index.shape == ids.shape
+    gathered = (states[index], norms[index])
+    for a, b in zip(reference, gathered):
+        torch.testing.assert_close(b.detach(), a.detach(), atol=tol(7), rtol=0)
+    for a, b in zip(_grads(emb, reference, g_states, g_norms), _grads(emb, gathered, g_states, g_norms)):
+        torch.testing.assert_close(b, a, atol=tol(7), rtol=tol(7))
+
+
+def test_distinct_states_check_their_ids():
+    emb = ComplexWordEmbedding(10, 3)
+    with pytest.raises(ValueError, match="id"):
+        emb.distinct_states(torch.tensor([[1, 10]]), validate=True)
+
+
+@pytest.mark.usefixtures("lookup_backend")
 def test_a_conjugated_incoming_gradient_is_accepted(cdtype, tol, monkeypatch):
     """A loss through ``states.conj()`` hands the backward a lazily conjugated gradient (CNM's trace
     inner product did): same gradients as the polar graph, no view_as_real error."""
