@@ -375,7 +375,9 @@ class ComplexWordEmbedding(nn.Module):
         ``states[index]`` and ``norms[index]`` are :meth:`forward`'s outputs. A model that only needs
         per-word quantities (Born probabilities, weights) computes them on the U distinct rows and
         gathers the results, which are narrower than the states (QPDN: ``k`` probabilities for ``d``
-        amplitudes); a repeated word or a padded position then costs one gathered row of those.
+        amplitudes); a repeated word or a padded position then costs one gathered row of those. The number
+        of distinct ids depends on the data, so under ``torch.compile`` this breaks the graph (QPDN then
+        measures :meth:`forward`'s states instead).
 
         Parameters
         ----------
