@@ -72,6 +72,7 @@ def package_sources(root: Path) -> str:
     """The Python sources of the package under ``root``, read once per tree (every run of a round asks)."""
     return " ".join(path.read_text() for path in (root / "qpnlp").rglob("*.py"))
 
+
 RUNNER = ("import sys, qpnlp; root = sys.argv.pop(1); "
           "assert qpnlp.__file__.startswith(root), (qpnlp.__file__, root); "
           "from qpnlp.cli import main; sys.argv[0] = 'qpnlp'; main()")

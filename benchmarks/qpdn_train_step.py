@@ -166,7 +166,8 @@ def main(argv=None) -> None:
     born_before, _ = make_contraction(args, born_probabilities=base.measurement.born_probabilities)
     variants = {"before fwd+bwd": steps["before"][0], "before step": steps["before"][1],
                 "after fwd+bwd": steps["after"][0], "after step": steps["after"][1],
-                "before born fwd+bwd": born_before, "born fwd+bwd": born, "gemm": gemm, "after step, dense": steps["dense"][1]}
+                "before born fwd+bwd": born_before, "born fwd+bwd": born, "gemm": gemm,
+                "after step, dense": steps["dense"][1]}
     if args.validation == "off":
         def validated_step():
             with validation(True):

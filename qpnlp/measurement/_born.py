@@ -57,7 +57,7 @@ def squared_overlaps(states: torch.Tensor, vectors: torch.Tensor) -> torch.Tenso
     Forward and backward are then three real matrix products of the same flops as the complex ones,
     without the complex autograd of :math:`\Re^2 + \Im^2` (conjugate copies and zero-filled complex
     gradients): written by hand because torch has no fused complex :math:`|z|^2` of a product. Born rule
-    forward+backward at d=300, k=50, 1600 states: 1.04x faster (``benchmarks/qpdn_train_step.py``, "born
+    forward+backward at d=300, k=50, 1600 states: 1.05x faster (``benchmarks/qpdn_train_step.py``, "born
     fwd+bwd"; benchmarks/results/SPEED.md).
     Both complex of one dtype (:func:`~qpnlp.hilbert.promote` them first).
     """

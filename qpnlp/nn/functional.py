@@ -31,6 +31,8 @@ import math
 import torch
 from torch import Tensor
 
+from qpnlp.hilbert._linalg import squared_norms
+
 __all__ = [
     "READOUTS",
     "SPLIT_ACTIVATIONS",
@@ -248,9 +250,7 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     -------
     Tensor, shape and dtype of ``z``.
     """
-    parts = _parts(z) if z.is_complex() else z.unsqueeze(-1)
-    squared = parts.square().sum((-2, -1)).unsqueeze(-1)
-    return z / squared.clamp_min(eps * eps).sqrt()
+    return z / squared_norms(z).clamp_min(eps * eps).sqrt()
 
 
 def _check_steps(x: Tensor, steps: Tensor, name: str) -> None:

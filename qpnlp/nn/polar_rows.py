@@ -119,14 +119,15 @@ def _tiny(r: torch.Tensor):
     return _numba.scalar(r, torch.finfo(r.dtype).tiny)
 
 
-def _check_rows_and_positions(r: torch.Tensor, inverse: torch.Tensor, **per_row: torch.Tensor) -> None:
+def _check_rows_and_positions(r: torch.Tensor, inverse: torch.Tensor | None, **per_row: torch.Tensor) -> None:
     """The loops index these without bounds checks: each ``per_row`` tensor must have ``r``'s shape (U, d), and
-    ``inverse`` (N,) must hold rows of ``r``."""
+    ``inverse`` (N,) must hold rows of ``r`` (None: one position per row)."""
     bad = {name: tuple(t.shape) for name, t in per_row.items() if t.shape != r.shape}
-    if bad or inverse.dim() != 1:
+    if bad or (inverse is not None and inverse.dim() != 1):
         raise ValueError(f"expected (U, d) = {tuple(r.shape)} rows and (N,) positions; got {bad or ''} "
-                         f"inverse {tuple(inverse.shape)}")
-    _numba.check_rows(inverse, r.shape[0], "position")
+                         f"inverse {None if inverse is None else tuple(inverse.shape)}")
+    if inverse is not None:
+        _numba.check_rows(inverse, r.shape[0], "position")
 
 
 def unit_states(r: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: torch.Tensor):
@@ -168,11 +169,8 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     are :func:`unit_states`' inputs and outputs. ``polar_sign``:
     torch.polar's modulus gradient (:data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
     """
-    per_row = inverse is None
-    if per_row:
-        inverse = torch.arange(r.shape[0])                # for the checks only
     _check_rows_and_positions(r, inverse, unit=unit, cos=cos, sin=sin)
-    n, d = inverse.shape[0], r.shape[1]
+    n, d = (r.shape[0] if inverse is None else inverse.shape[0]), r.shape[1]
     shapes_ok = (g.shape == (n, d, 2) and (g_norms is None or g_norms.shape == (n,))
                  and norms.shape == scale.shape == (r.shape[0],))
     if not shapes_ok:
@@ -182,7 +180,7 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     g = g.contiguous()
     with_norms = g_norms is not None
     g_norms = g_norms.contiguous() if with_norms else r.new_zeros(0)
-    if per_row:
+    if inverse is None:
         summed, summed_norms = g, g_norms
     else:
         summed, summed_norms = r.new_zeros(*r.shape, 2), r.new_zeros(r.shape[0])
