@@ -37,7 +37,7 @@ def trained(corpus, truth, seed: int, step_centres: str):
     args = types.SimpleNamespace(
         **{k: drift.TRAIN[k] for k in ("epochs", "batch_size", "lr", "negatives", "roughness_penalty",
                                        "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
-                                       "step_centre_lr")},
+                                       "step_centre_lr", "negative_weight")},
         **{k: drift.FIT[k] for k in ("dim", "time_scale", "frequency_init", "max_periods", "logistic")},
         slices=drift.FIT["n_slices"], threads=1, seed=seed, step_centres=step_centres, progress=False)
     fitted = {}

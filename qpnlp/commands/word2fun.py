@@ -48,7 +48,7 @@ from pathlib import Path
 
 import torch
 
-from ._common import Report, UsageError, check_output_path, epoch_logger
+from ._common import Report, UsageError, check_output_path, epoch_logger, rate_type
 
 __all__ = ["register", "run"]
 
@@ -133,6 +133,9 @@ def register(subparsers: dict) -> None:
     t.add_argument("--negatives", type=_positive_int, default=train["negatives"],
                    help="negatives shared by the pairs of a batch (--shared-negatives) or drawn for each pair "
                         "(--no-shared-negatives; default %(default)s)")
+    t.add_argument("--negative-weight", type=rate_type(), default=train["negative_weight"],
+                   help="weight of the negative term; 1 is the thesis loss, k word2vec's sum over k negatives "
+                        "(default %(default)s)")
     t.add_argument("--shared-negatives", action=argparse.BooleanOptionalAction, default=train["shared_negatives"],
                    help="share one sample of --negatives by all pairs of a batch (default %(default)s)")
     t.add_argument("--per-pair-negatives", dest="shared_negatives", action="store_false",
@@ -368,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
         roughness_power=args.roughness_power, frequency_reference=args.frequency_reference,
         rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
-        chunk_tokens=args.chunk_tokens, sync_every=args.sync_every,
+        chunk_tokens=args.chunk_tokens, sync_every=args.sync_every, negative_weight=args.negative_weight,
     )
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,

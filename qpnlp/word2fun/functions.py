@@ -238,8 +238,9 @@ def sinusoidal_function(
     return b + r * torch.cat([torch.sin(a1), torch.cos(a2)], dim=-1)
 
 
-def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """Thesis loss: :math:`-\\log\\sigma(f h_+^T) - \\frac1k \\sum_i \\log\\sigma(-f h_i^T)`.
+def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, reduction: str = "mean",
+                  negative_weight: float = 1.0) -> torch.Tensor:
+    """Thesis loss: :math:`-\\log\\sigma(f h_+^T) - \\frac{c}{k} \\sum_i \\log\\sigma(-f h_i^T)`, :math:`c = 1`.
 
     Parameters
     ----------
@@ -247,6 +248,9 @@ def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, red
     h_pos : (B, D) compass vectors of the observed context words
     h_neg : (B, k, D) compass vectors of each pair's negatives, or (N, D) negatives shared by the batch
     reduction : {"mean", "sum", "none"}
+    negative_weight : float, default 1.0
+        :math:`c`, the weight of the negative term (the loss that
+        :class:`~qpnlp.word2fun.loop.TrainConfig`'s ``negative_weight`` trains).
 
     >>> z = torch.zeros(1, 2)
     >>> round(word2fun_loss(z, z, torch.zeros(1, 3, 2)).item(), 4)  # 2 log 2
@@ -257,7 +261,7 @@ def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, red
         neg = f @ h_neg.T
     else:  # elementwise product + sum: memory-bound, much faster than a bmm of (k, D) x (D, 1) blocks
         neg = (h_neg * f.unsqueeze(-2)).sum(-1)
-    loss = -(F.logsigmoid(pos) + F.logsigmoid(-neg).mean(-1))
+    loss = -(F.logsigmoid(pos) + negative_weight * F.logsigmoid(-neg).mean(-1))
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":

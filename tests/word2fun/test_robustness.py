@@ -103,7 +103,7 @@ def test_the_command_takes_its_defaults_from_the_library():
     fk = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
     for name in ("epochs", "batch_size", "lr", "negatives", "shared_negatives", "window", "sample", "workers",
                  "roughness_penalty", "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
-                 "chunk_tokens", "sync_every", "seed", "device"):
+                 "chunk_tokens", "sync_every", "seed", "device", "negative_weight"):
         assert getattr(args, name) == cfg[name], name
     for name in ("family", "dim", "time_scale", "frequency_init", "min_count", "compass", "compass_epochs"):
         assert getattr(args, name) == fk[name], name
@@ -125,7 +125,8 @@ def test_the_help_shows_defaults_and_names_only_existing_flags(capsys, monkeypat
     assert flags <= known | {"--help"}, flags - known
 
 
-@pytest.mark.parametrize("argv, match", [(["--eras", "0"], "positive"), (["--epochs", "0"], "positive")])
+@pytest.mark.parametrize("argv, match", [(["--eras", "0"], "positive"), (["--epochs", "0"], "positive"),
+                                         (["--negative-weight", "0"], "> 0"), (["--negative-weight", "nan"], "> 0")])
 def test_the_command_rejects_bad_numbers_before_training(argv, match, capsys):
     with pytest.raises(SystemExit):
         _parser().parse_args(["train", "word2fun", "--corpus", "x.tsv", *argv])

@@ -17,6 +17,17 @@ def pair_loop_backend(request, monkeypatch):
     return request.param
 
 
+def _assert_autograd_sgd_step(stepped, ref, loss, lr):
+    """``stepped``'s parameters equal ``ref``'s after one autograd SGD step on ``loss`` (frequencies at lr / S)."""
+    named = [(n, p) for n, p in ref.named_parameters() if p.requires_grad]
+    grads = torch.autograd.grad(loss, [p for _, p in named])
+    with torch.no_grad():
+        for (n, p), gr in zip(named, grads):
+            p -= lr * {"omega1.weight": 1 / 60, "omega2.weight": 1 / 60}.get(n, 1.0) * gr
+    for (n, p), (_, q) in zip(stepped.named_parameters(), ref.named_parameters()):
+        assert torch.allclose(p, q, atol=1e-5), n
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("frozen", [False, True])
 def test_sgd_step_equals_autograd_sgd(family, frozen, make, randomise):
@@ -56,13 +67,7 @@ def test_roughness_penalty_step_equals_autograd_sgd(family, make, randomise):
     rows = {k: w[i] for k, (w, i) in ref.tables(words, tau).items()}
     f = ref.function(rows, tau)
     loss = word2fun_loss(f[pc], ref.compass(ctx), ref.compass(neg), "sum") + lam * roughness(ref, rows).sum()
-    named = [(n, p) for n, p in ref.named_parameters() if p.requires_grad]
-    grads = torch.autograd.grad(loss, [p for _, p in named])
-    with torch.no_grad():
-        for (n, p), gr in zip(named, grads):
-            p -= lr * {"omega1.weight": 1 / 60, "omega2.weight": 1 / 60}.get(n, 1.0) * gr
-    for (n, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
-        assert torch.allclose(p, q, atol=1e-5), n
+    _assert_autograd_sgd_step(m, ref, loss, lr)
 
 
 def test_roughness_is_the_mean_squared_speed(make, randomise):
@@ -125,3 +130,22 @@ def test_the_step_in_chunks_of_pairs_equals_one_pass(family, per_token, make, ra
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
     for n, p in results[0][1].items():
         assert torch.allclose(p, results[1][1][n], atol=1e-6), n
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_weighted_negative_term_is_sgd_on_the_weighted_loss(shared, make, randomise):
+    """``negative_weight`` c: the step is SGD on -log sigma(f h+) - c mean_i log sigma(-f h_i) (word2fun_loss)."""
+    V, D, c, lr = 9, 6, 1.5, 0.1
+    m = randomise(make(V, D, family="IV"), seed=3)
+    ref = randomise(make(V, D, family="IV"), seed=3)
+    words, times = torch.tensor([2, 7, 2, 0]), torch.tensor([1910.0, 1950.0, 1990.0, 1910.0])
+    pc, ctx = torch.tensor([0, 0, 1, 2, 3]), torch.tensor([1, 4, 3, 8, 5])
+    neg = torch.tensor([3, 6, 6]) if shared else torch.randint(0, V, (5, 3), generator=torch.Generator().manual_seed(2))
+    loss = centre_sgd_step(m, words, times, pc, ctx, neg, lr, negative_weight=c)
+    tau = TS.normalise(times)
+    rows = {k: w[i] for k, (w, i) in ref.tables(words, tau).items()}
+    f = ref.function(rows, tau)[pc]
+    expected = word2fun_loss(f, ref.compass(ctx), ref.compass(neg), "sum", negative_weight=c)
+    assert loss == pytest.approx(expected.item(), rel=1e-5)
+    assert expected.item() != pytest.approx(word2fun_loss(f, ref.compass(ctx), ref.compass(neg), "sum").item(), rel=1e-3)
+    _assert_autograd_sgd_step(m, ref, expected, lr)
