@@ -240,7 +240,9 @@ def sinusoidal_function(
 
 def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, reduction: str = "mean",
                   negative_weight: float = 1.0) -> torch.Tensor:
-    """Thesis loss: :math:`-\\log\\sigma(f h_+^T) - \\frac{c}{k} \\sum_i \\log\\sigma(-f h_i^T)`, :math:`c = 1`.
+    """Word2Fun's loss :math:`-\\log\\sigma(f h_+^T) - \\frac{c}{k} \\sum_i \\log\\sigma(-f h_i^T)`.
+
+    :math:`c = 1` is the thesis loss (the mean over the negatives).
 
     Parameters
     ----------

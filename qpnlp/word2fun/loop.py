@@ -98,9 +98,9 @@ class TrainConfig:
     (``benchmarks/results/word2fun/negative-weight/``): against the thesis
     loss it raised the Spearman correlation on all seven low-frequency corpora
     tried and lowered the change-year error on all fourteen, while the switch
-    accuracy of the low-frequency corpora moved by -0.006 to +0.004; 2 met
-    fewer targets on the selection seeds, and 3 diverged at the default
-    learning rate and batch.
+    accuracy of the low-frequency corpora moved by -0.006 to +0.004; 2 broke
+    the shuffled-years control on a selection seed, and 3 diverged at the
+    default learning rate and batch.
 
     ``step_centre_lr`` multiplies the learning rate of the logistic steps'
     centres :math:`c_u` (None: :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`,
