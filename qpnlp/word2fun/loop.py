@@ -96,9 +96,9 @@ class TrainConfig:
     as word2vec does; use it to compare likelihoods with word2vec's objective).
     The default 1.5 was chosen on the planted-drift benchmark
     (``benchmarks/results/word2fun/negative-weight/``): against the thesis
-    loss it raised the Spearman correlation on all seven low-frequency corpora
-    tried and lowered the change-year error on all fourteen, while the switch
-    accuracy of the low-frequency corpora moved by -0.006 to +0.004; 2 broke
+    loss it raised the Spearman correlation on all eight low-frequency corpora
+    tried and lowered the change-year error on all sixteen, while the switch
+    accuracy of the low-frequency corpora moved by -0.007 to +0.004; 2 broke
     the shuffled-years control on a selection seed, and 3 diverged at the
     default learning rate and batch.
 
