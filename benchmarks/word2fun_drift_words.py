@@ -10,7 +10,7 @@ switch year means early switches are under-measured.
 
 Usage::
 
-    python benchmarks/word2fun_drift_words.py --seed 0 --variant low-frequency [--step-centres middle]
+    python benchmarks/word2fun_drift_words.py --seed 0 --variant low-frequency [--step-centres middle] [--negative-weight 1]
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ from qpnlp.evaluation.drift import evaluate_grid  # noqa: E402
 from qpnlp.word2fun.train import STEP_CENTRES  # noqa: E402
 
 
-def trained(corpus, truth, seed: int, step_centres: str):
-    """The drift benchmark's Word2Fun grid and the trained model (the benchmark's settings, one thread)."""
+def trained(corpus, truth, seed: int, step_centres: str, negative_weight: float | None = None):
+    """The drift benchmark's Word2Fun grid and the trained model (the benchmark's settings, one thread;
+    ``negative_weight`` None: the library's default)."""
     args = types.SimpleNamespace(
         **{k: drift.TRAIN[k] for k in ("epochs", "batch_size", "lr", "negatives", "roughness_penalty",
                                        "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
-                                       "step_centre_lr", "negative_weight")},
+                                       "step_centre_lr")},
+        negative_weight=drift.TRAIN["negative_weight"] if negative_weight is None else negative_weight,
         **{k: drift.FIT[k] for k in ("dim", "time_scale", "frequency_init", "max_periods", "logistic")},
         slices=drift.FIT["n_slices"], threads=1, seed=seed, step_centres=step_centres, progress=False)
     fitted = {}
@@ -60,13 +62,15 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variant", default="low-frequency", choices=list(VARIANTS))
     parser.add_argument("--step-centres", default=drift.FIT["step_centres"], choices=STEP_CENTRES)
+    parser.add_argument("--negative-weight", type=float, default=drift.TRAIN["negative_weight"],
+                        help="weight of the negative term (1: the thesis loss)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     corpus, truth = generate_drift_corpus(drift_spec(args.variant, n_tokens=1_000_000, n_years=100, n_drift=60,
                                                      seed=args.seed))
-    grid, vectors = trained(corpus, truth, args.seed, args.step_centres)
+    grid, vectors = trained(corpus, truth, args.seed, args.step_centres, args.negative_weight)
     metrics = evaluate_grid(grid, truth, per_word=True)
-    print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}; Spearman {metrics['spearman']:.3f}, "
+    print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}, negative weight {args.negative_weight:g}; Spearman {metrics['spearman']:.3f}, "
           f"acc after {metrics['acc_after']:.3f}, change-year MAE {metrics['change_year_mae']:.2f}")
     drifting = np.flatnonzero(np.asarray(truth.kind) == "drift")
     words = [truth.words[i] for i in drifting]
