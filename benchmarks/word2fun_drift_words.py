@@ -32,14 +32,13 @@ from qpnlp.evaluation.drift import evaluate_grid  # noqa: E402
 from qpnlp.word2fun.train import STEP_CENTRES  # noqa: E402
 
 
-def trained(corpus, truth, seed: int, step_centres: str, negative_weight: float | None = None):
-    """The drift benchmark's Word2Fun grid and the trained model (the benchmark's settings, one thread;
-    ``negative_weight`` None: the library's default)."""
+def trained(corpus, truth, seed: int, step_centres: str, negative_weight: float = drift.TRAIN["negative_weight"]):
+    """The drift benchmark's Word2Fun grid and the trained model (the benchmark's settings, one thread)."""
     args = types.SimpleNamespace(
         **{k: drift.TRAIN[k] for k in ("epochs", "batch_size", "lr", "negatives", "roughness_penalty",
                                        "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
                                        "step_centre_lr")},
-        negative_weight=drift.TRAIN["negative_weight"] if negative_weight is None else negative_weight,
+        negative_weight=negative_weight,
         **{k: drift.FIT[k] for k in ("dim", "time_scale", "frequency_init", "max_periods", "logistic")},
         slices=drift.FIT["n_slices"], threads=1, seed=seed, step_centres=step_centres, progress=False)
     fitted = {}
@@ -70,8 +69,8 @@ def main(argv=None) -> None:
                                                      seed=args.seed))
     grid, vectors = trained(corpus, truth, args.seed, args.step_centres, args.negative_weight)
     metrics = evaluate_grid(grid, truth, per_word=True)
-    print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}, negative weight {args.negative_weight:g}; Spearman {metrics['spearman']:.3f}, "
-          f"acc after {metrics['acc_after']:.3f}, change-year MAE {metrics['change_year_mae']:.2f}")
+    print(f"{args.variant} seed {args.seed}, steps start: {args.step_centres}, negative weight {args.negative_weight:g}; "
+          f"Spearman {metrics['spearman']:.3f}, acc after {metrics['acc_after']:.3f}, change-year MAE {metrics['change_year_mae']:.2f}")
     drifting = np.flatnonzero(np.asarray(truth.kind) == "drift")
     words = [truth.words[i] for i in drifting]
     uncorrected = evaluate_grid(grid, truth, noise_correction=False, per_word=True)["per_word"]
