@@ -131,7 +131,7 @@ def run_cell(network, variant, prepared, n_classes, args, seed) -> dict:
     if best is None:
         raise RuntimeError(f"every --grid setting diverged ({network}, {variant}, seed {seed})")
     model, result, setting = best
-    test = accuracy(model, prepared.test)
+    test = accuracy(model, prepared.test, device=args.device)
     if variant == "complex_order" and args.sensitivity_top:
         words = prepared.vocab.words
         counts = [prepared.vocab.word_freq(w) for w in words]
@@ -153,7 +153,8 @@ def _with(args, setting: dict) -> argparse.Namespace:
 
 def _train_config(args, seed) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
-                       weight_decay=args.weight_decay, patience=args.patience, seed=seed, progress=False)
+                       weight_decay=args.weight_decay, patience=args.patience, seed=seed, device=args.device,
+                       progress=False)
 
 
 def _train(network, variant, prepared, n_classes, args, seed):
@@ -456,6 +457,7 @@ def main(argv=None) -> None:
                         help="write the N words of largest/smallest delta_j of each trained complex-order model")
     parser.add_argument("--timing-only", action="store_true", help="only the step timing, no training runs")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the models train (cpu, cuda, cuda:1, ...)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")
