@@ -154,7 +154,7 @@ def _with(args, setting: dict) -> argparse.Namespace:
 def _train_config(args, seed) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
                        weight_decay=args.weight_decay, patience=args.patience, seed=seed, device=args.device,
-                       progress=False)
+                       compile=args.compile, progress=False)
 
 
 def _train(network, variant, prepared, n_classes, args, seed):
@@ -458,6 +458,8 @@ def main(argv=None) -> None:
     parser.add_argument("--timing-only", action="store_true", help="only the step timing, no training runs")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the models train (cpu, cuda, cuda:1, ...)")
+    parser.add_argument("--compile", default=None, metavar="MODE",
+                        help="training steps through torch.compile in this mode (TrainConfig.compile; default eager)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")

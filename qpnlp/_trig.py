@@ -10,8 +10,9 @@ AVX2) take about 0.4 ns, with errors of the same size (under 1 ulp of 1 against 
 - Word2Fun's sinusoidal families and their hand-written gradients (:meth:`qpnlp.word2fun.model.Word2Fun.function`).
 
 Everything else goes to torch unchanged: tensors on other devices, other dtypes (numpy's float64 kernels are
-slower than torch's), tensors that need a gradient while autograd records, and small tensors (under
-:data:`NUMPY_MIN_NUMEL` elements, where the numpy round trip costs more than it saves). ``benchmarks/trig.py``
+slower than torch's), tensors that need a gradient while autograd records, small tensors (under
+:data:`NUMPY_MIN_NUMEL` elements, where the numpy round trip costs more than it saves), and code that
+``torch.compile`` traces (a numpy call would break its graph; inductor generates its own loops). ``benchmarks/trig.py``
 measures both against each other.
 
 Written here, not taken from a library: torch has no vectorised float32 sine on this build and no ``sincos``;
@@ -31,7 +32,8 @@ NUMPY_MIN_NUMEL = 4096
 
 def _numpy_path(x: torch.Tensor) -> bool:
     return (x.dtype == torch.float32 and x.device.type == "cpu" and x.numel() >= NUMPY_MIN_NUMEL
-            and not (x.requires_grad and torch.is_grad_enabled()) and x.layout == torch.strided)
+            and not (x.requires_grad and torch.is_grad_enabled()) and x.layout == torch.strided
+            and not torch.compiler.is_compiling())
 
 
 def _apply(ufunc, x: torch.Tensor) -> torch.Tensor:

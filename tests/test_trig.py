@@ -68,3 +68,11 @@ def test_non_finite_angles_give_nan_like_torch_without_a_warning():
         cos, sin = _trig.cos_sin(x)
     assert torch.isnan(cos[:3]).all() and torch.isnan(sin[:3]).all()
     assert torch.equal(cos[3:], torch.ones(x.numel() - 3))
+
+
+def test_code_that_torch_compile_traces_gets_torch_ops_in_one_graph():
+    """A numpy call would break the graph (fullgraph=True raises on a break); traced, the functions are torch's."""
+    torch._dynamo.reset()
+    traced = torch.compile(lambda x: _trig.cos(x) + _trig.sin(x), fullgraph=True, backend="eager")
+    x = _angles(_trig.NUMPY_MIN_NUMEL, 4.0)
+    torch.testing.assert_close(traced(x), torch.cos(x) + torch.sin(x))

@@ -181,7 +181,10 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
     if not training or p == 0:
         return z
     real = z.dtype.to_real()
-    keep = torch.rand(z.shape, dtype=real, device=z.device, generator=generator) >= p
+    # Without a generator, torch.rand is called without the keyword: under torch.compile with dynamic shapes,
+    # rand(..., generator=None) fails on symbolic sizes (torch 2.13), the plain call does not.
+    drawn = {} if generator is None else {"generator": generator}
+    keep = torch.rand(z.shape, dtype=real, device=z.device, **drawn) >= p
     scale = keep.to(real) / (1 - p)
     return z * scale  # complex times real: torch's mixed-dtype kernel, faster than a product on the [Re, Im] view
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import pytest
 import torch
@@ -130,6 +129,25 @@ def test_dropout_uses_one_real_mask(cdtype, device):
     assert layer(z) is z
     with pytest.raises(ValueError, match="dropout probability"):
         ComplexDropout(1.0)
+
+
+@pytest.mark.filterwarnings("ignore:Torchinductor does not support:UserWarning",
+                            "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_dropout_compiles_for_lengths_that_change():
+    """Compiled training (TrainConfig.compile) sees a new padded length per batch: dynamo makes the length
+    symbolic, and the mask must be drawn from symbolic sizes (the complex-order CNN failed here); under the
+    compiled steps' settings the masks are eager's."""
+    from qpnlp.training.compiled import compiled_steps
+
+    torch._dynamo.reset()
+    dropped = torch.compile(lambda z: complex_dropout(z, 0.5), dynamic=True)
+    for length in (3, 5, 7):
+        z = torch.ones(2, length, dtype=torch.complex64)
+        torch.manual_seed(length)
+        with compiled_steps("default"):
+            out = dropped(z)
+        torch.manual_seed(length)
+        torch.testing.assert_close(out, complex_dropout(z, 0.5))
 
 
 def test_part_layer_norm(cdtype, device, tol):
