@@ -158,10 +158,18 @@ def _train_config(args, seed) -> TrainConfig:
 
 
 def _train(network, variant, prepared, n_classes, args, seed):
-    """A fresh model for ``args`` from ``seed``, early-stopped on dev; returns it and the FitResult."""
+    """A fresh model for ``args`` from ``seed``, early-stopped on dev; returns it and the FitResult.
+
+    Each epoch prints one line (flushed), so the log of a job stopped early still shows how far it got.
+    """
     seed_everything(seed)
     model = _build(network, variant, prepared, n_classes, args, seed)
-    return model, fit(model, prepared.train, prepared.dev, _train_config(args, seed))
+    label = f"{network} {variant} seed {seed} lr {args.lr:g}"
+
+    def log(entry: dict) -> None:
+        print(f"  {label}: epoch {entry['epoch']}, train loss {entry['train_loss']:.4f}, dev "
+              f"{entry.get('dev_accuracy', float('nan')):.4f}, {entry['seconds']:.0f} s", flush=True)
+    return model, fit(model, prepared.train, prepared.dev, _train_config(args, seed), log=log)
 
 
 def _build(network, variant, prepared, n_classes, args, seed) -> OrderClassifier:
