@@ -9,6 +9,11 @@
 # ends. SECONDS, if given, is the deadline of the whole run: jobs not started by then are skipped (a job that has
 # started runs to its end or until `timeout` below stops it, and then it leaves no results).
 set -uo pipefail
+if [[ $# -lt 3 || ! -f $1 || ! $2 =~ ^[1-9][0-9]*$ || ! ${4:-1} =~ ^[0-9]+$ ]]; then
+    echo "usage: bash benchmarks/parallel_jobs.sh JOBS_FILE N OUT_DIR [SECONDS]  (JOBS_FILE an existing file," \
+         "N and SECONDS whole numbers)" >&2
+    exit 2
+fi
 jobs_file=$1; parallel=$2; out=$3; deadline=$(( $(date +%s) + ${4:-999999999} ))
 mkdir -p "$out"
 export out deadline
