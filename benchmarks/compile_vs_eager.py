@@ -1,4 +1,4 @@
-"""torch.compile against eager for QPDN, CNM, the complex-order classifiers and the measurement: graph breaks, compile time, step time.
+"""torch.compile against eager for QPDN, CNM, complex-order and the measurement: graph breaks, compile and step time.
 
 Validation off (``qpnlp.hilbert.set_validation(False)``), 1 thread, on ``--device`` (CPU by default;
 on CUDA the clock synchronises the device, and ``--mode reduce-overhead`` adds CUDA graphs). For each
