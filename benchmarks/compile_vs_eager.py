@@ -131,11 +131,12 @@ def order_case(network):
     return case
 
 
+#: The complex-order classifier's networks, one case each (``order-NET``).
+ORDER_NETWORKS = ("fasttext", "cnn", "rnn", "transformer")
 CASES = {"measurement": measurement_case, "qpdn": qpdn_case, "cnm": cnm_case,
-         **{f"order-{net}": order_case(net) for net in ("fasttext", "cnn", "rnn", "transformer")}}
+         **{f"order-{net}": order_case(net) for net in ORDER_NETWORKS}}
 #: Each case's padded length when ``--lengths`` is not given (CNM: its answers').
-DEFAULT_LENGTHS = {"measurement": [50], "qpdn": [50], "cnm": [64],
-                   **{f"order-{net}": [33] for net in ("fasttext", "cnn", "rnn", "transformer")}}
+DEFAULT_LENGTHS = {"measurement": [50], "qpdn": [50], "cnm": [64], **{f"order-{net}": [33] for net in ORDER_NETWORKS}}
 
 
 def explain(fn, inputs) -> tuple[int | None, int | None, list[str]]:

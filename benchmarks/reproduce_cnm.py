@@ -181,15 +181,16 @@ def _lr_text(args, runs) -> str:
     """The learning rate as run: ``--lr``, or each data set's default (``CNM.training_defaults``) when not given."""
     if args.lr is not None:
         return f"{args.lr:g}"
-    used = sorted({(r["dataset"], r["lr"]) for r in runs if "lr" in r})       # runs written before lr was recorded
-    return "per data set (" + ", ".join(f"{d} {lr:g}" for d, lr in used) + ")" if used else "per data set"
+    used = sorted({(r["dataset"], r["lr"]) for r in runs})
+    return "per data set (" + ", ".join(f"{d} {lr:g}" for d, lr in used) + ")"
 
 
 def _markdown(runs, floors, args, wall, load) -> str:
     diagnostic = args.best_test_epoch_diagnostic
     lines = [f"# CNM reproduction ({time.strftime('%Y-%m-%d %H:%M')} UTC)", "",
              f"epochs <= {args.epochs} (patience {args.patience}, selection on dev MAP), batch {args.batch_size}, "
-             f"lr {_lr_text(args, runs)}, k {args.num_measurements} ({args.measurement_init} init), phase init {args.phase_init}, "
+             f"lr {_lr_text(args, runs)}, k {args.num_measurements} ({args.measurement_init} init), "
+             f"phase init {args.phase_init}, "
              f"dropout {args.dropout}, windows {args.windows}, margin {args.margin}, pretrained fallback {args.pretrained_fallback} words, "
              f"extra training data {args.extra_train or 'none'}, vectors {args.vectors} (scale {args.vectors_scale}), "
              f"training files {sorted({(r['dataset'], r['train_split'], r['train_questions']) for r in runs})}, "

@@ -465,7 +465,8 @@ def main(argv=None) -> None:
                         help="write the N words of largest/smallest delta_j of each trained complex-order model")
     parser.add_argument("--timing-only", action="store_true", help="only the step timing, no training runs")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu", help="where the models train (cpu, cuda, cuda:1, ...)")
+    parser.add_argument("--device", default="cpu",
+                        help="where models train and are scored (cpu, cuda, cuda:1, ...; --timing-* stays on the CPU)")
     parser.add_argument("--compile", default=None, metavar="MODE",
                         help="training steps through torch.compile in this mode (TrainConfig.compile; default eager)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
