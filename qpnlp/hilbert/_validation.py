@@ -78,9 +78,17 @@ def resolve(validate: Validate) -> Validate:
     return validate
 
 
+#: The real dtype of each complex dtype.
+_REAL_DTYPES = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
 def real_dtype_of(dtype: torch.dtype) -> torch.dtype:
-    """float32 for complex64, float64 for complex128; real dtypes unchanged."""
-    return torch.empty((), dtype=dtype).real.dtype
+    """float32 for complex64, float64 for complex128; real dtypes unchanged.
+
+    A dictionary lookup rather than ``dtype.to_real()``: torch.compile (dynamo, torch 2.11-2.13) cannot trace that
+    method and breaks its graph there, so forward passes use this.
+    """
+    return _REAL_DTYPES.get(dtype, dtype)
 
 
 def complex_dtype_of(dtype: torch.dtype) -> torch.dtype:

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from qpnlp.hilbert._linalg import squared_norms
+from qpnlp.hilbert._validation import real_dtype_of
 
 __all__ = [
     "READOUTS",
@@ -53,12 +54,21 @@ SPLIT_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.si
 
 
 def _parts(z: Tensor) -> Tensor:
-    """The real view ``(..., 2)`` ([Re, Im] pairs) of a complex tensor, without a copy."""
+    """The real view ``(..., 2)`` ([Re, Im] pairs) of a complex tensor, without a copy (a copy when compiled)."""
+    if torch.compiler.is_compiling():
+        return torch.stack((z.real, z.imag), -1)  # see _from_parts
     return torch.view_as_real(z.resolve_conj())
 
 
 def _from_parts(t: Tensor) -> Tensor:
-    """The complex tensor of a real ``(..., 2)`` tensor of [Re, Im] pairs (a view when the layout allows it)."""
+    """The complex tensor of a real ``(..., 2)`` tensor of [Re, Im] pairs (a view when the layout allows it).
+
+    Inside torch.compile, both directions copy instead of viewing: dynamo cannot trace the layout test
+    (``storage_offset``), and inductor (torch 2.13) lays out the gradients of the views with strides that
+    ``view_as_complex`` rejects in the backward pass.
+    """
+    if torch.compiler.is_compiling():
+        return torch.complex(t[..., 0], t[..., 1])
     if t.stride(-1) != 1 or t.storage_offset() % 2 or any(s % 2 for s in t.stride()[:-1]):
         t = t.contiguous()
     return torch.view_as_complex(t)
@@ -103,7 +113,7 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
         raise TypeError(f"{name} must be a real floating or complex tensor; got dtype {x.dtype}")
     if x.dtype == dtype:
         return x
-    real = dtype.to_real()
+    real = real_dtype_of(dtype)
     if not upcast:
         if x.is_complex() or x.dtype != real:
             raise TypeError(f"{name} has dtype {x.dtype}; the layer expects {dtype} (or {real})")
@@ -180,7 +190,7 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
         raise ValueError(f"dropout probability must be in [0, 1); got {p}")
     if not training or p == 0:
         return z
-    real = z.dtype.to_real()
+    real = real_dtype_of(z.dtype)
     # Without a generator, torch.rand is called without the keyword: under torch.compile with dynamic shapes,
     # rand(..., generator=None) fails on symbolic sizes (torch 2.13), the plain call does not.
     drawn = {} if generator is None else {"generator": generator}
@@ -282,7 +292,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     tensor([[2.]])
     """
     _check_steps(x, mask, "mask")
-    m = mask.to(x.dtype.to_real()).unsqueeze(-1)
+    m = mask.to(real_dtype_of(x.dtype)).unsqueeze(-1)
     count = m.sum(-2).clamp_min(1)
     return (x * m).sum(-2) / count              # complex x: a complex-times-real product, no complex copy of m
 

@@ -256,6 +256,17 @@ def _check_ids_mask(ids: Tensor, mask: Tensor, num_words: int) -> Tensor:
     return mask
 
 
+@torch.compiler.disable
+def _rows(ids: Tensor, *tables: nn.Embedding | Tensor | None) -> tuple[Tensor | None, ...]:
+    """The rows ``ids`` of each table: an embedding's rows, a shared parameter as it is, None for no table.
+
+    The lookups run eagerly even inside torch.compile, so that a compiled graph starts at their outputs: the tables'
+    sparse gradients come from embedding's sparse backward, which AOT autograd cannot trace (``aten.nonzero`` has a
+    data-dependent size), and a failed attempt costs a compile and breaks the graph anyway.
+    """
+    return tuple(t(ids) if isinstance(t, nn.Embedding) else t for t in tables)
+
+
 def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtype) -> Tensor:
     if positions is None:
         return default_positions(ids, mask, dtype)
@@ -389,15 +400,11 @@ class ComplexOrderEmbedding(nn.Module):
         a = self.amplitude
         return (a.weight if isinstance(a, nn.Embedding) else a).dtype
 
-    @staticmethod
-    def _lookup(table, ids: Tensor) -> Tensor:
-        return table(ids) if isinstance(table, nn.Embedding) else table
-
     def frequencies(self, ids: Tensor) -> Tensor:
         r"""Frequencies :math:`\omega_j` broadcastable to (..., D); zero for complex-vanilla."""
         if self.frequency is None:
             return torch.zeros((), dtype=self.dtype, device=ids.device)
-        return self._lookup(self.frequency, ids)
+        return _rows(ids, self.frequency)[0]
 
     def frequency_table(self) -> Tensor:
         r"""Dense :math:`\omega` of the whole vocabulary, real (V, D) (for interpretation; detached)."""
@@ -448,12 +455,11 @@ class ComplexOrderEmbedding(nn.Module):
         Tensor, complex, shape (B, L, D)
         """
         mask = _check_ids_mask(ids, mask, self.num_words)
-        r = self._lookup(self.amplitude, ids)
-        theta = None if self.phase is None else self.phase(ids)
+        r, omega, theta = _rows(ids, self.amplitude, self.frequency, self.phase)
         pos = None
         if self.encodes_positions:
             pos = _resolve_positions(ids, mask, positions, self.dtype)
-        z = complex_order_embedding(r, self.frequencies(ids) if self.encodes_positions else None, pos, theta, mask)
+        z = complex_order_embedding(r, omega, pos, theta, mask)
         return z.expand(ids.shape + (self.dim,))
 
     def extra_repr(self) -> str:
@@ -519,7 +525,7 @@ class RealPositionalEmbedding(nn.Module):
     def forward(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
         r"""Embed a batch: ids (B, L), mask (B, L), positions (L,) or (B, L) -> real (B, L, D), 0 at padding."""
         mask = _check_ids_mask(ids, mask, self.num_words)
-        x = self.word(ids)
+        x, = _rows(ids, self.word)
         if self.position != "none":
             pos = _resolve_positions(ids, mask, positions, self.dtype)
             if self.position == "tpe":

@@ -108,3 +108,21 @@ def test_readout_re_im_doubles_width():
 def test_config_errors(bad, match):
     with pytest.raises(ValueError, match=match):
         OrderClassifierConfig(num_words=V, num_classes=2, **bad)
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+@pytest.mark.parametrize("embedding", ["none", "complex_order"])
+def test_compiling_breaks_the_graph_only_at_the_embedding_lookups(network, embedding):
+    """torch.compile (TrainConfig.compile) traces the forward in whole graphs around the embedding rows, which are
+    looked up eagerly (their sparse backward is not traceable): one break at the lookup, seen from the two frames
+    that call it, three graphs. Every other break splits the step and compiles again per length (dtype.to_real,
+    storage_offset and embedding's sparse backward once gave the Transformer many)."""
+    from qpnlp.hilbert import validation
+
+    model = _model(network, embedding).train()
+    ids = torch.tensor([[2, 3, 4, 5, 6], [7, 8, 9, 0, 0]])
+    torch._dynamo.reset()
+    with validation(False):
+        explained = torch._dynamo.explain(model)(ids, ids != 0)
+    torch._dynamo.reset()
+    assert (explained.graph_count, explained.graph_break_count) == (3, 2)
