@@ -234,16 +234,34 @@ class _RowLookup(torch.autograd.Function):
         return None, _table_gradient(values, rows, ctx.shape, *ctx.options), None, None
 
 
-def _fused() -> bool:
-    """Use the fused lookups: eager mode (torch.compile traces the plain ``nn.Embedding`` graph instead)."""
-    return not torch.compiler.is_compiling()
+def _sparse_backward(*tables: nn.Embedding) -> bool:
+    """Whether looking up rows of ``tables`` records embedding's sparse backward (a sparse table that trains)."""
+    return torch.is_grad_enabled() and any(t.sparse and t.weight.requires_grad for t in tables)
+
+
+def _fused(*tables: nn.Embedding) -> bool:
+    """Use the fused lookups: in eager mode, and under torch.compile where they record a sparse backward, run
+    outside the graph (:func:`_run`): AOT autograd cannot trace embedding's sparse backward (``aten.nonzero`` has a
+    data-dependent size), and a failed attempt costs a compile and breaks the graph anyway. Otherwise (no gradient,
+    or dense tables) torch.compile traces the plain ``nn.Embedding`` graph."""
+    return not torch.compiler.is_compiling() or _sparse_backward(*tables)
+
+
+def _run(function, *args):
+    """``function(*args)``; under torch.compile outside the graph, which then starts at its outputs."""
+    return _outside_graph(function, *args) if torch.compiler.is_compiling() else function(*args)
+
+
+@torch.compiler.disable
+def _outside_graph(function, *args):
+    return function(*args)
 
 
 def _lookup(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
     """``table(ids)`` for a plain ``nn.Embedding`` (no ``max_norm``), with coalesced table gradients."""
-    if not _fused() or table.max_norm is not None or table.scale_grad_by_freq:
+    if not _fused(table) or table.max_norm is not None or table.scale_grad_by_freq:
         return table(ids)
-    return _RowLookup.apply(ids, table.weight, table.padding_idx, table.sparse)
+    return _run(_RowLookup.apply, ids, table.weight, table.padding_idx, table.sparse)
 
 
 class ComplexWordEmbedding(nn.Module):
@@ -356,9 +374,9 @@ class ComplexWordEmbedding(nn.Module):
             Real ``(...,)`` amplitude norms :math:`\\|r\\|` (0 at padding).
         """
         check_ids(ids, self.num_words, validate=validate)   # ids in the vocabulary (a clear error, not IndexError)
-        if _fused():
-            return _PolarLookup.apply(ids, self.amplitude.weight, self.phase.weight, self.padding_idx,
-                                      self.amplitude.sparse, self.phase.sparse)
+        if _fused(self.amplitude, self.phase):
+            return _run(_PolarLookup.apply, ids, self.amplitude.weight, self.phase.weight, self.padding_idx,
+                        self.amplitude.sparse, self.phase.sparse)
         r = self.amplitude(ids)                   # the same maths as one traceable graph (torch.compile)
         norms = torch.linalg.vector_norm(r, dim=-1)
         unit = r / norms.clamp_min(torch.finfo(r.dtype).tiny).unsqueeze(-1)

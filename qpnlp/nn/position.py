@@ -93,7 +93,7 @@ from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_ids, check_mask
-from .embedding import _initial_amplitude
+from .embedding import _initial_amplitude, _run, _sparse_backward
 
 __all__ = [
     "EMBEDDING_KINDS",
@@ -256,14 +256,18 @@ def _check_ids_mask(ids: Tensor, mask: Tensor, num_words: int) -> Tensor:
     return mask
 
 
-@torch.compiler.disable
 def _rows(ids: Tensor, *tables: nn.Embedding | Tensor | None) -> tuple[Tensor | None, ...]:
     """The rows ``ids`` of each table: an embedding's rows, a shared parameter as it is, None for no table.
 
-    The lookups run eagerly even inside torch.compile, so that a compiled graph starts at their outputs: the tables'
-    sparse gradients come from embedding's sparse backward, which AOT autograd cannot trace (``aten.nonzero`` has a
-    data-dependent size), and a failed attempt costs a compile and breaks the graph anyway.
+    Where they record a sparse backward, the lookups run outside torch.compile's graph
+    (:func:`qpnlp.nn.embedding._run`), as the word embeddings' do: AOT autograd cannot trace it.
     """
+    if _sparse_backward(*(t for t in tables if isinstance(t, nn.Embedding))):
+        return _run(_each_table_rows, ids, tables)
+    return _each_table_rows(ids, tables)
+
+
+def _each_table_rows(ids: Tensor, tables) -> tuple[Tensor | None, ...]:
     return tuple(t(ids) if isinstance(t, nn.Embedding) else t for t in tables)
 
 
