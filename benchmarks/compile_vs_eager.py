@@ -141,8 +141,8 @@ DEFAULT_LENGTHS = {"measurement": [50], "qpdn": [50], "cnm": [64], **{f"order-{n
 
 def explain(fn, inputs) -> tuple[int | None, int | None, list[str]]:
     """Dynamo's graphs and graph breaks of ``fn(*inputs)`` and the breaks' reasons; ``None`` counts where the
-    explanation itself fails (it does for the complex-order CNN: its fake-tensor pass rejects a
-    ``view_as_complex`` that compiling runs through)."""
+    explanation itself fails (its fake-tensor pass rejected a ``view_as_complex`` of the complex-order CNN that
+    compiling ran through, until the [Re, Im] helpers stopped viewing inside compiled code)."""
     torch._dynamo.reset()
     try:
         explained = torch._dynamo.explain(fn)(*inputs)
