@@ -81,3 +81,19 @@ def profile_table(fn: Callable[[], object], *, steps: int = 10, top: int = 15, w
         for _ in range(steps):
             fn()
     return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top, max_name_column_width=50)
+
+
+#: SST-2's training vocabulary: the vocabulary of the complex-order step benchmarks' random batches.
+SST2_WORDS = 14792
+
+
+def order_options(network: str, embedding: str, *, num_words: int = SST2_WORDS, num_classes: int = 2,
+                  max_len: int = 60, twice_width: bool = False) -> dict:
+    """``OrderClassifierConfig`` options of the step benchmarks: the reproduction's widths (D=50; hidden, filters
+    and FFN at their defaults), or with ``twice_width`` every width doubled (D=100, hidden 256, 128 filters, FFN
+    256): as many real numbers per word and per unit as the complex network at D=50."""
+    options = dict(num_words=num_words, num_classes=num_classes, network=network, embedding=embedding, dim=50,
+                   max_len=max_len)
+    if twice_width:
+        options.update(dim=100, hidden=256, filters=128, ffn_hidden=256)
+    return options

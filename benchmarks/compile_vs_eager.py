@@ -41,7 +41,7 @@ import torch
 import torch._dynamo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+from _bench import SST2_WORDS, interleaved, order_options, ratio, summary, uptime  # noqa: E402
 
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.measurement import born_probabilities  # noqa: E402
@@ -124,10 +124,9 @@ def cnm_case(gen, device, lengths):
 def order_case(network):
     """The complex-order classifier's training step for one network, SST-2's vocabulary size, dropout on."""
     def case(gen, device, lengths):
-        config = OrderClassifierConfig(num_words=14792, num_classes=2, network=network, embedding="complex_order",
-                                       dim=50, max_len=max(lengths) + 1)
+        config = OrderClassifierConfig(**order_options(network, "complex_order", max_len=max(lengths) + 1))
         model = OrderClassifier(config, generator=gen).to(device).train()
-        return classifier_case(model, 14792, gen, device, lengths)
+        return classifier_case(model, SST2_WORDS, gen, device, lengths)
     return case
 
 

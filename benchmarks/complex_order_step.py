@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _baseline import BASELINE_REV, load_baseline  # noqa: E402
-from _bench import interleaved, profile_table, ratio, summary, uptime  # noqa: E402
+from _bench import interleaved, order_options, profile_table, ratio, summary, uptime  # noqa: E402
 
 from qpnlp.data import iterate_batches, load_classification, splits  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
@@ -130,10 +130,8 @@ def main(argv=None) -> None:
         if args.twice_width:
             variants.append(("PE 2D", "pe", None))
         for name, embedding, package in variants:
-            options = dict(num_words=len(prepared.vocab), num_classes=dataset.n_classes, network=network,
-                           embedding=embedding, dim=50, max_len=max_len)
-            if name == "PE 2D":     # every width doubled: the real numbers of the complex network at D=50
-                options.update(dim=100, hidden=256, filters=128, ffn_hidden=256)
+            options = order_options(network, embedding, num_words=len(prepared.vocab),
+                                    num_classes=dataset.n_classes, max_len=max_len, twice_width=name == "PE 2D")
             if package is None:
                 model = OrderClassifier(OrderClassifierConfig(**options), generator=torch.Generator().manual_seed(0))
                 optimisers = Optimisers(model, train)

@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+from _bench import SST2_WORDS, interleaved, order_options, ratio, summary, uptime  # noqa: E402
 from qpdn_train_step import make_contraction  # noqa: E402
 
 from qpnlp.hilbert import set_validation  # noqa: E402
@@ -92,15 +92,13 @@ def cnm_step(args, device):
 def order_steps(args, network: str, device) -> dict:
     """Steps of PE, complex-order and PE at twice the width (every width doubled) for one network."""
     gen = torch.Generator().manual_seed(0)
-    ids, mask = padded_batch(args.batch, 33, 14792, gen, device)
+    ids, mask = padded_batch(args.batch, 33, SST2_WORDS, gen, device)
     labels = torch.randint(0, 2, (args.batch,), generator=gen).to(device)
     steps = {}
     for name, embedding, wide in (("PE", "pe", False), ("complex-order", "complex_order", False),
                                   ("PE 2D", "pe", True)):
-        options = dict(num_words=14792, num_classes=2, network=network, embedding=embedding, dim=50, max_len=60)
-        if wide:
-            options.update(dim=100, hidden=256, filters=128, ffn_hidden=256)
-        model = OrderClassifier(OrderClassifierConfig(**options), generator=torch.Generator().manual_seed(0))
+        model = OrderClassifier(OrderClassifierConfig(**order_options(network, embedding, twice_width=wide)),
+                                generator=torch.Generator().manual_seed(0))
         model = model.to(device).train()
         optimisers = Optimisers(model, TrainConfig(lr=1e-3, embedding_lr=1e-3, progress=False))
         steps[name] = lambda model=model, optimisers=optimisers: train_step(model, optimisers, ids, mask, labels)
