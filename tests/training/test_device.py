@@ -132,8 +132,8 @@ def test_a_device_this_machine_lacks_fails_before_training_with_the_reason(tmp_p
 
 
 # --------------------------------------------------------------------------- TrainConfig.compile
-#: What inductor says while compiling these models (no complex code generation, the sparse embedding backward it
-#: falls back around, torch.jit internals): expected, documented in qpnlp.training.compiled.
+#: What inductor says while compiling these models (no complex code generation, torch.jit internals): expected,
+#: documented in qpnlp.training.compiled.
 _compiler_chatter = pytest.mark.filterwarnings("ignore:Torchinductor does not support:UserWarning",
                                                "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 
@@ -157,6 +157,8 @@ def _compiled_and_eager(train, make, config):
             results.append(train(model, dataclasses.replace(config, compile=mode)))
     failed = sorted({str(w.message).splitlines()[0] for w in caught if "Error detected in" in str(w.message)})
     assert not failed, failed
+    for w in caught:                                     # the rest as if not recorded: the test's filters apply
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
     torch._dynamo.reset()
     return eager, compiled, results, graphs
