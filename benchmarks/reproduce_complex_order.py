@@ -154,7 +154,7 @@ def _with(args, setting: dict) -> argparse.Namespace:
 def _train_config(args, seed) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
                        weight_decay=args.weight_decay, patience=args.patience, seed=seed, device=args.device,
-                       compile=args.compile, progress=False)
+                       compile=args.compile, pad_to_multiple_of=args.pad_to_multiple_of, progress=False)
 
 
 def _train(network, variant, prepared, n_classes, args, seed):
@@ -469,6 +469,9 @@ def main(argv=None) -> None:
                         help="where models train and are scored (cpu, cuda, cuda:1, ...; --timing-* stays on the CPU)")
     parser.add_argument("--compile", default=None, metavar="MODE",
                         help="training steps through torch.compile in this mode (TrainConfig.compile; default eager)")
+    parser.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
+                        help="training batches padded to a multiple of N tokens (TrainConfig.pad_to_multiple_of; "
+                             "default: 8 under --compile reduce-overhead, else the longest text)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")

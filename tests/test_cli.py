@@ -81,6 +81,22 @@ def test_compile_reaches_the_training_config_and_stays_off_by_default(kind, flag
     assert config(parse(["train", kind, *flags, "--compile", "reduce-overhead"])).compile == "reduce-overhead"
 
 
+@pytest.mark.parametrize("kind, flags", [("cnm", ["--dataset", "trecqa"]), ("qpdn", ["--dataset", "MR"]),
+                                         ("order-classifier", ["--dataset", "SST2"])])
+def test_pad_to_multiple_of_reaches_the_training_config(kind, flags, capsys):
+    from qpnlp.cli import build_parser
+    from qpnlp.commands._common import train_config
+    from qpnlp.commands.match import matching_config
+
+    config = matching_config if kind == "cnm" else train_config
+    parse = build_parser().parse_args
+    assert config(parse(["train", kind, *flags])).pad_to_multiple_of is None       # 8 under reduce-overhead only
+    assert config(parse(["train", kind, *flags, "--pad-to-multiple-of", "16"])).pad_to_multiple_of == 16
+    with pytest.raises(SystemExit) as exc:
+        parse(["train", kind, *flags, "--pad-to-multiple-of", "0"])
+    assert exc.value.code == 2 and "--pad-to-multiple-of" in capsys.readouterr().err
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

@@ -71,6 +71,10 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
     group.add_argument("--compile", choices=COMPILE_MODES, default=None, metavar="MODE",
                        help="run the training steps through torch.compile in this mode (" + ", ".join(COMPILE_MODES)
                             + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")
+    group.add_argument("--pad-to-multiple-of", type=count_type(), default=None, metavar="N",
+                       help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
+                            "(default: 8 under --compile reduce-overhead, whose CUDA graphs are recorded per length; "
+                            "else the longest text)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json",
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
@@ -123,7 +127,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
                        weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                       progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile)
+                       progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
+                       pad_to_multiple_of=args.pad_to_multiple_of)
 
 
 # --------------------------------------------------------------------------- errors and exit codes

@@ -95,7 +95,7 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           weight_decay=args.weight_decay,
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                           progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
-                          loss=args.loss,
+                          pad_to_multiple_of=args.pad_to_multiple_of, loss=args.loss,
                           margin=args.margin, negatives=args.negatives)
 
 

@@ -6,7 +6,10 @@ ignore padding.
 
 Truncation policy: a text longer than ``max_len`` keeps its FIRST ``max_len``
 tokens (head truncation); the batch length is the longest (possibly truncated)
-text of the batch, so no row is all padding.
+text of the batch, so no row is all padding. With ``multiple_of`` the batch
+length is rounded up to a multiple of it (never beyond ``max_len``), so that
+the batches of a data set come in a few lengths: CUDA graphs
+(``torch.compile(mode="reduce-overhead")``) record one graph per input size.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from torch.utils.data import DataLoader, Dataset
 
 from qpnlp.data.vocab import PAD_ID
 
-__all__ = ["EncodedTexts", "collate", "iterate_batches", "make_loader", "pad_batch"]
+__all__ = ["EncodedTexts", "collate", "iterate_batches", "make_loader", "pad_batch", "padded_length"]
 
 
 def pad_batch(
-    sequences: Sequence[Sequence[int]], max_len: int | None = None
+    sequences: Sequence[Sequence[int]], max_len: int | None = None, multiple_of: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Pad id sequences to a rectangle.
 
@@ -34,11 +37,14 @@ def pad_batch(
         B non-empty id lists (lists, tuples, arrays or 1-D tensors).
     max_len : int, optional
         Truncate each to its first ``max_len`` ids.
+    multiple_of : int, optional
+        Round the padded length up to a multiple of this (at most ``max_len``).
 
     Returns
     -------
     ids : torch.LongTensor
-        Shape (B, L), L = min(max length, max_len); PAD_ID (0) after each text.
+        Shape (B, L), L = min(max length, max_len), rounded up by ``multiple_of``;
+        PAD_ID (0) after each text.
     mask : torch.BoolTensor
         Shape (B, L), True on real tokens.
 
@@ -49,6 +55,8 @@ def pad_batch(
     ([[5, 6, 7], [8, 0, 0]], [[True, True, True], [True, False, False]])
     >>> pad_batch([[5, 6, 7], [8]], max_len=2)[0].tolist()
     [[5, 6], [8, 0]]
+    >>> pad_batch([[5, 6, 7], [8]], multiple_of=4)[1].tolist()
+    [[True, True, True, False], [True, False, False, False]]
     """
     if len(sequences) == 0:
         raise ValueError("pad_batch needs at least one sequence")
@@ -59,12 +67,26 @@ def pad_batch(
         raise ValueError(f"sequence {lengths.index(0)} is empty; a row of only padding is not allowed")
     if max_len is not None:
         lengths = [min(n, max_len) for n in lengths]
-    L = max(lengths)
+    L = padded_length(max(lengths), max_len, multiple_of)
     ids = torch.full((len(sequences), L), PAD_ID, dtype=torch.long)
     for row, (seq, n) in enumerate(zip(sequences, lengths)):
         ids[row, :n] = torch.as_tensor(seq[:n], dtype=torch.long)
     mask = torch.arange(L).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
     return ids, mask
+
+
+def padded_length(longest: int, max_len: int | None = None, multiple_of: int | None = None) -> int:
+    """The length a batch whose longest (truncated) text has ``longest`` tokens is padded to.
+
+    >>> padded_length(9), padded_length(9, multiple_of=8), padded_length(9, max_len=12, multiple_of=8)
+    (9, 16, 12)
+    """
+    if multiple_of is None:
+        return longest
+    if multiple_of < 1:
+        raise ValueError(f"multiple_of must be >= 1, got {multiple_of}")
+    rounded = -(-longest // multiple_of) * multiple_of
+    return rounded if max_len is None else min(rounded, max_len)
 
 
 class EncodedTexts(Dataset):
@@ -96,14 +118,14 @@ class EncodedTexts(Dataset):
 
 
 def collate(
-    batch: Sequence[tuple[Sequence[int], int]], max_len: int | None = None
+    batch: Sequence[tuple[Sequence[int], int]], max_len: int | None = None, multiple_of: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Collate (ids, label) pairs into ``(ids (B, L), mask (B, L), labels (B,))``.
+    """Collate (ids, label) pairs into ``(ids (B, L), mask (B, L), labels (B,))`` (see :func:`pad_batch`).
 
     Use ``functools.partial(collate, max_len=...)`` as a DataLoader ``collate_fn``.
     """
     seqs, labels = zip(*batch)
-    ids, mask = pad_batch(seqs, max_len)
+    ids, mask = pad_batch(seqs, max_len, multiple_of)
     return ids, mask, torch.tensor(labels, dtype=torch.long)
 
 
@@ -115,8 +137,9 @@ def iterate_batches(
     epoch: int = 0,
     max_len: int | None = None,
     drop_last: bool = False,
+    multiple_of: int | None = None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Yield ``(ids, mask, labels)`` batches.
+    """Yield ``(ids, mask, labels)`` batches, each padded as :func:`pad_batch` does.
 
     Shuffling uses ``numpy.random.default_rng((seed, epoch))``: the order is a
     function of (seed, epoch) only, different for each epoch and independent of
@@ -134,7 +157,7 @@ def iterate_batches(
     order = np.random.default_rng((seed, epoch)).permutation(n) if shuffle else np.arange(n)
     stop = n - n % batch_size if drop_last else n
     for start in range(0, stop, batch_size):
-        yield collate([dataset[int(i)] for i in order[start : start + batch_size]], max_len)
+        yield collate([dataset[int(i)] for i in order[start : start + batch_size]], max_len, multiple_of)
 
 
 def make_loader(
@@ -143,6 +166,7 @@ def make_loader(
     shuffle: bool = False,
     seed: int = 0,
     max_len: int | None = None,
+    multiple_of: int | None = None,
     **kwargs,
 ) -> DataLoader:
     """A DataLoader with the padding collate and a seeded shuffling generator.
@@ -156,6 +180,6 @@ def make_loader(
         batch_size=batch_size,
         shuffle=shuffle,
         generator=generator,
-        collate_fn=functools.partial(collate, max_len=max_len),
+        collate_fn=functools.partial(collate, max_len=max_len, multiple_of=multiple_of),
         **kwargs,
     )

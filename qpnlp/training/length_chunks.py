@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from qpnlp.data.batching import padded_length
 from qpnlp.nn.pointwise import ComplexDropout
 
 #: Default fixed cost of one more chunk, in padded positions (rows x length): the fastest
@@ -90,21 +91,24 @@ def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEA
     return [torch.as_tensor(order[i:j], device=lengths[0].device) for i, j in reversed(cuts)]
 
 
-def _rows(padded: Padded, rows: torch.Tensor) -> Padded:
-    """Rows ``rows`` of a padded input, trimmed to their longest row."""
+def _rows(padded: Padded, rows: torch.Tensor, multiple_of: int | None = None) -> Padded:
+    """Rows ``rows`` of a padded input, trimmed to their longest row (rounded up to ``multiple_of``)."""
     ids, mask = padded[0].index_select(0, rows), padded[1].index_select(0, rows)
-    width = max(int(mask.sum(-1).max()), 1)             # a plan's chunks are never empty
+    longest = max(int(mask.sum(-1).max()), 1)           # a plan's chunks are never empty
+    width = padded_length(longest, ids.shape[1], multiple_of)
     return ids[:, :width], mask[:, :width]
 
 
 def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
-            overhead: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
+            overhead: int | None = DEFAULT_OVERHEAD, multiple_of: int | None = None) -> torch.Tensor:
     """``fn(*ids_mask_pairs)`` computed on length-sorted chunks, outputs ``(B, ...)`` back in row order.
 
     ``fn`` must score every row on its own (row r of the output depends on
     row r of the inputs only, and not on how far they are padded), as every
     qpnlp model does (tested). With one chunk, or ``overhead=None`` (chunks
     off), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
+    ``multiple_of`` rounds each chunk's width up to a multiple of it (at most
+    the input's width), as :func:`~qpnlp.data.batching.pad_batch` does.
     """
     if not inputs:
         raise ValueError("need at least one (ids, mask) input")
@@ -113,7 +117,7 @@ def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
     chunks = plan_chunks([mask.sum(-1) for _, mask in inputs], overhead)
     if len(chunks) == 1:
         return fn(*(t for pair in inputs for t in pair))
-    outputs = [fn(*(t for pair in inputs for t in _rows(pair, rows))) for rows in chunks]
+    outputs = [fn(*(t for pair in inputs for t in _rows(pair, rows, multiple_of))) for rows in chunks]
     back = torch.argsort(torch.cat(chunks))
     return torch.cat(outputs).index_select(0, back)
 

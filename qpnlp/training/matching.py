@@ -36,7 +36,7 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
-from .compiled import compiled_steps, training_forward
+from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_loss,
                       early_stopping, training_chunks)
@@ -184,8 +184,8 @@ class MatchingFitResult:
     history: list[dict] = field(default_factory=list)
 
 
-def _batch(texts: list[list[int]], index, device, max_len):
-    ids, mask = pad_batch([texts[i] for i in index], max_len=max_len)
+def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
+    ids, mask = pad_batch([texts[i] for i in index], max_len=max_len, multiple_of=multiple_of)
     return ids.to(device), mask.to(device)
 
 
@@ -227,21 +227,26 @@ def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingC
     items = items[rng.permutation(len(items))]
     batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
     chunks = training_chunks(model, config)
+    multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile)
+
+    def padded(texts, index):
+        return _batch(texts, index, device, config.max_len, multiple)
+
+    def scores(question, answer):
+        return chunked(forward, [question, answer], chunks, multiple)
+
     bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
     with compiled_steps(config.compile):
         for number, batch in enumerate(bar, start=1):
             optimisers.zero_grad()
             if config.loss == "triplet":
-                q = _batch(train.questions, batch[:, 0], device, config.max_len)
-                pos = _batch(train.candidates, batch[:, 1], device, config.max_len)
-                neg = _batch(train.candidates, batch[:, 2], device, config.max_len)
-                loss = triplet_loss(chunked(forward, [q, pos], chunks), chunked(forward, [q, neg], chunks),
-                                    config.margin)
+                q = padded(train.questions, batch[:, 0])
+                loss = triplet_loss(scores(q, padded(train.candidates, batch[:, 1])),
+                                    scores(q, padded(train.candidates, batch[:, 2])), config.margin)
             else:
-                q = _batch(train.questions, train.question_index[batch], device, config.max_len)
-                a = _batch(train.candidates, batch, device, config.max_len)
+                q = padded(train.questions, train.question_index[batch])
                 labels = torch.as_tensor(train.labels[batch], device=device)
-                loss = pointwise_loss(chunked(forward, [q, a], chunks), labels, config.pointwise_scale)
+                loss = pointwise_loss(scores(q, padded(train.candidates, batch)), labels, config.pointwise_scale)
             loss.backward()
             optimisers.step()
             losses.append(float(loss.detach()))

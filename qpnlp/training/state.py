@@ -48,7 +48,7 @@ STATE_FORMAT = "qpnlp-training-state/1"
 TENSORS_FILE = "state.safetensors"
 JSON_FILE = "state.json"
 #: Training settings that may differ between a run and its resumption.
-RESUMABLE_CHANGES = frozenset({"epochs", "patience", "progress", "device", "compile"})
+RESUMABLE_CHANGES = frozenset({"epochs", "patience", "progress", "device", "compile", "pad_to_multiple_of"})
 
 
 def has_training_state(directory: str | os.PathLike | None) -> bool:

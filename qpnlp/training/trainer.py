@@ -29,7 +29,7 @@ from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 
-from .compiled import check_compile_mode, compiled_steps, training_forward
+from .compiled import check_compile_mode, compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
 from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
 from .state import has_training_state, load_training_state, run_identity, save_training_state
@@ -67,6 +67,11 @@ class TrainConfig:
     ``compile`` runs the training steps' forward through ``torch.compile`` in
     that mode (``"default"``, ``"reduce-overhead"``, ...; ``None``: eager), for
     the models it speeds up (CNM; :mod:`qpnlp.training.compiled`).
+    ``pad_to_multiple_of`` rounds the padded length of the training batches
+    (and of their chunks) up to a multiple of it, so that they come in a few
+    lengths; ``None`` is 8 under ``compile="reduce-overhead"`` (CUDA graphs
+    record one graph per length) and no rounding otherwise
+    (:func:`~qpnlp.training.compiled.training_pad_multiple`).
     """
 
     epochs: int = 30
@@ -83,6 +88,7 @@ class TrainConfig:
     optimizer: str = "adam"
     length_chunks: int | None = DEFAULT_OVERHEAD
     compile: str | None = None
+    pad_to_multiple_of: int | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -102,6 +108,8 @@ class TrainConfig:
             raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
         if self.max_len is not None and self.max_len < 1:
             raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
+        if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
+            raise ConfigError(f"pad_to_multiple_of must be >= 1 (or None); got {self.pad_to_multiple_of}")
         if self.length_chunks is not None and self.length_chunks < 0:
             raise ConfigError(f"length_chunks must be >= 0 (or None); got {self.length_chunks}")
         try:
@@ -377,16 +385,17 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
 
 
 def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, mask, labels, *,
-               length_chunks: int | None = None) -> float:
+               length_chunks: int | None = None, pad_to_multiple_of: int | None = None) -> float:
     """One forward, backward and optimiser step; returns the loss.
 
     ``model``: the model, or what calls it (:func:`~qpnlp.training.compiled.training_forward`).
 
     ``length_chunks``: the forward on length-sorted chunks of the batch
-    (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass).
+    (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass), each
+    chunk's width rounded up to ``pad_to_multiple_of``.
     """
     optimisers.zero_grad()
-    loss = nn.functional.cross_entropy(chunked(model, [(ids, mask)], length_chunks), labels)
+    loss = nn.functional.cross_entropy(chunked(model, [(ids, mask)], length_chunks, pad_to_multiple_of), labels)
     loss.backward()
     optimisers.step()
     return float(loss.detach())
@@ -451,15 +460,16 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     def train_epoch(epoch: int) -> float:
         model.train()
         chunks = training_chunks(model, config)
+        multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile)
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
-                                  max_len=config.max_len)
+                                  max_len=config.max_len, multiple_of=multiple)
         losses = []
         with compiled_steps(config.compile), tqdm(batches, total=-(-len(train) // config.batch_size),
                                                   desc=f"epoch {epoch}", disable=not config.progress,
                                                   leave=False) as bar:
             for batch, (ids, mask, labels) in enumerate(bar, start=1):
                 losses.append(train_step(forward, optimisers, ids.to(device), mask.to(device), labels.to(device),
-                                         length_chunks=chunks))
+                                         length_chunks=chunks, pad_to_multiple_of=multiple))
                 check_loss(losses[-1], epoch, batch, config)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
         return float(np.mean(losses))

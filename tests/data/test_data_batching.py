@@ -29,6 +29,19 @@ def test_truncation_keeps_the_head():
     assert ids.shape == (2, 2)  # L is the longest row, not max_len
 
 
+def test_a_multiple_rounds_the_padded_length_up_but_not_past_max_len():
+    ids, mask = pad_batch([[1, 2, 3, 4, 5], [6, 7]], multiple_of=4)
+    assert ids.shape == (2, 8) and mask.sum(1).tolist() == [5, 2] and torch.all(ids[~mask] == PAD_ID)
+    assert pad_batch([[1, 2, 3, 4]], multiple_of=4)[0].shape == (1, 4)          # already a multiple
+    assert pad_batch([[1, 2, 3, 4, 5], [6]], max_len=6, multiple_of=4)[0].shape == (2, 6)
+    assert pad_batch([[1, 2, 3, 4, 5], [6]], max_len=3, multiple_of=4)[1].tolist() == [[True] * 3,
+                                                                                       [True, False, False]]
+    assert pad_batch([[1, 2, 3]], multiple_of=1)[0].shape == (1, 3)
+    ds = EncodedTexts([[2, 3], [4], [5, 6, 7]], [0, 1, 1])
+    assert [b[0].shape[1] for b in iterate_batches(ds, batch_size=2, multiple_of=8)] == [8, 8]
+    assert next(iter(make_loader(ds, batch_size=3, multiple_of=5)))[0].shape == (3, 5)
+
+
 def test_pad_batch_errors():
     with pytest.raises(ValueError, match="at least one"):
         pad_batch([])
@@ -36,6 +49,8 @@ def test_pad_batch_errors():
         pad_batch([[1], []])
     with pytest.raises(ValueError, match="max_len"):
         pad_batch([[1]], max_len=0)
+    with pytest.raises(ValueError, match="multiple_of must be >= 1"):
+        pad_batch([[1]], multiple_of=0)
 
 
 def test_dataset_and_collate():

@@ -5,6 +5,8 @@
 # 1 epoch, on the same machine; (3) compile_vs_eager.py's complex-order steps on the GPU; (4) the numeric tests on
 # CUDA at this commit. Run from the repository root with `.gpu/` carried (benchmarks/gpu_carry.sh classification/SST2).
 # Each step's deadline is an environment variable (0 skips the step); CVE_CASES and CVE_MODES choose step (3)'s cases.
+# PAD_TO_MULTIPLE_OF, if set, is passed to the compiled job (unset: the library's default, 8 under reduce-overhead
+# since the seventh session; 1 gives the sixth session's batches, padded to their longest phrase).
 set -u
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 out=${OUT:-/tmp/graphs}
@@ -15,6 +17,7 @@ mkdir -p "$out"
 job() {  # NAME MODE EPOCHS SECONDS: seed 0's complex-order Transformer on SST-2 at 300-d, lr 1e-3, no grid
     local name=$1 mode=$2 epochs=$3 seconds=$4 compile=() t0
     [[ $mode != eager ]] && compile=(--compile "$mode")
+    [[ $mode != eager && -n ${PAD_TO_MULTIPLE_OF:-} ]] && compile+=(--pad-to-multiple-of "$PAD_TO_MULTIPLE_OF")
     t0=$(date +%s)
     PYTHONPATH=$PWD:$PWD/.gpu/site QPNLP_DATA=$PWD/.gpu/data timeout "$seconds" python3 \
         benchmarks/reproduce_complex_order.py --datasets SST2 --networks transformer --seeds 0 \
