@@ -471,7 +471,7 @@ def main(argv=None) -> None:
                         help="training steps through torch.compile in this mode (TrainConfig.compile; default eager)")
     parser.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
                         help="training batches padded to a multiple of N tokens (TrainConfig.pad_to_multiple_of; "
-                             "default: 8 under --compile reduce-overhead, else the longest text)")
+                             "default: 8 under --compile reduce-overhead on a GPU, else the longest text)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")

@@ -28,8 +28,8 @@ eager kernels.
 fixed lengths a complex-order Transformer step takes 0.65x eager's time on
 an H200, but an SST-2 epoch, whose batches come in about 40 lengths, took
 89 s against eager's 21 s (``benchmarks/results/complex_order/run-y-300d``).
-So under that mode the training batches are padded up to a multiple of
-:data:`CUDA_GRAPHS_PAD_MULTIPLE` tokens unless ``TrainConfig.pad_to_multiple_of``
+So under that mode on a GPU the training batches are padded up to a multiple
+of :data:`CUDA_GRAPHS_PAD_MULTIPLE` tokens unless ``TrainConfig.pad_to_multiple_of``
 says otherwise (:func:`training_pad_multiple`; PyTorch's own advice in its
 warning about many graphs). The models ignore padding (tested), so a model
 without dropout trains as with exact padding, to rounding; dropout draws its
@@ -75,16 +75,19 @@ def training_forward(model: nn.Module, mode: str | None) -> Callable[..., torch.
     return model if mode is None else torch.compile(model, mode=mode)
 
 
-def training_pad_multiple(pad_to_multiple_of: int | None, mode: str | None) -> int | None:
+def training_pad_multiple(pad_to_multiple_of: int | None, mode: str | None,
+                          device: torch.device | str = "cpu") -> int | None:
     """The multiple the training batches' padded length is rounded up to (``None``: the longest text).
 
     ``pad_to_multiple_of`` when given (1: no rounding), else
-    :data:`CUDA_GRAPHS_PAD_MULTIPLE` under ``mode="reduce-overhead"``, whose
-    CUDA graphs are recorded once per input size.
+    :data:`CUDA_GRAPHS_PAD_MULTIPLE` under ``mode="reduce-overhead"`` on a
+    CUDA device, where CUDA graphs are recorded once per input size (on the
+    CPU that mode records none, and rounding would only add padding).
     """
     if pad_to_multiple_of is not None:
         return pad_to_multiple_of
-    return CUDA_GRAPHS_PAD_MULTIPLE if mode == "reduce-overhead" else None
+    graphs = mode == "reduce-overhead" and torch.device(device).type == "cuda"
+    return CUDA_GRAPHS_PAD_MULTIPLE if graphs else None
 
 
 @contextlib.contextmanager

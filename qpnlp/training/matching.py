@@ -227,7 +227,7 @@ def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingC
     items = items[rng.permutation(len(items))]
     batches = [items[i:i + config.batch_size] for i in range(0, len(items), config.batch_size)]
     chunks = training_chunks(model, config)
-    multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile)
+    multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile, device)
 
     def padded(texts, index):
         return _batch(texts, index, device, config.max_len, multiple)

@@ -69,8 +69,8 @@ class TrainConfig:
     the models it speeds up (CNM; :mod:`qpnlp.training.compiled`).
     ``pad_to_multiple_of`` rounds the padded length of the training batches
     (and of their chunks) up to a multiple of it, so that they come in a few
-    lengths; ``None`` is 8 under ``compile="reduce-overhead"`` (CUDA graphs
-    record one graph per length) and no rounding otherwise
+    lengths; ``None`` is 8 under ``compile="reduce-overhead"`` on a GPU (CUDA
+    graphs record one graph per length) and no rounding otherwise
     (:func:`~qpnlp.training.compiled.training_pad_multiple`).
     """
 
@@ -460,7 +460,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     def train_epoch(epoch: int) -> float:
         model.train()
         chunks = training_chunks(model, config)
-        multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile)
+        multiple = training_pad_multiple(config.pad_to_multiple_of, config.compile, device)
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
                                   max_len=config.max_len, multiple_of=multiple)
         losses = []

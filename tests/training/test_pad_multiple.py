@@ -50,9 +50,11 @@ def _parameters_close(a, b):
 
 def test_the_multiple_is_the_configs_or_eight_under_cuda_graphs():
     assert training_pad_multiple(None, None) is None
-    assert training_pad_multiple(None, "default") is None
-    assert training_pad_multiple(None, "reduce-overhead") == CUDA_GRAPHS_PAD_MULTIPLE == 8
-    assert training_pad_multiple(1, "reduce-overhead") == 1          # 1: no rounding, even under CUDA graphs
+    assert training_pad_multiple(None, "default", "cuda") is None
+    assert training_pad_multiple(None, "reduce-overhead", "cuda:1") == CUDA_GRAPHS_PAD_MULTIPLE == 8
+    assert training_pad_multiple(None, "reduce-overhead", torch.device("cuda")) == 8
+    assert training_pad_multiple(None, "reduce-overhead", "cpu") is None         # no CUDA graphs on the CPU
+    assert training_pad_multiple(1, "reduce-overhead", "cuda") == 1              # 1: no rounding
     assert training_pad_multiple(16, None) == 16
 
 
