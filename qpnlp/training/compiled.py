@@ -54,8 +54,8 @@ __all__ = ["COMPILE_MODES", "CUDA_GRAPHS_PAD_MULTIPLE", "check_compile_mode", "t
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 #: Training batches are padded to a multiple of this many tokens under CUDA graphs (``"reduce-overhead"``):
-#: SST-2's training batches of 32 (longest phrase 53 tokens) come in 39-40 padded lengths per epoch, 6 rounded up
-#: to multiples of 8, for 11% more padded positions (32.0 -> 35.5 tokens per batch; 16: 4 lengths, 23% more).
+#: SST-2's training batches of 32 come in 39-41 padded lengths per epoch, 6 rounded up to multiples of 8, for 11%
+#: more padded positions (31.9 -> 35.5 tokens per batch; 16: 4 lengths, 23% more; benchmarks/padded_lengths.py).
 CUDA_GRAPHS_PAD_MULTIPLE = 8
 
 
