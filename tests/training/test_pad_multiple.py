@@ -21,6 +21,8 @@ CLASSIFIERS = {
     "order_classifier": dict(num_classes=3, dim=4, network="transformer", embedding="complex_order", heads=2,
                              ffn_hidden=6, dropout=0.0),
     "order_classifier/rnn": dict(num_classes=3, dim=4, network="rnn", embedding="complex_order", dropout=0.0),
+    "order_classifier/cnn": dict(num_classes=3, dim=4, network="cnn", embedding="tpe", dropout=0.0),
+    "order_classifier/fasttext": dict(num_classes=3, dim=4, network="fasttext", embedding="pe", dropout=0.0),
     "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5),
 }
 
