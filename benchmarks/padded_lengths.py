@@ -40,12 +40,13 @@ def main() -> None:
         rows = data.fixed_splits["train"] if data.fixed_splits else np.arange(len(data.texts))
         # token counts stand in for ids: padding depends on the lengths only
         texts = EncodedTexts([[2] * len(data.texts[i]) for i in rows], data.labels[rows])
-        exact = np.mean([epoch_lengths(texts, args.batch_size, args.seed, e, 1).mean() for e in range(args.epochs)])
+        epochs = {multiple: [epoch_lengths(texts, args.batch_size, args.seed, e, multiple) for e in range(args.epochs)]
+                  for multiple in dict.fromkeys([1, *args.multiples])}        # 1: exact padding, the reference
+        exact = np.mean([lengths.mean() for lengths in epochs[1]])
         for multiple in args.multiples:
-            epochs = [epoch_lengths(texts, args.batch_size, args.seed, e, multiple) for e in range(args.epochs)]
-            counts = sorted(len(set(lengths.tolist())) for lengths in epochs)
+            counts = sorted(len(set(lengths.tolist())) for lengths in epochs[multiple])
             counts = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
-            mean = np.mean([lengths.mean() for lengths in epochs])
+            mean = np.mean([lengths.mean() for lengths in epochs[multiple]])
             print(f"| {name} | {multiple} | {counts} | {mean:.1f} | {mean / exact:.3f}x |")
 
 
