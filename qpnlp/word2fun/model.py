@@ -201,13 +201,10 @@ class Word2Fun(Model):
         V, D, h = config.vocab_size, config.dim, config.dim // 2
 
         def emb(rows, cols, init="zero"):
-            e = nn.Embedding(rows, cols)
-            with torch.no_grad():
-                if init == "uniform":
-                    e.weight.copy_((torch.rand(rows, cols, generator=g) - 0.5) / D)
-                else:
-                    e.weight.zero_()
-            return e
+            # _weight skips nn.Embedding's default init, which would draw from the global RNG
+            if init == "uniform":
+                return nn.Embedding(rows, cols, _weight=(torch.rand(rows, cols, generator=g) - 0.5) / D)
+            return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols))
 
         rows = V * config.n_slices if family == "sliced" else V
         self.base = emb(rows, D, "uniform")

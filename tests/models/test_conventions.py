@@ -22,11 +22,6 @@ VARIANTS = {
     "order-transformer": ("order_classifier", dict(network="transformer", embedding="complex_vanilla")),
     "cgrnn-cayley": ("cgrnn_classifier", dict(transition="cayley", gate="prod", activation="hirose")),
 }
-WORD2FUN_GLOBAL_RNG = pytest.mark.xfail(
-    reason="Word2Fun builds its tables with nn.Embedding, whose default init draws from the global RNG before "
-           "the generator's values overwrite it (qpnlp/word2fun/model.py, the Word2Fun engineer's)", strict=True)
-
-
 def _config(name: str, **overrides):
     klass = get_model_class(name).config_class
     fields = {f.name for f in dataclasses.fields(klass)}
@@ -38,8 +33,7 @@ def _build(name: str, generator=None, **overrides) -> Model:
 
 
 def _cases():
-    out = [pytest.param(n, {}, id=n, marks=[WORD2FUN_GLOBAL_RNG] if n == "word2fun" else [])
-           for n in registered_models()]
+    out = [pytest.param(n, {}, id=n) for n in registered_models()]
     return out + [pytest.param(n, kw, id=label) for label, (n, kw) in VARIANTS.items()]
 
 
