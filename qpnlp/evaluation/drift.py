@@ -118,16 +118,35 @@ class DriftGrid:
         return self.E[:, [idx[w] for w in words]]
 
     def save_npz(self, path) -> None:
-        np.savez(path, words=np.asarray(self.words), years=self.years, E=self.E.numpy())
+        """Save every field (the context vectors too: without them :func:`evaluate_grid` changes space)."""
+        extra = {} if self.context is None else {"context": self.context.numpy(),
+                                                  "context_words": np.asarray(self.context_words, dtype=str)}
+        np.savez(path, words=np.asarray(self.words), years=self.years, E=self.E.numpy(),
+                 train_seconds=self.train_seconds, tokens_per_s=self.tokens_per_s, **extra)
 
     @classmethod
     def load_npz(cls, path) -> "DriftGrid":
         z = np.load(path, allow_pickle=False)
-        return cls(torch.from_numpy(z["E"]), tuple(z["words"].tolist()), z["years"])
+        get = lambda key, default: z[key] if key in z.files else default  # noqa: E731  (older files)
+        context = get("context", None)
+        return cls(torch.from_numpy(z["E"]), tuple(z["words"].tolist()), z["years"],
+                   float(get("train_seconds", float("nan"))), float(get("tokens_per_s", float("nan"))),
+                   None if context is None else torch.from_numpy(context),
+                   tuple(get("context_words", np.array([], dtype=str)).tolist()))
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _period_mean(X: torch.Tensor, years: np.ndarray, period: tuple, name: str) -> torch.Tensor:
+    """Mean of ``X`` over the times in the inclusive range ``period`` (ValueError when there is none)."""
+    y = torch.as_tensor(np.asarray(years, dtype=np.float64))
+    inside = (y >= period[0]) & (y <= period[1])
+    if not bool(inside.any()):
+        raise ValueError(f"the {name} period {tuple(period)} contains no time of the grid "
+                         f"(times {float(y.min()):g} .. {float(y.max()):g})")
+    return X[inside].mean(0)
 
 
 def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple) -> torch.Tensor:
@@ -141,13 +160,16 @@ def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple)
     -------
     torch.Tensor, shape (W,):  :math:`1 - \\cos(\\bar e_{early}, \\bar e_{late})`.
 
+    Raises
+    ------
+    ValueError
+        When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined).
+
     >>> E = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
     >>> change_scores(E, np.array([0.0, 1.0]), (0, 0), (1, 1)).tolist()
     [0.0, 1.0]
     """
-    y = torch.as_tensor(years)
-    a = E[(y >= early[0]) & (y <= early[1])].mean(0)
-    b = E[(y >= late[0]) & (y <= late[1])].mean(0)
+    a, b = _period_mean(E, years, early, "early"), _period_mean(E, years, late, "late")
     return 1.0 - (_unit(a) * _unit(b)).sum(-1)
 
 
@@ -233,13 +255,16 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
     -------
     torch.Tensor, shape (W,)
 
+    Raises
+    ------
+    ValueError
+        When ``early`` or ``late`` contains no time of ``years``.
+
     >>> P = torch.tensor([[[0.5, 0.5]], [[0.9, 0.1]]])
     >>> round(context_change_scores(P, np.array([0.0, 1.0]), (0, 0), (1, 1)).item(), 6)
     0.4
     """
-    y = torch.as_tensor(years)
-    a = P[(y >= early[0]) & (y <= early[1])].mean(0)
-    b = P[(y >= late[0]) & (y <= late[1])].mean(0)
+    a, b = _period_mean(P, years, early, "early"), _period_mean(P, years, late, "late")
     return (a - b).abs().mean(-1)
 
 

@@ -52,6 +52,29 @@ def _as_numpy(x, name: str, dtype=None) -> np.ndarray:
     return a
 
 
+def _labels(x) -> np.ndarray:
+    """Labels as int64, checked to be 0 or 1 *before* the cast (0.5 or 1.7 must not become 0 or 1)."""
+    a = _as_numpy(x, "labels")
+    if not np.isin(a, (0, 1)).all():
+        bad = sorted({v.item() for v in np.unique(a[~np.isin(a, (0, 1))])})
+        raise ValueError(f"labels must be 0 or 1, got {bad}")
+    return a.astype(np.int64)
+
+
+def _group(g, q: int, n_rows: int) -> np.ndarray:
+    """Row indices of question ``q``: integers in ``[0, n_rows)`` (not a boolean mask, no negative wrap-around)."""
+    a = np.asarray(g)
+    if a.dtype == np.bool_:
+        raise ValueError(f"question {q}: groups must hold row indices, got a boolean mask (use np.flatnonzero)")
+    if a.size == 0:
+        return a.astype(np.int64).reshape(-1)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"question {q}: groups must hold 1-D integer row indices, got {a.dtype} shape {a.shape}")
+    if a.min() < 0 or a.max() >= n_rows:
+        raise ValueError(f"question {q}: row index {a.min() if a.min() < 0 else a.max()} outside [0, {n_rows})")
+    return a.astype(np.int64)
+
+
 def rank_order(scores, labels, ties: str = "pessimistic") -> np.ndarray:
     """Candidate indices from best to worst with the given tie rule.
 
@@ -78,20 +101,18 @@ def rank_order(scores, labels, ties: str = "pessimistic") -> np.ndarray:
     if ties not in _TIES:
         raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
     s = _as_numpy(scores, "scores", np.float64)
-    y = _as_numpy(labels, "labels", np.int64)
+    y = _labels(labels)
     if s.shape != y.shape:
         raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
     if not np.isfinite(s).all():
         raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][0]} at index {int(np.flatnonzero(~np.isfinite(s))[0])}")
-    if not np.isin(y, (0, 1)).all():
-        raise ValueError(f"labels must be 0 or 1, got {sorted(set(y.tolist()) - {0, 1})}")
     secondary = y if ties == "pessimistic" else -y
     # lexsort: last key is primary. Final key (index) makes the order total and stable.
     return np.lexsort((np.arange(len(s)), secondary, -s)).astype(np.int64)
 
 
 def _ranks_of_correct(scores, labels, ties: str) -> np.ndarray:
-    y = _as_numpy(labels, "labels", np.int64)
+    y = _labels(labels)
     order = rank_order(scores, y, ties)
     ranks = np.flatnonzero(y[order] == 1) + 1
     if ranks.size == 0:
@@ -167,8 +188,8 @@ def ranking_metrics(
     labels : array-like
         Shape (R,), 1 = correct.
     groups : sequence of index arrays
-        Q arrays of row indices, one per question (e.g.
-        :attr:`qpnlp.data.qa.QADataset.groups`).
+        Q arrays of row indices in ``[0, R)``, one per question (e.g.
+        :attr:`qpnlp.data.qa.QADataset.groups`); not boolean masks.
     ties : {"pessimistic", "optimistic"}
 
     Returns
@@ -178,8 +199,9 @@ def ranking_metrics(
     Raises
     ------
     ValueError
-        When a question has no correct candidate (its index is named) or
-        there are no questions.
+        When a question has no correct candidate or its group is not 1-D
+        integer row indices in ``[0, R)`` (its index is named), when a label
+        is not 0 or 1, or when there are no questions.
 
     Examples
     --------
@@ -188,14 +210,14 @@ def ranking_metrics(
     ([0.5, 0.5], 0.5)
     """
     s = _as_numpy(scores, "scores", np.float64)
-    y = _as_numpy(labels, "labels", np.int64)
+    y = _labels(labels)
     if s.shape != y.shape:
         raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
     if len(groups) == 0:
         raise ValueError("no questions to evaluate")
     ap, rr, p1 = (np.empty(len(groups)) for _ in range(3))
     for q, g in enumerate(groups):
-        g = np.asarray(g, dtype=np.int64)
+        g = _group(g, q, len(s))
         try:
             ranks = _ranks_of_correct(s[g], y[g], ties)
         except ValueError as err:

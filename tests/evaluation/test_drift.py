@@ -131,3 +131,27 @@ def test_grid_validation_and_npz_round_trip(tmp_path):
         DriftGrid(torch.zeros(3, 2, 4), ["a"], [1, 2, 3])
     with pytest.raises(ValueError, match="context must be"):
         DriftGrid(torch.zeros(3, 1, 4), ["a"], [1, 2, 3], context=torch.zeros(2, 1, 4), context_words=["a"])
+
+
+def test_npz_round_trip_keeps_context_and_timings(tmp_path):
+    # save_npz used to drop the context vectors: the loaded grid was scored in vector space, not prediction space
+    grid, truth = perfect_case(noise=0.2)
+    grid = DriftGrid(grid.E, grid.words, grid.years, 12.5, 1e6, grid.context, grid.context_words)
+    grid.save_npz(tmp_path / "g.npz")
+    back = DriftGrid.load_npz(tmp_path / "g.npz")
+    assert torch.equal(back.context, grid.context) and back.context_words == grid.context_words
+    assert (back.train_seconds, back.tokens_per_s) == (12.5, 1e6)
+    assert evaluate_grid(back, truth) == evaluate_grid(grid, truth)
+    plain = DriftGrid(grid.E, grid.words, grid.years)  # no context: still round-trips
+    plain.save_npz(tmp_path / "p.npz")
+    again = DriftGrid.load_npz(tmp_path / "p.npz")
+    assert again.context is None and again.context_words == () and np.isnan(again.train_seconds)
+
+
+def test_change_scores_reject_a_period_without_times():
+    E, years = torch.ones(4, 2, 3), np.arange(2000.0, 2004.0)
+    P = torch.full((4, 2, 3), 0.5)
+    with pytest.raises(ValueError, match="early period .* contains no time"):  # used to return NaN
+        change_scores(E, years, (1990, 1995), (2002, 2003))
+    with pytest.raises(ValueError, match="late period .* contains no time"):
+        context_change_scores(P, years, (2000, 2001), (2010, 2020))

@@ -102,3 +102,29 @@ def test_errors():
         average_precision([1.0, 2.0], [1])
     with pytest.raises(ValueError, match="ties must be one of"):
         average_precision([1.0], [1], ties="random")
+
+
+def test_fractional_labels_are_rejected_not_truncated():
+    # 0.5 used to be cast to 0 (and 1.7 to 1) before the 0/1 check, giving AP 0.5 / 1.0 silently
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1, got \[0.5\]"):
+        average_precision([0.9, 0.1], [0.5, 1])
+    with pytest.raises(ValueError, match=r"labels must be 0 or 1, got \[1.7\]"):
+        ranking_metrics([0.9, 0.1], [1.7, 0], [[0, 1]])
+    assert average_precision([0.9, 0.1], [0.0, 1.0]) == 0.5  # float 0/1 and bool labels still work
+    assert average_precision([0.9, 0.1], np.array([True, False])) == 1.0
+
+
+def test_groups_must_be_row_indices_in_range():
+    scores, labels = [0.1, 0.9, 0.5], [1, 0, 0]
+    # a boolean mask used to be read as the indices [1, 1, 0]: MAP 1/3 instead of 1/2 for rows 0 and 1
+    with pytest.raises(ValueError, match="question 0: .*boolean mask"):
+        ranking_metrics(scores, labels, [np.array([True, True, False])])
+    with pytest.raises(ValueError, match=r"question 0: row index -1 outside \[0, 3\)"):
+        ranking_metrics(scores, labels, [[-1, 0]])  # used to wrap around to row 2
+    with pytest.raises(ValueError, match=r"question 1: row index 5 outside \[0, 3\)"):
+        ranking_metrics(scores, labels, [[0, 1], [0, 5]])
+    with pytest.raises(ValueError, match="question 0: groups must hold 1-D integer"):
+        ranking_metrics(scores, labels, [[0.0, 1.0]])
+    assert ranking_metrics(scores, labels, [np.flatnonzero([True, True, False])]).map == 0.5
+    with pytest.raises(ValueError, match="question 0: question has no correct candidate"):
+        ranking_metrics(scores, labels, [[]])
