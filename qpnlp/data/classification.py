@@ -43,6 +43,7 @@ TREC   5,952   6 coarse classes              train 5,452 (73) / test 500
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,6 +150,16 @@ def _read_text(path: Path) -> str:
     return read_text(path, ENCODINGS)
 
 
+def _read_lines(path: Path) -> list[str]:
+    """The lines of a data file, split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    Not :meth:`str.splitlines`, which also splits at form feeds, ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028/9:
+    characters that occur inside a sentence (``\\x85`` is the cp1252 ellipsis read as ISO-8859-1) and would
+    silently turn one sentence into two and shift the line numbers of every later error.
+    """
+    return [line.rstrip("\n") for line in io.StringIO(_read_text(path), newline=None)]
+
+
 def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[list[str]], list[int], int]:
     """Read one-sentence-per-line files whose label is given by the file.
 
@@ -172,7 +183,7 @@ def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[
     n_empty = 0
     for label in sorted(files):
         before = len(texts)
-        for line in _read_text(Path(files[label])).splitlines():
+        for line in _read_lines(Path(files[label])):
             tokens = tokenize(line)
             if not tokens:
                 n_empty += 1
@@ -197,7 +208,7 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
     """
     path = Path(path)
     texts, labels, n_empty = [], [], 0
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+    for lineno, line in enumerate(_read_lines(path), start=1):
         if not line.strip():
             n_empty += 1
             continue
@@ -222,7 +233,7 @@ def _require_items(path: Path, texts: list) -> None:
 
 
 def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str], list[str], int]:
-    """Read ``COARSE:fine question`` lines (TREC question classification).
+    """Read ``COARSE:fine question`` lines (TREC question classification); the label ends at a space or tab.
 
     Returns
     -------
@@ -231,11 +242,11 @@ def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str],
     """
     path = Path(path)
     texts, coarse, fine, n_empty = [], [], [], 0
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+    for lineno, line in enumerate(_read_lines(path), start=1):
         if not line.strip():
             n_empty += 1
             continue
-        label, _, question = line.partition(" ")
+        label, question = (line.split(None, 1) + [""])[:2]  # any whitespace: a tab must not join the first word
         c, colon, f = label.partition(":")
         if not colon or not c.isupper() or not f or not question.strip():
             raise ValueError(f"{path}:{lineno}: expected 'COARSE:fine question', got {line[:80]!r}")

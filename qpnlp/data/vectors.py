@@ -130,7 +130,8 @@ def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
     if not path.exists():
         raise ValueError(f"vectors {key!r}: neither a registered name ({', '.join(VECTOR_SETS)}) nor an existing "
                          f"file or directory")
-    return _read_cached(str(path.resolve()), path.stat().st_mtime_ns, frozenset(words) if words else None)
+    return _read_cached(str(path.resolve()), path.stat().st_mtime_ns,
+                        None if words is None else frozenset(words))
 
 
 @functools.lru_cache(maxsize=4)
@@ -138,14 +139,24 @@ def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> Pretrai
     p = Path(path)
     if p.is_dir():
         vectors = read_spacy_vectors(p)
-        return vectors if words is None else vectors.restricted_to(words)
-    if p.suffix == ".bin":
-        return read_word2vec_binary(p, words=words)
-    return load_glove_text(p, words=words)  # plain or gzip
+        vectors = vectors if words is None else vectors.restricted_to(words)
+    elif p.suffix == ".bin":
+        vectors = read_word2vec_binary(p, words=words)
+    else:
+        vectors = load_glove_text(p, words=words)  # plain or gzip
+    vectors.vectors.flags.writeable = False  # cached: every later call gets this same matrix
+    return vectors
 
 
 def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
-    """Read a word2vec binary file: a header ``N d``, then per word ``word<space>`` and d little-endian float32."""
+    """Read a word2vec binary file: a header ``N d``, then per word ``word<space>`` and d little-endian float32.
+
+    Raises
+    ------
+    ValueError
+        For a bad header, a truncated entry, a word that is not UTF-8, a non-finite value, or data after the
+        ``N`` entries the header announces; the message names the file and the entry.
+    """
     path = Path(path)
     keep = None if words is None else set(words)
     out_words, rows = [], []
@@ -170,8 +181,15 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
             except UnicodeDecodeError as err:
                 raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err})") from None
             if keep is None or text in keep:
+                vector = np.frombuffer(data, dtype="<f4")
+                if not np.isfinite(vector).all():
+                    raise ValueError(f"{path}: entry {i + 1} of {n} ({text!r}) has a non-finite value")
                 out_words.append(text)
-                rows.append(np.frombuffer(data, dtype="<f4"))
+                rows.append(vector)
+        rest = handle.read(4096)
+        if rest.strip():
+            raise ValueError(f"{path}: the header announces {n} vectors but the file goes on after entry {n} "
+                             f"(wrong header, or a dimension other than {dim}?)")
     matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
     return _first_occurrences(out_words, matrix)
 

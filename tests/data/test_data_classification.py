@@ -102,6 +102,32 @@ def test_read_label_files_latin1(tmp_path):
     assert texts == [["caf\u00e9", "ok"], ["fine"]] and labels == [0, 1] and n_empty == 1
 
 
+def test_only_line_ends_end_a_line(tmp_path):
+    # str.splitlines would also split at \x85 (cp1252's ellipsis read as ISO-8859-1), form feeds and U+2028
+    (tmp_path / "pos").write_bytes(b"\xef\xbb\xbfa good film\x85 really\r\nfine\r\n")
+    (tmp_path / "neg").write_bytes("dull\x0cslow\nflat\u2028film\nlast line".encode("utf-8"))
+    texts, labels, n_empty = read_label_files({0: tmp_path / "neg", 1: tmp_path / "pos"})
+    assert texts == [["dull", "slow"], ["flat", "film"], ["last", "line"], ["a", "good", "film", "really"],
+                     ["fine"]]
+    assert labels == [0, 0, 0, 1, 1] and n_empty == 0
+    path = tmp_path / "x.tsv"
+    path.write_text("good\x0cfilm\t1\nbad\t7\n")
+    with pytest.raises(ValueError, match=r"x.tsv:2: .*label in 0..1"):   # line 2, not 3
+        read_tsv(path)
+    path.write_text("good\x0cfilm\t1\r\nbad\t0")
+    assert read_tsv(path) == ([["good", "film"], ["bad"]], [1, 0], 0)
+
+
+def test_trec_label_separated_by_a_tab(tmp_path):
+    path = tmp_path / "t.label"
+    path.write_text("DESC:manner\tHow did serfdom develop ?\nHUM:ind Who ?\n")
+    texts, coarse, fine, _ = read_trec(path)
+    assert texts[0] == ["how", "did", "serfdom", "develop", "?"] and fine == ["manner", "ind"]
+    path.write_text("HUM:ind Who ?\nDESC:\tHow ?\n")
+    with pytest.raises(ValueError, match=r"t.label:2: expected 'COARSE:fine question'"):
+        read_trec(path)
+
+
 def test_dataset_validation_and_subset():
     with pytest.raises(ValueError, match="labels must lie in 0..1"):
         ClassificationDataset("x", [["a"]], np.array([2]), ("n", "p"))

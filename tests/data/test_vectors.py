@@ -86,6 +86,28 @@ def test_word2vec_binary_truncated_names_the_entry(tmp_path):
         read_word2vec_binary(path)
 
 
+def test_word2vec_binary_header_and_values_are_checked(tmp_path):
+    path = _word2vec_binary(tmp_path / "v.bin", [("a", MATRIX[0]), ("b", MATRIX[1]), ("c", MATRIX[2])])
+    path.write_bytes(b"2" + path.read_bytes()[1:])                    # the header announces 2 of 3
+    with pytest.raises(ValueError, match=r"v.bin: the header announces 2 vectors but the file goes on"):
+        read_word2vec_binary(path)
+    path = _word2vec_binary(tmp_path / "nan.bin", [("a", MATRIX[0]), ("b", [np.nan, 1, 2])])
+    with pytest.raises(ValueError, match=r"nan.bin: entry 2 of 2 \('b'\) has a non-finite value"):
+        read_word2vec_binary(path)
+    gensim = tmp_path / "g.bin"                                         # gensim writes no newline after a vector
+    gensim.write_bytes(b"2 3\na " + MATRIX[0].tobytes() + b"b " + MATRIX[1].tobytes())
+    assert read_word2vec_binary(gensim).words == ["a", "b"]
+
+
+def test_loaded_files_honour_an_empty_word_filter_and_stay_read_only(tmp_path):
+    (tmp_path / "v.txt").write_text("a 1 2\nb 3 4\n")
+    assert len(load_vectors(tmp_path / "v.txt", words=set())) == 0       # as for a registered set
+    vectors = load_vectors(tmp_path / "v.txt")
+    with pytest.raises(ValueError, match="read-only"):                  # the cached matrix is shared
+        vectors.vectors[0, 0] = 9.0
+    assert load_vectors(tmp_path / "v.txt").vector("a").tolist() == [1.0, 2.0]
+
+
 def test_text_formats_by_content(tmp_path):
     rows = "\n".join(f"{w} " + " ".join(map(str, v)) for w, v in zip("abc", MATRIX.tolist()))
     (tmp_path / "glove.txt").write_text(rows + "\n")
