@@ -217,7 +217,11 @@ def _load_corpus(spec: str, stream: bool):
     paths = _corpus_paths(spec)
     if stream:
         return TsvStream(paths)
-    return concatenate([read_tsv(path) for path in paths])
+    corpus = concatenate([read_tsv(path) for path in paths])
+    if corpus.n_tokens == 0:
+        raise ValueError(f"--corpus {spec}: no token in {', '.join(map(str, paths))} (empty files, blank lines or "
+                         f"times without text; each line is 'TIME<TAB>tokens')")
+    return corpus
 
 
 def _writes_report() -> bool:

@@ -214,7 +214,7 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
             continue
         text, sep, label = line.rpartition("\t")
         label = label.strip()
-        if not sep or not label.isdigit() or int(label) >= n_classes:
+        if not sep or not (label.isascii() and label.isdigit()) or int(label) >= n_classes:  # '²'.isdigit()
             raise ValueError(
                 f"{path}:{lineno}: expected 'text<TAB>label' with label in 0..{n_classes - 1}, got {line[:80]!r}"
             )

@@ -154,7 +154,9 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     path : path-like
         A text file, possibly compressed (recognised by its first bytes).
     encodings : sequence of str, default ("utf-8",)
-        Tried in order on the whole file; a UTF-8 byte-order mark is dropped.
+        Tried in order on the whole file; a UTF-8 byte-order mark is dropped. When UTF-8 comes first and fails,
+        a fallback is refused if the file still holds UTF-8 characters (mixed encodings: the fallback would
+        garble them).
 
     Returns
     -------
@@ -167,8 +169,9 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     ValueError
         For a directory, an archive qpnlp cannot read (zip, zstd, 7z), a
         corrupt compressed file, a binary file (a NUL byte), a UTF-16 file,
-        or bytes that no encoding decodes; the message names the file (and
-        for decoding, the line, the column and the encodings tried).
+        bytes that no encoding decodes, or a file mixing UTF-8 with another
+        encoding; the message names the file (and for decoding, the line,
+        the column and the encodings tried).
 
     Examples
     --------
@@ -203,13 +206,45 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     first_error = None
     for encoding in encodings:
         try:
-            return data.decode(encoding)
+            text = data.decode(encoding)
         except UnicodeDecodeError as err:
             first_error = first_error or err
+            continue
+        if first_error is not None and _is_utf8(encodings[0]):
+            _refuse_mixed_utf8(path, data, first_error)
+        return text
     if first_error is None:
         raise ValueError("read_text needs at least one encoding")
-    start = first_error.start
-    line = data.count(b"\n", 0, start) + 1
-    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-    raise ValueError(f"{path}:{line}: cannot decode byte 0x{data[start]:02x} at column {column} as "
+    line, column = _line_and_column(data, first_error.start)
+    raise ValueError(f"{path}:{line}: cannot decode byte 0x{data[first_error.start]:02x} at column {column} as "
                      f"{' or '.join(encodings)}") from None
+
+
+#: A well-formed UTF-8 sequence of two to four bytes: in a file that is not UTF-8 as a whole, a sign that some of
+#: it is (a file decoded as ISO-8859-1 would turn each such character into two or three wrong ones).
+_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _is_utf8(encoding: str) -> bool:
+    return encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def _line_and_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column of byte ``offset``."""
+    return data.count(b"\n", 0, offset) + 1, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def _refuse_mixed_utf8(path: Path, data: bytes, error: UnicodeDecodeError) -> None:
+    """Raise when a file that failed as UTF-8 still holds UTF-8 characters: a fallback encoding would garble them.
+
+    A file saved in two encodings (say UTF-8 with one line pasted from a Windows-1252 document) decodes as
+    ISO-8859-1 without an error, but every UTF-8 character becomes mojibake (``é`` -> ``Ã©``), silently.
+    """
+    utf8 = _UTF8_MULTIBYTE.search(data)
+    if utf8 is None:
+        return
+    bad_line, bad_column = _line_and_column(data, error.start)
+    good_line, _ = _line_and_column(data, utf8.start())
+    raise ValueError(f"{path}: mixed encodings: line {good_line} has UTF-8 text "
+                     f"({utf8.group().decode('utf-8')!r}) but line {bad_line} has byte 0x{data[error.start]:02x} "
+                     f"at column {bad_column}, which is not UTF-8; save the file in one encoding (UTF-8)")

@@ -143,3 +143,23 @@ def test_limit_questions_refuses_zero_and_negative(fake_root):
         with pytest.raises(ValueError, match="an integer >= 1"):
             limit_questions(dev, n)
     assert limit_questions(dev, 1).n_questions == 1
+
+
+def test_a_file_mixing_utf8_with_another_encoding_is_refused_not_garbled(tmp_path):
+    """ISO-8859-1 decodes any bytes: as a fallback it used to turn every UTF-8 'é' of a mixed file into 'Ã©'."""
+    mixed = tmp_path / "mixed.pos"
+    mixed.write_bytes("a café .\n".encode("utf-8") + b"ok\nna\xefve \x85 yes\n")
+    with pytest.raises(ValueError, match=r"mixed.pos: mixed encodings: line 1 has UTF-8 text \('é'\) but line 3 "
+                                         r"has byte 0xef at column 3"):
+        read_label_files({1: mixed})
+    latin = tmp_path / "latin.pos"                         # one encoding throughout: the fallback still reads it
+    latin.write_bytes("a café .\nna\u00efve .\n".encode("iso-8859-1"))
+    assert read_label_files({1: latin})[0] == [["a", "café", "."], ["naïve", "."]]
+    assert read_text(mixed, ("iso-8859-1",)).startswith("a cafÃ©")  # asked for explicitly, no UTF-8 first: as asked
+
+
+def test_a_label_that_is_a_digit_but_not_a_number_names_the_line(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text("good film\t1\nbad film\t\u00b2\n", encoding="utf-8")   # '²'.isdigit() is True, int('²') fails
+    with pytest.raises(ValueError, match=r"train.tsv:2: expected 'text<TAB>label'"):
+        read_tsv(path)

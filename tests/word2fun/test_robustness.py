@@ -139,6 +139,15 @@ def test_the_command_names_a_directory_given_as_corpus(tmp_path):
         args.func(args)
 
 
+def test_the_command_names_the_files_of_a_corpus_without_tokens(tmp_path):
+    (tmp_path / "a.tsv").write_text("\n  \n")
+    (tmp_path / "b.tsv").write_text("1902\t\n")            # a time without text
+    args = _parser().parse_args(["train", "word2fun", "--corpus", f"{tmp_path}/a.tsv,{tmp_path}/b.tsv",
+                                 "--no-progress"])
+    with pytest.raises(ValueError, match=r"no token in .*a.tsv, .*b.tsv"):
+        args.func(args)
+
+
 def test_the_command_trains_on_gzip_shards_by_glob(tmp_path, tiny_drift):
     import gzip
 
