@@ -65,20 +65,21 @@ def check_pair(rho, sigma, names: tuple[str, str] = ("rho", "sigma")) -> None:
         raise ValueError(f"arguments must be on one device; got {names[0]} on {dev_a}, {names[1]} on {dev_b}")
 
 
-def spectrum(obj, name: str = "rho") -> torch.Tensor:
+def spectrum(obj, name: str = "rho", validate: V.Validate = None) -> torch.Tensor:
     """Eigenvalues of rho clamped at zero, ascending; lazily through the Gram matrix for small ensembles.
 
-    While validation is on, a dense state with an eigenvalue below
-    ``-tolerance`` raises ValueError (the eigenvalues are computed anyway, so
-    the positivity check is free here, unlike at construction where it needs
-    the strict mode).
+    While validation is on (``validate``, default the global mode), a dense
+    state with an eigenvalue below ``-tolerance`` raises ValueError (the
+    eigenvalues are computed anyway, so the positivity check is free here,
+    unlike at construction where it needs the strict mode).
     """
     if isinstance(obj, PureState):
         return torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
     if isinstance(obj, Ensemble):
         return obj.eigvals().clamp_min(0)
-    lam = obj.eigvals() if isinstance(obj, DensityMatrix) else torch.linalg.eigvalsh(as_density_tensor(obj, name))
-    if V.enabled():
+    lam = obj.eigvals() if isinstance(obj, DensityMatrix) else torch.linalg.eigvalsh(
+        as_density_tensor(obj, name, validate))
+    if V.enabled(validate):
         V.check_spectrum(name, lam, lam.shape[-1])
     return lam.clamp_min(0)
 
@@ -105,20 +106,53 @@ def _dense_eigen(obj, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return lam, vecs, keep
 
 
+class _PsdSqrt(torch.autograd.Function):
+    r""":math:`\sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with eigenvalues below :func:`rank_tolerance` set to zero.
+
+    Returns the root and the eigenvalues (not differentiable). The backward is
+    the Daleckii-Krein formula :math:`\bar\rho = U[(U^\dagger \bar A U) \circ K]U^\dagger`,
+    :math:`K_{ij} = 1/(\sqrt{\lambda_i} + \sqrt{\lambda_j})` (0 where both are
+    zero), finite at repeated eigenvalues, where ``eigh``'s backward divides
+    by their zero gap and gives NaN (e.g. at the maximally mixed state).
+    """
+
+    @staticmethod
+    def forward(ctx, rho):
+        lam, vecs = torch.linalg.eigh(rho)
+        keep = lam > rank_tolerance(lam, rho.shape[-1])
+        roots = safe_sqrt(lam, keep)
+        ctx.save_for_backward(vecs, roots)
+        ctx.mark_non_differentiable(lam)
+        return (vecs * roots.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH, lam
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    def backward(ctx, grad_root, grad_lam):
+        vecs, roots = ctx.saved_tensors
+        total = roots.unsqueeze(-1) + roots.unsqueeze(-2)
+        kernel = torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)),
+                             torch.zeros_like(total))
+        return vecs @ ((vecs.mH @ grad_root @ vecs) * kernel.to(vecs.dtype)) @ vecs.mH
+
+
 def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
     r"""A factor :math:`A` ``(..., d, r)`` with :math:`\rho = A A^\dagger` (see the module docstring).
 
     PureState: r = 1; Ensemble: r = n (the member states scaled by
-    :math:`\sqrt{p_i}`, exact); dense: r = d,
-    :math:`A = U\operatorname{diag}(\sqrt{\lambda})` with eigenvalues below
-    :func:`rank_tolerance` set to zero.
+    :math:`\sqrt{p_i}`, exact); dense: r = d, the Hermitian
+    :math:`A = \sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with
+    eigenvalues below :func:`rank_tolerance` set to zero (gradients finite
+    at repeated eigenvalues, see :class:`_PsdSqrt`).
     """
     if isinstance(obj, PureState):
         return obj.data.unsqueeze(-1)
     if isinstance(obj, Ensemble):
         return obj.factor()
-    lam, vecs, keep = _dense_eigen(obj, name)
-    return vecs * safe_sqrt(lam, keep).to(vecs.dtype).unsqueeze(-2)
+    rho = as_density_tensor(obj, name)
+    root, lam = _PsdSqrt.apply(rho)
+    if V.enabled():
+        V.check_spectrum(name, lam, rho.shape[-1])                    # free: the eigenvalues are here
+    return root
 
 
 def eigen_factor(obj, name: str = "rho") -> tuple[torch.Tensor, torch.Tensor]:

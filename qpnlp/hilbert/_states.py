@@ -96,10 +96,10 @@ class PureState(Batched):
 
     @classmethod
     def basis_state(cls, index: int, dim: int, *, dtype=torch.complex64, device=None) -> "PureState":
-        """The canonical basis state :math:`|e_{index}\\rangle` of C^dim."""
+        """The canonical basis state :math:`|e_{index}\\rangle` of C^dim (float32/64 ``dtype`` -> complex64/128)."""
         if not 0 <= index < dim:
             raise ValueError(f"basis index must be in [0, {dim}); got {index}")
-        data = torch.zeros(dim, dtype=dtype, device=device)
+        data = torch.zeros(dim, dtype=V.complex_dtype_of(dtype), device=device)
         data[index] = 1
         return cls._trusted(data=data)
 

@@ -96,8 +96,10 @@ def ensembles(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes
     gen = _generator(draw)
     states = _state_tensor(draw, d, (*shape, n), dt, gen)
     real = real_dtype_of(dt)
-    weights = torch.distributions.Dirichlet(torch.ones(n, dtype=real)).sample(shape) if n > 1 \
-        else torch.ones((*shape, 1), dtype=real)
+    # flat Dirichlet from the seeded generator (normalised exponentials): torch.distributions samples
+    # from the global RNG, so an example would not reproduce from its seed
+    weights = torch.empty((*shape, n), dtype=real).exponential_(generator=gen).clamp_min(torch.finfo(real).tiny)
+    weights = weights / weights.sum(-1, keepdim=True)
     mask = None
     if draw(_strategy(masked)) and n > 1:
         lengths = torch.randint(1, n + 1, shape, generator=gen)

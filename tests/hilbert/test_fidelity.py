@@ -163,3 +163,20 @@ def test_old_square_root_formula_misses_the_tolerance(cdtype, tol):
     assert abs(float(old) - expected) > tol(6)                     # the old formula
     assert abs(float(fidelity(a, b)) - expected) <= tol(6)         # the new one
     assert np.isfinite(expected)
+
+
+@pytest.mark.parametrize("spectrum", [(1 / 3, 1 / 3, 1 / 3), (0.5, 0.25, 0.25)])
+def test_dense_fidelity_gradient_is_finite_at_repeated_eigenvalues(spectrum):
+    # the factor came from eigh, whose backward divides by eigenvalue gaps: NaN at the maximally mixed state
+    gen = torch.Generator().manual_seed(5)
+    sigma = random_density_matrix(3, dtype=torch.complex128, generator=gen)
+    rho0 = torch.diag(torch.tensor(spectrum, dtype=torch.complex128))
+    x = rho0.clone().requires_grad_(True)
+    fidelity(DensityMatrix(x), sigma).backward()
+    assert torch.isfinite(torch.view_as_real(x.grad)).all()
+    h = torch.randn(3, 3, dtype=torch.complex128, generator=gen)
+    h = h + h.mH
+    h = h - torch.eye(3, dtype=h.dtype) * torch.diagonal(h).sum().real / 3                 # traceless Hermitian
+    t = 1e-6
+    numeric = (fidelity(DensityMatrix(rho0 + t * h), sigma) - fidelity(DensityMatrix(rho0 - t * h), sigma)) / (2 * t)
+    assert abs(float(numeric) - float((x.grad.conj() * h).sum().real)) < 1e-7

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import (DensityMatrix, PureState, fidelity, partial_trace, purity, relative_entropy,
-                           tensor_product, trace_distance, von_neumann_entropy)
+from qpnlp.hilbert import (DensityMatrix, PureState, fidelity, partial_trace, purity, quantum_jensen_shannon_divergence,
+                           relative_entropy, tensor_product, trace_distance, von_neumann_entropy)
 from qpnlp.hilbert._contract import contract
 from qpnlp.testing import assert_allclose, assert_density_matrix, density_matrices, ensembles, pure_states
 
@@ -181,3 +181,17 @@ def test_trace_distance_with_gradients_takes_the_dense_route():
     assert raw.grad is not None and torch.isfinite(raw.grad).all()
     with torch.no_grad():
         assert _low_rank_difference(a, b) is not None
+
+
+@pytest.mark.parametrize("fn", [relative_entropy, quantum_jensen_shannon_divergence])
+def test_mixed_precision_pure_states_are_accepted_and_give_zero(fn):
+    # a complex64 state met a complex128 one: promoted to complex128, its float32 round-off eigenvalues
+    # (~1e-9) were held to the float64 tolerance (1e-14) and raised "must be positive semi-definite"
+    v = torch.nn.functional.normalize(torch.randn(3, dtype=torch.complex128, generator=torch.Generator().manual_seed(3)),
+                                      dim=-1)
+    wide, narrow = PureState(v).proj(), PureState(v.to(torch.complex64)).proj()
+    for rho, sigma in ((narrow, wide), (wide, narrow), (narrow, narrow)):
+        value = float(fn(rho, sigma))
+        assert 0.0 <= value < 1e-5                                        # zero to float32 precision, never < 0
+    assert math.isclose(float(relative_entropy(narrow, DensityMatrix.maximally_mixed(3, dtype=torch.complex128))),
+                        math.log(3), rel_tol=1e-5)

@@ -148,3 +148,12 @@ class TestSememeBasis:
             SememeBasis(torch.ones(2, 2, dtype=torch.complex64))
         with pytest.raises(ValueError, match="dimension mismatch"):
             basis.coordinates(PureState.basis_state(0, 3))
+
+
+def test_basis_state_widens_a_real_dtype_to_complex():
+    # a float64 dtype gave a PureState holding float64 data, which no check of the class allows
+    for real, cdtype in ((torch.float32, torch.complex64), (torch.float64, torch.complex128)):
+        e1 = PureState.basis_state(1, 3, dtype=real)
+        assert e1.dtype == cdtype
+        assert e1.proj().data.dtype == cdtype
+        PureState(e1.data)                                                   # a valid state
