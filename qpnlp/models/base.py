@@ -340,20 +340,30 @@ class Model(PrecisionMixin, nn.Module):
         """Rebuild a saved model (in eval mode) from ``directory``; ``Model.from_pretrained`` loads any kind.
 
         The config is validated, and its sizes checked against the stored
-        tensors' shapes, before any parameter is allocated. A ``device``
-        this machine lacks is refused before anything is read.
+        tensors' shapes, before any parameter is allocated; stored tensors
+        holding NaN or infinite values are refused. A ``device`` this
+        machine lacks is refused before anything is read. Errors name the
+        file at fault.
         """
         device = resolve_device(device)
         header = read_model_header(directory)
-        klass = get_model_class(header["model"])
+        config_path = Path(directory) / CONFIG_FILE
+        try:
+            klass = get_model_class(header["model"])
+        except ValueError as err:
+            raise ValueError(f"{config_path}: {err}") from None
         if not issubclass(klass, cls):
             raise ValueError(f"{directory} holds a {header['model']!r} model, not a {cls.__name__}")
-        config = klass.config_class.from_dict(header["config"])
+        try:
+            config = klass.config_class.from_dict(header["config"])
+        except (ValueError, TypeError) as err:            # TypeError: a required field is missing
+            raise ValueError(f"{config_path}: not a valid {header['model']!r} config ({err})") from None
         path = Path(directory) / WEIGHTS_FILE
         try:
             state = _restored(load_file(str(path), device="cpu"), path)
         except (SafetensorError, OSError) as err:
             raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+        _check_finite(path, state)
         _check_before_allocation(path, klass, config, state)
         model = klass.empty(config)
         _check_shapes(path, model.state_dict(), state)
@@ -420,6 +430,13 @@ def _restored(state: dict[str, torch.Tensor], path: Path) -> dict[str, torch.Ten
             raise ValueError(f"{path}: tensor {key!r} is listed as complex128 but is not a float64 (..., 2) view")
         state[key] = torch.view_as_complex(value.clone())          # a fresh, aligned buffer
     return state
+
+
+def _check_finite(path: Path, state: Mapping[str, torch.Tensor]) -> None:
+    """Refuse stored floating or complex tensors that hold NaN or infinite values (a diverged or corrupt model)."""
+    for key, value in state.items():
+        if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+            raise ValueError(f"{path}: tensor {key!r} holds NaN or infinite values; the saved model is unusable")
 
 
 def _check_before_allocation(path: Path, klass: type[Model], config, state: Mapping[str, torch.Tensor]) -> None:

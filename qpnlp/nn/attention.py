@@ -78,13 +78,18 @@ class ComplexMultiheadSelfAttention(nn.Module):
     def _attend(self, x: Tensor, mask: Tensor | None) -> Tensor:
         q, k = (self._split(lin(x)) for lin in (self.q, self.k))
         scores = hermitian_attention_scores(q, k)  # (B, H, L, L), real
-        if mask is not None:
-            scores = scores.masked_fill(~mask[:, None, None, :], torch.finfo(scores.dtype).min)
-        return torch.softmax(scores, dim=-1)
+        if mask is None:
+            return torch.softmax(scores, dim=-1)
+        keys = mask[:, None, None, :]
+        scores = scores.masked_fill(~keys, torch.finfo(scores.dtype).min)
+        # exactly 0 at padded keys, also in a row without a real key (softmax alone would spread it over padding)
+        return torch.softmax(scores, dim=-1).masked_fill(~keys, 0)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         if x.ndim != 3:
             raise ValueError(f"x must have shape (B, L, {self.dim}); got {tuple(x.shape)}")
+        if mask is not None:  # padding may hold anything (NaN, inf): 0 * NaN would reach the outputs and gradients
+            x = x.masked_fill(~mask.unsqueeze(-1), 0)
         v = self._split(self.v(x))
         a = self._attend(x, mask)
         a = F.dropout(a, self.dropout, self.training)

@@ -286,6 +286,13 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     -------
     Tensor, shape (..., D): zero for a row without a valid step.
 
+    Notes
+    -----
+    The padded steps are multiplied by 0, so they must be finite (NaN or inf there gives NaN, loudly); qpnlp's
+    embeddings put exact zeros there. A selection (``torch.where``) would ignore any value but cost 1.3-2x the
+    forward and backward of the product (one thread, (32, 53, 300)), and this mean is on the training path of
+    every FastText and Transformer classifier. :func:`masked_max` selects, and ignores anything at padding.
+
     Examples
     --------
     >>> masked_mean(torch.tensor([[[1.0], [3.0], [9.0]]]), torch.tensor([[True, True, False]]))

@@ -96,6 +96,12 @@ def _check_finite_input(name: str, x: Tensor, mask: Tensor | None = None) -> Non
                              f"(shape {tuple(x.shape)})")
 
 
+def _zero_padding(x: Tensor, mask: Tensor | None) -> Tensor:
+    """``x`` (B, T, ...) with zeros at the padded steps: a padded step may hold anything (NaN, inf), and the
+    gradient of the input projection would read it (0 * NaN = NaN) although the scan discards its state."""
+    return x if mask is None else x.masked_fill(~mask.view(*mask.shape, *(1,) * (x.ndim - 2)), 0)
+
+
 def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: State, mask: Tensor | None = None,
                 output: Callable[[State], Tensor] | None = None) -> tuple[Tensor, State]:
     r"""Run a recurrence over time, carrying the state over masked steps.
@@ -296,7 +302,7 @@ class ComplexRNN(nn.Module):
         bsz, steps = x.shape[:2]
         _check_mask(mask, bsz, steps)
         _check_finite_input("x", x, mask)
-        xp = self.cell.input_proj(x)
+        xp = self.cell.input_proj(_zero_padding(x, mask))
         state = self.cell.initial_state(bsz, xp)
         out, state = masked_scan(self.cell.step_function(), xp, state, mask, self.cell.hidden)
         return out, self.cell.hidden(state)
@@ -540,7 +546,7 @@ class CGRNN(nn.Module):
         _check_mask(mask, bsz, steps)
         _check_finite_input("x", x, mask)
         cell = self.cell
-        xp = cell.project_inputs(x)  # (B, T, 3h)
+        xp = cell.project_inputs(_zero_padding(x, mask))  # (B, T, 3h)
         if h0 is None:
             h = xp.new_zeros(bsz, self.hidden_size)
         else:

@@ -21,7 +21,7 @@ import torch
 
 from qpnlp.data import Vocabulary
 from qpnlp.models import Model, get_model_class
-from qpnlp.models.base import VOCABULARY_FILE, read_model_header
+from qpnlp.models.base import CONFIG_FILE, VOCABULARY_FILE, read_model_header
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "convert_legacy_checkpoint", "LEGACY_FORMAT"]
 
@@ -59,6 +59,11 @@ def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device 
             vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a qpnlp vocabulary ({err})") from None
+        rows = getattr(model.config, "num_words", None)
+        if isinstance(rows, int) and len(vocabulary) > rows:
+            raise ValueError(f"{path}: {len(vocabulary)} words but the model's embedding tables have {rows} rows "
+                             f"(num_words in {Path(directory) / CONFIG_FILE}); the vocabulary does not belong to "
+                             f"this model")
     return Checkpoint(model, vocabulary, header["metadata"])
 
 

@@ -8,7 +8,8 @@ A training-state directory holds two files, written together atomically
   best), every tensor of every optimiser's state (``optimiser.<i>.<param
   index>.<key>``, dense and sparse optimisers alike: SparseAdam, Adam,
   SparseRMSprop, RMSprop) and the torch RNG states (``rng.torch``,
-  ``rng.cuda.<i>``, ``rng.numpy``);
+  ``rng.cuda.<i>``, ``rng.numpy``); complex128 tensors are stored as their
+  float64 real views, as in ``model.safetensors``;
 * ``state.json``: everything else (epoch, best epoch and score, epochs
   without improvement, history, elapsed time, the optimisers' non-tensor
   state such as SparseAdam's integer step, Python's and NumPy's RNG
@@ -39,7 +40,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from qpnlp.models.base import atomic_directory
+from qpnlp.models.base import _restored, _storable, atomic_directory
 
 __all__ = ["STATE_FORMAT", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
            "run_identity", "RESUMABLE_CHANGES"]
@@ -157,8 +158,9 @@ def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
 
 def _write(directory: str | os.PathLike, tensors: dict[str, torch.Tensor], header: dict) -> Path:
     text = json.dumps(header, allow_nan=False, default=_plain)
+    tensors, wide = _storable(tensors)             # complex128 (double-precision models) as float64 real views
     with atomic_directory(directory) as tmp:
-        save_file(tensors, str(tmp / TENSORS_FILE), metadata={"format": STATE_FORMAT})
+        save_file(tensors, str(tmp / TENSORS_FILE), metadata={"format": STATE_FORMAT, **wide})
         (tmp / JSON_FILE).write_text(text, encoding="utf-8")
     return Path(directory)
 
@@ -176,7 +178,7 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     directory = Path(directory)
     try:
         header = json.loads((directory / JSON_FILE).read_text(encoding="utf-8"))
-        tensors = load_file(str(directory / TENSORS_FILE), device="cpu")
+        tensors = _restored(load_file(str(directory / TENSORS_FILE), device="cpu"), directory / TENSORS_FILE)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, SafetensorError) as err:
         raise ValueError(f"{directory}: not a readable training state ({err})") from None
     if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:

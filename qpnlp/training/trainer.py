@@ -354,7 +354,9 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
             entry = dict(epoch=epoch, train_loss=loss, **fields, seconds=time.perf_counter() - start)
             if on_epoch is not None:
                 merge_observation(entry, on_epoch(model))
-            if score > progress["best_score"]:
+            # the first finite score is the best so far whatever its sign: the initial best_score (-1) is a
+            # placeholder that a negative score (a negative dev loss, a log-likelihood) would never beat
+            if score > progress["best_score"] or (progress["best_epoch"] == 0 and math.isfinite(score)):
                 best_state = copy.deepcopy(model.state_dict())
                 progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
             else:

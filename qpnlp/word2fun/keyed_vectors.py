@@ -335,9 +335,11 @@ class KeyedVectors:
         start, end = self.time_span
         return max(1.0, (end - start) / points)
 
-    def _times(self, a: float, b: float, step: float) -> np.ndarray:
+    def _times(self, a: float, b: float, step: float, name: str = "the period") -> np.ndarray:
         if not (step > 0 and math.isfinite(step)):
             raise ValueError(f"step must be positive and finite; got {step}")
+        if not (math.isfinite(a) and math.isfinite(b) and a <= b):   # else no time at all: a mean of nothing, NaN
+            raise ValueError(f"{name} must be a finite (start, end) with start <= end; got ({a!r}, {b!r})")
         n = math.floor((b - a) / step + 1e-9) + 1
         if n > MAX_QUERY_TIMES:
             raise ValueError(f"sampling [{a:g}, {b:g}] every {step:g} needs {n} times (more than "
@@ -360,8 +362,8 @@ class KeyedVectors:
 
         .. math:: \\frac1V \\sum_v \\Bigl| \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in A} - \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in B} \\Bigr|
         """
-        ta = self._times(period_a[0], period_a[1], step)
-        tb = self._times(period_b[0], period_b[1], step)
+        ta = self._times(period_a[0], period_a[1], step, "period_a")
+        tb = self._times(period_b[0], period_b[1], step, "period_b")
         a = self.grid([word], ta)[:, 0]
         b = self.grid([word], tb)[:, 0]
         if measure == "cosine":

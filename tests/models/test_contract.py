@@ -152,6 +152,36 @@ def test_from_pretrained_of_a_subclass_refuses_another_model(tmp_path):
         get_model_class("qpdn").from_pretrained(tmp_path / "cnm")
 
 
+def test_a_broken_model_directory_is_refused_with_the_file_named(tmp_path):
+    """Another model's config, an unknown model, a missing field, NaN weights, a too large vocabulary."""
+    model = _small_model("qpdn")
+    for case in ("other", "unknown", "missing"):
+        directory = model.save_pretrained(tmp_path / case)
+        header = json.loads((directory / CONFIG_FILE).read_text())
+        if case == "other":
+            header["model"] = "cnm"                                 # a QPDN config under the name of another model
+        elif case == "unknown":
+            header["model"] = "no_such_model"
+        elif case == "missing":
+            del header["config"]["num_words"]
+        (directory / CONFIG_FILE).write_text(json.dumps(header))
+    with pytest.raises(ValueError, match=r"other/config.json: not a valid 'cnm' config \(unknown CNMConfig keys"):
+        Model.from_pretrained(tmp_path / "other")
+    with pytest.raises(ValueError, match=r"unknown/config.json: unknown model 'no_such_model'"):
+        Model.from_pretrained(tmp_path / "unknown")
+    with pytest.raises(ValueError, match=r"missing/config.json: not a valid 'qpdn' config .*num_words"):
+        Model.from_pretrained(tmp_path / "missing")
+    broken = _small_model("qpdn")
+    with torch.no_grad():
+        broken.classifier.weight[0, 0] = float("nan")
+    broken.save_pretrained(tmp_path / "nan")
+    with pytest.raises(ValueError, match=r"nan/model.safetensors: tensor 'classifier.weight' holds NaN"):
+        Model.from_pretrained(tmp_path / "nan")
+    model.save_pretrained(tmp_path / "vocabulary", vocabulary=Vocabulary.build([[f"w{i}" for i in range(40)]]))
+    with pytest.raises(ValueError, match=r"vocabulary.json: 42 words but the model's embedding tables have 30 rows"):
+        load_checkpoint(tmp_path / "vocabulary")
+
+
 def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
     model = _small_model("qpdn")
     model.save_pretrained(tmp_path / "ckpt")

@@ -175,6 +175,27 @@ def test_attention_scores_are_eq14(cdtype, device, tol):
                                atol=tol(6), rtol=0)
 
 
+def test_attention_padding_gets_zero_weight_and_cannot_reach_the_outputs(cdtype):
+    torch.manual_seed(0)
+    att = ComplexMultiheadSelfAttention(4, 2, dtype=cdtype)
+    x = _x((2, 3, 4), cdtype, "cpu")
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    a = att.attention_weights(x, mask)
+    assert (a[0, :, :, 2] == 0).all() and (a[1] == 0).all()     # a row without a real key was uniform over padding
+    torch.testing.assert_close(a[0].sum(-1), torch.ones(2, 3, dtype=a.dtype))
+    ref = att(x, mask)
+    for bad in (float("nan"), float("inf")):                    # 0 * NaN reached every output and gradient
+        xb = x.clone().requires_grad_()
+        with torch.no_grad():
+            xb[0, 2] = bad
+            xb[1] = bad
+        out = att(xb, mask)
+        torch.testing.assert_close(out[0, :2], ref[0, :2], atol=0, rtol=0)
+        out[0, :2].abs().sum().backward()
+        grads = [xb.grad] + [p.grad for p in att.parameters()]
+        assert all(torch.isfinite(torch.view_as_real(g) if g.is_complex() else g).all() for g in grads)
+
+
 def test_attention_weights_invariant_under_global_phase(cdtype, device, tol):
     att = ComplexMultiheadSelfAttention(4, 2, dtype=cdtype).to(device)
     for lin in (att.q, att.k):
@@ -198,6 +219,17 @@ def test_masked_pooling(cdtype):
     mask = torch.tensor([[True, True, False]])
     assert torch.equal(masked_mean(x, mask), torch.tensor([[2 + 2j]], dtype=cdtype))
     assert torch.equal(masked_max(x, mask), torch.tensor([[3 + 5j]], dtype=cdtype))  # per part
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_masked_max_ignores_non_finite_padding(cdtype, bad):
+    x = torch.tensor([[[1 + 5j], [3 - 1j], [bad + 0j]], [[bad * 1j], [bad + 0j], [bad + 0j]]], dtype=cdtype,
+                     requires_grad=True)
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    top = masked_max(x, mask)
+    assert torch.equal(top.detach(), torch.tensor([[3 + 5j], [0j]], dtype=cdtype))
+    grad, = torch.autograd.grad(top.abs().sum(), x)
+    assert torch.isfinite(torch.view_as_real(grad)).all() and (grad[~mask] == 0).all()
 
 
 @pytest.mark.parametrize("pool", [masked_mean, masked_max])

@@ -389,3 +389,24 @@ def test_nan_at_a_real_step_is_refused_and_at_padding_ignored():
     assert torch.isfinite(torch.view_as_real(h)).all()
     with pytest.raises(ValueError, match=r"finite at real steps; got NaN or inf at index \(1, 2\)"):
         rnn(x)
+
+
+@pytest.mark.parametrize("make", [lambda: CGRNN(2, 3), lambda: CGRNN(2, 3, activation="hirose", gate="prod"),
+                                  lambda: ComplexRNN(2, 3, cell="lstm"), lambda: ComplexRNN(2, 3, cell="urnn")])
+def test_nan_at_padding_reaches_no_gradient(make):
+    # the forward carried the state over the NaN, but the input projection's gradient read it (0 * NaN = NaN)
+    torch.manual_seed(0)
+    rnn = make()
+    x = torch.randn(2, 3, 2, dtype=torch.complex64)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    _, h_ref = rnn(x, mask)
+    g_ref = torch.autograd.grad(h_ref.abs().sum(), list(rnn.parameters()))
+    x[1, 2] = float("nan")
+    xb = x.clone().requires_grad_()
+    _, h = rnn(xb, mask)
+    assert torch.equal(h, h_ref)
+    grads = torch.autograd.grad(h.abs().sum(), [xb] + list(rnn.parameters()))
+    assert all(torch.isfinite(torch.view_as_real(g) if g.is_complex() else g).all() for g in grads)
+    assert (grads[0][1, 2] == 0).all()
+    for g, r in zip(grads[1:], g_ref):
+        assert torch.equal(g, r)

@@ -115,6 +115,28 @@ def test_resumed_training_equals_an_uninterrupted_run_bit_for_bit(tmp_path, task
         [True, True, None]
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+def test_a_double_precision_model_resumes_bit_for_bit(tmp_path, optimizer):
+    """complex128 parameters and optimiser moments (safetensors has no complex128) survive the training state."""
+    def build():
+        return QPDN(QPDNConfig(num_words=20, num_classes=2, dim=4, num_measurements=3, dropout=0.3, complex128=True),
+                    generator=torch.Generator().manual_seed(5))
+
+    config = TrainConfig(epochs=3, patience=3, batch_size=8, lr=0.05, embedding_lr=0.05, seed=3, optimizer=optimizer,
+                         progress=False)
+    assert build().measurement.weight.dtype == torch.complex128
+    torch.manual_seed(0)
+    reference = build()
+    expected = fit(reference, _texts(), _texts(seed=1), config)
+    torch.manual_seed(0)
+    fit(build(), _texts(), _texts(seed=1), TrainConfig(**{**config.to_dict(), "epochs": 2}), checkpoint_dir=tmp_path)
+    torch.manual_seed(1)
+    resumed_model = build()
+    resumed = fit(resumed_model, _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path, resume=True)
+    assert _equal_states(resumed_model, reference) and resumed_model.measurement.weight.dtype == torch.complex128
+    assert _without_seconds(resumed.history) == _without_seconds(expected.history)
+
+
 def test_the_rng_state_matters_so_the_test_above_has_teeth(tmp_path):
     """Without restoring the RNG, dropout draws differently and the parameters differ."""
     config = TrainConfig(epochs=2, patience=2, batch_size=8, lr=0.05, embedding_lr=0.05, seed=3, progress=False)

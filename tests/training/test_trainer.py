@@ -35,6 +35,28 @@ def test_fit_learns_a_separable_task_and_keeps_the_best_dev_epoch():
     assert result.history[result.best_epoch - 1]["dev_accuracy"] == best
 
 
+def test_early_stopping_selects_on_negative_scores_too():
+    """A dev score below -1 (a negative loss, a log-likelihood) is still a score: the best epoch is kept."""
+    from qpnlp.training import early_stopping
+
+    model = torch.nn.Linear(2, 1)
+    config = TrainConfig(epochs=5, patience=2, progress=False)
+    scores = iter([-5.0, -3.0, -4.0, -4.5, -1.0])
+
+    def train_epoch(epoch):
+        with torch.no_grad():
+            model.bias.fill_(epoch)                   # the parameters record the epoch
+        return 0.0
+
+    def evaluate():
+        score = next(scores)
+        return score, dict(dev=score)
+
+    out = early_stopping(model, config, Optimisers(model, config), train_epoch=train_epoch, evaluate=evaluate)
+    assert (out.best_epoch, out.best_score, len(out.history)) == (2, -3.0, 4)   # patience 2 after epoch 2
+    assert float(model.bias.detach()) == 2.0                                    # not the initial parameters
+
+
 def test_sparse_optimiser_updates_only_rows_in_the_batch():
     model = _model(weighting="trainable")
     opts = Optimisers(model, TrainConfig())

@@ -125,6 +125,15 @@ def test_unknown_words_and_missing_years_are_errors(vectors):
         vectors.at(1950).most_similar()
 
 
+def test_change_degree_refuses_a_reversed_period(vectors):
+    # a period with start > end sampled no time at all: the mean of nothing gave NaN, silently
+    assert np.isfinite(vectors.change_degree("a", (1900, 1950), (1951, 2000), step=10))
+    with pytest.raises(ValueError, match=r"period_a must be a finite \(start, end\) with start <= end"):
+        vectors.change_degree("a", (1950, 1900), (1951, 2000), step=10)
+    with pytest.raises(ValueError, match="period_b must be"):
+        vectors.change_degree("a", (1900, 1950), (2000, float("nan")), step=10)
+
+
 def test_the_vocabulary_must_fit_the_model(make):
     with pytest.raises(ValueError, match="3 words for a model of vocabulary 4"):
         keyed(make(4, 2), ["a", "b", "c"])
