@@ -151,3 +151,38 @@ def test_train_with_selection_reports_the_chosen_setting_and_saves_its_model(dat
     assert main(["evaluate", str(ckpt), "--split", "test", "--report", str(eval_report)]) == 0
     assert json.loads(eval_report.read_text())["metrics"]["accuracy"] == pytest.approx(split["test_accuracy"],
                                                                                        abs=1e-6)
+
+
+def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
+    # the default grid (dropout=0,0.3 weighting=amplitude_norm,trainable) used to override --dropout / --weighting
+    from qpnlp.commands import classify
+
+    seen = {}
+
+    def fake_train(args, report, config, options, candidates, state_root):
+        seen.update(options=options, candidates=candidates)
+        return 0
+
+    monkeypatch.setattr(classify, "_train", fake_train)
+    assert main(["train", "qpdn", "--dataset", "trec", "--drop", "0.5"]) == 0          # an abbreviation counts too
+    assert seen["options"]["dropout"] == 0.5
+    assert seen["candidates"] == [{"weighting": "amplitude_norm"}, {"weighting": "trainable"}]
+    assert "default selection grid without dropout=0,0.3" in capsys.readouterr().out
+    assert main(["train", "qpdn", "--dataset", "trec", "--dropout", "0.5", "--weighting", "idf"]) == 0
+    assert seen["candidates"] is None and seen["options"]["weighting"] == "idf"
+    assert main(["train", "qpdn", "--dataset", "trec", "--unit-amplitudes"]) == 0        # not an axis: full grid
+    assert len(seen["candidates"]) == 4
+    assert main(["train", "qpdn", "--dataset", "trec", "--dropout", "0.5", "--select", "dropout=0,0.1"]) == 0
+    assert seen["candidates"] == [{"dropout": 0}, {"dropout": 0.1}]                     # an explicit grid is kept
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--lr", "0"], "must be positive: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
+    (["--time-scale", "-1"], "time_scale must be positive"), (["--dim", "7", "--family", "IV"], "even dim"),
+    (["--max-periods", "-2"], "max_periods must be positive")])
+def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, capsys, extra, fragment):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("1900\ta b c\n2000\tb c d\n")
+    code = main(["train", "word2fun", "--corpus", str(corpus), "--epochs", "1", "--no-progress", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err              # was exit code 1

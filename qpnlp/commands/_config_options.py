@@ -19,10 +19,12 @@ import inspect
 import json
 import re
 
-__all__ = ["add_config_options", "config_options", "field_help"]
+__all__ = ["add_config_options", "config_options", "explicit_config_options", "field_help"]
 
 # Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
 FILLED_BY_TRAINER = frozenset({"num_words", "num_classes", "dim"})
+# Namespace attribute listing the config fields given on the command line (not left at their defaults).
+_EXPLICIT = "explicit_config_options"
 
 
 def field_help(config_class: type) -> dict[str, str]:
@@ -84,10 +86,9 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
         text = (helps.get(field.name, "").replace("%", "%%") + " (default %(default)s)").strip()
         annotation = str(field.type)
         kwargs: dict = dict(dest=f"config__{field.name}", default=default, help=text)
-        if annotation != "bool":
-            kwargs["metavar"] = field.name.upper()
+        # every action also records that its option was given (a default grid then leaves its axis out)
         if annotation == "bool":
-            kwargs["action"] = argparse.BooleanOptionalAction
+            kwargs["action"] = _recorded(argparse.BooleanOptionalAction)          # --flag / --no-flag
         elif annotation.startswith(("list", "tuple")):
             kwargs.update(nargs="+", type=int, default=list(default) if default is not None else None)
         elif annotation.startswith("dict"):
@@ -96,7 +97,27 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
             kwargs["type"] = {"int": int, "float": float, "str": str}[annotation]
         else:
             continue
+        if annotation != "bool":
+            kwargs.setdefault("metavar", field.name.upper())
+            kwargs["action"] = _recorded(argparse._StoreAction)
         group.add_argument(flag, **kwargs)
+
+
+def _recorded(base: type) -> type:
+    """``base`` that also notes its field in the namespace when the option is given (read back by
+    :func:`explicit_config_options`)."""
+    class Recorded(base):
+        def __call__(self, parser, namespace, values, option_string=None):
+            super().__call__(parser, namespace, values, option_string)
+            given = list(getattr(namespace, _EXPLICIT, None) or [])
+            field = self.dest[len("config__"):]
+            setattr(namespace, _EXPLICIT, given if field in given else given + [field])
+    return Recorded
+
+
+def explicit_config_options(args: argparse.Namespace) -> list[str]:
+    """The config fields given on the command line (an option at its default value counts when it was given)."""
+    return list(getattr(args, _EXPLICIT, None) or [])
 
 
 def config_options(args: argparse.Namespace) -> dict:

@@ -28,7 +28,7 @@ from ._common import (CommandFailed, Report, add_fallback_option, add_resume_opt
                       add_vectors_option, count_type, epoch_logger, load_cli_vectors,
                       prepare_outputs, pretrained_fallback,
                       state_subdir, train_config)
-from ._config_options import add_config_options, config_options
+from ._config_options import add_config_options, config_options, explicit_config_options
 
 
 def register(subparsers: dict) -> None:
@@ -48,7 +48,8 @@ def register(subparsers: dict) -> None:
                        help="select settings on dev inside each split from this grid of model options or "
                             "training settings (e.g. --select dropout=0,0.3 weighting=amplitude_norm,trainable); "
                             "only the selected setting is scored on test (default: "
-                            f"{' '.join(get_model_class(name).training_defaults.get('select', [])) or 'none'})")
+                            f"{' '.join(get_model_class(name).training_defaults.get('select', [])) or 'none'}; "
+                            "an axis of that default whose option is given, e.g. --dropout, is left out)")
         p.add_argument("--no-select", dest="select", action="store_const", const=[],
                        help="train the given setting only (no selection grid)")
         p.add_argument("--save", metavar="DIRECTORY",
@@ -64,7 +65,7 @@ def register(subparsers: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     # Everything the command line alone decides is checked before any file is read.
-    select = get_model_class(args.kind).training_defaults.get("select") if args.select is None else args.select
+    select = selection_grid(args)
     candidates = parse_grid(select) if select else None
     config = train_config(args)
     options = config_options(args)
@@ -76,6 +77,25 @@ def run(args: argparse.Namespace) -> int:
                   split="test", training_state=None if state_root is None else str(state_root))
     with report.guard():
         return _train(args, report, config, options, candidates, state_root)
+
+
+def selection_grid(args: argparse.Namespace) -> list[str]:
+    """``--select``, or the model's default grid less the axes whose model option the command line gives.
+
+    ``--dropout 0.5`` with the default grid ``dropout=0,0.3 weighting=...`` trains dropout 0.5 and searches the
+    weighting only (a given option is never overridden by a default it did not ask for).
+    """
+    if args.select is not None:
+        return args.select
+    default = get_model_class(args.kind).training_defaults.get("select", [])
+    given = set(explicit_config_options(args))
+    fixed = [axis for axis in default if axis.partition("=")[0] in given]
+    if fixed:
+        kept = [axis for axis in default if axis not in fixed]
+        print(f"default selection grid without {' '.join(fixed)} (given on the command line): "
+              f"{' '.join(kept) or 'no selection'}", flush=True)
+        return kept
+    return default
 
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:

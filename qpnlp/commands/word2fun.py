@@ -354,7 +354,7 @@ def _restored_epochs(report: Report, stats, upto: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qpnlp.word2fun import TrainConfig
+    from qpnlp.word2fun import TrainConfig, Word2FunConfig
 
     report = Report(args, command="train word2fun", model="word2fun")
     main = _writes_report()
@@ -369,14 +369,20 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(args.export_npz, "--export-npz")
     check_output_path(args.out, "--out", directory=True, model=True)
     words = list(dict.fromkeys(w.strip() for w in args.words.split(",") if w.strip()))
-    cfg = TrainConfig(
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
-        shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
-        device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
-        roughness_power=args.roughness_power, frequency_reference=args.frequency_reference,
-        rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
-        chunk_tokens=args.chunk_tokens, sync_every=args.sync_every, negative_weight=args.negative_weight,
-    )
+    try:                                          # a value the library refuses is a usage error (exit code 2)
+        cfg = TrainConfig(
+            epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
+            shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
+            device=args.device, workers=args.workers, roughness_penalty=args.roughness_penalty,
+            roughness_power=args.roughness_power, frequency_reference=args.frequency_reference,
+            rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
+            chunk_tokens=args.chunk_tokens, sync_every=args.sync_every, negative_weight=args.negative_weight,
+        )
+        Word2FunConfig(vocab_size=1, dim=args.dim, family=args.family, time_scale=args.time_scale,
+                       n_slices=args.slices, frequency_init=args.frequency_init,
+                       max_periods=args.max_periods or None, logistic=bool(args.logistic))
+    except ValueError as err:
+        raise UsageError(" ".join(str(err).split())) from None
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
                    logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,

@@ -61,6 +61,11 @@ class CNMReal(CNM):
         c = self.config
         init = (torch.eye(2 * c.dim, dtype=real)[:c.num_measurements] if c.measurement_init == "identity"
                 else torch.randn(c.num_measurements, 2 * c.dim, dtype=real, generator=generator))
+        if c.measurement_init == "orthogonal" and c.num_measurements <= 2 * c.dim:
+            # Haar-random orthonormal rows, as CNM's complex "orthogonal" (more rows than 2d cannot be orthogonal:
+            # random unit vectors then, as there)
+            q, r = torch.linalg.qr(init.T)
+            init = (q * torch.sign(torch.diagonal(r)).unsqueeze(0)).T
         self.real_measurement = nn.Parameter(init.clone())
 
     def word_states(self, ids: torch.Tensor, *, validate=None) -> tuple[torch.Tensor, torch.Tensor]:

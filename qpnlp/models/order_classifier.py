@@ -115,9 +115,9 @@ class OrderClassifierConfig(ModelConfig):
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
         if self.num_words < 2 or self.num_classes < 2:
             raise ValueError(f"need num_words >= 2 and num_classes >= 2; got {self.num_words}, {self.num_classes}")
-        if min(self.dim, self.hidden, self.filters, self.ffn_hidden, self.max_len) < 1 or not self.kernel_sizes \
-                or min(self.kernel_sizes) < 1:
-            raise ValueError("dim, hidden, filters, ffn_hidden, max_len and kernel sizes must be >= 1")
+        if min(self.dim, self.hidden, self.filters, self.heads, self.ffn_hidden, self.max_len) < 1 \
+                or not self.kernel_sizes or min(self.kernel_sizes) < 1:
+            raise ValueError("dim, hidden, filters, heads, ffn_hidden, max_len and kernel sizes must be >= 1")
         if self.network == "transformer" and self.dim % self.heads:
             raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")
         if not 0 <= self.dropout < 1:

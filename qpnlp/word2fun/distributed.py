@@ -24,7 +24,10 @@ every ``world``-th document of a corpus in memory), and the processes keep
   same updates as one process seeing all of it, only up to ``sync_every``
   batches late (the hogwild staleness of word2vec's threads, across
   processes).  The sum is exact and identical on every process, so the
-  models agree bit for bit after each synchronisation;
+  models agree bit for bit after each synchronisation.  Parameters that the
+  SGD step keeps in a range (the logistic step's centre and rate, projected
+  SGD) are projected again after the sum: each process's update stays in the
+  range, but the sum of ``W`` of them need not;
 * **uneven shards** -- a process that has finished its shard keeps joining
   the synchronisations with a zero change until every process has finished
   (a flag is reduced with the changes), so no collective is left waiting;
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from typing import Mapping
 
 import torch
 
@@ -175,11 +179,16 @@ class ParameterSync:
     ----------
     model : torch.nn.Module
         Its parameters that require gradients take part (a frozen compass does not).
+    bounds : mapping, optional
+        ``{parameter name: (lo, hi)}``: the summed values of these parameters are
+        clipped to ``[lo, hi]`` (:func:`~qpnlp.word2fun.sgd.step_bounds`).
     """
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, bounds: Mapping[str, tuple[float, float]] | None = None):
         # the snapshots live where the parameters are now: move the model to its training device first
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.params = [p for _, p in named]
+        self.bounds = [(bounds or {}).get(n) for n, _ in named]
         self.snapshot = [p.detach().clone() for p in self.params]
         self.rounds = 0
         self.broadcast()
@@ -209,9 +218,11 @@ class ParameterSync:
                                          device=self.params[0].device)])
         d.all_reduce(flat)
         i = 0
-        for p, s in zip(self.params, self.snapshot):
+        for p, s, bound in zip(self.params, self.snapshot, self.bounds):
             n = p.numel()
             s.add_(flat[i:i + n].view_as(s))
+            if bound is not None:  # the same clip in every process: the models stay equal
+                s.clamp_(*bound)
             p.copy_(s)
             i += n
         self.rounds += 1

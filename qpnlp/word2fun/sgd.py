@@ -364,6 +364,18 @@ def centre_sgd_step(
     return float(loss)
 
 
+def step_bounds(model: Word2Fun) -> dict:
+    """The ranges projected SGD keeps the logistic step in, ``{parameter name: (lo, hi)}`` (empty without the step).
+
+    :math:`c_u \\in [0, 1]` and :math:`\\ell_u = \\log k_u \\in [\\log k_{min}, \\log k_{max}]`
+    (:func:`_project_step`; a distributed run projects the summed updates again,
+    :class:`~qpnlp.word2fun.distributed.ParameterSync`).
+    """
+    if not model.logistic:
+        return {}
+    return {"step_centre.weight": (0.0, 1.0), "step_rate.weight": (math.log(STEP_RATE_MIN), math.log(STEP_RATE_MAX))}
+
+
 def _project_step(model: Word2Fun, tabs: dict) -> None:
     """Projected SGD: the rows just updated get :math:`c_u \\in [0, 1]` and :math:`k_u \\in [k_{min}, k_{max}]`.
 
@@ -371,6 +383,6 @@ def _project_step(model: Word2Fun, tabs: dict) -> None:
     step a constant (absorbed by :math:`B_u`) or a slope: the logistic term
     stays an S-shaped change inside the span, at most as slow as it starts.
     """
-    for name, lo, hi in (("step_centre", 0.0, 1.0), ("step_rate", math.log(STEP_RATE_MIN), math.log(STEP_RATE_MAX))):
-        w, i = tabs[name]
+    for param, (lo, hi) in step_bounds(model).items():
+        w, i = tabs[param.split(".")[0]]
         w.index_copy_(0, i, w.index_select(0, i).clamp_(lo, hi))

@@ -43,6 +43,7 @@ from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import ArraySource, StreamSource, TrainConfig, TrainStats, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
+from qpnlp.word2fun.sgd import step_bounds
 
 __all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig, TrainStats: qpnlp.word2fun.loop
 
@@ -380,7 +381,7 @@ def fit(
         if on_epoch is not None:
             on_epoch(epoch, st)
 
-    sync = dist.ParameterSync(model.to(dev)) if world > 1 else None
+    sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()

@@ -78,6 +78,16 @@ def test_real_ablation_has_real_vectors_of_double_size(device):
     assert_allclose(model.probabilities(ids, mask)[0, 0], vec[:, :5].square())
 
 
+@pytest.mark.parametrize("k", [5, 12])
+def test_real_ablation_orthogonal_init_gives_orthonormal_measurements(k):
+    # measurement_init="orthogonal" was silently the "random" init (correlated Gaussian rows) for CNM-Real
+    model = _model(real=True, measurement_init="orthogonal", num_measurements=k)
+    v = torch.nn.functional.normalize(model.real_measurement.detach(), dim=-1)
+    assert_allclose(v @ v.T, torch.eye(k), atol=1e-5)
+    random = _model(real=True, measurement_init="random", num_measurements=k).real_measurement.detach()
+    assert not torch.allclose(v, torch.nn.functional.normalize(random, dim=-1), atol=1e-3)
+
+
 def test_complex_default_has_complex_vectors(device):
     model = _model(device=device, measurement_init="identity")
     assert model.measurement.vectors().is_complex() and model.embedding.phase.weight.shape == (30, 6)

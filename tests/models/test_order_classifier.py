@@ -104,7 +104,9 @@ def test_readout_re_im_doubles_width():
     (dict(network="lstm"), "network"), (dict(embedding="rope"), "embedding"), (dict(rnn_cell="gru"), "rnn_cell"),
     (dict(readout="phase"), "readout"), (dict(precision="half"), "precision"), (dict(dropout=1.0), "dropout"),
     (dict(network="transformer", dim=5, heads=2), "divisible"), (dict(embedding="pe", share_parts=True), "share_parts"),
-    (dict(kernel_sizes=()), "kernel")])
+    (dict(kernel_sizes=()), "kernel"),
+    # heads 0 divided by zero (ZeroDivisionError, not a config error); heads -1 divided dim and built no layer
+    (dict(network="transformer", heads=0), "heads"), (dict(network="transformer", heads=-1), "heads")])
 def test_config_errors(bad, match):
     with pytest.raises(ValueError, match=match):
         OrderClassifierConfig(num_words=V, num_classes=2, **bad)

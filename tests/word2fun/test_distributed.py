@@ -191,3 +191,39 @@ def test_the_collectives_reduce_cpu_values_under_nccl(tmp_path, device):
         assert sync.step(False) is False and sync.rounds == 1
     finally:
         dist.destroy_process_group()
+
+
+class _TwoEqualProcesses:
+    """A stand-in for a group of two processes that made the same update: ``all_reduce`` doubles it."""
+
+    def all_reduce(self, tensor, op=None):
+        tensor.mul_(2)
+
+    def broadcast(self, tensor, src=0):
+        pass
+
+
+def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeypatch):
+    """Each process projects its steps' centres and rates; the sum of the processes' updates is projected again."""
+    import math
+
+    from qpnlp.word2fun import distributed
+    from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN
+    from qpnlp.word2fun.sgd import step_bounds
+
+    monkeypatch.setattr(distributed, "_dist", lambda: _TwoEqualProcesses())
+    model = make(3, 4, family="IV", logistic=True)
+    log = lambda *k: torch.tensor([[math.log(x)] for x in k])  # noqa: E731
+    with torch.no_grad():  # the synchronised state
+        model.step_centre.weight.copy_(torch.tensor([[0.8], [0.3], [0.5]]))
+        model.step_rate.weight.copy_(log(150.0, 12.0, 30.0))
+    sync = distributed.ParameterSync(model, bounds=step_bounds(model))
+    with torch.no_grad():  # each process's projected step: 0.8 -> 1, 0.3 -> 0, rates 150 -> 200, 12 -> 10
+        model.step_centre.weight.copy_(torch.tensor([[1.0], [0.0], [0.6]]))
+        model.step_rate.weight.copy_(log(STEP_RATE_MAX, STEP_RATE_MIN, 40.0))
+    sync.step(False)
+    torch.testing.assert_close(model.step_centre.weight, torch.tensor([[1.0], [0.0], [0.7]]))  # not 1.2 and -0.3
+    torch.testing.assert_close(model.step_rate.weight, log(STEP_RATE_MAX, STEP_RATE_MIN, 40.0 ** 2 / 30.0))
+    for p, s in zip(sync.params, sync.snapshot):  # the next round starts from the projected values
+        assert torch.equal(p, s)
+    assert step_bounds(make(3, 4, family="IV")) == {}
