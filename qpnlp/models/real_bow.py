@@ -99,7 +99,11 @@ class RealBagOfWords(Model):
         num_words, dim = config.num_words, config.dim
         real = torch.float64 if config.precision == "double" else torch.float32
         table = torch.randn(num_words, 2 * dim, dtype=real, generator=generator) / dim ** 0.5
-        if pretrained is not None:
+        if pretrained is not None:  # checked as the complex models' tables are (a (dim,) row would broadcast)
+            if tuple(pretrained.shape) != (num_words, dim):
+                raise ValueError(f"pretrained must have shape ({num_words}, {dim}); got {tuple(pretrained.shape)}")
+            if not bool(torch.isfinite(pretrained).all()):
+                raise ValueError("pretrained vectors contain NaN or inf")
             table[:, :dim] = pretrained
         table[PAD_ID] = 0
         self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)

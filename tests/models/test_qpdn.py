@@ -251,3 +251,13 @@ def test_a_word_without_a_state_is_named():
         model(ids, ids != 0)
     model.validate = False
     assert model(ids, ids != 0).shape == (1, 3)                  # unchecked: the sub-normalised mixture
+
+
+def test_real_bow_checks_its_pretrained_vectors():
+    config = RealBagOfWords.config_class(num_words=30, num_classes=2, dim=8)
+    with pytest.raises(ValueError, match=r"pretrained must have shape \(30, 8\); got \(8,\)"):
+        RealBagOfWords(config, pretrained=torch.randn(8))          # used to broadcast one row to every word
+    bad = torch.randn(30, 8)
+    bad[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="NaN or inf"):
+        RealBagOfWords(config, pretrained=bad)
