@@ -184,7 +184,10 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
 
     Parameters
     ----------
-    E : (T, W, D); years : (T,) increasing
+    E : (T, W, D); years : (T,) increasing, T >= 2
+    min_segment : int
+        Fewest times on each side of the split; a grid with fewer than
+        ``2 * min_segment`` times is split anywhere.
 
     Returns
     -------
@@ -192,6 +195,9 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     """
     X = _unit(E.to(torch.float64))  # (T, W, D)
     T = X.shape[0]
+    if T < 2 or len(years) != T:
+        raise ValueError(f"change points need E (T, W, D) and years (T,) with T >= 2; got E {tuple(E.shape)} and "
+                         f"{len(years)} years")
     cs = torch.cumsum(X, 0)  # (T, W, D)
     total = cs[-1]
     s = torch.arange(1, T, dtype=torch.float64)  # n_a for split after index s-1

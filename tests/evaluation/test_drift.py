@@ -155,3 +155,12 @@ def test_change_scores_reject_a_period_without_times():
         change_scores(E, years, (1990, 1995), (2002, 2003))
     with pytest.raises(ValueError, match="late period .* contains no time"):
         context_change_scores(P, years, (2000, 2001), (2010, 2020))
+
+
+def test_change_points_need_two_times():
+    with pytest.raises(ValueError, match="T >= 2"):
+        change_points(torch.ones(1, 2, 3), np.array([2000.0]))
+    with pytest.raises(ValueError, match="3 years"):
+        change_points(torch.ones(4, 2, 3), np.arange(3.0))
+    E = torch.tensor([[[1.0, 0.0]], [[0.0, 1.0]]])               # fewer than 2 * min_segment times: split anywhere
+    assert change_points(E, np.array([2000.0, 2001.0])).tolist() == [2000.5]
