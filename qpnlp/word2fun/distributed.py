@@ -32,8 +32,11 @@ every ``world``-th document of a corpus in memory), and the processes keep
   the synchronisations with a zero change until every process has finished
   (a flag is reduced with the changes), so no collective is left waiting;
 * **one checkpoint** -- after the last synchronisation of an epoch the
-  models are equal, the first process (rank 0) writes the checkpoint
-  atomically and the others wait at a barrier.
+  models are equal, the random generators' states of every process are
+  gathered to the first process (:func:`gather_objects`), which writes the
+  checkpoint atomically while the others wait at a barrier; resuming with
+  the same processes, each one restores its own generators (on the CPU with
+  one worker the resumed run equals the uninterrupted one bit for bit).
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
 (``4 V D`` numbers for family IV); choose ``sync_every`` so that it stays
@@ -48,8 +51,8 @@ from typing import Mapping
 
 import torch
 
-__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_sum", "all_min_max",
-           "barrier", "shutdown", "ParameterSync"]
+__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "gather_objects", "all_sum",
+           "all_min_max", "barrier", "shutdown", "ParameterSync"]
 
 
 def _dist():
@@ -125,6 +128,19 @@ def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counte
         wf.update(w)
         df.update(c)
     return wf, df
+
+
+def gather_objects(obj) -> list | None:
+    """``obj`` of every process in rank order, on the first process (None on the others; ``[obj]`` alone).
+
+    Every process must call it (a collective); ``obj`` must be picklable.
+    """
+    d = _dist()
+    if d is None:
+        return [obj]
+    gathered: list | None = [None] * d.get_world_size() if d.get_rank() == 0 else None
+    d.gather_object(obj, gathered, dst=0)
+    return gathered
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> None:

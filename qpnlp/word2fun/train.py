@@ -148,6 +148,12 @@ def _rng_state(rng: np.random.Generator, gens: list) -> dict:
 
 
 def _restore_rng(state: dict, rng: np.random.Generator, gens: list) -> None:
+    """Set the pair generator and the negatives' generators to ``state``.
+
+    With another number of workers than the run that saved ``state``, the
+    workers both runs have continue their streams, added workers keep their
+    own fresh ones and the streams of dropped workers are discarded.
+    """
     rng.bit_generator.state = state["numpy"]
     for g, s in zip(gens, state["torch"]):
         g.set_state(torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8))
@@ -227,11 +233,16 @@ def fit(
     checkpoint : path, optional
         Save the vectors there (``KeyedVectors.save_pretrained``, atomically,
         by the first process only) after every epoch, with the epochs done and
-        the random generators' states.
+        the random generators' states (of every process in a distributed run).
     resume : bool, default False
         Continue the run saved at ``checkpoint``: its model, vocabulary and
-        generators, from the next epoch (a missing checkpoint starts afresh).
-        The corpus and the settings should be the run's own.
+        generators, from the next epoch (a missing checkpoint starts afresh);
+        with the same processes and one worker the result equals that of an
+        uninterrupted run.  The corpus and the settings should be the run's
+        own; ``config.workers`` may change (the data order continues, the
+        workers both runs have keep their negative streams, added ones start
+        their own), and so may the number of processes (its shards change;
+        processes without a saved state start fresh streams).
     metadata : mapping, optional
         Extra JSON metadata for the checkpoint (the corpus size and the
         training settings are always recorded).
@@ -356,27 +367,30 @@ def fit(
     vectors = KeyedVectors(model, vocab)
     model.train()
     rng = _data_rng(cfg.seed, rank, 0)
-    gens = [torch.Generator(device=dev).manual_seed(cfg.seed + 104729 * rank)] + [
-        torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w + 104729 * rank) for w in range(1, cfg.workers)]
+    gens = _negative_generators(cfg.seed, rank, cfg.workers, dev)
     start = 0
     stats = TrainStats()
     if saved is not None:
         start = int(saved.get("epochs_done", 0))
         stats.epoch_loss = list(saved.get("epoch_loss", []))
-        if rank == 0 and saved.get("rng") and len(saved["rng"]["torch"]) == len(gens):
-            _restore_rng(saved["rng"], rng, gens)
-        elif rank > 0:
+        state = _saved_rng(saved, rank)
+        if state is not None:  # also with another number of workers (see _restore_rng)
+            _restore_rng(state, rng, gens)
+        else:  # no saved state for this process: fresh streams, never those of the first epoch again
             rng = _data_rng(cfg.seed, rank, start)
+            gens = _negative_generators(cfg.seed, rank, cfg.workers, dev, start)
     run_info = {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
                 "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
                 **dict(metadata or {})}
 
     def end_of_epoch(epoch: int, st: TrainStats) -> None:
         if checkpoint is not None:
+            state = _rng_state(rng, gens)
+            every = {"rng_by_rank": dist.gather_objects(state)} if world > 1 else {}  # rank 0 gets all processes'
             if dist.is_main_process():
                 vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
                                                               "epoch_loss": list(st.epoch_loss),
-                                                              "rng": _rng_state(rng, gens)})
+                                                              "rng": state, **every})
             dist.barrier()
         if on_epoch is not None:
             on_epoch(epoch, st)
@@ -388,8 +402,28 @@ def fit(
     return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs))
 
 
+def _saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
+    """This process's generator states in the checkpoint metadata ``saved`` (None when it holds none)."""
+    if rank == 0:
+        return saved.get("rng") or None
+    every = saved.get("rng_by_rank") or []
+    return every[rank] if rank < len(every) else None
+
+
+def _negative_generators(seed: int, rank: int, workers: int, device, epoch: int = 0) -> list[torch.Generator]:
+    """The negatives' generators of a process, one per worker, seeded by (seed, rank, worker) and, after the
+    first epoch (a resumed run without saved states), by the epoch too."""
+    if epoch == 0:
+        seeds = [seed + 7919 * w + 104729 * rank for w in range(workers)]
+    else:
+        seeds = [int(np.random.SeedSequence([seed, rank, epoch, w]).generate_state(1, np.uint64)[0])
+                 for w in range(workers)]
+    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+
 def _data_rng(seed: int, rank: int, epoch: int) -> np.random.Generator:
-    """The pair generator of a process: ``default_rng(seed)`` for a single process, else seeded by (seed, rank, epoch)."""
+    """The pair generator of a process: ``default_rng(seed)`` for the first process from epoch 0, else seeded by
+    (seed, rank, epoch)."""
     if rank == 0 and epoch == 0:
         return np.random.default_rng(seed)
     return np.random.default_rng([seed, rank, epoch])

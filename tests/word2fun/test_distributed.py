@@ -79,6 +79,87 @@ def test_resuming_from_a_checkpoint_continues_the_run(tmp_path, tiny_drift):
         fit(corpus, resume=True)
 
 
+@pytest.mark.parametrize("workers", [(1, 2), (2, 1)])
+def test_resuming_with_another_number_of_workers_continues_the_data_order(tmp_path, monkeypatch, workers):
+    """The pair generator and the common workers' negatives continue from the checkpoint; an added worker starts
+    its own stream (before, any change of ``workers`` restarted the data order: epoch 2 repeated epoch 1's)."""
+    import base64
+
+    from qpnlp.data import TimestampedCorpus
+    from qpnlp.word2fun import train
+
+    rs = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    corpus = TimestampedCorpus.from_pairs([(1900 + i % 20, list(rs.choice(words, 30))) for i in range(300)])
+    before, after = workers
+    opts = dict(dim=4, min_count=1, checkpoint=tmp_path / "ck")
+
+    def interrupt(epoch, stats):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(corpus, TrainConfig(epochs=3, seed=1, batch_size=512, workers=before), **opts, on_epoch=interrupt)
+    state = read_model_header(tmp_path / "ck")["metadata"]["rng"]
+    assert len(state["torch"]) == before
+    seen, real = {}, train.train_source
+
+    def spy(model, source, counts, cfg, **kw):
+        seen.update(rng=kw["rng"].bit_generator.state, gens=[g.get_state() for g in kw["generators"]])
+        return real(model, source, counts, cfg, **kw)
+
+    monkeypatch.setattr(train, "train_source", spy)
+    resumed = fit(corpus, TrainConfig(epochs=3, seed=1, batch_size=512, workers=after), **opts, resume=True)
+    assert resumed.epochs_done == 3
+    assert seen["rng"] == state["numpy"]  # not default_rng(seed) again
+    assert seen["rng"] != np.random.default_rng(1).bit_generator.state
+    assert len(seen["gens"]) == after
+    assert torch.equal(seen["gens"][0], torch.frombuffer(bytearray(base64.b64decode(state["torch"][0])),
+                                                         dtype=torch.uint8))
+    if after > before:  # the added worker's own stream, from its seed
+        assert torch.equal(seen["gens"][1], torch.Generator().manual_seed(1 + 7919).get_state())
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _two_processes(*args: str) -> None:
+    """``dist_worker.py args`` in two gloo processes on the CPU, started as torchrun (and ``--processes``) would."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    env.pop("QPNLP_DIST_BACKEND", None)
+    procs = [subprocess.Popen([sys.executable, str(Path(__file__).parent / "dist_worker.py"), *args],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(2)]
+    try:
+        codes = [p.wait(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert codes == [0, 0]
+
+
+def test_two_processes_resume_exactly_where_they_stopped(tmp_path, tiny_drift):
+    """Every process's generators are in the checkpoint (gathered to rank 0, written once) and restored by their
+    process: a resumed 2-process run equals the uninterrupted one bit for bit (on the CPU, gloo)."""
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    _two_processes(str(tmp_path / "c.tsv"), str(tmp_path / "whole"), str(tmp_path / "ck"), "cpu", "train")
+    metadata = read_model_header(tmp_path / "ck-epoch1")["metadata"]  # the resumed run overwrites it
+    _two_processes(str(tmp_path / "c.tsv"), str(tmp_path / "resumed"), str(tmp_path / "ck-epoch1"), "cpu", "resume")
+    for r in range(2):
+        a, b = np.load(tmp_path / f"whole-rank{r}.npz"), np.load(tmp_path / f"resumed-rank{r}.npz")
+        for key in a.files:
+            if key != "tokens":  # the resumed run counts its one epoch
+                np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert metadata["epochs_done"] == 1 and len(metadata["rng_by_rank"]) == 2
+    assert metadata["rng_by_rank"][0] == metadata["rng"] and metadata["rng_by_rank"][1] != metadata["rng"]
+
+
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
 def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift, device):
     """On the test device: gloo on CPU; on CUDA, NCCL with a GPU per process, else gloo on one shared GPU."""
