@@ -111,6 +111,70 @@ def renyi_entropy(rho, alpha: float, *, base: float = math.e) -> torch.Tensor:
     return value / math.log(base)
 
 
+def _log_divided_differences(mu: torch.Tensor, tol: float) -> torch.Tensor:
+    r"""Divided differences :math:`K_{ij} = (f(\mu_i) - f(\mu_j))/(\mu_i - \mu_j)` of :math:`f(\mu) = \log\max(\mu, \mathrm{tol})`, ``(..., k, k)``.
+
+    :math:`f'(\mu_i)` where :math:`\mu_i = \mu_j`: :math:`1/\mu_i` above
+    ``tol``, 0 below (the clamp is constant there). Above ``tol`` they are
+    computed as :math:`\log(1 + x)/(x\,\mu_{\min})`, :math:`x = (\mu_{\max} - \mu_{\min})/\mu_{\min}`,
+    which tends to :math:`1/\mu` as the gap closes without the cancellation
+    of :math:`\log\mu_i - \log\mu_j`.
+    """
+    c = mu.clamp_min(tol)
+    lo, hi = torch.minimum(c.unsqueeze(-1), c.unsqueeze(-2)), torch.maximum(c.unsqueeze(-1), c.unsqueeze(-2))
+    x = (hi - lo) / lo
+    log_ratio = torch.log1p(x)                                     # f(hi) - f(lo)
+    slope = torch.where(x > 0, log_ratio / torch.where(x > 0, x, torch.ones_like(x)), torch.ones_like(x)) / lo
+    above = mu > tol
+    both, one = above.unsqueeze(-1) & above.unsqueeze(-2), above.unsqueeze(-1) ^ above.unsqueeze(-2)
+    gap = (mu.unsqueeze(-1) - mu.unsqueeze(-2)).abs()              # > 0 where exactly one is above tol
+    across = log_ratio / torch.where(one, gap, torch.ones_like(gap))
+    return torch.where(both, slope, torch.where(one, across, torch.zeros_like(x)))
+
+
+class _TraceLog(torch.autograd.Function):
+    r""":math:`\operatorname{Tr}\rho\log\sigma = \sum_k p_k \log\mu_k` in the eigenbasis of sigma, with :math:`p_k = \langle s_k|\rho|s_k\rangle`.
+
+    ``forward(rho, sigma, tol)`` returns the trace ``(...)`` and, not
+    differentiable, the eigenvalues :math:`\mu` and populations :math:`p`
+    ``(..., d)``. Terms with :math:`p_k \le` ``tol`` are dropped
+    (:math:`0\log 0 = 0`) and :math:`\log\mu` is clamped at ``log(tol)``.
+
+    A custom Function because ``eigh``'s backward divides by the gaps between
+    eigenvalues of sigma: at the maximally mixed state (any repeated
+    eigenvalue) the gradient with respect to sigma is 0/0 = NaN, although
+    :math:`\log\sigma` is smooth there. The backward is the Daleckii-Krein
+    formula :math:`\bar\sigma = U[(U^\dagger\rho U)\circ K]U^\dagger` with the
+    divided differences K of the log (:func:`_log_divided_differences`),
+    finite at repeated eigenvalues. :math:`\bar\rho = U\operatorname{diag}(\log\mu_k\,[p_k > \mathrm{tol}])U^\dagger`,
+    as autograd gave it through the forward.
+    """
+
+    @staticmethod
+    def forward(ctx, r, s, tol):
+        mu, vecs = torch.linalg.eigh(s)
+        populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
+        log_mu = torch.log(mu.clamp_min(tol))
+        terms = torch.where(populations > tol, log_mu, torch.zeros_like(mu))
+        ctx.tol, ctx.shapes = tol, (r.shape, s.shape)
+        ctx.save_for_backward(r, mu, vecs, terms)
+        ctx.mark_non_differentiable(mu, populations)
+        return torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1), mu, populations
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    def backward(ctx, grad, grad_mu, grad_populations):
+        r, mu, vecs, terms = ctx.saved_tensors
+        g = grad.to(vecs.dtype).unsqueeze(-1).unsqueeze(-1)
+        grad_r = grad_s = None
+        if ctx.needs_input_grad[0]:
+            grad_r = (((vecs * terms.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH) * g).sum_to_size(ctx.shapes[0])
+        if ctx.needs_input_grad[1]:
+            kernel = _log_divided_differences(mu, ctx.tol).to(vecs.dtype)
+            grad_s = ((vecs @ ((vecs.mH @ r @ vecs) * kernel) @ vecs.mH) * g).sum_to_size(ctx.shapes[1])
+        return grad_r, grad_s, None
+
+
 def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     r"""Quantum relative entropy :math:`S(\rho\|\sigma) = \operatorname{Tr}\rho(\log\rho - \log\sigma)`.
 
@@ -118,6 +182,9 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     support of :math:`\rho` is not inside that of :math:`\sigma`. Computed in
     the eigenbasis of :math:`\sigma`: :math:`\operatorname{Tr}\rho\log\sigma =
     \sum_k \langle s_k|\rho|s_k\rangle \log\mu_k`. Real ``(...)``, nats by default.
+    The gradient with respect to :math:`\sigma` is the Daleckii-Krein one of
+    the logarithm, finite at repeated eigenvalues of :math:`\sigma` (see
+    :class:`_TraceLog`).
 
     >>> pure, mixed = PureState.basis_state(0, 2), DensityMatrix.maximally_mixed(2)
     >>> round(float(relative_entropy(pure, mixed, base=2)), 6)
@@ -128,13 +195,10 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     coarse = V.real_dtype_of(r.dtype if r.dtype == torch.complex64 else s.dtype)   # the inputs' own precision
     r, s = promote(r, s)
     tol = V.tolerance(coarse, r.shape[-1])
-    mu, vecs = torch.linalg.eigh(s)
+    cross, mu, populations = _TraceLog.apply(r, s, tol)
     if V.enabled():
-        V.check_spectrum("sigma", mu.detach().to(coarse), s.shape[-1])
-    populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
+        V.check_spectrum("sigma", mu.to(coarse), s.shape[-1])
     outside = (mu <= tol) & (populations > tol)
-    log_mu = torch.log(mu.clamp_min(tol))
-    cross = torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1)
     neg_entropy = -von_neumann_entropy(rho)                    # at rho's own precision (exactly 0 when pure)
     value = ((neg_entropy - cross) / math.log(base)).clamp_min(0)   # >= 0 (Klein), not -eps from round-off
     return torch.where(outside.any(-1), torch.full_like(value, math.inf), value)

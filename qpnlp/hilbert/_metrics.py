@@ -33,7 +33,7 @@ import torch
 
 from . import _validation as V
 from ._linalg import promote
-from ._operands import as_density_tensor, check_pair, eigen_factor, safe_sqrt, sqrt_factor
+from ._operands import as_density_tensor, check_pair, root_overlap, safe_sqrt, sqrt_factor
 from ._states import DensityMatrix, PureState
 
 __all__ = ["fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
@@ -193,19 +193,17 @@ def hellinger_affinity(rho, sigma) -> torch.Tensor:
     :math:`\sigma = \sum_j \mu_j |v_j\rangle\langle v_j|`,
     :math:`A = \sum_{ij} \sqrt{\lambda_i\mu_j}\,|\langle u_i|v_j\rangle|^2`
     (for ensembles from the SVD of their factors, no d x d matrix). It is
-    at most :math:`\sqrt F`.
+    at most :math:`\sqrt F`. The gradient is the Daleckii-Krein one of the
+    square root, finite where eigenvalues or singular values repeat (padded
+    ensembles, equal weights on orthogonal words, the maximally mixed state;
+    see :func:`~qpnlp.hilbert._operands.root_overlap`).
 
     >>> rho = DensityMatrix.maximally_mixed(2); psi = PureState.basis_state(0, 2)
     >>> round(float(hellinger_affinity(rho, psi)), 6)    # sqrt(1/2)
     0.707107
     """
     _check_dims(rho, sigma)
-    lam, u = eigen_factor(rho, "rho")
-    mu, v = eigen_factor(sigma, "sigma")
-    u, v = promote(u, v)
-    overlaps = _squared_modulus(u.mH @ v)                          # (..., r, m)
-    lam, mu = safe_sqrt(lam).to(overlaps.dtype), safe_sqrt(mu).to(overlaps.dtype)
-    return (lam.unsqueeze(-2) @ overlaps @ mu.unsqueeze(-1)).squeeze(-1).squeeze(-1).clamp(0.0, 1.0)
+    return root_overlap(rho, sigma).clamp(0.0, 1.0)
 
 
 def hellinger_distance(rho, sigma) -> torch.Tensor:

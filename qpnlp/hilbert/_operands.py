@@ -11,7 +11,10 @@ into what a formula needs, as cheaply and as exactly as the kind allows:
   exact for pure states (:math:`A = |\psi\rangle`, d x 1) and ensembles
   (:math:`A = [\sqrt{p_i}\,w_i]`, d x n), from ``eigh`` otherwise;
 * :func:`eigen_factor` - :math:`\rho = U \operatorname{diag}(\lambda) U^\dagger`,
-  from the thin SVD of :math:`A` for ensembles (no d x d matrix).
+  from the thin SVD of :math:`A` for ensembles (no d x d matrix);
+* :func:`root_overlap` - :math:`\operatorname{Tr}\sqrt\rho\sqrt\sigma` from
+  those decompositions, with gradients that stay finite where eigenvalues or
+  singular values repeat (padding, equal weights, the maximally mixed state).
 
 Dense matrices built in floating point carry spurious eigenvalues of a few
 :math:`\epsilon\,\lambda_{\max}` where the true ones are zero, and a square
@@ -29,6 +32,7 @@ import torch
 from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
+from ._linalg import promote
 from ._states import DensityMatrix, PureState
 
 #: Eigenvalues of a dense state below ``RANK_FACTOR * sqrt(d) * eps * lambda_max`` are zero.
@@ -97,13 +101,23 @@ def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.T
     return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
 
 
-def _dense_eigen(obj, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    rho = as_density_tensor(obj, name)
+def _dense_eigen(rho: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     lam, vecs = torch.linalg.eigh(rho)
     if V.enabled():
         V.check_spectrum(name, lam, rho.shape[-1])                    # free: the eigenvalues are here
     keep = lam > rank_tolerance(lam, rho.shape[-1])
     return lam, vecs, keep
+
+
+def _root_kernel(roots: torch.Tensor) -> torch.Tensor:
+    r"""Divided differences of the square root, :math:`K_{ij} = 1/(\sqrt{\lambda_i} + \sqrt{\lambda_j})`, ``(..., r, r)``.
+
+    ``roots`` ``(..., r)`` are the :math:`\sqrt{\lambda_i}`;
+    :math:`(\sqrt{\lambda_i} - \sqrt{\lambda_j})/(\lambda_i - \lambda_j)` needs no
+    gap, so K is finite at repeated eigenvalues. 0 where both roots are zero.
+    """
+    total = roots.unsqueeze(-1) + roots.unsqueeze(-2)
+    return torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(total))
 
 
 class _PsdSqrt(torch.autograd.Function):
@@ -129,10 +143,7 @@ class _PsdSqrt(torch.autograd.Function):
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad_root, grad_lam):
         vecs, roots = ctx.saved_tensors
-        total = roots.unsqueeze(-1) + roots.unsqueeze(-2)
-        kernel = torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)),
-                             torch.zeros_like(total))
-        return vecs @ ((vecs.mH @ grad_root @ vecs) * kernel.to(vecs.dtype)) @ vecs.mH
+        return vecs @ ((vecs.mH @ grad_root @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH
 
 
 def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
@@ -155,19 +166,118 @@ def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
     return root
 
 
+def root_operand(obj, name: str = "rho") -> tuple[str, torch.Tensor]:
+    """The tensor a state is decomposed from, and how: ``"pure"`` (..., d), ``"factor"`` (..., d, n) or ``"dense"`` (..., d, d)."""
+    if isinstance(obj, PureState):
+        return "pure", obj.data
+    if isinstance(obj, Ensemble):
+        return "factor", obj.factor()
+    return "dense", as_density_tensor(obj, name)
+
+
+def _eigen(kind: str, x: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    r"""Eigenvalues ``(..., r)``, eigenvectors ``(..., d, r)`` and, for a factor :math:`A = U S W^\dagger`, W ``(..., n, r)``."""
+    if kind == "pure":
+        return torch.ones(x.shape[:-1] + (1,), dtype=V.real_dtype_of(x.dtype), device=x.device), x.unsqueeze(-1), None
+    if kind == "factor":
+        u, s, wh = torch.linalg.svd(x, full_matrices=False)
+        return s.square(), u, wh.mH
+    lam, vecs, keep = _dense_eigen(x, name)
+    return torch.where(keep, lam, torch.zeros_like(lam)), vecs, None
+
+
 def eigen_factor(obj, name: str = "rho") -> tuple[torch.Tensor, torch.Tensor]:
     r"""Eigenvalues ``(..., r)`` and orthonormal eigenvectors as columns ``(..., d, r)`` of the support.
 
     Ensembles go through the thin SVD :math:`A = U S W^\dagger` of their
     factor (:math:`\lambda = S^2`, no d x d matrix, no spurious eigenvalues);
     dense states through ``eigh`` with the eigenvalues below
-    :func:`rank_tolerance` set to zero.
+    :func:`rank_tolerance` set to zero. Their autograd is torch's SVD/eigh
+    backward, NaN at repeated values: differentiate functions of
+    :math:`\sqrt\rho` through :func:`root_overlap` instead.
     """
-    if isinstance(obj, PureState):
-        ones = torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
-        return ones, obj.data.unsqueeze(-1)
-    if isinstance(obj, Ensemble):
-        u, s, _ = torch.linalg.svd(obj.factor(), full_matrices=False)
-        return s.square(), u
-    lam, vecs, keep = _dense_eigen(obj, name)
-    return torch.where(keep, lam, torch.zeros_like(lam)), vecs
+    lam, vecs, _ = _eigen(*root_operand(obj, name), name)
+    return lam, vecs
+
+
+def _root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
+                   overlap: torch.Tensor, other_roots: torch.Tensor, other_vecs: torch.Tensor) -> torch.Tensor:
+    r"""Gradient of :math:`\operatorname{Tr}(\sqrt\rho\,G)` with respect to the tensor rho was decomposed from.
+
+    :math:`G = V\operatorname{diag}(t)V^\dagger` is given thin (``other_vecs``
+    V ``(..., d, k)``, ``other_roots`` t ``(..., k)``), rho by its roots
+    :math:`s_i = \sqrt{\lambda_i}` ``(..., r)`` and vectors U ``(..., d, r)``,
+    and ``overlap`` is :math:`M = U^\dagger V`. With :math:`H = U^\dagger G U = M T M^\dagger`
+    and the Daleckii-Krein kernel :math:`K_{ij} = 1/(s_i + s_j)` (:func:`_root_kernel`):
+
+    * pure, :math:`\sqrt\rho = \psi\psi^\dagger`: :math:`\bar\psi = 2 G \psi` ``(..., d, 1)``;
+    * dense: :math:`\bar\rho = U (H \circ K) U^\dagger` ``(..., d, d)`` (U square);
+    * factor :math:`A = U S W^\dagger`: :math:`\bar A = 2\bar\rho A
+      = 2\,[U (H \circ K S) + (I - UU^\dagger) G U D]\,W^\dagger` ``(..., d, n)``,
+      D the indicator of :math:`s_j > 0`; the complement of U enters only
+      through :math:`(I - UU^\dagger) G U = V T M^\dagger - U H`, so no d x d matrix is formed.
+    """
+    scaled = overlap * other_roots.to(overlap.dtype).unsqueeze(-2)                  # M T  (..., r, k)
+    g_u = other_vecs @ scaled.mH                                                     # G U  (..., d, r)
+    if kind == "pure":
+        return 2 * g_u
+    h = scaled @ overlap.mH                                                          # U^H G U  (..., r, r)
+    kernel = _root_kernel(roots)
+    if kind == "dense":
+        return vecs @ (h * kernel.to(h.dtype)) @ vecs.mH
+    support = (roots > 0).to(h.dtype).unsqueeze(-2)
+    inside = vecs @ (h * (kernel * roots.unsqueeze(-2)).to(h.dtype))                # U (H o K S)
+    return 2 * (inside + (g_u - vecs @ h) * support) @ right.mH
+
+
+class _RootOverlap(torch.autograd.Function):
+    r""":math:`\operatorname{Tr}\sqrt\rho\sqrt\sigma = \sum_{ij} s_i t_j |\langle u_i|v_j\rangle|^2` from both spectral decompositions.
+
+    A custom Function because torch's SVD and ``eigh`` backwards divide by
+    the gaps between singular values / eigenvalues: a padded ensemble (zero
+    columns in its factor), equal weights on orthogonal words or a dense
+    state with a repeated eigenvalue give 0/0 = NaN, although
+    :math:`\sqrt\rho` is smooth there. The backward is the Daleckii-Krein
+    formula of the square root, whose divided differences
+    :math:`1/(s_i + s_j)` need no gap (:func:`_root_pullback`). Inputs are
+    the tensors of :func:`root_operand`; ``specs`` their ``(kind, name)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, y, specs):
+        (lam_x, u, right_x), (lam_y, v, right_y) = (_eigen(kind, z, name) for (kind, name), z in zip(specs, (x, y)))
+        u, v = promote(u, v)
+        right_x, right_y = (None if w is None else w.to(u.dtype) for w in (right_x, right_y))
+        overlap = u.mH @ v                                                           # (..., r, m)
+        squares = overlap.real.square() + overlap.imag.square()
+        s, t = safe_sqrt(lam_x).to(squares.dtype), safe_sqrt(lam_y).to(squares.dtype)
+        ctx.kinds, ctx.inputs = (specs[0][0], specs[1][0]), ((x.shape, x.dtype), (y.shape, y.dtype))
+        ctx.save_for_backward(s, u, right_x, t, v, right_y, overlap)
+        return (s.unsqueeze(-2) @ squares @ t.unsqueeze(-1)).squeeze(-1).squeeze(-1)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    def backward(ctx, grad):
+        s, u, right_x, t, v, right_y, overlap = ctx.saved_tensors
+        g = grad.to(u.dtype).unsqueeze(-1).unsqueeze(-1)
+        grads = [None, None, None]
+        sides = ((s, u, right_x, overlap, t, v), (t, v, right_y, overlap.mH, s, u))
+        for i, side in enumerate(sides):
+            if ctx.needs_input_grad[i]:
+                full = _root_pullback(ctx.kinds[i], *side) * g
+                full = full.squeeze(-1) if ctx.kinds[i] == "pure" else full
+                shape, dtype = ctx.inputs[i]
+                grads[i] = full.to(dtype).sum_to_size(shape)                   # the input's batch shape and dtype
+        return tuple(grads)
+
+
+def root_overlap(rho, sigma) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}\sqrt\rho\sqrt\sigma`, real ``(...)``, from the decompositions of :func:`eigen_factor`.
+
+    :math:`\sum_{ij}\sqrt{\lambda_i\mu_j}\,|\langle u_i|v_j\rangle|^2`: an
+    r x m matrix of overlaps, no d x d matrix for pure states and ensembles.
+    Differentiable with finite gradients at repeated eigenvalues and
+    singular values (see :class:`_RootOverlap`); not twice differentiable.
+    """
+    (kind_x, x), (kind_y, y) = root_operand(rho, "rho"), root_operand(sigma, "sigma")
+    return _RootOverlap.apply(x, y, ((kind_x, "rho"), (kind_y, "sigma")))

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, bures_angle, bures_distance, fidelity,
-                           hellinger_affinity, hellinger_distance, hilbert_schmidt_distance, random_density_matrix,
-                           random_pure_state, sub_fidelity, super_fidelity)
+                           hellinger_affinity, hellinger_distance, hilbert_schmidt_distance, masked_softmax,
+                           random_density_matrix, random_pure_state, sub_fidelity, super_fidelity)
 from qpnlp.testing import assert_allclose, density_matrices, ensembles
 
 DTYPES = st.sampled_from([torch.complex64, torch.complex128])
@@ -140,3 +140,141 @@ def test_gradcheck(fn):
                      torch.tensor([0.7, 0.3], dtype=torch.float64))
     assert torch.autograd.gradcheck(
         lambda s: fn(Ensemble(torch.nn.functional.normalize(s, dim=-1), weights), other), (states,))
+
+
+# --- gradients at repeated singular values / eigenvalues -------------------------------------------------------------
+# torch's SVD and eigh backwards divide by the gaps between singular values / eigenvalues, so the affinity's gradient
+# was all-NaN for padded ensembles (zero columns in the factor), equal weights on orthogonal words and dense states with
+# a repeated eigenvalue. It is now the Daleckii-Krein one of the square root, checked against central differences.
+
+_D = 5
+
+
+def _gen_states(n, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, _D, dtype=torch.complex128, generator=gen), dim=-1)
+
+
+def _others():
+    gen = torch.Generator().manual_seed(11)
+    return {"ensemble": Ensemble(_gen_states(3, 12), torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)),
+            "dense": random_density_matrix(_D, dtype=torch.complex128, generator=gen),
+            "pure": random_pure_state(_D, dtype=torch.complex128, generator=gen)}
+
+
+def _traceless_hermitian(d, gen):
+    h = torch.randn(d, d, dtype=torch.complex128, generator=gen)
+    h = h + h.mH
+    return h - torch.eye(d, dtype=h.dtype) * torch.diagonal(h).sum() / d
+
+
+def _spectral_density(spectrum, seed=2):
+    u = torch.linalg.qr(torch.randn(_D, _D, dtype=torch.complex128, generator=torch.Generator().manual_seed(seed)))[0]
+    return u @ torch.diag(torch.tensor(spectrum, dtype=torch.complex128)) @ u.mH
+
+
+_PAD_MASK = torch.tensor([True, True, False, False])
+_PAD_WEIGHTS = torch.tensor([0.6, 0.4, 0.0, 0.0], dtype=torch.float64)
+_THIRDS = torch.full((3,), 1 / 3, dtype=torch.float64)
+_REPEAT = torch.tensor([0, 1, 0, 2])                                       # "a b a <pad>": a rank-deficient factor
+
+# (point x0 (complex128), rho(x) as a state, kind of direction): the degenerate points of the bug report
+_DEGENERATE = {
+    "padded": (_gen_states(4, 1), lambda s: Ensemble(torch.nn.functional.normalize(s, dim=-1), _PAD_WEIGHTS,
+                                                     mask=_PAD_MASK), "any"),
+    "orthogonal-equal-weights": (torch.eye(_D, dtype=torch.complex128)[:3], lambda s: Ensemble(
+        torch.nn.functional.normalize(s, dim=-1), _THIRDS), "any"),
+    "repeated-word": (_gen_states(3, 3), lambda e: Ensemble(torch.nn.functional.normalize(e, dim=-1)[_REPEAT],
+                                                            torch.tensor([0.4, 0.3, 0.3, 0.0], dtype=torch.float64),
+                                                            mask=torch.tensor([True, True, True, False])), "any"),
+    "dense-maximally-mixed": (torch.eye(_D, dtype=torch.complex128) / _D, DensityMatrix, "traceless"),
+    "dense-repeated-eigenvalues": (_spectral_density([0.4, 0.2, 0.2, 0.1, 0.1]), DensityMatrix, "traceless"),
+}
+
+
+@pytest.mark.parametrize("other", ["ensemble", "dense", "pure"])
+@pytest.mark.parametrize("point", sorted(_DEGENERATE))
+@pytest.mark.parametrize("fn", [hellinger_affinity, hellinger_distance])
+def test_hellinger_gradient_is_finite_and_matches_finite_differences_at_repeated_values(fn, point, other):
+    x0, state, direction = _DEGENERATE[point]
+    sigma = _others()[other]
+    x = x0.clone().requires_grad_(True)
+    fn(state(x), sigma).backward()
+    assert torch.isfinite(torch.view_as_real(x.grad)).all()
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(2):
+        h = (_traceless_hermitian(_D, gen) if direction == "traceless"
+             else torch.randn(x0.shape, dtype=torch.complex128, generator=gen))
+        t = 1e-6
+        numeric = (fn(state(x0 + t * h), sigma) - fn(state(x0 - t * h), sigma)) / (2 * t)
+        assert abs(float(numeric) - float((x.grad.conj() * h).sum().real)) < 1e-7
+
+
+def test_hellinger_gradient_is_finite_on_both_sides_and_for_softmax_weights():
+    a_states, b_states = _gen_states(4, 4).requires_grad_(True), _gen_states(4, 5).requires_grad_(True)
+    scores = torch.randn(4, dtype=torch.float64, generator=torch.Generator().manual_seed(6), requires_grad=True)
+    mask_b = torch.tensor([True, False, True, False])
+    a = Ensemble(a_states, masked_softmax(scores, _PAD_MASK), mask=_PAD_MASK)
+    b = Ensemble(b_states, torch.tensor([0.5, 0.0, 0.5, 0.0], dtype=torch.float64), mask=mask_b)
+    hellinger_distance(a, b).backward()
+    for grad in (a_states.grad, b_states.grad, scores.grad):
+        assert torch.isfinite(torch.view_as_real(grad) if grad.is_complex() else grad).all()
+    assert (a_states.grad[2:] == 0).all() and (scores.grad[2:] == 0).all()          # padding gets exactly nothing
+    root = DensityMatrix.maximally_mixed(_D, dtype=torch.complex128).data.requires_grad_(True)
+    hellinger_affinity(DensityMatrix(root), DensityMatrix(root.detach().clone().requires_grad_(True))).backward()
+    assert torch.isfinite(torch.view_as_real(root.grad)).all()
+
+
+def _normalised_hermitian(x):
+    h = (x + x.mH) / 2
+    return h / torch.diagonal(h, dim1=-2, dim2=-1).sum(-1).real.unsqueeze(-1).unsqueeze(-1)
+
+
+def test_hellinger_gradcheck_at_repeated_values():
+    sigma = _others()["ensemble"]
+    for point in ("padded", "orthogonal-equal-weights", "repeated-word"):
+        x0, state, _ = _DEGENERATE[point]
+        x = x0.clone().requires_grad_(True)
+        assert torch.autograd.gradcheck(lambda s: hellinger_distance(state(s), sigma), (x,))
+    eye = torch.eye(_D, dtype=torch.complex128) / _D
+    assert torch.autograd.gradcheck(lambda x: hellinger_affinity(DensityMatrix(_normalised_hermitian(x)), sigma),
+                                    (eye.clone().requires_grad_(True),))
+    batch = torch.stack([_gen_states(4, 8), _gen_states(4, 9)]).requires_grad_(True)      # (2,) padded vs (2, 1) pure
+    masks = torch.tensor([[True, True, False, False], [True, True, True, False]])
+    weights = torch.tensor([[0.6, 0.4, 0.0, 0.0], [0.5, 0.25, 0.25, 0.0]], dtype=torch.float64)
+    pure = PureState(torch.stack([_gen_states(1, 10), _gen_states(1, 11)]))
+    assert torch.autograd.gradcheck(lambda s: hellinger_affinity(
+        Ensemble(torch.nn.functional.normalize(s, dim=-1), weights, mask=masks), pure), (batch,))
+
+
+def _reference_affinity(rho, sigma):
+    """The former formula, through torch's SVD / eigh backwards (right away from repeated values)."""
+    def spectral(obj):
+        if isinstance(obj, PureState):
+            return torch.ones(1, dtype=torch.float64), obj.data.unsqueeze(-1)
+        if isinstance(obj, Ensemble):
+            u, s, _ = torch.linalg.svd(obj.factor(), full_matrices=False)
+            return s.square(), u
+        lam, vecs = torch.linalg.eigh(obj.data)
+        return lam.clamp_min(0), vecs
+    (lam, u), (mu, v) = spectral(rho), spectral(sigma)
+    overlaps = (u.mH @ v).abs().square()
+    return lam.sqrt() @ overlaps @ mu.sqrt()
+
+
+@pytest.mark.parametrize("other", ["ensemble", "dense", "pure"])
+def test_hellinger_gradient_is_unchanged_at_generic_points(other):
+    sigma = _others()[other]
+    gen = torch.Generator().manual_seed(13)
+    weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    cases = [(lambda s: Ensemble(torch.nn.functional.normalize(s, dim=-1), weights), _gen_states(3, 14)),
+             (lambda p: PureState(torch.nn.functional.normalize(p, dim=-1)), _gen_states(1, 15)[0]),
+             (lambda r: DensityMatrix((r + r.mH) / 2), random_density_matrix(_D, dtype=torch.complex128,
+                                                                             generator=gen).data)]
+    for state, x0 in cases:
+        new, old = x0.clone().requires_grad_(True), x0.clone().requires_grad_(True)
+        value = hellinger_affinity(state(new), sigma)
+        value.backward()
+        _reference_affinity(state(old), sigma).backward()
+        assert abs(float(value.detach()) - float(_reference_affinity(state(x0), sigma))) < 1e-14
+        torch.testing.assert_close(new.grad, old.grad, rtol=0, atol=1e-12)

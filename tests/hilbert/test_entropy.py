@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, linear_entropy, quantum_jensen_shannon_divergence,
-                           random_density_matrix, renyi_entropy, von_neumann_entropy)
+                           random_density_matrix, relative_entropy, renyi_entropy, von_neumann_entropy)
 from qpnlp.testing import assert_allclose, density_matrices, ensembles
 
 DTYPES = st.sampled_from([torch.complex64, torch.complex128])
@@ -136,3 +136,89 @@ def test_qjsd_gradcheck():
     weights = torch.tensor([0.7, 0.3], dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda s: quantum_jensen_shannon_divergence(
         Ensemble(torch.nn.functional.normalize(s, dim=-1), weights), other), (states,))
+
+
+# --- relative entropy: gradient in sigma at repeated eigenvalues ------------------------------------------------------
+# Tr rho log sigma was differentiated through eigh, whose backward divides by eigenvalue gaps: NaN at sigma = I/d. It is
+# now the Daleckii-Krein gradient of the log, (log mu_i - log mu_j)/(mu_i - mu_j) and 1/mu_i where they are equal.
+
+def _traceless_hermitian(d, gen):
+    h = torch.randn(d, d, dtype=torch.complex128, generator=gen)
+    h = h + h.mH
+    return h - torch.eye(d, dtype=h.dtype) * torch.diagonal(h).sum() / d
+
+
+def _sigma(spectrum, seed=2):
+    d = len(spectrum)
+    u = torch.linalg.qr(torch.randn(d, d, dtype=torch.complex128, generator=torch.Generator().manual_seed(seed)))[0]
+    return u @ torch.diag(torch.tensor(spectrum, dtype=torch.complex128)) @ u.mH
+
+
+def _rhos(d=5):
+    gen = torch.Generator().manual_seed(4)
+    return {"full-rank": random_density_matrix(d, dtype=torch.complex128, generator=gen).data,
+            "rank-2": random_density_matrix(d, rank=2, dtype=torch.complex128, generator=gen).data,
+            "pure": PureState(torch.nn.functional.normalize(torch.randn(d, dtype=torch.complex128, generator=gen),
+                                                            dim=-1)).proj().data}
+
+
+@pytest.mark.parametrize("rho", ["full-rank", "rank-2", "pure"])
+@pytest.mark.parametrize("spectrum", [(0.2,) * 5, (0.4, 0.2, 0.2, 0.1, 0.1)], ids=["maximally-mixed", "repeated"])
+def test_relative_entropy_gradient_in_sigma_is_finite_at_repeated_eigenvalues(spectrum, rho):
+    r, s0 = _rhos()[rho], _sigma(spectrum)
+    s = s0.clone().requires_grad_(True)
+    relative_entropy(r, s).backward()
+    assert torch.isfinite(torch.view_as_real(s.grad)).all()
+    gen = torch.Generator().manual_seed(8)
+    for _ in range(2):
+        h, t = _traceless_hermitian(5, gen), 1e-6
+        numeric = (relative_entropy(r, s0 + t * h) - relative_entropy(r, s0 - t * h)) / (2 * t)
+        assert abs(float(numeric) - float((s.grad.conj() * h).sum().real)) < 1e-7
+
+
+def test_relative_entropy_gradient_at_the_maximally_mixed_state_is_closed_form():
+    # S(rho || sigma) = -S(rho) - Tr rho log sigma; at sigma = I/d every divided difference of log is d: grad = -d rho
+    r = _rhos()["full-rank"]
+    s = (torch.eye(5, dtype=torch.complex128) / 5).requires_grad_(True)
+    relative_entropy(r, s).backward()
+    torch.testing.assert_close(s.grad, -5 * r, rtol=0, atol=1e-12)
+
+
+def test_relative_entropy_gradcheck_at_repeated_eigenvalues():
+    def normalised(x):
+        h = (x + x.mH) / 2
+        return h / torch.diagonal(h, dim1=-2, dim2=-1).sum(-1).real.unsqueeze(-1).unsqueeze(-1)
+
+    rhos = _rhos()
+    eye = torch.eye(5, dtype=torch.complex128) / 5
+    assert torch.autograd.gradcheck(lambda x: relative_entropy(rhos["full-rank"], normalised(x)),
+                                    (eye.clone().requires_grad_(True),))
+    batch = torch.stack([rhos["full-rank"], rhos["rank-2"]]).unsqueeze(1)                 # (2, 1) rho vs (2,) sigma
+    sigmas = torch.stack([eye, _sigma((0.4, 0.2, 0.2, 0.1, 0.1))]).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: relative_entropy(batch, normalised(x)), (sigmas,))
+    states = torch.randn(4, 5, dtype=torch.complex128, generator=torch.Generator().manual_seed(9))
+    weights = torch.tensor([0.6, 0.4, 0.0, 0.0], dtype=torch.float64)
+    mix = Ensemble(torch.nn.functional.normalize(states, dim=-1), weights,
+                   mask=torch.tensor([True, True, False, False]))
+    assert torch.autograd.gradcheck(lambda x: relative_entropy(mix, normalised(x)), (eye.clone().requires_grad_(True),))
+
+
+def _reference_relative_entropy(r, s):
+    """The former formula, through eigh's backward (right away from repeated eigenvalues)."""
+    tol = 1e-12
+    mu, vecs = torch.linalg.eigh(s)
+    populations = torch.einsum("ak,ab,bk->k", vecs.conj(), r, vecs).real
+    cross = torch.where(populations > tol, populations * torch.log(mu.clamp_min(tol)), torch.zeros_like(mu)).sum()
+    return -von_neumann_entropy(r) - cross
+
+
+@pytest.mark.parametrize("rho", ["full-rank", "rank-2"])
+def test_relative_entropy_gradients_are_unchanged_at_generic_points(rho):
+    gen = torch.Generator().manual_seed(10)
+    r0, s0 = _rhos()[rho], random_density_matrix(5, dtype=torch.complex128, generator=gen).data
+    r, s = r0.clone().requires_grad_(True), s0.clone().requires_grad_(True)
+    relative_entropy(r, s).backward()
+    r_ref, s_ref = r0.clone().requires_grad_(True), s0.clone().requires_grad_(True)
+    _reference_relative_entropy(r_ref, s_ref).backward()
+    torch.testing.assert_close(s.grad, s_ref.grad, rtol=0, atol=1e-12)
+    torch.testing.assert_close(r.grad, r_ref.grad, rtol=0, atol=1e-12)
