@@ -3,7 +3,7 @@
 Each side is one or more run directories (their ``results.json``; several directories = several seeds of the
 fixed-split data sets). Splits are paired by (data set, split name, seed), so only splits both sides ran are
 compared. The last columns choose, in every split, the side with the better dev accuracy (ties: the first side)
-and score that side's test accuracy: the two runs as one dev-selected grid. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided; reported
+and score that side's test accuracy: the two runs as one dev-selected grid. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided, on the exact differences of correct/n; reported
 where there are at least 5 pairs, as the complex-order paper does over folds/seeds).
 
 Usage::
@@ -20,6 +20,8 @@ import statistics
 from pathlib import Path
 
 from scipy.stats import wilcoxon
+
+from _stats import exact_accuracy  # benchmarks/ (this script's folder)
 
 ORDER = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
 
@@ -55,7 +57,9 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
         selected = [y if chosen else x for x, y, chosen in zip(xs, ys, b_chosen)]
         diffs = [y - x for x, y in zip(xs, ys)]
         better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-        p = f"{wilcoxon(ys, xs).pvalue:.3f}" if len(keys) >= 5 and any(diffs) else "-"
+        # on the exact differences of correct/n: float32 accuracies would split tied differences in their last bits
+        exact = [float(exact_accuracy(y) - exact_accuracy(x)) for x, y in zip(xs, ys)]
+        p = f"{wilcoxon(exact).pvalue:.3f}" if len(keys) >= 5 and any(exact) else "-"
         lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {100 * statistics.fmean(diffs):+.1f} ± "
                      f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
                      f"{len(diffs) - better - worse} | {p} | {len(keys)} | {_mean_std(selected)} | "

@@ -65,6 +65,8 @@ from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
 from qpnlp.training.trainer import ConfigError, TrainingDiverged
 
+from _stats import exact_accuracy  # benchmarks/ (this script's folder)
+
 TIMINGS: list[dict] = []
 SENSITIVITY: list[tuple[str, str]] = []
 DATASETS = ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"]
@@ -261,7 +263,7 @@ def _caption(args, records) -> str:
     grid = (f" Parameter search: grid {' '.join(args.grid)} selected on dev inside every (split, seed, network, "
             f"variant) cell, test scored for the selected setting only; the grid's axes replace the single values "
             f"above, and t/PE compares the selected settings." if args.grid else "")
-    return (f"Accuracy (mean ± std over splits x seeds; n = number of runs), seeds {args.seeds}, "
+    return (f"Accuracy (mean ± sample std over splits x seeds; n = number of runs), seeds {args.seeds}, "
             f"{args.folds}-fold CV ({_folds_run(records)}) for CR/MPQA/MR/SUBJ, fixed splits "
             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
@@ -337,7 +339,8 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
     """
     acc = {}
     for r in records:
-        acc.setdefault((r["network"], r["dataset"], r["variant"]), {})[(r["split"], r["seed"])] = r["test_accuracy"]
+        acc.setdefault((r["network"], r["dataset"], r["variant"]), {})[(r["split"], r["seed"])] = exact_accuracy(
+            r["test_accuracy"])
     out = []
     for network in networks:
         for d in datasets:
@@ -348,7 +351,7 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
             ps = [a["p"] for a in against.values()]
             holds = all(a["margin"] > 0 for a in against.values())
             worst = min(against, key=lambda v: against[v]["margin"])
-            out.append(dict(network=network, dataset=d, complex_order_mean=float(np.mean(list(co.values()))),
+            out.append(dict(network=network, dataset=d, complex_order_mean=float(sum(co.values()) / len(co)),
                             pairs=min(a["pairs"] for a in against.values()), against=against, worst_variant=worst,
                             worst_margin=against[worst]["margin"], max_p=None if None in ps else max(ps),
                             verdict="no" if not holds else "significant" if all(p is not None and p < 0.05
@@ -357,17 +360,22 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
 
 
 def _paired(ours: dict, other: dict) -> dict:
-    diff = np.array([ours[k] - other[k] for k in sorted(set(ours) & set(other))])
+    exact = [ours[k] - other[k] for k in sorted(set(ours) & set(other))]
+    diff = np.array([float(x) for x in exact])
     p = None
     if len(diff) >= MIN_PAIRS:
+        # zero differences dropped (zero_method "wilcox"); exact null distribution, over all sign flips of the
+        # nonzero differences when some tie or are zero (scipy's method "auto" for <= 13 pairs)
         p = 1.0 if not diff.any() else float(wilcoxon(diff, alternative="two-sided").pvalue)
-    return dict(pairs=len(diff), margin=float(diff.mean()) if len(diff) else None, p=p)
+    return dict(pairs=len(diff), margin=float(sum(exact) / len(exact)) if exact else None, p=p)
 
 
 def _claims_table(verdicts: list[dict]) -> list[str]:
     lines = ["", "Does complex-order beat all four other variants? Runs paired by (split, seed); each column: mean "
              "paired difference of test accuracy in points (complex-order minus the variant) and the two-sided "
-             f"Wilcoxon signed-rank p on the pairs (scipy.stats.wilcoxon; '-' under {MIN_PAIRS} pairs). Verdict: "
+             "Wilcoxon signed-rank p on the pairs (scipy.stats.wilcoxon on the exact differences of correct/n; zero "
+             "differences dropped; exact null distribution, over all sign flips when differences tie or are zero; "
+             f"'-' under {MIN_PAIRS} pairs). Verdict: "
              "'holds' = complex-order's mean above all four, 'significant' = also every p < 0.05, else 'no'. "
              "With 5 pairs the smallest two-sided exact p is 0.0625, so 5 seeds on one split can never be "
              "'significant'; it takes at least 6 pairs (e.g. 10 folds, or 6 seeds).", "",
@@ -383,7 +391,7 @@ def _claims_table(verdicts: list[dict]) -> list[str]:
 
 
 def _paper_table(records, datasets, args) -> list[str]:
-    lines = ["", "Complex-order, ours (mean ± std, n runs) beside the paper's Table 2:", "",
+    lines = ["", "Complex-order, ours (mean ± sample std, n runs) beside the paper's Table 2:", "",
              "| network | data set | ours | paper | ours - paper |", "|---|---|---:|---:|---:|"]
     for network in args.networks:
         for d in datasets:
