@@ -34,6 +34,17 @@ __all__ = ["QA_DATASETS", "QADataset", "concat_qa", "load_qa", "read_qa_tsv"]
 #: Names accepted by :func:`load_qa` (folder names under ``qa/``), case-insensitive.
 QA_DATASETS = ("trecqa", "wikiqa")
 _ALIASES = {"trec-qa": "trecqa", "trec_qa": "trecqa", "wiki-qa": "wikiqa", "wiki_qa": "wikiqa"}
+#: Training files (not filtered by default): TREC-QA's TRAIN-ALL and every data set's TRAIN.
+TRAIN_SPLITS = ("train", "train-all")
+
+
+def qa_folder_name(name: str) -> str:
+    """The folder name under ``qa/`` of a data set name as :func:`load_qa` accepts it (case, aliases).
+
+    >>> qa_folder_name("TREC-QA")
+    'trecqa'
+    """
+    return _ALIASES.get(str(name).lower(), str(name).lower())
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,8 +210,8 @@ def load_qa(
     root : path-like, optional
         Benchmark data root (default ``$QPNLP_DATA``).
     filter_questions : bool, optional
-        Default: True for every split except ``"train"`` (the papers filter
-        dev and test only).
+        Default: True for every split except the training files ``"train"``
+        and ``"train-all"`` (the papers filter dev and test only).
 
     Returns
     -------
@@ -213,7 +224,7 @@ def load_qa(
     FileNotFoundError
         For a split without a file; the message lists the splits present.
     """
-    key = _ALIASES.get(str(name).lower(), str(name).lower())
+    key = qa_folder_name(name)
     if key not in QA_DATASETS:
         raise ValueError(f"unknown QA data set {name!r}; valid names: {', '.join(QA_DATASETS)}")
     folder = data_root(root) / "qa" / key
@@ -224,7 +235,7 @@ def load_qa(
             f"{key} has no split {split!r} ({path} not found); present splits: {', '.join(present) or 'none'}"
         )
     if filter_questions is None:
-        filter_questions = split != "train"
+        filter_questions = split not in TRAIN_SPLITS
     return read_qa_tsv(path, name=key, split=split, filter_questions=filter_questions)
 
 

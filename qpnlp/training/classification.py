@@ -128,7 +128,8 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     except (TrainingInterrupted, TrainingDiverged) as err:
         err.context.update(prepared=prepared, split=split.name)
         raise
-    test_acc = accuracy(model, prepared.test, device=train_config.device, max_len=train_config.max_len)
+    test_acc = accuracy(model, prepared.test, device=train_config.device, max_len=train_config.max_len,
+                        length_chunks=train_config.length_chunks)
     return (SplitResult(split.name, test_acc, result.best_dev_accuracy, result.best_epoch,
                         time.perf_counter() - start, result.history), model, prepared, config)
 
@@ -327,7 +328,8 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
         diverged.context.update(prepared=prepared, split=split.name)
         raise diverged
     fitted, model, model_config, setting, config = best
-    test_acc = accuracy(model, prepared.test, device=config.device, max_len=config.max_len)
+    test_acc = accuracy(model, prepared.test, device=config.device, max_len=config.max_len,
+                        length_chunks=config.length_chunks)
     result = SplitResult(split.name, test_acc, fitted.best_dev_accuracy, fitted.best_epoch,
                          time.perf_counter() - start, fitted.history, selected=dict(setting),
                          candidate_dev_accuracies=dev_accuracies)

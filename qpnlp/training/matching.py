@@ -329,11 +329,14 @@ class MatchingRun:
 
 
 def default_train_split(name: str, root=None) -> str:
-    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL), else ``train``."""
+    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL; or ``.tsv.gz``, as
+    :func:`~qpnlp.data.load_qa` reads it), else ``train``. ``name`` as :func:`~qpnlp.data.load_qa` takes it."""
     from qpnlp.data import data_root
+    from qpnlp.data.paths import find_file
+    from qpnlp.data.qa import qa_folder_name
 
-    folder = data_root(root) / "qa" / str(name).lower()
-    return "train-all" if (folder / "train-all.tsv").is_file() else "train"
+    folder = data_root(root) / "qa" / qa_folder_name(name)
+    return "train-all" if find_file(folder, "train-all.tsv").is_file() else "train"
 
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,

@@ -73,6 +73,7 @@ EXPECTED = {
     ("wikiqa", "test"): (633, 237, 2341),
     ("trecqa", "train"): (93, 93, 4718),
     ("trecqa", "dev"): (81, 65, 1117),
+    ("trecqa", "train-all"): (1227, 1227, 53417),   # TRAIN-ALL is training data: not filtered
 }
 
 
@@ -100,3 +101,11 @@ def test_concat_shifts_questions_and_groups(fake_root):
         concat_qa([dev, load_qa("wikiqa", "train", root=fake_root)])
     with pytest.raises(ValueError, match="at least one"):
         concat_qa([])
+
+
+def test_train_all_is_a_training_file_and_not_filtered_by_default(fake_root):
+    # TREC-QA's TRAIN-ALL is training data: like "train", its questions without a wrong (or correct) candidate stay
+    (fake_root / "qa" / "trecqa" / "train-all.tsv").write_text("q ?\ta .\t1\nq ?\tb .\t0\nr ?\tc .\t1\n")
+    ds = load_qa("trecqa", "train-all", root=fake_root)
+    assert not ds.filtered and ds.n_questions == 2 and ds.n_no_wrong == 1
+    assert load_qa("trecqa", "train-all", root=fake_root, filter_questions=True).n_questions == 1

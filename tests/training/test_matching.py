@@ -8,8 +8,8 @@ import torch
 
 from qpnlp.cli import main
 from qpnlp.models.cnm import CNM, CNMConfig
-from qpnlp.training.matching import (EncodedQA, MatchingConfig, evaluate_ranking, fit_matching, pointwise_loss,
-                                     sample_triplets, score_pairs, triplet_loss)
+from qpnlp.training.matching import (EncodedQA, MatchingConfig, default_train_split, evaluate_ranking, fit_matching,
+                                     pointwise_loss, sample_triplets, score_pairs, triplet_loss)
 
 
 def test_triplet_loss_on_hand_made_scores():
@@ -132,3 +132,17 @@ def test_observed_splits_join_the_history_without_changing_selection_or_results(
     curve = [h["test"] for h in observed.history]
     assert len(curve) == len(observed.history) and all(0.0 <= m["map"] <= 1.0 for m in curve)
     assert curve[observed.best_epoch - 1] == observed.evaluation["test"]
+
+
+def test_default_train_split_finds_train_all_as_load_qa_does(tmp_path):
+    import gzip
+
+    folder = tmp_path / "qa" / "trecqa"
+    folder.mkdir(parents=True)
+    (folder / "train.tsv").write_text("q ?\ta .\t1\nq ?\tb .\t0\n")
+    assert default_train_split("trecqa", tmp_path) == "train"
+    # a compressed TRAIN-ALL is read by load_qa, so it is the default training file too
+    (folder / "train-all.tsv.gz").write_bytes(gzip.compress(b"q ?\ta .\t1\nq ?\tb .\t0\n"))
+    assert default_train_split("trecqa", tmp_path) == "train-all"
+    # the names load_qa accepts (case, aliases) name the same folder
+    assert default_train_split("TREC-QA", tmp_path) == default_train_split("trec_qa", tmp_path) == "train-all"

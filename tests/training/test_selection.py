@@ -102,6 +102,26 @@ def test_ties_keep_the_earliest_candidate():
         run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [])
 
 
+def test_test_scoring_uses_the_configured_length_chunks(monkeypatch):
+    # length_chunks=None (chunks off) must hold for the test evaluation as it does for dev
+    data, split = _toy_dataset()
+    overheads = []
+    real_chunked = trainer.chunked
+
+    def recording_chunked(fn, inputs, overhead=None, multiple_of=None):
+        overheads.append(overhead)
+        return real_chunked(fn, inputs, overhead, multiple_of)
+
+    monkeypatch.setattr(trainer, "chunked", recording_chunked)
+    config = TrainConfig(epochs=1, lr=0.05, embedding_lr=0.05, batch_size=16, progress=False, seed=1,
+                         length_chunks=None)
+    for run in (lambda: run_split("qpdn", data, split, None, OPTIONS, config),
+                lambda: run_split_selected("qpdn", data, split, None, OPTIONS, config, [{}])):
+        overheads.clear()
+        run()
+        assert overheads and set(overheads) == {None}
+
+
 def test_real_baseline_rejects_options_it_would_ignore():
     data, split = _toy_dataset()
     prepared = prepare(data, split, None)
