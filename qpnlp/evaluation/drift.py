@@ -32,7 +32,8 @@ Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.Plant
   ambiguous and excluded from ``acc_after``;
 * ``change_year_mae`` -- mean absolute error of the change year estimated by
   the best two-segment split (:func:`change_points`) for drift words with
-  strength >= 0.5.
+  strength >= 0.5; each segment spans at least ``min_segment_years`` (3) of
+  time whatever the grid's spacing (3 yearly times, 1 time of a decade grid).
 
 Example
 -------
@@ -302,7 +303,7 @@ def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, 
 
 def evaluate_grid(
     grid: DriftGrid, truth: PlantedDrift, early: tuple | None = None, late: tuple | None = None, space: str = "auto",
-    noise_correction: bool = True, per_word: bool = False,
+    noise_correction: bool = True, per_word: bool = False, min_segment_years: float = 3.0,
 ) -> dict:
     """All drift metrics of the protocol for one model (see module docstring).
 
@@ -319,6 +320,13 @@ def evaluate_grid(
     word, its change score, the share of its years after the transition whose nearest topic is
     the dominant one (``None`` where ``acc_after`` leaves the word out: a
     strength within 0.1 of 0.5) and the years that miss it.
+
+    ``min_segment_years`` is the shortest segment of the change-point split in
+    *time*, converted to grid times by the grid's (median) spacing: 3 times of
+    a yearly grid, 1 time of a grid of decade bins.  A fixed count of grid
+    times would let a binned model place no change in its first or last three
+    bins (30 years) while a yearly model may place one anywhere but its first
+    and last three years.
     """
     if space == "auto":
         space = "prediction" if grid.context is not None else "vector"
@@ -383,7 +391,9 @@ def evaluate_grid(
     if per_word:
         out["per_word"] = words
     strong = is_d & (st >= 0.5)
-    est = change_points(traj[:, strong], years).numpy()
+    spacing = float(np.median(np.diff(years))) if len(years) > 1 else 1.0
+    min_segment = max(1, int(np.ceil(min_segment_years / spacing - 1e-9)))
+    est = change_points(traj[:, strong], years, min_segment=min_segment).numpy()
     out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())
     out["change_year_median_ae"] = float(np.median(np.abs(est - sw[strong])))
     out["tokens_per_s"] = grid.tokens_per_s

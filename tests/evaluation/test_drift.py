@@ -164,3 +164,41 @@ def test_change_points_need_two_times():
         change_points(torch.ones(4, 2, 3), np.arange(3.0))
     E = torch.tensor([[[1.0, 0.0]], [[0.0, 1.0]]])               # fewer than 2 * min_segment times: split anywhere
     assert change_points(E, np.array([2000.0, 2001.0])).tolist() == [2000.5]
+
+
+def _century_case(switch):
+    """100 yearly times (1900-1999), one abrupt drift word per ``switch`` (strength 1), topics = basis vectors."""
+    K, M = 2, 2
+    years = np.arange(1900.0, 2000.0)
+    n = len(switch)
+    truth = PlantedDrift(words=tuple(f"p{i}" for i in range(n)) + ("s0",), kind=("drift",) * n + ("stable",),
+                         source=np.zeros(n + 1, int), dest=np.array([1] * n + [0]), strength=np.array([1.0] * n + [0.0]),
+                         switch_year=np.array(list(switch) + [np.nan]), width=np.array([0.0] * n + [np.nan]),
+                         topic_words=tuple(tuple(f"t{k}w{j}" for j in range(M)) for k in range(K)), years=years)
+    eye = torch.eye(K)
+    E = torch.zeros(len(years), n + 1 + K * M, K)
+    for ti, y in enumerate(years):
+        mix = truth.mixture(y)
+        for p in range(n + 1):
+            E[ti, p] = (1 - mix[p]) * eye[truth.source[p]] + mix[p] * eye[truth.dest[p]]
+        E[ti, n + 1:] = eye.repeat_interleave(M, 0)
+    words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
+    return E, words, truth
+
+
+def test_change_year_mae_lets_a_binned_grid_place_a_switch_in_its_first_and_last_bins():
+    # the minimum segment of the change-point split is a span of time (3 years), not 3 grid times: with 3 grid times a
+    # decade grid (the gensim baselines) could place no change before 1929.7 or after 1969.3, so a switch in 1921 or
+    # 1978 cost it about 8 years where a yearly grid is free to find it
+    switch = [1921.0, 1978.0, 1950.0]
+    E, words, truth = _century_case(switch)
+    yearly = evaluate_grid(DriftGrid(E, words, truth.years), truth, space="vector")
+    assert yearly["change_year_mae"] == pytest.approx(0.5)  # midpoints c - 1/2 of the steps
+    decades = np.arange(100) // 10
+    Eb = torch.stack([E[torch.from_numpy(decades == k)].mean(0) for k in range(10)])
+    centres = 1904.5 + 10.0 * np.arange(10)
+    binned = evaluate_grid(DriftGrid(Eb, words, centres), truth, space="vector")
+    # the splits between the bins holding most of each word's old and new years: 1919.5, 1979.5, 1949.5
+    assert binned["change_year_mae"] == pytest.approx((1.5 + 1.5 + 0.5) / 3)
+    fixed = evaluate_grid(DriftGrid(Eb, words, centres), truth, space="vector", min_segment_years=30.0)
+    assert fixed["change_year_mae"] > 5  # the previous rule (3 grid times = 30 years): 1929.5 and 1969.5
