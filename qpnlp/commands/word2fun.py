@@ -144,14 +144,16 @@ def register(subparsers: dict) -> None:
                    help="families II-IV: weight of the mean squared speed of f(u, .), 0 = off (default "
                         f"{_penalty_default()})")
     t.add_argument("--roughness-power", type=float, default=train["roughness_power"],
-                   help="a word's penalty scales as (--frequency-reference / its count) ** power: 0 = the same per "
+                   help="a word's penalty scales as (--frequency-reference / its occurrences per million tokens) ** "
+                        "power: 0 = the same per "
                         "occurrence, 1 = the same per word (default %(default)s)")
     t.add_argument("--rare-lr-power", type=float, default=train["rare_lr_power"],
-                   help="a word's learning rate is multiplied by (--frequency-reference / its count) ** power, "
+                   help="a word's learning rate is multiplied by (--frequency-reference / its occurrences per million "
+                        "tokens) ** power, "
                         "between 1 and --rare-lr-max (default %(default)s)")
     t.add_argument("--rare-lr-max", type=float, default=train["rare_lr_max"], help="(default %(default)s)")
     t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
-                   help="the count per epoch below which a word counts as rare (default %(default)s)")
+                   help="occurrences per million tokens below which a word counts as rare (default %(default)s)")
     t.add_argument("--chunk-tokens", type=_positive_int, default=train["chunk_tokens"],
                    help="tokens shuffled together (and held in memory with --stream; default %(default)s)")
     t.add_argument("--workers", type=_positive_int, default=train["workers"],

@@ -39,7 +39,7 @@ every ``world``-th document of a corpus in memory), and the processes keep
   one worker the resumed run equals the uninterrupted one bit for bit).
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
-(``4 V D`` numbers for family IV); choose ``sync_every`` so that it stays
+(about ``6 V D`` numbers for family IV with the logistic step and a trainable compass); choose ``sync_every`` so that it stays
 small against the ``sync_every`` batches of work in between.
 """
 
