@@ -150,21 +150,27 @@ def _side(model: CNM, ids: torch.Tensor) -> dict:
     word_probs = model.word_probabilities(states).to(scores.dtype)[0]                  # (L, k)
     probs = model.probabilities(ids, mask)[0]                                           # (W, L, k)
     pooled, where = probs.max(dim=1)                                                    # (W, k)
-    weights = [window_weights(scores, mask, l)[0] for l in model.config.windows]         # (L, l) each
+    padding = model.config.window_padding
+    weights = [window_weights(scores, mask, l, padding)[0] for l in model.config.windows]  # (T_l, l) each
     return dict(word_probs=word_probs.cpu(), pooled=pooled.cpu(), where=where.cpu(),
-                weights=[w.cpu() for w in weights])
+                weights=[w.cpu() for w in weights], padding=padding)
 
 
 def _window(side: dict, tokens: list[str], w: int, l: int, k: int):
-    """Start, members ``[(position, token, p, prob)]`` of the pooled window of feature (w, k)."""
+    """Start, members ``[(position, token, p, prob)]`` of the pooled window of feature (w, k).
+
+    Window t holds words t+j (``window_padding="end"``) or t-l+1+j (``"both"``), j < l.
+    """
     t = int(side["where"][w, k])
+    first = t - (l - 1) if side["padding"] == "both" else t
     members = []
     for j in range(l):
-        if t + j >= len(tokens):
-            break
+        position = first + j
+        if not 0 <= position < len(tokens):
+            continue
         p = float(side["weights"][w][t, j])
-        members.append((t + j, tokens[t + j], p, float(side["word_probs"][t + j, k])))
-    return t, members
+        members.append((position, tokens[position], p, float(side["word_probs"][position, k])))
+    return max(first, 0), members
 
 
 @torch.no_grad()

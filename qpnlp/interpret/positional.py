@@ -137,7 +137,7 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     if counts is not None:
         if len(counts) != len(words):
             raise ValueError(f"counts must have one entry per word ({len(words)}); got {len(counts)}")
-        keep &= torch.as_tensor(list(counts)) >= min_count
+        keep &= (torch.as_tensor(list(counts)) >= min_count).to(keep.device)     # a CUDA embedding, CPU counts
     ids = keep.nonzero().squeeze(-1)
     order = ids[torch.argsort(delta[ids], stable=True)]
     as_pairs = lambda idx: [(words[int(i)], float(delta[i])) for i in idx]  # noqa: E731

@@ -72,6 +72,27 @@ def test_score_is_the_models_score_and_attributions_add_up():
         assert len(row.answer_words) <= row.window
 
 
+
+def test_window_padding_both_windows_and_attributions():
+    """window_padding="both": window t holds words t-l+1 .. t; the patterns must follow the model's windows."""
+    model = CNM(CNMConfig(num_words=30, dim=6, num_measurements=4, windows=[1, 2, 3], window_padding="both"),
+                generator=torch.Generator().manual_seed(3))
+    q, a = torch.tensor([2, 5, 7, 9]), torch.tensor([3, 8, 21])
+    patterns = matching_patterns(model, q, a)
+    model.eval()
+    with torch.no_grad():
+        expected = float(model(q[None], torch.ones(1, 4, dtype=torch.bool), a[None],
+                               torch.ones(1, 3, dtype=torch.bool)))
+    assert patterns.score == pytest.approx(expected, abs=1e-6)
+    for side in ("question", "answer"):
+        assert sum(patterns.attributions(side)) == pytest.approx(expected, abs=1e-5)
+    for row in patterns.features.itertuples():
+        for name in ("question", "answer"):
+            members = getattr(row, f"{name}_words")
+            assert sum(p for _, p, _ in members) == pytest.approx(1.0, abs=1e-6)
+            assert sum(p * prob for _, p, prob in members) == pytest.approx(getattr(row, f"{name}_probability"),
+                                                                              abs=1e-6)
+
 def test_renderings(toy):
     model, vocab = toy
     patterns = matching_patterns(model, ["cat", "<b>"], ["dog", "cat"], vocab)

@@ -48,6 +48,13 @@ def test_counts_filter_and_dimension_sharing():
     torch.testing.assert_close(table.delta, emb.frequency.weight.detach().abs().squeeze(-1))
 
 
+
+def test_counts_filter_on_the_device_of_the_embedding(device):
+    """Counts are a CPU list; the frequencies may be on CUDA (run with --device cuda)."""
+    emb = _embedding().to(device)
+    table = positional_sensitivity(emb, WORDS, counts=[0, 0, 5, 1, 5, 1], min_count=2)
+    assert sorted(w for w, _ in table.largest) == ["film", "worst"]
+
 def test_errors():
     with pytest.raises(ValueError, match="word-sharing"):
         positional_sensitivity(_embedding(frequency_sharing="word"), WORDS)
