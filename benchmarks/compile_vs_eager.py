@@ -17,7 +17,10 @@ mode) versions are timed interleaved round by round (``benchmarks/_bench.py``):
 ``--lengths L1 L2 ...`` (default: each case's one length above) gives the batches several padded lengths, as real batches have
 (each timed step takes the next length in turn; CNM's answers take them, its questions stay at 16 tokens):
 the compiled function is then specialised or made dynamic by dynamo, and the report adds how many graphs it
-compiled and how often it recompiled.
+compiled and how often it recompiled. Each timed call then runs one step at every length, in turn, and the times
+are reported per step: both variants time the same mix of lengths (one step per call would leave
+``blocked_autorange``'s median to whichever lengths a round's blocks happened to cover, a different mix for the
+faster variant, which fits more blocks in a round).
 
 Usage::
 
@@ -56,6 +59,14 @@ def in_turn(batches):
     """The next batch of ``batches`` at each call, round and round (one per length of ``--lengths``)."""
     turn = itertools.cycle(batches)
     return lambda: next(turn)
+
+
+def every_length(step, count: int):
+    """``count`` calls of ``step`` (one per length: ``step`` takes its batches in turn) as one timed call."""
+    def run():
+        for _ in range(count):
+            step()
+    return run
 
 
 def measurement_case(gen, device, lengths):
@@ -180,17 +191,18 @@ def main(argv=None) -> None:
         torch._dynamo.utils.counters.clear()
         compiled = torch.compile(fn, mode=mode)
         name = name if len(args.mode) == 1 else f"{name} ({mode})"
-        eager_step, compiled_step = make(fn), make(compiled)
+        # every timed call: one step per length, so both variants time the same steps
+        eager_step, compiled_step = every_length(make(fn), len(lengths)), every_length(make(compiled), len(lengths))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
-            for _ in lengths:                # the first pass over the lengths compiles what they need
-                compiled_step()
+            compiled_step()                  # the first pass over the lengths compiles what they need
             if device.type == "cuda":
                 torch.cuda.synchronize()
             compile_seconds = time.perf_counter() - start
         times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
                             min_run_time=args.min_run_time, log=None, device=device)
+        times = {variant: [t / len(lengths) for t in ts] for variant, ts in times.items()}   # per step
         compiled_graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         results[name] = dict(graphs=graphs, graph_breaks=breaks,
                              break_reasons=reasons, lengths=lengths, compiled_graphs=compiled_graphs,

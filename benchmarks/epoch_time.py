@@ -22,10 +22,15 @@ current tree is told ``--train-split train``): the same 1,227 questions.
 
     QPNLP_DATA=... python benchmarks/epoch_time.py --rounds 3 --json benchmarks/results/epoch_time.json
 
+Before the timed rounds, each tree trains each case once for one epoch, untimed: a tree's first run pays
+one-off costs that later runs find on disk (the bytecode of a freshly extracted tree, numba's cache of the
+compiled loops of ``qpnlp._numba``, inductor's compile cache). In a timed run of one epoch they would be
+subtracted from the epoch (a baseline with compiled loops showed a first-round epoch of half its later ones).
+
 ``--compare-flags "--compile default"`` compares the working tree with itself instead: "before" without
-those flags, "after" with them (e.g. torch.compile's training steps). One untimed run of each case with the
-flags comes first, so that both timed runs find inductor's compile cache warm and its compile time
-cancels in the difference; the runs of one epoch (start-up, compile, one epoch) are reported too.
+those flags, "after" with them (e.g. torch.compile's training steps). The untimed runs then find inductor's
+compile cache warm for both timed runs, and its compile time cancels in the difference; the runs of one
+epoch (start-up, compile, one epoch) are reported too.
 """
 
 from __future__ import annotations
@@ -156,20 +161,23 @@ def main() -> None:
     data = train_all_data_root(args.data)
     print(f"{what}; {args.threads} thread(s), {args.epochs} epochs per run, {args.rounds} rounds\n"
           f"load before: {uptime()}", flush=True)
-    for case in args.cases if extra else []:                   # warm the compile cache, untimed
-        run_once("after", REPO, CASES[case] + CURRENT_ONLY[CASES[case][1]] + extra + ["--epochs", "1"], data,
-                 args.threads)
+
+    def flags_of(case: str, tree: str) -> list[str]:
+        newer = CURRENT_ONLY[CASES[case][1]]
+        current = tree == "after" or extra or has_flags(trees[tree], newer)
+        return CASES[case] + (newer if current else []) + (extra if tree == "after" else [])
+
+    for case in args.cases:               # untimed: bytecode, numba's and inductor's caches (module docstring)
+        for tree in trees:
+            run_once(tree, trees[tree], flags_of(case, tree) + ["--epochs", "1"], data, args.threads)
     results: dict = {case: {tree: [] for tree in trees} for case in args.cases}
     one_epoch_runs: dict = {case: {tree: [] for tree in trees} for case in args.cases}
     for r in range(args.rounds):
         for case in args.cases:
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
             for tree in order:
-                newer = CURRENT_ONLY[CASES[case][1]]
-                current = tree == "after" or extra or has_flags(trees[tree], newer)
-                flags = CASES[case] + (newer if current else []) + \
-                    (extra if tree == "after" else [])
-                seconds, one_epoch = epoch_cpu_seconds(tree, trees[tree], flags, data, args.threads, args.epochs)
+                seconds, one_epoch = epoch_cpu_seconds(tree, trees[tree], flags_of(case, tree), data, args.threads,
+                                                       args.epochs)
                 results[case][tree].append(seconds)
                 one_epoch_runs[case][tree].append(one_epoch)
                 print(f"  round {r + 1}: {case} {tree}: {seconds:.2f} s per epoch (a run of one epoch: "
