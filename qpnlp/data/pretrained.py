@@ -356,7 +356,8 @@ def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | Non
 
 
 def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | None, n: int) -> Vocabulary:
-    """``vocab`` with the first ``n`` pretrained words appended (a *pretrained fallback vocabulary*).
+    """``vocab`` with ``n`` more words appended: the first pretrained words it lacks, in the pretrained order (a
+    *pretrained fallback vocabulary*; words already in ``vocab`` are skipped and do not count towards ``n``).
 
     For GloVe the first words are the most frequent. Dev and test words unseen
     in training then keep their pretrained vectors instead of ``<unk>``; no dev
@@ -397,6 +398,9 @@ def embedding_matrix_for(
       with ``numpy.random.default_rng(seed)`` in id order, so the matrix is a
       deterministic function of (vocab, pretrained, unk_init, scale, seed).
 
+    A vocabulary without special tokens (``specials=False``) has no PAD or UNK
+    row: every id, 0 and 1 included, is a word and is treated as above.
+
     Parameters
     ----------
     vocab : qpnlp.data.vocab.Vocabulary
@@ -426,12 +430,13 @@ def embedding_matrix_for(
     """
     words = vocab.words
     V, dim = len(words), pretrained.dim
+    first = 2 if vocab.specials else 0  # the first regular word's id
     matrix = np.zeros((V, dim), dtype=np.float32)
-    random_rows = [UNK_ID]
+    random_rows = [UNK_ID] if vocab.specials else []
     oov: list[str] = []
     backoff = pretrained.backoff if backoff is None else backoff
     n_backoff = 0
-    for i in range(2, V):
+    for i in range(first, V):
         row = pretrained.index.get(words[i])
         vector = pretrained.vectors[row] if row is not None else \
             backoff_vector(pretrained, words[i]) if backoff else None
@@ -456,9 +461,10 @@ def embedding_matrix_for(
     else:
         raise ValueError(f"unk_init must be 'uniform', 'normal', 'zeros' or a callable, got {unk_init!r}")
     matrix[random_rows] = init
-    matrix[PAD_ID] = 0.0
-    n_words = V - 2
-    total = sum(vocab.word_freq(w) for w in words[2:])
+    if vocab.specials:
+        matrix[PAD_ID] = 0.0
+    n_words = V - first
+    total = sum(vocab.word_freq(w) for w in words[first:])
     oov_tokens = sum(vocab.word_freq(w) for w in oov)
     examples = tuple(sorted(oov, key=lambda w: (-vocab.word_freq(w), w))[:10])
     report = OOVReport(

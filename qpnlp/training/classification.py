@@ -58,8 +58,8 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
             min_freq: int = 1, seed: int = 0, pretrained_fallback: int = 0) -> Prepared:
     """Vocabulary from the training texts, encoded splits, and the aligned pretrained matrix.
 
-    ``pretrained_fallback = n > 0`` appends the n first (for GloVe: most
-    frequent) pretrained words to the vocabulary
+    ``pretrained_fallback = n > 0`` appends n more words, the first (for GloVe:
+    most frequent) pretrained words the training vocabulary lacks
     (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`).
     """
     train, dev, test = split.subsets(dataset)

@@ -149,6 +149,20 @@ def test_embedding_matrix_init_options(toy):
         embedding_matrix_for(vocab, pv, unk_init="xavier")
 
 
+def test_embedding_matrix_without_special_tokens():
+    # Skip-gram vocabularies (specials=False) have dense word ids: ids 0 and 1 are words, not PAD/UNK.
+    dense = Vocabulary.build([["film", "good", "film", "qqzx"], ["good", "film"]], specials=False)
+    assert dense.words == ["film", "good", "qqzx"]
+    pv = from_matrix(["film", "good", "the"], np.arange(6.0).reshape(3, 2) + 1)
+    m, report = embedding_matrix_for(dense, pv, seed=3)
+    assert m.shape == (3, 2)
+    np.testing.assert_array_equal(m[0], pv.vector("film"))
+    np.testing.assert_array_equal(m[1], pv.vector("good"))
+    assert np.all(np.abs(m[2]) <= 0.25) and np.all(m[2] != 0)
+    assert report.n_words == 3 and report.n_oov == 1 and report.examples == ("qqzx",)
+    assert report.token_rate == pytest.approx(1 / 6)
+
+
 def test_glove_50d_package():
     pv = load_glove_50d()
     assert isinstance(pv, PretrainedVectors)
