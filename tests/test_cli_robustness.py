@@ -475,3 +475,46 @@ def test_help_and_version_exit_zero(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0 and capsys.readouterr().out.startswith("qpnlp ")
+
+
+# --------------------------------------------------------------------------- review: lost outputs, ignored flags
+def test_convert_refuses_to_replace_a_directory_that_is_not_a_model(server, ws, tmp_path):
+    """``qpnlp convert OLD NEW`` replaces NEW: a directory of the user's own files must survive, as with --save."""
+    model = QPDN(QPDNConfig(num_words=5, num_classes=2, dim=4, num_measurements=4))
+    vocab = Vocabulary.build([["good", "bad", "film"]])
+    torch.save(dict(format="qpnlp-checkpoint-1", kind="qpdn", config=model.config.to_dict(), vocab=vocab.to_dict(),
+                    label_names=["neg", "pos"], meta={"dataset": "MR", "seed": 0}, state_dict=model.state_dict()),
+               tmp_path / "old.pt")
+    mine = _write(tmp_path / "mine" / "thesis.tex", "precious\n").parent
+    argv = ["convert", tmp_path / "old.pt", mine]
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "exists and is not a saved qpnlp model")
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
+    code, _, stderr = server.run(["convert", tmp_path / "old.pt", tmp_path / "new"])       # a new directory: fine
+    assert code == 0, stderr
+    code, _, stderr = server.run(["convert", tmp_path / "old.pt", tmp_path / "new"])       # a model: replaced
+    assert code == 0, stderr
+    assert load_checkpoint(tmp_path / "new").name == "qpdn"
+
+
+@pytest.mark.parametrize("where", ["same", "inside save", "save inside"])
+def test_checkpoint_dir_overlapping_save_is_refused(server, ws, tmp_path, where):
+    """Saving the model replaces --save: a training state inside it would be gone (and --resume impossible)."""
+    save, state = {"same": ("m", "m"), "inside save": ("m", "m/state"), "save inside": ("st/m", "st")}[where]
+    argv = _match(ws, "--save", tmp_path / save, "--checkpoint-dir", tmp_path / state)
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "overlap")
+    assert not (tmp_path / state).exists()
+
+
+def test_evaluate_refuses_max_questions_for_a_classifier(server, ws):
+    """--max-questions limits answer-selection questions; a classifier scored on the whole split must say so."""
+    argv = ["evaluate", ws["clf"], "--data", ws["root"], "--split", "test", "--max-questions", "1"]
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "--max-questions")
+
+
+def test_evaluate_classifier_with_an_unknown_split_is_a_usage_error(server, ws):
+    argv = ["evaluate", ws["clf"], "--data", ws["root"], "--split", "validation"]
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "split must be one of train, dev, test")

@@ -289,6 +289,11 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
         raise UsageError("--report and --save name the same path")
     if state is None:
         return None
+    if save is not None and _nested(save, Path(state)):
+        # Saving the model replaces the --save directory (and a rerun clears the state directory): one inside
+        # the other would lose the training state (or the saved model).
+        raise UsageError(f"--checkpoint-dir {state} and --save {save} overlap; the training state must be kept "
+                         f"outside the model directory (and the model outside the state directory)")
     root = check_output_path(state, option, directory=True)
     ours = (root / RUN_FILE).is_file()
     if root.is_dir() and any(root.iterdir()) and not ours:
@@ -307,6 +312,12 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                                                            arguments=_strict(arguments(args), "", [])),
                                                       indent=2) + "\n")
     return root
+
+
+def _nested(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are the same path or one lies inside the other (after resolving links and ..)."""
+    a, b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
+    return a == b or a in b.parents or b in a.parents
 
 
 def state_subdir(root: Path | None, name: str) -> Path | None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from qpnlp.training import convert_legacy_checkpoint
 
+from ._common import check_output_path
+
 
 def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser(
@@ -18,6 +20,8 @@ def register(subparsers: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     old = Path(args.old)
+    # Writing replaces the directory: never one that is not a saved model (the user's own files).
+    check_output_path(args.new, "output directory", directory=True, model=True)
     if old.is_dir():
         from qpnlp.word2fun import convert_legacy_word2fun
 

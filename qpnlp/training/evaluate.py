@@ -24,7 +24,7 @@ from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification,
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .matching import encode_qa, evaluate_ranking, limit_questions, metrics_dict
-from .trainer import accuracy
+from .trainer import ConfigError, accuracy
 
 __all__ = ["evaluate_checkpoint", "CLASSIFICATION_SPLITS"]
 
@@ -44,6 +44,9 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     if checkpoint.vocabulary is None:
         raise ValueError(f"{directory} has no vocabulary.json; it cannot encode texts")
     _check_task(directory, checkpoint, dataset)
+    if max_questions is not None and task != "matching":
+        raise ConfigError(f"max_questions (--max-questions) limits the questions of an answer-selection set; "
+                          f"{checkpoint.name} is a {task} model, scored on the whole split")
     report = _EVALUATORS[task](checkpoint, dataset=dataset, split=split, root=root, device=device,
                                max_questions=max_questions)
     return dict(checkpoint=str(directory), model=checkpoint.name, **report,
@@ -73,7 +76,7 @@ def _check_task(directory, checkpoint: Checkpoint, dataset: str | None) -> None:
 
 def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device, max_questions) -> dict:
     if split not in CLASSIFICATION_SPLITS:
-        raise ValueError(f"split must be one of {', '.join(CLASSIFICATION_SPLITS)} for a classifier; got {split!r}")
+        raise ConfigError(f"split must be one of {', '.join(CLASSIFICATION_SPLITS)} for a classifier; got {split!r}")
     meta = checkpoint.metadata
     name = (dataset or meta.get("dataset") or "").upper()
     if not name:
