@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 import string
+from collections.abc import Iterable
 from typing import Sequence
 
 import torch
@@ -65,7 +67,8 @@ def partial_trace(rho, dims: Sequence[int], keep: Sequence[int] | int) -> Densit
     """
     data = as_density_tensor(rho)
     dims = tuple(int(d) for d in dims)
-    keep = sorted({keep} if isinstance(keep, int) else set(keep))
+    # operator.index: numpy integers are subsystem indices too, floats are not
+    keep = sorted({operator.index(k) for k in keep} if isinstance(keep, Iterable) else {operator.index(keep)})
     total = 1
     for d in dims:
         total *= d

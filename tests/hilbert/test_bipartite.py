@@ -136,3 +136,12 @@ def test_schmidt_and_partial_transpose_gradcheck():
         lambda p: schmidt_decomposition(PureState(torch.nn.functional.normalize(p, dim=-1)), DIMS).coefficients, (psi,))
     raw = torch.randn(6, 6, dtype=torch.complex128, generator=torch.Generator().manual_seed(5), requires_grad=True)
     assert torch.autograd.gradcheck(lambda r: partial_transpose(_full_rank(r), DIMS), (raw,))
+
+
+def test_partial_trace_takes_numpy_integers_as_subsystems():
+    import numpy as np
+    rho = DensityMatrix.maximally_mixed(4, dtype=torch.complex128)
+    for keep in (np.int64(1), [np.int64(1)], np.array([1]), {1}):     # np.int64 was "not iterable"
+        assert partial_trace(rho, (2, 2), keep=keep).data.shape == (2, 2)
+    with pytest.raises(TypeError):
+        partial_trace(rho, (2, 2), keep=1.0)

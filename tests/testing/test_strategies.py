@@ -72,3 +72,13 @@ def test_ensembles_reproduce_from_the_drawn_seed():
     second = draw_all()
     assert len(first) == len(second) > 0
     assert all(torch.equal(a, b) for a, b in zip(first, second))
+
+
+def test_assert_pure_state_honours_a_zero_tolerance():
+    from qpnlp.testing import assert_pure_state
+    from qpnlp.testing._assertions import default_atol
+    off = default_atol(torch.complex128, 2) / 2
+    almost = torch.tensor([1.0 + off, 0.0], dtype=torch.complex128)    # norm 1 + atol/2: within the default atol
+    assert_pure_state(almost)
+    with pytest.raises(AssertionError):                                 # atol=0.0 used to fall back to the default
+        assert_pure_state(almost, atol=0.0)
