@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
-from qpnlp.hilbert import _validation as V
 
+from ._kraus import _check_possible
 from ._projector import Projector
 
 
@@ -26,24 +26,21 @@ def lueders_update(system, projector: Projector):
     >>> lueders_update(PureState.from_real(torch.tensor([0.6, 0.8])), p).data
     tensor([1.+0.j, 0.+0.j])
     """
+    if not isinstance(projector, Projector):
+        raise TypeError(f"lueders_update takes a Projector as projector; got {type(projector).__name__}")
     if projector.batch_shape:
         raise ValueError(f"lueders_update takes one projector; got batch shape {tuple(projector.batch_shape)}")
     if isinstance(system, PureState):
         state, vecs = promote(system.data, projector.vectors)
         projected = (state @ vecs.mH) @ vecs                        # sum_s <v_s|w> v_s
         norm = torch.linalg.vector_norm(projected, dim=-1, keepdim=True)
-        _check_possible(norm.squeeze(-1).square(), state.dtype, state.shape[-1])
+        _check_possible(norm.squeeze(-1).square(), state.dtype, state.shape[-1], squared_norm=True)
         return PureState._trusted(data=projected / norm)
+    if not isinstance(system, (Ensemble, DensityMatrix)):   # a raw tensor also has .data: refuse it
+        raise TypeError(f"lueders_update takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
     rho = system.dense().data if isinstance(system, Ensemble) else system.data
     rho, p = promote(rho, projector.matrix())
     updated = p @ rho @ p
     prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real
     _check_possible(prob, rho.dtype, rho.shape[-1])
     return DensityMatrix._trusted(data=updated / prob[..., None, None])
-
-
-def _check_possible(prob: torch.Tensor, dtype, dim: int) -> None:
-    tol = V.tolerance(dtype, dim)
-    if bool((prob <= tol).any()):
-        raise ValueError(f"the outcome has probability {float(prob.min()):.3g} <= {tol:.2g}; "
-                         f"the post-measurement state is undefined")

@@ -33,6 +33,32 @@ from ._projector import Projector
 __all__ = ["POVM", "random_povm"]
 
 
+class _PolarFactor(torch.autograd.Function):
+    r"""The polar factor :math:`Q = U W^\dagger` of :math:`F = U \Sigma W^\dagger` (thin SVD given), with its own backward.
+
+    Autograd through ``torch.linalg.svd`` divides by :math:`\sigma_i^2 - \sigma_j^2`: NaN or wrong
+    gradients at repeated singular values, i.e. at every tight frame. Q itself is smooth
+    wherever F has full column rank; with :math:`G` the gradient of Q and :math:`B = U^\dagger G W`,
+    the gradient of F is
+    :math:`U [(B - B^\dagger) / (\sigma_i + \sigma_j)] W^\dagger + (I - U U^\dagger) G W \Sigma^{-1} W^\dagger`.
+    """
+
+    @staticmethod
+    def forward(ctx, frame, u, s, vh):
+        ctx.save_for_backward(u, s, vh)
+        return u @ vh
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        u, s, vh = ctx.saved_tensors
+        w = vh.mH
+        b = u.mH @ grad @ w
+        inner = u @ ((b - b.mH) / (s.unsqueeze(-1) + s.unsqueeze(-2))) @ vh
+        outer = (grad - u @ (u.mH @ grad)) @ (w / s.unsqueeze(-2)) @ vh
+        return inner + outer, None, None, None
+
+
 class POVM(Batched):
     r"""An immutable POVM :math:`\{E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|\}_{k=1}^{K}` with :math:`\sum_k E_k = I`.
 
@@ -134,7 +160,7 @@ class POVM(Batched):
         V.check_min_ndim("frame", frame, 2, "(..., k, d)")
         if V.resolve(validate):
             V.check_finite("frame", frame, event_ndim=2)
-        u, sv, vh = torch.linalg.svd(frame, full_matrices=False)
+        u, sv, vh = torch.linalg.svd(frame.detach(), full_matrices=False)
         smallest = (sv[..., -1] / sv[..., 0].clamp_min(torch.finfo(sv.dtype).tiny)).reshape(-1)
         tol = V.tolerance(frame.dtype, frame.shape[-1])
         if frame.shape[-2] < frame.shape[-1] or (smallest.numel() and float(smallest.min()) <= tol):
@@ -143,7 +169,8 @@ class POVM(Batched):
             raise ValueError(f"frame vectors must span C^{frame.shape[-1]}; the frame has relative smallest "
                              f"singular value {value:.3g}{_where(worst, frame.shape[:-2])} "
                              f"(shape {tuple(frame.shape)}, tolerance {tol:.2g})")
-        return cls((u @ vh).unsqueeze(-2), validate=validate)                # rows g_k = S^{-1/2} f_k
+        polar = _PolarFactor.apply(frame, u, sv, vh) if frame.requires_grad else u @ vh
+        return cls(polar.unsqueeze(-2), validate=validate)                  # rows g_k = S^{-1/2} f_k
 
     @classmethod
     def from_projectors(cls, projectors: Projector, *, validate: V.Validate = None) -> "POVM":

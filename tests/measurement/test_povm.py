@@ -206,3 +206,43 @@ def test_unitary_covariance(data):
     rotated = POVM(povm.vectors @ u.mT, validate=False)                   # v -> U v
     atol = 1e-5 if dtype == torch.complex64 else 1e-12
     assert_allclose(rotated.probabilities(PureState(states @ u.mT)), povm.probabilities(PureState(states)), atol=atol)
+
+
+def test_post_measurement_update_of_a_small_but_possible_outcome():
+    # P(outcome) = 1e-6 is far above round-off (the image [0, 1e-3] is exact): the update is defined.
+    psi = PureState(torch.tensor([(1 - 1e-6) ** 0.5, 1e-3], dtype=torch.complex64))
+    basis = Projector(torch.eye(2, dtype=torch.complex64).unsqueeze(-2))
+    povm = POVM.from_projectors(basis)
+    e1 = torch.tensor([0, 1], dtype=torch.complex64)
+    assert_allclose(lueders_update(psi, basis[1]).data, e1)
+    assert_allclose(povm.post_measurement_state(psi, 1).data, e1)
+    assert_allclose(povm.post_measurement_state(Ensemble(psi.data[None]), 1).dense().data, torch.outer(e1, e1))
+    one = torch.ones(1, dtype=torch.complex64)                              # the Kraus instrument's C^r, r = 1
+    assert_allclose(povm.post_measurement_state(psi, 1, instrument="kraus").data, one)
+    assert_allclose(povm.post_measurement_state(Ensemble(psi.data[None]), 1, instrument="kraus").weights,
+                    torch.ones(1))
+    # an impossible outcome (orthogonal up to round-off) still raises, at d = 300 in complex64
+    gen = torch.Generator().manual_seed(0)
+    v = torch.nn.functional.normalize(torch.randn(300, dtype=torch.complex64, generator=gen), dim=0)
+    w = torch.randn(300, dtype=torch.complex64, generator=gen)
+    w = torch.nn.functional.normalize(w - (v.conj() @ w) * v, dim=0)
+    with pytest.raises(ValueError, match="probability"):
+        lueders_update(PureState(w), Projector(v[None]))
+    with pytest.raises(ValueError, match="probability"):
+        kraus_update(Ensemble(w[None]), v.conj()[None])
+
+
+def test_lueders_update_refuses_a_raw_tensor():
+    # a raw tensor has .data too: a batch of two pure states must not pass as a density matrix
+    states = torch.tensor([[0.6, 0.8], [0.8, 0.6]], dtype=torch.complex64)
+    with pytest.raises(TypeError, match="PureState, Ensemble or DensityMatrix"):
+        lueders_update(states, Projector(torch.eye(2, dtype=torch.complex64)[:1]))
+    with pytest.raises(TypeError, match="Projector"):
+        lueders_update(PureState(states[0]), torch.eye(2, dtype=torch.complex64)[:1])
+
+
+@pytest.mark.parametrize("frame", [torch.eye(3, dtype=torch.complex128), torch.tensor(TRINE, dtype=torch.complex128)])
+def test_from_frame_gradient_at_a_tight_frame(frame):
+    # tight frames have repeated singular values (NaN, or wrong, through the SVD); the polar factor is smooth there
+    frame = frame.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda f: POVM.from_frame(f).vectors, (frame,))
