@@ -80,7 +80,10 @@ def import_plugins(argv: list[str]) -> None:
             path = Path(name)
             if not path.is_file():
                 raise FileNotFoundError(f"--import {name}: no such file")
-            name = f"qpnlp_plugin_{path.stem}"
+            name, number = f"qpnlp_plugin_{path.stem}", 1
+            while name in sys.modules and not _same_file(sys.modules[name], path):   # another file of this name
+                number += 1
+                name = f"qpnlp_plugin_{path.stem}_{number}"
             if name in sys.modules:                      # already imported in this process (main() called twice)
                 continue
             spec = importlib.util.spec_from_file_location(name, path)
@@ -93,6 +96,15 @@ def import_plugins(argv: list[str]) -> None:
                 raise
         else:
             importlib.import_module(name)
+
+
+def _same_file(module, path: Path) -> bool:
+    """Whether ``module`` was imported from the file ``path``."""
+    source = getattr(module, "__file__", None)
+    try:
+        return source is not None and Path(source).samefile(path)
+    except OSError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

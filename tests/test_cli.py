@@ -186,3 +186,27 @@ def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, c
     code = main(["train", "word2fun", "--corpus", str(corpus), "--epochs", "1", "--no-progress", *extra])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and fragment in err, err              # was exit code 1
+
+
+def test_import_takes_two_plugin_files_of_the_same_name(tmp_path):
+    """``--import a/plugin.py --import b/plugin.py`` imported a/plugin.py only: b's shared its module name."""
+    import sys
+
+    from qpnlp.cli import import_plugins
+
+    files = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        files.append(tmp_path / folder / "same_name_plugin.py")
+        files[-1].write_text(f"WHICH = {folder!r}\n")
+    before = set(sys.modules)
+    try:
+        import_plugins(["--import", str(files[0]), "--import", str(files[1]), "--import", str(files[0])])
+        import_plugins(["--import", str(files[1])])                      # main() called again: nothing new
+        loaded = sorted(getattr(sys.modules[n], "WHICH", None) for n in set(sys.modules) - before
+                        if n.startswith("qpnlp_plugin_same_name_plugin"))
+        assert loaded == ["a", "b"]
+    finally:
+        for name in set(sys.modules) - before:
+            if name.startswith("qpnlp_plugin_"):
+                del sys.modules[name]

@@ -225,15 +225,29 @@ def registered_models(task: str | None = None) -> tuple[str, ...]:
 
 
 def _load_builtin_models() -> None:
-    """Import the built-in models (they register themselves) and the installed plugins, once."""
+    """Import the built-in models (they register themselves) and the installed plugins, once.
+
+    A plugin that fails to load raises ImportError naming its entry point, on
+    every call until it loads (never a registry silently missing the plugins).
+    """
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    import qpnlp.models  # noqa: F401
+    _LOADED = True                      # set first: a plugin that asks for the registry while loading gets no loop
+    try:
+        import qpnlp.models  # noqa: F401
 
-    for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
-        entry.load()
+        for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+            try:
+                entry.load()
+            except Exception as err:
+                dist = getattr(getattr(entry, "dist", None), "name", None)
+                raise ImportError(f"the {PLUGIN_GROUP!r} plugin {entry.name!r} ({entry.value}"
+                                  f"{f', package {dist}' if dist else ''}) failed to load: "
+                                  f"{type(err).__name__}: {err}") from err
+    except BaseException:
+        _LOADED = False
+        raise
 
 
 _LOADED = False
@@ -321,8 +335,11 @@ class Model(PrecisionMixin, nn.Module):
         ``metadata`` (JSON: data set, split, label names, training settings, ...)
         is stored in ``config.json`` and returned by :func:`read_model_header`.
         """
-        if not self.name:
-            raise TypeError(f"{type(self).__name__} is not registered; decorate it with @register_model(name)")
+        if not self.name or _REGISTRY.get(self.name) is not type(self):
+            # a subclass inherits its registered base's name: saved under it, it would load as the base class
+            raise TypeError(f"{type(self).__name__} is not registered; decorate it with @register_model(name)"
+                            + (f" (the name {self.name!r} is {_REGISTRY[self.name].__qualname__}'s)"
+                               if self.name in _REGISTRY else ""))
         header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=dict(metadata or {}),
                       qpnlp_version=_version())
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"

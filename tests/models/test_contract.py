@@ -324,3 +324,40 @@ def test_training_default_takes_the_vector_set_then_the_data_set_then_the_model(
     assert CNM.training_default("vectors_scale", vectors="glove-6b-50d") is None
     assert CNM.training_default("no such setting", fallback=7) == 7
     assert CNM.training_default("epochs", dataset="trecqa", vectors="spacy-md-300d") == 6
+
+
+# --------------------------------------------------------------------------- registry edge cases
+def test_a_plugin_that_fails_to_load_is_named_and_never_leaves_the_registry_silently_short(monkeypatch):
+    """A broken 'qpnlp.models' entry point raised its bare error once; the next lookups then answered without the
+    plugins listed after it ("unknown model 'word2fun'")."""
+    import importlib.metadata as metadata
+
+    from qpnlp.models import base
+
+    installed = metadata.entry_points
+    broken = metadata.EntryPoint("broken", "no_such_qpnlp_plugin_xyz", base.PLUGIN_GROUP)
+    listed = metadata.EntryPoints([broken, *installed(group=base.PLUGIN_GROUP)])
+    monkeypatch.setattr(base.importlib.metadata, "entry_points",
+                        lambda group: listed if group == base.PLUGIN_GROUP else metadata.EntryPoints([]))
+    monkeypatch.setattr(base, "_LOADED", False)
+    for _ in range(2):                                   # the second lookup fails the same way, not silently
+        with pytest.raises(ImportError, match="plugin 'broken' .no_such_qpnlp_plugin_xyz. failed to load: "
+                                              "ModuleNotFoundError"):
+            get_model_class("word2fun")
+    monkeypatch.setattr(base.importlib.metadata, "entry_points", installed)      # the plugin repaired
+    assert get_model_class("word2fun").name == "word2fun"
+
+
+def test_an_unregistered_subclass_of_a_registered_model_is_not_saved_under_its_bases_name(tmp_path):
+    """The subclass inherits ``name``: saved as "qpdn", it loaded back as a plain QPDN (another forward)."""
+    from qpnlp.models import QPDN, QPDNConfig
+
+    class Scaled(QPDN):
+        def forward(self, ids, mask):
+            return 10 * super().forward(ids, mask)
+
+    model = Scaled(QPDNConfig(num_words=NUM_WORDS, num_classes=2, dim=4, num_measurements=3))
+    with pytest.raises(TypeError, match="Scaled is not registered.*'qpdn' is QPDN's"):
+        model.save_pretrained(tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+    QPDN(model.config).save_pretrained(tmp_path / "m")          # the registered class itself still saves
