@@ -43,7 +43,6 @@ TREC   5,952   6 coarse classes              train 5,452 (73) / test 500
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpnlp.data.paths import data_root, find_file, read_text
+from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
 
 __all__ = [
@@ -146,20 +145,6 @@ class ClassificationDataset:
 ENCODINGS = ("utf-8", "iso-8859-1")
 
 
-def _read_text(path: Path) -> str:
-    return read_text(path, ENCODINGS)
-
-
-def _read_lines(path: Path) -> list[str]:
-    """The lines of a data file, split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
-
-    Not :meth:`str.splitlines`, which also splits at form feeds, ``\\x1c``-``\\x1e``, ``\\x85`` and U+2028/9:
-    characters that occur inside a sentence (``\\x85`` is the cp1252 ellipsis read as ISO-8859-1) and would
-    silently turn one sentence into two and shift the line numbers of every later error.
-    """
-    return [line.rstrip("\n") for line in io.StringIO(_read_text(path), newline=None)]
-
-
 def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[list[str]], list[int], int]:
     """Read one-sentence-per-line files whose label is given by the file.
 
@@ -183,7 +168,7 @@ def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[
     n_empty = 0
     for label in sorted(files):
         before = len(texts)
-        for line in _read_lines(Path(files[label])):
+        for line in read_lines(files[label], ENCODINGS):
             tokens = tokenize(line)
             if not tokens:
                 n_empty += 1
@@ -208,7 +193,7 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
     """
     path = Path(path)
     texts, labels, n_empty = [], [], 0
-    for lineno, line in enumerate(_read_lines(path), start=1):
+    for lineno, line in enumerate(read_lines(path, ENCODINGS), start=1):
         if not line.strip():
             n_empty += 1
             continue
@@ -242,7 +227,7 @@ def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str],
     """
     path = Path(path)
     texts, coarse, fine, n_empty = [], [], [], 0
-    for lineno, line in enumerate(_read_lines(path), start=1):
+    for lineno, line in enumerate(read_lines(path, ENCODINGS), start=1):
         if not line.strip():
             n_empty += 1
             continue

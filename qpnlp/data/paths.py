@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_text", "refuse_unreadable"]
+__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_lines", "read_text", "refuse_unreadable"]
 
 #: Name of the environment variable that points at the benchmark data folder.
 DATA_ENV_VAR = "QPNLP_DATA"
@@ -218,6 +219,23 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     line, column = _line_and_column(data, first_error.start)
     raise ValueError(f"{path}:{line}: cannot decode byte 0x{data[first_error.start]:02x} at column {column} as "
                      f"{' or '.join(encodings)}") from None
+
+
+
+def read_lines(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> list[str]:
+    r"""The lines of :func:`read_text`'s text, without their line ends, split at ``\n``, ``\r\n`` and ``\r`` only.
+
+    Not :meth:`str.splitlines`, which also splits at form feeds, ``\x1c``-``\x1e``, ``\x85`` and U+2028/9:
+    characters that occur inside a sentence (``\x85`` is the cp1252 ellipsis read as ISO-8859-1) and would
+    silently turn one sentence into two and shift the line numbers of every later error.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "a.txt").write_bytes(b"one\x0ctwo\r\nthree\rfour")
+    ...     read_lines(Path(d) / "a.txt")
+    ['one\x0ctwo', 'three', 'four']
+    """
+    return [line.rstrip("\n") for line in io.StringIO(read_text(path, encodings), newline=None)]
 
 
 #: A well-formed UTF-8 sequence of two to four bytes: in a file that is not UTF-8 as a whole, a sign that some of

@@ -18,7 +18,6 @@ without any question, is refused with the file named.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpnlp.data.paths import data_root, find_file, read_text
+from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
 
 __all__ = ["QA_DATASETS", "QADataset", "concat_qa", "load_qa", "read_qa_tsv"]
@@ -140,22 +139,19 @@ def read_qa_tsv(
     """
     path = Path(path)
     by_question: dict[str, list[tuple[str, int]]] = {}
-    # newline=None: the same universal-newline lines as iterating the opened file
-    with io.StringIO(read_text(path, ("utf-8",)), newline=None) as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3 or fields[2].strip() not in ("0", "1"):
-                raise ValueError(
-                    f"{path}:{lineno}: expected 'question<TAB>candidate<TAB>label' with label 0/1, "
-                    f"got {len(fields)} field(s): {line[:80]!r}"
-                )
-            q, c, y = fields
-            if not q.strip() or not c.strip():
-                raise ValueError(f"{path}:{lineno}: empty question or candidate")
-            by_question.setdefault(q, []).append((c, int(y)))
+    for lineno, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3 or fields[2].strip() not in ("0", "1"):
+            raise ValueError(
+                f"{path}:{lineno}: expected 'question<TAB>candidate<TAB>label' with label 0/1, "
+                f"got {len(fields)} field(s): {line[:80]!r}"
+            )
+        q, c, y = fields
+        if not q.strip() or not c.strip():
+            raise ValueError(f"{path}:{lineno}: empty question or candidate")
+        by_question.setdefault(q, []).append((c, int(y)))
     if not by_question:
         raise ValueError(f"{path}: no question in the file (empty or blank lines only)")
     n_no_correct = sum(1 for rows in by_question.values() if not any(y for _, y in rows))
