@@ -123,7 +123,7 @@ def _root_kernel(roots: torch.Tensor) -> torch.Tensor:
 class _PsdSqrt(torch.autograd.Function):
     r""":math:`\sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with eigenvalues below :func:`rank_tolerance` set to zero.
 
-    Returns the root and the eigenvalues (not differentiable). The backward is
+    ``forward(rho, name)``; the spectrum is checked as :func:`_dense_eigen` does. The backward is
     the Daleckii-Krein formula :math:`\bar\rho = U[(U^\dagger \bar A U) \circ K]U^\dagger`,
     :math:`K_{ij} = 1/(\sqrt{\lambda_i} + \sqrt{\lambda_j})` (0 where both are
     zero), finite at repeated eigenvalues, where ``eigh``'s backward divides
@@ -131,19 +131,17 @@ class _PsdSqrt(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, rho):
-        lam, vecs = torch.linalg.eigh(rho)
-        keep = lam > rank_tolerance(lam, rho.shape[-1])
+    def forward(ctx, rho, name):
+        lam, vecs, keep = _dense_eigen(rho, name)
         roots = safe_sqrt(lam, keep)
         ctx.save_for_backward(vecs, roots)
-        ctx.mark_non_differentiable(lam)
-        return (vecs * roots.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH, lam
+        return (vecs * roots.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
-    def backward(ctx, grad_root, grad_lam):
+    def backward(ctx, grad_root):
         vecs, roots = ctx.saved_tensors
-        return vecs @ ((vecs.mH @ grad_root @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH
+        return vecs @ ((vecs.mH @ grad_root @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH, None
 
 
 def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
@@ -159,11 +157,7 @@ def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
         return obj.data.unsqueeze(-1)
     if isinstance(obj, Ensemble):
         return obj.factor()
-    rho = as_density_tensor(obj, name)
-    root, lam = _PsdSqrt.apply(rho)
-    if V.enabled():
-        V.check_spectrum(name, lam, rho.shape[-1])                    # free: the eigenvalues are here
-    return root
+    return _PsdSqrt.apply(as_density_tensor(obj, name), name)
 
 
 def root_operand(obj, name: str = "rho") -> tuple[str, torch.Tensor]:
