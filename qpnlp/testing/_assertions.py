@@ -34,8 +34,8 @@ def assert_pure_state(state, *, atol: float | None = None) -> None:
     data = state.data if isinstance(state, PureState) else state
     assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
     norms = torch.linalg.vector_norm(data, dim=-1)
-    assert_allclose(norms, torch.ones_like(norms), atol=default_atol(data.dtype, data.shape[-1]) if atol is None else atol,
-                    msg="state norms differ from 1:")
+    atol = default_atol(data.dtype, data.shape[-1]) if atol is None else atol     # 0.0 is a tolerance too
+    assert_allclose(norms, torch.ones_like(norms), atol=atol, msg="state norms differ from 1:")
 
 
 def assert_density_matrix(rho, *, atol: float | None = None) -> None:

@@ -39,8 +39,9 @@ every ``world``-th document of a corpus in memory), and the processes keep
   one worker the resumed run equals the uninterrupted one bit for bit).
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
-(about ``6 V D`` numbers for family IV with the logistic step and a trainable compass); choose ``sync_every`` so that it stays
-small against the ``sync_every`` batches of work in between.
+(about ``6 V D`` numbers for family IV with the logistic step and a
+trainable compass); choose ``sync_every`` so that it stays small against
+the ``sync_every`` batches of work in between.
 """
 
 from __future__ import annotations
