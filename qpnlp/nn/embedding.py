@@ -18,6 +18,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
@@ -96,7 +97,7 @@ def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size,
             at = int(torch.searchsorted(rows, padding_idx))         # rows are sorted and unique
             if at < rows.numel() and int(rows[at]) == padding_idx:
                 rows, values = torch.cat((rows[:at], rows[at + 1:])), torch.cat((values[:at], values[at + 1:]))
-        return torch.sparse_coo_tensor(rows.unsqueeze(0), values, shape, is_coalesced=True, check_invariants=False)
+        return coalesced_coo(rows.unsqueeze(0), values, shape)
     dense = values.new_zeros(shape).index_copy_(0, rows, values)
     if padding_idx is not None:
         dense[padding_idx] = 0
@@ -254,7 +255,23 @@ def _run(function, *args):
 
 @torch.compiler.disable
 def _outside_graph(function, *args):
-    return function(*args)
+    outputs = function(*args)
+    if isinstance(outputs, torch.Tensor):
+        return _unviewed(outputs)
+    return type(outputs)(_unviewed(t) if isinstance(t, torch.Tensor) else t for t in outputs)
+
+
+def _unviewed(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, or a copy of it where it is a view of another dtype (a complex view of a real buffer).
+
+    The graph that resumes after :func:`_outside_graph` receives its outputs as fake tensors; torch 2.11's dynamo
+    rebuilds a view by replaying it on a fake copy of its base, and ``view_as_complex`` fails on a ``(..., 2d)``
+    base ("Tensor must have a last dimension of size 2"; seen on CUDA, torch 2.11.0+cu130). The copy costs one
+    pass over the states, under torch.compile only.
+    """
+    if tensor._is_view() and tensor._base.dtype != tensor.dtype:
+        return tensor.clone()
+    return tensor
 
 
 def _lookup(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:

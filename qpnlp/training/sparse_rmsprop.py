@@ -24,6 +24,8 @@ from collections.abc import Iterable
 
 import torch
 
+from qpnlp._sparse import coalesced_coo
+
 from . import adam_rows
 
 
@@ -39,8 +41,7 @@ def coalesced(grad: torch.Tensor) -> torch.Tensor:
     if grad.sparse_dim() == 1:
         rows = grad._indices()[0]
         if rows.numel() < 2 or bool((rows[1:] > rows[:-1]).all()):
-            return torch.sparse_coo_tensor(grad._indices(), grad._values(), grad.shape, is_coalesced=True,
-                                           check_invariants=False)
+            return coalesced_coo(grad._indices(), grad._values(), grad.shape)
     return grad.coalesce()
 
 

@@ -111,3 +111,27 @@ def test_coalesced_trusts_sorted_unique_rows_and_sorts_the_others():
     repeated = torch.sparse_coo_tensor(torch.tensor([[4, 1, 4]]), values, (8, 2), check_invariants=True)
     assert torch.equal(coalesced(repeated)._indices(), torch.tensor([[1, 4]]))
     assert torch.equal(coalesced(repeated).to_dense(), repeated.to_dense())
+
+
+def test_a_coalesced_gradient_is_built_without_torch_2_11s_invariant_warning(monkeypatch):
+    """torch 2.11 warns even when check_invariants=False is explicit; the CLI printed it beside its error line."""
+    import warnings
+
+    from qpnlp._sparse import coalesced_coo
+    from qpnlp.training.sparse_rmsprop import coalesced
+
+    original = torch.sparse_coo_tensor
+
+    def warning_like_torch_2_11(*args, **kwargs):
+        warnings.warn("Sparse invariant checks are implicitly disabled. Memory errors (e.g. SEGFAULT) will occur",
+                      UserWarning)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "sparse_coo_tensor", warning_like_torch_2_11)
+    rows, values = torch.tensor([[0, 2]]), torch.ones(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grad = coalesced_coo(rows, values, (4, 3))
+        unmarked = original(rows, values, (4, 3), check_invariants=True)
+        assert coalesced(unmarked).is_coalesced()         # the optimiser's path goes through coalesced_coo too
+    assert grad.is_coalesced() and torch.equal(grad.to_dense()[2], torch.ones(3))
