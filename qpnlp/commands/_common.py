@@ -73,7 +73,7 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                             + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")
     group.add_argument("--pad-to-multiple-of", type=count_type(), default=None, metavar="N",
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
-                            "(default: 8 under --compile reduce-overhead on a GPU, whose CUDA graphs are recorded "
+                            "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs are recorded "
                             "per length; else the longest text)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json",

@@ -51,12 +51,13 @@ from torch import nn
 from qpnlp.hilbert import validation
 
 __all__ = ["COMPILE_MODES", "CUDA_GRAPHS_PAD_MULTIPLE", "check_compile_mode", "training_forward", "compiled_steps",
-           "training_pad_multiple"]
+           "training_pad_multiple", "uses_cuda_graphs"]
 
 #: torch.compile's inductor modes (``None``: eager).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
-#: Training batches are padded to a multiple of this many tokens under CUDA graphs (``"reduce-overhead"``):
+#: Training batches are padded to a multiple of this many tokens under CUDA graphs (``"reduce-overhead"``,
+#: ``"max-autotune"``):
 #: SST-2's training batches of 32 come in 39-41 padded lengths per epoch, 6 rounded up to multiples of 8, for 11%
 #: more padded positions (31.9 -> 35.5 tokens per batch; 16: 4 lengths, 23% more; benchmarks/padded_lengths.py).
 CUDA_GRAPHS_PAD_MULTIPLE = 8
@@ -83,14 +84,26 @@ def training_pad_multiple(pad_to_multiple_of: int | None, mode: str | None,
     """The multiple the training batches' padded length is rounded up to (``None``: the longest text).
 
     ``pad_to_multiple_of`` when given (1: no rounding), else
-    :data:`CUDA_GRAPHS_PAD_MULTIPLE` under ``mode="reduce-overhead"`` on a
-    CUDA device, where CUDA graphs are recorded once per input size (on the
-    CPU that mode records none, and rounding would only add padding).
+    :data:`CUDA_GRAPHS_PAD_MULTIPLE` under a mode that records CUDA graphs
+    (``"reduce-overhead"`` and ``"max-autotune"``, as torch's own mode table
+    says: :func:`uses_cuda_graphs`) on a CUDA device, where a graph is
+    recorded once per input size (on the CPU no mode records graphs, and
+    rounding would only add padding).
     """
     if pad_to_multiple_of is not None:
         return pad_to_multiple_of
-    graphs = mode == "reduce-overhead" and torch.device(device).type == "cuda"
+    graphs = uses_cuda_graphs(mode) and torch.device(device).type == "cuda"
     return CUDA_GRAPHS_PAD_MULTIPLE if graphs else None
+
+
+def uses_cuda_graphs(mode: str | None) -> bool:
+    """Whether torch.compile's ``mode`` records CUDA graphs on a GPU (inductor's ``triton.cudagraphs`` option)."""
+    if mode is None:
+        return False
+    check_compile_mode(mode)
+    import torch._inductor
+
+    return bool(torch._inductor.list_mode_options(mode).get("triton.cudagraphs", False))
 
 
 @contextlib.contextmanager

@@ -69,8 +69,9 @@ class TrainConfig:
     the models it speeds up (CNM; :mod:`qpnlp.training.compiled`).
     ``pad_to_multiple_of`` rounds the padded length of the training batches
     (and of their chunks) up to a multiple of it, so that they come in a few
-    lengths; ``None`` is 8 under ``compile="reduce-overhead"`` on a GPU (CUDA
-    graphs record one graph per length) and no rounding otherwise
+    lengths; ``None`` is 8 under a mode with CUDA graphs (``"reduce-overhead"``,
+    ``"max-autotune"``) on a GPU (they record one graph per length) and no
+    rounding otherwise
     (:func:`~qpnlp.training.compiled.training_pad_multiple`).
     """
 

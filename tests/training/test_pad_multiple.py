@@ -58,6 +58,8 @@ def test_the_multiple_is_the_configs_or_eight_under_cuda_graphs():
     assert training_pad_multiple(None, "reduce-overhead", "cpu") is None         # no CUDA graphs on the CPU
     assert training_pad_multiple(1, "reduce-overhead", "cuda") == 1              # 1: no rounding
     assert training_pad_multiple(16, None) == 16
+    assert training_pad_multiple(None, "max-autotune", "cuda") == 8            # records CUDA graphs too
+    assert training_pad_multiple(None, "max-autotune-no-cudagraphs", "cuda") is None
 
 
 @pytest.mark.parametrize("value", [0, -8])
