@@ -91,7 +91,8 @@ def _priors(priors, num: int, like: torch.Tensor) -> torch.Tensor:
     real = like.real.dtype
     p = torch.full((num,), 1.0 / num, dtype=real, device=like.device) if priors is None \
         else torch.as_tensor(priors, dtype=real, device=like.device)
-    if p.shape[-1] != num or bool((p < 0).any()) or bool(((p.sum(-1) - 1).abs() > tolerance(real, num)).any()):
+    valid = p.dim() > 0 and p.shape[-1] == num and bool((p >= 0).all())       # comparisons so that NaN fails
+    if not (valid and bool(((p.sum(-1) - 1).abs() <= tolerance(real, num)).all())):
         raise ValueError(f"priors must be {num} non-negative numbers summing to one; got {p.tolist()}")
     return p
 
@@ -120,7 +121,7 @@ def helstrom(rho0, rho1, prior0: float | torch.Tensor = 0.5) -> OptimalMeasureme
     if r0.shape[-1] != r1.shape[-1]:
         raise ValueError(f"dimension mismatch: rho0 has d={r0.shape[-1]} but rho1 has d={r1.shape[-1]}")
     p0 = torch.as_tensor(prior0, dtype=r0.real.dtype, device=r0.device)
-    if bool(((p0 < 0) | (p0 > 1)).any()):
+    if not bool(((p0 >= 0) & (p0 <= 1)).all()):                       # NaN fails too
         raise ValueError(f"prior0 must be in [0, 1]; got {p0.tolist()}")
     gamma = p0[..., None, None] * r0 - (1 - p0)[..., None, None] * r1
     lam, u = torch.linalg.eigh(gamma)
@@ -278,6 +279,25 @@ def measurement_bound(sentences, labels, *, num_classes: int | None = None, prio
     return pretty_good_measurement(averages, priors)
 
 
+def _measurement_rows(projectors: Projector) -> torch.Tensor:
+    r"""Vectors ``(k, r, d)`` of a batch of projectors that are one measurement: all k r rows orthonormal.
+
+    Only then do the :math:`P_k` sum to at most I (orthogonal projectors); unit vectors that overlap (e.g. a
+    ``ProjectiveMeasurement`` with ``orthonormal=False`` after training, or k > d) are no measurement.
+    """
+    vectors = projectors.vectors
+    if vectors.dim() != 3:
+        raise ValueError(f"need a batch (k,) of projectors; got batch shape {tuple(projectors.batch_shape)}")
+    rows = vectors.reshape(-1, vectors.shape[-1])
+    err = float((rows @ rows.mH - torch.eye(rows.shape[0], dtype=rows.dtype, device=rows.device)).abs().max())
+    tol = tolerance(rows.dtype, max(rows.shape))
+    if rows.shape[0] > rows.shape[1] or err > tol:
+        raise ValueError(f"the {rows.shape[0]} projector vectors in C^{rows.shape[1]} must be orthonormal to form "
+                         f"a measurement (sum_k P_k <= I); got max |V V^dagger - I| = {err:.3g} (tolerance "
+                         f"{tol:.2g}). Use ProjectiveMeasurement(orthonormal=True) or POVM.from_frame(vectors)")
+    return vectors
+
+
 def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Accuracy :math:`\sum_k \max_c p_c\operatorname{Tr}(\bar\rho_c E_k)` of a measurement whose outcome k is read as its best class.
 
@@ -288,8 +308,10 @@ def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.
     Parameters
     ----------
     measurement : POVM, Projector batch, ProjectiveMeasurement or POVMMeasurement
-        k outcomes on :math:`\mathbb{C}^d`. Incomplete projective measurements
-        get one extra outcome for the rest of the space, :math:`I - \sum_k P_k`.
+        k outcomes on :math:`\mathbb{C}^d`. Projectors must be orthogonal (all
+        their vectors orthonormal; ValueError otherwise). Incomplete projective
+        measurements get one extra outcome for the rest of the space,
+        :math:`I - \sum_k P_k`.
     class_states : DensityMatrix or torch.Tensor
         Batch ``(C,)`` class averages.
     priors : torch.Tensor, optional
@@ -300,7 +322,8 @@ def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.
     accuracy : torch.Tensor
         Real scalar.
     assignment : torch.Tensor
-        Long ``(k,)``: the class each outcome is read as.
+        Long ``(k,)``: the class each outcome is read as (``(k + 1,)`` with
+        the rest of the space last for an incomplete projective measurement).
     """
     rho_c = _dense(class_states, "class_states")
     if rho_c.dim() != 3:
@@ -311,10 +334,12 @@ def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.
     elif hasattr(measurement, "as_projectors"):
         measurement = measurement.as_projectors()
     if isinstance(measurement, Projector):
-        vectors = measurement.vectors
+        vectors = _measurement_rows(measurement)
         effects = vectors.mT @ vectors.conj()
-        rest = torch.eye(vectors.shape[-1], dtype=vectors.dtype, device=vectors.device) - effects.sum(0)
-        joint = torch.einsum("kde,ced->ck", *promote(torch.cat([effects, rest[None]]), rho_c)).real
+        if vectors.shape[0] * vectors.shape[1] < vectors.shape[-1]:                    # incomplete: add I - sum P_k
+            rest = torch.eye(vectors.shape[-1], dtype=vectors.dtype, device=vectors.device) - effects.sum(0)
+            effects = torch.cat([effects, rest[None]])
+        joint = torch.einsum("kde,ced->ck", *promote(effects, rho_c)).real
     elif isinstance(measurement, POVM):
         joint = povm_probabilities_dense(rho_c, measurement.vectors)                         # (C, k)
     else:

@@ -19,6 +19,8 @@ from torch import Tensor, nn
 
 from qpnlp.nn import ComplexOrderEmbedding
 
+from . import _checks
+
 __all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_scores", "frequency_table"]
 
 
@@ -28,8 +30,20 @@ def frequency_table(source: ComplexOrderEmbedding | nn.Module | Tensor) -> Tenso
     ``source`` is a :class:`ComplexOrderEmbedding`, a model with one as
     ``.embedding`` (e.g. :class:`~qpnlp.models.order_classifier.OrderClassifier`),
     or the tensor itself. Raises ValueError for complex-vanilla (no
-    frequencies) and word sharing (one frequency vector for all words).
+    frequencies), word sharing (one frequency vector for all words), and
+    frequencies that are not real or not finite.
     """
+    return _real_finite(_frequency_table(source))
+
+
+def _real_finite(omega: Tensor) -> Tensor:
+    if omega.is_complex() or not omega.is_floating_point():
+        raise ValueError(f"frequencies must be a real (V, D) tensor; got {omega.dtype} {tuple(omega.shape)}")
+    _checks.finite("frequencies", omega)
+    return omega
+
+
+def _frequency_table(source) -> Tensor:
     if isinstance(source, Tensor):
         return source.detach()
     emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)

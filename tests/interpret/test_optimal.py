@@ -167,3 +167,38 @@ def test_bound_for_a_model_that_separates_nothing(cdtype, tol):
     sentences = [Ensemble(e[:1]), Ensemble(e[1:]), Ensemble(e)]
     result = measurement_bound(sentences, [0, 0, 1])                               # averages: I/2 and I/2
     assert math.isclose(float(result.success_probability), 2 / 3, abs_tol=tol(2))
+
+
+def test_single_shot_accuracy_rejects_projectors_that_are_not_a_measurement():
+    """Unit vectors that are not orthonormal (the default ProjectiveMeasurement, or k > d) do not give projectors
+    that sum to at most I: the 'accuracy' came out above 1 (1.18 here) instead of an error."""
+    e = torch.eye(2, dtype=torch.complex64)
+    classes = torch.stack([e[:, :1] @ e[:1], e[:, 1:] @ e[1:]])                       # |e0><e0|, |e1><e1|
+    overlapping = ProjectiveMeasurement(2, 3, generator=_gen(0))                   # 3 unit vectors in C^2
+    with pytest.raises(ValueError, match="orthonormal"):
+        single_shot_accuracy(overlapping, classes)
+    skewed = ProjectiveMeasurement(2, 2, init="random", generator=_gen(1))
+    with pytest.raises(ValueError, match="orthonormal"):
+        single_shot_accuracy(skewed.as_projectors(), classes)
+
+
+def test_single_shot_accuracy_assignment_has_one_entry_per_outcome(cdtype, tol):
+    """A complete projective measurement has k outcomes (no empty 'rest' outcome); an incomplete one gets k + 1."""
+    classes = PureState(torch.eye(3, dtype=cdtype)).proj()
+    accuracy, assignment = single_shot_accuracy(ProjectiveMeasurement(3, complete=True, init="identity",
+                                                                      dtype=cdtype), classes)
+    assert assignment.tolist() == [0, 1, 2] and abs(float(accuracy) - 1) <= tol(3)
+    accuracy, assignment = single_shot_accuracy(ProjectiveMeasurement(3, 1, init="identity", dtype=cdtype), classes)
+    assert assignment.shape == (2,) and assignment[0] == 0 and abs(float(accuracy) - 2 / 3) <= tol(3)
+
+
+def test_nan_priors_are_an_error_not_a_nan_bound():
+    """NaN passed the checks `p < 0` and `|sum p - 1| > tol` (both False for NaN) and came back as a NaN accuracy."""
+    a, b = PureState.basis_state(0, 2), PureState.from_real(torch.tensor([0.6, 0.8]))
+    classes = torch.stack([a.proj().data, b.proj().data])
+    with pytest.raises(ValueError, match="prior0"):
+        helstrom(a, b, float("nan"))
+    with pytest.raises(ValueError, match="priors must be"):
+        pretty_good_measurement(classes, [float("nan"), 0.5])
+    with pytest.raises(ValueError, match="priors must be"):
+        single_shot_accuracy(helstrom(a, b).measurement, classes, [float("nan"), 1.0])

@@ -70,3 +70,12 @@ def test_errors():
         period_table(torch.ones(5), WORDS)
     with pytest.raises(ValueError, match="no word left"):
         period_table(torch.ones(5, 2), WORDS, counts=[0] * 5)
+
+
+def test_complex_frequencies_are_an_error_not_silently_cut_to_their_real_part():
+    """A complex tensor is not a frequency table: its imaginary part was dropped (with only a torch warning)."""
+    omega = torch.full((5, 2), 1.0 + 2.0j)
+    with pytest.raises(ValueError, match="real"):
+        period_table(omega, WORDS)
+    with pytest.raises(ValueError, match="real"):
+        period_distribution(omega)

@@ -66,3 +66,11 @@ def test_errors():
         positional_sensitivity(torch.zeros(3, 2), WORDS)
     with pytest.raises(ValueError, match="top"):
         positional_sensitivity(torch.zeros(6, 2), WORDS, top=0)
+
+
+def test_nan_frequencies_are_an_error():
+    """A NaN frequency (diverged training) ranked first among the most position-sensitive words."""
+    omega = torch.ones(6, 2)
+    omega[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        positional_sensitivity(omega, WORDS)
