@@ -82,6 +82,8 @@ class TimestampedCorpus:
         """Build from an iterable of ``(time, tokens)``."""
         times, docs = [], []
         for t, toks in pairs:
+            if isinstance(toks, str):
+                raise TypeError(f"the tokens of time {t} must be a list of tokens, not the string {toks[:40]!r}")
             times.append(float(t))
             docs.append(list(toks))
         return cls(np.asarray(times, dtype=np.float64), tuple(docs))
@@ -252,6 +254,8 @@ class TsvStream:
     def shard(self, rank: int, world: int) -> "TsvStream":
         """The part of process ``rank`` of ``world``: files ``rank, rank + world, ...`` or, with fewer files
         than processes, every ``world``-th line of each file."""
+        if not 0 <= rank < world:
+            raise ValueError(f"need 0 <= rank < world; got rank {rank}, world {world}")
         if world > 1 and len(self.paths) >= world:
             return TsvStream(self.paths[rank::world], self.lowercase)
         return TsvStream(self.paths, self.lowercase, rank, world)
@@ -266,8 +270,17 @@ class TsvStream:
 
 
 def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:
-    """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point)."""
+    """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point).
+
+    Raises ``ValueError`` for a token that would not read back as itself
+    (empty, or containing whitespace: the reader splits on it).
+    """
     with open(path, "w", encoding="utf-8") as fh:
         for t, toks in corpus:
+            text = " ".join(toks)
+            if text.split() != list(toks):
+                bad = next(w for w in toks if w.split() != [w])
+                raise ValueError(f"token {bad!r} of the document of time {t:g} cannot be written to a TSV file "
+                                 f"(empty or containing whitespace)")
             ts = str(int(t)) if float(t).is_integer() else repr(float(t))
-            fh.write(f"{ts}\t{' '.join(toks)}\n")
+            fh.write(f"{ts}\t{text}\n")

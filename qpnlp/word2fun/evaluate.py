@@ -53,6 +53,8 @@ def heldout_pairs(corpus: TimestampedCorpus, vocabulary: Vocabulary, *, window: 
     """
     if window < 1 or negatives < 1:
         raise ValueError(f"window and negatives must be >= 1; got {window}, {negatives}")
+    if max_pairs is not None and max_pairs < 1:   # else no pair to score: a mean of nothing
+        raise ValueError(f"max_pairs must be >= 1 or None; got {max_pairs}")
     encoded = corpus.encode(vocabulary)
     if encoded.n_tokens == 0:
         raise ValueError("the corpus has no in-vocabulary token to score")
@@ -86,6 +88,10 @@ def pair_log_likelihood(pairs: HeldOutPairs, context: Callable[[torch.Tensor, to
 
 
 def word2fun_log_likelihood(model: Word2Fun, pairs: HeldOutPairs) -> float:
-    """Held-out log-likelihood of a Word2Fun model (context :math:`f(u, t)`, target the compass :math:`h(v)`)."""
-    dtype = model.compass.weight.dtype
-    return pair_log_likelihood(pairs, lambda w, t: model.vectors(w, t.to(dtype)), model.compass)
+    """Held-out log-likelihood of a Word2Fun model (context :math:`f(u, t)`, target the compass :math:`h(v)`).
+
+    The pairs (on the CPU) are moved batch by batch to the model's device.
+    """
+    dtype, dev = model.compass.weight.dtype, model.compass.weight.device
+    return pair_log_likelihood(pairs, lambda w, t: model.vectors(w.to(dev), t.to(dev, dtype)),
+                               lambda w: model.compass(w.to(dev)))

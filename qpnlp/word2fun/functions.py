@@ -135,7 +135,7 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
     ``L/4`` periods (the trigonometric-polynomial basis of thesis Corollary 2
     on the training span).  ``L = 4 * max_periods`` levels, repeated over the
     ``D/2`` coordinates; by default ``L = D/2`` (no repetition, the fastest
-    period is ``4S/D``).  An initialisation for the trainable frequencies of
+    period is ``8S/D``).  An initialisation for the trainable frequencies of
     families III and IV; a smaller ``max_periods`` keeps every coordinate
     smooth on the scale of the changes to be measured.
 

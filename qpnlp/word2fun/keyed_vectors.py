@@ -84,7 +84,7 @@ class StaticKeyedVectors:
 
     Parameters
     ----------
-    index_to_key : sequence of str, length V
+    index_to_key : sequence of str, length V (distinct words)
     vectors : numpy.ndarray, shape (V, D)
     counts : numpy.ndarray, shape (V,), optional
         Training counts (for ``min_count`` filters).
@@ -105,12 +105,17 @@ class StaticKeyedVectors:
                  year: float | None = None):
         self.index_to_key = tuple(index_to_key)
         self.key_to_index = MappingProxyType({w: i for i, w in enumerate(self.index_to_key)})
+        if len(self.key_to_index) != len(self.index_to_key):
+            dup = next(w for i, w in enumerate(self.index_to_key) if self.key_to_index[w] != i)
+            raise ValueError(f"duplicate word {dup!r} in index_to_key")
         vectors = np.array(vectors, copy=True)
         if vectors.ndim != 2 or vectors.shape[0] != len(self.index_to_key):
             raise ValueError(f"vectors must have shape ({len(self.index_to_key)}, D); got {vectors.shape}")
         vectors.setflags(write=False)
         self.vectors = vectors
         self.counts = np.zeros(len(self.index_to_key), np.int64) if counts is None else np.asarray(counts, np.int64)
+        if self.counts.shape != (len(self.index_to_key),):
+            raise ValueError(f"counts must have shape ({len(self.index_to_key)},); got {self.counts.shape}")
         self.year = None if year is None else float(year)
         unit = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
         unit.setflags(write=False)
@@ -391,7 +396,7 @@ class KeyedVectors:
         start, end = self.time_span
         if years is None:
             step = self.default_step()
-            years = list(np.arange(math.floor(start), math.floor(end) + 1) if step == 1.0
+            years = list(np.arange(math.ceil(start), math.floor(end) + 1) if step == 1.0
                          else self._times(start, end, step))
         E = self.grid(words, years).numpy().astype(np.float32)
         np.savez(path, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)

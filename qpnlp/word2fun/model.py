@@ -493,7 +493,8 @@ class Word2Fun(Model):
           (for ``linear`` the slope plays the role of R; NaN where undefined);
         * ``mean_frequency`` -- :math:`\\mathrm{AVG}|\\Omega_u|` (families II-IV, time2fun);
         * ``mean_abs_derivative`` -- :math:`\\frac{1}{D}\\,\\mathrm{mean}_{t\\in[a,b]} \\lVert \\partial_t f(u, t)\\rVert_1`
-          per raw time unit, by central differences on ``steps`` points of the span.
+          per raw time unit, by central differences on ``steps`` points of the span
+          (``span=(t, t)``: the derivative at ``t``).
         """
         b = self.base(words)  # the static part; slice 0 for the "sliced" family
         nan = torch.full((words.shape[0],), float("nan"), device=b.device)
@@ -512,8 +513,10 @@ class Word2Fun(Model):
         else:
             freq = nan
         a, e = span or (self.time_scale.start, self.time_scale.end)
-        ts = torch.linspace(a, e, steps)
-        eps = (e - a) / (steps - 1) / 2 if steps > 1 else 1.0
-        d = (self.grid(words, ts + eps) - self.grid(words, ts - eps)) / (2 * eps)
+        ts = torch.linspace(a, e, steps, dtype=torch.float64)  # raw times: float64, cast to the model's dtype
+        width = e - a if e != a else self.time_scale.end - self.time_scale.start  # one time: the model's spacing
+        eps = width / (steps - 1) / 2 if steps > 1 else 1.0
+        times = [(ts + sign * eps).to(device=b.device, dtype=self.dtype) for sign in (1.0, -1.0)]
+        d = (self.grid(words, times[0]) - self.grid(words, times[1])) / (2 * eps)
         deriv = d.abs().mean(-1).mean(0)
         return {"amplitude_bias_ratio": ratio, "mean_frequency": freq, "mean_abs_derivative": deriv}

@@ -4,7 +4,7 @@ import gzip
 import numpy as np
 import pytest
 
-from qpnlp.data import TimestampedCorpus, Vocabulary, load_sotu, read_tsv, write_tsv
+from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, load_sotu, read_tsv, write_tsv
 from qpnlp.data.tokenize import tokenize
 
 
@@ -21,6 +21,31 @@ def test_tsv_round_trip(tmp_path):
     assert d.times.tolist() == [1900.0, 1950.5, 1990.0]
     assert list(d.docs) == list(c.docs)
     assert list(d) == list(c)
+
+
+def test_write_tsv_refuses_tokens_it_cannot_write(tmp_path):
+    # the reader splits on whitespace: "a b" came back as two tokens and "" vanished, silently
+    for bad in (["a b", "c"], ["x\ty"], ["a", ""], ["a\nb"]):
+        with pytest.raises(ValueError, match="cannot be written"):
+            write_tsv(TimestampedCorpus.from_pairs([(1900, ["ok"]), (1901, bad)]), tmp_path / "c.tsv")
+
+
+def test_from_pairs_refuses_a_string_for_the_tokens():
+    # list("a b") would be the characters ["a", " ", "b"]
+    with pytest.raises(TypeError, match="list of tokens"):
+        TimestampedCorpus.from_pairs([(1900, "a b")])
+
+
+def test_tsv_stream_shard_checks_the_rank(tmp_path):
+    paths = []
+    for i in range(4):
+        paths.append(tmp_path / f"c{i}.tsv")
+        paths[-1].write_text(f"{1900 + i}\ta\n")
+    stream = TsvStream(paths)
+    assert [t for t, _ in stream.shard(1, 2)] == [1901.0, 1903.0]
+    for rank, world in [(-1, 2), (2, 2), (3, 2), (0, 0)]:  # (-1, 2) and (3, 2) gave the files of another rank
+        with pytest.raises(ValueError, match="rank"):
+            stream.shard(rank, world)
 
 
 def test_read_tsv_errors_name_the_line(tmp_path):

@@ -134,6 +134,22 @@ def test_change_degree_refuses_a_reversed_period(vectors):
         vectors.change_degree("a", (1900, 1950), (2000, float("nan")), step=10)
 
 
+def test_the_static_view_refuses_duplicate_words_and_misfit_counts():
+    # a duplicate hid one row from the look-ups and most_similar("a") returned "a" itself
+    vectors = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.01]])
+    with pytest.raises(ValueError, match="duplicate word 'a'"):
+        StaticKeyedVectors(["a", "b", "a"], vectors)
+    # counts of another length failed only in most_similar(min_count=...), with an IndexError
+    with pytest.raises(ValueError, match="counts"):
+        StaticKeyedVectors(["a", "b", "c"], vectors, counts=[1, 2])
+
+
+def test_npz_export_covers_the_integer_times_inside_the_span(tmp_path, make):
+    model = make(2, 2, family="linear", time_scale=TimeScale(1900.5, 1903.5, 60.0))
+    keyed(model, ["a", "b"]).export_npz(tmp_path / "g.npz")
+    assert np.load(tmp_path / "g.npz")["years"].tolist() == [1901.0, 1902.0, 1903.0]
+
+
 def test_the_vocabulary_must_fit_the_model(make):
     with pytest.raises(ValueError, match="3 words for a model of vocabulary 4"):
         keyed(make(4, 2), ["a", "b", "c"])

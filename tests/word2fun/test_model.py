@@ -92,6 +92,35 @@ def test_indicators_on_hand_set_parameters(make):
     assert ind["mean_abs_derivative"][1].item() < 1e-6
 
 
+def test_indicators_derivative_at_a_single_time(make):
+    # f = B + K tau, tau = 60 (t - 1900) / 100: df/dt = 0.6 K per year, also for the span of one year
+    m = make(2, 4, family="linear")
+    with torch.no_grad():
+        m.slope.weight.fill_(1.0)
+    for span in [(1950.0, 1950.0), (1900.0, 2000.0)]:
+        deriv = m.indicators(torch.tensor([0, 1]), span=span)["mean_abs_derivative"]
+        assert torch.allclose(deriv, torch.full((2,), 0.6)), span
+
+
+def test_indicators_keep_float64_times_in_a_double_model(make):
+    # Unix seconds over ten days: float32 times (128 s steps) would miss the derivative by about 1%
+    start, end = 1.7e9, 1.7e9 + 864_000.0
+    m = make(2, 4, family="linear", time_scale=TimeScale(start, end, 60.0), precision="double")
+    with torch.no_grad():
+        m.slope.weight.fill_(1.0)
+    deriv = m.indicators(torch.tensor([0, 1]))["mean_abs_derivative"]
+    assert torch.allclose(deriv, torch.full((2,), 60.0 / 864_000.0, dtype=torch.float64), rtol=1e-9)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_indicators_on_the_gpu(make, randomise):
+    m = randomise(make(3, 4, family="IV"), seed=1)
+    ref = m.indicators(torch.tensor([0, 2]))
+    out = m.to("cuda").indicators(torch.tensor([0, 2], device="cuda"))
+    for name, value in ref.items():
+        assert torch.allclose(out[name].cpu().to(value.dtype), value, atol=1e-5, equal_nan=True), name
+
+
 # ------------------------------------------------------------------ the model contract
 @pytest.mark.parametrize("bad, match", [
     (dict(family="V"), "family must be one of"), (dict(family="II", dim=5), "even dim"),
