@@ -37,7 +37,9 @@ def measurement_checks(config, dim: int, num_outcomes: int) -> list[tuple[bool, 
                f"measurement must be one of {MEASUREMENTS}; got {config.measurement!r}"),
               (config.povm_rank >= 0, f"povm_rank must be >= 0 (0: the smallest with k r >= d); "
                                       f"got {config.povm_rank}")]
-    if config.measurement == "povm":
+    if num_outcomes < 1:            # the rank ceil(d / k) needs k >= 1; the config's own check names k
+        checks.append((False, f"num_measurements must be >= 1; got {num_outcomes}"))
+    elif config.measurement == "povm":
         rank = povm_rank(dim, num_outcomes, max(config.povm_rank, 0))
         checks += [
             (config.head == "measurement", f"measurement='povm' needs head='measurement'; got {config.head!r}"),

@@ -1,4 +1,4 @@
-"""Dtype moves of the models: ``to(dtype)``, ``double()``, ``float()`` keep complex parameters in step.
+"""Dtype moves of the models: ``to(dtype)``, ``type()``, ``double()``, ``float()`` keep complex parameters in step.
 
 ``torch.nn.Module.to(torch.float64)`` casts complex parameters to float64
 (dropping the imaginary part), and ``double()`` / ``float()`` leave them
@@ -48,6 +48,14 @@ class PrecisionMixin:
                 module.__dict__["dtype"] = cplx if held.is_complex else real
         self.config = config
         return self
+
+    def type(self, dst_type):
+        """``nn.Module.type`` through :meth:`to`: a dtype or a tensor type name such as ``"torch.DoubleTensor"``
+        (``nn.Module.type`` itself casts complex parameters to the real type, dropping their imaginary parts)."""
+        if isinstance(dst_type, torch.dtype):
+            return self.to(dst_type)
+        probe = torch.empty(0).type(dst_type)              # the device and dtype the name stands for
+        return self.to(probe.device, probe.dtype)
 
     def double(self):
         """Move to float64 / complex128 (see :meth:`to`)."""

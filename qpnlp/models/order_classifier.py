@@ -31,6 +31,21 @@ Architectures (``x`` the (B, L, D) embeddings, padded entries exactly zero):
     :math:`x \leftarrow \mathrm{LN}(x + \mathrm{Drop}(\mathrm{FFN}(x)))` with
     the eq. 14 attention and per-part layer norm; masked mean, readout, linear.
 
+Against the paper's appendix B (the same networks in the real and complex
+variants, so the comparison of Table 2 is like for like):
+
+- FastText: the paper applies its dense layer (eq. 10, with a real
+  activation :math:`\sigma` on each part) to the *sum* of the word vectors;
+  here it is the masked *mean* (the sum would grow with the length of the
+  text) and the dense layer has no activation, since the readout and the
+  real linear layer follow.
+- CNN: the paper stacks complex convolutions, a complex dense layer and the
+  norm; here it is one layer of convolutions with per-part ReLU and
+  max-pooling over time (Kim, 2014), then the readout and a real linear layer.
+- RNN: ``rnn_cell="cgrnn"`` uses the unitary transition of
+  :class:`qpnlp.nn.recurrent.CGRNN`, whose default (``"expm"``) is not the
+  poster's Cayley step (``"cayley_step"``, eq. 3); see :mod:`qpnlp.nn.unitary`.
+
 ``forward(ids (B, L) long, mask (B, L) bool) -> logits (B, C)``, as
 :func:`qpnlp.training.fit` expects. Padding never changes the logits (tested).
 """
@@ -78,7 +93,7 @@ class OrderClassifierConfig(ModelConfig):
     readout : {"modulus", "re_im", "squared_modulus"}
         Complex-to-real map before the output layer (ignored by real variants).
     share_parts : bool
-        :math:`\\Re W = \\Im W` in the complex layers (paper Table 4); complex variants only.
+        :math:`\\Re W = \\Im W` in the complex layers (paper Table 4); complex variants, not the cgRNN cell.
     max_len : int
         Rows of the trainable ``"pe"`` table.
     precision : {"single", "double"}
@@ -124,6 +139,9 @@ class OrderClassifierConfig(ModelConfig):
             raise ValueError(f"dropout must be in [0, 1); got {self.dropout}")
         if self.share_parts and self.embedding not in ("complex_vanilla", "complex_order"):
             raise ValueError("share_parts applies to complex embeddings only")
+        if self.share_parts and self.network == "rnn" and self.rnn_cell == "cgrnn":
+            raise ValueError("share_parts is not available for rnn_cell='cgrnn' (its layer has no shared-parts "
+                             "option); use rnn_cell='lstm' or 'urnn'")
 
     @property
     def is_complex(self) -> bool:

@@ -489,7 +489,7 @@ class RealPositionalEmbedding(nn.Module):
     num_words, dim : int
     position : {"none", "pe", "tpe"}
     max_len : int
-        Number of rows of the ``"pe"`` table; longer inputs raise an error.
+        Rows of the ``"pe"`` table; a real token at position >= max_len raises an error (padding is not looked up).
     pretrained : Tensor, optional
         Real (V, D) initial word vectors.
 
@@ -531,7 +531,7 @@ class RealPositionalEmbedding(nn.Module):
         mask = _check_ids_mask(ids, mask, self.num_words)
         x, = _rows(ids, self.word)
         if self.position != "none":
-            pos = _resolve_positions(ids, mask, positions, self.dtype)
+            pos = _resolve_positions(ids, mask, positions, self.dtype).masked_fill(~mask, 0)  # real tokens only
             if self.position == "tpe":
                 x = x + sinusoidal_position_encoding(pos, self.dim, dtype=self.dtype)
             else:

@@ -252,3 +252,16 @@ def test_clear_errors():
         _emb(torch.complex64, "cpu")(torch.tensor([[V]]), torch.tensor([[V]]) != 0)
     with pytest.raises(ValueError, match="mask"):
         _emb(torch.complex64, "cpu")(IDS, IDS)
+
+
+def test_pe_table_ignores_explicit_positions_at_padding(cdtype, device):
+    """Explicit positions (L,) also cover the padding of a batch; the "pe" table must look up and range-check only
+    the real tokens' positions, or a padded batch fails where the same text alone works (positions 0..2 < max_len)."""
+    pe = make_embedding("pe", V, D, max_len=4, dtype=_real(cdtype)).to(device)
+    ids = torch.tensor([[2, 3, 4, 0, 0, 0]], device=device)
+    alone = pe(ids[:, :3], ids[:, :3] != 0, positions=torch.arange(3, device=device))
+    padded = pe(ids, ids != 0, positions=torch.arange(6, device=device))
+    torch.testing.assert_close(padded[:, :3], alone, rtol=0, atol=0)
+    assert (padded[:, 3:] == 0).all()
+    holes = pe(ids, ids != 0, positions=torch.tensor([0, 1, 2, -1, 0.5, 99], device=device))
+    torch.testing.assert_close(holes, padded, rtol=0, atol=0)
