@@ -19,12 +19,22 @@ def _tensor(rho) -> torch.Tensor:
     return rho
 
 
+def _kind(t: torch.Tensor) -> int:
+    return 2 if t.is_complex() else 1 if t.is_floating_point() else 0
+
+
 def assert_allclose(actual: torch.Tensor, expected: torch.Tensor, *, atol: float | None = None,
                     rtol: float = 0.0, msg: str = "") -> None:
-    """``torch.testing.assert_close`` with a dtype- and size-scaled default ``atol``."""
+    """``torch.testing.assert_close`` with a dtype- and size-scaled default ``atol``.
+
+    ``expected`` is compared in the dtype of ``actual``, promoted when ``expected`` is of a wider kind
+    (complex against real, float against integer) so that no imaginary or fractional part is dropped.
+    """
     dim = actual.shape[-1] if actual.dim() else 1
     atol = default_atol(actual.dtype, dim) if atol is None else atol
     expected = torch.as_tensor(expected, device=actual.device)
+    if _kind(expected) > _kind(actual):
+        actual = actual.to(torch.promote_types(actual.dtype, expected.dtype))
     torch.testing.assert_close(actual, expected.to(actual.dtype).expand_as(actual), atol=atol, rtol=rtol,
                                msg=(lambda m: f"{msg} {m}".strip()) if msg else None)
 
@@ -65,10 +75,11 @@ def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float
     lo, hi = float(p.min()), float(p.max())
     assert lo >= -atol and hi <= 1 + atol, f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}"
     if complete:
-        sums = p.sum(-1)
-        err = float((sums - 1).abs().max())
-        assert err <= atol, f"probabilities of a complete measurement sum to {float(sums.flatten()[0]):.6g}, " \
-                            f"off by up to {err:.3g} > {atol:.2g}"
+        sums = p.sum(-1).flatten()
+        worst = int((sums - 1).abs().argmax())
+        err = float((sums[worst] - 1).abs())
+        assert err <= atol, f"probabilities of a complete measurement sum to {float(sums[worst]):.6g} " \
+                            f"(flat batch index {worst}), off by {err:.3g} > {atol:.2g}"
 
 
 def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:

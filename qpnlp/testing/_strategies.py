@@ -190,6 +190,8 @@ def povms(draw, dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shap
         return POVM.from_frame(_gaussian((*shape, k, d), dt, gen).to(device))
     if how != "haar":
         raise ValueError(f"unknown method {how!r}")
-    k = draw(st.integers(1, d + 4)) if num_outcomes is None else draw(_strategy(num_outcomes))
-    r = draw(st.integers(-(-d // k), max(-(-d // k), 3))) if rank is None else draw(_strategy(rank))
+    r = None if rank is None else draw(_strategy(rank))
+    k_min = 1 if r is None else -(-d // r)                                  # k r >= d
+    k = draw(st.integers(k_min, max(k_min, d + 4))) if num_outcomes is None else draw(_strategy(num_outcomes))
+    r = draw(st.integers(-(-d // k), max(-(-d // k), 3))) if r is None else r
     return random_povm(d, k, rank=r, batch_shape=shape, dtype=dt, generator=gen).to(device)

@@ -48,3 +48,10 @@ def test_unknown_methods_fail_clearly(data):
         data.draw(povms(method="bogus"))
     with pytest.raises(ValueError, match="unknown method"):
         data.draw(density_matrices(method="bogus"))
+
+
+@given(povms(dim=4, rank=1, method="haar", batch_shape=()))
+def test_povm_rank_alone_draws_enough_outcomes(povm):
+    # with only the rank fixed, k was drawn in 1..d+4 regardless of it: k r < d raised ValueError
+    assert povm.rank == 1 and povm.num_outcomes >= 4
+    assert_povm(povm)

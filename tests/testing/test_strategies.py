@@ -82,3 +82,21 @@ def test_assert_pure_state_honours_a_zero_tolerance():
     assert_pure_state(almost)
     with pytest.raises(AssertionError):                                 # atol=0.0 used to fall back to the default
         assert_pure_state(almost, atol=0.0)
+
+
+def test_assert_allclose_compares_imaginary_parts():
+    # the expected tensor was cast to the dtype of the actual one: a real result passed against any
+    # complex expectation with the right real part, and an int result against any float one
+    from qpnlp.testing import assert_allclose
+    with pytest.raises(AssertionError):
+        assert_allclose(torch.tensor([1.0]), torch.tensor([1.0 + 1.0j]))
+    with pytest.raises(AssertionError):
+        assert_allclose(torch.tensor([0]), torch.tensor([0.4]), atol=0.1)
+    assert_allclose(torch.tensor([1.0], dtype=torch.float32), torch.tensor([1.0 + 0j], dtype=torch.complex128))
+    assert_allclose(torch.tensor([0.1], dtype=torch.float32), torch.tensor([0.1], dtype=torch.float64))
+
+
+def test_assert_probabilities_reports_the_worst_sum():
+    p = torch.tensor([[0.5, 0.5], [0.5, 0.1]])
+    with pytest.raises(AssertionError, match=r"sum to 0\.6 "):       # the second row, not the first one's 1
+        assert_probabilities(p, complete=True)
