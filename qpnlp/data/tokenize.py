@@ -29,7 +29,8 @@ Rules, applied in this order:
    ``'t``); a PTB quote (two backquotes or two apostrophes); an ellipsis
    ``...``; a dash ``--``; a word (letters/digits/underscore, any script) with
    internal ``- . / ' &`` joining word characters (``dual-layer``, ``1/2x``,
-   ``3.5``, ``o'neill``, ``at&t``) or digit-group commas (``1,725``); any
+   ``3.5``, ``o'neill``, ``at&t``; combining marks such as Devanagari vowel
+   signs stay in their word) or digit-group commas (``1,725``); any
    other single non-space character (punctuation). A trailing period is
    always split off (``u.s. -> u.s .``), as in the tokenised files.
 
@@ -38,6 +39,7 @@ The function is a pure function of its input: no state, no locale dependence.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -56,9 +58,35 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 _NT_RE = re.compile(r"(?<=\w)n't\b")
 _SPLIT_NT_RE = re.compile(r"(?<=[\w\s])n 't\b|^n 't\b")
 _CLITIC_RE = re.compile(r"(?<=\w)'(s|re|ve|d|ll|m)\b")
-_TOKEN_RE = re.compile(
-    r"n't|'(?:s|re|ve|d|ll|m|t)\b|``|''|\.\.\.|--|\w+(?:[-./'&]\w+|(?<=\d),\d+)*|\S",
-)
+
+
+def _mark_ranges() -> str:
+    """The combining marks (Unicode category M), which ``\\w`` leaves out, as character-class ranges.
+
+    Planes 0-1 and 14 hold every mark; scanning only them keeps the first tokenization fast.
+    """
+    planes = (range(0x20000), range(0xE0000, 0xE1000))
+    marks = [c for plane in planes for c in plane if unicodedata.category(chr(c)).startswith("M")]
+    runs = [[marks[0], marks[0]]]
+    for c in marks[1:]:
+        if c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in runs)
+
+
+@functools.cache
+def _token_re() -> re.Pattern:
+    """The token pattern, compiled on first use (scanning for the marks takes about 50 ms: not at import).
+
+    A word is a word character, then word characters or combining marks (a Devanagari vowel sign, the dot of
+    i + U+0307). Python's ``re`` has no ``\\p{M}``; the ``regex`` package has, but is no dependency of qpnlp.
+    """
+    word = rf"\w[\w{_mark_ranges()}]*"
+    return re.compile(rf"n't|'(?:s|re|ve|d|ll|m|t)\b|``|''|\.\.\.|--|{word}(?:[-./'&]{word}|(?<=\d),\d+)*|\S")
+
+
 _ALPHA_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 STYLES = ("ptb", "alpha")
 
@@ -108,4 +136,4 @@ def tokenize(text: str, style: str = "ptb") -> list[str]:
         if "n't" in text:
             text = _NT_RE.sub(" n't", text)
         text = _CLITIC_RE.sub(r" '\1", text)
-    return _TOKEN_RE.findall(text)
+    return _token_re().findall(text)

@@ -77,3 +77,14 @@ def test_pretokenised_benchmark_lines_are_kept(data_root):
         else:
             same = sum(tokenize(line) == line.split() for line in lines)
             assert same / len(lines) > 0.9, rel
+
+
+def test_combining_marks_stay_in_their_word():
+    """Words of any script: combining marks (Unicode category M) are not \\w in Python's re, so a Devanagari
+    word fell apart into letters and vowel signs, and "İstanbul" (lowercased to i + U+0307) into three tokens."""
+    assert tokenize("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert tokenize("İstanbul's") == ["i\u0307stanbul", "'s"]
+    assert tokenize("x\u20dd-q\u0301z") == ["x\u20dd-q\u0301z"]           # marks with no precomposed form
+    assert tokenize("a \u0301 b") == ["a", "\u0301", "b"]                 # a lone mark is still a token
+    for t in ("हिन्दी भाषा", "İstanbul's"):
+        assert tokenize(" ".join(tokenize(t))) == tokenize(t)
