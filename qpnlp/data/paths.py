@@ -24,7 +24,8 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_lines", "read_text", "refuse_unreadable"]
+__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_lines", "read_text", "refuse_unreadable",
+           "split_lines"]
 
 #: Name of the environment variable that points at the benchmark data folder.
 DATA_ENV_VAR = "QPNLP_DATA"
@@ -223,11 +224,7 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
 
 
 def read_lines(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> list[str]:
-    r"""The lines of :func:`read_text`'s text, without their line ends, split at ``\n``, ``\r\n`` and ``\r`` only.
-
-    Not :meth:`str.splitlines`, which also splits at form feeds, ``\x1c``-``\x1e``, ``\x85`` and U+2028/9:
-    characters that occur inside a sentence (``\x85`` is the cp1252 ellipsis read as ISO-8859-1) and would
-    silently turn one sentence into two and shift the line numbers of every later error.
+    r"""The lines of :func:`read_text`'s text, without their line ends (:func:`split_lines`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
@@ -235,7 +232,21 @@ def read_lines(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8"
     ...     read_lines(Path(d) / "a.txt")
     ['one\x0ctwo', 'three', 'four']
     """
-    return [line.rstrip("\n") for line in io.StringIO(read_text(path, encodings), newline=None)]
+    return split_lines(read_text(path, encodings))
+
+
+def split_lines(text: str) -> list[str]:
+    r"""The lines of ``text``, without their line ends, split at ``\n``, ``\r\n`` and ``\r`` only.
+
+    The one definition of a line end for the readers. Not :meth:`str.splitlines`, which also splits at form
+    feeds, ``\x1c``-``\x1e``, ``\x85`` and U+2028/9: characters that occur inside a sentence (``\x85`` is the
+    cp1252 ellipsis read as ISO-8859-1) and would silently turn one sentence into two and shift the line
+    numbers of every later error.
+
+    >>> split_lines("one\x0ctwo\r\nthree\rfour\n")
+    ['one\x0ctwo', 'three', 'four']
+    """
+    return [line.rstrip("\n") for line in io.StringIO(text, newline=None)]
 
 
 #: A well-formed UTF-8 sequence of two to four bytes: in a file that is not UTF-8 as a whole, a sign that some of

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from qpnlp.data.paths import iter_lines
+from qpnlp.data.paths import iter_lines, split_lines
 
 if TYPE_CHECKING:
     from qpnlp.data.vocab import Vocabulary
@@ -162,14 +162,27 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
+def _tsv_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a TSV file, streamed, without the ``\\n`` line ends.
+
+    A file without any ``\\n`` but with a ``\\r`` (old-Mac line ends, which :func:`iter_lines` reads as one
+    line, so in memory) is split by :func:`~qpnlp.data.paths.split_lines`.  Elsewhere a ``\\r`` is whitespace inside a
+    line, as before (a stray one in a file with ``\\r\\n`` line ends).
+    """
+    for lineno, line in iter_lines(path):
+        if lineno == 1 and "\r" in line and not line.endswith("\n"):
+            yield from enumerate(split_lines(line), 1)
+            return
+        yield lineno, line.rstrip("\n")
+
+
 def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a directory, not a TSV file")
     n = 0
-    for lineno, line in iter_lines(path):
-        line = line.rstrip("\n")
+    for lineno, line in _tsv_lines(path):
         if not line.strip():
             continue
         n += 1
@@ -191,6 +204,7 @@ def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: i
 def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
 
+    Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone in a file without ``\\n``: old-Mac files).
     Blank lines are skipped; a line without a tab or with a non-numeric or
     non-finite time raises ``ValueError`` naming the line.
     """
@@ -273,14 +287,20 @@ def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:
     """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point).
 
     Raises ``ValueError`` for a token that would not read back as itself
-    (empty, or containing whitespace: the reader splits on it).
+    (empty, or containing whitespace: the reader splits on it); every document
+    is checked before the file is opened, so nothing is written then.
     """
+    lines = [_tsv_line(t, toks) for t, toks in corpus]
     with open(path, "w", encoding="utf-8") as fh:
-        for t, toks in corpus:
-            text = " ".join(toks)
-            if text.split() != list(toks):
-                bad = next(w for w in toks if w.split() != [w])
-                raise ValueError(f"token {bad!r} of the document of time {t:g} cannot be written to a TSV file "
-                                 f"(empty or containing whitespace)")
-            ts = str(int(t)) if float(t).is_integer() else repr(float(t))
-            fh.write(f"{ts}\t{text}\n")
+        fh.writelines(lines)
+
+
+def _tsv_line(t: float, toks: list[str]) -> str:
+    """The line of one document, ``TIME<TAB>tok tok\\n``; ``ValueError`` for a token that cannot be written."""
+    text = " ".join(toks)
+    if text.split() != list(toks):
+        bad = next(w for w in toks if w.split() != [w])
+        raise ValueError(f"token {bad!r} of the document of time {t:g} cannot be written to a TSV file "
+                         f"(empty or containing whitespace)")
+    ts = str(int(t)) if float(t).is_integer() else repr(float(t))
+    return f"{ts}\t{text}\n"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -43,6 +44,17 @@ def words(name: str, words: Sequence[str], n: int, what: str = "rows") -> list[s
     if len(words) != n:
         raise ValueError(f"got {len(words)} {name} for {n} {what}")
     return words
+
+
+def kept_ids(name: str, exclude_ids: Iterable[int], n: int) -> torch.Tensor:
+    """A bool ``(n,)`` selection, False at ``exclude_ids``: word ids in ``[0, n)`` (ValueError naming the others)."""
+    ids = [operator.index(i) for i in exclude_ids]
+    bad = [i for i in ids if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"{name} must be word ids in [0, {n}) (the vocabulary has {n} words); got {bad}")
+    keep = torch.ones(n, dtype=torch.bool)
+    keep[ids] = False
+    return keep
 
 
 def positive(name: str, value: int) -> int:

@@ -354,10 +354,7 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
     keep = torch.ones(states.shape[0], dtype=torch.bool, device=states.device)
     if candidates is not None:
         keep &= _checks.mask("candidates", candidates, states.shape[0]).to(states.device)
-    bad = [i for i in exclude_ids if not -states.shape[0] <= i < states.shape[0]]
-    if bad:
-        raise IndexError(f"exclude_ids {bad} outside [0, {states.shape[0]})")
-    keep[list(exclude_ids)] = False
+    keep &= _checks.kept_ids("exclude_ids", exclude_ids, states.shape[0]).to(states.device)
     outcomes = list(range(vectors.shape[0])) if outcomes is None else [int(k) for k in outcomes]
     bad = [k for k in outcomes if not 0 <= k < vectors.shape[0]]
     if bad or not outcomes:

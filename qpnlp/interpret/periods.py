@@ -57,8 +57,7 @@ def _rows(omega: Tensor, words, counts, min_count: int, exclude_ids: Sequence[in
     if omega.dim() != 2 or omega.shape[0] == 0:
         raise ValueError(f"frequencies must be a real (V, D) tensor; got {tuple(omega.shape)}")
     words = _checks.words("words", words, omega.shape[0], "frequency rows")
-    keep = torch.ones(omega.shape[0], dtype=torch.bool)
-    keep[list(exclude_ids)] = False
+    keep = _checks.kept_ids("exclude_ids", exclude_ids, omega.shape[0])
     if counts is not None:
         counts = torch.as_tensor(list(counts))
         if counts.shape != (omega.shape[0],):

@@ -129,7 +129,8 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     ------
     ValueError
         When the embedding has no per-word frequencies (complex-vanilla, or
-        word sharing, where :math:`\delta_j` is the same for all words).
+        word sharing, where :math:`\delta_j` is the same for all words), when
+        an ``exclude_ids`` entry is outside ``[0, V)``, or when no word is left.
 
     Examples
     --------
@@ -146,13 +147,14 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     delta = sensitivity_scores(omega)
     if len(words) != delta.shape[0]:
         raise ValueError(f"got {len(words)} words for {delta.shape[0]} frequency rows")
-    keep = torch.ones_like(delta, dtype=torch.bool)
-    keep[list(exclude_ids)] = False
+    keep = _checks.kept_ids("exclude_ids", exclude_ids, delta.shape[0]).to(delta.device)
     if counts is not None:
         if len(counts) != len(words):
             raise ValueError(f"counts must have one entry per word ({len(words)}); got {len(counts)}")
         keep &= (torch.as_tensor(list(counts)) >= min_count).to(keep.device)     # a CUDA embedding, CPU counts
     ids = keep.nonzero().squeeze(-1)
+    if ids.numel() == 0:                                    # as period_table and importance_table
+        raise ValueError("no word left (check exclude_ids, counts and min_count)")
     order = ids[torch.argsort(delta[ids], stable=True)]
     as_pairs = lambda idx: [(words[int(i)], float(delta[i])) for i in idx]  # noqa: E731
     return PositionalSensitivity(delta, as_pairs(order.flip(0)[:top]), as_pairs(order[:top]))

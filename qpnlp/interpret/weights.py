@@ -156,8 +156,7 @@ def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence
     """
     scores = word_scores(model).float().cpu()
     words = _checks.words("words", words, scores.shape[0], "vocabulary ids")
-    keep = torch.ones_like(scores, dtype=torch.bool)
-    keep[list(exclude_ids)] = False
+    keep = _checks.kept_ids("exclude_ids", exclude_ids, scores.shape[0])
     if counts is not None:
         counts = torch.as_tensor(list(counts))
         if counts.shape != scores.shape:

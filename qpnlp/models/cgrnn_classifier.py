@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn import CGRNN, READOUTS, TRANSITION_MODES, readout, readout_dim, seeded_linear
+from qpnlp.nn.embedding import _initial_amplitude
 
 from .base import Model, ModelConfig, register_model
 
@@ -103,10 +104,8 @@ class CGRNNClassifier(Model):
         c = config
         real = torch.float64 if c.complex128 else torch.float32
         table = torch.randn(c.num_words, c.dim, dtype=real, generator=generator) / c.dim ** 0.5
-        if pretrained is not None:
-            if pretrained.shape != (c.num_words, c.dim):
-                raise ValueError(f"pretrained must have shape ({c.num_words}, {c.dim}); got {tuple(pretrained.shape)}")
-            table.copy_(pretrained)
+        if pretrained is not None:  # checked (shape, NaN or inf) as every word table; drawn above all the same
+            table = _initial_amplitude(c.num_words, c.dim, pretrained, real)
         table[PAD_ID] = 0
         self.embedding = nn.Embedding(c.num_words, c.dim, padding_idx=PAD_ID, _weight=table)
         self.rnn = CGRNN(c.dim, c.hidden, activation=c.activation, gate=c.gate, transition=c.transition,

@@ -19,6 +19,7 @@ from torch import nn
 
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn._checks import check_ids
+from qpnlp.nn.embedding import _initial_amplitude
 
 from .base import register_model
 from .cnm import CNM, CNMConfig
@@ -50,10 +51,8 @@ class CNMReal(CNM):
     def _build_words(self, pretrained: torch.Tensor | None, real: torch.dtype, generator) -> None:
         c = self.config
         table = torch.randn(c.num_words, 2 * c.dim, dtype=real, generator=generator) / c.dim ** 0.5
-        if pretrained is not None:
-            if pretrained.shape != (c.num_words, c.dim):
-                raise ValueError(f"pretrained must have shape ({c.num_words}, {c.dim}); got {tuple(pretrained.shape)}")
-            table[:, :c.dim] = pretrained.to(real)
+        if pretrained is not None:                               # checked (shape, finite) as the complex tables are
+            table[:, :c.dim] = _initial_amplitude(c.num_words, c.dim, pretrained, real)
         table[PAD_ID] = 0
         self.real_embedding = nn.Embedding(c.num_words, 2 * c.dim, padding_idx=PAD_ID, sparse=True, _weight=table)
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn import WEIGHTINGS, WordWeighting, seeded_linear
+from qpnlp.nn.embedding import _initial_amplitude
 
 from .base import Model, ModelConfig, register_model
 from .qpdn import QPDN, _placeholder_idf, idf_of
@@ -100,11 +101,7 @@ class RealBagOfWords(Model):
         real = torch.float64 if config.precision == "double" else torch.float32
         table = torch.randn(num_words, 2 * dim, dtype=real, generator=generator) / dim ** 0.5
         if pretrained is not None:  # checked as the complex models' tables are (a (dim,) row would broadcast)
-            if tuple(pretrained.shape) != (num_words, dim):
-                raise ValueError(f"pretrained must have shape ({num_words}, {dim}); got {tuple(pretrained.shape)}")
-            if not bool(torch.isfinite(pretrained).all()):
-                raise ValueError("pretrained vectors contain NaN or inf")
-            table[:, :dim] = pretrained
+            table[:, :dim] = _initial_amplitude(num_words, dim, pretrained, real)
         table[PAD_ID] = 0
         self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
         self.weighting = WordWeighting(num_words, config.weighting, idf=idf, dtype=real)

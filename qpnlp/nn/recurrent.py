@@ -451,7 +451,7 @@ class CGRNNCell(nn.Module):
         Parameters
         ----------
         x : Tensor, shape (B, d_in), real or complex
-        h : Tensor, complex, shape (B, h), optional (default zeros)
+        h : Tensor, complex, shape (B, h), optional (default zeros); exactly x.shape[:-1] + (h,), never broadcast
 
         Returns
         -------
@@ -463,6 +463,9 @@ class CGRNNCell(nn.Module):
             h = xp.new_zeros(*xp.shape[:-1], self.hidden_size)
         else:
             h = as_complex_input(h, self.dtype, "h")
+            expected = (*xp.shape[:-1], self.hidden_size)
+            if h.shape != expected:                  # static, as CGRNN's h0: a state never broadcasts over a batch
+                raise ValueError(f"h must have shape {expected} (x.shape[:-1] + (hidden,)); got {tuple(h.shape)}")
         return cgrnn_step(xp, h, self.transition(), self.gate_weight, self.activation, self.gate)
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:

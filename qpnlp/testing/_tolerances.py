@@ -6,9 +6,19 @@ import torch
 
 from qpnlp.hilbert._validation import real_dtype_of
 
+_FLOAT32_ATOL_PER_DIM = 2e-6
+
+
+def _like_float32(dtype: torch.dtype) -> float:
+    """float32's tolerance in units of machine epsilon (about 17 eps per dim), in ``dtype``'s epsilon."""
+    return _FLOAT32_ATOL_PER_DIM / torch.finfo(torch.float32).eps * torch.finfo(dtype).eps
+
+
 # Absolute tolerance per unit of dimension: atol = ATOL_PER_DIM[dtype] * max(d, 1).
 ATOL_PER_DIM = {
-    torch.float32: 2e-6,
+    torch.float16: _like_float32(torch.float16),      # about 1.6e-2 (autocast outputs, complex32 parts)
+    torch.bfloat16: _like_float32(torch.bfloat16),    # about 1.3e-1
+    torch.float32: _FLOAT32_ATOL_PER_DIM,
     torch.float64: 1e-13,
 }
 
@@ -19,4 +29,8 @@ def default_atol(dtype: torch.dtype, dim: int = 1) -> float:
     >>> default_atol(torch.complex64, 10) > default_atol(torch.complex128, 10)
     True
     """
-    return ATOL_PER_DIM[real_dtype_of(dtype)] * max(int(dim), 1)
+    real = real_dtype_of(dtype)
+    if real not in ATOL_PER_DIM:
+        raise TypeError(f"no default tolerance for {dtype}; pass atol= (the table covers "
+                        f"{', '.join(str(d) for d in ATOL_PER_DIM)} and their complex dtypes)")
+    return ATOL_PER_DIM[real] * max(int(dim), 1)

@@ -30,6 +30,20 @@ def test_write_tsv_refuses_tokens_it_cannot_write(tmp_path):
             write_tsv(TimestampedCorpus.from_pairs([(1900, ["ok"]), (1901, bad)]), tmp_path / "c.tsv")
 
 
+def test_write_tsv_leaves_no_partial_file(tmp_path):
+    # it raised at the bad document after writing the ones before it: a half-written corpus was left behind
+    p = tmp_path / "c.tsv"
+    bad = TimestampedCorpus.from_pairs([(1900, ["ok"]), (1901, ["fine"]), (1902, ["a b"])])
+    with pytest.raises(ValueError, match="cannot be written"):
+        write_tsv(bad, p)
+    assert list(tmp_path.iterdir()) == []
+    write_tsv(small(), p)
+    before = p.read_bytes()
+    with pytest.raises(ValueError, match="cannot be written"):
+        write_tsv(bad, p)
+    assert p.read_bytes() == before and list(tmp_path.iterdir()) == [p]  # an existing file is left as it was
+
+
 def test_from_pairs_refuses_a_string_for_the_tokens():
     # list("a b") would be the characters ["a", " ", "b"]
     with pytest.raises(TypeError, match="list of tokens"):
@@ -59,6 +73,25 @@ def test_read_tsv_errors_name_the_line(tmp_path):
     p.write_text("1900\ta b\nnineteen\ta b\n")
     with pytest.raises(ValueError, match=r":2: time 'nineteen' is not a number$"):  # no header hint past line 1
         read_tsv(p)
+
+
+def test_read_tsv_cr_line_ends(tmp_path):
+    # old-Mac files end lines with "\r" only: the file was read as one document, later years became tokens
+    p = tmp_path / "c.tsv"
+    want = [(1900.0, ["a", "b"]), (1901.0, ["c"]), (1902.0, ["d"])]
+    p.write_bytes(b"1900\ta b\r1901\tc\r\r1902\td\r")
+    assert list(read_tsv(p)) == want
+    assert [t for t, _ in TsvStream([p]).shard(1, 2)] == [1901.0]
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbf1900\ta b\r1901\tc\r\r1902\td"))
+    assert list(read_tsv(p)) == want
+    p.write_bytes(b"1900\ta\rno tab\r")
+    with pytest.raises(ValueError, match=":2: expected 'TIME<TAB>tokens'"):
+        read_tsv(p)
+    # files with "\n" line ends read as before: a stray "\r" inside a line is whitespace
+    p.write_bytes(b"1900\ta\rb\r\n1901\tc\r\n")
+    assert list(read_tsv(p)) == [(1900.0, ["a", "b"]), (1901.0, ["c"])]
+    p.write_bytes(b"1900\ta\rb\n1901\tc")
+    assert list(read_tsv(p)) == [(1900.0, ["a", "b"]), (1901.0, ["c"])]
 
 
 def test_read_tsv_encodings(tmp_path):

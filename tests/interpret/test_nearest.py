@@ -188,3 +188,11 @@ def test_measurement_vectors_of_povm_heads():
     rank2 = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=4, num_measurements=2, measurement="povm"))
     with pytest.raises(ValueError, match="rank-1 effects"):
         measurement_vectors(rank2)
+
+
+def test_measurement_words_names_exclude_ids_outside_the_vocabulary():
+    """A negative id silently excluded the last word, a large one gave IndexError: both are now ValueError."""
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=2))
+    for bad in ([-1], [6]):
+        with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 6\)"):
+            measurement_words(model, WORDS, top=1, exclude_ids=bad)

@@ -79,3 +79,9 @@ def test_complex_frequencies_are_an_error_not_silently_cut_to_their_real_part():
         period_table(omega, WORDS)
     with pytest.raises(ValueError, match="real"):
         period_distribution(omega)
+
+
+def test_period_table_names_exclude_ids_outside_the_vocabulary():
+    omega = torch.rand(4, 3) + 0.1
+    with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 4\)"):
+        period_table(omega, ["a", "b", "c", "d"], exclude_ids=(0, 9))

@@ -74,3 +74,15 @@ def test_nan_frequencies_are_an_error():
     omega[3, 1] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
         positional_sensitivity(omega, WORDS)
+
+
+def test_exclude_ids_outside_the_vocabulary_are_named_and_excluding_every_word_is_an_error():
+    omega = torch.arange(12.0).reshape(6, 2)
+    with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 6\) .*; got \[6, -1\]"):
+        positional_sensitivity(omega, WORDS, exclude_ids=(0, 6, -1))
+    with pytest.raises(ValueError, match="no word left"):            # as period_table and importance_table
+        positional_sensitivity(omega, WORDS, exclude_ids=range(6))
+    with pytest.raises(ValueError, match="no word left"):
+        positional_sensitivity(omega, WORDS, counts=[0] * 6, min_count=1)
+    assert [w for w, _ in positional_sensitivity(omega, WORDS, exclude_ids=(0, 1, 5)).smallest] == ["worst", "the",
+                                                                                                    "film"]

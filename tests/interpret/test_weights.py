@@ -81,3 +81,11 @@ def test_errors():
         model.weighting.table.weight[3, 0] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
         importance_table(model, WORDS)
+
+
+def test_exclude_ids_outside_the_vocabulary_are_named():
+    with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 6\) .*; got \[7, -1\]"):
+        importance_table(_qpdn(), WORDS, exclude_ids=(0, 7, -1))
+    with pytest.raises(ValueError, match="no word left"):
+        importance_table(_qpdn(), WORDS, exclude_ids=range(6))
+    assert importance_table(_qpdn(), WORDS, exclude_ids=(0, 1, 5))["id"].tolist() == [2, 3, 4]

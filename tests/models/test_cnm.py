@@ -228,3 +228,12 @@ def test_povm_head_probabilities_sum_to_one_with_more_outcomes_than_dim(cdtype, 
     assert model(ids, mask, ids, mask).shape == (2,)
     with pytest.raises(ValueError, match="measurement must be 'projective'"):
         CNMRealConfig(num_words=30, measurement="povm")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_cnm_real_checks_its_pretrained_vectors(bad):
+    """CNM-Real copied NaN/inf pretrained vectors into its table unchecked; the complex tables refused them."""
+    pretrained = torch.randn(30, 4)
+    pretrained[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN or inf"):
+        CNMReal(CNMRealConfig(num_words=30, dim=4), pretrained=pretrained)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 import torch
@@ -410,3 +411,15 @@ def test_nan_at_padding_reaches_no_gradient(make):
     assert (grads[0][1, 2] == 0).all()
     for g, r in zip(grads[1:], g_ref):
         assert torch.equal(g, r)
+
+
+def test_cell_refuses_a_state_that_would_broadcast_against_the_batch():
+    cell = CGRNNCell(2, 3)
+    x = torch.randn(4, 2)
+    for h in (torch.zeros(3, dtype=torch.complex64), torch.zeros(1, 3, dtype=torch.complex64),
+              torch.zeros(4, 5, dtype=torch.complex64)):
+        with pytest.raises(ValueError, match=re.escape(f"h must have shape (4, 3) (x.shape[:-1] + (hidden,)); "
+                                                       f"got {tuple(h.shape)}")):
+            cell(x, h)
+    assert cell(x, torch.zeros(4, 3)).shape == (4, 3)                            # a real state is promoted
+    assert cell(x[0], torch.zeros(3, dtype=torch.complex64)).shape == (3,)      # one unbatched step
