@@ -191,7 +191,9 @@ def load_glove_text(
 
     A word2vec / fastText header line (two integers ``N dim``) is recognised
     and checked: the file must then hold ``N`` vectors. Blank lines are
-    skipped. The first occurrence of a repeated word wins.
+    skipped. The first occurrence of a repeated word wins. A word may hold
+    spaces (GloVe 840B's ``. . .``): the last ``dim`` columns are the values,
+    as long as the column before them is not a number.
 
     Parameters
     ----------
@@ -235,6 +237,8 @@ def load_glove_text(
             dim = len(parts) - 1
             if dim < 1:
                 raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
+        if len(parts) > dim + 1 and not _is_float(parts[-dim - 1]):  # a word holding spaces (GloVe 840B's ". . .")
+            parts = [" ".join(parts[:-dim]), *parts[-dim:]]
         if len(parts) != dim + 1:
             raise ValueError(
                 f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
@@ -281,12 +285,17 @@ def _is_float(s: str) -> bool:
 
 @dataclass(frozen=True)
 class OOVReport:
-    """Coverage of a vocabulary by pretrained vectors.
+    """Coverage of a vocabulary's training words by pretrained vectors.
+
+    The words a pretrained fallback vocabulary appends (training count 0,
+    :func:`with_pretrained_fallback`) are taken from the vectors and left out
+    of every figure: they would make any vocabulary look covered.
 
     Attributes
     ----------
     n_words : int
-        Regular words of the vocabulary (reserved PAD/UNK excluded).
+        Regular words of the vocabulary seen in training (reserved PAD/UNK
+        and appended fallback words excluded).
     n_oov : int
         Words without a pretrained vector.
     rate : float
@@ -463,7 +472,8 @@ def embedding_matrix_for(
     matrix[random_rows] = init
     if vocab.specials:
         matrix[PAD_ID] = 0.0
-    n_words = V - first
+    oov = [w for w in oov if vocab.word_freq(w) > 0]  # the report covers the training words (OOVReport)
+    n_words = sum(vocab.word_freq(w) > 0 for w in words[first:])
     total = sum(vocab.word_freq(w) for w in words[first:])
     oov_tokens = sum(vocab.word_freq(w) for w in oov)
     examples = tuple(sorted(oov, key=lambda w: (-vocab.word_freq(w), w))[:10])

@@ -9,12 +9,13 @@ format                                 recognised by
 =====================================  ==========================================================
 GloVe text (``word v1 ... vd``)        any other text file (gzip-compressed too)
 word2vec / fastText ``.vec`` text      a first line of two integers ``N d``
-word2vec binary                        suffix ``.bin``
+word2vec binary                        suffix ``.bin`` (``.bin.gz``: gzip-compressed, as GoogleNews')
 spaCy vectors                          a directory: a spaCy model (``vocab/``) or its ``vocab/``
 =====================================  ==========================================================
 
-Every set is read once per process and cached; the big matrices of the
-packaged sets are memory-mapped (``numpy.load(mmap_mode="r")``). Pass
+Every set is read once per process and cached; the matrix of a spaCy
+directory is memory-mapped (``numpy.load(mmap_mode="r")``) unless it is
+scaled (``spacy-md-300d``'s default 1/16 makes a copy in memory, 24 MB). Pass
 ``words=`` to keep only the rows a vocabulary needs.
 
 spaCy's vectors are *pruned*: about 514k keys share 20k distinct rows, so
@@ -27,6 +28,7 @@ vectors a vocabulary actually gets.
 from __future__ import annotations
 
 import functools
+import gzip
 import importlib.util
 import json
 import os
@@ -126,7 +128,7 @@ def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
     if key in VECTOR_SETS:
         vectors = VECTOR_SETS[key].loader()
         return vectors if words is None else vectors.restricted_to(words)
-    path = Path(key)
+    path = Path(key).expanduser()  # --vectors=~/glove.txt: the shell leaves the tilde after '='
     if not path.exists():
         raise ValueError(f"vectors {key!r}: neither a registered name ({', '.join(VECTOR_SETS)}) nor an existing "
                          f"file or directory")
@@ -140,7 +142,7 @@ def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> Pretrai
     if p.is_dir():
         vectors = read_spacy_vectors(p)
         vectors = vectors if words is None else vectors.restricted_to(words)
-    elif p.suffix == ".bin":
+    elif p.name.endswith((".bin", ".bin.gz")):
         vectors = read_word2vec_binary(p, words=words)
     else:
         vectors = load_glove_text(p, words=words)  # plain or gzip
@@ -151,45 +153,56 @@ def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> Pretrai
 def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
     """Read a word2vec binary file: a header ``N d``, then per word ``word<space>`` and d little-endian float32.
 
+    The file may be gzip-compressed (recognised by its first bytes), as ``GoogleNews-vectors-negative300.bin.gz``.
+
     Raises
     ------
     ValueError
-        For a bad header, a truncated entry, a word that is not UTF-8, a non-finite value, or data after the
-        ``N`` entries the header announces; the message names the file and the entry.
+        For a bad header, a truncated entry, a word that is not UTF-8, a non-finite value, data after the
+        ``N`` entries the header announces, or a corrupt gzip file; the message names the file and the entry.
     """
     path = Path(path)
-    keep = None if words is None else set(words)
-    out_words, rows = [], []
     with open(path, "rb") as handle:
-        header = handle.readline().split()
-        if len(header) != 2 or not all(h.isdigit() for h in header):
-            raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
-        n, dim = int(header[0]), int(header[1])
-        width = 4 * dim
-        for i in range(n):
-            word = bytearray()
-            while (ch := handle.read(1)) != b" ":
-                if not ch:
-                    raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
-                if ch != b"\n":
-                    word += ch
-            data = handle.read(width)
-            if len(data) != width:
-                raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
-            try:
-                text = word.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err})") from None
-            if keep is None or text in keep:
-                vector = np.frombuffer(data, dtype="<f4")
-                if not np.isfinite(vector).all():
-                    raise ValueError(f"{path}: entry {i + 1} of {n} ({text!r}) has a non-finite value")
-                out_words.append(text)
-                rows.append(vector)
-        rest = handle.read(4096)
-        if rest.strip():
-            raise ValueError(f"{path}: the header announces {n} vectors but the file goes on after entry {n} "
-                             f"(wrong header, or a dimension other than {dim}?)")
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    try:
+        with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
+            return _read_word2vec_entries(path, handle, None if words is None else set(words))
+    except (EOFError, gzip.BadGzipFile) as err:
+        raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
+
+
+def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> PretrainedVectors:
+    """The entries of an open word2vec binary file (:func:`read_word2vec_binary`), those in ``keep`` only."""
+    out_words, rows = [], []
+    header = handle.readline().split()
+    if len(header) != 2 or not all(h.isdigit() for h in header):
+        raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
+    n, dim = int(header[0]), int(header[1])
+    width = 4 * dim
+    for i in range(n):
+        word = bytearray()
+        while (ch := handle.read(1)) != b" ":
+            if not ch:
+                raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
+            if ch != b"\n":
+                word += ch
+        data = handle.read(width)
+        if len(data) != width:
+            raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
+        try:
+            text = word.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err})") from None
+        if keep is None or text in keep:
+            vector = np.frombuffer(data, dtype="<f4")
+            if not np.isfinite(vector).all():
+                raise ValueError(f"{path}: entry {i + 1} of {n} ({text!r}) has a non-finite value")
+            out_words.append(text)
+            rows.append(vector)
+    rest = handle.read(4096)
+    if rest.strip():
+        raise ValueError(f"{path}: the header announces {n} vectors but the file goes on after entry {n} "
+                         f"(wrong header, or a dimension other than {dim}?)")
     matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
     return _first_occurrences(out_words, matrix)
 

@@ -9,6 +9,7 @@ from qpnlp.data.pretrained import (
     from_matrix,
     load_glove_50d,
     load_glove_text,
+    with_pretrained_fallback,
 )
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 
@@ -38,6 +39,16 @@ def test_glove_text_wrong_column_count_names_the_line(tmp_path):
         load_glove_text(path)
     with pytest.raises(ValueError, match=r":1: expected 3 space-separated"):
         load_glove_text(path, dim=2)
+
+
+def test_glove_text_words_holding_spaces(tmp_path):
+    # glove.840B.300d.txt has a few words with spaces (". . .", "at name@domain.com"): the last d columns are the
+    # values; an extra numeric column is still a dimension mismatch
+    pv = load_glove_text(_write(tmp_path, "a 1 2\n. . . 3 4\nat name@domain.com 5 6\n"))
+    assert pv.words == ["a", ". . .", "at name@domain.com"]
+    np.testing.assert_array_equal(pv.vector(". . ."), [3, 4])
+    with pytest.raises(ValueError, match=r":2: expected 3 space-separated columns .* got 4"):
+        load_glove_text(_write(tmp_path, "a 1 2\nb 3 4 5\n"))
 
 
 def test_glove_text_non_numeric_value_names_the_line(tmp_path):
@@ -161,6 +172,16 @@ def test_embedding_matrix_without_special_tokens():
     assert np.all(np.abs(m[2]) <= 0.25) and np.all(m[2] != 0)
     assert report.n_words == 3 and report.n_oov == 1 and report.examples == ("qqzx",)
     assert report.token_rate == pytest.approx(1 / 6)
+
+
+def test_oov_report_covers_the_training_words_not_the_fallback(toy):
+    # a pretrained fallback vocabulary appends words taken from the vectors (all found): they must not dilute
+    # the coverage of the training vocabulary (glove-6b-50d's default fallback of 400k words gave 0.1 %)
+    vocab, pv = toy
+    _, plain = embedding_matrix_for(vocab, pv)
+    _, padded = embedding_matrix_for(with_pretrained_fallback(vocab, pv, 10), pv)
+    assert (padded.n_words, padded.n_oov, padded.rate) == (plain.n_words, plain.n_oov, plain.rate) == (4, 2, 0.5)
+    assert padded.token_rate == plain.token_rate and "2/4" in str(padded)
 
 
 def test_glove_50d_package():

@@ -99,6 +99,25 @@ def test_word2vec_binary_header_and_values_are_checked(tmp_path):
     assert read_word2vec_binary(gensim).words == ["a", "b"]
 
 
+def test_word2vec_binary_gzip_as_distributed(tmp_path):
+    # GoogleNews-vectors-negative300.bin.gz: a gzip-compressed word2vec binary file, read as such
+    plain = _word2vec_binary(tmp_path / "v.bin", [("a", MATRIX[0]), ("b", MATRIX[1])])
+    packed = tmp_path / "GoogleNews.bin.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    np.testing.assert_array_equal(read_word2vec_binary(packed).vectors, MATRIX[:2])
+    np.testing.assert_array_equal(load_vectors(packed).vector("b"), MATRIX[1])      # by suffix
+    packed.write_bytes(gzip.compress(plain.read_bytes())[:-12])
+    with pytest.raises(ValueError, match=r"GoogleNews.bin.gz: truncated or corrupt gzip file"):
+        read_word2vec_binary(packed)
+
+
+def test_a_vectors_path_may_start_with_the_home_directory(tmp_path, monkeypatch):
+    # --vectors=~/glove.txt reaches qpnlp unexpanded (the shell expands no tilde after '=')
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "glove.txt").write_text("a 1 2\n")
+    assert load_vectors("~/glove.txt").vector("a").tolist() == [1.0, 2.0]
+
+
 def test_loaded_files_honour_an_empty_word_filter_and_stay_read_only(tmp_path):
     (tmp_path / "v.txt").write_text("a 1 2\nb 3 4\n")
     assert len(load_vectors(tmp_path / "v.txt", words=set())) == 0       # as for a registered set
