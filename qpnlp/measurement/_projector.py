@@ -9,17 +9,7 @@ from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
 
 from ._born import born_probabilities, born_probabilities_dense
-
-
-def _check_orthonormal_rows(name: str, vectors: torch.Tensor) -> None:
-    r = vectors.shape[-2]
-    eye = torch.eye(r, dtype=vectors.dtype, device=vectors.device)
-    err = (vectors @ vectors.mH - eye).abs().amax((-2, -1)).reshape(-1)
-    tol = V.tolerance(vectors.dtype, vectors.shape[-1])
-    if err.numel() and float(err.max()) > tol:
-        flat = int(err.argmax())
-        raise ValueError(f"{name} must have orthonormal rows; got max |V V^dagger - I| = {float(err[flat]):.3g} "
-                         f"at batch index {flat} (shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
+from ._checks import check_projectors
 
 
 class Projector(Batched):
@@ -50,7 +40,7 @@ class Projector(Batched):
         V.check_min_ndim("vectors", vectors, 2, "(..., r, d)")
         if V.resolve(validate):
             V.check_finite("vectors", vectors, event_ndim=2)
-            _check_orthonormal_rows("vectors", vectors)
+            check_projectors("vectors", vectors)     # unit (rank 1) or orthonormal rows
         object.__setattr__(self, "_vectors", vectors)
 
     @classmethod

@@ -164,7 +164,9 @@ def part_mul(a: Tensor, b: Tensor) -> Tensor:
         return a * b
     if a.is_complex() and b.is_complex():
         return _from_parts(_parts(a) * _parts(b))
-    return torch.complex(a.real * b.real, a.imag * b.imag)
+    z, x = (a, b) if a.is_complex() else (b, a)       # a real factor has imaginary part 0
+    re = z.real * x
+    return torch.complex(re, torch.zeros_like(re))
 
 
 def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch.Generator | None = None) -> Tensor:
@@ -352,6 +354,8 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
     _check_steps(x, valid, "valid")
     if valid.dtype != torch.bool:
         raise TypeError(f"valid must be a bool tensor; got {valid.dtype}")
+    if x.shape[-2] == 0:                        # no step at all: zero (max has no identity to start from)
+        return x.sum(-2)
     if x.is_complex():                          # both parts in one pass over the [Re, Im] pairs
         return _from_parts(_masked_max(_parts(x), valid.reshape(valid.shape + (1, 1)), -3))
     return _masked_max(x, valid.unsqueeze(-1), -2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .functional import as_complex_input
 from .linear import _check_dtype
 
 __all__ = ["PartLayerNorm"]
@@ -22,7 +23,9 @@ __all__ = ["PartLayerNorm"]
 class PartLayerNorm(nn.Module):
     r"""Layer normalisation of the real and imaginary parts separately, each with its own affine map.
 
-    For a real dtype, an ordinary ``nn.LayerNorm``.
+    For a real dtype, an ordinary ``nn.LayerNorm``. Inputs follow
+    :func:`~qpnlp.nn.functional.as_complex_input` with ``upcast=False``, as
+    in :class:`~qpnlp.nn.linear.ComplexLinear`.
 
     Parameters
     ----------
@@ -48,6 +51,7 @@ class PartLayerNorm(nn.Module):
         self.norm_im = nn.LayerNorm(dim, eps=eps, dtype=real) if dtype.is_complex else None
 
     def forward(self, x: Tensor) -> Tensor:
+        x = as_complex_input(x, self.dtype, upcast=False)   # the layers' input rule (a real x: zero imaginary part)
         if self.norm_im is None:
             return self.norm_re(x)
         return torch.complex(self.norm_re(x.real), self.norm_im(x.imag))

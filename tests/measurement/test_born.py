@@ -152,3 +152,10 @@ def test_squared_overlaps_on_the_real_view_equal_the_complex_product(cdtype, tol
         assert_allclose(b, a, atol=tol(6))
     single, rows = states[0, 0].detach(), vectors[0, 0].detach()
     assert_allclose(squared_overlaps(single, rows), (rows.conj() @ single).abs().square(), atol=tol(6))
+
+
+def test_projector_error_names_the_batch_index():
+    vectors = torch.eye(3, dtype=torch.complex64)[:2].repeat(2, 3, 1, 1)            # batch (2, 3) of rank-2 projectors
+    vectors[1, 2] *= 2
+    with pytest.raises(ValueError, match=r"orthonormal rows.*at batch index \(1, 2\)"):
+        Projector(vectors)

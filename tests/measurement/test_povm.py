@@ -246,3 +246,27 @@ def test_from_frame_gradient_at_a_tight_frame(frame):
     # tight frames have repeated singular values (NaN, or wrong, through the SVD); the polar factor is smooth there
     frame = frame.clone().requires_grad_(True)
     assert torch.autograd.gradcheck(lambda f: POVM.from_frame(f).vectors, (frame,))
+
+
+def test_lueders_update_of_an_ensemble_keeps_a_small_but_possible_outcome():
+    # P(outcome) = 1e-4 at d = 300 in complex64: below the dense tolerance (d eps, 5.7e-4), far above round-off of
+    # the members' squared norms; the pure state and the Kraus update of the same ensemble accept it
+    gen = torch.Generator().manual_seed(0)
+    v = torch.nn.functional.normalize(torch.randn(300, dtype=torch.complex64, generator=gen), dim=0)
+    u = torch.randn(300, dtype=torch.complex64, generator=gen)
+    u = torch.nn.functional.normalize(u - (v.conj() @ u) * v, dim=0)
+    w = 1e-2 * v + (1 - 1e-4) ** 0.5 * u
+    mix = Ensemble(torch.stack([w, w]))
+    updated = lueders_update(mix, Projector(v[None]))
+    assert isinstance(updated, DensityMatrix)
+    assert_allclose(updated.data, torch.outer(v, v.conj()), atol=1e-4)
+    with pytest.raises(ValueError, match="probability"):
+        lueders_update(Ensemble(u[None]), Projector(v[None]))            # orthogonal up to round-off
+
+
+def test_lueders_update_checks_the_dimension():
+    projector = Projector(torch.eye(4, dtype=torch.complex64)[:1])
+    e0 = torch.eye(3, dtype=torch.complex64)[0]
+    for system in (PureState(e0), Ensemble(e0[None]), Ensemble(e0[None]).dense()):
+        with pytest.raises(ValueError, match="dimension mismatch"):
+            lueders_update(system, projector)

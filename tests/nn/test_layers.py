@@ -102,6 +102,15 @@ def test_split_activation_and_part_mul(cdtype):
         split_activation(z, "gelu2")
 
 
+def test_part_mul_of_a_complex_and_a_real_tensor(cdtype):
+    # a real factor has imaginary part 0: Re a Re b + i Im a Im b = Re(z) x
+    z = torch.tensor([1 - 2j, -3 + 4j], dtype=cdtype)
+    x = torch.tensor([2.0, -0.5], dtype=z.real.dtype)
+    expected = torch.tensor([2 + 0j, 1.5 + 0j], dtype=cdtype)
+    assert torch.equal(part_mul(z, x), expected)
+    assert torch.equal(part_mul(x, z), expected)
+
+
 def test_readouts(cdtype, tol):
     z = torch.tensor([[3 + 4j, 1j]], dtype=cdtype)
     torch.testing.assert_close(readout(z, "modulus"), torch.tensor([[5.0, 1.0]], dtype=z.real.dtype))
@@ -157,6 +166,17 @@ def test_part_layer_norm(cdtype, device, tol):
                                    rtol=0)
         torch.testing.assert_close(part.var(-1, unbiased=False), torch.ones(3, dtype=part.dtype, device=device),
                                    atol=1e-3, rtol=0)
+
+
+def test_part_layer_norm_follows_the_layers_input_rule(cdtype):
+    # a real input of the layer's precision is a complex one with zero imaginary part, as for ComplexLinear
+    norm = PartLayerNorm(4, dtype=cdtype)
+    x = _x((3, 4), cdtype, "cpu").real
+    assert torch.equal(norm(x), norm(x.to(cdtype)))
+    wider = torch.complex128 if cdtype == torch.complex64 else None
+    if wider is not None:
+        with pytest.raises(TypeError, match="the layer expects"):
+            norm(torch.ones(3, 4, dtype=wider))
 
 
 def test_attention_scores_are_eq14(cdtype, device, tol):
@@ -244,6 +264,15 @@ def test_masked_pooling_rejects_a_mask_of_the_wrong_shape(pool):
     if pool is masked_max:
         with pytest.raises(TypeError, match="bool"):
             pool(x, torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("pool", [masked_mean, masked_max])
+def test_masked_pooling_of_no_steps_is_zero(cdtype, pool):
+    x = torch.zeros(2, 0, 3, dtype=cdtype, requires_grad=True)
+    out = pool(x, torch.zeros(2, 0, dtype=torch.bool))
+    assert torch.equal(out.detach(), torch.zeros(2, 3, dtype=cdtype))
+    out.abs().sum().backward()
+    assert x.grad.shape == x.shape
 
 
 def test_masked_max_gradcheck():
