@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 
 from . import _validation as V
+from ._batched import to_arguments
 from ._linalg import promote, random_unitary
 from ._states import DensityMatrix, PureState
 
@@ -45,6 +46,7 @@ class SememeBasis:
         V.check_complex("vectors", vectors)
         if vectors.dim() != 2 or vectors.shape[0] != vectors.shape[1]:
             raise ValueError(f"basis vectors must have shape (d, d); got {tuple(vectors.shape)}")
+        V.check_nonempty("vectors", vectors, -1, "dimensions (d = 0)")
         if V.resolve(validate):
             V.check_finite("vectors", vectors, event_ndim=2)
             eye = torch.eye(vectors.shape[0], dtype=vectors.dtype, device=vectors.device)
@@ -96,8 +98,11 @@ class SememeBasis:
     def device(self) -> torch.device:
         return self._vectors.device
 
-    def to(self, *args, **kwargs) -> "SememeBasis":
-        return SememeBasis(self._vectors.to(*args, **kwargs), self._labels, validate=False)
+    def to(self, *args, device=None, dtype=None) -> "SememeBasis":
+        """Move to a device and/or dtype; a real dtype gives its complex one, as for the states (float64 -> complex128)."""
+        device, dtype = to_arguments(args, device, dtype)
+        target = None if dtype is None else V.complex_dtype_of(dtype)
+        return SememeBasis(self._vectors.to(device=device, dtype=target), self._labels, validate=False)
 
     def label(self, j: int) -> str:
         """Name of basis vector j (``"e{j}"`` when unlabelled)."""

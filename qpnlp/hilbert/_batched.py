@@ -9,6 +9,16 @@ import torch
 from ._validation import complex_dtype_of, real_dtype_of
 
 
+def to_arguments(args: tuple, device=None, dtype=None) -> tuple:
+    """``(device, dtype)`` of ``to(*args, device=, dtype=)``: positional dtypes and devices in any order."""
+    for arg in args:
+        if isinstance(arg, torch.dtype):
+            dtype = arg
+        else:
+            device = arg
+    return device, dtype
+
+
 class Batched:
     """Base of the first-class objects: one or more tensors sharing batch dims.
 
@@ -60,11 +70,7 @@ class Batched:
         ``to(torch.float64)`` and ``to(torch.complex128)`` both give complex128
         states (and float64 weights); lower precision is only used when asked for.
         """
-        for arg in args:
-            if isinstance(arg, torch.dtype):
-                dtype = arg
-            else:
-                device = arg
+        device, dtype = to_arguments(args, device, dtype)
         moved = {}
         for name in self._fields:
             t = getattr(self, "_" + name)

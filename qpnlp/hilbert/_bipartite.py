@@ -24,7 +24,7 @@ from typing import NamedTuple, Sequence
 import torch
 
 from ._composite import partial_trace
-from ._entropy import _xlogx, von_neumann_entropy
+from ._entropy import _xlogx, log_base, von_neumann_entropy
 from ._operands import as_density_tensor
 from ._states import PureState
 
@@ -148,13 +148,13 @@ def log_negativity(rho, dims: Sequence[int], *, base: float = 2.0) -> torch.Tens
     >>> round(float(log_negativity(bell, (2, 2))), 6)
     1.0
     """
-    return torch.log(_trace_norm_of_partial_transpose(rho, dims).clamp_min(1.0)) / math.log(base)
+    return torch.log(_trace_norm_of_partial_transpose(rho, dims).clamp_min(1.0)) / log_base(base)
 
 
 def _reduced_entropy(rho, dims, keep: int, base: float) -> torch.Tensor:
     if isinstance(rho, PureState):
         probs = schmidt_decomposition(rho, dims).coefficients.square()
-        return -_xlogx(probs).sum(-1) / math.log(base)
+        return -_xlogx(probs).sum(-1) / log_base(base)
     return von_neumann_entropy(partial_trace(rho, dims, keep=keep), base=base)
 
 

@@ -33,6 +33,14 @@ __all__ = ["von_neumann_entropy", "purity", "linear_entropy", "renyi_entropy", "
            "quantum_jensen_shannon_divergence"]
 
 
+def log_base(base: float) -> float:
+    r""":math:`\log b` of a logarithm base :math:`b > 0`, :math:`b \ne 1` (ValueError otherwise: b = 1 divides by zero)."""
+    value = float(base)
+    if not (0 < value < math.inf and value != 1):
+        raise ValueError(f"base must be a finite number > 0 other than 1 (e.g. 2 for bits); got {base!r}")
+    return math.log(value)
+
+
 def _xlogx(lam: torch.Tensor) -> torch.Tensor:
     return torch.where(lam > 0, lam * torch.log(lam.clamp_min(torch.finfo(lam.dtype).tiny)), torch.zeros_like(lam))
 
@@ -46,7 +54,7 @@ def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
     >>> round(float(von_neumann_entropy(DensityMatrix.maximally_mixed(4), base=2)), 6)
     2.0
     """
-    return -_xlogx(spectrum(rho)).sum(-1) / math.log(base)
+    return -_xlogx(spectrum(rho)).sum(-1) / log_base(base)
 
 
 def purity(rho) -> torch.Tensor:
@@ -108,7 +116,7 @@ def renyi_entropy(rho, alpha: float, *, base: float = math.e) -> torch.Tensor:
         powers = torch.where(positive, torch.where(positive, lam, torch.ones_like(lam)) ** alpha,
                              torch.zeros_like(lam))
         value = torch.log(powers.sum(-1)) / (1.0 - alpha)
-    return value / math.log(base)
+    return value / log_base(base)
 
 
 def _log_divided_differences(mu: torch.Tensor, tol: float) -> torch.Tensor:
@@ -200,7 +208,7 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
         V.check_spectrum("sigma", mu.to(coarse), s.shape[-1])
     outside = (mu <= tol) & (populations > tol)
     neg_entropy = -von_neumann_entropy(rho)                    # at rho's own precision (exactly 0 when pure)
-    value = ((neg_entropy - cross) / math.log(base)).clamp_min(0)   # >= 0 (Klein), not -eps from round-off
+    value = ((neg_entropy - cross) / log_base(base)).clamp_min(0)   # >= 0 (Klein), not -eps from round-off
     return torch.where(outside.any(-1), torch.full_like(value, math.inf), value)
 
 
@@ -247,4 +255,4 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     # a complex64 side promoted to complex128 to the float64 tolerance
     own = -(_xlogx(spectrum(rho, "rho")).sum(-1) + _xlogx(spectrum(sigma, "sigma")).sum(-1))
     mixed = -_xlogx(spectrum(_average(rho, sigma), validate=False)).sum(-1)
-    return ((mixed - 0.5 * own) / math.log(base)).clamp_min(0)
+    return ((mixed - 0.5 * own) / log_base(base)).clamp_min(0)

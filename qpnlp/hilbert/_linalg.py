@@ -73,7 +73,7 @@ def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
     return parts.square().sum((-2, -1)).unsqueeze(-1)
 
 
-def normalize(vectors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None) -> torch.Tensor:
     """Divide ``(..., d)`` vectors by their L2 norm (zero vectors raise ValueError).
 
     Parameters
@@ -81,19 +81,26 @@ def normalize(vectors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
     vectors : torch.Tensor
         Real or complex tensor of shape ``(..., d)``.
     eps : float, optional
-        Norms at or below this are an error; default ``tolerance(dtype, d)``.
-        Checked only while validation is on (:func:`set_validation`): with it
-        off a zero vector gives NaN and no Python branch depends on the values.
+        Norms at or below this are an error; default ``tolerance(dtype)``
+        (``16 eps``, whatever d). Checked only while validation is on
+        (``validate``, default the global mode of :func:`set_validation`):
+        with it off a zero vector gives NaN and no Python branch depends on the values.
     """
     norms = squared_norms(vectors).sqrt() if vectors.is_complex() else torch.linalg.vector_norm(
         vectors, dim=-1, keepdim=True)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
-    if enabled() and bool((norms <= eps).any()):
+    if enabled(validate) and bool((norms <= eps).any()):
         raise ValueError(
             f"cannot normalise a zero vector (shape {tuple(vectors.shape)}, "
             f"{int((norms <= eps).sum())} vectors with norm <= {eps:.2g})"
         )
     return vectors / norms
+
+
+def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``sqrt`` of values clamped at zero, with gradient 0 (not NaN) where a value is dropped or <= 0."""
+    keep = values > 0 if keep is None else keep & (values > 0)
+    return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
 
 
 def trace(matrices: torch.Tensor) -> torch.Tensor:

@@ -32,8 +32,8 @@ from __future__ import annotations
 import torch
 
 from . import _validation as V
-from ._linalg import promote
-from ._operands import as_density_tensor, check_pair, root_overlap, safe_sqrt, sqrt_factor
+from ._linalg import promote, safe_sqrt
+from ._operands import as_density_tensor, check_pair, root_overlap, sqrt_factor
 from ._states import DensityMatrix, PureState
 
 __all__ = ["fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
@@ -282,6 +282,8 @@ def sub_fidelity(rho, sigma) -> torch.Tensor:
     >>> round(float(sub_fidelity(rho, psi)), 6)
     0.5
     """
+    if isinstance(rho, PureState) or isinstance(sigma, PureState):
+        return _trace_product(rho, sigma)            # the radicand is 0: only its round-off (sqrt eps) would remain
     t1, t2 = _overlap_moments(rho, sigma)
     return t1 + safe_sqrt(2.0 * (t1.square() - t2))
 

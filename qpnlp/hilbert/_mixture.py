@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from . import _validation as V
+from ._linalg import safe_sqrt
 
 
 def check_state_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> None:
@@ -47,6 +48,14 @@ def check_density_tensor(name: str, data: torch.Tensor, validate: V.Validate) ->
         V.check_psd(name, data)
 
 
+def check_operator(name: str, matrices: torch.Tensor, dim: int) -> None:
+    """Raise unless ``matrices`` is a tensor of shape ``(..., dim, dim)`` (an operator on the states' space)."""
+    V.check_tensor(name, matrices)
+    if matrices.dim() < 2 or matrices.shape[-2:] != (dim, dim):
+        raise ValueError(f"{name} must have shape (..., {dim}, {dim}) to act on states of dimension {dim}; "
+                         f"got shape {tuple(matrices.shape)}")
+
+
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *,
                    validate: V.Validate = None) -> torch.Tensor:
     r"""Softmax over ``dim`` restricted to ``mask`` (True = keep); masked entries get exactly 0.
@@ -63,6 +72,8 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     if not scores.dtype.is_floating_point:
         raise TypeError(f"scores must have a real floating dtype; got {scores.dtype}")
     if mask is None:
+        if V.enabled(validate):
+            V.check_finite("scores", scores, event_ndim=1)
         return torch.softmax(scores, dim=dim)
     V.check_tensor("mask", mask)
     if mask.dtype != torch.bool:
@@ -149,8 +160,13 @@ def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tens
 
 
 def factor(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    r"""The factor :math:`A` ``(..., d, n)`` with :math:`\rho = A A^\dagger` (column i is :math:`\sqrt{p_i} w_i`)."""
-    scale = weights.clamp_min(0).sqrt().to(states.dtype).unsqueeze(-1)
+    r"""The factor :math:`A` ``(..., d, n)`` with :math:`\rho = A A^\dagger` (column i is :math:`\sqrt{p_i} w_i`).
+
+    :math:`\sqrt{p_i}` has an infinite derivative at :math:`p_i = 0`, where the gradient reaching
+    :math:`A` vanishes; the gradient with respect to a zero weight is taken as 0 (not 0 x inf = NaN,
+    which a softmax upstream spreads to every weight).
+    """
+    scale = safe_sqrt(weights).to(states.dtype).unsqueeze(-1)
     return (states * scale).mT
 
 

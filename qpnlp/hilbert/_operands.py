@@ -32,7 +32,7 @@ import torch
 from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import promote
+from ._linalg import promote, safe_sqrt
 from ._states import DensityMatrix, PureState
 
 #: Eigenvalues of a dense state below ``RANK_FACTOR * sqrt(d) * eps * lambda_max`` are zero.
@@ -93,12 +93,6 @@ def rank_tolerance(eigenvalues: torch.Tensor, dim: int) -> torch.Tensor:
     eps = torch.finfo(eigenvalues.dtype).eps
     largest = eigenvalues.detach().abs().amax(-1, keepdim=True)
     return RANK_FACTOR * dim ** 0.5 * eps * largest
-
-
-def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
-    """``sqrt`` of values clamped at zero, with gradient 0 (not NaN) where a value is dropped or <= 0."""
-    keep = values > 0 if keep is None else keep & (values > 0)
-    return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
 
 
 def _dense_eigen(rho: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -57,7 +57,7 @@ class PureState(Batched):
         V.check_complex("states", data)
         if V.resolve(validate):
             V.check_finite("states", data, event_ndim=1)
-        return cls._trusted(data=normalize(data))
+        return cls._trusted(data=normalize(data, validate=validate))
 
     @classmethod
     def from_polar(cls, amplitude: torch.Tensor, phase: torch.Tensor, *, normalize_amplitude: bool = False,
@@ -72,7 +72,7 @@ class PureState(Batched):
         phase : torch.Tensor
             Real ``(..., d)`` phases :math:`\phi_j`, broadcastable with ``amplitude``.
         normalize_amplitude : bool
-            Divide the amplitudes by their L2 norm first.
+            Divide the amplitudes, broadcast against the phases, by their L2 norm first.
         """
         V.check_real("amplitude", amplitude)
         V.check_real("phase", phase)
@@ -81,9 +81,9 @@ class PureState(Batched):
         if V.resolve(validate) and bool((amplitude < 0).any()):
             raise ValueError(f"amplitude must be non-negative; got {float(amplitude.min()):.3g} "
                              f"(shape {tuple(amplitude.shape)})")
-        if normalize_amplitude:
-            amplitude = normalize(amplitude)
         amplitude, phase = torch.broadcast_tensors(amplitude, phase)
+        if normalize_amplitude:
+            amplitude = normalize(amplitude, validate=validate)
         return cls(torch.polar(amplitude, phase), validate=validate)
 
     @classmethod
@@ -145,9 +145,16 @@ class PureState(Batched):
         return self._trusted(data=self._data * torch.polar(torch.ones_like(angle), angle).unsqueeze(-1))
 
     def evolve(self, unitary: torch.Tensor) -> "PureState":
-        r"""Apply a unitary ``(..., d, d)``: :math:`|w\rangle \mapsto U|w\rangle`."""
+        r"""Apply a unitary ``(..., d, d)``: :math:`|w\rangle \mapsto U|w\rangle`.
+
+        While validation is on, a matrix that does not keep the norm (not unitary) raises ValueError.
+        """
+        M.check_operator("unitary", unitary, self.dim)
         u, data = promote(unitary, self._data)
-        return self._trusted(data=(u @ data.unsqueeze(-1)).squeeze(-1))
+        out = (u @ data.unsqueeze(-1)).squeeze(-1)
+        if V.enabled():
+            V.check_unit_norm("evolve(unitary): U|w>", out)
+        return self._trusted(data=out)
 
 
 class DensityMatrix(Batched):
@@ -239,11 +246,24 @@ class DensityMatrix(Batched):
         return torch.linalg.eigvalsh(self._data)
 
     def expectation(self, observable: torch.Tensor) -> torch.Tensor:
-        r""":math:`\operatorname{Tr}(\rho A)` for Hermitian ``A`` ``(..., d, d)``; real ``(...)``."""
+        r""":math:`\operatorname{Tr}(\rho A)` for Hermitian ``A`` ``(..., d, d)``; real ``(...)``.
+
+        While validation is on, a non-Hermitian ``A`` (whose expectation is not real) raises ValueError.
+        """
+        M.check_operator("observable", observable, self.dim)
         rho, a = promote(self._data, observable)
+        if V.enabled():
+            V.check_hermitian("observable", a)
         return (rho * a.mT).sum((-2, -1)).real
 
     def evolve(self, unitary: torch.Tensor) -> "DensityMatrix":
-        r""":math:`U \rho U^\dagger` for unitaries ``(..., d, d)``."""
+        r""":math:`U \rho U^\dagger` for unitaries ``(..., d, d)``.
+
+        While validation is on, a matrix that does not keep the trace (not unitary) raises ValueError.
+        """
+        M.check_operator("unitary", unitary, self.dim)
         u, rho = promote(unitary, self._data)
-        return self._trusted(data=u @ rho @ u.mH)
+        out = u @ rho @ u.mH
+        if V.enabled():
+            V.check_unit_trace("evolve(unitary): U rho U^dagger", out)
+        return self._trusted(data=out)

@@ -200,3 +200,56 @@ def test_padding_may_hold_anything_even_nan():
     assert_allclose(mix.dense().data, torch.tensor([[1, 0], [0, 0]], dtype=torch.complex64))
     with pytest.raises(ValueError, match="finite"):
         Ensemble(states)
+
+
+def test_masked_softmax_without_a_mask_rejects_non_finite_scores():
+    # the docstring promises the error; without a mask NaN or inf scores gave NaN probabilities silently
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite"):
+            masked_softmax(torch.tensor([0.0, bad]))
+        assert torch.isnan(masked_softmax(torch.tensor([0.0, bad]), validate=False)).all()
+
+
+def _zero_weight_functions():
+    from qpnlp.hilbert import (fidelity, hellinger_affinity, purity, quantum_jensen_shannon_divergence,
+                               random_density_matrix, relative_entropy, super_fidelity, von_neumann_entropy)
+    other = random_density_matrix(5, dtype=torch.complex128, generator=torch.Generator().manual_seed(1))
+    return {"purity": purity, "entropy": von_neumann_entropy, "fidelity": lambda e: fidelity(e, other),
+            "hellinger": lambda e: hellinger_affinity(e, other), "relative": lambda e: relative_entropy(e, other),
+            "qjsd": lambda e: quantum_jensen_shannon_divergence(e, other),
+            "super": lambda e: super_fidelity(e, other)}
+
+
+@pytest.mark.parametrize("name", list(_zero_weight_functions()))
+def test_a_zero_weight_gives_finite_gradients(name):
+    # the factor sqrt(p_i) w_i has an infinite derivative at p_i = 0: a zero weight (masked_softmax without
+    # mask=, a softmax that underflows) made every weight's gradient NaN
+    fn = _zero_weight_functions()[name]
+    gen = torch.Generator().manual_seed(0)
+    states = torch.nn.functional.normalize(torch.randn(3, 5, dtype=torch.complex128, generator=gen), dim=-1)
+    scores = torch.randn(3, dtype=torch.float64, generator=gen, requires_grad=True)
+    mask = torch.tensor([True, True, False])
+    fn(Ensemble(states, masked_softmax(scores, mask))).backward()
+    assert torch.isfinite(scores.grad).all()
+    # the same as the gradient through the masked ensemble, whose padding never enters
+    again = scores.detach().clone().requires_grad_()
+    fn(Ensemble(states, masked_softmax(again, mask), mask=mask)).backward()
+    assert_allclose(scores.grad, again.grad)
+
+
+def test_expectation_refuses_an_observable_of_another_shape_or_not_hermitian():
+    # a (1, 1) observable broadcast against rho and gave the sum of all its entries
+    rho = DensityMatrix.maximally_mixed(3)
+    with pytest.raises(ValueError, match=r"observable must have shape \(\.\.\., 3, 3\)"):
+        rho.expectation(torch.ones(1, 1))
+    with pytest.raises(ValueError, match="Hermitian"):
+        rho.expectation(torch.triu(torch.ones(3, 3)))
+    assert_allclose(rho.expectation(torch.diag(torch.tensor([3.0, 0.0, 0.0]))), torch.tensor(1.0))
+
+
+def test_density_evolve_refuses_a_matrix_that_is_not_a_unitary_of_the_state_dimension():
+    rho = DensityMatrix.maximally_mixed(2)
+    with pytest.raises(ValueError, match=r"unitary must have shape \(\.\.\., 2, 2\)"):
+        rho.evolve(torch.ones(1, 2))
+    with pytest.raises(ValueError, match="unitary.*trace 4"):
+        rho.evolve(2 * torch.eye(2))

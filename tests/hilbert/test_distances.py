@@ -278,3 +278,21 @@ def test_hellinger_gradient_is_unchanged_at_generic_points(other):
         _reference_affinity(state(old), sigma).backward()
         assert abs(float(value.detach()) - float(_reference_affinity(state(x0), sigma))) < 1e-14
         torch.testing.assert_close(new.grad, old.grad, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["dense", "ensemble"])
+def test_sub_fidelity_with_a_pure_side_is_the_fidelity_to_the_dtype(kind):
+    # E = Tr rho sigma exactly when one state is pure, but the radicand 2[(Tr rho sigma)^2 - Tr(rho sigma)^2]
+    # was round-off of eps whose square root added sqrt(eps) (1e-5 in complex64) and a gradient of noise
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(5):
+        psi = random_pure_state(50, dtype=torch.complex64, generator=gen)
+        other = (random_density_matrix(50, dtype=torch.complex64, generator=gen) if kind == "dense" else
+                 Ensemble(random_pure_state(50, batch_shape=(5,), dtype=torch.complex64, generator=gen)))
+        exact = fidelity(psi.to(torch.complex128), other.to(torch.complex128))
+        for value in (sub_fidelity(psi, other), sub_fidelity(other, psi)):
+            assert abs(float(value) - float(exact)) <= 1e-6
+    sigma = random_density_matrix(4, dtype=torch.complex128, generator=gen)
+    raw = torch.randn(2, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda p: sub_fidelity(PureState(torch.nn.functional.normalize(p, dim=-1)), sigma), (raw,))

@@ -222,3 +222,16 @@ def test_relative_entropy_gradients_are_unchanged_at_generic_points(rho):
     _reference_relative_entropy(r_ref, s_ref).backward()
     torch.testing.assert_close(s.grad, s_ref.grad, rtol=0, atol=1e-12)
     torch.testing.assert_close(r.grad, r_ref.grad, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("base", [1, 1.0, 0, -2.0, math.inf, math.nan])
+def test_a_logarithm_base_that_is_not_one_is_required(base):
+    # base=1 divided by log 1 = 0 and returned inf (or NaN) without a word; base=0 raised "math domain error"
+    from qpnlp.hilbert import log_negativity, mutual_information, renyi_entropy
+    rho, bell = DensityMatrix.maximally_mixed(4), PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex64))
+    calls = [lambda: von_neumann_entropy(rho, base=base), lambda: renyi_entropy(rho, 2, base=base),
+             lambda: relative_entropy(rho, rho, base=base), lambda: quantum_jensen_shannon_divergence(rho, rho, base=base),
+             lambda: mutual_information(bell, (2, 2), base=base), lambda: log_negativity(bell, (2, 2), base=base)]
+    for call in calls:
+        with pytest.raises(ValueError, match="base must be"):
+            call()

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import PureState, SememeBasis, inner, outer, random_unitary
+from qpnlp.hilbert import PureState, SememeBasis, inner, outer, random_unitary, validation
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state, assert_unitary, pure_states, unitaries
 
 
@@ -157,3 +157,49 @@ def test_basis_state_widens_a_real_dtype_to_complex():
         assert e1.dtype == cdtype
         assert e1.proj().data.dtype == cdtype
         PureState(e1.data)                                                   # a valid state
+
+
+def test_normalized_honours_the_per_call_validate():
+    # normalize() read only the global switch: validate=True with it off gave a NaN state, validate=False
+    # with it on still raised
+    zero = torch.zeros(3, dtype=torch.complex64)
+    with validation(False), pytest.raises(ValueError, match="zero vector"):
+        PureState.normalized(zero, validate=True)
+    with validation(False), pytest.raises(ValueError, match="zero vector"):
+        PureState.from_real(zero.real, normalize_vectors=True, validate=True)
+    assert torch.isnan(PureState.normalized(zero, validate=False).data).all()
+
+
+def test_from_polar_normalises_the_broadcast_amplitudes():
+    # the amplitudes were normalised before broadcasting against the phases: one amplitude for d phases
+    # gave norm sqrt(d) (an error, or with validation off a state of norm 2)
+    phases = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    w = PureState.from_polar(torch.ones(1), phases, normalize_amplitude=True)
+    assert_allclose(w.amplitude, torch.full((4,), 0.5))
+    with validation(False):
+        assert_pure_state(PureState.from_polar(torch.ones(2, 1), phases, normalize_amplitude=True))
+
+
+def test_evolve_refuses_a_matrix_that_is_not_a_unitary_of_the_state_dimension():
+    # a (1, 2) matrix gave a 1-dimensional "state", 2 I a state of norm 2, both trusted without a check
+    w = PureState.basis_state(0, 2)
+    with pytest.raises(ValueError, match=r"unitary must have shape \(\.\.\., 2, 2\)"):
+        w.evolve(torch.ones(1, 2) / math.sqrt(2))
+    with pytest.raises(ValueError, match="unitary.*norm 2"):
+        w.evolve(2 * torch.eye(2))
+    with validation(False):
+        assert w.evolve(2 * torch.eye(2)).dim == 2                          # the norm is checked only while on
+
+
+def test_sememe_basis_to_a_real_dtype_keeps_it_complex():
+    # basis.to(torch.float64) cast the vectors to float64 (dropping their imaginary parts) and then raised
+    basis = SememeBasis.random(3, generator=torch.Generator().manual_seed(0))
+    wide = basis.to(torch.float64)
+    assert wide.dtype == torch.complex128
+    assert_allclose(wide.vectors, basis.vectors.to(torch.complex128), atol=1e-6)
+    assert basis.to(device="cpu", dtype=torch.float32).dtype == torch.complex64
+
+
+def test_sememe_basis_of_dimension_zero_is_a_clear_error():
+    with pytest.raises(ValueError, match="d = 0"):
+        SememeBasis(torch.zeros(0, 0, dtype=torch.complex64))
