@@ -172,6 +172,7 @@ def ws(tmp_path_factory):
     cnm.save_pretrained(base / "cnm", vocabulary=vocab, metadata=dict(dataset="wikiqa", task="matching",
                                                                       label_names=["wrong", "correct"]))
     _write(base / "foreign" / "notes.txt", "my own files\n")
+    _write(base / "corpus.tsv", "".join(f"{1900 + 10 * i}\t{' '.join(COMMON)} {POSITIVE[i % 6]}\n" for i in range(10)))
     (base / "adir").mkdir()
     return dict(
         base=base, root=root, vec=vectors, clf=base / "clf", cnm=base / "cnm", afile=_write(base / "afile", "x\n"),
@@ -189,6 +190,11 @@ def ws(tmp_path_factory):
 def _train(ws, *extra, root="root"):
     return ["train", "qpdn", "--dataset", "mr", "--data", ws[root], "--vectors", ws["vec"], "--no-select",
             "--num-measurements", "4", "--max-splits", "1", "--epochs", "1", "--no-progress", *extra]
+
+
+def _word2fun(ws, *extra):
+    return ["train", "word2fun", "--corpus", ws["base"] / "corpus.tsv", "--dim", "4", "--min-count", "1", "--epochs",
+            "1", "--no-progress", *extra]
 
 
 def _match(ws, *extra, root="root"):
@@ -230,6 +236,30 @@ BAD_INPUTS = {
     "resume without save": (lambda w: _train(w, "--resume"), 2, "--resume needs --checkpoint-dir or --save"),
     "checkpoint-dir foreign": (lambda w: _train(w, "--checkpoint-dir", w["foreign"]), 2,
                                "not a qpnlp training-state directory"),
+    "seed negative": (lambda w: _train(w, "--seed", "-1"), 2, "argument --seed: must be an integer in [0, 2**32 - 1]"),
+    "seed too large": (lambda w: _match(w, "--seed", str(2 ** 32)), 2, "argument --seed: must be an integer in"),
+    "word2fun seed negative": (lambda w: _word2fun(w, "--seed", "-1"), 2, "argument --seed: must be >= 0; got -1"),
+    "select fractional batch size": (lambda w: _train(w, "--select", "batch_size=1.5,2"), 2,
+                                     "batch_size must be an integer; got float 1.5"),
+    "select fractional epochs": (lambda w: _train(w, "--select", "epochs=2.5"), 2, "epochs must be an integer"),
+    "word2fun sample nan": (lambda w: _word2fun(w, "--sample", "nan"), 2, "argument --sample: must be a finite"),
+    "word2fun roughness inf": (lambda w: _word2fun(w, "--roughness-penalty", "inf"), 2,
+                               "argument --roughness-penalty: must be a finite"),
+    "word2fun rare-lr-max nan": (lambda w: _word2fun(w, "--rare-lr-max", "nan"), 2, "--rare-lr-max: must be a finite"),
+    "word2fun powers nan": (lambda w: _word2fun(w, "--rare-lr-power", "nan"), 2, "--rare-lr-power: must be a finite"),
+    "word2fun device missing": (lambda w: _word2fun(w, "--device", "cuda:99"), 2, "argument --device: 'cuda:99'"),
+    "report above save": (lambda w: _train(w, "--report", w["base"] / "rs", "--save", w["base"] / "rs" / "m"), 2,
+                          "--report and --save overlap"),
+    "report is the checkpoint-dir": (lambda w: _train(w, "--report", w["base"] / "rc", "--checkpoint-dir",
+                                                      w["base"] / "rc"), 2,
+                                     "--report and --checkpoint-dir name the same path"),
+    "report is the state next to save": (lambda w: _match(w, "--report", w["base"] / "rt.training", "--save",
+                                                          w["base"] / "rt"), 2,
+                                         "--report and the training state next to --save name the same path"),
+    "word2fun report above out": (lambda w: _word2fun(w, "--report", w["base"] / "ro", "--out",
+                                                      w["base"] / "ro" / "m"), 2, "--report and --out overlap"),
+    "train on dev": (lambda w: _match(w, "--train-split", "dev"), 2, "--train-split dev: the dev split selects"),
+    "train on test": (lambda w: _match(w, "--train-split", "test"), 2, "--train-split test: the test split is"),
     "import missing": (lambda w: ["--import", "no_such_module_xyz", *_train(w)], 2, "--import: No module named"),
     "evaluate max-questions 0": (lambda w: ["evaluate", w["cnm"], "--max-questions", "0"], 2, "must be >= 1"),
     # failures while running: exit code 1
@@ -349,6 +379,18 @@ def test_evaluate_writes_the_same_schema(server, ws, tmp_path):
     data = json.loads(report.read_text())
     assert data["schema"] == "qpnlp-report/1" and data["command"] == "evaluate" and data["model"] == "cnm"
     assert data["checkpoint"] == str(ws["cnm"]) and data["n"] == 12 and data["metrics"]["questions"] == 4
+
+
+def test_evaluate_report_records_the_checkpoints_model_and_training_settings(server, ws, tmp_path):
+    """The report's ``config`` (model options, training settings) was always empty for ``qpnlp evaluate``."""
+    save, report = tmp_path / "m", tmp_path / "eval.json"
+    code, _, stderr = server.run(_train(ws, "--batch-size", "7", "--save", save, "--no-training-state"))
+    assert code == 0, stderr
+    code, _, stderr = server.run(["evaluate", save, "--data", ws["root"], "--report", report])
+    assert code == 0, stderr
+    config = json.loads(report.read_text())["config"]
+    assert config["model"]["num_measurements"] == 4 and config["model"]["num_words"] > 2
+    assert config["train"]["batch_size"] == 7
 
 
 def test_report_is_strict_json_and_history_survives_divergence(server, ws, tmp_path):

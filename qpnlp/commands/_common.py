@@ -29,6 +29,7 @@ import torch
 from qpnlp._device import resolve_device
 from qpnlp.models.base import atomic_write_text
 from qpnlp.training import TrainConfig
+from qpnlp.training.trainer import ConfigError, check_seed
 from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
@@ -58,7 +59,7 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="L2 on dense parameters (default %(default)s)")
     group.add_argument("--patience", type=count_type(), default=patience,
                        help="early-stopping patience on the dev score (default %(default)s)")
-    group.add_argument("--seed", type=int, default=0,
+    group.add_argument("--seed", type=seed_type, default=0,
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
     group.add_argument("--device", type=device_type, default="cpu",
                        help="cpu, cuda, cuda:N or mps (default %(default)s)")
@@ -152,8 +153,6 @@ def run_command(args: argparse.Namespace) -> int:
     data that does not fit, diverged training); 130 Ctrl-C. ``--debug``
     prints the traceback before the line.
     """
-    from qpnlp.training.trainer import ConfigError
-
     prog = getattr(args, "prog", "qpnlp")
     try:
         return int(args.func(args) or 0)
@@ -205,6 +204,35 @@ def chunk_overhead_type(text: str) -> int | None:
 
 
 chunk_overhead_type.__name__ = "length-chunks value"
+
+
+def seed_type(text: str) -> int:
+    """argparse type of ``--seed``: an integer in [0, 2**32 - 1] (:func:`~qpnlp.training.trainer.check_seed`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    try:
+        return check_seed(value)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32 - 1]; got {value}") from None
+
+
+seed_type.__name__ = "seed"
+
+
+def finite_type(text: str) -> float:
+    """argparse type: a finite number of either sign (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
+    return value
+
+
+finite_type.__name__ = "number"
 
 
 def rate_type(*, zero: bool = False) -> Callable[[str], float]:
@@ -285,8 +313,8 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     if resume and state is None:
         raise UsageError("--resume needs --checkpoint-dir or --save (the training state is kept next to it), "
                          "and not --no-training-state")
-    if report is not None and save is not None and report.absolute() == save.absolute():
-        raise UsageError("--report and --save name the same path")
+    kept = option if option == "--checkpoint-dir" else "the training state next to --save"
+    check_report_apart(report, {"--save": save, kept: state})
     if state is None:
         return None
     if save is not None and _nested(save, Path(state)):
@@ -312,6 +340,20 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                                                            arguments=_strict(arguments(args), "", [])),
                                                       indent=2) + "\n")
     return root
+
+
+def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse a ``--report`` file at the path of an output directory or above it (:class:`UsageError`): one of
+    the two could not be written, and that would show only after the training."""
+    if report is None:
+        return
+    where = Path(os.path.realpath(report))
+    for option, path in outputs.items():
+        target = None if path is None else Path(os.path.realpath(path))
+        if target == where:
+            raise UsageError(f"--report and {option} name the same path ({path})")
+        if target is not None and where in target.parents:
+            raise UsageError(f"--report and {option} overlap: {path} would lie inside the report file {report}")
 
 
 def _nested(a: Path, b: Path) -> bool:

@@ -17,7 +17,7 @@ from qpnlp.training.classification import check_model_options
 from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
-from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
+from ._common import (CommandFailed, Report, UsageError, add_fallback_option, add_resume_options, add_training_options,
                       add_vectors_option, count_type, epoch_logger, load_cli_vectors,
                       prepare_outputs, pretrained_fallback, rate_type,
                       state_subdir)
@@ -99,9 +99,19 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           margin=args.margin, negatives=args.negatives)
 
 
+def check_train_split(args: argparse.Namespace) -> None:
+    """Refuse a ``--train-split`` that the run also selects on (dev) or scores (test), a silent leak
+    (:class:`UsageError`)."""
+    role = {"dev": "selects the epoch", "test": "is scored once after training"}.get(args.train_split)
+    if role is not None:
+        raise UsageError(f"--train-split {args.train_split}: the {args.train_split} split {role}; train on another "
+                         f"split (train, or TREC-QA's train-all)")
+
+
 def run(args: argparse.Namespace) -> int:
     args.vectors_scale = vectors_scale(args)
     report = Report(args, command=f"train {args.kind}", model=args.kind)
+    check_train_split(args)
     config = matching_config(args)
     options = model_options(args)
     check_model_options(args.kind, options)

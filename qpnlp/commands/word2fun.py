@@ -48,7 +48,8 @@ from pathlib import Path
 
 import torch
 
-from ._common import Report, UsageError, check_output_path, epoch_logger, rate_type
+from ._common import (Report, UsageError, check_output_path, check_report_apart, count_type, device_type, epoch_logger,
+                      finite_type, rate_type)
 
 __all__ = ["register", "run"]
 
@@ -128,7 +129,7 @@ def register(subparsers: dict) -> None:
                    help="pairs per SGD step (default %(default)s)")
     t.add_argument("--lr", type=float, default=train["lr"], help="initial learning rate (default %(default)s)")
     t.add_argument("--window", type=_positive_int, default=train["window"], help="(default %(default)s)")
-    t.add_argument("--sample", type=float, default=train["sample"],
+    t.add_argument("--sample", type=finite_type, default=train["sample"],
                    help="subsampling threshold, 0 = off (default %(default)s)")
     t.add_argument("--negatives", type=_positive_int, default=train["negatives"],
                    help="negatives shared by the pairs of a batch (--shared-negatives) or drawn for each pair "
@@ -140,18 +141,18 @@ def register(subparsers: dict) -> None:
                    help="share one sample of --negatives by all pairs of a batch (default %(default)s)")
     t.add_argument("--per-pair-negatives", dest="shared_negatives", action="store_false",
                    help=argparse.SUPPRESS)  # the spelling of qpnlp 0.1
-    t.add_argument("--roughness-penalty", type=float, default=train["roughness_penalty"],
+    t.add_argument("--roughness-penalty", type=finite_type, default=train["roughness_penalty"],
                    help="families II-IV: weight of the mean squared speed of f(u, .), 0 = off (default "
                         f"{_penalty_default()})")
-    t.add_argument("--roughness-power", type=float, default=train["roughness_power"],
+    t.add_argument("--roughness-power", type=finite_type, default=train["roughness_power"],
                    help="a word's penalty scales as (--frequency-reference / its occurrences per million tokens) ** "
                         "power: 0 = the same per "
                         "occurrence, 1 = the same per word (default %(default)s)")
-    t.add_argument("--rare-lr-power", type=float, default=train["rare_lr_power"],
+    t.add_argument("--rare-lr-power", type=finite_type, default=train["rare_lr_power"],
                    help="a word's learning rate is multiplied by (--frequency-reference / its occurrences per million "
                         "tokens) ** power, "
                         "between 1 and --rare-lr-max (default %(default)s)")
-    t.add_argument("--rare-lr-max", type=float, default=train["rare_lr_max"], help="(default %(default)s)")
+    t.add_argument("--rare-lr-max", type=finite_type, default=train["rare_lr_max"], help="(default %(default)s)")
     t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
                    help="occurrences per million tokens below which a word counts as rare (default %(default)s)")
     t.add_argument("--chunk-tokens", type=_positive_int, default=train["chunk_tokens"],
@@ -168,8 +169,9 @@ def register(subparsers: dict) -> None:
                         "%(default)s)")
     t.add_argument("--threads", type=_non_negative_int, default=0,
                    help="torch CPU threads of a single worker (0 = torch's default; default %(default)s)")
-    t.add_argument("--device", default=train["device"], help="cpu or cuda (default %(default)s)")
-    t.add_argument("--seed", type=int, default=train["seed"], help="(default %(default)s)")
+    t.add_argument("--device", type=device_type, default=train["device"],
+                   help="cpu, cuda or cuda:N (default %(default)s)")
+    t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
     o = p.add_argument_group("output")
     o.add_argument("--words", default="",
@@ -367,9 +369,10 @@ def run(args: argparse.Namespace) -> int:
     # Everything the command line alone decides is checked before the corpus is read.
     if args.resume and not args.out:
         raise UsageError("--resume needs --out, the checkpoint directory to continue")
-    check_output_path(args.report, "--report")
+    report_path = check_output_path(args.report, "--report")
     check_output_path(args.export_npz, "--export-npz")
     check_output_path(args.out, "--out", directory=True, model=True)
+    check_report_apart(report_path, {"--out": args.out, "--export-npz": args.export_npz})
     words = list(dict.fromkeys(w.strip() for w in args.words.split(",") if w.strip()))
     try:                                          # a value the library refuses is a usage error (exit code 2)
         cfg = TrainConfig(

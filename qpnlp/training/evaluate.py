@@ -35,8 +35,8 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
                         root=None, device: str = "cpu", max_questions: int | None = None) -> dict:
     """Load the checkpoint in ``directory`` and score it on ``split`` of ``dataset`` (default: its own data set).
 
-    Returns a report dict: ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
-    ``seed``, ``wall_seconds``.
+    Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
+    ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``.
     """
     start = time.perf_counter()
     checkpoint = load_checkpoint(directory, device=device)
@@ -49,8 +49,9 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
                           f"{checkpoint.name} is a {task} model, scored on the whole split")
     report = _EVALUATORS[task](checkpoint, dataset=dataset, split=split, root=root, device=device,
                                max_questions=max_questions)
-    return dict(checkpoint=str(directory), model=checkpoint.name, **report,
-                seed=checkpoint.metadata.get("seed"), wall_seconds=time.perf_counter() - start)
+    config = dict(model=checkpoint.model.config.to_dict(), train=checkpoint.metadata.get("train"))
+    return dict(checkpoint=str(directory), model=checkpoint.name, **report, seed=checkpoint.metadata.get("seed"),
+                config=config, wall_seconds=time.perf_counter() - start)
 
 
 _TASK_OF_DATASET = {**{name.lower(): "classification" for name in DATASETS},

@@ -38,8 +38,8 @@ from qpnlp.evaluation import RankingResult, ranking_metrics
 
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
-from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_loss,
-                      early_stopping, training_chunks)
+from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_integers,
+                      check_loss, early_stopping, training_chunks)
 
 LOSSES = ("triplet", "pointwise")
 
@@ -169,6 +169,7 @@ class MatchingConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_integers(self, ("negatives",))
         if self.loss not in LOSSES:
             raise ConfigError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         if not (self.margin >= 0 and self.negatives >= 1 and self.pointwise_scale > 0):

@@ -18,7 +18,8 @@ A training-state directory holds two files, written together atomically
 
 No pickle: loading never runs code. Resuming checks the identity first, so a
 state is never continued with other data, another model or other training
-settings (``epochs``, ``patience``, ``device`` and ``progress`` may change).
+settings (``epochs``, ``patience``, ``device``, ``progress``, ``compile`` and
+``pad_to_multiple_of`` may change).
 
 A run that stopped early (``patience`` epochs without a better dev score)
 cannot continue with the same settings, so its state is then reduced to a

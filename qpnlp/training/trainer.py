@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import os
 import random
 import time
@@ -37,10 +38,33 @@ from .state import has_training_state, load_training_state, run_identity, save_t
 
 OPTIMIZERS = ("adam", "rmsprop")
 KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
+#: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`seed_everything`) accepts.
+SEEDS = 2 ** 32
 
 
 class ConfigError(ValueError):
     """A setting that a training config or a model config refuses (a usage error on the command line)."""
+
+
+def check_seed(seed) -> int:
+    """``seed`` if it is an integer in [0, 2**32) (:func:`seed_everything` takes it), else :class:`ConfigError`."""
+    if not _is_integer(seed) or not 0 <= seed < SEEDS:
+        raise ConfigError(f"seed must be an integer in [0, 2**32 - 1]; got {seed!r}")
+    return seed
+
+
+def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
+    """Raise :class:`ConfigError` naming the first field of ``names`` that is not an integer (a bool is not;
+    None is allowed for the ``optional`` ones), e.g. ``batch_size=1.5`` from a selection grid."""
+    for name in names:
+        value = getattr(config, name)
+        if not (_is_integer(value) or (value is None and name in optional)):
+            raise ConfigError(f"{name} must be an integer{' (or None)' if name in optional else ''}; "
+                              f"got {type(value).__name__} {value!r}")
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass
@@ -92,6 +116,9 @@ class TrainConfig:
     pad_to_multiple_of: int | None = None
 
     def __post_init__(self) -> None:
+        check_integers(self, ("epochs", "batch_size", "patience", "max_len", "length_chunks", "pad_to_multiple_of"),
+                       optional=("max_len", "length_chunks", "pad_to_multiple_of"))
+        check_seed(self.seed)
         try:
             check_compile_mode(self.compile)
         except ValueError as error:

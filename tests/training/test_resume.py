@@ -256,3 +256,11 @@ def test_plain_optimizer_step_on_sparse_gradients_raises_qpnlps_error_without_an
         optimizer.step()
     assert all(torch.equal(b, p) for b, p in zip(before, model.parameters()))   # nothing half-updated
     torch.optim.SGD(model.parameters(), lr=0.01).step()                         # sparse-capable: untouched
+
+
+def test_the_module_notes_name_every_setting_a_resumed_run_may_change():
+    # the notes said epochs, patience, device and progress; compile and pad_to_multiple_of may change too
+    from qpnlp.training import state
+
+    notes = state.__doc__.split("may change")[0].rsplit("(", 1)[-1]
+    assert sorted(n for n in state.RESUMABLE_CHANGES if f"``{n}``" not in notes) == []

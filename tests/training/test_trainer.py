@@ -9,7 +9,7 @@ from qpnlp.data import EncodedTexts, Vocabulary
 from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import (TrainConfig, accuracy, convert_legacy_checkpoint, fit, load_checkpoint, save_checkpoint,
                             train_step)
-from qpnlp.training.trainer import Optimisers
+from qpnlp.training.trainer import ConfigError, Optimisers
 
 
 def _toy(n=200, seed=0):
@@ -136,6 +136,21 @@ def test_bad_train_config():
         TrainConfig(lr=0)
     with pytest.raises(ValueError, match=">= 1"):
         TrainConfig(epochs=0)
+
+
+@pytest.mark.parametrize("field, value", [("batch_size", 1.5), ("epochs", 2.5), ("patience", True),
+                                          ("length_chunks", 1.5), ("max_len", 8.0), ("pad_to_multiple_of", "8"),
+                                          ("seed", -1), ("seed", 2 ** 32), ("seed", 0.5)])
+def test_train_config_refuses_counts_that_are_not_integers_and_seeds_numpy_refuses(field, value):
+    # a selection grid (--select batch_size=1.5,2) used to fail after the data was read ("'float' object cannot be
+    # interpreted as an integer", exit 1), or train silently (epochs=2.5); --seed -1 failed in np.random.seed
+    from qpnlp.training.matching import MatchingConfig
+
+    with pytest.raises(ConfigError, match=field):
+        TrainConfig(**{field: value})
+    with pytest.raises(ConfigError, match="negatives"):
+        MatchingConfig(negatives=1.5)
+    TrainConfig(seed=np.int64(2 ** 32 - 1), epochs=np.int64(3))        # NumPy integers are integers
 
 
 def test_prepare_with_pretrained_fallback_keeps_unseen_test_words():
