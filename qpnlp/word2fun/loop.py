@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import queue
 import threading
 import time as _time
@@ -145,9 +146,16 @@ class TrainConfig:
         if self.step_centre_lr is not None and not self.step_centre_lr >= 0:
             raise ValueError(f"step_centre_lr must be >= 0 (or None); got {self.step_centre_lr}")
         resolve_device(self.device, available=False)          # the name; fit() checks this machine has it
-        if self.sample < 0 or (self.roughness_penalty or 0.0) < 0 or self.rare_lr_max < 1:
-            raise ValueError(f"sample and roughness_penalty must be >= 0 and rare_lr_max >= 1; got {self.sample}, "
-                             f"{self.roughness_penalty}, {self.rare_lr_max}")
+        penalty = 0.0 if self.roughness_penalty is None else self.roughness_penalty
+        # written so that NaN fails each comparison (inf fails the isfinite ones)
+        if not (0 <= self.sample < math.inf and 0 <= penalty < math.inf and 1 <= self.rare_lr_max < math.inf):
+            raise ValueError(f"sample and roughness_penalty must be finite and >= 0 and rare_lr_max finite and "
+                             f">= 1; got {self.sample}, {self.roughness_penalty}, {self.rare_lr_max}")
+        if not (math.isfinite(self.roughness_power) and math.isfinite(self.rare_lr_power)):
+            raise ValueError(f"roughness_power and rare_lr_power must be finite; got {self.roughness_power}, "
+                             f"{self.rare_lr_power}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0; got {self.seed!r}")
 
 
 def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:

@@ -64,7 +64,11 @@ def test_roughness_penalty_smooths_the_trained_functions(tiny_drift, make):
 
 
 @pytest.mark.parametrize("bad", [dict(lr=0.0), dict(epochs=0), dict(negatives=0), dict(workers=0),
-                                 dict(sample=-1e-3), dict(roughness_penalty=-1.0)])
+                                 dict(sample=-1e-3), dict(roughness_penalty=-1.0),
+                                 # NaN passed the old `x < 0` checks; powers and seeds were not checked at all
+                                 dict(sample=float("nan")), dict(roughness_penalty=float("inf")),
+                                 dict(rare_lr_max=float("nan")), dict(roughness_power=float("nan")),
+                                 dict(rare_lr_power=float("inf")), dict(seed=-1), dict(seed=1.5)])
 def test_bad_train_config_is_rejected(bad):
     with pytest.raises(ValueError, match="must be"):
         TrainConfig(**bad)
