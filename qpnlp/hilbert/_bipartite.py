@@ -23,6 +23,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 
+from . import _validation as V
 from ._composite import partial_trace
 from ._entropy import _xlogx, log_base, von_neumann_entropy
 from ._operands import as_density_tensor
@@ -44,12 +45,7 @@ class SchmidtDecomposition(NamedTuple):
 
 
 def _dims(dims: Sequence[int], total: int) -> tuple[int, int]:
-    dims = tuple(int(d) for d in dims)
-    if len(dims) != 2 or min(dims) < 1:
-        raise ValueError(f"dims must be two positive subsystem dimensions (d_A, d_B); got {dims}")
-    if dims[0] * dims[1] != total:
-        raise ValueError(f"dims {dims} multiply to {dims[0] * dims[1]} but the state has d={total}")
-    return dims
+    return V.check_subsystem_dims(dims, total, count=2)
 
 
 def _dim_of(rho) -> int:

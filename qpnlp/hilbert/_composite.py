@@ -66,14 +66,9 @@ def partial_trace(rho, dims: Sequence[int], keep: Sequence[int] | int) -> Densit
     True
     """
     data = as_density_tensor(rho)
-    dims = tuple(int(d) for d in dims)
+    dims = V.check_subsystem_dims(dims, data.shape[-1], owner="rho")
     # operator.index: numpy integers are subsystem indices too, floats are not
     keep = sorted({operator.index(k) for k in keep} if isinstance(keep, Iterable) else {operator.index(keep)})
-    total = 1
-    for d in dims:
-        total *= d
-    if data.shape[-1] != total:
-        raise ValueError(f"dims {dims} multiply to {total} but rho has d={data.shape[-1]}")
     if not keep or any(not 0 <= k < len(dims) for k in keep):
         raise ValueError(f"keep must name subsystems in [0, {len(dims)}); got {keep}")
     m = len(dims)

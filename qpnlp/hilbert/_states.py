@@ -9,6 +9,8 @@ module imports nothing that imports it back.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from . import _mixture as M
@@ -97,6 +99,10 @@ class PureState(Batched):
     @classmethod
     def basis_state(cls, index: int, dim: int, *, dtype=torch.complex64, device=None) -> "PureState":
         """The canonical basis state :math:`|e_{index}\\rangle` of C^dim (float32/64 ``dtype`` -> complex64/128)."""
+        try:                                     # numpy integers too; 1.5 or 1.0 would fail inside torch indexing
+            index = operator.index(index)
+        except TypeError:
+            raise TypeError(f"basis index must be an integer; got {type(index).__name__} {index!r}") from None
         if not 0 <= index < dim:
             raise ValueError(f"basis index must be in [0, {dim}); got {index}")
         data = torch.zeros(dim, dtype=V.complex_dtype_of(dtype), device=device)

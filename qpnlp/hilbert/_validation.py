@@ -21,7 +21,9 @@ Errors name the argument, its shape, the worst offending value and where it is.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Union
+import math
+import operator
+from typing import Iterator, Sequence, Union
 
 import torch
 
@@ -315,6 +317,27 @@ def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
     if len(devices) > 1:
         where = ", ".join(f"{n} on {t.device}" for n, t in named if isinstance(t, torch.Tensor))
         raise ValueError(f"arguments must be on one device; got {where} (move them with .to(device))")
+
+
+def check_subsystem_dims(dims: Sequence[int], total: int, *, count: int | None = None,
+                         owner: str = "the state") -> tuple[int, ...]:
+    """``dims`` as a tuple of ints; ValueError unless they are positive integers (``count`` of them) of product ``total``.
+
+    Integers only (``operator.index``: numpy and 0-dim integer tensors too); a float such as 2.5 is refused, not
+    truncated. A shape check, always on.
+    """
+    try:
+        raw = tuple(dims)
+        sizes = tuple(operator.index(n) for n in raw)
+    except TypeError:
+        raw, sizes = dims, None
+    if sizes is None or (count is not None and len(sizes) != count) or any(n < 1 for n in sizes):
+        what = {None: "positive integers", 2: "two positive integers (d_A, d_B)"}.get(count, f"{count} positive integers")
+        raise ValueError(f"dims must be {what}, the subsystem dimensions; got {raw!r}")
+    product = math.prod(sizes)
+    if product != total:
+        raise ValueError(f"dims {sizes} multiply to {product} but {owner} has d={total}")
+    return sizes
 
 
 def check_broadcast(name_a: str, shape_a, name_b: str, shape_b) -> torch.Size:

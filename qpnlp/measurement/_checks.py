@@ -95,9 +95,15 @@ def check_mask(mask: torch.Tensor, weights: torch.Tensor) -> None:
 
 
 def masked_weights(weights: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``weights`` with masked members set to 0 (mask checked); unchanged without a mask or weights."""
-    if weights is None or mask is None:
+    """``weights`` with masked members set to 0 (mask checked); unchanged without a mask.
+
+    A mask without weights is refused: it masks mixture members, and pure states have none (it was ignored).
+    """
+    if mask is None:
         return weights
+    if weights is None:
+        raise ValueError("a mask needs weights: it masks the members of mixtures (weights (..., n)); for pure "
+                         "states pass weights=None and no mask (zero rows of states give zero probabilities)")
     check_mask(mask, weights)
     return weights.masked_fill(~mask, 0.0)
 

@@ -77,6 +77,8 @@ def kraus_update(system, operator: torch.Tensor):
     >>> kraus_update(PureState.from_real(torch.tensor([0.6, 0.8])), m).data
     tensor([0.8321+0.j, 0.5547+0.j])
     """
+    if not isinstance(system, (PureState, Ensemble, DensityMatrix)):   # a raw tensor also has .dim: refuse it
+        raise TypeError(f"kraus_update takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
     V.check_tensor("operator", operator)
     V.check_complex("operator", operator)
     V.check_min_ndim("operator", operator, 2, "(..., m, d)")
@@ -97,10 +99,8 @@ def kraus_update(system, operator: torch.Tensor):
         alive = norms > 0
         images = images / torch.where(alive, norms, torch.ones_like(norms)).unsqueeze(-1).to(images.dtype)
         return Ensemble._trusted(states=images, weights=weights / prob.unsqueeze(-1))
-    if isinstance(system, DensityMatrix):
-        m, rho = promote(operator, system.data)
-        updated = m @ rho @ m.mH
-        prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real
-        _check_possible(prob, rho.dtype, rho.shape[-1])
-        return DensityMatrix._trusted(data=updated / prob[..., None, None])
-    raise TypeError(f"kraus_update takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
+    m, rho = promote(operator, system.data)                            # a DensityMatrix
+    updated = m @ rho @ m.mH
+    prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real
+    _check_possible(prob, rho.dtype, rho.shape[-1])
+    return DensityMatrix._trusted(data=updated / prob[..., None, None])

@@ -156,8 +156,9 @@ class ProjectiveMeasurement(nn.Module):
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
-            Bool ``(..., n)`` (the shape of ``weights``); masked members get weight 0 (the weights of
-            the others must already sum to one, e.g. from ``masked_softmax``).
+            Bool ``(..., n)`` (the shape of ``weights``; only with ``weights``: ValueError without); masked
+            members get weight 0 (the weights of the others must already sum to one, e.g. from
+            ``masked_softmax``).
 
         validate : bool or "strict", optional
             Override the global validation mode for the checks of

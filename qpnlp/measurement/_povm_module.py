@@ -138,7 +138,8 @@ class POVMMeasurement(nn.Module):
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
-            Bool ``(..., n)`` (the shape of ``weights``); masked members get weight 0.
+            Bool ``(..., n)`` (the shape of ``weights``; only with ``weights``: ValueError without); masked
+            members get weight 0.
 
         validate : bool or "strict", optional
             Override the global validation mode for the checks of

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_mask
 from .functional import _from_parts, _parts, hermitian_attention_scores
 from .linear import ComplexLinear, _check_dtype
 
@@ -69,7 +70,17 @@ class ComplexMultiheadSelfAttention(nn.Module):
 
     def attention_weights(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """Attention weights (B, heads, L, L), rows summing to one over the unmasked keys."""
-        return self._attend(x, mask)
+        return self._attend(self._masked_input(x, mask), mask)
+
+    def _masked_input(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        """``x`` (B, L, dim) checked, with zeros at padding: a padded position may hold anything (NaN, inf), and
+        0 * NaN would reach the outputs and gradients (and NaN queries would give NaN rows of weights)."""
+        if x.ndim != 3:
+            raise ValueError(f"x must have shape (B, L, {self.dim}); got {tuple(x.shape)}")
+        if mask is None:
+            return x
+        check_mask(mask, x[..., 0], ids_name="x without its last dim")
+        return x.masked_fill(~mask.unsqueeze(-1), 0)
 
     def _split(self, t: Tensor) -> Tensor:
         b, l, _ = t.shape
@@ -86,10 +97,7 @@ class ComplexMultiheadSelfAttention(nn.Module):
         return torch.softmax(scores, dim=-1).masked_fill(~keys, 0)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        if x.ndim != 3:
-            raise ValueError(f"x must have shape (B, L, {self.dim}); got {tuple(x.shape)}")
-        if mask is not None:  # padding may hold anything (NaN, inf): 0 * NaN would reach the outputs and gradients
-            x = x.masked_fill(~mask.unsqueeze(-1), 0)
+        x = self._masked_input(x, mask)
         v = self._split(self.v(x))
         a = self._attend(x, mask)
         a = F.dropout(a, self.dropout, self.training)

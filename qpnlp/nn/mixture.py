@@ -74,13 +74,26 @@ POOLINGS = ("max", "mean")
 WINDOW_PADDINGS = ("end", "both")
 
 
-def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> None:
+def _window_sizes(windows: Sequence[int]) -> tuple[int, ...]:
+    """The window sizes as a non-empty tuple of ints >= 1 (ValueError otherwise)."""
+    windows = tuple(int(w) for w in windows)
+    if not windows:
+        raise ValueError("need at least one window size")
+    if min(windows) < 1:
+        raise ValueError(f"window sizes must be >= 1; got {min(windows)}")
+    return windows
+
+
+def _check_mask(mask: torch.Tensor, padding: str) -> None:
     if padding not in WINDOW_PADDINGS:
         raise ValueError(f"padding must be one of {WINDOW_PADDINGS}; got {padding!r}")
-    if window < 1:
-        raise ValueError(f"window sizes must be >= 1; got {window}")
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
+
+
+def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> None:
+    _window_sizes((window,))
+    _check_mask(mask, padding)
     if scores.shape != mask.shape:
         raise ValueError(f"scores and mask must have the same shape (..., L); got {tuple(scores.shape)} "
                          f"and {tuple(mask.shape)}")
@@ -165,9 +178,8 @@ def window_mask(mask: torch.Tensor, windows: Sequence[int] = DEFAULT_WINDOWS, pa
     >>> window_mask(torch.tensor([[True, True, False]]), (1, 2), padding="both").int().tolist()
     [[[1, 1, 0, 0], [1, 1, 1, 0]]]
     """
-    windows = tuple(int(w) for w in windows)
-    if padding not in WINDOW_PADDINGS:
-        raise ValueError(f"padding must be one of {WINDOW_PADDINGS}; got {padding!r}")
+    windows = _window_sizes(windows)
+    _check_mask(mask, padding)
     if padding == "end":
         return mask.unsqueeze(-2).expand(*mask.shape[:-1], len(windows), mask.shape[-1])
     length = mask.shape[-1] + max(windows) - 1
@@ -214,9 +226,7 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
     """
     if word_probs.shape[:-1] != scores.shape:
         raise ValueError(f"word_probs must have shape {tuple(scores.shape)} + (k,); got {tuple(word_probs.shape)}")
-    windows = tuple(int(w) for w in windows)
-    if not windows:
-        raise ValueError("need at least one window size")
+    windows = _window_sizes(windows)
     _check(scores, mask, min(windows), padding)
     common = torch.promote_types(word_probs.dtype, scores.dtype)
     word_probs, scores = word_probs.to(common), scores.to(common)
@@ -265,7 +275,7 @@ def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torc
     """
     if states.shape[:-1] != scores.shape:
         raise ValueError(f"states must have shape {tuple(scores.shape)} + (d,); got {tuple(states.shape)}")
-    windows = tuple(int(w) for w in windows)
+    windows = _window_sizes(windows)
     length = states.shape[-2] + (max(windows) - 1 if padding == "both" else 0)
     out = []
     for l in windows:

@@ -145,3 +145,12 @@ def test_partial_trace_takes_numpy_integers_as_subsystems():
         assert partial_trace(rho, (2, 2), keep=keep).data.shape == (2, 2)
     with pytest.raises(TypeError):
         partial_trace(rho, (2, 2), keep=1.0)
+
+
+@pytest.mark.parametrize("dims", [(2.5, 1.6), (2.0, 2), (-2, -2), (4, 0), ("2", 2)])
+def test_subsystem_dims_must_be_positive_integers(dims):
+    rho = DensityMatrix.maximally_mixed(4)
+    with pytest.raises(ValueError, match="positive integers"):
+        partial_trace(rho, dims, keep=0)
+    with pytest.raises(ValueError, match="positive integers"):
+        negativity(rho, dims)

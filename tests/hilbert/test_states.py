@@ -203,3 +203,9 @@ def test_sememe_basis_to_a_real_dtype_keeps_it_complex():
 def test_sememe_basis_of_dimension_zero_is_a_clear_error():
     with pytest.raises(ValueError, match="d = 0"):
         SememeBasis(torch.zeros(0, 0, dtype=torch.complex64))
+
+
+@pytest.mark.parametrize("index", [1.5, 1.0, "1"])
+def test_basis_state_refuses_a_non_integer_index(index):
+    with pytest.raises(TypeError, match="basis index must be an integer"):
+        PureState.basis_state(index, 3)

@@ -108,3 +108,11 @@ def test_lueders_rule(cdtype):
         lueders_update(PureState.basis_state(0, 3, dtype=cdtype), m.as_projectors()[1])
     with pytest.raises(ValueError, match="outcome must be"):
         m.post_measurement_state(rho, 3)
+
+
+def test_a_mask_without_weights_is_refused():
+    """The mask masks mixture weights (its docstring): without weights it would be ignored silently."""
+    m = ProjectiveMeasurement(4)
+    states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=torch.complex64), dim=-1)
+    with pytest.raises(ValueError, match="mask needs weights"):
+        m(states, mask=torch.tensor([[True, True, False]] * 2))

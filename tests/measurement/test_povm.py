@@ -270,3 +270,9 @@ def test_lueders_update_checks_the_dimension():
     for system in (PureState(e0), Ensemble(e0[None]), Ensemble(e0[None]).dense()):
         with pytest.raises(ValueError, match="dimension mismatch"):
             lueders_update(system, projector)
+
+
+def test_kraus_update_refuses_a_raw_tensor_as_lueders_update_does():
+    eye = torch.eye(2, dtype=torch.complex64)
+    with pytest.raises(TypeError, match="kraus_update takes a PureState, Ensemble or DensityMatrix; got Tensor"):
+        kraus_update(eye / 2, eye)

@@ -111,3 +111,11 @@ def test_gradients_flow_to_the_parameter():
     m(states, torch.full((2, 2), 0.5, dtype=torch.float64))[:, 0].sum().backward()
     grads = [p.grad for p in m.parameters()]
     assert grads and all(g is not None and bool(torch.isfinite(g).all()) and float(g.abs().max()) > 0 for g in grads)
+
+
+def test_a_mask_without_weights_is_refused():
+    """The mask masks mixture weights (its docstring): without weights it would be ignored silently."""
+    m = POVMMeasurement(4, 6)
+    states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=torch.complex64), dim=-1)
+    with pytest.raises(ValueError, match="mask needs weights"):
+        m(states, mask=torch.tensor([[True, True, False]] * 2))

@@ -184,6 +184,7 @@ def test_attention_scores_are_eq14(cdtype, device, tol):
     x = _x((2, 5, 6), cdtype, device)
     mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2], device=device)
     a = att.attention_weights(x, mask)
+    x = x.masked_fill(~mask.unsqueeze(-1), 0)       # padding is zeroed first, as in forward
     q = att.q(x).view(2, 5, 2, 3).transpose(1, 2)
     k = att.k(x).view(2, 5, 2, 3).transpose(1, 2)
     z = torch.einsum("bhid,bhjd->bhij", q, k.conj())
@@ -310,3 +311,28 @@ def test_gradcheck_layers():
     for kind in ("modulus", "re_im", "squared_modulus"):
         _gc(lambda a: readout(a, kind), y)
     _gc(lambda a: hermitian_attention_scores(a, a), y)
+
+
+def test_attention_mask_is_checked_in_forward_and_attention_weights():
+    att = ComplexMultiheadSelfAttention(4, 2)
+    x = torch.randn(3, 5, 4, dtype=torch.complex64)
+    for call in (att, att.attention_weights):
+        with pytest.raises(ValueError, match=r"mask must have the shape .*\(3, 5\); got \(1, 5\)"):
+            call(x, torch.ones(1, 5, dtype=torch.bool))           # was broadcast over the batch silently
+        for dtype in (torch.float32, torch.long):
+            with pytest.raises(TypeError, match="mask must be a bool tensor"):
+                call(x, torch.ones(3, 5, dtype=dtype))
+        with pytest.raises(ValueError, match="x must have shape"):
+            call(x[0], None)
+
+
+def test_attention_weights_zero_the_padding_as_forward_does():
+    torch.manual_seed(0)
+    att = ComplexMultiheadSelfAttention(4, 2)
+    x = torch.randn(2, 4, 4, dtype=torch.complex64)
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    ref = att.attention_weights(x, mask)
+    bad = x.masked_fill(~mask.unsqueeze(-1), float("nan"))
+    a = att.attention_weights(bad, mask)
+    assert torch.isfinite(a).all()
+    torch.testing.assert_close(a, ref, atol=0, rtol=0)

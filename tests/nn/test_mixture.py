@@ -226,3 +226,17 @@ def test_end_padding_is_unchanged_by_the_option(cdtype, device):
     probs = word_probabilities(states, v)
     assert torch.equal(local_mixture(probs, scores, mask), local_mixture(probs, scores, mask, padding="end"))
     assert torch.equal(window_mask(mask, (1, 2), "end"), mask.unsqueeze(1).expand(3, 2, 6))
+
+
+def test_window_sizes_and_mask_of_window_mask_and_local_mixture_density_are_checked():
+    states = torch.nn.functional.normalize(torch.randn(1, 3, 2, dtype=torch.complex64), dim=-1)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    for padding in ("end", "both"):
+        with pytest.raises(ValueError, match="need at least one window size"):
+            local_mixture_density(states, torch.zeros(1, 3), mask, windows=(), padding=padding)
+        with pytest.raises(ValueError, match="need at least one window size"):
+            window_mask(mask, (), padding)
+        with pytest.raises(ValueError, match="window sizes must be >= 1; got 0"):
+            window_mask(mask, (0, 2), padding)
+        with pytest.raises(TypeError, match="mask must be a bool tensor"):
+            window_mask(torch.ones(1, 3), (1, 2), padding)
