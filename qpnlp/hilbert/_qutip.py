@@ -17,7 +17,6 @@ distance (``qutip.tracedist``), von Neumann entropy in nats
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,10 +43,7 @@ def _qutip():
 def _subsystems(dims: Sequence[int] | None, d: int) -> list[int]:
     if dims is None:
         return [d]
-    dims = [int(n) for n in dims]
-    if not dims or any(n < 1 for n in dims) or math.prod(dims) != d:
-        raise ValueError(f"dims must be positive subsystem sizes whose product is the dimension {d}; got {dims}")
-    return dims
+    return list(V.check_subsystem_dims(dims, d))
 
 
 def to_qutip(state, *, dims: Sequence[int] | None = None) -> Any:

@@ -98,7 +98,7 @@ def test_from_qutip_validates_like_the_constructors():
 
 @pytest.mark.parametrize("call, error, match", [
     (lambda: to_qutip(torch.eye(2)), TypeError, "PureState, DensityMatrix or Ensemble"),
-    (lambda: to_qutip(DensityMatrix.maximally_mixed(4), dims=[3, 2]), ValueError, "product"),
+    (lambda: to_qutip(DensityMatrix.maximally_mixed(4), dims=[3, 2]), ValueError, "multiply to 6"),
     (lambda: from_qutip("ket"), TypeError, "qutip.Qobj"),
     (lambda: from_qutip([]), TypeError, "non-empty"),
     (lambda: from_qutip(qutip.operator_to_vector(qutip.maximally_mixed_dm(2))), ValueError, "operator-ket"),
@@ -115,3 +115,10 @@ def test_without_qutip_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "qutip", None)                     # import qutip -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'qpnlp\[qutip\]'"):
         to_qutip(PureState.basis_state(0, 2))
+
+
+@pytest.mark.parametrize("dims", [(2.5, 2.4), (6.0,), (-2, -3)])
+def test_to_qutip_refuses_subsystem_dims_that_are_not_positive_integers(dims):
+    """2.5 x 2.4 was truncated to 2 x 2 (then refused for d=6 with a misleading message) and 6.0 to 6."""
+    with pytest.raises(ValueError, match="dims"):
+        to_qutip(PureState.basis_state(1, 6), dims=dims)
