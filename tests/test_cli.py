@@ -176,6 +176,32 @@ def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
     assert seen["candidates"] == [{"dropout": 0}, {"dropout": 0.1}]                     # an explicit grid is kept
 
 
+@pytest.mark.parametrize("model, extra, fixed", [
+    ("order-classifier", [], None), ("order-classifier", ["--embedding-lr", "0.5"], 0.5),
+    ("order-classifier", ["--select", "lr=0.1,0.001", "embedding_lr=0.2"], 0.2),
+    ("qpdn", [], 1e-3)])                                                   # QPDN's own default embedding_lr
+def test_the_embedding_lr_follows_each_grid_points_lr_by_default(monkeypatch, model, extra, fixed):
+    """--embedding-lr defaults to --lr: a grid point lr=0.1 trained the embeddings at the command line's lr."""
+    from qpnlp.commands import classify
+    from qpnlp.training.classification import apply_setting
+
+    seen = {}
+
+    def fake_train(args, report, config, options, candidates, state_root):
+        seen.update(config=config, options=options, candidates=candidates)
+        return 0
+
+    monkeypatch.setattr(classify, "_train", fake_train)
+    select = [] if "--select" in extra else ["--select", "lr=0.1,0.001"]
+    assert main(["train", model, "--dataset", "mr", "--lr", "0.01", *select, *extra]) == 0
+    used = [apply_setting(c, seen["options"], seen["config"])[1] for c in seen["candidates"]]
+    assert sorted({u.lr for u in used}) == [0.001, 0.1]
+    if fixed is None:
+        assert [u.embedding_lr for u in used] == [u.lr for u in used]
+    else:
+        assert [u.embedding_lr for u in used] == [fixed] * len(used)
+
+
 @pytest.mark.parametrize("extra, fragment", [
     (["--lr", "0"], "must be positive: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
     (["--time-scale", "-1"], "time_scale must be positive"), (["--dim", "7", "--family", "IV"], "even dim"),

@@ -262,6 +262,19 @@ BAD_INPUTS = {
     "train on test": (lambda w: _match(w, "--train-split", "test"), 2, "--train-split test: the test split is"),
     "import missing": (lambda w: ["--import", "no_such_module_xyz", *_train(w)], 2, "--import: No module named"),
     "evaluate max-questions 0": (lambda w: ["evaluate", w["cnm"], "--max-questions", "0"], 2, "must be >= 1"),
+    "extra-train is the data set": (lambda w: _match(w, "--extra-train", "wikiqa"), 2,
+                                    "--extra-train wikiqa: wikiqa is --dataset"),
+    "extra-train named twice": (lambda w: _match(w, "--dataset", "trecqa", "--extra-train", "wikiqa", "wikiqa"), 2,
+                                "--extra-train: wikiqa named twice"),
+    "no-training-state with checkpoint-dir": (lambda w: _train(w, "--checkpoint-dir", w["base"] / "nts",
+                                                               "--no-training-state"), 2,
+                                              "--no-training-state and --checkpoint-dir"),
+    "evaluate unknown data set": (lambda w: ["evaluate", w["clf"], "--dataset", "imdb", "--data", w["root"]], 2,
+                                  "unknown data set 'imdb'"),
+    "evaluate matcher on an unknown data set": (lambda w: ["evaluate", w["cnm"], "--dataset", "nosuchqa", "--data",
+                                                           w["root"]], 2, "unknown data set 'nosuchqa'"),
+    "folds for a fixed split": (lambda w: [("trec" if a == "mr" else a) for a in _train(w, "--folds", "5")], 2,
+                                "--folds 5: TREC has a fixed split"),
     # failures while running: exit code 1
     "resume with nothing saved": (lambda w: _train(w, "--resume", "--save", w["base"] / "never-saved"), 1,
                                   "nothing to resume"),
@@ -560,3 +573,20 @@ def test_evaluate_classifier_with_an_unknown_split_is_a_usage_error(server, ws):
     argv = ["evaluate", ws["clf"], "--data", ws["root"], "--split", "validation"]
     code, _, stderr = server.run(argv)
     _one_error_line(argv, code, stderr, 2, "split must be one of train, dev, test")
+
+
+def test_a_fixed_split_run_records_no_fold_count(server, ws, tmp_path):
+    """TREC has one fixed split: the checkpoint and the report recorded folds=10 all the same."""
+    save, report = tmp_path / "trec", tmp_path / "trec.json"
+    argv = [("trec" if a == "mr" else a) for a in _train(ws, "--save", save, "--no-training-state", "--report", report)]
+    code, _, stderr = server.run(argv)
+    assert code == 0, stderr
+    assert load_checkpoint(save).metadata["folds"] is None
+    assert json.loads(report.read_text())["arguments"]["folds"] is None
+    code, _, stderr = server.run(["evaluate", save, "--data", ws["root"]])
+    assert code == 0, stderr
+    save, report = tmp_path / "mr", tmp_path / "mr.json"                  # a CV data set records the folds used
+    code, _, stderr = server.run(_train(ws, "--save", save, "--no-training-state", "--report", report))
+    assert code == 0, stderr
+    assert load_checkpoint(save).metadata["folds"] == 10
+    assert json.loads(report.read_text())["arguments"]["folds"] == 10

@@ -87,7 +87,7 @@ def add_vectors_option(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--vectors", metavar="NAME|PATH", default="glove-6b-50d",
                         help=f"pretrained vectors: a name ({', '.join(VECTOR_SETS)}) or a GloVe / word2vec / "
-                             "fastText .vec text file, a word2vec .bin file or a spaCy model directory "
+                             "fastText .vec text file, a word2vec .bin or .bin.gz file or a spaCy model directory "
                              "(default %(default)s)")
     parser.add_argument("--vectors-scale", type=rate_type(), default=None, metavar="FACTOR",
                         help="multiply the vectors by FACTOR (default: the named set's own scale, see "
@@ -295,7 +295,8 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                             "next to --save); same result as an uninterrupted run with the same options")
     group.add_argument("--no-training-state", action="store_true",
                        help="keep no training state next to --save (saves a write of parameters and optimiser "
-                            "state per epoch, about 3x the model's size; --resume is then impossible)")
+                            "state per epoch, about 3x the model's size; --resume is then impossible; not with "
+                            "--checkpoint-dir)")
 
 
 def prepare_outputs(args: argparse.Namespace) -> Path | None:
@@ -304,6 +305,9 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     Without ``--resume`` an earlier state in that directory is cleared; with
     it, the directory must hold one.
     """
+    if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
+        raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
+                         "training state in that directory); give one of them")
     report = check_output_path(getattr(args, "report", None), "--report")
     save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
     state = getattr(args, "checkpoint_dir", None) or \

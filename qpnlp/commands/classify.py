@@ -24,11 +24,14 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
                                            run_split_selected, summarise)
 from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
 
-from ._common import (CommandFailed, Report, add_fallback_option, add_resume_options, add_training_options,
+from ._common import (CommandFailed, Report, UsageError, add_fallback_option, add_resume_options, add_training_options,
                       add_vectors_option, count_type, epoch_logger, load_cli_vectors,
                       prepare_outputs, pretrained_fallback,
                       state_subdir, train_config)
 from ._config_options import add_config_options, config_options, explicit_config_options
+
+
+DEFAULT_FOLDS = 10
 
 
 def register(subparsers: dict) -> None:
@@ -40,9 +43,10 @@ def register(subparsers: dict) -> None:
         p.add_argument("--dataset", required=True, type=str.upper, choices=sorted(DATASETS),
                        help="data set name (case-insensitive)")
         p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
-        p.add_argument("--folds", type=count_type(2), default=10, help="CV folds (default %(default)s)")
+        p.add_argument("--folds", type=count_type(2), default=None,
+                       help=f"CV folds; CV data sets only (default {DEFAULT_FOLDS})")
         p.add_argument("--max-splits", type=count_type(), default=None,
-                       help="run only the first N folds (default: all)")
+                       help="run only the first N folds (default: all; a fixed split is one)")
         add_vectors_option(p)
         p.add_argument("--select", nargs="+", metavar="NAME=V1,V2", default=None,
                        help="select settings on dev inside each split from this grid of model options or "
@@ -67,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     # Everything the command line alone decides is checked before any file is read.
     select = selection_grid(args)
     candidates = parse_grid(select) if select else None
+    if candidates is not None and args.embedding_lr is None:      # --embedding-lr defaults to each point's lr
+        candidates = [{**c, "embedding_lr": c["lr"]} if "lr" in c and "embedding_lr" not in c else c
+                      for c in candidates]
     config = train_config(args)
     options = config_options(args)
     check_model_options(args.kind, options)
@@ -100,10 +107,11 @@ def selection_grid(args: argparse.Namespace) -> list[str]:
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:
     dataset = load_classification(args.dataset, root=args.data)
+    args.folds = protocol_folds(args, dataset)
     pretrained = load_cli_vectors(args)
-    report.update(dataset=dataset.name)
+    report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds})
     results = []
-    for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds)):
+    for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds or DEFAULT_FOLDS)):
         if args.max_splits is not None and i >= args.max_splits:
             break
         log = epoch_logger(report, f"{dataset.name} {split.name}", split=split.name)
@@ -138,6 +146,17 @@ def _train(args, report: Report, config, options: dict, candidates, state_root) 
     report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
                   n=sum(c["test"] for c in report.data["split_counts"].values()), details=dict(splits=splits_done))
     return 0
+
+
+def protocol_folds(args: argparse.Namespace, dataset) -> int | None:
+    """The folds the run uses: ``--folds`` (default 10) for a CV data set, None for a fixed split, where
+    ``--folds`` is a usage error."""
+    if dataset.fixed_splits is None:
+        return args.folds or DEFAULT_FOLDS
+    if args.folds is not None:
+        raise UsageError(f"--folds {args.folds}: {dataset.name} has a fixed split, not cross-validation folds; "
+                         f"leave --folds out")
+    return None
 
 
 def _save(args, report: Report, model, vocab, dataset, split: str, config, selected, **extra) -> None:

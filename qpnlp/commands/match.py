@@ -108,10 +108,22 @@ def check_train_split(args: argparse.Namespace) -> None:
                          f"split (train, or TREC-QA's train-all)")
 
 
+def check_extra_train(args: argparse.Namespace) -> None:
+    """Refuse ``--extra-train`` naming ``--dataset`` or one data set twice: its training data would count twice
+    (:class:`UsageError`)."""
+    for i, name in enumerate(args.extra_train):
+        if name == args.dataset:
+            raise UsageError(f"--extra-train {name}: {name} is --dataset, whose training data is used already; "
+                             f"name other data sets")
+        if name in args.extra_train[:i]:
+            raise UsageError(f"--extra-train: {name} named twice; each data set's training data is added once")
+
+
 def run(args: argparse.Namespace) -> int:
     args.vectors_scale = vectors_scale(args)
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     check_train_split(args)
+    check_extra_train(args)
     config = matching_config(args)
     options = model_options(args)
     check_model_options(args.kind, options)

@@ -60,7 +60,7 @@ def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device 
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a qpnlp vocabulary ({err})") from None
         rows = getattr(model.config, "num_words", None)
-        if isinstance(rows, int) and len(vocabulary) > rows:
+        if isinstance(rows, int) and len(vocabulary) != rows:     # fewer words: ids past the end have no word
             raise ValueError(f"{path}: {len(vocabulary)} words but the model's embedding tables have {rows} rows "
                              f"(num_words in {Path(directory) / CONFIG_FILE}); the vocabulary does not belong to "
                              f"this model")

@@ -57,6 +57,7 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
 _TASK_OF_DATASET = {**{name.lower(): "classification" for name in DATASETS},
                     **{name: "matching" for name in QA_DATASETS},
                     **{alias: "matching" for alias in ("trec-qa", "trec_qa", "wiki-qa", "wiki_qa")}}
+_DATASET_NAMES = {"classification": DATASETS, "matching": QA_DATASETS}
 _TASK_WORDS = {"classification": "a sentence-classification", "matching": "an answer-selection",
                "temporal": "a timestamped-corpus (Word2Fun)"}
 
@@ -68,6 +69,9 @@ def _check_task(directory, checkpoint: Checkpoint, dataset: str | None) -> None:
     if recorded is not None and recorded != task:
         raise ValueError(f"{directory}: the metadata says task {recorded!r} but the model {checkpoint.name!r} is a "
                          f"{task} model")
+    if dataset is not None and task in _DATASET_NAMES and str(dataset).lower() not in _TASK_OF_DATASET:
+        raise ConfigError(f"unknown data set {dataset!r}; {_TASK_WORDS[task]} model ({checkpoint.name}) is scored "
+                          f"on one of {', '.join(_DATASET_NAMES[task])}")
     named = _TASK_OF_DATASET.get(str(dataset or checkpoint.metadata.get("dataset") or "").lower())
     if named is not None and named != task:
         which = dataset or checkpoint.metadata.get("dataset")
@@ -94,7 +98,7 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
         raise ValueError(f"{name} has no fixed split (it is evaluated by cross-validation); a checkpoint trained on "
                          f"{meta.get('dataset')!r} can only be scored on a data set with a fixed split (SST2, TREC) "
                          f"or on its own fold")
-    chosen = next((s for s in splits(data, seed=meta.get("seed", 0), n_folds=meta.get("folds", 10))
+    chosen = next((s for s in splits(data, seed=meta.get("seed", 0), n_folds=meta.get("folds") or 10)
                    if s.name == wanted), None)
     if chosen is None:
         raise ValueError(f"split {wanted!r} not found for {name}")

@@ -101,7 +101,7 @@ def test_checkpoint_round_trip(tmp_path, kw):
     config = QPDNConfig(num_words=20, num_classes=2, **{"dim": 6, "num_measurements": 4, **kw})
     idf = torch.linspace(1, 2, 20) if kw.get("weighting") == "idf" else None
     model = QPDN(config, idf=idf).eval()
-    vocab = Vocabulary.build([["a", "b", "c"]])
+    vocab = Vocabulary.build([[f"w{i}" for i in range(18)]])           # 20 ids with <pad> and <unk>
     path = save_checkpoint(tmp_path / "m", model, vocabulary=vocab,
                            metadata={"dataset": "toy", "seed": 3, "label_names": ["neg", "pos"]})
     checkpoint = load_checkpoint(path)
@@ -204,3 +204,11 @@ def test_phase_lr_gives_the_phase_table_its_own_learning_rate():
     assert [len(g["params"]) for g in Optimisers(model, TrainConfig()).optimisers[0].param_groups] == [2]
     with pytest.raises(ValueError, match="learning rates must be positive"):
         TrainConfig(phase_lr=0.0)
+
+
+def test_load_checkpoint_refuses_a_vocabulary_smaller_than_the_model(tmp_path):
+    """Ids beyond the vocabulary would have no word: the vocabulary does not belong to the model."""
+    model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4))
+    path = save_checkpoint(tmp_path / "m", model, vocabulary=Vocabulary.build([["a", "b", "c"]]))
+    with pytest.raises(ValueError, match=r"vocabulary.json: 5 words but the model's embedding tables have 20 rows"):
+        load_checkpoint(path)
