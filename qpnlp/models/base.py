@@ -61,6 +61,7 @@ import math
 import os
 import shutil
 import tempfile
+import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -154,9 +155,13 @@ _JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (st
 
 def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
     """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
-    annotation = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
-    base = annotation.split("|")[0].strip()
-    optional = "None" in annotation
+    hint = field.type                   # a string under `from __future__ import annotations`, else a type object
+    annotation = hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else \
+        str(hint).replace("typing.", "").replace("NoneType", "None")
+    if annotation.startswith("Optional[") and annotation.endswith("]"):
+        annotation = f"{annotation[9:-1]} | None"
+    parts = [part.strip() for part in annotation.split("|")]
+    base, optional = next((part for part in parts if part != "None"), ""), "None" in parts
     if value is None and optional:
         return
     if base in _JSON_TYPES:
@@ -470,11 +475,11 @@ def _check_before_allocation(path: Path, klass: type[Model], config, state: Mapp
         with torch.device("meta"), _orthogonality_check_skipped():
             skeleton = klass.empty(config)
     except (RuntimeError, NotImplementedError):
-        # Some initialisations cannot run on meta (e.g. a QR decomposition): bound the vocabulary and count
-        # sizes instead, which are what a tampered config inflates, by the largest stored dimension.
+        # Some initialisations cannot run on meta (e.g. a QR decomposition): bound the vocabulary, count and
+        # dimension sizes instead, which are what a tampered config inflates, by the largest stored dimension.
         largest = max((max(t.shape, default=1) for t in state.values()), default=1)
         for key, value in config.to_dict().items():
-            sized = key.startswith("num_") or key == "vocab_size"
+            sized = key.startswith("num_") or key in ("vocab_size", "dim")
             if sized and isinstance(value, int) and not isinstance(value, bool) and value > largest:
                 raise ValueError(f"{path}: config value {key}={value} exceeds every stored tensor dimension "
                                  f"(largest {largest}); the config does not describe these weights") from None

@@ -304,7 +304,7 @@ def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int
         return c / existing.to(c.dtype)
     weights = window_weights(scores, mask, window)                                       # (..., L, l)
     c = weights[..., 0]
-    for j in range(1, window):
+    for j in range(1, min(window, mask.shape[-1])):       # j >= L: no word has a window j positions before it
         # word i receives weight p_{i-j, j} from the window starting j positions before it
         c = c + torch.cat([weights.new_zeros(weights.shape[:-2] + (j,)), weights[..., :-j, j]], dim=-1)
     return c / mask.sum(-1, keepdim=True).to(c.dtype)

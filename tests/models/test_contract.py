@@ -361,3 +361,42 @@ def test_an_unregistered_subclass_of_a_registered_model_is_not_saved_under_its_b
         model.save_pretrained(tmp_path / "m")
     assert not (tmp_path / "m").exists()
     QPDN(model.config).save_pretrained(tmp_path / "m")          # the registered class itself still saves
+
+
+def test_a_tampered_dim_is_refused_before_allocation_when_the_skeleton_cannot_be_built_on_meta(tmp_path, monkeypatch):
+    """CNM's default (random) measurement cannot be built on ``meta``: the fallback bounded num_* but not ``dim``,
+    so ``dim=2e9`` built the whole model on the CPU (hundreds of GB) before the shapes were compared."""
+    klass = get_model_class("cnm")
+    _small_model("cnm").save_pretrained(tmp_path / "cnm")
+    path = tmp_path / "cnm" / CONFIG_FILE
+    header = json.loads(path.read_text())
+    header["config"]["dim"] = 5_000                                 # small enough to survive if it were built
+    path.write_text(json.dumps(header))
+    built = []
+    empty = klass.empty.__func__
+    monkeypatch.setattr(klass, "empty", classmethod(lambda cls, config: built.append(torch.empty(0).device.type)
+                                                    or empty(cls, config)))
+    with pytest.raises(ValueError, match="dim=5000 exceeds every stored tensor dimension|describes"):
+        Model.from_pretrained(tmp_path / "cnm")
+    assert "cpu" not in built
+
+
+def test_from_dict_checks_annotations_written_without_postponed_evaluation():
+    """A plugin config without ``from __future__ import annotations`` holds type objects, not strings:
+    ``list[int]`` items, ``float | None`` and ``Optional[int]`` went unchecked (``Optional[int]`` as a string too)."""
+    from typing import Optional
+
+    fields = [("sizes", list[int], dataclasses.field(default_factory=lambda: [1])),
+              ("scale", float | None, dataclasses.field(default=None)),
+              ("count", Optional[int], dataclasses.field(default=None))]          # noqa: UP007
+    as_objects = dataclasses.make_dataclass("Config", fields, bases=(ModelConfig,))
+    as_strings = dataclasses.make_dataclass("Config", [(n, "Optional[int]" if n == "count" else str(t).replace(
+        "typing.", ""), f) for n, t, f in fields], bases=(ModelConfig,))
+    for config in (as_objects, as_strings):
+        for bad, pattern in [({"sizes": ["a"]}, r"Config.sizes must be list\[int\]"),
+                             ({"scale": "abc"}, r"Config.scale must be float \| None"),
+                             ({"scale": float("nan")}, "Config.scale must be finite"),
+                             ({"count": "abc"}, r"Config.count must be int \| None")]:
+            with pytest.raises(ValueError, match=pattern):
+                config.from_dict(bad)
+        assert config.from_dict({"sizes": [2, 3], "scale": None, "count": 4}) == config([2, 3], None, 4)

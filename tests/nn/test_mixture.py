@@ -119,6 +119,18 @@ def test_effective_weights_give_the_average_local_mixture(cdtype, device):
     assert_allclose(mean_rho, expected, atol=default_atol(cdtype, 25))
 
 
+@pytest.mark.parametrize("length", [1, 2])
+def test_effective_weights_of_texts_shorter_than_the_window(length):
+    """A batch padded to L <= window - 2 crashed (the shifted copies grew longer than L): CNM's trace head with
+    local mixtures failed on one- or two-word batches."""
+    mask = torch.ones(2, length, dtype=torch.bool)
+    scores = torch.rand(2, length)
+    for padding in ("end", "both"):
+        c = effective_word_weights(scores, mask, 4, padding=padding)
+        assert c.shape == (2, length)
+        torch.testing.assert_close(c.sum(-1), torch.ones(2))
+
+
 def test_pooling_ignores_padding(device):
     x = torch.tensor([[[0.2, 0.9], [0.5, 0.1], [7.0, 7.0]]], device=device)
     mask = torch.tensor([[True, True, False]], device=device)
