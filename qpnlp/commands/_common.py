@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from qpnlp._device import resolve_device
-from qpnlp.models.base import atomic_write_text
+from qpnlp._atomic import atomic_write_text
 from qpnlp.training import TrainConfig
 from qpnlp.training.trainer import ConfigError, check_seed
 from qpnlp.training.compiled import COMPILE_MODES

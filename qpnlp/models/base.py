@@ -59,8 +59,6 @@ import importlib.metadata
 import json
 import math
 import os
-import shutil
-import tempfile
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -71,6 +69,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from qpnlp._atomic import atomic_directory, atomic_write_text
 from qpnlp._device import resolve_device
 from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
@@ -349,7 +348,7 @@ class Model(PrecisionMixin, nn.Module):
                       qpnlp_version=_version())
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"
         tensors, stored_metadata = _storable(self.state_dict())
-        with atomic_directory(directory) as tmp:
+        with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
             (tmp / CONFIG_FILE).write_text(text)
             save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name,
                                                                   **stored_metadata})
@@ -537,62 +536,3 @@ def check_batch(ids: torch.Tensor, mask: torch.Tensor, *, num_words: int | None 
 
 
 _NO_LIMIT = 1 << 62
-
-
-# --------------------------------------------------------------------------- atomic writes
-def _fsync_directory(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-@contextlib.contextmanager
-def atomic_directory(directory: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory; on success, fsync its files and rename it onto ``directory``.
-
-    An existing ``directory`` is replaced only after the new one is complete;
-    on an exception nothing changes at ``directory``.
-    """
-    target = Path(directory)
-    if target.exists() and not target.is_dir():
-        raise ValueError(f"{target} exists and is not a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        yield tmp
-        for file in tmp.iterdir():
-            with open(file, "rb") as handle:
-                os.fsync(handle.fileno())
-        _fsync_directory(tmp)
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            os.rename(target, old)
-        os.rename(tmp, target)
-        _fsync_directory(target.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        _fsync_directory(path.parent)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path

@@ -24,11 +24,11 @@ graphs around the embedding lookups. Compiling needs a C++ compiler (CPU) or
 Triton (CUDA), and inductor warns about the complex operators it leaves to
 eager kernels.
 
-``"reduce-overhead"`` (CUDA graphs) records a graph per padded length. At
+``"reduce-overhead"`` and ``"max-autotune"`` (CUDA graphs) record a graph per padded length. At
 fixed lengths a complex-order Transformer step takes 0.65x eager's time on
 an H200, but an SST-2 epoch, whose batches come in about 40 lengths, took
 89 s against eager's 21 s (``benchmarks/results/complex_order/run-y-300d``).
-So under that mode on a GPU the training batches are padded up to a multiple
+So under those modes on a GPU the training batches are padded up to a multiple
 of :data:`CUDA_GRAPHS_PAD_MULTIPLE` tokens unless ``TrainConfig.pad_to_multiple_of``
 says otherwise (:func:`training_pad_multiple`; PyTorch's own advice in its
 warning about many graphs). The models ignore padding (tested), so a model

@@ -1,7 +1,7 @@
 """The per-epoch training state behind ``--resume``: parameters, optimiser state, RNG state and progress.
 
 A training-state directory holds two files, written together atomically
-(:func:`qpnlp.models.base.atomic_directory`) at the end of every epoch:
+(:func:`qpnlp._atomic.atomic_directory`) at the end of every epoch:
 
 * ``state.safetensors``: the model's current parameters (``model.*``), the
   best-so-far parameters (``best.*``, omitted when the current epoch is the
@@ -41,7 +41,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from qpnlp.models.base import _restored, _storable, atomic_directory
+from qpnlp._atomic import atomic_directory
+from qpnlp.models.base import _restored, _storable
 
 __all__ = ["STATE_FORMAT", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
            "run_identity", "RESUMABLE_CHANGES"]

@@ -400,3 +400,22 @@ def test_from_dict_checks_annotations_written_without_postponed_evaluation():
             with pytest.raises(ValueError, match=pattern):
                 config.from_dict(bad)
         assert config.from_dict({"sizes": [2, 3], "scale": None, "count": 4}) == config([2, 3], None, 4)
+
+
+def test_save_pretrained_never_replaces_a_directory_that_is_not_a_saved_model(tmp_path):
+    """The library call replaced any existing directory, deleting the user's files in it (the CLI refused)."""
+    from qpnlp.models import QPDN, QPDNConfig
+
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=2))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not empty and holds no config.json"):
+        model.save_pretrained(mine)
+    assert (mine / "notes.txt").read_text() == "keep me"
+    saved = tmp_path / "saved"
+    model.save_pretrained(saved)
+    model.save_pretrained(saved)                          # a saved model is still replaced
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    model.save_pretrained(empty)                          # so is an empty directory
