@@ -223,7 +223,9 @@ def get_model_class(name: str) -> type[Model]:
 
 
 def registered_models(task: str | None = None) -> tuple[str, ...]:
-    """Names of the registered models (of one task if given), sorted."""
+    """Names of the registered models (of one task of :data:`TASKS` if given), sorted."""
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}")
     _load_builtin_models()
     return tuple(sorted(n for n, c in _REGISTRY.items() if task is None or c.task == task))
 

@@ -261,7 +261,8 @@ class CNM(Model):
         return local_mixture(probs, scores, mask, self.config.windows, self.config.window_padding)
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Sentence representation ``(B, W k)``: pooled probabilities, concatenated over window sizes."""
+        """Sentence representation ``(B, W k)``: pooled probabilities, concatenated over window sizes (``(B, k)`` for
+        ``mixture="global"``)."""
         self.check_batch(ids, mask)
         return self._encode(ids, mask)
 

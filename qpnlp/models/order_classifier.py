@@ -122,6 +122,8 @@ class OrderClassifierConfig(ModelConfig):
     embedding_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if any(isinstance(k, bool) or int(k) != k for k in self.kernel_sizes):      # 2.7 or True: not a size
+            raise ValueError(f"kernel_sizes must be integers; got {list(self.kernel_sizes)}")
         self.kernel_sizes = tuple(int(k) for k in self.kernel_sizes)
         checks = [("network", NETWORKS), ("embedding", EMBEDDING_KINDS), ("rnn_cell", RNN_CELLS),
                   ("readout", READOUTS), ("precision", PRECISIONS)]

@@ -56,7 +56,8 @@ class QPDNConfig(ModelConfig):
     freeze_amplitude : bool
         Keep the pretrained amplitudes fixed.
     dropout : float
-        Dropout on the measured probabilities.
+        Dropout on the classifier's input: the measured probabilities (on
+        the flattened density matrix with ``head="dense"``).
     complex128 : bool
         Use complex128 states (float64 tables).
     measurement : str

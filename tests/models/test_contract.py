@@ -419,3 +419,9 @@ def test_save_pretrained_never_replaces_a_directory_that_is_not_a_saved_model(tm
     empty = tmp_path / "empty"
     empty.mkdir()
     model.save_pretrained(empty)                          # so is an empty directory
+
+
+def test_registered_models_refuses_an_unknown_task():
+    """A misspelt task returned an empty tuple, which reads as 'no model of that task'."""
+    with pytest.raises(ValueError, match="task must be one of"):
+        registered_models("clasification")

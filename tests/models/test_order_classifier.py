@@ -105,6 +105,8 @@ def test_readout_re_im_doubles_width():
     (dict(readout="phase"), "readout"), (dict(precision="half"), "precision"), (dict(dropout=1.0), "dropout"),
     (dict(network="transformer", dim=5, heads=2), "divisible"), (dict(embedding="pe", share_parts=True), "share_parts"),
     (dict(kernel_sizes=()), "kernel"),
+    # 2.7 and True were truncated to sizes 2 and 1
+    (dict(kernel_sizes=(2.7, 3)), "kernel_sizes must be integers"), (dict(kernel_sizes=(True,)), "kernel_sizes"),
     # the cgRNN layer has no shared-parts option: the flag was accepted and silently did nothing
     (dict(network="rnn", rnn_cell="cgrnn", embedding="complex_order", share_parts=True), "share_parts"),
     # heads 0 divided by zero (ZeroDivisionError, not a config error); heads -1 divided dim and built no layer
