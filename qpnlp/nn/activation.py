@@ -142,7 +142,8 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     """
     if scale_first:
         r = z.abs()
-        return z * (torch.relu(r + b) / torch.where(r > 0, r, torch.ones_like(r)))
+        positive = r > 0                    # the mask makes the gradient at z = 0 zero; other values: same bits
+        return z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
     _check_complex(z)
     r = z.abs()
     b = torch.as_tensor(b, dtype=r.dtype, device=r.device)

@@ -104,10 +104,12 @@ def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size,
     return dense
 
 
-def _sum_repeated(grad: torch.Tensor, inverse: torch.Tensor, rows: int) -> torch.Tensor:
-    """``(n, ...)`` gradients of the looked-up rows summed per distinct row -> ``(rows, ...)``."""
-    flat = grad.reshape(inverse.numel(), -1)
-    return flat.new_zeros(rows, flat.shape[1]).index_add_(0, inverse, flat)
+def _sum_repeated(grad: torch.Tensor, inverse: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """``(n, ...)`` gradients of the looked-up rows summed per distinct row -> ``shape`` ``(rows, ...)``.
+
+    The row width comes from ``shape``, not from ``grad``: an empty batch (n = 0) has no width to infer."""
+    flat = grad.reshape(inverse.numel(), math.prod(shape[1:]))
+    return flat.new_zeros(shape[0], flat.shape[1]).index_add_(0, inverse, flat).view(shape)
 
 
 def _unit_rows(r, phi):
@@ -190,18 +192,17 @@ class _PolarLookup(torch.autograd.Function):
         need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         g_r = g_phi = None
         if ctx.compiled and g_states is not None and (need_amplitude or need_phase):
-            g = torch.view_as_real(g_states.resolve_conj()).reshape(targets.numel(), -1, 2)
+            g = torch.view_as_real(g_states.resolve_conj()).reshape(targets.numel(), r.shape[1], 2)
             g_n = g_norms.reshape(-1) if g_norms is not None and need_amplitude else None
             g_r, g_phi = polar_rows.unit_states_backward(g, g_n, None if distinct else targets, r, unit, cos, sin,
                                                          norms, scale, TORCH_POLAR_GRADIENT)
             g_norms = None                                                        # included in g_r
         elif g_states is not None:
             g = torch.view_as_real(g_states.resolve_conj())
-            g = g.reshape(unit.shape + (2,)) if distinct else _sum_repeated(g, targets, rows.numel())
-            g_r, g_phi = _unit_rows_backward(g.view(*unit.shape, 2), unit, cos, sin, norms, scale,
-                                             TORCH_POLAR_GRADIENT)
+            g = g.reshape(unit.shape + (2,)) if distinct else _sum_repeated(g, targets, unit.shape + (2,))
+            g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
         if g_norms is not None and need_amplitude:
-            g_n = g_norms.reshape(-1) if distinct else _sum_repeated(g_norms, targets, rows.numel()).squeeze(-1)
+            g_n = g_norms.reshape(-1) if distinct else _sum_repeated(g_norms, targets, norms.shape)
             radial = r * (g_n / norms).masked_fill(norms == 0, 0).unsqueeze(-1)   # vector_norm's zero convention
             g_r = radial if g_r is None else g_r + radial
         amplitude_shape, phase_shape = ctx.table_shapes
@@ -231,7 +232,7 @@ class _RowLookup(torch.autograd.Function):
         if not ctx.needs_input_grad[1]:
             return None, None, None, None
         rows, inverse = ctx.saved_tensors
-        values = _sum_repeated(grad, inverse, rows.numel()).view(rows.numel(), *ctx.shape[1:])
+        values = _sum_repeated(grad, inverse, (rows.numel(), *ctx.shape[1:]))
         return None, _table_gradient(values, rows, ctx.shape, *ctx.options), None, None
 
 
@@ -499,8 +500,8 @@ class WordWeighting(nn.Module):
             if idf is None or idf.shape != (num_words,):
                 raise ValueError(f"weighting='idf' needs idf of shape ({num_words},); "
                                  f"got {None if idf is None else tuple(idf.shape)}")
-            if bool((idf <= 0).any()):
-                raise ValueError("idf values must be positive")
+            if not bool(((idf > 0) & torch.isfinite(idf)).all()):     # NaN and inf would give NaN weights
+                raise ValueError("idf values must be positive and finite")
             self.register_buffer("idf", idf.to(dtype))
 
     def scores(self, ids: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:

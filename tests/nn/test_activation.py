@@ -130,6 +130,22 @@ def test_modrelu_scale_first_is_the_same_function(cdtype, device, tol):
     assert torch.equal(act(x), modrelu(x, act.bias, scale_first=True))
 
 
+
+def test_modrelu_scale_first_has_the_zero_gradient_at_zero(cdtype, device):
+    """At z = 0 with b > 0 both rounding orders give f(0) = 0 and the gradient 0 (module docstring); the uRNN
+    order once gave d f / d z = b there (z times the unmasked scale relu(b) / 1), real inputs too."""
+    b = torch.tensor([0.5, 2.0, -1.0], dtype=cdtype.to_real(), device=device, requires_grad=True)
+    for dtype in (cdtype, cdtype.to_real()):
+        z = torch.zeros(3, dtype=dtype, device=device, requires_grad=True)
+        out = modrelu(z, b, scale_first=True)
+        assert torch.count_nonzero(out) == 0
+        grad_z, grad_b = torch.autograd.grad((out.real + out.imag if dtype.is_complex else out).sum(), (z, b))
+        assert torch.count_nonzero(grad_z) == 0 and torch.count_nonzero(grad_b) == 0
+    z = torch.randn(64, dtype=cdtype, device=device)
+    bias = torch.linspace(-1, 1, 64, dtype=cdtype.to_real(), device=device)
+    r = z.abs()
+    assert torch.equal(modrelu(z, bias, scale_first=True), z * (torch.relu(r + bias) / r))   # values: the same bits
+
 # ----------------------------------------------------------------------------- gradcheck (complex128)
 def test_gradcheck_hirose():
     torch.manual_seed(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import qpnlp.nn
@@ -35,3 +36,32 @@ def test_a_lookup_run_outside_the_graph_hands_back_no_complex_view_of_a_real_buf
     assert same is parts                                     # other outputs pass through uncopied
     single = _outside_graph(lambda: torch.view_as_complex(parts))
     assert isinstance(single, torch.Tensor) and not single._is_view()
+
+
+
+@pytest.mark.parametrize("compiled", ["1", "0"])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_an_empty_batch_has_zero_table_gradients(compiled, sparse, monkeypatch):
+    """ids of shape (B, 0): no state, no norm, and a backward that leaves the tables' gradients zero (as
+    ``nn.Embedding`` does), on the compiled loops and the torch ops, for the states and the weighting's table."""
+    if compiled == "1":
+        pytest.importorskip("numba", reason="the compiled lookup needs numba (the extra 'fast', in 'test')")
+    monkeypatch.setenv("QPNLP_LOOKUP_COMPILED", compiled)
+    ids = torch.zeros(2, 0, dtype=torch.long)
+    emb = ComplexWordEmbedding(10, 4, sparse=sparse, dtype=torch.float64)
+    for states, norms in (emb(ids), emb.distinct_states(ids)[:2]):
+        assert states.shape[-1] == 4 and states.numel() == norms.numel() == 0
+        emb.zero_grad(set_to_none=True)
+        (states.abs().sum() + norms.sum()).backward()
+        for table in (emb.amplitude, emb.phase):
+            assert table.weight.grad.shape == (10, 4) and not table.weight.grad.to_dense().any()
+    weighting = WordWeighting(10, "trainable", sparse=sparse)
+    weighting.scores(ids, torch.zeros(2, 0)).sum().backward()
+    assert not weighting.table.weight.grad.to_dense().any()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_idf_weighting_refuses_nan_and_infinite_idf(bad):
+    """NaN passed the old ``idf <= 0`` check and an infinite idf is no weight: both gave NaN sentence weights."""
+    with pytest.raises(ValueError, match="idf values must be positive"):
+        WordWeighting(3, "idf", idf=torch.tensor([1.0, bad, 2.0]))
