@@ -55,12 +55,13 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
         xs, ys = [a[dataset][k][0] for k in keys], [b[dataset][k][0] for k in keys]
         b_chosen = [b[dataset][k][1] > a[dataset][k][1] for k in keys]
         selected = [y if chosen else x for x, y, chosen in zip(xs, ys, b_chosen)]
-        diffs = [y - x for x, y in zip(xs, ys)]
-        better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
         # on the exact differences of correct/n: float32 accuracies would split tied differences in their last bits
-        exact = [float(exact_accuracy(y) - exact_accuracy(x)) for x, y in zip(xs, ys)]
+        # (the Wilcoxon ranks) and give an exact tie of means a sign (-0.0)
+        diffs = [exact_accuracy(y) - exact_accuracy(x) for x, y in zip(xs, ys)]
+        better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+        exact = [float(d) for d in diffs]
         p = f"{wilcoxon(exact).pvalue:.3f}" if len(keys) >= 5 and any(exact) else "-"
-        lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {100 * statistics.fmean(diffs):+.1f} ± "
+        lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {float(100 * statistics.mean(diffs)):+.1f} ± "
                      f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
                      f"{len(diffs) - better - worse} | {p} | {len(keys)} | {_mean_std(selected)} | "
                      f"{sum(b_chosen)} of {len(keys)} |")

@@ -1,0 +1,56 @@
+"""The statistics of the benchmark tables (``benchmarks/_stats.py``, ``benchmarks/paired_runs.py``)."""
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def paired_runs():
+    sys.path.insert(0, str(BENCHMARKS))  # paired_runs imports _stats from its own folder
+    try:
+        import paired_runs
+
+        yield paired_runs
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _f32(k, n):
+    return float(np.float32(k / n))
+
+
+def test_exact_accuracy_snaps_float32_means_to_correct_over_n():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _stats import exact_accuracy
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    for n in (7, 500, 1066, 1821, 2000):
+        for k in (0, 1, n // 3, n - 1, n):
+            assert exact_accuracy(_f32(k, n)) == Fraction(k, n)
+    assert exact_accuracy(_f32(1234, 4321)).denominator > 2000  # a larger test part: kept as it is
+
+
+def test_paired_table_exact_tie_of_means_is_not_negative(paired_runs):
+    # +1/1000 on one split, -1/1000 on the other: the exact mean difference is 0; on the float32 accuracies it was
+    # -1.5e-8 and printed as "-0.0" (B looked worse)
+    a = {"CR": {("fold 1", 0): (_f32(700, 1000), 0.5), ("fold 2", 0): (_f32(702, 1000), 0.5)}}
+    b = {"CR": {("fold 1", 0): (_f32(701, 1000), 0.5), ("fold 2", 0): (_f32(701, 1000), 0.5)}}
+    row = paired_runs.table(a, b, ("A", "B")).splitlines()[2].split(" | ")
+    assert row[3] == "+0.0 ± 0.1" and row[4] == "1 / 1 / 0"
+
+
+def test_paired_table_wilcoxon_on_exact_differences(paired_runs):
+    # five splits, every B one text better on its test part of 500: tied differences, exact two-sided p = 2 / 2**5
+    a = {"TREC": {("fixed", s): (_f32(430 + s, 500), 0.5) for s in range(5)}}
+    b = {"TREC": {("fixed", s): (_f32(431 + s, 500), 0.5) for s in range(5)}}
+    row = paired_runs.table(a, b, ("A", "B")).splitlines()[2].split(" | ")
+    assert row[3] == "+0.2 ± 0.0" and row[4] == "5 / 0 / 0" and row[5] == "0.062"
+    four = {"TREC": dict(list(a["TREC"].items())[:4])}
+    assert paired_runs.table(four, b, ("A", "B")).splitlines()[2].split(" | ")[5] == "-"  # under 5 pairs
