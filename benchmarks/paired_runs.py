@@ -19,9 +19,8 @@ import json
 import statistics
 from pathlib import Path
 
-from scipy.stats import wilcoxon
 
-from _stats import exact_accuracy  # benchmarks/ (this script's folder)
+from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's folder)
 
 ORDER = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
 
@@ -59,8 +58,7 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
         # (the Wilcoxon ranks) and give an exact tie of means a sign (-0.0)
         diffs = [exact_accuracy(y) - exact_accuracy(x) for x, y in zip(xs, ys)]
         better, worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-        exact = [float(d) for d in diffs]
-        p = f"{wilcoxon(exact).pvalue:.3f}" if len(keys) >= 5 and any(exact) else "-"
+        p = f"{signed_rank_p(diffs):.3f}" if len(keys) >= 5 and any(diffs) else "-"
         lines.append(f"| {dataset} | {_mean_std(xs)} | {_mean_std(ys)} | {float(100 * statistics.mean(diffs)):+.1f} ± "
                      f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
                      f"{len(diffs) - better - worse} | {p} | {len(keys)} | {_mean_std(selected)} | "

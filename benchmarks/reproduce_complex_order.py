@@ -54,7 +54,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy.stats import wilcoxon
 
 from qpnlp.data import load_classification, splits
 from qpnlp.data.vectors import VECTOR_SETS, load_vectors
@@ -65,7 +64,7 @@ from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
 from qpnlp.training.trainer import ConfigError, TrainingDiverged
 
-from _stats import exact_accuracy  # benchmarks/ (this script's folder)
+from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's folder)
 
 TIMINGS: list[dict] = []
 SENSITIVITY: list[tuple[str, str]] = []
@@ -361,13 +360,8 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
 
 def _paired(ours: dict, other: dict) -> dict:
     exact = [ours[k] - other[k] for k in sorted(set(ours) & set(other))]
-    diff = np.array([float(x) for x in exact])
-    p = None
-    if len(diff) >= MIN_PAIRS:
-        # zero differences dropped (zero_method "wilcox"); exact null distribution, over all sign flips of the
-        # nonzero differences when some tie or are zero (scipy's method "auto" for <= 13 pairs)
-        p = 1.0 if not diff.any() else float(wilcoxon(diff, alternative="two-sided").pvalue)
-    return dict(pairs=len(diff), margin=float(sum(exact) / len(exact)) if exact else None, p=p)
+    p = signed_rank_p(exact) if len(exact) >= MIN_PAIRS else None
+    return dict(pairs=len(exact), margin=float(sum(exact) / len(exact)) if exact else None, p=p)
 
 
 def _claims_table(verdicts: list[dict]) -> list[str]:

@@ -138,13 +138,18 @@ class TrainConfig:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
                         window=self.window, chunk_tokens=self.chunk_tokens, workers=self.workers,
                         frequency_reference=self.frequency_reference, sync_every=self.sync_every)
-        bad = {k: v for k, v in positive.items() if not v > 0}
+        bad = {k: v for k, v in positive.items() if not 0 < v < math.inf}
         if bad:
-            raise ValueError(f"these training settings must be positive: {bad}")
-        if self.negative_weight <= 0:
-            raise ValueError(f"negative_weight must be positive; got {self.negative_weight}")
-        if self.step_centre_lr is not None and not self.step_centre_lr >= 0:
-            raise ValueError(f"step_centre_lr must be >= 0 (or None); got {self.step_centre_lr}")
+            raise ValueError(f"these training settings must be positive and finite: {bad}")
+        counts = dict(epochs=self.epochs, batch_size=self.batch_size, negatives=self.negatives, window=self.window,
+                      chunk_tokens=self.chunk_tokens, workers=self.workers, sync_every=self.sync_every)
+        bad = {k: v for k, v in counts.items() if isinstance(v, bool) or not isinstance(v, numbers.Integral)}
+        if bad:  # epochs=2.5 failed only once the corpus had been read and counted
+            raise ValueError(f"these training settings must be integers: {bad}")
+        if not 0 < self.negative_weight < math.inf:
+            raise ValueError(f"negative_weight must be positive and finite; got {self.negative_weight}")
+        if self.step_centre_lr is not None and not 0 <= self.step_centre_lr < math.inf:
+            raise ValueError(f"step_centre_lr must be finite and >= 0 (or None); got {self.step_centre_lr}")
         resolve_device(self.device, available=False)          # the name; fit() checks this machine has it
         penalty = 0.0 if self.roughness_penalty is None else self.roughness_penalty
         # written so that NaN fails each comparison (inf fails the isfinite ones)
@@ -306,7 +311,9 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
 def _prefetch(batches, stop, depth: int = 16):
     """Iterate ``batches`` in a background thread (numpy and torch release the GIL), ``depth`` ahead.
 
-    The producer gives up when the ``stop`` event is set (the consumers failed).
+    The producer gives up when the ``stop`` event is set (a consumer failed),
+    and so does this iterator: it sends no more batches, and never waits for
+    one the stopped producer will not send.
     """
     q: queue.Queue = queue.Queue(maxsize=depth)
     end = object()
@@ -327,7 +334,13 @@ def _prefetch(batches, stop, depth: int = 16):
         q.put(end)
 
     threading.Thread(target=produce, daemon=True).start()
-    while (b := q.get()) is not end:
+    while not stop.is_set():
+        try:
+            b = q.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if b is end:
+            return
         if isinstance(b, BaseException):
             raise b
         yield b

@@ -54,3 +54,14 @@ def test_paired_table_wilcoxon_on_exact_differences(paired_runs):
     assert row[3] == "+0.2 ± 0.0" and row[4] == "5 / 0 / 0" and row[5] == "0.062"
     four = {"TREC": dict(list(a["TREC"].items())[:4])}
     assert paired_runs.table(four, b, ("A", "B")).splitlines()[2].split(" | ")[5] == "-"  # under 5 pairs
+
+
+def test_signed_rank_p_is_exact_with_ties_and_refuses_an_old_scipy(paired_runs, monkeypatch):
+    """scipy 1.14 took the normal approximation for tied differences (p 0.0707 for five equal ones, not 0.0625)."""
+    _stats = sys.modules["_stats"]                       # imported by paired_runs from benchmarks/
+
+    assert _stats.signed_rank_p([1, 1, 1, 1, 1]) == pytest.approx(0.0625)
+    assert _stats.signed_rank_p([0, 0, 0]) == 1.0
+    monkeypatch.setattr(_stats.scipy, "__version__", "1.14.1")
+    with pytest.raises(RuntimeError, match="scipy >= 1.15"):
+        _stats.signed_rank_p([1, 1, 1, 1, 1])

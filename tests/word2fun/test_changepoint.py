@@ -157,6 +157,6 @@ def test_change_point_starts_step_their_centres_slower_unless_told(monkeypatch):
     used.clear()
     fit(corpus, TrainConfig(epochs=1, step_centre_lr=0.5), dim=8, min_count=1)
     assert set(used) == {0.5}
-    with pytest.raises(ValueError, match="step_centre_lr must be >= 0"):
+    with pytest.raises(ValueError, match="step_centre_lr must be finite and >= 0"):
         TrainConfig(step_centre_lr=-1.0)
     assert train_module.STEP_CENTRES == ("changepoint", "middle")

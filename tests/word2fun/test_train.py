@@ -30,6 +30,42 @@ def test_hogwild_workers_train(tiny_drift, make):
     assert Word2FunConfig.from_dict(m.config.to_dict()).max_periods == 2.0
 
 
+def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
+    """When one worker fails, the others stop too and the error is raised (before, a surviving worker drained
+    the prefetch queue and then waited for a batch that the stopped producer never sent: the run hung)."""
+    import threading
+
+    from qpnlp.word2fun import loop
+
+    real, calls, lock = loop.centre_sgd_step, [0], threading.Lock()
+
+    def failing(*args, **kwargs):
+        with lock:
+            calls[0] += 1
+            if calls[0] == 3:
+                raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "centre_sgd_step", failing)
+    rs = np.random.default_rng(0)
+    tokens, doc_ids = rs.integers(0, 50, 20_000), np.repeat(np.arange(200), 100)
+    source = loop.ArraySource(tokens, doc_ids, 1900.0 + np.arange(200) % 100)
+    out = []
+
+    def run():
+        try:
+            loop.train_source(make(50, 8, family="IV"), source, np.bincount(tokens, minlength=50),
+                              TrainConfig(epochs=1, batch_size=64, workers=2))
+        except RuntimeError as e:
+            out.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "the hogwild run hung after a worker failed"
+    assert len(out) == 1 and "boom" in str(out[0])
+
+
 def test_end_to_end_drift_recovery_tiny(tiny_drift, device):
     corpus, truth = tiny_drift
     result = fit(corpus, TrainConfig(epochs=3, negatives=32, shared_negatives=True, batch_size=2048,
@@ -68,7 +104,12 @@ def test_roughness_penalty_smooths_the_trained_functions(tiny_drift, make):
                                  # NaN passed the old `x < 0` checks; powers and seeds were not checked at all
                                  dict(sample=float("nan")), dict(roughness_penalty=float("inf")),
                                  dict(rare_lr_max=float("nan")), dict(roughness_power=float("nan")),
-                                 dict(rare_lr_power=float("inf")), dict(seed=-1), dict(seed=1.5)])
+                                 dict(rare_lr_power=float("inf")), dict(seed=-1), dict(seed=1.5),
+                                 # infinite rates and weights, NaN weights and fractional counts passed too
+                                 dict(lr=float("inf")), dict(negative_weight=float("nan")),
+                                 dict(negative_weight=float("inf")), dict(step_centre_lr=float("inf")),
+                                 dict(frequency_reference=float("inf")), dict(epochs=2.5), dict(batch_size=512.5),
+                                 dict(sync_every=1.5), dict(workers=True)])
 def test_bad_train_config_is_rejected(bad):
     with pytest.raises(ValueError, match="must be"):
         TrainConfig(**bad)
