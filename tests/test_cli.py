@@ -203,7 +203,7 @@ def test_the_embedding_lr_follows_each_grid_points_lr_by_default(monkeypatch, mo
 
 
 @pytest.mark.parametrize("extra, fragment", [
-    (["--lr", "0"], "must be positive: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
+    (["--lr", "0"], "must be positive and finite: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
     (["--time-scale", "-1"], "time_scale must be positive"), (["--dim", "7", "--family", "IV"], "even dim"),
     (["--max-periods", "-2"], "max_periods must be positive")])
 def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, capsys, extra, fragment):
