@@ -141,8 +141,7 @@ class TrainConfig:
         bad = {k: v for k, v in positive.items() if not 0 < v < math.inf}
         if bad:
             raise ValueError(f"these training settings must be positive and finite: {bad}")
-        counts = dict(epochs=self.epochs, batch_size=self.batch_size, negatives=self.negatives, window=self.window,
-                      chunk_tokens=self.chunk_tokens, workers=self.workers, sync_every=self.sync_every)
+        counts = {k: v for k, v in positive.items() if k not in ("lr", "frequency_reference")}    # the rest count
         bad = {k: v for k, v in counts.items() if isinstance(v, bool) or not isinstance(v, numbers.Integral)}
         if bad:  # epochs=2.5 failed only once the corpus had been read and counted
             raise ValueError(f"these training settings must be integers: {bad}")
