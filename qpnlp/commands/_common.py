@@ -28,6 +28,7 @@ import torch
 
 from qpnlp._device import resolve_device
 from qpnlp._atomic import atomic_write_text
+from qpnlp.models.base import CONFIG_FILE
 from qpnlp.training import TrainConfig
 from qpnlp.training.trainer import ConfigError, check_seed
 from qpnlp.training.compiled import COMPILE_MODES
@@ -266,7 +267,7 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
         raise UsageError(f"{option} {path}: exists and is a file; {option} takes a directory")
     if not directory and out.is_dir():
         raise UsageError(f"{option} {path}: is a directory; {option} takes a file name")
-    if model and out.is_dir() and any(out.iterdir()) and not (out / "config.json").is_file():
+    if model and out.is_dir() and any(out.iterdir()) and not (out / CONFIG_FILE).is_file():
         raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
                          f"(choose a new directory)")
     parent = out.absolute().parent
