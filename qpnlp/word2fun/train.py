@@ -345,16 +345,8 @@ def fit(
               + ("; streamed from disk" if streamed else "") + f"; {pair_loop.describe(dev)}", file=log)
     compass_stats = None
     if compass == "frozen" and saved is None:
-        static = Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family="static",
-                                         span_start=model.time_scale.start, span_end=model.time_scale.end,
-                                         time_scale=model.time_scale.scale), seed=cfg.seed)
-        static_cfg = dataclasses.replace(cfg, epochs=compass_epochs, roughness_penalty=0.0)
-        compass_stats = train_source(static, source, counts, static_cfg, progress=progress,
-                                     sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
-                                     rng=_data_rng(cfg.seed, rank, 0))
-        model.set_compass(static.compass.weight.detach(), freeze=True)
-        with torch.no_grad():  # start the static part (every slice of it) from the static model as well
-            model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // len(vocab), 1))
+        compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
+                                          rank, world, dev, progress)
     if model.logistic and step_centres == "changepoint":
         if cfg.step_centre_lr is None:
             cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
@@ -400,6 +392,29 @@ def fit(
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()
     return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs))
+
+
+def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainConfig, rank: int, world: int, dev,
+                      progress: bool) -> TrainStats:
+    """Train a ``static`` model for ``cfg.epochs`` epochs, freeze its target vectors as ``model``'s compass and
+    start ``model``'s static part from its vectors; returns its training statistics.
+
+    Like the model's training, each process draws its pairs and its negatives from its own generators
+    (:func:`_data_rng`, :func:`_negative_generators`: those of one process for the first), and the
+    processes keep one static model (:class:`~qpnlp.word2fun.distributed.ParameterSync`), hence one compass.
+    """
+    V = model.compass.weight.shape[0]
+    static = Word2Fun(Word2FunConfig(vocab_size=V, dim=model.compass.weight.shape[1], family="static",
+                                     span_start=model.time_scale.start, span_end=model.time_scale.end,
+                                     time_scale=model.time_scale.scale), seed=cfg.seed)
+    gens = _negative_generators(cfg.seed, rank, cfg.workers, dev)  # before, every process drew from cfg.seed
+    stats = train_source(static, source, counts, dataclasses.replace(cfg, roughness_penalty=0.0), progress=progress,
+                         sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
+                         rng=_data_rng(cfg.seed, rank, 0), generators=gens)
+    model.set_compass(static.compass.weight.detach(), freeze=True)
+    with torch.no_grad():  # start the static part (every slice of it) from the static model as well
+        model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // V, 1))
+    return stats
 
 
 def _saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:

@@ -1,7 +1,10 @@
 """Run by ``torchrun`` in test_distributed.py: fit on a TSV corpus, save this rank's parameters.
 
 ``mode`` "train" trains from scratch and also keeps the checkpoint of the
-first epoch as ``<checkpoint>-epoch1``; "resume" continues from the checkpoint.
+first epoch as ``<checkpoint>-epoch1``; "resume" continues from the checkpoint;
+"compass" trains with a frozen compass (no checkpoint) and also saves the state
+of the negatives' generator at the first draw of each training (the compass
+pre-training, then the model) as ``first_draws``.
 """
 
 import shutil
@@ -11,11 +14,39 @@ import numpy as np
 import torch
 
 from qpnlp.data import read_tsv
+from qpnlp.data.skipgram import NegativeSampler
 from qpnlp.word2fun import TrainConfig, fit
 from qpnlp.word2fun.distributed import rank, shutdown
 
+
+def record_first_draws() -> list:
+    """Make every NegativeSampler record its generator's state at its first draw; returns the list they fill."""
+    firsts, sample = [], NegativeSampler.sample
+
+    def spy(self, shape, generator=None):
+        if not getattr(self, "drawn", False):  # one sampler per training: the compass pre-training's, then the model's
+            self.drawn = True
+            firsts.append(generator.get_state().numpy().copy())
+        return sample(self, shape, generator=generator)
+
+    NegativeSampler.sample = spy
+    return firsts
+
+
+def compass_run(corpus_path: str, out: str, device: str) -> None:
+    """A frozen-compass fit: this rank's parameters and the generator states of its first draws of negatives."""
+    firsts = record_first_draws()
+    result = fit(read_tsv(corpus_path), TrainConfig(epochs=1, seed=0, sync_every=4, device=device), dim=12,
+                 min_count=3, compass="frozen", compass_epochs=1)
+    params = {k: v.detach().cpu().numpy() for k, v in result.vectors.model.state_dict().items()}
+    np.savez(f"{out}-rank{rank()}.npz", first_draws=np.stack(firsts), **params)
+    shutdown()
+
+
 def main(corpus_path: str, out: str, checkpoint: str, device: str = "cpu", mode: str = "train") -> None:
     torch.set_num_threads(1)
+    if mode == "compass":
+        return compass_run(corpus_path, out, device)
 
     def keep_first(epoch, stats):  # after the checkpoint is written and every process has passed the barrier
         if epoch == 0 and rank() == 0:

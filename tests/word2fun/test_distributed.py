@@ -160,6 +160,24 @@ def test_two_processes_resume_exactly_where_they_stopped(tmp_path, tiny_drift):
     assert metadata["rng_by_rank"][0] == metadata["rng"] and metadata["rng_by_rank"][1] != metadata["rng"]
 
 
+def test_two_processes_pretrain_the_frozen_compass_on_their_own_negatives_and_share_it(tmp_path, tiny_drift):
+    """``compass="frozen"`` in two processes: each pre-trains the static model on negatives from its own stream
+    (before, both drew the very same negatives from ``seed``), and the compass they freeze is one (gloo, CPU)."""
+    corpus, _ = tiny_drift
+    write_tsv(corpus, tmp_path / "c.tsv")
+    _two_processes(str(tmp_path / "c.tsv"), str(tmp_path / "p"), str(tmp_path / "ck"), "cpu", "compass")
+    a, b = np.load(tmp_path / "p-rank0.npz"), np.load(tmp_path / "p-rank1.npz")
+    assert a["first_draws"].shape[0] == 2  # the compass pre-training's first draw, then the model's
+    assert not np.array_equal(a["first_draws"][0], b["first_draws"][0])  # the compass's negatives: one stream each
+    assert not np.array_equal(a["first_draws"][1], b["first_draws"][1])
+    one_process = torch.Generator().manual_seed(0).get_state().numpy()  # rank 0 keeps the one-process stream
+    np.testing.assert_array_equal(a["first_draws"][0], one_process)
+    assert np.abs(a["compass.weight"]).sum() > 0  # it was trained
+    for key in a.files:
+        if key != "first_draws":
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)  # one compass, one model
+
+
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
 def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift, device):
     """On the test device: gloo on CPU; on CUDA, NCCL with a GPU per process, else gloo on one shared GPU."""
