@@ -24,14 +24,47 @@ def _fsync_directory(path: Path) -> None:
             os.close(fd)
 
 
+def _replace_directory(new: Path, target: Path) -> None:
+    """Rename the directory ``new`` onto the existing directory ``target``; on any exception ``target`` stays.
+
+    The old ``target`` is first moved aside, into a fresh hidden directory of
+    the same parent (``.NAME.XXXXXXXX.old``, unique like :func:`tempfile.mkdtemp`'s,
+    so that a leftover of an earlier crash is never in the way), and deleted
+    only once ``new`` is in its place. If the second rename fails, or an
+    exception (Ctrl-C included) comes between the two, the old directory is
+    renamed back before the exception goes on; should that fail too, the
+    exception's note says where the old directory is. Only a process killed
+    between the two renames leaves it aside (``.NAME.*.old``).
+    """
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    old = aside / target.name
+    try:
+        os.rename(target, old)
+        os.rename(new, target)
+    except BaseException as error:
+        if os.path.lexists(old) and not os.path.lexists(target):           # moved aside, not replaced: undo
+            try:
+                os.rename(old, target)
+            except OSError as undo:
+                if hasattr(error, "add_note"):                               # Python 3.11+
+                    error.add_note(f"the previous {target} could not be put back ({undo}); it is at {old}")
+        with contextlib.suppress(OSError):
+            aside.rmdir()                                         # only if empty: never the old directory
+        raise
+    _fsync_directory(target.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = None) -> Iterator[Path]:
     """Yield a temporary directory; on success, fsync its files and rename it onto ``directory``.
 
-    An existing ``directory`` is replaced only after the new one is complete;
-    on an exception nothing changes at ``directory``. With ``replaces`` (a
-    file name), an existing non-empty directory is replaced only if it holds
-    that file: a user's own directory is never deleted (FileExistsError).
+    An existing ``directory`` is replaced only after the new one is complete
+    (:func:`_replace_directory`); on an exception, even one between the two
+    renames of the replacement, nothing changes at ``directory``. With
+    ``replaces`` (a file name), an existing non-empty directory is replaced
+    only if it holds that file: a user's own directory is never deleted
+    (FileExistsError).
     """
     target = Path(directory)
     if target.exists() and not target.is_dir():
@@ -47,14 +80,11 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
             with open(file, "rb") as handle:
                 os.fsync(handle.fileno())
         _fsync_directory(tmp)
-        old = None
         if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            os.rename(target, old)
-        os.rename(tmp, target)
-        _fsync_directory(target.parent)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            _replace_directory(tmp, target)
+        else:
+            os.rename(tmp, target)
+            _fsync_directory(target.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import os
 import random
 import time
@@ -26,6 +25,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from qpnlp import _checks
+from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp.data.batching import EncodedTexts, iterate_batches
@@ -38,8 +39,9 @@ from .state import has_training_state, load_training_state, run_identity, save_t
 
 OPTIMIZERS = ("adam", "rmsprop")
 KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
-#: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`seed_everything`) accepts.
-SEEDS = 2 ** 32
+#: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`seed_everything`) accepts; the rule of every
+#: qpnlp trainer, Word2Fun's included (``qpnlp._checks``).
+SEEDS = _checks.SEEDS
 
 
 class ConfigError(ValueError):
@@ -48,9 +50,10 @@ class ConfigError(ValueError):
 
 def check_seed(seed) -> int:
     """``seed`` if it is an integer in [0, 2**32) (:func:`seed_everything` takes it), else :class:`ConfigError`."""
-    if not _is_integer(seed) or not 0 <= seed < SEEDS:
-        raise ConfigError(f"seed must be an integer in [0, 2**32 - 1]; got {seed!r}")
-    return seed
+    try:
+        return _checks.check_seed(seed)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
@@ -61,10 +64,6 @@ def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()
         if not (_is_integer(value) or (value is None and name in optional)):
             raise ConfigError(f"{name} must be an integer{' (or None)' if name in optional else ''}; "
                               f"got {type(value).__name__} {value!r}")
-
-
-def _is_integer(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass

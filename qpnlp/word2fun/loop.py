@@ -39,6 +39,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from qpnlp._checks import check_seed
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
@@ -111,7 +112,8 @@ class TrainConfig:
 
     ``chunk_tokens`` tokens are shuffled together (and, when streaming, held
     in memory); ``sync_every`` batches pass between two synchronisations of
-    the processes of a distributed run.
+    the processes of a distributed run. ``seed`` is an integer in
+    [0, 2**32 - 1], the seeds of every qpnlp trainer.
     """
 
     epochs: int = 7
@@ -158,8 +160,7 @@ class TrainConfig:
         if not (math.isfinite(self.roughness_power) and math.isfinite(self.rare_lr_power)):
             raise ValueError(f"roughness_power and rare_lr_power must be finite; got {self.roughness_power}, "
                              f"{self.rare_lr_power}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got {self.seed!r}")
+        check_seed(self.seed)            # [0, 2**32); 2**64 and more failed in torch once the corpus was read
 
 
 def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 
 import numpy as np
 
@@ -207,6 +208,61 @@ def test_atomic_directory_replaces_only_on_success(tmp_path):
     with atomic_directory(tmp_path / "d") as tmp:
         (tmp / "new.txt").write_text("new")
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["new.txt"]
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
+def test_atomic_directory_puts_the_old_directory_back_when_the_second_rename_fails(tmp_path, monkeypatch, error):
+    # the old directory was renamed aside (.d.old-PID) and left there: the target path was missing
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old")
+    rename, calls = os.rename, []
+
+    def second_fails(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 2:                                  # the new directory onto the target
+            raise error
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", second_fails)
+    with pytest.raises(type(error)), atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert (tmp_path / "d" / "old.txt").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]                 # no .old or .tmp directory left behind
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["old.txt"]
+
+
+def test_atomic_directory_keeps_the_old_directory_and_says_where_when_it_cannot_be_put_back(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old")
+    rename, calls = os.rename, []
+
+    def only_first_works(src, dst):
+        calls.append((src, dst))
+        if len(calls) > 1:
+            raise OSError("disk gone")
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", only_first_works)
+    with pytest.raises(OSError, match="disk gone") as raised, atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "new.txt").write_text("new")
+    old = calls[0][1]                                                    # where the first rename moved it
+    assert (old / "old.txt").read_text() == "old"                       # never deleted
+    if hasattr(raised.value, "add_note"):                                # Python 3.11+: the error says where
+        assert any(str(old) in note for note in getattr(raised.value, "__notes__", []))
+
+
+def test_atomic_directory_replaces_despite_a_leftover_of_a_crash_and_keeps_it(tmp_path):
+    # a non-empty .d.old-PID of an earlier process with the same id made the first rename fail
+    stale = tmp_path / f".d.old-{os.getpid()}"
+    stale.mkdir()
+    (stale / "old.txt").write_text("maybe the only copy")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old")
+    with atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([stale.name, "d"])
+    assert (stale / "old.txt").read_text() == "maybe the only copy"   # not ours to delete
 
 
 @pytest.mark.parametrize("name", ["qpdn", "real_bow", "cnm", "cnm_real"])

@@ -115,6 +115,17 @@ def test_bad_train_config_is_rejected(bad):
         TrainConfig(**bad)
 
 
+@pytest.mark.parametrize("seed", [2 ** 32, 2 ** 64])
+def test_seeds_are_those_of_every_qpnlp_trainer(seed):
+    # any seed >= 0 passed; 2**64 and more then failed in torch.Generator.manual_seed once the corpus had been read
+    from qpnlp.training import TrainConfig as ClassificationConfig
+
+    for config in (TrainConfig, ClassificationConfig):
+        with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*32 - 1\]; got"):
+            config(seed=seed)
+    assert TrainConfig(seed=np.uint32(2 ** 32 - 1)).seed == 2 ** 32 - 1
+
+
 # ------------------------------------------------------------------ fit()
 def small_corpus(n=400):
     rng = np.random.default_rng(0)

@@ -1,0 +1,31 @@
+"""The one check of a seed, for every trainer (classification, matching, Word2Fun).
+
+``TrainConfig(seed=...)`` of :mod:`qpnlp.training` (which turns the error
+into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
+``--seed`` go through :func:`check_seed`, so that one rule says which seeds
+qpnlp takes and a bad one fails when the config is made, not after the data
+was read.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+__all__ = ["SEEDS", "check_seed", "is_integer"]
+
+#: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so ``qpnlp.training.seed_everything``) accepts. Word2Fun's
+#: ``torch.Generator.manual_seed`` (below 2**64) and ``np.random.default_rng`` take these too, with room for the
+#: offsets of its per-worker and per-process seeds.
+SEEDS = 2 ** 32
+
+
+def is_integer(value) -> bool:
+    """Whether ``value`` is an integer, a Python or a NumPy one (a bool is not)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_seed(seed) -> int:
+    """``seed`` if it is an integer in [0, 2**32) (:data:`SEEDS`), else ``ValueError``."""
+    if not is_integer(seed) or not 0 <= seed < SEEDS:
+        raise ValueError(f"seed must be an integer in [0, 2**32 - 1]; got {seed!r}")
+    return seed
