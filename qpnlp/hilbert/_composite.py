@@ -31,15 +31,25 @@ def tensor_product(*systems):
     V.check_same_device(*((f"systems[{i}]", s.data if hasattr(s, "data") else s) for i, s in enumerate(systems)))
     if all(isinstance(s, PureState) for s in systems):
         tensors = promote(*(s.data for s in systems))
+        _check_batches(tensors, 1)
         out = tensors[0]
         for t in tensors[1:]:
             out = kron_vectors(out, t)
         return PureState._trusted(data=out)
     tensors = promote(*(as_density_tensor(s, f"systems[{i}]") for i, s in enumerate(systems)))
+    _check_batches(tensors, 2)
     out = tensors[0]
     for t in tensors[1:]:
         out = kron(out, t)
     return DensityMatrix._trusted(data=out)
+
+
+def _check_batches(tensors, event_ndim: int) -> None:
+    """ValueError unless the batch dims of every factor broadcast together (a shape check, always on)."""
+    batch = tensors[0].shape[:-event_ndim]
+    for i, t in enumerate(tensors[1:], 1):
+        batch = V.check_broadcast("systems[0..]" if i > 1 else "systems[0]", batch, f"systems[{i}]",
+                                  t.shape[:-event_ndim])
 
 
 def partial_trace(rho, dims: Sequence[int], keep: Sequence[int] | int) -> DensityMatrix:

@@ -48,12 +48,17 @@ def check_density_tensor(name: str, data: torch.Tensor, validate: V.Validate) ->
         V.check_psd(name, data)
 
 
-def check_operator(name: str, matrices: torch.Tensor, dim: int) -> None:
-    """Raise unless ``matrices`` is a tensor of shape ``(..., dim, dim)`` (an operator on the states' space)."""
+def check_operator(name: str, matrices: torch.Tensor, dim: int, batch_shape=None) -> None:
+    """Raise unless ``matrices`` is a tensor of shape ``(..., dim, dim)`` (an operator on the states' space).
+
+    With ``batch_shape`` (the states'), its batch dims must broadcast with it too.
+    """
     V.check_tensor(name, matrices)
     if matrices.dim() < 2 or matrices.shape[-2:] != (dim, dim):
         raise ValueError(f"{name} must have shape (..., {dim}, {dim}) to act on states of dimension {dim}; "
                          f"got shape {tuple(matrices.shape)}")
+    if batch_shape is not None:
+        V.check_broadcast("the state", batch_shape, name, matrices.shape[:-2])
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *,

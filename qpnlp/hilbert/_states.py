@@ -76,8 +76,10 @@ class PureState(Batched):
         normalize_amplitude : bool
             Divide the amplitudes, broadcast against the phases, by their L2 norm first.
         """
-        V.check_real("amplitude", amplitude)
-        V.check_real("phase", phase)
+        for name, value in (("amplitude", amplitude), ("phase", phase)):
+            V.check_tensor(name, value)
+            V.check_real(name, value)
+        V.check_broadcast("amplitude", amplitude.shape, "phase", phase.shape, what="shape")
         real = torch.float64 if torch.float64 in (amplitude.dtype, phase.dtype) else torch.float32
         amplitude, phase = amplitude.to(real), phase.to(real)
         if V.resolve(validate) and bool((amplitude < 0).any()):
@@ -128,7 +130,10 @@ class PureState(Batched):
     # -- physics -----------------------------------------------------------
     def inner(self, other: "PureState") -> torch.Tensor:
         r"""Inner products :math:`\langle self|other\rangle`, broadcast over batch dims -> ``(...)``."""
+        if not isinstance(other, PureState):
+            raise TypeError(f"other must be a PureState; got {type(other).__name__} (wrap a tensor in PureState(...))")
         V.check_dims_match("self", self.dim, "other", other.dim)
+        V.check_broadcast("self", self.batch_shape, "other", other.batch_shape)
         a, b = promote(self._data, other.data)
         return inner(a, b)
 
@@ -155,7 +160,7 @@ class PureState(Batched):
 
         While validation is on, a matrix that does not keep the norm (not unitary) raises ValueError.
         """
-        M.check_operator("unitary", unitary, self.dim)
+        M.check_operator("unitary", unitary, self.dim, self.batch_shape)
         u, data = promote(unitary, self._data)
         out = (u @ data.unsqueeze(-1)).squeeze(-1)
         if V.enabled():
@@ -256,7 +261,7 @@ class DensityMatrix(Batched):
 
         While validation is on, a non-Hermitian ``A`` (whose expectation is not real) raises ValueError.
         """
-        M.check_operator("observable", observable, self.dim)
+        M.check_operator("observable", observable, self.dim, self.batch_shape)
         rho, a = promote(self._data, observable)
         if V.enabled():
             V.check_hermitian("observable", a)
@@ -267,7 +272,7 @@ class DensityMatrix(Batched):
 
         While validation is on, a matrix that does not keep the trace (not unitary) raises ValueError.
         """
-        M.check_operator("unitary", unitary, self.dim)
+        M.check_operator("unitary", unitary, self.dim, self.batch_shape)
         u, rho = promote(unitary, self._data)
         out = u @ rho @ u.mH
         if V.enabled():

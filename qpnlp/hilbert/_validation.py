@@ -340,13 +340,13 @@ def check_subsystem_dims(dims: Sequence[int], total: int, *, count: int | None =
     return sizes
 
 
-def check_broadcast(name_a: str, shape_a, name_b: str, shape_b) -> torch.Size:
-    """The broadcast of two batch shapes, or a ValueError naming both arguments and shapes."""
+def check_broadcast(name_a: str, shape_a, name_b: str, shape_b, *, what: str = "batch shape") -> torch.Size:
+    """The broadcast of two batch shapes (``what``), or a ValueError naming both arguments and shapes."""
     try:
         return torch.broadcast_shapes(tuple(shape_a), tuple(shape_b))
     except RuntimeError:
-        raise ValueError(f"batch shapes do not broadcast: {name_a} has batch shape {tuple(shape_a)} and "
-                         f"{name_b} has batch shape {tuple(shape_b)}") from None
+        raise ValueError(f"{what}s do not broadcast: {name_a} has {what} {tuple(shape_a)} and "
+                         f"{name_b} has {what} {tuple(shape_b)}") from None
 
 
 def check_nonempty(name: str, tensor: torch.Tensor, dim: int, what: str) -> None:

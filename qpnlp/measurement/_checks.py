@@ -77,6 +77,7 @@ def check_states(states: torch.Tensor, weights: torch.Tensor | None, *, pure_ndi
     V.check_min_ndim("states", states, pure_ndim if weights is None else 2, "(..., n, d)")
     if weights is None:
         return
+    V.check_nonempty("states", states, -2, "member states (n = 0: an empty mixture)")
     V.check_tensor("weights", weights)
     if weights.is_complex() or not weights.dtype.is_floating_point:
         raise TypeError(f"weights must be a real floating tensor (probabilities); got {weights.dtype}")

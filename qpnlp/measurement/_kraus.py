@@ -83,6 +83,9 @@ def kraus_update(system, operator: torch.Tensor):
     V.check_complex("operator", operator)
     V.check_min_ndim("operator", operator, 2, "(..., m, d)")
     V.check_dims_match("system", system.dim, "operator", operator.shape[-1])
+    V.check_broadcast("system", system.batch_shape, "operator", operator.shape[:-2])
+    if V.enabled():
+        V.check_finite("operator", operator, event_ndim=2)
     if isinstance(system, PureState):
         m, state = promote(operator, system.data)
         image = (m @ state.unsqueeze(-1)).squeeze(-1)

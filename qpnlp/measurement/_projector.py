@@ -46,6 +46,9 @@ class Projector(Batched):
     @classmethod
     def from_state(cls, state: PureState) -> "Projector":
         r"""Rank-1 projectors :math:`|v\rangle\langle v|` for a batch of states ``(..., d)``."""
+        if not isinstance(state, PureState):        # a tensor has .data too: it would skip every check
+            raise TypeError(f"from_state takes a PureState; got {type(state).__name__} (for a tensor of unit "
+                            f"vectors (..., d) use Projector(vectors.unsqueeze(-2)))")
         return cls._trusted(vectors=state.data.unsqueeze(-2))
 
     @classmethod

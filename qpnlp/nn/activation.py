@@ -93,6 +93,8 @@ def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
     0j
     """
     _check_complex(z)
+    if not isinstance(m, Tensor) and m == 0:     # a fixed scale; a learnable one is a Parameter
+        raise ValueError("Hirose scale m must be non-zero; got 0")
     r = z.abs()
     m2 = torch.as_tensor(m, dtype=r.dtype, device=r.device) ** 2
     x = r / m2
@@ -214,7 +216,7 @@ class Hirose(nn.Module):
     def __init__(self, m: float = 1.0, learnable: bool = False):
         super().__init__()
         if m == 0:
-            raise ValueError("Hirose scale m must be non-zero")
+            raise ValueError("Hirose scale m must be non-zero; got 0")
         if learnable:
             self.m = nn.Parameter(torch.tensor(float(m)))
         else:
@@ -258,6 +260,9 @@ class ModReLU(nn.Module):
         self.scale_first = scale_first
 
     def forward(self, z: Tensor) -> Tensor:
+        if z.shape[-1:] != self.bias.shape:
+            raise ValueError(f"z must have last dimension {self.bias.shape[0]} (num_features); "
+                             f"got shape {tuple(z.shape)}")
         return modrelu(z, self.bias, scale_first=self.scale_first)
 
     def extra_repr(self) -> str:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .functional import as_complex_input
-from .linear import _check_dtype
+from .linear import _check_dtype, _check_input
 
 __all__ = ["PartLayerNorm"]
 
@@ -51,7 +50,7 @@ class PartLayerNorm(nn.Module):
         self.norm_im = nn.LayerNorm(dim, eps=eps, dtype=real) if dtype.is_complex else None
 
     def forward(self, x: Tensor) -> Tensor:
-        x = as_complex_input(x, self.dtype, upcast=False)   # the layers' input rule (a real x: zero imaginary part)
+        x = _check_input(x, self.dtype, self.norm_re.normalized_shape[0])   # the layers' input rule, as ComplexLinear
         if self.norm_im is None:
             return self.norm_re(x)
         return torch.complex(self.norm_re(x.real), self.norm_im(x.imag))

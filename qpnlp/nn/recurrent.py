@@ -210,8 +210,20 @@ class ComplexLSTMCell(nn.Module):
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         xp = self.input_proj(x)
-        state = self.initial_state(x.shape[0], xp) if state is None else state
-        return self.step(xp, state)
+        if state is None:
+            return self.step(xp, self.initial_state(x.shape[0], xp))
+        if not (isinstance(state, (tuple, list)) and len(state) == 2):   # a tensor would unpack along dim 0
+            raise TypeError(f"state must be a pair (h, c) of tensors; got {type(state).__name__}")
+        for name, part in zip("hc", state):
+            _check_cell_state(name, part, xp.shape[:-1] + (self.hidden_size,))
+        return self.step(xp, tuple(state))
+
+
+def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...]) -> None:
+    """A cell's state given to its ``forward``: a tensor of the shape ``(B, hidden)`` of its input."""
+    if not isinstance(state, Tensor) or state.shape != shape:
+        got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
+        raise ValueError(f"{name} must be a tensor of shape {tuple(shape)} (batch, hidden); got {got}")
 
 
 class URNNCell(nn.Module):
@@ -263,7 +275,9 @@ class URNNCell(nn.Module):
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
         xp = self.input_proj(x)
-        h = self.initial_state(x.shape[0], xp) if h is None else h
+        if h is None:
+            return self.step(xp, self.initial_state(x.shape[0], xp))
+        _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,))
         return self.step(xp, h)
 
 
