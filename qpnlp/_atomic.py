@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_write_text"]
+__all__ = ["atomic_directory", "atomic_write_text", "check_replaceable"]
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -55,6 +55,22 @@ def _replace_directory(new: Path, target: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = None) -> Path:
+    """``directory`` as a Path if :func:`atomic_directory` may write it, else the error it would raise.
+
+    ValueError for an existing file; with ``replaces`` (a file name), FileExistsError for an existing non-empty
+    directory that does not hold that file (a user's own directory, whose files would be deleted). Callers that
+    write late (after an epoch of training) call it first, to fail before any work.
+    """
+    target = Path(directory)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{target} exists and is not a directory")
+    if replaces and target.is_dir() and any(target.iterdir()) and not (target / replaces).is_file():
+        raise FileExistsError(f"{target} exists, is not empty and holds no {replaces}: refusing to replace it "
+                              f"(its files would be deleted); choose a new directory")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = None) -> Iterator[Path]:
     """Yield a temporary directory; on success, fsync its files and rename it onto ``directory``.
@@ -66,12 +82,7 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     only if it holds that file: a user's own directory is never deleted
     (FileExistsError).
     """
-    target = Path(directory)
-    if target.exists() and not target.is_dir():
-        raise ValueError(f"{target} exists and is not a directory")
-    if replaces and target.is_dir() and any(target.iterdir()) and not (target / replaces).is_file():
-        raise FileExistsError(f"{target} exists, is not empty and holds no {replaces}: refusing to replace it "
-                              f"(its files would be deleted); choose a new directory")
+    target = check_replaceable(directory, replaces=replaces)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:

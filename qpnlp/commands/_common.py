@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from qpnlp._device import resolve_device
-from qpnlp._atomic import atomic_write_text
+from qpnlp._atomic import atomic_write_text, check_replaceable
 from qpnlp.models.base import CONFIG_FILE
 from qpnlp.training import TrainConfig
 from qpnlp.training.trainer import ConfigError, check_seed
@@ -267,9 +267,12 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
         raise UsageError(f"{option} {path}: exists and is a file; {option} takes a directory")
     if not directory and out.is_dir():
         raise UsageError(f"{option} {path}: is a directory; {option} takes a file name")
-    if model and out.is_dir() and any(out.iterdir()) and not (out / CONFIG_FILE).is_file():
-        raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
-                         f"(choose a new directory)")
+    if model:
+        try:
+            check_replaceable(out, replaces=CONFIG_FILE)
+        except (FileExistsError, ValueError):
+            raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
+                             f"(choose a new directory)") from None
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent

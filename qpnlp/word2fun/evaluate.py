@@ -91,7 +91,14 @@ def word2fun_log_likelihood(model: Word2Fun, pairs: HeldOutPairs) -> float:
     """Held-out log-likelihood of a Word2Fun model (context :math:`f(u, t)`, target the compass :math:`h(v)`).
 
     The pairs (on the CPU) are moved batch by batch to the model's device.
+    ``ValueError`` when they hold a word id the model does not have (pairs
+    built with another vocabulary than the model's).
     """
+    if len(pairs):
+        top = max(int(pairs.centre.max()), int(pairs.context.max()), int(pairs.negatives.max()))
+        if top >= model.vocab_size:
+            raise ValueError(f"the pairs hold word id {top} but the model has {model.vocab_size} words: build them "
+                             f"with the model's vocabulary (heldout_pairs(corpus, vectors.vocabulary))")
     dtype, dev = model.compass.weight.dtype, model.compass.weight.device
     return pair_log_likelihood(pairs, lambda w, t: model.vectors(w.to(dev), t.to(dev, dtype)),
                                lambda w: model.compass(w.to(dev)))

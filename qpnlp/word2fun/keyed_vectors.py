@@ -19,7 +19,13 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
 Similarities are cosines. ``most_similar`` follows gensim: the query is the
 mean of the unit vectors of the positive words and of the negated unit
 vectors of the negative words; the query words are never returned. An
-unknown word raises ``KeyError`` naming it.
+unknown word raises ``KeyError`` naming it; a query that is the zero vector
+(positive and negative words that cancel) raises ``ValueError``.
+
+Times are raw times (years) and may lie anywhere within
+:data:`~qpnlp.word2fun.functions.MAX_ABS_TIME`; outside the training span the
+functions extrapolate without data, and a query there warns (``UserWarning``
+naming the time and the span).
 
 Example
 -------
@@ -41,6 +47,8 @@ import json
 import math
 import numbers
 import os
+import sys
+import warnings
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
@@ -52,7 +60,7 @@ import torch.nn.functional as F
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
 from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
-from qpnlp.word2fun.functions import TimeScale
+from qpnlp.word2fun.functions import MAX_ABS_TIME, TimeScale
 from qpnlp.word2fun.model import Word2Fun
 
 __all__ = ["KeyedVectors", "StaticKeyedVectors"]
@@ -70,7 +78,28 @@ def _word_list(words) -> list[str]:
         return []
     if isinstance(words, str):
         return [words]
+    if isinstance(words, (bytes, bytearray)):   # else its bytes would be looked up one by one, as ints
+        raise TypeError(f"words must be str or an iterable of str; got bytes {words!r}")
     return list(words)
+
+
+def _one_time(year, name: str = "year") -> float:
+    """``year`` as a finite float; ``TypeError`` / ``ValueError`` naming ``name`` otherwise."""
+    try:
+        value = float(year)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be one raw time (a number such as 1950); got {year!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite time; got {year!r}")
+    return value
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this module (a warning then names the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _missing(word, n: int) -> KeyError:
@@ -111,6 +140,15 @@ class StaticKeyedVectors:
         vectors = np.array(vectors, copy=True)
         if vectors.ndim != 2 or vectors.shape[0] != len(self.index_to_key):
             raise ValueError(f"vectors must have shape ({len(self.index_to_key)}, D); got {vectors.shape}")
+        if vectors.dtype.kind not in "biuf":
+            raise TypeError(f"vectors must be real numbers; got dtype {vectors.dtype}")
+        if vectors.dtype.kind != "f":
+            vectors = vectors.astype(np.float64)
+        finite = np.isfinite(vectors).all(-1)
+        if not finite.all():   # else its cosines are NaN and most_similar drops every word without a word
+            row = int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"vectors must be finite; the vector of {self.index_to_key[row]!r} (row {row}) holds "
+                             f"NaN or inf")
         vectors.setflags(write=False)
         self.vectors = vectors
         self.counts = np.zeros(len(self.index_to_key), np.int64) if counts is None else np.asarray(counts, np.int64)
@@ -185,17 +223,33 @@ class StaticKeyedVectors:
         -------
         list of (word, cosine)
             Decreasing cosine; the query words are left out.
+
+        Raises
+        ------
+        KeyError
+            For a word not in the vocabulary.
+        ValueError
+            Without any word, for ``topn`` or ``min_count`` that are not
+            integers (``topn`` >= 1, ``min_count`` >= 0), or when the query is
+            the zero vector (e.g. the same word positive and negative): it
+            ranks nothing.
         """
         pos, neg = _word_list(positive), _word_list(negative)
         if not pos and not neg:
             raise ValueError("most_similar needs at least one positive or negative word")
         if isinstance(topn, bool) or not isinstance(topn, numbers.Integral) or topn < 1:
             raise ValueError(f"topn must be a positive int; got {topn!r}")
+        if isinstance(min_count, bool) or not isinstance(min_count, numbers.Integral) or min_count < 0:
+            raise ValueError(f"min_count must be an int >= 0; got {min_count!r}")
         topn = int(topn)
         ids = [self.get_index(w) for w in pos + neg]
         weights = np.array([1.0] * len(pos) + [-1.0] * len(neg), dtype=self._unit.dtype)
         query = (weights[:, None] * self._unit[ids]).mean(0)
-        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        norm = float(np.linalg.norm(query))
+        if norm < 1e-6:   # the words cancel (or their vectors are zero): every cosine would be 0, a meaningless order
+            raise ValueError(f"the query of positive {pos} and negative {neg} is the zero vector (the words cancel "
+                             f"or their vectors are zero); it ranks nothing")
+        query = query / norm
         sims = self._unit @ query
         sims[ids] = -np.inf
         if min_count > 0:
@@ -275,9 +329,41 @@ class KeyedVectors:
     def _device(self) -> torch.device:
         return self.model.compass.weight.device
 
+    def _query_times(self, times, name: str = "times") -> np.ndarray:
+        """Raw query ``times`` as a float64 array of shape (T,) (the model casts to its dtype).
+
+        ``TypeError`` / ``ValueError`` naming ``name`` for one number or a
+        nested sequence instead of a sequence of times; a ``UserWarning`` when
+        a time lies outside the training span (the functions extrapolate).
+        Non-finite and huge times are the model's errors
+        (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`).
+        """
+        if isinstance(times, torch.Tensor):
+            times = times.detach().cpu().double().numpy()
+        if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or np.ndim(times) == 0 and \
+                not hasattr(times, "__next__"):   # one time, not a sequence (generators are read once, below)
+            raise TypeError(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got {times!r}")
+        try:
+            array = np.asarray(list(times), dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a sequence of numbers (raw times); {err}") from None
+        if array.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional (T,); got shape {array.shape}")
+        start, end = self.time_span
+        tol = 1e-9 * (end - start)
+        outside = array[(array < start - tol) | (array > end + tol)]
+        if outside.size and (np.abs(outside) <= MAX_ABS_TIME).all():   # NaN, inf, huge: errors of the model
+            warnings.warn(f"time {outside[0]:g} lies outside the training span [{start:g}, {end:g}]: the vectors "
+                          f"there extrapolate the fitted functions, no data support them", UserWarning,
+                          stacklevel=_caller_stacklevel())
+        return array
+
     def grid(self, words: Sequence[str], times: Sequence[float]) -> torch.Tensor:
-        """Vectors :math:`f(u, t)` of ``words`` at raw ``times`` in one call, shape (T, W, D), on the CPU."""
-        times = torch.as_tensor(np.asarray(list(times), dtype=np.float64))  # the model casts to its dtype
+        """Vectors :math:`f(u, t)` of ``words`` at raw ``times`` (T,) in one call, shape (T, W, D), on the CPU.
+
+        A time outside the training span warns (the functions extrapolate there).
+        """
+        times = torch.as_tensor(self._query_times(times))
         dev = self._device()
         return self.model.grid(self._ids(words).to(dev), times.to(dev)).cpu()
 
@@ -292,18 +378,19 @@ class KeyedVectors:
     # ---- gensim's queries at one time
     def at(self, year: float) -> StaticKeyedVectors:
         """Every word's vector at raw time ``year``: a static view with gensim's queries."""
-        if year is None or not math.isfinite(float(year)):
-            raise ValueError(f"year must be a finite time; got {year!r}")
+        if year is None:
+            raise ValueError("year must be a finite time; got None")
+        year = _one_time(year)
         with torch.no_grad():
-            E = self.grid(self.index_to_key, [float(year)])[0]
-        return StaticKeyedVectors(self.index_to_key, E.numpy(), counts=self.counts, year=float(year))
+            E = self.grid(self.index_to_key, [year])[0]
+        return StaticKeyedVectors(self.index_to_key, E.numpy(), counts=self.counts, year=year)
 
     @staticmethod
     def _need_year(year, method: str) -> float:
         if year is None:
             raise ValueError(f"{method} needs year=: Word2Fun vectors are functions of time "
                              f"(or query a static view, vectors.at(year).{method}(...))")
-        return float(year)
+        return _one_time(year)
 
     def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
                      topn: int = 10, *, year: float | None = None, min_count: int = 0) -> list[tuple[str, float]]:
@@ -313,7 +400,8 @@ class KeyedVectors:
         ``min_count`` keeps only words seen at least that often in training.
         """
         year = self._need_year(year, "most_similar")
-        for w in _word_list(positive) + _word_list(negative):
+        positive, negative = _word_list(positive), _word_list(negative)   # read once: iterators too
+        for w in positive + negative:
             self.get_index(w)  # the KeyError before the grid of every word
         return self.at(year).most_similar(positive, negative, topn, min_count=min_count)
 
@@ -340,9 +428,16 @@ class KeyedVectors:
         start, end = self.time_span
         return max(1.0, (end - start) / points)
 
+    @staticmethod
+    def _period(period, name: str) -> tuple[float, float]:
+        """``(start, end)`` of a period as two floats; ``TypeError`` naming ``name`` for anything else."""
+        if isinstance(period, (str, bytes)) or np.ndim(period) != 1 or len(period) != 2:
+            raise TypeError(f"{name} must be a (start, end) pair of raw times; got {period!r}")
+        return _one_time(period[0], name), _one_time(period[1], name)
+
     def _times(self, a: float, b: float, step: float, name: str = "the period") -> np.ndarray:
-        if not (step > 0 and math.isfinite(step)):
-            raise ValueError(f"step must be positive and finite; got {step}")
+        if isinstance(step, bool) or not isinstance(step, numbers.Real) or not (step > 0 and math.isfinite(step)):
+            raise ValueError(f"step must be a positive and finite number; got {step!r}")
         if not (math.isfinite(a) and math.isfinite(b) and a <= b):   # else no time at all: a mean of nothing, NaN
             raise ValueError(f"{name} must be a finite (start, end) with start <= end; got ({a!r}, {b!r})")
         n = math.floor((b - a) / step + 1e-9) + 1
@@ -367,8 +462,8 @@ class KeyedVectors:
 
         .. math:: \\frac1V \\sum_v \\Bigl| \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in A} - \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in B} \\Bigr|
         """
-        ta = self._times(period_a[0], period_a[1], step, "period_a")
-        tb = self._times(period_b[0], period_b[1], step, "period_b")
+        ta = self._times(*self._period(period_a, "period_a"), step, "period_a")
+        tb = self._times(*self._period(period_b, "period_b"), step, "period_b")
         a = self.grid([word], ta)[:, 0]
         b = self.grid([word], tb)[:, 0]
         if measure == "cosine":
@@ -381,6 +476,11 @@ class KeyedVectors:
     def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None) -> dict:
         """Thesis Table 5.27 indicators as ``{name: {word: value}}`` (see :meth:`Word2Fun.indicators`)."""
         words = _word_list(words)
+        if span is not None:
+            times = self._query_times(span, "span")
+            if len(times) != 2:
+                raise ValueError(f"span must be a (start, end) pair of raw times; got {span!r}")
+            span = (float(times[0]), float(times[1]))
         ind = self.model.indicators(self._ids(words).to(self._device()), span)
         return {k: dict(zip(words, v.cpu().tolist())) for k, v in ind.items()}
 
@@ -390,9 +490,13 @@ class KeyedVectors:
 
         Defaults: every word, and every integer time of the training span
         (every :meth:`default_step` when the span is longer than 1000 units,
-        e.g. Unix seconds).
+        e.g. Unix seconds). As :func:`numpy.savez`, ``.npz`` is appended to a
+        ``path`` without it; a directory is an error.
         """
-        words = list(words) if words is not None else list(self.index_to_key)
+        written = Path(path if str(path).endswith(".npz") else f"{path}.npz")
+        if Path(path).is_dir() or written.is_dir():   # numpy wrote a directory DIR as the file DIR.npz beside it
+            raise IsADirectoryError(f"{path} is a directory; export_npz writes one .npz file (e.g. {path}/grid.npz)")
+        words = _word_list(words) if words is not None else list(self.index_to_key)
         start, end = self.time_span
         if years is None:
             step = self.default_step()
@@ -420,8 +524,15 @@ class KeyedVectors:
         path = directory / VOCABULARY_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{directory} holds a Word2Fun model but no {VOCABULARY_FILE}")
-        try:
-            vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
+        try:   # UnicodeDecodeError and json.JSONDecodeError are ValueErrors
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise TypeError(f"a JSON {type(data).__name__}, not an object")
+            vocabulary = Vocabulary.from_dict(data)
+        except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a saved Vocabulary ({err})") from None
+        if vocabulary.specials or len(vocabulary) != model.vocab_size:
+            raise ValueError(f"{path}: a vocabulary of {len(vocabulary)} words" + (" with special tokens" if
+                             vocabulary.specials else "") + f" for a Word2Fun of {model.vocab_size} words "
+                             f"without special tokens")
         return cls(model, vocabulary)

@@ -54,6 +54,7 @@ from qpnlp.hilbert import get_validation
 from qpnlp.models.base import Model, ModelConfig, register_model
 from qpnlp.word2fun.functions import (
     FAMILIES,
+    MAX_ABS_TIME,
     SINUSOIDAL_FAMILIES,
     TimeScale,
     fixed_frequencies,
@@ -457,14 +458,20 @@ class Word2Fun(Model):
     def normalised_times(self, times: torch.Tensor) -> torch.Tensor:
         r"""Raw times (...,) to normalised :math:`\tau` in the model's dtype (float64 times stay float64 in a float64 model).
 
-        Raises ``ValueError`` for times that are not finite (NaN, inf), with the
-        first offending value, when validation is on
-        (:func:`qpnlp.hilbert.set_validation`).
+        Raises ``ValueError`` for times that are not finite (NaN, inf) or lie
+        beyond :data:`~qpnlp.word2fun.functions.MAX_ABS_TIME` (where float
+        rounding leaves no meaningful vector), with the first offending
+        value, when validation is on (:func:`qpnlp.hilbert.set_validation`).
         """
         times = torch.as_tensor(times)
-        if get_validation() and times.is_floating_point() and not bool(torch.isfinite(times).all()):
-            bad = times[~torch.isfinite(times)].reshape(-1)[0].item()
-            raise ValueError(f"times must be finite; got {bad} among {tuple(times.shape)} times")
+        if get_validation() and times.numel():
+            wide = times.double() if times.is_floating_point() else times
+            bad = ~torch.isfinite(wide) | (wide.abs() > MAX_ABS_TIME)
+            if bool(bad.any()):
+                first = times[bad].reshape(-1)[0].item()
+                raise ValueError(f"times must be finite and within +-{MAX_ABS_TIME:g} (the units of the training "
+                                 f"span [{self.time_scale.start:g}, {self.time_scale.end:g}]); got {first} among "
+                                 f"{tuple(times.shape)} times")
         return self.time_scale.normalise(times.to(self.dtype))
 
     def vectors(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:

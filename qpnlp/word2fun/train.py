@@ -33,9 +33,12 @@ from typing import Any, Callable, Mapping, TextIO
 import numpy as np
 import torch
 
+from qpnlp._atomic import check_replaceable
+from qpnlp._checks import is_integer
 from qpnlp._device import resolve_device
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
+from qpnlp.models.base import CONFIG_FILE
 from qpnlp.word2fun import distributed as dist
 from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_step_centres
@@ -260,15 +263,32 @@ def fit(
 
     Raises
     ------
+    TypeError
+        For a ``config`` that is not a :class:`~qpnlp.word2fun.loop.TrainConfig`
+        or a ``vocabulary`` that is not a :class:`~qpnlp.data.vocab.Vocabulary`.
     ValueError
         For an empty corpus, a corpus of one time, times the model cannot
         resolve, a vocabulary of fewer than two words, a vocabulary with
-        special tokens, an unknown ``compass`` or ``resume`` without
-        ``checkpoint``.
+        special tokens, a corpus none of whose tokens is in the vocabulary,
+        ``min_count`` or ``compass_epochs`` < 1, an unknown ``compass``,
+        ``resume`` without ``checkpoint``, a ``checkpoint`` that is a file,
+        or ``resume`` from a directory that holds no Word2Fun training run.
+    FileExistsError
+        For a ``checkpoint`` that is an existing non-empty directory holding
+        no saved model (it would be replaced): before any training.
     """
+    if config is not None and not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
     cfg = config or TrainConfig()
+    if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+        raise TypeError(f"vocabulary must be a Vocabulary (Vocabulary.build(..., specials=False)); got "
+                        f"{type(vocabulary).__name__}")
+    if not is_integer(min_count) or min_count < 1:
+        raise ValueError(f"min_count must be an int >= 1; got {min_count!r}")
     if compass not in COMPASS_MODES:
         raise ValueError(f"compass must be one of {COMPASS_MODES}; got {compass!r}")
+    if compass == "frozen" and (not is_integer(compass_epochs) or compass_epochs < 1):  # else 'epochs' is named
+        raise ValueError(f"compass_epochs must be an int >= 1 with compass='frozen'; got {compass_epochs!r}")
     if step_centres not in STEP_CENTRES:
         raise ValueError(f"step_centres must be one of {STEP_CENTRES}; got {step_centres!r}")
     if not isinstance(corpus, (TimestampedCorpus, TsvStream)):
@@ -277,6 +297,8 @@ def fit(
         raise ValueError("Word2Fun needs a vocabulary without special tokens (Vocabulary.build(..., specials=False))")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs the checkpoint directory to continue from")
+    if checkpoint is not None:           # what save_pretrained would refuse after the first epoch: refused now
+        check_replaceable(checkpoint, replaces=CONFIG_FILE)
     dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
     world, rank = dist.setup(cfg.device), dist.rank()
     streamed = isinstance(corpus, TsvStream)
@@ -290,7 +312,12 @@ def fit(
     if resume and (Path(checkpoint) / "config.json").is_file():
         from qpnlp.models.base import read_model_header
 
-        saved = read_model_header(checkpoint)["metadata"]
+        header = read_model_header(checkpoint)
+        saved = header["metadata"]
+        if header["model"] != "word2fun" or "epochs_done" not in saved or "corpus" not in saved:
+            what = "Word2Fun vectors" if header["model"] == "word2fun" else f"a {header['model']!r} model"
+            raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
+                             f"records the epochs done); train afresh or resume from fit's checkpoint")
     # ---- vocabulary, span and corpus size: counted over every shard
     if saved is not None:
         vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
@@ -339,6 +366,9 @@ def fit(
     else:
         enc = local.encode(vocab)
         source = ArraySource(enc.tokens, enc.doc_ids, enc.times)
+    if saved is None and world == 1 and source.n_tokens == 0:   # else an epoch of nothing, "trained" vectors
+        raise ValueError(f"no token of the corpus is in the vocabulary ({len(vocab)} words, e.g. "
+                         f"{list(vocab.words[:3])}): pass the corpus's own vocabulary, or none")
     if log is not None and rank == 0:
         print(f"corpus: {info['documents']} documents, {info['tokens']} tokens, {info['span'][0]:g}-"
               f"{info['span'][1]:g}; vocabulary {len(vocab)} words; {world} process(es)"
