@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,18 +84,19 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
     The config is the model's own config class, filled with the vocabulary
     size, the number of classes and the pretrained vectors' width (or
     ``model_options["dim"]``, default 50, without vectors), then
-    ``model_options`` (unknown options are an error naming the config).
+    ``model_options`` (unknown options are an error naming the config, and so
+    is an option that contradicts the data: :func:`with_data_fields`).
     """
     klass = get_model_class(kind)
     if klass.task != "classification":
         raise ValueError(f"{kind!r} is a {klass.task} model; classification models: "
                          f"{', '.join(registered_models('classification'))}")
     gen = torch.Generator().manual_seed(seed)
-    dim = prepared.pretrained_matrix.shape[1] if prepared.pretrained_matrix is not None \
-        else model_options.get("dim", 50)
+    filled = dict(num_words=len(prepared.vocab), num_classes=num_classes)
+    if prepared.pretrained_matrix is not None:
+        filled["dim"] = prepared.pretrained_matrix.shape[1]
     try:
-        config = klass.config_class.from_dict(
-            {**model_options, "num_words": len(prepared.vocab), "num_classes": num_classes, "dim": dim})
+        config = klass.config_class.from_dict({"dim": 50, **with_data_fields(model_options, filled)})
     except (ValueError, TypeError) as err:
         raise ConfigError(str(err)) from None
     model = klass.build(config, vocabulary=prepared.vocab, pretrained=prepared.pretrained_matrix, generator=gen)
@@ -162,6 +163,9 @@ def grid(**axes: Sequence) -> list[dict]:
     >>> grid(dropout=[0.0, 0.3], weighting=["amplitude_norm", "trainable"])[1]
     {'dropout': 0.0, 'weighting': 'trainable'}
     """
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise ConfigError(f"grid axis {name} must be a list of values; got {type(values).__name__} {values!r}")
     empty = [name for name, values in axes.items() if len(values) == 0]
     if empty:
         raise ConfigError(f"grid axes need at least one value; empty: {empty}")
@@ -217,6 +221,20 @@ def apply_setting(setting: dict, model_options: dict, train_config: TrainConfig)
 
 # Fields of a model config that the trainer fills from the data; never options, never selected.
 FILLED_FROM_DATA = frozenset({"num_words", "num_classes", "dim"})
+
+
+def with_data_fields(model_options: dict, filled: dict) -> dict:
+    """``model_options`` with the fields the data decides (``filled``: vocabulary size, classes, pretrained width).
+
+    An option that gives one of them another value is a :class:`~qpnlp.training.trainer.ConfigError` (it
+    would be overridden without a word); the same value is accepted.
+    """
+    clash = {k: v for k, v in model_options.items() if k in filled and v != filled[k]}
+    if clash:
+        raise ConfigError("model options " + ", ".join(f"{k}={v!r}" for k, v in clash.items()) + " contradict the "
+                          "data, which sets " + ", ".join(f"{k}={filled[k]!r}" for k in clash) + " (vocabulary "
+                          "size, number of classes, pretrained vectors' width); leave them out")
+    return {**model_options, **filled}
 # Placeholders for those fields when options are checked before any data is read: permissive values, several
 # widths (a check such as "dim divisible by heads" must pass for one of them).
 _PLACEHOLDER_DIMS = (720720, 50, 100, 300)
@@ -246,10 +264,19 @@ def check_model_options(kind: str, model_options: dict) -> None:
 def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train_config: TrainConfig) -> None:
     """Raise :class:`~qpnlp.training.trainer.ConfigError` for a selection grid that cannot run, before any training.
 
-    Every key must be a field of ``kind``'s model config or a selectable
-    :class:`TrainConfig` field, and every candidate must give a valid model
-    config (:func:`check_model_options`) and valid training settings.
+    Every candidate must be a dict that no earlier candidate equals, every key
+    a field of ``kind``'s model config (not one the data fills:
+    :data:`FILLED_FROM_DATA`) or a selectable :class:`TrainConfig` field, and
+    every candidate must give a valid model config
+    (:func:`check_model_options`) and valid training settings.
     """
+    for i, setting in enumerate(candidates):
+        if not isinstance(setting, Mapping):
+            raise ConfigError(f"candidates must be a list of settings (dicts, e.g. from grid(...)); candidate {i} "
+                              f"is {type(setting).__name__} {setting!r}")
+        if setting in candidates[:i]:
+            raise ConfigError(f"candidates {candidates.index(setting)} and {i} are the same setting {setting}: it "
+                              f"would be trained twice")
     fields = {f.name for f in dataclasses.fields(get_model_class(kind).config_class)}
     keys = sorted({k for setting in candidates for k in setting})
     unknown = [k for k in keys if k not in TRAIN_FIELDS and (k not in fields or k in FILLED_FROM_DATA)]
@@ -278,7 +305,8 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     seed. The candidate with the highest dev accuracy (the earliest in
     ``candidates`` on ties) is kept, and only its test part is scored: the
     test data never influences which setting or epoch is reported. This is
-    the papers' per-data-set parameter search, done on dev.
+    the papers' per-data-set parameter search, done on dev. The candidates
+    are checked (:func:`check_grid`) before any data is prepared.
 
     Returns the selected candidate's :class:`SplitResult` (with ``selected``
     and every candidate's dev accuracy), its model, the prepared split and its
@@ -297,6 +325,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     """
     if len(candidates) == 0:
         raise ValueError("candidates must hold at least one setting ({} = the given options)")
+    check_grid(kind, candidates, model_options, train_config)
     prepared = prepare(dataset, split, pretrained, seed=train_config.seed, pretrained_fallback=pretrained_fallback)
     start, best, dev_accuracies, diverged = time.perf_counter(), None, [], None
     for i, setting in enumerate(candidates):
@@ -339,6 +368,8 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
 def mean_std(values) -> dict:
     """``{"mean", "std"}`` of per-split scores (sample std, ddof=1, when more than one; else 0)."""
     values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        raise ValueError("no scores to summarise (no split was run)")
     return dict(mean=float(values.mean()), std=float(values.std(ddof=1)) if len(values) > 1 else 0.0)
 
 

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from dataclasses import dataclass, field
 
@@ -39,7 +40,7 @@ from qpnlp.evaluation import RankingResult, ranking_metrics
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_integers,
-                      check_loss, early_stopping, training_chunks)
+                      check_loss, check_reals, early_stopping, training_chunks)
 
 LOSSES = ("triplet", "pointwise")
 
@@ -170,11 +171,12 @@ class MatchingConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_integers(self, ("negatives",))
+        check_reals(self, ("margin", "pointwise_scale"))
         if self.loss not in LOSSES:
             raise ConfigError(f"loss must be one of {LOSSES}; got {self.loss!r}")
-        if not (self.margin >= 0 and self.negatives >= 1 and self.pointwise_scale > 0):
-            raise ConfigError(f"need margin >= 0, negatives >= 1 and pointwise_scale > 0; got {self.margin}, "
-                              f"{self.negatives}, {self.pointwise_scale}")
+        if not (0 <= self.margin < math.inf and self.negatives >= 1 and 0 < self.pointwise_scale < math.inf):
+            raise ConfigError(f"need finite margin >= 0, negatives >= 1 and finite pointwise_scale > 0; got "
+                              f"{self.margin}, {self.negatives}, {self.pointwise_scale}")
 
 
 @dataclass
@@ -372,6 +374,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models import get_model_class
 
+    from .classification import with_data_fields
     from .trainer import seed_everything
 
     seed_everything(config.seed)
@@ -392,12 +395,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                 continue
     vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
                                              pretrained_fallback=pretrained_fallback)
-    dim = matrix.shape[1] if matrix is not None else model_options.get("dim", 50)
     klass = get_model_class(model)
     if klass.task != "matching":
         raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
+    filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
     try:
-        cnm_config = klass.config_class.from_dict({**model_options, "num_words": len(vocab), "dim": dim})
+        cnm_config = klass.config_class.from_dict({"dim": 50, **with_data_fields(model_options, filled)})
     except (ValueError, TypeError) as err:
         raise ConfigError(str(err)) from None
     model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,

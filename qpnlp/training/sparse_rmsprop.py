@@ -20,6 +20,7 @@ batch that touches every row it equals ``torch.optim.RMSprop`` (tested).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 
 import torch
@@ -63,9 +64,22 @@ class SparseRMSprop(torch.optim.Optimizer):
 
     def __init__(self, params: Iterable[torch.Tensor], lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8) -> None:
-        if lr <= 0 or not 0.0 <= alpha < 1.0 or eps <= 0:
-            raise ValueError(f"need lr > 0, 0 <= alpha < 1, eps > 0; got {lr}, {alpha}, {eps}")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps))
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (torch's rule), its ``lr``, ``alpha`` and ``eps`` (its own or the defaults) checked first:
+        finite numbers with lr > 0, 0 <= alpha < 1, eps > 0 (``ValueError``)."""
+        settings = {key: param_group.get(key, self.defaults[key]) for key in ("lr", "alpha", "eps")}
+        lr, alpha, eps = settings.values()
+        if not (all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in settings.values()) and lr > 0 and 0.0 <= alpha < 1.0 and eps > 0):
+            raise ValueError(f"need finite lr > 0, 0 <= alpha < 1, eps > 0; got lr={lr!r}, alpha={alpha!r}, "
+                             f"eps={eps!r}")
+        super().add_param_group(param_group)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""
+        _load_checked(self, state_dict)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -91,6 +105,30 @@ class SparseRMSprop(torch.optim.Optimizer):
         return loss
 
 
+def check_state_shapes(optimiser: torch.optim.Optimizer) -> None:
+    """Raise ``ValueError`` if a tensor of ``optimiser``'s state (a moment, a running average) does not have its
+    parameter's shape: a state loaded from other parameters, which a step would fail on inside torch, or (a
+    larger table) read rows of without a word."""
+    params = [p for group in optimiser.param_groups for p in group["params"]]
+    for index, param in enumerate(params):
+        for key, value in optimiser.state.get(param, {}).items():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
+                raise ValueError(f"{type(optimiser).__name__}: the state {key!r} of parameter {index} has shape "
+                                 f"{tuple(value.shape)} but the parameter has shape {tuple(param.shape)}; the state "
+                                 f"belongs to other parameters")
+
+
+def _load_checked(optimiser: torch.optim.Optimizer, state_dict: dict) -> None:
+    """``torch.optim.Optimizer.load_state_dict``, then :func:`check_state_shapes`; the old state is kept on failure."""
+    before = dict(state=optimiser.state, param_groups=optimiser.param_groups)
+    torch.optim.Optimizer.load_state_dict(optimiser, state_dict)
+    try:
+        check_state_shapes(optimiser)
+    except ValueError:
+        optimiser.__setstate__(before)
+        raise
+
+
 class RowSparseAdam(torch.optim.SparseAdam):
     """``torch.optim.SparseAdam`` on the gathered rows of each table (``index_select`` / ``index_copy_``).
 
@@ -108,6 +146,10 @@ class RowSparseAdam(torch.optim.SparseAdam):
     bit for bit, parameters to an ulp of the square root; 4.55x faster for a
     20000 x 300 table, benchmarks/results/row_sparse_adam_loop.txt).
     """
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""
+        _load_checked(self, state_dict)
 
     @torch.no_grad()
     def step(self, closure=None):

@@ -13,13 +13,15 @@ A training-state directory holds two files, written together atomically
 * ``state.json``: everything else (epoch, best epoch and score, epochs
   without improvement, history, elapsed time, the optimisers' non-tensor
   state such as SparseAdam's integer step, Python's and NumPy's RNG
-  counters) and the run's identity: model name and config, training
-  settings and a fingerprint of the training and dev data.
+  counters) and the run's identity: model name and config, the names of
+  its trainable parameters, training settings and a fingerprint of the
+  training and dev data.
 
 No pickle: loading never runs code. Resuming checks the identity first, so a
-state is never continued with other data, another model or other training
-settings (``epochs``, ``patience``, ``device``, ``progress``, ``compile`` and
-``pad_to_multiple_of`` may change).
+state is never continued with other data, another model (or other
+parameters frozen) or other training settings (``epochs``, ``patience``,
+``device``, ``progress``, ``compile`` and ``pad_to_multiple_of`` may change;
+``epochs`` not below the epochs already trained).
 
 A run that stopped early (``patience`` epochs without a better dev score)
 cannot continue with the same settings, so its state is then reduced to a
@@ -43,6 +45,8 @@ from safetensors.torch import load_file, save_file
 
 from qpnlp._atomic import atomic_directory
 from qpnlp.models.base import _restored, _storable
+
+from .sparse_rmsprop import check_state_shapes
 
 __all__ = ["STATE_FORMAT", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
            "run_identity", "RESUMABLE_CHANGES"]
@@ -91,8 +95,9 @@ def run_identity(model: torch.nn.Module, config, data: str) -> dict:
     """What a resumed run must share with the run that wrote the state (see the module notes)."""
     settings = {k: v for k, v in config.to_dict().items() if k not in RESUMABLE_CHANGES}
     model_config = model.config.to_dict() if hasattr(getattr(model, "config", None), "to_dict") else None
+    trainable = [name for name, param in model.named_parameters() if param.requires_grad]
     return dict(model=getattr(model, "name", None) or type(model).__name__, model_config=model_config,
-                settings=settings, data=data)
+                settings=settings, data=data, trainable=trainable)
 
 
 # --------------------------------------------------------------------------- RNG
@@ -202,6 +207,7 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
                 state.setdefault(int(index), {}).update(values)
             current = optimiser.state_dict()
             optimiser.load_state_dict({"state": state, "param_groups": current["param_groups"]})
+            check_state_shapes(optimiser)          # torch's own optimisers load any shape
     except (RuntimeError, KeyError, ValueError) as err:
         raise ValueError(f"{directory}: the training state does not fit this model ({err})") from None
     best = None if header["best_is_current"] else _prefixed(tensors, "best")
@@ -232,6 +238,12 @@ def _check_identity(directory: Path, saved: dict, current: dict) -> None:
     if changed:
         differences.append("the training settings " + ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})"
                                                                  for k in changed))
+    # the optimisers' states are stored by parameter position: another set of trainable parameters would give
+    # each one another's moments (states written before the field was recorded lack it)
+    if "trainable" in saved and saved["trainable"] != current["trainable"]:
+        there, here = saved["trainable"], current["trainable"]
+        differences.append(f"the trainable parameters (only there: {sorted(set(there) - set(here))}, only here: "
+                           f"{sorted(set(here) - set(there))})")
     if saved.get("data") != current["data"]:
         differences.append("the training or dev data")
     if differences:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import os
 import random
 import time
@@ -63,6 +64,17 @@ def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()
         value = getattr(config, name)
         if not (_is_integer(value) or (value is None and name in optional)):
             raise ConfigError(f"{name} must be an integer{' (or None)' if name in optional else ''}; "
+                              f"got {type(value).__name__} {value!r}")
+
+
+def check_reals(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
+    """Raise :class:`ConfigError` naming the first field of ``names`` that is not a real number (a bool is not;
+    None is allowed for the ``optional`` ones), e.g. ``lr="0.1"`` from a hand-written config."""
+    for name in names:
+        value = getattr(config, name)
+        if not ((isinstance(value, numbers.Real) and not isinstance(value, bool)) or
+                (value is None and name in optional)):
+            raise ConfigError(f"{name} must be a number{' (or None)' if name in optional else ''}; "
                               f"got {type(value).__name__} {value!r}")
 
 
@@ -117,6 +129,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check_integers(self, ("epochs", "batch_size", "patience", "max_len", "length_chunks", "pad_to_multiple_of"),
                        optional=("max_len", "length_chunks", "pad_to_multiple_of"))
+        check_reals(self, ("lr", "embedding_lr", "phase_lr", "weight_decay"), optional=("phase_lr",))
         check_seed(self.seed)
         try:
             check_compile_mode(self.compile)
@@ -271,9 +284,13 @@ class TrainingInterrupted(KeyboardInterrupt):
 def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None:
     """Raise :class:`TrainingDiverged` for a NaN or infinite batch loss."""
     if not math.isfinite(loss):
-        raise TrainingDiverged(f"training diverged in epoch {epoch}, batch {batch}: the loss is {loss} "
-                               f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g}); try smaller learning "
-                               f"rates", epoch=epoch, batch=batch, loss=loss)
+        if epoch == 1 and batch == 1:               # no optimiser step yet: the learning rates are not the cause
+            hint = ("before any optimiser step, so the model's initial parameters or its forward on this batch "
+                    "give it, not the learning rates; check the model's output on this batch")
+        else:
+            hint = f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g}); try smaller learning rates"
+        raise TrainingDiverged(f"training diverged in epoch {epoch}, batch {batch}: the loss is {loss} {hint}",
+                               epoch=epoch, batch=batch, loss=loss)
 
 
 def runaway_parameter(model: nn.Module) -> str | None:
@@ -337,7 +354,8 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         Write the training state there after every epoch (:mod:`qpnlp.training.state`).
     resume : bool, default False
         Continue from the state in ``checkpoint_dir`` if there is one: the
-        result equals that of an uninterrupted run.
+        result equals that of an uninterrupted run. Needs ``checkpoint_dir``;
+        a state of more epochs than ``config.epochs`` is refused.
     data : sequence
         The training and dev data, fingerprinted so that a state is only
         resumed on the same data.
@@ -352,11 +370,19 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
     best_state = copy.deepcopy(model.state_dict())
     identity = None
+    if resume and checkpoint_dir is None:
+        raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
     if checkpoint_dir is not None:
         identity = run_identity(model, config, data_fingerprint(*data))
         if resume and has_training_state(checkpoint_dir):
             progress, saved_best = load_training_state(checkpoint_dir, model=model,
                                                        optimisers=optimisers.optimisers, identity=identity)
+            if progress["epoch"] > config.epochs:
+                model.load_state_dict(best_state)          # the caller's model as it was given
+                raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained "
+                                 f"{progress['epoch']} epochs, more than epochs={config.epochs}; its result would "
+                                 f"not be that of a run of {config.epochs} epochs (resume with epochs >= "
+                                 f"{progress['epoch']}, or start afresh)")
             best_state = copy.deepcopy(model.state_dict()) if saved_best is None else saved_best
             if progress.get("final") and progress["waited"] < config.patience and progress["epoch"] < config.epochs:
                 raise ValueError(f"cannot resume from {checkpoint_dir}: that run stopped early after epoch "
@@ -446,9 +472,33 @@ def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:
     return config.length_chunks if chunks_in_training(model) else None
 
 
+def check_labels(labels: torch.Tensor, num_classes: int | None, what: str) -> None:
+    """Raise ``ValueError`` unless every label of ``what`` is a class of the model, in [0, ``num_classes``).
+
+    A label past the model's classes would fail inside the loss (or, at -100,
+    be ignored by it) and count as an error in every accuracy without a word.
+    ``num_classes`` None (a model that does not say) checks only for negatives.
+    """
+    if len(labels) == 0:
+        return
+    low, high = int(labels.min()), int(labels.max())
+    if low < 0 or (num_classes is not None and high >= num_classes):
+        expected = "class indices >= 0" if num_classes is None else \
+            f"class indices in [0, {num_classes}) for this model of {num_classes} classes"
+        raise ValueError(f"the {what} labels must be {expected}; got label {low if low < 0 else high}")
+
+
+def model_classes(model: nn.Module) -> int | None:
+    """The number of classes a classifier's config declares (None if it has no ``config.num_classes``)."""
+    classes = getattr(getattr(model, "config", None), "num_classes", None)
+    return classes if _is_integer(classes) else None
+
+
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
-    """Fraction of correctly classified items."""
-    return float((predict(model, data, **kwargs).argmax(-1) == data.labels).float().mean())
+    """Fraction of correctly classified items (labels outside the model's classes are a ``ValueError``)."""
+    logits = predict(model, data, **kwargs)
+    check_labels(data.labels, logits.shape[-1], "scored")
+    return float((logits.argmax(-1) == data.labels).float().mean())
 
 
 def merge_observation(entry: dict, observed: dict) -> None:
@@ -481,6 +531,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     for name, part in (("training", train), ("dev", dev)):
         if len(part) == 0:
             raise ValueError(f"the {name} set is empty; nothing to {'train on' if name == 'training' else 'select on'}")
+        check_labels(part.labels, model_classes(model), name)
     device = resolve_device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)

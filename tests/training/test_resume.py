@@ -264,3 +264,51 @@ def test_the_module_notes_name_every_setting_a_resumed_run_may_change():
 
     notes = state.__doc__.split("may change")[0].rsplit("(", 1)[-1]
     assert sorted(n for n in state.RESUMABLE_CHANGES if f"``{n}``" not in notes) == []
+
+
+def test_a_nan_loss_before_any_step_does_not_blame_the_learning_rates():
+    model = _qpdn(0)
+    with torch.no_grad():
+        model.classifier.weight.fill_(float("nan"))
+    with pytest.raises(TrainingDiverged, match="before any optimiser step") as diverged:
+        fit(model, _texts(), _texts(seed=1), TrainConfig(epochs=2, batch_size=8, progress=False))
+    assert "smaller learning rates" not in str(diverged.value)
+
+
+def test_resume_refuses_a_longer_run_and_a_missing_directory(tmp_path):
+    # a state of 2 epochs resumed with epochs=1 returned the 2-epoch run's result; resume=True without a
+    # checkpoint_dir trained afresh without a word
+    config = TrainConfig(epochs=2, batch_size=8, progress=False)
+    fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match="already trained 2 epochs, more than epochs=1"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), TrainConfig(epochs=1, batch_size=8, progress=False),
+            checkpoint_dir=tmp_path, resume=True)
+    with pytest.raises(ValueError, match="resume=True needs checkpoint_dir"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), config, resume=True)
+
+
+def test_resume_refuses_other_trainable_parameters(tmp_path):
+    # freezing a parameter shifted the optimisers' states by one position: each parameter got another's moments
+    config = TrainConfig(epochs=1, batch_size=8, progress=False)
+    fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
+    model = _qpdn(1)
+    model.classifier.weight.requires_grad_(False)
+    with pytest.raises(ValueError, match=r"the trainable parameters \(only there: \['classifier.weight'\]"):
+        fit(model, _texts(), _texts(seed=1), TrainConfig(epochs=2, batch_size=8, progress=False),
+            checkpoint_dir=tmp_path, resume=True)
+
+
+def test_an_optimiser_state_of_other_shapes_is_refused_on_load(tmp_path):
+    # torch's Adam loads moments of any shape; the step then failed inside torch or broadcast them
+    from qpnlp.training.state import load_training_state, save_training_state
+
+    model = torch.nn.Linear(3, 2)
+    adam = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    adam.step()
+    save_training_state(tmp_path, model=model, best_state=None, optimisers=[adam], progress=dict(epoch=1),
+                        identity=dict(model="m", model_config=None, settings={}, data="d"))
+    swapped = torch.optim.Adam([model.bias, model.weight])              # the states in another order
+    with pytest.raises(ValueError, match=r"does not fit.*'exp_avg' of parameter 0 has shape \(2, 3\)"):
+        load_training_state(tmp_path, model=model, optimisers=[swapped],
+                            identity=dict(model="m", model_config=None, settings={}, data="d"))

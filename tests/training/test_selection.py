@@ -6,11 +6,11 @@ import torch
 
 import qpnlp.training.classification as classification
 import qpnlp.training.trainer as trainer
-from qpnlp.data import ClassificationDataset
+from qpnlp.data import ClassificationDataset, from_matrix
 from qpnlp.data.protocols import Split
-from qpnlp.training import TrainConfig
+from qpnlp.training import ConfigError, TrainConfig
 from qpnlp.training.classification import (apply_setting, build_classifier, grid, parse_grid, prepare, run_split,
-                                           run_split_selected)
+                                           run_split_selected, summarise)
 
 OPTIONS = dict(dim=6, num_measurements=4)
 CONFIG = TrainConfig(epochs=4, lr=0.05, embedding_lr=0.05, batch_size=16, progress=False, seed=1)
@@ -129,3 +129,43 @@ def test_real_baseline_rejects_options_it_would_ignore():
         build_classifier("real_bow", prepared, 2, dict(num_measurements=50), seed=0)
     model, config = build_classifier("real_bow", prepared, 2, dict(dim=6, dropout=0.3), seed=0)
     assert config["dropout"] == 0.3 and config["dim"] == 6
+
+
+def test_grid_axes_must_be_lists_of_values():
+    # a string axis was split into its characters (four candidates '0', '.', '0', '1'); a number failed with
+    # "object of type 'float' has no len()"
+    for axis in ("0.01", 0.01, None):
+        with pytest.raises(ConfigError, match=r"grid axis lr must be a list of values"):
+            grid(lr=axis)
+
+
+def test_run_split_selected_checks_the_candidates_before_training(monkeypatch):
+    # a num_classes or dim candidate was overridden by the data without a word (every candidate trained the same
+    # model), a repeated candidate was trained twice and a string candidate failed in dict methods
+    data, split = _toy_dataset()
+    monkeypatch.setattr(classification, "prepare", lambda *a, **k: pytest.fail("the data was prepared"))
+    for candidates, message in (([dict(num_classes=5)], r"unknown selection key\(s\) \['num_classes'\]"),
+                                ([dict(dim=4), dict(dim=8)], r"unknown selection key\(s\) \['dim'\]"),
+                                ([dict(bogus=1)], r"unknown selection key\(s\) \['bogus'\]"),
+                                ([dict(lr=0.01), dict(lr=0.02), dict(lr=0.01)], "candidates 0 and 2 are the same"),
+                                (["lr"], "candidate 0 is str 'lr'")):
+        with pytest.raises(ConfigError, match=message):
+            run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, candidates)
+
+
+def test_model_options_that_contradict_the_data_are_refused():
+    # num_classes=5 built a 2-class model, dim=6 with 4-d vectors a 4-d one, both without a word
+    data, split = _toy_dataset()
+    glove = from_matrix(["a1", "b1"], np.ones((2, 4)))
+    with pytest.raises(ConfigError, match=r"num_classes=5 contradict the data, which sets num_classes=2"):
+        build_classifier("qpdn", prepare(data, split, None), 2, dict(OPTIONS, num_classes=5), seed=0)
+    with pytest.raises(ConfigError, match=r"dim=6 contradict the data, which sets dim=4"):
+        build_classifier("qpdn", prepare(data, split, glove), 2, OPTIONS, seed=0)
+    _, config = build_classifier("qpdn", prepare(data, split, glove), 2, dict(OPTIONS, dim=4, num_classes=2), seed=0)
+    assert (config["dim"], config["num_classes"]) == (4, 2)                    # the data's own values are fine
+    assert build_classifier("qpdn", prepare(data, split, None), 2, OPTIONS, seed=0)[1]["dim"] == 6
+
+
+def test_no_split_results_is_not_a_mean_of_nan():
+    with pytest.raises(ValueError, match="no scores to summarise"):
+        summarise([])

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from qpnlp.training.sparse_rmsprop import SparseRMSprop
+from qpnlp.training.sparse_rmsprop import RowSparseAdam, SparseRMSprop
 
 
 def _loss(emb, ids, target):
@@ -135,3 +135,34 @@ def test_a_coalesced_gradient_is_built_without_torch_2_11s_invariant_warning(mon
         unmarked = original(rows, values, (4, 3), check_invariants=True)
         assert coalesced(unmarked).is_coalesced()         # the optimiser's path goes through coalesced_coo too
     assert grad.is_coalesced() and torch.equal(grad.to_dense()[2], torch.ones(3))
+
+
+@pytest.mark.parametrize("bad", [dict(lr=float("nan")), dict(lr=float("inf")), dict(eps=float("nan")),
+                                 dict(lr="0.1")])
+def test_rates_that_are_not_finite_numbers_are_refused(bad):
+    # NaN and infinite rates passed the comparisons (lr <= 0 is False for NaN) and trained every row to NaN
+    with pytest.raises(ValueError, match="need finite lr > 0"):
+        SparseRMSprop([torch.zeros(2, requires_grad=True)], **bad)
+
+
+def test_a_groups_own_rate_is_checked_too():
+    # a group's lr bypassed the check of the defaults: lr=-1 climbed the loss
+    with pytest.raises(ValueError, match=r"got lr=-1.0"):
+        SparseRMSprop([dict(params=[torch.zeros(2, requires_grad=True)], lr=-1.0)])
+
+
+@pytest.mark.parametrize("kind", [SparseRMSprop, RowSparseAdam])
+@pytest.mark.parametrize("rows", [2, 7])
+def test_a_state_of_other_shapes_is_refused_on_load(kind, rows):
+    # a smaller state failed at the next step inside torch (IndexError "index out of range in self"), a larger
+    # one was used without a word
+    table = torch.nn.Embedding(5, 3, sparse=True)
+    optimiser = kind(table.parameters(), lr=0.1)
+    table(torch.tensor([1, 2])).sum().backward()
+    optimiser.step()
+    saved = optimiser.state_dict()
+    good = {k: v.clone() if torch.is_tensor(v) else v for k, v in saved["state"][0].items()}
+    wrong = {k: torch.zeros(rows, 3) if torch.is_tensor(v) and v.dim() else v for k, v in good.items()}
+    with pytest.raises(ValueError, match=rf"of parameter 0 has shape \({rows}, 3\) but the parameter has shape"):
+        optimiser.load_state_dict({**saved, "state": {0: wrong}})
+    assert all(torch.equal(optimiser.state[table.weight][k], v) for k, v in good.items() if torch.is_tensor(v))

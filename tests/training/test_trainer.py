@@ -212,3 +212,28 @@ def test_load_checkpoint_refuses_a_vocabulary_smaller_than_the_model(tmp_path):
     path = save_checkpoint(tmp_path / "m", model, vocabulary=Vocabulary.build([["a", "b", "c"]]))
     with pytest.raises(ValueError, match=r"vocabulary.json: 5 words but the model's embedding tables have 20 rows"):
         load_checkpoint(path)
+
+
+def test_labels_outside_the_models_classes_are_refused():
+    # a training label past the classes failed inside cross_entropy (IndexError "Target 3 is out of bounds"); a dev
+    # or scored label past them counted as an error in every accuracy without a word
+    config = TrainConfig(epochs=1, batch_size=16, progress=False)
+    with pytest.raises(ValueError, match=r"the training labels must be class indices in \[0, 2\).*got label 3"):
+        fit(_model(), EncodedTexts(_toy().ids, np.where(_toy().labels == 1, 3, 0)), _toy(seed=1), config)
+    with pytest.raises(ValueError, match=r"the dev labels must be class indices in \[0, 2\).*got label -1"):
+        fit(_model(), _toy(), EncodedTexts(_toy(seed=1).ids, _toy(seed=1).labels - 1), config)
+    with pytest.raises(ValueError, match=r"the scored labels must be class indices in \[0, 2\).*got label 7"):
+        accuracy(_model(), EncodedTexts(_toy().ids, np.where(_toy().labels == 1, 7, 0)))
+
+
+@pytest.mark.parametrize("field, value", [("lr", "0.1"), ("embedding_lr", None), ("lr", True),
+                                          ("weight_decay", "0"), ("phase_lr", "1e-2")])
+def test_train_config_refuses_rates_that_are_not_numbers(field, value):
+    # "0.1" failed with "must be real number, not str" (no field named), True trained with lr 1.0
+    from qpnlp.training.matching import MatchingConfig
+
+    with pytest.raises(ConfigError, match=f"{field} must be a number"):
+        TrainConfig(**{field: value})
+    for bad in (dict(margin="0.1"), dict(pointwise_scale=float("inf")), dict(margin=float("inf"))):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            MatchingConfig(**bad)
