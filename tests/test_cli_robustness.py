@@ -172,6 +172,7 @@ def ws(tmp_path_factory):
     cnm.save_pretrained(base / "cnm", vocabulary=vocab, metadata=dict(dataset="wikiqa", task="matching",
                                                                       label_names=["wrong", "correct"]))
     _write(base / "foreign" / "notes.txt", "my own files\n")
+    _write(base / "novec.vec", "0 4\n")                   # a word2vec header announcing no vector
     _write(base / "corpus.tsv", "".join(f"{1900 + 10 * i}\t{' '.join(COMMON)} {POSITIVE[i % 6]}\n" for i in range(10)))
     (base / "adir").mkdir()
     return dict(
@@ -303,6 +304,10 @@ BAD_INPUTS = {
                               "the checkpoint predicts the labels ['neg', 'pos'] but TREC has"),
     "convert a text file": (lambda w: ["convert", w["afile"], w["base"] / "converted"], 1,
                             "is not a readable qpnlp 0.1 checkpoint"),
+    "vectors header without vectors": (lambda w: _train(w, "--vectors", w["base"] / "novec.vec"), 1,
+                                       "novec.vec: no vectors found"),
+    "word2fun dim not a number": (lambda w: _word2fun(w, "--dim", "four"), 2,
+                                  "argument --dim: expected an integer >= 1; got 'four'"),
 }
 
 
@@ -329,6 +334,15 @@ def test_bad_input_gives_one_error_line_and_the_exit_code(server, ws, case):
     argv = build(ws)
     code, _, stderr = server.run(argv)
     _one_error_line(argv, code, stderr, expected_code, fragment)
+
+
+@pytest.mark.parametrize("corpus", ["~/corpus.tsv", "~/corp*.tsv"])
+def test_word2fun_corpus_may_start_with_the_home_directory(server, ws, corpus):
+    """--corpus=~/corpus.tsv reaches qpnlp unexpanded (no tilde expansion after '='): it was 'does not exist'."""
+    argv = _word2fun(ws, "--words", "nosuchword")[:2] + [f"--corpus={corpus}"] + _word2fun(ws, "--words",
+                                                                                          "nosuchword")[4:]
+    code, _, stderr = server.run(argv, env={"HOME": str(ws["base"])})
+    _one_error_line(argv, code, stderr, 2, "--words: not in the vocabulary")      # the corpus was read
 
 
 def test_device_cuda_without_cuda(server, ws):

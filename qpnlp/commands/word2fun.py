@@ -71,20 +71,6 @@ def _penalty_default() -> str:
             f"{DEFAULT_ROUGHNESS_PENALTY_NO_STEP:g} without it, 0 for the others")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0; got {value}")
-    return value
-
-
 def register(subparsers: dict) -> None:
     """Add ``word2fun`` under ``subparsers["train"]``."""
     from qpnlp.word2fun import FAMILIES
@@ -102,7 +88,7 @@ def register(subparsers: dict) -> None:
                    help="read the files in chunks of --chunk-tokens tokens instead of loading the corpus")
     m = p.add_argument_group("model (defaults of qpnlp.word2fun.fit)")
     m.add_argument("--family", default=fk["family"], choices=list(FAMILIES), help="(default %(default)s)")
-    m.add_argument("--dim", type=_positive_int, default=fk["dim"], help="(default %(default)s)")
+    m.add_argument("--dim", type=count_type(), default=fk["dim"], help="(default %(default)s)")
     m.add_argument("--time-scale", type=float, default=fk["time_scale"],
                    help="normalised time range [0, S] of the corpus span (default %(default)s)")
     m.add_argument("--frequency-init", default=fk["frequency_init"], choices=list(FREQUENCY_INITS),
@@ -116,22 +102,22 @@ def register(subparsers: dict) -> None:
     m.add_argument("--step-centres", default=fk["step_centres"], choices=list(STEP_CENTRES),
                    help="where the logistic steps start: each word's change point of its contexts (one extra pass "
                         "over the corpus) or mid-span (default %(default)s)")
-    m.add_argument("--slices", type=_positive_int, default=fk["n_slices"],
+    m.add_argument("--slices", type=count_type(), default=fk["n_slices"],
                    help="time slices of the 'sliced' family (default %(default)s)")
-    m.add_argument("--min-count", type=_positive_int, default=fk["min_count"], help="(default %(default)s)")
+    m.add_argument("--min-count", type=count_type(), default=fk["min_count"], help="(default %(default)s)")
     m.add_argument("--compass", default=fk["compass"], choices=list(COMPASS_MODES),
                    help="frozen: first train a static model for --compass-epochs, then freeze its target vectors "
                         "(default %(default)s)")
-    m.add_argument("--compass-epochs", type=_positive_int, default=fk["compass_epochs"], help="(default %(default)s)")
+    m.add_argument("--compass-epochs", type=count_type(), default=fk["compass_epochs"], help="(default %(default)s)")
     t = p.add_argument_group("training (defaults of qpnlp.word2fun.TrainConfig)")
-    t.add_argument("--epochs", type=_positive_int, default=train["epochs"], help="(default %(default)s)")
-    t.add_argument("--batch-size", type=_positive_int, default=train["batch_size"],
+    t.add_argument("--epochs", type=count_type(), default=train["epochs"], help="(default %(default)s)")
+    t.add_argument("--batch-size", type=count_type(), default=train["batch_size"],
                    help="pairs per SGD step (default %(default)s)")
     t.add_argument("--lr", type=float, default=train["lr"], help="initial learning rate (default %(default)s)")
-    t.add_argument("--window", type=_positive_int, default=train["window"], help="(default %(default)s)")
+    t.add_argument("--window", type=count_type(), default=train["window"], help="(default %(default)s)")
     t.add_argument("--sample", type=finite_type, default=train["sample"],
                    help="subsampling threshold, 0 = off (default %(default)s)")
-    t.add_argument("--negatives", type=_positive_int, default=train["negatives"],
+    t.add_argument("--negatives", type=count_type(), default=train["negatives"],
                    help="negatives shared by the pairs of a batch (--shared-negatives) or drawn for each pair "
                         "(--no-shared-negatives; default %(default)s)")
     t.add_argument("--negative-weight", type=rate_type(), default=train["negative_weight"],
@@ -155,19 +141,19 @@ def register(subparsers: dict) -> None:
     t.add_argument("--rare-lr-max", type=finite_type, default=train["rare_lr_max"], help="(default %(default)s)")
     t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
                    help="occurrences per million tokens below which a word counts as rare (default %(default)s)")
-    t.add_argument("--chunk-tokens", type=_positive_int, default=train["chunk_tokens"],
+    t.add_argument("--chunk-tokens", type=count_type(), default=train["chunk_tokens"],
                    help="tokens shuffled together (and held in memory with --stream; default %(default)s)")
-    t.add_argument("--workers", type=_positive_int, default=train["workers"],
+    t.add_argument("--workers", type=count_type(), default=train["workers"],
                    help="hogwild training threads, one torch thread each (> 1 is not deterministic; default "
                         "%(default)s)")
-    t.add_argument("--processes", type=_positive_int, default=1,
+    t.add_argument("--processes", type=count_type(), default=1,
                    help="train in this many processes on this machine, started as torchrun would start them "
                         "(gloo on CPU; one process per core is faster than --workers; see the distributed-training "
                         "docs page; default %(default)s)")
-    t.add_argument("--sync-every", type=_positive_int, default=train["sync_every"],
+    t.add_argument("--sync-every", type=count_type(), default=train["sync_every"],
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")
-    t.add_argument("--threads", type=_non_negative_int, default=0,
+    t.add_argument("--threads", type=count_type(0), default=0,
                    help="torch CPU threads of a single worker (0 = torch's default; default %(default)s)")
     t.add_argument("--device", type=device_type, default=train["device"],
                    help="cpu, cuda or cuda:N (default %(default)s)")
@@ -177,8 +163,8 @@ def register(subparsers: dict) -> None:
     o.add_argument("--words", default="",
                    help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
                         "(seen at least --min-count times)")
-    o.add_argument("--eras", type=_positive_int, default=4, help="number of equal eras for the report (default %(default)s)")
-    o.add_argument("--topk", type=_positive_int, default=8, help="nearest words per era (default %(default)s)")
+    o.add_argument("--eras", type=count_type(), default=4, help="number of equal eras for the report (default %(default)s)")
+    o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
     o.add_argument("--out", default=None,
                    help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
     o.add_argument("--resume", action="store_true", help="continue the run saved in --out (its settings, next epoch)")
@@ -186,14 +172,14 @@ def register(subparsers: dict) -> None:
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch, with the history also as FILE.history.csv")
     o.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
-    o.add_argument("--npz-words", type=_positive_int, default=2000,
+    o.add_argument("--npz-words", type=count_type(), default=2000,
                    help="most frequent words in the .npz grid (default %(default)s)")
     p.set_defaults(func=run)
 
 
 def _corpus_paths(spec: str) -> list[Path]:
     paths: list[Path] = []
-    for part in (s for s in spec.split(",") if s):
+    for part in (os.path.expanduser(s) for s in spec.split(",") if s):    # --corpus=~/c.tsv: no shell expansion
         matches = sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]
         if not matches:
             raise FileNotFoundError(f"--corpus {part}: no file matches")

@@ -190,10 +190,12 @@ def load_glove_text(
     """Read a GloVe-format text file: ``word v_1 ... v_dim`` per line, plain or gzip-compressed.
 
     A word2vec / fastText header line (two integers ``N dim``) is recognised
-    and checked: the file must then hold ``N`` vectors. Blank lines are
-    skipped. The first occurrence of a repeated word wins. A word may hold
-    spaces (GloVe 840B's ``. . .``): the last ``dim`` columns are the values,
-    as long as the column before them is not a number.
+    and checked: the file must then hold ``N`` vectors of dimension
+    ``dim >= 1``. Columns are separated by spaces or tabs (runs of them count
+    as one separator). Blank lines are skipped. The first occurrence of a
+    repeated word wins. A word may hold spaces (GloVe 840B's ``. . .``): the
+    last ``dim`` columns are the values, as long as the column before them is
+    not a number.
 
     Parameters
     ----------
@@ -213,22 +215,27 @@ def load_glove_text(
     ------
     ValueError
         For a line with the wrong number of columns, a non-numeric or
-        non-finite value, bytes that ``encoding`` cannot decode, or fewer or
-        more vectors than the header announces; the message names the file
-        and the 1-based line number (:func:`qpnlp.data.paths.iter_lines`).
+        non-finite value, bytes that ``encoding`` cannot decode, a header of
+        dimension 0, fewer or more vectors than the header announces, or a
+        file without any vector; the message names the file and the 1-based
+        line number (:func:`qpnlp.data.paths.iter_lines`).
     """
     path = Path(path)
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+        raise ValueError(f"dim must be an integer >= 1 or None; got {dim!r}")
     keep = None if words is None else set(words)
     out_words: list[str] = []
     rows: list[np.ndarray] = []
     seen: set[str] = set()
     announced, n_vectors, linenos = None, 0, []
     for lineno, line in iter_lines(path, encoding):
-        parts = line.rstrip("\r\n").rstrip(" ").split(" ")
+        parts = _COLUMN_SEPARATOR.split(line.rstrip("\r\n").rstrip(" \t"))  # a tab is no part of a word
         if parts == [""]:
             continue
         if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
             announced, header_dim = int(parts[0]), int(parts[1])
+            if header_dim < 1:
+                raise ValueError(f"{path}:1: the header 'N dim' says dim {header_dim}; expected dim >= 1")
             if dim is not None and dim != header_dim:
                 raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
             dim = header_dim
@@ -252,8 +259,8 @@ def load_glove_text(
         rows.append(_parse_vector(parts, path, lineno))
         linenos.append(lineno)
         seen.add(word)
-    if dim is None:
-        raise ValueError(f"{path}: no vectors found")
+    if n_vectors == 0:  # an empty file, blank lines, or a header alone
+        raise ValueError(f"{path}: no vectors found (expected lines 'word v_1 ... v_d')")
     if announced is not None and announced != n_vectors:
         raise ValueError(f"{path}: the header announces {announced} vectors, the file has {n_vectors}"
                          f"{' (truncated?)' if n_vectors < announced else ''}")
@@ -263,6 +270,10 @@ def load_glove_text(
         row = int(np.argmin(finite))
         raise ValueError(f"{path}:{linenos[row]}: non-finite value for word {out_words[row]!r}")
     return from_matrix(out_words, matrix)
+
+
+#: What separates the columns of a vectors text file: spaces or tabs (GloVe writes one space, some exports a tab).
+_COLUMN_SEPARATOR = re.compile(r"[ \t]+")
 
 
 def _parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:

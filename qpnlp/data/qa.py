@@ -225,8 +225,8 @@ def load_qa(
         raise ValueError(f"unknown QA data set {name!r}; valid names: {', '.join(QA_DATASETS)}")
     folder = data_root(root) / "qa" / key
     path = find_file(folder, f"{split}.tsv")
-    if not path.is_file():
-        present = sorted({p.name.split(".tsv")[0] for p in folder.glob("*.tsv*")}) if folder.is_dir() else []
+    if not path.exists():  # a directory of that name is refused by read_qa_tsv, as such
+        present = sorted({p.name.split(".tsv")[0] for p in folder.glob("*.tsv*") if p.is_file()})
         raise FileNotFoundError(
             f"{key} has no split {split!r} ({path} not found); present splits: {', '.join(present) or 'none'}"
         )

@@ -9,9 +9,13 @@ format                                 recognised by
 =====================================  ==========================================================
 GloVe text (``word v1 ... vd``)        any other text file (gzip-compressed too)
 word2vec / fastText ``.vec`` text      a first line of two integers ``N d``
-word2vec binary                        suffix ``.bin`` (``.bin.gz``: gzip-compressed, as GoogleNews')
+word2vec binary                        suffix ``.bin`` (``.bin.gz``: gzip-compressed, as GoogleNews'), or
+                                       a header ``N d`` followed by bytes no text file holds
 spaCy vectors                          a directory: a spaCy model (``vocab/``) or its ``vocab/``
 =====================================  ==========================================================
+
+A ``.bin`` file whose first vector is written as numbers in text (word2vec's
+text format under a binary name) is read as text, not as float32 bytes.
 
 Every set is read once per process and cached; the matrix of a spaCy
 directory is memory-mapped (``numpy.load(mmap_mode="r")``) unless it is
@@ -32,6 +36,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -142,12 +147,47 @@ def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> Pretrai
     if p.is_dir():
         vectors = read_spacy_vectors(p)
         vectors = vectors if words is None else vectors.restricted_to(words)
-    elif p.name.endswith((".bin", ".bin.gz")):
+    elif _is_word2vec_binary(p):
         vectors = read_word2vec_binary(p, words=words)
     else:
         vectors = load_glove_text(p, words=words)  # plain or gzip
     vectors.vectors.flags.writeable = False  # cached: every later call gets this same matrix
     return vectors
+
+
+#: A word2vec header line and the first word: what the values of the first vector follow.
+_HEADER_AND_WORD = re.compile(rb"(\d+) (\d+)[ \t]*\r?\n\n?[^ \t\n]*[ \t]")
+#: Bytes of no text file (control characters other than tab and line ends): float32 values.
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Numbers written as text, up to the end of the line: a text format's values.
+_NUMBER_TEXT = re.compile(rb"[-+0-9.eE \t\r]*[0-9][-+0-9.eE \t\r]*")
+
+
+def _values_are_text(values: bytes) -> bool:
+    """Whether the bytes after the first word of a word2vec file are numbers in text up to the line end, not
+    float32 values (whose bytes are never all digits, signs, points and spaces)."""
+    return _NUMBER_TEXT.fullmatch(values.split(b"\n", 1)[0]) is not None
+
+
+def _is_word2vec_binary(path: Path) -> bool:
+    """Whether a vectors file is word2vec binary, by its suffix (``.bin``, ``.bin.gz``) and its first vector.
+
+    A ``.bin`` file whose first values are numbers in text is a word2vec text file under a binary name; a file
+    of another name with a header ``N d`` followed by bytes that no text holds is binary.
+    """
+    by_name = path.name.endswith((".bin", ".bin.gz"))
+    try:
+        with open(path, "rb") as handle:
+            gzipped = handle.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except (OSError, EOFError):
+        return by_name                      # the reader names what is wrong with the file
+    match = _HEADER_AND_WORD.match(head)
+    if match is None or int(match.group(2)) < 1:
+        return by_name
+    values = head[match.end():match.end() + 4 * int(match.group(2))]
+    return not _values_are_text(values) if by_name else _BINARY_BYTES.search(values) is not None
 
 
 def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | None = None) -> PretrainedVectors:
@@ -158,8 +198,10 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
     Raises
     ------
     ValueError
-        For a bad header, a truncated entry, a word that is not UTF-8, a non-finite value, data after the
-        ``N`` entries the header announces, or a corrupt gzip file; the message names the file and the entry.
+        For a bad header (or one announcing no vector or dimension 0), a truncated entry, a word that is not
+        UTF-8, a non-finite value, data after the ``N`` entries the header announces, a first vector written
+        as text (a word2vec text file: :func:`load_vectors` reads it as one), or a corrupt gzip file; the
+        message names the file and the entry.
     """
     path = Path(path)
     with open(path, "rb") as handle:
@@ -178,6 +220,9 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
     if len(header) != 2 or not all(h.isdigit() for h in header):
         raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
     n, dim = int(header[0]), int(header[1])
+    if n < 1 or dim < 1:
+        raise ValueError(f"{path}:1: the header announces {n} vectors of dimension {dim}; expected at least one "
+                         f"vector of dimension >= 1")
     width = 4 * dim
     for i in range(n):
         word = bytearray()
@@ -187,6 +232,9 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
             if ch != b"\n":
                 word += ch
         data = handle.read(width)
+        if i == 0 and _values_are_text(data):
+            raise ValueError(f"{path}: the first vector is written as text ({bytes(data[:40])!r}), not as {dim} "
+                             f"binary float32 values: a word2vec text file (load_vectors reads it as text)")
         if len(data) != width:
             raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
         try:
@@ -276,6 +324,15 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     Words are the strings whose key (:func:`spacy_key`) has a row, the
     strings of ``strings.json`` and spaCy's symbols; rows are shared (pruned
     vectors), the matrix memory-mapped.
+
+    Raises
+    ------
+    ValueError
+        For a directory without those files, or one that does not parse (a
+        ``strings.json`` that is not a JSON list of strings, a ``key2row`` that
+        is not a msgpack map of keys to rows, a ``vectors`` that is not a
+        float32 NumPy matrix, a row beyond the matrix); the message names the
+        file.
     """
     try:
         import msgpack
@@ -287,19 +344,38 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     missing = [p.name for p in needed if not p.is_file()]
     if missing:
         raise ValueError(f"{directory} is not a spaCy model or vocab directory (missing {', '.join(missing)})")
-    matrix = np.load(vocab / "vectors", mmap_mode="r")
-    key2row = msgpack.unpackb((vocab / "key2row").read_bytes(), strict_map_key=False)
-    strings = json.loads((vocab / "strings.json").read_text(encoding="utf-8"))
+    matrix = _spacy_part(vocab / "vectors", "a NumPy matrix (numpy.save)", lambda p: np.load(p, mmap_mode="r"))
+    if matrix.dtype != np.float32 or matrix.ndim != 2:
+        raise ValueError(f"{vocab / 'vectors'}: expected a float32 (rows, dim) matrix; got {matrix.dtype} "
+                         f"{matrix.shape}")
+    key2row = _spacy_part(vocab / "key2row", "a msgpack map of keys to rows",
+                          lambda p: msgpack.unpackb(p.read_bytes(), strict_map_key=False))
+    strings = _spacy_part(vocab / "strings.json", "a JSON list of strings",
+                          lambda p: json.loads(p.read_text(encoding="utf-8")))
+    if not isinstance(key2row, dict):
+        raise ValueError(f"{vocab / 'key2row'}: not a msgpack map of keys to rows; got a {type(key2row).__name__}")
+    if not isinstance(strings, list) or not all(isinstance(t, str) for t in strings):
+        raise ValueError(f"{vocab / 'strings.json'}: not a JSON list of strings")
     words, rows = [], []
     for text in dict.fromkeys([*strings, *SPACY_SYMBOLS]):       # symbols are not in strings.json
         row = key2row.get(spacy_key(text))
         if row is not None:
+            if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(matrix):
+                raise ValueError(f"{vocab / 'key2row'}: the row of {text!r} is {row!r}, not one of the "
+                                 f"{len(matrix)} rows of {vocab / 'vectors'}")
             words.append(text)
             rows.append(row)
-    if matrix.dtype != np.float32 or matrix.ndim != 2:
-        raise ValueError(f"{vocab / 'vectors'}: expected a float32 (rows, dim) matrix; got {matrix.dtype} "
-                         f"{matrix.shape}")
     # Rows are kept in frequency order; listing words by row puts frequent words first, as GloVe's list does
     # (what a pretrained fallback vocabulary takes its first n words from).
     order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")
     return PretrainedVectors([words[i] for i in order], matrix, rows=np.asarray(rows, dtype=np.int64)[order])
+
+
+def _spacy_part(path: Path, expected: str, read: Callable[[Path], object]):
+    """``read(path)``, a file of a spaCy vocab directory; ``ValueError`` naming it and what it should be when it
+    does not parse (numpy, msgpack and json say neither)."""
+    try:
+        return read(path)
+    except Exception as err:  # noqa: BLE001 - each parser raises its own types (msgpack's FormatError, ...)
+        detail = " ".join(str(err).split()).split(". ")[0][:120]      # numpy's first sentence, not its advice
+        raise ValueError(f"{path}: not {expected} ({type(err).__name__}{': ' + detail if detail else ''})") from None

@@ -51,6 +51,28 @@ def test_glove_text_words_holding_spaces(tmp_path):
         load_glove_text(_write(tmp_path, "a 1 2\nb 3 4 5\n"))
 
 
+@pytest.mark.parametrize("text", ["a\t1\t2\nb\t3\t4\n", "a\t1 2\nb\t3 4\n", "a  1  2\nb 3 4\t\n",
+                                  "2 2\na\t1\t2\nb\t3\t4\n"], ids=["tabs", "tab-then-spaces", "runs", "header"])
+def test_glove_text_columns_may_be_separated_by_tabs_or_runs_of_spaces(tmp_path, text):
+    """'a<TAB>1 2' was read as the word 'a<TAB>1' with the 1-d vector [2], silently; tabs alone were 'a single
+    column', and a doubled space a 'non-numeric value'."""
+    pv = load_glove_text(_write(tmp_path, text))
+    assert pv.words == ["a", "b"] and pv.dim == 2
+    np.testing.assert_array_equal(pv.vectors, [[1, 2], [3, 4]])
+
+
+def test_glove_text_without_any_vector_or_of_dimension_zero_is_refused(tmp_path):
+    """A header alone gave an empty set of vectors (every word silently out of vocabulary); a header of dimension 0
+    gave vectors of dimension 0, refused later by a model without the file named."""
+    with pytest.raises(ValueError, match=r"vec.txt: no vectors found"):
+        load_glove_text(_write(tmp_path, "0 50\n"))
+    with pytest.raises(ValueError, match=r"vec.txt:1: the header 'N dim' says dim 0; expected dim >= 1"):
+        load_glove_text(_write(tmp_path, "2 0\na\nb\n"))
+    with pytest.raises(ValueError, match="dim must be an integer >= 1"):
+        load_glove_text(_write(tmp_path, "a 1 2\n"), dim=0)
+    assert load_glove_text(_write(tmp_path, "1 2\na 1 2\n"), words=set()).words == []    # filtered: still fine
+
+
 def test_glove_text_non_numeric_value_names_the_line(tmp_path):
     with pytest.raises(ValueError, match=r":2: non-numeric value 'x' for word 'b'"):
         load_glove_text(_write(tmp_path, "a 1 2\nb 1 x\n"))

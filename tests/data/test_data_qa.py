@@ -37,6 +37,15 @@ def test_missing_split_lists_present_ones(fake_root):
         load_qa("trecqa", "test", root=fake_root)
 
 
+def test_a_split_that_is_a_directory_is_named_as_such(fake_root):
+    """A ``test.tsv`` directory was reported as 'not found' beside 'present splits: test, ...'."""
+    (fake_root / "qa" / "trecqa" / "test.tsv").mkdir()
+    with pytest.raises(ValueError, match=r"trecqa/test.tsv is a directory; expected a text file"):
+        load_qa("trecqa", "test", root=fake_root)
+    with pytest.raises(FileNotFoundError, match=r"present splits: dev, train$"):     # a directory is no split
+        load_qa("trecqa", "nosuch", root=fake_root)
+
+
 def test_a_user_test_file_is_read(fake_root):
     (fake_root / "qa" / "trecqa" / "test.tsv").write_text("q ?\ta .\t0\nq ?\tb .\t1\n")
     ds = load_qa("trec-qa", "test", root=fake_root)

@@ -111,6 +111,51 @@ def test_word2vec_binary_gzip_as_distributed(tmp_path):
         read_word2vec_binary(packed)
 
 
+def test_word2vec_text_under_a_bin_name_is_read_as_text(tmp_path):
+    """gensim's save_word2vec_format(binary=False) to 'vectors.bin': the digits were read as float32 bytes (values
+    like 1.5e-19), silently."""
+    path = tmp_path / "vectors.bin"
+    path.write_text("2 3\na 1 0 0\nb 0 2 0\n")
+    vectors = load_vectors(path)
+    assert vectors.words == ["a", "b"]
+    np.testing.assert_array_equal(vectors.vectors, MATRIX[:2])
+    with pytest.raises(ValueError, match=r"vectors.bin: the first vector is written as text .* word2vec text file"):
+        read_word2vec_binary(path)
+
+
+def test_word2vec_binary_under_a_text_name_is_read_as_binary(tmp_path):
+    """A binary file named .vec or .txt was decoded as text and refused with the advice to run iconv on it."""
+    binary = _word2vec_binary(tmp_path / "v.bin", [("a", [0.5, -1e-3, 7.25]), ("b", MATRIX[1])])
+    renamed = tmp_path / "vectors.vec"
+    renamed.write_bytes(binary.read_bytes())
+    np.testing.assert_array_equal(load_vectors(renamed).vectors, load_vectors(binary).vectors)
+
+
+def test_word2vec_binary_announcing_no_vector_or_dimension_zero_is_refused(tmp_path):
+    for header in (b"2 0\na b ", b"0 3\n"):
+        (tmp_path / "v.bin").write_bytes(header)
+        with pytest.raises(ValueError, match=r"v.bin:1: the header announces .* expected at least one vector"):
+            read_word2vec_binary(tmp_path / "v.bin")
+
+
+@pytest.mark.parametrize("part, data, message", [
+    ("strings.json", b'["coffee", ', r"strings.json: not a JSON list of strings \(JSONDecodeError"),
+    ("strings.json", b'{"coffee": 1}', r"strings.json: not a JSON list of strings$"),
+    ("key2row", b"\xc1", r"key2row: not a msgpack map of keys to rows \(FormatError"),
+    ("vectors", b"not a matrix", r"vectors: not a NumPy matrix \(numpy.save\) \(ValueError"),
+    ("key2row", None, r"key2row: the row of 'tea' is 7, not one of the 3 rows of"),
+])
+def test_a_spacy_directory_with_a_broken_file_names_it(tmp_path, part, data, message):
+    """numpy, msgpack and json named neither the file nor what it should hold ('FormatError', 'Expecting value',
+    numpy's advice to allow pickles); a row beyond the matrix was 'rows must be 2 indices into the 3 vector rows'."""
+    vocab = _spacy_vocab(tmp_path / "vocab", ["coffee", "tea"], {spacy_hash("coffee"): 0, spacy_hash("tea"): 7})
+    if data is not None:
+        (vocab / "key2row").write_bytes(msgpack.packb({spacy_hash("coffee"): 0}))   # only the broken part is wrong
+        (vocab / part).write_bytes(data)
+    with pytest.raises(ValueError, match=message):
+        read_spacy_vectors(tmp_path)
+
+
 def test_a_vectors_path_may_start_with_the_home_directory(tmp_path, monkeypatch):
     # --vectors=~/glove.txt reaches qpnlp unexpanded (the shell expands no tilde after '=')
     monkeypatch.setenv("HOME", str(tmp_path))
