@@ -75,8 +75,8 @@ class DriftGrid:
     Attributes
     ----------
     E : torch.Tensor, shape (T, W, D) -- vector of each word at each time
-    words : tuple of str, length W
-    years : numpy.ndarray, shape (T,)
+    words : tuple of str, length W, distinct
+    years : numpy.ndarray, shape (T,), finite and strictly increasing
     context : torch.Tensor, shape (1 or T, C, D), optional
         Target ("compass") vectors of ``context_words``, static (first dim 1)
         or per time.  When given, the metrics can be computed in *prediction
@@ -99,9 +99,16 @@ class DriftGrid:
         object.__setattr__(self, "E", E)
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "context_words", tuple(self.context_words))
-        object.__setattr__(self, "years", np.asarray(self.years, dtype=np.float64))
-        if E.dim() != 3 or E.shape[0] != self.years.shape[0] or E.shape[1] != len(self.words):
-            raise ValueError(f"E must be (T={self.years.shape[0]}, W={len(self.words)}, D); got {tuple(E.shape)}")
+        years = np.asarray(self.years, dtype=np.float64)
+        object.__setattr__(self, "years", years)
+        if years.ndim != 1:
+            raise ValueError(f"years must be 1-D (T,); got shape {years.shape}")
+        if E.dim() != 3 or E.shape[0] != years.shape[0] or E.shape[1] != len(self.words):
+            raise ValueError(f"E must be (T={years.shape[0]}, W={len(self.words)}, D); got {tuple(E.shape)}")
+        _years(years, E.shape[0], increasing=True)
+        repeated = sorted({w for w in self.words if self.words.count(w) > 1})
+        if repeated:  # columns() would silently read the last of them
+            raise ValueError(f"words must be distinct; repeated: {repeated[:5]}")
         if self.context is not None:
             C = torch.as_tensor(self.context, dtype=torch.float32)
             if C.dim() != 3 or C.shape[0] not in (1, E.shape[0]) or C.shape[1] != len(self.context_words) or C.shape[2] != E.shape[2]:
@@ -115,7 +122,11 @@ class DriftGrid:
         return torch.sigmoid(torch.einsum("twd,tcd->twc", self.columns(words), self.context.expand(self.E.shape[0], -1, -1)))
 
     def columns(self, words) -> torch.Tensor:
+        """Vectors of ``words``, shape (T, len(words), D) (KeyError naming the words the grid lacks)."""
         idx = {w: i for i, w in enumerate(self.words)}
+        missing = [w for w in words if w not in idx]
+        if missing:
+            raise KeyError(f"not in the grid ({len(self.words)} words): {', '.join(map(repr, missing[:10]))}")
         return self.E[:, [idx[w] for w in words]]
 
     def save_npz(self, path) -> None:
@@ -136,13 +147,36 @@ class DriftGrid:
                    tuple(get("context_words", np.array([], dtype=str)).tolist()))
 
 
+def _years(years, T: int, increasing: bool = False) -> np.ndarray:
+    """``years`` as float64 (T,), finite (and strictly increasing if asked); ValueError naming the problem."""
+    y = np.asarray(years, dtype=np.float64)
+    if y.shape != (T,):
+        raise ValueError(f"years must have shape ({T},), one time per grid row; got {y.shape}")
+    if not np.isfinite(y).all():
+        raise ValueError(f"years must be finite; got {y[~np.isfinite(y)][0]} at index {int(np.flatnonzero(~np.isfinite(y))[0])}")
+    if increasing and (np.diff(y) <= 0).any():
+        i = int(np.flatnonzero(np.diff(y) <= 0)[0])
+        raise ValueError(f"years must be strictly increasing; got {y[i]:g} then {y[i + 1]:g} at index {i + 1}")
+    return y
+
+
+def _trajectories(X, name: str) -> torch.Tensor:
+    """``X`` as a finite (T, W, D) tensor (ValueError otherwise)."""
+    X = torch.as_tensor(X)
+    if X.dim() != 3 or X.is_complex() or not X.is_floating_point():
+        raise ValueError(f"{name} must be a real floating (T, W, D) tensor; got {X.dtype} {tuple(X.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{name} contains NaN or inf (first at index {tuple(torch.nonzero(~torch.isfinite(X))[0].tolist())})")
+    return X
+
+
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
 def _period_mean(X: torch.Tensor, years: np.ndarray, period: tuple, name: str) -> torch.Tensor:
     """Mean of ``X`` over the times in the inclusive range ``period`` (ValueError when there is none)."""
-    y = torch.as_tensor(np.asarray(years, dtype=np.float64))
+    y = torch.as_tensor(years)
     inside = (y >= period[0]) & (y <= period[1])
     if not bool(inside.any()):
         raise ValueError(f"the {name} period {tuple(period)} contains no time of the grid "
@@ -164,12 +198,15 @@ def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple)
     Raises
     ------
     ValueError
-        When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined).
+        When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined), when ``E``
+        is not a finite real (T, W, D) tensor or ``years`` not T finite times.
 
     >>> E = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
     >>> change_scores(E, np.array([0.0, 1.0]), (0, 0), (1, 1)).tolist()
     [0.0, 1.0]
     """
+    E = _trajectories(E, "E")
+    years = _years(years, E.shape[0])
     a, b = _period_mean(E, years, early, "early"), _period_mean(E, years, late, "late")
     return 1.0 - (_unit(a) * _unit(b)).sum(-1)
 
@@ -193,12 +230,19 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     Returns
     -------
     torch.Tensor, shape (W,), float64 years
+
+    Raises
+    ------
+    ValueError
+        When ``E`` is not a finite real (T, W, D) tensor with T >= 2, or ``years`` not T finite,
+        strictly increasing times (the midpoint of a split would be meaningless).
     """
-    X = _unit(E.to(torch.float64))  # (T, W, D)
+    X = _unit(_trajectories(E, "E").to(torch.float64))  # (T, W, D)
     T = X.shape[0]
     if T < 2 or len(years) != T:
         raise ValueError(f"change points need E (T, W, D) and years (T,) with T >= 2; got E {tuple(E.shape)} and "
                          f"{len(years)} years")
+    years = _years(years, T, increasing=True)
     cs = torch.cumsum(X, 0)  # (T, W, D)
     total = cs[-1]
     s = torch.arange(1, T, dtype=torch.float64)  # n_a for split after index s-1
@@ -225,6 +269,10 @@ def auc(pos, neg) -> float:
     from sklearn.metrics import roc_auc_score
 
     pos, neg = np.asarray(pos, float).reshape(-1), np.asarray(neg, float).reshape(-1)
+    for name, values in (("pos", pos), ("neg", neg)):
+        if not np.isfinite(values).all():  # scikit-learn's "Input contains NaN" does not say which
+            raise ValueError(f"{name} scores must be finite; got {values[~np.isfinite(values)][0]} at index "
+                             f"{int(np.flatnonzero(~np.isfinite(values))[0])}")
     if pos.size == 0 or neg.size == 0:
         return float("nan")
     labels = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])
@@ -265,12 +313,15 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
     Raises
     ------
     ValueError
-        When ``early`` or ``late`` contains no time of ``years``.
+        When ``early`` or ``late`` contains no time of ``years``, when ``P`` is not a finite real
+        (T, W, C) tensor or ``years`` not T finite times.
 
     >>> P = torch.tensor([[[0.5, 0.5]], [[0.9, 0.1]]])
     >>> round(context_change_scores(P, np.array([0.0, 1.0]), (0, 0), (1, 1)).item(), 6)
     0.4
     """
+    P = _trajectories(P, "P")
+    years = _years(years, P.shape[0])
     a, b = _period_mean(P, years, early, "early"), _period_mean(P, years, late, "late")
     return (a - b).abs().mean(-1)
 

@@ -46,7 +46,10 @@ _TIES = ("pessimistic", "optimistic")
 def _as_numpy(x, name: str, dtype=None) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
-    a = np.asarray(x, dtype=dtype)
+    a = np.asarray(x)
+    if np.iscomplexobj(a):  # a cast to float64 would drop the imaginary part with only a warning
+        raise ValueError(f"{name} must be real; got complex {a.dtype}")
+    a = a.astype(dtype) if dtype is not None else a
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     return a
@@ -62,7 +65,7 @@ def _labels(x) -> np.ndarray:
 
 
 def _group(g, q: int, n_rows: int) -> np.ndarray:
-    """Row indices of question ``q``: integers in ``[0, n_rows)`` (not a boolean mask, no negative wrap-around)."""
+    """Row indices of question ``q``: distinct integers in ``[0, n_rows)`` (not a boolean mask, no negative wrap-around)."""
     a = np.asarray(g)
     if a.dtype == np.bool_:
         raise ValueError(f"question {q}: groups must hold row indices, got a boolean mask (use np.flatnonzero)")
@@ -72,6 +75,10 @@ def _group(g, q: int, n_rows: int) -> np.ndarray:
         raise ValueError(f"question {q}: groups must hold 1-D integer row indices, got {a.dtype} shape {a.shape}")
     if a.min() < 0 or a.max() >= n_rows:
         raise ValueError(f"question {q}: row index {a.min() if a.min() < 0 else a.max()} outside [0, {n_rows})")
+    values, counts = np.unique(a, return_counts=True)
+    if (counts > 1).any():  # a repeated row would count its candidate twice in the ranking
+        raise ValueError(f"question {q}: row index {values[counts > 1][0]} appears {counts[counts > 1][0]} times; "
+                         "each candidate row must be listed once")
     return a.astype(np.int64)
 
 
@@ -200,8 +207,9 @@ def ranking_metrics(
     ------
     ValueError
         When a question has no correct candidate or its group is not 1-D
-        integer row indices in ``[0, R)`` (its index is named), when a label
-        is not 0 or 1, or when there are no questions.
+        distinct integer row indices in ``[0, R)`` (its index is named), when
+        a label is not 0 or 1, when a score is complex or not finite, or when
+        there are no questions.
 
     Examples
     --------

@@ -57,6 +57,17 @@ def kept_ids(name: str, exclude_ids: Iterable[int], n: int) -> torch.Tensor:
     return keep
 
 
+def counts(name: str, counts, n: int) -> torch.Tensor:
+    """``counts`` as a ``(n,)`` tensor of finite numbers, one per word (a NaN would silently fail every filter)."""
+    if isinstance(counts, str):
+        raise TypeError(f"{name} must be a sequence of numbers, not a string")
+    values = torch.as_tensor(list(counts))
+    if values.shape != (n,) or values.is_complex() or values.dtype == torch.bool:
+        raise ValueError(f"{name} must have one number per word ({n}); got {values.dtype} {tuple(values.shape)}")
+    finite(name, values)
+    return values
+
+
 def positive(name: str, value: int) -> int:
     if int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")

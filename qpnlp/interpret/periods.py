@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import torch
+import torch  # noqa: F401  (the examples use it)
 from torch import Tensor
 
 from . import _checks
@@ -53,20 +53,18 @@ def frequency_periods(frequencies: Tensor) -> Tensor:
     return (2 * math.pi) / frequencies.detach().abs()
 
 
-def _rows(omega: Tensor, words, counts, min_count: int, exclude_ids: Sequence[int]) -> tuple[Tensor, list[str]]:
-    if omega.dim() != 2 or omega.shape[0] == 0:
-        raise ValueError(f"frequencies must be a real (V, D) tensor; got {tuple(omega.shape)}")
+def _rows(omega: Tensor, words, counts, min_count: int, exclude_ids: Sequence[int]) -> tuple[Tensor, list[str],
+                                                                                            Tensor | None]:
+    """Kept ids, the word names and the checked counts (or None) of a (V, D) frequency table."""
     words = _checks.words("words", words, omega.shape[0], "frequency rows")
     keep = _checks.kept_ids("exclude_ids", exclude_ids, omega.shape[0])
     if counts is not None:
-        counts = torch.as_tensor(list(counts))
-        if counts.shape != (omega.shape[0],):
-            raise ValueError(f"counts must have one entry per word ({omega.shape[0]}); got {tuple(counts.shape)}")
+        counts = _checks.counts("counts", counts, omega.shape[0])
         keep &= counts >= min_count
     ids = keep.nonzero().squeeze(-1)
     if ids.numel() == 0:
         raise ValueError("no word left (check exclude_ids, counts and min_count)")
-    return ids, words
+    return ids, words, counts
 
 
 def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None = None, min_count: int = 1,
@@ -100,7 +98,7 @@ def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None =
     1  the   3  0.0314            inf       100.0         inf
     """
     omega = frequency_table(source).float().cpu()
-    ids, words = _rows(omega, words, counts, min_count, exclude_ids)
+    ids, words, counts = _rows(omega, words, counts, min_count, exclude_ids)
     periods = frequency_periods(omega[ids])
     sorted_periods = periods.sort(dim=-1).values
     # median of D values: the mean of the two middle ones for even D (inf stays inf)
@@ -110,7 +108,7 @@ def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None =
                           "delta": omega[ids].abs().mean(-1).tolist(), "median_period": median.tolist(),
                           "min_period": sorted_periods[:, 0].tolist(), "max_period": sorted_periods[:, -1].tolist()})
     if counts is not None:
-        table["count"] = [int(c) for c in torch.as_tensor(list(counts))[ids].tolist()]
+        table["count"] = [int(c) for c in counts[ids].tolist()]
     return table.sort_values(["median_period", "delta"], ascending=[True, False], kind="stable").round(
         {"delta": 4}).reset_index(drop=True)
 
@@ -140,5 +138,5 @@ def period_distribution(source, *, words: Sequence[str] | None = None, counts: S
         return frequency_periods(emb.frequency.detach().float().cpu()).double().numpy()
     omega = frequency_table(source).float().cpu()
     names = words if words is not None else [str(i) for i in range(omega.shape[0])]
-    ids, _ = _rows(omega, names, counts, min_count, exclude_ids)
+    ids, _, _ = _rows(omega, names, counts, min_count, exclude_ids)
     return frequency_periods(omega[ids]).reshape(-1).double().numpy()

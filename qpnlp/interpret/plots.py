@@ -27,6 +27,7 @@ phases).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -181,13 +182,18 @@ def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decad
         raise ValueError(f"part must be one of {PARTS}; got {part!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}; got {scale!r}")
-    if not decades > 0:
-        raise ValueError(f"decades must be positive; got {decades!r}")
+    if not (decades > 0 and math.isfinite(decades)):
+        raise ValueError(f"decades must be positive and finite; got {decades!r}")
     matrix = _density(rho)
-    ax = _single_axes(ax, (5, 4.2))
     modulus = np.abs(matrix).astype(np.float64)
-    top = max(float(modulus.max()), np.finfo(np.float64).tiny)
+    top = float(modulus.max())
     floor = top * 10.0 ** -decades
+    if top == 0:                                        # no colour scale to draw (matplotlib: "Invalid vmin")
+        raise ValueError("rho is the zero matrix: there is nothing to draw")
+    if not floor >= np.finfo(np.float64).tiny * 1e3:   # the log scale would start at 0 (or a denormal)
+        raise ValueError(f"decades={decades!r} puts the bottom of the colour scale below the float64 range "
+                         f"(largest |rho_ij| {top:.3g})")
+    ax = _single_axes(ax, (5, 4.2))
     extend = "neither"
     if part == "modulus":
         cmap = _cmap("viridis")
@@ -417,7 +423,10 @@ def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None
     if z.ndim != 2 or z.shape[0] == 0 or z.shape[1] == 0:
         raise ValueError(f"states must have shape (n, d); got {z.shape}")
     words = _checks.words("words", words, z.shape[0], "states")
-    dims = list(range(min(z.shape[1], 4))) if dims is None else [int(j) for j in dims]
+    try:
+        dims = list(range(min(z.shape[1], 4))) if dims is None else [operator.index(j) for j in dims]
+    except TypeError:                                   # int(0.5) would silently show dimension 0
+        raise TypeError(f"dims must be integers; got {list(dims)}") from None
     bad = [j for j in dims if not 0 <= j < z.shape[1]]
     if not dims or bad:
         raise ValueError(f"dims must be a non-empty list in [0, {z.shape[1]}); got {bad or dims}")
@@ -469,8 +478,14 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
         raise TypeError(f"table must be a pandas DataFrame (times x words); got {type(table).__name__}")
     if table.shape[0] == 0 or table.shape[1] == 0:
         raise ValueError(f"table is empty: shape {table.shape}")
-    times = _numpy("table index (times)", table.index.to_numpy(dtype=np.float64))
-    values = _numpy("table values", table.to_numpy(dtype=np.float64))
+    if any(pd.api.types.is_complex_dtype(t) for t in table.dtypes):
+        raise TypeError("table values must be real; got a complex column")
+    try:
+        times, values = table.index.to_numpy(dtype=np.float64), table.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as error:    # numpy's "could not convert string to float: 'x'" names no argument
+        raise TypeError(f"table must have a numeric index (times) and numeric columns; got index {table.index.dtype}, "
+                        f"columns {sorted({str(t) for t in table.dtypes})} ({error})") from None
+    times, values = _numpy("table index (times)", times), _numpy("table values", values)
     ax = _single_axes(ax, (6.5, 3.6))
     for column, series in zip(table.columns, values.T):
         ax.plot(times, series, label=str(column), linewidth=1.5)
@@ -515,9 +530,15 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     """
     if isinstance(periods, torch.Tensor):
         periods = periods.detach().cpu().numpy()
-    p = np.asarray(periods, dtype=np.float64).reshape(-1)
+    p = np.asarray(periods)
+    if p.dtype == object or p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.number) or np.iscomplexobj(p):
+        raise TypeError(f"periods must be real numbers; got {p.dtype}")   # complex: the imaginary part was dropped
+    p = p.astype(np.float64).reshape(-1)
     if np.isnan(p).any() or (p <= 0).any():
         raise ValueError("periods must be positive (inf allowed, NaN not)")
+    if reference is not None and not (isinstance(reference, (int, float, np.number)) and math.isfinite(reference)
+                                      and reference > 0):
+        raise ValueError(f"reference must be a positive finite number of tokens; got {reference!r}")
     finite = p[np.isfinite(p)]
     if finite.size == 0:
         raise ValueError(f"no finite period to plot ({p.size} values, all infinite or none)")

@@ -37,8 +37,10 @@ def frequency_table(source: ComplexOrderEmbedding | nn.Module | Tensor) -> Tenso
 
 
 def _real_finite(omega: Tensor) -> Tensor:
-    if omega.is_complex() or not omega.is_floating_point():
-        raise ValueError(f"frequencies must be a real (V, D) tensor; got {omega.dtype} {tuple(omega.shape)}")
+    """``omega`` checked to be a real, finite, non-empty (V, D) tensor (every frequency reader goes through here)."""
+    if omega.is_complex() or not omega.is_floating_point() or omega.dim() != 2 or 0 in omega.shape:
+        raise ValueError(f"frequencies must be a real, non-empty (V, D) tensor; got {omega.dtype} "
+                         f"{tuple(omega.shape)}")
     _checks.finite("frequencies", omega)
     return omega
 
@@ -60,10 +62,7 @@ def _frequency_table(source) -> Tensor:
 
 def sensitivity_scores(frequencies: Tensor) -> Tensor:
     r""":math:`\delta_j = \operatorname{mean}_d |\omega_{j,d}|`: real (V, D) (or (V, 1)) -> (V,)."""
-    if frequencies.ndim != 2 or frequencies.is_complex():
-        raise ValueError(f"frequencies must be a real (V, D) tensor; "
-                         f"got {frequencies.dtype} {tuple(frequencies.shape)}")
-    return frequencies.detach().abs().mean(-1)
+    return _real_finite(frequencies.detach()).abs().mean(-1)
 
 
 @dataclass(frozen=True)
@@ -141,17 +140,13 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     >>> [w for w, _ in table.smallest]
     ['the', 'film']
     """
-    if top < 1:
-        raise ValueError(f"top must be >= 1; got {top}")
-    omega = frequency_table(source)
-    delta = sensitivity_scores(omega)
-    if len(words) != delta.shape[0]:
-        raise ValueError(f"got {len(words)} words for {delta.shape[0]} frequency rows")
+    top = _checks.positive("top", top)
+    delta = sensitivity_scores(frequency_table(source))
+    words = _checks.words("words", words, delta.shape[0], "frequency rows")
     keep = _checks.kept_ids("exclude_ids", exclude_ids, delta.shape[0]).to(delta.device)
     if counts is not None:
-        if len(counts) != len(words):
-            raise ValueError(f"counts must have one entry per word ({len(words)}); got {len(counts)}")
-        keep &= (torch.as_tensor(list(counts)) >= min_count).to(keep.device)     # a CUDA embedding, CPU counts
+        counts = _checks.counts("counts", counts, delta.shape[0])
+        keep &= (counts >= min_count).to(keep.device)     # a CUDA embedding, CPU counts
     ids = keep.nonzero().squeeze(-1)
     if ids.numel() == 0:                                    # as period_table and importance_table
         raise ValueError("no word left (check exclude_ids, counts and min_count)")

@@ -29,7 +29,14 @@ __all__ = ["equal_eras", "similarity_trajectories", "nearest_by_era", "change_ra
 
 
 def _times(times) -> list[float]:
-    values = np.asarray(list(times), dtype=np.float64).reshape(-1)
+    if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__"):
+        raise TypeError(f"times must be a sequence of numbers; got {type(times).__name__}")
+    try:
+        values = np.asarray(list(times), dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"times must be a sequence of numbers ({error})") from None
+    if values.ndim != 1:                        # a (2, 2) table of times used to be read row by row
+        raise ValueError(f"times must be 1-D, one number per time; got shape {values.shape}")
     if values.size == 0:
         raise ValueError("times is empty")
     if not np.isfinite(values).all():

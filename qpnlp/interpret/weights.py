@@ -158,9 +158,7 @@ def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence
     words = _checks.words("words", words, scores.shape[0], "vocabulary ids")
     keep = _checks.kept_ids("exclude_ids", exclude_ids, scores.shape[0])
     if counts is not None:
-        counts = torch.as_tensor(list(counts))
-        if counts.shape != scores.shape:
-            raise ValueError(f"counts must have one entry per word ({scores.shape[0]}); got {tuple(counts.shape)}")
+        counts = _checks.counts("counts", counts, scores.shape[0])
         keep &= counts >= min_count
     ids = keep.nonzero().squeeze(-1)
     if ids.numel() == 0:

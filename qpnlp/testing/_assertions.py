@@ -19,6 +19,12 @@ def _tensor(rho) -> torch.Tensor:
     return rho
 
 
+def _square(data: torch.Tensor, what: str, batch_dims: int = 0) -> None:
+    """Assert a tensor of square matrices ``(..., d, d)`` with at least ``batch_dims`` leading dims."""
+    assert data.dim() >= 2 + batch_dims and data.shape[-1] == data.shape[-2], \
+        f"{what} must have shape {'(..., k, d, d)' if batch_dims else '(..., d, d)'}; got {tuple(data.shape)}"
+
+
 def _kind(t: torch.Tensor) -> int:
     return 2 if t.is_complex() else 1 if t.is_floating_point() else 0
 
@@ -33,6 +39,12 @@ def assert_allclose(actual: torch.Tensor, expected: torch.Tensor, *, atol: float
     dim = actual.shape[-1] if actual.dim() else 1
     atol = default_atol(actual.dtype, dim) if atol is None else atol
     expected = torch.as_tensor(expected, device=actual.device)
+    try:
+        shape = torch.broadcast_shapes(expected.shape, actual.shape)
+    except RuntimeError:
+        shape = None
+    assert shape == actual.shape, f"{msg} shapes differ: actual {tuple(actual.shape)}, expected " \
+                                  f"{tuple(expected.shape)} (which must broadcast to the actual shape)".lstrip()
     if _kind(expected) > _kind(actual):
         actual = actual.to(torch.promote_types(actual.dtype, expected.dtype))
     torch.testing.assert_close(actual, expected.to(actual.dtype).expand_as(actual), atol=atol, rtol=rtol,
@@ -43,6 +55,7 @@ def assert_pure_state(state, *, atol: float | None = None) -> None:
     """Assert unit norm along the last dim (PureState or complex tensor ``(..., d)``)."""
     data = state.data if isinstance(state, PureState) else state
     assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
+    assert data.dim() >= 1, "a state must have shape (..., d); got a scalar"
     norms = torch.linalg.vector_norm(data, dim=-1)
     atol = default_atol(data.dtype, data.shape[-1]) if atol is None else atol     # 0.0 is a tolerance too
     assert_allclose(norms, torch.ones_like(norms), atol=atol, msg="state norms differ from 1:")
@@ -55,6 +68,9 @@ def assert_density_matrix(rho, *, atol: float | None = None) -> None:
     """
     data = _tensor(rho)
     assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
+    _square(data, "a density matrix")
+    if data.shape[:-2].numel() == 0:                        # an empty batch holds no matrix to check
+        return
     d = data.shape[-1]
     atol = default_atol(data.dtype, d) if atol is None else atol
     herm = float((data - data.mH).abs().max()) if data.numel() else 0.0
@@ -72,9 +88,10 @@ def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float
     p = p.detach()
     atol = default_atol(p.dtype, p.shape[-1] if p.dim() else 1) if atol is None else atol
     assert bool(torch.isfinite(p).all()), "probabilities contain NaN or inf"
-    lo, hi = float(p.min()), float(p.max())
-    assert lo >= -atol and hi <= 1 + atol, f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}"
-    if complete:
+    if p.numel():
+        lo, hi = float(p.min()), float(p.max())
+        assert lo >= -atol and hi <= 1 + atol, f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}"
+    if complete and p.shape[:-1].numel():                   # no outcome at all sums to 0, not 1
         sums = p.sum(-1).flatten()
         worst = int((sums - 1).abs().argmax())
         err = float((sums[worst] - 1).abs())
@@ -84,6 +101,7 @@ def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float
 
 def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
     """Assert ``U U^dagger = I`` for ``(..., d, d)``."""
+    _square(u, "a unitary")
     d = u.shape[-1]
     eye = torch.eye(d, dtype=u.dtype, device=u.device)
     assert_allclose(u @ u.mH, eye.expand_as(u), atol=atol, msg="not unitary:")
@@ -93,6 +111,10 @@ def assert_povm(povm, *, atol: float | None = None) -> None:
     r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are Hermitian, PSD and sum to I."""
     effects = povm.effects() if hasattr(povm, "effects") else povm
     assert effects.is_complex(), f"expected complex effects; got {effects.dtype}"
+    _square(effects, "POVM effects", batch_dims=1)
+    if effects.shape[:-3].numel() == 0:                     # an empty batch holds no POVM to check
+        return
+    assert effects.shape[-3] > 0, "a POVM needs at least one effect (zero effects sum to 0, not I)"
     d = effects.shape[-1]
     atol = default_atol(effects.dtype, d * effects.shape[-3]) if atol is None else atol
     herm = float((effects - effects.mH).abs().max())

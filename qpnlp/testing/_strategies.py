@@ -53,6 +53,19 @@ def complex_dtypes() -> SearchStrategy[torch.dtype]:
     return st.sampled_from(COMPLEX_DTYPES)
 
 
+def _honour(how: str, method, allowed: tuple[str, ...], fallback: str, fixed: str) -> str:
+    """``how``, or ``fallback`` when ``how`` (not in ``allowed``) cannot give the ``fixed`` parameters.
+
+    A method given as a plain string that cannot give them is a ValueError; a method drawn from a
+    strategy (the default) falls back, so that the fixed parameters always hold.
+    """
+    if how in allowed:
+        return how
+    if not isinstance(method, SearchStrategy):
+        raise ValueError(f"method={how!r} cannot give {fixed}; use one of {allowed}")
+    return fallback
+
+
 def _generator(draw) -> torch.Generator:
     return torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
 
@@ -121,9 +134,16 @@ def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex
     the induced Hilbert-Schmidt measure), ``"bures"`` (the Bures measure),
     or ``"pure"``; see :func:`~qpnlp.hilbert.random_density_matrix`.
     ``rank`` (ginibre / hilbert-schmidt / bures): a value or strategy,
-    default any rank in ``1..d``.
+    default any rank in ``1..d``. With a ``rank``, a drawn ``"ensemble"``
+    (whose rank is not controlled) becomes ``"ginibre"``, and so does
+    ``"pure"`` unless the rank is 1; given as a plain string, such a method
+    is a ValueError.
     """
+    r = None if rank is None else draw(_strategy(rank))
     how = draw(_strategy(method))
+    if r is not None and how in ("ensemble", "pure"):
+        how = _honour(how, method, ("ginibre", "hilbert-schmidt", "bures") + (("pure",) if r == 1 else ()),
+                      "ginibre", f"rank={r}")
     if how == "ensemble":
         return draw(ensembles(dim, batch_shape, dtype, masked=False, device=device)).dense()
     if how == "pure":
@@ -131,7 +151,7 @@ def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex
     if how not in ("ginibre", "hilbert-schmidt", "bures"):
         raise ValueError(f"unknown method {how!r}")
     d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
-    r = draw(st.integers(1, d)) if rank is None else draw(_strategy(rank))
+    r = draw(st.integers(1, d)) if r is None else r
     rho = random_density_matrix(d, rank=r, measure="bures" if how == "bures" else "hilbert-schmidt",
                                 batch_shape=shape, dtype=dt, generator=_generator(draw))
     return DensityMatrix(rho.data.to(device))
@@ -177,21 +197,28 @@ def povms(draw, dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shap
     of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
     of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
     orthonormal basis, k = d). ``num_outcomes`` and ``rank`` default to
-    random values compatible with the method.
+    random values compatible with the method. When they are given, a drawn
+    method that cannot give them (``"projective"`` unless k = d and r = 1,
+    ``"frame"`` unless r = 1 and k >= d) becomes ``"haar"``; given as a plain
+    string, such a method is a ValueError.
     """
     how = draw(_strategy(method))
+    if how not in ("haar", "frame", "projective"):
+        raise ValueError(f"unknown method {how!r}")
     d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
     gen = _generator(draw)
+    k = None if num_outcomes is None else draw(_strategy(num_outcomes))
+    r = None if rank is None else draw(_strategy(rank))
+    allowed = ("haar",) + (("frame",) if r in (None, 1) and (k is None or k >= d) else ()) \
+        + (("projective",) if r in (None, 1) and k in (None, d) else ())
+    how = _honour(how, method, allowed, "haar", f"num_outcomes={k}, rank={r} in dimension {d}")
     if how == "projective":
         u = random_unitary(d, batch_shape=shape, dtype=dt, generator=gen)
         return POVM(u.unsqueeze(-2).to(device))
     if how == "frame":
-        k = draw(st.integers(d, d + 4)) if num_outcomes is None else draw(_strategy(num_outcomes))
+        k = draw(st.integers(d, d + 4)) if k is None else k
         return POVM.from_frame(_gaussian((*shape, k, d), dt, gen).to(device))
-    if how != "haar":
-        raise ValueError(f"unknown method {how!r}")
-    r = None if rank is None else draw(_strategy(rank))
     k_min = 1 if r is None else -(-d // r)                                  # k r >= d
-    k = draw(st.integers(k_min, max(k_min, d + 4))) if num_outcomes is None else draw(_strategy(num_outcomes))
+    k = draw(st.integers(k_min, max(k_min, d + 4))) if k is None else k
     r = draw(st.integers(-(-d // k), max(-(-d // k), 3))) if r is None else r
     return random_povm(d, k, rank=r, batch_shape=shape, dtype=dt, generator=gen).to(device)

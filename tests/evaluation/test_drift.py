@@ -202,3 +202,49 @@ def test_change_year_mae_lets_a_binned_grid_place_a_switch_in_its_first_and_last
     assert binned["change_year_mae"] == pytest.approx((1.5 + 1.5 + 0.5) / 3)
     fixed = evaluate_grid(DriftGrid(Eb, words, centres), truth, space="vector", min_segment_years=30.0)
     assert fixed["change_year_mae"] > 5  # the previous rule (3 grid times = 30 years): 1929.5 and 1969.5
+
+
+def test_change_points_reject_trajectories_that_would_give_a_silent_wrong_year():
+    E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 1.0]]])
+    # years given newest first used to give the midpoint 1.5 of the reversed split, as if they were increasing
+    with pytest.raises(ValueError, match="years must be strictly increasing; got 3 then 2 at index 1"):
+        change_points(E, np.array([3.0, 2.0, 1.0, 0.0]), min_segment=1)
+    with pytest.raises(ValueError, match="years must be finite"):
+        change_points(E, np.array([0.0, 1.0, np.nan, 3.0]), min_segment=1)
+    # a NaN vector used to be argmax'ed into a year (0.5 here), a (T, W) matrix read as T scalars per word
+    E_nan = E.clone()
+    E_nan[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"E contains NaN or inf \(first at index \(0, 0, 0\)\)"):
+        change_points(E_nan, np.arange(4.0), min_segment=1)
+    with pytest.raises(ValueError, match=r"E must be a real floating \(T, W, D\) tensor; got torch.float32 \(4, 2\)"):
+        change_points(E[:, 0], np.arange(4.0), min_segment=1)
+    assert change_points(E.numpy(), [0, 1, 2, 3], min_segment=1).tolist() == [1.5]  # array-likes still work
+
+
+def test_change_scores_check_years_and_vectors():
+    E, P = torch.ones(4, 2, 3), torch.full((4, 2, 3), 0.5)
+    with pytest.raises(ValueError, match=r"years must have shape \(4,\), one time per grid row; got \(3,\)"):
+        change_scores(E, np.arange(3.0), (0, 1), (2, 3))                    # was an IndexError of a boolean mask
+    with pytest.raises(ValueError, match="years must be finite; got nan at index 2"):  # the NaN time was dropped
+        context_change_scores(P, np.array([0.0, 1.0, np.nan, 3.0]), (0, 1), (2, 3))
+    with pytest.raises(ValueError, match="P contains NaN"):
+        context_change_scores(torch.full((4, 2, 3), float("nan")), np.arange(4.0), (0, 1), (2, 3))
+
+
+def test_auc_names_the_side_with_a_nan():
+    with pytest.raises(ValueError, match="pos scores must be finite; got nan at index 1"):
+        auc([0.5, np.nan], [0.1])
+    with pytest.raises(ValueError, match="neg scores must be finite"):
+        auc([0.5], [np.inf])
+
+
+def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
+    with pytest.raises(ValueError, match=r"words must be distinct; repeated: \['a'\]"):  # columns read the last one
+        DriftGrid(torch.ones(2, 2, 3), ["a", "a"], [0, 1])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [1, 0])
+    with pytest.raises(ValueError, match=r"years must be 1-D"):
+        DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [[0, 1]])
+    grid = DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [0, 1])
+    with pytest.raises(KeyError, match=r"not in the grid \(2 words\): 'c', 'd'"):
+        grid.columns(["a", "c", "d"])

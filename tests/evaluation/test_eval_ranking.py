@@ -128,3 +128,23 @@ def test_groups_must_be_row_indices_in_range():
     assert ranking_metrics(scores, labels, [np.flatnonzero([True, True, False])]).map == 0.5
     with pytest.raises(ValueError, match="question 0: question has no correct candidate"):
         ranking_metrics(scores, labels, [[]])
+
+
+def test_a_row_listed_twice_in_a_group_is_an_error_not_a_second_candidate():
+    # [0, 0, 1] used to rank row 0 twice: the wrong candidate pushed the correct one to rank 3 (MAP 1/3, not 1/2)
+    scores, labels = [0.9, 0.1], [0, 1]
+    with pytest.raises(ValueError, match=r"question 0: row index 0 appears 2 times"):
+        ranking_metrics(scores, labels, [[0, 0, 1]])
+    with pytest.raises(ValueError, match=r"question 1: row index 1 appears 2 times"):  # the correct row twice
+        ranking_metrics(scores, labels, [[0, 1], [1, 1, 0]])
+    # rows shared between questions, unsorted rows and rows of no question stay allowed
+    r = ranking_metrics([0.9, 0.1, 0.5], [0, 1, 1], [[1, 0], [1]])
+    np.testing.assert_allclose(r.ap, [0.5, 1.0])
+
+
+def test_complex_scores_are_an_error_not_cut_to_their_real_part():
+    # complex scores (e.g. amplitudes instead of Born probabilities) were cast to float with only a ComplexWarning
+    with pytest.raises(ValueError, match="scores must be real; got complex"):
+        average_precision(torch.tensor([1 + 5j, 2 + 0j]), [1, 0])
+    with pytest.raises(ValueError, match="scores must be real"):
+        ranking_metrics(np.array([0.1j, 0.2]), [1, 0], [[0, 1]])

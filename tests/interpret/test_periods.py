@@ -85,3 +85,14 @@ def test_period_table_names_exclude_ids_outside_the_vocabulary():
     omega = torch.rand(4, 3) + 0.1
     with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 4\)"):
         period_table(omega, ["a", "b", "c", "d"], exclude_ids=(0, 9))
+
+
+def test_counts_and_empty_frequency_tables_are_checked():
+    omega = torch.tensor([[0.0, 0.0], [0.0, 0.0], [math.pi, math.pi / 2], [0.0, math.pi / 50], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="counts contains NaN"):   # the NaN-counted word was left out silently
+        period_table(omega, WORDS, counts=[1, 1, float("nan"), 1, 1])
+    with pytest.raises(TypeError, match="counts must be a sequence of numbers, not a string"):
+        period_distribution(omega, counts="abcde")                  # was "too many dimensions 'str'"
+    with pytest.raises(ValueError, match=r"non-empty \(V, D\)"):     # was an IndexError
+        period_table(torch.ones(5, 0), WORDS)
+    assert period_table(omega, WORDS, counts=[0, 0, 3, 1, 2], min_count=2)["count"].tolist() == [3, 2]

@@ -272,3 +272,30 @@ def test_period_histogram(tmp_path):
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    # matplotlib's "Invalid vmin or vmax" from the colour scale
+    (lambda: plot_density_matrix(torch.zeros(2, 2)), ValueError, "zero matrix"),
+    (lambda: plot_density_matrix(torch.zeros(2, 2), part="real"), ValueError, "zero matrix"),
+    (lambda: plot_density_matrix(torch.eye(2), decades=math.inf), ValueError, "positive and finite"),
+    (lambda: plot_density_matrix(torch.eye(2), decades=400), ValueError, "below the float64 range"),
+    # the imaginary part was dropped with only a ComplexWarning; NaN / negative references drew nothing
+    (lambda: plot_period_histogram(torch.tensor([1 + 1j, 2 + 0j])), TypeError, "periods must be real"),
+    (lambda: plot_period_histogram(["a"]), TypeError, "periods must be real"),
+    (lambda: plot_period_histogram([1.0, 2.0], reference=float("nan")), ValueError, "reference must be"),
+    (lambda: plot_period_histogram([1.0, 2.0], reference=-1.0), ValueError, "reference must be"),
+    (lambda: plot_period_histogram([1.0, 2.0], reference="20"), ValueError, "reference must be"),
+    # int(0.5) showed dimension 0
+    (lambda: plot_word_states(torch.ones(2, 3), ["a", "b"], dims=[0.5]), TypeError, r"dims must be integers"),
+    # numpy's "could not convert string to float"
+    (lambda: plot_similarity_over_time(pd.DataFrame({"a": [1.0, 2.0]}, index=["x", "y"])), TypeError,
+     r"numeric index \(times\)"),
+    (lambda: plot_similarity_over_time(pd.DataFrame({"a": [1 + 1j, 2]}, index=[0, 1])), TypeError, "real"),
+])
+def test_bad_input_that_used_to_fail_in_matplotlib_or_draw_the_wrong_thing(call, error, match):
+    try:
+        with pytest.raises(error, match=match):
+            call()
+    finally:
+        plt.close("all")

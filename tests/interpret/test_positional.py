@@ -86,3 +86,24 @@ def test_exclude_ids_outside_the_vocabulary_are_named_and_excluding_every_word_i
         positional_sensitivity(omega, WORDS, counts=[0] * 6, min_count=1)
     assert [w for w, _ in positional_sensitivity(omega, WORDS, exclude_ids=(0, 1, 5)).smallest] == ["worst", "the",
                                                                                                     "film"]
+
+
+def test_words_counts_and_top_are_checked_as_in_the_period_and_importance_tables():
+    omega = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 2.0], [0.5, 0.5]])
+    words = ["<pad>", "<unk>", "a", "b"]
+    with pytest.raises(TypeError, match="not a string"):       # "abcd" used to name the rows a, b, c, d
+        positional_sensitivity(omega, "abcd")
+    with pytest.raises(ValueError, match=r"counts contains NaN"):  # a NaN count silently dropped the word
+        positional_sensitivity(omega, words, counts=[1, 1, float("nan"), 1])
+    with pytest.raises(ValueError, match=r"counts must have one number per word \(4\); got torch.int64 \(4, 1\)"):
+        positional_sensitivity(omega, words, counts=[[1], [1], [1], [1]])   # was a broadcasting RuntimeError
+    with pytest.raises(ValueError, match="top must be an integer >= 1; got '3'"):
+        positional_sensitivity(omega, words, top="3")
+
+
+def test_frequencies_without_dimensions_are_an_error_not_nan_sensitivities():
+    # a (V, 0) table gave delta = NaN for every word (and period_table an IndexError)
+    with pytest.raises(ValueError, match=r"real, non-empty \(V, D\) tensor; got torch.float32 \(4, 0\)"):
+        positional_sensitivity(torch.ones(4, 0), ["<pad>", "<unk>", "a", "b"])
+    with pytest.raises(ValueError, match=r"non-empty \(V, D\)"):
+        sensitivity_scores(torch.ones(4, 0))

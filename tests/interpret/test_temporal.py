@@ -77,3 +77,13 @@ def test_equal_eras_and_errors(embeddings):
         change_ranking(embeddings, (0.0, 0.0), (1.0, 1.0), min_count=100)
     with pytest.raises(TypeError, match="KeyedVectors"):
         change_ranking(pd.DataFrame(), (0.0, 0.0), (1.0, 1.0))
+
+
+def test_times_must_be_a_flat_sequence_of_numbers(embeddings):
+    with pytest.raises(ValueError, match=r"times must be 1-D, one number per time; got shape \(2, 2\)"):
+        similarity_trajectories(embeddings, "a", ["b"], [[0.0, 1.0], [0.5, 1.0]])    # was flattened silently
+    with pytest.raises(TypeError, match="times must be a sequence of numbers; got float"):
+        similarity_trajectories(embeddings, "a", ["b"], 0.5)                         # "'float' object is not iterable"
+    with pytest.raises(TypeError, match="times must be a sequence of numbers"):
+        similarity_trajectories(embeddings, "a", ["b"], ["x"])
+    assert similarity_trajectories(embeddings, "a", ["b"], torch.tensor([0.0, 1.0])).index.tolist() == [0.0, 1.0]

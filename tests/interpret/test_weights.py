@@ -89,3 +89,9 @@ def test_exclude_ids_outside_the_vocabulary_are_named():
     with pytest.raises(ValueError, match="no word left"):
         importance_table(_qpdn(), WORDS, exclude_ids=range(6))
     assert importance_table(_qpdn(), WORDS, exclude_ids=(0, 1, 5))["id"].tolist() == [2, 3, 4]
+
+
+def test_nan_counts_are_an_error_not_a_filter():
+    model = _qpdn()
+    with pytest.raises(ValueError, match="counts contains NaN"):
+        importance_table(model, WORDS, counts=[5, 5, float("nan"), 5, 5, 5])

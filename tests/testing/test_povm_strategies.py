@@ -55,3 +55,37 @@ def test_povm_rank_alone_draws_enough_outcomes(povm):
     # with only the rank fixed, k was drawn in 1..d+4 regardless of it: k r < d raised ValueError
     assert povm.rank == 1 and povm.num_outcomes >= 4
     assert_povm(povm)
+
+
+@given(st.data())
+def test_fixed_num_outcomes_and_rank_hold_whatever_method_is_drawn(data):
+    # with the default method strategy, "frame" raised for k < d, "projective" returned d outcomes and
+    # "frame" / "projective" returned rank 1 whatever rank was asked for
+    povm = data.draw(povms(dim=3, num_outcomes=2, batch_shape=()))
+    assert povm.num_outcomes == 2
+    assert_povm(povm)
+    povm = data.draw(povms(dim=3, rank=2, batch_shape=()))
+    assert povm.rank == 2
+    assert_povm(povm)
+
+
+@given(st.data())
+def test_fixed_rank_of_density_matrices_holds_whatever_method_is_drawn(data):
+    # "ensemble" ignored the rank (any rank up to d) and "pure" gave rank 1 for rank=2
+    rho = data.draw(density_matrices(dim=3, rank=2, batch_shape=()))
+    assert int((rho.eigvals() > 1e-4).sum()) == 2
+    rho = data.draw(density_matrices(dim=3, rank=1, batch_shape=()))
+    assert int((rho.eigvals() > 1e-4).sum()) == 1
+
+
+@given(st.data())
+def test_a_method_named_outright_that_cannot_honour_the_parameters_is_an_error(data):
+    with pytest.raises(ValueError, match="method='projective' cannot give num_outcomes=2"):
+        data.draw(povms(dim=3, num_outcomes=2, method="projective"))
+    with pytest.raises(ValueError, match="method='frame' cannot give .*rank=2"):
+        data.draw(povms(dim=3, rank=2, method="frame"))
+    with pytest.raises(ValueError, match="method='ensemble' cannot give rank=2"):
+        data.draw(density_matrices(dim=3, rank=2, method="ensemble"))
+    with pytest.raises(ValueError, match="method='pure' cannot give rank=2"):
+        data.draw(density_matrices(dim=3, rank=2, method="pure"))
+    assert data.draw(density_matrices(dim=3, rank=1, method="pure", batch_shape=())).purity() > 0.99

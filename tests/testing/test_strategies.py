@@ -100,3 +100,35 @@ def test_assert_probabilities_reports_the_worst_sum():
     p = torch.tensor([[0.5, 0.5], [0.5, 0.1]])
     with pytest.raises(AssertionError, match=r"sum to 0\.6 "):       # the second row, not the first one's 1
         assert_probabilities(p, complete=True)
+
+
+def test_assertions_fail_clearly_on_the_wrong_shape():
+    # these raised torch's RuntimeError / IndexError from inside the helper (or, for a POVM without outcomes,
+    # a RuntimeError instead of the failed identity)
+    from qpnlp.testing import assert_allclose, assert_povm, assert_pure_state
+    c64 = torch.complex64
+    with pytest.raises(AssertionError, match=r"density matrix must have shape \(\.\.\., d, d\); got \(2, 3\)"):
+        assert_density_matrix(torch.zeros(2, 3, dtype=c64))
+    with pytest.raises(AssertionError, match=r"unitary must have shape .* got \(3, 2\)"):
+        assert_unitary(torch.eye(3, dtype=c64)[:, :2])                    # an isometry is not unitary
+    with pytest.raises(AssertionError, match=r"POVM effects must have shape \(\.\.\., k, d, d\); got \(2, 2\)"):
+        assert_povm(torch.eye(2, dtype=c64))
+    with pytest.raises(AssertionError, match="at least one effect"):
+        assert_povm(torch.zeros(0, 2, 2, dtype=c64))
+    with pytest.raises(AssertionError, match="scalar"):
+        assert_pure_state(torch.tensor(1 + 0j))
+    with pytest.raises(AssertionError, match=r"shapes differ: actual \(1,\), expected \(3,\)"):
+        assert_allclose(torch.zeros(1), torch.zeros(3))
+    with pytest.raises(AssertionError, match=r"norms: shapes differ"):
+        assert_allclose(torch.zeros(2, 1), torch.zeros(3), msg="norms:")
+    assert_allclose(torch.zeros(2, 3), torch.zeros(3))                   # expected broadcasts to actual
+    with pytest.raises(AssertionError, match="sum to 0 "):
+        assert_probabilities(torch.zeros(2, 0), complete=True)              # no outcome does not sum to one
+
+
+def test_assertions_on_empty_batches_hold_vacuously():
+    from qpnlp.testing import assert_povm
+    assert_density_matrix(torch.zeros(0, 2, 2, dtype=torch.complex64))
+    assert_povm(torch.zeros(0, 3, 2, 2, dtype=torch.complex64))
+    assert_probabilities(torch.zeros(0, 4), complete=True)
+    assert_probabilities(torch.zeros(0))

@@ -125,7 +125,7 @@ def test_the_help_shows_defaults_and_names_only_existing_flags(capsys, monkeypat
     assert flags <= known | {"--help"}, flags - known
 
 
-@pytest.mark.parametrize("argv, match", [(["--eras", "0"], "positive"), (["--epochs", "0"], "positive"),
+@pytest.mark.parametrize("argv, match", [(["--eras", "0"], "must be >= 1"), (["--epochs", "0"], "must be >= 1"),
                                          (["--negative-weight", "0"], "> 0"), (["--negative-weight", "nan"], "> 0")])
 def test_the_command_rejects_bad_numbers_before_training(argv, match, capsys):
     with pytest.raises(SystemExit):
