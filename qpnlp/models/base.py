@@ -218,7 +218,9 @@ def get_model_class(name: str) -> type[Model]:
     """The registered model class called ``name``; a clear error listing the known names otherwise."""
     _load_builtin_models()
     if name not in _REGISTRY:
-        raise ValueError(f"unknown model {name!r}; registered: {', '.join(registered_models())}")
+        raise ValueError(f"unknown model {name!r}; registered: {', '.join(registered_models())} (a model of your "
+                         f"own is registered when its module is imported: import it first, or pass "
+                         f"`qpnlp --import MODULE`)")
     return _REGISTRY[name]
 
 
