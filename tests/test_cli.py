@@ -214,6 +214,24 @@ def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, c
     assert code == 2 and err.count("\n") == 1 and fragment in err, err              # was exit code 1
 
 
+def test_word2fun_eras_are_at_most_the_distinct_times_of_the_corpus(tmp_path, capsys):
+    """--eras 1000000 trained, then built a report over a million eras (minutes); most of them held no document."""
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n")
+    argv = ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
+            "--no-progress"]
+    code = main([*argv, "--eras", "1000000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--eras 1000000: the corpus has 3 distinct times, so at least 999997 eras would hold no document" in err
+    report = tmp_path / "r.json"
+    assert main([*argv, "--eras", "3", "--report", str(report)]) == 0
+    assert len(json.loads(report.read_text())["details"]["eras"]) == 3
+    assert main([*argv, "--report", str(report)]) == 0                 # the default, 4, lowered to the 3 times
+    data = json.loads(report.read_text())
+    assert len(data["details"]["eras"]) == 3 and data["arguments"]["eras"] == 3
+
+
 def test_import_takes_two_plugin_files_of_the_same_name(tmp_path):
     """``--import a/plugin.py --import b/plugin.py`` imported a/plugin.py only: b's shared its module name."""
     import sys

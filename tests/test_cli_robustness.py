@@ -293,7 +293,8 @@ BAD_INPUTS = {
                              "MR fold 1: training diverged in epoch 1"),
     "diverging matcher": (lambda w: _match(w, "--epochs", "3", "--lr", "1e30", "--embedding-lr", "1e30"), 1,
                           "wikiqa: training diverged in epoch 1"),
-    "evaluate nothing": (lambda w: ["evaluate", w["base"] / "nothing"], 1, "is not a saved qpnlp model"),
+    "evaluate nothing": (lambda w: ["evaluate", w["base"] / "nothing"], 1, "nothing does not exist"),
+    "evaluate a foreign directory": (lambda w: ["evaluate", w["foreign"]], 1, "is not a saved qpnlp model"),
     "evaluate a file": (lambda w: ["evaluate", w["afile"]], 1, "is a file; qpnlp models are saved as directories"),
     "evaluate classifier on QA": (lambda w: ["evaluate", w["clf"], "--dataset", "wikiqa", "--data", w["root"]], 1,
                                   "holds a sentence-classification model (qpdn) but wikiqa is an answer-selection"),
@@ -343,6 +344,30 @@ def test_word2fun_corpus_may_start_with_the_home_directory(server, ws, corpus):
                                                                                           "nosuchword")[4:]
     code, _, stderr = server.run(argv, env={"HOME": str(ws["base"])})
     _one_error_line(argv, code, stderr, 2, "--words: not in the vocabulary")      # the corpus was read
+
+
+@pytest.mark.parametrize("command", ["qpdn", "cnm"])
+def test_vectors_that_cover_almost_no_training_word_are_warned_about(server, ws, tmp_path, command):
+    """A wrong --vectors file (here: upper case) trained on random vectors and nothing on the console said so."""
+    upper = _write(tmp_path / "upper.txt", ws["vec"].read_text().upper())     # '.' and '?' are still found
+    argv = _train(ws) if command == "qpdn" else [a for a in _match(ws) if a != "--no-pretrained"]
+    code, _, stderr = server.run([*argv, "--vectors", upper])
+    assert code == 0, stderr
+    assert re.search(r"UserWarning: the pretrained vectors cover [12]/\d+ training words \(\d\.\d%", stderr), stderr
+    code, _, stderr = server.run([*argv, "--vectors", ws["vec"]])
+    assert code == 0 and "pretrained vectors cover" not in stderr, stderr
+
+
+def test_evaluate_word2fun_dataset_may_start_with_the_home_directory(server, ws, tmp_path):
+    """--dataset=~/corpus.tsv reaches qpnlp unexpanded (no tilde expansion after '='): it was 'No such file'."""
+    from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
+
+    vocab = Vocabulary.build([COMMON + POSITIVE], specials=False)
+    Word2Fun(Word2FunConfig(len(vocab), 4, span_start=1900, span_end=1990)).save_pretrained(
+        tmp_path / "w2f", vocabulary=vocab)
+    code, stdout, stderr = server.run(["evaluate", tmp_path / "w2f", "--dataset=~/corpus.tsv"],
+                                      env={"HOME": str(ws["base"])})
+    assert code == 0 and "log_likelihood" in stdout, stderr
 
 
 def test_device_cuda_without_cuda(server, ws):

@@ -28,7 +28,8 @@ only; ``--resume`` continues from that checkpoint.
 
 Options are checked before training: the output paths, and, for a corpus in
 memory, the ``--words`` against the vocabulary (a streamed or resumed run,
-whose vocabulary is known only inside ``fit``, warns after training).  Each
+whose vocabulary is known only inside ``fit``, warns after training) and
+``--eras`` against its distinct times.  Each
 epoch prints one line and rewrites the ``--report`` (the one report schema of
 every command, ``qpnlp-report/1``, with ``<report>.history.csv``); the
 nearest words, change degrees and indicators of ``--words`` are under its
@@ -46,12 +47,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ._common import (Report, UsageError, check_output_path, check_report_apart, count_type, device_type, epoch_logger,
                       finite_type, rate_type)
 
 __all__ = ["register", "run"]
+
+DEFAULT_ERAS = 4  # eras of the report when --eras is not given (fewer for a corpus of fewer distinct times)
 
 
 def _defaults():
@@ -154,7 +158,8 @@ def register(subparsers: dict) -> None:
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")
     t.add_argument("--threads", type=count_type(0), default=0,
-                   help="torch CPU threads of a single worker (0 = torch's default; default %(default)s)")
+                   help="torch CPU threads outside the SGD loop (counting, change points, the report); the loop "
+                        "itself runs one thread per --workers on the CPU (0 = torch's default; default %(default)s)")
     t.add_argument("--device", type=device_type, default=train["device"],
                    help="cpu, cuda or cuda:N (default %(default)s)")
     t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")
@@ -163,7 +168,9 @@ def register(subparsers: dict) -> None:
     o.add_argument("--words", default="",
                    help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
                         "(seen at least --min-count times)")
-    o.add_argument("--eras", type=count_type(), default=4, help="number of equal eras for the report (default %(default)s)")
+    o.add_argument("--eras", type=count_type(), default=None,
+                   help="number of equal eras for the report, at most the number of distinct times of the corpus "
+                        f"(default {DEFAULT_ERAS}, or that number when smaller)")
     o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
     o.add_argument("--out", default=None,
                    help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
@@ -318,6 +325,29 @@ def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
     return vocabulary
 
 
+def _checked_eras(args: argparse.Namespace, corpus) -> int:
+    """The report's eras: ``--eras`` (default :data:`DEFAULT_ERAS`), at most the distinct times of a corpus in memory.
+
+    An era of the report is a part of the corpus's time span; with E eras
+    and T < E distinct times, at least E - T eras hold no document, and their
+    nearest words would show the model's interpolation only (a report over a
+    million eras also ran for minutes after training): such an ``--eras`` is
+    a :class:`UsageError`, before training.  The default is lowered to the
+    number of distinct times of a smaller corpus.  A streamed corpus, read by
+    ``fit`` only, is not checked (another pass here would double the
+    reading); neither is a corpus of one time (``fit`` refuses it).
+    """
+    if args.stream:
+        return args.eras or DEFAULT_ERAS
+    distinct = len(np.unique(corpus.times))
+    if args.eras is None:
+        return max(1, min(DEFAULT_ERAS, distinct))
+    if distinct >= 2 and args.eras > distinct:
+        raise UsageError(f"--eras {args.eras}: the corpus has {distinct} distinct times, so at least "
+                         f"{args.eras - distinct} eras would hold no document; use --eras {distinct} or fewer")
+    return args.eras
+
+
 def _epoch_history(report: Report, log):
     """``fit``'s ``on_epoch``: one history entry and one line per epoch.
 
@@ -385,6 +415,8 @@ def run(args: argparse.Namespace) -> int:
     with report.guard():
         corpus = _load_corpus(args.corpus, args.stream)
     vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
+    args.eras = _checked_eras(args, corpus)
+    report.update(arguments={**report.data["arguments"], "eras": args.eras})
     if _launches_processes(args):
         del corpus, vocabulary                    # each process reads the corpus itself
         return _run_in_processes(args)

@@ -89,6 +89,25 @@ def padded_length(longest: int, max_len: int | None = None, multiple_of: int | N
     return rounded if max_len is None else min(rounded, max_len)
 
 
+def class_ids(labels, n: int) -> np.ndarray:
+    """``labels`` as an int64 array of shape ``(n,)``, or a ValueError.
+
+    Integer-valued floats (``1.0``) are accepted; a label that is not an
+    integer (``0.5``, NaN) is an error naming it and its index, where a cast
+    would truncate it to a class id without a word.
+    """
+    raw = np.asarray(labels)
+    if raw.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {tuple(raw.shape)}")
+    if raw.dtype.kind not in "biuf":
+        raise ValueError(f"labels must be integers (class ids), got an array of {raw.dtype.name}")
+    if raw.dtype.kind == "f" and raw.size:
+        bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.floor(raw)))
+        if bad.size:
+            raise ValueError(f"labels must be integers (class ids); labels[{bad[0]}] is {raw[bad[0]].item()!r}")
+    return raw.astype(np.int64)
+
+
 class EncodedTexts(Dataset):
     """A torch Dataset of (ids, label) pairs.
 
@@ -97,13 +116,13 @@ class EncodedTexts(Dataset):
     ids : sequence of sequences of int
         N encoded texts (see :meth:`qpnlp.data.vocab.Vocabulary.encode_many`).
     labels : array-like of int
-        Shape (N,).
+        Shape (N,). Integer-valued floats (``1.0``) are accepted; a label
+        that is not an integer (``0.5``, NaN) is a ``ValueError`` naming it
+        and its index (it would be truncated to a class id).
     """
 
     def __init__(self, ids: Sequence[Sequence[int]], labels: Sequence[int] | np.ndarray | torch.Tensor) -> None:
-        labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-        if labels.shape != (len(ids),):
-            raise ValueError(f"labels must have shape ({len(ids)},), got {tuple(labels.shape)}")
+        labels = torch.as_tensor(class_ids(labels, len(ids)))
         empty = next((i for i, s in enumerate(ids) if len(s) == 0), None)
         if empty is not None:
             raise ValueError(f"text {empty} is empty")

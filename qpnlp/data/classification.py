@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp.data.batching import class_ids
 from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
 
@@ -101,10 +102,8 @@ class ClassificationDataset:
     class_counts: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        labels = np.asarray(self.labels, dtype=np.int64)
+        labels = class_ids(self.labels, len(self.texts))
         object.__setattr__(self, "labels", labels)
-        if labels.shape != (len(self.texts),):
-            raise ValueError(f"labels must have shape ({len(self.texts)},), got {labels.shape}")
         C = len(self.label_names)
         if labels.size and (labels.min() < 0 or labels.max() >= C):
             raise ValueError(f"labels must lie in 0..{C - 1}, got range {labels.min()}..{labels.max()}")

@@ -31,6 +31,7 @@ Example
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,22 +70,32 @@ class TimestampedCorpus:
     docs: tuple
 
     def __post_init__(self):
-        times = np.asarray(self.times, dtype=np.float64).reshape(-1)
+        raw = np.asarray(self.times).reshape(-1)
+        if raw.dtype.kind in "biuf":
+            times = raw.astype(np.float64, copy=False)
+        else:        # a cast would turn datetime64 into days since 1970 and None into NaN without a word
+            times = np.array([_time(t, i) for i, t in enumerate(raw)], dtype=np.float64)
         if times.shape[0] != len(self.docs):
             raise ValueError(f"times has {times.shape[0]} entries but there are {len(self.docs)} documents")
         if times.size and not np.isfinite(times).all():
-            raise ValueError(f"times must be finite; got {times[~np.isfinite(times)][0]}")
+            i = int(np.flatnonzero(~np.isfinite(times))[0])
+            raise ValueError(f"times must be finite; got {times[i]} at index {i}")
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "docs", tuple(self.docs))
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[float, list[str]]]) -> "TimestampedCorpus":
-        """Build from an iterable of ``(time, tokens)``."""
+        """Build from an iterable of ``(time, tokens)``.
+
+        A time is a number (usually the year); ``None``, a date or a word is
+        refused with the document's index (a date is not converted: pass its
+        year).
+        """
         times, docs = [], []
-        for t, toks in pairs:
+        for i, (t, toks) in enumerate(pairs):
             if isinstance(toks, str):
                 raise TypeError(f"the tokens of time {t} must be a list of tokens, not the string {toks[:40]!r}")
-            times.append(float(t))
+            times.append(_time(t, i))
             docs.append(list(toks))
         return cls(np.asarray(times, dtype=np.float64), tuple(docs))
 
@@ -133,6 +144,18 @@ class TimestampedCorpus:
             doc_ids=np.repeat(np.arange(len(self.docs), dtype=np.int64), lens),
             times=self.times.copy(),
         )
+
+
+def _time(value, i: int) -> float:
+    """``float(value)``, the time of document ``i``; ``TypeError`` / ``ValueError`` naming ``i`` and the value."""
+    if isinstance(value, (datetime.date, np.datetime64)):
+        year = f"its year ({value.year})" if isinstance(value, datetime.date) else "its year"
+        raise TypeError(f"the time of document {i} is the date {value!r}; times are numbers: pass {year} or a "
+                        f"fractional year")
+    try:
+        return float(value)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"the time of document {i} must be a number (e.g. the year); got {value!r}") from None
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,9 @@ def save_checkpoint(directory: str | os.PathLike, model: Model, *, vocabulary: V
 
 
 def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> Checkpoint:
-    """Rebuild the model, vocabulary and metadata saved in ``directory``."""
+    """Rebuild the model, vocabulary and metadata saved in ``directory`` (``FileNotFoundError`` when it is missing)."""
+    if not Path(directory).exists():
+        raise FileNotFoundError(f"checkpoint {directory} does not exist")
     header = read_model_header(directory)
     model = Model.from_pretrained(directory, device=device)
     path = Path(directory) / VOCABULARY_FILE

@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +22,31 @@ import numpy as np
 import torch
 from torch import nn
 
-from qpnlp.data import (ClassificationDataset, EncodedTexts, PretrainedVectors, Split, Vocabulary,
+from qpnlp.data import (ClassificationDataset, EncodedTexts, OOVReport, PretrainedVectors, Split, Vocabulary,
                         embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import Model, get_model_class, registered_models
 
 from .trainer import (ConfigError, FitResult, TrainConfig, TrainingDiverged, TrainingInterrupted, accuracy, fit,
                       seed_everything)
 
+
+# Below this share of the training words with a pretrained vector, the vectors are most likely the wrong ones.
+MIN_VECTOR_COVERAGE = 0.1
+
+
+def warn_low_coverage(report: OOVReport) -> None:
+    """Warn (``UserWarning``) when pretrained vectors cover under :data:`MIN_VECTOR_COVERAGE` of the training words.
+
+    Such vectors are most likely the wrong file (another language, another
+    letter case): the words without one start from random vectors. Shared by
+    :func:`prepare` and :func:`qpnlp.training.matching.prepare_qa`.
+    """
+    found = report.n_words - report.n_oov
+    if report.n_words and found < MIN_VECTOR_COVERAGE * report.n_words:
+        warnings.warn(f"the pretrained vectors cover {found}/{report.n_words} training words "
+                      f"({100 * found / report.n_words:.1f}%; missing e.g. {', '.join(report.examples[:3])}): the "
+                      f"others start from random vectors. Wrong vectors file (another language, another letter "
+                      f"case)?", UserWarning, stacklevel=3)
 
 
 @dataclass
@@ -60,7 +79,9 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
 
     ``pretrained_fallback = n > 0`` appends n more words, the first (for GloVe:
     most frequent) pretrained words the training vocabulary lacks
-    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`).
+    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`). Vectors that
+    cover almost none of the training words are warned about
+    (:func:`warn_low_coverage`).
     """
     train, dev, test = split.subsets(dataset)
     present = np.unique(train.labels)
@@ -73,6 +94,7 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     matrix, oov = None, None
     if pretrained is not None:
         array, report = embedding_matrix_for(vocab, pretrained, seed=seed)
+        warn_low_coverage(report)
         matrix, oov = torch.from_numpy(array), report.rate
     return Prepared(vocab, encode(train), encode(dev), encode(test), matrix, oov)
 

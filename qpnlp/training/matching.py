@@ -37,6 +37,7 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
+from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_integers,
@@ -103,6 +104,8 @@ def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: Pretr
     (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`), so a dev or test
     word unseen in training keeps its own pretrained state (and an exact
     question-answer word overlap stays visible) instead of becoming ``<unk>``.
+    Vectors that cover almost none of the training words are warned about
+    (:func:`~qpnlp.training.classification.warn_low_coverage`).
 
     Returns ``(vocab, encoded: dict split -> EncodedQA, matrix or None, oov_rate or None)``.
     """
@@ -113,6 +116,7 @@ def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: Pretr
     matrix, oov = None, None
     if pretrained is not None:
         array, report = embedding_matrix_for(vocab, pretrained, seed=seed)
+        warn_low_coverage(report)
         matrix, oov = torch.from_numpy(array), report.rate
     return vocab, encoded, matrix, oov
 

@@ -64,6 +64,22 @@ def test_dataset_and_collate():
         EncodedTexts([[]], [0])
 
 
+@pytest.mark.parametrize("labels, fragment", [
+    ([0, 0.5, 1.7], r"labels\[1\] is 0.5"), ([1, float("nan")], r"labels\[1\] is nan"),
+    (np.array([0.0, 2.25]), r"labels\[1\] is 2.25"), (torch.tensor([0.5, 1.0]), r"labels\[0\] is 0.5"),
+    (["0", "1"], "integers .* array of str")])
+def test_labels_that_are_not_integers_are_refused(labels, fragment):
+    """Float labels such as 0.5 and 1.7 were truncated to the classes 0 and 1 without a word."""
+    with pytest.raises(ValueError, match=fragment):
+        EncodedTexts([[2]] * len(labels), labels)
+
+
+def test_integer_valued_float_labels_are_class_ids():
+    assert EncodedTexts([[2], [3]], np.array([1.0, 0.0])).labels.tolist() == [1, 0]
+    assert EncodedTexts([[2], [3]], torch.tensor([1, 0], dtype=torch.int32)).labels.dtype == torch.long
+    assert len(EncodedTexts([], [])) == 0
+
+
 def _orders(ds, **kw):
     return [labels.tolist() for _, _, labels in iterate_batches(ds, **kw)]
 

@@ -177,3 +177,11 @@ def test_real_trec(data_root):
     test_counts = dict(zip(ds.label_names, np.bincount(ds.labels[ds.fixed_splits["test"]]).tolist()))
     assert test_counts == {"ABBR": 9, "DESC": 138, "ENTY": 94, "HUM": 65, "LOC": 81, "NUM": 113}
     assert any("\u00f0" in t for text in ds.texts for t in text)  # the ISO-8859-1 line decoded
+
+
+def test_a_label_that_is_not_a_class_id_is_refused_not_truncated():
+    """``ClassificationDataset`` cast 0.5 and 1.7 to the classes 0 and 1 itself, before any batching."""
+    texts = [["a"], ["b"], ["c"]]
+    with pytest.raises(ValueError, match=r"labels\[1\] is 0.5"):
+        ClassificationDataset("toy", texts, [0, 0.5, 1.7], ("neg", "pos"))
+    assert ClassificationDataset("toy", texts, [0.0, 1.0, 1.0], ("neg", "pos")).labels.tolist() == [0, 1, 1]

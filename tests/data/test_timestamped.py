@@ -1,4 +1,5 @@
 import bz2
+import datetime
 import gzip
 
 import numpy as np
@@ -48,6 +49,32 @@ def test_from_pairs_refuses_a_string_for_the_tokens():
     # list("a b") would be the characters ["a", " ", "b"]
     with pytest.raises(TypeError, match="list of tokens"):
         TimestampedCorpus.from_pairs([(1900, "a b")])
+
+
+@pytest.mark.parametrize("bad, error, fragment", [
+    (None, TypeError, "time of document 1 must be a number .*got None"),
+    ("soon", ValueError, "time of document 1 must be a number .*got 'soon'"),
+    (datetime.datetime(1950, 5, 1), TypeError, r"time of document 1 is the date .*pass its year \(1950\)"),
+    (datetime.date(1950, 5, 1), TypeError, r"time of document 1 is the date .*pass its year \(1950\)"),
+    (np.datetime64("1950-05-01"), TypeError, "time of document 1 is the date"),
+])
+def test_a_time_that_is_not_a_number_names_the_document(bad, error, fragment):
+    """A None or a date gave float()'s bare TypeError, naming neither the time nor the document."""
+    with pytest.raises(error, match=fragment):
+        TimestampedCorpus.from_pairs([(1900, ["a"]), (bad, ["b"])])
+    with pytest.raises(error, match=fragment):
+        TimestampedCorpus(np.array([1900, bad], dtype=object), (["a"], ["b"]))
+
+
+def test_the_constructor_converts_no_date_and_no_none_into_a_number():
+    """numpy made days since 1970 of a datetime64 array and NaN of a None, without a word."""
+    with pytest.raises(TypeError, match="time of document 0 is the date"):
+        TimestampedCorpus(np.array(["1950-05-01"], dtype="datetime64[D]"), (["a"],))
+    with pytest.raises(TypeError, match="time of document 1 must be a number .*got None"):
+        TimestampedCorpus([1900, None], (["a"], ["b"]))
+    with pytest.raises(ValueError, match="times must be finite; got nan at index 1"):
+        TimestampedCorpus([1900, float("nan")], (["a"], ["b"]))
+    assert TimestampedCorpus(["1950"], (["a"],)).times.tolist() == [1950.0]   # a numeric string, as float() reads it
 
 
 def test_tsv_stream_shard_checks_the_rank(tmp_path):

@@ -1,6 +1,7 @@
 """Matching losses, negative sampling, training loop and the `qpnlp train cnm` / `evaluate` commands."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -132,6 +133,21 @@ def test_observed_splits_join_the_history_without_changing_selection_or_results(
     curve = [h["test"] for h in observed.history]
     assert len(curve) == len(observed.history) and all(0.0 <= m["map"] <= 1.0 for m in curve)
     assert curve[observed.best_epoch - 1] == observed.evaluation["test"]
+
+
+def test_vectors_that_cover_almost_no_training_word_are_warned_about():
+    """Vectors of another language or letter case left every word random, and nothing said so."""
+    from qpnlp.data import QADataset, from_matrix
+    from qpnlp.training.matching import prepare_qa
+
+    qa = QADataset("toy", "train", ["what is good ?"], ["good thing .", "bad answer ."], np.array([1, 0]),
+                   np.array([0, 0]), (np.arange(2),), 1, 0, 0, True)
+    words = ["what", "is", "good", "?", "thing", ".", "bad", "answer"]
+    with pytest.warns(UserWarning, match=r"pretrained vectors cover 0/8 training words \(0.0%"):
+        prepare_qa(qa, {}, from_matrix([w.upper() for w in words if w.isalpha()], np.ones((6, 3))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare_qa(qa, {}, from_matrix(words[:1], np.ones((1, 3))))     # 1/8 = 12.5%: no warning
 
 
 def test_default_train_split_finds_train_all_as_load_qa_does(tmp_path):

@@ -1,5 +1,7 @@
 """Hyper-parameter selection on dev inside a split (the papers' parameter pool, without looking at test)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -164,6 +166,20 @@ def test_model_options_that_contradict_the_data_are_refused():
     _, config = build_classifier("qpdn", prepare(data, split, glove), 2, dict(OPTIONS, dim=4, num_classes=2), seed=0)
     assert (config["dim"], config["num_classes"]) == (4, 2)                    # the data's own values are fine
     assert build_classifier("qpdn", prepare(data, split, None), 2, OPTIONS, seed=0)[1]["dim"] == 6
+
+
+def test_vectors_that_cover_almost_no_training_word_are_warned_about():
+    """Vectors of another language or letter case left every word random, and nothing said so."""
+    data, split = _toy_dataset()
+    words = [f"{c}{i}" for c in "ab" for i in range(8)]
+    with pytest.warns(UserWarning, match=r"pretrained vectors cover 0/16 training words \(0.0%.*Wrong vectors"):
+        prepare(data, split, from_matrix([w.upper() for w in words], np.ones((16, 4))))
+    with pytest.warns(UserWarning, match=r"cover 1/16 training words \(6.2%"):
+        prepare(data, split, from_matrix(["a1"], np.ones((1, 4))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare(data, split, from_matrix(["a1", "b1"], np.ones((2, 4))))      # 2/16 = 12.5%: no warning
+        prepare(data, split, from_matrix(words, np.ones((16, 4))))
 
 
 def test_no_split_results_is_not_a_mean_of_nan():

@@ -111,6 +111,15 @@ def test_checkpoint_round_trip(tmp_path, kw):
     assert checkpoint.metadata["seed"] == 3
 
 
+def test_load_checkpoint_says_a_missing_directory_does_not_exist(tmp_path):
+    """A path that does not exist was called 'not a saved qpnlp model (no config.json)'."""
+    with pytest.raises(FileNotFoundError, match="checkpoint .*missing does not exist"):
+        load_checkpoint(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="not a saved qpnlp model"):
+        load_checkpoint(tmp_path / "empty")
+
+
 class _Evil:
     def __reduce__(self):
         return (print, ("executed",))
@@ -124,8 +133,6 @@ def test_checkpoint_loading_never_unpickles_code(tmp_path, capsys):
     with pytest.raises(ValueError, match="not a readable qpnlp 0.1 checkpoint"):
         convert_legacy_checkpoint(path, tmp_path / "out")      # the converter reads with weights_only=True
     assert "executed" not in capsys.readouterr().out
-    with pytest.raises(FileNotFoundError, match="not a saved qpnlp model"):
-        load_checkpoint(tmp_path / "missing")
     torch.save({"format": "something-else"}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a qpnlp 0.1 checkpoint"):
         convert_legacy_checkpoint(tmp_path / "other.pt", tmp_path / "out")
