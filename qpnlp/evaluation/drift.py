@@ -181,7 +181,7 @@ def _period_mean(X: torch.Tensor, years: np.ndarray, period: tuple, name: str) -
     if not bool(inside.any()):
         raise ValueError(f"the {name} period {tuple(period)} contains no time of the grid "
                          f"(times {float(y.min()):g} .. {float(y.max()):g})")
-    return X[inside].mean(0)
+    return X[inside.to(X.device)].mean(0)                  # the years are on the CPU, X may be on CUDA
 
 
 def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple) -> torch.Tensor:
@@ -229,7 +229,7 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
 
     Returns
     -------
-    torch.Tensor, shape (W,), float64 years
+    torch.Tensor, shape (W,), float64 years, on the device of ``E``
 
     Raises
     ------
@@ -245,7 +245,7 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     years = _years(years, T, increasing=True)
     cs = torch.cumsum(X, 0)  # (T, W, D)
     total = cs[-1]
-    s = torch.arange(1, T, dtype=torch.float64)  # n_a for split after index s-1
+    s = torch.arange(1, T, dtype=torch.float64, device=X.device)  # n_a for split after index s-1
     ma = cs[:-1] / s[:, None, None]
     mb = (total - cs[:-1]) / (T - s)[:, None, None]
     score = (s * (T - s) / T)[:, None] * ((ma - mb) ** 2).sum(-1)  # (T-1, W)
@@ -253,7 +253,7 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     if valid.any():
         score[~valid] = -float("inf")
     best = score.argmax(0)  # split between best and best + 1
-    y = torch.as_tensor(years, dtype=torch.float64)
+    y = torch.as_tensor(years, dtype=torch.float64, device=X.device)  # best is on E's device (CUDA)
     return (y[best] + y[best + 1]) / 2
 
 

@@ -19,6 +19,17 @@ from ._batched import Batched
 from ._linalg import inner, normalize, outer, promote, trace
 
 
+def _at_precision_of(result: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
+    """``result`` as the check of it sees it: complex64 unless every one of ``inputs`` is float64 or complex128.
+
+    A complex64 operand is exact only to float32's round-off; promoted to complex128 with the other, its result
+    would be held to float64's tolerance, and a unitary (or a state) of complex64 refused.
+    """
+    if all(t.dtype in (torch.float64, torch.complex128) for t in inputs):
+        return result
+    return result.to(torch.complex64)
+
+
 class PureState(Batched):
     r"""A batch of pure states :math:`|w\rangle = \sum_j r_j e^{i\phi_j} |e_j\rangle`.
 
@@ -163,8 +174,8 @@ class PureState(Batched):
         M.check_operator("unitary", unitary, self.dim, self.batch_shape)
         u, data = promote(unitary, self._data)
         out = (u @ data.unsqueeze(-1)).squeeze(-1)
-        if V.enabled():
-            V.check_unit_norm("evolve(unitary): U|w>", out)
+        if V.enabled():            # at the precision of the coarser operand (complex64 unitaries on complex128 states)
+            V.check_unit_norm("evolve(unitary): U|w>", _at_precision_of(out, unitary, self._data))
         return self._trusted(data=out)
 
 
@@ -263,8 +274,8 @@ class DensityMatrix(Batched):
         """
         M.check_operator("observable", observable, self.dim, self.batch_shape)
         rho, a = promote(self._data, observable)
-        if V.enabled():
-            V.check_hermitian("observable", a)
+        if V.enabled():            # at the observable's own precision (a complex64 one is Hermitian to float32's)
+            V.check_hermitian("observable", _at_precision_of(a, observable))
         return (rho * a.mT).sum((-2, -1)).real
 
     def evolve(self, unitary: torch.Tensor) -> "DensityMatrix":
@@ -275,6 +286,6 @@ class DensityMatrix(Batched):
         M.check_operator("unitary", unitary, self.dim, self.batch_shape)
         u, rho = promote(unitary, self._data)
         out = u @ rho @ u.mH
-        if V.enabled():
-            V.check_unit_trace("evolve(unitary): U rho U^dagger", out)
+        if V.enabled():            # at the precision of the coarser operand, as PureState.evolve
+            V.check_unit_trace("evolve(unitary): U rho U^dagger", _at_precision_of(out, unitary, self._data))
         return self._trusted(data=out)

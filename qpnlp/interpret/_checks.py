@@ -61,7 +61,8 @@ def counts(name: str, counts, n: int) -> torch.Tensor:
     """``counts`` as a ``(n,)`` tensor of finite numbers, one per word (a NaN would silently fail every filter)."""
     if isinstance(counts, str):
         raise TypeError(f"{name} must be a sequence of numbers, not a string")
-    values = torch.as_tensor(list(counts))
+    # a tensor (a CUDA one too) in one copy: list() of it gave a 0-dim tensor per word, each read with .item()
+    values = counts.detach().cpu() if isinstance(counts, torch.Tensor) else torch.as_tensor(list(counts))
     if values.shape != (n,) or values.is_complex() or values.dtype == torch.bool:
         raise ValueError(f"{name} must have one number per word ({n}); got {values.dtype} {tuple(values.shape)}")
     finite(name, values)

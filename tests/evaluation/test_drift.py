@@ -166,6 +166,18 @@ def test_change_points_need_two_times():
     assert change_points(E, np.array([2000.0, 2001.0])).tolist() == [2000.5]
 
 
+
+def test_change_points_and_scores_stay_on_the_device_of_the_trajectories(device):
+    # change_points built its split sizes and the years on the CPU: a CUDA E failed on mixing devices
+    E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 1.0]]], dtype=torch.float64, device=device)
+    years = np.array([2000.0, 2001.0, 2002.0, 2003.0])
+    points = change_points(E, years, min_segment=1)
+    assert points.device.type == device.type and points.dtype == torch.float64
+    assert points.cpu().tolist() == [2001.5]
+    scores = change_scores(E, years, (2000, 2001), (2002, 2003))
+    assert scores.device.type == device.type and scores.dtype == torch.float64
+    assert scores.cpu().tolist() == [1.0]
+
 def _century_case(switch):
     """100 yearly times (1900-1999), one abrupt drift word per ``switch`` (strength 1), topics = basis vectors."""
     K, M = 2, 2

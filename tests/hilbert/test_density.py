@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, masked_softmax, validation
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, masked_softmax, random_unitary, validation
 from qpnlp.testing import (assert_allclose, assert_density_matrix, density_matrices, ensembles, pure_states,
                            unitaries)
 
@@ -253,3 +253,20 @@ def test_density_evolve_refuses_a_matrix_that_is_not_a_unitary_of_the_state_dime
         rho.evolve(torch.ones(1, 2))
     with pytest.raises(ValueError, match="unitary.*trace 4"):
         rho.evolve(2 * torch.eye(2))
+
+
+@pytest.mark.parametrize("state_dtype, operator_dtype", [(torch.complex64, torch.complex128),
+                                                         (torch.complex128, torch.complex64)])
+def test_expectation_and_evolve_of_mixed_precisions_check_at_the_coarser_one(state_dtype, operator_dtype, device):
+    # a complex64 observable (Hermitian to 1e-7) or unitary was held to float64's tolerance next to a complex128 rho
+    gen = torch.Generator().manual_seed(1)
+    u = random_unitary(6, dtype=operator_dtype, generator=gen).to(device)
+    observable = u @ torch.diag(torch.linspace(-1, 1, 6, dtype=torch.float64).to(device, operator_dtype)) @ u.mH
+    rho = PureState.normalized(torch.randn(4, 6, dtype=state_dtype, generator=gen).to(device)).proj()
+    value = rho.expectation(observable)
+    assert value.dtype == torch.float64 and value.device.type == device.type
+    moved = rho.evolve(u)
+    assert moved.dtype == torch.complex128 and moved.device.type == device.type
+    assert_allclose(moved.expectation(observable), rho.expectation(u.mH @ observable @ u), atol=1e-5)
+    with pytest.raises(ValueError, match="trace one"):                  # still checked, at float32's tolerance
+        rho.evolve(u * (1 + 1e-3))

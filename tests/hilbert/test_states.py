@@ -191,6 +191,20 @@ def test_evolve_refuses_a_matrix_that_is_not_a_unitary_of_the_state_dimension():
         assert w.evolve(2 * torch.eye(2)).dim == 2                          # the norm is checked only while on
 
 
+@pytest.mark.parametrize("state_dtype, unitary_dtype", [(torch.complex64, torch.complex128),
+                                                         (torch.complex128, torch.complex64)])
+def test_evolve_of_mixed_precisions_checks_the_norm_at_the_coarser_one(state_dtype, unitary_dtype, device):
+    # the norm of U|w> was held to float64's tolerance (2e-14) when either operand was complex64 (exact to 1e-7)
+    gen = torch.Generator().manual_seed(1)
+    w = PureState.normalized(torch.randn(8, 6, dtype=state_dtype, generator=gen).to(device))
+    u = random_unitary(6, dtype=unitary_dtype, generator=gen).to(device)
+    out = w.evolve(u)
+    assert out.dtype == torch.complex128 and out.device.type == device.type
+    assert_pure_state(out, atol=1e-5)
+    with pytest.raises(ValueError, match="unit norm"):                  # still checked, at float32's tolerance
+        w.evolve(u * (1 + 1e-3))
+
+
 def test_sememe_basis_to_a_real_dtype_keeps_it_complex():
     # basis.to(torch.float64) cast the vectors to float64 (dropping their imaginary parts) and then raised
     basis = SememeBasis.random(3, generator=torch.Generator().manual_seed(0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -96,3 +97,14 @@ def test_counts_and_empty_frequency_tables_are_checked():
     with pytest.raises(ValueError, match=r"non-empty \(V, D\)"):     # was an IndexError
         period_table(torch.ones(5, 0), WORDS)
     assert period_table(omega, WORDS, counts=[0, 0, 3, 1, 2], min_count=2)["count"].tolist() == [3, 2]
+
+
+def test_counts_given_as_a_tensor_are_read_in_one_copy(device):
+    # list(counts) made a 0-dim tensor per word and read each with .item() (a GPU sync per word on CUDA; a warning
+    # per word for counts that require grad)
+    model = OrderClassifier(OrderClassifierConfig(num_words=5, num_classes=2, dim=3))
+    counts = torch.tensor([0.0, 0.0, 1.0, 9.0, 9.0], dtype=torch.float64, device=device, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counted = period_table(model, WORDS, counts=counts, min_count=2)
+    assert sorted(counted["word"].tolist()) == ["film", "the"] and counted["count"].tolist() == [9, 9]
