@@ -137,9 +137,10 @@ class ProjectiveMeasurement(nn.Module):
         return (f"dim={self.dim}, num_outcomes={self.num_outcomes}, complete={self.complete}, "
                 f"orthonormal={self.orthonormal}, dtype={self.weight.dtype}")
 
-    def vectors(self) -> torch.Tensor:
-        """The unit measurement vectors ``(k, d)`` (differentiable)."""
-        return self.weight if self.orthonormal else normalize(self.weight)
+    def vectors(self, *, validate: V.Validate = None) -> torch.Tensor:
+        """The unit measurement vectors ``(k, d)`` (differentiable); ``validate`` checks for zero rows (a Python
+        branch on the values: one device sync), default the global mode."""
+        return self.weight if self.orthonormal else normalize(self.weight, validate=validate)
 
     def freeze(self) -> "ProjectiveMeasurement":
         """Stop training the measurement vectors."""
@@ -171,13 +172,13 @@ class ProjectiveMeasurement(nn.Module):
             Real ``(..., k)``: :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
         """
         weights = masked_weights(weights, mask)
-        vectors = self.vectors()                 # unit by construction: only the states and weights are checked
+        vectors = self.vectors(validate=validate)  # unit by construction: only the states and weights are checked
         _checks.born_inputs(states, weights, vectors.unsqueeze(-2), validate, check_vectors=False)
         return born_probabilities(states, weights, vectors, validate=False)
 
     def forward_dense(self, rho: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\rho P_k)` for dense ``(..., d, d)`` -> real ``(..., k)``."""
-        vectors = self.vectors()
+        vectors = self.vectors(validate=validate)
         _checks.dense_inputs(rho, vectors.unsqueeze(-2), validate, check_vectors=False)
         return born_probabilities_dense(rho, vectors, validate=False)
 

@@ -238,7 +238,7 @@ class CNM(Model):
         """
         if self.config.measurement == "povm":
             return self.measurement(states, validate=validate)     # pure states, zero rows at padding
-        return word_probabilities(states, self.measurement.vectors(), validate=validate)
+        return word_probabilities(states, self.measurement.vectors(validate=validate), validate=validate)
 
     def probabilities(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Measured probabilities of the local mixtures, ``(B, W, T, k)`` (zero where no window exists).

@@ -461,9 +461,14 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
             max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
     """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`TrainConfig`)."""
     model.eval()
-    out = [chunked(model, [(ids.to(device), mask.to(device))], length_chunks).float().cpu()
+    out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
            for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
+
+
+def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
+    """Half-precision logits widened to float32; float64 ones kept (dtypes widen, never narrow)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
 
 def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:

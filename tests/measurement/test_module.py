@@ -116,3 +116,14 @@ def test_a_mask_without_weights_is_refused():
     states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=torch.complex64), dim=-1)
     with pytest.raises(ValueError, match="mask needs weights"):
         m(states, mask=torch.tensor([[True, True, False]] * 2))
+
+
+def test_vectors_check_for_zero_rows_only_where_validation_asks():
+    """The zero-row check of a non-orthonormal head is a device sync: ``validate=False`` (what the models pass
+    in training) skips it, as it does for the rest of the forward."""
+    m = ProjectiveMeasurement(3, 2, orthonormal=False)
+    with torch.no_grad():
+        m.weight[0] = 0
+    with pytest.raises(ValueError, match="zero vector"):
+        m.vectors(validate=True)
+    assert torch.isnan(m.vectors(validate=False)[0]).all()

@@ -244,3 +244,16 @@ def test_train_config_refuses_rates_that_are_not_numbers(field, value):
     for bad in (dict(margin="0.1"), dict(pointwise_scale=float("inf")), dict(margin=float("inf"))):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             MatchingConfig(**bad)
+
+
+def test_predict_keeps_the_precision_of_float64_logits():
+    """``predict`` cast every model's logits to float32, narrowing a float64 model's."""
+    from qpnlp.training.trainer import predict
+
+    class Float64Logits(torch.nn.Module):
+        def forward(self, ids, mask):
+            return (ids[:, :1].double() + 1 / 3).expand(-1, 2)
+
+    logits = predict(Float64Logits(), EncodedTexts([[2], [3, 4]], [0, 1]))
+    assert logits.dtype == torch.float64
+    assert logits[0, 0].item() == 2 + 1 / 3
