@@ -1,4 +1,4 @@
-"""Batched qpnlp metrics vs a loop of QuTiP calls: same values, time ratio.
+r"""Batched qpnlp metrics vs a loop of QuTiP calls: same values, time ratio.
 
 For B pairs of states of dimension d (default B=256, d=300), each metric is
 computed once by qpnlp on the whole batch and by a Python loop of QuTiP

@@ -165,6 +165,7 @@ def main() -> None:
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     if args.mode == "profile":
         text = profile(corpus, args)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, f"{args.tag}-profile.txt").write_text(
             f"python benchmarks/word2fun_speed.py profile --tokens {args.tokens} --dim {args.dim}\n{text}\n")
         print(text)
