@@ -6,7 +6,7 @@ AVX2) take about 0.4 ns, with errors of the same size (under 1 ulp of 1 against 
 ``tests/test_trig.py``). The hot paths that evaluate them without autograd call these functions:
 
 - the fused phase lookups of QPDN and CNM (:class:`qpnlp.nn.embedding._PolarLookup`),
-- the complex-order embedding's forward (:class:`qpnlp.nn.position._Polar`),
+- the complex-order embedding's forward (:class:`qpnlp.nn.position_functional._Polar`),
 - Word2Fun's sinusoidal families and their hand-written gradients (:meth:`qpnlp.word2fun.model.Word2Fun.function`).
 
 Everything else goes to torch unchanged: tensors on other devices, other dtypes (numpy's float64 kernels are

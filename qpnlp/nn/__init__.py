@@ -6,25 +6,26 @@ baselines). ``qpnlp.nn`` builds on :mod:`qpnlp.hilbert` and
 :mod:`qpnlp.measurement` only;    the paper models in :mod:`qpnlp.models` are
 built from it.
 
-================================  ===================================================================
-module                            what it holds
-================================  ===================================================================
-:mod:`~qpnlp.nn.functional`       functions on tensors: split activations, per-part product, dropout,
-                                  readouts, masked pooling, unit rows, Hermitian attention scores, input rule
-:mod:`~qpnlp.nn.linear`           :class:`ComplexLinear`, :class:`ComplexConv1d`,
-                                  :class:`ComplexFeedForward`
-:mod:`~qpnlp.nn.activation`       modReLU, Hirose, the sum and product gates (cgRNN poster)
-:mod:`~qpnlp.nn.pointwise`        :class:`ComplexDropout`, :class:`Readout`
-:mod:`~qpnlp.nn.normalization`    :class:`PartLayerNorm`
-:mod:`~qpnlp.nn.attention`        :class:`ComplexMultiheadSelfAttention` (complex-order paper eq. 14)
-:mod:`~qpnlp.nn.unitary`          :class:`StateTransition` (the one unitary mechanism), Cayley step
-:mod:`~qpnlp.nn.recurrent`        :func:`masked_scan` (the one masked recurrence), complex LSTM,
-                                  uRNN and cgRNN cells and the layers that run them
-:mod:`~qpnlp.nn.embedding`        :class:`ComplexWordEmbedding`, :class:`WordWeighting`
-:mod:`~qpnlp.nn.position`         complex-order and real positional embeddings
-:mod:`~qpnlp.nn.mixture`          lazy local mixtures over sliding windows (CNM)
-:mod:`~qpnlp.nn.utils`            :func:`real_parameter_count`
-================================  ===================================================================
+======================================  ===================================================================
+module                                  what it holds
+======================================  ===================================================================
+:mod:`~qpnlp.nn.functional`             functions on tensors: split activations, per-part product, dropout,
+                                        readouts, masked pooling, unit rows, Hermitian attention scores, input rule
+:mod:`~qpnlp.nn.linear`                 :class:`ComplexLinear`, :class:`ComplexConv1d`,
+                                        :class:`ComplexFeedForward`
+:mod:`~qpnlp.nn.activation`             modReLU, Hirose, the sum and product gates (cgRNN poster)
+:mod:`~qpnlp.nn.pointwise`              :class:`ComplexDropout`, :class:`Readout`
+:mod:`~qpnlp.nn.normalization`          :class:`PartLayerNorm`
+:mod:`~qpnlp.nn.attention`              :class:`ComplexMultiheadSelfAttention` (complex-order paper eq. 14)
+:mod:`~qpnlp.nn.unitary`                :class:`StateTransition` (the one unitary mechanism), Cayley step
+:mod:`~qpnlp.nn.recurrent`              :func:`masked_scan` (the one masked recurrence), complex LSTM,
+                                        uRNN and cgRNN cells and the layers that run them
+:mod:`~qpnlp.nn.embedding`              :class:`ComplexWordEmbedding`, :class:`WordWeighting`
+:mod:`~qpnlp.nn.position`               complex-order and real positional embeddings
+:mod:`~qpnlp.nn.position_functional`    functions on tensors of the position encodings: complex-order, TPE
+:mod:`~qpnlp.nn.mixture`                lazy local mixtures over sliding windows (CNM)
+:mod:`~qpnlp.nn.utils`                  :func:`real_parameter_count`
+======================================  ===================================================================
 """
 
 from .activation import (COMPLEX_ACTIVATIONS, GATES, Hirose, ModReLU, ProdGate, SumGate, gate_prod, gate_sum,

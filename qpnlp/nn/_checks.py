@@ -8,12 +8,29 @@ all of them. With validation off no Python branch depends on tensor values.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-__all__ = ["check_ids", "check_mask", "check_token_batch"]
+__all__ = ["check_ids", "check_int", "check_mask", "check_token_batch"]
+
+
+def check_int(name: str, value: object) -> int:
+    """``value`` as an int (``operator.index``: numpy and 0-dim integer tensors too); TypeError for anything else.
+
+    The sizes of the layers (features, channels, heads, words, ...): 4.0 or 2.5 is refused with the argument named,
+    not passed on to torch (an opaque error from ``torch.rand``, or a float ``view`` size that fails only in forward);
+    a bool is refused too. A static check, always on; the caller checks the range.
+    """
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}") from None
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:

@@ -40,6 +40,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ._checks import check_int
+
 __all__ = [
     "COMPLEX_ACTIVATIONS",
     "GATES",
@@ -256,6 +258,7 @@ class ModReLU(nn.Module):
     def __init__(self, num_features: int, init_bias: float = 0.0, *, dtype=None, device=None,
                  scale_first: bool = False):
         super().__init__()
+        num_features = check_int("num_features", num_features)
         self.bias = nn.Parameter(torch.full((num_features,), float(init_bias), dtype=dtype, device=device))
         self.scale_first = scale_first
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_mask
+from ._checks import check_int, check_mask
 from .functional import _from_parts, _parts, hermitian_attention_scores
 from .linear import ComplexLinear, _check_dtype
 
@@ -60,6 +60,7 @@ class ComplexMultiheadSelfAttention(nn.Module):
     def __init__(self, dim: int, heads: int, *, share_parts: bool = False, dropout: float = 0.0,
                  dtype: torch.dtype = torch.complex64, generator: torch.Generator | None = None) -> None:
         super().__init__()
+        dim, heads = check_int("dim", dim), check_int("heads", heads)
         if heads < 1 or dim % heads:
             raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
         if not 0 <= dropout < 1:

@@ -25,7 +25,7 @@ from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import masked_softmax
 
 from . import polar_rows
-from ._checks import check_ids, check_mask
+from ._checks import check_ids, check_int, check_mask
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
 
@@ -336,6 +336,7 @@ class ComplexWordEmbedding(nn.Module):
                  freeze_phase: bool = False, dtype: torch.dtype = torch.float32, padding_idx: int = PAD_ID,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
+        num_words, dim = check_int("num_words", num_words), check_int("dim", dim)
         if num_words < 2 or dim < 1:
             raise ValueError(f"need num_words >= 2 (padding and unknown) and dim >= 1; got {num_words}, {dim}")
         if phase_init not in PHASE_INITS:
@@ -492,7 +493,7 @@ class WordWeighting(nn.Module):
         super().__init__()
         if scheme not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {scheme!r}")
-        self.scheme, self.num_words = scheme, num_words
+        self.scheme, self.num_words = scheme, check_int("num_words", num_words)
         if scheme == "trainable":
             self.table = nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse,
                                       _weight=torch.zeros(num_words, 1, dtype=dtype))

@@ -31,6 +31,7 @@ import math
 import torch
 from torch import Tensor
 
+from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._linalg import squared_norms
 from qpnlp.hilbert._validation import real_dtype_of
 
@@ -154,12 +155,15 @@ def part_mul(a: Tensor, b: Tensor) -> Tensor:
 
     Used for the LSTM gates: a gate in :math:`[0,1] + i[0,1]` scales each part
     of the state independently, so the gated state stays bounded. Plain product for real tensors.
+    ``a`` and ``b`` broadcast (ValueError naming both shapes where they do not).
 
     Examples
     --------
     >>> part_mul(torch.tensor([1 + 2j]), torch.tensor([3 + 4j]))
     tensor([3.+8.j])
     """
+    if a.shape != b.shape:                        # one comparison on the LSTM's path, where they always match
+        V.check_broadcast("a", a.shape, "b", b.shape, what="shape")
     if not (a.is_complex() or b.is_complex()):
         return a * b
     if a.is_complex() and b.is_complex():
@@ -269,7 +273,15 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
 
 
 def _check_steps(x: Tensor, steps: Tensor, name: str) -> None:
-    """Pooling inputs: ``x`` (..., L, D) and a step mask of shape (..., L)."""
+    """Pooling inputs (static checks, always on): real floating or complex ``x`` (..., L, D) and a bool step mask
+    of shape (..., L) on its device. Bool only: a count (2 for a repeated step) would weight a step in the mean."""
+    V.check_tensor("x", x)
+    V.check_tensor(name, steps)
+    if not (x.is_floating_point() or x.is_complex()):
+        raise TypeError(f"x must be a real floating or complex tensor; got {x.dtype}")
+    if steps.dtype != torch.bool:
+        raise TypeError(f"{name} must be a bool tensor (True at the steps that count); got {steps.dtype}")
+    V.check_same_device(("x", x), (name, steps))
     if x.dim() < 2 or steps.shape != x.shape[:-1]:
         raise ValueError(f"{name} must have the shape of x without its last dim, {tuple(x.shape[:-1])}; "
                          f"got {tuple(steps.shape)} for x of shape {tuple(x.shape)}")
@@ -335,7 +347,10 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
 
     Real and imaginary parts are max-pooled separately (the paper's split
     activations act per part). The gradient goes to the maximal step of each
-    part (the first one at ties).
+    part (the first one at ties). Anything at a padded step (NaN, inf) is
+    ignored; NaN at a valid step gives NaN in that part of the result, as
+    ``torch.amax`` does: values are not checked here (that would cost a host
+    synchronisation in every forward pass of the models that pool with it).
 
     Parameters
     ----------
@@ -352,8 +367,6 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
     tensor([[3.+5.j]])
     """
     _check_steps(x, valid, "valid")
-    if valid.dtype != torch.bool:
-        raise TypeError(f"valid must be a bool tensor; got {valid.dtype}")
     if x.shape[-2] == 0:                        # no step at all: zero (max has no identity to start from)
         return x.sum(-2)
     if x.is_complex():                          # both parts in one pass over the [Re, Im] pairs
@@ -380,6 +393,7 @@ def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:
     Parameters
     ----------
     q, k : Tensor, shape (..., Lq, n), (..., Lk, n)
+        One dtype (both complex or both real), one ``n``, broadcastable batch dims (else TypeError or ValueError).
 
     Returns
     -------
@@ -390,6 +404,15 @@ def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:
     >>> hermitian_attention_scores(torch.tensor([[1j, 0]]), torch.tensor([[1 + 0j, 0]]))
     tensor([[0.7071]])
     """
+    V.check_tensor("q", q)
+    V.check_tensor("k", k)
+    if q.dim() < 2 or k.dim() < 2 or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have shapes (..., Lq, n) and (..., Lk, n) with one n; got "
+                         f"{tuple(q.shape)} and {tuple(k.shape)}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have one dtype; got {q.dtype} and {k.dtype}")
+    V.check_same_device(("q", q), ("k", k))
+    V.check_broadcast("q", q.shape[:-2], "k", k.shape[:-2])
     n = q.shape[-1]
     z = q @ k.conj().transpose(-1, -2) if q.is_complex() else q @ k.transpose(-1, -2)
     return (z.abs() if z.is_complex() else z) / math.sqrt(n)

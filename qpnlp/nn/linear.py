@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import check_int
 from .pointwise import ComplexDropout
 from .functional import SPLIT_ACTIVATIONS, as_complex_input, split_activation
 
@@ -101,6 +102,7 @@ class ComplexLinear(nn.Module):
                  dtype: torch.dtype = torch.complex64, generator: torch.Generator | None = None) -> None:
         super().__init__()
         _check_dtype(dtype)
+        in_features, out_features = check_int("in_features", in_features), check_int("out_features", out_features)
         if in_features < 1 or out_features < 1:
             raise ValueError(f"features must be >= 1; got {in_features}, {out_features}")
         if share_parts and not dtype.is_complex:
@@ -177,6 +179,8 @@ class ComplexConv1d(nn.Module):
                  dtype: torch.dtype = torch.complex64, generator: torch.Generator | None = None) -> None:
         super().__init__()
         _check_dtype(dtype)
+        in_channels, out_channels, kernel_size = (check_int(n, v) for n, v in (
+            ("in_channels", in_channels), ("out_channels", out_channels), ("kernel_size", kernel_size)))
         if min(in_channels, out_channels, kernel_size) < 1:
             raise ValueError(f"channels and kernel_size must be >= 1; got {in_channels}, {out_channels}, {kernel_size}")
         if share_parts and not dtype.is_complex:
@@ -224,6 +228,7 @@ class ComplexFeedForward(nn.Module):
                  share_parts: bool = False, dtype: torch.dtype = torch.complex64,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
+        dim, hidden = check_int("dim", dim), check_int("hidden", hidden)
         if activation not in SPLIT_ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose from {sorted(SPLIT_ACTIVATIONS)}")
         self.activation = activation

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ._checks import check_int
 from .linear import _check_dtype, _check_input
 
 __all__ = ["PartLayerNorm"]
@@ -45,6 +46,9 @@ class PartLayerNorm(nn.Module):
     def __init__(self, dim: int, *, eps: float = 1e-5, dtype: torch.dtype = torch.complex64) -> None:
         super().__init__()
         self.dtype = _check_dtype(dtype)
+        dim = check_int("dim", dim)
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1; got {dim}")
         real = dtype.to_real()
         self.norm_re = nn.LayerNorm(dim, eps=eps, dtype=real)
         self.norm_im = nn.LayerNorm(dim, eps=eps, dtype=real) if dtype.is_complex else None

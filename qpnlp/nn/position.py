@@ -77,6 +77,9 @@ The five variants of the paper's Table 2 share one interface (:func:`make_embedd
 Every module has ``forward(ids (B, L), mask (B, L) = None, positions = None) -> (B, L, D)``
 (real for the first three, complex for the last two), an ``is_complex`` flag, a
 ``dim``, and returns exact zeros at padded positions.
+
+The functions on plain tensors (:func:`complex_order_embedding`, the sinusoidal encoding, the default positions)
+live in :mod:`qpnlp.nn.position_functional`; this module re-exports them.
 """
 
 from __future__ import annotations
@@ -85,15 +88,14 @@ import math
 
 import torch
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 
-from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
-
 from qpnlp.hilbert import _validation as V
 
-from ._checks import check_ids, check_mask
+from ._checks import check_ids, check_int, check_mask
 from .embedding import _initial_amplitude, _run, _sparse_backward
+from .position_functional import (TPE_BASE, complex_order_embedding, default_positions,  # noqa: F401
+                                  sinusoidal_frequencies, sinusoidal_position_encoding)
 
 __all__ = [
     "EMBEDDING_KINDS",
@@ -111,140 +113,9 @@ __all__ = [
 EMBEDDING_KINDS = ("none", "pe", "tpe", "complex_vanilla", "complex_order")
 SHARING_SCHEMES = ("none", "word", "dimension")
 FREQUENCY_INITS = ("normal", "uniform", "sinusoidal", "zero")
-TPE_BASE = 10000.0
 
 
-# ----------------------------------------------------------------------------------------------- functional core
-
-class _Polar(torch.autograd.Function):
-    r""":math:`z = r e^{i\alpha}` from real ``r`` and ``alpha`` (broadcast), with the exact derivative for every sign
-    of ``r``: :math:`\partial_r = \Re(\bar e^{i\alpha} g)`, :math:`\partial_\alpha = r \Im(\bar e^{i\alpha} g)`.
-
-    The autograd graph of ``torch.complex(r cos a, r sin a)`` evaluates the sine and cosine again in its backward
-    and keeps four real products; this keeps cos and sin from the forward (complex-order FastText step,
-    benchmarks/complex_order_step.py). torch.polar's own gradient is wrong for negative ``r`` (see
-    :data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
-    """
-
-    @staticmethod
-    def forward(ctx, r, angle):
-        cos, sin = cos_sin(angle)                   # qpnlp._trig: numpy's SIMD kernels for float32 on the CPU
-        ctx.save_for_backward(r, cos, sin)
-        return torch.complex(r * cos, r * sin)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g):
-        r, cos, sin = ctx.saved_tensors
-        g_re, g_im = torch.view_as_real(g.resolve_conj()).unbind(-1)
-        g_r = g_angle = None
-        if ctx.needs_input_grad[0]:
-            g_r = (g_re * cos + g_im * sin).sum_to_size(r.shape)
-        if ctx.needs_input_grad[1]:
-            g_angle = (r * (g_im * cos - g_re * sin)).sum_to_size(cos.shape)
-        return g_r, g_angle
-
-
-def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positions: Tensor | None,
-                            phase: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
-    r"""Evaluate :math:`r \, e^{i(\omega\,\mathrm{pos} + \theta)}` element-wise.
-
-    Parameters
-    ----------
-    amplitude : Tensor, real, shape (..., D) (or broadcastable)
-    frequency : Tensor, real, shape broadcastable to (..., D), optional
-        ``None`` means no position term (complex-vanilla).
-    positions : Tensor, real, shape (...,), optional
-        Required when ``frequency`` is given; broadcast over the last dim.
-    phase : Tensor, real, shape broadcastable to (..., D), optional
-        Initial phases :math:`\theta` (zero when omitted).
-    mask : BoolTensor, shape (...,), optional
-        False entries give exactly 0 (applied to the real amplitude, before the complex value exists).
-
-    Returns
-    -------
-    Tensor, complex, shape (..., D) (the broadcast shape)
-        complex64 for float32 inputs, complex128 for float64.
-
-    Examples
-    --------
-    >>> z = complex_order_embedding(torch.ones(1, 2), torch.tensor([0.0, math.pi / 2]), torch.tensor([1.0]))
-    >>> torch.allclose(z, torch.tensor([[1 + 0j, 1j]]), atol=1e-6)
-    True
-    """
-    angle = amplitude.new_zeros(())
-    if frequency is not None:
-        if positions is None:
-            raise ValueError("positions are required when frequencies are given")
-        angle = frequency * positions.to(amplitude.dtype).unsqueeze(-1)
-    if phase is not None:
-        angle = angle + phase
-    if mask is not None:
-        amplitude = amplitude * mask.unsqueeze(-1).to(amplitude.dtype)
-    shape = torch.broadcast_shapes(amplitude.shape, angle.shape)
-    return _Polar.apply(amplitude.expand(shape), angle.expand(shape))
-
-
-def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = TPE_BASE,
-                           dtype: torch.dtype = torch.float32, device=None) -> Tensor:
-    r"""The TPE angular frequencies :math:`\omega_k = \text{base}^{-2k/d_\text{model}}`, :math:`k = 0..n-1`.
-
-    Parameters
-    ----------
-    n : int
-        Number of frequencies (complex dimension).
-    d_model : int, optional
-        Width of the real encoding they come from (default ``2 n``).
-
-    Returns
-    -------
-    Tensor, real, shape (n,)
-    """
-    d_model = 2 * n if d_model is None else d_model
-    k = torch.arange(n, dtype=dtype, device=device)
-    return base ** (-2.0 * k / d_model)
-
-
-def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = TPE_BASE,
-                                 dtype: torch.dtype | None = None) -> Tensor:
-    r"""Vaswani et al. (2017) eq. 7: :math:`PE_{2k} = \sin(\omega_k \mathrm{pos})`, :math:`PE_{2k+1} = \cos(\omega_k
-    \mathrm{pos})`.
-
-    :math:`\omega_k = \text{base}^{-2k/\text{dim}}`. Odd ``dim`` drops the last cosine.
-
-    Parameters
-    ----------
-    positions : Tensor, real or integer, shape (...,)
-        May be non-integer.
-    dim : int
-
-    Returns
-    -------
-    Tensor, real, shape (..., dim)
-
-    Examples
-    --------
-    >>> sinusoidal_position_encoding(torch.tensor([0.0]), 4)
-    tensor([[0., 1., 0., 1.]])
-    """
-    if dim < 1:
-        raise ValueError(f"dim must be >= 1; got {dim}")
-    dtype = dtype or (positions.dtype if positions.is_floating_point() else torch.get_default_dtype())
-    omega = sinusoidal_frequencies((dim + 1) // 2, dim, base=base, dtype=dtype, device=positions.device)
-    angle = positions.to(dtype).unsqueeze(-1) * omega
-    out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
-    return out[..., :dim]
-
-
-def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtype = torch.float32) -> Tensor:
-    r"""Positions :math:`0..L-1` of the real tokens: ``cumsum(mask) - 1`` (0 at padding), shape (B, L).
-
-    Without a mask, ``arange(L)`` broadcast to ``ids.shape``.
-    """
-    if mask is None:
-        return torch.arange(ids.shape[-1], dtype=dtype, device=ids.device).expand(ids.shape)
-    return (mask.cumsum(-1) - 1).clamp_min(0).to(dtype) * mask
-
+# ----------------------------------------------------------------------------------------------- helpers
 
 def _check_ids_mask(ids: Tensor, mask: Tensor, num_words: int) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != getattr(ids, "shape", None):
@@ -333,6 +204,7 @@ class ComplexOrderEmbedding(nn.Module):
                  sparse: bool = True, freeze_amplitude: bool = False, dtype: torch.dtype = torch.float32,
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
+        num_words, dim = check_int("num_words", num_words), check_int("dim", dim)
         if num_words < 2 or dim < 1:
             raise ValueError(f"need num_words >= 2 (padding and unknown) and dim >= 1; got {num_words}, {dim}")
         if frequency_sharing is not None and frequency_sharing not in SHARING_SCHEMES:
@@ -509,6 +381,8 @@ class RealPositionalEmbedding(nn.Module):
         super().__init__()
         if position not in ("none", "pe", "tpe"):
             raise ValueError(f"position must be 'none', 'pe' or 'tpe'; got {position!r}")
+        num_words, dim, max_len = (check_int(n, v) for n, v in (("num_words", num_words), ("dim", dim),
+                                                                ("max_len", max_len)))
         if num_words < 2 or dim < 1 or max_len < 1:
             raise ValueError(f"need num_words >= 2, dim >= 1, max_len >= 1; got {num_words}, {dim}, {max_len}")
         if dtype not in (torch.float32, torch.float64):

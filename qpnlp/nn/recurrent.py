@@ -60,6 +60,7 @@ from torch import Tensor, nn
 
 from qpnlp.hilbert import _validation as V
 
+from ._checks import check_int
 from .activation import ModReLU, make_activation, make_gate
 from .functional import as_complex_input, part_mul, split_activation
 from .linear import ComplexLinear, _check_dtype
@@ -181,6 +182,7 @@ class ComplexLSTMCell(nn.Module):
     def __init__(self, input_size: int, hidden_size: int, *, dtype: torch.dtype = torch.complex64,
                  share_parts: bool = False, generator: torch.Generator | None = None) -> None:
         super().__init__()
+        input_size, hidden_size = check_int("input_size", input_size), check_int("hidden_size", hidden_size)
         self.input_size, self.hidden_size, self.dtype = input_size, hidden_size, _check_dtype(dtype)
         self.input_proj = ComplexLinear(input_size, 4 * hidden_size, dtype=dtype, share_parts=share_parts,
                                         generator=generator)
@@ -247,6 +249,7 @@ class URNNCell(nn.Module):
     def __init__(self, input_size: int, hidden_size: int, *, dtype: torch.dtype = torch.complex64,
                  share_parts: bool = False, generator: torch.Generator | None = None) -> None:
         super().__init__()
+        input_size, hidden_size = check_int("input_size", input_size), check_int("hidden_size", hidden_size)
         self.input_size, self.hidden_size, self.dtype = input_size, hidden_size, _check_dtype(dtype)
         # V and b are drawn before S, but registered after it: parameters() keeps the order (S, beta, V, b)
         # this cell has always had, so optimiser state and gradient-norm sums are unchanged.
@@ -428,6 +431,7 @@ class CGRNNCell(nn.Module):
         super().__init__()
         if dtype not in (torch.complex64, torch.complex128):
             raise TypeError(f"dtype must be complex64 or complex128; got {dtype}")
+        input_size, hidden_size = check_int("input_size", input_size), check_int("hidden_size", hidden_size)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.dtype = dtype

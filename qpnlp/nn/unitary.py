@@ -68,8 +68,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 
+from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import random_unitary
 
+from ._checks import check_int
 from .linear import _init_weight
 
 __all__ = [
@@ -127,7 +129,8 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     ----------
     w : Tensor, complex, shape (n, n), unitary
     grad : Tensor, complex, shape (n, n)
-        Euclidean gradient as stored by torch (:math:`\partial_{\Re} + i\,\partial_{\Im}`).
+        Euclidean gradient as stored by torch (:math:`\partial_{\Re} + i\,\partial_{\Im}`); the shape, dtype
+        and device of ``w`` (else ValueError or TypeError).
     lr : float
         Step size :math:`\lambda`.
 
@@ -142,6 +145,14 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     >>> unitarity_error(cayley_step(w, g, lr=0.5)) < 1e-12
     True
     """
+    V.check_tensor("w", w)
+    V.check_tensor("grad", grad)
+    if w.dim() != 2 or w.shape[0] != w.shape[1] or grad.shape != w.shape:
+        raise ValueError(f"w must be a square matrix (n, n) and grad of its shape; got {tuple(w.shape)} and "
+                         f"{tuple(grad.shape)}")
+    if grad.dtype != w.dtype:
+        raise TypeError(f"grad must have the dtype of w {w.dtype}; got {grad.dtype}")
+    V.check_same_device(("w", w), ("grad", grad))
     a = grad @ w.mH - w @ grad.mH
     eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
     half = 0.5 * lr
@@ -236,6 +247,7 @@ class StateTransition(nn.Module):
             raise ValueError(f"unknown transition mode {mode!r}; expected one of {_MODES}")
         if not dtype.is_complex and not (mode == "skew_expm" and dtype in (torch.float32, torch.float64)):
             raise TypeError(f"dtype must be complex (or float32/float64 for 'skew_expm'); got {dtype}")
+        n = check_int("n", n)
         self.mode = mode
         self.n = n
         if mode == "skew_expm":
