@@ -15,7 +15,7 @@ import dataclasses
 
 import torch
 
-__all__ = ["PrecisionMixin"]
+__all__ = ["PrecisionMixin", "recorded_precision"]
 
 
 class PrecisionMixin:
@@ -102,3 +102,13 @@ def _precision_of(dtype: torch.dtype, owner: str) -> torch.dtype:
     if dtype in (torch.float64, torch.complex128):
         return torch.float64
     raise TypeError(f"{owner} supports float32/complex64 and float64/complex128 only; got {dtype}")
+
+
+def recorded_precision(config) -> torch.dtype | None:
+    """The real dtype a config records (its ``complex128`` or ``precision`` field); None if it records none."""
+    names = {f.name for f in dataclasses.fields(config)}
+    if "complex128" in names:
+        return torch.float64 if config.complex128 else torch.float32
+    if "precision" in names:
+        return torch.float64 if config.precision == "double" else torch.float32
+    return None

@@ -59,13 +59,14 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -75,6 +76,8 @@ from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
 from ._precision import PrecisionMixin
+from ._state_checks import (_check_before_allocation, _check_finite, _check_savable, _check_shapes, _check_vocabulary,
+                            _meta_skeleton, _restored, _storable)
 
 __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
@@ -166,10 +169,12 @@ def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any
     if base in _JSON_TYPES:
         allowed = _JSON_TYPES[base]
         ok = isinstance(value, allowed) and (base == "bool" or not isinstance(value, bool))
-        if ok and base == "float" and not math.isfinite(value):
-            raise ValueError(f"{owner}.{name} must be finite; got {value!r}")
+        if ok and base == "float" and not _finite(value):
+            raise ValueError(f"{owner}.{name} must be finite (a float); got {_short(value)}")
     elif base.startswith("list"):
         ok = isinstance(value, list) and _items_match(base, value)
+        if ok and "float" in base and not all(_finite(v) for v in value):
+            raise ValueError(f"{owner}.{name} must be finite (floats); got {_short(value)}")
     elif base.startswith("tuple"):
         ok = isinstance(value, (list, tuple))
     elif base.startswith("dict"):
@@ -178,6 +183,19 @@ def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any
         return
     if not ok:
         raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {value!r}")
+
+
+def _finite(value: float) -> bool:
+    """A finite float (an int beyond the float range, 10**400, is not: ``math.isfinite`` raised OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _items_match(annotation: str, values: list) -> bool:
@@ -193,13 +211,24 @@ def _items_match(annotation: str, values: list) -> bool:
 def register_model(name: str):
     """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name)."""
 
+    if not isinstance(name, str) or not name.strip():
+        # `@register_model` without a name replaced the class by this function; "" or 3 broke saving and listing
+        raise TypeError(f"register_model needs a non-empty name string: decorate with @register_model(\"name\"); "
+                        f"got {name!r}")
+
     def decorate(cls: type[Model]) -> type[Model]:
         if not (isinstance(cls, type) and issubclass(cls, Model)):
             raise TypeError(f"register_model({name!r}) needs a Model subclass; got {cls!r}")
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"a model named {name!r} is already registered ({_REGISTRY[name].__qualname__})")
-        if not dataclasses.is_dataclass(getattr(cls, "config_class", None)):
-            raise TypeError(f"{cls.__qualname__}.config_class must be a ModelConfig dataclass")
+        other = next((n for n, c in _REGISTRY.items() if c is cls and n != name), None)
+        if other is not None:               # one class, one name: the first would save under the second
+            raise ValueError(f"{cls.__qualname__} is already registered as {other!r}; unregister_model({other!r}) "
+                             f"first to rename it")
+        config_class = getattr(cls, "config_class", None)
+        if not (dataclasses.is_dataclass(config_class) and isinstance(config_class, type)
+                and issubclass(config_class, ModelConfig)):
+            raise TypeError(f"{cls.__qualname__}.config_class must be a ModelConfig dataclass; got {config_class!r}")
         if cls.task not in TASKS:
             raise ValueError(f"{cls.__qualname__}.task must be one of {TASKS}; got {cls.task!r}")
         cls.name = name
@@ -342,6 +371,10 @@ class Model(PrecisionMixin, nn.Module):
 
         ``metadata`` (JSON: data set, split, label names, training settings, ...)
         is stored in ``config.json`` and returned by :func:`read_model_header`.
+        What :meth:`from_pretrained` would refuse is refused before anything is
+        written (ValueError): tensors holding NaN or infinite values, tensors
+        that do not match the config (names, shapes, dtypes, the recorded
+        precision); a vocabulary that is not a Vocabulary (TypeError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
             # a subclass inherits its registered base's name: saved under it, it would load as the base class
@@ -351,7 +384,11 @@ class Model(PrecisionMixin, nn.Module):
         header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=dict(metadata or {}),
                       qpnlp_version=_version())
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"
-        tensors, stored_metadata = _storable(self.state_dict())
+        where, state = f"cannot save {type(self).__name__} to {directory}", self.state_dict()
+        _check_savable(where, type(self), self.config, state)       # never write what from_pretrained refuses
+        if vocabulary is not None:
+            _check_vocabulary(where, vocabulary)
+        tensors, stored_metadata = _storable(state)
         with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
             (tmp / CONFIG_FILE).write_text(text)
             save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name,
@@ -368,10 +405,20 @@ class Model(PrecisionMixin, nn.Module):
         tensors' shapes, before any parameter is allocated; stored tensors
         holding NaN or infinite values are refused. A ``device`` this
         machine lacks is refused before anything is read. Errors name the
-        file at fault.
+        file at fault, and the versions when a newer qpnlp saved the model.
         """
         device = resolve_device(device)
         header = read_model_header(directory)
+        try:
+            return cls._from_header(directory, header).to(device).eval()
+        except ValueError as err:       # a newer qpnlp's checkpoint: say so (its config or tensors may be new)
+            note = _newer_version_note(header)
+            if not note:
+                raise
+            raise ValueError(f"{err}{note}") from None
+
+    @classmethod
+    def _from_header(cls, directory: str | os.PathLike, header: dict) -> Model:
         config_path = Path(directory) / CONFIG_FILE
         try:
             klass = get_model_class(header["model"])
@@ -389,11 +436,23 @@ class Model(PrecisionMixin, nn.Module):
         except (SafetensorError, OSError) as err:
             raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
         _check_finite(path, state)
-        _check_before_allocation(path, klass, config, state)
-        model = klass.empty(config)
+        with _builds_a_model(config_path, header["model"]):
+            skeleton = _meta_skeleton(klass, config)
+        _check_before_allocation(path, skeleton, config, state)
+        with _builds_a_model(config_path, header["model"]):
+            model = klass.empty(config)
         _check_shapes(path, model.state_dict(), state)
         model.load_state_dict(state)
-        return model.to(device).eval()
+        return model
+
+
+@contextlib.contextmanager
+def _builds_a_model(config_path: Path, name: str) -> Iterator[None]:
+    """A config that passes ``from_dict`` but that the model's layers refuse: a ValueError naming the file."""
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{config_path}: the {name!r} config builds no model ({type(err).__name__}: {err})") from None
 
 
 def read_model_header(directory: str | os.PathLike) -> dict:
@@ -422,98 +481,25 @@ def read_model_header(directory: str | os.PathLike) -> dict:
     if not isinstance(header.get("config"), dict) or not isinstance(header.get("model"), str):
         raise ValueError(f"{path} lacks its model name or config")
     header.setdefault("metadata", {})
+    if not isinstance(header["metadata"], dict):      # a list or a string reached load_checkpoint's callers
+        raise ValueError(f"{path}: metadata must be a JSON object; got {type(header['metadata']).__name__}")
+    if not isinstance(header.get("qpnlp_version", ""), str):
+        raise ValueError(f"{path}: qpnlp_version must be a string; got {header['qpnlp_version']!r}")
     return header
 
 
-# safetensors stores complex64 but not complex128: those tensors are stored as their float64 real view
-# (..., 2) and listed in the file's metadata under this key.
-_COMPLEX128_KEY = "qpnlp_complex128"
+def _newer_version_note(header: Mapping[str, Any]) -> str:
+    """A note for errors on a checkpoint saved by a newer qpnlp than this one ("" otherwise)."""
+    saved, installed = header.get("qpnlp_version"), _version()
+    if not isinstance(saved, str) or _release(saved) <= _release(installed):
+        return ""
+    return f" (saved by qpnlp {saved}, newer than this qpnlp {installed}: upgrade qpnlp to load it)"
 
 
-def _storable(state: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """CPU copies of the state dict that safetensors can store, and the metadata that restores them."""
-    tensors, wide = {}, []
-    for key, value in state.items():
-        value = value.detach().cpu()
-        if value.dtype == torch.complex128:
-            value, _ = torch.view_as_real(value.resolve_conj()), wide.append(key)
-        tensors[key] = value.contiguous().clone()
-    return tensors, ({_COMPLEX128_KEY: json.dumps(wide)} if wide else {})
-
-
-def _restored(state: dict[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
-    """The state dict as saved: complex128 tensors (stored as float64 real views) back to complex128."""
-    with safe_open(str(path), framework="pt") as handle:
-        metadata = handle.metadata() or {}
-    try:
-        wide = json.loads(metadata.get(_COMPLEX128_KEY, "[]"))
-    except json.JSONDecodeError:
-        raise ValueError(f"{path}: unreadable {_COMPLEX128_KEY} metadata") from None
-    for key in wide:
-        value = state.get(key)
-        if value is None or value.dtype != torch.float64 or value.dim() < 1 or value.shape[-1] != 2:
-            raise ValueError(f"{path}: tensor {key!r} is listed as complex128 but is not a float64 (..., 2) view")
-        state[key] = torch.view_as_complex(value.clone())          # a fresh, aligned buffer
-    return state
-
-
-def _check_finite(path: Path, state: Mapping[str, torch.Tensor]) -> None:
-    """Refuse stored floating or complex tensors that hold NaN or infinite values (a diverged or corrupt model)."""
-    for key, value in state.items():
-        if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
-            raise ValueError(f"{path}: tensor {key!r} holds NaN or infinite values; the saved model is unusable")
-
-
-def _check_before_allocation(path: Path, klass: type[Model], config, state: Mapping[str, torch.Tensor]) -> None:
-    """Check the config against the stored tensors before the model allocates anything.
-
-    The model is built on the ``meta`` device (shapes only, no memory) and its
-    shapes are compared with the stored ones, so a tampered config
-    (``num_words=2e9`` next to a small weights file) is refused before
-    anything is allocated. torch's orthogonal parametrisation checks its
-    initial value (``Tensor.item``), which a meta tensor cannot do; that check
-    is skipped for the skeleton (its shapes do not depend on it).
-    """
-    try:
-        with torch.device("meta"), _orthogonality_check_skipped():
-            skeleton = klass.empty(config)
-    except (RuntimeError, NotImplementedError):
-        # Some initialisations cannot run on meta (e.g. a QR decomposition): bound the vocabulary, count and
-        # dimension sizes instead, which are what a tampered config inflates, by the largest stored dimension.
-        largest = max((max(t.shape, default=1) for t in state.values()), default=1)
-        for key, value in config.to_dict().items():
-            sized = key.startswith("num_") or key in ("vocab_size", "dim")
-            if sized and isinstance(value, int) and not isinstance(value, bool) and value > largest:
-                raise ValueError(f"{path}: config value {key}={value} exceeds every stored tensor dimension "
-                                 f"(largest {largest}); the config does not describe these weights") from None
-        return
-    _check_shapes(path, skeleton.state_dict(), state)
-
-
-@contextlib.contextmanager
-def _orthogonality_check_skipped() -> Iterator[None]:
-    from torch.nn.utils import parametrizations
-
-    original = getattr(parametrizations, "_is_orthogonal", None)
-    if original is None:                    # another torch version: nothing to skip
-        yield
-        return
-    parametrizations._is_orthogonal = lambda *args, **kwargs: True
-    try:
-        yield
-    finally:
-        parametrizations._is_orthogonal = original
-
-def _check_shapes(path: Path, expected: Mapping[str, torch.Tensor], stored: Mapping[str, torch.Tensor]) -> None:
-    """Refuse stored tensors whose names, shapes or dtypes do not match the model the config describes."""
-    missing, extra = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
-    if missing or extra:
-        raise ValueError(f"{path} does not match its config: missing tensors {missing[:5]}, "
-                         f"unexpected tensors {extra[:5]}")
-    for key, tensor in expected.items():
-        if tuple(stored[key].shape) != tuple(tensor.shape) or stored[key].dtype != tensor.dtype:
-            raise ValueError(f"{path}: tensor {key!r} is {tuple(stored[key].shape)} {stored[key].dtype} but the "
-                             f"config describes {tuple(tensor.shape)} {tensor.dtype}")
+def _release(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string: "0.2.0.dev0" -> (0, 2, 0); () if it has none."""
+    match = re.match(r"\d+(\.\d+)*", version.strip())
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
 def _version() -> str:

@@ -122,7 +122,8 @@ class OrderClassifierConfig(ModelConfig):
     embedding_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if any(isinstance(k, bool) or int(k) != k for k in self.kernel_sizes):      # 2.7 or True: not a size
+        # 2.7 or True: not a size; "a", None or NaN raised int()'s own error, which named no field
+        if not all(type(k) is int or isinstance(k, float) and k.is_integer() for k in self.kernel_sizes):
             raise ValueError(f"kernel_sizes must be integers; got {list(self.kernel_sizes)}")
         self.kernel_sizes = tuple(int(k) for k in self.kernel_sizes)
         checks = [("network", NETWORKS), ("embedding", EMBEDDING_KINDS), ("rnn_cell", RNN_CELLS),

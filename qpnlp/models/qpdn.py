@@ -103,6 +103,14 @@ class QPDNConfig(ModelConfig):
             *measurement_checks(self, self.dim, self.num_measurements),
             (self.measurement != "povm" or not (self.complete or self.orthonormal),
              "complete and orthonormal apply to measurement='projective' (a POVM always sums to the identity)"),
+            # accepted here, these failed only when the model was built (a config.json that loaded no model)
+            (self.measurement == "povm" or self.complete or self.head != "measurement" or not self.orthonormal
+             or self.num_measurements <= self.dim,
+             f"orthonormal=True needs num_measurements <= dim; got {self.num_measurements} > {self.dim}"),
+            (self.measurement == "povm" or self.complete or self.head != "measurement"
+             or self.measurement_init != "identity" or self.num_measurements <= self.dim,
+             f"measurement_init='identity' needs num_measurements <= dim; got {self.num_measurements} > "
+             f"{self.dim} (use measurement_init='orthogonal')"),
         ]
         self._require(checks)
 

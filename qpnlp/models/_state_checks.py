@@ -1,0 +1,142 @@
+"""The checks of a saved state dict, one home for saving and loading (:mod:`qpnlp.models.base`).
+
+:meth:`~qpnlp.models.Model.save_pretrained` runs the checks that
+:meth:`~qpnlp.models.Model.from_pretrained` runs, so a model is never saved
+in a form its loader refuses: finite values, the tensor names, shapes and
+dtypes the config describes (compared on a ``meta`` skeleton, before any
+allocation) and the precision the config records. Also here: the complex128
+storage of safetensors (a float64 real view listed in the file's metadata).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from ._precision import recorded_precision
+
+__all__: list[str] = []
+
+# safetensors stores complex64 but not complex128: those tensors are stored as their float64 real view
+# (..., 2) and listed in the file's metadata under this key.
+_COMPLEX128_KEY = "qpnlp_complex128"
+
+
+def _storable(state: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """CPU copies of the state dict that safetensors can store, and the metadata that restores them."""
+    tensors, wide = {}, []
+    for key, value in state.items():
+        value = value.detach().cpu()
+        if value.dtype == torch.complex128:
+            value, _ = torch.view_as_real(value.resolve_conj()), wide.append(key)
+        tensors[key] = value.contiguous().clone()
+    return tensors, ({_COMPLEX128_KEY: json.dumps(wide)} if wide else {})
+
+
+def _restored(state: dict[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
+    """The state dict as saved: complex128 tensors (stored as float64 real views) back to complex128."""
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata() or {}
+    try:
+        wide = json.loads(metadata.get(_COMPLEX128_KEY, "[]"))
+    except json.JSONDecodeError:
+        wide = None
+    if not (isinstance(wide, list) and all(isinstance(key, str) for key in wide)):   # "5" was iterated: TypeError
+        raise ValueError(f"{path}: unreadable {_COMPLEX128_KEY} metadata (not a list of tensor names)")
+    for key in wide:
+        value = state.get(key)
+        if value is None or value.dtype != torch.float64 or value.dim() < 1 or value.shape[-1] != 2:
+            raise ValueError(f"{path}: tensor {key!r} is listed as complex128 but is not a float64 (..., 2) view")
+        state[key] = torch.view_as_complex(value.clone())          # a fresh, aligned buffer
+    return state
+
+
+def _check_savable(where: str, klass: type, config, state: Mapping[str, torch.Tensor]) -> None:
+    """What loading checks of a state dict, and the precision the config records: a model moved by
+    ``nn.Module.to`` or by the ``.double()`` of a ``torch.compile`` wrapper (not :meth:`PrecisionMixin.to`)
+    was saved, and its loader then refused it."""
+    _check_finite(where, state)
+    real = recorded_precision(config)
+    for key, value in state.items():
+        if real is not None and (value.is_floating_point() or value.is_complex()) and value.real.dtype != real:
+            raise ValueError(f"{where}: tensor {key!r} is {value.dtype} but the config records {real} (move the "
+                             f"model itself, model.to(dtype), which records the precision; the .to() or "
+                             f".double() of a torch.compile wrapper bypasses it)")
+    _check_before_allocation(where, _meta_skeleton(klass, config), config, state)
+
+
+def _check_vocabulary(where: str, vocabulary) -> None:
+    """A vocabulary to save: something with ``to_dict()`` (a list failed half-way through the save)."""
+    if not callable(getattr(vocabulary, "to_dict", None)):
+        raise TypeError(f"{where}: vocabulary must be a qpnlp Vocabulary; got {type(vocabulary).__name__}")
+
+
+def _check_finite(path: Path, state: Mapping[str, torch.Tensor]) -> None:
+    """Refuse stored floating or complex tensors that hold NaN or infinite values (a diverged or corrupt model)."""
+    for key, value in state.items():
+        if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+            raise ValueError(f"{path}: tensor {key!r} holds NaN or infinite values (a diverged or corrupt model)")
+
+
+def _meta_skeleton(klass: type, config):
+    """The model of ``config`` built on the ``meta`` device (shapes only, no memory); None where its
+    initialisation cannot run there (e.g. a QR decomposition). torch's orthogonal parametrisation checks its
+    initial value (``Tensor.item``), which a meta tensor cannot do; that check is skipped for the skeleton
+    (its shapes do not depend on it). A config that builds no model raises the model's own error."""
+    try:
+        with torch.device("meta"), _orthogonality_check_skipped():
+            return klass.empty(config)
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _check_before_allocation(path: Path | str, skeleton, config, state: Mapping[str, torch.Tensor]) -> None:
+    """Check the config against the stored tensors before the model allocates anything.
+
+    The shapes of the ``meta`` skeleton (:func:`_meta_skeleton`) are compared
+    with the stored ones, so a tampered config (``num_words=2e9`` next to a
+    small weights file) is refused before anything is allocated. Without a
+    skeleton, the vocabulary, count and dimension sizes, which are what a
+    tampered config inflates, are bounded by the largest stored dimension.
+    """
+    if skeleton is not None:
+        _check_shapes(path, skeleton.state_dict(), state)
+        return
+    largest = max((max(t.shape, default=1) for t in state.values()), default=1)
+    for key, value in config.to_dict().items():
+        sized = key.startswith("num_") or key in ("vocab_size", "dim")
+        if sized and isinstance(value, int) and not isinstance(value, bool) and value > largest:
+            raise ValueError(f"{path}: config value {key}={value} exceeds every stored tensor dimension "
+                             f"(largest {largest}); the config does not describe these weights")
+
+
+@contextlib.contextmanager
+def _orthogonality_check_skipped() -> Iterator[None]:
+    from torch.nn.utils import parametrizations
+
+    original = getattr(parametrizations, "_is_orthogonal", None)
+    if original is None:                    # another torch version: nothing to skip
+        yield
+        return
+    parametrizations._is_orthogonal = lambda *args, **kwargs: True
+    try:
+        yield
+    finally:
+        parametrizations._is_orthogonal = original
+
+
+def _check_shapes(path: Path, expected: Mapping[str, torch.Tensor], stored: Mapping[str, torch.Tensor]) -> None:
+    """Refuse stored tensors whose names, shapes or dtypes do not match the model the config describes."""
+    missing, extra = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    if missing or extra:
+        raise ValueError(f"{path}: the state dict does not match its config: missing tensors {missing[:5]}, "
+                         f"unexpected tensors {extra[:5]}")
+    for key, tensor in expected.items():
+        if tuple(stored[key].shape) != tuple(tensor.shape) or stored[key].dtype != tensor.dtype:
+            raise ValueError(f"{path}: tensor {key!r} is {tuple(stored[key].shape)} {stored[key].dtype} but the "
+                             f"config describes {tuple(tensor.shape)} {tensor.dtype}")
