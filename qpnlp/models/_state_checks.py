@@ -4,8 +4,9 @@
 :meth:`~qpnlp.models.Model.from_pretrained` runs, so a model is never saved
 in a form its loader refuses: finite values, the tensor names, shapes and
 dtypes the config describes (compared on a ``meta`` skeleton, before any
-allocation) and the precision the config records. Also here: the complex128
-storage of safetensors (a float64 real view listed in the file's metadata).
+allocation), the precision the config records, and a vocabulary of one word
+per embedding row. Also here: the complex128 storage of safetensors (a
+float64 real view listed in the file's metadata).
 """
 
 from __future__ import annotations
@@ -70,10 +71,21 @@ def _check_savable(where: str, klass: type, config, state: Mapping[str, torch.Te
     _check_before_allocation(where, _meta_skeleton(klass, config), config, state)
 
 
-def _check_vocabulary(where: str, vocabulary) -> None:
-    """A vocabulary to save: something with ``to_dict()`` (a list failed half-way through the save)."""
+def _check_vocabulary(where: str, vocabulary, config) -> None:
+    """A vocabulary to save: something with ``to_dict()`` (a list failed half-way through the save), one word
+    per embedding row (:func:`_check_vocabulary_size`, which loading checks too)."""
     if not callable(getattr(vocabulary, "to_dict", None)):
         raise TypeError(f"{where}: vocabulary must be a qpnlp Vocabulary; got {type(vocabulary).__name__}")
+    _check_vocabulary_size(where, vocabulary, config, rows_from="num_words in its config")
+
+
+def _check_vocabulary_size(where: str, vocabulary, config, *, rows_from: str) -> None:
+    """One word per row of the embedding tables (``num_words`` of the config; models without it are not checked):
+    with fewer words, ids past the end have no word; with more, words have ids the model has no row for."""
+    rows = getattr(config, "num_words", None)
+    if isinstance(rows, int) and not isinstance(rows, bool) and len(vocabulary) != rows:
+        raise ValueError(f"{where}: the vocabulary has {len(vocabulary)} words but the model's embedding tables "
+                         f"have {rows} rows ({rows_from}); the vocabulary does not belong to this model")
 
 
 def _check_finite(path: Path, state: Mapping[str, torch.Tensor]) -> None:

@@ -374,7 +374,8 @@ class Model(PrecisionMixin, nn.Module):
         What :meth:`from_pretrained` would refuse is refused before anything is
         written (ValueError): tensors holding NaN or infinite values, tensors
         that do not match the config (names, shapes, dtypes, the recorded
-        precision); a vocabulary that is not a Vocabulary (TypeError).
+        precision), a vocabulary whose size is not the config's ``num_words``;
+        a vocabulary that is not a Vocabulary (TypeError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
             # a subclass inherits its registered base's name: saved under it, it would load as the base class
@@ -387,7 +388,7 @@ class Model(PrecisionMixin, nn.Module):
         where, state = f"cannot save {type(self).__name__} to {directory}", self.state_dict()
         _check_savable(where, type(self), self.config, state)       # never write what from_pretrained refuses
         if vocabulary is not None:
-            _check_vocabulary(where, vocabulary)
+            _check_vocabulary(where, vocabulary, self.config)
         tensors, stored_metadata = _storable(state)
         with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
             (tmp / CONFIG_FILE).write_text(text)
@@ -435,15 +436,28 @@ class Model(PrecisionMixin, nn.Module):
             state = _restored(load_file(str(path), device="cpu"), path)
         except (SafetensorError, OSError) as err:
             raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
-        _check_finite(path, state)
-        with _builds_a_model(config_path, header["model"]):
-            skeleton = _meta_skeleton(klass, config)
-        _check_before_allocation(path, skeleton, config, state)
-        with _builds_a_model(config_path, header["model"]):
-            model = klass.empty(config)
-        _check_shapes(path, model.state_dict(), state)
-        model.load_state_dict(state)
-        return model
+        return _model_from_state(klass, config, state, weights=path, config_path=config_path, name=header["model"])
+
+
+def _model_from_state(klass: type[Model], config, state: Mapping[str, torch.Tensor], *, weights: Path | str,
+                      config_path: Path | str, name: str) -> Model:
+    """The ``klass`` model of ``config`` holding ``state``, checked before anything is allocated.
+
+    Finite values, then the tensor names, shapes and dtypes the config
+    describes (on a ``meta`` skeleton; :func:`_check_before_allocation`), so a
+    config inflated past its weights allocates nothing. Errors name
+    ``weights`` (tensors) or ``config_path`` (a config that builds no model).
+    :meth:`Model.from_pretrained` and the qpnlp 0.1 converter both load this way.
+    """
+    _check_finite(weights, state)
+    with _builds_a_model(config_path, name):
+        skeleton = _meta_skeleton(klass, config)
+    _check_before_allocation(weights, skeleton, config, state)
+    with _builds_a_model(config_path, name):
+        model = klass.empty(config)
+    _check_shapes(weights, model.state_dict(), state)
+    model.load_state_dict(state)
+    return model
 
 
 @contextlib.contextmanager

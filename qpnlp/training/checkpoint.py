@@ -21,7 +21,8 @@ import torch
 
 from qpnlp.data import Vocabulary
 from qpnlp.models import Model, get_model_class
-from qpnlp.models.base import CONFIG_FILE, VOCABULARY_FILE, read_model_header
+from qpnlp.models._state_checks import _check_vocabulary_size
+from qpnlp.models.base import CONFIG_FILE, VOCABULARY_FILE, _model_from_state, read_model_header
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "convert_legacy_checkpoint", "LEGACY_FORMAT"]
 
@@ -61,11 +62,8 @@ def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device 
             vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a qpnlp vocabulary ({err})") from None
-        rows = getattr(model.config, "num_words", None)
-        if isinstance(rows, int) and len(vocabulary) != rows:     # fewer words: ids past the end have no word
-            raise ValueError(f"{path}: {len(vocabulary)} words but the model's embedding tables have {rows} rows "
-                             f"(num_words in {Path(directory) / CONFIG_FILE}); the vocabulary does not belong to "
-                             f"this model")
+        _check_vocabulary_size(str(path), vocabulary, model.config,
+                               rows_from=f"num_words in {Path(directory) / CONFIG_FILE}")
     return Checkpoint(model, vocabulary, header["metadata"])
 
 
@@ -74,7 +72,11 @@ def convert_legacy_checkpoint(path: str | os.PathLike, directory: str | os.PathL
 
     The parameters are copied unchanged; CNM checkpoints with ``real=True``
     become ``cnm_real`` models. The result loads with :func:`load_checkpoint`
-    and gives the same outputs as the old model.
+    and gives the same outputs as the old model. The file's structure, its
+    config, its vocabulary (one word per embedding row) and the tensors'
+    names, shapes and dtypes are checked as :meth:`Model.from_pretrained`
+    checks them, before the model is allocated; errors (ValueError) name the
+    file and the key at fault.
     """
     path = Path(path)
     if not path.is_file():
@@ -85,12 +87,51 @@ def convert_legacy_checkpoint(path: str | os.PathLike, directory: str | os.PathL
         raise ValueError(f"{path} is not a readable qpnlp 0.1 checkpoint ({type(err).__name__})") from None
     if not isinstance(payload, dict) or payload.get("format") != LEGACY_FORMAT:
         raise ValueError(f"{path} is not a qpnlp 0.1 checkpoint (expected format {LEGACY_FORMAT!r})")
+    _check_legacy_structure(path, payload)
     kind, config = payload["kind"], dict(payload["config"])
     if kind == "cnm" and config.pop("real", False):
         kind = "cnm_real"
-    klass = get_model_class(kind)
-    model = klass.empty(klass.config_class.from_dict(config))
-    model.load_state_dict(payload["state_dict"])
+    try:
+        klass = get_model_class(kind)
+    except ValueError as err:
+        raise ValueError(f"{path}: 'kind': {err}") from None
+    try:
+        config = klass.config_class.from_dict(config)
+    except (ValueError, TypeError) as err:            # TypeError: a required field is missing
+        raise ValueError(f"{path}: 'config' is not a valid {kind!r} config ({err})") from None
+    try:
+        vocabulary = Vocabulary.from_dict(payload["vocab"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: 'vocab' is not a qpnlp vocabulary ({err})") from None
+    _check_vocabulary_size(f"{path}: 'vocab'", vocabulary, config, rows_from="num_words in its 'config'")
     metadata = {**payload.get("meta", {}), "label_names": list(payload.get("label_names", [])),
                 "converted_from": str(path)}
-    return save_checkpoint(directory, model, vocabulary=Vocabulary.from_dict(payload["vocab"]), metadata=metadata)
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: 'meta' or 'label_names' holds values JSON cannot store ({err})") from None
+    model = _model_from_state(klass, config, payload["state_dict"], weights=f"{path}: 'state_dict'",
+                              config_path=f"{path}: 'config'", name=kind)
+    return save_checkpoint(directory, model, vocabulary=vocabulary, metadata=metadata)
+
+
+# The keys of a qpnlp 0.1 checkpoint besides "format": (required, types).
+_LEGACY_KEYS = {"kind": (True, str), "config": (True, dict), "vocab": (True, dict), "state_dict": (True, dict),
+                "meta": (False, dict), "label_names": (False, (list, tuple))}
+
+
+def _check_legacy_structure(path: Path, payload: dict) -> None:
+    """The keys and types of a qpnlp 0.1 checkpoint, and a state dict of named tensors (ValueError naming the key)."""
+    for key, (required, types) in _LEGACY_KEYS.items():
+        if key not in payload:
+            if required:
+                raise ValueError(f"{path}: a qpnlp 0.1 checkpoint needs {key!r}, which this file lacks "
+                                 f"(it has {sorted(map(str, payload))})")
+            continue
+        if not isinstance(payload[key], types):
+            wanted = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+            raise ValueError(f"{path}: {key!r} must be a {wanted}; got {type(payload[key]).__name__}")
+    for name, value in payload["state_dict"].items():
+        if not isinstance(name, str) or not isinstance(value, torch.Tensor):
+            raise ValueError(f"{path}: 'state_dict' must map tensor names to tensors; got {name!r}: "
+                             f"{type(value).__name__}")

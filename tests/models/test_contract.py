@@ -179,8 +179,11 @@ def test_a_broken_model_directory_is_refused_with_the_file_named(tmp_path):
     save_file(state, str(tmp_path / "nan" / WEIGHTS_FILE))
     with pytest.raises(ValueError, match=r"nan/model.safetensors: tensor 'classifier.weight' holds NaN"):
         Model.from_pretrained(tmp_path / "nan")
-    model.save_pretrained(tmp_path / "vocabulary", vocabulary=Vocabulary.build([[f"w{i}" for i in range(40)]]))
-    with pytest.raises(ValueError, match=r"vocabulary.json: 42 words but the model's embedding tables have 30 rows"):
+    model.save_pretrained(tmp_path / "vocabulary", vocabulary=_words())      # save_pretrained refuses 42 words
+    (tmp_path / "vocabulary" / "vocabulary.json").write_text(
+        json.dumps(Vocabulary.build([[f"w{i}" for i in range(40)]]).to_dict()))
+    with pytest.raises(ValueError, match=r"vocabulary.json: the vocabulary has 42 words but the model's embedding "
+                                         r"tables have 30 rows"):
         load_checkpoint(tmp_path / "vocabulary")
 
 

@@ -1,5 +1,6 @@
 """Trainer, sparse optimisation and checkpoints."""
 
+import json
 
 import numpy as np
 import pytest
@@ -216,9 +217,22 @@ def test_phase_lr_gives_the_phase_table_its_own_learning_rate():
 def test_load_checkpoint_refuses_a_vocabulary_smaller_than_the_model(tmp_path):
     """Ids beyond the vocabulary would have no word: the vocabulary does not belong to the model."""
     model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4))
-    path = save_checkpoint(tmp_path / "m", model, vocabulary=Vocabulary.build([["a", "b", "c"]]))
-    with pytest.raises(ValueError, match=r"vocabulary.json: 5 words but the model's embedding tables have 20 rows"):
+    path = save_checkpoint(tmp_path / "m", model, vocabulary=Vocabulary.build([[f"w{i}" for i in range(18)]]))
+    (path / "vocabulary.json").write_text(json.dumps(Vocabulary.build([["a", "b", "c"]]).to_dict()))
+    with pytest.raises(ValueError, match=r"vocabulary.json: the vocabulary has 5 words but the model's embedding "
+                                         r"tables have 20 rows \(num_words in .*config.json\)"):
         load_checkpoint(path)
+
+
+@pytest.mark.parametrize("words", [3, 25])
+def test_save_checkpoint_refuses_a_vocabulary_of_another_size_than_the_model(tmp_path, words):
+    """Saved, and then load_checkpoint refused what was written; nothing is written now."""
+    model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4))
+    vocabulary = Vocabulary.build([[f"w{i}" for i in range(words)]])
+    with pytest.raises(ValueError, match=rf"cannot save QPDN to .*m: the vocabulary has {words + 2} words but the "
+                                         rf"model's embedding tables have 20 rows"):
+        save_checkpoint(tmp_path / "m", model, vocabulary=vocabulary)
+    assert not (tmp_path / "m").exists()
 
 
 def test_labels_outside_the_models_classes_are_refused():
