@@ -392,6 +392,9 @@ def evaluate_grid(
     Ep = grid.columns(probes)
     kind = np.asarray(truth.kind)
     is_d, is_t = kind == "drift", kind == "trap"
+    if not is_d.any():                          # was a bare "need at least one array to concatenate"
+        raise ValueError(f"truth has no drift word (kinds {sorted(set(kind.tolist()))} over {len(probes)} probes): "
+                         f"the drift metrics (spearman, auc, acc_before, acc_after, change years) need at least one")
     topic_flat = [w for tw in truth.topic_words for w in tw]
     K, M = len(truth.topic_words), len(truth.topic_words[0])
     if space == "prediction":

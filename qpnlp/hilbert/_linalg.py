@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import check_same_device, enabled, real_dtype_of, tolerance
+from ._validation import check_broadcast, check_same_device, enabled, real_dtype_of, tolerance
 
 
-def _check_last_dims(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
-    if a.dim() == 0 or b.dim() == 0 or a.shape[-1] != b.shape[-1]:
+def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
+    """ValueError unless ``a`` and ``b`` are ``(..., d)`` vectors of one d with broadcastable batch shapes.
+
+    Hot path: two shape comparisons; ``check_broadcast`` runs only when the batch shapes differ.
+    """
+    if a.dim() == 0 or b.dim() == 0:
         raise ValueError(f"{name_a} and {name_b} must be vectors (..., d) of one dimension d; got shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"{name_a} and {name_b} must be vectors (..., d) of one dimension d; got {name_a} with "
+                         f"d={a.shape[-1]} (shape {tuple(a.shape)}) and {name_b} with d={b.shape[-1]} "
+                         f"(shape {tuple(b.shape)})")
+    if a.shape[:-1] != b.shape[:-1]:
+        check_broadcast(name_a, a.shape[:-1], name_b, b.shape[:-1])
 
 
 def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -48,7 +58,7 @@ def inner(bra: torch.Tensor, ket: torch.Tensor) -> torch.Tensor:
     >>> inner(a, a)
     tensor(1.+0.j)
     """
-    _check_last_dims("bra", bra, "ket", ket)
+    _check_vectors("bra", bra, "ket", ket)
     return (bra.conj() * ket).sum(-1)
 
 
@@ -58,7 +68,7 @@ def outer(ket: torch.Tensor, bra: torch.Tensor | None = None) -> torch.Tensor:
     With ``bra=None`` this is the projector ``|ket><ket|``.
     """
     bra = ket if bra is None else bra
-    _check_last_dims("ket", ket, "bra", bra)
+    _check_vectors("ket", ket, "bra", bra)
     return ket.unsqueeze(-1) * bra.conj().unsqueeze(-2)
 
 
@@ -117,6 +127,8 @@ def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """
     if a.dim() < 2 or b.dim() < 2:
         raise ValueError(f"kron takes matrices (..., m, n); got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[:-2] != b.shape[:-2]:
+        check_broadcast("a", a.shape[:-2], "b", b.shape[:-2])
     m, n = a.shape[-2:]
     p, q = b.shape[-2:]
     product = a[..., :, None, :, None] * b[..., None, :, None, :]

@@ -16,6 +16,8 @@ and :math:`\rho` and :math:`G` share their non-zero eigenvalues.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from . import _validation as V
@@ -76,6 +78,14 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     V.check_tensor("scores", scores)
     if not scores.dtype.is_floating_point:
         raise TypeError(f"scores must have a real floating dtype; got {scores.dtype}")
+    ndim = max(scores.dim(), 1)                 # a 0-dim tensor has dim 0 (or -1), as in torch.softmax
+    try:
+        dim = operator.index(dim)               # numpy integers too; 1.0 or "x" refused
+    except TypeError:
+        raise TypeError(f"dim must be an int; got {type(dim).__name__} {dim!r}") from None
+    if not -ndim <= dim < ndim:                 # was an IndexError from deep inside (mask.any(dim))
+        raise ValueError(f"dim must be in [{-ndim}, {ndim - 1}] for scores of shape {tuple(scores.shape)} "
+                         f"({scores.dim()}-D); got {dim}")
     if mask is None:
         if V.enabled(validate):
             V.check_finite("scores", scores, event_ndim=1)

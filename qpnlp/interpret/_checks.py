@@ -69,6 +69,23 @@ def counts(name: str, counts, n: int) -> torch.Tensor:
     return values
 
 
+def pair(name: str, value) -> tuple[float, float]:
+    """``value`` as a ``(start, end)`` pair of floats; TypeError naming ``name`` for a string, a scalar or non-numbers."""
+    wrong = TypeError(f"{name} must be a (start, end) pair of numbers; got {type(value).__name__} {value!r}")
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise wrong
+    try:
+        items = tuple(value)
+        if any(isinstance(x, (str, bytes)) for x in items):     # float("1990") would read a string silently
+            raise wrong
+        values = tuple(float(x) for x in items)
+    except (TypeError, ValueError):
+        raise wrong from None
+    if len(values) != 2:
+        raise ValueError(f"{name} must be a (start, end) pair; got {len(values)} values {value!r}")
+    return values
+
+
 def positive(name: str, value: int) -> int:
     if int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")

@@ -18,7 +18,7 @@ pandas tables for notebooks and plots:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -124,7 +124,10 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     word = _known(embeddings, [word])[0]
     if isinstance(eras, (int, np.integer)):
         eras = equal_eras(*embeddings.time_span, int(eras))
-    eras = [tuple(float(x) for x in era) for era in eras]
+    elif isinstance(eras, (str, bytes)) or not isinstance(eras, Iterable):    # 2.0 gave "'float' is not iterable"
+        raise TypeError(f"eras must be an int (a number of equal eras) or a sequence of (start, end); "
+                        f"got {type(eras).__name__} {eras!r}")
+    eras = [_checks.pair(f"eras[{i}]", era) for i, era in enumerate(eras)]
     if not eras or any(len(e) != 2 or not e[1] >= e[0] for e in eras):
         raise ValueError(f"eras must be a non-empty list of (start, end) with end >= start; got {eras}")
     rows = []
@@ -162,9 +165,13 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
         Columns ``word, count, change``, decreasing change.
     """
     _check_embeddings(embeddings)
+    periods = []
     for name, period in (("period_a", period_a), ("period_b", period_b)):
-        if len(period) != 2 or not (np.isfinite(period).all() and period[1] >= period[0]):
+        start, end = _checks.pair(name, period)      # a string gave numpy's "ufunc 'isfinite' not supported"
+        if not (math.isfinite(start) and math.isfinite(end) and end >= start):
             raise ValueError(f"{name} must be (start, end) with finite start <= end; got {period}")
+        periods.append((start, end))
+    period_a, period_b = periods
     if not step > 0:
         raise ValueError(f"step must be positive; got {step}")
     if words is None:

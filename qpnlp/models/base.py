@@ -239,7 +239,11 @@ def register_model(name: str):
 
 
 def unregister_model(name: str) -> None:
-    """Remove ``name`` from the registry (for tests and notebooks that define throwaway models)."""
+    """Remove ``name`` from the registry (for tests and notebooks that define throwaway models).
+
+    An unknown name is ignored on purpose: cleanup code calls this in ``finally`` blocks whether or not the
+    registration ran (or was already undone).
+    """
     _REGISTRY.pop(name, None)
 
 

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -93,6 +95,15 @@ def test_evaluate_grid_on_a_perfect_grid(space):
     assert r["auc"] == 1.0 and r["acc_before"] == 1.0 and r["acc_after"] == 1.0
     assert r["change_year_mae"] <= 0.5
     assert r["trap_top_rank"] >= 5  # after the 4 drift words (tied with the stable word)
+
+
+def test_evaluate_grid_without_drift_words_is_a_clear_error():
+    # no drift word: np.concatenate raised "need at least one array to concatenate"
+    grid, truth = perfect_case()
+    none = dataclasses.replace(truth, kind=("stable",) * 5 + ("trap",))
+    for space in ("vector", "prediction"):
+        with pytest.raises(ValueError, match=r"truth has no drift word \(kinds \['stable', 'trap'\] over 6 probes\)"):
+            evaluate_grid(grid, none, space=space)
 
 
 def test_evaluate_grid_collapses_on_a_grid_without_change():

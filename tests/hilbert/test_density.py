@@ -72,6 +72,20 @@ def test_empty_sentence_is_an_error():
         masked_softmax(torch.zeros(2, 2), torch.tensor([[True, False], [False, False]]))
 
 
+def test_masked_softmax_checks_dim_up_front():
+    # dim=2 on 2-D scores was an IndexError from mask.any(dim)
+    scores, mask = torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    for m in (mask, None):
+        with pytest.raises(ValueError, match=r"dim must be in \[-2, 1\] for scores of shape \(2, 3\).*got 2"):
+            masked_softmax(scores, m, dim=2)
+        with pytest.raises(ValueError, match="got -3"):
+            masked_softmax(scores, m, dim=-3)
+        with pytest.raises(TypeError, match="dim must be an int; got float"):
+            masked_softmax(scores, m, dim=1.0)
+    assert masked_softmax(scores, mask, dim=0)[0, 0] == 0.5
+    assert masked_softmax(torch.zeros(3), dim=0).tolist() == pytest.approx([1 / 3] * 3)
+
+
 def test_real_weights_type_and_mask_type():
     states = torch.eye(2, dtype=torch.complex64)
     with pytest.raises(TypeError, match="real floating"):

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import PureState, SememeBasis, inner, outer, random_unitary, validation
+from qpnlp.hilbert import PureState, SememeBasis, inner, kron, outer, random_unitary, validation
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state, assert_unitary, pure_states, unitaries
 
 
@@ -113,6 +113,21 @@ def test_outer_conjugates_the_bra():
     ket = torch.tensor([1j, 0], dtype=torch.complex128)
     assert outer(ket)[0, 0] == 1
     assert outer(ket, torch.tensor([1j, 0], dtype=torch.complex128))[0, 0] == 1
+
+
+def test_functional_core_names_shapes_that_do_not_broadcast():
+    # batch shapes (2,) and (3,) gave torch's "The size of tensor a (2) must match ..." RuntimeError
+    a, b = torch.ones(2, 4, dtype=torch.complex64), torch.ones(3, 4, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=r"bra has batch shape \(2,\) and ket has batch shape \(3,\)"):
+        inner(a, b)
+    with pytest.raises(ValueError, match=r"ket has batch shape \(2,\) and bra has batch shape \(3,\)"):
+        outer(a, b)
+    with pytest.raises(ValueError, match=r"a has batch shape \(2,\) and b has batch shape \(3,\)"):
+        kron(torch.ones(2, 2, 2), torch.ones(3, 2, 2))
+    with pytest.raises(ValueError, match=r"bra with d=4 .* and ket with d=3"):
+        inner(a, torch.ones(2, 3, dtype=torch.complex64))
+    assert inner(a[:1], b).shape == (3,) and outer(a[:1], b).shape == (3, 4, 4)   # broadcasting still works
+    assert kron(torch.ones(1, 2, 2), torch.ones(3, 2, 3)).shape == (3, 4, 6)
 
 
 class TestSememeBasis:

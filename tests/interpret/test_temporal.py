@@ -87,3 +87,24 @@ def test_times_must_be_a_flat_sequence_of_numbers(embeddings):
     with pytest.raises(TypeError, match="times must be a sequence of numbers"):
         similarity_trajectories(embeddings, "a", ["b"], ["x"])
     assert similarity_trajectories(embeddings, "a", ["b"], torch.tensor([0.0, 1.0])).index.tolist() == [0.0, 1.0]
+
+
+def test_eras_and_periods_of_the_wrong_type_name_the_argument(embeddings):
+    # eras=2.0 gave "'float' object is not iterable"; a string period numpy's "ufunc 'isfinite' not supported"
+    with pytest.raises(TypeError, match=r"eras must be an int \(a number of equal eras\) or a sequence of "
+                                        r"\(start, end\); got float 2.0"):
+        nearest_by_era(embeddings, "a", 2.0)
+    with pytest.raises(TypeError, match="eras must be an int"):
+        nearest_by_era(embeddings, "a", "0-1")
+    with pytest.raises(TypeError, match=r"eras\[1\] must be a \(start, end\) pair of numbers; got int 1"):
+        nearest_by_era(embeddings, "a", [(0.0, 0.5), 1])
+    with pytest.raises(ValueError, match=r"eras\[0\] must be a \(start, end\) pair; got 3 values"):
+        nearest_by_era(embeddings, "a", [(0.0, 0.5, 1.0)])
+    for period in ("01", "0-1", 0.5, ("0", "1"), (0.0, None)):
+        with pytest.raises(TypeError, match="period_a must be a \\(start, end\\) pair of numbers"):
+            change_ranking(embeddings, period, (1.0, 1.0))
+    with pytest.raises(TypeError, match="period_b must be a"):
+        change_ranking(embeddings, (0.0, 0.0), "01")
+    with pytest.raises(ValueError, match="period_a must be \\(start, end\\) with finite"):
+        change_ranking(embeddings, (0.0, float("nan")), (1.0, 1.0))
+    assert len(change_ranking(embeddings, [0, 0], (1, 1))) == 4                   # lists and ints still accepted
