@@ -57,6 +57,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from qpnlp._checks import is_integer
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
 from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
@@ -237,9 +238,9 @@ class StaticKeyedVectors:
         pos, neg = _word_list(positive), _word_list(negative)
         if not pos and not neg:
             raise ValueError("most_similar needs at least one positive or negative word")
-        if isinstance(topn, bool) or not isinstance(topn, numbers.Integral) or topn < 1:
+        if not is_integer(topn) or topn < 1:
             raise ValueError(f"topn must be a positive int; got {topn!r}")
-        if isinstance(min_count, bool) or not isinstance(min_count, numbers.Integral) or min_count < 0:
+        if not is_integer(min_count) or min_count < 0:
             raise ValueError(f"min_count must be an int >= 0; got {min_count!r}")
         topn = int(topn)
         ids = [self.get_index(w) for w in pos + neg]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 import queue
 import threading
 import time as _time
@@ -39,7 +38,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from qpnlp._checks import check_seed
+from qpnlp._checks import check_seed, is_integer
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
@@ -144,7 +143,7 @@ class TrainConfig:
         if bad:
             raise ValueError(f"these training settings must be positive and finite: {bad}")
         counts = {k: v for k, v in positive.items() if k not in ("lr", "frequency_reference")}    # the rest count
-        bad = {k: v for k, v in counts.items() if isinstance(v, bool) or not isinstance(v, numbers.Integral)}
+        bad = {k: v for k, v in counts.items() if not is_integer(v)}
         if bad:  # epochs=2.5 failed only once the corpus had been read and counted
             raise ValueError(f"these training settings must be integers: {bad}")
         if not 0 < self.negative_weight < math.inf:
