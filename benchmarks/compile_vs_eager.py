@@ -28,11 +28,14 @@ Usage::
     python benchmarks/compile_vs_eager.py --cases qpdn --lengths 12 23 37 50   # batches of several lengths
     python benchmarks/compile_vs_eager.py --cases order-fasttext order-cnn order-transformer --lengths 12 23 37 50
     python benchmarks/compile_vs_eager.py --device cuda --mode default reduce-overhead   # on a GPU
+    python benchmarks/compile_vs_eager.py --device cuda --mode reduce-overhead --cases order-transformer \
+        --lengths 24 40 --training-settings      # under the settings the trainers compile with
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import sys
@@ -51,6 +54,7 @@ from qpnlp.measurement import born_probabilities  # noqa: E402
 from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
+from qpnlp.training.compiled import compiled_steps  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
 from qpnlp.training.trainer import Optimisers  # noqa: E402
 
@@ -173,6 +177,9 @@ def main(argv=None) -> None:
                              "default: 50, CNM's answers 64)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=0.5)
+    parser.add_argument("--training-settings", action="store_true",
+                        help="compile and time under the trainers' settings of a compiled epoch "
+                             "(qpnlp.training.compiled.compiled_steps: inductor's fallback_random on)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -193,15 +200,18 @@ def main(argv=None) -> None:
         name = name if len(args.mode) == 1 else f"{name} ({mode})"
         # every timed call: one step per length, so both variants time the same steps
         eager_step, compiled_step = every_length(make(fn), len(lengths)), every_length(make(compiled), len(lengths))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            start = time.perf_counter()
-            compiled_step()                  # the first pass over the lengths compiles what they need
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            compile_seconds = time.perf_counter() - start
-        times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
-                            min_run_time=args.min_run_time, log=None, device=device)
+        # --training-settings: compile and time under the trainers' own settings of a compiled epoch
+        settings = compiled_steps(mode) if args.training_settings else contextlib.nullcontext()
+        with settings:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                start = time.perf_counter()
+                compiled_step()                  # the first pass over the lengths compiles what they need
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                compile_seconds = time.perf_counter() - start
+            times = interleaved({"eager": eager_step, "compiled": compiled_step}, rounds=args.rounds,
+                                min_run_time=args.min_run_time, log=None, device=device)
         times = {variant: [t / len(lengths) for t in ts] for variant, ts in times.items()}   # per step
         compiled_graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         results[name] = dict(graphs=graphs, graph_breaks=breaks,
