@@ -352,6 +352,12 @@ def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, 
     return score_fn(X, years, early, late) - 0.5 * (score_fn(X, years, e1, e2) + score_fn(X, years, l1, l2))
 
 
+def _share(hits: list[np.ndarray]) -> float:
+    """The share of ``True`` over all the words' years; NaN where no word has a year to count (undefined)."""
+    hits = [h for h in hits if h.size]
+    return float(np.concatenate(hits).mean()) if hits else float("nan")
+
+
 def evaluate_grid(
     grid: DriftGrid, truth: PlantedDrift, early: tuple | None = None, late: tuple | None = None, space: str = "auto",
     noise_correction: bool = True, per_word: bool = False, min_segment_years: float = 3.0,
@@ -370,7 +376,13 @@ def evaluate_grid(
     With ``per_word`` the result also holds ``"per_word"``: for each drift
     word, its change score, the share of its years after the transition whose nearest topic is
     the dominant one (``None`` where ``acc_after`` leaves the word out: a
-    strength within 0.1 of 0.5) and the years that miss it.
+    strength within 0.1 of 0.5, or no grid year after the transition) and the
+    years that miss it.
+
+    A metric that no drift word counts towards is NaN, not an error:
+    ``acc_after`` when every strength is within 0.1 of 0.5,
+    ``change_year_mae`` and ``change_year_median_ae`` when no strength is at
+    least 0.5, ``acc_before`` when no grid year precedes any transition.
 
     ``min_segment_years`` is the shortest segment of the change-point split in
     *time*, converted to grid times by the grid's (median) spacing: 3 times of
@@ -437,19 +449,21 @@ def evaluate_grid(
             after_ok.append(ok)
         words[truth.words[p]] = {
             "change": float(ch[p]),
-            "acc_after": None if ok is None else float(ok.mean()),
+            "acc_after": None if ok is None or not ok.size else float(ok.mean()),
             "wrong_years_after": [] if ok is None else [float(y) for y in years[after][~ok]],
         }
-    out["acc_before"] = float(np.concatenate(before_ok).mean())
-    out["acc_after"] = float(np.concatenate(after_ok).mean())
+    out["acc_before"] = _share(before_ok)
+    out["acc_after"] = _share(after_ok)
     if per_word:
         out["per_word"] = words
     strong = is_d & (st >= 0.5)
-    spacing = float(np.median(np.diff(years))) if len(years) > 1 else 1.0
-    min_segment = max(1, int(np.ceil(min_segment_years / spacing - 1e-9)))
-    est = change_points(traj[:, strong], years, min_segment=min_segment).numpy()
-    out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())
-    out["change_year_median_ae"] = float(np.median(np.abs(est - sw[strong])))
+    out["change_year_mae"] = out["change_year_median_ae"] = float("nan")   # no strong drift word: undefined
+    if strong.any():
+        spacing = float(np.median(np.diff(years))) if len(years) > 1 else 1.0
+        min_segment = max(1, int(np.ceil(min_segment_years / spacing - 1e-9)))
+        est = change_points(traj[:, strong], years, min_segment=min_segment).numpy()
+        out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())
+        out["change_year_median_ae"] = float(np.median(np.abs(est - sw[strong])))
     out["tokens_per_s"] = grid.tokens_per_s
     out["train_seconds"] = grid.train_seconds
     return out

@@ -1,4 +1,5 @@
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -271,3 +272,28 @@ def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
     grid = DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [0, 1])
     with pytest.raises(KeyError, match=r"not in the grid \(2 words\): 'c', 'd'"):
         grid.columns(["a", "c", "d"])
+
+
+@pytest.mark.parametrize("space", ["vector", "prediction"])
+def test_evaluate_grid_gives_nan_for_a_metric_no_drift_word_counts_towards(space):
+    # every strength within 0.1 of 0.5: no word counts towards acc after (numpy raised "need at least one array");
+    # every strength below 0.5: no strong word for the change years
+    grid, truth = perfect_case()
+    weak = dataclasses.replace(truth, strength=np.array([0.45, 0.55, 0.42, 0.58, 0.0, 0.0]))
+    r = evaluate_grid(grid, weak, space=space, per_word=True)
+    assert np.isnan(r["acc_after"]) and all(w["acc_after"] is None for w in r["per_word"].values())
+    assert 0.0 <= r["acc_before"] <= 1.0 and np.isfinite(r["change_year_mae"])   # p1 and p3 are strong (>= 0.5)
+    none_strong = dataclasses.replace(weak, strength=np.array([0.45, 0.3, 0.42, 0.2, 0.0, 0.0]))
+    r = evaluate_grid(grid, none_strong, space=space)
+    assert np.isnan(r["change_year_mae"]) and np.isnan(r["change_year_median_ae"])
+    assert 0.0 <= r["acc_after"] <= 1.0
+
+
+def test_evaluate_grid_leaves_out_a_word_whose_transition_outlasts_the_grid():
+    grid, truth = perfect_case()
+    late = dataclasses.replace(truth, switch_year=np.array([2015.0, 2020.0, 2045.0, 2018.0, np.nan, np.nan]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # was numpy's "Mean of empty slice" and a NaN
+        r = evaluate_grid(grid, late, per_word=True)
+    assert r["per_word"]["p2"]["acc_after"] is None and r["per_word"]["p2"]["wrong_years_after"] == []
+    assert 0.0 <= r["acc_after"] <= 1.0
