@@ -346,12 +346,12 @@ def centre_sgd_step(
         row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
     else:
         row_steps, shared = vjp(g_f.mul_(row_lr.to(f.dtype).mul(-lr)[:, None]))
-    if isinstance(roughness_penalty, torch.Tensor) or row_lr is not None:
-        lam = roughness_penalty if isinstance(roughness_penalty, torch.Tensor) else torch.full((N,), float(roughness_penalty), device=f.device)
-        if row_lr is not None:
-            lam = lam * row_lr
-        if bool((lam > 0).any()):
-            _add_roughness_steps(model, rows, row_steps, lam.to(f.dtype) * lr)
+    # decided on the host (no device sync): a weight tensor always steps (its zero rows add nothing)
+    if isinstance(roughness_penalty, torch.Tensor):
+        lam = roughness_penalty if row_lr is None else roughness_penalty * row_lr
+        _add_roughness_steps(model, rows, row_steps, lam.to(f.dtype) * lr)
+    elif roughness_penalty > 0 and row_lr is not None:
+        _add_roughness_steps(model, rows, row_steps, (row_lr * float(roughness_penalty)).to(f.dtype) * lr)
     elif roughness_penalty > 0:
         _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
     scale = model.time_scale.scale
