@@ -23,6 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -183,13 +184,18 @@ def error_line(err: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- argparse types
+def _converted(text: str, convert: Callable[[str], Any], expected: str) -> Any:
+    """``convert(text)``; a ``ValueError`` becomes argparse's error "expected {expected}; got 'text'"."""
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+
+
 def count_type(minimum: int = 1) -> Callable[[str], int]:
     """argparse type: an integer >= ``minimum``."""
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}; got {text!r}") from None
+        value = _converted(text, int, f"an integer >= {minimum}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}; got {value}")
         return value
@@ -209,10 +215,7 @@ chunk_overhead_type.__name__ = "length-chunks value"
 
 def seed_type(text: str) -> int:
     """argparse type of ``--seed``: an integer in [0, 2**32 - 1] (:func:`~qpnlp.training.trainer.check_seed`)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    value = _converted(text, int, "an integer")
     try:
         return check_seed(value)
     except ConfigError:
@@ -224,10 +227,7 @@ seed_type.__name__ = "seed"
 
 def finite_type(text: str) -> float:
     """argparse type: a finite number of either sign (``nan`` and ``inf`` are refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    value = _converted(text, float, "a number")
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
     return value
@@ -239,10 +239,7 @@ finite_type.__name__ = "number"
 def rate_type(*, zero: bool = False) -> Callable[[str], float]:
     """argparse type: a finite number > 0 (>= 0 with ``zero``)."""
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+        value = _converted(text, float, "a number")
         if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if zero else '>'} 0; got {text}")
         return value

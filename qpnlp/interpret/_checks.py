@@ -57,6 +57,26 @@ def kept_ids(name: str, exclude_ids: Iterable[int], n: int) -> torch.Tensor:
     return keep
 
 
+def word_rows(names: Sequence[str], n: int, what: str, word_counts, min_count: int, exclude_ids: Iterable[int], *,
+              purpose: str = "") -> tuple[torch.Tensor, list[str], torch.Tensor | None]:
+    """The ids ``(m,)`` of the ``n`` rows (one per word) to keep, the word names, and the checked counts (or None).
+
+    A row is kept unless its id is in ``exclude_ids`` or (with ``word_counts``)
+    its count is below ``min_count``; ValueError if none is left ("no word
+    left{purpose}"). The arguments are checked as ``words``, ``counts`` and
+    ``exclude_ids``.
+    """
+    names = words("words", names, n, what)
+    keep = kept_ids("exclude_ids", exclude_ids, n)
+    if word_counts is not None:
+        word_counts = counts("counts", word_counts, n)
+        keep &= word_counts >= min_count
+    ids = keep.nonzero().squeeze(-1)
+    if ids.numel() == 0:
+        raise ValueError(f"no word left{purpose} (check exclude_ids, counts and min_count)")
+    return ids, names, word_counts
+
+
 def counts(name: str, counts, n: int) -> torch.Tensor:
     """``counts`` as a ``(n,)`` tensor of finite numbers, one per word (a NaN would silently fail every filter)."""
     if isinstance(counts, str):

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote, tolerance
+from qpnlp.hilbert._operands import as_density_tensor
 from qpnlp.measurement import POVM, Projector, povm_probabilities_dense
 
 __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound",
@@ -73,12 +74,9 @@ class OptimalMeasurement:
 
 
 def _dense(obj, name: str) -> torch.Tensor:
-    if isinstance(obj, DensityMatrix):
-        return obj.data
-    if isinstance(obj, PureState):
-        return obj.proj().data
-    if isinstance(obj, Ensemble):
-        return obj.dense().data
+    """Dense ``(..., d, d)`` of a state object, or of a tensor checked as :class:`DensityMatrix` (else TypeError)."""
+    if isinstance(obj, (DensityMatrix, PureState, Ensemble)):
+        return as_density_tensor(obj)
     return DensityMatrix(obj).data if isinstance(obj, torch.Tensor) else _type_error(name, obj)
 
 

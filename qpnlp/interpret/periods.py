@@ -53,20 +53,6 @@ def frequency_periods(frequencies: Tensor) -> Tensor:
     return (2 * math.pi) / frequencies.detach().abs()
 
 
-def _rows(omega: Tensor, words, counts, min_count: int, exclude_ids: Sequence[int]) -> tuple[Tensor, list[str],
-                                                                                            Tensor | None]:
-    """Kept ids, the word names and the checked counts (or None) of a (V, D) frequency table."""
-    words = _checks.words("words", words, omega.shape[0], "frequency rows")
-    keep = _checks.kept_ids("exclude_ids", exclude_ids, omega.shape[0])
-    if counts is not None:
-        counts = _checks.counts("counts", counts, omega.shape[0])
-        keep &= counts >= min_count
-    ids = keep.nonzero().squeeze(-1)
-    if ids.numel() == 0:
-        raise ValueError("no word left (check exclude_ids, counts and min_count)")
-    return ids, words, counts
-
-
 def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None = None, min_count: int = 1,
                  exclude_ids: Sequence[int] = (0, 1)) -> pd.DataFrame:
     r"""Per-word period statistics, shortest median period first.
@@ -98,7 +84,7 @@ def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None =
     1  the   3  0.0314            inf       100.0         inf
     """
     omega = frequency_table(source).float().cpu()
-    ids, words, counts = _rows(omega, words, counts, min_count, exclude_ids)
+    ids, words, counts = _checks.word_rows(words, omega.shape[0], "frequency rows", counts, min_count, exclude_ids)
     periods = frequency_periods(omega[ids])
     sorted_periods = periods.sort(dim=-1).values
     # median of D values: the mean of the two middle ones for even D (inf stays inf)
@@ -138,5 +124,5 @@ def period_distribution(source, *, words: Sequence[str] | None = None, counts: S
         return frequency_periods(emb.frequency.detach().float().cpu()).double().numpy()
     omega = frequency_table(source).float().cpu()
     names = words if words is not None else [str(i) for i in range(omega.shape[0])]
-    ids, _, _ = _rows(omega, names, counts, min_count, exclude_ids)
+    ids, _, _ = _checks.word_rows(names, omega.shape[0], "frequency rows", counts, min_count, exclude_ids)
     return frequency_periods(omega[ids]).reshape(-1).double().numpy()

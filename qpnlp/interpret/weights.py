@@ -155,14 +155,8 @@ def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence
     2     a   4   -1.0         0.367879
     """
     scores = word_scores(model).float().cpu()
-    words = _checks.words("words", words, scores.shape[0], "vocabulary ids")
-    keep = _checks.kept_ids("exclude_ids", exclude_ids, scores.shape[0])
-    if counts is not None:
-        counts = _checks.counts("counts", counts, scores.shape[0])
-        keep &= counts >= min_count
-    ids = keep.nonzero().squeeze(-1)
-    if ids.numel() == 0:
-        raise ValueError("no word left to rank (check exclude_ids, counts and min_count)")
+    ids, words, counts = _checks.word_rows(words, scores.shape[0], "vocabulary ids", counts, min_count, exclude_ids,
+                                           purpose=" to rank")
     s = scores[ids]
     median = s.median()
     relative = s / median if model.weighting.scheme == "idf" else torch.exp(s - median)

@@ -62,6 +62,23 @@ def drawing_from(generator: torch.Generator | None, device=None, *, needed: bool
         yield
 
 
+def orthogonal_weight(module: nn.Module, initial: torch.Tensor, generator: torch.Generator | None, device=None, *,
+                      completion: bool) -> None:
+    r"""Keep ``module.weight`` ``(m, n)`` orthonormal under any optimiser step, starting at ``initial``.
+
+    Rows orthonormal when m <= n (:math:`W W^\dagger = I`), else columns
+    (:math:`W^\dagger W = I`), by torch's ``orthogonal`` parametrisation (the
+    matrix exponential of a skew-Hermitian parameter); assigning then sets the
+    parametrised value to ``initial`` exactly. ``completion`` (m != n): torch
+    completes the matrix with random columns, drawn reproducibly from
+    ``generator`` (see :func:`drawing_from`).
+    """
+    with drawing_from(generator, device, needed=completion):
+        orthogonal(module, "weight")
+        with torch.no_grad():
+            module.weight = initial
+
+
 class ProjectiveMeasurement(nn.Module):
     r"""k trainable rank-1 measurements :math:`P_k = |v_k\rangle\langle v_k|` on :math:`\mathbb{C}^d`.
 
@@ -124,13 +141,8 @@ class ProjectiveMeasurement(nn.Module):
         self.complete, self.orthonormal = complete, orthonormal
         initial = _initial_vectors(init, k, dim, dtype, device, generator)
         self.weight = nn.Parameter(initial.clone())
-        if orthonormal:
-            # Rows stay orthonormal under any optimiser step (matrix exponential of a
-            # skew-Hermitian parameter); assigning sets the parametrised value exactly.
-            with drawing_from(generator, device, needed=k != dim):     # k < d: random completion
-                orthogonal(self, "weight")
-                with torch.no_grad():
-                    self.weight = initial
+        if orthonormal:                                                 # k < d: random completion
+            orthogonal_weight(self, initial, generator, device, completion=k != dim)
         self.requires_grad_(trainable)
 
     def extra_repr(self) -> str:

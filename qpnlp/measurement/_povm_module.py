@@ -6,7 +6,6 @@ import math
 
 import torch
 from torch import nn
-from torch.nn.utils.parametrizations import orthogonal
 
 from qpnlp.hilbert import random_isometry
 from qpnlp.hilbert import _validation as V
@@ -14,7 +13,7 @@ from qpnlp.hilbert import _validation as V
 from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import masked_weights
-from ._module import drawing_from
+from ._module import orthogonal_weight
 from ._povm import POVM
 
 INITS = ("orthogonal", "identity")
@@ -92,10 +91,8 @@ class POVMMeasurement(nn.Module):
             raise ValueError(f"init must be one of {INITS}; got {init!r}")
         self.dim, self.num_outcomes, self.rank = dim, k, r
         self.weight = nn.Parameter(initial.clone())
-        with drawing_from(generator, device, needed=k * r != dim):   # k r > d: random completion
-            orthogonal(self, "weight")           # V^dagger V = I under any optimiser step
-            with torch.no_grad():
-                self.weight = initial            # the parametrised value is set exactly
+        # V^dagger V = I under any optimiser step; k r > d: random completion
+        orthogonal_weight(self, initial, generator, device, completion=k * r != dim)
         self.requires_grad_(trainable)
 
     def extra_repr(self) -> str:

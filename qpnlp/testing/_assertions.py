@@ -5,18 +5,14 @@ from __future__ import annotations
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.hilbert._operands import as_density_tensor
 
 from ._tolerances import default_atol
 
 
 def _tensor(rho) -> torch.Tensor:
-    if isinstance(rho, DensityMatrix):
-        return rho.data
-    if isinstance(rho, Ensemble):
-        return rho.dense().data
-    if isinstance(rho, PureState):
-        return rho.proj().data
-    return rho
+    """Dense ``(..., d, d)`` of a state object; anything else unchanged (the assertions check it)."""
+    return as_density_tensor(rho) if isinstance(rho, (DensityMatrix, Ensemble, PureState)) else rho
 
 
 def _square(data: torch.Tensor, what: str, batch_dims: int = 0) -> None:
