@@ -13,9 +13,12 @@ pretrained initialisation (``--vectors``, GloVe 6B 50d by default; word
 vectors for the real variants, amplitudes for the complex ones; D follows the
 vectors).
 
-The paper searched batch size, learning rate, L2 and width per cell. Without
-``--grid``, every cell uses the flags' one setting (variants under equal
-budgets). With ``--grid KEY=V1,V2 ...`` (keys :data:`GRID_KEYS`;
+The paper searched batch size, learning rate, L2 and width per cell. By
+default the dense learning rate is searched (``lr=1e-3,1e-4``; the grid and the
+training flags' defaults are ``OrderClassifier.training_defaults``, what
+``qpnlp train order-classifier`` uses; a grid axis given as a flag, e.g.
+``--lr``, leaves the default grid). With ``--no-grid`` every cell uses the
+flags' one setting (variants under equal budgets). With ``--grid KEY=V1,V2 ...`` (keys :data:`GRID_KEYS`;
 ``weight_decay`` is Adam's L2 on the dense parameters, the embedding tables'
 SparseAdam has none) every (split, seed, network, variant) cell trains each
 setting of the Cartesian grid from the same seed, early-stopped on dev, keeps
@@ -34,9 +37,11 @@ Writes ``table.md`` and ``results.json`` under --out after every data set.
 
 Usage::
 
-    python benchmarks/reproduce_complex_order.py                 # the full grid (long on 2 cores)
+    python benchmarks/reproduce_complex_order.py                 # every cell (long on 2 cores)
     python benchmarks/reproduce_complex_order.py --datasets TREC MR --networks fasttext cnn --max-splits 1 --epochs 5
-    # 300-d spaCy vectors and a parameter search on dev inside every cell:
+    # the 300-d runs of issue #20 (their --grid lr=1e-3,1e-4 --epochs 30 --patience 5 are now the defaults):
+    python benchmarks/reproduce_complex_order.py --datasets CR --networks fasttext --vectors spacy-md-300d --out DIR
+    # a wider search on dev inside every cell:
     python benchmarks/reproduce_complex_order.py --datasets CR --networks fasttext --vectors spacy-md-300d \\
         --grid lr=1e-3,1e-4 hidden=64,128 --out DIR
     # one table from several earlier runs (their results.json), no training:
@@ -59,6 +64,7 @@ from qpnlp.data import load_classification, splits
 from qpnlp.data.vectors import VECTOR_SETS, load_vectors
 from qpnlp.interpret.positional import positional_sensitivity
 from qpnlp.nn import EMBEDDING_KINDS
+from qpnlp.commands._config_options import explicit_options, recorded
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
@@ -69,6 +75,8 @@ from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's f
 TIMINGS: list[dict] = []
 SENSITIVITY: list[tuple[str, str]] = []
 DATASETS = ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"]
+#: The training defaults and the default --grid: the library's (what `qpnlp train order-classifier` uses).
+TRAIN = OrderClassifier.training_defaults
 NETWORK_NAMES = {"fasttext": "FastText", "cnn": "CNN", "rnn": "LSTM", "transformer": "Transformer"}
 VARIANT_NAMES = {"none": "none", "pe": "PE", "tpe": "TPE", "complex_vanilla": "Complex-vanilla",
                  "complex_order": "Complex-order"}
@@ -430,8 +438,10 @@ def merged_records(runs: dict[str, dict], frequency_init: str) -> list[dict]:
     return list(merged.values())
 
 
-def main(argv=None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; the training defaults are the library's (``OrderClassifier.training_defaults``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    given = recorded(argparse._StoreAction)  # a grid axis given as a flag leaves the default --grid
     parser.add_argument("--datasets", nargs="+", type=str.upper, default=DATASETS)
     parser.add_argument("--networks", nargs="+", choices=NETWORKS, default=["fasttext", "cnn", "transformer", "rnn"])
     parser.add_argument("--variants", nargs="+", choices=EMBEDDING_KINDS, default=list(EMBEDDING_KINDS))
@@ -440,17 +450,20 @@ def main(argv=None) -> None:
     parser.add_argument("--first-split", type=int, default=0,
                         help="skip the splits before this one (0-based): run a data set's folds in parts")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam, dense parameters (paper pool 1e-3..1e-5)")
-    parser.add_argument("--embedding-lr", type=float, default=1e-3, help="SparseAdam, embedding tables")
-    parser.add_argument("--weight-decay", type=float, default=0.0, help="Adam's L2 on the dense parameters")
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--filters", type=int, default=64)
-    parser.add_argument("--heads", type=int, default=5)
-    parser.add_argument("--ffn-hidden", type=int, default=128)
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--epochs", action=given, type=int, default=TRAIN["epochs"])
+    parser.add_argument("--patience", action=given, type=int, default=TRAIN["patience"])
+    parser.add_argument("--batch-size", action=given, type=int, default=TRAIN["batch_size"])
+    parser.add_argument("--lr", action=given, type=float, default=TRAIN["lr"],
+                        help="Adam, dense parameters (paper pool 1e-3..1e-5)")
+    parser.add_argument("--embedding-lr", action=given, type=float, default=TRAIN["embedding_lr"],
+                        help="SparseAdam, embedding tables")
+    parser.add_argument("--weight-decay", action=given, type=float, default=0.0,
+                        help="Adam's L2 on the dense parameters")
+    parser.add_argument("--hidden", action=given, type=int, default=128)
+    parser.add_argument("--filters", action=given, type=int, default=64)
+    parser.add_argument("--heads", action=given, type=int, default=5)
+    parser.add_argument("--ffn-hidden", action=given, type=int, default=128)
+    parser.add_argument("--dropout", action=given, type=float, default=0.1)
     parser.add_argument("--readout", default="modulus")
     parser.add_argument("--frequency-init", default="sinusoidal", help="complex-order only (default: the library default)")
     parser.add_argument("--frequency-scale", type=float, default=1.0)
@@ -460,7 +473,10 @@ def main(argv=None) -> None:
                         help="factor applied to the vectors (default: the registered set's own, 1 for files)")
     parser.add_argument("--grid", nargs="+", metavar="KEY=V1,V2",
                         help=f"select a setting on dev inside every cell from this Cartesian grid; keys: "
-                             f"{', '.join(GRID_KEYS)}")
+                             f"{', '.join(GRID_KEYS)} (default: {' '.join(TRAIN['select'])}, less the axes given "
+                             f"as flags)")
+    parser.add_argument("--no-grid", dest="grid", action="store_const", const=[],
+                        help="train the flags' one setting in every cell (no search)")
     parser.add_argument("--timing-batches", type=int, default=0,
                         help="also time N interleaved training steps per variant on the first split")
     parser.add_argument("--sensitivity-top", type=int, default=0,
@@ -477,10 +493,32 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")
+    return parser
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    """The parsed command line, with ``settings``: the grid's settings, checked (not with ``--merge``)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.merge:
+        args.grid = default_grid(args) if args.grid is None else args.grid
+        args.settings = grid_settings(parser, args)
+    return args
+
+
+def default_grid(args) -> list[str]:
+    """The library's default grid less the axes given as flags (``--lr 0.01`` trains at 0.01, as the CLI does)."""
+    given = set(explicit_options(args))
+    kept = [axis for axis in TRAIN["select"] if axis.partition("=")[0] not in given]
+    if len(kept) < len(TRAIN["select"]):
+        print(f"default grid without the axes given as flags: {' '.join(kept) or 'no search'}", flush=True)
+    return kept
+
+
+def main(argv=None) -> None:
+    args = parse_arguments(argv)
     if args.merge:
         return write_merged(args)
-    args.settings = grid_settings(parser, args)
     torch.set_num_threads(args.threads)
     vectors = load_vectors(args.vectors, scale=args.vectors_scale)
     if args.vectors_scale is None:  # record the scale applied

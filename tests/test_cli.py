@@ -176,8 +176,53 @@ def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
     assert seen["candidates"] == [{"dropout": 0}, {"dropout": 0.1}]                     # an explicit grid is kept
 
 
+def test_order_classifier_defaults_are_the_complex_order_reproductions(monkeypatch, capsys):
+    """`qpnlp train order-classifier` with no training flag gets the settings of benchmarks/reproduce_complex_order.py
+    (lr 1e-3 for the dense parameters and the tables, lr 1e-3 / 1e-4 chosen on dev, <= 30 epochs, patience 5); a
+    training setting given on the command line leaves its axis out of the default grid."""
+    from qpnlp.commands import classify
+
+    seen = {}
+
+    def fake_train(args, report, config, options, candidates, state_root):
+        seen.update(config=config, candidates=candidates)
+        return 0
+
+    monkeypatch.setattr(classify, "_train", fake_train)
+    assert main(["train", "order-classifier", "--dataset", "mr"]) == 0
+    config = seen["config"]
+    assert (config.epochs, config.patience, config.batch_size, config.lr, config.embedding_lr) == (30, 5, 32, 1e-3, 1e-3)
+    assert seen["candidates"] == [{"lr": 1e-3}, {"lr": 1e-4}]
+    assert main(["train", "order-classifier", "--dataset", "mr", "--lr", "0.01"]) == 0   # was overridden by the grid
+    assert seen["candidates"] is None and seen["config"].lr == 0.01
+    assert "default selection grid without lr=1e-3,1e-4" in capsys.readouterr().out
+    assert main(["train", "order-classifier", "--dataset", "mr", "--lr", "1e-3"]) == 0   # given at its default value
+    assert seen["candidates"] is None
+
+
+def test_the_complex_order_reproduction_uses_the_cli_defaults():
+    import sys
+    from pathlib import Path
+
+    from qpnlp.models.order_classifier import OrderClassifier
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import reproduce_complex_order as script
+    finally:
+        sys.path.pop(0)
+    args = script.parse_arguments(["--datasets", "TREC"])
+    defaults = OrderClassifier.training_defaults
+    assert (args.epochs, args.patience, args.batch_size, args.lr, args.embedding_lr) == tuple(
+        defaults[k] for k in ("epochs", "patience", "batch_size", "lr", "embedding_lr"))
+    assert args.grid == defaults["select"] and args.settings == [{"lr": 1e-3}, {"lr": 1e-4}]
+    assert script.parse_arguments(["--lr", "0.01"]).settings == [{}]             # a given lr leaves the lr axis
+    assert script.parse_arguments(["--no-grid"]).settings == [{}]
+
+
 @pytest.mark.parametrize("model, extra, fixed", [
-    ("order-classifier", [], None), ("order-classifier", ["--embedding-lr", "0.5"], 0.5),
+    ("cgrnn-classifier", [], None), ("order-classifier", [], 1e-3),        # the order classifier's own default
+    ("order-classifier", ["--embedding-lr", "0.5"], 0.5),
     ("order-classifier", ["--select", "lr=0.1,0.001", "embedding_lr=0.2"], 0.2),
     ("qpdn", [], 1e-3)])                                                   # QPDN's own default embedding_lr
 def test_the_embedding_lr_follows_each_grid_points_lr_by_default(monkeypatch, model, extra, fixed):

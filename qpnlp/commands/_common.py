@@ -35,6 +35,8 @@ from qpnlp.training.trainer import ConfigError, check_seed
 from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
+from ._config_options import recorded
+
 
 def device_type(value: str) -> str:
     """argparse type: a torch device this machine has (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
@@ -48,18 +50,21 @@ def device_type(value: str) -> str:
 def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-2, batch_size: int = 32,
                          embedding_lr: float | None = None, patience: int = 4, **_) -> None:
     group = parser.add_argument_group("training")
-    group.add_argument("--epochs", type=count_type(), default=epochs, help="maximum epochs (default %(default)s)")
-    group.add_argument("--batch-size", type=count_type(), default=batch_size, help="(default %(default)s)")
-    group.add_argument("--lr", type=rate_type(), default=lr,
+    given = recorded(argparse._StoreAction)   # a default selection grid leaves out the axes given (explicit_options)
+    group.add_argument("--epochs", action=given, type=count_type(), default=epochs,
+                       help="maximum epochs (default %(default)s)")
+    group.add_argument("--batch-size", action=given, type=count_type(), default=batch_size,
+                       help="(default %(default)s)")
+    group.add_argument("--lr", action=given, type=rate_type(), default=lr,
                        help="Adam learning rate, dense parameters (default %(default)s)")
-    group.add_argument("--embedding-lr", type=rate_type(), default=embedding_lr,
+    group.add_argument("--embedding-lr", action=given, type=rate_type(), default=embedding_lr,
                        help="SparseAdam learning rate of the embedding tables (default: "
                             f"{embedding_lr if embedding_lr is not None else '--lr'})")
-    group.add_argument("--phase-lr", type=rate_type(), default=None,
+    group.add_argument("--phase-lr", action=given, type=rate_type(), default=None,
                        help="learning rate of the phase tables of complex embeddings (default: --embedding-lr)")
-    group.add_argument("--weight-decay", type=rate_type(zero=True), default=0.0,
+    group.add_argument("--weight-decay", action=given, type=rate_type(zero=True), default=0.0,
                        help="L2 on dense parameters (default %(default)s)")
-    group.add_argument("--patience", type=count_type(), default=patience,
+    group.add_argument("--patience", action=given, type=count_type(), default=patience,
                        help="early-stopping patience on the dev score (default %(default)s)")
     group.add_argument("--seed", type=seed_type, default=0,
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
@@ -67,17 +72,18 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="cpu, cuda, cuda:N or mps (default %(default)s)")
     group.add_argument("--max-len", type=count_type(), default=None,
                        help="truncate texts to their first N tokens (default: no truncation)")
-    group.add_argument("--length-chunks", type=chunk_overhead_type, default=DEFAULT_OVERHEAD, metavar="N|off",
+    group.add_argument("--length-chunks", action=given, type=chunk_overhead_type, default=DEFAULT_OVERHEAD,
+                       metavar="N|off",
                        help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
                             "of one more chunk in padded positions, 'off' = whole batches (default %(default)s; "
                             "training batches are cut only for models that gain from it, e.g. CNM)")
-    group.add_argument("--compile", choices=COMPILE_MODES, default=None, metavar="MODE",
+    group.add_argument("--compile", action=given, choices=COMPILE_MODES, default=None, metavar="MODE",
                        help="run the training steps through torch.compile in this mode (" + ", ".join(COMPILE_MODES)
                             + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")
-    group.add_argument("--pad-to-multiple-of", type=count_type(), default=None, metavar="N",
+    group.add_argument("--pad-to-multiple-of", action=given, type=count_type(), default=None, metavar="N",
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
-                            "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs are recorded "
-                            "per length; else the longest text)")
+                            "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs "
+                            "are recorded per length; else the longest text)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json",
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "

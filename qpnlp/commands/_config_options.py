@@ -19,12 +19,12 @@ import inspect
 import json
 import re
 
-__all__ = ["add_config_options", "config_options", "explicit_config_options", "field_help"]
+__all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "recorded"]
 
 # Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
 FILLED_BY_TRAINER = frozenset({"num_words", "num_classes", "dim"})
 # Namespace attribute listing the config fields given on the command line (not left at their defaults).
-_EXPLICIT = "explicit_config_options"
+_EXPLICIT = "explicit_options"
 
 
 def field_help(config_class: type) -> dict[str, str]:
@@ -88,7 +88,7 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
         kwargs: dict = dict(dest=f"config__{field.name}", default=default, help=text)
         # every action also records that its option was given (a default grid then leaves its axis out)
         if annotation == "bool":
-            kwargs["action"] = _recorded(argparse.BooleanOptionalAction)          # --flag / --no-flag
+            kwargs["action"] = recorded(argparse.BooleanOptionalAction)          # --flag / --no-flag
         elif annotation.startswith(("list", "tuple")):
             kwargs.update(nargs="+", type=int, default=list(default) if default is not None else None)
         elif annotation.startswith("dict"):
@@ -99,24 +99,25 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
             continue
         if annotation != "bool":
             kwargs.setdefault("metavar", field.name.upper())
-            kwargs["action"] = _recorded(argparse._StoreAction)
+            kwargs["action"] = recorded(argparse._StoreAction)
         group.add_argument(flag, **kwargs)
 
 
-def _recorded(base: type) -> type:
+def recorded(base: type) -> type:
     """``base`` that also notes its field in the namespace when the option is given (read back by
-    :func:`explicit_config_options`)."""
+    :func:`explicit_options`): a model config field (dest ``config__NAME``) or a training setting (dest ``NAME``)."""
     class Recorded(base):
         def __call__(self, parser, namespace, values, option_string=None):
             super().__call__(parser, namespace, values, option_string)
             given = list(getattr(namespace, _EXPLICIT, None) or [])
-            field = self.dest[len("config__"):]
+            field = self.dest.removeprefix("config__")
             setattr(namespace, _EXPLICIT, given if field in given else given + [field])
     return Recorded
 
 
-def explicit_config_options(args: argparse.Namespace) -> list[str]:
-    """The config fields given on the command line (an option at its default value counts when it was given)."""
+def explicit_options(args: argparse.Namespace) -> list[str]:
+    """The config fields and training settings given on the command line (an option at its default value counts
+    when it was given)."""
     return list(getattr(args, _EXPLICIT, None) or [])
 
 

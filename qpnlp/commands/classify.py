@@ -28,7 +28,7 @@ from ._common import (CommandFailed, Report, UsageError, add_fallback_option, ad
                       add_vectors_option, count_type, epoch_logger, load_cli_vectors,
                       prepare_outputs, pretrained_fallback,
                       state_subdir, train_config)
-from ._config_options import add_config_options, config_options, explicit_config_options
+from ._config_options import add_config_options, config_options, explicit_options
 
 
 DEFAULT_FOLDS = 10
@@ -87,15 +87,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def selection_grid(args: argparse.Namespace) -> list[str]:
-    """``--select``, or the model's default grid less the axes whose model option the command line gives.
+    """``--select``, or the model's default grid less the axes whose model option or training setting the command
+    line gives.
 
     ``--dropout 0.5`` with the default grid ``dropout=0,0.3 weighting=...`` trains dropout 0.5 and searches the
-    weighting only (a given option is never overridden by a default it did not ask for).
+    weighting only; ``--lr 0.01`` with ``lr=1e-3,1e-4`` trains at 0.01 (a given option is never overridden by a
+    default it did not ask for).
     """
     if args.select is not None:
         return args.select
     default = get_model_class(args.kind).training_defaults.get("select", [])
-    given = set(explicit_config_options(args))
+    given = set(explicit_options(args))
     fixed = [axis for axis in default if axis.partition("=")[0] in given]
     if fixed:
         kept = [axis for axis in default if axis not in fixed]
