@@ -17,7 +17,7 @@ each timed call running through the same ``--batches`` batches (times per batch)
 Usage::
 
     QPNLP_DATA=/work/shared/data python benchmarks/cnm_train_step.py [--outcomes 300] [--rounds 5]
-        [--profile benchmarks/results/cnm_train_step_profile.txt] [--json out.json]
+        [--profile benchmarks/results/speed/cnm_train_step_profile.txt] [--json out.json]
 """
 
 from __future__ import annotations

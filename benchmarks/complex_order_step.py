@@ -22,7 +22,7 @@ Target (issue 22): complex-order step within 1.2x of PE.
 Usage::
 
     QPNLP_DATA=/work/shared/data python benchmarks/complex_order_step.py [--dataset SST2]
-        [--networks fasttext cnn transformer] [--profile benchmarks/results/complex_order_step_profile.txt]
+        [--networks fasttext cnn transformer] [--profile benchmarks/results/speed/complex_order_step_profile.txt]
 """
 
 from __future__ import annotations

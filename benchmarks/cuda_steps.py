@@ -22,7 +22,7 @@ synchronised (``torch.utils.benchmark``), variants interleaved round by round
 
 Usage::
 
-    python benchmarks/cuda_steps.py --json benchmarks/results/cuda_steps.json
+    python benchmarks/cuda_steps.py --json benchmarks/results/cuda/cuda_steps.json
     python benchmarks/cuda_steps.py --device cpu --quick      # a check of the script itself
 """
 

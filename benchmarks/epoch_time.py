@@ -20,7 +20,7 @@ The baseline reads TREC-QA's ``train.tsv`` only, so both trees get a data root
 of symbolic links in which ``qa/trecqa/train.tsv`` is TRAIN-ALL (and the
 current tree is told ``--train-split train``): the same 1,227 questions.
 
-    QPNLP_DATA=... python benchmarks/epoch_time.py --rounds 3 --json benchmarks/results/epoch_time.json
+    QPNLP_DATA=... python benchmarks/epoch_time.py --rounds 3 --json benchmarks/results/speed/epoch_time.json
 
 Before the timed rounds, each tree trains each case once for one epoch, untimed: a tree's first run pays
 one-off costs that later runs find on disk (the bytecode of a freshly extracted tree, numba's cache of the

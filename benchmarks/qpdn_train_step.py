@@ -26,7 +26,7 @@ essential contraction; at least 300x faster than qnn_torch.
 Usage::
 
     python benchmarks/qpdn_train_step.py [--dim 300] [--vocab 20000] [--rounds 5] [--qnn-torch DIR]
-                                         [--profile benchmarks/results/qpdn_train_step_profile.txt] [--json out.json]
+                                         [--profile benchmarks/results/speed/qpdn_train_step_profile.txt] [--json out.json]
 """
 
 from __future__ import annotations

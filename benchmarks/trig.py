@@ -7,7 +7,7 @@ the table gives torch / numpy per size, and the largest error of each against a 
 
 Run::
 
-    python benchmarks/trig.py --threads 1 --json benchmarks/results/trig.json
+    python benchmarks/trig.py --threads 1 --json benchmarks/results/speed/trig.json
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ class RowSparseAdam(torch.optim.SparseAdam):
     tables are updated by one compiled loop instead (:mod:`qpnlp.training.adam_rows`:
     the same arithmetic in the same order, each row read and written once; moments
     bit for bit, parameters to an ulp of the square root; 4.55x faster for a
-    20000 x 300 table, benchmarks/results/row_sparse_adam_loop.txt).
+    20000 x 300 table, benchmarks/results/speed/row_sparse_adam_loop.txt).
     """
 
     def load_state_dict(self, state_dict: dict) -> None:
