@@ -431,33 +431,16 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     ``on_epoch(epoch, stats)`` is called after each epoch (after the
     synchronisation; its time is not counted).
     """
-    from qpnlp.word2fun.distributed import all_sum
-
-    cfg = resolve_penalty(config or TrainConfig(), model.family, model.logistic)
-    if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
-        raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    cfg = _resolved_config(config, model)
     dev = resolve_device(cfg.device)
     model.to(dev)
     rng = rng if rng is not None else np.random.default_rng(cfg.seed)
-    workers = max(1, int(cfg.workers))
-    gens = generators or ([torch.Generator(device=dev).manual_seed(cfg.seed)]
-                          + [torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w) for w in range(1, workers)])
+    gens = generators or _default_generators(cfg, dev)
     keep = keep_probabilities(counts, cfg.sample)
     sampler = NegativeSampler(counts, 0.75, device=dev)
     weights = word_weights(counts, cfg, dev)
     stats = stats if stats is not None else TrainStats()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=(cfg.epochs - start_epoch) * source.n_tokens, unit="tok", unit_scale=True,
-                   desc=f"word2fun {model.family}")
-
-    def run(batches, progress=None) -> tuple[float, int]:
-        if workers == 1:
-            return _train_batches(model, batches, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
-        return _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights, progress)
-
+    bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
     prev_threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(1)  # one OpenMP thread per worker (module docstring)
@@ -465,31 +448,10 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         for epoch in range(start_epoch, cfg.epochs):
             t0 = _time.perf_counter()
             batches = _epoch_batches(source, cfg, rng, keep, dev)
-            if sync is None:
-                total, nb = run(batches)
-            else:
-                total, nb, more, done = 0.0, 0, True, [0.0]
-                while True:
-                    if more:
-                        seg = _Counted(itertools.islice(batches, cfg.sync_every))
-                        t, n = run(seg, done)
-                        total, nb, more = total + t, nb + n, seg.n == cfg.sync_every
-                    if not sync.step(more):
-                        break
+            total, nb = _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync)
             seconds = _time.perf_counter() - t0
-            tokens, pairs, loss_sum, slowest = source.n_tokens, nb, total, seconds
-            if sync is not None:
-                tokens, pairs, loss_sum = all_sum([tokens, pairs, total])
-                tokens, pairs, slowest = int(tokens), int(pairs), _max_over_processes(seconds)
-            stats.seconds += slowest
-            stats.pairs += pairs
-            stats.tokens += tokens
-            stats.epoch_loss.append(loss_sum / max(pairs, 1))
-            if not math.isfinite(stats.epoch_loss[-1]):      # the same sum in every process: all raise
-                raise diverged(epoch + 1, stats.epoch_loss[-1], cfg)
-            if bar is not None:
-                bar.update(source.n_tokens)
-                bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")
+            _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg)
+            _show_epoch(bar, source, stats)
             if on_epoch is not None:
                 on_epoch(epoch, stats)
     finally:
@@ -499,7 +461,93 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     return stats
 
 
+def _resolved_config(config: TrainConfig | None, model) -> TrainConfig:
+    """``config`` (default ``TrainConfig()``) with the model's default roughness penalty (:func:`resolve_penalty`).
+
+    A roughness penalty needs a sinusoidal family: refused for the others.
+    """
+    cfg = resolve_penalty(config or TrainConfig(), model.family, model.logistic)
+    if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+    return cfg
+
+
+def _worker_count(cfg: TrainConfig) -> int:
+    """The hogwild workers of ``cfg`` (at least one)."""
+    return max(1, int(cfg.workers))
+
+
+def _default_generators(cfg: TrainConfig, dev) -> list[torch.Generator]:
+    """The negatives' generators when none are given: worker ``w`` seeded by ``seed + 7919 w``."""
+    return ([torch.Generator(device=dev).manual_seed(cfg.seed)]
+            + [torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w) for w in range(1, _worker_count(cfg))])
+
+
+def _progress_bar(total_tokens: int, family: str):
+    """A tqdm bar over the ``total_tokens`` tokens of the epochs to train."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"word2fun {family}")
+
+
+def _run_batches(model, batches, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[float, int]:
+    """The loss sum and the pairs of ``batches``: trained by one worker, or by ``len(gens)`` hogwild threads.
+
+    ``progress`` carries the epoch's progress across calls (see :func:`_train_batches`).
+    """
+    if _worker_count(cfg) == 1:
+        return _train_batches(model, batches, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
+    return _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights, progress)
+
+
+def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tuple[float, int]:
+    """The loss sum and the pairs of one epoch's ``batches``, synchronised with the other processes by ``sync``.
+
+    Without ``sync`` the batches run in one go; with it, in segments of ``cfg.sync_every`` batches, each
+    followed by ``sync.step``; a process that has run out of batches keeps joining the synchronisations
+    until every process has (``sync.step`` returns False).
+    """
+    if sync is None:
+        return _run_batches(model, batches, sampler, gens, cfg, epoch, weights)
+    total, nb, more, done = 0.0, 0, True, [0.0]
+    while True:
+        if more:
+            seg = _Counted(itertools.islice(batches, cfg.sync_every))
+            t, n = _run_batches(model, seg, sampler, gens, cfg, epoch, weights, done)
+            total, nb, more = total + t, nb + n, seg.n == cfg.sync_every
+        if not sync.step(more):
+            return total, nb
+
+
+def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: float, seconds: float, sync, epoch: int,
+                  cfg: TrainConfig) -> None:
+    """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
+
+    With ``sync`` the counts and the loss are summed over the processes and the time is the slowest one's.
+    """
+    from qpnlp.word2fun.distributed import all_sum
+
+    slowest = seconds
+    if sync is not None:
+        tokens, pairs, loss_sum = all_sum([tokens, pairs, loss_sum])
+        tokens, pairs, slowest = int(tokens), int(pairs), _max_over_processes(seconds)
+    stats.seconds += slowest
+    stats.pairs += pairs
+    stats.tokens += tokens
+    stats.epoch_loss.append(loss_sum / max(pairs, 1))
+    if not math.isfinite(stats.epoch_loss[-1]):      # the same sum in every process: all raise
+        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg)
+
+
+def _show_epoch(bar, source, stats: TrainStats) -> None:
+    """Advance the progress ``bar`` (if any) by the epoch's tokens of ``source`` and show its mean loss."""
+    if bar is not None:
+        bar.update(source.n_tokens)
+        bar.set_postfix(loss=f"{stats.epoch_loss[-1]:.4f}")
+
+
 def _max_over_processes(value: float) -> float:
+    """The largest ``value`` over the processes of a distributed run."""
     from qpnlp.word2fun.distributed import all_min_max
 
     return all_min_max(value, value)[1]

@@ -146,6 +146,7 @@ def _count(docs) -> tuple[Counter, Counter, int, int, float, float]:
 
 
 def _rng_state(rng: np.random.Generator, gens: list) -> dict:
+    """The states of the pair generator and the negatives' generators, as JSON (set by :func:`_restore_rng`)."""
     return {"numpy": rng.bit_generator.state,
             "torch": [base64.b64encode(g.get_state().numpy().tobytes()).decode("ascii") for g in gens]}
 
@@ -277,9 +278,51 @@ def fit(
         For a ``checkpoint`` that is an existing non-empty directory holding
         no saved model (it would be replaced): before any training.
     """
+    _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
+                         resume)
+    cfg = config or TrainConfig()
+    dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
+    world, rank = dist.setup(cfg.device), dist.rank()
+    main_log = log if rank == 0 else None
+    local = _shard(corpus, rank, world)
+    saved = _saved_run(checkpoint) if resume else None
+    if saved is not None:
+        vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
+        vocab, model, info, local_counts = vectors.vocabulary, vectors.model.train(), saved["corpus"], None
+    else:
+        vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
+        model = _new_model(vocab, span, time_scale, cfg.seed, family=family, dim=dim, n_slices=n_slices,
+                           frequency_init=frequency_init, max_periods=max_periods, logistic=logistic)
+    counts = vocab.counts
+    source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
+    if saved is None and world == 1:
+        _check_some_token_in_vocabulary(source, vocab)
+    if main_log is not None:
+        print(_corpus_summary(info, vocab, world, isinstance(corpus, TsvStream), dev), file=main_log)
+    compass_stats = None
+    if compass == "frozen" and saved is None:
+        compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
+                                          rank, world, dev, progress)
+    cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
+    vectors = KeyedVectors(model, vocab)
+    model.train()
+    start, stats = _epochs_done_and_losses(saved)
+    rng, gens = _training_generators(cfg, rank, dev, saved, start)
+    run_info = _run_info(info, cfg, compass, compass_epochs, world, metadata)
+    end_of_epoch = _end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
+    sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
+    stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
+                         on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
+    model.eval()
+    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs))
+
+
+def _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
+                         resume) -> None:
+    """Refuse the arguments of :func:`fit` it cannot train with, before any work (the corpus is not read here):
+    also a ``checkpoint`` that ``save_pretrained`` would refuse after the first epoch."""
     if config is not None and not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig; got {type(config).__name__}")
-    cfg = config or TrainConfig()
     if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"vocabulary must be a Vocabulary (Vocabulary.build(..., specials=False)); got "
                         f"{type(vocabulary).__name__}")
@@ -297,114 +340,193 @@ def fit(
         raise ValueError("Word2Fun needs a vocabulary without special tokens (Vocabulary.build(..., specials=False))")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs the checkpoint directory to continue from")
-    if checkpoint is not None:           # what save_pretrained would refuse after the first epoch: refused now
+    if checkpoint is not None:
         check_replaceable(checkpoint, replaces=CONFIG_FILE)
-    dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
-    world, rank = dist.setup(cfg.device), dist.rank()
-    streamed = isinstance(corpus, TsvStream)
-    if streamed:
-        local = corpus.shard(rank, world) if world > 1 else corpus
-    else:
-        if len(corpus) == 0:
-            raise ValueError("the corpus is empty")
-        local = corpus if world == 1 else TimestampedCorpus(corpus.times[rank::world], corpus.docs[rank::world])
-    saved, local_counts = None, Counter()
-    if resume and (Path(checkpoint) / "config.json").is_file():
-        from qpnlp.models.base import read_model_header
 
-        header = read_model_header(checkpoint)
-        saved = header["metadata"]
-        if header["model"] != "word2fun" or "epochs_done" not in saved or "corpus" not in saved:
-            what = "Word2Fun vectors" if header["model"] == "word2fun" else f"a {header['model']!r} model"
-            raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
-                             f"records the epochs done); train afresh or resume from fit's checkpoint")
-    # ---- vocabulary, span and corpus size: counted over every shard
-    if saved is not None:
-        vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
-        vocab, model, info = vectors.vocabulary, vectors.model.train(), saved["corpus"]
+
+def _shard(corpus: TimestampedCorpus | TsvStream, rank: int, world: int) -> TimestampedCorpus | TsvStream:
+    """The documents process ``rank`` of ``world`` trains on: the whole corpus, or every ``world``-th document.
+
+    A stream is sharded by :meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`; an empty corpus in
+    memory is refused here (a stream's emptiness is known after counting).
+    """
+    if isinstance(corpus, TsvStream):
+        return corpus.shard(rank, world) if world > 1 else corpus
+    if len(corpus) == 0:
+        raise ValueError("the corpus is empty")
+    return corpus if world == 1 else TimestampedCorpus(corpus.times[rank::world], corpus.docs[rank::world])
+
+
+def _saved_run(checkpoint: str | os.PathLike) -> dict | None:
+    """The metadata of the training run saved at ``checkpoint`` (None when there is no saved model to resume).
+
+    Refuses a saved model that :func:`fit` did not checkpoint (another model, or vectors without the epochs
+    done and the corpus size).
+    """
+    if not (Path(checkpoint) / "config.json").is_file():
+        return None
+    from qpnlp.models.base import read_model_header
+
+    header = read_model_header(checkpoint)
+    saved = header["metadata"]
+    if header["model"] != "word2fun" or "epochs_done" not in saved or "corpus" not in saved:
+        what = "Word2Fun vectors" if header["model"] == "word2fun" else f"a {header['model']!r} model"
+        raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
+                         f"records the epochs done); train afresh or resume from fit's checkpoint")
+    return saved
+
+
+def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabulary | None,
+                                min_count: int) -> tuple[Vocabulary, dict, tuple, Counter]:
+    """The vocabulary, the corpus size ``{documents, tokens, span}``, the span ``(t0, t1)`` and this shard's
+    word counts, counted over every shard (empty counts for one process holding the corpus in memory).
+
+    Without ``vocabulary``, the words seen ``min_count`` times; a vocabulary of fewer than two words is refused.
+    """
+    local_counts = Counter()
+    if not isinstance(corpus, TsvStream) and world == 1:
+        info = {"documents": len(corpus), "tokens": corpus.n_tokens}
+        vocab = vocabulary if vocabulary is not None else Vocabulary.build(corpus.docs, min_freq=min_count,
+                                                                            specials=False)
+        span = corpus.span
     else:
-        if not streamed and world == 1:
-            info = {"documents": len(corpus), "tokens": corpus.n_tokens}
-            vocab = vocabulary if vocabulary is not None else Vocabulary.build(corpus.docs, min_freq=min_count,
-                                                                                specials=False)
-            span = corpus.span
-        else:
-            wf, df, n_docs, n_tokens, lo, hi = _count(local)
-            local_counts = wf
-            n_docs, n_tokens = (int(x) for x in dist.all_sum([n_docs, n_tokens]))
-            if n_docs == 0:
-                raise ValueError("the corpus is empty")
-            span = dist.all_min_max(lo, hi)
-            info = {"documents": n_docs, "tokens": n_tokens}
-            if vocabulary is None:
-                wf, df = dist.merge_counts(wf, df)
-                kept = sorted((w for w, c in wf.items() if c >= min_count), key=lambda w: (-wf[w], w))
-                vocab = Vocabulary(kept, wf, df, n_docs, specials=False)
-            else:
-                vocab = vocabulary
-        info["span"] = list(span)
-        if len(vocab) < 2:
-            raise ValueError(f"the vocabulary has {len(vocab)} words (min count {min_count}); Word2Fun needs at "
-                             f"least two")
-        if isinstance(time_scale, TimeScale):
-            ts = time_scale
-        else:
-            t0, t1 = span
-            if t1 <= t0:
-                raise ValueError(f"the corpus spans a single time ({t0}); Word2Fun needs at least two")
-            ts = TimeScale(t0, t1, time_scale)
-        ts.check_resolution(torch.float32)
-        model = Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family=family, span_start=ts.start,
-                                        span_end=ts.end, time_scale=ts.scale, n_slices=n_slices,
-                                        frequency_init=frequency_init, max_periods=max_periods,
-                                        logistic=family in SINUSOIDAL_FAMILIES if logistic is None else bool(logistic)),
-                        seed=cfg.seed)
-    counts = vocab.counts
-    if streamed:  # the in-vocabulary tokens of this shard are known from the counting pass (not when resuming)
-        in_vocab = sum(local_counts.get(w, 0) for w in vocab.words) if saved is None else None
-        source = StreamSource(local, vocab, cfg.chunk_tokens, n_tokens=in_vocab)
+        wf, df, n_docs, n_tokens, lo, hi = _count(local)
+        local_counts = wf
+        n_docs, n_tokens = (int(x) for x in dist.all_sum([n_docs, n_tokens]))
+        if n_docs == 0:
+            raise ValueError("the corpus is empty")
+        span = dist.all_min_max(lo, hi)
+        info = {"documents": n_docs, "tokens": n_tokens}
+        vocab = _merged_vocabulary(wf, df, n_docs, min_count) if vocabulary is None else vocabulary
+    info["span"] = list(span)
+    if len(vocab) < 2:
+        raise ValueError(f"the vocabulary has {len(vocab)} words (min count {min_count}); Word2Fun needs at "
+                         f"least two")
+    return vocab, info, span, local_counts
+
+
+def _merged_vocabulary(wf: Counter, df: Counter, n_docs: int, min_count: int) -> Vocabulary:
+    """The vocabulary of the word and document counts ``wf``, ``df`` summed over the processes: the words seen
+    at least ``min_count`` times, most frequent first, ties alphabetically (the same in every process)."""
+    wf, df = dist.merge_counts(wf, df)
+    kept = sorted((w for w, c in wf.items() if c >= min_count), key=lambda w: (-wf[w], w))
+    return Vocabulary(kept, wf, df, n_docs, specials=False)
+
+
+def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, *, family: str, dim: int,
+               n_slices: int, frequency_init: str, max_periods: float | None, logistic: bool | None) -> Word2Fun:
+    """A freshly initialised Word2Fun model of ``vocab`` over the corpus ``span`` (see :func:`fit`'s parameters).
+
+    ``time_scale`` is ``S`` over ``span = (t0, t1)`` (refused when ``t1 <= t0``) or a full
+    :class:`~qpnlp.word2fun.functions.TimeScale`, checked to resolve the times in float32; ``logistic=None``
+    adds the logistic step to the sinusoidal families only.
+    """
+    if isinstance(time_scale, TimeScale):
+        ts = time_scale
     else:
-        enc = local.encode(vocab)
-        source = ArraySource(enc.tokens, enc.doc_ids, enc.times)
-    if saved is None and world == 1 and source.n_tokens == 0:   # else an epoch of nothing, "trained" vectors
+        t0, t1 = span
+        if t1 <= t0:
+            raise ValueError(f"the corpus spans a single time ({t0}); Word2Fun needs at least two")
+        ts = TimeScale(t0, t1, time_scale)
+    ts.check_resolution(torch.float32)
+    return Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family=family, span_start=ts.start,
+                                   span_end=ts.end, time_scale=ts.scale, n_slices=n_slices,
+                                   frequency_init=frequency_init, max_periods=max_periods,
+                                   logistic=family in SINUSOIDAL_FAMILIES if logistic is None else bool(logistic)),
+                    seed=seed)
+
+
+def _token_source(local, vocab: Vocabulary, chunk_tokens: int, local_counts: Counter | None):
+    """This shard's tokens encoded with ``vocab``: in memory (:class:`ArraySource`) or streamed (:class:`StreamSource`).
+
+    A stream's in-vocabulary tokens are summed from this shard's word counts ``local_counts`` (None when
+    resuming: counted on the first pass instead).
+    """
+    if isinstance(local, TsvStream):
+        in_vocab = sum(local_counts.get(w, 0) for w in vocab.words) if local_counts is not None else None
+        return StreamSource(local, vocab, chunk_tokens, n_tokens=in_vocab)
+    enc = local.encode(vocab)
+    return ArraySource(enc.tokens, enc.doc_ids, enc.times)
+
+
+def _check_some_token_in_vocabulary(source, vocab: Vocabulary) -> None:
+    """Refuse a corpus none of whose tokens is in ``vocab`` (else an epoch of nothing gives "trained" vectors)."""
+    if source.n_tokens == 0:
         raise ValueError(f"no token of the corpus is in the vocabulary ({len(vocab)} words, e.g. "
                          f"{list(vocab.words[:3])}): pass the corpus's own vocabulary, or none")
-    if log is not None and rank == 0:
-        print(f"corpus: {info['documents']} documents, {info['tokens']} tokens, {info['span'][0]:g}-"
-              f"{info['span'][1]:g}; vocabulary {len(vocab)} words; {world} process(es)"
-              + ("; streamed from disk" if streamed else "") + f"; {pair_loop.describe(dev)}", file=log)
-    compass_stats = None
-    if compass == "frozen" and saved is None:
-        compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
-                                          rank, world, dev, progress)
-    if model.logistic and step_centres == "changepoint":
-        if cfg.step_centre_lr is None:
-            cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
-        if saved is None:  # a resumed run keeps its trained steps
-            moved = initial_step_centres(model, source, counts, window=cfg.window, sample=cfg.sample,
-                                         seed=cfg.seed, reduce=dist.all_reduce_sum if world > 1 else None)
-            if log is not None and rank == 0:
-                print(f"logistic steps: {moved} of {len(vocab)} words start at their contexts' change point",
-                      file=log)
-    vectors = KeyedVectors(model, vocab)
-    model.train()
+
+
+def _corpus_summary(info: dict, vocab: Vocabulary, world: int, streamed: bool, dev) -> str:
+    """The line :func:`fit` logs about the corpus, the vocabulary, the processes and the pair loop."""
+    return (f"corpus: {info['documents']} documents, {info['tokens']} tokens, {info['span'][0]:g}-"
+            f"{info['span'][1]:g}; vocabulary {len(vocab)} words; {world} process(es)"
+            + ("; streamed from disk" if streamed else "") + f"; {pair_loop.describe(dev)}")
+
+
+def _start_steps_at_change_points(model: Word2Fun, source, vocab: Vocabulary, cfg: TrainConfig, step_centres: str,
+                                  fresh: bool, world: int, log: TextIO | None) -> TrainConfig:
+    """``cfg`` for a model whose logistic steps start at their words' change points (``step_centres``).
+
+    With the logistic step and ``step_centres="changepoint"``, a fresh model's step centres are moved to the
+    change points of their contexts (one pass over ``source``, summed over the processes; reported on
+    ``log``) and the centres' learning rate defaults to
+    :data:`~qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`; a resumed run keeps its steps.
+    """
+    if not (model.logistic and step_centres == "changepoint"):
+        return cfg
+    if cfg.step_centre_lr is None:
+        cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR_AT_CHANGE_POINTS)
+    if fresh:
+        moved = initial_step_centres(model, source, vocab.counts, window=cfg.window, sample=cfg.sample,
+                                     seed=cfg.seed, reduce=dist.all_reduce_sum if world > 1 else None)
+        if log is not None:
+            print(f"logistic steps: {moved} of {len(vocab)} words start at their contexts' change point", file=log)
+    return cfg
+
+
+def _epochs_done_and_losses(saved: Mapping[str, Any] | None) -> tuple[int, TrainStats]:
+    """The epoch to start from and the statistics to continue: those of the run ``saved``, or 0 and none."""
+    stats = TrainStats()
+    if saved is None:
+        return 0, stats
+    start = int(saved.get("epochs_done", 0))
+    stats.epoch_loss = list(saved.get("epoch_loss", []))
+    return start, stats
+
+
+def _training_generators(cfg: TrainConfig, rank: int, dev, saved: Mapping[str, Any] | None,
+                         start: int) -> tuple[np.random.Generator, list[torch.Generator]]:
+    """The pair generator and the negatives' generators of this process: fresh, or continuing the run ``saved``.
+
+    A process without a saved state gets fresh streams seeded by the epoch ``start`` (never those of the
+    first epoch again); with another number of workers see :func:`_restore_rng`.
+    """
     rng = _data_rng(cfg.seed, rank, 0)
     gens = _negative_generators(cfg.seed, rank, cfg.workers, dev)
-    start = 0
-    stats = TrainStats()
-    if saved is not None:
-        start = int(saved.get("epochs_done", 0))
-        stats.epoch_loss = list(saved.get("epoch_loss", []))
-        state = _saved_rng(saved, rank)
-        if state is not None:  # also with another number of workers (see _restore_rng)
-            _restore_rng(state, rng, gens)
-        else:  # no saved state for this process: fresh streams, never those of the first epoch again
-            rng = _data_rng(cfg.seed, rank, start)
-            gens = _negative_generators(cfg.seed, rank, cfg.workers, dev, start)
-    run_info = {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
-                "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
-                **dict(metadata or {})}
+    if saved is None:
+        return rng, gens
+    state = _saved_rng(saved, rank)
+    if state is None:
+        return _data_rng(cfg.seed, rank, start), _negative_generators(cfg.seed, rank, cfg.workers, dev, start)
+    _restore_rng(state, rng, gens)
+    return rng, gens
 
+
+def _run_info(info: dict, cfg: TrainConfig, compass: str, compass_epochs: int, world: int,
+              metadata: Mapping[str, Any] | None) -> dict:
+    """The checkpoint metadata of the run: corpus size, training settings, compass, processes and ``metadata``."""
+    return {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
+            "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
+            **dict(metadata or {})}
+
+
+def _end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.random.Generator, gens: list,
+                  world: int, on_epoch: Callable[[int, TrainStats], None] | None) -> Callable[[int, TrainStats], None]:
+    """The ``on_epoch`` callback of the loop: save the checkpoint (if any), then call ``on_epoch``.
+
+    The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
+    (of every process, gathered to the first, which writes it while the others wait).
+    """
     def end_of_epoch(epoch: int, st: TrainStats) -> None:
         if checkpoint is not None:
             state = _rng_state(rng, gens)
@@ -417,11 +539,7 @@ def fit(
         if on_epoch is not None:
             on_epoch(epoch, st)
 
-    sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
-    stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
-                         on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
-    model.eval()
-    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs))
+    return end_of_epoch
 
 
 def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainConfig, rank: int, world: int, dev,
