@@ -50,7 +50,8 @@ from pathlib import Path
 import torch
 
 from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corpus
-from qpnlp.evaluation.drift import DriftGrid, evaluate_grid, procrustes_grid, temporal_referencing_grid
+from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
+from qpnlp.evaluation.drift_baselines import procrustes_grid, temporal_referencing_grid
 from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
 from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
 from qpnlp.word2fun.train import STEP_CENTRES

@@ -142,66 +142,160 @@ def drift_mixture(year, strength, switch, width) -> np.ndarray:
 def generate_drift_corpus(spec: DriftSpec = DriftSpec()) -> tuple[TimestampedCorpus, PlantedDrift]:
     """Generate the corpus and its ground truth (deterministic given ``spec.seed``)."""
     rng = np.random.default_rng(spec.seed)
-    K, M, L = spec.n_topics, spec.words_per_topic, spec.sentence_length
-    topic_words = tuple(tuple(f"t{k:02d}w{j:02d}" for j in range(M)) for k in range(K))
+    topic_words = _topic_words(spec)
+    background, zipf = _background_words(spec)
+    truth = _planted_drift(spec, rng, topic_words)
+    n_sent = max(1, int(round(spec.n_tokens / spec.n_years / spec.sentence_length)))  # sentences per year
+    rates = _probe_rates(spec)
+    vocab = list(truth.words) + [w for tw in topic_words for w in tw] + background
+    all_times, all_docs = [], []
+    for year, year_rates in zip(truth.years, rates):
+        ids = _sentences_of_year(spec, rng, n_sent, year, year_rates, truth, zipf)
+        all_docs.extend([vocab[i] for i in row] for row in ids)
+        all_times.append(np.full(n_sent, year))
+    return TimestampedCorpus(np.concatenate(all_times), tuple(all_docs)), truth
+
+
+def _topic_words(spec: DriftSpec) -> tuple:
+    """The ``words_per_topic`` words of each of the ``n_topics`` topics, ``t{k}w{j}``: K tuples of M str."""
+    return tuple(tuple(f"t{k:02d}w{j:02d}" for j in range(spec.words_per_topic)) for k in range(spec.n_topics))
+
+
+def _background_words(spec: DriftSpec) -> tuple[list[str], np.ndarray]:
+    """The ``n_background`` background words and their Zipf probabilities :math:`p_j \\propto 1/j`, (n_background,)."""
     background = [f"bg{j:03d}" for j in range(spec.n_background)]
     zipf = 1.0 / np.arange(1, spec.n_background + 1)
     zipf /= zipf.sum()
+    return background, zipf
+
+
+def _planted_drift(spec: DriftSpec, rng: np.random.Generator, topic_words: tuple) -> PlantedDrift:
+    """The ground truth: the probes (drift, stable, trap), their topics, strengths and transitions.
+
+    Draws from ``rng``, in this order: the source topics, the shifts to the
+    destinations, the strengths' order, the switch years, which switches are
+    gradual and the ramp widths.
+    """
     nd, ns, nt = spec.n_drift, spec.n_stable, spec.n_trap
-    words = tuple([f"drift{i:02d}" for i in range(nd)] + [f"stable{i:02d}" for i in range(ns)] + [f"trap{i:02d}" for i in range(nt)])
+    words = tuple([f"drift{i:02d}" for i in range(nd)] + [f"stable{i:02d}" for i in range(ns)]
+                  + [f"trap{i:02d}" for i in range(nt)])
     kind = tuple(["drift"] * nd + ["stable"] * ns + ["trap"] * nt)
     P = nd + ns + nt
+    source, dest = _probe_topics(spec, rng, P)
+    strength = np.zeros(P)
+    strength[:nd] = rng.permutation(np.linspace(*spec.strength_range, nd))
+    switch, width = _transitions(spec, rng, P)
+    years = np.arange(spec.start_year, spec.start_year + spec.n_years, dtype=float)
+    return PlantedDrift(
+        words=words, kind=kind, source=source, dest=dest, strength=strength, switch_year=switch,
+        width=width, topic_words=topic_words, years=years,
+    )
+
+
+def _probe_topics(spec: DriftSpec, rng: np.random.Generator, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source and destination topic of each of the ``P`` probes, int (P,) each.
+
+    The sources are uniform; a drift word's destination is its source shifted
+    by 1 .. K-1 (mod K), another topic; the other probes keep their source.
+    """
+    K, nd = spec.n_topics, spec.n_drift
     source = rng.integers(0, K, size=P)
     dest = source.copy()
     shift = rng.integers(1, K, size=nd)
     dest[:nd] = (source[:nd] + shift) % K
-    strength = np.zeros(P)
-    strength[:nd] = rng.permutation(np.linspace(*spec.strength_range, nd))
-    y0, Y = spec.start_year, spec.n_years
+    return source, dest
+
+
+def _transitions(spec: DriftSpec, rng: np.random.Generator, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """Switch year :math:`c` and ramp width :math:`w` of each of the ``P`` probes, float (P,) each.
+
+    A drift word switches at a whole year in ``switch_range`` (fractions of
+    the span); with probability ``gradual_fraction`` its ramp has a whole
+    width drawn from ``width_range``, else it is abrupt (``w = 0``). NaN for
+    the probes that do not drift.
+    """
+    nd, y0, Y = spec.n_drift, spec.start_year, spec.n_years
     switch = np.full(P, np.nan)
     lo, hi = spec.switch_range
     switch[:nd] = np.round(y0 + (Y - 1) * rng.uniform(lo, hi, size=nd))
     width = np.full(P, np.nan)
     gradual = rng.random(nd) < spec.gradual_fraction
     width[:nd] = np.where(gradual, np.round(rng.uniform(*spec.width_range, size=nd)), 0.0)
-    years = np.arange(y0, y0 + Y, dtype=float)
+    return switch, width
 
-    n_sent = max(1, int(round(spec.n_tokens / Y / L)))
-    # probe rates per year
-    rates = np.full((Y, P), spec.rate)
+
+def _probe_rates(spec: DriftSpec) -> np.ndarray:
+    """Expected occurrences of each probe in each year, shape (n_years, P).
+
+    ``rate`` for the drift and stable words; the trap words' rate grows
+    exponentially from ``trap_rate_start`` by a factor ``trap_growth`` over the span.
+    """
+    Y, first_trap = spec.n_years, spec.n_drift + spec.n_stable
+    rates = np.full((Y, first_trap + spec.n_trap), spec.rate)
     grow = spec.trap_rate_start * spec.trap_growth ** (np.arange(Y) / max(Y - 1, 1))
-    rates[:, nd + ns :] = grow[:, None]
+    rates[:, first_trap:] = grow[:, None]
+    return rates
 
-    vocab = list(words) + [w for tw in topic_words for w in tw] + background
-    probe_id = np.arange(P)
-    topic_id0 = P
-    bg_id0 = P + K * M
-    all_times, all_docs = [], []
-    for yi, year in enumerate(years):
-        topics = rng.integers(0, K, size=n_sent)
-        slot_topic = rng.integers(0, M, size=(n_sent, L)) + topic_id0 + topics[:, None] * M
-        slot_bg = rng.choice(spec.n_background, size=(n_sent, L), p=zipf) + bg_id0
-        sent = np.where(rng.random((n_sent, L)) < spec.background_rate, slot_bg, slot_topic)
-        # probe occurrences of this year
-        counts = rng.poisson(rates[yi])
-        occ_word = np.repeat(probe_id, counts)
-        p_dest = drift_mixture(year, strength, switch, width)[occ_word]
-        occ_topic = np.where(rng.random(occ_word.size) < p_dest, dest[occ_word], source[occ_word])
-        # a random sentence of the required topic: sort sentences by topic, index within the topic's block
-        order = np.argsort(topics, kind="stable")
-        start = np.searchsorted(topics[order], np.arange(K))
-        size = np.bincount(topics, minlength=K)
-        ok = size[occ_topic] > 0
-        occ_word, occ_topic = occ_word[ok], occ_topic[ok]
-        pick = order[start[occ_topic] + (rng.random(occ_word.size) * size[occ_topic]).astype(np.int64)]
-        slot = rng.integers(0, L, size=occ_word.size)
-        sent[pick, slot] = occ_word
-        for row in sent:
-            all_docs.append([vocab[i] for i in row])
-        all_times.append(np.full(n_sent, year))
-    corpus = TimestampedCorpus(np.concatenate(all_times), tuple(all_docs))
-    truth = PlantedDrift(
-        words=words, kind=kind, source=source, dest=dest, strength=strength, switch_year=switch,
-        width=width, topic_words=topic_words, years=years,
-    )
-    return corpus, truth
+
+def _sentences_of_year(spec: DriftSpec, rng: np.random.Generator, n_sent: int, year: float, rates: np.ndarray,
+                       truth: PlantedDrift, zipf: np.ndarray) -> np.ndarray:
+    """Word ids of the year's ``n_sent`` sentences, shape (n_sent, L), with the probes written in.
+
+    Ids index the vocabulary: the probes, then the topic words (topic by
+    topic), then the background words. ``rates`` (P,): the probes' expected
+    counts this year.
+    """
+    topics, sent = _topic_sentences(spec, rng, n_sent, zipf)
+    occ_word, occ_topic = _probe_occurrences(rng, rates, year, truth)
+    _write_probes(spec, rng, sent, topics, occ_word, occ_topic)
+    return sent
+
+
+def _topic_sentences(spec: DriftSpec, rng: np.random.Generator, n_sent: int,
+                     zipf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The topic of each sentence (n_sent,) and its word ids (n_sent, L), before the probes are written.
+
+    Each slot is a uniform word of the sentence's topic, or with probability
+    ``background_rate`` a background word drawn by ``zipf``.
+    """
+    K, M, L = spec.n_topics, spec.words_per_topic, spec.sentence_length
+    topic_id0 = spec.n_drift + spec.n_stable + spec.n_trap
+    bg_id0 = topic_id0 + K * M
+    topics = rng.integers(0, K, size=n_sent)
+    slot_topic = rng.integers(0, M, size=(n_sent, L)) + topic_id0 + topics[:, None] * M
+    slot_bg = rng.choice(spec.n_background, size=(n_sent, L), p=zipf) + bg_id0
+    sent = np.where(rng.random((n_sent, L)) < spec.background_rate, slot_bg, slot_topic)
+    return topics, sent
+
+
+def _probe_occurrences(rng: np.random.Generator, rates: np.ndarray, year: float,
+                       truth: PlantedDrift) -> tuple[np.ndarray, np.ndarray]:
+    """The year's probe occurrences: the probe of each (n_occ,) and the topic it is written in (n_occ,).
+
+    Each probe occurs Poisson(``rates``) times; an occurrence is in the
+    destination topic with probability :math:`s\\, g(y)` (:func:`drift_mixture`),
+    in the source topic otherwise.
+    """
+    counts = rng.poisson(rates)
+    occ_word = np.repeat(np.arange(len(truth.words)), counts)
+    p_dest = drift_mixture(year, truth.strength, truth.switch_year, truth.width)[occ_word]
+    occ_topic = np.where(rng.random(occ_word.size) < p_dest, truth.dest[occ_word], truth.source[occ_word])
+    return occ_word, occ_topic
+
+
+def _write_probes(spec: DriftSpec, rng: np.random.Generator, sent: np.ndarray, topics: np.ndarray,
+                  occ_word: np.ndarray, occ_topic: np.ndarray) -> None:
+    """Write each probe occurrence into a random slot of a random sentence of its topic (``sent`` in place).
+
+    An occurrence whose topic has no sentence this year is dropped.
+    """
+    K, L = spec.n_topics, spec.sentence_length
+    # a random sentence of the required topic: sort sentences by topic, index within the topic's block
+    order = np.argsort(topics, kind="stable")
+    start = np.searchsorted(topics[order], np.arange(K))
+    size = np.bincount(topics, minlength=K)
+    ok = size[occ_topic] > 0
+    occ_word, occ_topic = occ_word[ok], occ_topic[ok]
+    pick = order[start[occ_topic] + (rng.random(occ_word.size) * size[occ_topic]).astype(np.int64)]
+    slot = rng.integers(0, L, size=occ_word.size)
+    sent[pick, slot] = occ_word

@@ -1,18 +1,10 @@
-"""Semantic-drift evaluation on a grid of time-specific vectors, and the baselines.
+"""Semantic-drift evaluation on a grid of time-specific vectors.
 
 Every model is scored through the same object: a grid ``E`` of shape
 (T, W, D) -- the vector of each of ``W`` words at each of ``T`` times -- with
 its ``words`` and ``years``.  Word2Fun produces it with
-:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.grid`; the baselines here
-produce it from gensim models:
-
-* :func:`temporal_referencing_grid` -- *static skip-gram* (gensim Word2Vec)
-  trained once on the whole corpus in which each probe word is tagged with its
-  time bin (``word@k``; temporal referencing, Dubossarsky et al. 2019), the
-  usual way a static model measures change;
-* :func:`procrustes_grid` -- one gensim Word2Vec per time bin, rotated onto
-  the last bin by orthogonal Procrustes (Hamilton et al. 2016) on the shared
-  vocabulary.
+:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.grid`; the gensim baselines
+of :mod:`qpnlp.evaluation.drift_baselines` produce it from word2vec models.
 
 Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.PlantedDrift`:
 
@@ -44,7 +36,6 @@ Example
 
 from __future__ import annotations
 
-import time as _time
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +43,6 @@ import torch
 from scipy.stats import spearmanr
 
 from qpnlp.data.synthetic_drift import PlantedDrift
-from qpnlp.data.timestamped import TimestampedCorpus
 
 __all__ = [
     "DriftGrid",
@@ -63,8 +53,6 @@ __all__ = [
     "auc",
     "nearest_topic",
     "evaluate_grid",
-    "temporal_referencing_grid",
-    "procrustes_grid",
 ]
 
 
@@ -391,52 +379,85 @@ def evaluate_grid(
     bins (30 years) while a yearly model may place one anywhere but its first
     and last three years.
     """
-    if space == "auto":
-        space = "prediction" if grid.context is not None else "vector"
-    if space not in ("vector", "prediction"):
-        raise ValueError(f"space must be 'auto', 'vector' or 'prediction'; got {space!r}")
-    years = grid.years
-    y0, y1 = float(truth.years.min()), float(truth.years.max())
-    span = y1 - y0
-    early = early or (y0, y0 + 0.2 * span)
-    late = late or (y1 - 0.2 * span, y1)
+    space, early, late = _space_and_periods(space, grid, truth, early, late)
     probes = list(truth.words)
-    Ep = grid.columns(probes)
+    Ep = grid.columns(probes)                   # (T, P, D); a KeyError names the probes the grid lacks
     kind = np.asarray(truth.kind)
-    is_d, is_t = kind == "drift", kind == "trap"
-    if not is_d.any():                          # was a bare "need at least one array to concatenate"
+    if not (kind == "drift").any():             # was a bare "need at least one array to concatenate"
         raise ValueError(f"truth has no drift word (kinds {sorted(set(kind.tolist()))} over {len(probes)} probes): "
                          f"the drift metrics (spearman, auc, acc_before, acc_after, change years) need at least one")
-    topic_flat = [w for tw in truth.topic_words for w in tw]
-    K, M = len(truth.topic_words), len(truth.topic_words[0])
+    topic_flat, K, M = [w for tw in truth.topic_words for w in tw], len(truth.topic_words), len(truth.topic_words[0])
     if space == "prediction":
-        ctx_idx = {w: i for i, w in enumerate(grid.context_words)}
-        sel = [ctx_idx[w] for w in topic_flat if w in ctx_idx]  # topic words the model has context vectors for
-        if not sel:
-            raise ValueError("the grid has context vectors for none of the topic words")
-        P = grid.profiles(probes)[..., sel]  # (T, P, C')
-        fn = context_change_scores
-        ch = (noise_corrected(fn, P, years, early, late) if noise_correction else fn(P, years, early, late)).numpy()
-        member = torch.zeros(len(sel), K)
-        topic_of = {w: k for k, tw in enumerate(truth.topic_words) for w in tw}
-        for j, w in enumerate(w for w in topic_flat if w in ctx_idx):
-            member[j, topic_of[w]] = 1.0
-        near = ((P @ member) / member.sum(0).clamp_min(1)).argmax(-1).numpy()  # mean probability per topic
-        traj = P
+        ch, near, traj = _prediction_space(grid, truth, probes, topic_flat, early, late, noise_correction)
     else:
-        fn = change_scores
-        ch = (noise_corrected(fn, Ep, years, early, late) if noise_correction else fn(Ep, years, early, late)).numpy()
-        Et = grid.columns(topic_flat)
-        near = nearest_topic(Ep, Et.reshape(Et.shape[0], K, M, -1)).numpy()  # (T, P)
-        traj = Ep
-    out = {"space": space, "noise_correction": noise_correction}
-    xd = ch[is_d]
-    out["spearman"] = float(spearmanr(truth.strength[is_d], xd).statistic) if np.ptp(xd) > 0 else float("nan")
-    out["auc"] = auc(ch[is_d], ch[~is_d])
-    out["auc_vs_stable_only"] = auc(ch[is_d], ch[kind == "stable"])
+        ch, near, traj = _vector_space(grid, Ep, topic_flat, (K, M), early, late, noise_correction)
+    out = {"space": space, "noise_correction": noise_correction, **_ranking_metrics(ch, truth.strength, kind)}
+    before_ok, after_ok, words = _topic_hits(near, ch, truth, kind == "drift", grid.years)
+    out["acc_before"], out["acc_after"] = _share(before_ok), _share(after_ok)
+    if per_word:
+        out["per_word"] = words
+    out.update(_change_year_errors(traj, truth, grid.years, min_segment_years))
+    out["tokens_per_s"], out["train_seconds"] = grid.tokens_per_s, grid.train_seconds
+    return out
+
+
+def _space_and_periods(space: str, grid: DriftGrid, truth: PlantedDrift, early, late) -> tuple[str, tuple, tuple]:
+    """The space (``"auto"``: prediction if the grid has context vectors), ``early`` and ``late`` (see above)."""
+    space = ("prediction" if grid.context is not None else "vector") if space == "auto" else space
+    if space not in ("vector", "prediction"):
+        raise ValueError(f"space must be 'auto', 'vector' or 'prediction'; got {space!r}")
+    y0, y1 = float(truth.years.min()), float(truth.years.max())
+    return space, early or (y0, y0 + 0.2 * (y1 - y0)), late or (y1 - 0.2 * (y1 - y0), y1)
+
+
+def _period_change(score_fn, X: torch.Tensor, years: np.ndarray, early, late, noise_correction: bool) -> np.ndarray:
+    """``score_fn(X, years, early, late)`` (W,) as NumPy, :func:`noise_corrected` if asked."""
+    scores = noise_corrected(score_fn, X, years, early, late) if noise_correction else score_fn(X, years, early, late)
+    return scores.numpy()
+
+
+def _vector_space(grid: DriftGrid, Ep: torch.Tensor, topic_flat: list, topic_shape: tuple, early, late,
+                  noise_correction: bool) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    """Change (P,) by :func:`change_scores`, nearest topic (T, P) by :func:`nearest_topic`, trajectories ``Ep``."""
+    ch = _period_change(change_scores, Ep, grid.years, early, late, noise_correction)
+    Et = grid.columns(topic_flat)
+    near = nearest_topic(Ep, Et.reshape(Et.shape[0], *topic_shape, -1)).numpy()  # (T, P)
+    return ch, near, Ep
+
+
+def _prediction_space(grid: DriftGrid, truth: PlantedDrift, probes: list, topic_flat: list, early, late,
+                      noise_correction: bool) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    """Change (P,) by :func:`context_change_scores`, nearest topic (T, P) as the one whose words get the highest
+    mean probability, and profiles (T, P, C') against the C' topic words that have context vectors."""
+    ctx_idx = {w: i for i, w in enumerate(grid.context_words)}
+    known = [w for w in topic_flat if w in ctx_idx]  # topic words the model has context vectors for
+    if not known:
+        raise ValueError("the grid has context vectors for none of the topic words")
+    P = grid.profiles(probes)[..., [ctx_idx[w] for w in known]]  # (T, P, C')
+    ch = _period_change(context_change_scores, P, grid.years, early, late, noise_correction)
+    member = torch.zeros(len(known), len(truth.topic_words))  # (C', K): 1 where the word is in the topic
+    topic_of = {w: k for k, tw in enumerate(truth.topic_words) for w in tw}
+    for j, w in enumerate(known):
+        member[j, topic_of[w]] = 1.0
+    near = ((P @ member) / member.sum(0).clamp_min(1)).argmax(-1).numpy()  # mean probability per topic
+    return ch, near, P
+
+
+def _ranking_metrics(ch: np.ndarray, strength: np.ndarray, kind: np.ndarray) -> dict:
+    """The metrics that rank the probes by change ``ch`` (P,): spearman, auc(s) and the trap words' ranks."""
+    is_d, is_t = kind == "drift", kind == "trap"
+    out = {"spearman": float(spearmanr(strength[is_d], ch[is_d]).statistic) if np.ptp(ch[is_d]) > 0 else float("nan"),
+           "auc": auc(ch[is_d], ch[~is_d]), "auc_vs_stable_only": auc(ch[is_d], ch[kind == "stable"])}
     ranks = (-ch).argsort().argsort() + 1  # 1 = most changed
-    out["trap_mean_percentile"] = float(np.mean(1.0 - (ranks[is_t] - 1) / (len(probes) - 1))) if is_t.any() else float("nan")
+    out["trap_mean_percentile"] = (float(np.mean(1.0 - (ranks[is_t] - 1) / (len(ch) - 1))) if is_t.any()
+                                   else float("nan"))
     out["trap_top_rank"] = int(ranks[is_t].min()) if is_t.any() else -1
+    return out
+
+
+def _topic_hits(near: np.ndarray, ch: np.ndarray, truth: PlantedDrift, is_d: np.ndarray, years: np.ndarray) -> tuple:
+    """Per drift word, whether its nearest topic (``near`` (T, P)) is the source before and the dominant one after
+    (strength at least 0.1 from 0.5): the hits before, the hits after and the ``per_word`` dict of the result."""
     sw, wd, st = truth.switch_year, np.nan_to_num(truth.width), truth.strength
     before_ok, after_ok, words = [], [], {}
     for p in np.flatnonzero(is_d):
@@ -447,124 +468,20 @@ def evaluate_grid(
             dom = truth.dest[p] if st[p] > 0.5 else truth.source[p]
             ok = near[after, p] == dom
             after_ok.append(ok)
-        words[truth.words[p]] = {
-            "change": float(ch[p]),
-            "acc_after": None if ok is None or not ok.size else float(ok.mean()),
-            "wrong_years_after": [] if ok is None else [float(y) for y in years[after][~ok]],
-        }
-    out["acc_before"] = _share(before_ok)
-    out["acc_after"] = _share(after_ok)
-    if per_word:
-        out["per_word"] = words
-    strong = is_d & (st >= 0.5)
-    out["change_year_mae"] = out["change_year_median_ae"] = float("nan")   # no strong drift word: undefined
+        words[truth.words[p]] = {"change": float(ch[p]),
+                                 "acc_after": None if ok is None or not ok.size else float(ok.mean()),
+                                 "wrong_years_after": [] if ok is None else [float(y) for y in years[after][~ok]]}
+    return before_ok, after_ok, words
+
+
+def _change_year_errors(traj: torch.Tensor, truth: PlantedDrift, years: np.ndarray, min_segment_years: float) -> dict:
+    """Errors of the :func:`change_points` of ``traj`` for drift words with strength >= 0.5 (NaN: none)."""
+    strong, sw = (np.asarray(truth.kind) == "drift") & (truth.strength >= 0.5), truth.switch_year
+    out = {"change_year_mae": float("nan"), "change_year_median_ae": float("nan")}  # no strong drift word: undefined
     if strong.any():
         spacing = float(np.median(np.diff(years))) if len(years) > 1 else 1.0
         min_segment = max(1, int(np.ceil(min_segment_years / spacing - 1e-9)))
         est = change_points(traj[:, strong], years, min_segment=min_segment).numpy()
         out["change_year_mae"] = float(np.abs(est - sw[strong]).mean())
         out["change_year_median_ae"] = float(np.median(np.abs(est - sw[strong])))
-    out["tokens_per_s"] = grid.tokens_per_s
-    out["train_seconds"] = grid.train_seconds
     return out
-
-
-# --------------------------------------------------------------------------- baselines (gensim)
-
-
-def _bins(years: np.ndarray, y0: float, y1: float, n_bins: int) -> np.ndarray:
-    return np.clip(((years - y0) / (y1 - y0 + 1e-9) * n_bins).astype(int), 0, n_bins - 1)
-
-
-def _w2v(sentences, dim, window, negative, sample, epochs, min_count, workers, seed):
-    try:
-        from gensim.models import Word2Vec
-    except ImportError as err:
-        from qpnlp._optional import missing
-
-        raise missing("gensim", "bench", "the word2vec drift baselines") from err
-
-    m = Word2Vec(vector_size=dim, window=window, negative=negative, sample=sample, sg=1, min_count=min_count,
-                 workers=workers, seed=seed)
-    m.build_vocab(sentences)
-    t0 = _time.perf_counter()
-    m.train(sentences, total_examples=len(sentences), epochs=epochs)
-    return m, _time.perf_counter() - t0
-
-
-def temporal_referencing_grid(
-    corpus: TimestampedCorpus, probes, grid_words, n_bins: int = 10, dim: int = 100, window: int = 5,
-    negative: int = 5, sample: float = 1e-3, epochs: int = 5, min_count: int = 5, workers: int = 2, seed: int = 0,
-) -> DriftGrid:
-    """Static skip-gram (gensim) with temporal referencing of the ``probes``; grid over bin centres.
-
-    Probe tokens are replaced by ``probe@k`` (``k`` = time bin of the
-    document); other words keep one static vector.  The grid row of bin ``k``
-    holds ``probe@k`` for probes and the static vector for other words.
-    """
-    y0, y1 = corpus.span
-    bins = _bins(corpus.times, y0, y1, n_bins)
-    ps = set(probes)
-    sents = [[f"{w}@{b}" if w in ps else w for w in d] for d, b in zip(corpus.docs, bins.tolist())]
-    m, secs = _w2v(sents, dim, window, negative, sample, epochs, min_count, workers, seed)
-    kv = m.wv
-    centres = y0 + (np.arange(n_bins) + 0.5) * (y1 - y0) / n_bins
-    E = np.zeros((n_bins, len(grid_words), dim), np.float32)
-    for j, w in enumerate(grid_words):
-        for k in range(n_bins):
-            key = f"{w}@{k}" if w in ps else w
-            if key in kv:
-                E[k, j] = kv[key]
-    ctx_words = [w for w in grid_words if w not in ps and w in kv]
-    ctx = np.stack([m.syn1neg[kv.key_to_index[w]] for w in ctx_words])[None]
-    ntok = corpus.n_tokens
-    return DriftGrid(torch.from_numpy(E), tuple(grid_words), centres, secs, ntok * epochs / secs,
-                     torch.from_numpy(ctx.astype(np.float32)), tuple(ctx_words))
-
-
-def procrustes_grid(
-    corpus: TimestampedCorpus, grid_words, n_bins: int = 10, dim: int = 100, window: int = 5, negative: int = 5,
-    sample: float = 1e-3, epochs: int = 5, min_count: int = 5, workers: int = 2, seed: int = 0,
-) -> DriftGrid:
-    """Per-bin gensim skip-gram aligned to the last bin by orthogonal Procrustes; grid over bin centres.
-
-    Each bin's matrix (rows = words shared with the reference bin, unit
-    normalised) is rotated by :math:`Q = \\arg\\min_{Q^TQ=I} \\lVert X_k Q - X_{ref}\\rVert_F`
-    (``scipy.linalg.orthogonal_procrustes``).  A word missing from a bin takes
-    the vector of the nearest bin where it exists.
-    """
-    from scipy.linalg import orthogonal_procrustes
-
-    y0, y1 = corpus.span
-    bins = _bins(corpus.times, y0, y1, n_bins)
-    models, secs = [], 0.0
-    for k in range(n_bins):
-        sents = [d for d, b in zip(corpus.docs, bins.tolist()) if b == k]
-        m, s = _w2v(sents, dim, window, negative, sample, epochs, min_count, workers, seed)
-        models.append(m)
-        secs += s
-    ref = models[-1].wv
-    E = np.full((n_bins, len(grid_words), dim), np.nan, np.float32)
-    ctx_words = [w for w in grid_words if all(w in m.wv for m in models)]
-    ctx = np.zeros((n_bins, len(ctx_words), dim), np.float32)
-    for k, model in enumerate(models):
-        kv = model.wv
-        shared = [w for w in kv.index_to_key if w in ref.key_to_index]
-        A = kv[shared] / np.linalg.norm(kv[shared], axis=1, keepdims=True)
-        B = ref[shared] / np.linalg.norm(ref[shared], axis=1, keepdims=True)
-        Q, _ = orthogonal_procrustes(A, B)
-        for j, w in enumerate(grid_words):
-            if w in kv:
-                E[k, j] = kv[w] @ Q
-        # output vectors rotated with the same Q: dot products within a bin are unchanged
-        ctx[k] = model.syn1neg[[kv.key_to_index[w] for w in ctx_words]] @ Q
-    for j in range(len(grid_words)):  # fill missing bins from the nearest present bin
-        have = np.flatnonzero(~np.isnan(E[:, j, 0]))
-        if have.size == 0:
-            E[:, j] = 0.0
-            continue
-        for k in np.flatnonzero(np.isnan(E[:, j, 0])):
-            E[k, j] = E[have[np.abs(have - k).argmin()], j]
-    centres = y0 + (np.arange(n_bins) + 0.5) * (y1 - y0) / n_bins
-    return DriftGrid(torch.from_numpy(E), tuple(grid_words), centres, secs, corpus.n_tokens * epochs / secs,
-                     torch.from_numpy(ctx), tuple(ctx_words))

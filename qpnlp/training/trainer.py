@@ -365,61 +365,24 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     The model ends with its best-dev parameters, also when the loop stops on
     divergence (:class:`TrainingDiverged`) or Ctrl-C (:class:`TrainingInterrupted`).
     """
-    from .state import data_fingerprint
-
     progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
     best_state = copy.deepcopy(model.state_dict())
-    identity = None
-    if resume and checkpoint_dir is None:
-        raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
-    if checkpoint_dir is not None:
-        identity = run_identity(model, config, data_fingerprint(*data))
-        if resume and has_training_state(checkpoint_dir):
-            progress, saved_best = load_training_state(checkpoint_dir, model=model,
-                                                       optimisers=optimisers.optimisers, identity=identity)
-            if progress["epoch"] > config.epochs:
-                model.load_state_dict(best_state)          # the caller's model as it was given
-                raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained "
-                                 f"{progress['epoch']} epochs, more than epochs={config.epochs}; its result would "
-                                 f"not be that of a run of {config.epochs} epochs (resume with epochs >= "
-                                 f"{progress['epoch']}, or start afresh)")
-            best_state = copy.deepcopy(model.state_dict()) if saved_best is None else saved_best
-            if progress.get("final") and progress["waited"] < config.patience and progress["epoch"] < config.epochs:
-                raise ValueError(f"cannot resume from {checkpoint_dir}: that run stopped early after epoch "
-                                 f"{progress['epoch']} ({progress['waited']} epochs without a better dev score) and "
-                                 f"kept only its best parameters; it cannot continue with patience {config.patience}")
-            for entry in progress["history"] if log is not None else ():
-                log({**entry, "restored": True})
+    identity = _checked_identity(model, config, checkpoint_dir, resume, data)
+    if resume and has_training_state(checkpoint_dir):
+        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, best_state, log)
     history = progress["history"]
     start = time.perf_counter() - progress["elapsed"]
     try:
         while progress["epoch"] < config.epochs and progress["waited"] < config.patience:
             epoch = progress["epoch"] + 1
-            try:
-                loss = train_epoch(epoch)
-                _diverged(model, epoch, config)
-                score, fields = evaluate()
-            except (ValueError, RuntimeError) as err:
-                if isinstance(err, TrainingDiverged):
-                    raise
-                _diverged(model, epoch, config, err)     # a model's own check may be the first to see the NaN
-                raise
+            loss, score, fields = _train_and_score(model, config, epoch, train_epoch, evaluate)
             entry = dict(epoch=epoch, train_loss=loss, **fields, seconds=time.perf_counter() - start)
             if on_epoch is not None:
                 merge_observation(entry, on_epoch(model))
-            # the first finite score is the best so far whatever its sign: the initial best_score (-1) is a
-            # placeholder that a negative score (a negative dev loss, a log-likelihood) would never beat
-            if score > progress["best_score"] or (progress["best_epoch"] == 0 and math.isfinite(score)):
-                best_state = copy.deepcopy(model.state_dict())
-                progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
-            else:
-                progress.update(epoch=epoch, waited=progress["waited"] + 1)
+            best_state = _keep_best(model, progress, epoch, score, fields, best_state)
             history.append(entry)
             if checkpoint_dir is not None:
-                progress["elapsed"] = time.perf_counter() - start
-                save_training_state(checkpoint_dir, model=model,
-                                    best_state=None if progress["best_epoch"] == epoch else best_state,
-                                    optimisers=optimisers.optimisers, progress=progress, identity=identity)
+                _save_epoch(checkpoint_dir, model, best_state, optimisers, progress, identity, start)
             if log is not None:                       # after the state is saved: a logged epoch is never lost
                 log(entry)
     except KeyboardInterrupt:
@@ -433,11 +396,77 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         raise
     if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
         save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
-                            progress=progress, identity=identity, final=True)
+                            progress=progress, identity=identity, final=True)   # stopped early: keep the best only
     model.load_state_dict(best_state)
     return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
                       time.perf_counter() - start, history)
 
+
+def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str | os.PathLike | None, resume: bool,
+                      data: Sequence) -> dict | None:
+    """The run's identity (:func:`~qpnlp.training.state.run_identity`) if a state is kept, else None."""
+    from .state import data_fingerprint
+    if resume and checkpoint_dir is None:
+        raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
+    return None if checkpoint_dir is None else run_identity(model, config, data_fingerprint(*data))
+
+
+def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, checkpoint_dir: str | os.PathLike,
+             identity: dict, initial_state: dict, log: Callable[[dict], None] | None) -> tuple[dict, dict]:
+    """Progress and best parameters restored from ``checkpoint_dir``; ``log`` gets the restored history.
+
+    ValueError for a state of more epochs than ``config.epochs`` (model back at ``initial_state``) or an early stop."""
+    progress, saved_best = load_training_state(checkpoint_dir, model=model,
+                                               optimisers=optimisers.optimisers, identity=identity)
+    if progress["epoch"] > config.epochs:
+        model.load_state_dict(initial_state)          # the caller's model as it was given
+        raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained {progress['epoch']} epochs, "
+                         f"more than epochs={config.epochs}; its result would not be that of a run of "
+                         f"{config.epochs} epochs (resume with epochs >= {progress['epoch']}, or start afresh)")
+    best_state = copy.deepcopy(model.state_dict()) if saved_best is None else saved_best
+    if progress.get("final") and progress["waited"] < config.patience and progress["epoch"] < config.epochs:
+        raise ValueError(f"cannot resume from {checkpoint_dir}: that run stopped early after epoch "
+                         f"{progress['epoch']} ({progress['waited']} epochs without a better dev score) and "
+                         f"kept only its best parameters; it cannot continue with patience {config.patience}")
+    for entry in progress["history"] if log is not None else ():
+        log({**entry, "restored": True})
+    return progress, best_state
+
+
+def _train_and_score(model: nn.Module, config: TrainConfig, epoch: int, train_epoch: Callable[[int], float],
+                     evaluate: Callable[[], tuple[float, dict]]) -> tuple[float, float, dict]:
+    """``(mean loss, dev score, history fields)`` of one epoch; a run-away parameter makes it TrainingDiverged."""
+    try:
+        loss = train_epoch(epoch)
+        _diverged(model, epoch, config)
+        score, fields = evaluate()
+    except (ValueError, RuntimeError) as err:
+        if isinstance(err, TrainingDiverged):
+            raise
+        _diverged(model, epoch, config, err)     # a model's own check may be the first to see the NaN
+        raise
+    return loss, score, fields
+
+
+def _keep_best(model: nn.Module, progress: dict, epoch: int, score: float, fields: dict, best_state: dict) -> dict:
+    """Advance ``progress`` to ``epoch`` (in place); returns the best parameters so far."""
+    # the first finite score is the best so far whatever its sign: the initial best_score (-1) is a
+    # placeholder that a negative score (a negative dev loss, a log-likelihood) would never beat
+    if score > progress["best_score"] or (progress["best_epoch"] == 0 and math.isfinite(score)):
+        best_state = copy.deepcopy(model.state_dict())
+        progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
+    else:
+        progress.update(epoch=epoch, waited=progress["waited"] + 1)
+    return best_state
+
+
+def _save_epoch(checkpoint_dir: str | os.PathLike, model: nn.Module, best_state: dict, optimisers: Optimisers,
+                progress: dict, identity: dict, start: float) -> None:
+    """Write the training state of the epoch just finished (the best parameters only when not the current ones)."""
+    progress["elapsed"] = time.perf_counter() - start
+    save_training_state(checkpoint_dir, model=model,
+                        best_state=None if progress["best_epoch"] == progress["epoch"] else best_state,
+                        optimisers=optimisers.optimisers, progress=progress, identity=identity)
 
 def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, mask, labels, *,
                length_chunks: int | None = None, pad_to_multiple_of: int | None = None) -> float:
