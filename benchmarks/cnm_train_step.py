@@ -39,7 +39,7 @@ from qpnlp.data import load_qa  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models import CNM, CNMConfig  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, _batch, prepare_qa, sample_triplets, triplet_loss  # noqa: E402
-from qpnlp.training.trainer import Optimisers  # noqa: E402
+from qpnlp.training import Optimisers  # noqa: E402
 
 
 def batches(args) -> tuple[int, list]:
@@ -65,7 +65,7 @@ def make_steps(args, base, num_words, data):
     before.load_state_dict(after.state_dict())
     config = MatchingConfig(lr=0.01, embedding_lr=0.01)
     out = {}
-    for name, model, opts in (("before", before, base.training.trainer.Optimisers(before, config)),
+    for name, model, opts in (("before", before, base.training.Optimisers(before, config)),
                               ("after", after, Optimisers(after, config))):
         model.train()
 

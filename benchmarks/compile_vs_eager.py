@@ -56,7 +56,7 @@ from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig  # noqa: E402
 from qpnlp.training.compiled import compiled_steps  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
-from qpnlp.training.trainer import Optimisers  # noqa: E402
+from qpnlp.training import Optimisers  # noqa: E402
 
 
 def in_turn(batches):

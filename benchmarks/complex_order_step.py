@@ -44,7 +44,7 @@ from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 from qpnlp.nn.linear import _block_weight  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
 from qpnlp.training.classification import prepare  # noqa: E402
-from qpnlp.training.trainer import Optimisers, train_step  # noqa: E402
+from qpnlp.training import Optimisers, train_step  # noqa: E402
 
 
 def make_step(model, optimisers, batches):
@@ -144,7 +144,7 @@ def main(argv=None) -> None:
             else:
                 model = package.models.OrderClassifier(package.models.OrderClassifierConfig(**options))
                 model.load_state_dict(steps["complex-order"][0].state_dict())
-                optimisers = package.training.trainer.Optimisers(model, train)
+                optimisers = package.training.Optimisers(model, train)
             steps[name] = (model.train(), make_step(model, optimisers, batches))
         print(f"{network}:")
         times = interleaved({name: s for name, (_, s) in steps.items()}, rounds=args.rounds,

@@ -47,7 +47,7 @@ from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
-from qpnlp.training.trainer import Optimisers, train_step  # noqa: E402
+from qpnlp.training import Optimisers, train_step  # noqa: E402
 
 
 def padded_batch(batch: int, length: int, vocab: int, gen, device, *, full: bool = False):

@@ -49,7 +49,7 @@ from qpnlp.hilbert import set_validation, validation  # noqa: E402
 from qpnlp.measurement import born_probabilities  # noqa: E402
 from qpnlp.models import QPDN, QPDNConfig  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
-from qpnlp.training.trainer import Optimisers, dense_gradients  # noqa: E402
+from qpnlp.training import Optimisers, dense_gradients  # noqa: E402
 
 
 def make_models(args, base):
@@ -63,7 +63,7 @@ def make_models(args, base):
     mask = torch.ones_like(ids, dtype=torch.bool)
     labels = torch.randint(0, 2, (args.batch,), generator=gen)
     steps = {}
-    for name, model, opts in (("before", before, base.training.trainer.Optimisers(before, TrainConfig())),
+    for name, model, opts in (("before", before, base.training.Optimisers(before, TrainConfig())),
                               ("after", after, Optimisers(after, TrainConfig()))):
         def fwd_bwd(model=model, opts=opts):
             opts.zero_grad()

@@ -68,7 +68,7 @@ from qpnlp.commands._config_options import explicit_options, recorded
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
-from qpnlp.training.trainer import ConfigError, TrainingDiverged
+from qpnlp.training import ConfigError, TrainingDiverged
 
 from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's folder)
 
@@ -200,7 +200,7 @@ def step_timing(name, prepared, n_classes, args) -> list[dict]:
     are robust on a busy machine; seconds per epoch = median step x batches per epoch.
     """
     from qpnlp.data import iterate_batches
-    from qpnlp.training.trainer import Optimisers, train_step
+    from qpnlp.training import Optimisers, train_step
 
     out = []
     batches = list(iterate_batches(prepared.train, args.batch_size, shuffle=True, seed=0, epoch=1))

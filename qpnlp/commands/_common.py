@@ -31,7 +31,7 @@ from qpnlp._device import resolve_device
 from qpnlp._atomic import atomic_write_text, check_replaceable
 from qpnlp.models.base import CONFIG_FILE
 from qpnlp.training import TrainConfig
-from qpnlp.training.trainer import ConfigError, check_seed
+from qpnlp.training.config import ConfigError, check_seed
 from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
@@ -220,7 +220,7 @@ chunk_overhead_type.__name__ = "length-chunks value"
 
 
 def seed_type(text: str) -> int:
-    """argparse type of ``--seed``: an integer in [0, 2**32 - 1] (:func:`~qpnlp.training.trainer.check_seed`)."""
+    """argparse type of ``--seed``: an integer in [0, 2**32 - 1] (:func:`~qpnlp.training.config.check_seed`)."""
     value = _converted(text, int, "an integer")
     try:
         return check_seed(value)

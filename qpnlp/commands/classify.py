@@ -22,7 +22,7 @@ from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import (apply_setting, check_grid, check_model_options, parse_grid, run_split,
                                            run_split_selected, summarise)
-from qpnlp.training.trainer import TrainingDiverged, TrainingInterrupted
+from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (CommandFailed, Report, UsageError, add_fallback_option, add_resume_options, add_training_options,
                       add_vectors_option, count_type, epoch_logger, load_cli_vectors,

@@ -26,8 +26,11 @@ from qpnlp.data import (ClassificationDataset, EncodedTexts, OOVReport, Pretrain
                         embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import Model, get_model_class, registered_models
 
-from .trainer import (ConfigError, FitResult, TrainConfig, TrainingDiverged, TrainingInterrupted, accuracy, fit,
-                      seed_everything)
+from qpnlp._errors import TrainingDiverged
+
+from .config import ConfigError, TrainConfig
+from .loop import TrainingInterrupted
+from .trainer import FitResult, accuracy, fit, seed_everything
 
 
 # Below this share of the training words with a pretrained vector, the vectors are most likely the wrong ones.
@@ -138,7 +141,7 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     (its dict joins each epoch's history; it does not affect selection);
     ``log``, ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit`
     (per-epoch lines, resumable training). A
-    :class:`~qpnlp.training.trainer.TrainingInterrupted` or
+    :class:`~qpnlp.training.loop.TrainingInterrupted` or
     :class:`~qpnlp.training.TrainingDiverged` leaving this function
     carries ``prepared`` and ``split`` in its ``context``.
     """
@@ -248,7 +251,7 @@ FILLED_FROM_DATA = frozenset({"num_words", "num_classes", "dim"})
 def with_data_fields(model_options: dict, filled: dict) -> dict:
     """``model_options`` with the fields the data decides (``filled``: vocabulary size, classes, pretrained width).
 
-    An option that gives one of them another value is a :class:`~qpnlp.training.trainer.ConfigError` (it
+    An option that gives one of them another value is a :class:`~qpnlp.training.ConfigError` (it
     would be overridden without a word); the same value is accepted.
     """
     clash = {k: v for k, v in model_options.items() if k in filled and v != filled[k]}
@@ -263,7 +266,7 @@ _PLACEHOLDER_DIMS = (720720, 50, 100, 300)
 
 
 def check_model_options(kind: str, model_options: dict) -> None:
-    """Raise :class:`~qpnlp.training.trainer.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
+    """Raise :class:`~qpnlp.training.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
 
     Checked before any data is read: unknown options, values of the wrong
     type and values the model's config refuses, with the trainer-filled
@@ -284,7 +287,7 @@ def check_model_options(kind: str, model_options: dict) -> None:
 
 
 def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train_config: TrainConfig) -> None:
-    """Raise :class:`~qpnlp.training.trainer.ConfigError` for a selection grid that cannot run, before any training.
+    """Raise :class:`~qpnlp.training.ConfigError` for a selection grid that cannot run, before any training.
 
     Every candidate must be a dict that no earlier candidate equals, every key
     a field of ``kind``'s model config (not one the data fills:
@@ -341,7 +344,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     with the ``candidate`` index and its ``setting`` added; with
     ``checkpoint_dir``, candidate i keeps its training state in
     ``checkpoint_dir/candidate-i`` (``resume`` as in :func:`run_split`). On
-    Ctrl-C the :class:`~qpnlp.training.trainer.TrainingInterrupted` carries
+    Ctrl-C the :class:`~qpnlp.training.loop.TrainingInterrupted` carries
     the best model so far over the candidates, its setting in
     ``context["selected"]``.
     """

@@ -24,7 +24,8 @@ from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification,
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .matching import encode_qa, evaluate_ranking, limit_questions, metrics_dict
-from .trainer import ConfigError, accuracy
+from .config import ConfigError
+from .trainer import accuracy
 
 __all__ = ["evaluate_checkpoint", "CLASSIFICATION_SPLITS"]
 

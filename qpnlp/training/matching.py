@@ -32,6 +32,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from qpnlp._device import resolve_device
+from qpnlp._errors import TrainingDiverged
 from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch,
                         with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
@@ -40,8 +41,10 @@ from qpnlp.evaluation import RankingResult, ranking_metrics
 from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
-from .trainer import (ConfigError, Optimisers, TrainConfig, TrainingDiverged, TrainingInterrupted, check_integers,
-                      check_loss, check_reals, early_stopping, training_chunks)
+from .config import ConfigError, TrainConfig, check_integers, check_reals
+from .loop import TrainingInterrupted, check_loss, early_stopping
+from .optimisers import Optimisers
+from .trainer import training_chunks
 
 LOSSES = ("triplet", "pointwise")
 
@@ -287,9 +290,9 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
 
     Notes
     -----
-    The loop is :func:`qpnlp.training.trainer.early_stopping`: a NaN or
+    The loop is :func:`qpnlp.training.loop.early_stopping`: a NaN or
     infinite loss raises :class:`~qpnlp.training.TrainingDiverged`,
-    Ctrl-C :class:`~qpnlp.training.trainer.TrainingInterrupted`, the model
+    Ctrl-C :class:`~qpnlp.training.loop.TrainingInterrupted`, the model
     holding its best parameters so far.
     """
     for what, part in (("training", train), ("dev", dev)):
@@ -371,7 +374,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     score of the selected parameters.
 
     ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit_matching`
-    (resumable training). A :class:`~qpnlp.training.trainer.TrainingInterrupted`
+    (resumable training). A :class:`~qpnlp.training.loop.TrainingInterrupted`
     or :class:`~qpnlp.training.TrainingDiverged` leaving this function
     carries ``vocab`` and ``dataset`` in its ``context`` (to save the model).
     """

@@ -12,7 +12,8 @@ from qpnlp.data import EncodedTexts
 from qpnlp.models import get_model_class
 from qpnlp.training import TrainConfig, chunked, fit, plan_chunks, predict
 from qpnlp.training.length_chunks import chunks_in_training, draws_random_numbers
-from qpnlp.training.trainer import ConfigError, training_chunks
+from qpnlp.training import ConfigError
+from qpnlp.training.trainer import training_chunks
 
 V = 40
 

@@ -11,7 +11,7 @@ from qpnlp.models import get_model_class
 from qpnlp.training import TrainConfig, fit
 from qpnlp.training.compiled import CUDA_GRAPHS_PAD_MULTIPLE, training_pad_multiple
 from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
-from qpnlp.training.trainer import ConfigError
+from qpnlp.training import ConfigError
 
 V = 40
 

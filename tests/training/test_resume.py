@@ -18,8 +18,8 @@ from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig
 from qpnlp.training import Optimisers, TrainConfig, fit
 from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
 from qpnlp.training.state import JSON_FILE, TENSORS_FILE
-from qpnlp.training.trainer import (TrainingDiverged, TrainingInterrupted, check_optimizer, dense_gradients,
-                                    sparse_tables, train_step)
+from qpnlp.training import TrainingDiverged, TrainingInterrupted
+from qpnlp.training import check_optimizer, dense_gradients, sparse_tables, train_step
 
 
 def _texts(n=120, seed=0):

@@ -10,7 +10,7 @@ from qpnlp.data import EncodedTexts, Vocabulary
 from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import (TrainConfig, accuracy, convert_legacy_checkpoint, fit, load_checkpoint, save_checkpoint,
                             train_step)
-from qpnlp.training.trainer import ConfigError, Optimisers
+from qpnlp.training import ConfigError, Optimisers
 
 
 def _toy(n=200, seed=0):

@@ -1,0 +1,143 @@
+"""The training settings of the classifier and matching trainers (:class:`TrainConfig`) and their checks.
+
+Every rule is checked when a config is built, so a bad value fails before any
+data is read: :class:`ConfigError` (a ``ValueError``) names the field and the
+value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from qpnlp import _checks
+from qpnlp._checks import is_integer as _is_integer
+from qpnlp._device import resolve_device
+
+from .compiled import check_compile_mode
+from .length_chunks import DEFAULT_OVERHEAD
+
+__all__ = ["TrainConfig", "ConfigError", "check_seed", "check_integers", "check_reals", "OPTIMIZERS", "SEEDS"]
+
+OPTIMIZERS = ("adam", "rmsprop")
+#: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`~qpnlp.training.trainer.seed_everything`) accepts; the rule of every
+#: qpnlp trainer, Word2Fun's included (``qpnlp._checks``).
+SEEDS = _checks.SEEDS
+
+
+class ConfigError(ValueError):
+    """A setting that a training config or a model config refuses (a usage error on the command line)."""
+
+
+def check_seed(seed) -> int:
+    """``seed`` if it is an integer in [0, 2**32) (:func:`~qpnlp.training.trainer.seed_everything` takes it), else :class:`ConfigError`."""
+    try:
+        return _checks.check_seed(seed)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
+    """Raise :class:`ConfigError` naming the first field of ``names`` that is not an integer (a bool is not;
+    None is allowed for the ``optional`` ones), e.g. ``batch_size=1.5`` from a selection grid."""
+    for name in names:
+        value = getattr(config, name)
+        if not (_is_integer(value) or (value is None and name in optional)):
+            raise ConfigError(f"{name} must be an integer{' (or None)' if name in optional else ''}; "
+                              f"got {type(value).__name__} {value!r}")
+
+
+def check_reals(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
+    """Raise :class:`ConfigError` naming the first field of ``names`` that is not a real number (a bool is not;
+    None is allowed for the ``optional`` ones), e.g. ``lr="0.1"`` from a hand-written config."""
+    for name in names:
+        value = getattr(config, name)
+        if not ((isinstance(value, numbers.Real) and not isinstance(value, bool)) or
+                (value is None and name in optional)):
+            raise ConfigError(f"{name} must be a number{' (or None)' if name in optional else ''}; "
+                              f"got {type(value).__name__} {value!r}")
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings.
+
+    ``lr`` applies to dense parameters (Adam with ``weight_decay``),
+    ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
+    touches the rows of the batch); ``phase_lr``, if set, replaces
+    ``embedding_lr`` for the phase tables (embeddings registered as
+    ``phase``, e.g. in :class:`~qpnlp.models.ComplexWordEmbedding`), whose
+    entries are angles rather than amplitudes. ``optimizer="rmsprop"`` uses RMSprop
+    instead (the thesis' QPDN optimiser, Table 5.4), with
+    :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop` on the tables and
+    Keras' constants (rho 0.9, eps 1e-7). Early stopping keeps the parameters of the
+    epoch with the best dev accuracy and stops after ``patience`` epochs
+    without improvement. ``length_chunks`` cuts each batch into chunks of rows
+    of similar length, each padded only to its own longest row
+    (:mod:`qpnlp.training.length_chunks`; the value is the cost of one more
+    chunk in padded positions): the same outputs and gradients to rounding,
+    for less padding; ``None`` passes every batch whole. Evaluation batches
+    are chunked; training batches only for models that ask for it and have no
+    active dropout (chunks would draw its masks in another order).
+    ``compile`` runs the training steps' forward through ``torch.compile`` in
+    that mode (``"default"``, ``"reduce-overhead"``, ...; ``None``: eager), for
+    the models it speeds up (CNM; :mod:`qpnlp.training.compiled`).
+    ``pad_to_multiple_of`` rounds the padded length of the training batches
+    (and of their chunks) up to a multiple of it, so that they come in a few
+    lengths; ``None`` is 8 under a mode with CUDA graphs (``"reduce-overhead"``,
+    ``"max-autotune"``) on a GPU (they record one graph per length) and no
+    rounding otherwise
+    (:func:`~qpnlp.training.compiled.training_pad_multiple`).
+    """
+
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-2
+    embedding_lr: float = 1e-2
+    phase_lr: float | None = None
+    weight_decay: float = 0.0
+    patience: int = 5
+    seed: int = 0
+    device: str = "cpu"
+    max_len: int | None = None
+    progress: bool = True
+    optimizer: str = "adam"
+    length_chunks: int | None = DEFAULT_OVERHEAD
+    compile: str | None = None
+    pad_to_multiple_of: int | None = None
+
+    def __post_init__(self) -> None:
+        check_integers(self, ("epochs", "batch_size", "patience", "max_len", "length_chunks", "pad_to_multiple_of"),
+                       optional=("max_len", "length_chunks", "pad_to_multiple_of"))
+        check_reals(self, ("lr", "embedding_lr", "phase_lr", "weight_decay"), optional=("phase_lr",))
+        check_seed(self.seed)
+        try:
+            check_compile_mode(self.compile)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
+        if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
+            raise ConfigError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
+                              f"{self.batch_size}, {self.patience}")
+        rates = [self.lr, self.embedding_lr] + ([] if self.phase_lr is None else [self.phase_lr])
+        if not all(math.isfinite(r) and r > 0 for r in rates):
+            raise ConfigError(f"learning rates must be positive and finite; got {self.lr}, {self.embedding_lr}, "
+                              f"{self.phase_lr}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
+        if self.max_len is not None and self.max_len < 1:
+            raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
+        if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
+            raise ConfigError(f"pad_to_multiple_of must be >= 1 (or None); got {self.pad_to_multiple_of}")
+        if self.length_chunks is not None and self.length_chunks < 0:
+            raise ConfigError(f"length_chunks must be >= 0 (or None); got {self.length_chunks}")
+        try:
+            resolve_device(self.device, available=False)     # the name; fit() checks this machine has it
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,244 @@
+"""The one epoch loop of every qpnlp trainer, and its clean stops.
+
+:func:`early_stopping` runs the epochs of :func:`qpnlp.training.trainer.fit`
+and :func:`qpnlp.training.matching.fit_matching`: early stopping on a dev
+score, the best-dev parameters restored at the end, a per-epoch ``log``, the
+per-epoch training state for resuming (:mod:`qpnlp.training.state`), a clean
+stop on divergence (:class:`~qpnlp.training.TrainingDiverged`: a non-finite loss or
+parameter, :func:`check_loss`, :func:`runaway_parameter`) and on Ctrl-C
+(:class:`TrainingInterrupted`, a ``KeyboardInterrupt`` that carries the model
+restored to its best epoch so far).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+import torch
+from torch import nn
+
+from qpnlp._errors import TrainingDiverged
+
+from .config import TrainConfig
+from .optimisers import Optimisers
+from .state import has_training_state, load_training_state, run_identity, save_training_state
+
+__all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter"]
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training: a ``KeyboardInterrupt`` carrying the model restored to its best epoch so far.
+
+    Attributes: ``model``, ``epoch`` (the last finished epoch, 0 if none),
+    ``best_epoch``, ``best_score`` (the dev score of ``best_epoch``),
+    ``history``, ``checkpoint_dir`` (where the last epoch's training state
+    is, if one was kept) and ``context`` (callers add what a command needs to
+    save the model, e.g. the vocabulary).
+    """
+
+    def __init__(self, *, model: nn.Module, epoch: int, best_epoch: int, best_score: float, history: list[dict],
+                 checkpoint_dir: str | os.PathLike | None) -> None:
+        super().__init__(f"training interrupted after epoch {epoch}")
+        self.model, self.epoch, self.best_epoch, self.best_score = model, epoch, best_epoch, best_score
+        self.history, self.checkpoint_dir = history, checkpoint_dir
+        self.context: dict = {}
+
+
+def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None:
+    """Raise :class:`TrainingDiverged` for a NaN or infinite batch loss."""
+    if not math.isfinite(loss):
+        if epoch == 1 and batch == 1:               # no optimiser step yet: the learning rates are not the cause
+            hint = ("before any optimiser step, so the model's initial parameters or its forward on this batch "
+                    "give it, not the learning rates; check the model's output on this batch")
+        else:
+            hint = f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g}); try smaller learning rates"
+        raise TrainingDiverged(f"training diverged in epoch {epoch}, batch {batch}: the loss is {loss} {hint}",
+                               epoch=epoch, batch=batch, loss=loss)
+
+
+def runaway_parameter(model: nn.Module) -> str | None:
+    r"""What is wrong with the first parameter that holds a NaN or an infinity, or values so large that a product
+    of two overflows (above :math:`10^{-3}\sqrt{\text{max}}` of its dtype, e.g. 1.8e16 in float32); else None."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not (param.is_floating_point() or param.is_complex()) or param.numel() == 0:
+                continue
+            largest = float(param.abs().max())
+            if not math.isfinite(largest):
+                return f"parameter {name} holds NaN or infinite values"
+            if largest > 1e-3 * math.sqrt(torch.finfo(param.dtype).max):
+                return f"parameter {name} reached {largest:.3g} in magnitude (overflow is near)"
+    return None
+
+
+def _diverged(model: nn.Module, epoch: int, config: TrainConfig, cause: BaseException | None = None) -> None:
+    """Raise :class:`TrainingDiverged` if a parameter ran away (``cause``: the error that revealed it)."""
+    problem = runaway_parameter(model)
+    if problem is not None:
+        detail = "" if cause is None else f" (then: {' '.join(str(cause).split())})"
+        raise TrainingDiverged(f"training diverged in epoch {epoch}: {problem}{detail}; try smaller learning rates "
+                               f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g})", epoch=epoch) from cause
+
+
+@dataclass
+class LoopResult:
+    """What :func:`early_stopping` returns: the best epoch, its dev score and details, the history."""
+
+    best_epoch: int
+    best_score: float
+    best_details: dict | None
+    seconds: float
+    history: list[dict]
+
+
+def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers, *,
+                   train_epoch: Callable[[int], float], evaluate: Callable[[], tuple[float, dict]],
+                   on_epoch: Callable[[nn.Module], dict] | None = None, log: Callable[[dict], None] | None = None,
+                   checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
+                   data: Sequence = ()) -> LoopResult:
+    """The epoch loop of every trainer: train, score dev, keep the best, stop after ``patience`` epochs without gain.
+
+    Parameters
+    ----------
+    model, config, optimisers
+        The model (on its device), its settings and its optimisers.
+    train_epoch : callable
+        ``train_epoch(epoch) -> mean loss``; raises :class:`TrainingDiverged`
+        on a non-finite batch loss (:func:`check_loss`).
+    evaluate : callable
+        ``evaluate() -> (dev score, history fields)``; a higher score is better.
+    on_epoch : callable, optional
+        An observer ``on_epoch(model) -> dict`` merged into each epoch's history.
+    log : callable, optional
+        Called with each epoch's history entry (after ``on_epoch`` and after
+        the training state is saved); on resume first with each restored
+        entry, marked ``"restored": True``.
+    checkpoint_dir : path-like, optional
+        Write the training state there after every epoch (:mod:`qpnlp.training.state`).
+    resume : bool, default False
+        Continue from the state in ``checkpoint_dir`` if there is one: the
+        result equals that of an uninterrupted run. Needs ``checkpoint_dir``;
+        a state of more epochs than ``config.epochs`` is refused.
+    data : sequence
+        The training and dev data, fingerprinted so that a state is only
+        resumed on the same data.
+
+    Notes
+    -----
+    The model ends with its best-dev parameters, also when the loop stops on
+    divergence (:class:`TrainingDiverged`) or Ctrl-C (:class:`TrainingInterrupted`).
+    """
+    progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
+    best_state = copy.deepcopy(model.state_dict())
+    identity = _checked_identity(model, config, checkpoint_dir, resume, data)
+    if resume and has_training_state(checkpoint_dir):
+        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, best_state, log)
+    history = progress["history"]
+    start = time.perf_counter() - progress["elapsed"]
+    try:
+        while progress["epoch"] < config.epochs and progress["waited"] < config.patience:
+            epoch = progress["epoch"] + 1
+            loss, score, fields = _train_and_score(model, config, epoch, train_epoch, evaluate)
+            entry = dict(epoch=epoch, train_loss=loss, **fields, seconds=time.perf_counter() - start)
+            if on_epoch is not None:
+                merge_observation(entry, on_epoch(model))
+            best_state = _keep_best(model, progress, epoch, score, fields, best_state)
+            history.append(entry)
+            if checkpoint_dir is not None:
+                _save_epoch(checkpoint_dir, model, best_state, optimisers, progress, identity, start)
+            if log is not None:                       # after the state is saved: a logged epoch is never lost
+                log(entry)
+    except KeyboardInterrupt:
+        model.load_state_dict(best_state)
+        raise TrainingInterrupted(model=model, epoch=progress["epoch"], best_epoch=progress["best_epoch"],
+                                  best_score=progress["best_score"], history=history,
+                                  checkpoint_dir=checkpoint_dir) from None
+    except TrainingDiverged as err:
+        model.load_state_dict(best_state)
+        err.history = history
+        raise
+    if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
+        save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
+                            progress=progress, identity=identity, final=True)   # stopped early: keep the best only
+    model.load_state_dict(best_state)
+    return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
+                      time.perf_counter() - start, history)
+
+
+def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str | os.PathLike | None, resume: bool,
+                      data: Sequence) -> dict | None:
+    """The run's identity (:func:`~qpnlp.training.state.run_identity`) if a state is kept, else None."""
+    from .state import data_fingerprint
+    if resume and checkpoint_dir is None:
+        raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
+    return None if checkpoint_dir is None else run_identity(model, config, data_fingerprint(*data))
+
+
+def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, checkpoint_dir: str | os.PathLike,
+             identity: dict, initial_state: dict, log: Callable[[dict], None] | None) -> tuple[dict, dict]:
+    """Progress and best parameters restored from ``checkpoint_dir``; ``log`` gets the restored history.
+
+    ValueError for a state of more epochs than ``config.epochs`` (model back at ``initial_state``) or an early stop."""
+    progress, saved_best = load_training_state(checkpoint_dir, model=model,
+                                               optimisers=optimisers.optimisers, identity=identity)
+    if progress["epoch"] > config.epochs:
+        model.load_state_dict(initial_state)          # the caller's model as it was given
+        raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained {progress['epoch']} epochs, "
+                         f"more than epochs={config.epochs}; its result would not be that of a run of "
+                         f"{config.epochs} epochs (resume with epochs >= {progress['epoch']}, or start afresh)")
+    best_state = copy.deepcopy(model.state_dict()) if saved_best is None else saved_best
+    if progress.get("final") and progress["waited"] < config.patience and progress["epoch"] < config.epochs:
+        raise ValueError(f"cannot resume from {checkpoint_dir}: that run stopped early after epoch "
+                         f"{progress['epoch']} ({progress['waited']} epochs without a better dev score) and "
+                         f"kept only its best parameters; it cannot continue with patience {config.patience}")
+    for entry in progress["history"] if log is not None else ():
+        log({**entry, "restored": True})
+    return progress, best_state
+
+
+def _train_and_score(model: nn.Module, config: TrainConfig, epoch: int, train_epoch: Callable[[int], float],
+                     evaluate: Callable[[], tuple[float, dict]]) -> tuple[float, float, dict]:
+    """``(mean loss, dev score, history fields)`` of one epoch; a run-away parameter makes it TrainingDiverged."""
+    try:
+        loss = train_epoch(epoch)
+        _diverged(model, epoch, config)
+        score, fields = evaluate()
+    except (ValueError, RuntimeError) as err:
+        if isinstance(err, TrainingDiverged):
+            raise
+        _diverged(model, epoch, config, err)     # a model's own check may be the first to see the NaN
+        raise
+    return loss, score, fields
+
+
+def _keep_best(model: nn.Module, progress: dict, epoch: int, score: float, fields: dict, best_state: dict) -> dict:
+    """Advance ``progress`` to ``epoch`` (in place); returns the best parameters so far."""
+    # the first finite score is the best so far whatever its sign: the initial best_score (-1) is a
+    # placeholder that a negative score (a negative dev loss, a log-likelihood) would never beat
+    if score > progress["best_score"] or (progress["best_epoch"] == 0 and math.isfinite(score)):
+        best_state = copy.deepcopy(model.state_dict())
+        progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
+    else:
+        progress.update(epoch=epoch, waited=progress["waited"] + 1)
+    return best_state
+
+
+def _save_epoch(checkpoint_dir: str | os.PathLike, model: nn.Module, best_state: dict, optimisers: Optimisers,
+                progress: dict, identity: dict, start: float) -> None:
+    """Write the training state of the epoch just finished (the best parameters only when not the current ones)."""
+    progress["elapsed"] = time.perf_counter() - start
+    save_training_state(checkpoint_dir, model=model,
+                        best_state=None if progress["best_epoch"] == progress["epoch"] else best_state,
+                        optimisers=optimisers.optimisers, progress=progress, identity=identity)
+
+
+def merge_observation(entry: dict, observed: dict) -> None:
+    """Add an epoch observer's values to a history entry; a key the trainer already wrote is an error."""
+    clash = sorted(set(observed) & set(entry))
+    if clash:
+        raise ValueError(f"on_epoch returned keys that the trainer writes itself: {clash}")
+    entry.update(observed)

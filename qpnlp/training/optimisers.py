@@ -1,0 +1,106 @@
+"""The trainers' optimisers: sparse-aware Adam or RMSprop, one ``step()`` and ``zero_grad()`` for the whole model.
+
+Embedding tables with sparse gradients (``nn.Embedding(sparse=True)``) get a
+row-sparse optimiser, every other parameter the dense one; an optimiser of
+``torch.optim`` that cannot take sparse gradients is refused up front
+(:func:`check_optimizer`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import TrainConfig
+from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
+
+__all__ = ["Optimisers", "sparse_tables", "dense_gradients", "check_optimizer", "KERAS_RMSPROP"]
+
+#: RMSprop's settings in Keras (the papers' public code), for ``TrainConfig(optimizer="rmsprop")``.
+KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
+
+
+class Optimisers:
+    """SparseAdam for sparse embedding tables, Adam for everything else (one step() and zero_grad() for both).
+
+    The SparseAdam is :class:`~qpnlp.training.sparse_rmsprop.RowSparseAdam` (torch's arithmetic on gathered rows).
+
+    With ``config.optimizer == "rmsprop"``: SparseRMSprop and RMSprop.
+
+    Only the rows of a batch are touched in the embedding tables, so a training
+    step costs about as much as forward + backward (benchmarks/qpdn_train_step.py).
+    """
+
+    def __init__(self, model: nn.Module, config: TrainConfig) -> None:
+        tables, phases = [], []
+        for name, module in model.named_modules():
+            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad:
+                is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
+                (phases if is_phase else tables).append(module.weight)
+        sparse_ids = {id(p) for p in tables + phases}
+        dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
+        groups = [dict(params=params, lr=lr) for params, lr in ((tables, config.embedding_lr),
+                                                                (phases, config.phase_lr)) if params]
+        self.optimisers = []
+        rmsprop = config.optimizer == "rmsprop"
+        if groups:
+            self.optimisers.append(SparseRMSprop(groups, lr=config.embedding_lr, **KERAS_RMSPROP) if rmsprop
+                                   else RowSparseAdam(groups, lr=config.embedding_lr))
+        if dense:
+            dense_type = torch.optim.RMSprop if rmsprop else torch.optim.Adam
+            extra = KERAS_RMSPROP if rmsprop else {}
+            self.optimisers.append(dense_type(dense, lr=config.lr, weight_decay=config.weight_decay, **extra))
+
+    def zero_grad(self) -> None:
+        for opt in self.optimisers:
+            opt.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        for opt in self.optimisers:
+            opt.step()
+
+
+# Optimisers of torch.optim that accept sparse gradients (the others raise at their first step).
+SPARSE_CAPABLE = (torch.optim.SparseAdam, torch.optim.SGD, torch.optim.Adagrad, SparseRMSprop)
+
+
+def sparse_tables(model: nn.Module) -> list[str]:
+    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding(sparse=True)``)."""
+    return [f"{name}.weight" if name else "weight" for name, module in model.named_modules()
+            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad]
+
+
+def dense_gradients(model: nn.Module) -> nn.Module:
+    """Give every embedding table dense gradients, so that any ``torch.optim`` optimiser trains ``model``.
+
+    qpnlp's embedding tables produce sparse gradients (only the rows of the
+    batch), which :class:`Optimisers` updates with SparseAdam or
+    :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop`. After this call
+    plain ``torch.optim.Adam(model.parameters())`` works too, at the cost
+    of a dense update of every row per step (slow for large vocabularies).
+    Returns ``model`` (changed in place).
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Embedding):
+            module.sparse = False
+    return model
+
+
+def check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Raise a clear ``TypeError`` if ``optimizer`` cannot update ``model``'s sparse embedding tables.
+
+    ``torch.optim.Adam`` (and RMSprop, AdamW, ...) refuse sparse gradients at
+    their first step; call this after building your own optimiser to learn
+    it up front, with the two ways out.
+    """
+    if isinstance(optimizer, SPARSE_CAPABLE):
+        return
+    owned = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    params = dict(model.named_parameters())
+    tables = [name for name in sparse_tables(model) if id(params.get(name)) in owned]
+    if tables:
+        kind = type(optimizer).__name__
+        raise TypeError(f"torch.optim.{kind} cannot update the sparse embedding tables {tables} (their gradients "
+                        f"are sparse). Use qpnlp.training.Optimisers(model, TrainConfig(...)) (SparseAdam or "
+                        f"SparseRMSprop on the tables, Adam or RMSprop on the rest), or call "
+                        f"qpnlp.training.dense_gradients(model) first to train every parameter with {kind}")
