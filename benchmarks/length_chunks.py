@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import interleaved, ratio, summary, uptime  # noqa: E402
 from cnm_train_step import batches as trecqa_batches  # noqa: E402
 
-from qpnlp.commands._common import chunk_overhead_type  # noqa: E402
+from qpnlp.commands._types import chunk_overhead_type  # noqa: E402
 from qpnlp.data import EncodedTexts, Vocabulary, load_classification  # noqa: E402
 from qpnlp.data.batching import iterate_batches  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402

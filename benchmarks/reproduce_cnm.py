@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from qpnlp.commands._common import chunk_overhead_type
+from qpnlp.commands._types import chunk_overhead_type
 from qpnlp.data import load_qa
 from qpnlp.data.vectors import load_vectors, recommended_fallback
 from qpnlp.models import CNM, CNMConfig

@@ -53,7 +53,7 @@ from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corp
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.evaluation.drift_baselines import procrustes_grid, temporal_referencing_grid
 from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
-from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
+from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
 from qpnlp.word2fun.train import STEP_CENTRES
 
 # every Word2Fun default of this script is the library's (the defaults of fit() and TrainConfig)

@@ -41,6 +41,7 @@ def _setup(args) -> tuple:
     import numpy as np
     import torch
 
+    import qpnlp.word2fun.config as config
     import qpnlp.word2fun.loop as loop
     import qpnlp.word2fun.train as train
     from qpnlp.data.skipgram import NegativeSampler, keep_probabilities
@@ -66,13 +67,13 @@ def _setup(args) -> tuple:
     fit(corpus, TrainConfig(epochs=1, workers=1, seed=0), dim=args.dim)
     model = seen["model"]
     model.load_state_dict(seen["state"])
-    cfg = loop.resolve_penalty(seen["cfg"], model.family, model.logistic)
+    cfg = config.resolve_penalty(seen["cfg"], model.family, model.logistic)
     keep = keep_probabilities(seen["counts"], cfg.sample)
     batches = list(loop._epoch_batches(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu")))
     batches = batches[:args.steps]
     gen = torch.Generator().manual_seed(0)
     negatives = [NegativeSampler(seen["counts"], 0.75).sample((cfg.negatives,), generator=gen) for _ in batches]
-    word_penalty, word_lr = loop.word_weights(seen["counts"], cfg, torch.device("cpu"))
+    word_penalty, word_lr = config.word_weights(seen["counts"], cfg, torch.device("cpu"))
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr   # as the loop does
 
     def steps(m) -> float:  # the timed steps on model m; their summed loss

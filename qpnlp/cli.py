@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(2)
     args.debug = debug
     args.command_line = (["--debug"] if debug else []) + argv   # to start the command again (word2fun --processes)
-    from qpnlp.commands._common import run_command
+    from qpnlp.commands._errors import run_command
 
     return run_command(args)
 

@@ -457,7 +457,7 @@ def test_report_is_strict_json_and_history_survives_divergence(server, ws, tmp_p
 
 def test_report_writer_replaces_non_finite_numbers_and_feeds_tensorboard(tmp_path, monkeypatch):
     """NaN never reaches the file; the history goes to TensorBoard when torch.utils.tensorboard imports."""
-    from qpnlp.commands._common import Report
+    from qpnlp.commands._report import Report
 
     scalars = []
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from qpnlp.training import convert_legacy_checkpoint
 
-from ._common import check_output_path
+from ._outputs import check_output_path
 
 
 def register(subparsers: dict) -> None:

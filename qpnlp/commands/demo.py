@@ -17,7 +17,10 @@ import torch
 
 from qpnlp.training.classification import run_split
 
-from ._common import Report, add_training_options, count_type, epoch_logger, prepare_outputs, train_config
+from ._common import add_training_options, train_config
+from ._outputs import prepare_outputs
+from ._report import Report, epoch_logger
+from ._types import count_type
 
 
 def register(subparsers: dict) -> None:

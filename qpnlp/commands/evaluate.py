@@ -6,7 +6,9 @@ import argparse
 
 from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
-from ._common import Report, count_type, device_type, prepare_outputs
+from ._outputs import prepare_outputs
+from ._report import Report
+from ._types import count_type, device_type
 
 
 LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}

@@ -17,10 +17,12 @@ from qpnlp.training.classification import check_model_options
 from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
-from ._common import (CommandFailed, Report, UsageError, add_fallback_option, add_resume_options, add_training_options,
-                      add_vectors_option, count_type, epoch_logger, load_cli_vectors,
-                      prepare_outputs, pretrained_fallback, rate_type,
-                      state_subdir)
+from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
+                      pretrained_fallback)
+from ._errors import CommandFailed, UsageError
+from ._outputs import add_resume_options, prepare_outputs, state_subdir
+from ._report import Report, epoch_logger
+from ._types import count_type, rate_type
 from ._config_options import add_config_options, config_options
 
 

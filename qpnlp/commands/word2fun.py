@@ -50,8 +50,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._common import (Report, UsageError, check_output_path, check_report_apart, count_type, device_type, epoch_logger,
-                      finite_type, rate_type)
+from ._errors import UsageError
+from ._outputs import check_output_path, check_report_apart
+from ._report import Report, epoch_logger
+from ._types import count_type, device_type, finite_type, rate_type
 
 __all__ = ["register", "run"]
 
@@ -69,7 +71,7 @@ def _defaults():
 
 
 def _penalty_default() -> str:
-    from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
+    from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
 
     return (f"{DEFAULT_ROUGHNESS_PENALTY:g} for families II-IV with the logistic step, "
             f"{DEFAULT_ROUGHNESS_PENALTY_NO_STEP:g} without it, 0 for the others")

@@ -18,8 +18,11 @@ Modules, one job each:
   ``from_pretrained`` as every qpnlp model);
 * :mod:`~qpnlp.word2fun.sgd` -- the hand-written sparse SGD step and the
   roughness penalty;
-* :mod:`~qpnlp.word2fun.loop` -- the SGD loop, its :class:`~qpnlp.word2fun.loop.TrainConfig` and
-  the token sources (in memory, or streamed from disk in chunks);
+* :mod:`~qpnlp.word2fun.config` -- :class:`TrainConfig`, the training settings, their
+  defaults and the per-word weights they give;
+* :mod:`~qpnlp.word2fun.sources` -- the token sources (in memory, or streamed
+  from disk in chunks);
+* :mod:`~qpnlp.word2fun.loop` -- the SGD loop and its :class:`TrainStats`;
 * :mod:`~qpnlp.word2fun.train` -- :func:`fit`, the one entry point (corpus
   in, vectors out; checkpoints and resuming);
 * :mod:`~qpnlp.word2fun.distributed` -- several processes (``torchrun``):
@@ -56,7 +59,9 @@ from qpnlp.word2fun.keyed_vectors import KeyedVectors, StaticKeyedVectors
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.sgd import centre_sgd_step, roughness, sgd_step
 from qpnlp._errors import TrainingDiverged
-from qpnlp.word2fun.train import FitResult, TrainConfig, TrainStats, fit, train_word2fun
+from qpnlp.word2fun.config import TrainConfig
+from qpnlp.word2fun.loop import TrainStats
+from qpnlp.word2fun.train import FitResult, fit, train_word2fun
 
 __all__ = [
     "FAMILIES",

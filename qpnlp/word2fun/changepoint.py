@@ -89,7 +89,7 @@ def context_sketch_sums(source, n_words: int, keep: np.ndarray, start: float, en
     """Summed context sketches per word and time bin, ``(V, bins, dim)``, and occurrence counts ``(V, bins)``.
 
     ``source`` yields ``(tokens, doc_ids, doc_times)`` chunks
-    (:class:`~qpnlp.word2fun.loop.ArraySource`, :class:`~qpnlp.word2fun.loop.StreamSource`);
+    (:class:`~qpnlp.word2fun.sources.ArraySource`, :class:`~qpnlp.word2fun.sources.StreamSource`);
     ``keep`` (V,) weighs each context token (word2vec's keep probabilities);
     ``[start, end]`` is the time span cut into ``bins`` equal bins.
     """

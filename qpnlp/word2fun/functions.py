@@ -253,7 +253,7 @@ def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, red
     reduction : {"mean", "sum", "none"}
     negative_weight : float, default 1.0
         :math:`c`, the weight of the negative term (the loss that
-        :class:`~qpnlp.word2fun.loop.TrainConfig`'s ``negative_weight`` trains).
+        :class:`~qpnlp.word2fun.config.TrainConfig`'s ``negative_weight`` trains).
 
     >>> z = torch.zeros(1, 2)
     >>> round(word2fun_loss(z, z, torch.zeros(1, 3, 2)).item(), 4)  # 2 log 2

@@ -22,12 +22,10 @@ Example
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 import numpy as np
@@ -39,16 +37,19 @@ from qpnlp._device import resolve_device
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import CONFIG_FILE
+from qpnlp.word2fun import _run_state as run_state
 from qpnlp.word2fun import distributed as dist
 from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_step_centres
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
-from qpnlp.word2fun.loop import ArraySource, StreamSource, TrainConfig, TrainStats, train_source
+from qpnlp.word2fun.config import TrainConfig
+from qpnlp.word2fun.loop import TrainStats, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.sgd import step_bounds
+from qpnlp.word2fun.sources import ArraySource, StreamSource
 
-__all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig, TrainStats: qpnlp.word2fun.loop
+__all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig: .config, TrainStats: .loop
 
 COMPASS_MODES = ("trainable", "frozen")
 #: Where the logistic steps start (fit(step_centres=...)): each word's change point, or mid-span.
@@ -87,7 +88,7 @@ def train_word2fun(
         Raw times.
     counts : numpy.ndarray, shape (V,)
         Word counts (subsampling and the unigram^0.75 negatives).
-    config : qpnlp.word2fun.loop.TrainConfig
+    config : qpnlp.word2fun.config.TrainConfig
     progress : bool
         Show a tqdm bar over tokens.
     on_epoch : callable(epoch, stats), optional
@@ -145,24 +146,6 @@ def _count(docs) -> tuple[Counter, Counter, int, int, float, float]:
     return wf, df, n_docs, n_tokens, lo, hi
 
 
-def _rng_state(rng: np.random.Generator, gens: list) -> dict:
-    """The states of the pair generator and the negatives' generators, as JSON (set by :func:`_restore_rng`)."""
-    return {"numpy": rng.bit_generator.state,
-            "torch": [base64.b64encode(g.get_state().numpy().tobytes()).decode("ascii") for g in gens]}
-
-
-def _restore_rng(state: dict, rng: np.random.Generator, gens: list) -> None:
-    """Set the pair generator and the negatives' generators to ``state``.
-
-    With another number of workers than the run that saved ``state``, the
-    workers both runs have continue their streams, added workers keep their
-    own fresh ones and the streams of dropped workers are discarded.
-    """
-    rng.bit_generator.state = state["numpy"]
-    for g, s in zip(gens, state["torch"]):
-        g.set_state(torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8))
-
-
 def fit(
     corpus: TimestampedCorpus | TsvStream,
     config: TrainConfig | None = None,
@@ -194,14 +177,14 @@ def fit(
         Documents with one time each (at least two distinct times), in memory
         or read from disk on every epoch in chunks of ``config.chunk_tokens``
         tokens (memory bounded by the chunk; one counting pass first).
-    config : qpnlp.word2fun.loop.TrainConfig, optional
+    config : qpnlp.word2fun.config.TrainConfig, optional
         SGD settings (default ``TrainConfig()``); ``config.seed`` also seeds
         the initialisation of the model (and of the static compass model).
     family, dim, n_slices, frequency_init, max_periods
         The model (:class:`~qpnlp.word2fun.model.Word2FunConfig`).  The
         defaults (family IV, dimension 100, the harmonic ladder up to 6
         periods over the span, time scale 30) and those of
-        :class:`~qpnlp.word2fun.loop.TrainConfig` are the settings selected on
+        :class:`~qpnlp.word2fun.config.TrainConfig` are the settings selected on
         the planted-drift benchmark (``benchmarks/results/word2fun/NOTES.md``);
         ``qpnlp train word2fun`` reads its defaults from here.
     logistic : bool, optional
@@ -210,7 +193,7 @@ def fit(
         word that every coordinate follows at once.  Default (None): on for
         the sinusoidal families II-IV (selected with family IV on the drift
         benchmark), off for the others; the roughness penalty's default
-        follows it (:func:`~qpnlp.word2fun.loop.resolve_penalty`).
+        follows it (:func:`~qpnlp.word2fun.config.resolve_penalty`).
         ``logistic=False`` gives the model and defaults before the step.
     step_centres : {"changepoint", "middle"}, default "changepoint"
         Where the logistic steps start: each word's change point of its
@@ -265,7 +248,7 @@ def fit(
     Raises
     ------
     TypeError
-        For a ``config`` that is not a :class:`~qpnlp.word2fun.loop.TrainConfig`
+        For a ``config`` that is not a :class:`~qpnlp.word2fun.config.TrainConfig`
         or a ``vocabulary`` that is not a :class:`~qpnlp.data.vocab.Vocabulary`.
     ValueError
         For an empty corpus, a corpus of one time, times the model cannot
@@ -285,7 +268,7 @@ def fit(
     world, rank = dist.setup(cfg.device), dist.rank()
     main_log = log if rank == 0 else None
     local = _shard(corpus, rank, world)
-    saved = _saved_run(checkpoint) if resume else None
+    saved = run_state.saved_run(checkpoint) if resume else None
     if saved is not None:
         vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
         vocab, model, info, local_counts = vectors.vocabulary, vectors.model.train(), saved["corpus"], None
@@ -306,10 +289,10 @@ def fit(
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
     vectors = KeyedVectors(model, vocab)
     model.train()
-    start, stats = _epochs_done_and_losses(saved)
-    rng, gens = _training_generators(cfg, rank, dev, saved, start)
-    run_info = _run_info(info, cfg, compass, compass_epochs, world, metadata)
-    end_of_epoch = _end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
+    start, stats = run_state.epochs_done_and_losses(saved)
+    rng, gens = run_state.training_generators(cfg, rank, dev, saved, start)
+    run_info = run_state.run_info(info, cfg, compass, compass_epochs, world, metadata)
+    end_of_epoch = run_state.end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
     sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
@@ -355,25 +338,6 @@ def _shard(corpus: TimestampedCorpus | TsvStream, rank: int, world: int) -> Time
     if len(corpus) == 0:
         raise ValueError("the corpus is empty")
     return corpus if world == 1 else TimestampedCorpus(corpus.times[rank::world], corpus.docs[rank::world])
-
-
-def _saved_run(checkpoint: str | os.PathLike) -> dict | None:
-    """The metadata of the training run saved at ``checkpoint`` (None when there is no saved model to resume).
-
-    Refuses a saved model that :func:`fit` did not checkpoint (another model, or vectors without the epochs
-    done and the corpus size).
-    """
-    if not (Path(checkpoint) / "config.json").is_file():
-        return None
-    from qpnlp.models.base import read_model_header
-
-    header = read_model_header(checkpoint)
-    saved = header["metadata"]
-    if header["model"] != "word2fun" or "epochs_done" not in saved or "corpus" not in saved:
-        what = "Word2Fun vectors" if header["model"] == "word2fun" else f"a {header['model']!r} model"
-        raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
-                         f"records the epochs done); train afresh or resume from fit's checkpoint")
-    return saved
 
 
 def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabulary | None,
@@ -484,109 +448,27 @@ def _start_steps_at_change_points(model: Word2Fun, source, vocab: Vocabulary, cf
     return cfg
 
 
-def _epochs_done_and_losses(saved: Mapping[str, Any] | None) -> tuple[int, TrainStats]:
-    """The epoch to start from and the statistics to continue: those of the run ``saved``, or 0 and none."""
-    stats = TrainStats()
-    if saved is None:
-        return 0, stats
-    start = int(saved.get("epochs_done", 0))
-    stats.epoch_loss = list(saved.get("epoch_loss", []))
-    return start, stats
-
-
-def _training_generators(cfg: TrainConfig, rank: int, dev, saved: Mapping[str, Any] | None,
-                         start: int) -> tuple[np.random.Generator, list[torch.Generator]]:
-    """The pair generator and the negatives' generators of this process: fresh, or continuing the run ``saved``.
-
-    A process without a saved state gets fresh streams seeded by the epoch ``start`` (never those of the
-    first epoch again); with another number of workers see :func:`_restore_rng`.
-    """
-    rng = _data_rng(cfg.seed, rank, 0)
-    gens = _negative_generators(cfg.seed, rank, cfg.workers, dev)
-    if saved is None:
-        return rng, gens
-    state = _saved_rng(saved, rank)
-    if state is None:
-        return _data_rng(cfg.seed, rank, start), _negative_generators(cfg.seed, rank, cfg.workers, dev, start)
-    _restore_rng(state, rng, gens)
-    return rng, gens
-
-
-def _run_info(info: dict, cfg: TrainConfig, compass: str, compass_epochs: int, world: int,
-              metadata: Mapping[str, Any] | None) -> dict:
-    """The checkpoint metadata of the run: corpus size, training settings, compass, processes and ``metadata``."""
-    return {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
-            "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
-            **dict(metadata or {})}
-
-
-def _end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.random.Generator, gens: list,
-                  world: int, on_epoch: Callable[[int, TrainStats], None] | None) -> Callable[[int, TrainStats], None]:
-    """The ``on_epoch`` callback of the loop: save the checkpoint (if any), then call ``on_epoch``.
-
-    The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
-    (of every process, gathered to the first, which writes it while the others wait).
-    """
-    def end_of_epoch(epoch: int, st: TrainStats) -> None:
-        if checkpoint is not None:
-            state = _rng_state(rng, gens)
-            every = {"rng_by_rank": dist.gather_objects(state)} if world > 1 else {}  # rank 0 gets all processes'
-            if dist.is_main_process():
-                vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
-                                                              "epoch_loss": list(st.epoch_loss),
-                                                              "rng": state, **every})
-            dist.barrier()
-        if on_epoch is not None:
-            on_epoch(epoch, st)
-
-    return end_of_epoch
-
-
 def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainConfig, rank: int, world: int, dev,
                       progress: bool) -> TrainStats:
     """Train a ``static`` model for ``cfg.epochs`` epochs, freeze its target vectors as ``model``'s compass and
     start ``model``'s static part from its vectors; returns its training statistics.
 
     Like the model's training, each process draws its pairs and its negatives from its own generators
-    (:func:`_data_rng`, :func:`_negative_generators`: those of one process for the first), and the
-    processes keep one static model (:class:`~qpnlp.word2fun.distributed.ParameterSync`), hence one compass.
+    (``data_rng`` and ``negative_generators`` of :mod:`qpnlp.word2fun._run_state`: those of one process for
+    the first), and the processes keep one static model (:class:`~qpnlp.word2fun.distributed.ParameterSync`),
+    hence one compass.
     """
     V = model.compass.weight.shape[0]
     static = Word2Fun(Word2FunConfig(vocab_size=V, dim=model.compass.weight.shape[1], family="static",
                                      span_start=model.time_scale.start, span_end=model.time_scale.end,
                                      time_scale=model.time_scale.scale), seed=cfg.seed)
-    gens = _negative_generators(cfg.seed, rank, cfg.workers, dev)  # before, every process drew from cfg.seed
+    gens = run_state.negative_generators(cfg.seed, rank, cfg.workers, dev)  # before: all drew from cfg.seed
     stats = train_source(static, source, counts, dataclasses.replace(cfg, roughness_penalty=0.0), progress=progress,
                          sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
-                         rng=_data_rng(cfg.seed, rank, 0), generators=gens)
+                         rng=run_state.data_rng(cfg.seed, rank, 0), generators=gens)
     model.set_compass(static.compass.weight.detach(), freeze=True)
     with torch.no_grad():  # start the static part (every slice of it) from the static model as well
         model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // V, 1))
     return stats
 
 
-def _saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
-    """This process's generator states in the checkpoint metadata ``saved`` (None when it holds none)."""
-    if rank == 0:
-        return saved.get("rng") or None
-    every = saved.get("rng_by_rank") or []
-    return every[rank] if rank < len(every) else None
-
-
-def _negative_generators(seed: int, rank: int, workers: int, device, epoch: int = 0) -> list[torch.Generator]:
-    """The negatives' generators of a process, one per worker, seeded by (seed, rank, worker) and, after the
-    first epoch (a resumed run without saved states), by the epoch too."""
-    if epoch == 0:
-        seeds = [seed + 7919 * w + 104729 * rank for w in range(workers)]
-    else:
-        seeds = [int(np.random.SeedSequence([seed, rank, epoch, w]).generate_state(1, np.uint64)[0])
-                 for w in range(workers)]
-    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-
-def _data_rng(seed: int, rank: int, epoch: int) -> np.random.Generator:
-    """The pair generator of a process: ``default_rng(seed)`` for the first process from epoch 0, else seeded by
-    (seed, rank, epoch)."""
-    if rank == 0 and epoch == 0:
-        return np.random.default_rng(seed)
-    return np.random.default_rng([seed, rank, epoch])

@@ -9,7 +9,7 @@ import torch
 from qpnlp.data import TimestampedCorpus, Vocabulary
 from qpnlp.word2fun import TrainConfig, fit
 from qpnlp.word2fun import changepoint as cp
-from qpnlp.word2fun.loop import ArraySource, StreamSource
+from qpnlp.word2fun.sources import ArraySource, StreamSource
 
 
 def test_document_bounds_of_every_token():

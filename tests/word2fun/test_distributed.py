@@ -15,7 +15,7 @@ from qpnlp.data import TsvStream, Vocabulary, write_tsv
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.models.base import read_model_header
 from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
-from qpnlp.word2fun.loop import StreamSource
+from qpnlp.word2fun.sources import StreamSource
 
 
 def test_the_stream_reads_gzip_and_plain_shards_and_splits_them(tmp_path, tiny_drift):
@@ -242,7 +242,8 @@ class _LocalSync:
 @pytest.mark.parametrize("sync_every", [1, 3])
 def test_the_segmented_loop_of_distributed_runs_trains_like_the_plain_loop(tiny_drift, make, sync_every):
     from qpnlp.data import Vocabulary
-    from qpnlp.word2fun.loop import ArraySource, train_source
+    from qpnlp.word2fun.loop import train_source
+    from qpnlp.word2fun.sources import ArraySource
 
     corpus, truth = tiny_drift
     vocab = Vocabulary.build(corpus.docs, min_freq=3, specials=False)

@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from qpnlp.word2fun import TrainConfig, Word2FunConfig, centre_sgd_step, fit, roughness
+from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP, resolve_penalty
 from qpnlp.word2fun.functions import logistic_step
-from qpnlp.word2fun.loop import (DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP, resolve_penalty,
-                                 train_source, ArraySource)
+from qpnlp.word2fun.loop import train_source
 from qpnlp.word2fun.model import STEP_RATE_INIT, STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 from qpnlp.word2fun.sgd import _add_roughness_steps
+from qpnlp.word2fun.sources import ArraySource
 
 
 def _rows(model, words, tau):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from qpnlp.word2fun import TrainConfig, centre_sgd_step
-from qpnlp.word2fun.loop import DEFAULT_ROUGHNESS_PENALTY, resolve_penalty, word_weights
+from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, resolve_penalty, word_weights
 
 
 def test_word_weights_follow_the_frequency_of_each_word():

@@ -36,6 +36,7 @@ def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
     import threading
 
     from qpnlp.word2fun import loop
+    from qpnlp.word2fun.sources import ArraySource
 
     real, calls, lock = loop.centre_sgd_step, [0], threading.Lock()
 
@@ -49,7 +50,7 @@ def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
     monkeypatch.setattr(loop, "centre_sgd_step", failing)
     rs = np.random.default_rng(0)
     tokens, doc_ids = rs.integers(0, 50, 20_000), np.repeat(np.arange(200), 100)
-    source = loop.ArraySource(tokens, doc_ids, 1900.0 + np.arange(200) % 100)
+    source = ArraySource(tokens, doc_ids, 1900.0 + np.arange(200) % 100)
     out = []
 
     def run():

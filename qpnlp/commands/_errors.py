@@ -1,0 +1,63 @@
+"""The CLI's errors and exit codes: :class:`UsageError` (2), :class:`CommandFailed` (1) and :func:`run_command`.
+
+:func:`run_command` runs a parsed command and turns its failures into one
+line on stderr and an exit code (2 usage, 1 failure, 130 Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+
+from qpnlp.training.config import ConfigError
+
+
+class UsageError(ValueError):
+    """An option value that cannot work, found before anything is read (exit code 2)."""
+
+
+class CommandFailed(RuntimeError):
+    """A failure while running, with a message composed for the user (exit code 1)."""
+
+
+# Errors whose message is written for users; other types are shown with their type name.
+_PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command and turn every failure into one line on stderr and an exit code.
+
+    0 success; 2 a usage error (a bad option value, a model or training
+    setting the configs refuse); 1 any other failure (missing or bad files,
+    data that does not fit, diverged training); 130 Ctrl-C. ``--debug``
+    prints the traceback before the line.
+    """
+    prog = getattr(args, "prog", "qpnlp")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except BrokenPipeError:                      # `qpnlp ... | head`: the reader left
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:  # noqa: BLE001 - the CLI's one place that turns every failure into a message
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        usage = isinstance(err, (UsageError, ConfigError))
+        print(f"{prog}: error: {error_line(err)}", file=sys.stderr, flush=True)
+        return 2 if usage else 1
+
+
+def error_line(err: BaseException) -> str:
+    """``err`` as one line: its message, with the type name for errors not written for users."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, KeyError) or not isinstance(err, _PLAIN_ERRORS):
+        text = f"{type(err).__name__}: {text} (run with --debug for the traceback)"
+    return text

@@ -1,0 +1,145 @@
+"""Output paths of the commands: checked before any work, and the training-state directory of ``--resume``.
+
+:func:`prepare_outputs` checks ``--report``, ``--save`` and the training
+state (``--checkpoint-dir``, or ``SAVE.training``) before any work, and
+clears or keeps an earlier state (:data:`RUN_FILE` marks a directory as one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from qpnlp._atomic import atomic_write_text, check_replaceable
+from qpnlp.models.base import CONFIG_FILE
+
+from ._errors import CommandFailed, UsageError
+from ._report import _strict, arguments
+
+
+def check_output_path(path: str | os.PathLike | None, option: str, *, directory: bool = False,
+                      model: bool = False) -> Path | None:
+    """Refuse an output path that cannot be written, before any work (:class:`UsageError`).
+
+    A file must not be an existing directory; a directory must not be an
+    existing file, and with ``model`` an existing non-empty directory must
+    be a saved qpnlp model (it is replaced); the nearest existing parent
+    must be a writable directory.
+    """
+    if not path:
+        return None
+    out = Path(path)
+    if directory and out.is_file():
+        raise UsageError(f"{option} {path}: exists and is a file; {option} takes a directory")
+    if not directory and out.is_dir():
+        raise UsageError(f"{option} {path}: is a directory; {option} takes a file name")
+    if model:
+        try:
+            check_replaceable(out, replaces=CONFIG_FILE)
+        except (FileExistsError, ValueError):
+            raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
+                             f"(choose a new directory)") from None
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        raise UsageError(f"{option} {path}: cannot write in {parent} ({err.strerror or err})") from None
+    return out
+
+
+RUN_FILE = "training-run.json"
+
+
+def add_resume_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("checkpoints")
+    group.add_argument("--checkpoint-dir", metavar="DIRECTORY", default=None,
+                       help="keep the training state of the last epoch here, written after every epoch (default: "
+                            "SAVE.training next to --save; none without --save)")
+    group.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
+                            "next to --save); same result as an uninterrupted run with the same options")
+    group.add_argument("--no-training-state", action="store_true",
+                       help="keep no training state next to --save (saves a write of parameters and optimiser "
+                            "state per epoch, about 3x the model's size; --resume is then impossible; not with "
+                            "--checkpoint-dir)")
+
+
+def prepare_outputs(args: argparse.Namespace) -> Path | None:
+    """Check ``--report``, ``--save`` and the training-state directory before any work; returns the state directory.
+
+    Without ``--resume`` an earlier state in that directory is cleared; with
+    it, the directory must hold one.
+    """
+    if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
+        raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
+                         "training state in that directory); give one of them")
+    report = check_output_path(getattr(args, "report", None), "--report")
+    save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
+    state = getattr(args, "checkpoint_dir", None) or \
+        (f"{str(save).rstrip('/')}.training" if save and not getattr(args, "no_training_state", False) else None)
+    option = "--checkpoint-dir" if getattr(args, "checkpoint_dir", None) else "--save"
+    resume = getattr(args, "resume", False)
+    if resume and state is None:
+        raise UsageError("--resume needs --checkpoint-dir or --save (the training state is kept next to it), "
+                         "and not --no-training-state")
+    kept = option if option == "--checkpoint-dir" else "the training state next to --save"
+    check_report_apart(report, {"--save": save, kept: state})
+    if state is None:
+        return None
+    if save is not None and _nested(save, Path(state)):
+        # Saving the model replaces the --save directory (and a rerun clears the state directory): one inside
+        # the other would lose the training state (or the saved model).
+        raise UsageError(f"--checkpoint-dir {state} and --save {save} overlap; the training state must be kept "
+                         f"outside the model directory (and the model outside the state directory)")
+    root = check_output_path(state, option, directory=True)
+    ours = (root / RUN_FILE).is_file()
+    if root.is_dir() and any(root.iterdir()) and not ours:
+        raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
+                         f"use it (choose a new --checkpoint-dir)")
+    if resume and not ours:
+        raise CommandFailed(f"nothing to resume: {root} holds no training state (give the --save or "
+                            f"--checkpoint-dir of the interrupted run)")
+    if not resume and ours:
+        shutil.rmtree(root)
+    print(f"resuming from the training state in {root}" if resume else
+          f"training state kept in {root} after every epoch (--resume continues from it)", flush=True)
+    if not ours or not resume:
+        root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(root / RUN_FILE, json.dumps(dict(format="qpnlp-training-run/1", prog=args.prog,
+                                                           arguments=_strict(arguments(args), "", [])),
+                                                      indent=2) + "\n")
+    return root
+
+
+def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse a ``--report`` file at the path of an output directory or above it (:class:`UsageError`): one of
+    the two could not be written, and that would show only after the training."""
+    if report is None:
+        return
+    where = Path(os.path.realpath(report))
+    for option, path in outputs.items():
+        target = None if path is None else Path(os.path.realpath(path))
+        if target == where:
+            raise UsageError(f"--report and {option} name the same path ({path})")
+        if target is not None and where in target.parents:
+            raise UsageError(f"--report and {option} overlap: {path} would lie inside the report file {report}")
+
+
+def _nested(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are the same path or one lies inside the other (after resolving links and ..)."""
+    a, b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
+    return a == b or a in b.parents or b in a.parents
+
+
+def state_subdir(root: Path | None, name: str) -> Path | None:
+    """The training-state directory of one split (``fold 3`` -> ``root/fold-3``)."""
+    return None if root is None else root / "-".join(name.split())

@@ -1,0 +1,194 @@
+"""The one report of every command (:class:`Report`, schema ``qpnlp-report/1``) and the per-epoch lines.
+
+:func:`epoch_logger` prints one line per epoch and adds the entry to the
+report, which is rewritten (JSON, ``.history.csv``, TensorBoard events)
+after every epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import math
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from qpnlp._atomic import atomic_write_text
+
+from ._errors import error_line
+
+
+REPORT_SCHEMA = "qpnlp-report/1"
+
+
+def arguments(args: argparse.Namespace) -> dict:
+    """The command-line settings of a run, as JSON."""
+    return {k: v for k, v in vars(args).items() if k not in ("func", "prog") and not callable(v)}
+
+
+class Report:
+    """The one report of every ``train`` / ``evaluate`` / ``demo`` command (schema ``qpnlp-report/1``).
+
+    Keys: ``schema``, ``command``, ``status`` (running, completed,
+    interrupted, diverged, failed), ``qpnlp_version``, ``torch_version``,
+    ``python_version``, ``started``, ``written``, ``wall_seconds``,
+    ``model``, ``dataset``, ``split``, ``split_counts`` (split -> part ->
+    items), ``split_unit``, ``seed``, ``config`` (model options, training
+    settings), ``arguments`` (the command line), ``metrics``, ``n`` (items
+    the metrics were computed on), ``history`` (one entry per epoch),
+    ``checkpoint``, ``training_state``, ``error``, ``warnings``,
+    ``details`` (what only this command has).
+
+    The JSON is strict (a NaN or infinity is written as null and named in
+    ``warnings``) and written atomically, after every epoch and at the end;
+    the history is also written as ``<report>.history.csv`` and, when
+    ``torch.utils.tensorboard`` can be imported, as TensorBoard events in
+    ``<report>.tensorboard/``.
+    """
+
+    def __init__(self, args: argparse.Namespace, *, command: str, model: str | None = None) -> None:
+        from qpnlp import __version__
+
+        report = getattr(args, "report", None)
+        self.path = Path(report) if report else None
+        self._start = time.perf_counter()
+        self._tensorboard = None
+        self.data: dict = dict(
+            schema=REPORT_SCHEMA, command=command, status="running", qpnlp_version=__version__,
+            torch_version=torch.__version__, python_version=platform.python_version(),
+            started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), written=None, wall_seconds=0.0, model=model, dataset=None,
+            split=None, split_counts={}, split_unit=None, seed=getattr(args, "seed", None), config={},
+            arguments=arguments(args), metrics={}, n=None, history=[], checkpoint=None, training_state=None,
+            error=None, warnings=[], details={})
+
+    def update(self, **fields) -> None:
+        unknown = sorted(set(fields) - set(self.data))
+        if unknown:
+            raise KeyError(f"not report fields: {unknown}; command-specific values go under 'details'")
+        self.data.update(fields)
+
+    def epoch(self, entry: dict) -> None:
+        """Add one epoch's history entry and rewrite the report (and its CSV and TensorBoard events)."""
+        self.data["history"].append(entry)
+        self.write()
+        self._tensorboard_epoch(entry)
+
+    @contextlib.contextmanager
+    def guard(self):
+        """Finish the report as failed / interrupted / diverged when the work inside raises (then re-raise)."""
+        from qpnlp._errors import TrainingDiverged
+
+        try:
+            yield self
+        except BaseException as err:
+            if self.data["status"] == "running":
+                status = "diverged" if isinstance(err, TrainingDiverged) else \
+                    "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+                with contextlib.suppress(Exception):
+                    self.finish(status, error=error_line(err) if status != "interrupted" else "interrupted (SIGINT)")
+            raise
+
+    def finish(self, status: str = "completed", **fields) -> None:
+        self.update(status=status, **fields)
+        self.write()
+        if self.path is not None:
+            print(f"report written to {self.path}", flush=True)
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        self.data.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=time.perf_counter() - self._start)
+        warnings = [w for w in self.data["warnings"] if not w.startswith("non-finite")]
+        bad: list[str] = []
+        data = _strict({**self.data, "warnings": warnings}, "", bad)
+        data["warnings"] += [f"non-finite value written as null: {where}" for where in bad]
+        atomic_write_text(self.path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        if self.data["history"]:
+            atomic_write_text(self.path.with_suffix(".history.csv"), history_csv(data["history"]))
+
+    def _tensorboard_epoch(self, entry: dict) -> None:
+        if self.path is None or self._tensorboard is False:
+            return
+        if self._tensorboard is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except Exception:  # noqa: BLE001 - tensorboard missing or broken: skip silently, as documented
+                self._tensorboard = False
+                return
+            self._tensorboard = SummaryWriter(log_dir=str(self.path.with_suffix(".tensorboard")))
+        prefix = "/".join(str(entry[k]).replace(" ", "_") for k in ("split", "candidate") if k in entry)
+        for key, value in _flatten(entry).items():
+            if key not in ("epoch", "candidate") and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and math.isfinite(value):
+                self._tensorboard.add_scalar(f"{prefix}/{key}" if prefix else key, value, int(entry["epoch"]))
+        self._tensorboard.flush()
+
+
+def _strict(value, where: str, bad: list[str]):
+    """JSON-ready copy: NaN/inf -> None (recorded in ``bad``), tuples -> lists, NumPy/paths -> plain values."""
+    if isinstance(value, dict):
+        return {str(k): _strict(v, f"{where}.{k}" if where else str(k), bad) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v, f"{where}[{i}]", bad) for i, v in enumerate(value)]
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        bad.append(where)
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _flatten(entry: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in entry.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def history_csv(history: list[dict]) -> str:
+    """The history as CSV: one row per epoch, nested values as ``dev.map`` columns."""
+    rows = [_flatten(entry) for entry in history]
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def epoch_logger(report: Report, label: str, **context) -> Callable[[dict], None]:
+    """A trainer's ``log``: print one line per epoch and add the entry (with ``context``) to the report."""
+    def log(entry: dict) -> None:
+        entry = {**context, **entry}
+        where = label
+        if "setting" in entry:
+            where += " [" + " ".join(f"{k}={v}" for k, v in entry["setting"].items()) + "]"
+        report.epoch(entry)                       # first: once the line is out, the report holds the epoch
+        print(f"{where} epoch {entry['epoch']}: {epoch_summary(entry)}  ({entry['seconds']:.0f}s)"
+              + ("  (from the saved training state)" if entry.get("restored") else ""), flush=True)
+    return log
+
+
+def epoch_summary(entry: dict) -> str:
+    """``loss 0.4321  dev accuracy 0.8123`` / ``... dev MAP 0.61 MRR 0.62`` / ``... 812,345 tokens/s``."""
+    text = f"loss {entry['train_loss']:.4f}"
+    if "dev_accuracy" in entry:
+        text += f"  dev accuracy {entry['dev_accuracy']:.4f}"
+    if isinstance(entry.get("dev"), dict):
+        text += f"  dev MAP {entry['dev']['map']:.4f} MRR {entry['dev']['mrr']:.4f}"
+    if entry.get("tokens_per_s") is not None:
+        text += f"  {entry['tokens_per_s']:,.0f} tokens/s"
+    return text

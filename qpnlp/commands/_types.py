@@ -1,0 +1,87 @@
+"""argparse types of the CLI options: counts, rates, finite numbers, seeds, ``--length-chunks`` and devices.
+
+Each refuses a bad value with argparse's one-line error ("argument --lr:
+must be a finite number > 0; got -1"), before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any
+
+from qpnlp._device import resolve_device
+from qpnlp.training.config import ConfigError, check_seed
+
+
+def _converted(text: str, convert: Callable[[str], Any], expected: str) -> Any:
+    """``convert(text)``; a ``ValueError`` becomes argparse's error "expected {expected}; got 'text'"."""
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+
+
+def count_type(minimum: int = 1) -> Callable[[str], int]:
+    """argparse type: an integer >= ``minimum``."""
+    def parse(text: str) -> int:
+        value = _converted(text, int, f"an integer >= {minimum}")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}; got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def chunk_overhead_type(text: str) -> int | None:
+    """argparse type of ``--length-chunks``: an integer >= 0, or ``off`` (None)."""
+    if text.strip().lower() == "off":
+        return None
+    return count_type(0)(text)
+
+
+chunk_overhead_type.__name__ = "length-chunks value"
+
+
+def seed_type(text: str) -> int:
+    """argparse type of ``--seed``: an integer in [0, 2**32 - 1] (:func:`~qpnlp.training.config.check_seed`)."""
+    value = _converted(text, int, "an integer")
+    try:
+        return check_seed(value)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32 - 1]; got {value}") from None
+
+
+seed_type.__name__ = "seed"
+
+
+def finite_type(text: str) -> float:
+    """argparse type: a finite number of either sign (``nan`` and ``inf`` are refused)."""
+    value = _converted(text, float, "a number")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
+    return value
+
+
+finite_type.__name__ = "number"
+
+
+def rate_type(*, zero: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite number > 0 (>= 0 with ``zero``)."""
+    def parse(text: str) -> float:
+        value = _converted(text, float, "a number")
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if zero else '>'} 0; got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def device_type(value: str) -> str:
+    """argparse type: a torch device this machine has (``cpu``, ``cuda``, ``cuda:N``, ``mps``)."""
+    try:
+        resolve_device(value, cpu="--device cpu")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value

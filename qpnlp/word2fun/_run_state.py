@@ -1,0 +1,156 @@
+"""The state of a :func:`~qpnlp.word2fun.train.fit` run between epochs: its random generators and its checkpoint.
+
+A run draws its pairs (subsampling, windows, shuffling) from one numpy
+generator per process and its negatives from one torch generator per worker.
+Fresh generators are seeded by the run's ``seed``, the process ``rank`` and the
+worker ``w``: :func:`data_rng` is ``default_rng(seed)`` for the first process
+(``default_rng([seed, rank, epoch])`` otherwise) and :func:`negative_generators`
+seeds worker ``w`` of process ``rank`` with ``seed + 7919 w + 104729 rank``
+(or, for a run resumed from a checkpoint without the process's states, from
+``SeedSequence([seed, rank, epoch, w])``, never the first epoch's streams again).
+
+After every epoch :func:`end_of_epoch` saves the vectors with the run's
+metadata (:func:`run_info`), the epochs done, the losses and the generators'
+states (:func:`rng_state`, every process's in a distributed run).  Resuming
+reads them back (:func:`saved_run`, :func:`epochs_done_and_losses`,
+:func:`training_generators`): with the same processes and one worker the run
+continues exactly as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+
+from qpnlp.word2fun import distributed as dist
+from qpnlp.word2fun.config import TrainConfig
+from qpnlp.word2fun.keyed_vectors import KeyedVectors
+from qpnlp.word2fun.loop import TrainStats
+
+
+def saved_run(checkpoint: str | os.PathLike) -> dict | None:
+    """The metadata of the training run saved at ``checkpoint`` (None when there is no saved model to resume).
+
+    Refuses a saved model that :func:`fit` did not checkpoint (another model, or vectors without the epochs
+    done and the corpus size).
+    """
+    if not (Path(checkpoint) / "config.json").is_file():
+        return None
+    from qpnlp.models.base import read_model_header
+
+    header = read_model_header(checkpoint)
+    saved = header["metadata"]
+    if header["model"] != "word2fun" or "epochs_done" not in saved or "corpus" not in saved:
+        what = "Word2Fun vectors" if header["model"] == "word2fun" else f"a {header['model']!r} model"
+        raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
+                         f"records the epochs done); train afresh or resume from fit's checkpoint")
+    return saved
+
+
+def epochs_done_and_losses(saved: Mapping[str, Any] | None) -> tuple[int, TrainStats]:
+    """The epoch to start from and the statistics to continue: those of the run ``saved``, or 0 and none."""
+    stats = TrainStats()
+    if saved is None:
+        return 0, stats
+    start = int(saved.get("epochs_done", 0))
+    stats.epoch_loss = list(saved.get("epoch_loss", []))
+    return start, stats
+
+
+def training_generators(cfg: TrainConfig, rank: int, dev, saved: Mapping[str, Any] | None,
+                        start: int) -> tuple[np.random.Generator, list[torch.Generator]]:
+    """The pair generator and the negatives' generators of this process: fresh, or continuing the run ``saved``.
+
+    A process without a saved state gets fresh streams seeded by the epoch ``start`` (never those of the
+    first epoch again); with another number of workers see :func:`restore_rng`.
+    """
+    rng = data_rng(cfg.seed, rank, 0)
+    gens = negative_generators(cfg.seed, rank, cfg.workers, dev)
+    if saved is None:
+        return rng, gens
+    state = saved_rng(saved, rank)
+    if state is None:
+        return data_rng(cfg.seed, rank, start), negative_generators(cfg.seed, rank, cfg.workers, dev, start)
+    restore_rng(state, rng, gens)
+    return rng, gens
+
+
+def data_rng(seed: int, rank: int, epoch: int) -> np.random.Generator:
+    """The pair generator of a process: ``default_rng(seed)`` for the first process from epoch 0, else seeded by
+    (seed, rank, epoch)."""
+    if rank == 0 and epoch == 0:
+        return np.random.default_rng(seed)
+    return np.random.default_rng([seed, rank, epoch])
+
+
+def negative_generators(seed: int, rank: int, workers: int, device, epoch: int = 0) -> list[torch.Generator]:
+    """The negatives' generators of a process, one per worker, seeded by (seed, rank, worker) and, after the
+    first epoch (a resumed run without saved states), by the epoch too."""
+    if epoch == 0:
+        seeds = [seed + 7919 * w + 104729 * rank for w in range(workers)]
+    else:
+        seeds = [int(np.random.SeedSequence([seed, rank, epoch, w]).generate_state(1, np.uint64)[0])
+                 for w in range(workers)]
+    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+
+def rng_state(rng: np.random.Generator, gens: list) -> dict:
+    """The states of the pair generator and the negatives' generators, as JSON (set by :func:`restore_rng`)."""
+    return {"numpy": rng.bit_generator.state,
+            "torch": [base64.b64encode(g.get_state().numpy().tobytes()).decode("ascii") for g in gens]}
+
+
+def restore_rng(state: dict, rng: np.random.Generator, gens: list) -> None:
+    """Set the pair generator and the negatives' generators to ``state``.
+
+    With another number of workers than the run that saved ``state``, the
+    workers both runs have continue their streams, added workers keep their
+    own fresh ones and the streams of dropped workers are discarded.
+    """
+    rng.bit_generator.state = state["numpy"]
+    for g, s in zip(gens, state["torch"]):
+        g.set_state(torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8))
+
+
+def saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
+    """This process's generator states in the checkpoint metadata ``saved`` (None when it holds none)."""
+    if rank == 0:
+        return saved.get("rng") or None
+    every = saved.get("rng_by_rank") or []
+    return every[rank] if rank < len(every) else None
+
+
+def run_info(info: dict, cfg: TrainConfig, compass: str, compass_epochs: int, world: int,
+             metadata: Mapping[str, Any] | None) -> dict:
+    """The checkpoint metadata of the run: corpus size, training settings, compass, processes and ``metadata``."""
+    return {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
+            "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
+            **dict(metadata or {})}
+
+
+def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.random.Generator, gens: list,
+                 world: int, on_epoch: Callable[[int, TrainStats], None] | None) -> Callable[[int, TrainStats], None]:
+    """The ``on_epoch`` callback of the loop: save the checkpoint (if any), then call ``on_epoch``.
+
+    The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
+    (of every process, gathered to the first, which writes it while the others wait).
+    """
+    def end_of_epoch(epoch: int, st: TrainStats) -> None:
+        if checkpoint is not None:
+            state = rng_state(rng, gens)
+            every = {"rng_by_rank": dist.gather_objects(state)} if world > 1 else {}  # rank 0 gets all processes'
+            if dist.is_main_process():
+                vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
+                                                              "epoch_loss": list(st.epoch_loss),
+                                                              "rng": state, **every})
+            dist.barrier()
+        if on_epoch is not None:
+            on_epoch(epoch, st)
+
+    return end_of_epoch

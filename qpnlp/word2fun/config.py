@@ -1,0 +1,194 @@
+"""Word2Fun's training settings: :class:`TrainConfig`, its defaults and what they mean per word.
+
+:class:`TrainConfig` holds the hyper-parameters of the SGD loop
+(:func:`~qpnlp.word2fun.loop.train_source`), checked when it is built.  Two of
+them become per-word weights once the corpus is counted
+(:func:`word_weights`): for a word :math:`u` seen :math:`n_u` times per
+million tokens and the reference frequency :math:`n_{ref}`
+(``frequency_reference``),
+
+.. math::
+    \\lambda_u = \\lambda \\Bigl(\\frac{n_{ref}}{n_u}\\Bigr)^{p},
+    \\qquad
+    \\eta_u = \\min\\Bigl(m, \\max\\Bigl(1, \\Bigl(\\frac{n_{ref}}{n_u}\\Bigr)^{q}\\Bigr)\\Bigr),
+
+the weight :math:`\\lambda_u` of the roughness penalty
+(:func:`~qpnlp.word2fun.sgd.roughness`) in the loss of every centre token of
+:math:`u` (``roughness_penalty`` :math:`\\lambda`, ``roughness_power``
+:math:`p`) and the multiplier :math:`\\eta_u` of the learning rate of the rows
+of :math:`f(u, \\cdot)` (``rare_lr_power`` :math:`q`, ``rare_lr_max``
+:math:`m`).  ``roughness_penalty=None`` stands for the model's default
+(:func:`resolve_penalty`: :data:`DEFAULT_ROUGHNESS_PENALTY` for families II-IV
+with the logistic step, :data:`DEFAULT_ROUGHNESS_PENALTY_NO_STEP` without it, 0
+for the other families).
+
+Example
+-------
+>>> import numpy as np
+>>> cfg = resolve_penalty(TrainConfig(), "IV")
+>>> cfg.roughness_penalty
+0.0001
+>>> penalty, lr = word_weights(np.array([4000, 1]), cfg, "cpu")  # a frequent word and a rare one
+>>> lr.tolist()
+[1.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from qpnlp._checks import check_seed, is_integer
+from qpnlp._device import resolve_device
+from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
+
+__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "resolve_penalty",
+           "word_weights"]
+
+
+#: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
+#: benchmark with the logistic step, the default of :func:`~qpnlp.word2fun.train.fit` for these families).
+DEFAULT_ROUGHNESS_PENALTY = 1e-4
+#: The same for a model without the logistic step (``fit(logistic=False)``; the default before the step).
+DEFAULT_ROUGHNESS_PENALTY_NO_STEP = 2e-5
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of the SGD loop (word2vec's where they exist; the defaults are the benchmark's choice).
+
+    ``batch_size`` counts pairs (batches end at centre-token boundaries);
+    ``negatives`` are drawn per pair, or once per batch and shared by its
+    pairs with ``shared_negatives`` (an unbiased estimate of the same mean
+    over negatives, one matrix product).  ``workers`` > 1 trains with that
+    many hogwild threads of one torch thread each, fed by a background thread
+    that generates the pairs (faster on several cores, not deterministic).
+
+    ``roughness_penalty`` :math:`\\lambda \\ge 0` (families II-IV) adds
+    :math:`\\lambda_u\\, \\rho(u)` (:func:`~qpnlp.word2fun.sgd.roughness`, the
+    mean squared speed of :math:`f(u, \\cdot)` over the span) to the loss of
+    every centre token of word ``u``: a smoothing-spline prior, so that fast
+    coordinates follow abrupt changes the data support but damp year-to-year
+    sampling noise (default None: :func:`resolve_penalty`, 1e-4 for families
+    II-IV with the logistic step, 2e-5 without).  With ``roughness_power`` :math:`p`,
+    :math:`\\lambda_u = \\lambda\\,(n_{ref} / n_u)^p` for a word seen
+    :math:`n_u` times per million tokens (``n_ref = frequency_reference``):
+    ``p = 0`` smooths every occurrence alike, ``p = 1`` gives every word the
+    same prior whatever its frequency (rare words are smoothed more, relative
+    to their data); the default ``p = 1/2``, with 7 epochs, was chosen on the
+    planted-drift benchmark (``benchmarks/results/word2fun/epochs-roughness/``):
+    more epochs sharpen the switches, the rare words' stronger prior keeps
+    their noise out of the measured change.  ``rare_lr_power`` :math:`q` multiplies the learning rate
+    of the rows of :math:`f(u, \\cdot)` by
+    :math:`\\min(m, \\max(1, (n_{ref}/n_u)^q))` (``m = rare_lr_max``): words
+    rarer than ``n_ref`` per million take larger steps, as if they had been
+    seen more often (the default, ``q = 1/2`` below 4000 per million, at most
+    4 times: a word seen 4 times a year in the 10 000 tokens of a year of the
+    drift benchmark steps about 3 times further).  Frequencies are relative,
+    so a small corpus does not make every word rare; a rare word occurs less
+    than once per batch, so the larger step is not multiplied by repetitions
+    within a batch.
+
+    ``negative_weight`` :math:`c` weighs the negative term against the positive one:
+    1 is the thesis loss (the *mean* over the negatives), ``k`` word2vec's sum
+    over ``k`` negatives (a model then scores :math:`\\mathrm{PMI} - \\log k`,
+    as word2vec does; use it to compare likelihoods with word2vec's objective).
+    The default 1.5 was chosen on the planted-drift benchmark
+    (``benchmarks/results/word2fun/negative-weight/``): against the thesis
+    loss it raised the Spearman correlation on all eight low-frequency corpora
+    tried and lowered the change-year error on all sixteen, while the switch
+    accuracy of the low-frequency corpora moved by -0.007 to +0.004; 2 broke
+    the shuffled-years control on a selection seed, and 3 diverged at the
+    default learning rate and batch.
+
+    ``step_centre_lr`` multiplies the learning rate of the logistic steps'
+    centres :math:`c_u` (None: :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`,
+    0.03, for steps that start mid-span; :func:`~qpnlp.word2fun.train.fit`
+    uses :data:`~qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`
+    when the steps start at their change points).
+
+    ``chunk_tokens`` tokens are shuffled together (and, when streaming, held
+    in memory); ``sync_every`` batches pass between two synchronisations of
+    the processes of a distributed run. ``seed`` is an integer in
+    [0, 2**32 - 1], the seeds of every qpnlp trainer.
+    """
+
+    epochs: int = 7
+    batch_size: int = 8192
+    lr: float = 0.025
+    negatives: int = 32
+    shared_negatives: bool = True
+    window: int = 5
+    sample: float = 1e-3
+    seed: int = 0
+    chunk_tokens: int = 500_000
+    device: str = "cpu"
+    workers: int = 1
+    roughness_penalty: float | None = None
+    roughness_power: float = 0.5
+    frequency_reference: float = 4000.0
+    rare_lr_power: float = 0.5
+    rare_lr_max: float = 4.0
+    sync_every: int = 32
+    negative_weight: float = 1.5
+    step_centre_lr: float | None = None
+
+    def __post_init__(self) -> None:
+        positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
+                        window=self.window, chunk_tokens=self.chunk_tokens, workers=self.workers,
+                        frequency_reference=self.frequency_reference, sync_every=self.sync_every)
+        bad = {k: v for k, v in positive.items() if not 0 < v < math.inf}
+        if bad:
+            raise ValueError(f"these training settings must be positive and finite: {bad}")
+        counts = {k: v for k, v in positive.items() if k not in ("lr", "frequency_reference")}    # the rest count
+        bad = {k: v for k, v in counts.items() if not is_integer(v)}
+        if bad:  # epochs=2.5 failed only once the corpus had been read and counted
+            raise ValueError(f"these training settings must be integers: {bad}")
+        if not 0 < self.negative_weight < math.inf:
+            raise ValueError(f"negative_weight must be positive and finite; got {self.negative_weight}")
+        if self.step_centre_lr is not None and not 0 <= self.step_centre_lr < math.inf:
+            raise ValueError(f"step_centre_lr must be finite and >= 0 (or None); got {self.step_centre_lr}")
+        resolve_device(self.device, available=False)          # the name; fit() checks this machine has it
+        penalty = 0.0 if self.roughness_penalty is None else self.roughness_penalty
+        # written so that NaN fails each comparison (inf fails the isfinite ones)
+        if not (0 <= self.sample < math.inf and 0 <= penalty < math.inf and 1 <= self.rare_lr_max < math.inf):
+            raise ValueError(f"sample and roughness_penalty must be finite and >= 0 and rare_lr_max finite and "
+                             f">= 1; got {self.sample}, {self.roughness_penalty}, {self.rare_lr_max}")
+        if not (math.isfinite(self.roughness_power) and math.isfinite(self.rare_lr_power)):
+            raise ValueError(f"roughness_power and rare_lr_power must be finite; got {self.roughness_power}, "
+                             f"{self.rare_lr_power}")
+        check_seed(self.seed)            # [0, 2**32); 2**64 and more failed in torch once the corpus was read
+
+
+def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> TrainConfig:
+    """``cfg`` with ``roughness_penalty=None`` replaced by the model's default.
+
+    Families II-IV: :data:`DEFAULT_ROUGHNESS_PENALTY` with the logistic step
+    (``logistic``), :data:`DEFAULT_ROUGHNESS_PENALTY_NO_STEP` without it; 0 for
+    the other families.
+    """
+    if cfg.roughness_penalty is not None:
+        return cfg
+    if family not in SINUSOIDAL_FAMILIES:
+        return replace(cfg, roughness_penalty=0.0)
+    return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if logistic else DEFAULT_ROUGHNESS_PENALTY_NO_STEP)
+
+
+def word_weights(counts: np.ndarray, cfg: TrainConfig, device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Per-word roughness weights and learning-rate multipliers (None where they are uniform), shape (V,).
+
+    ``cfg.roughness_penalty`` should be resolved (:func:`resolve_penalty`); None counts as 0.
+    """
+    counts = np.asarray(counts, np.float64)
+    per_million = np.maximum(counts, 1.0) * 1e6 / max(counts.sum(), 1.0)
+    ratio = cfg.frequency_reference / per_million
+    lam = lr = None
+    if (cfg.roughness_penalty or 0.0) > 0 and cfg.roughness_power != 0:
+        lam = torch.as_tensor(cfg.roughness_penalty * ratio ** cfg.roughness_power, dtype=torch.float32, device=device)
+    if cfg.rare_lr_power != 0:
+        lr = torch.as_tensor(np.clip(ratio ** cfg.rare_lr_power, 1.0, cfg.rare_lr_max), dtype=torch.float32,
+                             device=device)
+    return lam, lr

@@ -1,0 +1,74 @@
+"""Word2Fun's token sources: where the loop's tokens come from, one pass per epoch, in chunks.
+
+A source has ``n_tokens`` (the tokens of one pass) and ``chunks(rng)``, which
+yields ``(tokens, doc_ids, doc_times)``: the encoded tokens and the document of
+each, shape (n,), and the time of each document of the chunk, shape (n_docs,).
+:func:`~qpnlp.word2fun.loop.train_source` turns every chunk into batches
+(:func:`~qpnlp.data.skipgram.iter_centre_batches`) and decays the learning rate
+with the fraction of the epoch's tokens done, whichever the source.
+
+* :class:`ArraySource` holds an encoded corpus in memory: one chunk, which the
+  loop shuffles as a whole in pieces of ``chunk_tokens``;
+* :class:`StreamSource` reads a :class:`~qpnlp.data.timestamped.TsvStream` from
+  disk on every pass and encodes it in chunks of about ``chunk_tokens`` tokens,
+  so memory is bounded by the chunk, not the corpus.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+__all__ = ["ArraySource", "StreamSource"]
+
+
+class ArraySource:
+    """An encoded corpus in memory: ``tokens``, ``doc_ids`` (n_tokens,) and ``doc_times`` (n_docs,)."""
+
+    def __init__(self, tokens: np.ndarray, doc_ids: np.ndarray, doc_times: np.ndarray):
+        self.tokens, self.doc_ids, self.doc_times = tokens, doc_ids, doc_times
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def chunks(self, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        yield self.tokens, self.doc_ids, self.doc_times
+
+
+class StreamSource:
+    """A :class:`~qpnlp.data.timestamped.TsvStream` encoded with ``vocabulary`` in chunks of about ``chunk_tokens``.
+
+    Out-of-vocabulary tokens are dropped; ``n_tokens`` (the in-vocabulary
+    tokens of one pass) is counted on the first pass unless given.
+    """
+
+    def __init__(self, stream, vocabulary, chunk_tokens: int, n_tokens: int | None = None):
+        self.stream, self.index, self.chunk_tokens = stream, vocabulary.index, int(chunk_tokens)
+        self._n_tokens = n_tokens
+
+    @property
+    def n_tokens(self) -> int:
+        if self._n_tokens is None:
+            self._n_tokens = sum(int(c.shape[0]) for c, _, _ in self.chunks(None))
+        return self._n_tokens
+
+    def chunks(self, rng: np.random.Generator | None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        index, ids, lens, times = self.index, [], [], []
+        for t, toks in self.stream:
+            row = [index[w] for w in toks if w in index]
+            ids.extend(row)
+            lens.append(len(row))
+            times.append(t)
+            if len(ids) >= self.chunk_tokens:
+                yield self._arrays(ids, lens, times)
+                ids, lens, times = [], [], []
+        if ids:
+            yield self._arrays(ids, lens, times)
+
+    @staticmethod
+    def _arrays(ids, lens, times):
+        lens = np.asarray(lens, dtype=np.int64)
+        return (np.asarray(ids, dtype=np.int64), np.repeat(np.arange(lens.shape[0], dtype=np.int64), lens),
+                np.asarray(times, dtype=np.float64))
