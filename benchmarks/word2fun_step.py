@@ -41,8 +41,11 @@ def _setup(args) -> tuple:
     import numpy as np
     import torch
 
-    import qpnlp.word2fun.config as config
     import qpnlp.word2fun.loop as loop
+    try:
+        import qpnlp.word2fun.config as config
+    except ImportError:          # a --baseline-tree from before the settings had their own module
+        config = loop
     import qpnlp.word2fun.train as train
     from qpnlp.data.skipgram import NegativeSampler, keep_probabilities
     from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus

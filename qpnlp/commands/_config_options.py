@@ -23,7 +23,8 @@ __all__ = ["add_config_options", "config_options", "explicit_options", "field_he
 
 # Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
 FILLED_BY_TRAINER = frozenset({"num_words", "num_classes", "dim"})
-# Namespace attribute listing the config fields given on the command line (not left at their defaults).
+# Namespace attribute listing the config fields and training settings given on the command line (an option given
+# at its default value counts).
 _EXPLICIT = "explicit_options"
 
 

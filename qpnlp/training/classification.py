@@ -251,7 +251,7 @@ FILLED_FROM_DATA = frozenset({"num_words", "num_classes", "dim"})
 def with_data_fields(model_options: dict, filled: dict) -> dict:
     """``model_options`` with the fields the data decides (``filled``: vocabulary size, classes, pretrained width).
 
-    An option that gives one of them another value is a :class:`~qpnlp.training.ConfigError` (it
+    An option that gives one of them another value is a :class:`~qpnlp.training.config.ConfigError` (it
     would be overridden without a word); the same value is accepted.
     """
     clash = {k: v for k, v in model_options.items() if k in filled and v != filled[k]}
@@ -266,7 +266,7 @@ _PLACEHOLDER_DIMS = (720720, 50, 100, 300)
 
 
 def check_model_options(kind: str, model_options: dict) -> None:
-    """Raise :class:`~qpnlp.training.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
+    """Raise :class:`~qpnlp.training.config.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
 
     Checked before any data is read: unknown options, values of the wrong
     type and values the model's config refuses, with the trainer-filled
@@ -287,7 +287,7 @@ def check_model_options(kind: str, model_options: dict) -> None:
 
 
 def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train_config: TrainConfig) -> None:
-    """Raise :class:`~qpnlp.training.ConfigError` for a selection grid that cannot run, before any training.
+    """Raise :class:`~qpnlp.training.config.ConfigError` for a selection grid that cannot run, before any training.
 
     Every candidate must be a dict that no earlier candidate equals, every key
     a field of ``kind``'s model config (not one the data fills:

@@ -68,7 +68,7 @@ class TrainConfig:
     ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
     touches the rows of the batch); ``phase_lr``, if set, replaces
     ``embedding_lr`` for the phase tables (embeddings registered as
-    ``phase``, e.g. in :class:`~qpnlp.models.ComplexWordEmbedding`), whose
+    ``phase``, e.g. in :class:`~qpnlp.nn.ComplexWordEmbedding`), whose
     entries are angles rather than amplitudes. ``optimizer="rmsprop"`` uses RMSprop
     instead (the thesis' QPDN optimiser, Table 5.4), with
     :class:`~qpnlp.training.sparse_rmsprop.SparseRMSprop` on the tables and

@@ -27,7 +27,8 @@ from .config import TrainConfig
 from .optimisers import Optimisers
 from .state import has_training_state, load_training_state, run_identity, save_training_state
 
-__all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter"]
+__all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter",
+           "merge_observation"]
 
 
 class TrainingInterrupted(KeyboardInterrupt):

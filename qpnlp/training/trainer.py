@@ -65,7 +65,7 @@ def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, 
 @torch.no_grad()
 def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, device="cpu",
             max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
-    """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`TrainConfig`)."""
+    """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`~qpnlp.training.config.TrainConfig`)."""
     model.eval()
     out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
            for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]

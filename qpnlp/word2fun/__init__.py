@@ -18,11 +18,11 @@ Modules, one job each:
   ``from_pretrained`` as every qpnlp model);
 * :mod:`~qpnlp.word2fun.sgd` -- the hand-written sparse SGD step and the
   roughness penalty;
-* :mod:`~qpnlp.word2fun.config` -- :class:`TrainConfig`, the training settings, their
+* :mod:`~qpnlp.word2fun.config` -- :class:`~qpnlp.word2fun.config.TrainConfig`, the training settings, their
   defaults and the per-word weights they give;
 * :mod:`~qpnlp.word2fun.sources` -- the token sources (in memory, or streamed
   from disk in chunks);
-* :mod:`~qpnlp.word2fun.loop` -- the SGD loop and its :class:`TrainStats`;
+* :mod:`~qpnlp.word2fun.loop` -- the SGD loop and its :class:`~qpnlp.word2fun.loop.TrainStats`;
 * :mod:`~qpnlp.word2fun.train` -- :func:`fit`, the one entry point (corpus
   in, vectors out; checkpoints and resuming);
 * :mod:`~qpnlp.word2fun.distributed` -- several processes (``torchrun``):

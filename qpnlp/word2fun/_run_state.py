@@ -4,7 +4,7 @@ A run draws its pairs (subsampling, windows, shuffling) from one numpy
 generator per process and its negatives from one torch generator per worker.
 Fresh generators are seeded by the run's ``seed``, the process ``rank`` and the
 worker ``w``: :func:`data_rng` is ``default_rng(seed)`` for the first process
-(``default_rng([seed, rank, epoch])`` otherwise) and :func:`negative_generators`
+at epoch 0 (``default_rng([seed, rank, epoch])`` otherwise) and :func:`negative_generators`
 seeds worker ``w`` of process ``rank`` with ``seed + 7919 w + 104729 rank``
 (or, for a run resumed from a checkpoint without the process's states, from
 ``SeedSequence([seed, rank, epoch, w])``, never the first epoch's streams again).
@@ -37,7 +37,7 @@ from qpnlp.word2fun.loop import TrainStats
 def saved_run(checkpoint: str | os.PathLike) -> dict | None:
     """The metadata of the training run saved at ``checkpoint`` (None when there is no saved model to resume).
 
-    Refuses a saved model that :func:`fit` did not checkpoint (another model, or vectors without the epochs
+    Refuses a saved model that :func:`~qpnlp.word2fun.train.fit` did not checkpoint (another model, or vectors without the epochs
     done and the corpus size).
     """
     if not (Path(checkpoint) / "config.json").is_file():

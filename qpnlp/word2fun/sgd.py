@@ -346,10 +346,13 @@ def centre_sgd_step(
         row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
     else:
         row_steps, shared = vjp(g_f.mul_(row_lr.to(f.dtype).mul(-lr)[:, None]))
-    # decided on the host (no device sync): a weight tensor always steps (its zero rows add nothing)
-    if isinstance(roughness_penalty, torch.Tensor):
+    # decided on the host (no device sync): a weight tensor always steps a sinusoidal family (zero rows add nothing)
+    if isinstance(roughness_penalty, torch.Tensor) and model.family in SINUSOIDAL_FAMILIES:
         lam = roughness_penalty if row_lr is None else roughness_penalty * row_lr
         _add_roughness_steps(model, rows, row_steps, lam.to(f.dtype) * lr)
+    elif isinstance(roughness_penalty, torch.Tensor):
+        if bool((roughness_penalty > 0).any()):       # a penalty the family has no roughness for
+            _check_sinusoidal(model)
     elif roughness_penalty > 0 and row_lr is not None:
         _add_roughness_steps(model, rows, row_steps, (row_lr * float(roughness_penalty)).to(f.dtype) * lr)
     elif roughness_penalty > 0:

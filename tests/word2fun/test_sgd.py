@@ -1,5 +1,7 @@
 """The hand-written SGD step is SGD on the thesis loss (plus the roughness penalty)."""
 
+import math
+
 import pytest
 import torch
 
@@ -149,3 +151,18 @@ def test_the_weighted_negative_term_is_sgd_on_the_weighted_loss(shared, make, ra
     assert loss == pytest.approx(expected.item(), rel=1e-5)
     assert expected.item() != pytest.approx(word2fun_loss(f, ref.compass(ctx), ref.compass(neg), "sum").item(), rel=1e-3)
     _assert_autograd_sgd_step(m, ref, expected, lr)
+
+
+@pytest.mark.parametrize("family", ["static", "linear"])
+def test_per_token_penalties_on_a_family_without_roughness(family, make):
+    """Zero per-token penalties step a family without a roughness term (the host decides, no device read of them
+    for the sinusoidal families); a positive one is the family's error, as a positive float is."""
+    words, times = torch.tensor([2, 5]), torch.tensor([1910.0, 1990.0])
+    pc, ctx, neg = torch.tensor([0, 1, 1]), torch.tensor([1, 3, 4]), torch.tensor([6, 7])
+    m = make(9, 4, family=family)
+    loss = centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=torch.zeros(2))
+    assert math.isfinite(loss)
+    with pytest.raises(ValueError, match="roughness penalty needs a sinusoidal family"):
+        centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=torch.tensor([0.0, 0.01]))
+    with pytest.raises(ValueError, match="roughness penalty needs a sinusoidal family"):
+        centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=0.01)

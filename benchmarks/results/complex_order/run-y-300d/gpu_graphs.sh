@@ -21,7 +21,7 @@ job() {  # NAME MODE EPOCHS SECONDS: seed 0's complex-order Transformer on SST-2
     t0=$(date +%s)
     PYTHONPATH=$PWD:$PWD/.gpu/site QPNLP_DATA=$PWD/.gpu/data timeout "$seconds" python3 \
         benchmarks/reproduce_complex_order.py --datasets SST2 --networks transformer --seeds 0 \
-        --variants complex_order --vectors spacy-md-300d --epochs "$epochs" --patience 5 --threads 1 --device cuda \
+        --variants complex_order --vectors spacy-md-300d --no-grid --epochs "$epochs" --patience 5 --threads 1 --device cuda \
         "${compile[@]}" --out "$out/$name" > "$out/$name.log" 2>&1
     echo "$name rc=$? $(( $(date +%s) - t0 )) s" >> "$out/times.txt"
 }
