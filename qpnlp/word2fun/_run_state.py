@@ -31,7 +31,7 @@ import torch
 from qpnlp.word2fun import distributed as dist
 from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
-from qpnlp.word2fun.loop import TrainStats
+from qpnlp.word2fun.loop import TrainStats, negative_seeds
 
 
 def saved_run(checkpoint: str | os.PathLike) -> dict | None:
@@ -93,7 +93,7 @@ def negative_generators(seed: int, rank: int, workers: int, device, epoch: int =
     """The negatives' generators of a process, one per worker, seeded by (seed, rank, worker) and, after the
     first epoch (a resumed run without saved states), by the epoch too."""
     if epoch == 0:
-        seeds = [seed + 7919 * w + 104729 * rank for w in range(workers)]
+        seeds = negative_seeds(seed, rank, workers)
     else:
         seeds = [int(np.random.SeedSequence([seed, rank, epoch, w]).generate_state(1, np.uint64)[0])
                  for w in range(workers)]

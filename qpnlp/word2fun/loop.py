@@ -281,10 +281,15 @@ def _worker_count(cfg: TrainConfig) -> int:
     return max(1, int(cfg.workers))
 
 
+def negative_seeds(seed: int, rank: int, workers: int) -> list[int]:
+    """The seeds of the negatives' generators of a fresh run: ``seed + 7919 w + 104729 rank`` for worker ``w`` of
+    process ``rank``."""
+    return [seed + 7919 * w + 104729 * rank for w in range(workers)]
+
+
 def _default_generators(cfg: TrainConfig, dev) -> list[torch.Generator]:
-    """The negatives' generators when none are given: worker ``w`` seeded by ``seed + 7919 w``."""
-    return ([torch.Generator(device=dev).manual_seed(cfg.seed)]
-            + [torch.Generator(device=dev).manual_seed(cfg.seed + 7919 * w) for w in range(1, _worker_count(cfg))])
+    """The negatives' generators when none are given: those of the first process (:func:`negative_seeds`)."""
+    return [torch.Generator(device=dev).manual_seed(s) for s in negative_seeds(cfg.seed, 0, _worker_count(cfg))]
 
 
 def _progress_bar(total_tokens: int, family: str):
