@@ -172,8 +172,12 @@ def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
     assert seen["candidates"] is None and seen["options"]["weighting"] == "idf"
     assert main(["train", "qpdn", "--dataset", "trec", "--unit-amplitudes"]) == 0        # not an axis: full grid
     assert len(seen["candidates"]) == 4
+    capsys.readouterr()
     assert main(["train", "qpdn", "--dataset", "trec", "--dropout", "0.5", "--select", "dropout=0,0.1"]) == 0
     assert seen["candidates"] == [{"dropout": 0}, {"dropout": 0.1}]                     # an explicit grid is kept
+    assert "--select dropout=0,0.1 replaces the --dropout given on the command line" in capsys.readouterr().out
+    assert main(["train", "qpdn", "--dataset", "trec", "--lr", "0.5", "--select", "lr=0.1,0.01"]) == 0   # and says so
+    assert "--select lr=0.1,0.01 replaces the --lr given on the command line" in capsys.readouterr().out
 
 
 def test_order_classifier_defaults_are_the_complex_order_reproductions(monkeypatch, capsys):

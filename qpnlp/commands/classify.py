@@ -94,12 +94,16 @@ def selection_grid(args: argparse.Namespace) -> list[str]:
 
     ``--dropout 0.5`` with the default grid ``dropout=0,0.3 weighting=...`` trains dropout 0.5 and searches the
     weighting only; ``--lr 0.01`` with ``lr=1e-3,1e-4`` trains at 0.01 (a given option is never overridden by a
-    default it did not ask for).
+    default it did not ask for). An explicit ``--select`` axis wins over the option it varies, and says so.
     """
+    given = set(explicit_options(args))
     if args.select is not None:
+        for axis in args.select:
+            if axis.partition("=")[0] in given:
+                flag = "--" + axis.partition("=")[0].replace("_", "-")
+                print(f"--select {axis} replaces the {flag} given on the command line", flush=True)
         return args.select
     default = get_model_class(args.kind).training_defaults.get("select", [])
-    given = set(explicit_options(args))
     fixed = [axis for axis in default if axis.partition("=")[0] in given]
     if fixed:
         kept = [axis for axis in default if axis not in fixed]
