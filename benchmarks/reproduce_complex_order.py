@@ -64,7 +64,7 @@ from qpnlp.data import load_classification, splits
 from qpnlp.data.vectors import VECTOR_SETS, load_vectors
 from qpnlp.interpret.positional import positional_sensitivity
 from qpnlp.nn import EMBEDDING_KINDS
-from qpnlp.commands._config_options import explicit_options, recorded
+from qpnlp.commands._config_options import grid_less_given, recorded
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
@@ -501,18 +501,9 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.merge:
-        args.grid = default_grid(args) if args.grid is None else args.grid
+        args.grid = grid_less_given(TRAIN["select"], args) if args.grid is None else args.grid
         args.settings = grid_settings(parser, args)
     return args
-
-
-def default_grid(args) -> list[str]:
-    """The library's default grid less the axes given as flags (``--lr 0.01`` trains at 0.01, as the CLI does)."""
-    given = set(explicit_options(args))
-    kept = [axis for axis in TRAIN["select"] if axis.partition("=")[0] not in given]
-    if len(kept) < len(TRAIN["select"]):
-        print(f"default grid without the axes given as flags: {' '.join(kept) or 'no search'}", flush=True)
-    return kept
 
 
 def main(argv=None) -> None:

@@ -19,7 +19,7 @@ import inspect
 import json
 import re
 
-__all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "recorded"]
+__all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "grid_less_given", "recorded"]
 
 # Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
 FILLED_BY_TRAINER = frozenset({"num_words", "num_classes", "dim"})
@@ -120,6 +120,19 @@ def explicit_options(args: argparse.Namespace) -> list[str]:
     """The config fields and training settings given on the command line (an option at its default value counts
     when it was given)."""
     return list(getattr(args, _EXPLICIT, None) or [])
+
+
+def grid_less_given(default: list[str], args: argparse.Namespace) -> list[str]:
+    """The axes ``NAME=V1,V2`` of a default selection grid less those whose option the command line gives
+    (:func:`explicit_options`): a given option is never overridden by a default it did not ask for. Says what it
+    left out."""
+    given = set(explicit_options(args))
+    fixed = [axis for axis in default if axis.partition("=")[0] in given]
+    kept = [axis for axis in default if axis not in fixed]
+    if fixed:
+        print(f"default selection grid without {' '.join(fixed)} (given on the command line): "
+              f"{' '.join(kept) or 'no selection'}", flush=True)
+    return kept
 
 
 def config_options(args: argparse.Namespace) -> dict:

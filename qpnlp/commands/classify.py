@@ -30,7 +30,7 @@ from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type
-from ._config_options import add_config_options, config_options, explicit_options
+from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
 
 
 DEFAULT_FOLDS = 10
@@ -96,21 +96,14 @@ def selection_grid(args: argparse.Namespace) -> list[str]:
     weighting only; ``--lr 0.01`` with ``lr=1e-3,1e-4`` trains at 0.01 (a given option is never overridden by a
     default it did not ask for). An explicit ``--select`` axis wins over the option it varies, and says so.
     """
-    given = set(explicit_options(args))
     if args.select is not None:
+        given = set(explicit_options(args))
         for axis in args.select:
             if axis.partition("=")[0] in given:
                 flag = "--" + axis.partition("=")[0].replace("_", "-")
                 print(f"--select {axis} replaces the {flag} given on the command line", flush=True)
         return args.select
-    default = get_model_class(args.kind).training_defaults.get("select", [])
-    fixed = [axis for axis in default if axis.partition("=")[0] in given]
-    if fixed:
-        kept = [axis for axis in default if axis not in fixed]
-        print(f"default selection grid without {' '.join(fixed)} (given on the command line): "
-              f"{' '.join(kept) or 'no selection'}", flush=True)
-        return kept
-    return default
+    return grid_less_given(get_model_class(args.kind).training_defaults.get("select", []), args)
 
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:

@@ -128,7 +128,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
         raise TypeError(f"eras must be an int (a number of equal eras) or a sequence of (start, end); "
                         f"got {type(eras).__name__} {eras!r}")
     eras = [_checks.pair(f"eras[{i}]", era) for i, era in enumerate(eras)]
-    if not eras or any(len(e) != 2 or not e[1] >= e[0] for e in eras):
+    if not eras or any(not end >= start for start, end in eras):      # each a pair (_checks.pair)
         raise ValueError(f"eras must be a non-empty list of (start, end) with end >= start; got {eras}")
     rows = []
     for start, end in eras:
