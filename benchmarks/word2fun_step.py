@@ -1,8 +1,8 @@
 """Word2Fun's SGD step alone: CPU milliseconds per step of the defaults, this tree against another version.
 
-The step (:func:`qpnlp.word2fun.sgd.centre_sgd_step`) is timed over the
-batches of one epoch of :func:`qpnlp.word2fun.fit`'s defaults on the
-planted-drift corpus (family IV with the logistic step, dim 100, 32 shared
+The step the loop runs (:func:`qpnlp.word2fun.sgd.centre_sgd_step_tensor`;
+``centre_sgd_step`` in older trees) is timed over the batches of one epoch of
+:func:`qpnlp.word2fun.fit`'s defaults on the planted-drift corpus (family IV with the logistic step, dim 100, 32 shared
 negatives, batches of 8192 pairs), from the model as ``fit`` initialises it,
 in one torch thread.  The time is the thread's CPU time (``time.thread_time``),
 so that jobs running beside it stretch it less than the wall clock; each
@@ -50,13 +50,14 @@ def _setup(args) -> tuple:
     from qpnlp.data.skipgram import NegativeSampler, keep_probabilities
     from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
     from qpnlp.word2fun import TrainConfig, fit
+    import qpnlp.word2fun.sgd as sgd
     from qpnlp.word2fun.sgd import STEP_CENTRE_LR
 
     torch.set_num_threads(1)
     if args.pair_chunk:
-        import qpnlp.word2fun.sgd as sgd
-
         sgd.PAIR_CHUNK = args.pair_chunk
+    # the step the loop runs: its loss left on the device where the tree has that (a float before)
+    step = getattr(sgd, "centre_sgd_step_tensor", sgd.centre_sgd_step)
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     seen = {}
     real = train.train_source
@@ -80,13 +81,13 @@ def _setup(args) -> tuple:
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr   # as the loop does
 
     def steps(m) -> float:  # the timed steps on model m; their summed loss
-        loss = 0.0
+        loss = torch.zeros((), dtype=torch.float64)     # as the loop adds them up
         for b, neg in zip(batches, negatives):
             lam = cfg.roughness_penalty if word_penalty is None else word_penalty[b.words]
             rl = None if word_lr is None else word_lr[b.words]
-            loss += loop.centre_sgd_step(m, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
-                                         cfg.negative_weight, centre_lr)
-        return loss
+            loss = loss + step(m, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
+                               cfg.negative_weight, centre_lr)
+        return float(loss)
 
     return model, seen["state"], batches, steps
 

@@ -18,7 +18,7 @@ from qpnlp._atomic import atomic_write_text, check_replaceable
 from qpnlp.models.base import CONFIG_FILE
 
 from ._errors import CommandFailed, UsageError
-from ._report import _strict, arguments
+from ._report import arguments, json_ready
 
 
 def check_output_path(path: str | os.PathLike | None, option: str, *, directory: bool = False,
@@ -115,7 +115,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     if not ours or not resume:
         root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(root / RUN_FILE, json.dumps(dict(format="qpnlp-training-run/1", prog=args.prog,
-                                                           arguments=_strict(arguments(args), "", [])),
+                                                           arguments=json_ready(arguments(args), "", [])),
                                                       indent=2) + "\n")
     return root
 

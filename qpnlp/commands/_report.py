@@ -107,7 +107,7 @@ class Report:
         self.data.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=time.perf_counter() - self._start)
         warnings = [w for w in self.data["warnings"] if not w.startswith("non-finite")]
         bad: list[str] = []
-        data = _strict({**self.data, "warnings": warnings}, "", bad)
+        data = json_ready({**self.data, "warnings": warnings}, "", bad)
         data["warnings"] += [f"non-finite value written as null: {where}" for where in bad]
         atomic_write_text(self.path, json.dumps(data, indent=2, allow_nan=False) + "\n")
         if self.data["history"]:
@@ -131,12 +131,23 @@ class Report:
         self._tensorboard.flush()
 
 
-def _strict(value, where: str, bad: list[str]):
-    """JSON-ready copy: NaN/inf -> None (recorded in ``bad``), tuples -> lists, NumPy/paths -> plain values."""
+def json_ready(value, where: str, bad: list[str]):
+    """A copy of ``value`` that ``json.dumps(..., allow_nan=False)`` accepts (strict JSON).
+
+    Dicts become dicts with string keys, lists and tuples become lists, zero-dimensional NumPy / torch
+    values become their Python scalars, and anything else that is not ``None``, a bool, int, float or str
+    (a path, say) becomes its ``str``. A non-finite float (NaN, infinity) becomes ``None`` and its location
+    is appended to ``bad``: ``where`` names ``value`` itself, and nested locations are built from it as
+    ``key.sub`` and ``key[i]`` (pass ``""`` at the top level). ``value`` is not modified.
+
+    >>> bad = []
+    >>> json_ready({"a": (1, float("nan")), "b": {"c": float("inf")}}, "", bad), bad
+    ({'a': [1, None], 'b': {'c': None}}, ['a[1]', 'b.c'])
+    """
     if isinstance(value, dict):
-        return {str(k): _strict(v, f"{where}.{k}" if where else str(k), bad) for k, v in value.items()}
+        return {str(k): json_ready(v, f"{where}.{k}" if where else str(k), bad) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_strict(v, f"{where}[{i}]", bad) for i, v in enumerate(value)]
+        return [json_ready(v, f"{where}[{i}]", bad) for i, v in enumerate(value)]
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

@@ -76,25 +76,21 @@ def _check_mask(mask: Tensor | None, bsz: int, steps: int) -> None:
         raise ValueError(f"mask must be a bool tensor of shape {(bsz, steps)}; got {mask.dtype} {tuple(mask.shape)}")
 
 
-def _check_finite_input(name: str, x: Tensor, mask: Tensor | None = None) -> None:
-    """While validation is on: NaN or inf at a real step would flow into every later state; refuse it.
+def _checked_input(name: str, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``x`` with zeros at the padded steps (:func:`_zero_padding`), checked: a tensor on the mask's device, and,
+    while validation is on (:func:`qpnlp.hilbert.set_validation`), finite at the real steps, with the check and
+    the message of every finiteness check of qpnlp (``check_finite``: the first bad value and the index of its step,
+    ``(b, t)``, or ``(b,)`` for a cell's step): NaN or inf there would flow into every later state.
 
     Padded steps may hold anything (the state is carried over them).
     """
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
+    V.check_tensor(name, x)
     if mask is not None and x.ndim >= 2:
         V.check_same_device((name, x), ("mask", mask))
+    x = _zero_padding(x, mask)
     if V.enabled() and (x.is_floating_point() or x.is_complex()):
-        bad = ~torch.isfinite(x)
-        if x.ndim > 2:
-            bad = bad.flatten(2).any(-1)
-        if mask is not None and bad.shape == mask.shape:
-            bad = bad & mask
-        if bool(bad.any()):
-            where = tuple(int(i) for i in bad.nonzero()[0])
-            raise ValueError(f"{name} must be finite at real steps; got NaN or inf at index {where} "
-                             f"(shape {tuple(x.shape)})")
+        V.check_finite(name, x, event_ndim=min(x.ndim, 1))
+    return x
 
 
 def _zero_padding(x: Tensor, mask: Tensor | None) -> Tensor:
@@ -318,8 +314,7 @@ class ComplexRNN(nn.Module):
             raise ValueError(f"x must have shape (B, T, {self.cell.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]
         _check_mask(mask, bsz, steps)
-        _check_finite_input("x", x, mask)
-        xp = self.cell.input_proj(_zero_padding(x, mask))
+        xp = self.cell.input_proj(_checked_input("x", x, mask))
         state = self.cell.initial_state(bsz, xp)
         out, state = masked_scan(self.cell.step_function(), xp, state, mask, self.cell.hidden)
         return out, self.cell.hidden(state)
@@ -475,8 +470,7 @@ class CGRNNCell(nn.Module):
         -------
         Tensor, complex, shape (B, h).
         """
-        _check_finite_input("x", x)
-        xp = self.project_inputs(x)
+        xp = self.project_inputs(_checked_input("x", x))
         if h is None:
             h = xp.new_zeros(*xp.shape[:-1], self.hidden_size)
         else:
@@ -565,9 +559,8 @@ class CGRNN(nn.Module):
             raise ValueError(f"x must have shape (B, T, {self.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]
         _check_mask(mask, bsz, steps)
-        _check_finite_input("x", x, mask)
         cell = self.cell
-        xp = cell.project_inputs(_zero_padding(x, mask))  # (B, T, 3h)
+        xp = cell.project_inputs(_checked_input("x", x, mask))  # (B, T, 3h)
         if h0 is None:
             h = xp.new_zeros(bsz, self.hidden_size)
         else:

@@ -16,6 +16,11 @@ in epoch :math:`e` (from 0) of :math:`E`, :math:`x` the fraction of the
 epoch's tokens done, whichever the source.  An epoch whose mean loss is NaN or
 infinite raises :class:`~qpnlp.word2fun.TrainingDiverged`.
 
+**The loss.**  The batches' summed losses are added up where they are computed, in a
+float64 tensor on the model's device (float32 on MPS; :func:`_loss_sum`), and read on the
+host once per epoch, for its mean loss and the divergence check: no step waits for the
+device to tell it its loss.
+
 **Threads.**  On the CPU every worker runs with one torch (OpenMP) thread:
 intra-op threads of tiny operations only add barriers, and when the machine
 is shared a descheduled OpenMP thread leaves the others spinning at every
@@ -44,7 +49,7 @@ from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step
+from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step_tensor
 from qpnlp.word2fun.sources import ArraySource
 
 __all__ = ["TrainStats", "train_source"]
@@ -77,15 +82,24 @@ def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:
         f"batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size})", epoch=epoch, loss=loss)
 
 
+def _loss_sum(model) -> torch.Tensor:
+    """A zero to add the batches' losses to, on the model's device: float64 (the sum of the losses as Python
+    floats, bit for bit), float32 on MPS, which has no float64."""
+    device = model.compass.weight.device
+    return torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64, device=device)
+
+
 def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=(None, None),
-                   progress=None) -> tuple[float, int]:
-    """Run :func:`centre_sgd_step` over ``batches`` (an iterator, shared under ``lock`` by hogwild workers).
+                   progress=None) -> tuple[torch.Tensor, int]:
+    """Run :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor` over ``batches`` (an iterator, shared under ``lock``
+    by hogwild workers): the sum of the batches' losses (a tensor on the model's device, :func:`_loss_sum`) and
+    their pairs.
 
     The learning rate of a batch decays with the epoch's progress before it;
     ``progress`` (a one-element list) carries it across calls on the same
     epoch (the segments between two synchronisations of a distributed run).
     """
-    total, nb = 0.0, 0
+    total, nb = _loss_sum(model), 0
     done = progress[0] if progress is not None else 0.0
     word_penalty, word_lr = weights
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
@@ -103,8 +117,8 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
         neg = sampler.sample(shape, generator=gen)
         lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
         rl = None if word_lr is None else word_lr[batch.words]
-        total += centre_sgd_step(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl,
-                                 cfg.negative_weight, centre_lr)
+        total += centre_sgd_step_tensor(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr,
+                                        lam, rl, cfg.negative_weight, centre_lr)   # added on the device: no sync
         nb += B
         done = batch.progress
         if progress is not None:
@@ -150,7 +164,7 @@ def _prefetch(batches, stop, depth: int = 16):
 
 
 def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(None, None),
-                            progress=None) -> tuple[float, int]:
+                            progress=None) -> tuple[torch.Tensor, int]:
     """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream.
 
     Like word2vec's threads, concurrent updates of the same rows are not
@@ -189,7 +203,7 @@ def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(
             raise r
     if progress is not None:
         progress[0] = max(progress[0], last[0])
-    return sum(t for t, _ in out), sum(n for _, n in out)
+    return sum((t for t, _ in out), _loss_sum(model)), sum(n for _, n in out)
 
 
 class _Counted:
@@ -299,8 +313,9 @@ def _progress_bar(total_tokens: int, family: str):
     return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"word2fun {family}")
 
 
-def _run_batches(model, batches, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[float, int]:
-    """The loss sum and the pairs of ``batches``: trained by one worker, or by ``len(gens)`` hogwild threads.
+def _run_batches(model, batches, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[torch.Tensor, int]:
+    """The loss sum (on the model's device) and the pairs of ``batches``: trained by one worker, or by
+    ``len(gens)`` hogwild threads.
 
     ``progress`` carries the epoch's progress across calls (see :func:`_train_batches`).
     """
@@ -309,8 +324,9 @@ def _run_batches(model, batches, sampler, gens, cfg, epoch, weights, progress=No
     return _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights, progress)
 
 
-def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tuple[float, int]:
-    """The loss sum and the pairs of one epoch's ``batches``, synchronised with the other processes by ``sync``.
+def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
+    """The loss sum (on the model's device) and the pairs of one epoch's ``batches``, synchronised with the
+    other processes by ``sync``.
 
     Without ``sync`` the batches run in one go; with it, in segments of ``cfg.sync_every`` batches, each
     followed by ``sync.step``; a process that has run out of batches keeps joining the synchronisations
@@ -318,7 +334,7 @@ def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tu
     """
     if sync is None:
         return _run_batches(model, batches, sampler, gens, cfg, epoch, weights)
-    total, nb, more, done = 0.0, 0, True, [0.0]
+    total, nb, more, done = _loss_sum(model), 0, True, [0.0]
     while True:
         if more:
             seg = _Counted(itertools.islice(batches, cfg.sync_every))
@@ -328,14 +344,16 @@ def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tu
             return total, nb
 
 
-def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: float, seconds: float, sync, epoch: int,
-                  cfg: TrainConfig) -> None:
+def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Tensor | float, seconds: float, sync,
+                  epoch: int, cfg: TrainConfig) -> None:
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
+    ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, :func:`_loss_sum`).
     With ``sync`` the counts and the loss are summed over the processes and the time is the slowest one's.
     """
     from qpnlp.word2fun.distributed import all_sum
 
+    loss_sum = float(loss_sum)
     slowest = seconds
     if sync is not None:
         tokens, pairs, loss_sum = all_sum([tokens, pairs, loss_sum])

@@ -33,7 +33,7 @@ from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 
-__all__ = ["roughness", "sgd_step", "centre_sgd_step"]
+__all__ = ["roughness", "sgd_step", "centre_sgd_step", "centre_sgd_step_tensor"]
 
 
 #: Step multiplier of the centre :math:`c_u` of the logistic step (fraction of the span) for steps that start
@@ -250,7 +250,6 @@ def sgd_step(
     return centre_sgd_step(model, centre, times, idx, context, negatives, lr)
 
 
-@torch.no_grad()
 def centre_sgd_step(
     model: Word2Fun,
     words: torch.Tensor,
@@ -264,7 +263,30 @@ def centre_sgd_step(
     negative_weight: float = 1.0,
     centre_lr: float = STEP_CENTRE_LR,
 ) -> float:
-    """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens.
+    """:func:`centre_sgd_step_tensor` with the summed loss read on the host, as a float.
+
+    Reading it waits for the step on an accelerator (a device synchronisation): the training
+    loop takes the tensor instead and reads only the epoch's sum.
+    """
+    return float(centre_sgd_step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
+                                        row_lr, negative_weight, centre_lr))
+
+
+@torch.no_grad()
+def centre_sgd_step_tensor(
+    model: Word2Fun,
+    words: torch.Tensor,
+    times: torch.Tensor,
+    pair_centre: torch.Tensor,
+    context: torch.Tensor,
+    negatives: torch.Tensor,
+    lr: float,
+    roughness_penalty: float | torch.Tensor = 0.0,
+    row_lr: torch.Tensor | None = None,
+    negative_weight: float = 1.0,
+    centre_lr: float = STEP_CENTRE_LR,
+) -> torch.Tensor:
+    """One SGD step on the summed thesis loss of the pairs of ``N`` centre tokens; the loss as a tensor.
 
     :math:`f(u_n, t_n)` is computed once per centre token ``n``, the pairs
     read it through ``pair_centre``.  The gradient is written out (no
@@ -314,8 +336,10 @@ def centre_sgd_step(
 
     Returns
     -------
-    float
-        The summed loss of the batch (before the step).
+    torch.Tensor, shape ()
+        The summed loss of the batch (before the step), in the model's dtype on its
+        device: nothing waits for the step to finish until the caller reads it
+        (:func:`centre_sgd_step` reads it at once).
     """
     N, B = words.shape[0], context.shape[0]
     tau = model.time_scale.normalise(times.to(model.dtype))  # float64 times stay float64 in a float64 model
@@ -364,7 +388,7 @@ def centre_sgd_step(
         getattr(model, name).add_(g, alpha=1.0 / B)
     if model.logistic:
         _project_step(model, tabs)
-    return float(loss)
+    return loss
 
 
 def step_bounds(model: Word2Fun) -> dict:

@@ -381,15 +381,42 @@ def test_cgrnn_generator_seeds_every_weight_and_leaves_the_global_rng_alone():
         assert torch.equal(x, y), name
 
 
-def test_nan_at_a_real_step_is_refused_and_at_padding_ignored():
-    rnn = CGRNN(2, 3)
+@pytest.mark.parametrize("make", [lambda: CGRNN(2, 3), lambda: ComplexRNN(2, 3, cell="lstm"),
+                                  lambda: ComplexRNN(2, 3, cell="urnn")])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nan_at_a_real_step_is_refused_and_at_padding_ignored(make, bad):
+    """The check every finiteness check of qpnlp makes (hilbert's ``check_finite``): its message, the step's index."""
+    rnn = make()
     x = torch.randn(2, 3, 2)
-    x[1, 2] = float("nan")
+    x[1, 2, 1] = bad
     mask = torch.tensor([[True, True, True], [True, True, False]])
     _, h = rnn(x, mask)                                     # the NaN sits under padding: carried over
     assert torch.isfinite(torch.view_as_real(h)).all()
-    with pytest.raises(ValueError, match=r"finite at real steps; got NaN or inf at index \(1, 2\)"):
+    message = rf"^x must be finite; got {bad} at batch index \(1, 2\) \(shape \(2, 3, 2\)\)$"
+    with pytest.raises(ValueError, match=message):
         rnn(x)
+
+
+def test_the_cells_step_refuses_nan_at_its_batch_index():
+    x = torch.randn(3, 2, dtype=torch.complex64)
+    x[2, 0] = complex(0, float("nan"))
+    with pytest.raises(ValueError, match=r"^x must be finite; got \S*nan\S* at batch index \(2,\) \(shape \(3, 2\)\)$"):
+        CGRNNCell(2, 3)(x)
+
+
+def test_the_finiteness_check_follows_the_validation_switch():
+    from qpnlp.hilbert import validation
+
+    x = torch.randn(2, 3, 2)
+    x[0, 1] = float("nan")
+    for layer in (CGRNN(2, 3), ComplexRNN(2, 3), CGRNNCell(2, 3)):
+        inputs = x if not isinstance(layer, CGRNNCell) else x[:, 1]
+        with validation(False):                             # no check: the NaN propagates, as in torch's layers
+            out = layer(inputs)
+        h = out[1] if isinstance(out, tuple) else out
+        assert torch.isnan(torch.view_as_real(h[0])).any() and torch.isfinite(torch.view_as_real(h[1])).all()
+        with validation(True), pytest.raises(ValueError, match="x must be finite"):
+            layer(inputs)
 
 
 @pytest.mark.parametrize("make", [lambda: CGRNN(2, 3), lambda: CGRNN(2, 3, activation="hirose", gate="prod"),

@@ -38,7 +38,7 @@ def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
     from qpnlp.word2fun import loop
     from qpnlp.word2fun.sources import ArraySource
 
-    real, calls, lock = loop.centre_sgd_step, [0], threading.Lock()
+    real, calls, lock = loop.centre_sgd_step_tensor, [0], threading.Lock()
 
     def failing(*args, **kwargs):
         with lock:
@@ -47,7 +47,7 @@ def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
                 raise RuntimeError("boom")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "centre_sgd_step", failing)
+    monkeypatch.setattr(loop, "centre_sgd_step_tensor", failing)
     rs = np.random.default_rng(0)
     tokens, doc_ids = rs.integers(0, 50, 20_000), np.repeat(np.arange(200), 100)
     source = ArraySource(tokens, doc_ids, 1900.0 + np.arange(200) % 100)
@@ -227,3 +227,62 @@ def test_a_diverging_run_raises_with_the_epoch_and_keeps_the_last_finite_checkpo
         fit(corpus, TrainConfig(epochs=2, lr=50.0, batch_size=4096), dim=8, min_count=3, checkpoint=tmp_path / "ck")
     assert raised.value.epoch == 1 and not np.isfinite(raised.value.loss) and raised.value.batch is None
     assert not (tmp_path / "ck").exists()            # no epoch finished: nothing was written
+
+
+class _HostReads(torch.Tensor):
+    """A step's loss that counts how often the host reads it (or a sum it went into)."""
+
+    reads = 0
+
+    def _read(self, method):
+        _HostReads.reads += 1
+        return getattr(self.as_subclass(torch.Tensor), method)()
+
+    def __float__(self):
+        return self._read("__float__")
+
+    def __bool__(self):
+        return self._read("__bool__")
+
+    def item(self):
+        return self._read("item")
+
+    def tolist(self):
+        return self._read("tolist")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_loop_reads_the_loss_on_the_host_once_per_epoch(make, monkeypatch, workers):
+    """The batches' losses are added up on the model's device and read once per epoch (for the mean loss and
+    the divergence check): on an accelerator a read per batch would wait for every step."""
+    from qpnlp.word2fun import loop
+    from qpnlp.word2fun.sources import ArraySource
+
+    real, losses = loop.centre_sgd_step_tensor, []
+
+    def step(*args, **kwargs):
+        loss = real(*args, **kwargs)
+        assert isinstance(loss, torch.Tensor) and loss.shape == () and loss.device == args[0].compass.weight.device
+        losses.append(loss.clone())
+        return loss.as_subclass(_HostReads)
+
+    monkeypatch.setattr(loop, "centre_sgd_step_tensor", step)
+    monkeypatch.setattr(_HostReads, "reads", 0)
+    rs = np.random.default_rng(0)
+    tokens, doc_ids = rs.integers(0, 50, 5_000), np.repeat(np.arange(50), 100)
+    source = ArraySource(tokens, doc_ids, 1900.0 + np.arange(50) % 100)
+    ends = []                    # (steps, pairs) at the end of each epoch
+
+    def on_epoch(epoch, stats):
+        ends.append((len(losses), stats.pairs))
+
+    st = loop.train_source(make(50, 8, family="IV"), source, np.bincount(tokens, minlength=50),
+                           TrainConfig(epochs=2, batch_size=64, workers=workers), on_epoch=on_epoch)
+    assert len(losses) > 20 and _HostReads.reads == 2
+    if workers == 1:             # added in order: the mean of the losses summed as Python floats, bit for bit
+        (s0, p0), (s1, p1) = ends
+        for steps, pairs, mean in ((losses[:s0], p0, st.epoch_loss[0]), (losses[s0:s1], p1 - p0, st.epoch_loss[1])):
+            total = 0.0
+            for loss in steps:
+                total += float(loss)
+            assert mean == total / pairs
