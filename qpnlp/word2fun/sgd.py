@@ -354,7 +354,8 @@ def centre_sgd_step_tensor(
         k = negatives.shape[0]
         hn = H.index_select(0, negatives)  # (k, D)
         q = f @ hn.T  # (N, k)
-        w = torch.bincount(pair_centre, minlength=N).to(f.dtype) / k  # pairs per centre / k
+        # pairs per centre / k; counted by index_add_, not bincount, which reads its size on the host (a GPU sync)
+        w = f.new_zeros(N).index_add_(0, pair_centre, f.new_ones(B)) / k
         if negative_weight != 1.0:
             w = w * negative_weight
         loss -= (F.logsigmoid(-q).sum(-1) * w).sum()
