@@ -58,8 +58,8 @@ import torch
 from torch import Tensor, nn
 
 from qpnlp.nn import (CGRNN, EMBEDDING_KINDS, READOUTS, ComplexConv1d, ComplexDropout, ComplexFeedForward,
-                      ComplexLinear, ComplexMultiheadSelfAttention, ComplexRNN, PartLayerNorm, make_embedding,
-                      masked_max, masked_mean, readout, readout_dim, seeded_linear, split_activation)
+                      ComplexLinear, ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, PartLayerNorm,
+                      make_embedding, masked_max, masked_mean, readout, readout_dim, seeded_linear, split_activation)
 
 from .base import Model, ModelConfig, register_model
 
@@ -236,6 +236,12 @@ class OrderClassifier(Model):
     def features(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None) -> Tensor:
         """Sentence features before the readout, (B, width), complex for complex variants."""
         c = self.config
+        if c.network == "fasttext" and isinstance(self.embedding, ComplexOrderEmbedding) \
+                and self.embedding.fuses_mean():
+            # embedding, dropout and masked mean in one step (ComplexOrderEmbedding.dropped_mean; the same values);
+            # under torch.compile the three steps below, whose graph breaks only at the lookups
+            dropout = self.drop.p if self.drop.training else 0.0
+            return self.dense(self.embedding.dropped_mean(ids, mask, positions, dropout=dropout))
         x = self.embedding(ids, mask, positions)
         if x.dtype != self.dtype:
             x = x.to(self.dtype)  # cgrnn over a real embedding: zero imaginary part

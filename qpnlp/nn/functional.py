@@ -42,6 +42,7 @@ __all__ = [
     "split_activation",
     "part_mul",
     "complex_dropout",
+    "dropout_keep",
     "readout",
     "readout_dim",
     "masked_mean",
@@ -197,12 +198,22 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
     if not training or p == 0:
         return z
     real = real_dtype_of(z.dtype)
+    scale = dropout_keep(z.shape, p, real, z.device, generator).div_(1 - p)
+    return z * scale  # complex times real: torch's mixed-dtype kernel, faster than a product on the [Re, Im] view
+
+
+def dropout_keep(shape, p: float, dtype: torch.dtype, device=None,
+                 generator: torch.Generator | None = None) -> Tensor:
+    """The keep mask of :func:`complex_dropout`: ``rand(shape) >= p`` as 1 or 0 in the real ``dtype``, ``shape``.
+
+    One function for the dropout and the fused FastText pooling (:func:`qpnlp.nn.position_mean.complex_order_mean`),
+    so that both draw the same random numbers. The comparison writes into the drawn numbers (``ge_``): one pass
+    less than a bool mask converted to ``dtype``, the same 1s and 0s.
+    """
     # Without a generator, torch.rand is called without the keyword: under torch.compile with dynamic shapes,
     # rand(..., generator=None) fails on symbolic sizes (torch 2.13), the plain call does not.
     drawn = {} if generator is None else {"generator": generator}
-    keep = torch.rand(z.shape, dtype=real, device=z.device, **drawn) >= p
-    scale = keep.to(real) / (1 - p)
-    return z * scale  # complex times real: torch's mixed-dtype kernel, faster than a product on the [Re, Im] view
+    return torch.rand(shape, dtype=dtype, device=device, **drawn).ge_(p)
 
 
 def readout(z: Tensor, kind: str = "modulus") -> Tensor:

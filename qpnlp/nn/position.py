@@ -94,8 +94,10 @@ from qpnlp.hilbert import _validation as V
 
 from ._checks import check_ids, check_int, check_mask
 from .embedding import _initial_amplitude, _run, _sparse_backward
+from .functional import complex_dropout, dropout_keep, masked_mean
 from .position_functional import (TPE_BASE, complex_order_embedding, default_positions,  # noqa: F401
                                   sinusoidal_frequencies, sinusoidal_position_encoding)
+from .position_mean import complex_order_mean
 
 __all__ = [
     "EMBEDDING_KINDS",
@@ -337,6 +339,35 @@ class ComplexOrderEmbedding(nn.Module):
             pos = _resolve_positions(ids, mask, positions, self.dtype)
         z = complex_order_embedding(r, omega, pos, theta, mask)
         return z.expand(ids.shape + (self.dim,))
+
+    def dropped_mean(self, ids: Tensor, mask: Tensor, positions: Tensor | None = None, *,
+                     dropout: float = 0.0) -> Tensor:
+        r"""``masked_mean(complex_dropout(self(ids, mask, positions), dropout), mask)``: complex (B, D).
+
+        The FastText classifier's first steps. With per-word tables of width D (no sharing) and outside
+        torch.compile, one fused autograd function (:func:`qpnlp.nn.position_mean.complex_order_mean`: no complex
+        (B, L, D) tensor, coalesced table gradients); otherwise the three steps. The dropout's keep mask is drawn
+        by the same call either way (:func:`~qpnlp.nn.functional.dropout_keep`); ``dropout=0`` is no dropout.
+        """
+        if not self.fuses_mean():
+            return masked_mean(complex_dropout(self(ids, mask, positions), dropout), mask)
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout probability must be in [0, 1); got {dropout}")
+        mask = _check_ids_mask(ids, mask, self.num_words)
+        pos = _resolve_positions(ids, mask, positions, self.dtype) if self.encodes_positions else None
+        keep = dropout_keep(ids.shape + (self.dim,), dropout, self.dtype, ids.device) if dropout else None
+        weights = [None if t is None else t.weight for t in (self.amplitude, self.frequency, self.phase)]
+        return complex_order_mean(ids, mask, pos, *weights, keep=keep, p=dropout,
+                                  padding_idx=self.amplitude.padding_idx, sparse=self.amplitude.sparse)
+
+    def fuses_mean(self) -> bool:
+        """Whether :meth:`dropped_mean` runs fused: in eager mode (not while torch.compile traces), with every table
+        a plain (V, D) ``nn.Embedding`` (no sharing scheme), one padding row and one gradient layout."""
+        tables = [t for t in (self.amplitude, self.frequency, self.phase) if t is not None]
+        return (not torch.compiler.is_compiling() and len(tables) > 1
+                and all(isinstance(t, nn.Embedding) and t.weight.shape == (self.num_words, self.dim)
+                        and t.max_norm is None and not t.scale_grad_by_freq and t.sparse == tables[0].sparse
+                        and t.padding_idx == tables[0].padding_idx for t in tables))
 
     def extra_repr(self) -> str:
         return (f"{self.num_words}, {self.dim}, frequency_sharing={self.frequency_sharing!r}, "

@@ -132,3 +132,36 @@ def test_compiling_breaks_the_graph_only_at_the_embedding_lookups(network, embed
         explained = torch._dynamo.explain(model)(ids, ids != 0)
     torch._dynamo.reset()
     assert (explained.graph_count, explained.graph_break_count) == (3, 2)
+
+
+@pytest.mark.parametrize("options", [{}, dict(initial_phase=True)])
+def test_fasttext_complex_order_fused_step_equals_three_steps(options, cdtype, device, tol):
+    """FastText over the complex-order embedding pools through ``ComplexOrderEmbedding.dropped_mean`` (fused):
+    the same logits and, after one training step (RowSparseAdam on the tables, Adam on the rest), the same
+    parameters and moments as the embedding, dropout and masked mean taken one after the other (dropout on,
+    one seed)."""
+    from qpnlp.training import Optimisers, train_step
+    ids = torch.tensor([[2, 3, 4, 5, 6], [7, 8, 0, 0, 0], [9, 9, 3, 0, 0]], device=device)
+    mask, labels = ids != 0, torch.tensor([0, 2, 1], device=device)
+    states = []
+    for fused in (True, False):
+        model = _model("fasttext", "complex_order", cdtype=cdtype, device=device, dropout=0.3,
+                       embedding_options=options).train()
+        assert model.embedding.fuses_mean()
+        if not fused:
+            model.embedding.fuses_mean = lambda: False
+        optimisers = Optimisers(model, TrainConfig(lr=1e-2, embedding_lr=1e-2, progress=False))
+        torch.manual_seed(5)
+        logits = model(ids, mask)
+        torch.manual_seed(6)
+        train_step(model, optimisers, ids, mask, labels)
+        moments = [t for opt in optimisers.optimisers for s in opt.state.values() for t in s.values()
+                   if isinstance(t, torch.Tensor) and t.dim()]
+        states.append((logits, dict(model.named_parameters()), moments))
+    (logits, params, moments), (ref_logits, ref_params, ref_moments) = states
+    torch.testing.assert_close(logits, ref_logits, atol=tol(16), rtol=0)
+    assert params.keys() == ref_params.keys() and len(moments) == len(ref_moments) == 2 * len(params)
+    for name, p in params.items():
+        torch.testing.assert_close(p, ref_params[name], atol=tol(16), rtol=0, msg=name)
+    for m, ref in zip(moments, ref_moments):
+        torch.testing.assert_close(m, ref, atol=tol(16), rtol=1e-4)

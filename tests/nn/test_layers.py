@@ -336,3 +336,18 @@ def test_attention_weights_zero_the_padding_as_forward_does():
     a = att.attention_weights(bad, mask)
     assert torch.isfinite(a).all()
     torch.testing.assert_close(a, ref, atol=0, rtol=0)
+
+
+def test_dropout_keep_draws_as_the_bool_mask(cdtype, device):
+    """``dropout_keep`` (the comparison written into the drawn numbers) gives the 1s and 0s, and
+    ``complex_dropout`` the values, of ``(rand >= p).to(real) / (1 - p)`` from the same seed, bit for bit."""
+    from qpnlp.nn.functional import dropout_keep
+    real = torch.float64 if cdtype == torch.complex128 else torch.float32
+    z = _x((40, 30), cdtype, device)
+    torch.manual_seed(3)
+    reference = torch.rand(z.shape, dtype=real, device=device) >= 0.3
+    torch.manual_seed(3)
+    keep = dropout_keep(z.shape, 0.3, real, device)
+    assert keep.dtype == real and torch.equal(keep, reference.to(real))
+    torch.manual_seed(3)
+    assert torch.equal(complex_dropout(z, 0.3), z * (reference.to(real) / (1 - 0.3)))

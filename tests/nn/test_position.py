@@ -265,3 +265,60 @@ def test_pe_table_ignores_explicit_positions_at_padding(cdtype, device):
     assert (padded[:, 3:] == 0).all()
     holes = pe(ids, ids != 0, positions=torch.tensor([0, 1, 2, -1, 0.5, 99], device=device))
     torch.testing.assert_close(holes, padded, rtol=0, atol=0)
+
+
+def _three_steps(emb, ids, mask, positions, p):
+    """``masked_mean(complex_dropout(emb(...), p), mask)``: the graph the fused ``dropped_mean`` replaces."""
+    from qpnlp.nn import complex_dropout, masked_mean
+    return masked_mean(complex_dropout(emb(ids, mask, positions), p), mask)
+
+
+@pytest.mark.parametrize("kind, options", [("complex_order", {}), ("complex_order", dict(initial_phase=True)),
+                                           ("complex_vanilla", {})])
+@pytest.mark.parametrize("p", [0.0, 0.3])
+@pytest.mark.parametrize("explicit_positions", [False, True])
+def test_dropped_mean_equals_embedding_dropout_and_mean(kind, options, p, explicit_positions, cdtype, device, tol):
+    """The fused FastText pooling: the same values and table gradients as the three steps, the same dropout draw
+    (one seed), coalesced sparse gradients with the same rows (masked positions' ids included, padding left out)."""
+    emb = make_embedding(kind, V, D, dtype=_real(cdtype), generator=torch.Generator().manual_seed(3),
+                         **options).to(device)
+    assert emb.fuses_mean()
+    ids = torch.tensor([[2, 3, 2, 5, 0], [6, 7, 8, 0, 0], [4, 4, 4, 4, 4]], device=device)
+    mask = ids != 0
+    mask[2, 3:] = False                                       # masked words that are not padding
+    positions = (torch.arange(5, dtype=_real(cdtype), device=device) * 1.5 + 0.25) if explicit_positions else None
+    g = torch.randn(3, D, dtype=cdtype, generator=torch.Generator().manual_seed(1)).to(device)
+    results = []
+    for fused in (True, False):
+        emb.zero_grad(set_to_none=True)
+        if not fused:
+            emb.fuses_mean = lambda: False
+        torch.manual_seed(7)
+        out = emb.dropped_mean(ids, mask, positions, dropout=p) if fused else _three_steps(emb, ids, mask,
+                                                                                           positions, p)
+        (out.conj() * g).real.sum().backward()
+        results.append((out, {n: w.grad for n, w in emb.named_parameters()}))
+    del emb.fuses_mean
+    (fused_out, fused_grads), (ref_out, ref_grads) = results
+    assert fused_out.shape == (3, D) and fused_out.dtype == cdtype
+    torch.testing.assert_close(fused_out, ref_out, atol=tol(D), rtol=0)
+    assert fused_grads.keys() == ref_grads.keys()
+    for name, grad in fused_grads.items():
+        assert grad.is_sparse
+        ref = ref_grads[name].coalesce()
+        assert torch.equal(grad.coalesce().indices(), ref.indices()), name
+        assert torch.equal(grad._indices()[0], torch.tensor([2, 3, 4, 5, 6, 7, 8], device=device))
+        torch.testing.assert_close(grad.to_dense(), ref.to_dense(), atol=10 * tol(D), rtol=0)
+
+
+def test_dropped_mean_falls_back_for_shared_tables(cdtype, device, tol):
+    """Sharing schemes (tables of another width than (V, D)) take the three steps, with the same result."""
+    emb = _emb(cdtype, device, frequency_sharing="word", amplitude_sharing="dimension")
+    assert not emb.fuses_mean()
+    ids = IDS.to(device)
+    torch.manual_seed(0)
+    out = emb.dropped_mean(ids, ids != 0, dropout=0.5)
+    torch.manual_seed(0)
+    torch.testing.assert_close(out, _three_steps(emb, ids, ids != 0, None, 0.5), atol=0, rtol=0)
+    with pytest.raises(ValueError, match="dropout probability"):
+        _emb(cdtype, device).dropped_mean(ids, ids != 0, dropout=1.0)
