@@ -349,7 +349,10 @@ class ComplexOrderEmbedding(nn.Module):
         (B, L, D) tensor, coalesced table gradients); otherwise the three steps. The dropout's keep mask is drawn
         by the same call either way (:func:`~qpnlp.nn.functional.dropout_keep`); ``dropout=0`` is no dropout.
         """
-        if not self.fuses_mean():
+        if not self.fuses_mean() or getattr(ids, "ndim", None) != 2 or (
+                torch.is_grad_enabled() and isinstance(positions, Tensor) and positions.requires_grad):
+            # also ids of another shape than (B, L), and positions that need a gradient (the fused function
+            # differentiates the tables only)
             return masked_mean(complex_dropout(self(ids, mask, positions), dropout), mask)
         if not 0 <= dropout < 1:
             raise ValueError(f"dropout probability must be in [0, 1); got {dropout}")

@@ -55,9 +55,10 @@ class _OrderMean(torch.autograd.Function):
     def forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase, options):
         batch, length = ids.shape
         flat = ids.reshape(-1)
-        keep = keep.reshape(flat.numel(), -1)
+        keep = keep.reshape(flat.numel(), keep.shape[-1])     # widths explicit: n = 0 leaves -1 undetermined
         # the rows of every position directly (one gather per table); the distinct ids only for the backward
         a = amplitude.index_select(0, flat).mul_(keep)                              # (n, D): k m r
+        shape = (batch, length, a.shape[-1])
         angle = None
         if frequency is not None:
             angle = frequency.index_select(0, flat).mul_(positions.reshape(-1, 1))
@@ -65,7 +66,7 @@ class _OrderMean(torch.autograd.Function):
             theta = phase.index_select(0, flat)
             angle = theta if angle is None else angle.add_(theta)
         cos, sin = cos_sin(a.new_zeros(a.shape) if angle is None else angle)
-        pooled = torch.stack(((a * cos).view(batch, length, -1).sum(1), (a * sin).view(batch, length, -1).sum(1)), -1)
+        pooled = torch.stack(((a * cos).view(shape).sum(1), (a * sin).view(shape).sum(1)), -1)
         ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
         ctx.tables = (amplitude.shape, None if frequency is None else frequency.shape,
                       None if phase is None else phase.shape)

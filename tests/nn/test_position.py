@@ -322,3 +322,44 @@ def test_dropped_mean_falls_back_for_shared_tables(cdtype, device, tol):
     torch.testing.assert_close(out, _three_steps(emb, ids, ids != 0, None, 0.5), atol=0, rtol=0)
     with pytest.raises(ValueError, match="dropout probability"):
         _emb(cdtype, device).dropped_mean(ids, ids != 0, dropout=1.0)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (2, 0)], ids=["no-rows", "no-words"])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_dropped_mean_of_an_empty_batch(shape, sparse, cdtype, device):
+    """No sentence, or sentences of no word: zeros of shape (B, D) and empty table gradients, as the three steps
+    give them (not a failed reshape of zero elements)."""
+    emb = _emb(cdtype, device, initial_phase=True, sparse=sparse)
+    assert emb.fuses_mean()
+    ids = torch.zeros(shape, dtype=torch.long, device=device)
+    out = emb.dropped_mean(ids, ids != 0, dropout=0.3)
+    torch.testing.assert_close(out, _three_steps(emb, ids, ids != 0, None, 0.3), atol=0, rtol=0)
+    assert out.shape == (shape[0], D)
+    out.real.sum().backward()
+    for w in emb.parameters():
+        assert w.grad is not None and not w.grad.to_dense().any()
+
+
+def test_dropped_mean_gives_explicit_positions_their_gradient(cdtype, device, tol):
+    """Positions that need a gradient (learned positions, say) get the three steps' gradient, not none."""
+    emb = _emb(cdtype, device, initial_phase=True)
+    ids = IDS.to(device)
+    grads = []
+    for fused in (True, False):
+        positions = torch.tensor([0.5, 1.0, 2.5, 3.0], dtype=_real(cdtype), device=device, requires_grad=True)
+        out = emb.dropped_mean(ids, ids != 0, positions) if fused else _three_steps(emb, ids, ids != 0,
+                                                                                    positions, 0.0)
+        grads.append(torch.autograd.grad(out.abs().sum(), positions, allow_unused=True)[0])
+    assert grads[0] is not None
+    torch.testing.assert_close(grads[0], grads[1], atol=tol(D), rtol=0)
+
+
+@pytest.mark.parametrize("shape", [(4,), (1, 2, 4)], ids=["one-sentence", "two-batch-dims"])
+def test_dropped_mean_takes_the_ids_shapes_of_the_embedding(shape, cdtype, device, tol):
+    """ids of another shape than (B, L), which the embedding takes, give the three steps' result (not an error
+    unpacking the shape)."""
+    emb = _emb(cdtype, device)
+    ids = torch.tensor([2, 3, 4, 0], device=device).expand(shape)
+    out = emb.dropped_mean(ids, ids != 0)
+    torch.testing.assert_close(out, _three_steps(emb, ids, ids != 0, None, 0.0), atol=tol(D), rtol=0)
+    assert out.shape == shape[:-1] + (D,)
