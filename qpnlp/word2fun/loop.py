@@ -344,7 +344,7 @@ def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tu
             return total, nb
 
 
-def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Tensor | float, seconds: float, sync,
+def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Tensor, seconds: float, sync,
                   epoch: int, cfg: TrainConfig) -> None:
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
