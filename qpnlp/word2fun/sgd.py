@@ -20,6 +20,11 @@ costs the step's speed, :math:`k_u \\lVert A_u\\rVert^2 / 12`, and after each
 step the step's centre and rate are projected onto their ranges
 (:func:`_project_step`).  ``row_lr`` gives the rows of
 rare words a larger step (``TrainConfig.rare_lr_power``).
+
+**Compiled.**  On CPU with numba, the default configuration (families II-IV, negatives shared by the batch)
+runs the whole step as one compiled call (:mod:`~qpnlp.word2fun.fused_step`, without the GIL); otherwise the
+torch ops below run, with the pairs in a compiled loop where they can (:mod:`~qpnlp.word2fun.pair_loop`).
+``QPNLP_WORD2FUN_COMPILED=0`` turns both off; ``fused_step.ENABLED = False`` the first alone (tests).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from qpnlp.word2fun import pair_loop
+from qpnlp.word2fun import fused_step, pair_loop
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
 
@@ -310,6 +315,9 @@ def centre_sgd_step_tensor(
     weighted by the token's number of pairs: the loss is exactly that of
     :func:`~qpnlp.word2fun.functions.word2fun_loss` over the pairs.
 
+    Where :func:`qpnlp.word2fun.fused_step.accepts` the step (CPU, numba, families II-IV, shared
+    negatives) it runs as one compiled call with the same result (to float rounding).
+
     Parameters
     ----------
     model : Word2Fun
@@ -341,6 +349,10 @@ def centre_sgd_step_tensor(
         device: nothing waits for the step to finish until the caller reads it
         (:func:`centre_sgd_step` reads it at once).
     """
+    if fused_step.accepts(model, negatives, words, times, pair_centre, context, roughness_penalty, row_lr):
+        return fused_step.fused_sgd_step(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
+                                         row_lr, negative_weight, centre_lr, lr_factor=_lr_factor,
+                                         bounds=step_bounds(model))
     N, B = words.shape[0], context.shape[0]
     tau = model.time_scale.normalise(times.to(model.dtype))  # float64 times stay float64 in a float64 model
     tabs = model.tables(words, tau)

@@ -1,0 +1,566 @@
+"""Word2Fun's whole SGD step as one compiled function (numba), on CPU: families II-IV, shared negatives.
+
+:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor` in torch ops is a chain of
+about a hundred small operations per batch, each of which takes the GIL (two
+hogwild threads then scale 1.2x).  For the configuration :func:`~qpnlp.word2fun.train.fit`
+trains by default (family IV, the logistic step, negatives shared by the
+batch) this module runs the same step as one compiled call that releases the
+GIL from start to end.  Shapes: ``N`` centre tokens (``words``, ``times``),
+``B`` pairs (``pair_centre``, ``context``), ``k`` shared negatives, ``D``
+coordinates, ``h = D / 2``, ``V`` words.  In the order the step runs:
+
+1. per centre token :math:`n` (word :math:`u`, normalised time :math:`\\tau_n`, :math:`s_n = \\tau_n / S`):
+   :math:`a^{(1)} = \\Omega^{(1)}_u \\tau_n + \\Theta^{(1)}_u`,
+   :math:`a^{(2)} = \\Omega^{(2)}_u \\tau_n + \\Theta^{(2)}_u`
+   (:math:`\\Theta = 0` for III; the fixed :math:`\\Omega` of II),
+   :math:`f_n = B_u + R_u \\odot [\\sin a^{(1)}; \\cos a^{(2)}] + A_u (\\sigma(z_n) - \\tfrac12)`,
+   :math:`z_n = k_u (s_n - c_u)`, :math:`k_u = e^{\\ell_u}` (the last term with the logistic step), (N, D);
+2. positive pairs :math:`b`: :math:`p_b = f_{n(b)} \\cdot h_{c(b)}`, loss :math:`\\log(1 + e^{-p_b})`,
+   :math:`g_b = \\sigma(p_b) - 1`, :math:`\\partial L/\\partial f_{n(b)} \\mathrel{+}= g_b h_{c(b)}`;
+3. shared negatives :math:`i`: :math:`q_{ni} = f_n \\cdot h_{v_i}`, :math:`w_n = m_n c / k` (:math:`m_n` pairs of
+   token :math:`n`, :math:`c` = ``negative_weight``), loss :math:`w_n \\log(1 + e^{q_{ni}})`,
+   :math:`\\gamma_{ni} = w_n \\sigma(q_{ni})`,
+   :math:`\\partial L/\\partial f_n \\mathrel{+}= \\sum_i \\gamma_{ni} h_{v_i}`,
+   :math:`G_i = \\sum_n \\gamma_{ni} f_n` (k, D);
+4. the compass (unless frozen): :math:`h_{v_i} \\mathrel{+}= -\\eta G_i`, then pair after pair
+   :math:`h_{c(b)} \\mathrel{+}= -\\eta g_b f_{n(b)}`;
+5. word by word (the tokens sorted stably by word): the rows' steps of each of the word's tokens
+   (5D + 2 numbers), all from its rows before the step: the VJP
+   (:meth:`~qpnlp.word2fun.model.Word2Fun.function_vjp`) of :math:`g = -\\eta r_n \\partial L/\\partial f_n`
+   (:math:`r_n` = ``row_lr``), minus :math:`\\eta \\lambda_n r_n \\partial\\rho/\\partial` rows
+   (:func:`~qpnlp.word2fun.sgd.roughness`);
+6. those steps added into the word's rows in token order (as ``index_add_`` accumulates repeated
+   words), each table's step times its multiplier (:func:`~qpnlp.word2fun.sgd._lr_factor`);
+7. the word's step centre and log-rate projected onto their ranges (:func:`~qpnlp.word2fun.sgd.step_bounds`).
+
+Steps 5-7 touch only the word's own rows, so taking the words one after another is the torch ops'
+gather, steps, ``index_add_`` and projection, with each row read and written while it is in cache.
+
+Every gradient is taken at the parameters before the step, as in torch ops, and the values agree
+with them to float rounding: sums in another order, float32 sines and cosines from a vectorised
+polynomial (float64 ones from libm), and :math:`\\sigma` and :math:`\\log(1 + e^y)` from one
+vectorised :math:`e^{-|y|}` per logit (the logs summed as the log of a product).  The loss is summed in
+float64 and returned in the model's dtype.  NaN propagates as in torch ops (no ``nnan`` fast-math flag;
+the projection keeps a NaN).  CPU time per step of ``fit``'s defaults: about 0.8x that of the torch ops
+with the compiled pair loop (``benchmarks/word2fun_step.py``, on a loaded machine).
+
+Not compiled here (:func:`accepts` is False; the step runs in torch ops): other families, negatives
+per pair, tensors not on the CPU, not float32/float64 or not contiguous, numba missing, or
+``QPNLP_WORD2FUN_COMPILED=0`` / ``QPNLP_COMPILED=0`` (which also turn off
+:mod:`~qpnlp.word2fun.pair_loop`).  :data:`ENABLED` (tests) turns off this step alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+from qpnlp import _numba
+from qpnlp._numba import check_rows
+from qpnlp.word2fun import pair_loop
+from qpnlp.word2fun.model import Word2Fun
+
+__all__ = ["ENABLED", "FAMILIES", "accepts", "fused_sgd_step"]
+
+#: Whether :func:`accepts` may take the step (tests set it False to compare with the torch ops and pair loop).
+ENABLED = True
+#: The families this step compiles.
+FAMILIES = ("II", "III", "IV")
+#: The parameter tables in the order the kernel takes them (absent ones are empty arrays).
+TABLES = ("base", "amplitude", "omega1", "omega2", "theta1", "theta2", "step_amplitude", "step_centre", "step_rate")
+#: Entries of the kernel's scalar array (in the model's dtype).
+_LR, _START, _WIDTH, _SCALE, _NEG_WEIGHT, _C_LO, _C_HI, _L_LO, _L_HI = range(9)
+#: Sums are reassociated (vectorised dot products); NaN and infinity semantics are kept.
+_FASTMATH = frozenset({"reassoc", "contract"})
+#: Beyond this |angle| the float32 polynomial's reduction loses digits: libm takes over.
+_POLY_MAX = 8192.0
+#: The Taylor coefficients 1/11! .. 1/0! of exp after the leading 1/12! (:func:`_exp_minus_abs`).
+_EXP_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(11, -1, -1))
+#: Positive pairs per pass of their dot products, logistic and outer products (their rows stay in cache).
+_CHUNK = 256
+
+
+def _sincos(x, s, c, fast):  # pragma: no cover - compiled
+    """``s, c = sin(x), cos(x)`` (1-D): float32 by a vectorised polynomial (``fast``), otherwise libm.
+
+    Cody-Waite reduction by pi/2 in three parts (exact products for |x| < 8192), Cephes' sinf and cosf
+    polynomials on [-pi/4, pi/4]; compiled without fast-math (reassociation would undo the reduction).
+    """
+    big = False
+    if fast:
+        t = x.dtype.type
+        for j in range(x.shape[0]):
+            q = np.rint(x[j] * t(0.6366197723675814))
+            r = ((x[j] - q * t(1.5703125)) - q * t(4.837512969970703125e-4)) - q * t(7.54978995489188216e-8)
+            z = r * r
+            sp = ((t(-1.9515295891e-4) * z + t(8.3321608736e-3)) * z - t(1.6666654611e-1)) * z * r + r
+            cp = ((t(2.443315711809948e-5) * z - t(1.388731625493765e-3)) * z + t(4.166664568298827e-2)) * z * z
+            cp = cp - t(0.5) * z + t(1.0)
+            m = q - t(4.0) * np.floor(q * t(0.25))  # the quadrant, 0..3 (NaN for NaN)
+            odd = (m == t(1.0)) | (m == t(3.0))
+            sv, cv = (cp, sp) if odd else (sp, cp)
+            s[j] = -sv if m >= t(2.0) else sv
+            c[j] = -cv if (m == t(1.0)) | (m == t(2.0)) else cv
+            big |= abs(x[j]) > t(_POLY_MAX)
+    if big or not fast:
+        for j in range(x.shape[0]):
+            if not fast or abs(x[j]) > _POLY_MAX:
+                s[j], c[j] = math.sin(x[j]), math.cos(x[j])
+
+
+def _exp_minus_abs(y, e):  # pragma: no cover - compiled
+    """``e = exp(-|y|)`` (float64, 1-D), vectorised: 2^n times a degree-12 Taylor polynomial on |r| <= ln 2 / 2
+    (relative error about 2e-16); e^-708 for |y| > 708 (where :math:`\\sigma` and :math:`\\log(1 + e)` do not
+    see the difference); NaN for NaN.  Compiled without fast-math (the two-part reduction by ln 2)."""
+    for i in range(y.shape[0]):
+        v = -abs(y[i])
+        v = -708.0 if v < -708.0 else v  # NaN stays NaN
+        n = np.rint((v if v == v else 0.0) * 1.4426950408889634)  # no integer from a NaN
+        r = (v - n * 0.6931471803691238) - n * 1.9082149292705877e-10
+        p = 1.0 / 479001600.0
+        for c in _EXP_TAYLOR:
+            p = p * r + c
+        e[i] = p * np.int64((np.int64(n) + 1023) << 52).view(np.float64)
+
+
+def _logistic(x, flip, weight, g, y, e):  # pragma: no cover - compiled
+    """Logistic losses of logits ``x`` (m,): :math:`w \\sum_i \\log(1 + e^{y_i})` with ``y = -x`` (``flip``,
+    positive pairs) or ``x``; ``g = -sigma(y)`` (``flip``, i.e. sigma(x) - 1) or ``w sigma(y)``.
+
+    ``y``, ``e`` are float64 scratch (m,); the sum of ``log(1 + e)`` is the log of a product (one ``log`` per
+    512 terms, each factor in [1, 2]), so that only ``exp`` runs per logit, vectorised.
+    """
+    t = g.dtype.type
+    for i in range(x.shape[0]):
+        y[i] = -float(x[i]) if flip else float(x[i])
+    _exp_minus_abs(y, e)
+    loss = 0.0
+    for lo in range(0, x.shape[0], 512):
+        top, prod, yb, eb = 0.0, 1.0, y[lo:lo + 512], e[lo:lo + 512]  # views: loops over plain indices vectorise
+        for i in range(yb.shape[0]):
+            top += max(yb[i], 0.0)
+            prod *= 1.0 + eb[i]
+        loss += top + math.log(prod)
+    for i in range(x.shape[0]):
+        s = (1.0 if y[i] >= 0.0 else e[i]) / (1.0 + e[i])
+        g[i] = t(-s) if flip else t(s) * weight
+    return loss * weight
+
+
+def _dot(a, b):  # pragma: no cover - compiled
+    acc = a[0] * b[0]
+    for j in range(1, a.shape[0]):
+        acc += a[j] * b[j]
+    return acc
+
+
+def _rows(tabs, u, flags):  # pragma: no cover - compiled
+    """Word ``u``'s rows: ``(r, o1, o2, t1, t2, A)`` (the frequencies of row 0 for II; stand-ins where absent)."""
+    ou = u if flags[0] else 0
+    r, o1, o2 = tabs[1][u], tabs[2][ou], tabs[3][ou]
+    t1, t2 = (tabs[4][u], tabs[5][u]) if flags[1] else (o1, o2)
+    return r, o1, o2, t1, t2, tabs[6][u] if flags[2] else r
+
+
+def _angles(o1, o2, t1, t2, phase, tau, a):  # pragma: no cover - compiled
+    """``a = [Omega1 tau + Theta1; Omega2 tau + Theta2]`` (no phases without ``phase``), (D,)."""
+    h = o1.shape[0]
+    for o, t_, a_ in ((o1, t1, a[:h]), (o2, t2, a[h:])):  # views: plain indices vectorise
+        if phase:
+            for j in range(h):
+                a_[j] = t_[j] + o[j] * tau
+        else:
+            for j in range(h):
+                a_[j] = o[j] * tau
+
+
+def _trig(a, sc, dc, fast):  # pragma: no cover - compiled
+    """``sc = [sin a1; cos a2]`` (f's basis) and ``dc = [cos a1; -sin a2]`` (its derivative in the angles)."""
+    h = a.shape[0] // 2
+    _sincos(a[:h], sc[:h], dc[:h], fast)
+    d2 = dc[h:]
+    _sincos(a[h:], d2, sc[h:], fast)
+    for j in range(h):
+        d2[j] = -d2[j]
+
+
+def _step_logit(tabs, u, tau, nums, logistic):  # pragma: no cover - compiled
+    """``(k_u, s_n - c_u)`` of the logistic step (zeros without it)."""
+    t = nums.dtype.type
+    if not logistic:
+        return t(0.0), t(0.0)
+    return t(math.exp(tabs[8][u, 0])), tau / nums[_SCALE] - tabs[7][u, 0]
+
+
+def _forward(tabs, words, tau, flags, nums, f, sig, trig, a):  # pragma: no cover - compiled
+    """:math:`f_n` of every token into ``f`` (N, D), its logistic step's :math:`\\sigma(z_n)` into ``sig`` and
+    ``sc``, ``dc`` (:func:`_trig`) into ``trig`` (2, N, D) for the VJP."""
+    t = f.dtype.type
+    for n in range(words.shape[0]):
+        u, sc, dc = words[n], trig[0, n], trig[1, n]
+        r, o1, o2, t1, t2, A = _rows(tabs, u, flags)
+        _angles(o1, o2, t1, t2, flags[1], tau[n], a)
+        _trig(a, sc, dc, flags[3])
+        b, fn = tabs[0][u], f[n]
+        for j in range(fn.shape[0]):
+            fn[j] = b[j] + r[j] * sc[j]
+        if flags[2]:
+            k, ds = _step_logit(tabs, u, tau[n], nums, True)
+            sig[n] = t(1.0) / (t(1.0) + math.exp(-(k * ds)))
+            d = sig[n] - t(0.5)
+            for j in range(fn.shape[0]):
+                fn[j] += A[j] * d
+
+
+def _positives(f, H, pair_centre, context, g_f, gp, count):  # pragma: no cover - compiled
+    """Step 2, :data:`_CHUNK` pairs at a time: the loss, :math:`g_b` into ``gp``, :math:`\\partial L/\\partial f`
+    into ``g_f``, the pairs of each token into ``count``."""
+    t = f.dtype.type
+    p, y, e = np.empty(_CHUNK, f.dtype), np.empty(_CHUNK), np.empty(_CHUNK)
+    loss = 0.0
+    for lo in range(0, context.shape[0], _CHUNK):
+        m = min(_CHUNK, context.shape[0] - lo)
+        for b in range(m):
+            p[b] = _dot(f[pair_centre[lo + b]], H[context[lo + b]])
+        loss += _logistic(p[:m], True, t(1.0), gp[lo:lo + m], y[:m], e[:m])
+        for b in range(lo, lo + m):
+            n, hv, g = pair_centre[b], H[context[b]], gp[b]
+            count[n] += t(1.0)
+            gn = g_f[n]
+            for j in range(gn.shape[0]):
+                gn[j] += g * hv[j]
+    return loss
+
+
+def _negatives_of(n, f, hn, q, weight, g_f, G, train_h, y, e):  # pragma: no cover - compiled
+    """Step 3 for token ``n`` whose logits ``q`` (k,) are computed: loss, ``g_f[n]``, ``G``."""
+    loss = _logistic(q, False, weight, q, y, e)  # q becomes gamma
+    fn, gn = f[n], g_f[n]
+    for i in range(q.shape[0]):
+        gi, hi = q[i], hn[i]
+        for j in range(gn.shape[0]):
+            gn[j] += gi * hi[j]
+        if train_h:
+            Gi = G[i]
+            for j in range(gn.shape[0]):
+                Gi[j] += gi * fn[j]
+    return loss
+
+
+def _outer4(f, hn, gam, n0, g_f, G, train_h):  # pragma: no cover - compiled
+    """``g_f[n0 + r] += gam[r] @ hn`` and ``G += gam.T @ f[n0:n0 + 4]`` for the four tokens ``n0 .. n0 + 3``,
+    four negatives per pass over a row of ``g_f`` (four products per load and store)."""
+    k, k4 = hn.shape[0], hn.shape[0] - hn.shape[0] % 4
+    for r in range(4):
+        gn = g_f[n0 + r]
+        for i in range(0, k4, 4):
+            h0, h1, h2, h3 = hn[i], hn[i + 1], hn[i + 2], hn[i + 3]
+            c0, c1, c2, c3 = gam[r, i], gam[r, i + 1], gam[r, i + 2], gam[r, i + 3]
+            for j in range(gn.shape[0]):
+                gn[j] += c0 * h0[j] + c1 * h1[j] + c2 * h2[j] + c3 * h3[j]
+        for i in range(k4, k):
+            c, h = gam[r, i], hn[i]
+            for j in range(gn.shape[0]):
+                gn[j] += c * h[j]
+    if train_h:
+        f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
+        for i in range(k):
+            Gi, c0, c1, c2, c3 = G[i], gam[0, i], gam[1, i], gam[2, i], gam[3, i]
+            for j in range(Gi.shape[0]):
+                Gi[j] += c0 * f0[j] + c1 * f1[j] + c2 * f2[j] + c3 * f3[j]
+
+
+def _negatives(f, H, negatives, count, weight, g_f, G, train_h):  # pragma: no cover - compiled
+    """Step 3: the shared negatives' loss, :math:`\\partial L/\\partial f` into ``g_f``, :math:`G` into ``G``;
+    the logits of four tokens at a time (each negative's row read once for the four)."""
+    k, D, N = negatives.shape[0], f.shape[1], f.shape[0]
+    t = f.dtype.type
+    hn = np.empty((k, D), f.dtype)
+    for i in range(k):
+        hn[i] = H[negatives[i]]
+    q, y, e = np.empty((4, k), f.dtype), np.empty(k), np.empty(k)
+    loss = 0.0
+    for n0 in range(0, N - N % 4, 4):
+        f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
+        for i in range(k):
+            h = hn[i]
+            a0, a1, a2, a3 = t(0.0), t(0.0), t(0.0), t(0.0)
+            for j in range(D):
+                a0 += f0[j] * h[j]
+                a1 += f1[j] * h[j]
+                a2 += f2[j] * h[j]
+                a3 += f3[j] * h[j]
+            q[0, i], q[1, i], q[2, i], q[3, i] = a0, a1, a2, a3
+        for r in range(4):
+            loss += _logistic(q[r], False, count[n0 + r] / t(k) * weight, q[r], y, e)  # q becomes gamma
+        _outer4(f, hn, q, n0, g_f, G, train_h)
+    for n in range(N - N % 4, N):
+        for i in range(k):
+            q[0, i] = _dot(f[n], hn[i])
+        loss += _negatives_of(n, f, hn, q[0], count[n] / t(k) * weight, g_f, G, train_h, y, e)
+    return loss
+
+
+def _compass(H, f, negatives, G, pair_centre, context, gp, lr):  # pragma: no cover - compiled
+    """Step 4: the negatives' compass rows, then the positives' pair after pair."""
+    for i in range(negatives.shape[0]):
+        hv, Gi = H[negatives[i]], G[i]
+        for j in range(hv.shape[0]):
+            hv[j] += Gi[j] * -lr
+    for b in range(context.shape[0]):
+        fn, hv, st = f[pair_centre[b]], H[context[b]], gp[b] * -lr
+        for j in range(hv.shape[0]):
+            hv[j] += st * fn[j]
+
+
+def _vjp(g, r, A, sc, dc, tau, sig, k, ds, logistic, out):  # pragma: no cover - compiled
+    """Step 5, the VJP: ``out`` (5D + 2,) = the rows' gradients of ``g . f`` at one token.
+
+    Columns: base, amplitude (D each), [omega1; omega2], [theta1; theta2] (D each), step_amplitude (D),
+    step_centre, step_rate; ``sc``, ``dc`` from :func:`_trig`, ``k``, ``ds`` from :func:`_step_logit`.
+    """
+    D = g.shape[0]
+    t = g.dtype.type
+    amp, om, th = out[D:2 * D], out[2 * D:3 * D], out[3 * D:4 * D]  # views: plain indices vectorise
+    out[:D] = g
+    for j in range(D):
+        amp[j] = g[j] * sc[j]
+    for j in range(D):
+        th[j] = g[j] * r[j] * dc[j]
+    for j in range(D):
+        om[j] = th[j] * tau
+    if logistic:  # the logistic step: dA = g (sigma - 1/2), dc = -k gam, dl = k (s - c) gam
+        stA = out[4 * D:5 * D]
+        gam = _dot(g, A) * (sig * (t(1.0) - sig))
+        for j in range(D):
+            stA[j] = g[j] * (sig - t(0.5))
+        out[5 * D] = -k * gam
+        out[5 * D + 1] = k * ds * gam
+
+
+def _roughness(st, S, r, o1, o2, A, k, logistic, per_word, out):  # pragma: no cover - compiled
+    """Step 5, the roughness: ``out -= st * d rho / d rows`` (``_add_roughness_steps``), columns as ``_vjp``."""
+    h = o1.shape[0]
+    D = 2 * h
+    t = out.dtype.type
+    if logistic:  # d/dA = k A / 6, d/dl = k |A|^2 / 12
+        stA, kst = out[4 * D:5 * D], k * st
+        for j in range(D):
+            stA[j] += t(-1.0 / 6.0) * A[j] * kst
+        out[5 * D + 1] += t(-1.0 / 12.0) * _dot(A, A) * kst
+    st_S = st * S
+    for lo, o in ((0, o1), (h, o2)):  # views: plain indices vectorise
+        rr, amp, dom = r[lo:lo + h], out[D + lo:D + lo + h], out[2 * D + lo:2 * D + lo + h]
+        if not per_word:  # II: w = S Omega fixed, dR = w^2 R
+            for j in range(h):
+                amp[j] -= st * (o[j] * S * rr[j] * (o[j] * S))
+            continue
+        for j in range(h):  # III, IV: dR = (S Omega R) Omega S, dOmega = (S Omega R) R S
+            amp[j] -= st_S * (o[j] * S * rr[j] * o[j])
+        for j in range(h):
+            dom[j] -= st_S * (o[j] * S * rr[j] * rr[j])
+
+
+def _token_steps(tabs, n, u, tau, sig, g_f, row_mult, rough, nums, flags, trig, g, out):  # pragma: no cover
+    """Step 5 for token ``n`` (word ``u``): its rows' steps into ``out``, from the rows before the step."""
+    sc, dc = trig[0, n], trig[1, n]
+    r, o1, o2, t1, t2, A = _rows(tabs, u, flags)
+    m, gn = row_mult[n if row_mult.shape[0] > 1 else 0], g_f[n]
+    for j in range(g.shape[0]):
+        g[j] = gn[j] * m
+    k, ds = _step_logit(tabs, u, tau[n], nums, flags[2])
+    _vjp(g, r, A, sc, dc, tau[n], sig[n], k, ds, flags[2], out)
+    if flags[5]:
+        _roughness(rough[n if rough.shape[0] > 1 else 0], nums[_SCALE], r, o1, o2, A, k, flags[2], flags[0], out)
+
+
+def _add(row, steps, offset, factor):  # pragma: no cover - compiled
+    src = steps[offset:offset + row.shape[0]]  # a view: plain indices vectorise
+    for j in range(row.shape[0]):
+        row[j] += src[j] * factor
+
+
+def _scatter(tabs, u, st, factors, present):  # pragma: no cover - compiled
+    """Step 6 for one token: ``table[u] += factor * st[columns]`` (constant table indices)."""
+    D = tabs[0].shape[1]
+    _add(tabs[0][u], st, 0, factors[0])
+    _add(tabs[1][u], st, D, factors[1])
+    if present[2]:
+        _add(tabs[2][u], st, 2 * D, factors[2])
+        _add(tabs[3][u], st, 2 * D + D // 2, factors[3])
+    if present[4]:
+        _add(tabs[4][u], st, 3 * D, factors[4])
+        _add(tabs[5][u], st, 3 * D + D // 2, factors[5])
+    if present[6]:
+        _add(tabs[6][u], st, 4 * D, factors[6])
+        _add(tabs[7][u], st, 5 * D, factors[7])
+        _add(tabs[8][u], st, 5 * D + 1, factors[8])
+
+
+def _project(tabs, u, nums):  # pragma: no cover - compiled
+    """Step 7 for word ``u``: the centre into [c_lo, c_hi], the log-rate into [l_lo, l_hi] (NaN stays NaN)."""
+    for i, lo, hi in ((7, nums[_C_LO], nums[_C_HI]), (8, nums[_L_LO], nums[_L_HI])):
+        x = tabs[i][u, 0]
+        if x < lo:
+            tabs[i][u, 0] = lo
+        elif x > hi:
+            tabs[i][u, 0] = hi
+
+
+def _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, g,
+                 steps):  # pragma: no cover - compiled
+    """Steps 5-7 word by word (tokens sorted stably by word): the steps of a word's tokens, all taken from its
+    rows before the step, then added in token order, then the projection; every other word's rows are apart,
+    so this is the torch ops' gather, steps and ``index_add_`` with each row read and written while cached."""
+    order = np.argsort(words, kind="mergesort")
+    N, lo = words.shape[0], 0
+    while lo < N:
+        u, hi = words[order[lo]], lo + 1
+        while hi < N and words[order[hi]] == u:
+            hi += 1
+        for i in range(lo, hi):
+            _token_steps(tabs, order[i], u, tau, sig, g_f, row_mult, rough, nums, flags, trig, g, steps[i - lo])
+        for i in range(lo, hi):
+            _scatter(tabs, u, steps[i - lo], factors, present)
+        if flags[2]:
+            _project(tabs, u, nums)
+        lo = hi
+
+
+def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
+          present):  # pragma: no cover - compiled
+    """The whole step (module docstring); returns the summed loss (float64).
+
+    ``flags``: per-word frequencies (III, IV), phases (IV), logistic step, polynomial sines (float32),
+    train the compass, roughness steps.
+    """
+    N, D, B, k = words.shape[0], H.shape[1], context.shape[0], negatives.shape[0]
+    dt = H.dtype
+    tau = np.empty(N, dt)
+    for n in range(N):
+        tau[n] = (times[n] - nums[_START]) / nums[_WIDTH] * nums[_SCALE]
+    f, sig, trig, a = np.empty((N, D), dt), np.zeros(N, dt), np.empty((2, N, D), dt), np.empty(D, dt)
+    _forward(tabs, words, tau, flags, nums, f, sig, trig, a)
+    g_f, gp, count, G = np.zeros((N, D), dt), np.empty(B, dt), np.zeros(N, dt), np.zeros((k, D), dt)
+    loss = _positives(f, H, pair_centre, context, g_f, gp, count)
+    loss += _negatives(f, H, negatives, count, nums[_NEG_WEIGHT], g_f, G, flags[4])
+    if flags[4]:
+        _compass(H, f, negatives, G, pair_centre, context, gp, nums[_LR])
+    _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, a,
+                 np.empty((N, 5 * D + 2), dt))
+    return loss
+
+
+#: The compiled functions the step calls and their fast-math flags: :func:`_kernel` binds each name to its
+#: compiled version before it compiles :func:`_step` (numba resolves a global when it compiles the caller).
+_HELPERS = {name: _FASTMATH for name in (
+    "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives", "_negatives_of",
+    "_outer4", "_negatives", "_compass", "_vjp", "_roughness", "_token_steps", "_add", "_scatter", "_project",
+    "_update_rows")}
+_HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
+_PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written (the names get rebound)
+
+
+@functools.cache
+def _kernel():
+    """:func:`_step` compiled (on first use; cached on disk), its helpers bound to their compiled versions."""
+    for name, fastmath in _HELPERS.items():
+        globals()[name] = _numba.jit(_PYTHON[name], fastmath)
+    return _numba.jit(_step, _FASTMATH)
+
+
+def _weights(model: Word2Fun) -> list:
+    """The tables of :data:`TABLES` (None where the model has none; II's fixed frequencies as one row)."""
+    out = []
+    for name in TABLES:
+        if name in ("omega1", "omega2") and model.family == "II":
+            out.append(model.omega_fixed.view(1, -1))
+        else:
+            module = getattr(model, name, None)
+            out.append(None if module is None else module.weight)
+    return out
+
+
+def accepts(model: Word2Fun, negatives: torch.Tensor, *tensors: torch.Tensor | float | None) -> bool:
+    """Whether :func:`fused_sgd_step` takes this step: :data:`ENABLED`, the compiled loops available
+    (:func:`~qpnlp.word2fun.pair_loop.available`), a family of :data:`FAMILIES`, ``k >= 1`` negatives shared by
+    the batch (``negatives`` (k,)), contiguous CPU tables of one float dtype, and every tensor among ``tensors``
+    (the batch, ``roughness_penalty``, ``row_lr``; floats and None are skipped) on the CPU."""
+    if not (ENABLED and model.family in FAMILIES and negatives.dim() == 1 and negatives.numel() > 0
+            and pair_loop.available()):
+        return False
+    tables = [w for w in _weights(model) if w is not None] + [model.compass.weight]
+    batch = [negatives] + [t for t in tensors if isinstance(t, torch.Tensor)]
+    return _numba.takes(*tables) and all(t.device.type == "cpu" for t in batch)
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _index(t: torch.Tensor, rows: int, what: str) -> np.ndarray:
+    """``t`` as a contiguous int64 array, its range checked (the kernel does not check indices)."""
+    if t.dim() != 1 or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise ValueError(f"{what} ids must be a 1-D integer tensor; got {t.dtype} of shape {tuple(t.shape)}")
+    check_rows(t, rows, what)
+    return _array(t.to(torch.int64).contiguous())
+
+
+def _per_token(t: torch.Tensor, n: int, what: str) -> torch.Tensor:
+    if tuple(t.shape) != (n,):
+        raise ValueError(f"{what} must have one value per centre token, shape ({n},); got {tuple(t.shape)}")
+    return t
+
+
+def _row_scales(roughness_penalty, row_lr, lr: float, n: int, dtype: torch.dtype) -> tuple:
+    """``(row_mult, rough, smooth)``: :math:`-\\eta r_n` and :math:`\\eta \\lambda_n r_n` (1 or N values, the
+    model's dtype, rounded as the torch step rounds them), and whether roughness steps are taken."""
+    if row_lr is not None:
+        row_lr = _per_token(row_lr, n, "row_lr")
+        row_mult = _array(row_lr.to(dtype).mul(-lr).contiguous())
+    else:
+        row_mult = np.array([-lr], np.float32 if dtype == torch.float32 else np.float64)
+    if isinstance(roughness_penalty, torch.Tensor):
+        lam = _per_token(roughness_penalty, n, "roughness_penalty")
+        lam = lam if row_lr is None else lam * row_lr
+        return row_mult, _array((lam.to(dtype) * lr).contiguous()), True
+    if roughness_penalty > 0 and row_lr is not None:
+        return row_mult, _array(((row_lr * float(roughness_penalty)).to(dtype) * lr).contiguous()), True
+    return row_mult, np.array([lr * roughness_penalty], row_mult.dtype), roughness_penalty > 0
+
+
+def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor,
+                   context: torch.Tensor, negatives: torch.Tensor, lr: float,
+                   roughness_penalty: float | torch.Tensor, row_lr: torch.Tensor | None, negative_weight: float,
+                   centre_lr: float, *, lr_factor, bounds: dict) -> torch.Tensor:
+    """:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor` as one compiled call (see :func:`accepts`).
+
+    Same parameters and result (the summed loss before the step, a tensor of the model's dtype), plus
+    ``lr_factor`` (``name, S, centre_lr -> multiplier``) and ``bounds`` (``{"step_centre.weight": (lo, hi),
+    ...}``) from :mod:`~qpnlp.word2fun.sgd`, which calls this function.  Raises ``IndexError`` for ids out of
+    range and ``ValueError`` for shapes that do not match, before anything is written.
+    """
+    weights, H = _weights(model), model.compass.weight
+    V, N, B, dtype = model.vocab_size, words.shape[0], context.shape[0], H.dtype
+    if tuple(times.shape) != (N,) or tuple(pair_centre.shape) != (B,):
+        raise ValueError(f"times (N,) and pair_centre (B,) must match words ({N},) and context ({B},); got "
+                         f"{tuple(times.shape)} and {tuple(pair_centre.shape)}")
+    ids = (_index(words, V, "word"), _index(pair_centre, N, "centre token"), _index(context, V, "context word"),
+           _index(negatives, V, "negative"))
+    row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, dtype)
+    ts, S = model.time_scale, model.time_scale.scale
+    (c_lo, c_hi), (l_lo, l_hi) = bounds.get("step_centre.weight", (0.0, 1.0)), bounds.get("step_rate.weight", (0, 1))
+    nums = np.array([lr, ts.start, ts.end - ts.start, S, negative_weight, c_lo, c_hi, l_lo, l_hi], row_mult.dtype)
+    empty = np.empty((0, 0), row_mult.dtype)
+    tabs = tuple(empty if w is None else _array(w) for w in weights)
+    present = tuple(w is not None and not (model.family == "II" and name.startswith("omega"))
+                    for name, w in zip(TABLES, weights))
+    factors = np.array([lr_factor(name, S, centre_lr) for name in TABLES], row_mult.dtype)
+    flags = (model.family != "II", model.family == "IV", model.logistic, dtype == torch.float32,
+             not model.freeze_compass, bool(smooth))
+    loss = _kernel()(tabs, _array(H), ids[0], _array(times.to(dtype).contiguous()), ids[1], ids[2], ids[3], nums,
+                     flags, row_mult, rough, factors, present)
+    return torch.tensor(loss, dtype=dtype)

@@ -1,0 +1,227 @@
+"""The whole SGD step compiled (numba) against the torch ops it replaces: same parameters and loss."""
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data import TimestampedCorpus
+from qpnlp.word2fun import TrainConfig, fit, fused_step, sgd
+from qpnlp.word2fun.sgd import centre_sgd_step_tensor
+
+pytest.importorskip("numba", reason="the compiled step needs numba (the extra 'fast', in 'test')")
+
+TOL = {torch.float64: 1e-12, torch.float32: 1e-5}
+
+
+@pytest.fixture(autouse=True)
+def compiled(monkeypatch):
+    """The compiled loops on (whatever the environment says), the fused step allowed."""
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "1")
+    monkeypatch.setenv("QPNLP_COMPILED", "1")
+    monkeypatch.setattr(fused_step, "ENABLED", True)
+
+
+def _model(make, family="IV", dtype=torch.float64, logistic=True, frozen=False, V=11, D=8, seed=3):
+    m = make(V, D, family=family, logistic=logistic, freeze_compass=frozen, frequency_init="harmonic",
+             precision="double" if dtype == torch.float64 else "single")
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=g, dtype=torch.float64))
+            if name.startswith("omega"):
+                p.add_(0.1)
+            if name == "step_centre.weight":
+                p.copy_(torch.rand(p.shape, generator=g, dtype=torch.float64))
+            if name == "step_rate.weight":
+                p.copy_(2.4 + 2.8 * torch.rand(p.shape, generator=g, dtype=torch.float64))
+    return m
+
+
+def _batches(V=11, N=7, B=23, k=5, steps=3, rough=0.01, row_lr=True, seed=1):
+    """``steps`` batches: words repeated within each (N > distinct words drawn), pairs in random order."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        words = torch.randint(0, V // 2, (N,), generator=g)  # few distinct words: rows repeat
+        times = 1900.0 + 100.0 * torch.rand(N, generator=g, dtype=torch.float64)
+        pc, ctx = torch.randint(0, N, (B,), generator=g), torch.randint(0, V, (B,), generator=g)
+        neg = torch.randint(0, V, (k,), generator=g)
+        lam = 0.02 * torch.rand(N, generator=g) if rough == "tensor" else rough
+        rl = 1.0 + torch.rand(N, generator=g) if row_lr else None
+        out.append((words, times, pc, ctx, neg, lam, rl))
+    return out
+
+
+def _train(model, batches, fused, negative_weight=1.5, lr=0.05):
+    """The batches' losses and the parameters after them, with the compiled step or the torch ops."""
+    fused_step.ENABLED = fused
+    try:
+        losses = []
+        for words, times, pc, ctx, neg, lam, rl in batches:
+            if fused:
+                assert fused_step.accepts(model, neg, words, times, pc, ctx, lam, rl)
+            losses.append(centre_sgd_step_tensor(model, words, times, pc, ctx, neg, lr, lam, rl, negative_weight,
+                                                 0.05))
+    finally:
+        fused_step.ENABLED = True
+    return losses, {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def _assert_same(make, monkeypatch, kw, batch_kw, negative_weight=1.5):
+    dtype = kw.get("dtype", torch.float64)
+    batches = _batches(**batch_kw)
+    got = _train(_model(make, **kw), batches, True, negative_weight)
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")  # the reference: torch ops throughout
+    want = _train(_model(make, **kw), batches, False, negative_weight)
+    tol = TOL[dtype]
+    for a, b in zip(got[0], want[0]):
+        assert a.dtype == dtype and a.shape == ()
+        assert float(a) == pytest.approx(float(b), rel=tol)
+    for name, p in want[1].items():
+        scale = float(p.abs().max()) or 1.0
+        assert float((got[1][name] - p).abs().max()) <= 10 * tol * scale, name
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("family", ["III", "IV", "II"])
+@pytest.mark.parametrize("logistic", [True, False])
+def test_the_fused_step_equals_the_torch_step(family, dtype, logistic, make, monkeypatch):
+    _assert_same(make, monkeypatch, dict(family=family, dtype=dtype, logistic=logistic), dict())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", [
+    dict(frozen=True),
+    dict(rough="tensor"),
+    dict(rough="tensor", row_lr=False),
+    dict(row_lr=False),
+    dict(rough=0.0, row_lr=False),
+    dict(rough=0.0),
+])
+def test_every_option_of_the_step_is_compiled_alike(case, dtype, make, monkeypatch):
+    kw = {"dtype": dtype, **({"frozen": True} if case.pop("frozen", False) else {})}
+    _assert_same(make, monkeypatch, kw, case, negative_weight=0.7)
+
+
+def test_the_projection_keeps_the_step_in_its_ranges(make, monkeypatch):
+    """Large steps: rows go past the bounds and are projected back onto them, as in torch ops."""
+    batches = _batches(steps=2, rough="tensor")
+    results = []
+    for fused in (True, False):
+        m = _model(make)
+        with torch.no_grad():
+            m.step_rate.weight.fill_(5.29)  # near log 200
+            m.step_centre.weight.fill_(0.999)
+        results.append(_train(m, batches, fused, lr=5.0)[1])
+        lo, hi = sgd.step_bounds(m)["step_rate.weight"]
+        rate, centre = m.step_rate.weight.detach(), m.step_centre.weight.detach()
+        assert float(rate.min()) == lo and float(rate.max()) <= hi
+        assert 0.0 <= float(centre.min()) and float(centre.max()) <= 1.0
+    for name in ("step_rate.weight", "step_centre.weight"):
+        assert torch.allclose(results[0][name], results[1][name], rtol=1e-12, atol=1e-12), name
+
+
+def test_other_configurations_take_the_torch_ops(make):
+    m = _model(make)
+    words, times, pc, ctx, neg, lam, rl = _batches(steps=1)[0]
+    assert fused_step.accepts(m, neg, words, times, pc, ctx, lam, rl)
+    assert not fused_step.accepts(m, neg.repeat(pc.shape[0], 1), words, times, pc, ctx)  # negatives per pair
+    assert not fused_step.accepts(m, neg[:0], words, times, pc, ctx)
+    assert not fused_step.accepts(make(11, 8, family="linear"), neg, words, times, pc, ctx)
+    assert not fused_step.accepts(m, neg, words, times, pc, ctx, torch.ones(7, device="meta"))
+    with torch.no_grad():
+        m.base.weight.data = m.base.weight.data.t().contiguous().t()  # not contiguous
+    assert not fused_step.accepts(m, neg, words, times, pc, ctx)
+
+
+def test_unsupported_configurations_step_in_torch_ops(make, monkeypatch):
+    """Per-pair negatives and family 'linear' never reach the compiled step (and still train)."""
+    calls = []
+    monkeypatch.setattr(fused_step, "fused_sgd_step", lambda *a, **k: calls.append(1))
+    words, times, pc, ctx, neg, _, _ = _batches(steps=1)[0]
+    for m, negatives in ((_model(make), (torch.arange(pc.shape[0])[:, None] + torch.arange(3)) % 11),
+                         (make(11, 8, family="linear"), neg)):
+        before = m.compass.weight.detach().clone()
+        loss = centre_sgd_step_tensor(m, words, times, pc, ctx, negatives, 0.05)
+        assert torch.isfinite(loss) and not torch.equal(before, m.compass.weight)
+    assert not calls
+
+
+def test_out_of_range_ids_raise_before_anything_is_written(make):
+    m = _model(make)
+    words, times, pc, ctx, neg, lam, rl = _batches(steps=1)[0]
+    state = {n: p.detach().clone() for n, p in m.named_parameters()}
+    bad = [(words.clone().index_fill_(0, torch.tensor([2]), 11), pc, ctx, neg, "word"),
+           (words, pc.clone().index_fill_(0, torch.tensor([0]), 7), ctx, neg, "centre token"),
+           (words, pc, ctx.clone().index_fill_(0, torch.tensor([4]), -1), neg, "context word"),
+           (words, pc, ctx, neg + 11, "negative")]
+    for w, p, c, n, what in bad:
+        with pytest.raises(IndexError, match=what):
+            centre_sgd_step_tensor(m, w, times, p, c, n, 0.05, lam, rl)
+    with pytest.raises(ValueError, match="row_lr"):
+        centre_sgd_step_tensor(m, words, times, pc, ctx, neg, 0.05, lam, rl[:-1])
+    with pytest.raises(ValueError, match="must match"):
+        centre_sgd_step_tensor(m, words, times[:-1], pc, ctx, neg, 0.05, lam, rl)
+    for n, p in m.named_parameters():
+        assert torch.equal(p, state[n]), n
+
+
+@pytest.mark.parametrize("table", ["base", "compass", "step_rate"])
+def test_nan_in_a_table_propagates_as_in_torch_ops(table, make, monkeypatch):
+    batches = _batches(steps=1)
+    results = []
+    for fused in (True, False):
+        m = _model(make, dtype=torch.float32)
+        with torch.no_grad():
+            getattr(m, table).weight[batches[0][0][0] if table != "compass" else batches[0][3][0]] = float("nan")
+        results.append(_train(m, batches, fused))
+    (loss, got), (loss0, want) = results
+    assert torch.isnan(loss[0]) and torch.isnan(loss0[0])
+    for name, p in want.items():
+        assert torch.equal(torch.isnan(got[name]), torch.isnan(p)), name
+
+
+def test_large_angles_take_the_exact_sines(make, monkeypatch):
+    """Float32 angles beyond the polynomial's range (|a| > 8192) use libm's sine and cosine."""
+    kw = dict(dtype=torch.float32, family="IV")
+    batches = _batches(steps=1)
+    results = []
+    for fused in (True, False):
+        m = _model(make, **kw)
+        with torch.no_grad():
+            m.theta1.weight.add_(1e4)
+        results.append(_train(m, batches, fused))
+    assert float(results[0][0][0]) == pytest.approx(float(results[1][0][0]), rel=1e-5)
+
+
+def test_fit_trains_with_the_fused_step_as_with_torch_ops(monkeypatch):
+    """fit()'s defaults (family IV, logistic step, shared negatives) take the fused step, and train alike."""
+    rng = np.random.default_rng(0)
+    words = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
+    corpus = TimestampedCorpus.from_pairs((1900 + i % 20, list(rng.choice(words, 8))) for i in range(200))
+    calls = []
+    real = fused_step.fused_sgd_step
+    monkeypatch.setattr(fused_step, "fused_sgd_step", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cfg = TrainConfig(epochs=1, seed=0, batch_size=256)
+    fused = fit(corpus, cfg, dim=8, min_count=1).vectors.model
+    assert calls
+    monkeypatch.setattr(fused_step, "ENABLED", False)
+    plain = fit(corpus, cfg, dim=8, min_count=1).vectors.model
+    for (name, p), q in zip(fused.named_parameters(), plain.parameters()):
+        assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_extreme_logits_give_the_losses_and_gradients_of_torch_ops(dtype, make, monkeypatch):
+    """Logits of hundreds and beyond 708 (where exp underflows): the stable logistic agrees with torch's."""
+    scales = []
+    for fused in (True, False):
+        m = _model(make, dtype=dtype)
+        with torch.no_grad():
+            m.compass.weight.mul_(400.0)
+            m.base.weight.mul_(10.0)
+        scales.append(_train(m, _batches(steps=1), fused, lr=1e-4))
+    (loss, got), (loss0, want) = scales
+    assert float(loss[0]) > 1e3 and float(loss[0]) == pytest.approx(float(loss0[0]), rel=TOL[dtype])
+    for name, p in want.items():
+        assert torch.allclose(got[name], p, rtol=TOL[dtype], atol=TOL[dtype] * float(p.abs().max())), name
