@@ -35,6 +35,12 @@ data set.
 
 Writes ``table.md`` and ``results.json`` under --out after every data set.
 
+With ``--state-dir DIR`` every training run (one grid setting of one cell) keeps its training state of the last
+epoch in ``DIR/<data set>-<split>-seed<S>-<network>-<variant>/<setting>`` (:func:`qpnlp.training.fit`'s
+``checkpoint_dir``); with ``--resume`` as well, a job stopped part-way (e.g. at a session's end) continues each run
+from its last finished epoch, with the same result as an uninterrupted run, and a finished run gives its result
+again without training.
+
 Usage::
 
     python benchmarks/reproduce_complex_order.py                 # every cell (long on 2 cores)
@@ -44,6 +50,9 @@ Usage::
     # a wider search on dev inside every cell:
     python benchmarks/reproduce_complex_order.py --datasets CR --networks fasttext --vectors spacy-md-300d \\
         --grid lr=1e-3,1e-4 hidden=64,128 --out DIR
+    # a long job that may be stopped: run the same command again to continue it
+    python benchmarks/reproduce_complex_order.py --datasets SST2 --networks transformer --variants complex_order \
+        --vectors spacy-md-300d --out DIR --state-dir DIR/state --resume
     # one table from several earlier runs (their results.json), no training:
     python benchmarks/reproduce_complex_order.py --merge RUN_DIR [RUN_DIR ...] --out MERGED_DIR
 """
@@ -115,19 +124,21 @@ def _max_length(prepared) -> int:
     return max(max((len(t) for t in part.ids), default=1) for part in (prepared.train, prepared.dev, prepared.test))
 
 
-def run_cell(network, variant, prepared, n_classes, args, seed) -> dict:
+def run_cell(network, variant, prepared, n_classes, args, seed, state: Path | None = None) -> dict:
     """One (split, seed, network, variant) cell: select a setting on dev, score its test part once.
 
     Every setting of ``args.settings`` (the --grid; without it the flags' one
     setting) is trained from ``seed`` with early stopping on dev. The best dev
     accuracy (the earliest setting on ties) is kept and only that model sees
     the test part. A setting whose training diverges leaves the selection
-    (its dev accuracy is None) unless it is the only one.
+    (its dev accuracy is None) unless it is the only one. ``state``: the directory of the cell's training
+    states (``--state-dir``), one subdirectory per setting.
     """
     best, devs = None, []
     for setting in args.settings:
         try:
-            model, result = _train(network, variant, prepared, n_classes, _with(args, setting), seed)
+            model, result = _train(network, variant, prepared, n_classes, _with(args, setting), seed,
+                                   None if state is None else state / _setting_name(setting))
         except TrainingDiverged:
             if len(args.settings) == 1:
                 raise
@@ -155,6 +166,19 @@ def run_cell(network, variant, prepared, n_classes, args, seed) -> dict:
     return rec
 
 
+def _setting_name(setting: dict) -> str:
+    """A grid setting as a directory name, e.g. ``lr=0.001`` (``flags`` for the flags' one setting)."""
+    return ",".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
+                     for key, value in sorted(setting.items())) or "flags"
+
+
+def _state_dir(args, dataset: str, split_name: str, seed: int, network: str, variant: str) -> Path | None:
+    """The directory of one cell's training states under ``--state-dir`` (None without it)."""
+    if args.state_dir is None:
+        return None
+    return Path(args.state_dir) / f"{dataset}-{split_name.replace(' ', '')}-seed{seed}-{network}-{variant}"
+
+
 def _with(args, setting: dict) -> argparse.Namespace:
     """``args`` with one grid setting's values in place of the flags'."""
     return argparse.Namespace(**{**vars(args), **setting})
@@ -166,10 +190,11 @@ def _train_config(args, seed) -> TrainConfig:
                        compile=args.compile, pad_to_multiple_of=args.pad_to_multiple_of, progress=False)
 
 
-def _train(network, variant, prepared, n_classes, args, seed):
+def _train(network, variant, prepared, n_classes, args, seed, state: Path | None = None):
     """A fresh model for ``args`` from ``seed``, early-stopped on dev; returns it and the FitResult.
 
     Each epoch prints one line (flushed), so the log of a job stopped early still shows how far it got.
+    ``state``: where the run keeps its training state (continued from there with ``--resume`` when it exists).
     """
     seed_everything(seed)
     model = _build(network, variant, prepared, n_classes, args, seed)
@@ -178,7 +203,11 @@ def _train(network, variant, prepared, n_classes, args, seed):
     def log(entry: dict) -> None:
         print(f"  {label}: epoch {entry['epoch']}, train loss {entry['train_loss']:.4f}, dev "
               f"{entry.get('dev_accuracy', float('nan')):.4f}, {entry['seconds']:.0f} s", flush=True)
-    return model, fit(model, prepared.train, prepared.dev, _train_config(args, seed), log=log)
+    resume = bool(args.resume and state is not None and state.exists())
+    if resume:
+        print(f"  {label}: continuing from {state}", flush=True)
+    return model, fit(model, prepared.train, prepared.dev, _train_config(args, seed), log=log, checkpoint_dir=state,
+                      resume=resume)
 
 
 def _build(network, variant, prepared, n_classes, args, seed) -> OrderClassifier:
@@ -241,7 +270,8 @@ def run_dataset(name, args, vectors) -> list[dict]:
         for seed in args.seeds:
             for network in args.networks:
                 for variant in args.variants:
-                    rec = run_cell(network, variant, prepared, dataset.n_classes, args, seed)
+                    state = _state_dir(args, name, split.name, seed, network, variant)
+                    rec = run_cell(network, variant, prepared, dataset.n_classes, args, seed, state)
                     rec.update(dataset=name, split=split.name)
                     if SENSITIVITY and SENSITIVITY[-1][0].startswith(network):
                         label, md = SENSITIVITY.pop()
@@ -491,6 +521,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="training batches padded to a multiple of N tokens (TrainConfig.pad_to_multiple_of; "
                              "default: 8 under --compile reduce-overhead on a GPU, else the longest text)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
+    parser.add_argument("--state-dir", default=None, metavar="DIR",
+                        help="keep every training run's state of its last epoch under DIR (module docstring)")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --state-dir: continue the runs whose state is there (the same results as "
+                             "uninterrupted runs), start the others")
     parser.add_argument("--merge", nargs="+", metavar="RUN_DIR",
                         help="write one table from earlier runs' results.json instead of training")
     return parser

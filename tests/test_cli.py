@@ -224,6 +224,38 @@ def test_the_complex_order_reproduction_uses_the_cli_defaults():
     assert script.parse_arguments(["--no-grid"]).settings == [{}]
 
 
+def test_the_complex_order_reproduction_keeps_and_resumes_each_runs_state(tmp_path, monkeypatch):
+    """--state-dir gives every (cell, grid setting) its own fit() checkpoint directory; --resume continues the runs
+    whose state exists and starts the others (fit refuses resume=True without a state)."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import reproduce_complex_order as script
+    finally:
+        sys.path.pop(0)
+    calls = []
+    monkeypatch.setattr(script, "_build", lambda *a: torch.nn.Linear(1, 1))
+    monkeypatch.setattr(script, "fit", lambda *a, checkpoint_dir, resume, **k: calls.append((checkpoint_dir, resume)))
+    args = script.parse_arguments(["--state-dir", str(tmp_path), "--resume"])
+    cell = script._state_dir(args, "SST2", "fixed", 3, "transformer", "complex_order")
+    assert cell == tmp_path / "SST2-fixed-seed3-transformer-complex_order"
+    (cell / "lr=0.001").mkdir(parents=True)                         # the first setting had started
+    prepared = argparse.Namespace(train=[], dev=[])
+    for setting in args.settings:
+        script._train("transformer", "complex_order", prepared, 2, script._with(args, setting), 3,
+                      cell / script._setting_name(setting))
+    assert calls == [(cell / "lr=0.001", True), (cell / "lr=0.0001", False)]
+    no_state = script.parse_arguments(["--resume"])
+    assert script._state_dir(no_state, "SST2", "fixed", 3, "transformer", "pe") is None
+    assert script._setting_name({}) == "flags" and script._setting_name({"lr": 1e-4, "hidden": 64}) == \
+        "hidden=64,lr=0.0001"
+
+
 @pytest.mark.parametrize("model, extra, fixed", [
     ("cgrnn-classifier", [], None), ("order-classifier", [], 1e-3),        # the order classifier's own default
     ("order-classifier", ["--embedding-lr", "0.5"], 0.5),
