@@ -28,7 +28,9 @@ summed per distinct id (one ``torch.unique`` of the ids shared by the tables) in
 the three steps' to float rounding (the factor :math:`c_b` is applied to the sums, not to each term; tested), the
 keep mask is drawn by the same call as :func:`~qpnlp.nn.functional.complex_dropout` (the same random numbers), and
 the tables' gradients hold the same rows (every id of the batch, masked positions included, the padding row left
-out), so training follows the same path to float rounding.
+out), so training follows the same path to float rounding. With numba (the extra ``fast``), on the CPU, the forward
+and the backward run as the compiled loops of :mod:`qpnlp.nn.order_mean_loop` (the same values to float rounding;
+``QPNLP_ORDER_MEAN_COMPILED=0`` keeps the torch ops).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from torch.autograd.function import once_differentiable
 
 from qpnlp._trig import cos_sin
 
+from . import order_mean_loop
 from .embedding import _table_gradient
 
 __all__ = ["complex_order_mean"]
@@ -53,6 +56,13 @@ class _OrderMean(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase, options):
+        ctx.tables = (amplitude.shape, None if frequency is None else frequency.shape,
+                      None if phase is None else phase.shape)
+        ctx.options = options
+        ids, positions = ids.contiguous(), None if positions is None else positions.contiguous()
+        ctx.compiled = order_mean_loop.accepts(ids, keep, scale, positions, amplitude, frequency, phase)
+        if ctx.compiled:                                # the loops of qpnlp.nn.order_mean_loop (numba)
+            return _OrderMean._compiled_forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase)
         batch, length = ids.shape
         flat = ids.reshape(-1)
         keep = keep.reshape(flat.numel(), keep.shape[-1])     # widths explicit: n = 0 leaves -1 undetermined
@@ -68,10 +78,14 @@ class _OrderMean(torch.autograd.Function):
         cos, sin = cos_sin(a.new_zeros(a.shape) if angle is None else angle)
         pooled = torch.stack(((a * cos).view(shape).sum(1), (a * sin).view(shape).sum(1)), -1)
         ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
-        ctx.tables = (amplitude.shape, None if frequency is None else frequency.shape,
-                      None if phase is None else phase.shape)
-        ctx.options = options
         return torch.view_as_complex(pooled.mul_(scale.unsqueeze(-1)))
+
+    @staticmethod
+    def _compiled_forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase):
+        """The forward as compiled loops: the angles, their cosines and sines (:mod:`qpnlp._trig`), the pooling."""
+        pooled, a, cos, sin = order_mean_loop.forward(ids, keep, scale, positions, amplitude, frequency, phase)
+        ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
+        return torch.view_as_complex(pooled)
 
     @staticmethod
     @once_differentiable
@@ -82,11 +96,17 @@ class _OrderMean(torch.autograd.Function):
         need_r, need_omega, need_theta = ctx.needs_input_grad[4:7]
         batch, length = ids.shape
         g = torch.view_as_real(grad.resolve_conj() * scale)                        # (B, D, 2): c_b G
+        rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
+        if ctx.compiled:                                # one pass over the positions into the (U, D) sums
+            sums = order_mean_loop.row_gradients(inverse.view(batch, length), rows.numel(), g.contiguous(), keep,
+                                                 positions, a, cos, sin, (need_r, need_omega, need_theta))
+            return None, None, None, None, *(
+                None if s is None else _table_gradient(s, rows, table_shape, padding_idx, sparse)
+                for s, table_shape in zip(sums, ctx.tables)), None
         # contiguous parts: a product broadcast from a strided (B, 1, D) operand took 3.5x as long
         g_re, g_im = (g[..., i].contiguous().unsqueeze(1) for i in (0, 1))         # (B, 1, D)
         shape = (batch, length, cos.shape[-1])
         cos, sin = cos.view(shape), sin.view(shape)
-        rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
 
         def table(values, table_shape):                     # (n, D) per position -> coalesced (V, D) gradient
             summed = values.new_zeros(rows.numel(), values.shape[-1]).index_add_(0, inverse, values)
