@@ -49,14 +49,18 @@ def available() -> bool:
 
 
 def describe(device: torch.device | str) -> str:
-    """One line for a training log: whether the step's pairs run compiled on ``device``, and how to get it."""
+    """One line for a training log: whether the SGD step runs compiled on ``device``, and how to get it.
+
+    Compiled means the whole step (:mod:`~qpnlp.word2fun.fused_step`) where it applies (families II-IV,
+    negatives shared by the batch: ``fit``'s defaults), otherwise the step's pairs (this module).
+    """
     if torch.device(device).type != "cpu":
-        return "pair loop: torch ops (the compiled loop is for the CPU)"
+        return "SGD step: torch ops (the compiled step is for the CPU)"
     if available():
-        return "pair loop: compiled (numba)"
+        return "SGD step: compiled (numba; the whole step for families II-IV with shared negatives, else the pairs)"
     if not _numba.HAVE_NUMBA:
-        return "pair loop: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.8x the time per step)"
-    return "pair loop: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
+        return "SGD step: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.7x the time per step)"
+    return "SGD step: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
 
 
 def accepts(*tensors: torch.Tensor) -> bool:

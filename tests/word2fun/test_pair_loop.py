@@ -101,9 +101,9 @@ def test_nan_propagates_to_the_loss():
 
 
 def test_the_training_log_says_which_loop_runs(monkeypatch):
-    assert pair_loop.describe("cpu") == "pair loop: compiled (numba)"
+    assert pair_loop.describe("cpu").startswith("SGD step: compiled (numba; the whole step for families II-IV")
     assert "torch ops" in pair_loop.describe("meta")
     monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
-    assert pair_loop.describe("cpu") == "pair loop: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
+    assert pair_loop.describe("cpu") == "SGD step: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
     monkeypatch.setattr(_numba, "HAVE_NUMBA", False)
     assert "qpnlp[fast]" in pair_loop.describe("cpu")
