@@ -56,7 +56,7 @@ BLOCK_TOKENS = 1 << 20
 #: among 10, 20, 30 and 60 (``benchmarks/results/word2fun/changepoint/``).
 STEP_RATE_AT_CHANGE_POINTS = 30.0
 #: Step multiplier of the centres of steps that start at their change points (``TrainConfig.step_centre_lr``
-#: when None; mid-span starts use :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`, 0.03, as they have to travel):
+#: when None; mid-span starts use :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`, 0.03, as they have to travel):
 #: selected on the drift benchmark's selection seeds (``benchmarks/results/word2fun/changepoint/``).
 STEP_CENTRE_LR_AT_CHANGE_POINTS = 0.01
 

@@ -105,7 +105,7 @@ class TrainConfig:
     default learning rate and batch.
 
     ``step_centre_lr`` multiplies the learning rate of the logistic steps'
-    centres :math:`c_u` (None: :data:`~qpnlp.word2fun.sgd.STEP_CENTRE_LR`,
+    centres :math:`c_u` (None: :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`,
     0.03, for steps that start mid-span; :func:`~qpnlp.word2fun.train.fit`
     uses :data:`~qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`
     when the steps start at their change points).

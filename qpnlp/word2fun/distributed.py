@@ -198,7 +198,7 @@ class ParameterSync:
         Its parameters that require gradients take part (a frozen compass does not).
     bounds : mapping, optional
         ``{parameter name: (lo, hi)}``: the summed values of these parameters are
-        clipped to ``[lo, hi]`` (:func:`~qpnlp.word2fun.sgd.step_bounds`).
+        clipped to ``[lo, hi]`` (:func:`~qpnlp.word2fun.step_sizes.step_bounds`).
     """
 
     def __init__(self, model: torch.nn.Module, bounds: Mapping[str, tuple[float, float]] | None = None):

@@ -30,8 +30,8 @@ coordinates, ``h = D / 2``, ``V`` words.  In the order the step runs:
    (:math:`r_n` = ``row_lr``), minus :math:`\\eta \\lambda_n r_n \\partial\\rho/\\partial` rows
    (:func:`~qpnlp.word2fun.sgd.roughness`);
 6. those steps added into the word's rows in token order (as ``index_add_`` accumulates repeated
-   words), each table's step times its multiplier (:func:`~qpnlp.word2fun.sgd._lr_factor`);
-7. the word's step centre and log-rate projected onto their ranges (:func:`~qpnlp.word2fun.sgd.step_bounds`).
+   words), each table's step times its multiplier (:func:`~qpnlp.word2fun.step_sizes.table_lr_factor`);
+7. the word's step centre and log-rate projected onto their ranges (:func:`~qpnlp.word2fun.step_sizes.step_bounds`).
 
 Steps 5-7 touch only the word's own rows, so taking the words one after another is the torch ops'
 gather, steps, ``index_add_`` and projection, with each row read and written while it is in cache.
@@ -62,6 +62,7 @@ from qpnlp import _numba
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.model import Word2Fun
+from qpnlp.word2fun.step_sizes import row_step_scales, step_bounds, table_lr_factor
 
 __all__ = ["ENABLED", "FAMILIES", "accepts", "fused_sgd_step"]
 
@@ -516,32 +517,32 @@ def _per_token(t: torch.Tensor, n: int, what: str) -> torch.Tensor:
 
 
 def _row_scales(roughness_penalty, row_lr, lr: float, n: int, dtype: torch.dtype) -> tuple:
-    """``(row_mult, rough, smooth)``: :math:`-\\eta r_n` and :math:`\\eta \\lambda_n r_n` (1 or N values, the
-    model's dtype, rounded as the torch step rounds them), and whether roughness steps are taken."""
+    """``(row_mult, rough, smooth)``: :func:`~qpnlp.word2fun.step_sizes.row_step_scales` as arrays of 1 or N
+    values in the model's dtype (per-token values checked to be N), and whether roughness steps are taken."""
     if row_lr is not None:
-        row_lr = _per_token(row_lr, n, "row_lr")
-        row_mult = _array(row_lr.to(dtype).mul(-lr).contiguous())
-    else:
-        row_mult = np.array([-lr], np.float32 if dtype == torch.float32 else np.float64)
+        _per_token(row_lr, n, "row_lr")
     if isinstance(roughness_penalty, torch.Tensor):
-        lam = _per_token(roughness_penalty, n, "roughness_penalty")
-        lam = lam if row_lr is None else lam * row_lr
-        return row_mult, _array((lam.to(dtype) * lr).contiguous()), True
-    if roughness_penalty > 0 and row_lr is not None:
-        return row_mult, _array(((row_lr * float(roughness_penalty)).to(dtype) * lr).contiguous()), True
-    return row_mult, np.array([lr * roughness_penalty], row_mult.dtype), roughness_penalty > 0
+        _per_token(roughness_penalty, n, "roughness_penalty")
+    row, rough = row_step_scales(roughness_penalty, row_lr, lr, dtype)
+    return _values(row, dtype), _values(0.0 if rough is None else rough, dtype), rough is not None
+
+
+def _values(x: float | torch.Tensor, dtype: torch.dtype) -> np.ndarray:
+    """A tensor's values, or a float as one value, as a contiguous array of ``dtype``."""
+    if isinstance(x, torch.Tensor):
+        return _array(x.contiguous())
+    return np.array([x], np.float32 if dtype == torch.float32 else np.float64)
 
 
 def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor,
                    context: torch.Tensor, negatives: torch.Tensor, lr: float,
                    roughness_penalty: float | torch.Tensor, row_lr: torch.Tensor | None, negative_weight: float,
-                   centre_lr: float, *, lr_factor, bounds: dict) -> torch.Tensor:
+                   centre_lr: float) -> torch.Tensor:
     """:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor` as one compiled call (see :func:`accepts`).
 
-    Same parameters and result (the summed loss before the step, a tensor of the model's dtype), plus
-    ``lr_factor`` (``name, S, centre_lr -> multiplier``) and ``bounds`` (``{"step_centre.weight": (lo, hi),
-    ...}``) from :mod:`~qpnlp.word2fun.sgd`, which calls this function.  Raises ``IndexError`` for ids out of
-    range and ``ValueError`` for shapes that do not match, before anything is written.
+    Same parameters and result (the summed loss before the step, a tensor of the model's dtype), with the
+    step sizes and bounds of :mod:`~qpnlp.word2fun.step_sizes`, as in the torch ops.  Raises ``IndexError``
+    for ids out of range and ``ValueError`` for shapes that do not match, before anything is written.
     """
     weights, H = _weights(model), model.compass.weight
     V, N, B, dtype = model.vocab_size, words.shape[0], context.shape[0], H.dtype
@@ -552,13 +553,14 @@ def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pa
            _index(negatives, V, "negative"))
     row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, dtype)
     ts, S = model.time_scale, model.time_scale.scale
+    bounds = step_bounds(model)
     (c_lo, c_hi), (l_lo, l_hi) = bounds.get("step_centre.weight", (0.0, 1.0)), bounds.get("step_rate.weight", (0, 1))
     nums = np.array([lr, ts.start, ts.end - ts.start, S, negative_weight, c_lo, c_hi, l_lo, l_hi], row_mult.dtype)
     empty = np.empty((0, 0), row_mult.dtype)
     tabs = tuple(empty if w is None else _array(w) for w in weights)
     present = tuple(w is not None and not (model.family == "II" and name.startswith("omega"))
                     for name, w in zip(TABLES, weights))
-    factors = np.array([lr_factor(name, S, centre_lr) for name in TABLES], row_mult.dtype)
+    factors = np.array([table_lr_factor(name, S, centre_lr) for name in TABLES], row_mult.dtype)
     flags = (model.family != "II", model.family == "IV", model.logistic, dtype == torch.float32,
              not model.freeze_compass, bool(smooth))
     loss = _kernel()(tabs, _array(H), ids[0], _array(times.to(dtype).contiguous()), ids[1], ids[2], ids[3], nums,

@@ -49,7 +49,8 @@ from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.sgd import STEP_CENTRE_LR, centre_sgd_step_tensor
+from qpnlp.word2fun.sgd import centre_sgd_step_tensor
+from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 from qpnlp.word2fun.sources import ArraySource
 
 __all__ = ["TrainStats", "train_source"]

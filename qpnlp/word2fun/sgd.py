@@ -29,39 +29,15 @@ torch ops below run, with the pairs in a compiled loop where they can (:mod:`~qp
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
 from qpnlp.word2fun import fused_step, pair_loop
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN, Word2Fun
+from qpnlp.word2fun.model import Word2Fun
+from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
 
 __all__ = ["roughness", "sgd_step", "centre_sgd_step", "centre_sgd_step_tensor"]
-
-
-#: Step multiplier of the centre :math:`c_u` of the logistic step (fraction of the span) for steps that start
-#: mid-span, selected on the drift benchmark (``TrainConfig.step_centre_lr``; steps that start at their change
-#: points use :data:`qpnlp.word2fun.changepoint.STEP_CENTRE_LR_AT_CHANGE_POINTS`).
-STEP_CENTRE_LR = 0.03
-#: Step multiplier of the log-rate :math:`\\ell_u = \\log k_u` of the logistic step.
-STEP_RATE_LR = 10.0
-
-
-def _lr_factor(name: str, scale: float, centre_lr: float = STEP_CENTRE_LR) -> float:
-    """Step multiplier per table: :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S),
-    :math:`\\partial f/\\partial K = \\tau` (step / S^2, i.e. SGD on the slope per unit of the whole span),
-    the logistic step's centre ``centre_lr`` and log-rate :data:`STEP_RATE_LR`."""
-    if name in ("omega1", "omega2"):
-        return 1.0 / scale
-    if name == "slope":
-        return 1.0 / scale**2
-    if name == "step_centre":
-        return centre_lr
-    if name == "step_rate":
-        return STEP_RATE_LR
-    return 1.0
 
 
 def _check_sinusoidal(model: Word2Fun) -> None:
@@ -351,8 +327,7 @@ def centre_sgd_step_tensor(
     """
     if fused_step.accepts(model, negatives, words, times, pair_centre, context, roughness_penalty, row_lr):
         return fused_step.fused_sgd_step(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
-                                         row_lr, negative_weight, centre_lr, lr_factor=_lr_factor,
-                                         bounds=step_bounds(model))
+                                         row_lr, negative_weight, centre_lr)
     N, B = words.shape[0], context.shape[0]
     tau = model.time_scale.normalise(times.to(model.dtype))  # float64 times stay float64 in a float64 model
     tabs = model.tables(words, tau)
@@ -379,24 +354,15 @@ def centre_sgd_step_tensor(
         loss += _per_pair_negatives(f, H, g_f, pair_centre, negatives, negative_weight, lr if train_h else 0.0)
     if train_h:  # positives last
         _add_positive_compass(H, f, pair_centre, context, gp.mul_(-lr), chunk)
-    if row_lr is None:
-        row_steps, shared = vjp(g_f.mul_(-lr))  # the VJP is linear: pull back -lr dL/df
-    else:
-        row_steps, shared = vjp(g_f.mul_(row_lr.to(f.dtype).mul(-lr)[:, None]))
-    # decided on the host (no device sync): a weight tensor always steps a sinusoidal family (zero rows add nothing)
-    if isinstance(roughness_penalty, torch.Tensor) and model.family in SINUSOIDAL_FAMILIES:
-        lam = roughness_penalty if row_lr is None else roughness_penalty * row_lr
-        _add_roughness_steps(model, rows, row_steps, lam.to(f.dtype) * lr)
-    elif isinstance(roughness_penalty, torch.Tensor):
-        if bool((roughness_penalty > 0).any()):       # a penalty the family has no roughness for
-            _check_sinusoidal(model)
-    elif roughness_penalty > 0 and row_lr is not None:
-        _add_roughness_steps(model, rows, row_steps, (row_lr * float(roughness_penalty)).to(f.dtype) * lr)
-    elif roughness_penalty > 0:
-        _add_roughness_steps(model, rows, row_steps, lr * roughness_penalty)
+    row, rough = row_step_scales(roughness_penalty, row_lr, lr, f.dtype)
+    row_steps, shared = vjp(g_f.mul_(row if row_lr is None else row[:, None]))  # the VJP is linear: pull back -lr dL/df
+    if rough is not None and model.family in SINUSOIDAL_FAMILIES:
+        _add_roughness_steps(model, rows, row_steps, rough)
+    elif rough is not None and (not isinstance(rough, torch.Tensor) or bool((roughness_penalty > 0).any())):
+        _check_sinusoidal(model)  # a penalty the family has no roughness for
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():
-        _scatter_rows(w_, i, row_steps[name], _lr_factor(name, scale, centre_lr))
+        _scatter_rows(w_, i, row_steps[name], table_lr_factor(name, scale, centre_lr))
     for name, g in shared.items():
         getattr(model, name).add_(g, alpha=1.0 / B)
     if model.logistic:
@@ -404,25 +370,8 @@ def centre_sgd_step_tensor(
     return loss
 
 
-def step_bounds(model: Word2Fun) -> dict:
-    """The ranges projected SGD keeps the logistic step in, ``{parameter name: (lo, hi)}`` (empty without the step).
-
-    :math:`c_u \\in [0, 1]` and :math:`\\ell_u = \\log k_u \\in [\\log k_{min}, \\log k_{max}]`
-    (:func:`_project_step`; a distributed run projects the summed updates again,
-    :class:`~qpnlp.word2fun.distributed.ParameterSync`).
-    """
-    if not model.logistic:
-        return {}
-    return {"step_centre.weight": (0.0, 1.0), "step_rate.weight": (math.log(STEP_RATE_MIN), math.log(STEP_RATE_MAX))}
-
-
 def _project_step(model: Word2Fun, tabs: dict) -> None:
-    """Projected SGD: the rows just updated get :math:`c_u \\in [0, 1]` and :math:`k_u \\in [k_{min}, k_{max}]`.
-
-    A centre outside the span or a rate below ``STEP_RATE_MIN`` would make the
-    step a constant (absorbed by :math:`B_u`) or a slope: the logistic term
-    stays an S-shaped change inside the span, at most as slow as it starts.
-    """
+    """Projected SGD: the rows just updated are clipped to :func:`~qpnlp.word2fun.step_sizes.step_bounds`."""
     for param, (lo, hi) in step_bounds(model).items():
         w, i = tabs[param.split(".")[0]]
         w.index_copy_(0, i, w.index_select(0, i).clamp_(lo, hi))

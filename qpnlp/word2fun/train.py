@@ -46,7 +46,7 @@ from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.loop import TrainStats, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
-from qpnlp.word2fun.sgd import step_bounds
+from qpnlp.word2fun.step_sizes import step_bounds
 from qpnlp.word2fun.sources import ArraySource, StreamSource
 
 __all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig: .config, TrainStats: .loop

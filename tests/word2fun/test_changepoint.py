@@ -138,13 +138,13 @@ def test_a_streamed_corpus_gets_the_same_centres(tmp_path):
 
 def test_change_point_starts_step_their_centres_slower_unless_told(monkeypatch):
     import qpnlp.word2fun.train as train_module
-    from qpnlp.word2fun import sgd
+    from qpnlp.word2fun import sgd, step_sizes
 
     used = []
     real = sgd.centre_sgd_step_tensor
 
     def spy(*args, **kwargs):
-        used.append(args[10] if len(args) > 10 else kwargs.get("centre_lr", sgd.STEP_CENTRE_LR))
+        used.append(args[10] if len(args) > 10 else kwargs.get("centre_lr", step_sizes.STEP_CENTRE_LR))
         return real(*args, **kwargs)
 
     monkeypatch.setattr("qpnlp.word2fun.loop.centre_sgd_step_tensor", spy)
@@ -153,7 +153,7 @@ def test_change_point_starts_step_their_centres_slower_unless_told(monkeypatch):
     assert set(used) == {cp.STEP_CENTRE_LR_AT_CHANGE_POINTS}
     used.clear()
     fit(corpus, TrainConfig(epochs=1), dim=8, min_count=1, step_centres="middle")
-    assert set(used) == {sgd.STEP_CENTRE_LR}
+    assert set(used) == {step_sizes.STEP_CENTRE_LR}
     used.clear()
     fit(corpus, TrainConfig(epochs=1, step_centre_lr=0.5), dim=8, min_count=1)
     assert set(used) == {0.5}

@@ -309,7 +309,7 @@ def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeyp
 
     from qpnlp.word2fun import distributed
     from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN
-    from qpnlp.word2fun.sgd import step_bounds
+    from qpnlp.word2fun.step_sizes import step_bounds
 
     monkeypatch.setattr(distributed, "_dist", lambda: _TwoEqualProcesses())
     model = make(3, 4, family="IV", logistic=True)

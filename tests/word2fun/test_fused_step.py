@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from qpnlp.data import TimestampedCorpus
-from qpnlp.word2fun import TrainConfig, fit, fused_step, sgd
+from qpnlp.word2fun import TrainConfig, fit, fused_step, step_sizes
 from qpnlp.word2fun.sgd import centre_sgd_step_tensor
 
 pytest.importorskip("numba", reason="the compiled step needs numba (the extra 'fast', in 'test')")
@@ -113,7 +113,7 @@ def test_the_projection_keeps_the_step_in_its_ranges(make, monkeypatch):
             m.step_rate.weight.fill_(5.29)  # near log 200
             m.step_centre.weight.fill_(0.999)
         results.append(_train(m, batches, fused, lr=5.0)[1])
-        lo, hi = sgd.step_bounds(m)["step_rate.weight"]
+        lo, hi = step_sizes.step_bounds(m)["step_rate.weight"]
         rate, centre = m.step_rate.weight.detach(), m.step_centre.weight.detach()
         assert float(rate.min()) == lo and float(rate.max()) <= hi
         assert 0.0 <= float(centre.min()) and float(centre.max()) <= 1.0

@@ -107,7 +107,7 @@ def test_the_sgd_step_with_the_step_equals_autograd_sgd_and_projects(make, rando
     centre_sgd_step(m, words, times, pc, ctx, neg, lr, lam)
     # autograd: the summed loss over the pairs plus lambda * rho per centre token
     from qpnlp.word2fun.functions import word2fun_loss
-    from qpnlp.word2fun.sgd import _lr_factor
+    from qpnlp.word2fun.step_sizes import table_lr_factor
 
     f = ref.vectors(words[pc], times[pc])
     loss = word2fun_loss(f, ref.compass(ctx), ref.compass(neg), reduction="sum")
@@ -118,7 +118,7 @@ def test_the_sgd_step_with_the_step_equals_autograd_sgd_and_projects(make, rando
     with torch.no_grad():
         for name, p in ref.named_parameters():
             table = name.split(".")[0]
-            p.sub_(lr * _lr_factor(table, ref.time_scale.scale) * p.grad)
+            p.sub_(lr * table_lr_factor(table, ref.time_scale.scale) * p.grad)
     for (name, p), q in zip(ref.named_parameters(), m.parameters()):
         torch.testing.assert_close(q, p, msg=name)
     # projection: a huge step leaves c_u in [0, 1] and k_u in [STEP_RATE_MIN, STEP_RATE_MAX] for the rows updated
