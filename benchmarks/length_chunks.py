@@ -7,13 +7,18 @@ chunk their training batches (``Model.chunk_training``). Real batches:
   ``benchmarks/cnm_train_step.py`` samples them; CNM d=50, k=300, windows
   1-4, no dropout (the ``qpnlp train cnm --dataset trecqa`` defaults);
 * ``qpdn-50``, ``qpdn-300``: MR sentences in shuffled batches of 32; QPDN
-  d=50 or 300, k=50, trainable weighting, no dropout.
+  d=50 or 300, k=50, trainable weighting, no dropout;
+* ``order-NETWORK-EMBEDDING-D`` (e.g. ``order-transformer-complex_order-300``): SST-2 phrases in shuffled
+  batches of 32 (29% of the padded positions are words); the order classifier as
+  ``benchmarks/reproduce_complex_order.py`` trains it (its defaults, dropout 0.1, random vectors of dimension D).
 
 Each timed call runs the same ``--batches`` batches (forward, backward,
 optimiser step); variants alternate within each round
 (``benchmarks/_bench.py``), times are per batch, one thread, CPU time.
 
     QPNLP_DATA=... python benchmarks/length_chunks.py --overheads off 0 64 128 256 512 1024
+    QPNLP_DATA=... python benchmarks/length_chunks.py --cases order-transformer-pe-300 \
+        order-transformer-complex_order-300 --overheads off 256
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from _bench import interleaved, ratio, summary, uptime  # noqa: E402
 from cnm_train_step import batches as trecqa_batches  # noqa: E402
 
 from qpnlp.commands._types import chunk_overhead_type  # noqa: E402
-from qpnlp.data import EncodedTexts, Vocabulary, load_classification  # noqa: E402
+from qpnlp.data import EncodedTexts, Vocabulary, load_classification, splits  # noqa: E402
 from qpnlp.data.batching import iterate_batches  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
+from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import Optimisers, TrainConfig, chunked  # noqa: E402
+from qpnlp.training.classification import prepare  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
 
 
@@ -54,6 +61,16 @@ def cnm_steps(args):
     return run, len(data)
 
 
+def classifier_run(model, optimisers, data):
+    """A function of the overhead: one pass of training steps over the classification batches ``data``."""
+    def run(overhead):
+        for ids, mask, labels in data:
+            optimisers.zero_grad()
+            torch.nn.functional.cross_entropy(chunked(model, [(ids, mask)], overhead), labels).backward()
+            optimisers.step()
+    return run
+
+
 def qpdn_steps(args, dim: int):
     dataset = load_classification("MR")
     texts = [list(t) for t in dataset.texts]
@@ -63,19 +80,32 @@ def qpdn_steps(args, dim: int):
     model = QPDN(QPDNConfig(num_words=len(vocab), num_classes=2, dim=dim, num_measurements=50,
                             weighting="trainable"), generator=torch.Generator().manual_seed(0)).train()
     optimisers = Optimisers(model, TrainConfig(embedding_lr=1e-3))
+    return classifier_run(model, optimisers, data), len(data)
 
-    def run(overhead):
-        for ids, mask, labels in data:
-            optimisers.zero_grad()
-            torch.nn.functional.cross_entropy(chunked(model, [(ids, mask)], overhead), labels).backward()
-            optimisers.step()
-    return run, len(data)
+
+ORDER_CASES = [f"order-{n}-{e}-{d}" for n in ("fasttext", "cnn", "rnn", "transformer")
+               for e in ("none", "pe", "tpe", "complex_order", "complex_vanilla") for d in (50, 300)]
+
+
+def order_steps(args, case: str):
+    """The order classifier of ``case`` on SST-2 training batches of 32 (the reproduction's first epoch)."""
+    _, network, embedding, dim = case.split("-")
+    dataset = load_classification("SST2")
+    prepared = prepare(dataset, next(iter(splits(dataset, seed=0))), None)
+    data = list(iterate_batches(prepared.train, 32, shuffle=True, seed=0, epoch=1))[:args.batches]
+    max_len = max(len(t) for part in (prepared.train, prepared.dev, prepared.test) for t in part.ids) + 1
+    config = OrderClassifierConfig(num_words=len(prepared.vocab), num_classes=2, network=network,
+                                   embedding=embedding, dim=int(dim), max_len=max_len)
+    model = OrderClassifier(config, generator=torch.Generator().manual_seed(0)).train()
+    defaults = {k: v for k, v in OrderClassifier.training_defaults.items() if k != "select"}
+    optimisers = Optimisers(model, TrainConfig(**defaults))
+    return classifier_run(model, optimisers, data), len(data)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=["cnm", "qpdn-50", "qpdn-300"],
-                        choices=["cnm", "qpdn-50", "qpdn-300"])
+                        choices=["cnm", "qpdn-50", "qpdn-300", *ORDER_CASES], metavar="CASE")
     parser.add_argument("--overheads", nargs="+", type=chunk_overhead_type, default=[None, 64, 128, 256, 512, 1024])
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
@@ -86,7 +116,10 @@ def main() -> None:
     print(f"load before: {uptime()}", flush=True)
     out = {}
     for case in args.cases:
-        run, n = cnm_steps(args) if case == "cnm" else qpdn_steps(args, int(case.split("-")[1]))
+        if case.startswith("order-"):
+            run, n = order_steps(args, case)
+        else:
+            run, n = cnm_steps(args) if case == "cnm" else qpdn_steps(args, int(case.split("-")[1]))
         name = {o: "whole" if o is None else f"overhead {o}" for o in args.overheads}
         print(f"{case}: {n} batches per call", flush=True)
         times = interleaved({name[o]: (lambda o=o: run(o)) for o in args.overheads}, rounds=args.rounds,

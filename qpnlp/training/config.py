@@ -79,8 +79,8 @@ class TrainConfig:
     (:mod:`qpnlp.training.length_chunks`; the value is the cost of one more
     chunk in padded positions): the same outputs and gradients to rounding,
     for less padding; ``None`` passes every batch whole. Evaluation batches
-    are chunked; training batches only for models that ask for it and have no
-    active dropout (chunks would draw its masks in another order).
+    are chunked; training batches only for models that ask for it (dropout then
+    draws its masks chunk by chunk: the same distribution, another random stream).
     ``compile`` runs the training steps' forward through ``torch.compile`` in
     that mode (``"default"``, ``"reduce-overhead"``, ...; ``None``: eager), for
     the models it speeds up (CNM; :mod:`qpnlp.training.compiled`).

@@ -79,7 +79,7 @@ def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
 
 def training_chunks(model: nn.Module, config: TrainConfig) -> int | None:
     """The ``length_chunks`` of the training steps: the config's for a model that asks for chunked training
-    batches and has no active dropout (:func:`~qpnlp.training.length_chunks.chunks_in_training`), else ``None``."""
+    batches (:func:`~qpnlp.training.length_chunks.chunks_in_training`), else ``None``."""
     return config.length_chunks if chunks_in_training(model) else None
 
 

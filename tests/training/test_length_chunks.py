@@ -11,7 +11,7 @@ import torch
 from qpnlp.data import EncodedTexts
 from qpnlp.models import get_model_class
 from qpnlp.training import TrainConfig, chunked, fit, plan_chunks, predict
-from qpnlp.training.length_chunks import chunks_in_training, draws_random_numbers
+from qpnlp.training.length_chunks import chunks_in_training
 from qpnlp.training import ConfigError
 from qpnlp.training.trainer import training_chunks
 
@@ -101,11 +101,8 @@ def test_one_chunk_passes_the_batch_through_untouched():
     assert len(seen) == 1 and seen[0][0] is ids and seen[0][1] is mask
 
 
-@pytest.mark.parametrize("name", [n for n in MODELS if get_model_class(n).task == "classification"])
-def test_classifier_outputs_and_gradients_equal_one_pass(name):
-    model = _model(name)
-    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4])
-    assert len(plan_chunks([mask.sum(-1)], overhead=0)) > 1
+def _assert_chunks_match_one_pass(model, ids, mask):
+    """Eval outputs and training gradients (no dropout) on chunks equal those of one pass."""
     model.eval()
     with torch.no_grad():
         torch.testing.assert_close(chunked(model, [(ids, mask)], overhead=0), model(ids, mask), atol=1e-5, rtol=1e-5)
@@ -120,6 +117,14 @@ def test_classifier_outputs_and_gradients_equal_one_pass(name):
         torch.testing.assert_close(grads[1][key], grads[0][key], atol=1e-5, rtol=1e-4, msg=key)
 
 
+@pytest.mark.parametrize("name", [n for n in MODELS if get_model_class(n).task == "classification"])
+def test_classifier_outputs_and_gradients_equal_one_pass(name):
+    model = _model(name)
+    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4])
+    assert len(plan_chunks([mask.sum(-1)], overhead=0)) > 1
+    _assert_chunks_match_one_pass(model, ids, mask)
+
+
 @pytest.mark.parametrize("name", ["cnm", "cnm_real"])
 def test_matching_scores_equal_one_pass(name):
     model = _model(name).eval()
@@ -129,13 +134,37 @@ def test_matching_scores_equal_one_pass(name):
         torch.testing.assert_close(chunked(model, [q, a], overhead=0), model(*q, *a), atol=1e-6, rtol=1e-5)
 
 
-def test_dropout_is_recognised_so_training_batches_stay_whole():
-    assert not draws_random_numbers(_model("qpdn"))
-    assert draws_random_numbers(_model("qpdn", dropout=0.3))
-    assert draws_random_numbers(_model("order_classifier", dropout=0.1))
-    assert not draws_random_numbers(_model("order_classifier"))
-    assert chunks_in_training(_model("cnm")) and not chunks_in_training(_model("cnm", dropout=0.1))
+def test_models_that_ask_chunk_their_training_batches_with_or_without_dropout():
+    assert chunks_in_training(_model("cnm")) and chunks_in_training(_model("cnm", dropout=0.1))
     assert not chunks_in_training(_model("qpdn"))                  # cheap calls: the trainers keep batches whole
+    for network in ("cnn", "rnn", "transformer"):
+        assert chunks_in_training(_model("order_classifier", network=network, dropout=0.1))
+    assert not chunks_in_training(_model("order_classifier", network="fasttext"))
+    config = TrainConfig(progress=False)
+    assert training_chunks(_model("order_classifier", dropout=0.1), config) == config.length_chunks
+    assert training_chunks(_model("order_classifier"), TrainConfig(progress=False, length_chunks=None)) is None
+
+
+@pytest.mark.parametrize("network", ["fasttext", "cnn", "rnn", "transformer"])
+@pytest.mark.parametrize("embedding", ["none", "pe", "tpe", "complex_order", "complex_vanilla"])
+def test_every_order_classifier_gives_one_pass_outputs_and_gradients_on_chunks(network, embedding):
+    model = _model("order_classifier", network=network, embedding=embedding, filters=3, kernel_sizes=[1, 2],
+                   hidden=5)
+    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4])
+    _assert_chunks_match_one_pass(model, ids, mask)
+
+
+def test_dropout_on_chunks_draws_masks_of_the_same_rate():
+    """Chunked training with dropout keeps the drop rate: the masks are drawn per chunk, not skipped."""
+    model = _model("order_classifier", network="cnn", dropout=0.5, filters=3, kernel_sizes=[1, 2]).train()
+    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4] * 20)
+    seen = []
+    model.drop.register_forward_hook(lambda module, args, out: seen.append((args[0], out)))
+    torch.manual_seed(0)
+    chunked(model, [(ids, mask)], overhead=0)
+    assert len(seen) > 1                                            # one dropout call per chunk
+    kept = torch.cat([(out != 0).flatten() for inp, out in seen if inp.numel()]).float().mean()
+    assert 0.45 < float(kept) < 0.55
 
 
 def test_a_batch_whose_padding_costs_less_than_a_call_is_not_planned():
