@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from qpnlp.data import EncodedTexts
-from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig
+from qpnlp.models import CNM, QPDN, CNMConfig, OrderClassifier, OrderClassifierConfig, QPDNConfig
 from qpnlp.training import Optimisers, TrainConfig, fit
 from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
 from qpnlp.training.state import JSON_FILE, TENSORS_FILE
@@ -52,6 +52,13 @@ def _cnm(seed):
                generator=torch.Generator().manual_seed(seed))
 
 
+def _order_transformer(seed):
+    """A complex-order Transformer with dropout: its training batches are cut into chunks (``length_chunks=0``)."""
+    return OrderClassifier(OrderClassifierConfig(num_words=20, num_classes=2, network="transformer",
+                                                 embedding="complex_order", dim=4, heads=2, ffn_hidden=6,
+                                                 dropout=0.2), generator=torch.Generator().manual_seed(seed))
+
+
 def _stop_at(epoch):
     """An epoch observer that presses Ctrl-C during epoch ``epoch`` (after its dev score, before it is saved)."""
     seen = []
@@ -67,6 +74,8 @@ def _stop_at(epoch):
 TASKS = {
     "classification": (lambda seed: _qpdn(seed), lambda **kw: TrainConfig(**kw),
                        lambda m, cfg, **kw: fit(m, _texts(), _texts(seed=1), cfg, **kw)),
+    "chunked classification": (lambda seed: _order_transformer(seed), lambda **kw: TrainConfig(**{"length_chunks": 0, **kw}),
+                               lambda m, cfg, **kw: fit(m, _texts(), _texts(seed=1), cfg, **kw)),
     "matching": (lambda seed: _cnm(seed), lambda **kw: MatchingConfig(**kw),
                  lambda m, cfg, **kw: fit_matching(m, _qa(), _qa(seed=1), cfg, **kw)),
 }
