@@ -335,3 +335,25 @@ def test_import_takes_two_plugin_files_of_the_same_name(tmp_path):
         for name in set(sys.modules) - before:
             if name.startswith("qpnlp_plugin_"):
                 del sys.modules[name]
+
+
+def test_the_job_runner_keeps_each_runs_log_and_walltime(tmp_path):
+    """benchmarks/parallel_jobs.sh appends to a job's log (a resumable job run again keeps its earlier output) and
+    records every run's exit status."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "parallel_jobs.sh"
+    jobs = tmp_path / "jobs.txt"
+    jobs.write_text("# a comment\nok|echo ran in $JOB_OUT\nfails|exit 3\n")
+    for _ in range(2):
+        subprocess.run(["bash", str(script), str(jobs), "2", str(tmp_path / "out")], check=True, cwd=tmp_path)
+    log = (tmp_path / "out" / "ok.log").read_text().splitlines()
+    assert [line.startswith("=== started ") for line in log] == [True, False, True, False]
+    assert log[1] == log[3] == f"ran in {tmp_path / 'out' / 'ok'}"
+    walltimes = sorted(line.split(" s")[0].rsplit(" ", 1)[0] for line in
+                       (tmp_path / "out" / "walltimes.txt").read_text().splitlines())
+    assert walltimes == ["fails rc=3", "fails rc=3", "ok rc=0", "ok rc=0"]
+    bad = subprocess.run(["bash", str(script), str(tmp_path / "missing.txt"), "2", str(tmp_path / "out")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
