@@ -203,8 +203,8 @@ class OrderClassifier(Model):
     def chunk_training(self) -> bool:
         """Cut training batches into length-sorted chunks (:mod:`qpnlp.training.length_chunks`) for the CNN, RNN
         and Transformer: SST-2's phrases fill 29% of their padded batches, and a Transformer step at D=300 on
-        chunks is about 2x faster (``benchmarks/length_chunks.py --order``); FastText's calls cost more than
-        its padding."""
+        chunks is 1.6-1.7x faster (``benchmarks/length_chunks.py --cases order-transformer-pe-300 ...``);
+        FastText's calls cost more than its padding."""
         return self.config.network != "fasttext"
 
     def __init__(self, config: OrderClassifierConfig, *, pretrained: Tensor | None = None,
