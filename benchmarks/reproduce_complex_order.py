@@ -74,10 +74,12 @@ from qpnlp.data.vectors import VECTOR_SETS, load_vectors
 from qpnlp.interpret.positional import positional_sensitivity
 from qpnlp.nn import EMBEDDING_KINDS
 from qpnlp.commands._config_options import grid_less_given, recorded
+from qpnlp.commands._types import chunk_overhead_type
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, accuracy, fit, seed_everything
 from qpnlp.training.classification import parse_grid, prepare
 from qpnlp.training import ConfigError, TrainingDiverged
+from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's folder)
 
@@ -187,7 +189,8 @@ def _with(args, setting: dict) -> argparse.Namespace:
 def _train_config(args, seed) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, embedding_lr=args.embedding_lr,
                        weight_decay=args.weight_decay, patience=args.patience, seed=seed, device=args.device,
-                       compile=args.compile, pad_to_multiple_of=args.pad_to_multiple_of, progress=False)
+                       compile=args.compile, pad_to_multiple_of=args.pad_to_multiple_of,
+                       length_chunks=args.length_chunks, progress=False)
 
 
 def _train(network, variant, prepared, n_classes, args, seed, state: Path | None = None):
@@ -520,6 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="N",
                         help="training batches padded to a multiple of N tokens (TrainConfig.pad_to_multiple_of; "
                              "default: 8 under --compile reduce-overhead on a GPU, else the longest text)")
+    parser.add_argument("--length-chunks", type=chunk_overhead_type, default=DEFAULT_OVERHEAD, metavar="N|off",
+                        help="length-sorted chunks of the batches (TrainConfig.length_chunks; the CNN, RNN and "
+                             "Transformer train on them since c962458); 'off' trains on whole batches, as runs "
+                             "before c962458 did (default %(default)s)")
     parser.add_argument("--out", default="benchmarks/results/complex_order")
     parser.add_argument("--state-dir", default=None, metavar="DIR",
                         help="keep every training run's state of its last epoch under DIR (module docstring)")

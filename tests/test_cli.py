@@ -254,6 +254,8 @@ def test_the_complex_order_reproduction_keeps_and_resumes_each_runs_state(tmp_pa
     assert script._state_dir(no_state, "SST2", "fixed", 3, "transformer", "pe") is None
     assert script._setting_name({}) == "flags" and script._setting_name({"lr": 1e-4, "hidden": 64}) == \
         "hidden=64,lr=0.0001"
+    assert script._train_config(no_state, 0).length_chunks == 256                  # chunks, as qpnlp train does
+    assert script._train_config(script.parse_arguments(["--length-chunks", "off"]), 0).length_chunks is None
 
 
 @pytest.mark.parametrize("model, extra, fixed", [
