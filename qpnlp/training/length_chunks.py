@@ -104,16 +104,19 @@ def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
 
     ``fn`` must score every row on its own (row r of the output depends on
     row r of the inputs only, and not on how far they are padded), as every
-    qpnlp model does (tested). With one chunk, or ``overhead=None`` (chunks
-    off), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
+    qpnlp model does (tested). With one chunk, ``overhead=None`` (chunks
+    off) or a row without words (so that an error names the row's index in the
+    batch), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
     ``multiple_of`` rounds each chunk's width up to a multiple of it (at most
     the input's width), as :func:`~qpnlp.data.batching.pad_batch` does.
     """
     if not inputs:
         raise ValueError("need at least one (ids, mask) input")
-    if overhead is None:
+    lengths = [mask.sum(-1) for _, mask in inputs]
+    # a batch with an empty row goes whole: the model's own check (or its handling) then sees the row where it is
+    if overhead is None or any(n.numel() and int(n.min()) == 0 for n in lengths):
         return fn(*(t for pair in inputs for t in pair))
-    chunks = plan_chunks([mask.sum(-1) for _, mask in inputs], overhead)
+    chunks = plan_chunks(lengths, overhead)
     if len(chunks) == 1:
         return fn(*(t for pair in inputs for t in pair))
     outputs = [fn(*(t for pair in inputs for t in _rows(pair, rows, multiple_of))) for rows in chunks]

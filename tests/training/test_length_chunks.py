@@ -167,6 +167,17 @@ def test_dropout_on_chunks_draws_masks_of_the_same_rate():
     assert 0.45 < float(kept) < 0.55
 
 
+def test_a_batch_with_an_empty_row_goes_whole_so_the_error_names_the_row_in_the_batch():
+    model = _model("order_classifier", network="transformer")
+    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4])
+    ids[3], mask[3] = 0, False
+    with pytest.raises(ValueError, match="empty sentence.*batch index 3 "):
+        chunked(model, [(ids, mask)], overhead=0)
+    seen = []
+    chunked(lambda i, m: seen.append(i) or i.sum(-1), [(ids, mask)], overhead=0)
+    assert len(seen) == 1 and seen[0] is ids
+
+
 def test_a_batch_whose_padding_costs_less_than_a_call_is_not_planned():
     lengths = torch.tensor([5, 6, 7, 8])                            # padding 3 + 2 + 1 = 6 positions
     assert len(plan_chunks([lengths], overhead=6)) == 1
