@@ -154,6 +154,17 @@ def test_every_order_classifier_gives_one_pass_outputs_and_gradients_on_chunks(n
     _assert_chunks_match_one_pass(model, ids, mask)
 
 
+@pytest.mark.parametrize("options", [dict(network="cnn", precision="double", share_parts=True),
+                                     dict(network="transformer", share_parts=True, readout="re_im"),
+                                     dict(network="rnn", rnn_cell="urnn"), dict(network="rnn", rnn_cell="cgrnn"),
+                                     dict(network="rnn", readout="squared_modulus", embedding="complex_vanilla")])
+def test_order_classifier_options_give_one_pass_results_on_chunks(options):
+    model = _model("order_classifier", **{"embedding": "complex_order", "filters": 3, "kernel_sizes": [1, 2],
+                                          "hidden": 5, **options})
+    ids, mask = _padded([2, 17, 3, 16, 1, 15, 4])
+    _assert_chunks_match_one_pass(model, ids, mask)
+
+
 def test_dropout_on_chunks_draws_masks_of_the_same_rate():
     """Chunked training with dropout keeps the drop rate: the masks are drawn per chunk, not skipped."""
     model = _model("order_classifier", network="cnn", dropout=0.5, filters=3, kernel_sizes=[1, 2]).train()
