@@ -314,8 +314,9 @@ class Model(PrecisionMixin, nn.Module):
     # (training_default).
     training_defaults: ClassVar[dict] = {}
     # Whether the trainers cut this model's training batches into length-sorted chunks
-    # (qpnlp.training.length_chunks): worth it where padding costs more than model calls.
-    chunk_training: ClassVar[bool] = False
+    # (qpnlp.training.length_chunks): worth it where padding costs more than model calls. A class attribute
+    # (CNM) or, where it depends on the config, a property (OrderClassifier: not for FastText).
+    chunk_training: bool = False
     #: Validation mode of this model's input checks (None: the global :func:`qpnlp.hilbert.set_validation`).
     validate: Validate = None
 
