@@ -50,6 +50,8 @@ Padded = tuple[torch.Tensor, torch.Tensor]          # ids (B, L), bool mask (B, 
 def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEAD) -> list[torch.Tensor]:
     """Rows of each chunk (``long`` index tensors, together a permutation of ``range(B)``).
 
+    A batch with an empty row (length 0 in any input) is one chunk.
+
     Parameters
     ----------
     lengths : sequence of torch.Tensor
@@ -70,8 +72,9 @@ def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEA
         raise ValueError("need the lengths of at least one padded input")
     table = np.stack([np.asarray(n.detach().cpu(), dtype=np.int64) for n in lengths])     # (P, B)
     rows = table.shape[1]
-    if int((table.max(1, keepdims=True) - table).sum()) <= overhead:
-        # all the padding costs less than one more call: any cut would cost more than it saves
+    if int((table.max(1, keepdims=True) - table).sum()) <= overhead or not table.all():
+        # all the padding costs less than one more call: any cut would cost more than it saves; or a row is
+        # empty: the batch stays whole, so that the model's own check (or handling) sees the row where it is
         return [torch.arange(rows, device=lengths[0].device)]
     order = np.argsort(table.sum(0), kind="stable")
     sorted_lengths = table[:, order]
@@ -112,11 +115,9 @@ def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
     """
     if not inputs:
         raise ValueError("need at least one (ids, mask) input")
-    lengths = [mask.sum(-1) for _, mask in inputs]
-    # a batch with an empty row goes whole: the model's own check (or its handling) then sees the row where it is
-    if overhead is None or any(n.numel() and int(n.min()) == 0 for n in lengths):
+    if overhead is None:
         return fn(*(t for pair in inputs for t in pair))
-    chunks = plan_chunks(lengths, overhead)
+    chunks = plan_chunks([mask.sum(-1) for _, mask in inputs], overhead)
     if len(chunks) == 1:
         return fn(*(t for pair in inputs for t in pair))
     outputs = [fn(*(t for pair in inputs for t in _rows(pair, rows, multiple_of))) for rows in chunks]

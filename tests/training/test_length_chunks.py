@@ -187,6 +187,8 @@ def test_a_batch_with_an_empty_row_goes_whole_so_the_error_names_the_row_in_the_
     seen = []
     chunked(lambda i, m: seen.append(i) or i.sum(-1), [(ids, mask)], overhead=0)
     assert len(seen) == 1 and seen[0] is ids
+    assert len(plan_chunks([torch.tensor([2, 9, 0, 9])], overhead=0)) == 1
+    assert len(plan_chunks([torch.tensor([2, 9, 1, 9]), torch.tensor([3, 3, 3, 0])], overhead=0)) == 1
 
 
 def test_a_batch_whose_padding_costs_less_than_a_call_is_not_planned():
