@@ -97,3 +97,17 @@ def order_options(network: str, embedding: str, *, num_words: int = SST2_WORDS, 
     if twice_width:
         options.update(dim=100, hidden=256, filters=128, ffn_hidden=256)
     return options
+
+
+def sst2_batches(dataset: str, batch_size: int, count: int):
+    """The order-classifier benchmarks' batches: the first ``count`` training batches of epoch 1 (seed 0) of
+    ``dataset``'s first split, padded per batch as the trainer pads them, and the model sizes they need
+    (``num_words``, ``num_classes``, ``max_len``: :func:`order_options`' keywords)."""
+    from qpnlp.data import iterate_batches, load_classification, splits
+    from qpnlp.training.classification import prepare
+
+    data = load_classification(dataset)
+    prepared = prepare(data, next(iter(splits(data, seed=0))), None)
+    batches = list(iterate_batches(prepared.train, batch_size, shuffle=True, seed=0, epoch=1))[:count]
+    max_len = max(len(t) for part in (prepared.train, prepared.dev, prepared.test) for t in part.ids) + 1
+    return batches, dict(num_words=len(prepared.vocab), num_classes=data.n_classes, max_len=max_len)

@@ -48,13 +48,11 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import clock, order_options, uptime  # noqa: E402
+from _bench import clock, order_options, sst2_batches, uptime  # noqa: E402
 
-from qpnlp.data import iterate_batches, load_classification, splits  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import Optimisers, TrainConfig, train_step  # noqa: E402
-from qpnlp.training.classification import prepare  # noqa: E402
 
 VARIANTS = (("PE", "pe", False), ("complex-order", "complex_order", False), ("PE 2D", "pe", True))
 
@@ -144,15 +142,6 @@ def count_steps(model, optimisers, batches) -> dict:
         for key, value in _counted(optimisers.step).items():
             totals[f"optimiser {key}"] += value
     return {key: value / len(batches) for key, value in totals.items()}
-
-
-def sst2_batches(dataset: str, batch_size: int, count: int):
-    """The benchmark batches of ``complex_order_step.py`` (first ``count`` of epoch 1, seed 0) and the sizes."""
-    data = load_classification(dataset)
-    prepared = prepare(data, next(iter(splits(data, seed=0))), None)
-    batches = list(iterate_batches(prepared.train, batch_size, shuffle=True, seed=0, epoch=1))[:count]
-    max_len = max(len(t) for part in (prepared.train, prepared.dev, prepared.test) for t in part.ids) + 1
-    return batches, dict(num_words=len(prepared.vocab), num_classes=data.n_classes, max_len=max_len)
 
 
 def count_network(network: str, batches, sizes: dict) -> dict:

@@ -36,14 +36,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _baseline import BASELINE_REV, load_baseline  # noqa: E402
-from _bench import interleaved, order_options, profile_table, ratio, summary, uptime  # noqa: E402
+from _bench import interleaved, order_options, profile_table, ratio, sst2_batches, summary, uptime  # noqa: E402
 
-from qpnlp.data import iterate_batches, load_classification, splits  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.nn.linear import _block_weight  # noqa: E402
 from qpnlp.training import TrainConfig  # noqa: E402
-from qpnlp.training.classification import prepare  # noqa: E402
 from qpnlp.training import Optimisers, train_step  # noqa: E402
 
 
@@ -118,11 +116,8 @@ def main(argv=None) -> None:
     base = load_baseline(args.baseline_rev)
     base.hilbert.set_validation(False)
     set_validation(False)
-    dataset = load_classification(args.dataset)
-    prepared = prepare(dataset, next(iter(splits(dataset, seed=0))), None)
-    batches = list(iterate_batches(prepared.train, args.batch_size, shuffle=True, seed=0, epoch=1))[:args.batches]
-    max_len = max(len(t) for part in (prepared.train, prepared.dev, prepared.test) for t in part.ids) + 1
-    header = (f"{args.dataset}: V={len(prepared.vocab)}, B={args.batch_size}, {len(batches)} batches of padded "
+    batches, sizes = sst2_batches(args.dataset, args.batch_size, args.batches)
+    header = (f"{args.dataset}: V={sizes['num_words']}, B={args.batch_size}, {len(batches)} batches of padded "
               f"length {sum(b[0].shape[1] for b in batches) / len(batches):.1f} on average, D=50, validation off, "
               f"{args.threads} thread(s), torch {torch.__version__}, before = qpnlp {args.baseline_rev}")
     print(header)
@@ -136,8 +131,7 @@ def main(argv=None) -> None:
         if args.twice_width:
             variants.append(("PE 2D", "pe", None))
         for name, embedding, package in variants:
-            options = order_options(network, embedding, num_words=len(prepared.vocab),
-                                    num_classes=dataset.n_classes, max_len=max_len, twice_width=name == "PE 2D")
+            options = order_options(network, embedding, twice_width=name == "PE 2D", **sizes)
             if package is None:
                 model = OrderClassifier(OrderClassifierConfig(**options), generator=torch.Generator().manual_seed(0))
                 optimisers = Optimisers(model, train)

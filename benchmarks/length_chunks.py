@@ -31,17 +31,16 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import interleaved, ratio, summary, uptime  # noqa: E402
+from _bench import interleaved, order_options, ratio, sst2_batches, summary, uptime  # noqa: E402
 from cnm_train_step import batches as trecqa_batches  # noqa: E402
 
 from qpnlp.commands._types import chunk_overhead_type  # noqa: E402
-from qpnlp.data import EncodedTexts, Vocabulary, load_classification, splits  # noqa: E402
+from qpnlp.data import EncodedTexts, Vocabulary, load_classification  # noqa: E402
 from qpnlp.data.batching import iterate_batches  # noqa: E402
 from qpnlp.hilbert import set_validation  # noqa: E402
 from qpnlp.models import CNM, QPDN, CNMConfig, QPDNConfig  # noqa: E402
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig  # noqa: E402
 from qpnlp.training import Optimisers, TrainConfig, chunked  # noqa: E402
-from qpnlp.training.classification import prepare  # noqa: E402
 from qpnlp.training.matching import MatchingConfig, triplet_loss  # noqa: E402
 
 
@@ -90,12 +89,8 @@ ORDER_CASES = [f"order-{n}-{e}-{d}" for n in ("fasttext", "cnn", "rnn", "transfo
 def order_steps(args, case: str):
     """The order classifier of ``case`` on SST-2 training batches of 32 (the reproduction's first epoch)."""
     _, network, embedding, dim = case.split("-")
-    dataset = load_classification("SST2")
-    prepared = prepare(dataset, next(iter(splits(dataset, seed=0))), None)
-    data = list(iterate_batches(prepared.train, 32, shuffle=True, seed=0, epoch=1))[:args.batches]
-    max_len = max(len(t) for part in (prepared.train, prepared.dev, prepared.test) for t in part.ids) + 1
-    config = OrderClassifierConfig(num_words=len(prepared.vocab), num_classes=2, network=network,
-                                   embedding=embedding, dim=int(dim), max_len=max_len)
+    data, sizes = sst2_batches("SST2", 32, args.batches)
+    config = OrderClassifierConfig(**{**order_options(network, embedding, **sizes), "dim": int(dim)})
     model = OrderClassifier(config, generator=torch.Generator().manual_seed(0)).train()
     defaults = {k: v for k, v in OrderClassifier.training_defaults.items() if k != "select"}
     optimisers = Optimisers(model, TrainConfig(**defaults))
