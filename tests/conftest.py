@@ -58,21 +58,14 @@ def data_root():
     return root
 
 
-# Suites of tiny tensors run single-threaded: intra-op threads only add synchronisation overhead there (large on a
-# busy machine).
-SINGLE_THREADED = ("nn", "models", "word2fun")
-
-
-@pytest.fixture(scope="module")
+# Every test runs single-threaded: the suite's tensors are small, so intra-op threads add synchronisation more than
+# speed, and beside busy processes OpenMP waits on descheduled threads (2026-11-29, two 1-thread jobs on the 2 cores:
+# the training of `qpnlp train real-bow --dataset trec --epochs 2` took 8 s with one thread, 11-15 s with torch's two;
+# quiet: tests/test_cli.py and tests/training/test_resume.py took 47 s with one, 50 s with two). Tests that start
+# processes pass OMP_NUM_THREADS=1 themselves.
+@pytest.fixture(scope="session", autouse=True)
 def single_thread():
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        parts = item.path.parts
-        if "tests" in parts and parts[parts.index("tests") + 1] in SINGLE_THREADED:
-            item.add_marker(pytest.mark.usefixtures("single_thread"))
