@@ -97,6 +97,24 @@ def test_pad_to_multiple_of_reaches_the_training_config(kind, flags, capsys):
     assert exc.value.code == 2 and "--pad-to-multiple-of" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind, dataset, module", [("qpdn", "trec", "classify"), ("cnm", "trecqa", "match")])
+def test_threads_hold_while_the_run_trains_and_are_restored(monkeypatch, capsys, kind, dataset, module):
+    import importlib
+
+    import torch
+
+    commands = importlib.import_module(f"qpnlp.commands.{module}")
+    seen = []
+    monkeypatch.setattr(commands, "_train", lambda *args: seen.append(torch.get_num_threads()) or 0)
+    before = torch.get_num_threads()                    # 1 in this suite (tests/conftest.py)
+    assert main(["train", kind, "--dataset", dataset, "--threads", "2"]) == 0
+    assert main(["train", kind, "--dataset", dataset]) == 0          # 0, the default: torch's setting is kept
+    assert seen == [2, before] and torch.get_num_threads() == before
+    with pytest.raises(SystemExit) as exc:
+        main(["train", kind, "--dataset", dataset, "--threads", "-1"])
+    assert exc.value.code == 2 and "--threads" in capsys.readouterr().err
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

@@ -8,6 +8,10 @@ The argparse types live in :mod:`._types`, errors and exit codes in
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
+
+import torch
 
 from qpnlp.training import TrainConfig
 from qpnlp.training.compiled import COMPILE_MODES
@@ -40,6 +44,9 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
     group.add_argument("--device", type=device_type, default="cpu",
                        help="cpu, cuda, cuda:N or mps (default %(default)s)")
+    group.add_argument("--threads", type=count_type(0), default=0,
+                       help="torch CPU threads of the run (0 = torch's default, one per core; 1 on a machine whose "
+                            "cores other jobs keep busy, where more threads wait on each other; default %(default)s)")
     group.add_argument("--max-len", type=count_type(), default=None,
                        help="truncate texts to their first N tokens (default: no truncation)")
     group.add_argument("--length-chunks", action=given, type=chunk_overhead_type, default=DEFAULT_OVERHEAD,
@@ -109,3 +116,19 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                        progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
                        pad_to_multiple_of=args.pad_to_multiple_of)
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op CPU threads set to ``threads`` while the command runs (0: left as they are), then restored.
+
+    Beside busy processes, several threads of one operation wait on each other whenever one of them is descheduled,
+    so a run on a shared machine is faster with one.
+    """
+    previous = torch.get_num_threads()
+    if threads > 0:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -25,7 +25,7 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      pretrained_fallback, train_config)
+                      pretrained_fallback, torch_threads, train_config)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     state_root = prepare_outputs(args)
     report.update(config=dict(model=options, train=config.to_dict(), grid=candidates), split_unit="sentences",
                   split="test", training_state=None if state_root is None else str(state_root))
-    with report.guard():
+    with torch_threads(args.threads), report.guard():
         return _train(args, report, config, options, candidates, state_root)
 
 

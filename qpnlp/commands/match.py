@@ -18,7 +18,7 @@ from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      pretrained_fallback)
+                      pretrained_fallback, torch_threads)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     state_root = prepare_outputs(args)
     report.update(config=dict(model=options, train=config.to_dict()), split_unit="questions", dataset=args.dataset,
                   training_state=None if state_root is None else str(state_root))
-    with report.guard():
+    with torch_threads(args.threads), report.guard():
         return _train(args, report, config, options, state_root)
 
 
