@@ -118,7 +118,7 @@ def test_the_help_shows_defaults_and_names_only_existing_flags(capsys, monkeypat
     with pytest.raises(SystemExit):
         parser.parse_args(["train", "word2fun", "--help"])
     text = capsys.readouterr().out
-    assert "pairs per SGD step (default 8192)" in text and "(default IV)" in text
+    assert "pairs per SGD step (default 2048)" in text and "(default IV)" in text
     flags = set(re.findall(r"(--[a-z][a-z0-9-]+)", text))
     known = {o for a in parser._subparsers._group_actions[0].choices["train"]._subparsers._group_actions[0]
              .choices["word2fun"]._actions for o in a.option_strings}

@@ -91,7 +91,7 @@ def test_roughness_penalty_smooths_the_trained_functions(tiny_drift, make):
         m = make(len(vocab), 12, family="IV", time_scale=ts, frequency_init="harmonic", max_periods=3, seed=1)
         train_word2fun(m, enc.tokens, enc.doc_ids, enc.times, vocab.counts,
                        TrainConfig(epochs=2, negatives=16, shared_negatives=True, batch_size=2048, seed=1,
-                                   roughness_penalty=lam))
+                                   lr=0.025, negative_weight=1.5, roughness_penalty=lam))   # the test's own steps
         ids = torch.arange(len(vocab))
         rho.append(roughness(m, {k: w[i] for k, (w, i) in m.tables(ids, torch.zeros(len(vocab))).items()}).mean().item())
     assert 0 < rho[1] < 0.5 * rho[0]
