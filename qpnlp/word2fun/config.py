@@ -99,8 +99,9 @@ class TrainConfig:
     objective with its 5 negatives (the shared mean is an unbiased, lower-variance
     estimate of the sum over 5), and goes with ``lr`` 0.01 and batches of 2048
     pairs (its summed negative steps are 5 times the thesis loss's: at lr 0.01
-    with 8192 pairs training diverged on SOTU).  It was taken from the held-out likelihood on the State
-    of the Union addresses, where it makes Word2Fun the best model, and checked
+    with 8192 pairs training diverged on SOTU).  It was taken from the held-out
+    likelihood on the State of the Union addresses, where it makes Word2Fun the
+    best model, and checked
     once on the sixteen planted-drift corpora, where against the previous
     defaults (1.5, 0.025, 8192) it halved the change-year error, raised the
     rare-word Spearman correlation on seven of eight corpora and missed 2 of 64

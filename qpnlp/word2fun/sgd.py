@@ -141,8 +141,8 @@ def _scatter_rows(weight: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
 #: Pairs per pass of the positive term on CPU: the (chunk, D) temporaries of a pass stay in the
 #: core's L2 cache, where one pass over a whole batch (8192 x 100 floats, 3.3 MB per array) streams
 #: every array through memory.  CPU ms per step of batches of 8192 pairs, the default then
-#: (``benchmarks/word2fun_step.py --pair-chunks``): 512: 5.07, 1024: 4.98, 2048: 5.24, one pass: 5.39.  The passes run in pair
-#: order, so the accumulated gradients equal those of one pass.
+#: (``benchmarks/word2fun_step.py --pair-chunks``): 512: 5.07, 1024: 4.98, 2048: 5.24, one pass:
+#: 5.39.  The passes run in pair order, so the accumulated gradients equal those of one pass.
 PAIR_CHUNK = 1024
 
 
