@@ -3,7 +3,7 @@
 With i, f, o = sigma(Re a) + i sigma(Im a), g = tanh(Re a) + i tanh(Im a) and per-part products, every real and
 imaginary part is gated like a real LSTM unit, and the complex products W x, W h are real block products on the
 interleaved [Re, Im] view (eq. 11 of the complex-order paper): one real LSTM with hidden size 2H, block weights and
-the gates reordered (i, f, o, g) -> (i, f, g, o). A scratch check, not library code (not adopted: SPEED.md).
+the gates reordered (i, f, o, g) -> (i, f, g, o). A scratch check, not library code (not adopted: README.md here).
 """
 import torch
 
