@@ -79,8 +79,9 @@ def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:
     """The error for an epoch whose mean loss became NaN or infinite (``epoch`` counts from 1)."""
     return TrainingDiverged(
         f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} (mean loss {loss}): the summed updates "
-        f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch; lower lr or "
-        f"batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size})", epoch=epoch, loss=loss)
+        f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch and negative_weight "
+        f"{cfg.negative_weight}; lower lr or batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size}, "
+        f"with negative_weight {TrainConfig.negative_weight}: the negative steps grow with it)", epoch=epoch, loss=loss)
 
 
 def _loss_sum(model) -> torch.Tensor:

@@ -223,7 +223,8 @@ def test_a_diverging_run_raises_with_the_epoch_and_keeps_the_last_finite_checkpo
     from qpnlp.training import TrainingDiverged          # one class for every trainer (the CLI reports it)
 
     corpus, _ = tiny_drift
-    with pytest.raises(TrainingDiverged, match="diverged in epoch 1 of 2.*lower lr or batch_size") as raised:
+    reason = "diverged in epoch 1 of 2.*negative_weight 5.0; lower lr or batch_size"
+    with pytest.raises(TrainingDiverged, match=reason) as raised:
         fit(corpus, TrainConfig(epochs=2, lr=50.0, batch_size=4096), dim=8, min_count=3, checkpoint=tmp_path / "ck")
     assert raised.value.epoch == 1 and not np.isfinite(raised.value.loss) and raised.value.batch is None
     assert not (tmp_path / "ck").exists()            # no epoch finished: nothing was written
