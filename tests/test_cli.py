@@ -115,6 +115,18 @@ def test_threads_hold_while_the_run_trains_and_are_restored(monkeypatch, capsys,
     assert exc.value.code == 2 and "--threads" in capsys.readouterr().err
 
 
+def test_word2fun_threads_hold_while_the_command_runs_and_are_restored(monkeypatch):
+    import torch
+
+    from qpnlp.commands import word2fun
+
+    seen = []
+    monkeypatch.setattr(word2fun, "_run", lambda args: seen.append(torch.get_num_threads()) or 0)
+    before = torch.get_num_threads()
+    assert main(["train", "word2fun", "--corpus", "sotu", "--threads", "2"]) == 0
+    assert seen == [2] and torch.get_num_threads() == before
+
+
 def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])

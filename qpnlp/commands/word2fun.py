@@ -48,8 +48,8 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from ._common import torch_threads
 from ._errors import UsageError
 from ._outputs import check_output_path, check_report_apart
 from ._report import Report, epoch_logger
@@ -376,14 +376,17 @@ def _restored_epochs(report: Report, stats, upto: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with torch_threads(args.threads):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from qpnlp.word2fun import TrainConfig, Word2FunConfig
 
     report = Report(args, command="train word2fun", model="word2fun")
     main = _writes_report()
     if not main:
         report.path = None                        # the first process writes the report
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
     # Everything the command line alone decides is checked before the corpus is read.
     if args.resume and not args.out:
         raise UsageError("--resume needs --out, the checkpoint directory to continue")
