@@ -13,6 +13,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+from qpnlp.commands._common import torch_threads
 from qpnlp.testing import default_atol
 
 settings.register_profile(
@@ -65,7 +66,5 @@ def data_root():
 # processes pass OMP_NUM_THREADS=1 themselves.
 @pytest.fixture(scope="session", autouse=True)
 def single_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+    with torch_threads(1):
+        yield
