@@ -1,7 +1,7 @@
 """Word2Fun's SGD step alone: CPU milliseconds per step of the defaults, this tree against another version.
 
-The step the loop runs (:func:`qpnlp.word2fun.sgd.centre_sgd_step_tensor`;
-``centre_sgd_step`` in older trees) is timed over the batches of one epoch of
+The step the loop runs (:func:`qpnlp.word2fun.sgd.batch_step`, prepared once per pass; before it,
+:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, ``centre_sgd_step`` in older trees) is timed over the batches of one epoch of
 :func:`qpnlp.word2fun.fit`'s defaults on the planted-drift corpus (family IV with the logistic step, dim 100, 32 shared
 negatives, batches of 2048 pairs), from the model as ``fit`` initialises it,
 in one torch thread.  The time is the thread's CPU time (``time.thread_time``),
@@ -56,7 +56,9 @@ def _setup(args) -> tuple:
     torch.set_num_threads(1)
     if args.pair_chunk:
         sgd.PAIR_CHUNK = args.pair_chunk
-    # the step the loop runs: its loss left on the device where the tree has that (a float before)
+    # the step the loop runs: prepared once per run by batch_step where the tree has that; before, called with
+    # the model at every batch, its loss left on the device where the tree has that (a float before)
+    prepare = getattr(sgd, "batch_step", None)
     step = getattr(sgd, "centre_sgd_step_tensor", sgd.centre_sgd_step)
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     seen = {}
@@ -80,13 +82,17 @@ def _setup(args) -> tuple:
     word_penalty, word_lr = config.word_weights(seen["counts"], cfg, torch.device("cpu"))
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr   # as the loop does
 
-    def steps(m) -> float:  # the timed steps on model m; their summed loss
+    def steps(m) -> float:  # the timed steps on model m (and the step's preparation); their summed loss
+        if prepare is not None:
+            one = prepare(m, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+        else:
+            def one(*a):
+                return step(m, *a, cfg.negative_weight, centre_lr)
         loss = torch.zeros((), dtype=torch.float64)     # as the loop adds them up
         for b, neg in zip(batches, negatives):
             lam = cfg.roughness_penalty if word_penalty is None else word_penalty[b.words]
             rl = None if word_lr is None else word_lr[b.words]
-            loss = loss + step(m, b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl,
-                               cfg.negative_weight, centre_lr)
+            loss = loss + one(b.words, b.time, b.pair_centre, b.context, neg, cfg.lr, lam, rl)
         return float(loss)
 
     return model, seen["state"], batches, steps

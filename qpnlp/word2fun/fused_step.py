@@ -44,6 +44,11 @@ float64 and returned in the model's dtype.  NaN propagates as in torch ops (no `
 the projection keeps a NaN).  CPU time per step of ``fit``'s defaults: about 0.8x that of the torch ops
 with the compiled pair loop (``benchmarks/word2fun_step.py``, on a loaded machine).
 
+The kernel checks every id against its table before it writes anything.  :class:`FusedStep` holds what
+does not change between batches (the tables as arrays, the flags, step factors and bounds), so that a
+training loop (:func:`~qpnlp.word2fun.sgd.batch_step`) pays per batch only for the batch;
+:func:`fused_sgd_step` builds one for a single step.
+
 Not compiled here (:func:`accepts` is False; the step runs in torch ops): other families, negatives
 per pair, tensors not on the CPU, not float32/float64 or not contiguous, numba missing, or
 ``QPNLP_WORD2FUN_COMPILED=0`` / ``QPNLP_COMPILED=0`` (which also turn off
@@ -61,10 +66,12 @@ import torch
 from qpnlp import _numba
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
+from qpnlp.word2fun.elementary import exp_minus_abs as _exp_minus_abs  # both rebound to compiled versions by
+from qpnlp.word2fun.elementary import sincos as _sincos  # _kernel, as the helpers below
 from qpnlp.word2fun.model import Word2Fun
-from qpnlp.word2fun.step_sizes import row_step_scales, step_bounds, table_lr_factor
+from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
 
-__all__ = ["ENABLED", "FAMILIES", "accepts", "fused_sgd_step"]
+__all__ = ["ENABLED", "FAMILIES", "FusedStep", "accepts", "fused_sgd_step", "takes_model"]
 
 #: Whether :func:`accepts` may take the step (tests set it False to compare with the torch ops and pair loop).
 ENABLED = True
@@ -76,55 +83,8 @@ TABLES = ("base", "amplitude", "omega1", "omega2", "theta1", "theta2", "step_amp
 _LR, _START, _WIDTH, _SCALE, _NEG_WEIGHT, _C_LO, _C_HI, _L_LO, _L_HI = range(9)
 #: Sums are reassociated (vectorised dot products); NaN and infinity semantics are kept.
 _FASTMATH = frozenset({"reassoc", "contract"})
-#: Beyond this |angle| the float32 polynomial's reduction loses digits: libm takes over.
-_POLY_MAX = 8192.0
-#: The Taylor coefficients 1/11! .. 1/0! of exp after the leading 1/12! (:func:`_exp_minus_abs`).
-_EXP_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(11, -1, -1))
 #: Positive pairs per pass of their dot products, logistic and outer products (their rows stay in cache).
 _CHUNK = 256
-
-
-def _sincos(x, s, c, fast):  # pragma: no cover - compiled
-    """``s, c = sin(x), cos(x)`` (1-D): float32 by a vectorised polynomial (``fast``), otherwise libm.
-
-    Cody-Waite reduction by pi/2 in three parts (exact products for |x| < 8192), Cephes' sinf and cosf
-    polynomials on [-pi/4, pi/4]; compiled without fast-math (reassociation would undo the reduction).
-    """
-    big = False
-    if fast:
-        t = x.dtype.type
-        for j in range(x.shape[0]):
-            q = np.rint(x[j] * t(0.6366197723675814))
-            r = ((x[j] - q * t(1.5703125)) - q * t(4.837512969970703125e-4)) - q * t(7.54978995489188216e-8)
-            z = r * r
-            sp = ((t(-1.9515295891e-4) * z + t(8.3321608736e-3)) * z - t(1.6666654611e-1)) * z * r + r
-            cp = ((t(2.443315711809948e-5) * z - t(1.388731625493765e-3)) * z + t(4.166664568298827e-2)) * z * z
-            cp = cp - t(0.5) * z + t(1.0)
-            m = q - t(4.0) * np.floor(q * t(0.25))  # the quadrant, 0..3 (NaN for NaN)
-            odd = (m == t(1.0)) | (m == t(3.0))
-            sv, cv = (cp, sp) if odd else (sp, cp)
-            s[j] = -sv if m >= t(2.0) else sv
-            c[j] = -cv if (m == t(1.0)) | (m == t(2.0)) else cv
-            big |= abs(x[j]) > t(_POLY_MAX)
-    if big or not fast:
-        for j in range(x.shape[0]):
-            if not fast or abs(x[j]) > _POLY_MAX:
-                s[j], c[j] = math.sin(x[j]), math.cos(x[j])
-
-
-def _exp_minus_abs(y, e):  # pragma: no cover - compiled
-    """``e = exp(-|y|)`` (float64, 1-D), vectorised: 2^n times a degree-12 Taylor polynomial on |r| <= ln 2 / 2
-    (relative error about 2e-16); e^-708 for |y| > 708 (where :math:`\\sigma` and :math:`\\log(1 + e)` do not
-    see the difference); NaN for NaN.  Compiled without fast-math (the two-part reduction by ln 2)."""
-    for i in range(y.shape[0]):
-        v = -abs(y[i])
-        v = -708.0 if v < -708.0 else v  # NaN stays NaN
-        n = np.rint((v if v == v else 0.0) * 1.4426950408889634)  # no integer from a NaN
-        r = (v - n * 0.6931471803691238) - n * 1.9082149292705877e-10
-        p = 1.0 / 479001600.0
-        for c in _EXP_TAYLOR:
-            p = p * r + c
-        e[i] = p * np.int64((np.int64(n) + 1023) << 52).view(np.float64)
 
 
 def _logistic(x, flip, weight, g, y, e):  # pragma: no cover - compiled
@@ -431,13 +391,26 @@ def _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, facto
         lo = hi
 
 
+def _first_bad_ids(words, pair_centre, context, negatives, V):  # pragma: no cover - compiled
+    """0 if every id lies in its table's range, else 1-4: the first of the four id arrays with one outside."""
+    for i, (ids, rows) in enumerate(((words, V), (pair_centre, words.shape[0]), (context, V), (negatives, V))):
+        for j in range(ids.shape[0]):
+            if ids[j] < 0 or ids[j] >= rows:
+                return i + 1
+    return 0
+
+
 def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
           present):  # pragma: no cover - compiled
-    """The whole step (module docstring); returns the summed loss (float64).
+    """The whole step (module docstring): ``(summed loss (float64), 0)``, or ``(0, i)`` with nothing written
+    when the ``i``-th id array of :func:`_first_bad_ids` has an id outside its table.
 
     ``flags``: per-word frequencies (III, IV), phases (IV), logistic step, polynomial sines (float32),
     train the compass, roughness steps.
     """
+    bad = _first_bad_ids(words, pair_centre, context, negatives, H.shape[0])
+    if bad:
+        return 0.0, bad
     N, D, B, k = words.shape[0], H.shape[1], context.shape[0], negatives.shape[0]
     dt = H.dtype
     tau = np.empty(N, dt)
@@ -452,7 +425,7 @@ def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, r
         _compass(H, f, negatives, G, pair_centre, context, gp, nums[_LR])
     _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, a,
                  np.empty((N, 5 * D + 2), dt))
-    return loss
+    return loss, 0
 
 
 #: The compiled functions the step calls and their fast-math flags: :func:`_kernel` binds each name to its
@@ -460,7 +433,7 @@ def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, r
 _HELPERS = {name: _FASTMATH for name in (
     "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives", "_negatives_of",
     "_outer4", "_negatives", "_compass", "_vjp", "_roughness", "_token_steps", "_add", "_scatter", "_project",
-    "_update_rows")}
+    "_update_rows", "_first_bad_ids")}
 _HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
 _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written (the names get rebound)
 
@@ -485,53 +458,98 @@ def _weights(model: Word2Fun) -> list:
     return out
 
 
-def accepts(model: Word2Fun, negatives: torch.Tensor, *tensors: torch.Tensor | float | None) -> bool:
-    """Whether :func:`fused_sgd_step` takes this step: :data:`ENABLED`, the compiled loops available
-    (:func:`~qpnlp.word2fun.pair_loop.available`), a family of :data:`FAMILIES`, ``k >= 1`` negatives shared by
-    the batch (``negatives`` (k,)), contiguous CPU tables of one float dtype, and every tensor among ``tensors``
-    (the batch, ``roughness_penalty``, ``row_lr``; floats and None are skipped) on the CPU."""
-    if not (ENABLED and model.family in FAMILIES and negatives.dim() == 1 and negatives.numel() > 0
-            and pair_loop.available()):
+def takes_model(model: Word2Fun) -> bool:
+    """Whether :class:`FusedStep` takes ``model``: :data:`ENABLED`, the compiled loops available
+    (:func:`~qpnlp.word2fun.pair_loop.available`), a family of :data:`FAMILIES`, contiguous CPU tables of one
+    float dtype."""
+    if not (ENABLED and model.family in FAMILIES and pair_loop.available()):
         return False
-    tables = [w for w in _weights(model) if w is not None] + [model.compass.weight]
-    batch = [negatives] + [t for t in tensors if isinstance(t, torch.Tensor)]
-    return _numba.takes(*tables) and all(t.device.type == "cpu" for t in batch)
+    return _numba.takes(*[w for w in _weights(model) if w is not None], model.compass.weight)
+
+
+def accepts(model: Word2Fun, negatives: torch.Tensor, *tensors: torch.Tensor | float | None) -> bool:
+    """Whether :func:`fused_sgd_step` takes this step: :func:`takes_model`, ``k >= 1`` negatives shared by the
+    batch (``negatives`` (k,)), and every tensor among ``tensors`` (the batch, ``roughness_penalty``,
+    ``row_lr``; floats and None are skipped) on the CPU."""
+    if not (negatives.dim() == 1 and negatives.numel() > 0 and takes_model(model)):
+        return False
+    return all(t.device.type == "cpu" for t in (negatives, *tensors) if isinstance(t, torch.Tensor))
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy()
 
 
-def _index(t: torch.Tensor, rows: int, what: str) -> np.ndarray:
-    """``t`` as a contiguous int64 array, its range checked (the kernel does not check indices)."""
+def _index(t: torch.Tensor, what: str) -> np.ndarray:
+    """``t`` as a contiguous int64 array (its range is checked by the kernel, before it writes)."""
     if t.dim() != 1 or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise ValueError(f"{what} ids must be a 1-D integer tensor; got {t.dtype} of shape {tuple(t.shape)}")
-    check_rows(t, rows, what)
     return _array(t.to(torch.int64).contiguous())
-
-
-def _per_token(t: torch.Tensor, n: int, what: str) -> torch.Tensor:
-    if tuple(t.shape) != (n,):
-        raise ValueError(f"{what} must have one value per centre token, shape ({n},); got {tuple(t.shape)}")
-    return t
 
 
 def _row_scales(roughness_penalty, row_lr, lr: float, n: int, dtype: torch.dtype) -> tuple:
     """``(row_mult, rough, smooth)``: :func:`~qpnlp.word2fun.step_sizes.row_step_scales` as arrays of 1 or N
     values in the model's dtype (per-token values checked to be N), and whether roughness steps are taken."""
-    if row_lr is not None:
-        _per_token(row_lr, n, "row_lr")
-    if isinstance(roughness_penalty, torch.Tensor):
-        _per_token(roughness_penalty, n, "roughness_penalty")
+    for t, what in ((row_lr, "row_lr"), (roughness_penalty, "roughness_penalty")):
+        if isinstance(t, torch.Tensor) and tuple(t.shape) != (n,):
+            raise ValueError(f"{what} must have one value per centre token, shape ({n},); got {tuple(t.shape)}")
     row, rough = row_step_scales(roughness_penalty, row_lr, lr, dtype)
-    return _values(row, dtype), _values(0.0 if rough is None else rough, dtype), rough is not None
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    arrays = (_array(x.contiguous()) if isinstance(x, torch.Tensor) else np.array([x], np_dtype)
+              for x in (row, 0.0 if rough is None else rough))
+    return (*arrays, rough is not None)
 
 
-def _values(x: float | torch.Tensor, dtype: torch.dtype) -> np.ndarray:
-    """A tensor's values, or a float as one value, as a contiguous array of ``dtype``."""
-    if isinstance(x, torch.Tensor):
-        return _array(x.contiguous())
-    return np.array([x], np.float32 if dtype == torch.float32 else np.float64)
+class FusedStep:
+    """:func:`fused_sgd_step` bound to one model and its step settings: what does not change between batches
+    (the tables as arrays, read and written in place, the flags, the tables' step factors and bounds) is
+    read once, so that a training loop pays per batch only for the batch.
+
+    Build it again if the model's parameters are replaced or moved (in-place updates are seen). Raises
+    ``ValueError`` unless :func:`takes_model`.
+    """
+
+    def __init__(self, model: Word2Fun, negative_weight: float = 1.0, centre_lr: float = STEP_CENTRE_LR):
+        if not takes_model(model):
+            raise ValueError("the fused step needs numba, family II, III or IV and contiguous CPU tables of one "
+                             f"float dtype (fused_step.takes_model); got family {model.family!r}")
+        weights, H = _weights(model), model.compass.weight
+        self.model, self.dtype = model, H.dtype
+        np_dtype = np.float32 if H.dtype == torch.float32 else np.float64
+        empty = np.empty((0, 0), np_dtype)
+        self.tabs, self.H = tuple(empty if w is None else _array(w) for w in weights), _array(H)
+        self.present = tuple(w is not None and not (model.family == "II" and name.startswith("omega"))
+                             for name, w in zip(TABLES, weights))
+        ts, S = model.time_scale, model.time_scale.scale
+        self.factors = np.array([table_lr_factor(name, S, centre_lr) for name in TABLES], np_dtype)
+        bounds = step_bounds(model)
+        (c_lo, c_hi), (l_lo, l_hi) = bounds.get("step_centre.weight", (0, 1)), bounds.get("step_rate.weight", (0, 1))
+        self.nums = np.array([0.0, ts.start, ts.end - ts.start, S, negative_weight, c_lo, c_hi, l_lo, l_hi], np_dtype)
+        self.flags = (model.family != "II", model.family == "IV", model.logistic, H.dtype == torch.float32,
+                      not model.freeze_compass)
+        self.kernel = _kernel()
+
+    def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                 negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor = 0.0,
+                 row_lr: torch.Tensor | None = None) -> torch.Tensor:
+        """One step on a batch: the arguments of :func:`fused_sgd_step` after the model's."""
+        N, B = words.shape[0], context.shape[0]
+        if tuple(times.shape) != (N,) or tuple(pair_centre.shape) != (B,):
+            raise ValueError(f"times (N,) and pair_centre (B,) must match words ({N},) and context ({B},); got "
+                             f"{tuple(times.shape)} and {tuple(pair_centre.shape)}")
+        ids = (_index(words, "word"), _index(pair_centre, "centre token"), _index(context, "context word"),
+               _index(negatives, "negative"))
+        row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, self.dtype)
+        nums = self.nums.copy()
+        nums[_LR] = lr
+        loss, bad = self.kernel(self.tabs, self.H, ids[0], _array(times.to(self.dtype).contiguous()), ids[1], ids[2],
+                                ids[3], nums, self.flags + (smooth,), row_mult, rough, self.factors, self.present)
+        if bad:  # nothing was written: name the ids
+            V = self.model.vocab_size
+            for t, rows, what in ((words, V, "word"), (pair_centre, N, "centre token"), (context, V, "context word"),
+                                  (negatives, V, "negative")):
+                check_rows(t, rows, what)
+        return torch.tensor(loss, dtype=self.dtype)
 
 
 def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor,
@@ -543,26 +561,7 @@ def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pa
     Same parameters and result (the summed loss before the step, a tensor of the model's dtype), with the
     step sizes and bounds of :mod:`~qpnlp.word2fun.step_sizes`, as in the torch ops.  Raises ``IndexError``
     for ids out of range and ``ValueError`` for shapes that do not match, before anything is written.
+    A training loop builds one :class:`FusedStep` instead (the same step, prepared once).
     """
-    weights, H = _weights(model), model.compass.weight
-    V, N, B, dtype = model.vocab_size, words.shape[0], context.shape[0], H.dtype
-    if tuple(times.shape) != (N,) or tuple(pair_centre.shape) != (B,):
-        raise ValueError(f"times (N,) and pair_centre (B,) must match words ({N},) and context ({B},); got "
-                         f"{tuple(times.shape)} and {tuple(pair_centre.shape)}")
-    ids = (_index(words, V, "word"), _index(pair_centre, N, "centre token"), _index(context, V, "context word"),
-           _index(negatives, V, "negative"))
-    row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, dtype)
-    ts, S = model.time_scale, model.time_scale.scale
-    bounds = step_bounds(model)
-    (c_lo, c_hi), (l_lo, l_hi) = bounds.get("step_centre.weight", (0.0, 1.0)), bounds.get("step_rate.weight", (0, 1))
-    nums = np.array([lr, ts.start, ts.end - ts.start, S, negative_weight, c_lo, c_hi, l_lo, l_hi], row_mult.dtype)
-    empty = np.empty((0, 0), row_mult.dtype)
-    tabs = tuple(empty if w is None else _array(w) for w in weights)
-    present = tuple(w is not None and not (model.family == "II" and name.startswith("omega"))
-                    for name, w in zip(TABLES, weights))
-    factors = np.array([table_lr_factor(name, S, centre_lr) for name in TABLES], row_mult.dtype)
-    flags = (model.family != "II", model.family == "IV", model.logistic, dtype == torch.float32,
-             not model.freeze_compass, bool(smooth))
-    loss = _kernel()(tabs, _array(H), ids[0], _array(times.to(dtype).contiguous()), ids[1], ids[2], ids[3], nums,
-                     flags, row_mult, rough, factors, present)
-    return torch.tensor(loss, dtype=dtype)
+    return FusedStep(model, negative_weight, centre_lr)(words, times, pair_centre, context, negatives, lr,
+                                                         roughness_penalty, row_lr)

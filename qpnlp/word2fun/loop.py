@@ -49,7 +49,7 @@ from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
-from qpnlp.word2fun.sgd import centre_sgd_step_tensor
+from qpnlp.word2fun.sgd import batch_step
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 from qpnlp.word2fun.sources import ArraySource
 
@@ -93,7 +93,7 @@ def _loss_sum(model) -> torch.Tensor:
 
 def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=(None, None),
                    progress=None) -> tuple[torch.Tensor, int]:
-    """Run :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor` over ``batches`` (an iterator, shared under ``lock``
+    """Run the SGD step (:func:`~qpnlp.word2fun.sgd.batch_step`) over ``batches`` (an iterator, shared under ``lock``
     by hogwild workers): the sum of the batches' losses (a tensor on the model's device, :func:`_loss_sum`) and
     their pairs.
 
@@ -105,6 +105,7 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
     done = progress[0] if progress is not None else 0.0
     word_penalty, word_lr = weights
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
+    step = batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
     while True:
         if lock is None:
             batch = next(batches, None)
@@ -119,8 +120,7 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
         neg = sampler.sample(shape, generator=gen)
         lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
         rl = None if word_lr is None else word_lr[batch.words]
-        total += centre_sgd_step_tensor(model, batch.words, batch.time, batch.pair_centre, batch.context, neg, lr,
-                                        lam, rl, cfg.negative_weight, centre_lr)   # added on the device: no sync
+        total += step(batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl)  # on the device
         nb += B
         done = batch.progress
         if progress is not None:

@@ -141,13 +141,13 @@ def test_change_point_starts_step_their_centres_slower_unless_told(monkeypatch):
     from qpnlp.word2fun import sgd, step_sizes
 
     used = []
-    real = sgd.centre_sgd_step_tensor
+    real = sgd.batch_step
 
     def spy(*args, **kwargs):
-        used.append(args[10] if len(args) > 10 else kwargs.get("centre_lr", step_sizes.STEP_CENTRE_LR))
+        used.append(args[3] if len(args) > 3 else kwargs.get("centre_lr", step_sizes.STEP_CENTRE_LR))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("qpnlp.word2fun.loop.centre_sgd_step_tensor", spy)
+    monkeypatch.setattr("qpnlp.word2fun.loop.batch_step", spy)
     corpus = _switching_corpus()
     fit(corpus, TrainConfig(epochs=1), dim=8, min_count=1)
     assert set(used) == {cp.STEP_CENTRE_LR_AT_CHANGE_POINTS}

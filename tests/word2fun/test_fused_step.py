@@ -200,8 +200,8 @@ def test_fit_trains_with_the_fused_step_as_with_torch_ops(monkeypatch):
     words = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
     corpus = TimestampedCorpus.from_pairs((1900 + i % 20, list(rng.choice(words, 8))) for i in range(200))
     calls = []
-    real = fused_step.fused_sgd_step
-    monkeypatch.setattr(fused_step, "fused_sgd_step", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = fused_step.FusedStep.__call__
+    monkeypatch.setattr(fused_step.FusedStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
     cfg = TrainConfig(epochs=1, seed=0, batch_size=256)
     fused = fit(corpus, cfg, dim=8, min_count=1).vectors.model
     assert calls
@@ -225,3 +225,35 @@ def test_extreme_logits_give_the_losses_and_gradients_of_torch_ops(dtype, make, 
     assert float(loss[0]) > 1e3 and float(loss[0]) == pytest.approx(float(loss0[0]), rel=TOL[dtype])
     for name, p in want.items():
         assert torch.allclose(got[name], p, rtol=TOL[dtype], atol=TOL[dtype] * float(p.abs().max())), name
+
+
+def test_a_prepared_step_equals_the_step_prepared_at_every_call(make):
+    """FusedStep, built once and called per batch (what the training loop does), gives the losses and
+    parameters of centre_sgd_step_tensor called per batch, bit for bit."""
+    batches = _batches(steps=4, rough="tensor")
+    models = [_model(make, dtype=torch.float32) for _ in range(2)]
+    prepared = fused_step.FusedStep(models[0], negative_weight=1.5, centre_lr=0.05)
+    for words, times, pc, ctx, neg, lam, rl in batches:
+        a = prepared(words, times, pc, ctx, neg, 0.05, lam, rl)
+        b = centre_sgd_step_tensor(models[1], words, times, pc, ctx, neg, 0.05, lam, rl, 1.5, 0.05)
+        assert a.dtype == torch.float32 and torch.equal(a, b)
+    for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_batch_step_prepares_the_fused_step_only_where_it_takes_every_batch(make, monkeypatch):
+    from qpnlp.word2fun.sgd import batch_step
+
+    assert isinstance(batch_step(_model(make), shared_negatives=True), fused_step.FusedStep)
+    for model, shared in ((_model(make), False), (make(11, 8, family="linear"), True)):
+        step = batch_step(model, shared_negatives=shared)
+        assert not isinstance(step, fused_step.FusedStep)
+        words, times, pc, ctx, neg, lam, rl = _batches(steps=1)[0]
+        negatives = neg if shared else neg.repeat(pc.shape[0], 1)
+        before = model.compass.weight.detach().clone()
+        assert torch.isfinite(step(words, times, pc, ctx, negatives, 0.05)) and not torch.equal(
+            before, model.compass.weight)
+    monkeypatch.setattr(fused_step, "ENABLED", False)
+    assert not isinstance(batch_step(_model(make), shared_negatives=True), fused_step.FusedStep)
+    with pytest.raises(ValueError, match="takes_model"):
+        fused_step.FusedStep(_model(make))

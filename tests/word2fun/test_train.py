@@ -38,16 +38,21 @@ def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
     from qpnlp.word2fun import loop
     from qpnlp.word2fun.sources import ArraySource
 
-    real, calls, lock = loop.centre_sgd_step_tensor, [0], threading.Lock()
+    real, calls, lock = loop.batch_step, [0], threading.Lock()
 
-    def failing(*args, **kwargs):
-        with lock:
-            calls[0] += 1
-            if calls[0] == 3:
-                raise RuntimeError("boom")
-        return real(*args, **kwargs)
+    def failing_steps(*args, **kwargs):
+        step = real(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "centre_sgd_step_tensor", failing)
+        def failing(*a, **k):
+            with lock:
+                calls[0] += 1
+                if calls[0] == 3:
+                    raise RuntimeError("boom")
+            return step(*a, **k)
+
+        return failing
+
+    monkeypatch.setattr(loop, "batch_step", failing_steps)
     rs = np.random.default_rng(0)
     tokens, doc_ids = rs.integers(0, 50, 20_000), np.repeat(np.arange(200), 100)
     source = ArraySource(tokens, doc_ids, 1900.0 + np.arange(200) % 100)
@@ -259,15 +264,20 @@ def test_the_loop_reads_the_loss_on_the_host_once_per_epoch(make, monkeypatch, w
     from qpnlp.word2fun import loop
     from qpnlp.word2fun.sources import ArraySource
 
-    real, losses = loop.centre_sgd_step_tensor, []
+    real, losses = loop.batch_step, []
 
-    def step(*args, **kwargs):
-        loss = real(*args, **kwargs)
-        assert isinstance(loss, torch.Tensor) and loss.shape == () and loss.device == args[0].compass.weight.device
-        losses.append(loss.clone())
-        return loss.as_subclass(_HostReads)
+    def steps(model, *args, **kwargs):
+        real_step = real(model, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "centre_sgd_step_tensor", step)
+        def step(*a, **k):
+            loss = real_step(*a, **k)
+            assert isinstance(loss, torch.Tensor) and loss.shape == () and loss.device == model.compass.weight.device
+            losses.append(loss.clone())
+            return loss.as_subclass(_HostReads)
+
+        return step
+
+    monkeypatch.setattr(loop, "batch_step", steps)
     monkeypatch.setattr(_HostReads, "reads", 0)
     rs = np.random.default_rng(0)
     tokens, doc_ids = rs.integers(0, 50, 5_000), np.repeat(np.arange(50), 100)
