@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["POLY_MAX", "sincos", "exp_minus_abs"]
 
-#: Beyond this |angle| the float32 polynomial's reduction loses digits: libm takes over.
+#: Beyond this absolute angle the float32 polynomial's reduction loses digits: libm takes over.
 POLY_MAX = 8192.0
 #: The Taylor coefficients 1/11! .. 1/0! of exp after the leading 1/12! (:func:`exp_minus_abs`).
 _EXP_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(11, -1, -1))
@@ -24,7 +24,7 @@ _EXP_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(11, -1, -1))
 def sincos(x, s, c, fast):  # pragma: no cover - compiled
     """``s, c = sin(x), cos(x)`` (1-D): float32 by a vectorised polynomial (``fast``), otherwise libm.
 
-    Cody-Waite reduction by pi/2 in three parts (exact products for |x| < 8192), Cephes' sinf and cosf
+    Cody-Waite reduction by pi/2 in three parts (exact products for :math:`|x| < 8192`), Cephes' sinf and cosf
     polynomials on [-pi/4, pi/4]; compiled without fast-math (reassociation would undo the reduction).
     """
     big = False
@@ -50,9 +50,10 @@ def sincos(x, s, c, fast):  # pragma: no cover - compiled
 
 
 def exp_minus_abs(y, e):  # pragma: no cover - compiled
-    """``e = exp(-|y|)`` (float64, 1-D), vectorised: 2^n times a degree-12 Taylor polynomial on |r| <= ln 2 / 2
-    (relative error about 2e-16); e^-708 for |y| > 708 (where :math:`\\sigma` and :math:`\\log(1 + e)` do not
-    see the difference); NaN for NaN.  Compiled without fast-math (the two-part reduction by ln 2)."""
+    """:math:`e = \\exp(-|y|)` (float64, 1-D), vectorised: :math:`2^n` times a degree-12 Taylor polynomial on
+    :math:`|r| \\le \\ln 2 / 2` (relative error about 2e-16); :math:`e^{-708}` for :math:`|y| > 708` (where
+    :math:`\\sigma` and :math:`\\log(1 + e)` do not see the difference); NaN for NaN.  Compiled without fast-math
+    (the two-part reduction by ln 2)."""
     for i in range(y.shape[0]):
         v = -abs(y[i])
         v = -708.0 if v < -708.0 else v  # NaN stays NaN

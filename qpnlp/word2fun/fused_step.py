@@ -24,13 +24,17 @@ coordinates, ``h = D / 2``, ``V`` words.  In the order the step runs:
    :math:`G_i = \\sum_n \\gamma_{ni} f_n` (k, D);
 4. the compass (unless frozen): :math:`h_{v_i} \\mathrel{+}= -\\eta G_i`, then pair after pair
    :math:`h_{c(b)} \\mathrel{+}= -\\eta g_b f_{n(b)}`;
-5. word by word (the tokens sorted stably by word): the rows' steps of each of the word's tokens
-   (5D + 2 numbers), all from its rows before the step: the VJP
-   (:meth:`~qpnlp.word2fun.model.Word2Fun.function_vjp`) of :math:`g = -\\eta r_n \\partial L/\\partial f_n`
-   (:math:`r_n` = ``row_lr``), minus :math:`\\eta \\lambda_n r_n \\partial\\rho/\\partial` rows
-   (:func:`~qpnlp.word2fun.sgd.roughness`);
-6. those steps added into the word's rows in token order (as ``index_add_`` accumulates repeated
-   words), each table's step times its multiplier (:func:`~qpnlp.word2fun.step_sizes.table_lr_factor`);
+5. word by word (the tokens grouped by word), from its rows before the step: the sums over the word's tokens
+   of :math:`g_n`, :math:`g_n \\odot sc_n`, :math:`g_n \\odot dc_n`, :math:`\\tau_n g_n \\odot dc_n` and
+   :math:`(\\sigma(z_n) - \\tfrac12) g_n` (:math:`g_n = -\\eta r_n \\partial L/\\partial f_n`, :math:`r_n` =
+   ``row_lr``; :math:`sc_n`, :math:`dc_n` the basis and its derivative in the angles), of the logistic step's
+   centre and log-rate gradients and of the roughness weights :math:`\\eta \\lambda_n r_n`: the VJP
+   (:meth:`~qpnlp.word2fun.model.Word2Fun.function_vjp`) is linear in :math:`g`, so these sums give the word's
+   steps, one pass over the coordinates per token;
+6. the word's rows' steps from them, minus the summed roughness weight times :math:`\\partial\\rho/\\partial`
+   rows (:func:`~qpnlp.word2fun.sgd.roughness`), each table's step times its multiplier
+   (:func:`~qpnlp.word2fun.step_sizes.table_lr_factor`), added once (the torch ops' ``index_add_`` adds the
+   tokens' steps one after another: the same sum in another order);
 7. the word's step centre and log-rate projected onto their ranges (:func:`~qpnlp.word2fun.step_sizes.step_bounds`).
 
 Steps 5-7 touch only the word's own rows, so taking the words one after another is the torch ops'
@@ -277,88 +281,80 @@ def _compass(H, f, negatives, G, pair_centre, context, gp, lr):  # pragma: no co
             hv[j] += st * fn[j]
 
 
-def _vjp(g, r, A, sc, dc, tau, sig, k, ds, logistic, out):  # pragma: no cover - compiled
-    """Step 5, the VJP: ``out`` (5D + 2,) = the rows' gradients of ``g . f`` at one token.
-
-    Columns: base, amplitude (D each), [omega1; omega2], [theta1; theta2] (D each), step_amplitude (D),
-    step_centre, step_rate; ``sc``, ``dc`` from :func:`_trig`, ``k``, ``ds`` from :func:`_step_logit`.
-    """
-    D = g.shape[0]
-    t = g.dtype.type
-    amp, om, th = out[D:2 * D], out[2 * D:3 * D], out[3 * D:4 * D]  # views: plain indices vectorise
-    out[:D] = g
-    for j in range(D):
-        amp[j] = g[j] * sc[j]
-    for j in range(D):
-        th[j] = g[j] * r[j] * dc[j]
-    for j in range(D):
-        om[j] = th[j] * tau
-    if logistic:  # the logistic step: dA = g (sigma - 1/2), dc = -k gam, dl = k (s - c) gam
-        stA = out[4 * D:5 * D]
-        gam = _dot(g, A) * (sig * (t(1.0) - sig))
-        for j in range(D):
-            stA[j] = g[j] * (sig - t(0.5))
-        out[5 * D] = -k * gam
-        out[5 * D + 1] = k * ds * gam
+def _token_sums(gn, m, sc, dc, tau, half, A, acc):  # pragma: no cover - compiled
+    """Step 5 for one token: ``acc += [g; g sc; g dc; tau g dc; (sigma - 1/2) g]`` with ``g = m gn``; returns
+    ``g . A`` (one pass over the coordinates)."""
+    ga = gn.dtype.type(0.0)
+    for j in range(gn.shape[0]):
+        g = gn[j] * m
+        gd = g * dc[j]
+        acc[0, j] += g
+        acc[1, j] += g * sc[j]
+        acc[2, j] += gd
+        acc[3, j] += gd * tau
+        acc[4, j] += g * half
+        ga += g * A[j]
+    return ga
 
 
-def _roughness(st, S, r, o1, o2, A, k, logistic, per_word, out):  # pragma: no cover - compiled
-    """Step 5, the roughness: ``out -= st * d rho / d rows`` (``_add_roughness_steps``), columns as ``_vjp``."""
-    h = o1.shape[0]
-    D = 2 * h
-    t = out.dtype.type
-    if logistic:  # d/dA = k A / 6, d/dl = k |A|^2 / 12
-        stA, kst = out[4 * D:5 * D], k * st
-        for j in range(D):
-            stA[j] += t(-1.0 / 6.0) * A[j] * kst
-        out[5 * D + 1] += t(-1.0 / 12.0) * _dot(A, A) * kst
-    st_S = st * S
-    for lo, o in ((0, o1), (h, o2)):  # views: plain indices vectorise
-        rr, amp, dom = r[lo:lo + h], out[D + lo:D + lo + h], out[2 * D + lo:2 * D + lo + h]
-        if not per_word:  # II: w = S Omega fixed, dR = w^2 R
-            for j in range(h):
-                amp[j] -= st * (o[j] * S * rr[j] * (o[j] * S))
-            continue
-        for j in range(h):  # III, IV: dR = (S Omega R) Omega S, dOmega = (S Omega R) R S
-            amp[j] -= st_S * (o[j] * S * rr[j] * o[j])
-        for j in range(h):
-            dom[j] -= st_S * (o[j] * S * rr[j] * rr[j])
-
-
-def _token_steps(tabs, n, u, tau, sig, g_f, row_mult, rough, nums, flags, trig, g, out):  # pragma: no cover
-    """Step 5 for token ``n`` (word ``u``): its rows' steps into ``out``, from the rows before the step."""
-    sc, dc = trig[0, n], trig[1, n]
+def _word_sums(tabs, u, tokens, tau, sig, g_f, row_mult, rough, nums, flags, trig, acc):  # pragma: no cover
+    """Step 5 for word ``u`` and its ``tokens``: ``acc`` (5, D) (:func:`_token_sums`) and the sums
+    ``(dc, dl, st)`` of the centre's and log-rate's steps and of the roughness weights."""
+    t = acc.dtype.type
+    acc[:] = t(0.0)
     r, o1, o2, t1, t2, A = _rows(tabs, u, flags)
-    m, gn = row_mult[n if row_mult.shape[0] > 1 else 0], g_f[n]
-    for j in range(g.shape[0]):
-        g[j] = gn[j] * m
-    k, ds = _step_logit(tabs, u, tau[n], nums, flags[2])
-    _vjp(g, r, A, sc, dc, tau[n], sig[n], k, ds, flags[2], out)
-    if flags[5]:
-        _roughness(rough[n if rough.shape[0] > 1 else 0], nums[_SCALE], r, o1, o2, A, k, flags[2], flags[0], out)
+    dc_, dl, st = t(0.0), t(0.0), t(0.0)
+    for n in tokens:
+        m = row_mult[n if row_mult.shape[0] > 1 else 0]
+        ga = _token_sums(g_f[n], m, trig[0, n], trig[1, n], tau[n], sig[n] - t(0.5), A, acc)
+        if flags[2]:  # the logistic step: dc = -k gam, dl = k (s - c) gam, gam = (g . A) sigma (1 - sigma)
+            k, ds = _step_logit(tabs, u, tau[n], nums, True)
+            gam = ga * (sig[n] * (t(1.0) - sig[n]))
+            dc_ += -k * gam
+            dl += k * ds * gam
+        if flags[5]:
+            st += rough[n if rough.shape[0] > 1 else 0]
+    return dc_, dl, st
 
 
-def _add(row, steps, offset, factor):  # pragma: no cover - compiled
-    src = steps[offset:offset + row.shape[0]]  # a view: plain indices vectorise
-    for j in range(row.shape[0]):
-        row[j] += src[j] * factor
+def _add_harmonics(r, o, th, acc, lo, st, S, flags, present, factors, fo, fth):  # pragma: no cover - compiled
+    """Step 6 for one half (``lo``: 0 or h) of the harmonic rows: amplitudes ``r[lo:lo + h]``, frequencies ``o``
+    and phases ``th`` (h,), each step from the rows before it, the roughness's (weight ``st``) included."""
+    stS = st * S
+    for j in range(o.shape[0]):
+        rj, oj = r[lo + j], o[j]
+        step_r = acc[1, lo + j]
+        if flags[5]:  # II: w = S Omega fixed, dR = w^2 R; III, IV: dR = (S Omega R) Omega S, dOmega = (S Omega R) R S
+            step_r -= stS * (oj * S * rj * oj) if flags[0] else st * (oj * S * rj * (oj * S))
+        if present[2]:
+            step_o = rj * acc[3, lo + j]
+            if flags[5]:
+                step_o -= stS * (oj * S * rj * rj)
+            o[j] += step_o * fo
+        if present[4]:
+            th[j] += rj * acc[2, lo + j] * fth
+        r[lo + j] += step_r * factors[1]
 
 
-def _scatter(tabs, u, st, factors, present):  # pragma: no cover - compiled
-    """Step 6 for one token: ``table[u] += factor * st[columns]`` (constant table indices)."""
-    D = tabs[0].shape[1]
-    _add(tabs[0][u], st, 0, factors[0])
-    _add(tabs[1][u], st, D, factors[1])
-    if present[2]:
-        _add(tabs[2][u], st, 2 * D, factors[2])
-        _add(tabs[3][u], st, 2 * D + D // 2, factors[3])
-    if present[4]:
-        _add(tabs[4][u], st, 3 * D, factors[4])
-        _add(tabs[5][u], st, 3 * D + D // 2, factors[5])
-    if present[6]:
-        _add(tabs[6][u], st, 4 * D, factors[6])
-        _add(tabs[7][u], st, 5 * D, factors[7])
-        _add(tabs[8][u], st, 5 * D + 1, factors[8])
+def _add_steps(tabs, u, acc, dc_, dl, st, nums, flags, factors, present):  # pragma: no cover - compiled
+    """Step 6 for word ``u``: its rows' steps from the sums of :func:`_word_sums` (the VJP is linear in g), the
+    roughness's gradient (weight ``st``) included, each table's step times its factor."""
+    t = acc.dtype.type
+    D, S = acc.shape[1], nums[_SCALE]
+    h = D // 2
+    r, o1, o2, t1, t2, A = _rows(tabs, u, flags)
+    b = tabs[0][u]
+    for j in range(D):
+        b[j] += acc[0, j] * factors[0]
+    _add_harmonics(r, o1, t1, acc, 0, st, S, flags, present, factors, factors[2], factors[4])
+    _add_harmonics(r, o2, t2, acc, h, st, S, flags, present, factors, factors[3], factors[5])
+    if flags[2]:  # the logistic step; roughness: d/dA = k A / 6, d/dl = k |A|^2 / 12
+        kst = t(math.exp(tabs[8][u, 0])) * st if flags[5] else t(0.0)
+        dl += t(-1.0 / 12.0) * _dot(A, A) * kst
+        for j in range(D):
+            A[j] += (acc[4, j] + t(-1.0 / 6.0) * A[j] * kst) * factors[6]
+        tabs[7][u, 0] += dc_ * factors[7]
+        tabs[8][u, 0] += dl * factors[8]
 
 
 def _project(tabs, u, nums):  # pragma: no cover - compiled
@@ -371,21 +367,19 @@ def _project(tabs, u, nums):  # pragma: no cover - compiled
             tabs[i][u, 0] = hi
 
 
-def _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, g,
-                 steps):  # pragma: no cover - compiled
-    """Steps 5-7 word by word (tokens sorted stably by word): the steps of a word's tokens, all taken from its
-    rows before the step, then added in token order, then the projection; every other word's rows are apart,
-    so this is the torch ops' gather, steps and ``index_add_`` with each row read and written while cached."""
+def _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
+                 acc):  # pragma: no cover - compiled
+    """Steps 5-7 word by word (tokens grouped by word): the sums over the word's tokens, all taken at its rows
+    before the step, then its rows' steps, then the projection; every other word's rows are apart, so this
+    is the torch ops' gather, steps and ``index_add_``, with each row read and written while cached."""
     order = np.argsort(words, kind="mergesort")
     N, lo = words.shape[0], 0
     while lo < N:
         u, hi = words[order[lo]], lo + 1
         while hi < N and words[order[hi]] == u:
             hi += 1
-        for i in range(lo, hi):
-            _token_steps(tabs, order[i], u, tau, sig, g_f, row_mult, rough, nums, flags, trig, g, steps[i - lo])
-        for i in range(lo, hi):
-            _scatter(tabs, u, steps[i - lo], factors, present)
+        dc_, dl, st = _word_sums(tabs, u, order[lo:hi], tau, sig, g_f, row_mult, rough, nums, flags, trig, acc)
+        _add_steps(tabs, u, acc, dc_, dl, st, nums, flags, factors, present)
         if flags[2]:
             _project(tabs, u, nums)
         lo = hi
@@ -423,8 +417,8 @@ def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, r
     loss += _negatives(f, H, negatives, count, nums[_NEG_WEIGHT], g_f, G, flags[4])
     if flags[4]:
         _compass(H, f, negatives, G, pair_centre, context, gp, nums[_LR])
-    _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, a,
-                 np.empty((N, 5 * D + 2), dt))
+    _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
+                 np.empty((5, D), dt))
     return loss, 0
 
 
@@ -432,7 +426,7 @@ def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, r
 #: compiled version before it compiles :func:`_step` (numba resolves a global when it compiles the caller).
 _HELPERS = {name: _FASTMATH for name in (
     "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives", "_negatives_of",
-    "_outer4", "_negatives", "_compass", "_vjp", "_roughness", "_token_steps", "_add", "_scatter", "_project",
+    "_outer4", "_negatives", "_compass", "_token_sums", "_word_sums", "_add_harmonics", "_add_steps", "_project",
     "_update_rows", "_first_bad_ids")}
 _HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
 _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written (the names get rebound)
