@@ -115,7 +115,10 @@ class TrainConfig:
 
     ``chunk_tokens`` tokens are shuffled together (and, when streaming, held
     in memory); ``sync_every`` batches pass between two synchronisations of
-    the processes of a distributed run. ``seed`` is an integer in
+    the processes of a distributed run (128 batches of 2048 pairs: the pairs
+    that 32 batches of 8192 held before the batches shrank; at 32 the
+    synchronisations took 12-17% of a 2-process run's time,
+    ``benchmarks/results/word2fun/sync-every/``). ``seed`` is an integer in
     [0, 2**32 - 1], the seeds of every qpnlp trainer.
     """
 
@@ -135,7 +138,7 @@ class TrainConfig:
     frequency_reference: float = 4000.0
     rare_lr_power: float = 0.5
     rare_lr_max: float = 4.0
-    sync_every: int = 32
+    sync_every: int = 128
     negative_weight: float = 5.0
     step_centre_lr: float | None = None
 
