@@ -13,7 +13,8 @@ processes' tokens over the slowest one's training time).  With
 ``--baseline-tree`` the training of ``qpnlp train word2fun`` of another
 version (its defaults: one worker, torch's default intra-op threads), and that
 version trained by ``--processes`` processes, are timed in the same runs.
-The runs are interleaved ``--repeats`` times (gensim, Word2Fun, gensim, ...)
+After one untimed warm-up run of every Word2Fun row (``--warmup 0`` skips it; without it the first
+repeat of a tree counts its numba compilation), the runs are interleaved ``--repeats`` times (gensim, Word2Fun, gensim, ...)
 so that both see the same machine, first alone and then (``--busy 2``) beside
 two busy processes (a Python loop each), and the load average is recorded
 with every timing.  Ratios are taken within one run only.
@@ -157,6 +158,9 @@ def main() -> None:
     ap.add_argument("--baseline-tree", default="",
                     help="a directory holding the qpnlp package of another version (git archive HEAD qpnlp | tar -x "
                          "-C DIR): its `qpnlp train word2fun` training is timed in the same interleaved runs")
+    ap.add_argument("--warmup", type=int, default=1, choices=[0, 1],
+                    help="train each Word2Fun row once, untimed, first: the first run of a tree compiles its numba "
+                         "loops (cached on disk) and each process loads them, which the timed runs should not count")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
     ap.add_argument("--tag", default="speed")
     args = ap.parse_args()
@@ -188,6 +192,8 @@ def main() -> None:
         if args.processes > 1:
             models[f"word2fun before ({args.processes} processes, baseline tree)"] = (
                 lambda: word2fun_processes(tsv, args, args.baseline_tree))
+    for name, run in list(models.items())[1:] if args.warmup else ():  # compile or load every tree's numba loops
+        print("warm-up (not counted)", name, round(run()), flush=True)
     phases = {}
     for n_busy in (int(x) for x in args.busy.split(",")):
         stop = mp.Event()
