@@ -262,9 +262,9 @@ def batch_step(model: Word2Fun, shared_negatives: bool, negative_weight: float =
 
     Where the compiled step takes every batch of the run (negatives shared by the batch, and
     :func:`~qpnlp.word2fun.fused_step.takes_model`, which asks for CPU tables) it is a
-    :class:`~qpnlp.word2fun.fused_step.FusedStep`, prepared once: about 0.15 ms less per batch than
-    :func:`centre_sgd_step_tensor`, which checks and prepares the same at every call.  The batches must then be
-    on the CPU, like the model.
+    :class:`~qpnlp.word2fun.fused_step.FusedStep`, prepared once, where :func:`centre_sgd_step_tensor` checks and
+    prepares the same at every call (about 5% of a step's CPU time at ``fit``'s defaults,
+    ``benchmarks/word2fun_step.py``).  The batches must then be on the CPU, like the model.
     """
     if shared_negatives and fused_step.takes_model(model):
         return fused_step.FusedStep(model, negative_weight, centre_lr)
