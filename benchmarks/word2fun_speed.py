@@ -14,8 +14,8 @@ processes' tokens over the slowest one's training time).  With
 version (its defaults: one worker, torch's default intra-op threads), and that
 version trained by ``--processes`` processes, are timed in the same runs.
 After one untimed warm-up run of every Word2Fun row (``--warmup 0`` skips it; without it the first
-repeat of a tree counts its numba compilation), the runs are interleaved ``--repeats`` times (gensim, Word2Fun, gensim, ...)
-so that both see the same machine, first alone and then (``--busy 2``) beside
+repeat of a tree counts its numba compilation), the runs are interleaved ``--repeats`` times
+(gensim, Word2Fun, gensim, ...) so that both see the same machine, first alone and then (``--busy 2``) beside
 two busy processes (a Python loop each), and the load average is recorded
 with every timing.  Ratios are taken within one run only.
 
@@ -192,8 +192,9 @@ def main() -> None:
         if args.processes > 1:
             models[f"word2fun before ({args.processes} processes, baseline tree)"] = (
                 lambda: word2fun_processes(tsv, args, args.baseline_tree))
-    for name, run in list(models.items())[1:] if args.warmup else ():  # compile or load every tree's numba loops
-        print("warm-up (not counted)", name, round(run()), flush=True)
+    for name, run in models.items() if args.warmup else ():  # compile or load every tree's numba loops
+        if name.startswith("word2fun"):
+            print("warm-up (not counted)", name, round(run()), flush=True)
     phases = {}
     for n_busy in (int(x) for x in args.busy.split(",")):
         stop = mp.Event()

@@ -1,9 +1,9 @@
 """Word2Fun's SGD step alone: CPU milliseconds per step of the defaults, this tree against another version.
 
 The step the loop runs (:func:`qpnlp.word2fun.sgd.batch_step`, prepared once per pass; before it,
-:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, ``centre_sgd_step`` in older trees) is timed over the batches of one epoch of
-:func:`qpnlp.word2fun.fit`'s defaults on the planted-drift corpus (family IV with the logistic step, dim 100, 32 shared
-negatives, batches of 2048 pairs), from the model as ``fit`` initialises it,
+:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, ``centre_sgd_step`` in older trees) is timed over the
+batches of one epoch of :func:`qpnlp.word2fun.fit`'s defaults on the planted-drift corpus (family IV with the
+logistic step, dim 100, 32 shared negatives, batches of 2048 pairs), from the model as ``fit`` initialises it,
 in one torch thread.  The time is the thread's CPU time (``time.thread_time``),
 so that jobs running beside it stretch it less than the wall clock; each
 worker takes the best of ``--reps`` passes over ``--steps`` batches.  With

@@ -481,14 +481,14 @@ def _index(t: torch.Tensor, what: str) -> np.ndarray:
     return _array(t.to(torch.int64).contiguous())
 
 
-def _row_scales(roughness_penalty, row_lr, lr: float, n: int, dtype: torch.dtype) -> tuple:
+def _row_scales(roughness_penalty, row_lr, lr: float, n: int, dtype: torch.dtype, np_dtype) -> tuple:
     """``(row_mult, rough, smooth)``: :func:`~qpnlp.word2fun.step_sizes.row_step_scales` as arrays of 1 or N
-    values in the model's dtype (per-token values checked to be N), and whether roughness steps are taken."""
+    values in the model's dtype (``dtype``, ``np_dtype`` as numpy's; per-token values checked to be N), and whether
+    roughness steps are taken."""
     for t, what in ((row_lr, "row_lr"), (roughness_penalty, "roughness_penalty")):
         if isinstance(t, torch.Tensor) and tuple(t.shape) != (n,):
             raise ValueError(f"{what} must have one value per centre token, shape ({n},); got {tuple(t.shape)}")
     row, rough = row_step_scales(roughness_penalty, row_lr, lr, dtype)
-    np_dtype = np.float32 if dtype == torch.float32 else np.float64
     arrays = (_array(x.contiguous()) if isinstance(x, torch.Tensor) else np.array([x], np_dtype)
               for x in (row, 0.0 if rough is None else rough))
     return (*arrays, rough is not None)
@@ -508,10 +508,10 @@ class FusedStep:
             raise ValueError("the fused step needs numba, family II, III or IV and contiguous CPU tables of one "
                              f"float dtype (fused_step.takes_model); got family {model.family!r}")
         weights, H = _weights(model), model.compass.weight
-        self.model, self.dtype = model, H.dtype
-        np_dtype = np.float32 if H.dtype == torch.float32 else np.float64
+        self.model, self.dtype, self.H = model, H.dtype, _array(H)
+        np_dtype = self.H.dtype
         empty = np.empty((0, 0), np_dtype)
-        self.tabs, self.H = tuple(empty if w is None else _array(w) for w in weights), _array(H)
+        self.tabs = tuple(empty if w is None else _array(w) for w in weights)
         self.present = tuple(w is not None and not (model.family == "II" and name.startswith("omega"))
                              for name, w in zip(TABLES, weights))
         ts, S = model.time_scale, model.time_scale.scale
@@ -533,7 +533,7 @@ class FusedStep:
                              f"{tuple(times.shape)} and {tuple(pair_centre.shape)}")
         ids = (_index(words, "word"), _index(pair_centre, "centre token"), _index(context, "context word"),
                _index(negatives, "negative"))
-        row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, self.dtype)
+        row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, self.dtype, self.H.dtype)
         nums = self.nums.copy()
         nums[_LR] = lr
         loss, bad = self.kernel(self.tabs, self.H, ids[0], _array(times.to(self.dtype).contiguous()), ids[1], ids[2],
