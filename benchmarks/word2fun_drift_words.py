@@ -6,7 +6,9 @@ width, the raw and noise-corrected prediction-space change, the corrected change
 word's share of ``acc_after`` (the years after its transition whose nearest topic is its dominant one, with the
 wrong years listed; ``-`` for the ambiguous strengths within 0.1 of 0.5 that the metric leaves out); then
 the Spearman correlations of that ratio with the switch year and with the strength. A ratio that grows with the
-switch year means early switches are under-measured.
+switch year means early switches are under-measured. Then, for the words with wrong years, the mean probability of
+the source and the destination topic's words (a near tie shows an under-fitted mixture), and the metrics again
+with every probe's harmonic amplitudes set to zero.
 
 Usage::
 
@@ -16,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import types
 from pathlib import Path
@@ -98,6 +101,55 @@ def main(argv=None) -> None:
           f"{len(counted)} counted words")
     print(f"Spearman of the change per strength with the switch year {spearmanr(per_strength, switch).statistic:+.2f}, "
           f"with the strength {spearmanr(per_strength, strength).statistic:+.2f}")
+    print_margins(grid, truth, metrics["per_word"])
+    print_without_harmonics(grid, truth, vectors)
+
+
+def topic_probabilities(grid, truth, word: str) -> np.ndarray:
+    """(T, K): the mean prediction-space probability sigma(f(u, t) . h(v)) of ``word`` over each topic's words
+    (what ``acc_after`` takes the argmax of)."""
+    P = grid.profiles([word])[:, 0]                                     # (T, C)
+    ctx = {w: i for i, w in enumerate(grid.context_words)}
+    return np.stack([P[:, [ctx[w] for w in tw]].mean(-1).numpy() for tw in truth.topic_words], axis=1)
+
+
+def print_margins(grid, truth, per_word: dict) -> None:
+    """For each word with wrong years after its transition: its mean probability over the source and the
+    destination topic's words, averaged over the years after the transition and over the wrong ones."""
+    print("\nWords with wrong years after: mean topic probability, source / destination (dominant: source below "
+          "strength 0.5)")
+    print("| word | strength | after: source / destination | wrong years: source / destination | wrong / after |")
+    print("|---|---|---|---|---|")
+    for p in np.argsort(truth.strength):
+        word = truth.words[p]
+        wrong = per_word.get(word, {}).get("wrong_years_after") or []
+        if truth.kind[p] != "drift" or not wrong:
+            continue
+        tp = topic_probabilities(grid, truth, word)
+        after = grid.years >= truth.switch_year[p] + np.nan_to_num(truth.width[p]) / 2
+        bad = np.isin(grid.years, wrong)
+        s, d = truth.source[p], truth.dest[p]
+        print(f"| {word} | {truth.strength[p]:.2f} | {tp[after, s].mean():.3f} / {tp[after, d].mean():.3f} | "
+              f"{tp[bad, s].mean():.3f} / {tp[bad, d].mean():.3f} | {bad.sum()} / {after.sum()} |")
+
+
+def print_without_harmonics(grid, truth, vectors) -> None:
+    """acc after and Spearman again with the harmonic amplitudes R_u of every probe set to 0 (the static part and
+    the logistic step left): do the wrong years come from the harmonics?"""
+    model = vectors.model
+    ids = vectors._ids(list(truth.words)).long()
+    saved = model.amplitude.weight.detach().clone()
+    try:
+        with torch.no_grad():
+            model.amplitude.weight[ids] = 0
+        E = vectors.grid(grid.words, truth.years)
+    finally:
+        with torch.no_grad():
+            model.amplitude.weight.copy_(saved)
+    m = evaluate_grid(dataclasses.replace(grid, E=E), truth, per_word=True)
+    wrong = sum(len(a["wrong_years_after"]) for a in m["per_word"].values())
+    print(f"\nWithout the probes' harmonics (R_u = 0): acc after {m['acc_after']:.3f}, Spearman {m['spearman']:.3f}, "
+          f"{wrong} wrong word-years after")
 
 
 if __name__ == "__main__":
