@@ -31,6 +31,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -44,6 +45,33 @@ from qpnlp.word2fun import TrainConfig, fit
 
 def load() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process's threads and of its ended children (the torchrun rows)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def cpu_model() -> dict:
+    """The CPU's model name and vector extensions (the compiled step's speed depends on them: AVX-512 or not)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {"model": platform.processor()}
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = fields.get("flags", "").split()
+    return {"model": fields.get("model name", ""), "simd": sorted(f for f in flags if f.startswith(("avx", "fma")))}
+
+
+def timed(run) -> dict:
+    """Run one row: its tokens/s, the load average before and after, and the cores it used (CPU s / wall s of the
+    whole call, setup included; the busy processes run on and are not counted)."""
+    before, cpu, wall = load(), cpu_seconds(), time.perf_counter()
+    tps = run()
+    cores = (cpu_seconds() - cpu) / (time.perf_counter() - wall)
+    return {"tokens_per_s": tps, "load_before": before, "load_after": load(), "cores_used": round(cores, 2)}
 
 
 def busy(stop) -> None:  # a process that keeps one core busy
@@ -205,9 +233,7 @@ def main() -> None:
         try:
             for _ in range(args.repeats):
                 for name, run in models.items():
-                    before = load()
-                    tps = run()
-                    runs[name].append({"tokens_per_s": tps, "load_before": before, "load_after": load()})
+                    runs[name].append(timed(run))
                     print(n_busy, name, json.dumps(runs[name][-1]), flush=True)
         finally:
             stop.set()
@@ -221,7 +247,7 @@ def main() -> None:
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
                 if k not in ("mode", "tsv", "result") and v not in ("", None)),
             "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,
-            "platform": platform.platform(), "pair_loop": pair_loop.describe("cpu")}
+            "platform": platform.platform(), "cpu": cpu_model(), "pair_loop": pair_loop.describe("cpu")}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "phases": phases}, indent=2))
@@ -229,14 +255,18 @@ def main() -> None:
     lines = [f"# Word2Fun vs gensim per-period word2vec, {corpus.n_tokens} tokens, {args.workers} workers, "
              f"{args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
              "Median tokens/s over the interleaved repeats; load = the 1-minute load average before and after "
-             f"each run (every run in the JSON). This tree's {meta['pair_loop']}.", "",
-             "| busy processes beside | model | median tokens/s | / gensim per-period | load range |", "|---|---|---|---|---|"]
+             f"each run (every run in the JSON). This tree's {meta['pair_loop']}. CPU: {meta['cpu'].get('model')}, "
+             f"{' '.join(meta['cpu'].get('simd', []))}.", "",
+             "Cores used: CPU seconds / wall seconds of each row's whole call (setup included), median.", "",
+             "| busy processes beside | model | median tokens/s | / gensim per-period | cores used | load range |",
+             "|---|---|---|---|---|---|"]
     for n_busy, ph in phases.items():
         gensim = ph[names[0]]["median_tokens_per_s"]
         for k in names:
             loads = [x for r in ph[k]["runs"] for x in (r["load_before"], r["load_after"])]
+            cores = statistics.median(r.get("cores_used", float("nan")) for r in ph[k]["runs"])
             lines.append(f"| {n_busy} | {k} | {ph[k]['median_tokens_per_s']:,.0f} | "
-                         f"{ph[k]['median_tokens_per_s'] / gensim:.2f} | {min(loads)}-{max(loads)} |")
+                         f"{ph[k]['median_tokens_per_s'] / gensim:.2f} | {cores:.2f} | {min(loads)}-{max(loads)} |")
     if len(phases) > 1:
         idle, loaded = phases[min(phases)], phases[max(phases)]
         lines += ["", f"Slow-down beside {max(phases)} busy processes (without / with): " + ", ".join(
