@@ -17,7 +17,10 @@ After one untimed warm-up run of every Word2Fun row (``--warmup 0`` skips it; wi
 repeat of a tree counts its numba compilation), the runs are interleaved ``--repeats`` times
 (gensim, Word2Fun, gensim, ...) so that both see the same machine, first alone and then (``--busy 2``) beside
 two busy processes (a Python loop each), and the load average is recorded
-with every timing.  Ratios are taken within one run only.
+with every timing, with the cores each row used (its CPU seconds, torchrun's
+children included, over its wall seconds) and, in the report, the CPU's model
+and vector extensions (the compiled step is much slower without AVX-512).
+Ratios are taken within one run only.
 
 Run::
 
