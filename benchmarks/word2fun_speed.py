@@ -61,7 +61,7 @@ def cpu_model() -> dict:
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return {"model": platform.processor()}
+        return {"model": platform.processor(), "simd": []}
     fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}
     flags = fields.get("flags", "").split()
@@ -258,8 +258,8 @@ def main() -> None:
     lines = [f"# Word2Fun vs gensim per-period word2vec, {corpus.n_tokens} tokens, {args.workers} workers, "
              f"{args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
              "Median tokens/s over the interleaved repeats; load = the 1-minute load average before and after "
-             f"each run (every run in the JSON). This tree's {meta['pair_loop']}. CPU: {meta['cpu'].get('model')}, "
-             f"{' '.join(meta['cpu'].get('simd', []))}.", "",
+             f"each run (every run in the JSON). This tree's {meta['pair_loop']}. CPU: {meta['cpu']['model']}, "
+             f"{' '.join(meta['cpu']['simd'])}.", "",
              "Cores used: CPU seconds / wall seconds of each row's whole call (setup included), median.", "",
              "| busy processes beside | model | median tokens/s | / gensim per-period | cores used | load range |",
              "|---|---|---|---|---|---|"]
@@ -267,7 +267,7 @@ def main() -> None:
         gensim = ph[names[0]]["median_tokens_per_s"]
         for k in names:
             loads = [x for r in ph[k]["runs"] for x in (r["load_before"], r["load_after"])]
-            cores = statistics.median(r.get("cores_used", float("nan")) for r in ph[k]["runs"])
+            cores = statistics.median(r["cores_used"] for r in ph[k]["runs"])
             lines.append(f"| {n_busy} | {k} | {ph[k]['median_tokens_per_s']:,.0f} | "
                          f"{ph[k]['median_tokens_per_s'] / gensim:.2f} | {cores:.2f} | {min(loads)}-{max(loads)} |")
     if len(phases) > 1:
