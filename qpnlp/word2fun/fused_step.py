@@ -244,8 +244,9 @@ def _negatives(f, H, negatives, count, weight, g_f, G, train_h):  # pragma: no c
     k, D, N = negatives.shape[0], f.shape[1], f.shape[0]
     t = f.dtype.type
     hn = np.empty((k, D), f.dtype)
-    for i in range(k):
-        hn[i] = H[negatives[i]]
+    for i in range(k):  # element by element: an array assignment compiles a shape check with its message (seconds)
+        for j in range(D):
+            hn[i, j] = H[negatives[i], j]
     q, y, e = np.empty((4, k), f.dtype), np.empty(k), np.empty(k)
     loss = 0.0
     for n0 in range(0, N - N % 4, 4):
@@ -367,12 +368,12 @@ def _project(tabs, u, nums):  # pragma: no cover - compiled
             tabs[i][u, 0] = hi
 
 
-def _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
+def _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
                  acc):  # pragma: no cover - compiled
-    """Steps 5-7 word by word (tokens grouped by word): the sums over the word's tokens, all taken at its rows
-    before the step, then its rows' steps, then the projection; every other word's rows are apart, so this
-    is the torch ops' gather, steps and ``index_add_``, with each row read and written while cached."""
-    order = np.argsort(words, kind="mergesort")
+    """Steps 5-7 word by word (tokens grouped by word: ``order`` sorts ``words``, stably): the sums over the
+    word's tokens, all taken at its rows before the step, then its rows' steps, then the projection; every
+    other word's rows are apart, so this is the torch ops' gather, steps and ``index_add_``, with each row read
+    and written while cached."""
     N, lo = words.shape[0], 0
     while lo < N:
         u, hi = words[order[lo]], lo + 1
@@ -394,13 +395,13 @@ def _first_bad_ids(words, pair_centre, context, negatives, V):  # pragma: no cov
     return 0
 
 
-def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
+def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
           present):  # pragma: no cover - compiled
     """The whole step (module docstring): ``(summed loss (float64), 0)``, or ``(0, i)`` with nothing written
     when the ``i``-th id array of :func:`_first_bad_ids` has an id outside its table.
 
-    ``flags``: per-word frequencies (III, IV), phases (IV), logistic step, polynomial sines (float32),
-    train the compass, roughness steps.
+    ``order``: the permutation that sorts ``words`` stably (int64, (N,)).  ``flags``: per-word frequencies (III,
+    IV), phases (IV), logistic step, polynomial sines (float32), train the compass, roughness steps.
     """
     bad = _first_bad_ids(words, pair_centre, context, negatives, H.shape[0])
     if bad:
@@ -417,7 +418,7 @@ def _step(tabs, H, words, times, pair_centre, context, negatives, nums, flags, r
     loss += _negatives(f, H, negatives, count, nums[_NEG_WEIGHT], g_f, G, flags[4])
     if flags[4]:
         _compass(H, f, negatives, G, pair_centre, context, gp, nums[_LR])
-    _update_rows(tabs, words, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
+    _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
                  np.empty((5, D), dt))
     return loss, 0
 
@@ -536,8 +537,10 @@ class FusedStep:
         row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, self.dtype, self.H.dtype)
         nums = self.nums.copy()
         nums[_LR] = lr
-        loss, bad = self.kernel(self.tabs, self.H, ids[0], _array(times.to(self.dtype).contiguous()), ids[1], ids[2],
-                                ids[3], nums, self.flags + (smooth,), row_mult, rough, self.factors, self.present)
+        order = _array(torch.sort(words, stable=True).indices)  # sorted here: numba's argsort compiles for seconds
+        loss, bad = self.kernel(self.tabs, self.H, ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1],
+                                ids[2], ids[3], nums, self.flags + (smooth,), row_mult, rough, self.factors,
+                                self.present)
         if bad:  # nothing was written: name the ids
             V = self.model.vocab_size
             for t, rows, what in ((words, V, "word"), (pair_centre, N, "centre token"), (context, V, "context word"),
