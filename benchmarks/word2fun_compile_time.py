@@ -1,0 +1,131 @@
+"""Word2Fun's first run on a fresh install: the seconds numba takes to compile the step, this tree against another.
+
+A fresh install (or a clean clone, as CI and every test worker have) has no numba cache, so the first
+``qpnlp train word2fun`` compiles the step before it trains.  Each run here is that first run: a new process
+with an empty ``NUMBA_CACHE_DIR`` trains a four-document corpus for one epoch through the CLI (so the time is
+almost all compilation), and reports its wall and CPU seconds and the number of functions numba compiled
+(``numba.core.event``).  With ``--baseline-rev`` the other version (``git archive REV qpnlp``) runs in each
+round at the same time as this tree, one process per core, so that both see the same machine; the report gives
+the medians and the per-round ratios of CPU seconds.
+
+Run::
+
+    python benchmarks/word2fun_compile_time.py --baseline-rev 95888ab --rounds 3 --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = "1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n"
+
+
+def worker(corpus: str) -> dict:
+    """The first run in this process: ``{"wall_s", "cpu_s", "compiled"}`` (call with an empty numba cache)."""
+    from numba.core import event
+
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    event.register("numba:compile", Count())
+    from qpnlp.cli import main as cli
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    code = cli(["train", "word2fun", "--corpus", corpus, "--dim", "4", "--min-count", "1", "--epochs", "1",
+                "--no-progress"])
+    assert code == 0, code
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "compiled": len(compiled)}
+
+
+def _start(tree: Path, corpus: Path, cache: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, __file__, "worker", "--corpus", str(corpus)], env=env, cwd=cache,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def _extract(rev: str, into: Path) -> Path:
+    """``qpnlp/`` at ``rev`` under ``into``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "qpnlp"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def run(args) -> dict:
+    trees = {"this tree": ROOT}
+    runs: dict = {"this tree": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        corpus = tmp / "corpus.tsv"
+        corpus.write_text(CORPUS)
+        if args.baseline_rev:
+            trees["baseline"] = _extract(args.baseline_rev, tmp / "baseline")
+            runs["baseline"] = []
+        for r in range(args.rounds):
+            procs = {}
+            for name, tree in trees.items():       # at the same time: one process per core
+                cache = tmp / f"cache-{r}-{name.replace(' ', '-')}"
+                cache.mkdir()
+                procs[name] = _start(tree, corpus, cache)
+            for name, proc in procs.items():
+                out, _ = proc.communicate()
+                assert proc.returncode == 0, f"{name}: the run failed ({proc.returncode})"
+                runs[name].append({**json.loads(out.strip().splitlines()[-1]), "load": round(os.getloadavg()[0], 2)})
+                print(f"round {r + 1} {name}: {json.dumps(runs[name][-1])}", flush=True)
+    median = {k: {m: statistics.median(x[m] for x in v) for m in ("wall_s", "cpu_s", "compiled")}
+              for k, v in runs.items()}
+    out = {"args": vars(args), "cpu": _cpu_model(), "runs": runs, "median": median}
+    for k, v in median.items():
+        print(f"{k}: {v['cpu_s']:.1f} CPU s, {v['wall_s']:.1f} s, {v['compiled']:.0f} functions compiled (median)")
+    if "baseline" in runs:
+        ratios = [a["cpu_s"] / b["cpu_s"] for a, b in zip(runs["this tree"], runs["baseline"])]
+        out["cpu_ratio_per_round"] = ratios
+        print("this tree / baseline, CPU seconds per round:", " ".join(f"{x:.2f}" for x in ratios))
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
+    ap.add_argument("--baseline-rev", default="", help="a git revision of this repository to compare with")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)  # the worker's corpus
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    if args.mode == "worker":
+        print(json.dumps(worker(args.corpus)))
+        return
+    result = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
