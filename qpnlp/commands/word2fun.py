@@ -356,10 +356,14 @@ def _epoch_history(report: Report, log):
     As for the other trainers, ``seconds`` is the training time so far; ``epoch_seconds``, ``tokens``,
     ``pairs`` and ``tokens_per_s`` are that epoch's own.
     """
-    done = {"tokens": 0, "pairs": 0, "seconds": 0.0}
+    done = {"tokens": 0, "pairs": 0, "seconds": 0.0, "compile": 0}
 
     def on_epoch(epoch: int, stats) -> None:
         _restored_epochs(report, stats, epoch)
+        if not done["compile"] and stats.compile_seconds >= 1:
+            done["compile"] = 1
+            print(f"compiled the training step in {stats.compile_seconds:.0f}s (numba, once after an install: "
+                  "later runs load it from the cache); not counted in the epochs' times", file=sys.stderr)
         tokens, pairs = stats.tokens - done["tokens"], stats.pairs - done["pairs"]
         seconds = stats.seconds - done["seconds"]
         done.update(tokens=stats.tokens, pairs=stats.pairs, seconds=stats.seconds)

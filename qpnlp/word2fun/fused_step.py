@@ -524,6 +524,18 @@ class FusedStep:
                       not model.freeze_compass)
         self.kernel = _kernel()
 
+    def compile(self) -> None:
+        """Compile the kernel for the argument types of this step's calls, without running it: loaded from numba's
+        cache on disk, or compiled (about half a minute) on the first run after an install.  A training loop calls
+        this before it starts its clock (:func:`~qpnlp.word2fun.loop.train_source`); a call compiles if this was not
+        done."""
+        import numba
+
+        ids, values = np.empty(0, np.int64), np.empty(0, self.H.dtype)
+        args = (self.tabs, self.H, ids, ids, values, ids, ids, ids, self.nums, self.flags + (False,), values, values,
+                self.factors, self.present)
+        self.kernel.compile(tuple(numba.typeof(a) for a in args))
+
     def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
                  negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor = 0.0,
                  row_lr: torch.Tensor | None = None) -> torch.Tensor:

@@ -49,6 +49,7 @@ from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
+from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.sgd import batch_step
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 from qpnlp.word2fun.sources import ArraySource
@@ -69,6 +70,9 @@ class TrainStats:
     pairs: int = 0
     seconds: float = 0.0
     epoch_loss: list = field(default_factory=list)
+    #: Seconds spent before the first epoch compiling the step (numba's first run after an install; loading it
+    #: from the cache otherwise); not in ``seconds``.
+    compile_seconds: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -265,6 +269,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     if dev.type == "cpu":
         torch.set_num_threads(1)  # one OpenMP thread per worker (module docstring)
     try:
+        stats.compile_seconds += _compile_step(model, cfg)
         for epoch in range(start_epoch, cfg.epochs):
             t0 = _time.perf_counter()
             batches = _epoch_batches(source, cfg, rng, keep, dev)
@@ -279,6 +284,17 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         if bar is not None:
             bar.close()
     return stats
+
+
+def _compile_step(model, cfg: TrainConfig) -> float:
+    """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile`, where it is
+    the compiled one), so that the epochs' clock does not count it; its seconds."""
+    t0 = _time.perf_counter()
+    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
+    step = batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+    if isinstance(step, FusedStep):
+        step.compile()
+    return _time.perf_counter() - t0
 
 
 def _resolved_config(config: TrainConfig | None, model) -> TrainConfig:

@@ -200,11 +200,14 @@ def test_fit_trains_with_the_fused_step_as_with_torch_ops(monkeypatch):
     words = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
     corpus = TimestampedCorpus.from_pairs((1900 + i % 20, list(rng.choice(words, 8))) for i in range(200))
     calls = []
-    real = fused_step.FusedStep.__call__
-    monkeypatch.setattr(fused_step.FusedStep, "__call__", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real, real_compile = fused_step.FusedStep.__call__, fused_step.FusedStep.compile
+    monkeypatch.setattr(fused_step.FusedStep, "__call__", lambda *a, **k: calls.append("step") or real(*a, **k))
+    monkeypatch.setattr(fused_step.FusedStep, "compile", lambda self: calls.append("compile") or real_compile(self))
     cfg = TrainConfig(epochs=1, seed=0, batch_size=256)
-    fused = fit(corpus, cfg, dim=8, min_count=1).vectors.model
-    assert calls
+    result = fit(corpus, cfg, dim=8, min_count=1)
+    fused = result.vectors.model
+    assert calls[0] == "compile" and "step" in calls          # compiled before the epochs' clock starts
+    assert result.stats.compile_seconds > 0
     monkeypatch.setattr(fused_step, "ENABLED", False)
     plain = fit(corpus, cfg, dim=8, min_count=1).vectors.model
     for (name, p), q in zip(fused.named_parameters(), plain.parameters()):
@@ -239,6 +242,21 @@ def test_a_prepared_step_equals_the_step_prepared_at_every_call(make):
         assert a.dtype == torch.float32 and torch.equal(a, b)
     for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
         assert torch.equal(p, q), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("family", ["II", "IV"])
+def test_compile_prepares_the_kernel_for_every_call_of_the_step(make, family, dtype):
+    """FusedStep.compile() (what the training loop calls before it starts its clock) compiles the signature that
+    the calls then use: per-token or scalar roughness, with or without row step sizes, other id dtypes."""
+    prepared = fused_step.FusedStep(_model(make, family=family, dtype=dtype), negative_weight=1.5)
+    prepared.compile()
+    compiled = set(prepared.kernel.signatures)
+    assert compiled
+    for rough, row_lr in (("tensor", True), (0.01, False), (0.0, True)):
+        for words, times, pc, ctx, neg, lam, rl in _batches(steps=1, rough=rough, row_lr=row_lr):
+            prepared(words.to(torch.int32), times, pc, ctx, neg, 0.05, lam, rl)
+    assert set(prepared.kernel.signatures) == compiled
 
 
 def test_batch_step_prepares_the_fused_step_only_where_it_takes_every_batch(make, monkeypatch):
