@@ -16,16 +16,16 @@ Run::
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from _baseline import extract_package  # benchmarks/ (this script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = "1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n"
@@ -60,14 +60,6 @@ def _start(tree: Path, corpus: Path, cache: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def _extract(rev: str, into: Path) -> Path:
-    """``qpnlp/`` at ``rev`` under ``into``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "qpnlp"], check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def run(args) -> dict:
     trees = {"this tree": ROOT}
     runs: dict = {"this tree": []}
@@ -76,7 +68,7 @@ def run(args) -> dict:
         corpus = tmp / "corpus.tsv"
         corpus.write_text(CORPUS)
         if args.baseline_rev:
-            trees["baseline"] = _extract(args.baseline_rev, tmp / "baseline")
+            trees["baseline"] = extract_package(args.baseline_rev)
             runs["baseline"] = []
         for r in range(args.rounds):
             procs = {}

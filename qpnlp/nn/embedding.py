@@ -254,7 +254,9 @@ def _run(function, *args):
     return _outside_graph(function, *args) if torch.compiler.is_compiling() else function(*args)
 
 
-@torch.compiler.disable
+# torch's lazy form of torch.compiler.disable: that one imports torch._dynamo when this module is imported (2.6 of
+# the 6 s that `qpnlp --help` took on a 2-core AMD EPYC), and only torch.compile needs it
+@torch._disable_dynamo
 def _outside_graph(function, *args):
     outputs = function(*args)
     if isinstance(outputs, torch.Tensor):
