@@ -1,9 +1,9 @@
 """How long ``qpnlp --help`` takes to start: the imports every command pays, this tree against another revision.
 
 Each run is a new process (``python -c "from qpnlp.cli import main; main(['--help'])"``, one torch thread) with
-this tree's or the other version's ``qpnlp`` first on ``sys.path``; the two alternate, ``--rounds`` times, and
-the report gives each one's median wall and CPU seconds (the CPU time of the process, from ``os.wait4``) and
-the ratio of the medians.
+this tree's or the other version's ``qpnlp`` first on ``sys.path``; after one uncounted run each (which writes its
+``__pycache__``) the two alternate, ``--rounds`` times, and the report gives each one's median wall and CPU seconds
+(the CPU time of the process), whether the imports brought in ``torch._dynamo``, and the ratio of the medians.
 
 Run::
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,18 +25,22 @@ from pathlib import Path
 from _baseline import extract_package  # benchmarks/ (this script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = "from qpnlp.cli import main; main(['--help'])"
+CODE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write(f'dynamo {\"torch._dynamo\" in sys.modules}')); "
+        "import qpnlp; assert qpnlp.__file__.startswith(sys.argv[1]), qpnlp.__file__; "
+        "from qpnlp.cli import main; main(['--help'])")
 
 
 def one_run(tree: Path) -> dict:
-    """``{"wall_s", "cpu_s"}`` of one ``qpnlp --help`` with ``tree``'s ``qpnlp``."""
+    """``{"wall_s", "cpu_s", "dynamo"}`` of one ``qpnlp --help`` with ``tree``'s ``qpnlp`` (``dynamo``: whether the
+    imports brought in ``torch._dynamo``)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CODE], env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    assert os.waitstatus_to_exitcode(status) == 0, f"qpnlp --help failed in {tree}"
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime}
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CODE, str(tree)], env=env, cwd=tree,  # -c: the cwd comes first
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, f"qpnlp --help failed in {tree}:\n{proc.stderr}"
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "dynamo": proc.stderr.strip().endswith("dynamo True")}
 
 
 def main() -> None:
@@ -46,11 +51,14 @@ def main() -> None:
     args = ap.parse_args()
     trees = {"this tree": ROOT, **({"baseline": extract_package(args.baseline_rev)} if args.baseline_rev else {})}
     runs: dict = {name: [] for name in trees}
+    for tree in trees.values():                 # not counted: writes the trees' __pycache__
+        one_run(tree)
     for r in range(args.rounds):
         for name, tree in trees.items():
             runs[name].append(one_run(tree))
-            print(f"round {r + 1} {name}: {runs[name][-1]['wall_s']:.2f} s, {runs[name][-1]['cpu_s']:.2f} CPU s",
-                  flush=True)
+            last = runs[name][-1]
+            print(f"round {r + 1} {name}: {last['wall_s']:.2f} s, {last['cpu_s']:.2f} CPU s, torch._dynamo imported: "
+                  f"{last['dynamo']}", flush=True)
     median = {name: {k: statistics.median(x[k] for x in v) for k in ("wall_s", "cpu_s")} for name, v in runs.items()}
     for name, m in median.items():
         print(f"{name}: {m['wall_s']:.2f} s, {m['cpu_s']:.2f} CPU s (median of {args.rounds})")
