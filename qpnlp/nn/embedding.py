@@ -254,9 +254,13 @@ def _run(function, *args):
     return _outside_graph(function, *args) if torch.compiler.is_compiling() else function(*args)
 
 
-# torch's lazy form of torch.compiler.disable: that one imports torch._dynamo when this module is imported (2.6 of
-# the 6 s that `qpnlp --help` took on a 2-core AMD EPYC), and only torch.compile needs it
-@torch._disable_dynamo
+# torch's lazy form of torch.compiler.disable (it imports torch._dynamo at the first call, under torch.compile):
+# torch.compiler.disable imports it when this module is imported, 2.6 of the 6 s that `qpnlp --help` took on a
+# 2-core AMD EPYC (benchmarks/results/cli-startup); the public decorator where a torch lacks the lazy one
+_lazy_disable = getattr(torch, "_disable_dynamo", None) or torch.compiler.disable
+
+
+@_lazy_disable
 def _outside_graph(function, *args):
     outputs = function(*args)
     if isinstance(outputs, torch.Tensor):
