@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from _baseline import extract_package  # benchmarks/ (this script's folder)
+from word2fun_speed import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write(f'dynamo {\"torch._dynamo\" in sys.modules}')); "
@@ -65,7 +66,8 @@ def main() -> None:
     if args.baseline_rev:
         print(f"this tree / baseline (median wall): {median['this tree']['wall_s'] / median['baseline']['wall_s']:.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "runs": runs, "median": median}, indent=1))
+        Path(args.json).write_text(json.dumps({"args": vars(args), "cpu": cpu_model(), "runs": runs,
+                                               "median": median}, indent=1))
 
 
 if __name__ == "__main__":

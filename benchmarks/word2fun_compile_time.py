@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from _baseline import extract_package  # benchmarks/ (this script's folder)
+from word2fun_speed import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = "1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n"
@@ -83,7 +84,7 @@ def run(args) -> dict:
                 print(f"round {r + 1} {name}: {json.dumps(runs[name][-1])}", flush=True)
     median = {k: {m: statistics.median(x[m] for x in v) for m in ("wall_s", "cpu_s", "compiled")}
               for k, v in runs.items()}
-    out = {"args": vars(args), "cpu": _cpu_model(), "runs": runs, "median": median}
+    out = {"args": vars(args), "cpu": cpu_model(), "runs": runs, "median": median}
     for k, v in median.items():
         print(f"{k}: {v['cpu_s']:.1f} CPU s, {v['wall_s']:.1f} s, {v['compiled']:.0f} functions compiled (median)")
     if "baseline" in runs:
@@ -91,16 +92,6 @@ def run(args) -> dict:
         out["cpu_ratio_per_round"] = ratios
         print("this tree / baseline, CPU seconds per round:", " ".join(f"{x:.2f}" for x in ratios))
     return out
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main() -> None:
