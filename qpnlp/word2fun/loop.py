@@ -264,12 +264,12 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     sampler = NegativeSampler(counts, 0.75, device=dev)
     weights = word_weights(counts, cfg, dev)
     stats = stats if stats is not None else TrainStats()
+    stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
     prev_threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(1)  # one OpenMP thread per worker (module docstring)
     try:
-        stats.compile_seconds += _compile_step(model, cfg)
         for epoch in range(start_epoch, cfg.epochs):
             t0 = _time.perf_counter()
             batches = _epoch_batches(source, cfg, rng, keep, dev)
