@@ -532,9 +532,14 @@ class FusedStep:
         import numba
 
         ids, values = np.empty(0, np.int64), np.empty(0, self.H.dtype)
-        args = (self.tabs, self.H, ids, ids, values, ids, ids, ids, self.nums, self.flags + (False,), values, values,
-                self.factors, self.present)
+        args = self._kernel_args(ids, ids, values, ids, ids, ids, self.nums, False, values, values)
         self.kernel.compile(tuple(numba.typeof(a) for a in args))
+
+    def _kernel_args(self, words, order, times, pair_centre, context, negatives, nums, smooth, row_mult,
+                     rough) -> tuple:
+        """The kernel's arguments in :func:`_step`'s order: the batch's arrays with what this step holds."""
+        return (self.tabs, self.H, words, order, times, pair_centre, context, negatives, nums, self.flags + (smooth,),
+                row_mult, rough, self.factors, self.present)
 
     def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
                  negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor = 0.0,
@@ -550,9 +555,8 @@ class FusedStep:
         nums = self.nums.copy()
         nums[_LR] = lr
         order = _array(torch.sort(words, stable=True).indices)  # sorted here: numba's argsort compiles for seconds
-        loss, bad = self.kernel(self.tabs, self.H, ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1],
-                                ids[2], ids[3], nums, self.flags + (smooth,), row_mult, rough, self.factors,
-                                self.present)
+        loss, bad = self.kernel(*self._kernel_args(ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1],
+                                                   ids[2], ids[3], nums, smooth, row_mult, rough))
         if bad:  # nothing was written: name the ids
             V = self.model.vocab_size
             for t, rows, what in ((words, V, "word"), (pair_centre, N, "centre token"), (context, V, "context word"),

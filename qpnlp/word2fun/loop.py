@@ -108,8 +108,7 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
     total, nb = _loss_sum(model), 0
     done = progress[0] if progress is not None else 0.0
     word_penalty, word_lr = weights
-    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
-    step = batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+    step = _run_step(model, cfg)
     while True:
         if lock is None:
             batch = next(batches, None)
@@ -286,12 +285,18 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     return stats
 
 
+def _run_step(model, cfg: TrainConfig):
+    """The step of ``cfg``'s batches (:func:`~qpnlp.word2fun.sgd.batch_step`, the centre's step size defaulting to
+    :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`)."""
+    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
+    return batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+
+
 def _compile_step(model, cfg: TrainConfig) -> float:
     """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile`, where it is
     the compiled one), so that the epochs' clock does not count it; its seconds."""
     t0 = _time.perf_counter()
-    centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
-    step = batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+    step = _run_step(model, cfg)
     if isinstance(step, FusedStep):
         step.compile()
     return _time.perf_counter() - t0
