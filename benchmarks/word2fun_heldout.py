@@ -21,9 +21,10 @@ rotated onto the last by orthogonal Procrustes so that a word missing from a
 bin can take its vector from the nearest bin that has it); compass-aligned
 per-period vectors (CADE's algorithm run by qpnlp: Word2Fun's ``sliced``
 family, one vector per period, against the frozen output vectors of a static
-model); the PyPI ``cade`` package itself when it runs in its own virtual
-environment (``--cade-venv``; version 1.2.0 installs but needs its authors'
-gensim fork, which is not on PyPI, to freeze the compass).  Chronogram (PyPI 0.2.0)
+model); the PyPI ``cade`` package itself (1.2.0, in its own virtual
+environment ``--cade-venv``: it trains with its authors' gensim 3.6 fork,
+which is not on PyPI; ``benchmarks/cade_env.sh`` builds that environment from
+a checkout of the fork).  Chronogram (PyPI 0.2.0)
 exposes only its time-dependent *input* vectors (``embedding``) and a static
 input vector (``embedding_s``), not the output vectors its likelihood uses, so
 the same score cannot be computed for it: it is listed as not scored.
@@ -198,7 +199,10 @@ def chronogram_api(args) -> str:
 
 
 def score_cade(train, vocab, pairs, args):
-    python = ensure_venv(args.cade_venv, ["cade"])
+    python = Path(args.cade_venv) / "bin" / "python"
+    if not python.is_file():  # `pip install cade` alone gives a CADE without the gensim fork it trains with
+        raise RuntimeError(f"no CADE environment at {args.cade_venv}: build it with benchmarks/cade_env.sh "
+                           f"<checkout of github.com/valedica/gensim> {args.cade_venv}")
     t0 = float(train.times.min())
     b = bins_of(train.times, t0, args.bin_years)
     with tempfile.TemporaryDirectory() as tmp:
@@ -246,7 +250,8 @@ def main() -> None:
     ap.add_argument("--models", default="word2fun-II,word2fun-III,word2fun-IV,word2fun-II-w2v-loss,"
                                         "word2fun-III-w2v-loss,word2fun-IV-w2v-loss,static,per_period,"
                                         "compass_aligned_periods,cade,chronogram")
-    ap.add_argument("--cade-venv", default="/tmp/qpnlp-bench-venvs/cade", help="created when missing (pip install cade)")
+    ap.add_argument("--cade-venv", default="/tmp/qpnlp-bench-venvs/cade",
+                    help="the environment in which cade runs (benchmarks/cade_env.sh builds it)")
     ap.add_argument("--chronogram-venv", default="/tmp/qpnlp-bench-venvs/chronogram",
                     help="created when missing (pip install 'numpy<2' chronogram==0.2.0)")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
