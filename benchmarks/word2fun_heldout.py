@@ -25,9 +25,11 @@ model); the PyPI ``cade`` package itself (1.2.0, in its own virtual
 environment ``--cade-venv``: it trains with its authors' gensim 3.6 fork,
 which is not on PyPI; ``benchmarks/cade_env.sh`` builds that environment from
 a checkout of the fork).  Chronogram (PyPI 0.2.0)
-exposes only its time-dependent *input* vectors (``embedding``) and a static
-input vector (``embedding_s``), not the output vectors its likelihood uses, so
-the same score cannot be computed for it: it is listed as not scored.
+exposes its time-dependent *input* vectors (``embedding``) and one static
+vector per word (``embedding_s``) that does not act as the output vector of
+its likelihood (true and random pairs get the same mean dot product with it:
+``benchmarks/chronogram_output_check.py``), so the same score cannot be
+computed for it: it is listed as not scored.
 
 Run::
 
@@ -295,8 +297,9 @@ def main() -> None:
             try:
                 api = chronogram_api(args)
                 row["not_scored"] = ("chronogram 0.2.0 exposes its time-dependent input vectors (embedding) and a "
-                                     "static input vector (embedding_s), not the output (context) vectors of its "
-                                     f"likelihood; its public methods: {api}")
+                                     "static vector (embedding_s) that does not act as the output (context) vector "
+                                     "of its likelihood (benchmarks/chronogram_output_check.py); its public "
+                                     f"methods: {api}")
             except Exception as err:
                 row["not_scored"] = f"{type(err).__name__}: {err}"
         else:

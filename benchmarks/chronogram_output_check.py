@@ -1,0 +1,102 @@
+"""Does chronogram's ``embedding_s(v)`` act as the output vector of its skip-gram likelihood?
+
+``word2fun_heldout.py`` scores every model by
+:math:`\\log\\sigma(f(u, t) \\cdot h(v)) + \\sum_i \\log\\sigma(-f(u, t) \\cdot h(\\hat v_i))`, which needs the
+model's time-dependent input vectors :math:`f` and its output vectors :math:`h`. Chronogram 0.2.0 (PyPI)
+exposes ``embedding(u, t)`` and one static vector per word, ``embedding_s(v)``. If ``embedding_s`` were the output
+vector, the pairs the model was trained on (a word and a neighbour in the same sentence) would get clearly larger
+dot products :math:`f(u, t) \\cdot h(v)` than random pairs. This script trains chronogram on SOTU sentences in its
+own environment and prints, for sampled true and random pairs, the mean dot product with ``embedding_s`` and with
+the neighbour's input vector, and the cosine of each word's input vector with its own ``embedding_s``.
+
+Run (the environment is the held-out benchmark's, created when missing)::
+
+    python benchmarks/chronogram_output_check.py --venv /tmp/qpnlp-bench-venvs/chronogram
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from qpnlp.data import load_sotu
+
+CHECK = r'''
+import json, random, sys, numpy as np, chronogram
+cfg = json.load(open(sys.argv[1]))
+
+
+class Reader:
+    def __iter__(self):
+        for line in open(cfg["corpus"], encoding="utf-8"):
+            time, text = line.rstrip("\n").split("\t", 1)
+            yield text.split(), float(time)
+
+
+model = chronogram.Chronogram(d=cfg["dim"], seed=cfg["seed"])
+model.build_vocab(reader=Reader(), min_cnt=cfg["min_count"], workers=1)
+model.initialize(reader=Reader(), workers=1, window_len=cfg["window"])
+model.train(reader=Reader(), workers=1, window_len=cfg["window"], epochs=cfg["epochs"])
+rng, vocab = random.Random(cfg["seed"]), list(model.vocabs)
+known = set(vocab)
+lines = [line.rstrip("\n").split("\t", 1) for line in open(cfg["corpus"], encoding="utf-8")]
+true_s, random_s, true_in, cosines = [], [], [], []
+while len(true_s) < cfg["pairs"]:
+    time, text = rng.choice(lines)
+    words = [w for w in text.split() if w in known]
+    if len(words) < 2:
+        continue
+    i = rng.randrange(len(words))
+    j = min(len(words) - 1, max(0, i + rng.choice([-2, -1, 1, 2])))
+    if i == j:
+        continue
+    f = np.asarray(model.embedding(words[i], float(time)))
+    true_s.append(float(f @ model.embedding_s(words[j])))
+    random_s.append(float(f @ model.embedding_s(rng.choice(vocab))))
+    true_in.append(float(f @ model.embedding(words[j], float(time))))
+    s = np.asarray(model.embedding_s(words[i]))
+    cosines.append(float(f @ s / np.linalg.norm(f) / np.linalg.norm(s)))
+print(json.dumps({"true_pairs_dot_embedding_s": np.mean(true_s), "random_pairs_dot_embedding_s": np.mean(random_s),
+                  "true_pairs_dot_input": np.mean(true_in), "cosine_input_own_embedding_s": np.mean(cosines),
+                  "vocabulary": len(vocab)}))
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--venv", default="/tmp/qpnlp-bench-venvs/chronogram",
+                    help="chronogram's environment (created when missing: pip install 'numpy<2' chronogram==0.2.0)")
+    ap.add_argument("--sentences", type=int, default=30000, help="SOTU sentences (a seeded sample) to train on")
+    ap.add_argument("--dim", type=int, default=50)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--min-count", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    python = Path(args.venv) / "bin" / "python"
+    if not python.is_file():
+        subprocess.run([sys.executable, "-m", "venv", args.venv], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "numpy<2", "chronogram==0.2.0"], check=True)
+    corpus = load_sotu(unit="sentence")
+    order = np.random.default_rng(args.seed).permutation(len(corpus.docs))[: args.sentences]
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "c.tsv").write_text("".join(f"{float(corpus.times[i])}\t{' '.join(corpus.docs[i])}\n"
+                                              for i in order if corpus.docs[i]), encoding="utf-8")
+        cfg = {**vars(args), "corpus": str(Path(tmp, "c.tsv")), "window": 5}
+        Path(tmp, "cfg.json").write_text(json.dumps(cfg))
+        Path(tmp, "check.py").write_text(CHECK)
+        done = subprocess.run([str(python), str(Path(tmp, "check.py")), str(Path(tmp, "cfg.json"))],
+                              capture_output=True, text=True, check=True)
+    print("python benchmarks/chronogram_output_check.py " + " ".join(f"--{k.replace('_', '-')} {v}"
+                                                                    for k, v in vars(args).items()))
+    print(done.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()
