@@ -26,11 +26,12 @@ _IMPORT = re.compile(r"^(\s*)(from|import) qpnlp(?=[.\s])", re.MULTILINE)
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def extract_package(rev: str, prefix: str = "qpnlp_baseline_") -> Path:
-    """``qpnlp/`` at ``rev`` (``git archive``) in a fresh temporary directory; returns that directory."""
+def extract_package(rev: str, prefix: str = "qpnlp_baseline_", parent: Path | None = None) -> Path:
+    """``qpnlp/`` at ``rev`` (``git archive``) in a fresh temporary directory (inside ``parent`` when given, so that
+    the caller's temporary directory removes it); returns that directory."""
     archive = subprocess.run(["git", "archive", "--format=tar", rev, "qpnlp"], cwd=_REPO, check=True,
                              capture_output=True).stdout
-    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(root, filter="data")
     return root

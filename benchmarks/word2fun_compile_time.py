@@ -69,7 +69,7 @@ def run(args) -> dict:
         corpus = tmp / "corpus.tsv"
         corpus.write_text(CORPUS)
         if args.baseline_rev:
-            trees["baseline"] = extract_package(args.baseline_rev)
+            trees["baseline"] = extract_package(args.baseline_rev, parent=tmp)   # removed with tmp
             runs["baseline"] = []
         for r in range(args.rounds):
             procs = {}
