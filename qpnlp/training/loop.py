@@ -25,7 +25,7 @@ from qpnlp._errors import TrainingDiverged
 
 from .config import TrainConfig
 from .optimisers import Optimisers
-from .state import has_training_state, load_training_state, run_identity, save_training_state
+from .state import InitialParameters, has_training_state, load_training_state, run_identity, save_training_state
 
 __all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter",
            "merge_observation"]
@@ -134,8 +134,10 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     divergence (:class:`TrainingDiverged`) or Ctrl-C (:class:`TrainingInterrupted`).
     """
     progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
-    best_state = copy.deepcopy(model.state_dict())
     identity = _checked_identity(model, config, checkpoint_dir, resume, data)
+    # a kept state stores the large parameters as the rows that differ from the initial ones
+    initial = None if checkpoint_dir is None else InitialParameters.of(model)
+    best_state = copy.deepcopy(model.state_dict()) if initial is None else initial.state
     if resume and has_training_state(checkpoint_dir):
         progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, best_state, log)
     history = progress["history"]
@@ -150,7 +152,7 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
             best_state = _keep_best(model, progress, epoch, score, fields, best_state)
             history.append(entry)
             if checkpoint_dir is not None:
-                _save_epoch(checkpoint_dir, model, best_state, optimisers, progress, identity, start)
+                _save_epoch(checkpoint_dir, model, best_state, optimisers, progress, identity, start, initial)
             if log is not None:                       # after the state is saved: a logged epoch is never lost
                 log(entry)
     except KeyboardInterrupt:
@@ -163,8 +165,9 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         err.history = history
         raise
     if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
+        # stopped early: keep the best only
         save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
-                            progress=progress, identity=identity, final=True)   # stopped early: keep the best only
+                            progress=progress, identity=identity, final=True, initial=initial)
     model.load_state_dict(best_state)
     return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
                       time.perf_counter() - start, history)
@@ -229,12 +232,12 @@ def _keep_best(model: nn.Module, progress: dict, epoch: int, score: float, field
 
 
 def _save_epoch(checkpoint_dir: str | os.PathLike, model: nn.Module, best_state: dict, optimisers: Optimisers,
-                progress: dict, identity: dict, start: float) -> None:
+                progress: dict, identity: dict, start: float, initial: InitialParameters) -> None:
     """Write the training state of the epoch just finished (the best parameters only when not the current ones)."""
     progress["elapsed"] = time.perf_counter() - start
     save_training_state(checkpoint_dir, model=model,
                         best_state=None if progress["best_epoch"] == progress["epoch"] else best_state,
-                        optimisers=optimisers.optimisers, progress=progress, identity=identity)
+                        optimisers=optimisers.optimisers, progress=progress, identity=identity, initial=initial)
 
 
 def merge_observation(entry: dict, observed: dict) -> None:

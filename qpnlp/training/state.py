@@ -10,16 +10,25 @@ A training-state directory holds two files, written together atomically
   SparseRMSprop, RMSprop) and the torch RNG states (``rng.torch``,
   ``rng.cuda.<i>``, ``rng.numpy``); complex128 tensors are stored as their
   float64 real views, as in ``model.safetensors``;
+  a large tensor (an embedding table, SparseAdam's moments of it) is
+  stored as the rows that differ from a base (``<name>#rows``,
+  ``<name>#values``; :mod:`qpnlp.training._row_delta`) when at most half
+  of them do: the parameters against the model's initial ones, the best
+  parameters against the current ones, optimiser state against zeros. With
+  a pretrained fallback vocabulary of 400k words most rows of the tables
+  are never trained, and a TREC state takes megabytes instead of 480 MB;
 * ``state.json``: everything else (epoch, best epoch and score, epochs
   without improvement, history, elapsed time, the optimisers' non-tensor
   state such as SparseAdam's integer step, Python's and NumPy's RNG
   counters) and the run's identity: model name and config, the names of
   its trainable parameters, training settings and a fingerprint of the
-  training and dev data.
+  training and dev data; ``row_deltas`` (the base and shape of each tensor
+  stored as rows) and the fingerprint of the initial parameters.
 
 No pickle: loading never runs code. Resuming checks the identity first, so a
 state is never continued with other data, another model (or other
-parameters frozen) or other training settings (``epochs``, ``patience``,
+parameters frozen), a model that starts from other parameters (when the
+state holds rows against the initial ones) or other training settings (``epochs``, ``patience``,
 ``device``, ``progress``, ``compile`` and ``pad_to_multiple_of`` may change;
 ``epochs`` not below the epochs already trained).
 
@@ -31,11 +40,13 @@ size), enough to give its result again on resume.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,16 +57,38 @@ from safetensors.torch import load_file, save_file
 from qpnlp._atomic import atomic_directory
 from qpnlp.models.base import _restored, _storable
 
+from ._row_delta import decode_rows, encode_rows, fingerprint
 from .sparse_rmsprop import check_state_shapes
 
-__all__ = ["STATE_FORMAT", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
+__all__ = ["STATE_FORMAT", "InitialParameters", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
            "run_identity", "RESUMABLE_CHANGES"]
 
-STATE_FORMAT = "qpnlp-training-state/1"
+STATE_FORMAT = "qpnlp-training-state/2"
+#: Formats this version reads (/1: every tensor stored whole).
+READABLE_FORMATS = frozenset({"qpnlp-training-state/1", STATE_FORMAT})
 TENSORS_FILE = "state.safetensors"
 JSON_FILE = "state.json"
 #: Training settings that may differ between a run and its resumption.
 RESUMABLE_CHANGES = frozenset({"epochs", "patience", "progress", "device", "compile", "pad_to_multiple_of"})
+
+
+@dataclass(frozen=True)
+class InitialParameters:
+    """A copy of a model's parameters before training, and their fingerprint.
+
+    Given to :func:`save_training_state`, large parameters are stored as the
+    rows that differ from these; resuming then needs a model that starts
+    from the same parameters (same vectors, vocabulary and seed), which
+    loading checks against the fingerprint.
+    """
+
+    state: Mapping[str, torch.Tensor]
+    fingerprint: str
+
+    @classmethod
+    def of(cls, model: torch.nn.Module) -> InitialParameters:
+        state = copy.deepcopy(model.state_dict())
+        return cls(state, fingerprint(state))
 
 
 def has_training_state(directory: str | os.PathLike | None) -> bool:
@@ -125,47 +158,75 @@ def _restore_rng(tensors: Mapping[str, torch.Tensor], values: dict) -> None:
 
 
 # --------------------------------------------------------------------------- save / load
-def _tensors(prefix: str, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {f"{prefix}.{k}": v.detach().cpu().contiguous().clone() for k, v in state.items()}
+class _Entries:
+    """The tensors of a state file and, for those stored as rows, their base and shape (``row_deltas``)."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.row_deltas: dict[str, dict] = {}
+
+    def add(self, key: str, value: torch.Tensor, base: str | None = None,
+            base_value: torch.Tensor | None = None) -> None:
+        """``value`` under ``key``: as the rows that differ from ``base_value`` (None: zeros) when ``base``
+        names one and :func:`~qpnlp.training._row_delta.encode_rows` takes it, else whole."""
+        encoded = None if base is None else encode_rows(value, base_value)
+        if encoded is None:
+            self.tensors[key] = value.detach()
+            return
+        self.tensors[key + "#rows"], self.tensors[key + "#values"] = encoded
+        self.row_deltas[key] = dict(base=base, shape=list(value.shape))
+
+    def add_state(self, prefix: str, state: Mapping[str, torch.Tensor], base: str,
+                  bases: Mapping[str, torch.Tensor] | None) -> None:
+        """Each tensor of ``state`` as ``prefix.name``, against ``bases[name]`` where there is one."""
+        for name, value in state.items():
+            found = bases is not None and name in bases
+            self.add(f"{prefix}.{name}", value, base if found else None, bases[name] if found else None)
 
 
 def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
                         best_state: Mapping[str, torch.Tensor] | None,
                         optimisers: Sequence[torch.optim.Optimizer], progress: dict, identity: dict,
-                        final: bool = False) -> Path:
+                        final: bool = False, initial: InitialParameters | None = None) -> Path:
     """Write the training state of the epoch just finished to ``directory`` (atomically).
 
     ``best_state`` is None when the model's current parameters are the best
     so far. ``progress`` (epoch, best epoch and score, history, ...) and
     ``identity`` (:func:`run_identity`) must be JSON. ``final``: the run
     stopped early; keep only the best parameters and the progress.
+    ``initial``: the parameters the run started from; large parameters are
+    then stored as the rows that differ from them.
     """
+    entries, current = _Entries(), model.state_dict()
+    initial_state = None if initial is None else initial.state
+    header: dict = dict(format=STATE_FORMAT, identity=identity)
+    if initial is not None:
+        header["initial_fingerprint"] = initial.fingerprint
     if final:
-        tensors = _tensors("best", model.state_dict() if best_state is None else best_state)
-        header = dict(format=STATE_FORMAT, identity=identity, progress={**progress, "final": True})
-        return _write(directory, tensors, header)
-    tensors = _tensors("model", model.state_dict())
+        entries.add_state("best", current if best_state is None else best_state, "initial", initial_state)
+        return _write(directory, entries, {**header, "progress": {**progress, "final": True}})
+    entries.add_state("model", current, "initial", initial_state)
     if best_state is not None:
-        tensors.update(_tensors("best", best_state))
+        entries.add_state("best", best_state, "model", current)
     scalars: dict[str, dict[str, dict]] = {}
     for i, optimiser in enumerate(optimisers):
         scalars[str(i)] = {}
         for index, values in optimiser.state_dict()["state"].items():
             for key, value in values.items():
                 if isinstance(value, torch.Tensor):
-                    tensors[f"optimiser.{i}.{index}.{key}"] = value.detach().cpu().contiguous().clone()
+                    entries.add(f"optimiser.{i}.{index}.{key}", value, "zeros")
                 else:
                     scalars[str(i)].setdefault(str(index), {})[key] = value
     rng_tensors, rng_values = _capture_rng()
-    tensors.update(rng_tensors)
-    header = dict(format=STATE_FORMAT, identity=identity, progress=progress, best_is_current=best_state is None,
-                  optimisers=len(optimisers), optimiser_scalars=scalars, rng=rng_values)
-    return _write(directory, tensors, header)
+    entries.tensors.update(rng_tensors)
+    header.update(progress=progress, best_is_current=best_state is None, optimisers=len(optimisers),
+                  optimiser_scalars=scalars, rng=rng_values)
+    return _write(directory, entries, header)
 
 
-def _write(directory: str | os.PathLike, tensors: dict[str, torch.Tensor], header: dict) -> Path:
-    text = json.dumps(header, allow_nan=False, default=_plain)
-    tensors, wide = _storable(tensors)             # complex128 (double-precision models) as float64 real views
+def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Path:
+    text = json.dumps({**header, "row_deltas": entries.row_deltas}, allow_nan=False, default=_plain)
+    tensors, wide = _storable(entries.tensors)     # complex128 (double-precision models) as float64 real views
     with atomic_directory(directory) as tmp:
         save_file(tensors, str(tmp / TENSORS_FILE), metadata={"format": STATE_FORMAT, **wide})
         (tmp / JSON_FILE).write_text(text, encoding="utf-8")
@@ -188,9 +249,10 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
         tensors = _restored(load_file(str(directory / TENSORS_FILE), device="cpu"), directory / TENSORS_FILE)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, SafetensorError) as err:
         raise ValueError(f"{directory}: not a readable training state ({err})") from None
-    if not isinstance(header, dict) or header.get("format") != STATE_FORMAT:
+    if not isinstance(header, dict) or header.get("format") not in READABLE_FORMATS:
         raise ValueError(f"{directory} is not a qpnlp training state (expected format {STATE_FORMAT!r})")
     _check_identity(directory, header.get("identity", {}), identity)
+    tensors = _rows_rebuilt(directory, tensors, header, model.state_dict())
     if header["progress"].get("final"):
         return header["progress"], _prefixed(tensors, "best")
     if header.get("optimisers") != len(optimisers):
@@ -213,6 +275,36 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     best = None if header["best_is_current"] else _prefixed(tensors, "best")
     _restore_rng(tensors, header["rng"])
     return header["progress"], best
+
+
+def _rows_rebuilt(directory: Path, tensors: dict[str, torch.Tensor], header: dict,
+                  initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` with each one stored as rows (``header["row_deltas"]``) rebuilt on its base.
+
+    ``initial``: the parameters of the model the state is loaded into, before
+    loading; they must be those the saving run started from (fingerprint).
+    """
+    row_deltas = header.get("row_deltas", {})
+    if not isinstance(row_deltas, dict):
+        raise ValueError(f"{directory}: damaged training state (row_deltas is not a mapping)")
+    if any(isinstance(entry, dict) and entry.get("base") == "initial" for entry in row_deltas.values()) and \
+            fingerprint(initial) != header.get("initial_fingerprint"):
+        raise ValueError(f"cannot resume from {directory}: this run's model starts from other parameters than the "
+                         "run that wrote it (other pretrained vectors or vector scale, another vocabulary or "
+                         "another initialisation), and the state holds only the rows that training changed")
+    rebuilt = {k: v for k, v in tensors.items() if "#" not in k}
+    # the best parameters are stored against the current ones: those are rebuilt first
+    for key, entry in sorted(row_deltas.items(), key=lambda item: isinstance(item[1], dict) and item[1].get("base") == "model"):
+        try:
+            name = key.split(".", 1)[1]
+            bases = {"zeros": {}, "initial": initial, "model": _prefixed(rebuilt, "model")}[entry["base"]]
+            if entry["base"] != "zeros" and name not in bases:
+                raise KeyError(f"no {entry['base']} tensor {name!r}")
+            rebuilt[key] = decode_rows(tensors[key + "#rows"], tensors[key + "#values"], bases.get(name),
+                                       tuple(entry["shape"]))
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ValueError(f"{directory}: damaged training state ({key}: {err})") from None
+    return rebuilt
 
 
 def _plain(value):
