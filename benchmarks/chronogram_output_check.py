@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from qpnlp.data import load_sotu
-from word2fun_heldout import CHRONOGRAM_PACKAGES, ensure_venv  # benchmarks/ (this script's folder)
+from chronogram_format import ChronogramFile, read_chronogram  # benchmarks/ (this script's folder)
+from word2fun_heldout import CHRONOGRAM_PACKAGES, ensure_venv
 
 CHECK = r'''
 import json, random, sys, numpy as np, chronogram
@@ -43,28 +44,23 @@ model = chronogram.Chronogram(d=cfg["dim"], seed=cfg["seed"])
 model.build_vocab(reader=Reader(), min_cnt=cfg["min_count"], workers=1)
 model.initialize(reader=Reader(), workers=1, window_len=cfg["window"])
 model.train(reader=Reader(), workers=1, window_len=cfg["window"], epochs=cfg["epochs"])
+model.save(cfg["model"])                 # version 4 (compressed=False fails in 0.2.0)
 rng, vocab = random.Random(cfg["seed"]), list(model.vocabs)
 known = set(vocab)
 lines = [line.rstrip("\n").split("\t", 1) for line in open(cfg["corpus"], encoding="utf-8")]
-true_s, random_s, true_in, cosines = [], [], [], []
-while len(true_s) < cfg["pairs"]:
+pairs = []
+while len(pairs) < cfg["pairs"]:
     time, text = rng.choice(lines)
     words = [w for w in text.split() if w in known]
     if len(words) < 2:
         continue
     i = rng.randrange(len(words))
     j = min(len(words) - 1, max(0, i + rng.choice([-2, -1, 1, 2])))
-    if i == j:
-        continue
-    f = np.asarray(model.embedding(words[i], float(time)))
-    true_s.append(float(f @ model.embedding_s(words[j])))
-    random_s.append(float(f @ model.embedding_s(rng.choice(vocab))))
-    true_in.append(float(f @ model.embedding(words[j], float(time))))
-    s = np.asarray(model.embedding_s(words[i]))
-    cosines.append(float(f @ s / np.linalg.norm(f) / np.linalg.norm(s)))
-print(json.dumps({"true_pairs_dot_embedding_s": np.mean(true_s), "random_pairs_dot_embedding_s": np.mean(random_s),
-                  "true_pairs_dot_input": np.mean(true_in), "cosine_input_own_embedding_s": np.mean(cosines),
-                  "vocabulary": len(vocab)}))
+    if i != j:
+        pairs.append((words[i], words[j], rng.choice(vocab), float(time)))
+json.dump({"pairs": pairs,
+           "input": [list(map(float, model.embedding(u, t))) for u, _, _, t in pairs],
+           "embedding_s": {w: list(map(float, model.embedding_s(w))) for w in vocab[:50]}}, open(cfg["dump"], "w"))
 '''
 
 
@@ -85,15 +81,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "c.tsv").write_text("".join(f"{float(corpus.times[i])}\t{' '.join(corpus.docs[i])}\n"
                                               for i in order if corpus.docs[i]), encoding="utf-8")
-        cfg = {**vars(args), "corpus": str(Path(tmp, "c.tsv")), "window": 5}
+        cfg = {**vars(args), "corpus": str(Path(tmp, "c.tsv")), "window": 5, "model": str(Path(tmp, "model.bin")),
+               "dump": str(Path(tmp, "dump.json"))}
         Path(tmp, "cfg.json").write_text(json.dumps(cfg))
         Path(tmp, "check.py").write_text(CHECK)
         done = subprocess.run([str(python), str(Path(tmp, "check.py")), str(Path(tmp, "cfg.json"))],
-                              capture_output=True, text=True, check=True)
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"chronogram failed in {args.venv}:\n{done.stderr[-2000:]}")
+        saved = read_chronogram(cfg["model"])
+        dump = json.loads(Path(cfg["dump"]).read_text())
     print("python benchmarks/chronogram_output_check.py " + " ".join(f"--{k.replace('_', '-')} {v}"
                                                                     for k, v in vars(args).items()))
-    print(done.stdout.strip().splitlines()[-1])
+    print(json.dumps(summary(saved, dump)))
 
+
+def summary(saved: ChronogramFile, dump: dict) -> dict:
+    """Mean dot products of the sampled pairs' input vectors with the saved output vectors and with
+    ``embedding_s``; whether ``embedding_s`` equals the saved output vector."""
+    row = {w: i for i, w in enumerate(saved.words)}
+    f = np.asarray(dump["input"])
+    out = lambda k: saved.output[[row[p[k]] for p in dump["pairs"]]]          # noqa: E731
+    static = {w: np.asarray(v) for w, v in dump["embedding_s"].items()}
+    return {"true_pairs_dot_saved_output": float(np.mean(np.sum(f * out(1), 1))),
+            "random_pairs_dot_saved_output": float(np.mean(np.sum(f * out(2), 1))),
+            "embedding_s_equals_saved_output": all(np.allclose(v, saved.output[row[w]], atol=1e-6)
+                                                   for w, v in static.items()),
+            "vocabulary": len(saved.words), "pairs": len(f)}
 
 if __name__ == "__main__":
     main()
