@@ -28,9 +28,10 @@ A training-state directory holds two files, written together atomically
 No pickle: loading never runs code. Resuming checks the identity first, so a
 state is never continued with other data, another model (or other
 parameters frozen), a model that starts from other parameters (when the
-state holds rows against the initial ones) or other training settings (``epochs``, ``patience``,
-``device``, ``progress``, ``compile`` and ``pad_to_multiple_of`` may change;
-``epochs`` not below the epochs already trained).
+state holds rows against the initial ones) or other training settings
+(``epochs``, ``patience``, ``device``, ``progress``, ``compile`` and
+``pad_to_multiple_of`` may change; ``epochs`` not below the epochs already
+trained).
 
 A run that stopped early (``patience`` epochs without a better dev score)
 cannot continue with the same settings, so its state is then reduced to a
@@ -60,8 +61,8 @@ from qpnlp.models.base import _restored, _storable
 from ._row_delta import decode_rows, encode_rows, fingerprint
 from .sparse_rmsprop import check_state_shapes
 
-__all__ = ["STATE_FORMAT", "InitialParameters", "has_training_state", "save_training_state", "load_training_state", "data_fingerprint",
-           "run_identity", "RESUMABLE_CHANGES"]
+__all__ = ["STATE_FORMAT", "InitialParameters", "has_training_state", "save_training_state", "load_training_state",
+           "data_fingerprint", "run_identity", "RESUMABLE_CHANGES"]
 
 STATE_FORMAT = "qpnlp-training-state/2"
 #: Formats this version reads (/1: every tensor stored whole).
@@ -293,8 +294,9 @@ def _rows_rebuilt(directory: Path, tensors: dict[str, torch.Tensor], header: dic
                          "run that wrote it (other pretrained vectors or vector scale, another vocabulary or "
                          "another initialisation), and the state holds only the rows that training changed")
     rebuilt = {k: v for k, v in tensors.items() if "#" not in k}
+    against_model = lambda item: isinstance(item[1], dict) and item[1].get("base") == "model"   # noqa: E731
     # the best parameters are stored against the current ones: those are rebuilt first
-    for key, entry in sorted(row_deltas.items(), key=lambda item: isinstance(item[1], dict) and item[1].get("base") == "model"):
+    for key, entry in sorted(row_deltas.items(), key=against_model):
         try:
             name = key.split(".", 1)[1]
             bases = {"zeros": {}, "initial": initial, "model": _prefixed(rebuilt, "model")}[entry["base"]]
