@@ -68,9 +68,9 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                        help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
                             "next to --save); same result as an uninterrupted run with the same options")
     group.add_argument("--no-training-state", action="store_true",
-                       help="keep no training state next to --save (saves a write per epoch of the parameters and "
-                            "optimiser state that training changed, up to 3x the model's size; --resume is then "
-                            "impossible; not with --checkpoint-dir)")
+                       help="keep no training state next to --save (saves a write per epoch of the parameters, best "
+                            "parameters and optimiser moments that training changed, up to 4x the model's size "
+                            "with Adam; --resume is then impossible; not with --checkpoint-dir)")
 
 
 def prepare_outputs(args: argparse.Namespace) -> Path | None:
