@@ -33,38 +33,26 @@ import numpy as np
 
 from qpnlp.data import load_sotu
 from chronogram_format import ChronogramFile, read_chronogram  # benchmarks/ (this script's folder)
-from word2fun_heldout import CHRONOGRAM_PACKAGES, ensure_venv
+from word2fun_heldout import CHRONOGRAM_PACKAGES, CHRONOGRAM_TRAINING, ensure_venv
 
-CHECK = r'''
-import json, random, sys, numpy as np, chronogram
-cfg = json.load(open(sys.argv[1]))
+CHECK = CHRONOGRAM_TRAINING + r'''
+import random
 
-
-class Reader:
-    def __iter__(self):
-        for line in open(cfg["corpus"], encoding="utf-8"):
-            time, text = line.rstrip("\n").split("\t", 1)
-            yield text.split(), float(time)
-
-
-model = chronogram.Chronogram(d=cfg["dim"], seed=cfg["seed"])
-model.build_vocab(reader=Reader(), min_cnt=cfg["min_count"], workers=1)
-model.initialize(reader=Reader(), workers=1, window_len=cfg["window"])
-model.train(reader=Reader(), workers=1, window_len=cfg["window"], epochs=cfg["epochs"])
+model, _ = trained(cfg["min_count"], 1, cfg["window"], cfg["epochs"])
 model.save(cfg["model"])                 # version 4 (compressed=False fails in 0.2.0)
 rng, vocab = random.Random(cfg["seed"]), list(model.vocabs)
 known = set(vocab)
 lines = [line.rstrip("\n").split("\t", 1) for line in open(cfg["corpus"], encoding="utf-8")]
 pairs = []
 while len(pairs) < cfg["pairs"]:
-    time, text = rng.choice(lines)
+    when, text = rng.choice(lines)
     words = [w for w in text.split() if w in known]
     if len(words) < 2:
         continue
     i = rng.randrange(len(words))
     j = min(len(words) - 1, max(0, i + rng.choice([-2, -1, 1, 2])))
     if i != j:
-        pairs.append((words[i], words[j], rng.choice(vocab), float(time)))
+        pairs.append((words[i], words[j], rng.choice(vocab), float(when)))
 json.dump({"pairs": pairs,
            "input": [list(map(float, model.embedding(u, t))) for u, _, _, t in pairs],
            "embedding_s": {w: list(map(float, model.embedding_s(w))) for w in vocab[:50]}}, open(cfg["dump"], "w"))

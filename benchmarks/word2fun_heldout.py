@@ -186,24 +186,32 @@ def ensure_venv(path: str, packages: list[str]) -> Path:
     return python
 
 
-CHRONOGRAM_SCRIPT = r'''
+CHRONOGRAM_TRAINING = r'''
 import json, sys, time, numpy as np, chronogram
 cfg = json.load(open(sys.argv[1]))
 
 
 class Reader:
+    """The sentences of cfg["corpus"], one "time<TAB>words" line each, as chronogram's readers yield them."""
+
     def __iter__(self):
         for line in open(cfg["corpus"], encoding="utf-8"):
             when, text = line.rstrip("\n").split("\t", 1)
             yield text.split(), float(when)
 
 
-start = time.perf_counter()
-model = chronogram.Chronogram(d=cfg["dim"], seed=cfg["seed"])
-model.build_vocab(reader=Reader(), min_cnt=1, workers=cfg["threads"])
-model.initialize(reader=Reader(), workers=cfg["threads"], window_len=5)       # its static skip-gram start, 1 epoch
-model.train(reader=Reader(), workers=cfg["threads"], window_len=5, epochs=cfg["epochs"])
-seconds = time.perf_counter() - start
+def trained(min_count, workers, window, epochs):
+    """Chronogram trained as its example does (build_vocab, one initialize epoch, train), and its seconds."""
+    start = time.perf_counter()
+    model = chronogram.Chronogram(d=cfg["dim"], seed=cfg["seed"])
+    model.build_vocab(reader=Reader(), min_cnt=min_count, workers=workers)
+    model.initialize(reader=Reader(), workers=workers, window_len=window)
+    model.train(reader=Reader(), workers=workers, window_len=window, epochs=epochs)
+    return model, time.perf_counter() - start
+'''
+
+CHRONOGRAM_SCRIPT = CHRONOGRAM_TRAINING + r'''
+model, seconds = trained(1, cfg["threads"], 5, cfg["epochs"])
 known = set(model.vocabs)
 queries = json.load(open(cfg["queries"]))                                       # [[word, year], ...]
 inputs = np.zeros((len(queries), cfg["dim"]), np.float32)
