@@ -139,7 +139,7 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     initial = None if checkpoint_dir is None else InitialParameters.of(model)
     best_state = copy.deepcopy(model.state_dict()) if initial is None else initial.state
     if resume and has_training_state(checkpoint_dir):
-        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, best_state, log)
+        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, initial, log)
     history = progress["history"]
     start = time.perf_counter() - progress["elapsed"]
     try:
@@ -183,14 +183,14 @@ def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str
 
 
 def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, checkpoint_dir: str | os.PathLike,
-             identity: dict, initial_state: dict, log: Callable[[dict], None] | None) -> tuple[dict, dict]:
+             identity: dict, initial: InitialParameters, log: Callable[[dict], None] | None) -> tuple[dict, dict]:
     """Progress and best parameters restored from ``checkpoint_dir``; ``log`` gets the restored history.
 
-    ValueError for a state of more epochs than ``config.epochs`` (model back at ``initial_state``) or an early stop."""
-    progress, saved_best = load_training_state(checkpoint_dir, model=model,
-                                               optimisers=optimisers.optimisers, identity=identity)
+    ValueError for a state of more epochs than ``config.epochs`` (model back at ``initial.state``) or an early stop."""
+    progress, saved_best = load_training_state(checkpoint_dir, model=model, optimisers=optimisers.optimisers,
+                                               identity=identity, initial=initial)
     if progress["epoch"] > config.epochs:
-        model.load_state_dict(initial_state)          # the caller's model as it was given
+        model.load_state_dict(initial.state)          # the caller's model as it was given
         raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained {progress['epoch']} epochs, "
                          f"more than epochs={config.epochs}; its result would not be that of a run of "
                          f"{config.epochs} epochs (resume with epochs >= {progress['epoch']}, or start afresh)")

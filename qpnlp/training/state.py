@@ -235,14 +235,17 @@ def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Pat
 
 
 def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
-                        optimisers: Sequence[torch.optim.Optimizer], identity: dict) -> tuple[dict, dict | None]:
+                        optimisers: Sequence[torch.optim.Optimizer], identity: dict,
+                        initial: InitialParameters | None = None) -> tuple[dict, dict | None]:
     """Restore the model's parameters, the optimisers' state and the RNG state saved in ``directory``.
 
     Returns ``(progress, best_state)`` (``best_state`` None: the restored
     parameters are the best so far). A final state (``progress["final"]``)
     restores nothing and returns the best parameters. Raises ``ValueError``
     naming the directory when the state is unreadable or belongs to another
-    run (model, settings or data differ from ``identity``).
+    run (model, settings or data differ from ``identity``). ``initial``: the
+    parameters the model starts from, as the loop already holds them
+    (default: the model's parameters as given).
     """
     directory = Path(directory)
     try:
@@ -253,7 +256,7 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     if not isinstance(header, dict) or header.get("format") not in READABLE_FORMATS:
         raise ValueError(f"{directory} is not a qpnlp training state (expected format {STATE_FORMAT!r})")
     _check_identity(directory, header.get("identity", {}), identity)
-    tensors = _rows_rebuilt(directory, tensors, header, model.state_dict())
+    tensors = _rows_rebuilt(directory, tensors, header, model, initial)
     if header["progress"].get("final"):
         return header["progress"], _prefixed(tensors, "best")
     if header.get("optimisers") != len(optimisers):
@@ -278,35 +281,47 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     return header["progress"], best
 
 
-def _rows_rebuilt(directory: Path, tensors: dict[str, torch.Tensor], header: dict,
-                  initial: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _rows_rebuilt(directory: Path, tensors: dict[str, torch.Tensor], header: dict, model: torch.nn.Module,
+                  initial: InitialParameters | None) -> dict[str, torch.Tensor]:
     """``tensors`` with each one stored as rows (``header["row_deltas"]``) rebuilt on its base.
 
-    ``initial``: the parameters of the model the state is loaded into, before
-    loading; they must be those the saving run started from (fingerprint).
+    ``initial`` (default: ``model``'s parameters, before loading) must be the
+    parameters the saving run started from (fingerprint).
     """
     row_deltas = header.get("row_deltas", {})
-    if not isinstance(row_deltas, dict):
-        raise ValueError(f"{directory}: damaged training state (row_deltas is not a mapping)")
-    if any(isinstance(entry, dict) and entry.get("base") == "initial" for entry in row_deltas.values()) and \
-            fingerprint(initial) != header.get("initial_fingerprint"):
-        raise ValueError(f"cannot resume from {directory}: this run's model starts from other parameters than the "
-                         "run that wrote it (other pretrained vectors or vector scale, another vocabulary or "
-                         "another initialisation), and the state holds only the rows that training changed")
+    if not isinstance(row_deltas, dict) or not all(isinstance(entry, dict) for entry in row_deltas.values()):
+        raise ValueError(f"{directory}: damaged training state (row_deltas is not a mapping of entries)")
+    if any(entry.get("base") == "initial" for entry in row_deltas.values()):
+        if initial is None:
+            state = model.state_dict()
+            initial = InitialParameters(state, fingerprint(state))
+        if initial.fingerprint != header.get("initial_fingerprint"):
+            raise ValueError(f"cannot resume from {directory}: this run's model starts from other parameters than "
+                             "the run that wrote it (other pretrained vectors or vector scale, another vocabulary "
+                             "or another initialisation), and the state holds only the rows that training changed")
     rebuilt = {k: v for k, v in tensors.items() if "#" not in k}
-    against_model = lambda item: isinstance(item[1], dict) and item[1].get("base") == "model"   # noqa: E731
+    bases = {"zeros": {}, "initial": {} if initial is None else initial.state}
     # the best parameters are stored against the current ones: those are rebuilt first
-    for key, entry in sorted(row_deltas.items(), key=against_model):
-        try:
-            name = key.split(".", 1)[1]
-            bases = {"zeros": {}, "initial": initial, "model": _prefixed(rebuilt, "model")}[entry["base"]]
-            if entry["base"] != "zeros" and name not in bases:
-                raise KeyError(f"no {entry['base']} tensor {name!r}")
-            rebuilt[key] = decode_rows(tensors[key + "#rows"], tensors[key + "#values"], bases.get(name),
-                                       tuple(entry["shape"]))
-        except (KeyError, IndexError, TypeError, ValueError) as err:
-            raise ValueError(f"{directory}: damaged training state ({key}: {err})") from None
+    for against_model in (False, True):
+        if against_model:
+            bases["model"] = _prefixed(rebuilt, "model")
+        for key, entry in row_deltas.items():
+            if (entry.get("base") == "model") == against_model:
+                rebuilt[key] = _rebuilt_entry(directory, tensors, key, entry, bases)
     return rebuilt
+
+
+def _rebuilt_entry(directory: Path, tensors: Mapping[str, torch.Tensor], key: str, entry: dict,
+                   bases: Mapping[str, Mapping[str, torch.Tensor]]) -> torch.Tensor:
+    """One tensor stored as rows, rebuilt on its base (``bases[entry["base"]]``; zeros: an empty mapping)."""
+    try:
+        name = key.split(".", 1)[1]
+        found = bases[entry["base"]]
+        if entry["base"] != "zeros" and name not in found:
+            raise KeyError(f"no {entry['base']} tensor {name!r}")
+        return decode_rows(tensors[key + "#rows"], tensors[key + "#values"], found.get(name), tuple(entry["shape"]))
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise ValueError(f"{directory}: damaged training state ({key}: {err})") from None
 
 
 def _plain(value):
