@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
-import subprocess
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from qpnlp.data import load_sotu
 from chronogram_format import ChronogramFile, read_chronogram  # benchmarks/ (this script's folder)
-from word2fun_heldout import CHRONOGRAM_PACKAGES, CHRONOGRAM_TRAINING, ensure_venv
+from word2fun_heldout import CHRONOGRAM_PACKAGES, CHRONOGRAM_TRAINING, ensure_venv, run_script
 
 CHECK = CHRONOGRAM_TRAINING + r'''
 import random
@@ -78,12 +77,7 @@ def main() -> None:
                                               for i in order if corpus.docs[i]), encoding="utf-8")
         cfg = {**vars(args), "corpus": str(Path(tmp, "c.tsv")), "window": 5, "model": str(Path(tmp, "model.bin")),
                "dump": str(Path(tmp, "dump.json"))}
-        Path(tmp, "cfg.json").write_text(json.dumps(cfg))
-        Path(tmp, "check.py").write_text(CHECK)
-        done = subprocess.run([str(python), str(Path(tmp, "check.py")), str(Path(tmp, "cfg.json"))],
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"chronogram failed in {args.venv}:\n{done.stderr[-2000:]}")
+        run_script(python, CHECK, cfg, tmp, "chronogram")
         saved = read_chronogram(cfg["model"])
         dump = json.loads(Path(cfg["dump"]).read_text())
         lines = Path(cfg["corpus"]).read_text(encoding="utf-8").splitlines()

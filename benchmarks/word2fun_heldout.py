@@ -186,6 +186,18 @@ def ensure_venv(path: str, packages: list[str]) -> Path:
     return python
 
 
+def run_script(python: Path, script: str, cfg: dict, tmp: str, what: str) -> subprocess.CompletedProcess:
+    """Run ``script`` with another environment's ``python`` (``cfg`` given as a JSON file, both written to
+    ``tmp``); RuntimeError naming ``what`` with the end of its stderr when it fails."""
+    Path(tmp, "cfg.json").write_text(json.dumps(cfg))
+    Path(tmp, "run.py").write_text(script)
+    done = subprocess.run([str(python), str(Path(tmp, "run.py")), str(Path(tmp, "cfg.json"))], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed in {Path(python).parent.parent}: {done.stderr.strip()[-2000:]}")
+    return done
+
+
 CHRONOGRAM_TRAINING = r'''
 import json, sys, time, numpy as np, chronogram
 cfg = json.load(open(sys.argv[1]))
@@ -246,12 +258,7 @@ def score_chronogram(train, vocab, pairs, args):
         cfg = {"corpus": str(Path(tmp, "c.tsv")), "queries": str(Path(tmp, "queries.json")), "dim": args.dim,
                "epochs": args.epochs, "threads": args.threads, "seed": args.seed, "vocab": list(vocab.words),
                "vectors": str(Path(tmp, "vectors.npz"))}
-        Path(tmp, "cfg.json").write_text(json.dumps(cfg))
-        Path(tmp, "run.py").write_text(CHRONOGRAM_SCRIPT)
-        done = subprocess.run([str(python), str(Path(tmp, "run.py")), str(Path(tmp, "cfg.json"))],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"chronogram failed in {args.chronogram_venv}: {done.stderr.strip()[-2000:]}")
+        done = run_script(python, CHRONOGRAM_SCRIPT, cfg, tmp, "chronogram")
         secs = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
         vectors = np.load(cfg["vectors"])
         inputs, C = torch.from_numpy(vectors["inputs"]), torch.from_numpy(vectors["outputs"])
@@ -281,13 +288,8 @@ def score_cade(train, vocab, pairs, args):
         cfg = {"workdir": tmp, "dim": args.dim, "epochs": args.epochs, "threads": args.threads,
                "all": str(Path(tmp, "all.txt")), "slices": slices, "vocab": list(vocab.words),
                "out": str(Path(tmp, "cade.npz"))}
-        Path(tmp, "cfg.json").write_text(json.dumps(cfg))
-        Path(tmp, "run.py").write_text(CADE_SCRIPT)
         t = time.perf_counter()
-        done = subprocess.run([str(python), str(Path(tmp, "run.py")), str(Path(tmp, "cfg.json"))], capture_output=True,
-                              text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"cade failed in {args.cade_venv}: {done.stderr.strip().splitlines()[-1]}")
+        run_script(python, CADE_SCRIPT, cfg, tmp, "cade")
         secs = time.perf_counter() - t
         z = np.load(cfg["out"])
         n_bins = len(slices)
