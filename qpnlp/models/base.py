@@ -67,11 +67,12 @@ from typing import Any, ClassVar
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from qpnlp._atomic import atomic_directory, atomic_write_text
 from qpnlp._device import resolve_device
+from qpnlp._safetensors import save_tensors
 from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
@@ -397,8 +398,8 @@ class Model(PrecisionMixin, nn.Module):
         tensors, stored_metadata = _storable(state)
         with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
             (tmp / CONFIG_FILE).write_text(text)
-            save_file(tensors, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT, "model": self.name,
-                                                                  **stored_metadata})
+            save_tensors(tensors, tmp / WEIGHTS_FILE, metadata={"format": FORMAT, "model": self.name,
+                                                                 **stored_metadata})
             if vocabulary is not None:
                 (tmp / VOCABULARY_FILE).write_text(json.dumps(vocabulary.to_dict(), allow_nan=False))
         return Path(directory)

@@ -53,9 +53,10 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from qpnlp._atomic import atomic_directory
+from qpnlp._safetensors import save_tensors
 from qpnlp.models.base import _restored, _storable
 
 from ._row_delta import decode_rows, encode_rows, fingerprint
@@ -229,7 +230,7 @@ def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Pat
     text = json.dumps({**header, "row_deltas": entries.row_deltas}, allow_nan=False, default=_plain)
     tensors, wide = _storable(entries.tensors)     # complex128 (double-precision models) as float64 real views
     with atomic_directory(directory) as tmp:
-        save_file(tensors, str(tmp / TENSORS_FILE), metadata={"format": STATE_FORMAT, **wide})
+        save_tensors(tensors, tmp / TENSORS_FILE, metadata={"format": STATE_FORMAT, **wide})
         (tmp / JSON_FILE).write_text(text, encoding="utf-8")
     return Path(directory)
 

@@ -321,3 +321,23 @@ def test_an_optimiser_state_of_other_shapes_is_refused_on_load(tmp_path):
     with pytest.raises(ValueError, match=r"does not fit.*'exp_avg' of parameter 0 has shape \(2, 3\)"):
         load_training_state(tmp_path, model=model, optimisers=[swapped],
                             identity=dict(model="m", model_config=None, settings={}, data="d"))
+
+
+def test_saving_the_same_training_state_twice_writes_the_same_files(tmp_path):
+    # safetensors writes its metadata map in a random order; a double-precision model's state lists its
+    # complex128 tensors there, so two saves of one state differed in their bytes
+    import hashlib
+
+    from qpnlp.training.state import save_training_state
+
+    model = torch.nn.Module()
+    model.weight = torch.nn.Parameter(torch.randn(2, 3, dtype=torch.complex128))
+    adam = torch.optim.Adam(model.parameters())
+    model.weight.abs().sum().backward()
+    adam.step()
+    for name in ("a", "b", "c"):
+        save_training_state(tmp_path / name, model=model, best_state=None, optimisers=[adam],
+                            progress=dict(epoch=1), identity=dict(model="m", model_config=None, settings={}, data="d"))
+    digests = {tuple(hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((tmp_path / name).iterdir()))
+               for name in ("a", "b", "c")}
+    assert len(digests) == 1

@@ -1,0 +1,53 @@
+"""Byte-identical safetensors files for identical saves.
+
+``safetensors`` (0.8) builds a file's ``__metadata__`` map as a Rust
+``HashMap``, whose iteration order is seeded at random for every map: the same
+tensors saved twice, even in one process, give files whose headers list the
+metadata keys in another order, so their checksums differ. :func:`save_tensors`
+saves with :func:`safetensors.torch.save_file`, then rewrites the header in place
+with the metadata keys sorted. Everything else (the tensors' entries and offsets,
+the header's length and its padding) is left as it was, so every reader sees the
+same file; only its bytes become a function of its contents.
+
+There is no option for this in safetensors, hence this small rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from safetensors.torch import save_file
+
+__all__ = ["save_tensors"]
+
+_LENGTH_BYTES = 8       # the header's length, a little-endian u64, comes first
+
+
+def save_tensors(tensors: dict, path: str | os.PathLike, metadata: dict[str, str]) -> None:
+    """Save ``tensors`` with ``metadata`` to ``path`` (safetensors), the metadata keys in sorted order."""
+    save_file(tensors, str(path), metadata=metadata)
+    _sort_metadata(path)
+
+
+def _sort_metadata(path: str | os.PathLike) -> None:
+    """Rewrite the header of the safetensors file ``path`` with its ``__metadata__`` keys sorted.
+
+    The data offsets count from the header's end, so any header that fits in
+    the old one's length, padded with spaces as safetensors pads it, leaves the
+    file valid. The sorted one has the same length as safetensors' compact JSON;
+    should it not fit, the file stays as safetensors wrote it.
+    """
+    with open(path, "r+b") as file:
+        length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
+        raw = file.read(length)
+        header = json.loads(raw)
+        metadata = header.get("__metadata__")
+        if not metadata:
+            return
+        header["__metadata__"] = dict(sorted(metadata.items()))
+        text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(text) > length:
+            return
+        file.seek(_LENGTH_BYTES)
+        file.write(text.ljust(length))
