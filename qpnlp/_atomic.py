@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_write_text", "check_replaceable"]
+__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable"]
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -101,14 +101,17 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file)."""
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator:
+    """A file object (``mode`` "w" for UTF-8 text, "wb" for bytes) whose content appears at ``path`` complete or not
+    at all: a temporary file of the same directory (created with its parents), fsynced and renamed onto ``path``
+    when the block ends without an exception, deleted otherwise."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -116,4 +119,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file)."""
+    with atomic_file(path) as handle:
+        handle.write(text)
+    return Path(path)

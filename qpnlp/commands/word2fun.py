@@ -180,7 +180,9 @@ def register(subparsers: dict) -> None:
     o.add_argument("--report", default=None, metavar="FILE.json",
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch, with the history also as FILE.history.csv")
-    o.add_argument("--export-npz", default=None, help="write words, years, E (years x words x dim)")
+    o.add_argument("--export-npz", default=None, metavar="FILE",
+                   help="write words, years, E (years x words x dim) to this .npz file (this name exactly; its "
+                        "missing directories are created, as for --report)")
     o.add_argument("--npz-words", type=count_type(), default=2000,
                    help="most frequent words in the .npz grid (default %(default)s)")
     p.set_defaults(func=run)
@@ -476,7 +478,8 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     if args.export_npz:
         top = list(vectors.index_to_key[: args.npz_words])
         top += [w for w in words if w not in top]
-        vectors.export_npz(args.export_npz, top)
+        written = vectors.export_npz(args.export_npz, top)      # that path exactly, its parents created
+        print(f"grid of {len(top)} words written to {written}", flush=True)
     info = result.corpus_info
     trained = stats.seconds > 0
     report.data["config"]["model"] = vectors.model.config.to_dict()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
@@ -61,16 +62,21 @@ class TimestampedCorpus:
     Parameters
     ----------
     times : numpy.ndarray, shape (n_docs,), float64
-        Time of each document (e.g. the year).
+        Time of each document (e.g. the year): 1-D, finite numbers (a string
+        must be a plain number such as ``"1900"``).
     docs : tuple of list of str, length n_docs
-        Tokens of each document.
+        Tokens of each document, non-empty strings.
+
+    Each is checked here (``ValueError`` naming the shape, or the document).
     """
 
     times: np.ndarray
     docs: tuple
 
     def __post_init__(self):
-        raw = np.asarray(self.times).reshape(-1)
+        raw = np.asarray(self.times)
+        if raw.ndim != 1:                  # reshape(-1) flattened a (1, n) or (n, 2) array without a word
+            raise ValueError(f"times must be 1-D, one time per document; got an array of shape {raw.shape}")
         if raw.dtype.kind in "biuf":
             times = raw.astype(np.float64, copy=False)
         else:        # a cast would turn datetime64 into days since 1970 and None into NaN without a word
@@ -82,6 +88,7 @@ class TimestampedCorpus:
             raise ValueError(f"times must be finite; got {times[i]} at index {i}")
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "docs", tuple(self.docs))
+        _refuse_empty_tokens(self.docs, times)
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[tuple[float, list[str]]]) -> "TimestampedCorpus":
@@ -146,16 +153,44 @@ class TimestampedCorpus:
         )
 
 
+def _refuse_empty_tokens(docs: tuple, times: np.ndarray) -> None:
+    """``ValueError`` naming the first document (index and time) that holds the empty token ``""``.
+
+    An empty token is no word: tokenizers never make one, and :func:`write_tsv` could not write it (it would
+    vanish on reading back). One scan of the tokens, at C speed (``"" in doc``).
+    """
+    for i, doc in enumerate(docs):
+        if "" in doc:
+            raise ValueError(f"document {i} (time {times[i]:g}) holds an empty token ''; tokens are non-empty "
+                             f"strings (drop the empty ones, e.g. [t for t in tokens if t])")
+
+
+#: A plain decimal number, as written in a file: what :func:`_plain_time` accepts of what ``float()`` reads.
+_PLAIN_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
+def _plain_time(text: str) -> bool:
+    """Whether ``text`` is a plain decimal number (``1900``, ``-12.5``, ``1.9e3``); ``float()`` also reads
+    ``1_900`` (digit grouping) and other scripts' digits, which a corpus's time column should not hold."""
+    return _PLAIN_NUMBER.fullmatch(text) is not None
+
+
 def _time(value, i: int) -> float:
-    """``float(value)``, the time of document ``i``; ``TypeError`` / ``ValueError`` naming ``i`` and the value."""
+    """``float(value)``, the time of document ``i``; ``TypeError`` / ``ValueError`` naming ``i`` and the value.
+
+    A string must be a plain decimal number (:func:`_plain_time`).
+    """
     if isinstance(value, (datetime.date, np.datetime64)):
         year = f"its year ({value.year})" if isinstance(value, datetime.date) else "its year"
         raise TypeError(f"the time of document {i} is the date {value!r}; times are numbers: pass {year} or a "
                         f"fractional year")
     try:
-        return float(value)
+        time = float(value)
     except (TypeError, ValueError) as err:
         raise type(err)(f"the time of document {i} must be a number (e.g. the year); got {value!r}") from None
+    if isinstance(value, (str, np.str_)) and math.isfinite(time) and not _plain_time(value):
+        raise ValueError(f"the time of document {i} must be a plain number (e.g. 1900); got {str(value)!r}")
+    return time
 
 
 @dataclass(frozen=True)
@@ -199,7 +234,8 @@ def _tsv_lines(path: Path) -> Iterator[tuple[int, str]]:
         yield lineno, line.rstrip("\n")
 
 
-def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: int = 1) -> Iterator[tuple[float, list[str]]]:
+def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0,
+              world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
     if path.is_dir():
@@ -211,6 +247,9 @@ def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: i
         n += 1
         if world > 1 and (n - 1) % world != rank:
             continue
+        if "\x00" in line:                  # read_text refuses binary files the same way
+            raise ValueError(f"{path}:{lineno}: not a text file (a NUL byte at column {line.index(chr(0)) + 1}); "
+                             f"expected 'TIME<TAB>tokens' lines")
         if "\t" not in line:
             raise ValueError(f"{path}:{lineno}: expected 'TIME<TAB>tokens', got no tab")
         t, text = line.split("\t", 1)
@@ -221,6 +260,8 @@ def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0, world: i
             raise ValueError(f"{path}:{lineno}: time {t!r} is not a number{header}") from None
         if not math.isfinite(time):
             raise ValueError(f"{path}:{lineno}: time {t!r} is not finite")
+        if not _plain_time(t):
+            raise ValueError(f"{path}:{lineno}: time {t!r} is not a plain number (e.g. 1900)")
         yield time, (text.lower().split() if lowercase else text.split())
 
 
@@ -228,8 +269,9 @@ def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
 
     Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone in a file without ``\\n``: old-Mac files).
-    Blank lines are skipped; a line without a tab or with a non-numeric or
-    non-finite time raises ``ValueError`` naming the line.
+    Blank lines are skipped; a line without a tab, with a time that is not a
+    plain finite number (``1_900``, ``nan``) or with a NUL byte (a binary file)
+    raises ``ValueError`` naming the file and the line.
     """
     times, docs = [], []
     for t, toks in _iter_tsv(path, lowercase):

@@ -14,13 +14,16 @@ metadata (:func:`run_info`), the epochs done, the losses and the generators'
 states (:func:`rng_state`, every process's in a distributed run).  Resuming
 reads them back (:func:`saved_run`, :func:`epochs_done_and_losses`,
 :func:`training_generators`): with the same processes and one worker the run
-continues exactly as an uninterrupted one would.
+continues exactly as an uninterrupted one would.  :func:`check_resume` first
+refuses a call that would continue the run with another model, corpus or
+training settings than it was trained with.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -32,6 +35,10 @@ from qpnlp.word2fun import distributed as dist
 from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import TrainStats, negative_seeds
+
+#: The :class:`~qpnlp.word2fun.config.TrainConfig` fields a resumed run may change: how long, where and in how
+#: many threads or pieces it trains, not what it learns.
+RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
 
 
 def saved_run(checkpoint: str | os.PathLike) -> dict | None:
@@ -51,6 +58,35 @@ def saved_run(checkpoint: str | os.PathLike) -> dict | None:
         raise ValueError(f"{checkpoint} holds {what} but no training run of fit() to resume (fit(checkpoint=...) "
                          f"records the epochs done); train afresh or resume from fit's checkpoint")
     return saved
+
+
+def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_now: Mapping[str, Any],
+                 model_saved: Mapping[str, Any], cfg: TrainConfig, corpus: Mapping[str, Any],
+                 run: Mapping[str, Any]) -> None:
+    """Refuse (``ValueError``) to continue the run ``saved`` (:func:`saved_run`) with what differs from it.
+
+    Compared: the model options of the call (``model_now``) with the saved model's (``model_saved``, the same
+    keys), the training settings but :data:`RESUMABLE_CHANGES`, the corpus's documents, tokens and span, and
+    the run's other settings (``run``: compass and step centres).  A setting the checkpoint does not
+    record (one written by an earlier version) is not compared.
+    """
+    training = {k: v for k, v in saved.get("training", {}).items() if k not in RESUMABLE_CHANGES}
+    recorded_run = {k: saved[k] for k in run if k in saved}
+    differences = [*_differences("the model", model_saved, model_now),
+                   *_differences("the training settings", training, dataclasses.asdict(cfg)),
+                   *_differences("the corpus", saved.get("corpus", {}), corpus),
+                   *_differences("the run", recorded_run, run)]
+    if differences:
+        raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: this call differs from it in "
+                         + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change); "
+                         "pass the run's own corpus and settings, or train afresh in another directory")
+
+
+def _differences(what: str, saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """``what`` and the keys of ``saved`` whose values differ in ``now`` (compared as JSON stores them)."""
+    now = json.loads(json.dumps({k: now[k] for k in saved if k in now}, default=float))
+    changed = [f"{k} ({saved[k]!r} there, {now[k]!r} here)" for k in sorted(now) if now[k] != saved[k]]
+    return [f"{what}: " + ", ".join(changed)] if changed else []
 
 
 def epochs_done_and_losses(saved: Mapping[str, Any] | None) -> tuple[int, TrainStats]:
@@ -126,12 +162,11 @@ def saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
     return every[rank] if rank < len(every) else None
 
 
-def run_info(info: dict, cfg: TrainConfig, compass: str, compass_epochs: int, world: int,
+def run_info(info: dict, cfg: TrainConfig, run: Mapping[str, Any], world: int,
              metadata: Mapping[str, Any] | None) -> dict:
-    """The checkpoint metadata of the run: corpus size, training settings, compass, processes and ``metadata``."""
-    return {"corpus": info, "training": dataclasses.asdict(cfg), "compass": compass,
-            "compass_epochs": compass_epochs if compass == "frozen" else None, "processes": world,
-            **dict(metadata or {})}
+    """The checkpoint metadata of the run: corpus size, training settings, the run's other settings (``run``:
+    compass and step centres; :func:`check_resume` compares them), processes and ``metadata``."""
+    return {"corpus": info, "training": dataclasses.asdict(cfg), **run, "processes": world, **dict(metadata or {})}
 
 
 def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.random.Generator, gens: list,

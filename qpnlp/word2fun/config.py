@@ -49,6 +49,9 @@ __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "Tr
            "word_weights"]
 
 
+#: The largest float32: a larger ``lr`` becomes infinite in the training step (and every parameter NaN).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 #: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
 #: benchmark with the logistic step, the default of :func:`~qpnlp.word2fun.train.fit` for these families).
 DEFAULT_ROUGHNESS_PENALTY = 1e-4
@@ -120,6 +123,10 @@ class TrainConfig:
     synchronisations took 12-17% of a 2-process run's time,
     ``benchmarks/results/word2fun/sync-every/``). ``seed`` is an integer in
     [0, 2**32 - 1], the seeds of every qpnlp trainer.
+
+    Every setting is checked here (``ValueError`` naming it): counts are
+    positive integers, ``lr`` is positive and at most the largest float32
+    (about :math:`3.4 \\times 10^{38}`; the step computes in float32).
     """
 
     epochs: int = 7
@@ -153,6 +160,9 @@ class TrainConfig:
         bad = {k: v for k, v in counts.items() if not is_integer(v)}
         if bad:  # epochs=2.5 failed only once the corpus had been read and counted
             raise ValueError(f"these training settings must be integers: {bad}")
+        if not self.lr <= _FLOAT32_MAX:     # inf in the float32 step: NaN parameters, and no loss to show it
+            raise ValueError(f"lr must be at most {_FLOAT32_MAX:.4g}, the largest float32 (the training step "
+                             f"computes in float32); got lr {self.lr:g}")
         if not 0 < self.negative_weight < math.inf:
             raise ValueError(f"negative_weight must be positive and finite; got {self.negative_weight}")
         if self.step_centre_lr is not None and not 0 <= self.step_centre_lr < math.inf:

@@ -57,6 +57,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_integer
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
@@ -486,16 +487,18 @@ class KeyedVectors:
         return {k: dict(zip(words, v.cpu().tolist())) for k, v in ind.items()}
 
     def export_npz(self, path: str | os.PathLike, words: Sequence[str] | None = None,
-                   years: Sequence[float] | None = None) -> None:
-        """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) float32 to an .npz file.
+                   years: Sequence[float] | None = None) -> Path:
+        """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) float32 to the .npz file ``path``; returns it.
 
         Defaults: every word, and every integer time of the training span
         (every :meth:`default_step` when the span is longer than 1000 units,
-        e.g. Unix seconds). As :func:`numpy.savez`, ``.npz`` is appended to a
-        ``path`` without it; a directory is an error.
+        e.g. Unix seconds). The file is ``path`` exactly (:func:`numpy.savez`
+        would append ``.npz`` to a name without it), written atomically (a
+        temporary file in the same directory, renamed into place), with its
+        missing parent directories created; a directory is an error.
         """
-        written = Path(path if str(path).endswith(".npz") else f"{path}.npz")
-        if Path(path).is_dir() or written.is_dir():   # numpy wrote a directory DIR as the file DIR.npz beside it
+        path = Path(path)
+        if path.is_dir():
             raise IsADirectoryError(f"{path} is a directory; export_npz writes one .npz file (e.g. {path}/grid.npz)")
         words = _word_list(words) if words is not None else list(self.index_to_key)
         start, end = self.time_span
@@ -504,7 +507,9 @@ class KeyedVectors:
             years = list(np.arange(math.ceil(start), math.floor(end) + 1) if step == 1.0
                          else self._times(start, end, step))
         E = self.grid(words, years).numpy().astype(np.float32)
-        np.savez(path, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
+        with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
+            np.savez(handle, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
+        return path
 
     # ---- saving: the format of every qpnlp model
     def save_pretrained(self, directory: str | os.PathLike, *, metadata: Mapping[str, Any] | None = None) -> Path:

@@ -14,7 +14,11 @@ fraction of the training tokens done before it,
 
 in epoch :math:`e` (from 0) of :math:`E`, :math:`x` the fraction of the
 epoch's tokens done, whichever the source.  An epoch whose mean loss is NaN or
-infinite raises :class:`~qpnlp.word2fun.TrainingDiverged`.
+infinite, or after which a parameter is (the loss of a batch is computed before
+its update, so the last update of an epoch shows in no loss), raises
+:class:`~qpnlp.word2fun.TrainingDiverged`; an epoch that drew no skip-gram pair
+at all (:func:`no_pairs`) raises ``ValueError``: it would leave the vectors as
+initialised.
 
 **The loss.**  The batches' summed losses are added up where they are computed, in a
 float64 tensor on the model's device (float32 on MPS; :func:`_loss_sum`), and read on the
@@ -79,13 +83,41 @@ class TrainStats:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
 
-def diverged(epoch: int, loss: float, cfg: TrainConfig) -> TrainingDiverged:
-    """The error for an epoch whose mean loss became NaN or infinite (``epoch`` counts from 1)."""
+def diverged(epoch: int, loss: float, cfg: TrainConfig, parameters: bool = False) -> TrainingDiverged:
+    """The error for an epoch whose mean loss became NaN or infinite, or (``parameters``) after which a parameter
+    is NaN or infinite while its mean loss was finite (``epoch`` counts from 1)."""
+    what = (f"a parameter became NaN or infinite; the mean loss before the epoch's last update was {loss}"
+            if parameters else f"mean loss {loss}")
     return TrainingDiverged(
-        f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} (mean loss {loss}): the summed updates "
+        f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} ({what}): the summed updates "
         f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch and negative_weight "
         f"{cfg.negative_weight}; lower lr or batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size}, "
         f"with negative_weight {TrainConfig.negative_weight}: the negative steps grow with it)", epoch=epoch, loss=loss)
+
+
+def no_pairs(epoch: int, tokens: int, cfg: TrainConfig) -> ValueError:
+    """The error for an epoch that drew no skip-gram pair (over all processes; ``epoch`` counts from 1).
+
+    A pair is two kept tokens of one document at most ``window`` apart. Subsampling keeps a token of a word of
+    relative frequency :math:`f \\gg s` (``sample``) with probability about :math:`\\sqrt{s / f}`
+    (:func:`~qpnlp.data.skipgram.keep_probabilities`): in a corpus of a few words, each frequent, it keeps almost
+    none (10 documents of the same 6 words: :math:`f = 1/6`, about 8% kept at the default ``s = 10^{-3}``).
+    """
+    one_token = "the documents hold at most one token of the vocabulary each (a pair is two tokens of one document)"
+    if cfg.sample > 0:
+        cause = (f"subsampling (sample {cfg.sample:g}) dropped almost every token, as it does in a small corpus, "
+                 f"where every word is frequent (train with sample=0, --sample 0 on the command line, or on a larger "
+                 f"corpus), or {one_token}")
+    else:
+        cause = one_token
+    return ValueError(f"Word2Fun drew no skip-gram pairs in epoch {epoch} of {cfg.epochs} from {tokens} tokens, so "
+                      f"training would leave the vectors as initialised: {cause}")
+
+
+def _all_finite(model) -> bool:
+    """Whether every parameter of ``model`` is finite: one pass over the parameters, one read on the host."""
+    flags = [torch.isfinite(p).all() for p in model.parameters()]
+    return bool(torch.stack(flags).all()) if flags else True
 
 
 def _loss_sum(model) -> torch.Tensor:
@@ -274,7 +306,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
             batches = _epoch_batches(source, cfg, rng, keep, dev)
             total, nb = _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync)
             seconds = _time.perf_counter() - t0
-            _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg)
+            _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model))
             _show_epoch(bar, source, stats)
             if on_epoch is not None:
                 on_epoch(epoch, stats)
@@ -368,25 +400,33 @@ def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tu
 
 
 def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Tensor, seconds: float, sync,
-                  epoch: int, cfg: TrainConfig) -> None:
+                  epoch: int, cfg: TrainConfig, finite: bool = True) -> None:
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
-    ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, :func:`_loss_sum`).
-    With ``sync`` the counts and the loss are summed over the processes and the time is the slowest one's.
+    ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, :func:`_loss_sum`);
+    ``finite`` says whether this process's parameters are all finite after the epoch (:func:`_all_finite`).
+    With ``sync`` the counts, the loss and the processes with a non-finite parameter are summed over the
+    processes and the time is the slowest one's, so every process raises, or none: :func:`diverged` for a
+    NaN or infinite mean loss or a non-finite parameter, :func:`no_pairs`
+    (``ValueError``) for an epoch without any pair.
     """
     from qpnlp.word2fun.distributed import all_sum
 
-    loss_sum = float(loss_sum)
+    loss_sum, bad = float(loss_sum), 0 if finite else 1
     slowest = seconds
     if sync is not None:
-        tokens, pairs, loss_sum = all_sum([tokens, pairs, loss_sum])
+        tokens, pairs, loss_sum, bad = all_sum([tokens, pairs, loss_sum, bad])
         tokens, pairs, slowest = int(tokens), int(pairs), _max_over_processes(seconds)
+    if pairs == 0:                                   # the loss would read 0 and the vectors stay as initialised
+        raise no_pairs(epoch + 1, tokens, cfg)
     stats.seconds += slowest
     stats.pairs += pairs
     stats.tokens += tokens
-    stats.epoch_loss.append(loss_sum / max(pairs, 1))
-    if not math.isfinite(stats.epoch_loss[-1]):      # the same sum in every process: all raise
+    stats.epoch_loss.append(loss_sum / pairs)
+    if not math.isfinite(stats.epoch_loss[-1]):      # the same sums in every process: all raise
         raise diverged(epoch + 1, stats.epoch_loss[-1], cfg)
+    if bad:
+        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg, parameters=True)
 
 
 def _show_epoch(bar, source, stats: TrainStats) -> None:

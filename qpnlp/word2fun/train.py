@@ -225,8 +225,10 @@ def fit(
         Continue the run saved at ``checkpoint``: its model, vocabulary and
         generators, from the next epoch (a missing checkpoint starts afresh);
         with the same processes and one worker the result equals that of an
-        uninterrupted run.  The corpus and the settings should be the run's
-        own; ``config.workers`` may change (the data order continues, the
+        uninterrupted run.  The corpus (its documents, tokens and span), the
+        model options and the other settings must be the run's own (refused
+        otherwise); ``config.epochs``, ``device``, ``chunk_tokens``,
+        ``sync_every`` and ``workers`` may change (the data order continues, the
         workers both runs have keep their negative streams, added ones start
         their own), and so may the number of processes (its shards change;
         processes without a saved state start fresh streams).
@@ -256,7 +258,8 @@ def fit(
         special tokens, a corpus none of whose tokens is in the vocabulary,
         ``min_count`` or ``compass_epochs`` < 1, an unknown ``compass``,
         ``resume`` without ``checkpoint``, a ``checkpoint`` that is a file,
-        or ``resume`` from a directory that holds no Word2Fun training run.
+        ``resume`` from a directory that holds no Word2Fun training run, or
+        ``resume`` with another corpus or other settings than the saved run's.
     FileExistsError
         For a ``checkpoint`` that is an existing non-empty directory holding
         no saved model (it would be replaced): before any training.
@@ -269,13 +272,14 @@ def fit(
     main_log = log if rank == 0 else None
     local = _shard(corpus, rank, world)
     saved = run_state.saved_run(checkpoint) if resume else None
+    options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
     if saved is not None:
         vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
-        vocab, model, info, local_counts = vectors.vocabulary, vectors.model.train(), saved["corpus"], None
+        vocab, model = vectors.vocabulary, vectors.model.train()
+        _, info, _, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocab, min_count)
     else:
         vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
-        model = _new_model(vocab, span, time_scale, cfg.seed, family=family, dim=dim, n_slices=n_slices,
-                           frequency_init=frequency_init, max_periods=max_periods, logistic=logistic)
+        model = _new_model(vocab, span, time_scale, cfg.seed, options)
     counts = vocab.counts
     source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
     if saved is None and world == 1:
@@ -287,11 +291,15 @@ def fit(
         compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
                                           rank, world, dev, progress)
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
+    run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None)
+    if saved is not None:
+        run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options}, cfg,
+                               info, run)
     vectors = KeyedVectors(model, vocab)
     model.train()
     start, stats = run_state.epochs_done_and_losses(saved)
     rng, gens = run_state.training_generators(cfg, rank, dev, saved, start)
-    run_info = run_state.run_info(info, cfg, compass, compass_epochs, world, metadata)
+    run_info = run_state.run_info(info, cfg, run, world, metadata)
     end_of_epoch = run_state.end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
     sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
@@ -377,13 +385,32 @@ def _merged_vocabulary(wf: Counter, df: Counter, n_docs: int, min_count: int) ->
     return Vocabulary(kept, wf, df, n_docs, specials=False)
 
 
-def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, *, family: str, dim: int,
-               n_slices: int, frequency_init: str, max_periods: float | None, logistic: bool | None) -> Word2Fun:
-    """A freshly initialised Word2Fun model of ``vocab`` over the corpus ``span`` (see :func:`fit`'s parameters).
+def _model_options(family: str, dim: int, time_scale: float | TimeScale, n_slices: int, frequency_init: str,
+                   max_periods: float | None, logistic: bool | None) -> dict:
+    """:func:`fit`'s model options as fields of :class:`~qpnlp.word2fun.model.Word2FunConfig`: ``logistic=None``
+    resolved (the logistic step for the sinusoidal families only), a :class:`~qpnlp.word2fun.functions.TimeScale`
+    as its span and scale (a number is the scale over the corpus's span)."""
+    options = dict(family=family, dim=dim, n_slices=n_slices, frequency_init=frequency_init, max_periods=max_periods,
+                   logistic=family in SINUSOIDAL_FAMILIES if logistic is None else bool(logistic))
+    if isinstance(time_scale, TimeScale):
+        return {**options, "span_start": time_scale.start, "span_end": time_scale.end, "time_scale": time_scale.scale}
+    return {**options, "time_scale": time_scale}
+
+
+def _run_settings(compass: str, compass_epochs: int, step_centres: str | None) -> dict:
+    """What else a checkpoint records of the run, for :func:`~qpnlp.word2fun._run_state.check_resume` (None where
+    a setting had no effect: the compass's epochs unless it is frozen, the step centres without the logistic
+    step). A resumed run keeps its checkpoint's vocabulary, so ``min_count`` is not compared."""
+    return {"compass": compass, "compass_epochs": compass_epochs if compass == "frozen" else None,
+            "step_centres": step_centres}
+
+
+def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, options: dict) -> Word2Fun:
+    """A freshly initialised Word2Fun model of ``vocab`` over the corpus ``span`` with the model ``options``
+    (:func:`_model_options`).
 
     ``time_scale`` is ``S`` over ``span = (t0, t1)`` (refused when ``t1 <= t0``) or a full
-    :class:`~qpnlp.word2fun.functions.TimeScale`, checked to resolve the times in float32; ``logistic=None``
-    adds the logistic step to the sinusoidal families only.
+    :class:`~qpnlp.word2fun.functions.TimeScale`, checked to resolve the times in float32.
     """
     if isinstance(time_scale, TimeScale):
         ts = time_scale
@@ -393,11 +420,8 @@ def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int
             raise ValueError(f"the corpus spans a single time ({t0}); Word2Fun needs at least two")
         ts = TimeScale(t0, t1, time_scale)
     ts.check_resolution(torch.float32)
-    return Word2Fun(Word2FunConfig(vocab_size=len(vocab), dim=dim, family=family, span_start=ts.start,
-                                   span_end=ts.end, time_scale=ts.scale, n_slices=n_slices,
-                                   frequency_init=frequency_init, max_periods=max_periods,
-                                   logistic=family in SINUSOIDAL_FAMILIES if logistic is None else bool(logistic)),
-                    seed=seed)
+    config = {**options, "span_start": ts.start, "span_end": ts.end, "time_scale": ts.scale}
+    return Word2Fun(Word2FunConfig(vocab_size=len(vocab), **config), seed=seed)
 
 
 def _token_source(local, vocab: Vocabulary, chunk_tokens: int, local_counts: Counter | None):

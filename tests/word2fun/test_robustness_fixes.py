@@ -1,0 +1,169 @@
+"""Word2Fun runs that ended "successfully" with nothing learnt, or with the grid written elsewhere.
+
+* an epoch that drew no skip-gram pair (subsampling of a tiny corpus) printed "loss 0.0000" and exited 0 with the
+  untrained vectors;
+* an ``lr`` that overflows float32, or an epoch whose last update made a parameter NaN, gave a NaN model and no
+  divergence error (the loss of a batch is computed before its update);
+* ``--export-npz DIR/g.npz`` failed after training when DIR did not exist, and ``--export-npz g.txt`` wrote
+  ``g.txt.npz``.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp._errors import TrainingDiverged
+from qpnlp.cli import main
+from qpnlp.data import TimestampedCorpus, Vocabulary, write_tsv
+from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
+from qpnlp.word2fun import distributed
+from qpnlp.word2fun.loop import TrainStats, _record_epoch
+
+PROG = "qpnlp train word2fun"
+#: The auditor's corpus: 10 documents of the same six words, one per decade.
+SIX = [(1900 + 10 * i, "the film a plot is was".split()) for i in range(10)]
+DOCS = [(1900 + i % 10, ["war", "peace", "treaty", "army", "trade"]) for i in range(20)]
+
+
+def _fit(docs, config, **kw):
+    return fit(TimestampedCorpus.from_pairs(docs), config, dim=4, min_count=1, **kw)
+
+
+def _argv(corpus, *extra):
+    return ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
+            "--no-progress", *extra]
+
+
+@pytest.fixture
+def six_tsv(tmp_path):
+    path = tmp_path / "six.tsv"
+    write_tsv(TimestampedCorpus.from_pairs(SIX), path)
+    return path
+
+
+# ------------------------------------------------------------------ 1. no pairs
+def test_an_epoch_without_any_pair_is_an_error_that_names_subsampling():
+    with pytest.raises(ValueError, match=r"no skip-gram pairs in epoch 1 of 1 from 60 tokens.*subsampling "
+                                         r"\(sample 0.001\).*sample=0, --sample 0"):
+        _fit(SIX, TrainConfig(epochs=1))
+    result = _fit(SIX, TrainConfig(epochs=1, sample=0))          # the advice works
+    assert result.stats.pairs > 0 and result.stats.epoch_loss[0] > 0
+
+
+def test_documents_of_one_token_give_no_pair_whatever_the_sampling():
+    docs = [(1900 + i, [w]) for i, w in enumerate(["war", "peace", "trade"] * 4)]
+    with pytest.raises(ValueError, match="no skip-gram pairs .*at most one token of the vocabulary each") as err:
+        _fit(docs, TrainConfig(epochs=1, sample=0))
+    assert "sample=0" not in str(err.value)                     # not the advice of subsampling
+
+
+def test_the_command_fails_with_one_line_instead_of_a_zero_loss(six_tsv, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(_argv(six_tsv, "--report", str(report)))
+    stdout, stderr = capsys.readouterr()
+    assert code == 1, stderr                                    # was 0, with "loss 0.0000"
+    line = stderr.splitlines()[-1]
+    assert line.startswith(f"{PROG}: error: Word2Fun drew no skip-gram pairs") and "--sample 0" in line, stderr
+    assert "loss 0.0000" not in stdout
+    data = json.loads(report.read_text())
+    assert data["status"] == "failed" and "no skip-gram pairs" in data["error"]
+    assert main(_argv(six_tsv, "--sample", "0")) == 0
+
+
+class _OtherProcess:
+    """A stand-in for ``all_sum`` over two processes: adds the other process's tokens, pairs, loss (and flag)."""
+
+    def __init__(self, *theirs):
+        self.theirs = theirs
+
+    def __call__(self, values):
+        return [a + b for a, b in zip(values, self.theirs)]
+
+
+@pytest.mark.parametrize("their_pairs, raises", [(0, True), (40, False)])
+def test_no_pairs_is_judged_over_all_processes(monkeypatch, their_pairs, raises):
+    """A process whose shard drew no pair trains on: the others did (and every process decides alike)."""
+    monkeypatch.setattr(distributed, "all_sum", _OtherProcess(30, their_pairs, 4.0 * their_pairs, 0))
+    stats, loss = TrainStats(), torch.zeros((), dtype=torch.float64)
+    if raises:
+        with pytest.raises(ValueError, match="no skip-gram pairs in epoch 1 of 7 from 60 tokens"):
+            _record_epoch(stats, 30, 0, loss, 0.1, object(), 0, TrainConfig())
+    else:
+        _record_epoch(stats, 30, 0, loss, 0.1, object(), 0, TrainConfig())
+        assert stats.pairs == 40 and stats.epoch_loss == [4.0]
+
+
+# ------------------------------------------------------------------ 2. lr and non-finite parameters
+@pytest.mark.parametrize("lr", [1e39, 1e300])
+def test_an_lr_beyond_float32_is_refused_by_the_config(lr):
+    with pytest.raises(ValueError, match=r"lr must be at most 3.403e\+38, the largest float32.*got lr 1e\+"):
+        TrainConfig(lr=lr)
+    TrainConfig(lr=float(np.finfo(np.float32).max))          # the largest float32 itself is representable
+
+
+def test_the_command_refuses_such_an_lr_before_training(six_tsv, capsys):
+    code = main(_argv(six_tsv, "--lr", "1e300", "--sample", "0"))
+    stdout, stderr = capsys.readouterr()
+    assert code == 2 and "lr must be at most" in stderr.splitlines()[-1], stderr     # was 0 with a NaN model
+    assert "epoch" not in stdout
+
+
+def test_a_parameter_made_non_finite_by_the_last_update_is_divergence():
+    """At lr 3e38 (a float32) the first update overflows; the epoch's mean loss, computed before it, is finite."""
+    seen = []
+    with pytest.raises(TrainingDiverged, match=r"epoch 1 of 2 \(a parameter became NaN or infinite.*lr 3e\+38"
+                       ) as err:
+        _fit(DOCS, TrainConfig(epochs=2, lr=3e38, sample=0), on_epoch=lambda e, s: seen.append(e))
+    assert err.value.epoch == 1 and np.isfinite(err.value.loss)
+    assert seen == []                    # raised before on_epoch: a checkpoint keeps the last finite parameters
+
+
+@pytest.mark.parametrize("theirs, raises", [(1, True), (0, False)])
+def test_a_non_finite_parameter_in_any_process_makes_every_process_raise(monkeypatch, theirs, raises):
+    monkeypatch.setattr(distributed, "all_sum", _OtherProcess(30, 40, 160.0, theirs))
+    stats, loss = TrainStats(), torch.tensor(160.0, dtype=torch.float64)
+    if raises:                           # this process's parameters are finite, the other's are not
+        with pytest.raises(TrainingDiverged, match="a parameter became NaN or infinite"):
+            _record_epoch(stats, 30, 40, loss, 0.1, object(), 0, TrainConfig(), True)
+    else:
+        _record_epoch(stats, 30, 40, loss, 0.1, object(), 0, TrainConfig(), True)
+        assert stats.epoch_loss == [4.0]
+
+
+# ------------------------------------------------------------------ 3. --export-npz
+@pytest.fixture
+def vectors(make, randomise):
+    vocab = Vocabulary.build([["war", "peace", "trade"]], specials=False)
+    return KeyedVectors(randomise(make(len(vocab), 4, family="IV"), seed=1), vocab)
+
+
+def test_export_npz_writes_the_path_given_in_new_directories_atomically(vectors, tmp_path):
+    path = tmp_path / "new" / "dir" / "grid.txt"
+    assert vectors.export_npz(path, ["war"], [1950, 1960]) == path
+    assert not path.with_name("grid.txt.npz").exists()        # numpy appended .npz
+    z = np.load(path)
+    assert z["words"].tolist() == ["war"] and z["E"].shape == (2, 1, 4)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["grid.txt"]        # no temporary file left
+    vectors.export_npz(path, ["war", "peace"], [1950])                         # replaced
+    assert np.load(path)["E"].shape == (1, 2, 4)
+
+
+def test_the_command_writes_the_grid_where_it_was_asked_and_says_so(six_tsv, tmp_path, capsys):
+    grid, report = tmp_path / "out" / "nodir" / "grid.txt", tmp_path / "r.json"
+    code = main(_argv(six_tsv, "--sample", "0", "--export-npz", str(grid), "--report", str(report)))
+    stdout, stderr = capsys.readouterr()
+    assert code == 0, stderr                                    # was "No such file or directory" after training
+    assert grid.is_file() and not grid.with_name("grid.txt.npz").exists()
+    assert f"grid of 6 words written to {grid}" in stdout
+    assert np.load(grid)["E"].shape == (91, 6, 4)               # 1900-1990, six words
+    assert json.loads(report.read_text())["details"]["npz"] == str(grid)
+
+
+def test_an_export_path_under_a_file_is_refused_before_training(six_tsv, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x\n")
+    code = main(_argv(six_tsv, "--sample", "0", "--export-npz", str(tmp_path / "afile" / "g.npz")))
+    stdout, stderr = capsys.readouterr()
+    assert code == 2 and "--export-npz" in stderr and "is a file, not a directory" in stderr, stderr
+    assert "epoch" not in stdout
