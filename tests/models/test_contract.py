@@ -195,7 +195,7 @@ def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypat
     def crash(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("qpnlp.models.base.save_file", crash)
+    monkeypatch.setattr("qpnlp.models.base.save_tensors", crash)
     with pytest.raises(OSError, match="disk full"):
         _small_model("real_bow").save_pretrained(tmp_path / "ckpt")
     torch.testing.assert_close(_outputs(Model.from_pretrained(tmp_path / "ckpt")), before)
