@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["SEEDS", "check_seed", "is_integer"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer"]
+
+#: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
+#: parameters as inf, or torch's "cannot be converted to type float without overflow").
+FLOAT32_MAX = 3.4028234663852886e38
 
 #: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so ``qpnlp.training.seed_everything``) accepts. Word2Fun's
 #: ``torch.Generator.manual_seed`` (below 2**64) and ``np.random.default_rng`` take these too, with room for the

@@ -351,6 +351,8 @@ def test_vectors_that_cover_almost_no_training_word_are_warned_about(server, ws,
     """A wrong --vectors file (here: upper case) trained on random vectors and nothing on the console said so."""
     upper = _write(tmp_path / "upper.txt", ws["vec"].read_text().upper())     # '.' and '?' are still found
     argv = _train(ws) if command == "qpdn" else [a for a in _match(ws) if a != "--no-pretrained"]
+    if command == "cnm":                                   # --dim is the vectors' width with --vectors
+        del argv[argv.index("--dim"):argv.index("--dim") + 2]
     code, _, stderr = server.run([*argv, "--vectors", upper])
     assert code == 0, stderr
     assert re.search(r"UserWarning: the pretrained vectors cover [12]/\d+ training words \(\d\.\d%", stderr), stderr

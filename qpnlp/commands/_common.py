@@ -71,7 +71,8 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
 def add_vectors_option(parser: argparse.ArgumentParser) -> None:
     from qpnlp.data.vectors import VECTOR_SETS
 
-    parser.add_argument("--vectors", metavar="NAME|PATH", default="glove-6b-50d",
+    given = recorded(argparse._StoreAction)   # --vectors given, e.g. beside --no-pretrained (explicit_options)
+    parser.add_argument("--vectors", action=given, metavar="NAME|PATH", default="glove-6b-50d",
                         help=f"pretrained vectors: a name ({', '.join(VECTOR_SETS)}) or a GloVe / word2vec / "
                              "fastText .vec text file, a word2vec .bin or .bin.gz file or a spaCy model directory "
                              "(default %(default)s)")
@@ -82,7 +83,8 @@ def add_vectors_option(parser: argparse.ArgumentParser) -> None:
                         help="give a word missing from the vectors as written the vector of another spelling "
                              "(Scorsese for scorsese) or the mean of its parts (old-fashioned), for cased vectors "
                              "split at hyphens such as spaCy's (default: off; no gain on the QPDN dev sets)")
-    parser.add_argument("--glove", metavar="FILE", dest="vectors", help=argparse.SUPPRESS)  # qpnlp 0.1 spelling
+    # qpnlp 0.1 spelling
+    parser.add_argument("--glove", action=given, metavar="FILE", dest="vectors", help=argparse.SUPPRESS)
 
 
 def load_cli_vectors(args: argparse.Namespace):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from qpnlp._device import resolve_device
-from qpnlp.training.config import ConfigError, check_seed
+from qpnlp.training.config import MAX_RATE, ConfigError, check_seed
 
 
 def _converted(text: str, convert: Callable[[str], Any], expected: str) -> Any:
@@ -68,11 +68,14 @@ finite_type.__name__ = "number"
 
 
 def rate_type(*, zero: bool = False) -> Callable[[str], float]:
-    """argparse type: a finite number > 0 (>= 0 with ``zero``)."""
+    """argparse type: a finite number > 0 (>= 0 with ``zero``) that float32 holds (at most
+    :data:`~qpnlp.training.config.MAX_RATE`, about 3.4e38: rates, decays and margins meet float32 parameters)."""
     def parse(text: str) -> float:
         value = _converted(text, float, "a number")
         if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if zero else '>'} 0; got {text}")
+        if value > MAX_RATE:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_RATE:.4g} (the largest float32); got {text}")
         return value
     parse.__name__ = "number"
     return parse

@@ -20,10 +20,10 @@ def register(subparsers: dict) -> None:
     p.add_argument("--dataset", help="data set of the checkpoint's task (default: the one it was trained on); "
                                      "Word2Fun: 'sotu' or a TSV corpus (YEAR<TAB>tokens) whose held-out "
                                      "log-likelihood is scored")
-    p.add_argument("--split", default="test",
+    p.add_argument("--split", default=None,
                    help=f"classification: one of {', '.join(CLASSIFICATION_SPLITS)} of the training protocol's split "
-                        "(CV: the fold the model was trained on); matching: any split file of the QA data set "
-                        "(default %(default)s)")
+                        "(CV: the fold the model was trained on); matching: any split file of the QA data set; "
+                        "not for Word2Fun, scored on the whole corpus (default test)")
     p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
     p.add_argument("--max-questions", type=count_type(), default=None,
                    help="matching: only the first N questions (default: all)")

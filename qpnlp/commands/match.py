@@ -23,7 +23,11 @@ from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, rate_type
-from ._config_options import add_config_options, config_options
+from ._config_options import add_config_options, config_options, explicit_options
+
+
+#: ``--dim`` with ``--no-pretrained`` when not given.
+DEFAULT_DIM = 50
 
 
 def register(subparsers: dict) -> None:
@@ -37,11 +41,11 @@ def register(subparsers: dict) -> None:
         p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
         add_vectors_option(p)
         p.add_argument("--no-pretrained", action="store_true", help="random amplitudes instead of GloVe (tests)")
-        p.add_argument("--dim", type=count_type(), default=50,
-                       help="dimension without pretrained vectors (default %(default)s)")
+        p.add_argument("--dim", type=count_type(), default=None,
+                       help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
         p.add_argument("--loss", choices=LOSSES, default="triplet", help="(default %(default)s)")
-        p.add_argument("--margin", type=rate_type(zero=True), default=0.1,
-                       help="triplet hinge margin (default %(default)s)")
+        p.add_argument("--margin", type=rate_type(zero=True), default=None,
+                       help=f"triplet hinge margin; --loss triplet only (default {MatchingConfig.margin})")
         defaults = get_model_class(name).training_defaults
         p.add_argument("--negatives", type=count_type(), default=defaults.get("negatives", 1),
                        help="wrong candidates drawn per correct one (default %(default)s)")
@@ -72,7 +76,35 @@ def register(subparsers: dict) -> None:
 
 
 def model_options(args: argparse.Namespace) -> dict:
-    return {**config_options(args), **({"dim": args.dim} if args.no_pretrained else {})}
+    """The model options of the command line, with ``dim`` (``--dim``, default 50) under ``--no-pretrained`` (with
+    vectors the dimension is their width)."""
+    return {**config_options(args), **({"dim": args.dim or DEFAULT_DIM} if args.no_pretrained else {})}
+
+
+def check_effective_options(args: argparse.Namespace) -> None:
+    """Refuse an option that the others leave without effect (:class:`UsageError` naming both flags).
+
+    ``--dim`` applies to random amplitudes only (with vectors the dimension is
+    their width); ``--vectors``, ``--vectors-scale``, ``--vectors-backoff``
+    and a ``--pretrained-fallback`` above 0 need vectors (not
+    ``--no-pretrained``); ``--margin`` is the triplet loss's (not ``--loss
+    pointwise``). Runs before any file is read.
+    """
+    if args.no_pretrained:
+        unused = [("--vectors", "vectors" in explicit_options(args)),
+                  ("--vectors-scale", args.vectors_scale is not None),
+                  ("--vectors-backoff", args.vectors_backoff is not None),
+                  ("--pretrained-fallback", bool(args.pretrained_fallback))]
+        for flag, given in unused:
+            if given:
+                raise UsageError(f"{flag} has no effect with --no-pretrained (random amplitudes, no vectors); "
+                                 f"leave out one of {flag} and --no-pretrained")
+    elif args.dim is not None:
+        raise UsageError(f"--dim {args.dim} has no effect with --vectors {args.vectors}: the model takes the "
+                         f"vectors' width; --dim sets the dimension with --no-pretrained only")
+    if args.margin is not None and args.loss != "triplet":
+        raise UsageError(f"--margin {args.margin:g} has no effect with --loss {args.loss}: the margin is the "
+                         f"triplet loss's (--loss triplet)")
 
 
 def training_lr(args: argparse.Namespace) -> float:
@@ -98,7 +130,8 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                           progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
                           pad_to_multiple_of=args.pad_to_multiple_of, loss=args.loss,
-                          margin=args.margin, negatives=args.negatives)
+                          margin=MatchingConfig.margin if args.margin is None else args.margin,
+                          negatives=args.negatives)
 
 
 def check_train_split(args: argparse.Namespace) -> None:
@@ -122,6 +155,9 @@ def check_extra_train(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_effective_options(args)
+    if args.no_pretrained and args.dim is None:
+        args.dim = DEFAULT_DIM                              # the report records the dimension used
     args.vectors_scale = vectors_scale(args)
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     check_train_split(args)

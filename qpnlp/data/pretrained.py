@@ -228,6 +228,7 @@ def load_glove_text(
     rows: list[np.ndarray] = []
     seen: set[str] = set()
     announced, n_vectors, linenos = None, 0, []
+    dim_from = "" if dim is None else "passed as dim"     # where the dimension came from, for the errors
     for lineno, line in iter_lines(path, encoding):
         parts = _COLUMN_SEPARATOR.split(line.rstrip("\r\n").rstrip(" \t"))  # a tab is no part of a word
         if parts == [""]:
@@ -238,10 +239,10 @@ def load_glove_text(
                 raise ValueError(f"{path}:1: the header 'N dim' says dim {header_dim}; expected dim >= 1")
             if dim is not None and dim != header_dim:
                 raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
-            dim = header_dim
+            dim, dim_from = header_dim, "read from the header 'N dim' on line 1"
             continue
         if dim is None:
-            dim = len(parts) - 1
+            dim, dim_from = len(parts) - 1, f"taken from line {lineno}, the first vector line"
             if dim < 1:
                 raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
         if len(parts) > dim + 1 and not _is_float(parts[-dim - 1]):  # a word holding spaces (GloVe 840B's ". . .")
@@ -249,7 +250,7 @@ def load_glove_text(
         if len(parts) != dim + 1:
             raise ValueError(
                 f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
-                f"got {len(parts)}"
+                f"got {len(parts)} (the dimension {dim} was {dim_from})"
             )
         n_vectors += 1
         word = parts[0]

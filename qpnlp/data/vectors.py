@@ -240,7 +240,9 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
         try:
             text = word.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err})") from None
+            raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err}), or the dimension in the header "
+                             f"'N D' does not match the vectors (the header says D = {dim}: {width} bytes per "
+                             f"vector)") from None
         if keep is None or text in keep:
             vector = np.frombuffer(data, dtype="<f4")
             if not np.isfinite(vector).all():

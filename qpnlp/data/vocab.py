@@ -391,7 +391,13 @@ class Vocabulary:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vocabulary:
-        """Rebuild a vocabulary written by :meth:`to_dict` (ids are preserved)."""
+        """Rebuild a vocabulary written by :meth:`to_dict` (ids are preserved).
+
+        ``TypeError`` for anything but a mapping (e.g. a JSON list), ``ValueError`` for a mapping of another format.
+        """
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a serialised Vocabulary is a mapping (a JSON object with 'format', 'words', "
+                            f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {_preview(data)}")
         if data.get("format") != _FORMAT:
             raise ValueError(f"not a serialised Vocabulary: format is {data.get('format')!r}, expected {_FORMAT!r}")
         words, wf, df = data["words"], data["word_freq"], data["doc_freq"]
@@ -401,3 +407,9 @@ class Vocabulary:
         if not isinstance(specials, bool):
             raise ValueError(f"specials must be true or false; got {specials!r}")
         return cls(words, dict(zip(words, wf)), dict(zip(words, df)), data["n_docs"], specials=specials)
+
+
+def _preview(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import check_broadcast, check_same_device, enabled, real_dtype_of, tolerance
+from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, enabled, real_dtype_of,
+                          tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
@@ -84,7 +85,7 @@ def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
 
 
 def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None) -> torch.Tensor:
-    """Divide ``(..., d)`` vectors by their L2 norm (zero vectors raise ValueError).
+    """Divide ``(..., d)`` vectors by their L2 norm (zero and non-finite vectors raise ValueError).
 
     Parameters
     ----------
@@ -93,18 +94,29 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
     eps : float, optional
         Norms at or below this are an error; default ``tolerance(dtype)``
         (``16 eps``, whatever d). Checked only while validation is on
-        (``validate``, default the global mode of :func:`set_validation`):
-        with it off a zero vector gives NaN and no Python branch depends on the values.
+        (``validate``, default the global mode of :func:`set_validation`),
+        as are NaN and inf entries and norms that overflow: with it off a
+        zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
+        Python branch depends on the values.
     """
     norms = squared_norms(vectors).sqrt() if vectors.is_complex() else torch.linalg.vector_norm(
         vectors, dim=-1, keepdim=True)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
-    if enabled(validate) and bool((norms <= eps).any()):
+    if enabled(validate) and not bool(((norms > eps) & (norms < float("inf"))).all()):   # one sync
+        _refuse_norms(vectors, norms, eps)
+    return vectors / norms
+
+
+def _refuse_norms(vectors: torch.Tensor, norms: torch.Tensor, eps: float) -> None:
+    """The ValueError of :func:`normalize` for non-finite entries, zero vectors or norms that overflow."""
+    check_finite("vectors", vectors, event_ndim=1)
+    if bool((norms <= eps).any()):
         raise ValueError(
             f"cannot normalise a zero vector (shape {tuple(vectors.shape)}, "
             f"{int((norms <= eps).sum())} vectors with norm <= {eps:.2g})"
         )
-    return vectors / norms
+    raise ValueError(f"vectors must have a finite norm: {int((~torch.isfinite(norms)).sum())} norms overflow "
+                     f"{vectors.dtype} (shape {tuple(vectors.shape)}); scale them down first")
 
 
 def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
@@ -166,7 +178,6 @@ def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=No
 
     The phases of R's diagonal are moved into Q so the distribution is Haar.
     """
-    if int(dim) < 1:
-        raise ValueError(f"dim must be >= 1; got {dim}")
+    dim = check_dimension("dim", dim)
     z = ginibre((*batch_shape, dim, dim), dtype=dtype, device=device, generator=generator)
     return haar_orthonormalize(z)

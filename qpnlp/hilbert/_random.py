@@ -25,7 +25,7 @@ import torch
 
 from ._linalg import ginibre, haar_orthonormalize, normalize, random_unitary
 from ._states import DensityMatrix, PureState
-from ._validation import complex_dtype_of
+from ._validation import check_dimension, complex_dtype_of
 
 __all__ = ["random_pure_state", "random_density_matrix", "random_isometry", "MEASURES"]
 
@@ -40,8 +40,7 @@ def random_pure_state(dim: int, *, batch_shape=(), dtype=torch.complex64, device
     >>> psi.batch_shape, psi.dim
     (torch.Size([3]), 5)
     """
-    if dim < 1:
-        raise ValueError(f"dim must be >= 1; got {dim}")
+    dim = check_dimension("dim", dim)
     g = ginibre((*batch_shape, dim), dtype=complex_dtype_of(dtype), device=device, generator=generator)
     return PureState._trusted(data=normalize(g))
 
@@ -73,7 +72,8 @@ def random_density_matrix(dim: int, *, rank: int | None = None, measure: str = "
     >>> int((rho.eigvals() > 1e-5).sum()), round(float(rho.tr().real), 5)
     (2, 1.0)
     """
-    rank = dim if rank is None else int(rank)
+    dim = check_dimension("dim", dim)
+    rank = dim if rank is None else check_dimension("rank", rank)
     if not 1 <= rank <= dim:
         raise ValueError(f"rank must be in [1, dim={dim}]; got {rank}")
     if measure not in MEASURES:
@@ -100,6 +100,7 @@ def random_isometry(rows: int, cols: int, *, batch_shape=(), dtype=torch.complex
     >>> torch.allclose(v.mH @ v, torch.eye(2, dtype=torch.complex128))
     True
     """
+    rows, cols = check_dimension("rows", rows), check_dimension("cols", cols)
     if not rows >= cols >= 1:
         raise ValueError(f"an isometry needs rows >= cols >= 1; got rows={rows}, cols={cols}")
     z = ginibre((*batch_shape, rows, cols), dtype=complex_dtype_of(dtype), device=device, generator=generator)

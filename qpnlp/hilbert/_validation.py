@@ -319,6 +319,28 @@ def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
         raise ValueError(f"arguments must be on one device; got {where} (move them with .to(device))")
 
 
+def check_dimension(name: str, value: object, minimum: int = 1) -> int:
+    """``value`` as an int; ValueError naming ``name`` unless it is an integer >= ``minimum``.
+
+    Integers as :func:`check_subsystem_dims` takes them (``operator.index``: numpy and 0-dim integer tensors
+    too; a bool is not one); a float such as 2.5 or NaN is refused, not truncated. A static check, always on.
+
+    >>> check_dimension("dim", 2.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: dim must be an integer >= 1; got float 2.5
+    """
+    try:
+        size = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        size = None
+    if size is None:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if size < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {size}")
+    return size
+
+
 def check_subsystem_dims(dims: Sequence[int], total: int, *, count: int | None = None,
                          owner: str = "the state") -> tuple[int, ...]:
     """``dims`` as a tuple of ints; ValueError unless they are positive integers (``count`` of them) of product ``total``.

@@ -253,7 +253,9 @@ def random_povm(dim: int, num_outcomes: int, *, rank: int = 1, batch_shape=(), d
     >>> povm.num_outcomes, round(float(povm.probabilities(PureState.basis_state(0, 3)).sum()), 5)
     (5, 1.0)
     """
-    if num_outcomes < 1 or rank < 1 or num_outcomes * rank < dim:
+    dim, num_outcomes, rank = (V.check_dimension(n, v) for n, v in (("dim", dim), ("num_outcomes", num_outcomes),
+                                                                     ("rank", rank)))
+    if num_outcomes * rank < dim:
         raise ValueError(f"a POVM on C^{dim} needs num_outcomes * rank >= dim; got {num_outcomes} * {rank}")
     v = random_isometry(num_outcomes * rank, dim, batch_shape=batch_shape, dtype=dtype, device=device,
                         generator=generator)

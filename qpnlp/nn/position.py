@@ -448,7 +448,9 @@ class RealPositionalEmbedding(nn.Module):
                                      "use 'tpe' or 'complex_order' for non-integer positions")
                 if V.enabled() and pos.numel() and bool((pos.min() < 0) | (pos.max() >= self.max_len)):
                     raise ValueError(f"positions must lie in [0, {self.max_len}) for 'pe'; got range "
-                                     f"[{float(pos.min())}, {float(pos.max())}] (raise max_len)")
+                                     f"[{float(pos.min()):g}, {float(pos.max()):g}] (raise the model's max_len, "
+                                     f"--model-max-len of `qpnlp train`, or truncate the texts to {self.max_len} "
+                                     f"tokens: TrainConfig.max_len, --max-len of `qpnlp train`)")
                 x = x + self.pe(pos.long())
         return x * mask.unsqueeze(-1)
 

@@ -19,12 +19,19 @@ from qpnlp._device import resolve_device
 from .compiled import check_compile_mode
 from .length_chunks import DEFAULT_OVERHEAD
 
-__all__ = ["TrainConfig", "ConfigError", "check_seed", "check_integers", "check_reals", "OPTIMIZERS", "SEEDS"]
+__all__ = ["TrainConfig", "ConfigError", "check_seed", "check_integers", "check_reals", "OPTIMIZERS", "SEEDS",
+           "MAX_RATE", "MAX_LR"]
 
 OPTIMIZERS = ("adam", "rmsprop")
 #: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`~qpnlp.training.trainer.seed_everything`) accepts; the rule of every
 #: qpnlp trainer, Word2Fun's included (``qpnlp._checks``).
 SEEDS = _checks.SEEDS
+#: The largest learning rate, weight decay or margin: the largest float32 (about 3.4e38). A larger one overflows
+#: when it meets float32 parameters (torch: "value cannot be converted to type float without overflow").
+MAX_RATE = _checks.FLOAT32_MAX
+#: The largest learning rate: :data:`MAX_RATE` / 10, as Adam's first step multiplies the rate by its bias
+#: correction 1 / (1 - beta1) = 10.
+MAX_LR = MAX_RATE / 10
 
 
 class ConfigError(ValueError):
@@ -54,10 +61,20 @@ def check_reals(config, names: Sequence[str], *, optional: Sequence[str] = ()) -
     None is allowed for the ``optional`` ones), e.g. ``lr="0.1"`` from a hand-written config."""
     for name in names:
         value = getattr(config, name)
+        if isinstance(value, str) and _non_finite_text(value):      # "nan" from a selection grid
+            raise ConfigError(f"{name} must be a finite number; got {value!r}")
         if not ((isinstance(value, numbers.Real) and not isinstance(value, bool)) or
                 (value is None and name in optional)):
             raise ConfigError(f"{name} must be a number{' (or None)' if name in optional else ''}; "
                               f"got {type(value).__name__} {value!r}")
+
+
+def _non_finite_text(text: str) -> bool:
+    """Whether ``text`` reads as NaN or an infinity (``"nan"``, ``"-inf"``, ``"Infinity"``)."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -128,6 +145,7 @@ class TrainConfig:
                               f"{self.phase_lr}")
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
             raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
+        self._check_overflow()
         if self.max_len is not None and self.max_len < 1:
             raise ConfigError(f"max_len must be >= 1 (or None); got {self.max_len}")
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of < 1:
@@ -138,6 +156,16 @@ class TrainConfig:
             resolve_device(self.device, available=False)     # the name; fit() checks this machine has it
         except ValueError as error:
             raise ConfigError(str(error)) from None
+
+    def _check_overflow(self) -> None:
+        """:class:`ConfigError` for a rate that overflows float32 in the optimiser step (:data:`MAX_LR`,
+        :data:`MAX_RATE`), which torch reports without the setting's name."""
+        limits = dict(lr=MAX_LR, embedding_lr=MAX_LR, phase_lr=MAX_LR, weight_decay=MAX_RATE)
+        for name, limit in limits.items():
+            value = getattr(self, name)
+            if value is not None and value > limit:
+                raise ConfigError(f"{name} must be at most {limit:.4g}, else the optimiser step overflows float32; "
+                                  f"got {value:g}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -20,7 +20,9 @@ import os
 import time
 from collections.abc import Callable
 
+from qpnlp._checks import check_seed, is_integer
 from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification, load_qa, splits
+from qpnlp.models.base import CONFIG_FILE
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .matching import encode_qa, evaluate_ranking, limit_questions, metrics_dict
@@ -32,9 +34,12 @@ __all__ = ["evaluate_checkpoint", "CLASSIFICATION_SPLITS"]
 CLASSIFICATION_SPLITS = ("train", "dev", "test")
 
 
-def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = None, split: str = "test",
+def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = None, split: str | None = None,
                         root=None, device: str = "cpu", max_questions: int | None = None) -> dict:
     """Load the checkpoint in ``directory`` and score it on ``split`` of ``dataset`` (default: its own data set).
+
+    ``split`` defaults to ``"test"``; ``split`` and ``max_questions`` are refused (:class:`ConfigError`) for a
+    model they do not apply to (a Word2Fun model is scored on its whole corpus; only matching models have questions).
 
     Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
     ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``.
@@ -44,15 +49,60 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     task = checkpoint.model.task
     if checkpoint.vocabulary is None:
         raise ValueError(f"{directory} has no vocabulary.json; it cannot encode texts")
+    _check_metadata(directory, checkpoint.metadata)
     _check_task(directory, checkpoint, dataset)
     if max_questions is not None and task != "matching":
         raise ConfigError(f"max_questions (--max-questions) limits the questions of an answer-selection set; "
                           f"{checkpoint.name} is a {task} model, scored on the whole split")
+    if split is not None and task == "temporal":
+        raise ConfigError(f"split (--split) picks a split of a classification or answer-selection set; "
+                          f"{checkpoint.name} is a {task} model, scored on the whole corpus; got {split!r}")
+    split = "test" if split is None else split
     report = _EVALUATORS[task](checkpoint, dataset=dataset, split=split, root=root, device=device,
                                max_questions=max_questions)
     config = dict(model=checkpoint.model.config.to_dict(), train=checkpoint.metadata.get("train"))
     return dict(checkpoint=str(directory), model=checkpoint.name, **report, seed=checkpoint.metadata.get("seed"),
                 config=config, wall_seconds=time.perf_counter() - start)
+
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _count(minimum: int) -> Callable[[object], bool]:
+    return lambda value: is_integer(value) and value >= minimum
+
+
+def _seed(value) -> bool:
+    try:
+        check_seed(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# metadata key -> (check, what it must be); None is allowed for every key (not recorded).
+_METADATA_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "task": (_text, "a string"), "dataset": (_text, "a data set name (a string)"), "split": (_text, "a string"),
+    "seed": (_seed, "an integer in [0, 2**32 - 1]"), "folds": (_count(2), "an integer >= 2"),
+    "max_len": (_count(1), "an integer >= 1"), "max_questions": (_count(1), "an integer >= 1"),
+    "label_names": (_texts, "a list of strings"),
+}
+
+
+def _check_metadata(directory: str | os.PathLike, metadata: dict) -> None:
+    """Refuse hand-edited training metadata that the evaluation reads (``ValueError`` naming
+    ``directory/config.json`` and the key): a data set that is not a string, a seed that is not an integer in
+    [0, 2**32), a ``max_len`` or ``folds`` that is not a positive integer, labels that are not strings."""
+    for key, (valid, what) in _METADATA_RULES.items():
+        value = metadata.get(key)
+        if value is not None and not valid(value):
+            raise ValueError(f"{os.path.join(directory, CONFIG_FILE)}: metadata {key!r} must be {what}; got "
+                             f"{type(value).__name__} {value!r}")
 
 
 _TASK_OF_DATASET = {**{name.lower(): "classification" for name in DATASETS},
@@ -130,8 +180,17 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
                          "data set (YEAR<TAB>tokens per line)")
     corpus = load_sotu() if dataset == "sotu" else read_tsv(os.path.expanduser(dataset))   # --dataset=~/c.tsv
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
+    _warn_outside_span(checkpoint, pairs.times)
     score = word2fun_log_likelihood(checkpoint.model.to(device), pairs)
     return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs))
+
+
+def _warn_outside_span(checkpoint: Checkpoint, times) -> None:
+    """``UserWarning`` when a scored time (T,) lies outside the model's training span, worded as
+    :class:`~qpnlp.word2fun.KeyedVectors` queries warn (its check: the functions extrapolate there)."""
+    from qpnlp.word2fun.keyed_vectors import KeyedVectors
+
+    KeyedVectors(checkpoint.model, checkpoint.vocabulary)._query_times(times.unique(), "the corpus times")
 
 
 _EVALUATORS: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier,

@@ -41,16 +41,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from qpnlp._checks import check_seed, is_integer
+from qpnlp._checks import FLOAT32_MAX, check_seed, is_integer
 from qpnlp._device import resolve_device
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 
 __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "resolve_penalty",
            "word_weights"]
 
-
-#: The largest float32: a larger ``lr`` becomes infinite in the training step (and every parameter NaN).
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
 #: benchmark with the logistic step, the default of :func:`~qpnlp.word2fun.train.fit` for these families).
@@ -160,8 +157,8 @@ class TrainConfig:
         bad = {k: v for k, v in counts.items() if not is_integer(v)}
         if bad:  # epochs=2.5 failed only once the corpus had been read and counted
             raise ValueError(f"these training settings must be integers: {bad}")
-        if not self.lr <= _FLOAT32_MAX:     # inf in the float32 step: NaN parameters, and no loss to show it
-            raise ValueError(f"lr must be at most {_FLOAT32_MAX:.4g}, the largest float32 (the training step "
+        if not self.lr <= FLOAT32_MAX:     # inf in the float32 step: NaN parameters, and no loss to show it
+            raise ValueError(f"lr must be at most {FLOAT32_MAX:.4g}, the largest float32 (the training step "
                              f"computes in float32); got lr {self.lr:g}")
         if not 0 < self.negative_weight < math.inf:
             raise ValueError(f"negative_weight must be positive and finite; got {self.negative_weight}")
