@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import TrainConfig
+from .config import ConfigError, TrainConfig
 from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
 
 __all__ = ["Optimisers", "sparse_tables", "dense_gradients", "check_optimizer", "KERAS_RMSPROP"]
@@ -22,6 +22,9 @@ KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
 
 class Optimisers:
     """SparseAdam for sparse embedding tables, Adam for everything else (one step() and zero_grad() for both).
+
+    ``config.phase_lr`` is the learning rate of the phase tables (sparse embeddings named ``phase``); set for a
+    model without one it is refused (:class:`~qpnlp.training.config.ConfigError`), not ignored.
 
     The SparseAdam is :class:`~qpnlp.training.sparse_rmsprop.RowSparseAdam` (torch's arithmetic on gathered rows).
 
@@ -37,6 +40,9 @@ class Optimisers:
             if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad:
                 is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
                 (phases if is_phase else tables).append(module.weight)
+        if config.phase_lr is not None and not phases:
+            raise ConfigError(f"phase_lr (--phase-lr) {config.phase_lr:g} would be ignored: {type(model).__name__} "
+                              "has no trainable phase table (a sparse embedding named 'phase'); leave it unset")
         sparse_ids = {id(p) for p in tables + phases}
         dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
         groups = [dict(params=params, lr=lr) for params, lr in ((tables, config.embedding_lr),

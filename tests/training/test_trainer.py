@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from qpnlp.data import EncodedTexts, Vocabulary
-from qpnlp.models import QPDN, QPDNConfig
+from qpnlp.models import QPDN, QPDNConfig, RealBagOfWords, RealBagOfWordsConfig
 from qpnlp.training import (TrainConfig, accuracy, convert_legacy_checkpoint, fit, load_checkpoint, save_checkpoint,
                             train_step)
 from qpnlp.training import ConfigError, Optimisers
@@ -212,6 +212,15 @@ def test_phase_lr_gives_the_phase_table_its_own_learning_rate():
     assert [len(g["params"]) for g in Optimisers(model, TrainConfig()).optimisers[0].param_groups] == [2]
     with pytest.raises(ValueError, match="learning rates must be positive"):
         TrainConfig(phase_lr=0.0)
+
+
+def test_phase_lr_for_a_model_without_a_phase_table_is_refused_not_ignored():
+    # cnm-real and the real baselines have no phase table: --phase-lr was silently ignored
+    model = RealBagOfWords(RealBagOfWordsConfig(num_words=10, dim=4, num_classes=2))
+    with pytest.raises(ValueError, match=r"phase_lr \(--phase-lr\) 0.01 would be ignored: RealBagOfWords has no trainable "
+                                         r"phase table"):
+        Optimisers(model, TrainConfig(phase_lr=1e-2))
+    Optimisers(model, TrainConfig())
 
 
 def test_load_checkpoint_refuses_a_vocabulary_smaller_than_the_model(tmp_path):
