@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import os
 import time
 import warnings
@@ -212,15 +213,24 @@ def parse_grid(specs: Sequence[str]) -> list[dict]:
             raise ConfigError(f"a grid axis is written name=v1,v2,...; got {spec!r}")
         if name in axes:
             raise ConfigError(f"grid axis {name!r} given twice")
-        axes[name] = [_grid_value(v) for v in values.split(",")]
+        axes[name] = [_grid_value(name, v) for v in values.split(",")]
     return grid(**axes)
 
 
-def _grid_value(text: str):
+def _grid_value(name: str, text: str):
+    """``text`` as JSON where it parses, else as a string; a number that is not finite (``nan``, ``inf``, JSON's
+    ``NaN``) is refused here, naming the axis (as a string it reached the configs as "must be a number")."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
-        return text
+        value = text
+    try:
+        number = float(value) if not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        return value
+    if not math.isfinite(number):
+        raise ConfigError(f"grid axis {name}: {text!r} is not a finite number")
+    return value
 
 
 def apply_setting(setting: dict, model_options: dict, train_config: TrainConfig) -> tuple[dict, TrainConfig]:

@@ -49,6 +49,15 @@ def test_parse_grid_reads_json_values_and_rejects_bad_axes():
         parse_grid(["dropout=0", "dropout=0.3"])
 
 
+@pytest.mark.parametrize("spec", ["dropout=0.1,nan", "lr=inf", "lr=NaN", "dropout=-Infinity", "lr=1e999"])
+def test_parse_grid_refuses_values_that_are_not_finite_numbers_naming_the_axis(spec):
+    # "nan" stayed a string and reached a model config as "dropout must be float; got str 'nan'"
+    name, _, values = spec.partition("=")
+    bad = [v for v in values.split(",") if v != "0.1"][0]
+    with pytest.raises(ValueError, match=f"grid axis {name}: '{bad}' is not a finite number"):
+        parse_grid([spec])
+
+
 def test_apply_setting_routes_training_and_model_keys():
     options, config = apply_setting(dict(dropout=0.3, lr=1e-3, batch_size=8), dict(dropout=0.0, weighting="idf"),
                                     CONFIG)
