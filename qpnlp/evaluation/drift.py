@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from qpnlp._checks import is_integer
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 __all__ = [
@@ -158,6 +159,31 @@ def _trajectories(X, name: str) -> torch.Tensor:
     return X
 
 
+def _topic_vectors(E_topics, E_probe: torch.Tensor) -> torch.Tensor:
+    """``E_topics`` as a finite real (T, K, M, D) tensor with K, M >= 1 and the T and D of ``E_probe`` (T, P, D)."""
+    X = torch.as_tensor(E_topics)
+    if X.dim() != 4 or X.is_complex() or not X.is_floating_point():
+        raise ValueError(f"E_topics must be a real floating (T, K, M, D) tensor; got {X.dtype} {tuple(X.shape)}")
+    T, K, M, D = X.shape
+    if K == 0 or M == 0:
+        raise ValueError(f"E_topics must hold K >= 1 topics of M >= 1 words (T, K, M, D); got {tuple(X.shape)}")
+    if (T, D) != (E_probe.shape[0], E_probe.shape[2]):
+        raise ValueError(f"E_topics (T, K, M, D) {tuple(X.shape)} must have the T={E_probe.shape[0]} times and "
+                         f"D={E_probe.shape[2]} dimensions of E_probe {tuple(E_probe.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        where = tuple(torch.nonzero(~torch.isfinite(X))[0].tolist())
+        raise ValueError(f"E_topics contains NaN or inf (first at index {where})")
+    return X
+
+
+def _min_segment(min_segment) -> int:
+    """``min_segment`` if it is an integer >= 1 (a segment holds at least one time); ValueError naming it otherwise."""
+    if not is_integer(min_segment) or min_segment < 1:
+        raise ValueError(f"min_segment must be an integer >= 1 (fewest times on each side of the split); "
+                         f"got {type(min_segment).__name__} {min_segment!r}")
+    return int(min_segment)
+
+
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
@@ -212,7 +238,7 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     ----------
     E : (T, W, D); years : (T,) increasing, T >= 2
     min_segment : int
-        Fewest times on each side of the split; a grid with fewer than
+        Fewest times on each side of the split, an integer >= 1; a grid with fewer than
         ``2 * min_segment`` times is split anywhere.
 
     Returns
@@ -223,8 +249,10 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
     ------
     ValueError
         When ``E`` is not a finite real (T, W, D) tensor with T >= 2, or ``years`` not T finite,
-        strictly increasing times (the midpoint of a split would be meaningless).
+        strictly increasing times (the midpoint of a split would be meaningless), or ``min_segment`` is not
+        an integer >= 1.
     """
+    min_segment = _min_segment(min_segment)
     X = _unit(_trajectories(E, "E").to(torch.float64))  # (T, W, D)
     T = X.shape[0]
     if T < 2 or len(years) != T:
@@ -273,13 +301,28 @@ def nearest_topic(E_probe: torch.Tensor, E_topics: torch.Tensor) -> torch.Tensor
     Parameters
     ----------
     E_probe : (T, P, D)
-    E_topics : (T, K, M, D) -- the vectors of the ``M`` words of each topic
+    E_topics : (T, K, M, D) -- the vectors of the ``M`` words of each topic, K >= 1, M >= 1
 
     Returns
     -------
     torch.Tensor (T, P) int64 -- argmax over k of :math:`\\cos(e_p, \\bar c_k)` with
     :math:`\\bar c_k` the mean of the unit vectors of topic ``k``.
+
+    Raises
+    ------
+    ValueError
+        When ``E_probe`` is not a finite real (T, P, D) tensor, ``E_topics`` not a finite real
+        (T, K, M, D) tensor with K, M >= 1, or their T or D differ (a NaN would pick topic 0 silently).
+
+    >>> probes = torch.tensor([[[1.0, 0.1]]])
+    >>> topics = torch.tensor([[[[0.0, 1.0]], [[1.0, 0.0]]]])
+    >>> nearest_topic(probes, topics).tolist()
+    [[1]]
     """
+    E_probe = _trajectories(E_probe, "E_probe")
+    E_topics = _topic_vectors(E_topics, E_probe)
+    dtype = torch.promote_types(E_probe.dtype, E_topics.dtype)          # einsum takes one dtype
+    E_probe, E_topics = E_probe.to(dtype), E_topics.to(E_probe.device, dtype)
     C = _unit(_unit(E_topics).mean(2))  # (T, K, D)
     sims = torch.einsum("tpd,tkd->tpk", _unit(E_probe), C)
     return sims.argmax(-1)

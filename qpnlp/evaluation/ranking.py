@@ -82,6 +82,21 @@ def _group(g, q: int, n_rows: int) -> np.ndarray:
     return a.astype(np.int64)
 
 
+def _check_ties(ties) -> str:
+    """``ties`` if it is one of :data:`_TIES` (ValueError naming it otherwise)."""
+    if not isinstance(ties, str) or ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    return ties
+
+
+def _finite_rows(s: np.ndarray, g: np.ndarray, q: int) -> None:
+    """ValueError naming the row index (in ``scores``) and the question of the first non-finite score of group ``g``."""
+    bad = np.flatnonzero(~np.isfinite(s[g]))
+    if bad.size:
+        row = int(g[bad[0]])
+        raise ValueError(f"scores must be finite; got {s[row]} at row {row} (question {q}, candidate {int(bad[0])})")
+
+
 def rank_order(scores, labels, ties: str = "pessimistic") -> np.ndarray:
     """Candidate indices from best to worst with the given tie rule.
 
@@ -105,8 +120,7 @@ def rank_order(scores, labels, ties: str = "pessimistic") -> np.ndarray:
     >>> rank_order([0.5, 0.5, 0.9], [1, 0, 0], ties="optimistic").tolist()
     [2, 0, 1]
     """
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    _check_ties(ties)
     s = _as_numpy(scores, "scores", np.float64)
     y = _labels(labels)
     if s.shape != y.shape:
@@ -221,11 +235,13 @@ def ranking_metrics(
     y = _labels(labels)
     if s.shape != y.shape:
         raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
+    _check_ties(ties)                     # once, up front: not reported as a fault of question 0
     if len(groups) == 0:
         raise ValueError("no questions to evaluate")
     ap, rr, p1 = (np.empty(len(groups)) for _ in range(3))
     for q, g in enumerate(groups):
         g = _group(g, q, len(s))
+        _finite_rows(s, g, q)             # the row index of scores, not the index within the question
         try:
             ranks = _ranks_of_correct(s[g], y[g], ties)
         except ValueError as err:

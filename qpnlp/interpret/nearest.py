@@ -29,12 +29,14 @@ index when one is passed, or when the vocabulary has at least
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 
+from qpnlp._checks import is_integer
 from qpnlp.hilbert import promote
 from qpnlp.measurement import POVM, POVMMeasurement, ProjectiveMeasurement, Projector
 
@@ -302,6 +304,33 @@ def _model_states(model: nn.Module) -> torch.Tensor:
 
 
 @torch.no_grad()
+def _outcomes(outcomes, k: int) -> list[int]:
+    """``outcomes`` as a non-empty list of measurement indices in ``[0, k)`` (all of them when None).
+
+    True integers only (:func:`qpnlp._checks.is_integer`; a tensor or array is read by ``tolist``): 0.7 or
+    ``"0"`` is refused with the value named, not truncated to measurement 0 (TypeError; ValueError out of range).
+    """
+    if outcomes is None:
+        return list(range(k))
+    if isinstance(outcomes, (str, bytes)):
+        raise TypeError(f"outcomes must be a sequence of integers, not a string; got {outcomes!r}")
+    if isinstance(outcomes, (torch.Tensor, np.ndarray)):
+        values = outcomes.tolist()
+        values = values if isinstance(values, list) else [values]      # tolist() of a 0-d tensor is a number
+    elif isinstance(outcomes, Iterable):
+        values = list(outcomes)
+    else:
+        raise TypeError(f"outcomes must be a sequence of integers; got {type(outcomes).__name__} {outcomes!r}")
+    wrong = [v for v in values if not is_integer(v)]
+    if wrong:
+        raise TypeError(f"outcomes must be integers (measurement indices in [0, {k})); got "
+                        f"{type(wrong[0]).__name__} {wrong[0]!r}")
+    bad = [v for v in values if not 0 <= v < k]
+    if bad or not values:
+        raise ValueError(f"outcomes must be a non-empty list of measurements in [0, {k}); got {bad or values}")
+    return [int(v) for v in values]
+
+
 def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | None = None, top: int = 10,
                       outcomes: Sequence[int] | None = None, candidates: torch.Tensor | None = None,
                       exclude_ids: Sequence[int] = (0, 1), method: str = "exact") -> pd.DataFrame:
@@ -355,11 +384,7 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
     if candidates is not None:
         keep &= _checks.mask("candidates", candidates, states.shape[0]).to(states.device)
     keep &= _checks.kept_ids("exclude_ids", exclude_ids, states.shape[0]).to(states.device)
-    outcomes = list(range(vectors.shape[0])) if outcomes is None else [int(k) for k in outcomes]
-    bad = [k for k in outcomes if not 0 <= k < vectors.shape[0]]
-    if bad or not outcomes:
-        raise ValueError(f"outcomes must be a non-empty list of measurements in [0, {vectors.shape[0]}); "
-                         f"got {bad or outcomes}")
+    outcomes = _outcomes(outcomes, vectors.shape[0])
     table = nearest_table(vectors[outcomes], states, words, top=top, query_names=outcomes, candidates=keep,
                           score="born", method=method)
     if _is_povm(source):          # <w|E_k|w> = ||v_k||^2 |<v_k/||v_k|| | w>|^2: the same ranking, rescaled

@@ -43,6 +43,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote, tolerance
 from qpnlp.hilbert._operands import as_density_tensor
+from qpnlp.hilbert._validation import check_dimension
 from qpnlp.measurement import POVM, Projector, povm_probabilities_dense
 
 __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound",
@@ -204,6 +205,21 @@ def _contribution(obj) -> torch.Tensor:
     return rho.reshape(-1, *rho.shape[-2:]).sum(0)
 
 
+def _batch_size(sentences) -> int:
+    """B of one batched sentence object: a state object of batch shape ``(B, ...)`` or a ``(B, ..., d, d)`` tensor."""
+    if isinstance(sentences, torch.Tensor):
+        if sentences.dim() < 3:
+            raise ValueError(f"sentences as a tensor must be a batch of B density matrices (B, ..., d, d); got shape "
+                             f"{tuple(sentences.shape)}")
+        return sentences.shape[0]
+    if not isinstance(sentences, (DensityMatrix, PureState, Ensemble)):
+        _type_error("sentences", sentences)
+    if not sentences.batch_shape:
+        raise ValueError(f"sentences is one unbatched {type(sentences).__name__} (batch shape ()): pass a batch "
+                         f"(B,) of sentences or a list of them")
+    return sentences.batch_shape[0]
+
+
 def class_averages(sentences, labels, num_classes: int | None = None) -> tuple[DensityMatrix, torch.Tensor]:
     r"""Class-average density matrices :math:`\bar\rho_c = \frac{1}{N_c}\sum_{x: y_x = c}\rho_x` and the counts :math:`N_c`.
 
@@ -232,12 +248,11 @@ def class_averages(sentences, labels, num_classes: int | None = None) -> tuple[D
     ([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]], [1, 1])
     """
     items = list(sentences) if isinstance(sentences, (list, tuple)) else None
-    n = len(items) if items is not None else (sentences.batch_shape[0] if not isinstance(sentences, torch.Tensor)
-                                              else sentences.shape[0])
-    labels = _as_labels(labels, n)
+    n = len(items) if items is not None else _batch_size(sentences)
     if n == 0:
-        raise ValueError("no sentences")
-    num = int(labels.max()) + 1 if num_classes is None else int(num_classes)
+        raise ValueError("sentences is empty: need at least one sentence (and one label) per class")
+    labels = _as_labels(labels, n)
+    num = int(labels.max()) + 1 if num_classes is None else check_dimension("num_classes", num_classes)
     counts = torch.bincount(labels, minlength=num)
     if counts.numel() > num or bool((counts == 0).any()):
         raise ValueError(f"every class in [0, {num}) needs a sentence and labels must be < {num}; "
@@ -269,6 +284,9 @@ def measurement_bound(sentences, labels, *, num_classes: int | None = None, prio
     1.0
     """
     averages, counts = class_averages(sentences, labels, num_classes)
+    if counts.numel() < 2:            # pretty_good_measurement would blame its own class_states argument
+        raise ValueError(f"labels must name at least two classes to discriminate (or num_classes >= 2); got "
+                         f"{counts.numel()} class with {counts.tolist()} sentences")
     if priors is None:
         priors = counts.to(averages.data.real.dtype) / counts.sum()
     if counts.numel() == 2:
@@ -331,6 +349,9 @@ def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.
         measurement = measurement.as_povm()
     elif hasattr(measurement, "as_projectors"):
         measurement = measurement.as_projectors()
+    if isinstance(measurement, (Projector, POVM)) and measurement.vectors.shape[-1] != rho_c.shape[-1]:
+        raise ValueError(f"dimension mismatch: the measurement acts on C^{measurement.vectors.shape[-1]} but "
+                         f"class_states have d={rho_c.shape[-1]}")
     if isinstance(measurement, Projector):
         vectors = _measurement_rows(measurement)
         effects = vectors.mT @ vectors.conj()

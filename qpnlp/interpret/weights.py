@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from qpnlp.nn import WordWeighting
+from qpnlp.nn._checks import check_ids
 
 from . import _checks
 
@@ -35,6 +36,21 @@ def _check_weighting(weighting) -> WordWeighting:
     if weighting.scheme == "uniform":
         raise ValueError("weighting='uniform' gives every word the same weight: there is no importance to rank")
     return weighting
+
+
+def _check_norms(norms, ids: torch.Tensor) -> torch.Tensor:
+    """``norms`` as a real ``(n,)`` tensor of finite values >= 0, the shape of ``ids`` (TypeError/ValueError)."""
+    if not isinstance(norms, torch.Tensor):
+        raise TypeError(f"norms must be a torch.Tensor of amplitude norms; got {type(norms).__name__}")
+    if norms.is_complex() or norms.dtype == torch.bool:
+        raise TypeError(f"norms must be a real tensor of amplitude norms; got {norms.dtype}")
+    if norms.shape != ids.shape:
+        raise ValueError(f"norms must have shape {tuple(ids.shape)}; got {tuple(norms.shape)}")
+    _checks.finite("norms", norms)
+    if bool((norms < 0).any()):
+        i = int((norms < 0).nonzero()[0, 0])
+        raise ValueError(f"norms must be >= 0 (amplitude norms ||r_w||); got {float(norms[i]):g} at index {i}")
+    return norms
 
 
 @torch.no_grad()
@@ -81,9 +97,11 @@ def word_importance(weighting: WordWeighting, ids: torch.Tensor, norms: torch.Te
     weighting : WordWeighting
         The model's weighting module (not ``"uniform"``).
     ids : torch.LongTensor
-        ``(n,)`` candidate word ids (e.g. frequent training words).
+        ``(n,)`` candidate word ids (e.g. frequent training words), each in
+        ``[0, weighting.num_words)`` (ValueError naming the first outside, whatever the scheme).
     norms : torch.Tensor
-        ``(n,)`` amplitude norms of these words (used by ``amplitude_norm``).
+        ``(n,)`` amplitude norms of these words (used by ``amplitude_norm``):
+        real, finite and non-negative.
     words : sequence of str
         Names of the ``n`` candidates.
     top : int
@@ -107,8 +125,8 @@ def word_importance(weighting: WordWeighting, ids: torch.Tensor, norms: torch.Te
                          f"{tuple(getattr(ids, 'shape', ()))}")
     if ids.numel() == 0:
         raise ValueError("ids is empty: no candidate word to rank")
-    if norms.shape != ids.shape:
-        raise ValueError(f"norms must have shape {tuple(ids.shape)}; got {tuple(norms.shape)}")
+    check_ids(ids, weighting.num_words, name="ids", validate=True)   # an IndexError deep in the lookup otherwise
+    norms = _check_norms(norms, ids)
     words = _checks.words("words", words, ids.numel(), "ids")
     scores = weighting.scores(ids.unsqueeze(0), norms.unsqueeze(0)).squeeze(0).float().cpu()
     _checks.finite("word scores", scores)

@@ -5,6 +5,12 @@ dtype) and a seed, then samples with a seeded ``torch.Generator``, so failing
 examples shrink to small dimensions and reproduce exactly. Parameters accept a
 fixed value or a strategy.
 
+A fixed value that no draw could honour (``dim=0``, ``rank=-1``, a real
+``dtype``, an unknown ``device``, ``rank > dim``) is a ValueError or TypeError
+naming the argument when the strategy is built, not an opaque error of torch
+at the first draw; a value drawn from a strategy is checked the same way when
+it is drawn.
+
 Examples
 --------
 >>> from hypothesis import given
@@ -26,25 +32,88 @@ except ImportError as error:  # pragma: no cover - the extra is installed with t
 
     raise missing("hypothesis", "testing", "qpnlp.testing (hypothesis strategies)") from error
 
+from qpnlp._device import resolve_device
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, normalize, random_density_matrix, random_isometry,
                            random_unitary)
-from qpnlp.hilbert._validation import real_dtype_of
+from qpnlp.hilbert._validation import check_dimension, real_dtype_of
 from qpnlp.measurement import POVM, Projector, random_povm
 
 COMPLEX_DTYPES = (torch.complex64, torch.complex128)
+_DENSITY_METHODS = ("ensemble", "ginibre", "hilbert-schmidt", "bures", "pure")
+_POVM_METHODS = ("haar", "frame", "projective")
 
 
 def _strategy(value) -> SearchStrategy:
     return value if isinstance(value, SearchStrategy) else st.just(value)
 
 
+def _fixed(value) -> bool:
+    """Whether ``value`` is given outright (not a strategy, not None): it can be checked when the strategy is built."""
+    return value is not None and not isinstance(value, SearchStrategy)
+
+
+def _shape(value) -> tuple[int, ...]:
+    """``value`` as a batch shape: a sequence of integers >= 0 (ValueError/TypeError naming ``batch_shape``)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"batch_shape must be a tuple of integers; got {type(value).__name__} {value!r}")
+    return tuple(check_dimension(f"batch_shape[{i}]", side, 0) for i, side in enumerate(value))
+
+
+def _dtype(value) -> torch.dtype:
+    """``value`` if it is complex64 or complex128 (TypeError naming ``dtype`` otherwise)."""
+    if not isinstance(value, torch.dtype) or value not in COMPLEX_DTYPES:
+        raise TypeError(f"dtype must be torch.complex64 or torch.complex128; got {value!r}")
+    return value
+
+
+_CHECKS = {"dim": lambda v: check_dimension("dim", v), "rank": lambda v: check_dimension("rank", v),
+           "num_outcomes": lambda v: check_dimension("num_outcomes", v), "rows": lambda v: check_dimension("rows", v),
+           "cols": lambda v: check_dimension("cols", v), "max_states": lambda v: check_dimension("max_states", v),
+           "batch_shape": _shape, "dtype": _dtype}
+
+
+def _check_fixed(**arguments) -> None:
+    """Check every argument given outright (strategies and None are checked when drawn, by :func:`_draw`)."""
+    for name, value in arguments.items():
+        if _fixed(value):
+            _CHECKS[name](value)
+
+
+def _draw(draw, name: str, value):
+    """Draw ``value`` (a fixed value or a strategy) and check it as the argument ``name``."""
+    return _CHECKS[name](draw(_strategy(value)))
+
+
+def _device(device) -> torch.device:
+    """``device`` as a torch.device; ValueError naming it (only the name: the machine is checked at the draw)."""
+    try:
+        return resolve_device(device, available=False)
+    except ValueError as error:
+        raise ValueError(f"device: {error}") from None
+
+
+def _at_most(name: str, value, limit_name: str, limit) -> None:
+    """ValueError when both are given outright and ``value > limit`` (e.g. a rank above the dimension)."""
+    if _fixed(value) and _fixed(limit) and value > limit:
+        raise ValueError(f"{name}={value} exceeds {limit_name}={limit}")
+
+
+def _method(method, allowed: tuple[str, ...]) -> None:
+    """ValueError for a ``method`` given outright that is not one of ``allowed``."""
+    if _fixed(method) and method not in allowed:
+        raise ValueError(f"unknown method {method!r}; expected one of {allowed}")
+
+
 def dims(min_dim: int = 1, max_dim: int = 8) -> SearchStrategy[int]:
-    """Hilbert-space dimensions in ``[min_dim, max_dim]``."""
+    """Hilbert-space dimensions in ``[min_dim, max_dim]``, integers with ``1 <= min_dim <= max_dim``."""
+    min_dim = check_dimension("min_dim", min_dim)
+    max_dim = check_dimension("max_dim", max_dim, min_dim)
     return st.integers(min_dim, max_dim)
 
 
 def batch_shapes(max_dims: int = 2, max_side: int = 3) -> SearchStrategy[tuple[int, ...]]:
-    """Batch shapes with up to ``max_dims`` dims of size 1..max_side (including ``()``)."""
+    """Batch shapes with up to ``max_dims`` (>= 0) dims of size 1..max_side (>= 1) (including ``()``)."""
+    max_dims, max_side = check_dimension("max_dims", max_dims, 0), check_dimension("max_side", max_side)
     return st.lists(st.integers(1, max_side), max_size=max_dims).map(tuple)
 
 
@@ -93,18 +162,25 @@ def _state_tensor(draw, d: int, shape: tuple[int, ...], dtype, gen) -> torch.Ten
 
 
 @st.composite
-def pure_states(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> PureState:
-    """:class:`PureState` objects: Haar-random, basis states and two-term superpositions."""
-    d, shape, dt = draw(_strategy(dim)), draw(_strategy(batch_shape)), draw(_strategy(dtype))
+def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     gen = _generator(draw)
-    return PureState(_state_tensor(draw, d, tuple(shape), dt, gen).to(device))
+    return PureState(_state_tensor(draw, d, shape, dt, gen).to(device))
+
+
+def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
+    """:class:`PureState` objects: Haar-random, basis states and two-term superpositions.
+
+    ``dim`` an integer >= 1, ``batch_shape`` a tuple of integers >= 0, ``dtype`` complex64 or complex128 (values
+    or strategies); ``device`` as :func:`qpnlp._device.resolve_device` names it.
+    """
+    _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
+    return _pure_states(dim, batch_shape, dtype, _device(device))
 
 
 @st.composite
-def ensembles(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), max_states: int = 6,
-              masked: bool | SearchStrategy = st.booleans(), device="cpu") -> Ensemble:
-    """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded."""
-    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+def _ensembles(draw, dim, batch_shape, dtype, max_states, masked, device) -> Ensemble:
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     n = draw(st.integers(1, max_states))
     gen = _generator(draw)
     states = _state_tensor(draw, d, (*shape, n), dt, gen)
@@ -123,23 +199,21 @@ def ensembles(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes
     return Ensemble(states.to(device), weights.to(device), mask)
 
 
-@st.composite
-def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(),
-                     method=st.sampled_from(("ensemble", "ginibre", "bures", "pure")), rank=None,
-                     device="cpu") -> DensityMatrix:
-    r""":class:`DensityMatrix` objects.
+def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), max_states: int = 6,
+              masked: bool | SearchStrategy = st.booleans(), device="cpu") -> SearchStrategy:
+    """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded.
 
-    ``method``: ``"ensemble"`` (dense form of :func:`ensembles`),
-    ``"ginibre"`` or ``"hilbert-schmidt"`` (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger`,
-    the induced Hilbert-Schmidt measure), ``"bures"`` (the Bures measure),
-    or ``"pure"``; see :func:`~qpnlp.hilbert.random_density_matrix`.
-    ``rank`` (ginibre / hilbert-schmidt / bures): a value or strategy,
-    default any rank in ``1..d``. With a ``rank``, a drawn ``"ensemble"``
-    (whose rank is not controlled) becomes ``"ginibre"``, and so does
-    ``"pure"`` unless the rank is 1; given as a plain string, such a method
-    is a ValueError.
+    ``max_states`` an integer >= 1; ``masked`` a bool or a strategy of bools; the others as :func:`pure_states`.
     """
-    r = None if rank is None else draw(_strategy(rank))
+    _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, max_states=max_states)
+    if not isinstance(masked, (bool, SearchStrategy)):
+        raise TypeError(f"masked must be a bool or a strategy of bools; got {type(masked).__name__} {masked!r}")
+    return _ensembles(dim, batch_shape, dtype, max_states, masked, _device(device))
+
+
+@st.composite
+def _density_matrices(draw, dim, batch_shape, dtype, method, rank, device) -> DensityMatrix:
+    r = None if rank is None else _draw(draw, "rank", rank)
     how = draw(_strategy(method))
     if r is not None and how in ("ensemble", "pure"):
         how = _honour(how, method, ("ginibre", "hilbert-schmidt", "bures") + (("pure",) if r == 1 else ()),
@@ -150,65 +224,98 @@ def density_matrices(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex
         return draw(pure_states(dim, batch_shape, dtype, device=device)).proj()
     if how not in ("ginibre", "hilbert-schmidt", "bures"):
         raise ValueError(f"unknown method {how!r}")
-    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     r = draw(st.integers(1, d)) if r is None else r
+    if r > d:
+        raise ValueError(f"rank {r} exceeds dim {d}")
     rho = random_density_matrix(d, rank=r, measure="bures" if how == "bures" else "hilbert-schmidt",
                                 batch_shape=shape, dtype=dt, generator=_generator(draw))
     return DensityMatrix(rho.data.to(device))
 
 
+def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(),
+                     method=st.sampled_from(("ensemble", "ginibre", "bures", "pure")), rank=None,
+                     device="cpu") -> SearchStrategy:
+    r""":class:`DensityMatrix` objects.
+
+    ``method``: ``"ensemble"`` (dense form of :func:`ensembles`),
+    ``"ginibre"`` or ``"hilbert-schmidt"`` (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger`,
+    the induced Hilbert-Schmidt measure), ``"bures"`` (the Bures measure),
+    or ``"pure"``; see :func:`~qpnlp.hilbert.random_density_matrix`.
+    ``rank`` (ginibre / hilbert-schmidt / bures): a value or strategy,
+    default any rank in ``1..d``; an integer in ``1..d``. With a ``rank``, a drawn ``"ensemble"``
+    (whose rank is not controlled) becomes ``"ginibre"``, and so does
+    ``"pure"`` unless the rank is 1; given as a plain string, such a method
+    is a ValueError.
+    """
+    _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, rank=rank)
+    _at_most("rank", rank, "dim", dim)
+    _method(method, _DENSITY_METHODS)
+    return _density_matrices(dim, batch_shape, dtype, method, rank, _device(device))
+
+
 @st.composite
-def unitaries(draw, dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> torch.Tensor:
-    """Haar-random unitary tensors ``(*batch_shape, d, d)``."""
-    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+def _unitaries(draw, dim, batch_shape, dtype, device) -> torch.Tensor:
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     return random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
 
 
+def unitaries(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
+    """Haar-random unitary tensors ``(*batch_shape, d, d)`` (arguments as :func:`pure_states`)."""
+    _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
+    return _unitaries(dim, batch_shape, dtype, _device(device))
+
+
 @st.composite
-def projectors(draw, dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
-               device="cpu") -> Projector:
-    """Random rank-r :class:`Projector` batches (``rank=None``: any rank in 1..d)."""
-    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
-    r = draw(st.integers(1, d)) if rank is None else draw(_strategy(rank))
+def _projectors(draw, dim, rank, batch_shape, dtype, device) -> Projector:
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    r = draw(st.integers(1, d)) if rank is None else _draw(draw, "rank", rank)
     if r > d:
         raise ValueError(f"rank {r} exceeds dim {d}")
     u = random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw))
     return Projector(u[..., :r, :].to(device))
 
 
+def projectors(dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+               device="cpu") -> SearchStrategy:
+    """Random rank-r :class:`Projector` batches (``rank=None``: any rank in 1..d; else an integer in 1..d)."""
+    _check_fixed(dim=dim, rank=rank, batch_shape=batch_shape, dtype=dtype)
+    _at_most("rank", rank, "dim", dim)
+    return _projectors(dim, rank, batch_shape, dtype, _device(device))
+
+
 @st.composite
-def isometries(draw, rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
-               device="cpu") -> torch.Tensor:
-    r"""Haar-random isometries ``(*batch_shape, rows, cols)``, :math:`V^\dagger V = I` (``cols=None``: any in 1..rows)."""
-    m = draw(_strategy(rows))
-    n = draw(st.integers(1, m)) if cols is None else draw(_strategy(cols))
+def _isometries(draw, rows, cols, batch_shape, dtype, device) -> torch.Tensor:
+    m = _draw(draw, "rows", rows)
+    n = draw(st.integers(1, m)) if cols is None else _draw(draw, "cols", cols)
     if n > m:
         raise ValueError(f"an isometry needs cols <= rows; got {n} > {m}")
-    shape, dt = tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    shape, dt = _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     return random_isometry(m, n, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
 
 
-@st.composite
-def povms(draw, dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
-          method=st.sampled_from(("haar", "haar", "frame", "projective")), device="cpu") -> POVM:
-    """Random :class:`~qpnlp.measurement.POVM` objects.
+def isometries(rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+               device="cpu") -> SearchStrategy:
+    r"""Haar-random isometries ``(*batch_shape, rows, cols)``, :math:`V^\dagger V = I` (``cols=None``: any in 1..rows).
 
-    ``method``: ``"haar"`` (:func:`~qpnlp.measurement.random_povm`, k outcomes
-    of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
-    of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
-    orthonormal basis, k = d). ``num_outcomes`` and ``rank`` default to
-    random values compatible with the method. When they are given, a drawn
-    method that cannot give them (``"projective"`` unless k = d and r = 1,
-    ``"frame"`` unless r = 1 and k >= d) becomes ``"haar"``; given as a plain
-    string, such a method is a ValueError.
+    ``rows`` and ``cols`` integers >= 1 with ``cols <= rows`` (values or strategies).
     """
+    _check_fixed(rows=rows, cols=cols, batch_shape=batch_shape, dtype=dtype)
+    _at_most("cols", cols, "rows", rows)
+    return _isometries(rows, cols, batch_shape, dtype, _device(device))
+
+
+@st.composite
+def _povms(draw, dim, num_outcomes, rank, batch_shape, dtype, method, device) -> POVM:
     how = draw(_strategy(method))
-    if how not in ("haar", "frame", "projective"):
+    if how not in _POVM_METHODS:
         raise ValueError(f"unknown method {how!r}")
-    d, shape, dt = draw(_strategy(dim)), tuple(draw(_strategy(batch_shape))), draw(_strategy(dtype))
+    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
     gen = _generator(draw)
-    k = None if num_outcomes is None else draw(_strategy(num_outcomes))
-    r = None if rank is None else draw(_strategy(rank))
+    k = None if num_outcomes is None else _draw(draw, "num_outcomes", num_outcomes)
+    r = None if rank is None else _draw(draw, "rank", rank)
+    if r is not None and r > d:
+        raise ValueError(f"rank {r} exceeds dim {d}")
     allowed = ("haar",) + (("frame",) if r in (None, 1) and (k is None or k >= d) else ()) \
         + (("projective",) if r in (None, 1) and k in (None, d) else ())
     how = _honour(how, method, allowed, "haar", f"num_outcomes={k}, rank={r} in dimension {d}")
@@ -220,5 +327,28 @@ def povms(draw, dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shap
         return POVM.from_frame(_gaussian((*shape, k, d), dt, gen).to(device))
     k_min = 1 if r is None else -(-d // r)                                  # k r >= d
     k = draw(st.integers(k_min, max(k_min, d + 4))) if k is None else k
-    r = draw(st.integers(-(-d // k), max(-(-d // k), 3))) if r is None else r
+    r = draw(st.integers(-(-d // k), max(-(-d // k), min(3, d)))) if r is None else r
     return random_povm(d, k, rank=r, batch_shape=shape, dtype=dt, generator=gen).to(device)
+
+
+def povms(dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
+          method=st.sampled_from(("haar", "haar", "frame", "projective")), device="cpu") -> SearchStrategy:
+    """Random :class:`~qpnlp.measurement.POVM` objects.
+
+    ``method``: ``"haar"`` (:func:`~qpnlp.measurement.random_povm`, k outcomes
+    of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
+    of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
+    orthonormal basis, k = d). ``num_outcomes`` and ``rank`` default to
+    random values compatible with the method; given, they are integers >= 1
+    with ``rank <= dim`` (an effect has rank at most d) and ``num_outcomes * rank >= dim``.
+    When they are given, a drawn
+    method that cannot give them (``"projective"`` unless k = d and r = 1,
+    ``"frame"`` unless r = 1 and k >= d) becomes ``"haar"``; given as a plain
+    string, such a method is a ValueError.
+    """
+    _check_fixed(dim=dim, num_outcomes=num_outcomes, rank=rank, batch_shape=batch_shape, dtype=dtype)
+    _at_most("rank", rank, "dim", dim)
+    if _fixed(dim) and _fixed(num_outcomes) and _fixed(rank) and num_outcomes * rank < dim:
+        raise ValueError(f"a POVM on C^{dim} needs num_outcomes * rank >= dim; got {num_outcomes} * {rank}")
+    _method(method, _POVM_METHODS)
+    return _povms(dim, num_outcomes, rank, batch_shape, dtype, method, _device(device))
