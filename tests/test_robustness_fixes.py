@@ -200,7 +200,9 @@ def test_train_config_refuses_overflowing_and_non_finite_rates(field, value, fra
 def test_select_nan_is_refused_as_not_finite(capsys):
     code = main(["train", "qpdn", "--dataset", "mr", "--data", "/nonexistent/qpnlp-data", "--select", "lr=nan,0.1"])
     err = capsys.readouterr().err
-    assert code == 2 and "lr must be a finite number; got 'nan'" in err, err
+    assert code == 2 and "grid axis lr: 'nan' is not a finite number" in err, err
+    with pytest.raises(ValueError, match="lr must be a finite number; got 'nan'"):   # a hand-written config
+        TrainConfig(lr="nan")
 
 
 @pytest.mark.parametrize("call, fragment", [

@@ -380,15 +380,17 @@ class Model(PrecisionMixin, nn.Module):
         What :meth:`from_pretrained` would refuse is refused before anything is
         written (ValueError): tensors holding NaN or infinite values, tensors
         that do not match the config (names, shapes, dtypes, the recorded
-        precision), a vocabulary whose size is not the config's ``num_words``;
-        a vocabulary that is not a Vocabulary (TypeError).
+        precision), a vocabulary whose size is not the config's ``num_words``,
+        a path below a file; a vocabulary that is not a Vocabulary, metadata
+        that is not a mapping with string keys (TypeError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
             # a subclass inherits its registered base's name: saved under it, it would load as the base class
             raise TypeError(f"{type(self).__name__} is not registered; decorate it with @register_model(name)"
                             + (f" (the name {self.name!r} is {_REGISTRY[self.name].__qualname__}'s)"
                                if self.name in _REGISTRY else ""))
-        header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=dict(metadata or {}),
+        _check_parents(directory)
+        header = dict(format=FORMAT, model=self.name, config=self.config.to_dict(), metadata=_metadata(metadata),
                       qpnlp_version=_version())
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"
         where, state = f"cannot save {type(self).__name__} to {directory}", self.state_dict()
@@ -506,6 +508,30 @@ def read_model_header(directory: str | os.PathLike) -> dict:
     if not isinstance(header.get("qpnlp_version", ""), str):
         raise ValueError(f"{path}: qpnlp_version must be a string; got {header['qpnlp_version']!r}")
     return header
+
+
+def _metadata(metadata: Mapping[str, Any] | None) -> dict:
+    """``metadata`` as a dict (``{}`` for None); TypeError for a non-mapping or a key that is not a string.
+
+    JSON would turn a key ``1`` into ``"1"`` silently, and ``dict([1, 2])`` fails with a message naming no argument.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping (a dict of JSON values); got {type(metadata).__name__}")
+    bad = [key for key in metadata if not isinstance(key, str)]
+    if bad:
+        raise TypeError(f"metadata keys must be strings (JSON object keys); got {type(bad[0]).__name__} {bad[0]!r}")
+    return dict(metadata)
+
+
+def _check_parents(directory: str | os.PathLike) -> None:
+    """ValueError naming the path when a parent of ``directory`` is a file (``mkdir`` would say only "File exists")."""
+    for parent in Path(directory).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"cannot save to {directory}: {parent} is a file, not a directory")
+            return
 
 
 def _newer_version_note(header: Mapping[str, Any]) -> str:

@@ -247,12 +247,19 @@ class CNM(Model):
         (:func:`~qpnlp.nn.window_mask` says which windows exist). For
         ``mixture="global"``: ``(B, 1, 1, k)``, the sentence mixture.
         """
+        self._check_measurement_head("probabilities")
         self.check_batch(ids, mask)
         return self._probabilities(ids, mask)
 
-    def _probabilities(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _check_measurement_head(self, method: str) -> None:
+        """ValueError naming ``method`` unless the model measures (``head="measurement"``)."""
         if self.config.head != "measurement":
-            raise ValueError("probabilities() needs head='measurement'")
+            raise ValueError(f"{method}() needs head='measurement'; this CNM has head={self.config.head!r}, which "
+                             f"scores a pair by Tr(rho_q rho_a) without measurements (use forward(q_ids, q_mask, "
+                             f"a_ids, a_mask) for the scores)")
+
+    def _probabilities(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self._check_measurement_head("probabilities")
         states, scores = self._states(ids, mask)
         probs = self.word_probabilities(states, validate=False)       # unit (or zero) by construction
         if self.config.mixture == "global":
@@ -262,7 +269,8 @@ class CNM(Model):
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence representation ``(B, W k)``: pooled probabilities, concatenated over window sizes (``(B, k)`` for
-        ``mixture="global"``)."""
+        ``mixture="global"``); ``head="measurement"`` only (ValueError naming ``encode`` otherwise)."""
+        self._check_measurement_head("encode")
         self.check_batch(ids, mask)
         return self._encode(ids, mask)
 

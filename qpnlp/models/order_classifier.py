@@ -60,6 +60,7 @@ from torch import Tensor, nn
 from qpnlp.nn import (CGRNN, EMBEDDING_KINDS, READOUTS, ComplexConv1d, ComplexDropout, ComplexFeedForward,
                       ComplexLinear, ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, PartLayerNorm,
                       make_embedding, masked_max, masked_mean, readout, readout_dim, seeded_linear, split_activation)
+from qpnlp.nn._embedding_options import check_embedding_options
 
 from .base import Model, ModelConfig, register_model
 
@@ -100,7 +101,9 @@ class OrderClassifierConfig(ModelConfig):
         float32/complex64 or float64/complex128.
     embedding_options : dict
         Passed to :func:`~qpnlp.nn.position.make_embedding` (``"complex_order"``: sharing
-        schemes, initial phases, frequency initialisation).
+        schemes, initial phases, frequency initialisation; every kind: ``sparse``), checked when the
+        config is made: names the embedding takes, bools for ``initial_phase`` and ``sparse``, a finite
+        ``frequency_scale`` > 0 (errors name ``embedding_options[...]``).
     """
 
     num_words: int
@@ -145,6 +148,7 @@ class OrderClassifierConfig(ModelConfig):
         if self.share_parts and self.network == "rnn" and self.rnn_cell == "cgrnn":
             raise ValueError("share_parts is not available for rnn_cell='cgrnn' (its layer has no shared-parts "
                              "option); use rnn_cell='lstm' or 'urnn'")
+        check_embedding_options(self.embedding, self.embedding_options, prefix="embedding_options")
 
     @property
     def is_complex(self) -> bool:

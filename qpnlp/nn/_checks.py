@@ -8,6 +8,8 @@ all of them. With validation off no Python branch depends on tensor values.
 
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 
 import torch
@@ -15,7 +17,7 @@ import torch
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-__all__ = ["check_ids", "check_int", "check_mask", "check_token_batch"]
+__all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_token_batch"]
 
 
 def check_int(name: str, value: object) -> int:
@@ -31,6 +33,25 @@ def check_int(name: str, value: object) -> int:
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}") from None
+
+
+def check_real(name: str, value: object, what: str = "a finite number") -> float:
+    """``value`` as a float if it is a finite real number (Python or NumPy; a bool is not), else an error naming it.
+
+    TypeError for anything that is not a real number (a string, a list, a bool), ValueError for NaN and
+    infinities: the hyper-parameters of the layers (``eps``, a fixed bias, a scale, a mixing weight, a step
+    size), where NaN would pass every range test (``not nan < 0``) and turn every output into NaN. A static
+    check on a Python number: the callers skip it for tensors (no host synchronisation). ``what`` is the
+    expectation in the message (the caller's range, e.g. ``"a finite number >= 0"``); the caller checks the range.
+    A one-element real tensor given to a constructor is read as its number.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return float(value)
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:

@@ -40,7 +40,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_int
+from qpnlp.hilbert import _validation as V
+
+from ._checks import check_int, check_real
 
 __all__ = [
     "COMPLEX_ACTIVATIONS",
@@ -65,6 +67,8 @@ GATES = ("sum", "prod")
 
 
 def _check_complex(z: Tensor, name: str = "z") -> None:
+    if not isinstance(z, Tensor):
+        raise TypeError(f"{name} must be a complex tensor (complex64 or complex128); got {type(z).__name__}")
     if not z.is_complex():
         raise TypeError(f"{name} must be a complex tensor (complex64 or complex128); got dtype {z.dtype}")
 
@@ -79,7 +83,8 @@ def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
     ----------
     z : Tensor, complex, shape (...,)
     m : float or real Tensor broadcastable to ``z``
-        Scale; the modulus saturates for :math:`|z| \gg m^2`. Must be non-zero.
+        Scale; the modulus saturates for :math:`|z| \gg m^2`. A number must be finite and non-zero (ValueError);
+        a tensor is not checked (that would synchronise with its device at every call).
 
     Returns
     -------
@@ -95,8 +100,8 @@ def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
     0j
     """
     _check_complex(z)
-    if not isinstance(m, Tensor) and m == 0:     # a fixed scale; a learnable one is a Parameter
-        raise ValueError("Hirose scale m must be non-zero; got 0")
+    if not isinstance(m, Tensor):               # a fixed scale; a learnable one is a Parameter (not checked: no sync)
+        _check_scale(m)
     r = z.abs()
     m2 = torch.as_tensor(m, dtype=r.dtype, device=r.device) ** 2
     x = r / m2
@@ -121,6 +126,7 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     z : Tensor, complex, shape (..., h)
         Real as well with ``scale_first=True`` (then :math:`z/|z| = \operatorname{sign} z`).
     b : float or real Tensor broadcastable to ``z`` (typically shape ``(h,)``)
+        A number must be finite (ValueError for NaN or inf); a tensor is not checked (no device synchronisation).
     scale_first : bool
         The order of the rounding. Default: the phase factor :math:`z/|z|`
         first, then its product with :math:`\operatorname{ReLU}(|z| + b)`;
@@ -144,7 +150,10 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     >>> modrelu(torch.tensor([-2.0, 0.0, 3.0]), b=-1.0, scale_first=True)
     tensor([-1.,  0.,  2.])
     """
+    if not isinstance(b, Tensor):               # a fixed bias; a learnable one is a Parameter (not checked: no sync)
+        check_real("modReLU bias b", b)
     if scale_first:
+        V.check_tensor("z", z)
         r = z.abs()
         positive = r > 0                    # the mask makes the gradient at z = 0 zero; other values: same bits
         return z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
@@ -168,6 +177,7 @@ def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:
     ----------
     z : Tensor, complex, shape (...,)
     alpha : float or real Tensor in [0, 1], broadcastable to ``z``
+        A number outside [0, 1] or NaN is a ValueError (as for :class:`SumGate`); a tensor is not checked.
 
     Returns
     -------
@@ -179,6 +189,8 @@ def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:
     tensor([0.5000])
     """
     _check_complex(z)
+    if not isinstance(alpha, Tensor):           # SumGate(learnable=True) passes sigmoid(a), in (0, 1) already
+        _check_alpha(alpha)
     return torch.sigmoid(alpha * z.real + (1.0 - alpha) * z.imag)
 
 
@@ -204,6 +216,22 @@ def gate_prod(z: Tensor) -> Tensor:
     return torch.sigmoid(z.real) * torch.sigmoid(z.imag)
 
 
+def _check_scale(m: float) -> float:
+    """A fixed Hirose scale: a finite non-zero number (ValueError, TypeError for a non-number)."""
+    m = check_real("Hirose scale m", m, "a finite non-zero number")
+    if m == 0:
+        raise ValueError("Hirose scale m must be non-zero; got 0")
+    return m
+
+
+def _check_alpha(alpha: float) -> float:
+    """A fixed sum-gate weight: a number in [0, 1] (ValueError for NaN or outside, TypeError for a non-number)."""
+    alpha = check_real("alpha", alpha, "a number in [0, 1]")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1]; got {alpha}")
+    return alpha
+
+
 class Hirose(nn.Module):
     r"""Module form of :func:`hirose` with a fixed (or optionally learnable) scale ``m``.
 
@@ -217,8 +245,7 @@ class Hirose(nn.Module):
 
     def __init__(self, m: float = 1.0, learnable: bool = False):
         super().__init__()
-        if m == 0:
-            raise ValueError("Hirose scale m must be non-zero; got 0")
+        m = _check_scale(m)
         if learnable:
             self.m = nn.Parameter(torch.tensor(float(m)))
         else:
@@ -259,10 +286,12 @@ class ModReLU(nn.Module):
                  scale_first: bool = False):
         super().__init__()
         num_features = check_int("num_features", num_features)
+        init_bias = check_real("init_bias", init_bias)
         self.bias = nn.Parameter(torch.full((num_features,), float(init_bias), dtype=dtype, device=device))
         self.scale_first = scale_first
 
     def forward(self, z: Tensor) -> Tensor:
+        V.check_tensor("z", z)
         if z.shape[-1:] != self.bias.shape:
             raise ValueError(f"z must have last dimension {self.bias.shape[0]} (num_features); "
                              f"got shape {tuple(z.shape)}")
@@ -288,8 +317,7 @@ class SumGate(nn.Module):
 
     def __init__(self, alpha: float = 0.5, learnable: bool = False, *, dtype=None, device=None):
         super().__init__()
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1]; got {alpha}")
+        alpha = _check_alpha(alpha)
         self.learnable = learnable
         if learnable:
             a = min(max(alpha, 1e-4), 1 - 1e-4)

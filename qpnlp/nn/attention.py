@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from qpnlp.hilbert import _validation as V
+
 from ._checks import check_int, check_mask
 from .functional import _from_parts, _parts, hermitian_attention_scores
 from .linear import ComplexLinear, _check_dtype
@@ -76,6 +78,7 @@ class ComplexMultiheadSelfAttention(nn.Module):
     def _masked_input(self, x: Tensor, mask: Tensor | None) -> Tensor:
         """``x`` (B, L, dim) checked, with zeros at padding: a padded position may hold anything (NaN, inf), and
         0 * NaN would reach the outputs and gradients (and NaN queries would give NaN rows of weights)."""
+        V.check_tensor("x", x)
         if x.ndim != 3:
             raise ValueError(f"x must have shape (B, L, {self.dim}); got {tuple(x.shape)}")
         if mask is None:

@@ -142,6 +142,7 @@ def split_activation(z: Tensor, fn="relu") -> Tensor:
     >>> split_activation(torch.tensor([1 - 2j]), "relu")
     tensor([1.+0.j])
     """
+    V.check_tensor("z", z)
     if isinstance(fn, str):
         if fn not in SPLIT_ACTIVATIONS:
             raise ValueError(f"unknown activation {fn!r}; choose from {sorted(SPLIT_ACTIVATIONS)}")
@@ -182,7 +183,7 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
 
     Parameters
     ----------
-    z : Tensor, real or complex, shape (...,)
+    z : Tensor, real floating or complex, shape (...,) (TypeError for another dtype, even in eval mode)
     p : float in [0, 1)
     training : bool
         Identity when False.
@@ -195,6 +196,9 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
     """
     if not 0 <= p < 1:
         raise ValueError(f"dropout probability must be in [0, 1); got {p}")
+    V.check_tensor("z", z)
+    if not (z.is_floating_point() or z.is_complex()):    # torch.rand would fail on an integer dtype
+        raise TypeError(f"z must be a real floating or complex tensor; got {z.dtype}")
     if not training or p == 0:
         return z
     real = real_dtype_of(z.dtype)
@@ -239,6 +243,7 @@ def readout(z: Tensor, kind: str = "modulus") -> Tensor:
     """
     if kind not in READOUTS:
         raise ValueError(f"unknown readout {kind!r}; choose from {READOUTS}")
+    V.check_tensor("z", z)
     if not z.is_complex():
         return z
     if kind == "modulus":
@@ -280,6 +285,7 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     -------
     Tensor, shape and dtype of ``z``.
     """
+    V.check_tensor("z", z)
     return z / squared_norms(z).clamp_min(eps * eps).sqrt()
 
 

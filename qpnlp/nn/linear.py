@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from qpnlp.hilbert import _validation as V
+
 from ._checks import check_int
 from .pointwise import ComplexDropout
 from .functional import SPLIT_ACTIVATIONS, as_complex_input, split_activation
@@ -52,7 +54,8 @@ def _check_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _check_input(x: Tensor, dtype: torch.dtype, last: int, name: str = "x") -> Tensor:
-    """Check the last dim, then apply the input rule without upcasting."""
+    """Check that ``x`` is a tensor with the last dim ``last``, then apply the input rule without upcasting."""
+    V.check_tensor(name, x)
     if x.shape[-1:] != (last,):
         raise ValueError(f"{name} must have last dimension {last}; got shape {tuple(x.shape)}")
     return as_complex_input(x, dtype, name, upcast=False)
@@ -166,7 +169,8 @@ class ComplexConv1d(nn.Module):
     dtype : torch.dtype
     generator : torch.Generator, optional
 
-    Shapes: ``(B, L, in_channels) -> (B, L - k + 1, out_channels)`` (channels last, like the rest of the package).
+    Shapes: ``(B, L, in_channels) -> (B, L - k + 1, out_channels)`` (channels last, like the rest of the package);
+    an unbatched ``(L, in_channels)`` gives ``(L - k + 1, out_channels)``; other ranks are a ValueError.
 
     Examples
     --------
@@ -194,6 +198,9 @@ class ComplexConv1d(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = _check_input(x, self.dtype, self.in_channels)
+        if x.ndim not in (2, 3):                   # conv1d's own error named (B, 2C, L), the transposed layout
+            raise ValueError(f"x must have shape (B, L, {self.in_channels}) or (L, {self.in_channels}); got "
+                             f"{tuple(x.shape)}")
         if x.shape[-2] < self.kernel_size:
             raise ValueError(f"sequence length {x.shape[-2]} is shorter than the kernel ({self.kernel_size})")
         w, b = self.weight, self.bias

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_int
+from ._checks import check_int, check_real
 from .linear import _check_dtype, _check_input
 
 __all__ = ["PartLayerNorm"]
@@ -31,6 +31,8 @@ class PartLayerNorm(nn.Module):
     ----------
     dim : int
     eps : float
+        Added to the variance, :math:`(x - \mu) / \sqrt{\sigma^2 + \epsilon}`: a finite number >= 0 (a negative
+        one or NaN would give NaN outputs; ValueError).
     dtype : torch.dtype
         complex64/complex128, or float32/float64 for the real layer.
 
@@ -49,6 +51,9 @@ class PartLayerNorm(nn.Module):
         dim = check_int("dim", dim)
         if dim < 1:
             raise ValueError(f"dim must be >= 1; got {dim}")
+        eps = check_real("eps", eps, "a finite number >= 0")
+        if eps < 0:
+            raise ValueError(f"eps must be a finite number >= 0; got {eps!r}")
         real = dtype.to_real()
         self.norm_re = nn.LayerNorm(dim, eps=eps, dtype=real)
         self.norm_im = nn.LayerNorm(dim, eps=eps, dtype=real) if dtype.is_complex else None

@@ -93,6 +93,8 @@ from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_ids, check_int, check_mask
+from ._embedding_options import (FREQUENCY_INITS, SHARING_SCHEMES, check_embedding_options, check_flag,
+                                 check_frequency_scale)
 from .embedding import _initial_amplitude, _run, _sparse_backward
 from .functional import complex_dropout, dropout_keep, masked_mean
 from .position_functional import (TPE_BASE, complex_order_embedding, default_positions,  # noqa: F401
@@ -113,8 +115,6 @@ __all__ = [
 ]
 
 EMBEDDING_KINDS = ("none", "pe", "tpe", "complex_vanilla", "complex_order")
-SHARING_SCHEMES = ("none", "word", "dimension")
-FREQUENCY_INITS = ("normal", "uniform", "sinusoidal", "zero")
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -215,8 +215,9 @@ class ComplexOrderEmbedding(nn.Module):
             raise ValueError(f"amplitude_sharing must be one of {SHARING_SCHEMES}; got {amplitude_sharing!r}")
         if frequency_init not in FREQUENCY_INITS:
             raise ValueError(f"frequency_init must be one of {FREQUENCY_INITS}; got {frequency_init!r}")
-        if not frequency_scale > 0:
-            raise ValueError(f"frequency_scale must be positive; got {frequency_scale}")
+        frequency_scale = check_frequency_scale("frequency_scale", frequency_scale)
+        initial_phase, sparse, freeze_amplitude = (check_flag(n, v) for n, v in (
+            ("initial_phase", initial_phase), ("sparse", sparse), ("freeze_amplitude", freeze_amplitude)))
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
         if pretrained is not None and amplitude_sharing != "none":
@@ -245,6 +246,9 @@ class ComplexOrderEmbedding(nn.Module):
             shape = {"none": (num_words, dim), "word": (dim,), "dimension": (num_words, 1)}[frequency_sharing]
             omega = self._initial_frequency(shape, frequency_sharing, frequency_init, frequency_scale, dtype,
                                             generator)
+            if not bool(torch.isfinite(omega).all()):       # once, at construction
+                raise ValueError(f"frequency_scale {frequency_scale:g} overflows {dtype} (initial frequencies "
+                                 f"are infinite); use a smaller scale")
             if frequency_sharing == "word":
                 self.frequency = nn.Parameter(omega)
             else:
@@ -417,6 +421,7 @@ class RealPositionalEmbedding(nn.Module):
             raise ValueError(f"position must be 'none', 'pe' or 'tpe'; got {position!r}")
         num_words, dim, max_len = (check_int(n, v) for n, v in (("num_words", num_words), ("dim", dim),
                                                                 ("max_len", max_len)))
+        sparse = check_flag("sparse", sparse)
         if num_words < 2 or dim < 1 or max_len < 1:
             raise ValueError(f"need num_words >= 2, dim >= 1, max_len >= 1; got {num_words}, {dim}, {max_len}")
         if dtype not in (torch.float32, torch.float64):
@@ -447,12 +452,23 @@ class RealPositionalEmbedding(nn.Module):
                     raise ValueError("the trainable position table ('pe') needs integer positions; "
                                      "use 'tpe' or 'complex_order' for non-integer positions")
                 if V.enabled() and pos.numel() and bool((pos.min() < 0) | (pos.max() >= self.max_len)):
-                    raise ValueError(f"positions must lie in [0, {self.max_len}) for 'pe'; got range "
-                                     f"[{float(pos.min()):g}, {float(pos.max()):g}] (raise the model's max_len, "
-                                     f"--model-max-len of `qpnlp train`, or truncate the texts to {self.max_len} "
-                                     f"tokens: TrainConfig.max_len, --max-len of `qpnlp train`)")
+                    self._raise_position_range(pos, mask, explicit=positions is not None)
                 x = x + self.pe(pos.long())
         return x * mask.unsqueeze(-1)
+
+    def _raise_position_range(self, pos: Tensor, mask: Tensor, *, explicit: bool) -> None:
+        """The ValueError of a real token's position outside the ``"pe"`` table ``[0, max_len)``.
+
+        The range reported is that of the real tokens' positions (padded slots hold 0 by then); the advice to
+        truncate the texts applies to the default positions only (explicit ones are the caller's).
+        """
+        real = pos[mask]
+        where = f"got range [{float(real.min()):g}, {float(real.max()):g}] over the real tokens"
+        advice = "pass positions in that range or raise the model's max_len" if explicit else \
+            (f"raise the model's max_len, --model-max-len of `qpnlp train`, or truncate the texts to "
+             f"{self.max_len} tokens: TrainConfig.max_len, --max-len of `qpnlp train`")
+        raise ValueError(f"{'explicit ' if explicit else ''}positions must lie in [0, {self.max_len}) for 'pe'; "
+                         f"{where} ({advice})")
 
     def extra_repr(self) -> str:
         return f"{self.num_words}, {self.dim}, position={self.position!r}"
@@ -476,6 +492,8 @@ def make_embedding(kind: str, num_words: int, dim: int, *, pretrained: Tensor | 
     **options
         ``"complex_order"`` only: ``frequency_sharing``, ``amplitude_sharing``,
         ``initial_phase``, ``frequency_init``, ``frequency_scale``; all kinds: ``sparse``.
+        Checked first (:func:`~qpnlp.nn._embedding_options.check_embedding_options`): TypeError for an
+        unknown name, an option of another kind or a non-bool flag, ValueError for a bad value.
 
     Returns
     -------
@@ -489,22 +507,13 @@ def make_embedding(kind: str, num_words: int, dim: int, *, pretrained: Tensor | 
     """
     if kind not in EMBEDDING_KINDS:
         raise ValueError(f"unknown embedding kind {kind!r}; choose from {EMBEDDING_KINDS}")
+    check_embedding_options(kind, options)
     sparse = options.pop("sparse", True)
     if kind in ("none", "pe", "tpe"):
-        if options:
-            raise TypeError(f"options {sorted(options)} apply to complex_order only")
         return RealPositionalEmbedding(num_words, dim, position=kind, max_len=max_len, pretrained=pretrained,
                                        sparse=sparse, dtype=dtype, generator=generator)
     if kind == "complex_vanilla":
-        if options:
-            raise TypeError(f"options {sorted(options)} apply to complex_order only")
         return ComplexOrderEmbedding(num_words, dim, pretrained=pretrained, frequency_sharing=None, sparse=sparse,
                                      dtype=dtype, generator=generator)
-    allowed = {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "frequency_scale"}
-    unknown = set(options) - allowed
-    if unknown:
-        raise TypeError(f"unknown complex_order options {sorted(unknown)}; allowed {sorted(allowed)}")
-    if options.get("frequency_sharing", "none") is None:
-        raise ValueError("complex_order needs a frequency_sharing scheme; use kind='complex_vanilla' for none")
     return ComplexOrderEmbedding(num_words, dim, pretrained=pretrained, sparse=sparse, dtype=dtype,
                                  generator=generator, **options)

@@ -72,6 +72,8 @@ State = TypeVar("State", Tensor, tuple)
 
 
 def _check_mask(mask: Tensor | None, bsz: int, steps: int) -> None:
+    if mask is not None:
+        V.check_tensor("mask", mask)
     if mask is not None and (mask.dtype != torch.bool or mask.shape != (bsz, steps)):
         raise ValueError(f"mask must be a bool tensor of shape {(bsz, steps)}; got {mask.dtype} {tuple(mask.shape)}")
 
@@ -135,6 +137,11 @@ def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: S
     >>> out[0, :, 0].tolist(), s.item()
     ([1.0, 1.0, 2.0, 2.0], 2.0)
     """
+    V.check_tensor("inputs", inputs)
+    if mask is not None:
+        V.check_tensor("mask", mask)
+        if mask.dtype != torch.bool:            # torch.where's own error named no argument
+            raise TypeError(f"mask must be a bool tensor (True at real steps); got {mask.dtype}")
     output = (lambda s: s) if output is None else output
     masks = mask.unsqueeze(-1).unbind(1) if mask is not None else None
     outputs = []
@@ -310,6 +317,7 @@ class ComplexRNN(nn.Module):
         self.hidden_size, self.dtype = hidden_size, dtype
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        V.check_tensor("x", x)
         if x.ndim != 3:
             raise ValueError(f"x must have shape (B, T, {self.cell.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]
@@ -555,6 +563,7 @@ class CGRNN(nn.Module):
         h_last : Tensor, complex, shape (B, h)
             The state after the last step (= after the last unpadded step).
         """
+        V.check_tensor("x", x)
         if x.ndim != 3 or x.shape[-1] != self.input_size:
             raise ValueError(f"x must have shape (B, T, {self.input_size}); got {tuple(x.shape)}")
         bsz, steps = x.shape[:2]

@@ -71,7 +71,7 @@ from torch.nn.utils import parametrizations, parametrize
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import random_unitary
 
-from ._checks import check_int
+from ._checks import check_int, check_real
 from .linear import _init_weight
 
 __all__ = [
@@ -132,7 +132,8 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
         Euclidean gradient as stored by torch (:math:`\partial_{\Re} + i\,\partial_{\Im}`); the shape, dtype
         and device of ``w`` (else ValueError or TypeError).
     lr : float
-        Step size :math:`\lambda`.
+        Step size :math:`\lambda`, a finite number (ValueError for NaN or inf, which would give a NaN matrix;
+        a tensor is not checked: no device synchronisation).
 
     Returns
     -------
@@ -153,6 +154,8 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     if grad.dtype != w.dtype:
         raise TypeError(f"grad must have the dtype of w {w.dtype}; got {grad.dtype}")
     V.check_same_device(("w", w), ("grad", grad))
+    if not isinstance(lr, Tensor):
+        check_real("lr", lr)
     a = grad @ w.mH - w @ grad.mH
     eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
     half = 0.5 * lr
@@ -185,7 +188,7 @@ class CayleyStepSGD(torch.optim.Optimizer):
     """
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-3):
-        if lr <= 0:
+        if check_real("lr", lr, "a finite number > 0") <= 0:
             raise ValueError(f"lr must be positive; got {lr}")
         super().__init__(params, dict(lr=lr))
         for group in self.param_groups:

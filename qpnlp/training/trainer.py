@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from qpnlp._checks import check_seed
 from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
 from qpnlp.data.batching import EncodedTexts, iterate_batches
@@ -39,7 +40,8 @@ class FitResult:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    """Seed Python, NumPy and torch (CPU and CUDA); ``seed`` an integer in [0, 2**32) (else ValueError)."""
+    seed = check_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -65,11 +67,52 @@ def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, 
 @torch.no_grad()
 def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, device="cpu",
             max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> torch.Tensor:
-    """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see :class:`~qpnlp.training.config.TrainConfig`)."""
+    """Logits ``(N, C)`` in the order of ``data`` (each batch in length-sorted chunks, see
+    :class:`~qpnlp.training.config.TrainConfig`).
+
+    Refused with the argument named: a model that is not a classifier (a matching model: TypeError naming its
+    trainer), ``data`` that is not a non-empty :class:`~qpnlp.data.batching.EncodedTexts`, a device this machine
+    lacks (:func:`qpnlp._device.resolve_device`), a ``length_chunks`` that is not an integer >= 0 or None.
+    """
+    _check_classifier(model, "predict")
+    _check_texts("data", data)
+    device = resolve_device(device)
+    if length_chunks is not None and (not _is_integer(length_chunks) or length_chunks < 0):
+        raise (ValueError if _is_integer(length_chunks) else TypeError)(
+            f"length_chunks must be an integer >= 0 or None; got {length_chunks!r}")
     model.eval()
     out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
            for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
+
+
+def _check_classifier(model: nn.Module, entry: str) -> None:
+    """TypeError unless ``model`` is an ``nn.Module`` whose task is classification (``forward(ids, mask)``).
+
+    A matching model (``task = "matching"``, ``forward(q_ids, q_mask, a_ids, a_mask)``) is named with the entry
+    points of its trainer, instead of failing inside the first batch with "forward() missing 2 required
+    positional arguments".
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{entry}() needs a classifier (a torch.nn.Module); got {type(model).__name__}")
+    task = getattr(model, "task", "classification")
+    if task == "matching":
+        raise TypeError(f"{type(model).__name__} is a matching model (task 'matching': it scores question / answer "
+                        f"pairs); {entry}() takes classifiers. Train it with qpnlp.training.matching.fit_matching "
+                        f"(or run_matching), score it with qpnlp.training.matching.evaluate_ranking")
+    if task != "classification":
+        trainer = " (Word2Fun trains with qpnlp.word2fun.fit)" if task == "temporal" else ""
+        raise TypeError(f"{type(model).__name__} is a {task!r} model; {entry}() takes classifiers "
+                        f"(task 'classification'){trainer}")
+
+
+def _check_texts(name: str, data) -> None:
+    """TypeError unless ``data`` is an :class:`~qpnlp.data.batching.EncodedTexts`; ValueError if it is empty."""
+    if not isinstance(data, EncodedTexts):
+        raise TypeError(f"{name} must be an EncodedTexts (qpnlp.data.EncodedTexts(ids, labels)); "
+                        f"got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError(f"{name} is empty (0 texts); nothing to score")
 
 
 def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
@@ -107,6 +150,7 @@ def model_classes(model: nn.Module) -> int | None:
 
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
     """Fraction of correctly classified items (labels outside the model's classes are a ``ValueError``)."""
+    _check_classifier(model, "accuracy")
     logits = predict(model, data, **kwargs)
     check_labels(data.labels, logits.shape[-1], "scored")
     return float((logits.argmax(-1) == data.labels).float().mean())
@@ -130,8 +174,17 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     uses it to measure what reporting the best test epoch would have added).
     Its keys must not collide with the trainer's own (``epoch``,
     ``train_loss``, ``dev_accuracy``, ``seconds``).
+
+    A matching model (TypeError naming :func:`~qpnlp.training.matching.fit_matching`), ``train`` or ``dev``
+    that is not an ``EncodedTexts`` and a ``config`` that is not a ``TrainConfig`` are refused first (TypeError).
     """
+    _check_classifier(model, "fit")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig (qpnlp.training.TrainConfig(...)); got {type(config).__name__}")
     for name, part in (("training", train), ("dev", dev)):
+        if not isinstance(part, EncodedTexts):
+            raise TypeError(f"{'train' if name == 'training' else 'dev'} must be an EncodedTexts "
+                            f"(qpnlp.data.EncodedTexts(ids, labels)); got {type(part).__name__}")
         if len(part) == 0:
             raise ValueError(f"the {name} set is empty; nothing to {'train on' if name == 'training' else 'select on'}")
         check_labels(part.labels, model_classes(model), name)

@@ -150,14 +150,16 @@ def test_kernel_sizes_that_are_not_numbers_are_refused_naming_the_field(sizes):
 
 def test_a_config_that_only_the_layers_refuse_is_refused_naming_config_json(tmp_path):
     """An ``embedding_options`` key the embedding does not know passed ``from_dict``; loading then raised the
-    embedding's bare TypeError, naming no file."""
+    embedding's bare TypeError, naming no file. The config checks its options now (``from_dict`` refuses them),
+    and the error names config.json and the option."""
     klass = get_model_class("order_classifier")
     model = klass(klass.config_class(num_words=10, num_classes=2, dim=4, hidden=3))
     model.save_pretrained(tmp_path / "m")
-    for options, error in [({"bogus": 1}, "TypeError: .*bogus"), ({"frequency_sharing": "bogus"}, "ValueError: ")]:
+    for options, error in [({"bogus": 1}, r"embedding_options: \['bogus'\] are unknown"),
+                           ({"frequency_sharing": "bogus"},
+                            r"embedding_options\['frequency_sharing'\] must be one of")]:
         _edit_header(tmp_path / "m", config={"embedding_options": options})
-        with pytest.raises(ValueError, match=rf"m/config.json: the 'order_classifier' config builds no model "
-                                             rf"\({error}"):
+        with pytest.raises(ValueError, match=rf"m/config.json: not a valid 'order_classifier' config \({error}"):
             Model.from_pretrained(tmp_path / "m")
 
 

@@ -1,0 +1,210 @@
+"""Robustness fixes of qpnlp.nn: bad arguments are refused with the argument named, never turned into NaN.
+
+Each test failed before its fix: the embedding options (flags that are strings, an infinite or a string
+frequency scale), layer hyper-parameters that are NaN or out of range (``eps``, Hirose's ``m``, modReLU's bias,
+the sum gate's ``alpha``, a Cayley step's ``lr``), inputs that are not tensors or have the wrong rank or dtype,
+and the 'pe' table's position error.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qpnlp.nn import (CGRNN, CayleyStepSGD, ComplexConv1d, ComplexDropout, ComplexLinear,
+                      ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, Hirose, ModReLU,
+                      PartLayerNorm, Readout, RealPositionalEmbedding, SumGate, cayley_step, complex_dropout,
+                      gate_prod, gate_sum, hirose, make_embedding, masked_scan, modrelu, readout, split_activation)
+
+C64 = torch.complex64
+NAN, INF = float("nan"), float("inf")
+IDS = torch.tensor([[2, 3, 4]])
+
+
+def _z(*shape):
+    return torch.randn(*shape, dtype=C64, generator=torch.Generator().manual_seed(0))
+
+
+# ------------------------------------------------------------------------------- 1. embedding options
+@pytest.mark.parametrize("options, error, match", [
+    (dict(initial_phase="no"), TypeError, r"initial_phase must be True or False; got str 'no'"),
+    (dict(sparse="no"), TypeError, r"sparse must be True or False; got str 'no'"),
+    (dict(frequency_scale="2"), TypeError, r"frequency_scale must be a positive finite number; got str '2'"),
+    (dict(frequency_init="uniform", frequency_scale=INF), ValueError, r"frequency_scale must be .* finite.*inf"),
+    (dict(frequency_init="normal", frequency_scale=NAN), ValueError, r"frequency_scale must be .* finite.*nan"),
+    (dict(frequency_scale=0.0), ValueError, r"frequency_scale must be a positive"),
+    (dict(frequency_scale=True), TypeError, r"frequency_scale must be a positive finite number; got bool"),
+])
+def test_make_embedding_checks_the_type_and_value_of_each_option(options, error, match):
+    """'no' was truthy (trainable phases, sparse tables switched on); inf gave NaN embeddings; '2' met '>'."""
+    with pytest.raises(error, match=match):
+        make_embedding("complex_order", 10, 4, **options)
+
+
+def test_complex_order_embedding_refuses_string_flags_and_an_infinite_scale():
+    with pytest.raises(TypeError, match="initial_phase must be True or False"):
+        ComplexOrderEmbedding(10, 4, initial_phase="no")
+    with pytest.raises(TypeError, match="freeze_amplitude must be True or False"):
+        ComplexOrderEmbedding(10, 4, freeze_amplitude=1)
+    with pytest.raises(ValueError, match="frequency_scale must be a positive finite number; got inf"):
+        ComplexOrderEmbedding(10, 4, frequency_init="uniform", frequency_scale=INF)
+    with pytest.raises(TypeError, match="sparse must be True or False"):
+        RealPositionalEmbedding(10, 4, sparse="no")
+
+
+def test_a_frequency_scale_that_overflows_the_dtype_is_refused():
+    """1e300 is finite as a Python float but infinite in float32: NaN phases at position 0."""
+    with pytest.raises(ValueError, match="frequency_scale 1e\\+300 overflows torch.float32"):
+        ComplexOrderEmbedding(10, 4, frequency_init="uniform", frequency_scale=1e300)
+    emb = ComplexOrderEmbedding(10, 4, frequency_init="uniform", frequency_scale=1e300, dtype=torch.float64)
+    assert torch.isfinite(emb(IDS, IDS != 0)).all()
+
+
+def test_unknown_options_and_options_of_another_kind_are_type_errors():
+    with pytest.raises(TypeError, match=r"\['foo'\] are unknown options for kind 'complex_order'"):
+        make_embedding("complex_order", 10, 4, foo=1)
+    with pytest.raises(TypeError, match=r"\['initial_phase'\] apply to complex_order only"):
+        make_embedding("complex_vanilla", 10, 4, initial_phase=True)
+    with pytest.raises(TypeError, match="sparse must be True or False"):
+        make_embedding("pe", 10, 4, sparse="no")
+
+
+def test_valid_options_still_build():
+    emb = make_embedding("complex_order", 10, 4, initial_phase=True, sparse=False, frequency_init="uniform",
+                         frequency_scale=2, amplitude_sharing="word", frequency_sharing="dimension")
+    assert emb.phase is not None and not emb.phase.sparse
+    assert torch.isfinite(emb(IDS, IDS != 0)).all()
+
+
+# ------------------------------------------------------------------------------- 2. layer hyper-parameters
+@pytest.mark.parametrize("eps, error", [(-1.0, ValueError), (NAN, ValueError), (INF, ValueError),
+                                        ("1e-5", TypeError)])
+def test_part_layer_norm_refuses_a_negative_or_non_finite_eps(eps, error):
+    """eps=-1 or NaN built a layer whose every output was NaN."""
+    with pytest.raises(error, match=r"eps must be a finite number >= 0"):
+        PartLayerNorm(4, eps=eps)
+
+
+def test_part_layer_norm_accepts_eps_zero_and_numbers():
+    assert PartLayerNorm(4, eps=0.0).norm_re.eps == 0.0
+    assert PartLayerNorm(4, eps=1).norm_re.eps == 1.0
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda z: hirose(z, NAN), r"Hirose scale m must be a finite non-zero number; got nan"),
+    (lambda z: hirose(z, INF), r"Hirose scale m must be a finite non-zero number; got inf"),
+    (lambda z: Hirose(NAN), r"Hirose scale m must be a finite non-zero number; got nan"),
+    (lambda z: modrelu(z, NAN), r"modReLU bias b must be a finite number; got nan"),
+    (lambda z: modrelu(z.real, INF, scale_first=True), r"modReLU bias b must be a finite number; got inf"),
+    (lambda z: ModReLU(4, init_bias=NAN), r"init_bias must be a finite number; got nan"),
+    (lambda z: gate_sum(z, NAN), r"alpha must be a number in \[0, 1\]; got nan"),
+    (lambda z: gate_sum(z, 2.0), r"alpha must be in \[0, 1\]; got 2.0"),
+    (lambda z: gate_sum(z, -0.5), r"alpha must be in \[0, 1\]; got -0.5"),
+    (lambda z: SumGate(NAN), r"alpha must be a number in \[0, 1\]; got nan"),
+])
+def test_activation_parameters_that_give_nan_are_refused(call, match):
+    """NaN scales, biases and weights gave all-NaN outputs; gate_sum took 2.0 where SumGate(2.0) was refused."""
+    with pytest.raises(ValueError, match=match):
+        call(_z(2, 4))
+
+
+def test_tensor_parameters_are_not_checked_and_still_work():
+    """Tensors are learnable parameters (or a scheduler's values): no check, no host synchronisation."""
+    z = _z(2, 4)
+    torch.testing.assert_close(gate_sum(z, torch.tensor(0.5)), gate_sum(z, 0.5))
+    torch.testing.assert_close(hirose(z, torch.tensor(2.0)), hirose(z, 2.0))
+    torch.testing.assert_close(modrelu(z, torch.zeros(4)), modrelu(z, 0.0))
+    assert float(Hirose(torch.tensor(2.0)).m) == 2.0          # a one-element tensor given to a constructor
+
+
+def test_cayley_step_refuses_a_non_finite_step_size():
+    eye, zeros = torch.eye(3, dtype=C64), torch.zeros(3, 3, dtype=C64)
+    with pytest.raises(ValueError, match=r"lr must be a finite number; got nan"):
+        cayley_step(eye, zeros, NAN)
+    with pytest.raises(ValueError, match=r"lr must be a finite number > 0; got nan"):
+        CayleyStepSGD([torch.nn.Parameter(eye.clone())], lr=NAN)
+    torch.testing.assert_close(cayley_step(eye, zeros, 0.1), eye)
+
+
+# ------------------------------------------------------------------------------- 4. inputs of the layers
+@pytest.mark.parametrize("x", [torch.zeros(4, dtype=C64), torch.zeros(1, 2, 3, 4, dtype=C64)])
+def test_conv1d_refuses_inputs_of_the_wrong_rank(x):
+    """A 1-d input raised IndexError, a 4-d one conv1d's error about the transposed layout."""
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, 4\) or \(L, 4\); got"):
+        ComplexConv1d(4, 3, 2)(x)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, 4\) or \(L, 4\)"):
+        ComplexConv1d(4, 3, 2, dtype=torch.float32)(x.real)
+
+
+def test_conv1d_keeps_batched_and_unbatched_inputs():
+    conv = ComplexConv1d(4, 3, 2)
+    x = _z(2, 5, 4)
+    assert conv(x).shape == (2, 4, 3)
+    torch.testing.assert_close(conv(x[0]), conv(x)[0])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: ComplexLinear(4, 3)(x), "x"),
+    (lambda x: PartLayerNorm(4)(x), "x"),
+    (lambda x: ComplexConv1d(4, 3, 2)(x), "x"),
+    (lambda x: ModReLU(4)(x), "z"),
+    (lambda x: Hirose()(x), "z"),
+    (lambda x: SumGate()(x), "z"),
+    (lambda x: gate_prod(x), "z"),
+    (lambda x: modrelu(x, -1.0, scale_first=True), "z"),
+    (lambda x: Readout("modulus")(x), "z"),
+    (lambda x: readout(x, "re_im"), "z"),
+    (lambda x: split_activation(x, "relu"), "z"),
+    (lambda x: complex_dropout(x, 0.5), "z"),
+    (lambda x: ComplexMultiheadSelfAttention(4, 2)(x), "x"),
+    (lambda x: ComplexRNN(4, 3)(x), "x"),
+    (lambda x: CGRNN(4, 3)(x), "x"),
+])
+def test_a_list_instead_of_a_tensor_is_a_type_error_naming_the_argument(call, name):
+    """Lists raised AttributeError ('list' object has no attribute 'shape' / 'is_complex' / 'ndim')."""
+    with pytest.raises(TypeError, match=rf"{name} must be a (complex tensor|torch.Tensor).*got list"):
+        call([[1.0, 2.0, 3.0, 4.0]])
+
+
+@pytest.mark.parametrize("layer", [ComplexRNN(4, 3), CGRNN(4, 3)])
+def test_recurrent_layers_refuse_a_list_mask(layer):
+    x = _z(2, 3, 4)
+    with pytest.raises(TypeError, match="mask must be a torch.Tensor; got list"):
+        layer(x, [[True, True, False], [True, False, False]])
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_complex_dropout_refuses_an_integer_tensor(train):
+    """A long tensor raised torch's NotImplementedError ("check_uniform_bounds" not implemented for 'Long')."""
+    drop = ComplexDropout(0.5).train(train)
+    with pytest.raises(TypeError, match=r"z must be a real floating or complex tensor; got torch.int64"):
+        drop(torch.ones(2, 3, dtype=torch.long))
+
+
+def test_masked_scan_refuses_a_mask_that_is_not_bool():
+    """A long mask reached torch.where ("where expected condition to be a boolean tensor")."""
+    x, state = _z(2, 3, 4), torch.zeros(2, 4, dtype=C64)
+    with pytest.raises(TypeError, match=r"mask must be a bool tensor \(True at real steps\); got torch.int64"):
+        masked_scan(lambda x_t, s: s + x_t, x, state, torch.ones(2, 3, dtype=torch.long))
+    out, last = masked_scan(lambda x_t, s: s + x_t, x, state, torch.ones(2, 3, dtype=torch.bool))
+    torch.testing.assert_close(last, x.sum(1))
+
+
+# ------------------------------------------------------------------------------- 5. the 'pe' range message
+def test_pe_range_error_reports_the_real_tokens_range_of_explicit_positions():
+    """Explicit positions 1000..1003 were reported as "range [0, 1002]" (masked slots filled with 0 first), with
+    advice to truncate the texts, which does not apply to positions the caller chose."""
+    emb = RealPositionalEmbedding(10, 4, position="pe", max_len=3)
+    ids = torch.tensor([[2, 3, 4, 0], [5, 6, 0, 0]])
+    with pytest.raises(ValueError, match=r"explicit positions must lie in \[0, 3\) for 'pe'; got range "
+                                         r"\[1000, 1002\] over the real tokens") as info:
+        emb(ids, ids != 0, positions=torch.arange(4) + 1000)
+    assert "truncate" not in str(info.value)
+
+
+def test_pe_range_error_of_default_positions_keeps_the_truncation_advice():
+    emb = RealPositionalEmbedding(10, 4, position="pe", max_len=3)
+    ids = torch.tensor([[2, 3, 4, 5, 0]])
+    with pytest.raises(ValueError, match=r"^positions must lie in \[0, 3\) for 'pe'; got range \[0, 3\] over the "
+                                         r"real tokens \(.*truncate the texts to 3 tokens"):
+        emb(ids, ids != 0)
