@@ -15,6 +15,9 @@ the batches of a data set come in a few lengths: CUDA graphs
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+import numbers
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -35,6 +38,9 @@ def pad_batch(
     ----------
     sequences : sequence of sequences of int
         B non-empty id lists (lists, tuples, arrays or 1-D tensors).
+        Integer-valued floats (``2.0``) are accepted; an id that is not an
+        integer (``1.7``, NaN, a string, a bool) is an error naming the
+        sequence, as a cast would truncate it to another word.
     max_len : int, optional
         Truncate each to its first ``max_len`` ids.
     multiple_of : int, optional
@@ -70,7 +76,7 @@ def pad_batch(
     L = padded_length(max(lengths), max_len, multiple_of)
     ids = torch.full((len(sequences), L), PAD_ID, dtype=torch.long)
     for row, (seq, n) in enumerate(zip(sequences, lengths)):
-        ids[row, :n] = torch.as_tensor(seq[:n], dtype=torch.long)
+        ids[row, :n] = _id_tensor(seq[:n], f"sequence {row}")
     mask = torch.arange(L).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
     return ids, mask
 
@@ -87,6 +93,78 @@ def padded_length(longest: int, max_len: int | None = None, multiple_of: int | N
         raise ValueError(f"multiple_of must be >= 1, got {multiple_of}")
     rounded = -(-longest // multiple_of) * multiple_of
     return rounded if max_len is None else min(rounded, max_len)
+
+
+_INT = frozenset({int})
+_INT_DTYPES = frozenset({torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8})
+
+
+def _id_tensor(seq, what: str) -> torch.Tensor:
+    """``seq`` as a 1-D int64 tensor of ids, or an error naming ``what``: ids are never truncated.
+
+    A list of Python ints or an integer tensor costs one type check (the hot path of every batch); a float one is
+    accepted when every value is an integer (``2.0``).
+    """
+    if isinstance(seq, list) and _INT.issuperset(map(type, seq)):
+        return torch.as_tensor(seq, dtype=torch.long)
+    if isinstance(seq, torch.Tensor) and seq.dtype in _INT_DTYPES and seq.dim() == 1:
+        return seq
+    if isinstance(seq, (str, bytes)):
+        raise TypeError(f"{what} is a {type(seq).__name__} {seq[:20]!r}, not a sequence of ids; encode it first")
+    try:
+        t = torch.as_tensor(seq)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"{what} must hold integer ids; got {_preview(seq)} ({err})") from None
+    if t.dim() != 1:
+        raise ValueError(f"{what} must be a 1-D sequence of ids; got shape {tuple(t.shape)}")
+    if t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{what} must hold integer ids; got {t.dtype}")
+    if t.is_floating_point():
+        bad = torch.nonzero(~torch.isfinite(t) | (t != torch.floor(t))).flatten()
+        if bad.numel():
+            position = int(bad[0])
+            value = seq[position]  # not t[position]: a list of floats became float32
+            value = value.item() if hasattr(value, "item") else value
+            raise ValueError(f"{what} must hold integer ids; position {position} is {value!r}, which a cast would "
+                             "truncate")
+    return t.to(torch.long)
+
+
+def _preview(value, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _id_lists(ids: Sequence[Sequence[int]]) -> list[list[int]]:
+    """``ids`` as lists of Python ints, or a TypeError / ValueError naming the first bad text (and position).
+
+    Lists of ints are checked in one pass at C speed (the set of the element types); tensor and array rows by
+    their dtype. Integer-valued floats (``2.0``) are accepted, as :func:`class_ids` accepts them; ``2.9``, NaN,
+    a string (``"23"`` would be read digit by digit), ``None`` or a bool are refused.
+    """
+    rows = []
+    for i, s in enumerate(ids):
+        if isinstance(s, (torch.Tensor, np.ndarray)):
+            rows.append(_id_tensor(s, f"text {i}").tolist())
+        elif isinstance(s, (str, bytes)):
+            raise TypeError(f"text {i} is a {type(s).__name__} {_preview(s)}, not a sequence of ids; encode it "
+                            "first (Vocabulary.encode_many)")
+        else:
+            rows.append(list(s))
+    if not _INT.issuperset(map(type, itertools.chain.from_iterable(rows))):
+        rows = [[_id_of(x, i, j) for j, x in enumerate(row)] for i, row in enumerate(rows)]
+    return rows
+
+
+def _id_of(x, text: int, position: int) -> int:
+    """One id as a Python int; integer-valued floats pass, anything else is an error naming where it is."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Integral, numbers.Real)):
+        raise TypeError(f"text {text} must hold integer ids; position {position} is {type(x).__name__} {_preview(x)}")
+    if not isinstance(x, numbers.Integral) and not (math.isfinite(x) and x == math.floor(x)):
+        raise ValueError(f"text {text} must hold integer ids; position {position} is {x!r}, which a cast would "
+                         "truncate")
+    return int(x)
 
 
 def class_ids(labels, n: int) -> np.ndarray:
@@ -115,6 +193,10 @@ class EncodedTexts(Dataset):
     ----------
     ids : sequence of sequences of int
         N encoded texts (see :meth:`qpnlp.data.vocab.Vocabulary.encode_many`).
+        Integer-valued floats (``2.0``) are accepted; an id that is not an
+        integer (``2.9``, NaN), a string row (``"23"``), ``None`` or a bool
+        is an error naming the text and position (a cast would truncate it
+        or read a string digit by digit).
     labels : array-like of int
         Shape (N,). Integer-valued floats (``1.0``) are accepted; a label
         that is not an integer (``0.5``, NaN) is a ``ValueError`` naming it
@@ -126,7 +208,7 @@ class EncodedTexts(Dataset):
         empty = next((i for i, s in enumerate(ids) if len(s) == 0), None)
         if empty is not None:
             raise ValueError(f"text {empty} is empty")
-        self.ids = [list(map(int, s)) for s in ids]
+        self.ids = _id_lists(ids)
         self.labels = labels
 
     def __len__(self) -> int:

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._checks import is_integer
 from qpnlp.data.batching import class_ids
 from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
@@ -81,7 +82,10 @@ class ClassificationDataset:
     fixed_splits : mapping str -> numpy.ndarray, optional
         For data sets with a fixed protocol (SST2: train/dev/test, TREC:
         train/test, the sotu demo: train/dev/test), int64 index arrays into
-        ``texts``; ``None`` for the cross-validation sets.
+        ``texts``, pairwise disjoint; ``None`` for the cross-validation sets.
+        Each is checked by :func:`row_indices` (a boolean mask, a negative,
+        non-integer, out-of-range or repeated index is a ``ValueError``
+        naming the split), and an item in two splits is refused.
     n_duplicates : int
         Repeated (text, label) items within a split: present when loaded
         with ``dedupe=False``, dropped when loaded with ``dedupe=True``.
@@ -111,11 +115,7 @@ class ClassificationDataset:
         if empty is not None:
             raise ValueError(f"text {empty} of {self.name} is empty")
         if self.fixed_splits is not None:
-            splits = {k: np.asarray(v, dtype=np.int64) for k, v in self.fixed_splits.items()}
-            for k, v in splits.items():
-                if v.size and (v.min() < 0 or v.max() >= len(self.texts)):
-                    raise ValueError(f"split {k!r} has indices outside 0..{len(self.texts) - 1}")
-            object.__setattr__(self, "fixed_splits", splits)
+            object.__setattr__(self, "fixed_splits", _fixed_splits(self.fixed_splits, len(self.texts)))
         object.__setattr__(self, "class_counts", tuple(np.bincount(labels, minlength=C).tolist()))
 
     def __len__(self) -> int:
@@ -126,18 +126,73 @@ class ClassificationDataset:
         return len(self.label_names)
 
     def __repr__(self) -> str:
-        splits = "" if self.fixed_splits is None else ", splits=" + str({k: len(v) for k, v in self.fixed_splits.items()})
-        return f"ClassificationDataset({self.name!r}, n={len(self)}, classes={dict(zip(self.label_names, self.class_counts))}{splits})"
+        splits = "" if self.fixed_splits is None else f", splits={ {k: len(v) for k, v in self.fixed_splits.items()} }"
+        classes = dict(zip(self.label_names, self.class_counts))
+        return f"ClassificationDataset({self.name!r}, n={len(self)}, classes={classes}{splits})"
 
     def subset(self, indices: Sequence[int] | np.ndarray, name: str | None = None) -> ClassificationDataset:
-        """The items at ``indices`` as a new dataset (no fixed splits)."""
-        idx = np.asarray(indices, dtype=np.int64)
+        """The items at ``indices`` as a new dataset (no fixed splits).
+
+        ``indices`` are distinct integers in ``0 .. N-1`` (see :func:`row_indices`); a boolean mask, a negative,
+        a non-integer, an out-of-range or a repeated index is a ``ValueError``.
+        """
+        idx = row_indices(indices, len(self.texts), "subset indices")
         return ClassificationDataset(
             name=name or self.name,
             texts=[self.texts[i] for i in idx],
             labels=self.labels[idx],
             label_names=self.label_names,
         )
+
+
+def row_indices(indices, n: int, what: str) -> np.ndarray:
+    """``indices`` as distinct int64 row indices into ``n`` items, shape (m,), or a ``ValueError`` naming ``what``.
+
+    Refused, with the first bad index named: a boolean mask (it would be read as the indices 0 and 1; turn a mask
+    into indices with ``np.flatnonzero``), values that are not integers (a cast would truncate 1.7 to 1), negative
+    indices (they would wrap around to the end), indices >= ``n`` and repeated ones (an item listed twice, or in
+    two splits, is trained or scored twice).
+
+    >>> row_indices([2, 0], 3, "split 'test'").tolist()
+    [2, 0]
+    """
+    a = np.asarray(indices)
+    if a.dtype == np.bool_:
+        raise ValueError(f"{what} must hold row indices, got a boolean mask (use np.flatnonzero)")
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if a.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D array of row indices; got shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        values = a.tolist()
+        position = next((i for i, x in enumerate(values)
+                         if not is_integer(x) and not (isinstance(x, float) and x.is_integer())), 0)
+        raise ValueError(f"{what} must hold integer row indices; got {a.dtype.name} values ({values[position]!r} "
+                         f"at position {position})")
+    bad = np.flatnonzero((a < 0) | (a >= n))
+    if bad.size:
+        raise ValueError(f"{what}: index {a[bad[0]]} at position {bad[0]} is outside 0..{n - 1} ({n} items; "
+                         f"negative indices do not wrap around)")
+    a = a.astype(np.int64)
+    values, counts = np.unique(a, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"{what}: row index {values[counts > 1][0]} appears {counts[counts > 1][0]} times; "
+                         "each item must be listed once")
+    return a
+
+
+def _fixed_splits(fixed: Mapping[str, Sequence[int] | np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """The fixed splits as int64 index arrays (:func:`row_indices`), refusing an item shared by two splits."""
+    splits = {k: row_indices(v, n, f"split {k!r}") for k, v in fixed.items()}
+    owner = np.full(n, -1, dtype=np.int64)
+    for j, (k, v) in enumerate(splits.items()):
+        taken = v[owner[v] >= 0]
+        if taken.size:
+            other = list(splits)[owner[taken[0]]]
+            raise ValueError(f"splits {other!r} and {k!r} share item {taken[0]}; fixed splits must be disjoint "
+                             "(a shared item leaks between them)")
+        owner[v] = j
+    return splits
 
 
 # ---------------------------------------------------------------- file level
@@ -278,7 +333,8 @@ def _build(name, texts, labels, label_names, split_of, dedupe, n_empty):
     if split_of and split_of[0] is not None:
         kept_split = np.array([split_of[i] for i in keep])
         splits = {s: np.flatnonzero(kept_split == s) for s in dict.fromkeys(split_of)}
-    return ClassificationDataset(name, texts, np.array(labels, dtype=np.int64), tuple(label_names), splits, n_dup, n_conf, n_empty)
+    return ClassificationDataset(name, texts, np.array(labels, dtype=np.int64), tuple(label_names), splits, n_dup,
+                                 n_conf, n_empty)
 
 
 def load_classification(

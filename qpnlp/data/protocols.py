@@ -14,12 +14,14 @@ once per split (the mean over folds for CV).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from qpnlp.data.classification import ClassificationDataset
+from qpnlp._checks import SEEDS, check_seed, is_integer
+from qpnlp.data.classification import ClassificationDataset, row_indices
 
 __all__ = ["Split", "carve_dev", "splits"]
 
@@ -41,7 +43,9 @@ class Split:
     dev: np.ndarray
     test: np.ndarray
 
-    def subsets(self, dataset: ClassificationDataset) -> tuple[ClassificationDataset, ClassificationDataset, ClassificationDataset]:
+    def subsets(
+        self, dataset: ClassificationDataset
+    ) -> tuple[ClassificationDataset, ClassificationDataset, ClassificationDataset]:
         """The (train, dev, test) sub-datasets of ``dataset``."""
         return tuple(  # type: ignore[return-value]
             dataset.subset(idx, name=f"{dataset.name} {self.name} {part}")
@@ -60,12 +64,14 @@ def carve_dev(
     Parameters
     ----------
     train : numpy.ndarray
-        int64 indices, shape (n,).
+        int64 indices, shape (n,): distinct integers in ``0 .. N-1`` (not a
+        boolean mask; see :func:`~qpnlp.data.classification.row_indices`).
     labels : numpy.ndarray
         Labels of the WHOLE dataset, shape (N,), indexed by ``train``.
     dev_fraction : float, default 0.1
         Fraction of ``train`` moved to dev, in [0, 1). 0 gives an empty dev.
     seed : int, default 0
+        In [0, 2**32).
 
     Returns
     -------
@@ -77,7 +83,10 @@ def carve_dev(
     Raises
     ------
     ValueError
-        When ``train`` has fewer than two items (no dev can be carved).
+        When ``train`` has fewer than two items (no dev can be carved); for
+        a boolean mask, a negative, non-integer, repeated index or one
+        outside ``labels`` (the message names the first); for a bad seed or
+        ``dev_fraction``.
 
     Examples
     --------
@@ -86,22 +95,29 @@ def carve_dev(
     >>> len(tr), len(dev), np.bincount(labels[dev]).tolist()
     (16, 4, [2, 2])
     """
-    train = np.asarray(train, dtype=np.int64)
-    if not 0.0 <= dev_fraction < 1.0:
-        raise ValueError(f"dev_fraction must lie in [0, 1), got {dev_fraction}")
+    labels = np.asarray(labels)
+    train = row_indices(train, len(labels), "train indices")
+    check_seed(seed)
+    _check_dev_fraction(dev_fraction)
     if dev_fraction == 0.0:
         return np.sort(train), np.empty(0, dtype=np.int64)
     from sklearn.model_selection import train_test_split
 
     if len(train) < 2:
         raise ValueError(f"cannot carve a dev set from a training part of {len(train)} item(s); need at least 2")
-    y = np.asarray(labels)[train]
+    y = labels[train]
     counts = np.bincount(y)
     present = int(np.count_nonzero(counts))
     n_dev = int(np.ceil(dev_fraction * len(train)))
     stratify = y if counts[counts > 0].min() >= 2 and min(n_dev, len(train) - n_dev) >= present else None
     tr, dev = train_test_split(train, test_size=dev_fraction, random_state=seed, shuffle=True, stratify=stratify)
     return np.sort(tr), np.sort(dev)
+
+
+def _check_dev_fraction(dev_fraction) -> None:
+    """``ValueError`` unless ``dev_fraction`` is a real number in [0, 1)."""
+    if isinstance(dev_fraction, bool) or not isinstance(dev_fraction, numbers.Real) or not 0.0 <= dev_fraction < 1.0:
+        raise ValueError(f"dev_fraction must lie in [0, 1), got {dev_fraction!r}")
 
 
 def splits(
@@ -120,12 +136,12 @@ def splits(
         ``n_folds`` folds of :class:`sklearn.model_selection.StratifiedKFold`
         (shuffled with ``seed``).
     seed : int, default 0
-        Seeds the folds and the dev carving; same seed, same splits.
+        In [0, 2**32); seeds the folds and the dev carving; same seed, same splits.
     n_folds : int, default 10
-        Number of cross-validation folds (ignored for fixed splits).
+        Number of cross-validation folds, an integer >= 2 (ignored for fixed splits).
     dev_fraction : float, default 0.1
         Fraction of the training part used as dev where no dev split is given.
-        The dev of fold i is carved with seed ``seed + i``.
+        The dev of fold i is carved with seed ``(seed + i) mod 2**32``.
 
     Yields
     ------
@@ -137,6 +153,7 @@ def splits(
     >>> [repr(s) for s in splits(ds, n_folds=4)][:2]
     ["Split('fold 1', train=27, dev=3, test=10)", "Split('fold 2', train=27, dev=3, test=10)"]
     """
+    check_seed(seed)
     labels = dataset.labels
     if dataset.fixed_splits is not None:
         fixed = dataset.fixed_splits
@@ -149,8 +166,8 @@ def splits(
             train, dev = carve_dev(fixed["train"], labels, dev_fraction, seed)
         yield Split("fixed", train, dev, np.sort(fixed["test"]))
         return
-    if n_folds < 2:
-        raise ValueError(f"n_folds must be >= 2, got {n_folds}")
+    if not is_integer(n_folds) or n_folds < 2:
+        raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
     counts = np.bincount(labels, minlength=dataset.n_classes)
     if n_folds > len(labels) or n_folds > counts.max():
         sizes = ", ".join(f"{name!r} {n}" for name, n in zip(dataset.label_names, counts))
@@ -160,5 +177,5 @@ def splits(
 
     skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     for i, (train, test) in enumerate(skf.split(np.zeros(len(labels)), labels)):
-        train, dev = carve_dev(train, labels, dev_fraction, seed + i)
+        train, dev = carve_dev(train, labels, dev_fraction, (seed + i) % SEEDS)
         yield Split(f"fold {i + 1}", train, dev, np.sort(test).astype(np.int64))

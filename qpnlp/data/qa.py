@@ -203,6 +203,8 @@ def load_qa(
     split : str
         Any split whose file exists, e.g. ``"train"``, ``"dev"``, ``"test"``
         (TREC-QA ships without ``test.tsv`` here; one placed there is read).
+        A plain file stem: a path (``"../trecqa/dev"``) is refused, so that
+        a split is never read from another data set's folder.
     root : path-like, optional
         Benchmark data root (default ``$QPNLP_DATA``).
     filter_questions : bool, optional
@@ -216,13 +218,17 @@ def load_qa(
     Raises
     ------
     ValueError
-        For an unknown data set name.
+        For an unknown data set name, or a split that is not a plain file
+        stem (empty, ``"."``, ``".."``, or with a path separator).
+    TypeError
+        For a split that is not a string.
     FileNotFoundError
         For a split without a file; the message lists the splits present.
     """
     key = qa_folder_name(name)
     if key not in QA_DATASETS:
         raise ValueError(f"unknown QA data set {name!r}; valid names: {', '.join(QA_DATASETS)}")
+    _check_split(split)
     folder = data_root(root) / "qa" / key
     path = find_file(folder, f"{split}.tsv")
     if not path.exists():  # a directory of that name is refused by read_qa_tsv, as such
@@ -233,6 +239,17 @@ def load_qa(
     if filter_questions is None:
         filter_questions = split not in TRAIN_SPLITS
     return read_qa_tsv(path, name=key, split=split, filter_questions=filter_questions)
+
+
+def _check_split(split) -> None:
+    """Refuse a split that is not a plain file stem (a path would read a file outside the data set's folder)."""
+    if not isinstance(split, str):
+        raise TypeError(f"split must be a string such as 'train', 'dev' or 'test'; got {type(split).__name__} "
+                        f"{split!r}")
+    separators = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
+    if split in ("", ".") or ".." in split or any(sep in split for sep in separators) or "\0" in split:
+        raise ValueError(f"split must be a plain file name stem such as 'train', 'dev' or 'test' (no path "
+                         f"separator, no '..'); got {split!r}")
 
 
 def concat_qa(datasets: Sequence[QADataset], name: str | None = None) -> QADataset:

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from qpnlp._checks import is_integer
+
 __all__ = ["PAD", "PAD_ID", "UNK", "UNK_ID", "Vocabulary"]
 
 PAD = "<pad>"
@@ -132,24 +134,36 @@ class Vocabulary:
         Returns
         -------
         Vocabulary
+
+        Raises
+        ------
+        TypeError
+            For a text that is a string (not tokenised) or that holds a token
+            other than a string (the message names the text and the token).
+        ValueError
+            For ``min_freq`` not an integer >= 1 or ``max_size`` not an
+            integer >= 0.
         """
-        if min_freq < 1:
-            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
-        if max_size is not None and max_size < 0:
-            raise ValueError(f"max_size must be >= 0 or None, got {max_size}")
+        if not is_integer(min_freq) or min_freq < 1:
+            raise ValueError(f"min_freq must be an integer >= 1, got {min_freq!r}")
+        if max_size is not None and (not is_integer(max_size) or max_size < 0):
+            raise ValueError(f"max_size must be an integer >= 0 or None, got {max_size!r}")
         word_freq: Counter[str] = Counter()
         doc_freq: Counter[str] = Counter()
         n_docs = 0
         for tokens in token_lists:
             if isinstance(tokens, str):
                 raise TypeError("token_lists must hold token lists, not strings; tokenize first")
-            if n_docs == 0 and not all(isinstance(t, str) for t in tokens):
-                bad = next(t for t in tokens if not isinstance(t, str))
-                raise TypeError(f"token_lists must hold lists of str tokens; text 0 holds a {type(bad).__name__} "
-                                f"(for a TimestampedCorpus pass corpus.docs)")
+            try:
+                distinct = set(tokens)
+            except TypeError:  # an unhashable token (a list, ...)
+                distinct = None
+            if distinct is None or not _STR.issuperset(map(type, distinct)):  # C speed; str subclasses re-checked
+                _check_tokens(tokens, f"token_lists must hold lists of str tokens; text {n_docs}, token",
+                              " (for a TimestampedCorpus pass corpus.docs)")
             n_docs += 1
             word_freq.update(tokens)
-            doc_freq.update(set(tokens))
+            doc_freq.update(distinct)
         if specials:
             for special in (PAD, UNK):
                 word_freq.pop(special, None)
@@ -183,8 +197,11 @@ class Vocabulary:
         >>> v.words, v.word_freq("movie")
         (['<pad>', '<unk>', 'a', 'film', 'movie'], 0)
         """
-        if max_new is not None and max_new < 0:
-            raise ValueError(f"max_new must be >= 0 or None, got {max_new}")
+        if isinstance(words, (str, bytes)):
+            raise TypeError(f"words must be an iterable of words, not a single {type(words).__name__} "
+                            f"{_preview(words)} (it would be read character by character); wrap it in a list")
+        if max_new is not None and (not is_integer(max_new) or max_new < 0):
+            raise ValueError(f"max_new must be an integer >= 0 or None, got {max_new!r}")
         new: list[str] = []
         seen = set(self._word_freq)
         for w in words:
@@ -250,23 +267,37 @@ class Vocabulary:
         return self._n_docs
 
     def id_of(self, word: str) -> int:
-        """The id of ``word``, :data:`UNK_ID` when unknown (``KeyError`` without special tokens)."""
+        """The id of ``word``, :data:`UNK_ID` when unknown (``KeyError`` without special tokens).
+
+        A ``word`` that is not a string is a ``TypeError`` (it would otherwise be an unknown word).
+        """
         if not self._specials:
             return self.ids([word])[0]
+        if not isinstance(word, str):
+            raise _token_error(word, "the word")
         return self._stoi.get(word, UNK_ID)
 
     def ids(self, words: Iterable[str]) -> list[int]:
-        """Ids of regular ``words``; raises ``KeyError`` naming the first unknown word (never maps to UNK)."""
+        """Ids of regular ``words``; raises ``KeyError`` naming the first unknown word (never maps to UNK).
+
+        A word that is not a string is a ``TypeError`` naming its position.
+        """
+        if isinstance(words, str):
+            raise TypeError("ids expects a list of words, not a string")
         index = self.index
         out = []
-        for w in words:
+        for position, w in enumerate(words):
+            if not isinstance(w, str):
+                raise _token_error(w, f"word {position}")
             if w not in index:
                 raise KeyError(f"word {w!r} is not in the vocabulary ({len(index)} words)")
             out.append(index[w])
         return out
 
     def word_of(self, idx: int) -> str:
-        """The token with id ``idx``."""
+        """The token with id ``idx``, an integer in ``0 .. V-1`` (``TypeError`` for 1.5, ``IndexError`` outside)."""
+        if not is_integer(idx):
+            raise TypeError(f"an id must be an integer; got {type(idx).__name__} {_preview(idx)}")
         if not 0 <= idx < len(self._itos):
             raise IndexError(f"id {idx} out of range for a vocabulary of size {len(self)}")
         return self._itos[idx]
@@ -291,6 +322,11 @@ class Vocabulary:
         ValueError
             For an empty text: it would become an all-padding row whose mean
             over words is undefined. Drop or replace empty texts upstream.
+        TypeError
+            For a string (not tokenised) or a token that is not a string (an
+            id, ``None``, bytes, a tensor), naming its position: it would
+            silently become ``<unk>``. Only tokens that miss the lookup are
+            checked, so the check costs nothing on known words.
         """
         if isinstance(tokens, str):
             raise TypeError("encode expects a list of tokens, not a string; call tokenize() first")
@@ -299,16 +335,23 @@ class Vocabulary:
         if not self._specials:
             return self.ids(tokens)
         stoi = self._stoi
-        return [stoi.get(t, UNK_ID) for t in tokens]
+        try:
+            ids = [stoi.get(t, UNK_ID) for t in tokens]
+        except TypeError:  # an unhashable token (a list, an array)
+            ids = None
+        # A token that is not a string can only hide behind UNK_ID; the type test runs at C speed.
+        if ids is None or (UNK_ID in ids and not _STR.issuperset(map(type, tokens))):
+            _check_tokens(tokens)
+        return ids
 
     def encode_many(self, token_lists: Iterable[Sequence[str]]) -> list[list[int]]:
-        """:meth:`encode` for each text; the error names the index of an empty one."""
+        """:meth:`encode` for each text; the error names the index of the text (empty, a string, a non-str token)."""
         out = []
         for i, tokens in enumerate(token_lists):
             try:
                 out.append(self.encode(tokens))
-            except ValueError as err:
-                raise ValueError(f"text {i}: {err}") from None
+            except (ValueError, TypeError) as err:
+                raise type(err)(f"text {i}: {err}") from None
         return out
 
     def decode(self, ids: Iterable[int], skip_pad: bool = False) -> list[str]:
@@ -318,12 +361,19 @@ class Vocabulary:
         ----------
         ids : iterable of int
             Ids, e.g. one row of a padded batch (a tensor row works too).
+            An id that is not an integer (``2.7``) is a ``TypeError``: a
+            cast would truncate it to another word.
         skip_pad : bool, default False
             Drop padding ids.
         """
+        if isinstance(ids, (torch.Tensor, np.ndarray)):
+            ids = ids.tolist()
         out = []
-        for i in ids:
-            i = int(i)
+        for position, i in enumerate(ids):
+            if isinstance(i, (torch.Tensor, np.ndarray)) and i.ndim == 0:
+                i = i.item()
+            if not is_integer(i):
+                raise TypeError(f"ids must be integers; id {position} is {type(i).__name__} {_preview(i)}")
             if skip_pad and self._specials and i == PAD_ID:
                 continue
             out.append(self.word_of(i))
@@ -393,20 +443,56 @@ class Vocabulary:
     def from_dict(cls, data: Mapping[str, Any]) -> Vocabulary:
         """Rebuild a vocabulary written by :meth:`to_dict` (ids are preserved).
 
-        ``TypeError`` for anything but a mapping (e.g. a JSON list), ``ValueError`` for a mapping of another format.
+        ``TypeError`` for anything but a mapping (e.g. a JSON list), ``ValueError`` for a mapping of another format,
+        one that lacks a key (named), or counts that give no valid IDF: ``n_docs`` not an integer >= 0, or a
+        document frequency outside ``0 .. n_docs`` (it would make :meth:`idf` negative or fail).
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"a serialised Vocabulary is a mapping (a JSON object with 'format', 'words', "
                             f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {_preview(data)}")
         if data.get("format") != _FORMAT:
             raise ValueError(f"not a serialised Vocabulary: format is {data.get('format')!r}, expected {_FORMAT!r}")
-        words, wf, df = data["words"], data["word_freq"], data["doc_freq"]
+        missing = [key for key in _KEYS if key not in data]
+        if missing:
+            raise ValueError(f"a serialised Vocabulary lacks the key(s) {missing}; it has {sorted(map(str, data))}")
+        words, wf, df, n_docs = (data[key] for key in _KEYS)
         if not len(words) == len(wf) == len(df):
             raise ValueError(f"words/word_freq/doc_freq lengths differ: {len(words)}, {len(wf)}, {len(df)}")
         specials = data.get("specials", True)
         if not isinstance(specials, bool):
             raise ValueError(f"specials must be true or false; got {specials!r}")
-        return cls(words, dict(zip(words, wf)), dict(zip(words, df)), data["n_docs"], specials=specials)
+        _check_counts(words, df, n_docs)
+        return cls(words, dict(zip(words, wf)), dict(zip(words, df)), n_docs, specials=specials)
+
+
+_KEYS = ("words", "word_freq", "doc_freq", "n_docs")
+_STR = frozenset({str})
+
+
+def _check_counts(words: Sequence[str], doc_freq: Sequence[int], n_docs: Any) -> None:
+    r"""``ValueError`` unless ``n_docs`` is an integer >= 0 and every document frequency an integer in ``0 .. n_docs``.
+
+    The smoothed IDF :math:`\ln\frac{1 + N}{1 + \mathrm{df}} + 1` is >= 1 exactly under these conditions.
+    """
+    if not is_integer(n_docs) or n_docs < 0:
+        raise ValueError(f"n_docs must be an integer >= 0; got {_preview(n_docs)}")
+    bad = next((i for i, d in enumerate(doc_freq) if not is_integer(d) or not 0 <= d <= n_docs), None)
+    if bad is not None:
+        raise ValueError(f"doc_freq of word {bad} ({_preview(words[bad])}) is {_preview(doc_freq[bad])}; a document "
+                         f"frequency is an integer in 0..n_docs = {n_docs}")
+
+
+def _check_tokens(tokens: Iterable[Any], where: str = "token", hint: str = "") -> None:
+    """``TypeError`` naming the first token of ``tokens`` that is not a string, as ``f"{where} {position}"``."""
+    for position, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise _token_error(token, f"{where} {position}", hint)
+
+
+def _token_error(token: Any, where: str, hint: str = "") -> TypeError:
+    """The ``TypeError`` for a token that is not a string (an id, None, bytes, a tensor) found at ``where``."""
+    advice = " (ids are not tokens: decode() maps ids to words)" if is_integer(token) else ""
+    return TypeError(f"{where} is {type(token).__name__} {_preview(token)}, not a str token{advice}{hint}")
 
 
 def _preview(value: Any, limit: int = 40) -> str:

@@ -122,6 +122,10 @@ class MatchingPatterns:
 
 
 def _encode(text, vocab, name: str) -> tuple[torch.Tensor, list[str]]:
+    """Ids ``(L,)`` and display tokens of one side: a list of str tokens (encoded with ``vocab``) or a 1-D LongTensor.
+
+    A list of ids (ints) is refused with a ``TypeError``: encoded as tokens, every id would become ``<unk>``.
+    """
     if isinstance(text, str):
         raise TypeError(f"{name} must be a list of tokens or a 1-D LongTensor of ids, not a string; tokenize first")
     if isinstance(text, torch.Tensor):
@@ -131,6 +135,10 @@ def _encode(text, vocab, name: str) -> tuple[torch.Tensor, list[str]]:
         tokens = vocab.decode(ids.tolist()) if vocab is not None else [str(i) for i in ids.tolist()]
     else:
         tokens = list(text)
+        bad = next((i for i, t in enumerate(tokens) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise TypeError(f"{name} token {bad} is {type(tokens[bad]).__name__} {tokens[bad]!r}, not a str; pass "
+                            f"tokens as a list of str, or ids as a 1-D LongTensor (torch.tensor(ids))")
         if vocab is None:
             raise ValueError(f"pass vocab= to encode the {name} tokens")
         ids = torch.tensor(vocab.encode(tokens) if tokens else [], dtype=torch.long)
@@ -184,7 +192,9 @@ def matching_patterns(model: CNM, question, answer, vocab=None) -> MatchingPatte
         (what the thesis trains). Evaluated in eval mode (no dropout); its
         training flag is restored afterwards.
     question, answer : list of str or torch.LongTensor
-        Tokens (encoded with ``vocab``) or 1-D ids without padding.
+        Tokens (encoded with ``vocab``) or 1-D ids without padding. Ids are
+        accepted only as a LongTensor: a list of ints is a ``TypeError``
+        (as tokens every id would be the unknown word).
     vocab : qpnlp.data.Vocabulary, optional
         Needed for tokens; used to show ids as words.
 

@@ -149,7 +149,7 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
         raise ValueError(f"{name} has no fixed split (it is evaluated by cross-validation); a checkpoint trained on "
                          f"{meta.get('dataset')!r} can only be scored on a data set with a fixed split (SST2, TREC) "
                          f"or on its own fold")
-    chosen = next((s for s in splits(data, seed=meta.get("seed", 0), n_folds=meta.get("folds") or 10)
+    chosen = next((s for s in splits(data, seed=meta.get("seed") or 0, n_folds=meta.get("folds") or 10)
                    if s.name == wanted), None)
     if chosen is None:
         raise ValueError(f"split {wanted!r} not found for {name}")
