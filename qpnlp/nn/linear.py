@@ -161,6 +161,9 @@ class ComplexConv1d(nn.Module):
 
     :math:`y_t = \sum_{s=0}^{k-1} W_s x_{t+s} + b`, :math:`t = 0..L-k`.
 
+    Shapes: ``(B, L, in_channels) -> (B, L - k + 1, out_channels)`` (channels last, like the rest of the package);
+    an unbatched ``(L, in_channels)`` gives ``(L - k + 1, out_channels)``; other ranks are a ValueError.
+
     Parameters
     ----------
     in_channels, out_channels, kernel_size : int
@@ -168,9 +171,6 @@ class ComplexConv1d(nn.Module):
         :math:`\Re W = \Im W` as in :class:`ComplexLinear`.
     dtype : torch.dtype
     generator : torch.Generator, optional
-
-    Shapes: ``(B, L, in_channels) -> (B, L - k + 1, out_channels)`` (channels last, like the rest of the package);
-    an unbatched ``(L, in_channels)`` gives ``(L - k + 1, out_channels)``; other ranks are a ValueError.
 
     Examples
     --------
