@@ -303,7 +303,6 @@ def _model_states(model: nn.Module) -> torch.Tensor:
     raise ValueError(f"cannot read word states from {type(model).__name__}; pass states=")
 
 
-@torch.no_grad()
 def _outcomes(outcomes, k: int) -> list[int]:
     """``outcomes`` as a non-empty list of measurement indices in ``[0, k)`` (all of them when None).
 
@@ -331,6 +330,7 @@ def _outcomes(outcomes, k: int) -> list[int]:
     return [int(v) for v in values]
 
 
+@torch.no_grad()
 def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | None = None, top: int = 10,
                       outcomes: Sequence[int] | None = None, candidates: torch.Tensor | None = None,
                       exclude_ids: Sequence[int] = (0, 1), method: str = "exact") -> pd.DataFrame:
