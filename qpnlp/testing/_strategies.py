@@ -22,6 +22,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 try:
@@ -66,9 +68,8 @@ def _dtype(value) -> torch.dtype:
     return value
 
 
-_CHECKS = {"dim": lambda v: check_dimension("dim", v), "rank": lambda v: check_dimension("rank", v),
-           "num_outcomes": lambda v: check_dimension("num_outcomes", v), "rows": lambda v: check_dimension("rows", v),
-           "cols": lambda v: check_dimension("cols", v), "max_states": lambda v: check_dimension("max_states", v),
+_CHECKS = {**{name: functools.partial(check_dimension, name)
+              for name in ("dim", "rank", "num_outcomes", "rows", "cols", "max_states")},
            "batch_shape": _shape, "dtype": _dtype}
 
 
@@ -82,6 +83,17 @@ def _check_fixed(**arguments) -> None:
 def _draw(draw, name: str, value):
     """Draw ``value`` (a fixed value or a strategy) and check it as the argument ``name``."""
     return _CHECKS[name](draw(_strategy(value)))
+
+
+def _space(draw, dim, batch_shape, dtype) -> tuple[int, tuple[int, ...], torch.dtype]:
+    """The dimension, batch shape and dtype of one example, drawn in that order and checked (:func:`_draw`)."""
+    return _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+
+
+def _check_rank(rank: int, dim: int) -> None:
+    """ValueError for a drawn rank above the drawn dimension (a state or an effect has rank at most d)."""
+    if rank > dim:
+        raise ValueError(f"rank {rank} exceeds dim {dim}")
 
 
 def _device(device) -> torch.device:
@@ -163,7 +175,7 @@ def _state_tensor(draw, d: int, shape: tuple[int, ...], dtype, gen) -> torch.Ten
 
 @st.composite
 def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     gen = _generator(draw)
     return PureState(_state_tensor(draw, d, shape, dt, gen).to(device))
 
@@ -180,7 +192,7 @@ def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), 
 
 @st.composite
 def _ensembles(draw, dim, batch_shape, dtype, max_states, masked, device) -> Ensemble:
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     n = draw(st.integers(1, max_states))
     gen = _generator(draw)
     states = _state_tensor(draw, d, (*shape, n), dt, gen)
@@ -224,10 +236,9 @@ def _density_matrices(draw, dim, batch_shape, dtype, method, rank, device) -> De
         return draw(pure_states(dim, batch_shape, dtype, device=device)).proj()
     if how not in ("ginibre", "hilbert-schmidt", "bures"):
         raise ValueError(f"unknown method {how!r}")
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     r = draw(st.integers(1, d)) if r is None else r
-    if r > d:
-        raise ValueError(f"rank {r} exceeds dim {d}")
+    _check_rank(r, d)
     rho = random_density_matrix(d, rank=r, measure="bures" if how == "bures" else "hilbert-schmidt",
                                 batch_shape=shape, dtype=dt, generator=_generator(draw))
     return DensityMatrix(rho.data.to(device))
@@ -256,7 +267,7 @@ def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtype
 
 @st.composite
 def _unitaries(draw, dim, batch_shape, dtype, device) -> torch.Tensor:
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     return random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
 
 
@@ -268,10 +279,9 @@ def unitaries(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), de
 
 @st.composite
 def _projectors(draw, dim, rank, batch_shape, dtype, device) -> Projector:
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     r = draw(st.integers(1, d)) if rank is None else _draw(draw, "rank", rank)
-    if r > d:
-        raise ValueError(f"rank {r} exceeds dim {d}")
+    _check_rank(r, d)
     u = random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw))
     return Projector(u[..., :r, :].to(device))
 
@@ -310,12 +320,12 @@ def _povms(draw, dim, num_outcomes, rank, batch_shape, dtype, method, device) ->
     how = draw(_strategy(method))
     if how not in _POVM_METHODS:
         raise ValueError(f"unknown method {how!r}")
-    d, shape, dt = _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
+    d, shape, dt = _space(draw, dim, batch_shape, dtype)
     gen = _generator(draw)
     k = None if num_outcomes is None else _draw(draw, "num_outcomes", num_outcomes)
     r = None if rank is None else _draw(draw, "rank", rank)
-    if r is not None and r > d:
-        raise ValueError(f"rank {r} exceeds dim {d}")
+    if r is not None:
+        _check_rank(r, d)
     allowed = ("haar",) + (("frame",) if r in (None, 1) and (k is None or k >= d) else ()) \
         + (("projective",) if r in (None, 1) and k in (None, d) else ())
     how = _honour(how, method, allowed, "haar", f"num_outcomes={k}, rank={r} in dimension {d}")
