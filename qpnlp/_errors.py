@@ -1,6 +1,15 @@
-"""Errors shared by every trainer (classification, matching, Word2Fun): one class per way training stops."""
+"""Errors shared by every trainer (classification, matching, Word2Fun): one class per way training stops; and
+:func:`preview`, how an error message shows a value it refuses."""
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def preview(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters (the last three ``...``), for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class TrainingDiverged(RuntimeError):

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from qpnlp._errors import preview
 from qpnlp.data.vocab import PAD_ID
 
 __all__ = ["EncodedTexts", "collate", "iterate_batches", "make_loader", "pad_batch", "padded_length"]
@@ -114,7 +115,7 @@ def _id_tensor(seq, what: str) -> torch.Tensor:
     try:
         t = torch.as_tensor(seq)
     except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(f"{what} must hold integer ids; got {_preview(seq)} ({err})") from None
+        raise TypeError(f"{what} must hold integer ids; got {preview(seq)} ({err})") from None
     if t.dim() != 1:
         raise ValueError(f"{what} must be a 1-D sequence of ids; got shape {tuple(t.shape)}")
     if t.dtype == torch.bool or t.is_complex():
@@ -130,11 +131,6 @@ def _id_tensor(seq, what: str) -> torch.Tensor:
     return t.to(torch.long)
 
 
-def _preview(value, limit: int = 40) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for an error message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
 
 def _id_lists(ids: Sequence[Sequence[int]]) -> list[list[int]]:
     """``ids`` as lists of Python ints, or a TypeError / ValueError naming the first bad text (and position).
@@ -148,7 +144,7 @@ def _id_lists(ids: Sequence[Sequence[int]]) -> list[list[int]]:
         if isinstance(s, (torch.Tensor, np.ndarray)):
             rows.append(_id_tensor(s, f"text {i}").tolist())
         elif isinstance(s, (str, bytes)):
-            raise TypeError(f"text {i} is a {type(s).__name__} {_preview(s)}, not a sequence of ids; encode it "
+            raise TypeError(f"text {i} is a {type(s).__name__} {preview(s)}, not a sequence of ids; encode it "
                             "first (Vocabulary.encode_many)")
         else:
             rows.append(list(s))
@@ -160,7 +156,7 @@ def _id_lists(ids: Sequence[Sequence[int]]) -> list[list[int]]:
 def _id_of(x, text: int, position: int) -> int:
     """One id as a Python int; integer-valued floats pass, anything else is an error naming where it is."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Integral, numbers.Real)):
-        raise TypeError(f"text {text} must hold integer ids; position {position} is {type(x).__name__} {_preview(x)}")
+        raise TypeError(f"text {text} must hold integer ids; position {position} is {type(x).__name__} {preview(x)}")
     if not isinstance(x, numbers.Integral) and not (math.isfinite(x) and x == math.floor(x)):
         raise ValueError(f"text {text} must hold integer ids; position {position} is {x!r}, which a cast would "
                          "truncate")

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer
+from qpnlp._errors import preview
 
 __all__ = ["PAD", "PAD_ID", "UNK", "UNK_ID", "Vocabulary"]
 
@@ -199,7 +200,7 @@ class Vocabulary:
         """
         if isinstance(words, (str, bytes)):
             raise TypeError(f"words must be an iterable of words, not a single {type(words).__name__} "
-                            f"{_preview(words)} (it would be read character by character); wrap it in a list")
+                            f"{preview(words)} (it would be read character by character); wrap it in a list")
         if max_new is not None and (not is_integer(max_new) or max_new < 0):
             raise ValueError(f"max_new must be an integer >= 0 or None, got {max_new!r}")
         new: list[str] = []
@@ -297,7 +298,7 @@ class Vocabulary:
     def word_of(self, idx: int) -> str:
         """The token with id ``idx``, an integer in ``0 .. V-1`` (``TypeError`` for 1.5, ``IndexError`` outside)."""
         if not is_integer(idx):
-            raise TypeError(f"an id must be an integer; got {type(idx).__name__} {_preview(idx)}")
+            raise TypeError(f"an id must be an integer; got {type(idx).__name__} {preview(idx)}")
         if not 0 <= idx < len(self._itos):
             raise IndexError(f"id {idx} out of range for a vocabulary of size {len(self)}")
         return self._itos[idx]
@@ -373,7 +374,7 @@ class Vocabulary:
             if isinstance(i, (torch.Tensor, np.ndarray)) and i.ndim == 0:
                 i = i.item()
             if not is_integer(i):
-                raise TypeError(f"ids must be integers; id {position} is {type(i).__name__} {_preview(i)}")
+                raise TypeError(f"ids must be integers; id {position} is {type(i).__name__} {preview(i)}")
             if skip_pad and self._specials and i == PAD_ID:
                 continue
             out.append(self.word_of(i))
@@ -449,7 +450,7 @@ class Vocabulary:
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"a serialised Vocabulary is a mapping (a JSON object with 'format', 'words', "
-                            f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {_preview(data)}")
+                            f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {preview(data)}")
         if data.get("format") != _FORMAT:
             raise ValueError(f"not a serialised Vocabulary: format is {data.get('format')!r}, expected {_FORMAT!r}")
         missing = [key for key in _KEYS if key not in data]
@@ -475,10 +476,10 @@ def _check_counts(words: Sequence[str], doc_freq: Sequence[int], n_docs: Any) ->
     The smoothed IDF :math:`\ln\frac{1 + N}{1 + \mathrm{df}} + 1` is >= 1 exactly under these conditions.
     """
     if not is_integer(n_docs) or n_docs < 0:
-        raise ValueError(f"n_docs must be an integer >= 0; got {_preview(n_docs)}")
+        raise ValueError(f"n_docs must be an integer >= 0; got {preview(n_docs)}")
     bad = next((i for i, d in enumerate(doc_freq) if not is_integer(d) or not 0 <= d <= n_docs), None)
     if bad is not None:
-        raise ValueError(f"doc_freq of word {bad} ({_preview(words[bad])}) is {_preview(doc_freq[bad])}; a document "
+        raise ValueError(f"doc_freq of word {bad} ({preview(words[bad])}) is {preview(doc_freq[bad])}; a document "
                          f"frequency is an integer in 0..n_docs = {n_docs}")
 
 
@@ -492,10 +493,4 @@ def _check_tokens(tokens: Iterable[Any], where: str = "token", hint: str = "") -
 def _token_error(token: Any, where: str, hint: str = "") -> TypeError:
     """The ``TypeError`` for a token that is not a string (an id, None, bytes, a tensor) found at ``where``."""
     advice = " (ids are not tokens: decode() maps ids to words)" if is_integer(token) else ""
-    return TypeError(f"{where} is {type(token).__name__} {_preview(token)}, not a str token{advice}{hint}")
-
-
-def _preview(value: Any, limit: int = 40) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for an error message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return TypeError(f"{where} is {type(token).__name__} {preview(token)}, not a str token{advice}{hint}")

@@ -72,6 +72,7 @@ from torch import nn
 
 from qpnlp._atomic import atomic_directory, atomic_write_text
 from qpnlp._device import resolve_device
+from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
 from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
@@ -171,11 +172,11 @@ def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any
         allowed = _JSON_TYPES[base]
         ok = isinstance(value, allowed) and (base == "bool" or not isinstance(value, bool))
         if ok and base == "float" and not _finite(value):
-            raise ValueError(f"{owner}.{name} must be finite (a float); got {_short(value)}")
+            raise ValueError(f"{owner}.{name} must be finite (a float); got {preview(value, 60)}")
     elif base.startswith("list"):
         ok = isinstance(value, list) and _items_match(base, value)
         if ok and "float" in base and not all(_finite(v) for v in value):
-            raise ValueError(f"{owner}.{name} must be finite (floats); got {_short(value)}")
+            raise ValueError(f"{owner}.{name} must be finite (floats); got {preview(value, 60)}")
     elif base.startswith("tuple"):
         ok = isinstance(value, (list, tuple))
     elif base.startswith("dict"):
@@ -192,11 +193,6 @@ def _finite(value: float) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _items_match(annotation: str, values: list) -> bool:
