@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable"]
+__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable", "existing_parent"]
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -53,6 +53,17 @@ def _replace_directory(new: Path, target: Path) -> None:
         raise
     _fsync_directory(target.parent)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def existing_parent(path: str | os.PathLike) -> Path:
+    """The nearest ancestor of ``path`` that exists (absolute): where its missing directories would be made.
+
+    Callers refuse a path below a file with it (``mkdir`` would say only "File exists") before any work.
+    """
+    parent = Path(path).absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    return parent
 
 
 def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = None) -> Path:

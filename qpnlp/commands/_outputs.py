@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from qpnlp._atomic import atomic_write_text, check_replaceable
+from qpnlp._atomic import atomic_write_text, check_replaceable, existing_parent
 from qpnlp.models.base import CONFIG_FILE
 
 from ._errors import CommandFailed, UsageError
@@ -43,9 +43,7 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
         except (FileExistsError, ValueError):
             raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
                              f"(choose a new directory)") from None
-    parent = out.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
+    parent = existing_parent(out)
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: {parent} is a file, not a directory")
     try:

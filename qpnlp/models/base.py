@@ -70,7 +70,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from qpnlp._atomic import atomic_directory, atomic_write_text
+from qpnlp._atomic import atomic_directory, atomic_write_text, existing_parent
 from qpnlp._device import resolve_device
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
@@ -523,11 +523,9 @@ def _metadata(metadata: Mapping[str, Any] | None) -> dict:
 
 def _check_parents(directory: str | os.PathLike) -> None:
     """ValueError naming the path when a parent of ``directory`` is a file (``mkdir`` would say only "File exists")."""
-    for parent in Path(directory).parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"cannot save to {directory}: {parent} is a file, not a directory")
-            return
+    parent = existing_parent(directory)
+    if not parent.is_dir():
+        raise ValueError(f"cannot save to {directory}: {parent} is a file, not a directory")
 
 
 def _newer_version_note(header: Mapping[str, Any]) -> str:
