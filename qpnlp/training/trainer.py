@@ -106,11 +106,16 @@ def _check_classifier(model: nn.Module, entry: str) -> None:
                         f"(task 'classification'){trainer}")
 
 
-def _check_texts(name: str, data) -> None:
-    """TypeError unless ``data`` is an :class:`~qpnlp.data.batching.EncodedTexts`; ValueError if it is empty."""
+def _check_encoded(name: str, data) -> None:
+    """TypeError unless ``data`` is an :class:`~qpnlp.data.batching.EncodedTexts`."""
     if not isinstance(data, EncodedTexts):
         raise TypeError(f"{name} must be an EncodedTexts (qpnlp.data.EncodedTexts(ids, labels)); "
                         f"got {type(data).__name__}")
+
+
+def _check_texts(name: str, data) -> None:
+    """TypeError unless ``data`` is an :class:`~qpnlp.data.batching.EncodedTexts`; ValueError if it is empty."""
+    _check_encoded(name, data)
     if len(data) == 0:
         raise ValueError(f"{name} is empty (0 texts); nothing to score")
 
@@ -181,10 +186,8 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     _check_classifier(model, "fit")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig (qpnlp.training.TrainConfig(...)); got {type(config).__name__}")
-    for name, part in (("training", train), ("dev", dev)):
-        if not isinstance(part, EncodedTexts):
-            raise TypeError(f"{'train' if name == 'training' else 'dev'} must be an EncodedTexts "
-                            f"(qpnlp.data.EncodedTexts(ids, labels)); got {type(part).__name__}")
+    for name, argument, part in (("training", "train", train), ("dev", "dev", dev)):
+        _check_encoded(argument, part)
         if len(part) == 0:
             raise ValueError(f"the {name} set is empty; nothing to {'train on' if name == 'training' else 'select on'}")
         check_labels(part.labels, model_classes(model), name)
