@@ -102,3 +102,19 @@ def test_single_shot_accuracy_checks_the_dimension():
         single_shot_accuracy(ProjectiveMeasurement(3, 2, init="identity"), classes)
     accuracy, _ = single_shot_accuracy(ProjectiveMeasurement(2, 2, init="identity"), classes)
     assert abs(float(accuracy) - 0.75) < 1e-6
+
+
+def test_measurement_words_builds_no_autograd_graph(monkeypatch):
+    # eafbd59 moved its @torch.no_grad() onto the helper above it; the ranking then ran with autograd on
+    from qpnlp.interpret import nearest
+
+    seen, table = [], nearest.nearest_table
+
+    def recording(*args, **kwargs):
+        seen.append(torch.is_grad_enabled())
+        return table(*args, **kwargs)
+
+    monkeypatch.setattr(nearest, "nearest_table", recording)
+    m, states = _measurement_and_states()
+    measurement_words(m, ["a", "b", "c"], states=states, top=1, exclude_ids=())
+    assert seen == [False]
