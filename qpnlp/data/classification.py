@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpnlp._checks import is_integer
+from qpnlp._rows import check_row_indices
 from qpnlp.data.batching import class_ids
 from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
@@ -145,40 +145,30 @@ class ClassificationDataset:
         )
 
 
+#: The messages of :func:`row_indices`, one per fault of :data:`qpnlp._rows.FAULTS`.
+_ROW_MESSAGES = {
+    "mask": "{what} must hold row indices, got a boolean mask (use np.flatnonzero)",
+    "shape": "{what} must be a 1-D array of row indices; got shape {shape}",
+    "dtype": "{what} must hold integer row indices; got {dtype.name} values ({value!r} at position {position})",
+    "range": "{what}: index {value} at position {position} is outside 0..{last} ({n} items; negative indices do "
+             "not wrap around)",
+    "repeat": "{what}: row index {value} appears {count} times; each item must be listed once",
+}
+
+
 def row_indices(indices, n: int, what: str) -> np.ndarray:
     """``indices`` as distinct int64 row indices into ``n`` items, shape (m,), or a ``ValueError`` naming ``what``.
 
     Refused, with the first bad index named: a boolean mask (it would be read as the indices 0 and 1; turn a mask
     into indices with ``np.flatnonzero``), values that are not integers (a cast would truncate 1.7 to 1), negative
     indices (they would wrap around to the end), indices >= ``n`` and repeated ones (an item listed twice, or in
-    two splits, is trained or scored twice).
+    two splits, is trained or scored twice). The rules are those of the question groups of
+    :func:`~qpnlp.evaluation.ranking_metrics` (one check, :func:`qpnlp._rows.check_row_indices`).
 
     >>> row_indices([2, 0], 3, "split 'test'").tolist()
     [2, 0]
     """
-    a = np.asarray(indices)
-    if a.dtype == np.bool_:
-        raise ValueError(f"{what} must hold row indices, got a boolean mask (use np.flatnonzero)")
-    if a.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if a.ndim != 1:
-        raise ValueError(f"{what} must be a 1-D array of row indices; got shape {a.shape}")
-    if a.dtype.kind not in "iu":
-        values = a.tolist()
-        position = next((i for i, x in enumerate(values)
-                         if not is_integer(x) and not (isinstance(x, float) and x.is_integer())), 0)
-        raise ValueError(f"{what} must hold integer row indices; got {a.dtype.name} values ({values[position]!r} "
-                         f"at position {position})")
-    bad = np.flatnonzero((a < 0) | (a >= n))
-    if bad.size:
-        raise ValueError(f"{what}: index {a[bad[0]]} at position {bad[0]} is outside 0..{n - 1} ({n} items; "
-                         f"negative indices do not wrap around)")
-    a = a.astype(np.int64)
-    values, counts = np.unique(a, return_counts=True)
-    if (counts > 1).any():
-        raise ValueError(f"{what}: row index {values[counts > 1][0]} appears {counts[counts > 1][0]} times; "
-                         "each item must be listed once")
-    return a
+    return check_row_indices(indices, n, _ROW_MESSAGES, what=what)
 
 
 def _fixed_splits(fixed: Mapping[str, Sequence[int] | np.ndarray], n: int) -> dict[str, np.ndarray]:

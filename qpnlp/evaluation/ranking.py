@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from qpnlp._rows import check_row_indices
+
 __all__ = ["RankingResult", "average_precision", "precision_at_1", "rank_order", "ranking_metrics", "reciprocal_rank"]
 
 _TIES = ("pessimistic", "optimistic")
@@ -64,22 +66,21 @@ def _labels(x) -> np.ndarray:
     return a.astype(np.int64)
 
 
+#: The messages of :func:`_group`, one per fault of :data:`qpnlp._rows.FAULTS`.
+_GROUP_MESSAGES = {
+    "mask": "question {q}: groups must hold row indices, got a boolean mask (use np.flatnonzero)",
+    "shape": "question {q}: groups must hold 1-D integer row indices, got {dtype} shape {shape}",
+    "dtype": "question {q}: groups must hold 1-D integer row indices, got {dtype} shape {shape}",
+    "range": "question {q}: row index {value} outside [0, {n})",
+    "repeat": "question {q}: row index {value} appears {count} times; each candidate row must be listed once",
+}
+
+
 def _group(g, q: int, n_rows: int) -> np.ndarray:
-    """Row indices of question ``q``: distinct integers in ``[0, n_rows)`` (not a boolean mask, no negative wrap-around)."""
-    a = np.asarray(g)
-    if a.dtype == np.bool_:
-        raise ValueError(f"question {q}: groups must hold row indices, got a boolean mask (use np.flatnonzero)")
-    if a.size == 0:
-        return a.astype(np.int64).reshape(-1)
-    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
-        raise ValueError(f"question {q}: groups must hold 1-D integer row indices, got {a.dtype} shape {a.shape}")
-    if a.min() < 0 or a.max() >= n_rows:
-        raise ValueError(f"question {q}: row index {a.min() if a.min() < 0 else a.max()} outside [0, {n_rows})")
-    values, counts = np.unique(a, return_counts=True)
-    if (counts > 1).any():  # a repeated row would count its candidate twice in the ranking
-        raise ValueError(f"question {q}: row index {values[counts > 1][0]} appears {counts[counts > 1][0]} times; "
-                         "each candidate row must be listed once")
-    return a.astype(np.int64)
+    """Row indices ``(m,)`` of question ``q``: distinct integers in ``[0, n_rows)``, by the rules of
+    :func:`~qpnlp.data.classification.row_indices` (not a boolean mask, no negative wrap-around, no row twice: a
+    repeated row would count its candidate twice in the ranking); the first bad index is named."""
+    return check_row_indices(g, n_rows, _GROUP_MESSAGES, q=q)
 
 
 def _check_ties(ties) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, enabled, real_dtype_of,
-                          tolerance)
+from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, enabled, has_values,
+                          real_dtype_of, tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
@@ -102,7 +102,7 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
     norms = squared_norms(vectors).sqrt() if vectors.is_complex() else torch.linalg.vector_norm(
         vectors, dim=-1, keepdim=True)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
-    if enabled(validate) and not bool(((norms > eps) & (norms < float("inf"))).all()):   # one sync
+    if enabled(validate) and has_values(norms) and not bool(((norms > eps) & (norms < float("inf"))).all()):
         _refuse_norms(vectors, norms, eps)
     return vectors / norms
 

@@ -96,7 +96,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     if mask.shape != scores.shape:
         raise ValueError(f"mask must have the shape of scores {tuple(scores.shape)}; got {tuple(mask.shape)}")
     V.check_same_device(("scores", scores), ("mask", mask))
-    if V.enabled(validate):
+    if V.enabled(validate) and V.has_values(scores, mask):
         empty = ~mask.any(dim)
         bad = ~torch.isfinite(scores) & mask
         if bool(empty.any() | bad.any()):
@@ -140,7 +140,7 @@ def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: to
                     validate: V.Validate) -> torch.Tensor:
     """Real ``(..., n)`` weights: uniform over unmasked states when None, else checked (>= 0, sum one)."""
     batch_n = states.shape[:-1]
-    if mask is not None and V.enabled(validate):
+    if mask is not None and V.enabled(validate) and V.has_values(mask):
         empty = ~mask.any(-1)
         if bool(empty.any()):
             raise ValueError(f"mask leaves an empty mixture (no unmasked state) at batch index "

@@ -93,7 +93,7 @@ class PureState(Batched):
         V.check_broadcast("amplitude", amplitude.shape, "phase", phase.shape, what="shape")
         real = torch.float64 if torch.float64 in (amplitude.dtype, phase.dtype) else torch.float32
         amplitude, phase = amplitude.to(real), phase.to(real)
-        if V.resolve(validate) and bool((amplitude < 0).any()):
+        if V.resolve(validate) and V.has_values(amplitude) and bool((amplitude < 0).any()):
             raise ValueError(f"amplitude must be non-negative; got {float(amplitude.min()):.3g} "
                              f"(shape {tuple(amplitude.shape)})")
         amplitude, phase = torch.broadcast_tensors(amplitude, phase)

@@ -16,6 +16,10 @@ Python runs without ``-O`` (``__debug__``), can be changed globally with
 
 Tolerances scale with the dtype and the dimension: ``c * d * eps(dtype)``.
 Errors name the argument, its shape, the worst offending value and where it is.
+
+Tensors on the meta device have shapes but no values: the value checks pass
+them (:func:`has_values`), so functions compute shapes there in every mode;
+the static checks (types, dtypes, shapes, devices) still run.
 """
 
 from __future__ import annotations
@@ -139,8 +143,18 @@ def _worst(err: torch.Tensor) -> tuple[int, float]:
 
 
 def _exceeds(err: torch.Tensor, tol: float) -> bool:
-    """True when some error is above ``tol`` or NaN (one reduction, one host sync)."""
-    return bool(err.numel()) and bool(((err > tol) | torch.isnan(err)).any())
+    """True when some error is above ``tol`` or NaN (one reduction, one host sync; never on the meta device)."""
+    return has_values(err) and bool(err.numel()) and bool(((err > tol) | torch.isnan(err)).any())
+
+
+def has_values(*tensors: torch.Tensor | None) -> bool:
+    """False when one of ``tensors`` is on the meta device: it has a shape and a dtype but no values.
+
+    The value checks (finite, unit norm, Hermitian, trace one, PSD, weights) pass such tensors, so that every
+    function computes shapes on the meta device with validation on as with it off; the static checks (types,
+    dtypes, shapes, devices) still run. ``None`` entries are skipped.
+    """
+    return not any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors)
 
 
 def check_tensor(name: str, value: object) -> torch.Tensor:
@@ -175,7 +189,7 @@ def check_finite(name: str, tensor: torch.Tensor, event_ndim: int) -> None:
     """Raise ValueError naming the first batch index holding NaN or inf."""
     tensor = tensor.detach()
     bad = ~torch.isfinite(tensor)
-    if bool(bad.any()):
+    if has_values(tensor) and bool(bad.any()):
         batch_shape = tensor.shape[: tensor.dim() - event_ndim]
         per_item = bad.reshape(*batch_shape, -1).any(-1).reshape(-1) if event_ndim else bad.reshape(-1)
         flat = int(per_item.nonzero()[0, 0]) if per_item.dim() else 0
@@ -281,7 +295,7 @@ def check_probability_weights(name: str, weights: torch.Tensor, dim: int = 1, *,
     weights = weights.detach()
     tol = tolerance(weights.dtype, max(dim, weights.shape[-1] if weights.dim() else 1))
     flat_w = weights.reshape(-1, weights.shape[-1]) if weights.dim() else weights.reshape(1, 1)
-    if not flat_w.numel():
+    if not flat_w.numel() or not has_values(flat_w):
         return
     bad = ~torch.isfinite(flat_w)
     most_negative = flat_w.amin(-1)
@@ -319,21 +333,33 @@ def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
         raise ValueError(f"arguments must be on one device; got {where} (move them with .to(device))")
 
 
+def as_integer(value: object) -> int | None:
+    """``value`` as an int if it is an integer, else None: the one reading of a size for every check of one.
+
+    ``operator.index``: Python and NumPy integers and one-element integer tensors. A bool is not an integer, nor
+    is a bool tensor (``operator.index(torch.tensor(True))`` is 1), a float such as 2.5 or NaN (refused, not
+    truncated), or a tensor on the meta device (it has no value).
+    """
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.is_meta)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_dimension(name: str, value: object, minimum: int = 1) -> int:
     """``value`` as an int; ValueError naming ``name`` unless it is an integer >= ``minimum``.
 
-    Integers as :func:`check_subsystem_dims` takes them (``operator.index``: numpy and 0-dim integer tensors
-    too; a bool is not one); a float such as 2.5 or NaN is refused, not truncated. A static check, always on.
+    Integers as :func:`as_integer` reads them (numpy and one-element integer tensors too; a bool is not one); a
+    float such as 2.5 or NaN is refused, not truncated. A static check, always on.
 
     >>> check_dimension("dim", 2.5)
     Traceback (most recent call last):
     ...
     ValueError: dim must be an integer >= 1; got float 2.5
     """
-    try:
-        size = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        size = None
+    size = as_integer(value)
     if size is None:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
     if size < minimum:

@@ -141,7 +141,7 @@ def _states_and_weights_ok(states: torch.Tensor, weights: torch.Tensor | None) -
     """
     states = states.detach()
     norms = V.norms_of(states)
-    if not norms.numel():
+    if not norms.numel() or not V.has_values(norms, weights):   # meta tensors: no values to check
         return True
     tol = V.tolerance(states.dtype, states.shape[-1])
     if weights is None:

@@ -44,7 +44,7 @@ def _check_possible(prob: torch.Tensor, dtype, dim: int, *, squared_norm: bool =
     tol = V.tolerance(dtype, dim)
     if squared_norm:
         tol = tol * tol
-    if bool((prob <= tol).any()):
+    if V.has_values(prob) and bool((prob <= tol).any()):   # meta tensors: shapes only
         worst = int(prob.reshape(-1).argmin())
         raise ValueError(f"the outcome has probability {float(prob.reshape(-1)[worst]):.3g} <= {tol:.2g} "
                          f"(flat batch index {worst}); the post-measurement state is undefined")

@@ -163,7 +163,8 @@ class POVM(Batched):
         u, sv, vh = torch.linalg.svd(frame.detach(), full_matrices=False)
         smallest = (sv[..., -1] / sv[..., 0].clamp_min(torch.finfo(sv.dtype).tiny)).reshape(-1)
         tol = V.tolerance(frame.dtype, frame.shape[-1])
-        if frame.shape[-2] < frame.shape[-1] or (smallest.numel() and float(smallest.min()) <= tol):
+        degenerate = smallest.numel() and V.has_values(smallest) and float(smallest.min()) <= tol  # meta: no values
+        if frame.shape[-2] < frame.shape[-1] or degenerate:
             worst = int(smallest.argmin()) if frame.shape[-2] >= frame.shape[-1] else 0
             value = float(smallest[worst]) if frame.shape[-2] >= frame.shape[-1] else 0.0
             raise ValueError(f"frame vectors must span C^{frame.shape[-1]}; the frame has relative smallest "

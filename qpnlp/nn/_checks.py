@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 
 import torch
 
@@ -21,37 +20,44 @@ __all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_token_ba
 
 
 def check_int(name: str, value: object) -> int:
-    """``value`` as an int (``operator.index``: numpy and 0-dim integer tensors too); TypeError for anything else.
+    """``value`` as an int (:func:`~qpnlp.hilbert._validation.as_integer`: numpy and one-element integer tensors
+    too); TypeError for anything else.
 
     The sizes of the layers (features, channels, heads, words, ...): 4.0 or 2.5 is refused with the argument named,
     not passed on to torch (an opaque error from ``torch.rand``, or a float ``view`` size that fails only in forward);
-    a bool is refused too. A static check, always on; the caller checks the range.
+    a bool (or a bool tensor) is refused too. A static check, always on; the caller checks the range. The integers
+    of :func:`~qpnlp.hilbert._validation.check_dimension`, which raises ValueError instead.
     """
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}") from None
+    size = V.as_integer(value)
+    if size is None:
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    return size
 
 
-def check_real(name: str, value: object, what: str = "a finite number") -> float:
+def check_real(name: str, value: object, what: str = "a finite number", *, tensors: bool = True) -> float:
     """``value`` as a float if it is a finite real number (Python or NumPy; a bool is not), else an error naming it.
 
     TypeError for anything that is not a real number (a string, a list, a bool), ValueError for NaN and
-    infinities: the hyper-parameters of the layers (``eps``, a fixed bias, a scale, a mixing weight, a step
-    size), where NaN would pass every range test (``not nan < 0``) and turn every output into NaN. A static
-    check on a Python number: the callers skip it for tensors (no host synchronisation). ``what`` is the
-    expectation in the message (the caller's range, e.g. ``"a finite number >= 0"``); the caller checks the range.
-    A one-element real tensor given to a constructor is read as its number.
+    infinities, and for an integer too large for a float (``10**400``, which ``float`` cannot hold): the
+    hyper-parameters of the layers (``eps``, a fixed bias, a scale, a mixing weight, a step size), where NaN
+    would pass every range test (``not nan < 0``) and turn every output into NaN. A static check on a Python
+    number: the callers skip it for tensors (no host synchronisation). ``what`` is the expectation in the message
+    (the caller's range, e.g. ``"a finite number >= 0"``); the caller checks the range. A one-element real tensor
+    given to a constructor is read as its number; ``tensors=False`` refuses tensors (TypeError), for options kept
+    in a config that is written as JSON.
     """
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+    if tensors and isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex() \
+            and not value.is_meta:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
-    if not math.isfinite(value):
+    try:
+        number = float(value)
+    except OverflowError:                    # an int beyond 1.8e308 (float() raised, math.isfinite too)
+        raise ValueError(f"{name} must be {what}; got {type(value).__name__} too large for a float") from None
+    if not math.isfinite(number):
         raise ValueError(f"{name} must be {what}; got {value!r}")
-    return float(value)
+    return number
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:

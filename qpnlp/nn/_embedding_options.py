@@ -9,9 +9,9 @@ NaN logits, a string ``"2"`` met ``>`` deep inside the layer.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
+
+from ._checks import check_real
 
 __all__ = ["COMPLEX_ORDER_OPTIONS", "FREQUENCY_INITS", "SHARING_SCHEMES", "check_embedding_options", "check_flag",
            "check_frequency_scale"]
@@ -37,13 +37,14 @@ def check_frequency_scale(name: str, value: object) -> float:
     r"""``value`` as a float if it is a finite number :math:`s > 0` (TypeError for a non-number, ValueError else).
 
     :math:`s` scales the initial frequencies (:math:`\omega \sim \mathcal{N}(0, s^2)` or :math:`U(-s, s)`): an
-    infinite one gives NaN embeddings at every position, NaN gives NaN everywhere.
+    infinite one gives NaN embeddings at every position, NaN gives NaN everywhere. The number check is
+    :func:`~qpnlp.nn._checks.check_real`'s, without its reading of a one-element tensor (an option is kept in the
+    model config, written as JSON).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive finite number; got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
+    scale = check_real(name, value, "a positive finite number", tensors=False)
+    if not scale > 0:
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
+    return scale
 
 
 def _check_choice(name: str, value: object, allowed: tuple) -> None:

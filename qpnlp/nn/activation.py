@@ -126,7 +126,9 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     z : Tensor, complex, shape (..., h)
         Real as well with ``scale_first=True`` (then :math:`z/|z| = \operatorname{sign} z`).
     b : float or real Tensor broadcastable to ``z`` (typically shape ``(h,)``)
-        A number must be finite (ValueError for NaN or inf); a tensor is not checked (no device synchronisation).
+        A number must be finite (ValueError for NaN or inf); a tensor's values are not checked (no device
+        synchronisation), its dtype and shape are: a real one whose broadcast with ``z`` is ``z``'s shape (a
+        complex bias is a TypeError, a shape such as ``(h, 1)`` that would enlarge the output a ValueError).
     scale_first : bool
         The order of the rounding. Default: the phase factor :math:`z/|z|`
         first, then its product with :math:`\operatorname{ReLU}(|z| + b)`;
@@ -150,8 +152,7 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     >>> modrelu(torch.tensor([-2.0, 0.0, 3.0]), b=-1.0, scale_first=True)
     tensor([-1.,  0.,  2.])
     """
-    if not isinstance(b, Tensor):               # a fixed bias; a learnable one is a Parameter (not checked: no sync)
-        check_real("modReLU bias b", b)
+    _check_bias(b, z)
     if scale_first:
         V.check_tensor("z", z)
         r = z.abs()
@@ -214,6 +215,33 @@ def gate_prod(z: Tensor) -> Tensor:
     """
     _check_complex(z)
     return torch.sigmoid(z.real) * torch.sigmoid(z.imag)
+
+
+def _check_bias(b: float | Tensor, z: Tensor) -> None:
+    """A fixed bias: a finite number; a tensor (a learnable bias): real, of a shape that broadcasts to ``z``'s.
+
+    Static checks only (no value of a tensor is read). A bias of shape (h, 1) against ``z`` (h,) broadcast to an
+    (h, h) output; a complex one was cast to real with only a warning, or failed inside ``relu``.
+    """
+    if not isinstance(b, Tensor):               # a fixed bias; a learnable one is a Parameter (values not checked)
+        check_real("modReLU bias b", b)
+        return
+    V.check_tensor("z", z)
+    if b.is_complex() or b.dtype == torch.bool:
+        raise TypeError(f"modReLU bias b must be a real tensor; got {b.dtype}")
+    if not _broadcasts_to(b.shape, z.shape):
+        raise ValueError(f"modReLU bias b must broadcast to the shape of z {tuple(z.shape)} (typically shape "
+                         f"({z.shape[-1] if z.dim() else 1},), one per feature); got shape {tuple(b.shape)}")
+
+
+def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` unchanged: no more dims, each trailing one 1 or equal.
+
+    Plain Python on the shapes (about 1 us): ``torch.broadcast_shapes`` costs some 40 us, once per step of a
+    recurrent cell.
+    """
+    tail = target[len(target) - len(shape):] if shape else target[:0]
+    return len(shape) <= len(target) and (shape == tail or all(s in (1, t) for s, t in zip(shape, tail)))
 
 
 def _check_scale(m: float) -> float:
@@ -286,12 +314,19 @@ class ModReLU(nn.Module):
                  scale_first: bool = False):
         super().__init__()
         num_features = check_int("num_features", num_features)
+        if num_features < 1:
+            raise ValueError(f"num_features must be >= 1; got {num_features}")
         init_bias = check_real("init_bias", init_bias)
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be a real floating dtype (of the bias: float32 for complex64 inputs, "
+                            f"float64 for complex128); got {dtype}")
         self.bias = nn.Parameter(torch.full((num_features,), float(init_bias), dtype=dtype, device=device))
         self.scale_first = scale_first
 
     def forward(self, z: Tensor) -> Tensor:
         V.check_tensor("z", z)
+        if self.bias.dim() != 1:                # only a bias assigned after construction can be another shape
+            raise ValueError(f"ModReLU bias must have shape (num_features,); got shape {tuple(self.bias.shape)}")
         if z.shape[-1:] != self.bias.shape:
             raise ValueError(f"z must have last dimension {self.bias.shape[0]} (num_features); "
                              f"got shape {tuple(z.shape)}")

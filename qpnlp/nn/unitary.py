@@ -101,19 +101,31 @@ def unitarity_error(w: Tensor) -> float:
     Parameters
     ----------
     w : Tensor, shape (..., n, n)
+        Square matrices (a batch of them), real or complex; the largest error over the batch is returned.
 
     Returns
     -------
     float
+        0.0 for an empty batch or n = 0 (nothing to violate); NaN where ``w`` holds NaN.
+
+    Raises
+    ------
+    TypeError
+        When ``w`` is not a tensor.
+    ValueError
+        When ``w`` is not shaped (..., n, n) (e.g. a vector, or an (m, n) isometry: use it square).
 
     Examples
     --------
     >>> unitarity_error(random_unitary(4, dtype=torch.complex128)) < 1e-12
     True
     """
-    n = w.shape[-1]
-    eye = torch.eye(n, dtype=w.dtype, device=w.device)
-    return (w.mH @ w - eye).abs().max().item()
+    V.check_tensor("w", w)
+    V.check_square("w", w)
+    w = w.detach()                              # a diagnostic: no graph, no warning for a parameter
+    eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
+    err = (w.mH @ w - eye).abs()
+    return float(err.max()) if err.numel() else 0.0
 
 
 @torch.no_grad()

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 from qpnlp import _checks
 from qpnlp._checks import is_integer as _is_integer
+from qpnlp._errors import preview
 from qpnlp._device import resolve_device
 
 from .compiled import check_compile_mode
@@ -67,6 +68,21 @@ def check_reals(config, names: Sequence[str], *, optional: Sequence[str] = ()) -
                 (value is None and name in optional)):
             raise ConfigError(f"{name} must be a number{' (or None)' if name in optional else ''}; "
                               f"got {type(value).__name__} {value!r}")
+
+
+def _finite(value: numbers.Real) -> bool:
+    """Whether a number is finite; an integer always is (``math.isfinite(10**400)`` raises OverflowError: the
+    bound checks then refuse it by name)."""
+    return isinstance(value, numbers.Integral) or math.isfinite(value)
+
+
+def _shown(value: numbers.Real) -> str:
+    """``value`` as ``:g`` writes it, or its repr cut short (:func:`~qpnlp._errors.preview`) for an integer beyond
+    the floats (``10**400``, which ``:g`` cannot write)."""
+    try:
+        return f"{value:g}"
+    except OverflowError:
+        return preview(value)
 
 
 def _non_finite_text(text: str) -> bool:
@@ -140,10 +156,10 @@ class TrainConfig:
             raise ConfigError(f"epochs, batch_size and patience must be >= 1; got {self.epochs}, "
                               f"{self.batch_size}, {self.patience}")
         rates = [self.lr, self.embedding_lr] + ([] if self.phase_lr is None else [self.phase_lr])
-        if not all(math.isfinite(r) and r > 0 for r in rates):
+        if not all(_finite(r) and r > 0 for r in rates):
             raise ConfigError(f"learning rates must be positive and finite; got {self.lr}, {self.embedding_lr}, "
                               f"{self.phase_lr}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+        if not (_finite(self.weight_decay) and self.weight_decay >= 0):
             raise ConfigError(f"weight_decay must be >= 0 and finite; got {self.weight_decay}")
         self._check_overflow()
         if self.max_len is not None and self.max_len < 1:
@@ -157,15 +173,17 @@ class TrainConfig:
         except ValueError as error:
             raise ConfigError(str(error)) from None
 
-    def _check_overflow(self) -> None:
-        """:class:`ConfigError` for a rate that overflows float32 in the optimiser step (:data:`MAX_LR`,
-        :data:`MAX_RATE`), which torch reports without the setting's name."""
-        limits = dict(lr=MAX_LR, embedding_lr=MAX_LR, phase_lr=MAX_LR, weight_decay=MAX_RATE)
+    def _check_overflow(self, limits: dict[str, float] | None = None, where: str = "the optimiser step") -> None:
+        """:class:`ConfigError` for a setting that overflows float32 ``where`` it is used, which torch reports
+        without the setting's name (or not at all: an infinite loss). ``limits`` maps field names to their
+        largest value; default the rates of the optimiser step (:data:`MAX_LR`, :data:`MAX_RATE`)."""
+        if limits is None:
+            limits = dict(lr=MAX_LR, embedding_lr=MAX_LR, phase_lr=MAX_LR, weight_decay=MAX_RATE)
         for name, limit in limits.items():
             value = getattr(self, name)
             if value is not None and value > limit:
-                raise ConfigError(f"{name} must be at most {limit:.4g}, else the optimiser step overflows float32; "
-                                  f"got {value:g}")
+                raise ConfigError(f"{name} must be at most {limit:.4g}, else {where} overflows float32; "
+                                  f"got {_shown(value)}")
 
     def to_dict(self) -> dict:
         return asdict(self)

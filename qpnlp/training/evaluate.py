@@ -187,10 +187,11 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
 
 def _warn_outside_span(checkpoint: Checkpoint, times) -> None:
     """``UserWarning`` when a scored time (T,) lies outside the model's training span, worded as
-    :class:`~qpnlp.word2fun.KeyedVectors` queries warn (its check: the functions extrapolate there)."""
+    :class:`~qpnlp.word2fun.KeyedVectors` queries warn (its public check,
+    :meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.query_times`: the functions extrapolate there)."""
     from qpnlp.word2fun.keyed_vectors import KeyedVectors
 
-    KeyedVectors(checkpoint.model, checkpoint.vocabulary)._query_times(times.unique(), "the corpus times")
+    KeyedVectors(checkpoint.model, checkpoint.vocabulary).query_times(times.unique(), "the corpus times")
 
 
 _EVALUATORS: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier,

@@ -41,7 +41,7 @@ from qpnlp.evaluation import RankingResult, ranking_metrics
 from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
-from .config import ConfigError, TrainConfig, check_integers, check_reals
+from .config import MAX_RATE, ConfigError, TrainConfig, check_integers, check_reals
 from .loop import TrainingInterrupted, check_loss, early_stopping
 from .optimisers import Optimisers
 from .trainer import training_chunks
@@ -163,11 +163,16 @@ def pointwise_loss(scores: torch.Tensor, labels: torch.Tensor, scale: float = 10
 
 @dataclass
 class MatchingConfig(TrainConfig):
-    """:class:`TrainConfig` plus the matching loss.
+    r""":class:`TrainConfig` plus the matching loss.
 
     ``lr`` 0.01 and ``batch_size`` 32 are in the thesis' grids
     ({0.01, 0.05, 0.1} and {8, 16, 32}); ``margin`` 0.1 is the thesis value.
     ``patience`` counts epochs without a better dev MAP.
+
+    ``margin`` (:math:`\alpha \ge 0`) and ``pointwise_scale`` (:math:`s > 0`) are finite numbers of at most
+    :data:`~qpnlp.training.config.MAX_RATE` (the largest float32, as ``--margin`` takes): the losses
+    :math:`\max(0, \alpha - s^+ + s^-)` and :math:`\mathrm{BCE}(s \cdot \text{score})` meet float32 scores,
+    where a larger one is inf, and the loss inf or NaN from the first step (a ``ConfigError`` naming it instead).
     """
 
     loss: str = "triplet"
@@ -184,6 +189,7 @@ class MatchingConfig(TrainConfig):
         if not (0 <= self.margin < math.inf and self.negatives >= 1 and 0 < self.pointwise_scale < math.inf):
             raise ConfigError(f"need finite margin >= 0, negatives >= 1 and finite pointwise_scale > 0; got "
                               f"{self.margin}, {self.negatives}, {self.pointwise_scale}")
+        self._check_overflow(dict(margin=MAX_RATE, pointwise_scale=MAX_RATE), "the loss")
 
 
 @dataclass

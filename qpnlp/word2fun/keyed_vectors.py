@@ -12,6 +12,8 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
   :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories),
   :meth:`~KeyedVectors.change_degree`, :meth:`~KeyedVectors.indicators`,
   :meth:`~KeyedVectors.export_npz`;
+* checking times as every query does (a float64 array, a warning outside the training span):
+  :meth:`~KeyedVectors.query_times`;
 * saving: :meth:`~KeyedVectors.save_pretrained` / :meth:`~KeyedVectors.from_pretrained`
   in the format of every qpnlp model (``config.json`` + ``model.safetensors``
   + ``vocabulary.json``).
@@ -39,6 +41,8 @@ Example
 (True, False, ('war', 'peace', 'trade'))
 >>> [word for word, _ in vectors.most_similar("war", topn=2, year=1950)] == [w for w, _ in vectors.at(1950).most_similar("war", topn=2)]
 True
+>>> vectors.query_times((1950, 1960.5)).tolist()   # the times as every query reads them
+[1950.0, 1960.5]
 """
 
 from __future__ import annotations
@@ -270,6 +274,9 @@ class KeyedVectors:
     vocabulary : Vocabulary
         Without special tokens (``specials=False``), ``len(vocabulary) == model.vocab_size``.
 
+    Every query that takes times reads them through :meth:`query_times` (a float64 array; a ``UserWarning``
+    for a time outside the training span), which is public so that other code checks times the same way.
+
     Attributes
     ----------
     model : Word2Fun
@@ -331,14 +338,20 @@ class KeyedVectors:
     def _device(self) -> torch.device:
         return self.model.compass.weight.device
 
-    def _query_times(self, times, name: str = "times") -> np.ndarray:
-        """Raw query ``times`` as a float64 array of shape (T,) (the model casts to its dtype).
+    def query_times(self, times, name: str = "times") -> np.ndarray:
+        """Raw query ``times`` as a float64 array of shape (T,), checked as every query of this object checks them.
 
-        ``TypeError`` / ``ValueError`` naming ``name`` for one number or a
-        nested sequence instead of a sequence of times; a ``UserWarning`` when
-        a time lies outside the training span (the functions extrapolate).
-        Non-finite and huge times are the model's errors
-        (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`).
+        Every query that takes times (:meth:`grid`, :meth:`indicators`, ...) reads them here; call it to check
+        other times the same way, e.g. those of a corpus scored with the model
+        (``qpnlp evaluate`` on a Word2Fun checkpoint does). ``times`` is any iterable of numbers (a list, a
+        generator, a numpy array, a tensor).
+
+        Raises ``TypeError`` / ``ValueError`` naming ``name`` for one number or a
+        nested sequence instead of a sequence of times; warns (``UserWarning``
+        naming the time and the span) when a time lies outside the training span
+        [start, end] of :attr:`time_span` (the functions extrapolate there).
+        Non-finite and huge times are the model's errors, when it is queried
+        (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`); the model casts the times to its dtype.
         """
         if isinstance(times, torch.Tensor):
             times = times.detach().cpu().double().numpy()
@@ -365,7 +378,7 @@ class KeyedVectors:
 
         A time outside the training span warns (the functions extrapolate there).
         """
-        times = torch.as_tensor(self._query_times(times))
+        times = torch.as_tensor(self.query_times(times))
         dev = self._device()
         return self.model.grid(self._ids(words).to(dev), times.to(dev)).cpu()
 
@@ -479,7 +492,7 @@ class KeyedVectors:
         """Thesis Table 5.27 indicators as ``{name: {word: value}}`` (see :meth:`Word2Fun.indicators`)."""
         words = _word_list(words)
         if span is not None:
-            times = self._query_times(span, "span")
+            times = self.query_times(span, "span")
             if len(times) != 2:
                 raise ValueError(f"span must be a (start, end) pair of raw times; got {span!r}")
             span = (float(times[0]), float(times[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import cmath
 import math
+import re
 
 import pytest
 import torch
@@ -219,3 +220,29 @@ def test_modules_and_factories(cdtype, device):
         SumGate(1.5)
     with pytest.raises(TypeError):
         modrelu(torch.randn(3), 0.0)
+
+
+@pytest.mark.parametrize("scale_first", [False, True])
+def test_modrelu_refuses_a_bias_that_would_change_the_output_shape(scale_first):
+    # a (2, 1) bias against z (3,) broadcast silently to a (2, 3) output; a (4,) bias was torch's "size of tensor a"
+    z = torch.randn(3, dtype=torch.complex64)
+    for bad in (torch.zeros(2, 1), torch.zeros(4)):
+        got = re.escape(str(tuple(bad.shape)))
+        with pytest.raises(ValueError, match=rf"modReLU bias b must broadcast to the shape of z \(3,\) \(typically "
+                                             rf"shape \(3,\), one per feature\); got shape {got}"):
+            modrelu(z, bad, scale_first=scale_first)
+    with pytest.raises(TypeError, match="modReLU bias b must be a real tensor; got torch.complex64"):
+        modrelu(z, torch.zeros(3, dtype=torch.complex64), scale_first=scale_first)   # was cast, dropping Im
+    for good in (torch.zeros(3), torch.zeros(1), torch.tensor(-0.5), torch.zeros(1, 3).expand(1, 3)[0]):
+        assert modrelu(z, good, scale_first=scale_first).shape == z.shape
+
+
+def test_modrelu_module_checks_its_bias_at_construction_and_call():
+    with pytest.raises(ValueError, match="num_features must be >= 1; got -1"):     # was torch's "negative dimension"
+        ModReLU(-1)
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype .*got torch.complex64"):
+        ModReLU(3, dtype=torch.complex64)
+    act = ModReLU(3)
+    act.bias = torch.nn.Parameter(torch.zeros(3, 1))             # blamed z: "z must have last dimension 3"
+    with pytest.raises(ValueError, match=r"ModReLU bias must have shape \(num_features,\); got shape \(3, 1\)"):
+        act(torch.randn(2, 3, dtype=torch.complex64))

@@ -208,3 +208,29 @@ def test_pe_range_error_of_default_positions_keeps_the_truncation_advice():
     with pytest.raises(ValueError, match=r"^positions must lie in \[0, 3\) for 'pe'; got range \[0, 3\] over the "
                                          r"real tokens \(.*truncate the texts to 3 tokens"):
         emb(ids, ids != 0)
+
+
+# ------------------------------------------------------------------------------- one reading of sizes and numbers
+def test_sizes_refuse_a_bool_tensor_in_the_layers_and_in_hilbert_alike():
+    """check_int and check_dimension read sizes through one as_integer: torch.tensor(True) passed both as 1."""
+    from qpnlp.hilbert import random_pure_state
+    from qpnlp.hilbert._validation import as_integer
+    from qpnlp.nn._checks import check_int
+
+    with pytest.raises(TypeError, match=r"num_features must be an integer; got Tensor tensor\(True\)"):
+        ModReLU(torch.tensor(True))
+    with pytest.raises(ValueError, match=r"dim must be an integer >= 1; got Tensor tensor\(True\)"):
+        random_pure_state(torch.tensor(True))
+    with pytest.raises(TypeError, match="n must be an integer; got Tensor"):   # was "Tensor.item() ... meta"
+        check_int("n", torch.tensor(3, device="meta"))
+    assert [as_integer(v) for v in (3, torch.tensor(3), True, 2.0, torch.tensor(True))] == [3, 3, None, None, None]
+
+
+def test_frequency_scale_is_checked_by_check_real_and_an_int_beyond_the_floats_is_named():
+    """check_frequency_scale repeated check_real; both raised OverflowError ('int too large to convert to float')."""
+    with pytest.raises(ValueError, match="frequency_scale must be a positive finite number; got int too large"):
+        make_embedding("complex_order", 10, 4, frequency_scale=10 ** 400)
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0; got int too large for a float"):
+        PartLayerNorm(4, eps=10 ** 400)
+    with pytest.raises(TypeError, match=r"frequency_scale must be a positive finite number; got Tensor"):
+        make_embedding("complex_order", 10, 4, frequency_scale=torch.tensor(2.0))    # kept out of JSON configs

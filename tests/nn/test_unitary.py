@@ -173,3 +173,16 @@ def test_skew_expm_mode_is_unitary_by_construction(dtype):
     assert "skew_expm" not in TRANSITION_MODES                       # not one of the poster's cgRNN modes
     with pytest.raises(TypeError, match="complex"):
         StateTransition(N, mode="expm", dtype=torch.float64)
+
+
+@pytest.mark.parametrize("w, shape", [(torch.ones(3), r"\(3,\)"), (torch.tensor(1.0), r"\(\)"),
+                                      (torch.ones(2, 3), r"\(2, 3\)")])
+def test_unitarity_error_refuses_what_is_not_a_batch_of_square_matrices(w, shape):
+    # a vector was torch's "tensor.mH is only supported on matrices", a 0-dim tensor an IndexError, and a (2, 3)
+    # matrix was scored as if W^H W = I made it unitary
+    with pytest.raises(ValueError, match=rf"w must have shape \(\.\.\., d, d\); got shape {shape}"):
+        unitarity_error(w)
+    with pytest.raises(TypeError, match="w must be a torch.Tensor; got list"):
+        unitarity_error([[1.0, 0.0], [0.0, 1.0]])
+    assert unitarity_error(torch.ones(0, 3, 3)) == 0.0          # was "max(): Expected reduction dim" on no matrix
+    assert unitarity_error(torch.eye(2, dtype=torch.long)) == 0.0 and isinstance(unitarity_error(torch.eye(2)), float)

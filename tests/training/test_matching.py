@@ -1,6 +1,7 @@
 """Matching losses, negative sampling, training loop and the `qpnlp train cnm` / `evaluate` commands."""
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 
 from qpnlp.cli import main
 from qpnlp.models.cnm import CNM, CNMConfig
+from qpnlp.training import ConfigError
 from qpnlp.training.matching import (EncodedQA, MatchingConfig, default_train_split, evaluate_ranking, fit_matching,
                                      pointwise_loss, sample_triplets, score_pairs, triplet_loss)
 
@@ -162,3 +164,18 @@ def test_default_train_split_finds_train_all_as_load_qa_does(tmp_path):
     assert default_train_split("trecqa", tmp_path) == "train-all"
     # the names load_qa accepts (case, aliases) name the same folder
     assert default_train_split("TREC-QA", tmp_path) == default_train_split("trec_qa", tmp_path) == "train-all"
+
+
+@pytest.mark.parametrize("field, value, shown", [("margin", 1e39, "1e+39"), ("pointwise_scale", 1e300, "1e+300"),
+                                                 ("margin", 10 ** 400, "1000000000000000000000000000000000000..."),
+                                                 ("lr", 10 ** 400, "1000000000000000000000000000000000000...")])
+def test_matching_config_refuses_settings_that_overflow_float32(field, value, shown):
+    # margin 1e39 was accepted and met the float32 scores as inf (an infinite loss from the first step); 10**400 was
+    # an OverflowError from math.isfinite or from the message's :g
+    limit = "3.403e+37" if field == "lr" else "3.403e+38"
+    where = "the optimiser step" if field == "lr" else "the loss"
+    with pytest.raises(ConfigError, match=rf"^{field} must be at most {re.escape(limit)}, else {where} overflows "
+                                          rf"float32; got {re.escape(shown)}$"):
+        MatchingConfig(**{field: value})
+    assert float(triplet_loss(torch.tensor([0.0]), torch.tensor([0.0]), margin=3.4e38)) < float("inf")
+    assert MatchingConfig(margin=3.4e38, pointwise_scale=3.4e38).margin == 3.4e38     # the largest float32s stay

@@ -179,3 +179,14 @@ def test_query_times_may_be_any_iterable_of_numbers(vectors):
     for times in ((t for t in (1950, 1960)), range(1950, 1961, 10), np.array([1950.0, 1960.0], np.float32),
                   torch.tensor([1950.0, 1960.0])):
         assert torch.equal(vectors.grid(["war"], times), expected)
+
+
+def test_query_times_is_the_public_check_of_times(vectors):
+    # qpnlp.training.evaluate reached the private KeyedVectors._query_times to warn about corpus times
+    times = vectors.query_times(t for t in (1950, 1960.5))
+    assert times.dtype == np.float64 and times.tolist() == [1950.0, 1960.5]
+    with pytest.raises(TypeError, match=r"the corpus times must be a sequence of raw times \(e.g. \[1950\]\)"):
+        vectors.query_times(1950, "the corpus times")
+    with pytest.warns(UserWarning, match=r"time 1800 lies outside the training span \[1900, 2000\]"):
+        assert vectors.query_times(torch.tensor([1800, 1950])).tolist() == [1800.0, 1950.0]
+    assert "query_times" in type(vectors).__doc__           # documented where the class is
