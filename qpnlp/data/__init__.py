@@ -17,7 +17,14 @@ from qpnlp.data.pretrained import (
 )
 from qpnlp.data.protocols import Split, carve_dev, splits
 from qpnlp.data.qa import QA_DATASETS, QADataset, concat_qa, load_qa, read_qa_tsv
-from qpnlp.data.skipgram import CentreBatch, NegativeSampler, iter_centre_batches, keep_probabilities
+from qpnlp.data.skipgram import (
+    CentreBatch,
+    CentreRun,
+    NegativeSampler,
+    iter_centre_batches,
+    iter_centre_runs,
+    keep_probabilities,
+)
 from qpnlp.data.sotu import load_sotu, split_sentences
 from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era
 from qpnlp.data.timestamped import EncodedCorpus, TimestampedCorpus, TsvStream, concatenate, read_tsv, write_tsv
@@ -34,6 +41,7 @@ __all__ = [
     "UNK",
     "UNK_ID",
     "CentreBatch",
+    "CentreRun",
     "ClassificationDataset",
     "EncodedCorpus",
     "EncodedTexts",
@@ -51,6 +59,7 @@ __all__ = [
     "embedding_matrix_for",
     "from_matrix",
     "iter_centre_batches",
+    "iter_centre_runs",
     "iterate_batches",
     "keep_probabilities",
     "load_classification",

@@ -29,7 +29,7 @@ Example
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -42,7 +42,9 @@ __all__ = [
     "NegativeSampler",
     "centre_windows",
     "CentreBatch",
+    "CentreRun",
     "iter_centre_batches",
+    "iter_centre_runs",
 ]
 
 
@@ -266,6 +268,130 @@ class CentreBatch:
     progress: float
 
 
+@dataclass(frozen=True)
+class CentreRun:
+    """Consecutive minibatches of one chunk, held as the chunk's arrays and each batch's ranges in them.
+
+    A training loop that takes many batches in one call (the compiled Word2Fun step) reads the arrays and the
+    ranges; :meth:`batches` gives the same batches as :class:`CentreBatch` views.  ``n_b`` batches; ``R``
+    centre tokens and ``P`` pairs in the chunk.
+
+    Attributes
+    ----------
+    words, time : torch.Tensor, shape (R,) -- the chunk's centre tokens (shuffled) and their raw times (float64)
+    pair_row : torch.Tensor, shape (P,) -- each pair's centre as an index into ``words`` (the whole chunk)
+    context : torch.Tensor, shape (P,) -- each pair's context word
+    rows, pairs : numpy.ndarray, shape (n_b, 2), int64 -- batch ``i``'s centre tokens ``rows[i, 0]:rows[i, 1]``
+        and pairs ``pairs[i, 0]:pairs[i, 1]`` (every batch has a pair)
+    progress : numpy.ndarray, shape (n_b,), float64 -- the epoch's progress after each batch
+    """
+
+    words: torch.Tensor
+    time: torch.Tensor
+    pair_row: torch.Tensor
+    context: torch.Tensor
+    rows: np.ndarray
+    pairs: np.ndarray
+    progress: np.ndarray
+
+    def __post_init__(self):
+        """Refuse ranges outside the arrays: a compiled loop reads them without bounds checks."""
+        n_b = self.progress.shape[0] if self.progress.ndim == 1 else -1
+        R, P = self.words.shape[0], self.context.shape[0]
+        if n_b < 1 or self.rows.shape != (n_b, 2) or self.pairs.shape != (n_b, 2):
+            raise ValueError(f"a run needs rows and pairs (n_b, 2) for its progress (n_b,), n_b >= 1; got "
+                             f"{self.rows.shape}, {self.pairs.shape} and {self.progress.shape}")
+        if self.time.shape != (R,) or self.pair_row.shape != (P,):
+            raise ValueError(f"time must be (R,) like words ({R},) and pair_row (P,) like context ({P},); got "
+                             f"{tuple(self.time.shape)} and {tuple(self.pair_row.shape)}")
+        for what, ranges, size in (("rows", self.rows, R), ("pairs", self.pairs, P)):
+            if not ((0 <= ranges[:, 0]) & (ranges[:, 0] < ranges[:, 1]) & (ranges[:, 1] <= size)).all():
+                raise ValueError(f"every batch needs {what} lo < hi within [0, {size}]; got {ranges.tolist()}")
+
+    def __len__(self) -> int:
+        return int(self.progress.shape[0])
+
+    def batch(self, i: int) -> CentreBatch:
+        """Batch ``i`` as a :class:`CentreBatch` of views (its ``pair_centre`` counts from its first token)."""
+        (r0, r1), (p0, p1) = self.rows[i].tolist(), self.pairs[i].tolist()
+        return CentreBatch(self.words[r0:r1], self.time[r0:r1], self.pair_row[p0:p1] - r0, self.context[p0:p1],
+                           float(self.progress[i]))
+
+    def batches(self) -> Iterator[CentreBatch]:
+        """The batches in order (:meth:`batch`)."""
+        return (self.batch(i) for i in range(len(self)))
+
+    def split(self, n: int) -> tuple["CentreRun", "CentreRun"]:
+        """The first ``n`` batches and the rest (``0 < n < len(self)``), as two runs over the same arrays."""
+        if not 0 < n < len(self):
+            raise ValueError(f"a run of {len(self)} batches splits after 1 to {len(self) - 1}; got {n}")
+        return (replace(self, rows=self.rows[:n], pairs=self.pairs[:n], progress=self.progress[:n]),
+                replace(self, rows=self.rows[n:], pairs=self.pairs[n:], progress=self.progress[n:]))
+
+    def with_progress(self, progress: np.ndarray) -> "CentreRun":
+        """The same batches with ``progress`` (n_b,) instead (a stream of several sources rescales it)."""
+        return replace(self, progress=np.asarray(progress, dtype=np.float64))
+
+
+def iter_centre_runs(
+    tokens: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_times: np.ndarray,
+    *,
+    keep_prob: np.ndarray,
+    window: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    chunk_tokens: int = 1_000_000,
+    device="cpu",
+    batches_per_run: int = 16,
+) -> Iterator[CentreRun]:
+    """One epoch of shuffled minibatches of centre tokens, each with all its pairs, ``batches_per_run`` at a time.
+
+    The batches of :func:`iter_centre_batches` (the same draws from ``rng``, the same batches in the same
+    order), grouped into :class:`CentreRun` s of at most ``batches_per_run`` batches of one chunk.
+    """
+    if batches_per_run < 1:
+        raise ValueError(f"batches_per_run must be >= 1; got {batches_per_run}")
+    in_docs = np.searchsorted(doc_ids, [0, doc_times.shape[0]])  # tokens of documents 0 .. n_docs - 1
+    total = max(int(in_docs[1] - in_docs[0]), 1)
+    done = 0
+    for chunk_size, tok, did in _subsampled_chunks(tokens, doc_ids, doc_times.shape[0], keep_prob=keep_prob,
+                                                   chunk_tokens=chunk_tokens, rng=rng):
+        chunk_done = done + chunk_size
+        if tok.shape[0]:
+            yield from _chunk_runs(tok, did, doc_times, (done, chunk_done, total), window=window,
+                                   batch_size=batch_size, rng=rng, device=device, batches_per_run=batches_per_run)
+        done = chunk_done
+
+
+def _chunk_runs(tok, did, doc_times, counts, *, window, batch_size, rng, device, batches_per_run):
+    """The runs of one subsampled chunk (``tok``, ``did`` (n,)); ``counts`` = (tokens done before the chunk,
+    after it, in the epoch)."""
+    done, chunk_done, total = counts
+    n = tok.shape[0]
+    perm = rng.permutation(n)
+    row, ctx = centre_windows(did, window, rng, order=perm)
+    if row.size == 0:
+        return
+    # first pair of each row (rows without pairs start where the next row does)
+    row_start = np.searchsorted(row, np.arange(n + 1))
+    cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    rows = np.stack([bounds[:-1], bounds[1:]], axis=1).astype(np.int64)
+    pairs = row_start[rows]
+    progress = (done + (chunk_done - done) * rows[:, 1] / n) / total
+    keep = pairs[:, 1] > pairs[:, 0]  # a batch without pairs is skipped
+    rows, pairs, progress = rows[keep], pairs[keep], progress[keep]
+    cw = torch.from_numpy(tok[perm]).to(device)
+    ct = torch.from_numpy(doc_times[did[perm]].astype(np.float64)).to(device)  # the model casts to its dtype
+    pr = torch.from_numpy(np.ascontiguousarray(row)).to(device)  # np.nonzero gave a strided view
+    px = torch.from_numpy(tok[ctx]).to(device)
+    for lo in range(0, rows.shape[0], batches_per_run):
+        hi = lo + batches_per_run
+        yield CentreRun(cw, ct, pr, px, rows[lo:hi], pairs[lo:hi], progress[lo:hi])
+
+
 def iter_centre_batches(
     tokens: np.ndarray,
     doc_ids: np.ndarray,
@@ -286,33 +412,6 @@ def iter_centre_batches(
     ``batch_size`` pairs (at most ``batch_size + 2 * window - 1``).  All index arrays of a chunk are built at once with
     numpy and moved to ``device`` once; batches are views.
     """
-    in_docs = np.searchsorted(doc_ids, [0, doc_times.shape[0]])  # tokens of documents 0 .. n_docs - 1
-    total = max(int(in_docs[1] - in_docs[0]), 1)
-    done = 0
-    for chunk_size, tok, did in _subsampled_chunks(tokens, doc_ids, doc_times.shape[0], keep_prob=keep_prob,
-                                                   chunk_tokens=chunk_tokens, rng=rng):
-        n = tok.shape[0]
-        chunk_done = done + chunk_size
-        if n == 0:
-            done = chunk_done
-            continue
-        perm = rng.permutation(n)
-        row, ctx = centre_windows(did, window, rng, order=perm)
-        if row.size == 0:
-            done = chunk_done
-            continue
-        # first pair of each row (rows without pairs start where the next row does)
-        row_start = np.searchsorted(row, np.arange(n + 1))
-        cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
-        bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-        cw = torch.from_numpy(tok[perm]).to(device)
-        ct = torch.from_numpy(doc_times[did[perm]].astype(np.float64)).to(device)  # the model casts to its dtype
-        pr = torch.from_numpy(row).to(device)
-        px = torch.from_numpy(tok[ctx]).to(device)
-        for r0, r1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            p0, p1 = int(row_start[r0]), int(row_start[r1])
-            progress = (done + (chunk_done - done) * r1 / n) / total
-            if p1 == p0:
-                continue
-            yield CentreBatch(cw[r0:r1], ct[r0:r1], pr[p0:p1] - r0, px[p0:p1], progress)
-        done = chunk_done
+    for run in iter_centre_runs(tokens, doc_ids, doc_times, keep_prob=keep_prob, window=window,
+                                batch_size=batch_size, rng=rng, chunk_tokens=chunk_tokens, device=device):
+        yield from run.batches()

@@ -558,11 +558,16 @@ class FusedStep:
         loss, bad = self.kernel(*self._kernel_args(ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1],
                                                    ids[2], ids[3], nums, smooth, row_mult, rough))
         if bad:  # nothing was written: name the ids
-            V = self.model.vocab_size
-            for t, rows, what in ((words, V, "word"), (pair_centre, N, "centre token"), (context, V, "context word"),
-                                  (negatives, V, "negative")):
-                check_rows(t, rows, what)
+            self.check_ids(words, pair_centre, context, negatives)
         return torch.tensor(loss, dtype=self.dtype)
+
+    def check_ids(self, words: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
+                  negatives: torch.Tensor) -> None:
+        """Raise ``IndexError`` naming the first of a batch's id tensors with an id outside its table."""
+        V = self.model.vocab_size
+        for t, rows, what in ((words, V, "word"), (pair_centre, words.shape[0], "centre token"),
+                              (context, V, "context word"), (negatives, V, "negative")):
+            check_rows(t, rows, what)
 
 
 def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor,

@@ -1,7 +1,9 @@
 """Word2Fun's SGD loop: :func:`train_source`, what it records (:class:`TrainStats`) and its helpers.
 
 The loop is minibatch SGD without autograd: batches hold whole centre tokens
-with all their pairs (:func:`~qpnlp.data.skipgram.iter_centre_batches`),
+with all their pairs, and come in runs of consecutive batches of one chunk
+(:func:`~qpnlp.data.skipgram.iter_centre_runs`; the compiled step trains a
+whole run in one call, :mod:`~qpnlp.word2fun.fused_runs`),
 :math:`f(u, t)` is computed once per centre token and its gradient written
 out (:func:`~qpnlp.word2fun.sgd.centre_sgd_step`), and only the rows a batch
 reads are updated.  Its settings are a
@@ -38,21 +40,21 @@ the updates of all processes are summed every ``sync_every`` batches
 
 from __future__ import annotations
 
-import itertools
 import math
 import queue
 import threading
 import time as _time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
-from qpnlp.data.skipgram import NegativeSampler, iter_centre_batches, keep_probabilities
+from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
+from qpnlp.word2fun.fused_runs import compile_runs, learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.sgd import batch_step
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
@@ -127,28 +129,46 @@ def _loss_sum(model) -> torch.Tensor:
     return torch.zeros((), dtype=torch.float32 if device.type == "mps" else torch.float64, device=device)
 
 
-def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=(None, None),
+def _train_batches(model, runs, sampler, gen, cfg, epoch, lock=None, weights=(None, None),
                    progress=None) -> tuple[torch.Tensor, int]:
-    """Run the SGD step (:func:`~qpnlp.word2fun.sgd.batch_step`) over ``batches`` (an iterator, shared under ``lock``
-    by hogwild workers): the sum of the batches' losses (a tensor on the model's device, :func:`_loss_sum`) and
-    their pairs.
+    """Run the SGD step (:func:`~qpnlp.word2fun.sgd.batch_step`) over the batches of ``runs`` (an iterator of
+    :class:`~qpnlp.data.skipgram.CentreRun`, shared under ``lock`` by hogwild workers): the sum of the batches'
+    losses (a tensor on the model's device, :func:`_loss_sum`) and their pairs.
 
     The learning rate of a batch decays with the epoch's progress before it;
     ``progress`` (a one-element list) carries it across calls on the same
     epoch (the segments between two synchronisations of a distributed run).
+    A compiled step (:class:`~qpnlp.word2fun.fused_step.FusedStep`) trains each
+    run in one call (:func:`~qpnlp.word2fun.fused_runs.run_steps`), the torch
+    ops batch after batch: the same updates.
     """
     total, nb = _loss_sum(model), 0
     done = progress[0] if progress is not None else 0.0
-    word_penalty, word_lr = weights
     step = _run_step(model, cfg)
     while True:
         if lock is None:
-            batch = next(batches, None)
+            run = next(runs, None)
         else:
             with lock:
-                batch = next(batches, None)
-        if batch is None:
+                run = next(runs, None)
+        if run is None:
             return total, nb
+        if isinstance(step, FusedStep):
+            lrs = learning_rates(cfg.lr, cfg.epochs, epoch, done, run.progress)
+            total = torch.tensor(run_steps(step, run, sampler, gen, cfg.negatives, lrs,
+                                           (*weights, cfg.roughness_penalty), float(total)), dtype=total.dtype)
+        else:
+            total = _train_run(step, run, sampler, gen, cfg, epoch, done, weights, total)
+        nb += int((run.pairs[:, 1] - run.pairs[:, 0]).sum())
+        done = float(run.progress[-1])
+        if progress is not None:
+            progress[0] = done
+
+
+def _train_run(step, run: CentreRun, sampler, gen, cfg, epoch, done, weights, total) -> torch.Tensor:
+    """The batches of ``run`` one after another with ``step`` (torch ops); ``total`` plus their losses."""
+    word_penalty, word_lr = weights
+    for batch in run.batches():
         lr = cfg.lr * max(1e-4, 1.0 - (epoch + done) / cfg.epochs)
         B = batch.context.shape[0]
         shape = (cfg.negatives,) if cfg.shared_negatives else (B, cfg.negatives)
@@ -156,10 +176,8 @@ def _train_batches(model, batches, sampler, gen, cfg, epoch, lock=None, weights=
         lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
         rl = None if word_lr is None else word_lr[batch.words]
         total += step(batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl)  # on the device
-        nb += B
         done = batch.progress
-        if progress is not None:
-            progress[0] = done
+    return total
 
 
 def _prefetch(batches, stop, depth: int = 16):
@@ -200,7 +218,7 @@ def _prefetch(batches, stop, depth: int = 16):
         yield b
 
 
-def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(None, None),
+def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(None, None),
                             progress=None) -> tuple[torch.Tensor, int]:
     """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream.
 
@@ -212,11 +230,11 @@ def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(
     last = [0.0 if progress is None else progress[0]]
 
     def seen(it):
-        for b in it:
-            last[0] = b.progress
-            yield b
+        for run in it:
+            last[0] = float(run.progress[-1])
+            yield run
 
-    stream = seen(_prefetch(batches, stop))
+    stream = seen(_prefetch(runs, stop))
     out: list = [None] * len(gens)
 
     def work(w):
@@ -243,34 +261,39 @@ def _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights=(
     return sum((t for t, _ in out), _loss_sum(model)), sum(n for _, n in out)
 
 
-class _Counted:
-    """An iterator that counts what it hands out."""
+class _Segments:
+    """The runs of an epoch in segments of ``size`` batches: a run across a segment's end is split there."""
 
-    def __init__(self, it):
-        self.it, self.n = it, 0
+    def __init__(self, runs, size: int):
+        self.runs, self.size, self.held = runs, size, None
 
-    def __iter__(self):
-        return self
+    def next_segment(self) -> tuple[list, int]:
+        """The next segment's runs, and how many batches they hold (``size`` unless the epoch ran out)."""
+        out, left = [], self.size
+        while left > 0:
+            run, self.held = (self.held, None) if self.held is not None else (next(self.runs, None), None)
+            if run is None:
+                break
+            if len(run) > left:
+                run, self.held = run.split(left)
+            out.append(run)
+            left -= len(run)
+        return out, self.size - left
 
-    def __next__(self):
-        item = next(self.it)
-        self.n += 1
-        return item
 
-
-def _epoch_batches(source, cfg, rng, keep, dev):
-    """The epoch's batches over all chunks of ``source``, ``progress`` as a fraction of the epoch's tokens."""
+def _epoch_runs(source, cfg, rng, keep, dev):
+    """The epoch's runs of batches over all chunks of ``source``, ``progress`` as a fraction of the epoch's tokens."""
     total = max(source.n_tokens, 1)
     offset = 0
     for tokens, doc_ids, doc_times in source.chunks(rng):
-        batches = iter_centre_batches(tokens, doc_ids, doc_times, keep_prob=keep, window=cfg.window,
-                                      batch_size=cfg.batch_size, rng=rng, chunk_tokens=cfg.chunk_tokens, device=dev)
+        runs = iter_centre_runs(tokens, doc_ids, doc_times, keep_prob=keep, window=cfg.window,
+                                batch_size=cfg.batch_size, rng=rng, chunk_tokens=cfg.chunk_tokens, device=dev)
         n = int(tokens.shape[0])
-        if isinstance(source, ArraySource):  # one chunk: progress as iter_centre_batches counts it
-            yield from batches
+        if isinstance(source, ArraySource):  # one chunk: progress as iter_centre_runs counts it
+            yield from runs
         else:
-            for b in batches:
-                yield replace(b, progress=(offset + b.progress * n) / total)
+            for run in runs:
+                yield run.with_progress((offset + run.progress * n) / total)
         offset += n
 
 
@@ -303,8 +326,8 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     try:
         for epoch in range(start_epoch, cfg.epochs):
             t0 = _time.perf_counter()
-            batches = _epoch_batches(source, cfg, rng, keep, dev)
-            total, nb = _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync)
+            runs = _epoch_runs(source, cfg, rng, keep, dev)
+            total, nb = _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync)
             seconds = _time.perf_counter() - t0
             _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model))
             _show_epoch(bar, source, stats)
@@ -325,12 +348,14 @@ def _run_step(model, cfg: TrainConfig):
 
 
 def _compile_step(model, cfg: TrainConfig) -> float:
-    """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile`, where it is
-    the compiled one), so that the epochs' clock does not count it; its seconds."""
+    """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile` and
+    :func:`~qpnlp.word2fun.fused_runs.compile_runs`, where it is the compiled one), so that the epochs' clock does
+    not count it; its seconds."""
     t0 = _time.perf_counter()
     step = _run_step(model, cfg)
     if isinstance(step, FusedStep):
         step.compile()
+        compile_runs(step, cfg.negatives)
     return _time.perf_counter() - t0
 
 
@@ -368,33 +393,34 @@ def _progress_bar(total_tokens: int, family: str):
     return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"word2fun {family}")
 
 
-def _run_batches(model, batches, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[torch.Tensor, int]:
-    """The loss sum (on the model's device) and the pairs of ``batches``: trained by one worker, or by
+def _run_batches(model, runs, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[torch.Tensor, int]:
+    """The loss sum (on the model's device) and the pairs of the batches of ``runs``: trained by one worker, or by
     ``len(gens)`` hogwild threads.
 
     ``progress`` carries the epoch's progress across calls (see :func:`_train_batches`).
     """
     if _worker_count(cfg) == 1:
-        return _train_batches(model, batches, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
-    return _train_batches_threaded(model, batches, sampler, gens, cfg, epoch, weights, progress)
+        return _train_batches(model, runs, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
+    return _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights, progress)
 
 
-def _train_epoch(model, batches, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
-    """The loss sum (on the model's device) and the pairs of one epoch's ``batches``, synchronised with the
-    other processes by ``sync``.
+def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
+    """The loss sum (on the model's device) and the pairs of one epoch's ``runs`` of batches, synchronised with
+    the other processes by ``sync``.
 
     Without ``sync`` the batches run in one go; with it, in segments of ``cfg.sync_every`` batches, each
     followed by ``sync.step``; a process that has run out of batches keeps joining the synchronisations
     until every process has (``sync.step`` returns False).
     """
     if sync is None:
-        return _run_batches(model, batches, sampler, gens, cfg, epoch, weights)
+        return _run_batches(model, runs, sampler, gens, cfg, epoch, weights)
     total, nb, more, done = _loss_sum(model), 0, True, [0.0]
+    segments = _Segments(runs, cfg.sync_every)
     while True:
         if more:
-            seg = _Counted(itertools.islice(batches, cfg.sync_every))
-            t, n = _run_batches(model, seg, sampler, gens, cfg, epoch, weights, done)
-            total, nb, more = total + t, nb + n, seg.n == cfg.sync_every
+            seg, n_batches = segments.next_segment()
+            t, n = _run_batches(model, iter(seg), sampler, gens, cfg, epoch, weights, done)
+            total, nb, more = total + t, nb + n, n_batches == cfg.sync_every
         if not sync.step(more):
             return total, nb
 

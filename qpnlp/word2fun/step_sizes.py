@@ -51,8 +51,13 @@ def table_lr_factor(name: str, scale: float, centre_lr: float = STEP_CENTRE_LR) 
     return 1.0
 
 
-def row_step_scales(roughness_penalty: float | torch.Tensor, row_lr: torch.Tensor | None, lr: float,
-                    dtype: torch.dtype) -> tuple:
+def _times_lr(x: torch.Tensor, lr: float | torch.Tensor) -> torch.Tensor:
+    """``x * lr`` in ``x``'s dtype: a float ``lr`` is rounded to it by the product, a tensor one first, the same."""
+    return x * (lr.to(x.dtype) if isinstance(lr, torch.Tensor) else lr)
+
+
+def row_step_scales(roughness_penalty: float | torch.Tensor, row_lr: torch.Tensor | None,
+                    lr: float | torch.Tensor, dtype: torch.dtype) -> tuple:
     """``(row, rough)``: the factors of the rows' steps, rounded as the step rounds them.
 
     ``row`` = :math:`-\\eta r_n` multiplies :math:`\\partial L/\\partial f_n` before its pull-back: the float
@@ -60,16 +65,20 @@ def row_step_scales(roughness_penalty: float | torch.Tensor, row_lr: torch.Tenso
     r_n` multiplies the roughness gradient: a float or a tensor of shape (N,) in ``dtype``, or None when no
     roughness step is taken (a float penalty <= 0).  A tensor ``roughness_penalty`` always gives a tensor
     (zero rows step nothing), so the choice is made on the host without reading device values.
+
+    ``lr`` may be a float64 tensor (N,), a learning rate per token (:mod:`~qpnlp.word2fun.fused_runs` takes
+    tokens of several batches at once): each factor is then the one its float learning rate gives, and the
+    floats above are float64 tensors (N,).
     """
-    row = -lr if row_lr is None else row_lr.to(dtype).mul(-lr)
+    row = -lr if row_lr is None else _times_lr(row_lr.to(dtype), -lr)
     if isinstance(roughness_penalty, torch.Tensor):
         lam = roughness_penalty if row_lr is None else roughness_penalty * row_lr
-        return row, lam.to(dtype) * lr
+        return row, _times_lr(lam.to(dtype), lr)
     if roughness_penalty <= 0:
         return row, None
     if row_lr is None:
         return row, lr * roughness_penalty
-    return row, (row_lr * float(roughness_penalty)).to(dtype) * lr
+    return row, _times_lr((row_lr * float(roughness_penalty)).to(dtype), lr)
 
 
 def step_bounds(model: Word2Fun) -> dict:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from qpnlp.data import TimestampedCorpus
-from qpnlp.word2fun import TrainConfig, fit, fused_step, step_sizes
+from qpnlp.word2fun import TrainConfig, fit, fused_step, loop, step_sizes
 from qpnlp.word2fun.sgd import centre_sgd_step_tensor
 
 pytest.importorskip("numba", reason="the compiled step needs numba (the extra 'fast', in 'test')")
@@ -200,13 +200,13 @@ def test_fit_trains_with_the_fused_step_as_with_torch_ops(monkeypatch):
     words = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
     corpus = TimestampedCorpus.from_pairs((1900 + i % 20, list(rng.choice(words, 8))) for i in range(200))
     calls = []
-    real, real_compile = fused_step.FusedStep.__call__, fused_step.FusedStep.compile
-    monkeypatch.setattr(fused_step.FusedStep, "__call__", lambda *a, **k: calls.append("step") or real(*a, **k))
+    real, real_compile = loop.run_steps, fused_step.FusedStep.compile
+    monkeypatch.setattr(loop, "run_steps", lambda *a, **k: calls.append("steps") or real(*a, **k))
     monkeypatch.setattr(fused_step.FusedStep, "compile", lambda self: calls.append("compile") or real_compile(self))
     cfg = TrainConfig(epochs=1, seed=0, batch_size=256)
     result = fit(corpus, cfg, dim=8, min_count=1)
     fused = result.vectors.model
-    assert calls[0] == "compile" and "step" in calls          # compiled before the epochs' clock starts
+    assert calls[0] == "compile" and "steps" in calls          # compiled before the epochs' clock starts
     assert result.stats.compile_seconds > 0
     monkeypatch.setattr(fused_step, "ENABLED", False)
     plain = fit(corpus, cfg, dim=8, min_count=1).vectors.model

@@ -1,0 +1,135 @@
+"""Many batches of Word2Fun's compiled step in one call: a run of batches of one chunk, on CPU (numba).
+
+A training loop that calls :class:`~qpnlp.word2fun.fused_step.FusedStep` once per batch pays, for every
+batch, for Python around the compiled step: the batch's views, the negatives' draw, the per-token step
+factors, the stable sort of the batch's words, the arguments' conversion and numba's dispatch.  At ``fit``'s
+defaults that was about 0.9 ms a batch beside 1.6 ms of compiled step (a profile on the 2-core host of
+``benchmarks/results/word2fun/runs/README.md``).  :func:`run_steps` takes a
+:class:`~qpnlp.data.skipgram.CentreRun` (up to 16 consecutive batches of one chunk) instead:
+
+* the negatives of all its batches in one draw, ``(n_b, k)``: row ``i`` is what batch ``i`` would have drawn
+  (one generator, consumed in the same order);
+* the step factors of all its tokens (:func:`~qpnlp.word2fun.step_sizes.row_step_scales` with a learning rate
+  per token) in a few vectorised ops, rounded as the per-batch factors are;
+* the stable word order of every batch (:math:`\\mathrm{argsort}` of ``(batch, word)``) in one sort;
+* one compiled call (:func:`_run`) that takes the batches one after another, each through
+  :func:`~qpnlp.word2fun.fused_step._step`, without the GIL, and adds their losses, rounded to the model's
+  dtype, to the running float64 sum as the batch-by-batch loop does.
+
+So the parameters and the loss equal the batch-by-batch loop's bit for bit (tests).  The loop does this
+wherever it trains with a :class:`~qpnlp.word2fun.fused_step.FusedStep` (``fit``'s defaults on CPU).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+from qpnlp import _numba
+from qpnlp.data.skipgram import CentreRun, NegativeSampler
+from qpnlp.word2fun import fused_step
+from qpnlp.word2fun.fused_step import _LR, FusedStep, _step  # _step: rebound to its compiled version
+from qpnlp.word2fun.step_sizes import row_step_scales
+
+__all__ = ["compile_runs", "learning_rates", "run_steps"]
+
+
+def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
+         rough, factors, present, base, total):  # pragma: no cover - compiled
+    """The batches of a run, one :func:`~qpnlp.word2fun.fused_step._step` each: ``(total + their losses, -1)``,
+    or, when batch ``i``'s ids do not fit their tables, ``(total + the losses before it, i)`` with batch ``i``
+    not applied.
+
+    Token arrays (``words``, ``order``, ``times``, ``row_mult``, ``rough``) cover the run's tokens; batch ``i``'s
+    are ``rows[i, 0]:rows[i, 1]`` of them, its pairs ``pairs[i, 0]:pairs[i, 1]`` of the chunk's ``pair_row``
+    (rows of the chunk: minus ``base``, the run's first) and ``context``.
+    """
+    t = H.dtype.type
+    for i in range(rows.shape[0]):
+        r0, r1, p0, p1 = rows[i, 0], rows[i, 1], pairs[i, 0], pairs[i, 1]
+        pc = np.empty(p1 - p0, np.int64)
+        for b in range(p1 - p0):
+            pc[b] = pair_row[p0 + b] - base - r0
+        nums[_LR] = lrs[i]
+        loss, bad = _step(tabs, H, words[r0:r1], order[r0:r1], times[r0:r1], pc, context[p0:p1], negatives[i],
+                          nums, flags, row_mult[r0:r1], rough[r0:r1], factors, present)
+        if bad:
+            return total, i
+        total += float(t(loss))  # the batch's loss in the model's dtype, as the loop adds it
+    return total, -1
+
+
+@functools.cache
+def _kernel():
+    """:func:`_run` compiled (on first use; cached on disk), calling the compiled step."""
+    globals()["_step"] = fused_step._kernel()
+    return _numba.jit(_run, fused_step._FASTMATH)
+
+
+def compile_runs(step: FusedStep, negatives: int) -> None:
+    """Compile the run kernel for ``step``'s argument types (loaded from numba's cache on disk after the first
+    run of an install) by running it on a run of no batches: a training loop calls this before its clock."""
+    ids, values, no_pairs = np.empty(0, np.int64), np.empty(0, step.H.dtype), np.empty((0, 2), np.int64)
+    _kernel()(step.tabs, step.H, ids, ids, values, ids, ids, no_pairs, no_pairs, np.empty((0, negatives), np.int64),
+              values, step.nums.copy(), step.flags + (False,), values, values, step.factors, step.present, 0, 0.0)
+
+
+def learning_rates(lr: float, epochs: int, epoch: int, done: float, progress: np.ndarray) -> list[float]:
+    """The learning rate of each batch of a run: :math:`\\eta\\,\\max(10^{-4}, 1 - (e + p) / E)` with :math:`p`
+    the epoch's progress before the batch (``done`` before the first, then ``progress[i - 1]``)."""
+    before = [done, *progress[:-1].tolist()]
+    return [lr * max(1e-4, 1.0 - (epoch + p) / epochs) for p in before]
+
+
+def _word_order(words: np.ndarray, rows: np.ndarray, start: int) -> np.ndarray:
+    """Within each batch, the stable sort of its words (``torch.sort(words, stable=True).indices``), counted from
+    the batch's first token; ``words`` (n,) are the run's tokens from row ``start``, ``rows`` (n_b, 2) the
+    batches' ranges of rows.  One stable ``argsort`` of (segment, word), the segments cut at every batch bound."""
+    bounds = np.unique(rows) - start
+    segment = np.searchsorted(bounds, np.arange(words.shape[0]), side="right")
+    first = np.concatenate([[0], bounds])[segment]  # each token's segment starts here
+    order = np.argsort(segment * (int(words.max()) + 1) + words, kind="stable")
+    return order - first
+
+
+def _token_scales(step: FusedStep, run: CentreRun, lrs: list[float], weights, start: int, stop: int) -> tuple:
+    """``(row_mult, rough, smooth)`` of the run's tokens ``start .. stop - 1``: the per-batch factors of
+    :func:`~qpnlp.word2fun.fused_step._row_scales`, each token's from its batch's learning rate."""
+    word_penalty, word_lr, penalty = weights
+    words = run.words[start:stop]
+    batch = np.clip(np.searchsorted(run.rows[:, 1], np.arange(start, stop), side="right"), 0, len(run) - 1)
+    lr = torch.from_numpy(np.asarray(lrs, np.float64)[batch])
+    lam = penalty if word_penalty is None else word_penalty[words]
+    rl = None if word_lr is None else word_lr[words]
+    row, rough = row_step_scales(lam, rl, lr, step.dtype)
+    as_array = (lambda x: x.to(step.dtype).contiguous().numpy())
+    rough_arr = np.zeros(stop - start, step.H.dtype) if rough is None else as_array(rough)
+    return as_array(row), rough_arr, rough is not None
+
+
+def run_steps(step: FusedStep, run: CentreRun, sampler: NegativeSampler, generator: torch.Generator,
+              negatives: int, lrs: list[float], weights: tuple, total: float) -> float:
+    """Train ``run``'s batches with ``step``: ``total`` plus their losses (float64, as the batch-by-batch loop sums).
+
+    ``lrs`` (:func:`learning_rates`) one per batch; ``negatives`` shared by each batch, drawn from ``sampler``
+    with ``generator``; ``weights`` = ``(per-word roughness penalty or None, per-word learning-rate multiplier
+    or None, the float penalty used without the first)``.  Raises ``IndexError`` naming the ids of the first batch
+    whose ids do not fit their tables (the batches before it are trained, as batch by batch).
+    """
+    start, stop = int(run.rows[0, 0]), int(run.rows[-1, 1])
+    neg = sampler.sample((len(run), negatives), generator=generator)
+    row_mult, rough, smooth = _token_scales(step, run, lrs, weights, start, stop)
+    words = run.words[start:stop].numpy()
+    rows = np.ascontiguousarray(run.rows - start)
+    times = run.time[start:stop].to(step.dtype).contiguous().numpy()
+    nums = step.nums.copy()
+    total, bad = _kernel()(step.tabs, step.H, words, _word_order(words, run.rows, start), times,
+                           run.pair_row.numpy(), run.context.numpy(), rows, np.ascontiguousarray(run.pairs),
+                           neg.numpy(), np.asarray(lrs, step.H.dtype), nums, step.flags + (smooth,), row_mult, rough,
+                           step.factors, step.present, start, total)
+    if bad >= 0:
+        b = run.batch(bad)
+        step.check_ids(b.words, b.pair_centre, b.context, neg[bad])
+    return total

@@ -1,0 +1,181 @@
+"""A run of batches in one compiled call against the same batches stepped one by one: equal bit for bit."""
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_batches, iter_centre_runs
+from qpnlp.word2fun import fused_runs, fused_step, loop
+from qpnlp.word2fun.step_sizes import row_step_scales
+
+pytest.importorskip("numba", reason="the compiled step needs numba (the extra 'fast', in 'test')")
+
+V, K = 40, 6
+
+
+@pytest.fixture(autouse=True)
+def compiled(monkeypatch):
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "1")
+    monkeypatch.setenv("QPNLP_COMPILED", "1")
+    monkeypatch.setattr(fused_step, "ENABLED", True)
+
+
+def _corpus(seed=0, docs=60):
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(1, 12, size=docs)
+    doc_ids = np.repeat(np.arange(docs), lens)
+    tokens = rng.integers(0, V, size=doc_ids.size)
+    return tokens, doc_ids, 1900.0 + rng.uniform(0, 100, size=docs)
+
+
+def _runs(batch_size=9, batches_per_run=16, seed=0, chunk_tokens=10_000):
+    tokens, doc_ids, times = _corpus(seed)
+    return list(iter_centre_runs(tokens, doc_ids, times, keep_prob=np.ones(V), window=3, batch_size=batch_size,
+                                 rng=np.random.default_rng(seed), chunk_tokens=chunk_tokens,
+                                 batches_per_run=batches_per_run))
+
+
+def _model(make, family, dtype, seed=3):
+    return make(V, 8, family=family, logistic=family == "IV", frequency_init="harmonic", seed=seed,
+                precision="double" if dtype == torch.float64 else "single")
+
+
+def _weights(case):
+    g = torch.Generator().manual_seed(7)
+    penalty = 0.02 * torch.rand(V, generator=g) if case["penalty"] == "per word" else None
+    row_lr = 1.0 + 3.0 * torch.rand(V, generator=g) if case["row_lr"] else None
+    return penalty, row_lr, case["penalty"] if isinstance(case["penalty"], float) else 0.0
+
+
+def _one_by_one(step, run, sampler, gen, lrs, weights, total):
+    """The reference: the run's batches through ``FusedStep.__call__``, as the loop stepped before runs."""
+    word_penalty, word_lr, penalty = weights
+    total = torch.tensor(total, dtype=torch.float64)
+    for b, lr in zip(run.batches(), lrs):
+        neg = sampler.sample((K,), generator=gen)
+        lam = penalty if word_penalty is None else word_penalty[b.words]
+        rl = None if word_lr is None else word_lr[b.words]
+        total += step(b.words, b.time, b.pair_centre, b.context, neg, lr, lam, rl)
+    return float(total)
+
+
+CASES = [dict(penalty=0.01, row_lr=True), dict(penalty="per word", row_lr=True), dict(penalty="per word", row_lr=False),
+         dict(penalty=0.01, row_lr=False), dict(penalty=0.0, row_lr=True), dict(penalty=0.0, row_lr=False)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("family", ["II", "III", "IV"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_run_in_one_call_equals_its_batches_one_by_one(family, dtype, case, make):
+    runs = _runs()
+    assert len(runs) > 2 and max(len(r) for r in runs) > 3
+    sampler = NegativeSampler(np.arange(1, V + 1))
+    weights = _weights(case)
+    totals, models = [], []
+    for train in (fused_runs.run_steps, None):
+        m = _model(make, family, dtype)
+        step, gen, total, done = fused_step.FusedStep(m, 1.5), torch.Generator().manual_seed(5), 0.0, 0.0
+        for e in range(2):
+            for run in runs:
+                lrs = fused_runs.learning_rates(0.05, 2, e, done, run.progress)
+                if train is None:
+                    total = _one_by_one(step, run, sampler, gen, lrs, weights, total)
+                else:
+                    total = train(step, run, sampler, gen, K, lrs, weights, total)
+                done = float(run.progress[-1])
+        totals.append(total)
+        models.append(m)
+    assert np.isfinite(totals[0]) and totals[0] == totals[1]
+    for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
+        assert torch.equal(p, q), name
+    assert not torch.equal(models[0].base.weight, _model(make, family, dtype).base.weight)  # it trained
+
+
+def test_learning_rates_decay_from_the_progress_before_each_batch():
+    lrs = fused_runs.learning_rates(0.1, 4, 1, 0.5, np.array([0.6, 0.8, 1.0]))
+    assert lrs == [0.1 * (1 - 1.5 / 4), 0.1 * (1 - 1.6 / 4), 0.1 * (1 - 1.8 / 4)]
+    assert fused_runs.learning_rates(0.1, 1, 0, 1.0, np.array([1.0])) == [0.1 * 1e-4]
+
+
+@pytest.mark.parametrize("penalty", [0.0, 0.3, "tensor"])
+@pytest.mark.parametrize("with_row_lr", [True, False])
+def test_row_step_scales_with_a_learning_rate_per_token_round_as_with_floats(penalty, with_row_lr):
+    g = torch.Generator().manual_seed(0)
+    lrs = [0.0123456789, 0.987654321, 3.3e-5]
+    row_lr = 1.0 + torch.rand(3, generator=g) if with_row_lr else None
+    lam = 0.07 * torch.rand(3, generator=g) if penalty == "tensor" else penalty
+    row, rough = row_step_scales(lam, row_lr, torch.tensor(lrs, dtype=torch.float64), torch.float32)
+    for i, lr in enumerate(lrs):
+        r, s = row_step_scales(lam[i:i + 1] if penalty == "tensor" else lam,
+                               None if row_lr is None else row_lr[i:i + 1], lr, torch.float32)
+        assert torch.as_tensor(r, dtype=torch.float32).reshape(-1).equal(row[i:i + 1].to(torch.float32))
+        if s is None:
+            assert rough is None
+        else:
+            assert torch.as_tensor(s, dtype=torch.float32).reshape(-1).equal(rough[i:i + 1].to(torch.float32))
+
+
+def test_runs_hold_the_batches_of_iter_centre_batches():
+    tokens, doc_ids, times = _corpus(2)
+    kw = dict(keep_prob=np.ones(V), window=3, batch_size=5, chunk_tokens=80)
+    want = list(iter_centre_batches(tokens, doc_ids, times, rng=np.random.default_rng(1), **kw))
+    for per_run in (1, 4, 16):
+        runs = list(iter_centre_runs(tokens, doc_ids, times, rng=np.random.default_rng(1), batches_per_run=per_run,
+                                     **kw))
+        assert all(1 <= len(r) <= per_run for r in runs)
+        got = [b for r in runs for b in r.batches()]
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert a.words.equal(b.words) and a.pair_centre.equal(b.pair_centre) and a.context.equal(b.context)
+            assert a.time.equal(b.time) and a.progress == b.progress
+    with pytest.raises(ValueError, match="batches_per_run"):
+        next(iter_centre_runs(tokens, doc_ids, times, rng=np.random.default_rng(1), batches_per_run=0, **kw))
+
+
+def test_segments_cut_runs_at_every_sync():
+    runs = _runs(batch_size=4, batches_per_run=5)
+    want = [b.context.tolist() for r in runs for b in r.batches()]
+    seg = loop._Segments(iter(runs), 7)
+    got, sizes = [], []
+    while True:
+        part, n = seg.next_segment()
+        if not part:
+            break
+        assert n == sum(len(r) for r in part)
+        sizes.append(n)
+        got += [b.context.tolist() for r in part for b in r.batches()]
+    assert got == want
+    assert all(n == 7 for n in sizes[:-1]) and 1 <= sizes[-1] <= 7
+
+
+def test_a_run_refuses_ranges_outside_its_arrays():
+    run = _runs()[0]
+    with pytest.raises(ValueError, match="pairs lo < hi"):
+        CentreRun(run.words, run.time, run.pair_row, run.context, run.rows, run.pairs + run.context.shape[0],
+                  run.progress)
+    with pytest.raises(ValueError, match="rows lo < hi"):
+        CentreRun(run.words, run.time, run.pair_row, run.context, run.rows[:, ::-1], run.pairs, run.progress)
+    with pytest.raises(ValueError, match=r"n_b >= 1"):
+        CentreRun(run.words, run.time, run.pair_row, run.context, run.rows, run.pairs, run.progress[:-1])
+    with pytest.raises(ValueError, match="time must be"):
+        CentreRun(run.words, run.time[:-1], run.pair_row, run.context, run.rows, run.pairs, run.progress)
+    with pytest.raises(ValueError, match="splits after"):
+        run.split(len(run))
+    first, rest = run.split(1)
+    assert len(first) == 1 and len(rest) == len(run) - 1 and rest.batch(0).context.equal(run.batch(1).context)
+
+
+def test_bad_ids_stop_the_run_at_their_batch_with_the_batches_before_trained(make):
+    run = _runs()[0]
+    context = run.context.clone()
+    context[run.pairs[1, 0]] = V  # the second batch's first pair: a word outside the vocabulary
+    bad = CentreRun(run.words, run.time, run.pair_row, context, run.rows, run.pairs, run.progress)
+    sampler, weights = NegativeSampler(np.ones(V)), (None, None, 0.01)
+    m, ref = _model(make, "IV", torch.float32), _model(make, "IV", torch.float32)
+    with pytest.raises(IndexError, match=r"context word ids must lie in \[0, 40\)"):
+        fused_runs.run_steps(fused_step.FusedStep(m), bad, sampler, torch.Generator().manual_seed(1), K,
+                             [0.1] * len(run), weights, 0.0)
+    _one_by_one(fused_step.FusedStep(ref), run.split(1)[0], sampler, torch.Generator().manual_seed(1), [0.1],
+                weights, 0.0)
+    for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+        assert torch.equal(p, q), name
