@@ -106,9 +106,9 @@ import sys, torch
 from qpnlp.data import read_tsv
 from qpnlp.word2fun import TrainConfig, fit
 corpus = read_tsv(sys.argv[1])
-# the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults
-print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1, negatives=64, shared_negatives=True),
-          dim=int(sys.argv[3])).stats.tokens_per_s)
+# the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults (negatives 32 since 2026-11-28;
+# this line passed negatives=64 until 2026-11-30)
+print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1), dim=int(sys.argv[3])).stats.tokens_per_s)
 '''
 
 

@@ -4,7 +4,7 @@ A training loop that calls :class:`~qpnlp.word2fun.fused_step.FusedStep` once pe
 batch, for Python around the compiled step: the batch's views, the negatives' draw, the per-token step
 factors, the stable sort of the batch's words, the arguments' conversion and numba's dispatch.  At ``fit``'s
 defaults that was about 0.9 ms a batch beside 1.6 ms of compiled step (a profile on the 2-core host of
-``benchmarks/results/word2fun/runs/README.md``).  :func:`run_steps` takes a
+``benchmarks/results/word2fun/run-steps/README.md``).  :func:`run_steps` takes a
 :class:`~qpnlp.data.skipgram.CentreRun` (up to 16 consecutive batches of one chunk) instead:
 
 * the negatives of all its batches in one draw, ``(n_b, k)``: row ``i`` is what batch ``i`` would have drawn
