@@ -15,8 +15,9 @@ ops as the fallback and asks this module whether to take the loop:
 
 Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``),
 :mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``),
-:mod:`qpnlp.nn.polar_rows` (``QPNLP_LOOKUP_COMPILED``) and
-:mod:`qpnlp.nn.order_mean_loop` (``QPNLP_ORDER_MEAN_COMPILED``). ``QPNLP_COMPILED=0``
+:mod:`qpnlp.nn.polar_rows` (``QPNLP_LOOKUP_COMPILED``),
+:mod:`qpnlp.nn.order_mean_loop` (``QPNLP_ORDER_MEAN_COMPILED``) and :mod:`qpnlp._trig`
+(``QPNLP_TRIG_COMPILED``). ``QPNLP_COMPILED=0``
 turns all of them off.
 """
 

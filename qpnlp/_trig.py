@@ -1,9 +1,16 @@
-"""Cosine and sine of float32 CPU tensors at numpy's SIMD speed, for code that needs no autograd graph.
+"""Cosine and sine of float32 CPU tensors at SIMD speed, for code that needs no autograd graph.
 
-torch's CPU kernels for float32 ``cos`` and ``sin`` ran at about 1 ns an element on the project's machine (torch
-2.13.0, AVX-512: about 14x a multiply), while numpy's own SIMD kernels for float32 (numpy >= 1.22, AVX-512F /
-AVX2) take about 0.4 ns, with errors of the same size (under 1 ulp of 1 against a float64 reference:
-``tests/test_trig.py``). The hot paths that evaluate them without autograd call these functions:
+torch's CPU kernels for float32 ``cos`` and ``sin`` are not vectorised on this build: about 1 ns an element on
+an AVX-512 machine and 3.5 ns on an AVX2 one (torch 2.13.0, about 14x a multiply). Two faster routes, in order:
+
+- with numba (the extra ``fast``), one compiled loop (:func:`qpnlp._elementary.sincos`: a vectorised
+  polynomial after a Cody-Waite reduction, libm beyond :math:`|x| > 8192`) gives both at once, about 0.6 ns an
+  element for the pair on the AVX2 machine (4.6-7.8x torch's two calls, ``benchmarks/trig.py``);
+- else numpy's own SIMD kernels for float32 (numpy >= 1.22), about 0.4 ns an element on AVX-512, torch's speed
+  on AVX2.
+
+Both agree with a float64 reference to under 1 ulp of 1, as torch does (``tests/test_trig.py``). The hot paths
+that evaluate them without autograd call these functions:
 
 - the fused phase lookups of QPDN and CNM (:class:`qpnlp.nn.embedding._PolarLookup`),
 - the complex-order embedding's forward (:class:`qpnlp.nn.position_functional._Polar`),
@@ -11,9 +18,9 @@ AVX2) take about 0.4 ns, with errors of the same size (under 1 ulp of 1 against 
 
 Everything else goes to torch unchanged: tensors on other devices, other dtypes (numpy's float64 kernels are
 slower than torch's), tensors that need a gradient while autograd records, small tensors (under
-:data:`NUMPY_MIN_NUMEL` elements, where the numpy round trip costs more than it saves), and code that
-``torch.compile`` traces (a numpy call would break its graph; inductor generates its own loops). ``benchmarks/trig.py``
-measures both against each other.
+:data:`NUMPY_MIN_NUMEL` elements, where the round trip costs more than it saves), and code that
+``torch.compile`` traces (a numpy call would break its graph; inductor generates its own loops).
+``QPNLP_TRIG_COMPILED=0`` (or ``QPNLP_COMPILED=0``) turns the compiled loop off.
 
 Written here, not taken from a library: torch has no vectorised float32 sine on this build and no ``sincos``;
 numpy is already a dependency, and its ufuncs write into the tensors' own memory (no copies).
@@ -23,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+from qpnlp import _elementary, _numba
 
 __all__ = ["NUMPY_MIN_NUMEL", "cos", "sin", "cos_sin"]
 
@@ -44,21 +53,39 @@ def _apply(ufunc, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _compiled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos(x), sin(x))`` by the compiled loop (:func:`qpnlp._elementary.sincos`), into new tensors."""
+    source = x.detach().contiguous()
+    c, s = torch.empty_like(source), torch.empty_like(source)
+    _numba.jit(_elementary.sincos)(source.numpy().reshape(-1), s.numpy().reshape(-1), c.numpy().reshape(-1), True)
+    return c, s
+
+
+def _compiled_path(x: torch.Tensor) -> bool:
+    return _numpy_path(x) and _numba.enabled("QPNLP_TRIG_COMPILED")
+
+
 def cos(x: torch.Tensor) -> torch.Tensor:
-    """``torch.cos(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements via numpy."""
+    """``torch.cos(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements by the
+    compiled loop (numba) or numpy."""
+    if _compiled_path(x):
+        return _compiled(x)[0]
     return _apply(np.cos, x) if _numpy_path(x) else torch.cos(x)
 
 
 def sin(x: torch.Tensor) -> torch.Tensor:
-    """``torch.sin(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements via numpy."""
+    """``torch.sin(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements by the
+    compiled loop (numba) or numpy."""
+    if _compiled_path(x):
+        return _compiled(x)[1]
     return _apply(np.sin, x) if _numpy_path(x) else torch.sin(x)
 
 
 def cos_sin(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cos(x), sin(x))`` of a real tensor, each of ``x``'s shape.
+    """``(cos(x), sin(x))`` of a real tensor, each of ``x``'s shape: one pass of the compiled loop where it applies.
 
     >>> c, s = cos_sin(torch.zeros(2))
     >>> c.tolist(), s.tolist()
     ([1.0, 1.0], [0.0, 0.0])
     """
-    return cos(x), sin(x)
+    return _compiled(x) if _compiled_path(x) else (cos(x), sin(x))

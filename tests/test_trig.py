@@ -1,4 +1,5 @@
-"""qpnlp._trig: numpy's float32 cosine and sine stand in for torch's with errors of the same size."""
+"""qpnlp._trig: the compiled loop's (numba) and numpy's float32 cosine and sine stand in for torch's with errors of
+the same size; every test of the large-tensor paths runs on both."""
 
 from __future__ import annotations
 
@@ -7,25 +8,35 @@ import warnings
 import pytest
 import torch
 
-from qpnlp import _trig
+from qpnlp import _numba, _trig
 
 ULP_OF_ONE = torch.finfo(torch.float32).eps
+PATHS = ["compiled", "numpy"] if _numba.HAVE_NUMBA else ["numpy"]
+
+
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch):
+    """The large-tensor path under test: the compiled loop (numba) or numpy's ufuncs."""
+    monkeypatch.setenv("QPNLP_COMPILED", "1")
+    monkeypatch.setenv("QPNLP_TRIG_COMPILED", "1" if request.param == "compiled" else "0")
+    return request.param
 
 
 def _angles(n: int, limit: float, seed: int = 0) -> torch.Tensor:
     return (torch.rand(n, generator=torch.Generator().manual_seed(seed)) * 2 - 1) * limit
 
 
-@pytest.mark.parametrize("limit", [1.0, 10.0, 1e3, 1e5])
-def test_float32_values_are_within_an_ulp_of_one_of_the_float64_reference(limit):
+@pytest.mark.parametrize("limit", [1.0, 10.0, 1e3, 1e4, 1e5])
+def test_float32_values_are_within_an_ulp_of_one_of_the_float64_reference(limit, path):
     x = _angles(50_000, limit)
-    cos, sin = _trig.cos_sin(x)
-    assert cos.dtype == sin.dtype == torch.float32 and cos.shape == sin.shape == x.shape
-    assert float((cos.double() - torch.cos(x.double())).abs().max()) < ULP_OF_ONE
-    assert float((sin.double() - torch.sin(x.double())).abs().max()) < ULP_OF_ONE
+    assert _trig._compiled_path(x) == (path == "compiled")
+    for cos, sin in (_trig.cos_sin(x), (_trig.cos(x), _trig.sin(x))):
+        assert cos.dtype == sin.dtype == torch.float32 and cos.shape == sin.shape == x.shape
+        assert float((cos.double() - torch.cos(x.double())).abs().max()) < ULP_OF_ONE
+        assert float((sin.double() - torch.sin(x.double())).abs().max()) < ULP_OF_ONE
 
 
-def test_the_numpy_path_is_taken_for_large_float32_cpu_tensors_and_writes_a_new_tensor():
+def test_the_numpy_path_is_taken_for_large_float32_cpu_tensors_and_writes_a_new_tensor(path):
     x = _angles(_trig.NUMPY_MIN_NUMEL, 4.0)
     assert _trig._numpy_path(x)
     before = x.clone()
@@ -33,7 +44,7 @@ def test_the_numpy_path_is_taken_for_large_float32_cpu_tensors_and_writes_a_new_
     assert out.data_ptr() != x.data_ptr() and torch.equal(x, before)
 
 
-def test_non_contiguous_inputs_keep_their_shape_and_values():
+def test_non_contiguous_inputs_keep_their_shape_and_values(path):
     x = _angles(2 * 3 * 4096, 6.0).view(2, 3, 4096).transpose(0, 2)
     assert not x.is_contiguous()
     torch.testing.assert_close(_trig.sin(x), torch.sin(x), atol=2 * ULP_OF_ONE, rtol=0)
@@ -45,8 +56,8 @@ def test_non_contiguous_inputs_keep_their_shape_and_values():
     _angles(10_000, 3.0).double(),                      # float64: torch (numpy's float64 kernels are slower)
     _angles(10_000, 3.0).half(),
 ], ids=["small", "float64", "float16"])
-def test_other_tensors_get_torch_bit_for_bit(x):
-    assert not _trig._numpy_path(x)
+def test_other_tensors_get_torch_bit_for_bit(x, path):
+    assert not _trig._numpy_path(x) and not _trig._compiled_path(x)
     assert torch.equal(_trig.cos(x), torch.cos(x)) and torch.equal(_trig.sin(x), torch.sin(x))
 
 
@@ -60,7 +71,7 @@ def test_a_tensor_that_needs_a_gradient_keeps_its_autograd_graph():
         assert _trig._numpy_path(x)
 
 
-def test_non_finite_angles_give_nan_like_torch_without_a_warning():
+def test_non_finite_angles_give_nan_like_torch_without_a_warning(path):
     x = torch.zeros(_trig.NUMPY_MIN_NUMEL)
     x[:3] = torch.tensor([float("inf"), float("nan"), -float("inf")])
     with warnings.catch_warnings():

@@ -70,8 +70,8 @@ import torch
 from qpnlp import _numba
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
-from qpnlp.word2fun.elementary import exp_minus_abs as _exp_minus_abs  # both rebound to compiled versions by
-from qpnlp.word2fun.elementary import sincos as _sincos  # _kernel, as the helpers below
+from qpnlp._elementary import exp_minus_abs as _exp_minus_abs  # both rebound to compiled versions by
+from qpnlp._elementary import sincos as _sincos  # _kernel, as the helpers below
 from qpnlp.word2fun.model import Word2Fun
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
 

@@ -1,10 +1,11 @@
-"""Elementary functions for the compiled SGD step (:mod:`~qpnlp.word2fun.fused_step`), written as loops
-that LLVM vectorises: sines and cosines of float32 angles, and :math:`e^{-|y|}` in float64.
+"""Elementary functions as loops that LLVM vectorises (numba): sines and cosines of float32 angles, and
+:math:`e^{-|y|}` in float64.
 
 numba compiles ``math.sin`` and ``math.exp`` to one libm call per element, which does not vectorise; these
 loops do (a polynomial after a range reduction), and agree with libm to float rounding.  Plain Python
-functions: :func:`~qpnlp.word2fun.fused_step._kernel` compiles them (without fast-math, which would undo the
-range reductions) before the step that calls them.
+functions, compiled by their users without fast-math (which would undo the range reductions): Word2Fun's
+compiled step (:func:`~qpnlp.word2fun.fused_step._kernel`) and the cosines and sines of :mod:`qpnlp._trig`
+(phase lookups, the complex-order embedding).
 """
 
 from __future__ import annotations
