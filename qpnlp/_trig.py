@@ -6,8 +6,9 @@ an AVX-512 machine and 3.5 ns on an AVX2 one (torch 2.13.0, about 14x a multiply
 - with numba (the extra ``fast``), one compiled loop (:func:`qpnlp._elementary.sincos`: a vectorised
   polynomial after a Cody-Waite reduction, libm beyond :math:`|x| > 8192`) gives both at once, about 0.6 ns an
   element for the pair on the AVX2 machine (4.6-7.8x torch's two calls, ``benchmarks/trig.py``);
-- else numpy's own SIMD kernels for float32 (numpy >= 1.22), about 0.4 ns an element on AVX-512, torch's speed
-  on AVX2.
+- else, on a CPU with AVX-512 (:data:`NUMPY_SIMD_TRIG`), numpy's own SIMD kernels for float32 (numpy >= 1.22),
+  about 0.4 ns an element; on AVX2 they took 1.1-1.9x torch's time (``benchmarks/results/speed/trig_compiled*``),
+  so there torch's kernels are kept.
 
 Both agree with a float64 reference to under 1 ulp of 1, as torch does (``tests/test_trig.py``). The hot paths
 that evaluate them without autograd call these functions:
@@ -39,7 +40,21 @@ __all__ = ["NUMPY_MIN_NUMEL", "cos", "sin", "cos_sin"]
 NUMPY_MIN_NUMEL = 4096
 
 
-def _numpy_path(x: torch.Tensor) -> bool:
+def _has_avx512() -> bool:
+    """Whether numpy dispatches its AVX-512 kernels here (numpy's CPU feature table; False if it cannot be read)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:
+        return False
+    return bool(__cpu_features__.get("AVX512F", False))
+
+
+#: Whether numpy's float32 cos and sin beat torch's here: on AVX-512 (2.5x), not on AVX2 (0.5-0.9x).
+NUMPY_SIMD_TRIG = _has_avx512()
+
+
+def _large_float32(x: torch.Tensor) -> bool:
+    """A float32 CPU tensor of :data:`NUMPY_MIN_NUMEL` elements or more that needs no graph, outside a trace."""
     return (x.dtype == torch.float32 and x.device.type == "cpu" and x.numel() >= NUMPY_MIN_NUMEL
             and not (x.requires_grad and torch.is_grad_enabled()) and x.layout == torch.strided
             and not torch.compiler.is_compiling())
@@ -62,12 +77,16 @@ def _compiled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _compiled_path(x: torch.Tensor) -> bool:
-    return _numpy_path(x) and _numba.enabled("QPNLP_TRIG_COMPILED")
+    return _large_float32(x) and _numba.enabled("QPNLP_TRIG_COMPILED")
+
+
+def _numpy_path(x: torch.Tensor) -> bool:
+    return NUMPY_SIMD_TRIG and _large_float32(x)
 
 
 def cos(x: torch.Tensor) -> torch.Tensor:
     """``torch.cos(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements by the
-    compiled loop (numba) or numpy."""
+    compiled loop (numba), or numpy's kernels on AVX-512 (:data:`NUMPY_SIMD_TRIG`)."""
     if _compiled_path(x):
         return _compiled(x)[0]
     return _apply(np.cos, x) if _numpy_path(x) else torch.cos(x)
@@ -75,7 +94,7 @@ def cos(x: torch.Tensor) -> torch.Tensor:
 
 def sin(x: torch.Tensor) -> torch.Tensor:
     """``torch.sin(x)``, elementwise; float32 CPU tensors of :data:`NUMPY_MIN_NUMEL` or more elements by the
-    compiled loop (numba) or numpy."""
+    compiled loop (numba), or numpy's kernels on AVX-512 (:data:`NUMPY_SIMD_TRIG`)."""
     if _compiled_path(x):
         return _compiled(x)[1]
     return _apply(np.sin, x) if _numpy_path(x) else torch.sin(x)

@@ -11,14 +11,16 @@ import torch
 from qpnlp import _numba, _trig
 
 ULP_OF_ONE = torch.finfo(torch.float32).eps
-PATHS = ["compiled", "numpy"] if _numba.HAVE_NUMBA else ["numpy"]
+PATHS = ["compiled", "numpy", "torch"] if _numba.HAVE_NUMBA else ["numpy", "torch"]
 
 
 @pytest.fixture(params=PATHS)
 def path(request, monkeypatch):
-    """The large-tensor path under test: the compiled loop (numba) or numpy's ufuncs."""
+    """The large-tensor path under test: the compiled loop (numba), numpy's ufuncs (taken on AVX-512 CPUs, here
+    whatever the CPU) or torch's kernels (no numba, no AVX-512)."""
     monkeypatch.setenv("QPNLP_COMPILED", "1")
     monkeypatch.setenv("QPNLP_TRIG_COMPILED", "1" if request.param == "compiled" else "0")
+    monkeypatch.setattr(_trig, "NUMPY_SIMD_TRIG", request.param == "numpy")
     return request.param
 
 
@@ -29,16 +31,18 @@ def _angles(n: int, limit: float, seed: int = 0) -> torch.Tensor:
 @pytest.mark.parametrize("limit", [1.0, 10.0, 1e3, 1e4, 1e5])
 def test_float32_values_are_within_an_ulp_of_one_of_the_float64_reference(limit, path):
     x = _angles(50_000, limit)
-    assert _trig._compiled_path(x) == (path == "compiled")
+    assert _trig._compiled_path(x) == (path == "compiled") and _trig._numpy_path(x) == (path == "numpy")
     for cos, sin in (_trig.cos_sin(x), (_trig.cos(x), _trig.sin(x))):
         assert cos.dtype == sin.dtype == torch.float32 and cos.shape == sin.shape == x.shape
         assert float((cos.double() - torch.cos(x.double())).abs().max()) < ULP_OF_ONE
         assert float((sin.double() - torch.sin(x.double())).abs().max()) < ULP_OF_ONE
 
 
-def test_the_numpy_path_is_taken_for_large_float32_cpu_tensors_and_writes_a_new_tensor(path):
+def test_large_float32_cpu_tensors_get_a_new_tensor_and_torch_s_values_where_no_faster_path_applies(path):
     x = _angles(_trig.NUMPY_MIN_NUMEL, 4.0)
-    assert _trig._numpy_path(x)
+    assert _trig._large_float32(x)
+    if path == "torch":
+        assert torch.equal(_trig.cos(x), torch.cos(x)) and torch.equal(_trig.sin(x), torch.sin(x))
     before = x.clone()
     out = _trig.cos(x)
     assert out.data_ptr() != x.data_ptr() and torch.equal(x, before)
@@ -57,7 +61,7 @@ def test_non_contiguous_inputs_keep_their_shape_and_values(path):
     _angles(10_000, 3.0).half(),
 ], ids=["small", "float64", "float16"])
 def test_other_tensors_get_torch_bit_for_bit(x, path):
-    assert not _trig._numpy_path(x) and not _trig._compiled_path(x)
+    assert not _trig._large_float32(x) and not _trig._numpy_path(x) and not _trig._compiled_path(x)
     assert torch.equal(_trig.cos(x), torch.cos(x)) and torch.equal(_trig.sin(x), torch.sin(x))
 
 
@@ -68,7 +72,7 @@ def test_a_tensor_that_needs_a_gradient_keeps_its_autograd_graph():
     y.sum().backward()
     torch.testing.assert_close(x.grad, torch.cos(x.detach()))
     with torch.no_grad():
-        assert _trig._numpy_path(x)
+        assert _trig._large_float32(x)
 
 
 def test_non_finite_angles_give_nan_like_torch_without_a_warning(path):
