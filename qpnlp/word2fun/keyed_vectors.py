@@ -268,14 +268,14 @@ class StaticKeyedVectors:
 class KeyedVectors:
     """A trained :class:`~qpnlp.word2fun.model.Word2Fun` with its vocabulary: the query object.
 
+    Every query that takes times reads them through :meth:`query_times` (a float64 array; a ``UserWarning``
+    for a time outside the training span), which is public so that other code checks times the same way.
+
     Parameters
     ----------
     model : Word2Fun
     vocabulary : Vocabulary
         Without special tokens (``specials=False``), ``len(vocabulary) == model.vocab_size``.
-
-    Every query that takes times reads them through :meth:`query_times` (a float64 array; a ``UserWarning``
-    for a time outside the training span), which is public so that other code checks times the same way.
 
     Attributes
     ----------
