@@ -104,9 +104,21 @@ def _token_scales(step: FusedStep, run: CentreRun, lrs: list[float], weights, st
     lam = penalty if word_penalty is None else word_penalty[words]
     rl = None if word_lr is None else word_lr[words]
     row, rough = row_step_scales(lam, rl, lr, step.dtype)
-    as_array = (lambda x: x.to(step.dtype).contiguous().numpy())
-    rough_arr = np.zeros(stop - start, step.H.dtype) if rough is None else as_array(rough)
-    return as_array(row), rough_arr, rough is not None
+    rough_arr = np.zeros(stop - start, step.H.dtype) if rough is None else _in_dtype(rough, step)
+    return _in_dtype(row, step), rough_arr, rough is not None
+
+
+def _in_dtype(x: torch.Tensor, step: FusedStep) -> np.ndarray:
+    return x.to(step.dtype).contiguous().numpy()
+
+
+def _check_run(run: CentreRun, negatives: int, lrs: list[float]) -> None:
+    """The run on the CPU, one learning rate per batch and at least one negative (the kernel reads them unchecked)."""
+    if not isinstance(run, CentreRun) or run.words.device.type != "cpu":
+        raise ValueError("run_steps takes a CentreRun on the CPU (the compiled step is for the CPU)")
+    if len(lrs) != len(run) or negatives < 1:
+        raise ValueError(f"need one learning rate per batch ({len(run)}) and negatives >= 1; got {len(lrs)} "
+                         f"learning rates and {negatives} negatives")
 
 
 def run_steps(step: FusedStep, run: CentreRun, sampler: NegativeSampler, generator: torch.Generator,
@@ -118,6 +130,7 @@ def run_steps(step: FusedStep, run: CentreRun, sampler: NegativeSampler, generat
     or None, the float penalty used without the first)``.  Raises ``IndexError`` naming the ids of the first batch
     whose ids do not fit their tables (the batches before it are trained, as batch by batch).
     """
+    _check_run(run, negatives, lrs)
     start, stop = int(run.rows[0, 0]), int(run.rows[-1, 1])
     neg = sampler.sample((len(run), negatives), generator=generator)
     row_mult, rough, smooth = _token_scales(step, run, lrs, weights, start, stop)

@@ -271,7 +271,8 @@ class _Segments:
         """The next segment's runs, and how many batches they hold (``size`` unless the epoch ran out)."""
         out, left = [], self.size
         while left > 0:
-            run, self.held = (self.held, None) if self.held is not None else (next(self.runs, None), None)
+            run = self.held if self.held is not None else next(self.runs, None)
+            self.held = None
             if run is None:
                 break
             if len(run) > left:

@@ -179,3 +179,12 @@ def test_bad_ids_stop_the_run_at_their_batch_with_the_batches_before_trained(mak
                 weights, 0.0)
     for (name, p), q in zip(m.named_parameters(), ref.parameters()):
         assert torch.equal(p, q), name
+
+
+def test_run_steps_refuses_learning_rates_that_do_not_match_the_batches(make):
+    run, step = _runs()[0], fused_step.FusedStep(_model(make, "IV", torch.float32))
+    sampler, gen = NegativeSampler(np.ones(V)), torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="one learning rate per batch"):
+        fused_runs.run_steps(step, run, sampler, gen, K, [0.1] * (len(run) - 1), (None, None, 0.0), 0.0)
+    with pytest.raises(ValueError, match="negatives >= 1"):
+        fused_runs.run_steps(step, run, sampler, gen, 0, [0.1] * len(run), (None, None, 0.0), 0.0)
