@@ -84,7 +84,8 @@ def main(argv=None) -> None:
     parser.add_argument("--dropout", type=float, default=CONFIG.dropout)
     parser.add_argument("--windows", type=int, nargs="+", default=[1, 2, 3, 4],
                         help="local-mixture window sizes (default 1 2 3 4, the thesis' l = 1..4)")
-    parser.add_argument("--margin", type=float, default=0.1, help="triplet hinge margin (thesis: 0.1)")
+    parser.add_argument("--margin", type=float, default=None,
+                        help="triplet hinge margin (default: CNM's per data set, CNM.training_defaults; thesis: 0.1)")
     parser.add_argument("--negatives", type=int, nargs="+", default=None,
                         help="wrong candidates per correct one, one value per data set (default 1 each)")
     parser.add_argument("--pretrained-fallback", type=int, default=None,
@@ -132,10 +133,12 @@ def main(argv=None) -> None:
             for seed in args.seeds:
                 lr = args.lr if args.lr is not None else \
                     CNM.training_default("lr", dataset=name, vectors=args.vectors)
+                margin = args.margin if args.margin is not None else \
+                    CNM.training_default("margin", dataset=name, vectors=args.vectors, fallback=MatchingConfig.margin)
                 config = MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
                                         embedding_lr=lr, patience=args.patience, seed=seed,
                                         max_len=args.max_len, progress=False, negatives=negatives[name],
-                                        margin=args.margin, length_chunks=args.length_chunks)
+                                        margin=margin, length_chunks=args.length_chunks)
                 options = dict(num_measurements=args.num_measurements, dropout=args.dropout,
                                measurement_init=args.measurement_init, phase_init=args.phase_init,
                                windows=list(args.windows), **VARIANTS[variant][1])
@@ -148,7 +151,7 @@ def main(argv=None) -> None:
                                       log=lambda h: print(f"  {name} {variant} seed {seed} epoch {h['epoch']}: "
                                                           f"loss {h['train_loss']:.4f} dev MAP {h['dev']['map']:.4f}",
                                                           flush=True))
-                run = dict(dataset=name, variant=variant, seed=seed, lr=lr, options=options, dev=result.dev,
+                run = dict(dataset=name, variant=variant, seed=seed, lr=lr, margin=margin, options=options, dev=result.dev,
                            evaluation=result.evaluation, best_epoch=result.best_epoch,
                            epochs_run=len(result.history), history=result.history,
                            train_split=result.train_split, train_questions=result.train_questions,
@@ -177,21 +180,21 @@ def _fmt(m: dict | None) -> str:
     return " | ".join(f"{m[k]:.4f}" for k in ("map", "mrr", "p_at_1")) + f" | {m['questions']}" if m else "- | - | - | -"
 
 
-def _lr_text(args, runs) -> str:
-    """The learning rate as run: ``--lr``, or each data set's default (``CNM.training_defaults``) when not given."""
-    if args.lr is not None:
-        return f"{args.lr:g}"
-    used = sorted({(r["dataset"], r["lr"]) for r in runs})
-    return "per data set (" + ", ".join(f"{d} {lr:g}" for d, lr in used) + ")"
+def _per_dataset_text(args, runs, key: str) -> str:
+    """A setting as run (``lr``, ``margin``): the flag, or each data set's default (``CNM.training_defaults``)."""
+    if getattr(args, key) is not None:
+        return f"{getattr(args, key):g}"
+    used = sorted({(r["dataset"], r[key]) for r in runs})
+    return "per data set (" + ", ".join(f"{d} {value:g}" for d, value in used) + ")"
 
 
 def _markdown(runs, floors, args, wall, load) -> str:
     diagnostic = args.best_test_epoch_diagnostic
     lines = [f"# CNM reproduction ({time.strftime('%Y-%m-%d %H:%M')} UTC)", "",
              f"epochs <= {args.epochs} (patience {args.patience}, selection on dev MAP), batch {args.batch_size}, "
-             f"lr {_lr_text(args, runs)}, k {args.num_measurements} ({args.measurement_init} init), "
+             f"lr {_per_dataset_text(args, runs, 'lr')}, k {args.num_measurements} ({args.measurement_init} init), "
              f"phase init {args.phase_init}, "
-             f"dropout {args.dropout}, windows {args.windows}, margin {args.margin}, pretrained fallback {args.pretrained_fallback} words, "
+             f"dropout {args.dropout}, windows {args.windows}, margin {_per_dataset_text(args, runs, 'margin')}, pretrained fallback {args.pretrained_fallback} words, "
              f"extra training data {args.extra_train or 'none'}, vectors {args.vectors} (scale {args.vectors_scale}), "
              f"training files {sorted({(r['dataset'], r['train_split'], r['train_questions']) for r in runs})}, "
              f"negatives {args.negatives or 1}, seeds {args.seeds}, "

@@ -69,6 +69,20 @@ def test_cnm_defaults_follow_the_data_set_and_the_vector_set(flags, lr, scale):
     assert matching_config(args).lr == lr and vectors_scale(args) == scale
 
 
+@pytest.mark.parametrize("flags, margin", [
+    (["--dataset", "wikiqa"], 0.02),
+    (["--dataset", "trecqa"], 0.1),
+    (["--dataset", "wikiqa", "--margin", "0.1"], 0.1),
+    (["--dataset", "trecqa", "--margin", "0"], 0.0),
+])
+def test_cnm_margin_follows_the_data_set_and_the_flag_wins(flags, margin):
+    """WikiQA's margin chosen on dev (0.02) is what `qpnlp train cnm --dataset wikiqa` gets; TREC-QA keeps 0.1."""
+    from qpnlp.cli import build_parser
+    from qpnlp.commands.match import matching_config
+
+    assert matching_config(build_parser().parse_args(["train", "cnm", *flags])).margin == margin
+
+
 @pytest.mark.parametrize("kind, flags", [("cnm", ["--dataset", "trecqa"]), ("qpdn", ["--dataset", "MR"])])
 def test_compile_reaches_the_training_config_and_stays_off_by_default(kind, flags):
     from qpnlp.cli import build_parser

@@ -45,7 +45,8 @@ def register(subparsers: dict) -> None:
                        help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
         p.add_argument("--loss", choices=LOSSES, default="triplet", help="(default %(default)s)")
         p.add_argument("--margin", type=rate_type(zero=True), default=None,
-                       help=f"triplet hinge margin; --loss triplet only (default {MatchingConfig.margin})")
+                       help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
+                            f"else {MatchingConfig.margin})")
         defaults = get_model_class(name).training_defaults
         p.add_argument("--negatives", type=count_type(), default=defaults.get("negatives", 1),
                        help="wrong candidates drawn per correct one (default %(default)s)")
@@ -115,6 +116,15 @@ def training_lr(args: argparse.Namespace) -> float:
                                                        fallback=1e-2)
 
 
+def training_margin(args: argparse.Namespace) -> float:
+    """``--margin``, or the model's default triplet margin for this data set (``training_default``), else
+    :class:`~qpnlp.training.MatchingConfig`'s."""
+    if args.margin is not None:
+        return args.margin
+    return get_model_class(args.kind).training_default("margin", dataset=args.dataset, vectors=args.vectors,
+                                                       fallback=MatchingConfig.margin)
+
+
 def vectors_scale(args: argparse.Namespace) -> float | None:
     """``--vectors-scale``, or the model's default for this vector set (None: the set's own scale)."""
     if args.vectors_scale is not None:
@@ -130,7 +140,7 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
                           progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
                           pad_to_multiple_of=args.pad_to_multiple_of, loss=args.loss,
-                          margin=MatchingConfig.margin if args.margin is None else args.margin,
+                          margin=training_margin(args),
                           negatives=args.negatives)
 
 
