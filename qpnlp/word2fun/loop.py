@@ -153,30 +153,29 @@ def _train_batches(model, runs, sampler, gen, cfg, epoch, lock=None, weights=(No
                 run = next(runs, None)
         if run is None:
             return total, nb
+        lrs = learning_rates(cfg.lr, cfg.epochs, epoch, done, run.progress)
         if isinstance(step, FusedStep):
-            lrs = learning_rates(cfg.lr, cfg.epochs, epoch, done, run.progress)
             total = torch.tensor(run_steps(step, run, sampler, gen, cfg.negatives, lrs,
                                            (*weights, cfg.roughness_penalty), float(total)), dtype=total.dtype)
         else:
-            total = _train_run(step, run, sampler, gen, cfg, epoch, done, weights, total)
+            total = _train_run(step, run, sampler, gen, cfg, lrs, weights, total)
         nb += int((run.pairs[:, 1] - run.pairs[:, 0]).sum())
         done = float(run.progress[-1])
         if progress is not None:
             progress[0] = done
 
 
-def _train_run(step, run: CentreRun, sampler, gen, cfg, epoch, done, weights, total) -> torch.Tensor:
-    """The batches of ``run`` one after another with ``step`` (torch ops); ``total`` plus their losses."""
+def _train_run(step, run: CentreRun, sampler, gen, cfg, lrs: list[float], weights, total) -> torch.Tensor:
+    """The batches of ``run`` one after another with ``step`` (torch ops) at their learning rates ``lrs``
+    (:func:`~qpnlp.word2fun.fused_runs.learning_rates`); ``total`` plus their losses."""
     word_penalty, word_lr = weights
-    for batch in run.batches():
-        lr = cfg.lr * max(1e-4, 1.0 - (epoch + done) / cfg.epochs)
+    for batch, lr in zip(run.batches(), lrs):
         B = batch.context.shape[0]
         shape = (cfg.negatives,) if cfg.shared_negatives else (B, cfg.negatives)
         neg = sampler.sample(shape, generator=gen)
         lam = cfg.roughness_penalty if word_penalty is None else word_penalty[batch.words]
         rl = None if word_lr is None else word_lr[batch.words]
         total += step(batch.words, batch.time, batch.pair_centre, batch.context, neg, lr, lam, rl)  # on the device
-        done = batch.progress
     return total
 
 
