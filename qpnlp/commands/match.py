@@ -108,28 +108,30 @@ def check_effective_options(args: argparse.Namespace) -> None:
                          f"triplet loss's (--loss triplet)")
 
 
+def _training_setting(args: argparse.Namespace, key: str, fallback=None):
+    """The flag ``--key`` when given, else the model's default for this data set and vector set
+    (:meth:`~qpnlp.models.base.Model.training_default`), else ``fallback``."""
+    value = getattr(args, key)
+    if value is not None:
+        return value
+    return get_model_class(args.kind).training_default(key, dataset=args.dataset, vectors=args.vectors,
+                                                       fallback=fallback)
+
+
 def training_lr(args: argparse.Namespace) -> float:
     """``--lr``, or the model's default learning rate for this data set and vector set (``training_default``)."""
-    if args.lr is not None:
-        return args.lr
-    return get_model_class(args.kind).training_default("lr", dataset=args.dataset, vectors=args.vectors,
-                                                       fallback=1e-2)
+    return _training_setting(args, "lr", fallback=1e-2)
 
 
 def training_margin(args: argparse.Namespace) -> float:
     """``--margin``, or the model's default triplet margin for this data set (``training_default``), else
     :class:`~qpnlp.training.MatchingConfig`'s."""
-    if args.margin is not None:
-        return args.margin
-    return get_model_class(args.kind).training_default("margin", dataset=args.dataset, vectors=args.vectors,
-                                                       fallback=MatchingConfig.margin)
+    return _training_setting(args, "margin", fallback=MatchingConfig.margin)
 
 
 def vectors_scale(args: argparse.Namespace) -> float | None:
     """``--vectors-scale``, or the model's default for this vector set (None: the set's own scale)."""
-    if args.vectors_scale is not None:
-        return args.vectors_scale
-    return get_model_class(args.kind).training_default("vectors_scale", vectors=args.vectors)
+    return _training_setting(args, "vectors_scale")
 
 
 def matching_config(args: argparse.Namespace) -> MatchingConfig:
