@@ -71,12 +71,11 @@ class Batched:
         states (and float64 weights); lower precision is only used when asked for.
         """
         device, dtype = to_arguments(args, device, dtype)
+        wide = None if dtype is None else complex_dtype_of(dtype)      # an Ensemble's weights follow its states
         moved = {}
         for name in self._fields:
             t = getattr(self, "_" + name)
-            target = None
-            if dtype is not None:
-                target = complex_dtype_of(dtype) if t.is_complex() else real_dtype_of(dtype)
+            target = None if wide is None else wide if t.is_complex() else real_dtype_of(wide)
             moved[name] = t.to(device=device, dtype=target)
         return self._trusted(**moved)
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, enabled, has_values,
-                          real_dtype_of, tolerance)
+from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, complex_dtype_of, enabled,
+                          has_values, real_dtype_of, tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
-    """ValueError unless ``a`` and ``b`` are ``(..., d)`` vectors of one d with broadcastable batch shapes.
+    """ValueError unless ``a`` and ``b`` are ``(..., d)`` vectors of one d, broadcastable batch shapes, one device.
 
-    Hot path: two shape comparisons; ``check_broadcast`` runs only when the batch shapes differ.
+    Hot path: two shape comparisons and a device comparison; ``check_broadcast`` and ``check_same_device`` run
+    only when they differ.
     """
     if a.dim() == 0 or b.dim() == 0:
         raise ValueError(f"{name_a} and {name_b} must be vectors (..., d) of one dimension d; got shapes "
@@ -31,6 +32,8 @@ def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -
                          f"(shape {tuple(b.shape)})")
     if a.shape[:-1] != b.shape[:-1]:
         check_broadcast(name_a, a.shape[:-1], name_b, b.shape[:-1])
+    if a.device != b.device:
+        check_same_device((name_a, a), (name_b, b))
 
 
 def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -141,6 +144,7 @@ def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"kron takes matrices (..., m, n); got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[:-2] != b.shape[:-2]:
         check_broadcast("a", a.shape[:-2], "b", b.shape[:-2])
+    check_same_device(("a", a), ("b", b))
     m, n = a.shape[-2:]
     p, q = b.shape[-2:]
     product = a[..., :, None, :, None] * b[..., None, :, None, :]
@@ -176,8 +180,9 @@ def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=No
                    generator: torch.Generator | None = None) -> torch.Tensor:
     """Haar-random unitaries ``(*batch_shape, d, d)`` via QR of a Ginibre matrix (Mezzadri 2007).
 
-    The phases of R's diagonal are moved into Q so the distribution is Haar.
+    The phases of R's diagonal are moved into Q so the distribution is Haar. ``dtype`` complex64/complex128
+    (float32/float64 map to them, as for every sampler).
     """
     dim = check_dimension("dim", dim)
-    z = ginibre((*batch_shape, dim, dim), dtype=dtype, device=device, generator=generator)
+    z = ginibre((*batch_shape, dim, dim), dtype=complex_dtype_of(dtype), device=device, generator=generator)
     return haar_orthonormalize(z)

@@ -91,6 +91,7 @@ class PureState(Batched):
             V.check_tensor(name, value)
             V.check_real(name, value)
         V.check_broadcast("amplitude", amplitude.shape, "phase", phase.shape, what="shape")
+        V.check_same_device(("amplitude", amplitude), ("phase", phase))
         real = torch.float64 if torch.float64 in (amplitude.dtype, phase.dtype) else torch.float32
         amplitude, phase = amplitude.to(real), phase.to(real)
         if V.resolve(validate) and V.has_values(amplitude) and bool((amplitude < 0).any()):
@@ -163,6 +164,8 @@ class PureState(Batched):
 
     def global_phase(self, angle: float | torch.Tensor) -> "PureState":
         r"""Multiply by :math:`e^{i\,angle}` (the same physical state)."""
+        if isinstance(angle, torch.Tensor):     # never copied to the state's device silently
+            V.check_same_device(("the state", self._data), ("angle", angle))
         angle = torch.as_tensor(angle, dtype=V.real_dtype_of(self.dtype), device=self.device)
         return self._trusted(data=self._data * torch.polar(torch.ones_like(angle), angle).unsqueeze(-1))
 

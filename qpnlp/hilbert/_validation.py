@@ -97,11 +97,16 @@ def real_dtype_of(dtype: torch.dtype) -> torch.dtype:
     return _REAL_DTYPES.get(dtype, dtype)
 
 
-def complex_dtype_of(dtype: torch.dtype) -> torch.dtype:
-    """complex64 for float32 (and lower), complex128 for float64; complex unchanged."""
-    if dtype.is_complex:
-        return dtype
-    return torch.complex128 if dtype == torch.float64 else torch.complex64
+def complex_dtype_of(dtype: torch.dtype, name: str = "dtype") -> torch.dtype:
+    """complex128 for float64 and complex128, complex64 for every lower floating or complex dtype (float32,
+    float16, bfloat16, complex32: the states' dtypes are complex64 and complex128); TypeError naming ``name``
+    for anything else (an integer or bool dtype, a string)."""
+    if dtype in (torch.float64, torch.complex128):
+        return torch.complex128
+    if not isinstance(dtype, torch.dtype) or not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(f"{name} must be a floating or complex torch.dtype (complex64, complex128, or float32/float64 "
+                        f"for them); got {dtype!r}")
+    return torch.complex64
 
 
 def tolerance(dtype: torch.dtype, dim: int = 1, factor: float = TOLERANCE_FACTOR) -> float:

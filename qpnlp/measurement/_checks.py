@@ -38,6 +38,7 @@ def _where(flat: int, batch_shape) -> str:
 
 def check_completeness(name: str, vectors: torch.Tensor) -> None:
     r"""Raise ValueError unless :math:`\sum_{k,s} |v_{ks}\rangle\langle v_{ks}| = I` within tolerance."""
+    V.check_nonempty(name, vectors, -1, "dimensions (d = 0)")      # amax below needs a d x d matrix
     vectors = vectors.detach()
     k, r, d = vectors.shape[-3:]
     flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
@@ -53,12 +54,17 @@ def check_completeness(name: str, vectors: torch.Tensor) -> None:
 
 
 def check_projectors(name: str, vectors: torch.Tensor) -> None:
-    """Rank-1 rows ``(k, 1, d)`` of unit norm, or orthonormal rows ``(k, r, d)`` per projector (values only)."""
+    """Rank-1 rows ``(k, 1, d)`` of unit norm, or orthonormal rows ``(k, r, d)`` per projector (values only).
+
+    r = 0 is the zero projector: no rows, nothing to check.
+    """
     vectors = vectors.detach()
     if vectors.shape[-2] == 1:
         V.check_unit_norm(name, vectors.squeeze(-2))
         return
     r = vectors.shape[-2]
+    if r == 0:
+        return
     eye = torch.eye(r, dtype=vectors.dtype, device=vectors.device)
     err = (vectors @ vectors.mH - eye).abs().amax((-2, -1)).reshape(-1)
     tol = V.tolerance(vectors.dtype, vectors.shape[-1])
@@ -87,12 +93,13 @@ def check_states(states: torch.Tensor, weights: torch.Tensor | None, *, pure_ndi
 
 
 def check_mask(mask: torch.Tensor, weights: torch.Tensor) -> None:
-    """A bool mask of the weights' shape (static checks)."""
+    """A bool mask of the weights' shape and device (static checks)."""
     V.check_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor (True = member); got {mask.dtype}")
     if mask.shape != weights.shape:
         raise ValueError(f"mask must have the shape of weights {tuple(weights.shape)}; got {tuple(mask.shape)}")
+    V.check_same_device(("weights", weights), ("mask", mask))
 
 
 def masked_weights(weights: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor | None:

@@ -102,6 +102,8 @@ def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
     _check_complex(z)
     if not isinstance(m, Tensor):               # a fixed scale; a learnable one is a Parameter (not checked: no sync)
         _check_scale(m)
+    elif m.device != z.device:                  # never copied to z's device silently (a 0-dim m may be a CPU scalar)
+        V.check_same_device(("z", z), ("Hirose scale m", m))
     r = z.abs()
     m2 = torch.as_tensor(m, dtype=r.dtype, device=r.device) ** 2
     x = r / m2
@@ -192,6 +194,8 @@ def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:
     _check_complex(z)
     if not isinstance(alpha, Tensor):           # SumGate(learnable=True) passes sigmoid(a), in (0, 1) already
         _check_alpha(alpha)
+    elif alpha.device != z.device:
+        V.check_same_device(("z", z), ("alpha", alpha))
     return torch.sigmoid(alpha * z.real + (1.0 - alpha) * z.imag)
 
 
@@ -232,6 +236,8 @@ def _check_bias(b: float | Tensor, z: Tensor) -> None:
     if not _broadcasts_to(b.shape, z.shape):
         raise ValueError(f"modReLU bias b must broadcast to the shape of z {tuple(z.shape)} (typically shape "
                          f"({z.shape[-1] if z.dim() else 1},), one per feature); got shape {tuple(b.shape)}")
+    if b.device != z.device:                    # never copied to z's device silently (a 0-dim b may be a CPU scalar)
+        V.check_same_device(("z", z), ("modReLU bias b", b))
 
 
 def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:

@@ -118,7 +118,8 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
     real = real_dtype_of(dtype)
     if not upcast:
         if x.is_complex() or x.dtype != real:
-            raise TypeError(f"{name} has dtype {x.dtype}; the layer expects {dtype} (or {real})")
+            also = f" (or {real})" if dtype.is_complex else ""
+            raise TypeError(f"{name} has dtype {x.dtype}; the layer expects {dtype}{also}")
         return x.to(dtype)  # real input into a complex layer: zero imaginary part
     if torch.finfo(x.dtype).bits > torch.finfo(real).bits or (x.is_complex() and not dtype.is_complex):
         raise TypeError(
@@ -166,6 +167,8 @@ def part_mul(a: Tensor, b: Tensor) -> Tensor:
     """
     if a.shape != b.shape:                        # one comparison on the LSTM's path, where they always match
         V.check_broadcast("a", a.shape, "b", b.shape, what="shape")
+    if a.device != b.device:
+        V.check_same_device(("a", a), ("b", b))
     if not (a.is_complex() or b.is_complex()):
         return a * b
     if a.is_complex() and b.is_complex():

@@ -58,6 +58,7 @@ from collections.abc import Sequence
 
 import torch
 
+from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import contract
 
 from .functional import masked_max, masked_mean
@@ -97,6 +98,7 @@ def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str =
     if scores.shape != mask.shape:
         raise ValueError(f"scores and mask must have the same shape (..., L); got {tuple(scores.shape)} "
                          f"and {tuple(mask.shape)}")
+    V.check_same_device(("scores", scores), ("mask", mask))
 
 
 def _padded_end(x: torch.Tensor, n: int, dim: int, fill: float | bool = 0) -> torch.Tensor:
@@ -156,6 +158,8 @@ def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int, paddin
     [[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]]
     """
     _check(scores, mask, window, padding)
+    if not scores.is_floating_point():          # an integer softmax failed deep inside masked_fill
+        raise TypeError(f"scores must be a real floating tensor; got {scores.dtype}")
     if padding == "both":
         scores, words = _padded_front(scores, window - 1, -1, 0.0), _padded_front(mask, window - 1, -1, False)
     else:
@@ -226,6 +230,7 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
     """
     if word_probs.shape[:-1] != scores.shape:
         raise ValueError(f"word_probs must have shape {tuple(scores.shape)} + (k,); got {tuple(word_probs.shape)}")
+    V.check_same_device(("word_probs", word_probs), ("scores", scores))
     windows = _window_sizes(windows)
     _check(scores, mask, min(windows), padding)
     common = torch.promote_types(word_probs.dtype, scores.dtype)
@@ -275,6 +280,9 @@ def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torc
     """
     if states.shape[:-1] != scores.shape:
         raise ValueError(f"states must have shape {tuple(scores.shape)} + (d,); got {tuple(states.shape)}")
+    V.check_same_device(("states", states), ("scores", scores))
+    if not (states.is_complex() or states.is_floating_point()):    # the weights would be cast to it (0 for ints)
+        raise TypeError(f"states must be a complex (or real floating) tensor; got {states.dtype}")
     windows = _window_sizes(windows)
     length = states.shape[-2] + (max(windows) - 1 if padding == "both" else 0)
     out = []

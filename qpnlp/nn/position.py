@@ -147,6 +147,8 @@ def _each_table_rows(ids: Tensor, tables) -> tuple[Tensor | None, ...]:
 def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtype) -> Tensor:
     if positions is None:
         return default_positions(ids, mask, dtype)
+    if isinstance(positions, Tensor):           # never copied to the ids' device silently
+        V.check_same_device(("ids", ids), ("positions", positions))
     positions = torch.as_tensor(positions, device=ids.device)
     if positions.ndim == 1 and positions.shape[0] == ids.shape[-1]:
         positions = positions.expand(ids.shape)

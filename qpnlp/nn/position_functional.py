@@ -182,6 +182,8 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
     d_model = 2 * n if d_model is None else check_int("d_model", d_model)
     if n < 0 or d_model < 1:
         raise ValueError(f"need n >= 0 and d_model >= 1; got n={n}, d_model={d_model}")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):   # torch.arange failed for complex dtypes
+        raise TypeError(f"dtype must be a real floating dtype; got {dtype!r}")
     k = torch.arange(n, dtype=dtype, device=device)
     return base ** (-2.0 * k / d_model)
 

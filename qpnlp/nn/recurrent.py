@@ -142,6 +142,7 @@ def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: S
         V.check_tensor("mask", mask)
         if mask.dtype != torch.bool:            # torch.where's own error named no argument
             raise TypeError(f"mask must be a bool tensor (True at real steps); got {mask.dtype}")
+        V.check_same_device(("inputs", inputs), ("mask", mask))
     output = (lambda s: s) if output is None else output
     masks = mask.unsqueeze(-1).unbind(1) if mask is not None else None
     outputs = []
@@ -220,15 +221,17 @@ class ComplexLSTMCell(nn.Module):
         if not (isinstance(state, (tuple, list)) and len(state) == 2):   # a tensor would unpack along dim 0
             raise TypeError(f"state must be a pair (h, c) of tensors; got {type(state).__name__}")
         for name, part in zip("hc", state):
-            _check_cell_state(name, part, xp.shape[:-1] + (self.hidden_size,))
+            _check_cell_state(name, part, xp.shape[:-1] + (self.hidden_size,), xp)
         return self.step(xp, tuple(state))
 
 
-def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...]) -> None:
-    """A cell's state given to its ``forward``: a tensor of the shape ``(B, hidden)`` of its input."""
+def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...], x: Tensor) -> None:
+    """A cell's state given to its ``forward``: a tensor of the shape ``(B, hidden)`` of its input ``x``, on its
+    device."""
     if not isinstance(state, Tensor) or state.shape != shape:
         got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
         raise ValueError(f"{name} must be a tensor of shape {tuple(shape)} (batch, hidden); got {got}")
+    V.check_same_device(("x", x), (name, state))
 
 
 class URNNCell(nn.Module):
@@ -283,7 +286,7 @@ class URNNCell(nn.Module):
         xp = self.input_proj(x)
         if h is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
-        _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,))
+        _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,), xp)
         return self.step(xp, h)
 
 
@@ -486,6 +489,7 @@ class CGRNNCell(nn.Module):
             expected = (*xp.shape[:-1], self.hidden_size)
             if h.shape != expected:                  # static, as CGRNN's h0: a state never broadcasts over a batch
                 raise ValueError(f"h must have shape {expected} (x.shape[:-1] + (hidden,)); got {tuple(h.shape)}")
+            V.check_same_device(("x", x), ("h", h))
         return cgrnn_step(xp, h, self.transition(), self.gate_weight, self.activation, self.gate)
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
@@ -575,5 +579,6 @@ class CGRNN(nn.Module):
         else:
             if h0.shape != (bsz, self.hidden_size):
                 raise ValueError(f"h0 must have shape {(bsz, self.hidden_size)}; got {tuple(h0.shape)}")
+            V.check_same_device(("x", x), ("h0", h0))
             h = as_complex_input(h0, self.dtype, "h0")
         return masked_scan(cell.step_function(), xp, h, mask)

@@ -78,3 +78,19 @@ def test_haar_moments():
     assert _within(v[:, 2, 1].abs().square(), 1 / 5)
     u = random_unitary(3, batch_shape=(N,), dtype=torch.complex128, generator=_gen(2))
     assert _within(u[:, 0, 0].abs().square(), 1 / 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.complex32])
+def test_lower_precision_dtypes_map_to_complex64_for_every_sampler(dtype):
+    # random_unitary (and SememeBasis.random) passed float16 on: torch's QR failed on ComplexHalf
+    assert random_unitary(3, dtype=dtype).dtype == torch.complex64
+    assert random_density_matrix(3, measure="bures", dtype=dtype).dtype == torch.complex64
+    assert random_pure_state(3, dtype=dtype).dtype == torch.complex64
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, "float64"])
+def test_a_dtype_that_is_not_floating_is_refused_with_its_name(dtype):
+    # an integer dtype gave complex64 silently (random_unitary: torch.randn's error), a string an AttributeError
+    for call in (random_unitary, random_pure_state, random_density_matrix):
+        with pytest.raises(TypeError, match="dtype must be a floating or complex torch.dtype"):
+            call(3, dtype=dtype)

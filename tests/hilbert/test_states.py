@@ -238,3 +238,31 @@ def test_sememe_basis_of_dimension_zero_is_a_clear_error():
 def test_basis_state_refuses_a_non_integer_index(index):
     with pytest.raises(TypeError, match="basis index must be an integer"):
         PureState.basis_state(index, 3)
+
+
+def test_to_an_integer_dtype_is_refused_and_a_lower_one_keeps_weights_with_states():
+    # Ensemble.to(torch.int64) truncated the weights 1/3 to 0 (purity 0); to(torch.float16) kept float16 weights
+    # beside complex64 states, to(torch.complex32) made states no constructor accepts
+    from qpnlp.hilbert import Ensemble, purity
+    mix = Ensemble(PureState.basis_state(0, 3).data.expand(3, 3).clone(), torch.full((3,), 1 / 3))
+    with pytest.raises(TypeError, match="dtype must be a floating or complex torch.dtype.*torch.int64"):
+        mix.to(torch.int64)
+    for dtype in (torch.float16, torch.complex32):
+        low = mix.to(dtype)
+        assert (low.states.dtype, low.weights.dtype) == (torch.complex64, torch.float32)
+        assert_allclose(purity(low), torch.tensor(1.0))
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda a, b: inner(a, b), "bra on cpu, ket on meta"),
+    (lambda a, b: outer(a, b), "ket on cpu, bra on meta"),
+    (lambda a, b: kron(outer(a), outer(b)), "a on cpu, b on meta"),
+    (lambda a, b: PureState.from_polar(a.abs(), b.real), "amplitude on cpu, phase on meta"),
+    (lambda a, b: PureState(a).global_phase(b.real[..., 0]), "the state on cpu, angle on meta"),
+])
+def test_arguments_on_two_devices_are_named_before_any_computation(call, names):
+    # was torch's "Tensor on device meta is not on the expected device cpu!" (from_polar, inner, outer, kron), and
+    # global_phase copied a tensor angle to the state's device silently
+    a = PureState.basis_state(0, 2).data.expand(3, 2)
+    with pytest.raises(ValueError, match=f"arguments must be on one device; got {names}"):
+        call(a, a.to("meta"))

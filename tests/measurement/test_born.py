@@ -159,3 +159,21 @@ def test_projector_error_names_the_batch_index():
     vectors[1, 2] *= 2
     with pytest.raises(ValueError, match=r"orthonormal rows.*at batch index \(1, 2\)"):
         Projector(vectors)
+
+
+def test_a_rank_zero_projector_is_the_zero_projector():
+    # rows (r = 0): the orthonormality check failed with torch's "amax(): Expected reduction dim -2 to have non-zero
+    # size" in Projector and every Born function; no row is vacuously orthonormal, and Tr(rho 0) = 0
+    empty = torch.zeros(2, 0, 3, dtype=torch.complex64)
+    states = torch.eye(3, dtype=torch.complex64)
+    assert Projector(empty).vectors.shape == (2, 0, 3)
+    assert torch.equal(word_probabilities(states, empty), torch.zeros(3, 2))
+    assert torch.equal(born_probabilities_dense(torch.eye(3, dtype=torch.complex64) / 3, empty), torch.zeros(2))
+
+
+def test_a_mask_on_another_device_than_the_weights_is_named():
+    # was torch's "Tensor on device cpu is not on the expected device meta!" from inside masked_fill
+    states = torch.eye(3, dtype=torch.complex64).expand(2, 3, 3)
+    mask = torch.ones(2, 3, dtype=torch.bool, device="meta")
+    with pytest.raises(ValueError, match="arguments must be on one device; got weights on cpu, mask on meta"):
+        ProjectiveMeasurement(3, 2)(states, torch.full((2, 3), 1 / 3), mask)

@@ -276,3 +276,9 @@ def test_kraus_update_refuses_a_raw_tensor_as_lueders_update_does():
     eye = torch.eye(2, dtype=torch.complex64)
     with pytest.raises(TypeError, match="kraus_update takes a PureState, Ensemble or DensityMatrix; got Tensor"):
         kraus_update(eye / 2, eye)
+
+
+def test_a_povm_of_dimension_zero_is_a_clear_error():
+    # the completeness check failed with torch's "amax(): Expected reduction dim -2 to have non-zero size"
+    with pytest.raises(ValueError, match=r"POVM is empty: it has no dimensions \(d = 0\)"):
+        POVM(torch.zeros(4, 1, 0, dtype=torch.complex64))

@@ -11,11 +11,13 @@ import math
 import pytest
 import torch
 
-from qpnlp.nn import (CGRNNCell, ComplexConv1d, ComplexFeedForward, ComplexLinear, ComplexLSTMCell,
+from qpnlp.nn import (CGRNN, CGRNNCell, ComplexConv1d, ComplexFeedForward, ComplexLinear, ComplexLSTMCell,
                       ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexWordEmbedding, ModReLU,
-                      PartLayerNorm, RealPositionalEmbedding, StateTransition, URNNCell, WordWeighting, cayley_step,
-                      complex_order_embedding, default_positions, hermitian_attention_scores, masked_max,
-                      masked_mean, part_mul, pool_positions, sinusoidal_frequencies, sinusoidal_position_encoding)
+                      PartLayerNorm, RealPositionalEmbedding, StateTransition, URNNCell, WordWeighting,
+                      as_complex_input, cayley_step, complex_order_embedding, default_positions, effective_word_weights,
+                      gate_sum, hermitian_attention_scores, hirose, local_mixture, local_mixture_density, masked_max,
+                      masked_mean, masked_scan, modrelu, part_mul, pool_positions, sinusoidal_frequencies,
+                      sinusoidal_position_encoding, window_weights)
 
 C64 = torch.complex64
 
@@ -156,3 +158,57 @@ def test_default_positions_take_a_bool_mask_only():
     ids = torch.ones(1, 3, dtype=torch.long)
     with pytest.raises(TypeError, match="mask must be a bool tensor"):
         default_positions(ids, torch.tensor([[2, 1, 1]]))        # a count gave positions 1, 2, 3, not 0, 1, 2
+
+
+# ------------------------------------------------------------------------------------- devices and dtypes
+def _meta(t):
+    return t.to("meta")
+
+
+_Z = torch.ones(2, 3, 4, dtype=C64)
+_MASK = torch.ones(2, 3, dtype=torch.bool)
+_H = torch.zeros(2, 5, dtype=C64)
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: part_mul(_Z, _meta(_Z)), "a on cpu, b on meta"),
+    (lambda: hirose(_Z, _meta(torch.full((4,), 2.0))), "z on cpu, Hirose scale m on meta"),
+    (lambda: modrelu(_Z, _meta(torch.zeros(4))), "z on cpu, modReLU bias b on meta"),
+    (lambda: gate_sum(_Z, _meta(torch.full((4,), 0.5))), "z on cpu, alpha on meta"),
+    (lambda: ComplexLSTMCell(4, 5)(_Z[:, 0], (_meta(_H), _meta(_H))), "x on cpu, h on meta"),
+    (lambda: URNNCell(4, 5)(_Z[:, 0], _meta(_H)), "x on cpu, h on meta"),
+    (lambda: CGRNNCell(4, 5)(_Z[:, 0], _meta(_H)), "x on cpu, h on meta"),
+    (lambda: CGRNN(4, 5)(_Z, _MASK, _meta(_H)), "x on cpu, h0 on meta"),
+    (lambda: masked_scan(lambda x, s: s + x, _Z, _Z[:, 0], _meta(_MASK)), "inputs on cpu, mask on meta"),
+    (lambda: window_weights(torch.zeros(2, 3), _meta(_MASK), 2), "scores on cpu, mask on meta"),
+    (lambda: effective_word_weights(torch.zeros(2, 3), _meta(_MASK), 2), "scores on cpu, mask on meta"),
+    (lambda: local_mixture(_meta(torch.ones(2, 3, 4)), torch.zeros(2, 3), _MASK), "word_probs on meta, scores on cpu"),
+    (lambda: local_mixture_density(_meta(_Z), torch.zeros(2, 3), _MASK), "states on meta, scores on cpu"),
+    (lambda: ComplexOrderEmbedding(10, 4)(torch.ones(2, 3, dtype=torch.long), _MASK,
+                                         _meta(torch.arange(3.0))), "ids on cpu, positions on meta"),
+])
+def test_arguments_on_two_devices_are_named(call, names):
+    # was torch's "Tensor on device ... is not on the expected device ...!" from inside, or (modReLU's bias,
+    # Hirose's scale, the positions) a silent copy to the device of z or of the ids
+    with pytest.raises(ValueError, match=f"arguments must be on one device; got {names}"):
+        call()
+
+
+def test_integer_scores_and_states_of_the_local_mixtures_are_refused():
+    # integer scores failed inside masked_fill ("value cannot be converted to type int64_t without overflow");
+    # integer states got their window weights cast to int: 0, a silently zero density matrix
+    with pytest.raises(TypeError, match="scores must be a real floating tensor; got torch.int64"):
+        window_weights(torch.zeros(2, 3, dtype=torch.long), _MASK, 2)
+    with pytest.raises(TypeError, match="states must be a complex .* tensor; got torch.int64"):
+        local_mixture_density(torch.ones(2, 3, 4, dtype=torch.long), torch.zeros(2, 3), _MASK)
+
+
+def test_sinusoidal_frequencies_refuse_a_dtype_that_is_not_real_floating():
+    # was torch's '"arange_cpu" not implemented for 'ComplexFloat''
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype; got torch.complex64"):
+        sinusoidal_frequencies(3, dtype=C64)
+
+
+def test_the_input_rule_of_a_real_layer_names_its_dtype_once():
+    with pytest.raises(TypeError, match=r"expects torch.float32$"):          # was "torch.float32 (or torch.float32)"
+        as_complex_input(torch.ones(2, dtype=torch.float64), torch.float32, upcast=False)
