@@ -77,6 +77,8 @@ class TimestampedCorpus:
         raw = np.asarray(self.times)
         if raw.ndim != 1:                  # reshape(-1) flattened a (1, n) or (n, 2) array without a word
             raise ValueError(f"times must be 1-D, one time per document; got an array of shape {raw.shape}")
+        if raw.dtype.kind == "c":          # float() of each dropped the imaginary part with only a numpy warning
+            raise TypeError(f"times must be real numbers (one per document); got an array of {raw.dtype}")
         if raw.dtype.kind in "biuf":
             times = raw.astype(np.float64, copy=False)
         else:        # a cast would turn datetime64 into days since 1970 and None into NaN without a word

@@ -46,8 +46,9 @@ _TIES = ("pessimistic", "optimistic")
 
 
 def _as_numpy(x, name: str, dtype=None) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
+    if isinstance(x, torch.Tensor):             # numpy has no bfloat16: float32 holds its values exactly
+        x = x.detach().cpu()
+        x = (x.float() if x.dtype == torch.bfloat16 else x).numpy()
     a = np.asarray(x)
     if np.iscomplexobj(a):  # a cast to float64 would drop the imaginary part with only a warning
         raise ValueError(f"{name} must be real; got complex {a.dtype}")

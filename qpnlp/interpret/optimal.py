@@ -43,7 +43,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote, tolerance
 from qpnlp.hilbert._operands import as_density_tensor
-from qpnlp.hilbert._validation import check_dimension
+from qpnlp.hilbert._validation import check_dimension, check_same_device
 from qpnlp.measurement import POVM, Projector, povm_probabilities_dense
 
 __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound",
@@ -87,6 +87,8 @@ def _type_error(name: str, obj):
 
 
 def _priors(priors, num: int, like: torch.Tensor) -> torch.Tensor:
+    if isinstance(priors, torch.Tensor):        # never copied to the states' device silently
+        check_same_device(("the states", like), ("priors", priors))
     real = like.real.dtype
     p = torch.full((num,), 1.0 / num, dtype=real, device=like.device) if priors is None \
         else torch.as_tensor(priors, dtype=real, device=like.device)
@@ -119,6 +121,8 @@ def helstrom(rho0, rho1, prior0: float | torch.Tensor = 0.5) -> OptimalMeasureme
     r0, r1 = promote(_dense(rho0, "rho0"), _dense(rho1, "rho1"))
     if r0.shape[-1] != r1.shape[-1]:
         raise ValueError(f"dimension mismatch: rho0 has d={r0.shape[-1]} but rho1 has d={r1.shape[-1]}")
+    if isinstance(prior0, torch.Tensor):        # a 0-dim one may be a CPU scalar, as in torch's operators
+        check_same_device(("rho0", r0), ("prior0", prior0))
     p0 = torch.as_tensor(prior0, dtype=r0.real.dtype, device=r0.device)
     if not bool(((p0 >= 0) & (p0 <= 1)).all()):                       # NaN fails too
         raise ValueError(f"prior0 must be in [0, 1]; got {p0.tolist()}")

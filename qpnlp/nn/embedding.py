@@ -39,6 +39,10 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
     """A fresh real ``(V, d)`` table: a copy of ``pretrained`` (checked), else N(0, 1/d) entries (norms about 1)."""
     if pretrained is None:
         return torch.randn(num_words, dim, dtype=dtype, generator=generator) / math.sqrt(dim)
+    V.check_tensor("pretrained", pretrained)        # an array failed in isfinite, naming no argument
+    if pretrained.is_complex():                     # the cast below dropped the imaginary part with a warning
+        raise TypeError(f"pretrained must hold real amplitudes (the phases are a table of their own); got "
+                        f"{pretrained.dtype}")
     if tuple(pretrained.shape) != (num_words, dim):
         raise ValueError(f"pretrained must have shape ({num_words}, {dim}); got {tuple(pretrained.shape)}")
     if not torch.isfinite(pretrained).all():

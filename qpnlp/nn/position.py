@@ -150,6 +150,8 @@ def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtyp
     if isinstance(positions, Tensor):           # never copied to the ids' device silently
         V.check_same_device(("ids", ids), ("positions", positions))
     positions = torch.as_tensor(positions, device=ids.device)
+    if positions.dtype == torch.bool or positions.is_complex():     # read as 0/1, or the imaginary part dropped
+        raise TypeError(f"positions must be real numbers; got {positions.dtype}")
     if positions.ndim == 1 and positions.shape[0] == ids.shape[-1]:
         positions = positions.expand(ids.shape)
     if positions.shape != ids.shape:

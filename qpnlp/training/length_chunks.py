@@ -50,7 +50,7 @@ Padded = tuple[torch.Tensor, torch.Tensor]          # ids (B, L), bool mask (B, 
 def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEAD) -> list[torch.Tensor]:
     """Rows of each chunk (``long`` index tensors, together a permutation of ``range(B)``).
 
-    A batch with an empty row (length 0 in any input) is one chunk.
+    A batch with an empty row (length 0 in any input), or without rows (B = 0), is one chunk.
 
     Parameters
     ----------
@@ -70,11 +70,15 @@ def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEA
         raise ValueError(f"overhead must be >= 0; got {overhead}")
     if not lengths:
         raise ValueError("need the lengths of at least one padded input")
+    for n in lengths:                           # an array failed with "no attribute 'detach'"
+        if not isinstance(n, torch.Tensor):
+            raise TypeError(f"lengths must be (B,) tensors, one per padded input; got {type(n).__name__}")
     table = np.stack([np.asarray(n.detach().cpu(), dtype=np.int64) for n in lengths])     # (P, B)
     rows = table.shape[1]
-    if int((table.max(1, keepdims=True) - table).sum()) <= overhead or not table.all():
+    if rows == 0 or not table.all() or int((table.max(1, keepdims=True) - table).sum()) <= overhead:
         # all the padding costs less than one more call: any cut would cost more than it saves; or a row is
-        # empty: the batch stays whole, so that the model's own check (or handling) sees the row where it is
+        # empty, or none is there (max had no identity): the batch stays whole, so that the model's own check
+        # (or handling) sees the row where it is
         return [torch.arange(rows, device=lengths[0].device)]
     order = np.argsort(table.sum(0), kind="stable")
     sorted_lengths = table[:, order]

@@ -23,6 +23,7 @@ from qpnlp._checks import check_seed
 from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
 from qpnlp.data.batching import EncodedTexts, iterate_batches
+from qpnlp.hilbert import _validation as V
 
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .config import TrainConfig
@@ -56,12 +57,32 @@ def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, 
     ``length_chunks``: the forward on length-sorted chunks of the batch
     (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass), each
     chunk's width rounded up to ``pad_to_multiple_of``.
+
+    ``labels``: ``(B,)`` integer class ids on the device of ``ids`` (int32 and uint8 are read as int64); a float or
+    bool tensor, another shape or another device is refused before the forward.
     """
+    labels = _batch_labels(labels, ids)
     optimisers.zero_grad()
     loss = nn.functional.cross_entropy(chunked(model, [(ids, mask)], length_chunks, pad_to_multiple_of), labels)
     loss.backward()
     optimisers.step()
     return float(loss.detach())
+
+
+def _batch_labels(labels, ids) -> torch.Tensor:
+    """``labels`` as the int64 ``(B,)`` targets of a batch of ``ids`` (B, L); static checks, no host sync.
+
+    cross_entropy's own errors named no argument ("expected target dtype to be Long or Byte, but got Float").
+    """
+    V.check_tensor("labels", labels)
+    if labels.dtype == torch.bool or labels.is_floating_point() or labels.is_complex():
+        raise TypeError(f"labels must be integer class ids (a LongTensor); got {labels.dtype}")
+    if isinstance(ids, torch.Tensor) and ids.dim() == 2:     # the model names ids that are not (B, L)
+        if labels.shape != ids.shape[:1]:
+            raise ValueError(f"labels must have shape ({ids.shape[0]},), one class per row of ids; got "
+                             f"{tuple(labels.shape)}")
+        V.check_same_device(("ids", ids), ("labels", labels))
+    return labels.long()
 
 
 @torch.no_grad()

@@ -24,10 +24,16 @@ __all__ = ["ArraySource", "StreamSource"]
 
 
 class ArraySource:
-    """An encoded corpus in memory: ``tokens``, ``doc_ids`` (n_tokens,) and ``doc_times`` (n_docs,)."""
+    """An encoded corpus in memory: ``tokens``, ``doc_ids`` (n_tokens,) and ``doc_times`` (n_docs,).
+
+    Arrays, tensors (CPU) or lists; integer ``tokens`` and ``doc_ids`` of any width are read as int64 (the compiled
+    step reads int64: int32 failed in its compiler, uint16 and float ids in indexing, naming neither), other
+    dtypes are a ``TypeError`` naming the array. Nothing is written into them.
+    """
 
     def __init__(self, tokens: np.ndarray, doc_ids: np.ndarray, doc_times: np.ndarray):
-        self.tokens, self.doc_ids, self.doc_times = tokens, doc_ids, doc_times
+        self.tokens, self.doc_ids = _ids("tokens", tokens), _ids("doc_ids", doc_ids)
+        self.doc_times = np.asarray(doc_times)
 
     @property
     def n_tokens(self) -> int:
@@ -35,6 +41,14 @@ class ArraySource:
 
     def chunks(self, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         yield self.tokens, self.doc_ids, self.doc_times
+
+
+def _ids(name: str, values) -> np.ndarray:
+    """``values`` as an int64 array (no copy when it is one); TypeError naming ``name`` unless they are integers."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu" and array.size:     # an empty list is float64
+        raise TypeError(f"{name} must be integer ids; got an array of {array.dtype}")
+    return array.astype(np.int64, copy=False)
 
 
 class StreamSource:

@@ -78,6 +78,14 @@ def test_the_constructor_converts_no_date_and_no_none_into_a_number():
     assert TimestampedCorpus(["1950"], (["a"],)).times.tolist() == [1950.0]   # a numeric string, as float() reads it
 
 
+def test_complex_times_are_refused_not_read_as_their_real_part():
+    """float() of each complex time dropped its imaginary part (1900+5j became 1900) with only a numpy warning."""
+    for times in (np.array([1900 + 5j, 1910]), [1900, 1910j]):
+        with pytest.raises(TypeError, match="times must be real numbers .*complex128"):
+            TimestampedCorpus(times, (["a"], ["b"]))
+    assert TimestampedCorpus(np.array([1900, 1910], np.int32), (["a"], ["b"])).times.tolist() == [1900.0, 1910.0]
+
+
 def test_tsv_stream_shard_checks_the_rank(tmp_path):
     paths = []
     for i in range(4):

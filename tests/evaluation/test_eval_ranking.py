@@ -148,3 +148,12 @@ def test_complex_scores_are_an_error_not_cut_to_their_real_part():
         average_precision(torch.tensor([1 + 5j, 2 + 0j]), [1, 0])
     with pytest.raises(ValueError, match="scores must be real"):
         ranking_metrics(np.array([0.1j, 0.2]), [1, 0], [[0, 1]])
+
+
+def test_bfloat16_scores_rank_as_their_float32_values():
+    """numpy has no bfloat16: a model's bf16 scores failed with "Got unsupported ScalarType BFloat16"."""
+    scores = torch.tensor([0.9, 0.1, 0.8, 0.3, 0.5], dtype=torch.bfloat16)
+    labels = [0, 1, 1, 0, 1]
+    assert average_precision(scores, labels) == average_precision(scores.float(), labels)
+    got, expected = (ranking_metrics(s, labels, [[0, 1, 2], [3, 4]]) for s in (scores, scores.float()))
+    assert (got.map, got.mrr, got.p_at_1) == (expected.map, expected.mrr, expected.p_at_1)

@@ -202,3 +202,18 @@ def test_nan_priors_are_an_error_not_a_nan_bound():
         pretty_good_measurement(classes, [float("nan"), 0.5])
     with pytest.raises(ValueError, match="priors must be"):
         single_shot_accuracy(helstrom(a, b).measurement, classes, [float("nan"), 1.0])
+
+
+def test_priors_on_another_device_are_named_not_copied():
+    """A (C,) tensor of priors (or a (B,) prior0) was copied to the states' device silently
+    (``torch.as_tensor(priors, device=...)``); a 0-dim prior0 may be a CPU scalar, as in torch's operators."""
+    a, b = PureState.basis_state(0, 2), PureState.from_real(torch.tensor([0.6, 0.8]))
+    classes = torch.stack([a.proj().data, b.proj().data])
+    elsewhere = torch.tensor([0.5, 0.5], device="meta")
+    with pytest.raises(ValueError, match="the states on cpu, priors on meta"):
+        pretty_good_measurement(classes, elsewhere)
+    with pytest.raises(ValueError, match="the states on cpu, priors on meta"):
+        single_shot_accuracy(helstrom(a, b).measurement, classes, elsewhere)
+    with pytest.raises(ValueError, match="rho0 on cpu, prior0 on meta"):
+        helstrom(a, b, elsewhere)
+    assert float(helstrom(a, b, torch.tensor(0.5)).success_probability) == pytest.approx(0.9)

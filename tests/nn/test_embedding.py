@@ -65,3 +65,18 @@ def test_idf_weighting_refuses_nan_and_infinite_idf(bad):
     """NaN passed the old ``idf <= 0`` check and an infinite idf is no weight: both gave NaN sentence weights."""
     with pytest.raises(ValueError, match="idf values must be positive"):
         WordWeighting(3, "idf", idf=torch.tensor([1.0, bad, 2.0]))
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: ComplexWordEmbedding(4, 3, pretrained=p),
+    lambda p: ComplexOrderEmbedding(4, 3, pretrained=p),
+    lambda p: RealPositionalEmbedding(4, 3, pretrained=p),
+])
+def test_pretrained_tables_refuse_arrays_and_complex_values_naming_pretrained(make):
+    """An array failed inside torch.isfinite naming no argument (embedding_matrix_for returns one); a complex
+    table lost its imaginary part with at most a one-off torch warning."""
+    with pytest.raises(TypeError, match="pretrained must be a torch.Tensor; got ndarray"):
+        make(torch.randn(4, 3).numpy())
+    with pytest.raises(TypeError, match="pretrained must hold real amplitudes.*complex64"):
+        make(torch.randn(4, 3, dtype=torch.complex64))
+    make(torch.randn(4, 3, dtype=torch.float64).t().contiguous().t())     # real, any float dtype and strides: fine

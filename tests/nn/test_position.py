@@ -192,6 +192,19 @@ def test_non_integer_positions(cdtype, device, tol):
         pe(ids, ids != 0, positions=pos)
 
 
+@pytest.mark.parametrize("kind", ["complex_order", "tpe", "pe"])
+def test_bool_and_complex_positions_are_refused(kind):
+    """A bool tensor (a mask passed as positions) was read as positions 0 and 1, a complex one lost its imaginary
+    part with at most a one-off torch warning; integer and floating positions of any width still work."""
+    emb = make_embedding(kind, V, D)
+    mask = IDS != 0
+    for bad in (mask, torch.arange(4).to(torch.complex64)):
+        with pytest.raises(TypeError, match=f"positions must be real numbers; got {bad.dtype}"):
+            emb(IDS, mask, positions=bad)
+    expected = emb(IDS, mask, positions=torch.arange(4))
+    torch.testing.assert_close(emb(IDS, mask, positions=torch.arange(4, dtype=torch.int32)), expected)
+
+
 def test_gradients_reach_frequencies_and_amplitudes(device):
     emb = make_embedding("complex_order", V, D, dtype=torch.float64, initial_phase=True).to(device)
     emb(IDS.to(device), IDS.to(device) != 0).abs().pow(2).sum().backward()

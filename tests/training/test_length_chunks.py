@@ -191,6 +191,18 @@ def test_a_batch_with_an_empty_row_goes_whole_so_the_error_names_the_row_in_the_
     assert len(plan_chunks([torch.tensor([2, 9, 1, 9]), torch.tensor([3, 3, 3, 0])], overhead=0)) == 1
 
 
+def test_a_batch_without_rows_goes_whole_and_arrays_are_named():
+    """B = 0 failed in numpy ("zero-size array to reduction operation maximum which has no identity") before the
+    model could say its batch was empty; an array of lengths failed with "no attribute 'detach'"."""
+    empty = torch.zeros(0, dtype=torch.long)
+    assert [c.tolist() for c in plan_chunks([empty, empty], overhead=0)] == [[]]
+    ids, mask = _padded([2, 5])
+    with pytest.raises(ValueError, match=r"ids is empty \(shape \(0, 5\)\)"):
+        chunked(_model("qpdn"), [(ids[:0], mask[:0])], overhead=0)
+    with pytest.raises(TypeError, match="lengths must be .* tensors.*got ndarray"):
+        plan_chunks([np.array([2, 9])])
+
+
 def test_a_batch_whose_padding_costs_less_than_a_call_is_not_planned():
     lengths = torch.tensor([5, 6, 7, 8])                            # padding 3 + 2 + 1 = 6 positions
     assert len(plan_chunks([lengths], overhead=6)) == 1

@@ -70,6 +70,29 @@ def test_sparse_optimiser_updates_only_rows_in_the_batch():
     assert changed == [3, 4]
 
 
+def test_train_step_names_labels_of_a_wrong_dtype_shape_or_device_before_the_forward():
+    """cross_entropy failed with "expected target dtype to be Long or Byte, but got Float" (or Int, Bool), or
+    "Tensor on device cpu is not on the expected device meta!", naming no argument; int32 labels are class ids."""
+    model = _model()
+    opts = Optimisers(model, TrainConfig())
+    ids = torch.tensor([[3, 4, 0], [5, 0, 0]])
+    labels = torch.tensor([1, 0])
+    for bad, error, match in [(labels.float(), TypeError, "labels must be integer class ids.*float32"),
+                              (labels.bool(), TypeError, "labels must be integer class ids.*bool"),
+                              (labels.numpy(), TypeError, "labels must be a torch.Tensor; got ndarray"),
+                              (labels[:, None], ValueError, r"labels must have shape \(2,\).*got \(2, 1\)"),
+                              (labels.to("meta"), ValueError, "ids on cpu, labels on meta")]:
+        before = [p.detach().clone() for p in model.parameters()]
+        with pytest.raises(error, match=match):
+            train_step(model, opts, ids, ids != 0, bad)
+        assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))     # refused before the step
+    losses = []
+    for given in (labels, labels.int()):
+        fresh = _model()
+        losses.append(train_step(fresh, Optimisers(fresh, TrainConfig()), ids, ids != 0, given))
+    assert losses[0] == losses[1]
+
+
 def test_training_is_deterministic_for_a_seed():
     runs = []
     for _ in range(2):

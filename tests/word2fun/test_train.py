@@ -30,6 +30,27 @@ def test_hogwild_workers_train(tiny_drift, make):
     assert Word2FunConfig.from_dict(m.config.to_dict()).max_periods == 2.0
 
 
+def test_train_word2fun_reads_integer_ids_of_any_width_and_names_other_dtypes(make):
+    """int32 tokens failed in numba's compiler (a TypingError pages long), uint16 and float ones in indexing, and
+    tensors or lists in ``.shape`` / ``from_numpy``, none naming the array; the arrays are never written to."""
+    corpus = small_corpus(60)
+    vocab, enc = encoded(corpus, min_count=1)
+    config = TrainConfig(epochs=1, negatives=2, batch_size=64, sample=0)
+    runs = []
+    for tokens, doc_ids in [(enc.tokens, enc.doc_ids), (enc.tokens.astype(np.int32), enc.doc_ids.astype(np.uint16)),
+                            (torch.from_numpy(enc.tokens), enc.doc_ids.tolist())]:
+        saved = np.asarray(tokens).copy()
+        m = make(len(vocab), 4, family="linear", time_scale=TimeScale(*corpus.span))
+        runs.append((train_word2fun(m, tokens, doc_ids, enc.times, vocab.counts, config).epoch_loss,
+                     m.state_dict()))
+        np.testing.assert_array_equal(np.asarray(tokens), saved)
+    for loss, state in runs[1:]:
+        assert loss == runs[0][0]
+        assert all(torch.equal(state[k], runs[0][1][k]) for k in state)
+    with pytest.raises(TypeError, match="tokens must be integer ids; got an array of float64"):
+        train_word2fun(make(len(vocab), 4), enc.tokens.astype(float), enc.doc_ids, enc.times, vocab.counts, config)
+
+
 def test_a_failing_hogwild_worker_stops_the_others(make, monkeypatch):
     """When one worker fails, the others stop too and the error is raised (before, a surviving worker drained
     the prefetch queue and then waited for a batch that the stopped producer never sent: the run hung)."""
