@@ -631,3 +631,20 @@ def test_a_fixed_split_run_records_no_fold_count(server, ws, tmp_path):
     assert code == 0, stderr
     assert load_checkpoint(save).metadata["folds"] == 10
     assert json.loads(report.read_text())["arguments"]["folds"] == 10
+
+
+def test_output_paths_may_start_with_the_home_directory(server, ws, tmp_path, monkeypatch):
+    """--out=~/w2f reaches qpnlp unexpanded (no tilde expansion after '='): the model, the report and the grid
+    were written to a directory named '~' in the working directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    argv = _word2fun(ws, "--out=~/w2f", "--report=~/r.json", "--export-npz=~/g.npz")
+    code, _, stderr = server.run(argv, cwd=tmp_path, env={"HOME": str(home)})
+    assert code == 0, stderr
+    assert not (tmp_path / "~").exists() and {"w2f", "r.json", "g.npz"} <= {p.name for p in home.iterdir()}
+    monkeypatch.setenv("HOME", str(home))
+    for command in ("qpdn", "cnm"):
+        args = build_parser().parse_args(["train", command, "--dataset", "wikiqa" if command == "cnm" else "MR",
+                                          "--save=~/m", "--checkpoint-dir=~/s", "--report=~/r.json"])
+        assert (args.save, args.checkpoint_dir, args.report) == (f"{home}/m", f"{home}/s", f"{home}/r.json")
+    assert build_parser().parse_args(["evaluate", "m", "--report=~/r.json"]).report == f"{home}/r.json"

@@ -18,7 +18,7 @@ from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 from ._config_options import recorded
-from ._types import chunk_overhead_type, count_type, device_type, rate_type, seed_type
+from ._types import chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
 
 
 def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-2, batch_size: int = 32,
@@ -63,7 +63,7 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                             "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs "
                             "are recorded per length; else the longest text)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
-    group.add_argument("--report", metavar="FILE.json",
+    group.add_argument("--report", metavar="FILE.json", type=path_type,
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
                             "epoch, with the history also as FILE.history.csv (default: no report)")
 

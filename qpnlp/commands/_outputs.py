@@ -19,6 +19,7 @@ from qpnlp.models.base import CONFIG_FILE
 
 from ._errors import CommandFailed, UsageError
 from ._report import arguments, json_ready
+from ._types import path_type
 
 
 def check_output_path(path: str | os.PathLike | None, option: str, *, directory: bool = False,
@@ -59,7 +60,7 @@ RUN_FILE = "training-run.json"
 
 def add_resume_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("checkpoints")
-    group.add_argument("--checkpoint-dir", metavar="DIRECTORY", default=None,
+    group.add_argument("--checkpoint-dir", metavar="DIRECTORY", default=None, type=path_type,
                        help="keep the training state of the last epoch here, written after every epoch (default: "
                             "SAVE.training next to --save; none without --save)")
     group.add_argument("--resume", action="store_true",

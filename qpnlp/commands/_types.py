@@ -1,4 +1,4 @@
-"""argparse types of the CLI options: counts, rates, finite numbers, seeds, ``--length-chunks`` and devices.
+"""argparse types of the CLI options: counts, rates, finite numbers, seeds, ``--length-chunks``, devices and paths.
 
 Each refuses a bad value with argparse's one-line error ("argument --lr:
 must be a finite number > 0; got -1"), before any work.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -88,3 +89,12 @@ def device_type(value: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return value
+
+
+def path_type(text: str) -> str:
+    """argparse type of an output path: a leading ``~`` expanded (``--save=~/model``: the shell leaves a tilde after
+    ``=``, and the files went to a directory named ``~`` in the working directory)."""
+    return os.path.expanduser(text)
+
+
+path_type.__name__ = "path"

@@ -29,7 +29,7 @@ from ._common import (add_fallback_option, add_training_options, add_vectors_opt
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
-from ._types import count_type
+from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
 
 
@@ -58,7 +58,7 @@ def register(subparsers: dict) -> None:
                             "an axis of that default whose option is given, e.g. --dropout, is left out)")
         p.add_argument("--no-select", dest="select", action="store_const", const=[],
                        help="train the given setting only (no selection grid)")
-        p.add_argument("--save", metavar="DIRECTORY",
+        p.add_argument("--save", metavar="DIRECTORY", type=path_type,
                        help="save the model of the first split run to this directory (default: not saved)")
         add_fallback_option(p)
         defaults = get_model_class(name).training_defaults

@@ -8,7 +8,7 @@ from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
 from ._outputs import prepare_outputs
 from ._report import Report
-from ._types import count_type, device_type
+from ._types import count_type, device_type, path_type
 
 
 LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}
@@ -28,7 +28,7 @@ def register(subparsers: dict) -> None:
     p.add_argument("--max-questions", type=count_type(), default=None,
                    help="matching: only the first N questions (default: all)")
     p.add_argument("--device", type=device_type, default="cpu", help="cpu, cuda, cuda:N or mps (default %(default)s)")
-    p.add_argument("--report", metavar="FILE.json", help="write the report to this JSON file (default: no report)")
+    p.add_argument("--report", metavar="FILE.json", type=path_type, help="write the report to this JSON file (default: no report)")
     p.set_defaults(func=run)
 
 

@@ -22,7 +22,7 @@ from ._common import (add_fallback_option, add_training_options, add_vectors_opt
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
-from ._types import count_type, rate_type
+from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options
 
 
@@ -55,7 +55,7 @@ def register(subparsers: dict) -> None:
                             "TRAIN-ALL as in the papers, else train; 'train' = TREC-QA's small TRAIN)")
         p.add_argument("--max-questions", type=count_type(), default=None,
                        help="use only the first N questions of each split (quick runs, tests; default: all)")
-        p.add_argument("--save", metavar="DIRECTORY",
+        p.add_argument("--save", metavar="DIRECTORY", type=path_type,
                        help="save the selected model to this directory (default: not saved)")
         p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
                        help="add these data sets' train splits to the training data (transfer); dev and test stay "

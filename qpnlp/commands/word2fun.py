@@ -53,7 +53,7 @@ from ._common import torch_threads
 from ._errors import UsageError
 from ._outputs import check_output_path, check_report_apart
 from ._report import Report, epoch_logger
-from ._types import count_type, device_type, finite_type, rate_type
+from ._types import count_type, device_type, finite_type, path_type, rate_type
 
 __all__ = ["register", "run"]
 
@@ -174,13 +174,13 @@ def register(subparsers: dict) -> None:
                    help="number of equal eras for the report, at most the number of distinct times of the corpus "
                         f"(default {DEFAULT_ERAS}, or that number when smaller)")
     o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
-    o.add_argument("--out", default=None,
+    o.add_argument("--out", default=None, type=path_type,
                    help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
     o.add_argument("--resume", action="store_true", help="continue the run saved in --out (its settings, next epoch)")
-    o.add_argument("--report", default=None, metavar="FILE.json",
+    o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch, with the history also as FILE.history.csv")
-    o.add_argument("--export-npz", default=None, metavar="FILE",
+    o.add_argument("--export-npz", default=None, metavar="FILE", type=path_type,
                    help="write words, years, E (years x words x dim) to this .npz file (this name exactly; its "
                         "missing directories are created, as for --report)")
     o.add_argument("--npz-words", type=count_type(), default=2000,

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from qpnlp._atomic import atomic_file
 from qpnlp.data.paths import iter_lines, split_lines
 
 if TYPE_CHECKING:
@@ -355,10 +356,12 @@ def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:
 
     Raises ``ValueError`` for a token that would not read back as itself
     (empty, or containing whitespace: the reader splits on it); every document
-    is checked before the file is opened, so nothing is written then.
+    is checked before the file is opened, so nothing is written then. The file is written atomically (a
+    temporary file of the same directory, created with its parents, renamed into place): an interrupted write
+    leaves the previous file, never a shorter corpus that reads without an error.
     """
     lines = [_tsv_line(t, toks) for t, toks in corpus]
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_file(path) as fh:
         fh.writelines(lines)
 
 

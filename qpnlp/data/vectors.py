@@ -333,8 +333,8 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
         For a directory without those files, or one that does not parse (a
         ``strings.json`` that is not a JSON list of strings, a ``key2row`` that
         is not a msgpack map of keys to rows, a ``vectors`` that is not a
-        float32 NumPy matrix, a row beyond the matrix); the message names the
-        file.
+        float32 NumPy matrix or holds NaN or inf, a row beyond the matrix); the
+        message names the file.
     """
     try:
         import msgpack
@@ -350,6 +350,9 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     if matrix.dtype != np.float32 or matrix.ndim != 2:
         raise ValueError(f"{vocab / 'vectors'}: expected a float32 (rows, dim) matrix; got {matrix.dtype} "
                          f"{matrix.shape}")
+    finite = np.isfinite(matrix).all(axis=1)         # one vectorised pass, as the text and binary readers check
+    if not finite.all():
+        raise ValueError(f"{vocab / 'vectors'}: row {int(np.argmin(finite))} holds a non-finite value (NaN or inf)")
     key2row = _spacy_part(vocab / "key2row", "a msgpack map of keys to rows",
                           lambda p: msgpack.unpackb(p.read_bytes(), strict_map_key=False))
     strings = _spacy_part(vocab / "strings.json", "a JSON list of strings",

@@ -36,12 +36,15 @@ Example
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
+from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_integer
 from qpnlp.data.synthetic_drift import PlantedDrift
 
@@ -119,21 +122,32 @@ class DriftGrid:
         return self.E[:, [idx[w] for w in words]]
 
     def save_npz(self, path) -> None:
-        """Save every field (the context vectors too: without them :func:`evaluate_grid` changes space)."""
+        """Save every field (the context vectors too: without them :func:`evaluate_grid` changes space) to the
+        .npz file ``path`` exactly (:func:`numpy.savez` would append ``.npz`` to a name without it), atomically."""
         extra = {} if self.context is None else {"context": self.context.numpy(),
                                                   "context_words": np.asarray(self.context_words, dtype=str)}
-        np.savez(path, words=np.asarray(self.words), years=self.years, E=self.E.numpy(),
-                 train_seconds=self.train_seconds, tokens_per_s=self.tokens_per_s, **extra)
+        with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
+            np.savez(handle, words=np.asarray(self.words), years=self.years, E=self.E.numpy(),
+                     train_seconds=self.train_seconds, tokens_per_s=self.tokens_per_s, **extra)
 
     @classmethod
     def load_npz(cls, path) -> "DriftGrid":
-        z = np.load(path, allow_pickle=False)
-        get = lambda key, default: z[key] if key in z.files else default  # noqa: E731  (older files)
-        context = get("context", None)
+        """A grid written by :meth:`save_npz` or :meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.export_npz`;
+        ValueError naming the file when it is not a readable .npz archive (e.g. truncated) or lacks E, words or
+        years."""
+        try:
+            with np.load(path, allow_pickle=False) as archive:     # members are read lazily: all of them here
+                z = {key: archive[key] for key in archive.files}
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as err:
+            raise ValueError(f"{path}: not a readable .npz archive, truncated or damaged ({err})") from None
+        missing = [key for key in ("E", "words", "years") if key not in z]
+        if missing:
+            raise ValueError(f"{path}: not a drift grid (no {', '.join(missing)} in the archive)")
+        context = z.get("context")                          # the optional fields: older files lack them
         return cls(torch.from_numpy(z["E"]), tuple(z["words"].tolist()), z["years"],
-                   float(get("train_seconds", float("nan"))), float(get("tokens_per_s", float("nan"))),
+                   float(z.get("train_seconds", float("nan"))), float(z.get("tokens_per_s", float("nan"))),
                    None if context is None else torch.from_numpy(context),
-                   tuple(get("context_words", np.array([], dtype=str)).tolist()))
+                   tuple(z.get("context_words", np.array([], dtype=str)).tolist()))
 
 
 def _years(years, T: int, increasing: bool = False) -> np.ndarray:

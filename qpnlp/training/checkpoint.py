@@ -57,10 +57,10 @@ def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device 
     model = Model.from_pretrained(directory, device=device)
     path = Path(directory) / VOCABULARY_FILE
     vocabulary = None
-    if path.is_file():
+    if path.exists():                                  # a directory of that name is an error, not "no vocabulary"
         try:
             vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a qpnlp vocabulary ({err})") from None
         _check_vocabulary_size(str(path), vocabulary, model.config,
                                rows_from=f"num_words in {Path(directory) / CONFIG_FILE}")

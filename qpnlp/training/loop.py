@@ -21,11 +21,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from qpnlp._atomic import check_replaceable
 from qpnlp._errors import TrainingDiverged
 
 from .config import TrainConfig
 from .optimisers import Optimisers
-from .state import InitialParameters, has_training_state, load_training_state, run_identity, save_training_state
+from .state import (JSON_FILE, InitialParameters, has_training_state, load_training_state, run_identity,
+                    save_training_state)
 
 __all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter",
            "merge_observation"]
@@ -119,7 +121,9 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         the training state is saved); on resume first with each restored
         entry, marked ``"restored": True``.
     checkpoint_dir : path-like, optional
-        Write the training state there after every epoch (:mod:`qpnlp.training.state`).
+        Write the training state there after every epoch (:mod:`qpnlp.training.state`). An existing non-empty
+        directory must hold one (FileExistsError before any training: its files would be deleted, or a damaged
+        state would be started afresh).
     resume : bool, default False
         Continue from the state in ``checkpoint_dir`` if there is one: the
         result equals that of an uninterrupted run. Needs ``checkpoint_dir``;
@@ -179,7 +183,10 @@ def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str
     from .state import data_fingerprint
     if resume and checkpoint_dir is None:
         raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
-    return None if checkpoint_dir is None else run_identity(model, config, data_fingerprint(*data))
+    if checkpoint_dir is None:
+        return None
+    check_replaceable(checkpoint_dir, replaces=JSON_FILE)     # a user's own directory, or a state without its JSON
+    return run_identity(model, config, data_fingerprint(*data))
 
 
 def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, checkpoint_dir: str | os.PathLike,

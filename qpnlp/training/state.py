@@ -229,7 +229,7 @@ def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
 def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Path:
     text = json.dumps({**header, "row_deltas": entries.row_deltas}, allow_nan=False, default=_plain)
     tensors, wide = _storable(entries.tensors)     # complex128 (double-precision models) as float64 real views
-    with atomic_directory(directory) as tmp:
+    with atomic_directory(directory, replaces=JSON_FILE) as tmp:     # never a user's own directory
         save_tensors(tensors, tmp / TENSORS_FILE, metadata={"format": STATE_FORMAT, **wide})
         (tmp / JSON_FILE).write_text(text, encoding="utf-8")
     return Path(directory)

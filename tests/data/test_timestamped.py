@@ -46,6 +46,22 @@ def test_write_tsv_leaves_no_partial_file(tmp_path):
     assert p.read_bytes() == before and list(tmp_path.iterdir()) == [p]  # an existing file is left as it was
 
 
+def test_write_tsv_is_atomic_when_the_write_itself_fails(tmp_path, monkeypatch):
+    # it wrote in place: a write that failed (disk full, Ctrl-C) left the first part of the corpus, which reads
+    # back without an error as a shorter corpus
+    p = tmp_path / "c.tsv"
+    write_tsv(small(), p)
+    before = p.read_bytes()
+
+    def disk_full(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.fsync", disk_full)
+    with pytest.raises(OSError, match="disk full"):
+        write_tsv(TimestampedCorpus.from_pairs([(2000, ["new"])]), p)
+    assert p.read_bytes() == before and list(tmp_path.iterdir()) == [p]
+
+
 def test_from_pairs_refuses_a_string_for_the_tokens():
     # list("a b") would be the characters ["a", " ", "b"]
     with pytest.raises(TypeError, match="list of tokens"):

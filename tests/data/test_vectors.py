@@ -254,3 +254,14 @@ def test_the_cli_options_reach_the_vectors(tmp_path):
     vectors = load_cli_vectors(args)
     assert vectors.backoff and vectors.vector("a").tolist() == [1, 2, 3]
     assert not load_cli_vectors(parser.parse_args(["--vectors", str(glove)])).backoff
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_spacy_matrix_with_nan_or_inf_is_refused_naming_the_row(tmp_path, value):
+    # the text and binary readers refuse non-finite values; a spaCy matrix passed them to the embeddings, whose
+    # error ("pretrained vectors contain NaN or inf") named no file, or kept them for words outside the vocabulary
+    matrix = MATRIX.copy()
+    matrix[1, 2] = value
+    _spacy_vocab(tmp_path / "vocab", ["coffee", "tea"], {spacy_hash("coffee"): 0, spacy_hash("tea"): 1}, matrix)
+    with pytest.raises(ValueError, match=r"vocab/vectors: row 1 holds a non-finite value \(NaN or inf\)"):
+        read_spacy_vectors(tmp_path)

@@ -297,3 +297,20 @@ def test_evaluate_grid_leaves_out_a_word_whose_transition_outlasts_the_grid():
         r = evaluate_grid(grid, late, per_word=True)
     assert r["per_word"]["p2"]["acc_after"] is None and r["per_word"]["p2"]["wrong_years_after"] == []
     assert 0.0 <= r["acc_after"] <= 1.0
+
+
+def test_npz_is_written_at_the_path_given_and_a_truncated_one_is_named(tmp_path):
+    # save_npz("grid") wrote grid.npz (load_npz("grid") then failed); a truncated archive raised zipfile's
+    # "File is not a zip file" without the file's name, an archive without E a bare KeyError
+    grid, _ = perfect_case(noise=0.01)
+    grid.save_npz(tmp_path / "grid")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid"]
+    assert torch.equal(DriftGrid.load_npz(tmp_path / "grid").E, grid.E)
+    data = (tmp_path / "grid").read_bytes()
+    for cut in (len(data) - 1, len(data) // 2, 0):
+        (tmp_path / "cut.npz").write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=r"cut.npz: not a readable .npz archive, truncated or damaged"):
+            DriftGrid.load_npz(tmp_path / "cut.npz")
+    np.savez(tmp_path / "other.npz", words=np.asarray(["a"]))
+    with pytest.raises(ValueError, match=r"other.npz: not a drift grid \(no E, years in the archive\)"):
+        DriftGrid.load_npz(tmp_path / "other.npz")

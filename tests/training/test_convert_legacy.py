@@ -108,3 +108,12 @@ def test_a_vocabulary_of_another_size_than_the_embeddings_is_refused(tmp_path):
                                                        "embedding tables have 20 rows")):
         _convert(tmp_path, _legacy(vocab=small))
     assert not (tmp_path / "new").exists()
+
+
+def test_load_checkpoint_refuses_a_vocabulary_json_that_is_a_directory(tmp_path):
+    # it was skipped: the checkpoint loaded with vocabulary None, as if it had been saved without one
+    directory = _convert(tmp_path, _legacy())
+    (directory / "vocabulary.json").unlink()
+    (directory / "vocabulary.json").mkdir()
+    with pytest.raises(ValueError, match=r"new/vocabulary.json: not a qpnlp vocabulary \(.*Is a directory"):
+        load_checkpoint(directory)

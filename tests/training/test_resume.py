@@ -341,3 +341,20 @@ def test_saving_the_same_training_state_twice_writes_the_same_files(tmp_path):
     digests = {tuple(hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((tmp_path / name).iterdir()))
                for name in ("a", "b", "c")}
     assert len(digests) == 1
+
+
+def test_a_directory_without_a_training_state_is_neither_replaced_nor_started_afresh(tmp_path):
+    # fit(checkpoint_dir=) deleted the files of a user's directory at the end of epoch 1; a state whose
+    # state.json was lost was started afresh on resume, its state.safetensors overwritten without a word
+    config = TrainConfig(epochs=1, batch_size=8, progress=False)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"mine exists, is not empty and holds no state.json"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path / "mine")
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+    fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path / "state")
+    (tmp_path / "state" / JSON_FILE).unlink()
+    with pytest.raises(FileExistsError, match=r"state exists, is not empty and holds no state.json"):
+        fit(_qpdn(1), _texts(), _texts(seed=1), TrainConfig(epochs=2, batch_size=8, progress=False),
+            checkpoint_dir=tmp_path / "state", resume=True)
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == [TENSORS_FILE]
