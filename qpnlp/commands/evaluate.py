@@ -28,7 +28,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("--max-questions", type=count_type(), default=None,
                    help="matching: only the first N questions (default: all)")
     p.add_argument("--device", type=device_type, default="cpu", help="cpu, cuda, cuda:N or mps (default %(default)s)")
-    p.add_argument("--report", metavar="FILE.json", type=path_type, help="write the report to this JSON file (default: no report)")
+    p.add_argument("--report", metavar="FILE.json", type=path_type,
+                   help="write the report to this JSON file (default: no report)")
     p.set_defaults(func=run)
 
 
