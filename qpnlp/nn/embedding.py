@@ -122,7 +122,7 @@ def _unit_rows(r, phi):
 
     Eager on purpose: compiled (inductor), this formula and its backward together ran slower than here
     (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md). cos and sin come from
-    :mod:`qpnlp._trig` (numpy's SIMD kernels for float32 on the CPU).
+    :mod:`qpnlp._trig` (one compiled loop for float32 CPU tensors, with numba).
     """
     norms = torch.linalg.vector_norm(r, dim=-1)
     scale = norms.clamp_min(torch.finfo(r.dtype).tiny)

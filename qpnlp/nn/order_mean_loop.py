@@ -26,10 +26,9 @@ three loops:
 
 * ``_angles_loop``: the angles :math:`\alpha` (n, D), each position's rows gathered once (none without
   frequency and phase tables: the angle is 0);
-* ``_pool_loop``: after the cosines and sines of the angles (:mod:`qpnlp._trig`: numpy's SIMD kernels for
-  float32; numba would call scalar libm per element, about 5x slower, and a vectorised polynomial inside the
-  loop measured no faster than numpy's), :math:`a` (n, D) and :math:`\bar z` (B, D, 2), the factor
-  :math:`c_b` applied to the sums;
+* ``_pool_loop``: after the cosines and sines of the angles (:mod:`qpnlp._trig`, one compiled loop for both;
+  numba's ``math.cos`` inside this loop would call scalar libm per element, about 5x slower), :math:`a` (n, D)
+  and :math:`\bar z` (B, D, 2), the factor :math:`c_b` applied to the sums;
 * ``_gradient_loop``: one pass over the positions adding each one's gradient rows straight into the (U, D)
   sums of the tables that need one (nothing (n, D) is allocated).
 

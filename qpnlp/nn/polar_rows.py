@@ -28,8 +28,8 @@ division, the interleaving of [Re, Im], the copy to the positions; the sum
 per id, the rotation, the radial sum, ...), half of the QPDN training step at
 d=300; torch has no fused kernel for it, so this module writes the two loops
 out once: each forward writes every state once, each backward reads every
-gradient once. The cosines and sines stay numpy's SIMD ones
-(:mod:`qpnlp._trig`; numba would call scalar libm). Same values as the torch
+gradient once. The cosines and sines come from :mod:`qpnlp._trig` (one
+compiled loop; numba's ``math.cos`` here would call scalar libm). Same values as the torch
 ops to float rounding (the norms and radial sums are summed in another
 order; tested against them and against the autograd graph of ``torch.polar``).
 

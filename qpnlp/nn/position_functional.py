@@ -51,7 +51,7 @@ class _Polar(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, r, angle):
-        cos, sin = cos_sin(angle)                   # qpnlp._trig: numpy's SIMD kernels for float32 on the CPU
+        cos, sin = cos_sin(angle)                   # qpnlp._trig: one compiled loop for float32 CPU tensors
         ctx.save_for_backward(r, cos, sin)
         return torch.complex(r * cos, r * sin)
 
