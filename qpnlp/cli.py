@@ -29,7 +29,15 @@ EPILOG = ("exit codes: 0 success, 1 failure while running (files, data, diverged
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with errors on one line: ``qpnlp train qpdn: error: argument --epochs: must be >= 1; got 0``."""
+    """argparse, with errors on one line: ``qpnlp train qpdn: error: argument --epochs: must be >= 1; got 0``.
+
+    Descriptions taken from a module docstring's first line lose their reST literal quotes (pairs of
+    backquotes).
+    """
+
+    def __init__(self, *args, description: str | None = None, **kwargs) -> None:
+        super().__init__(*args, description=None if description is None else description.replace("``", ""),
+                         **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")

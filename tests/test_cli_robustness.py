@@ -567,6 +567,17 @@ def test_every_option_says_its_default():
     assert not missing, missing
 
 
+def test_help_shows_no_rest_markup():
+    """Descriptions and option help come partly from docstrings: no ``literal`` quotes or :role: in the output."""
+    parser = build_parser()
+    train = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    train_commands = next(a for a in train._actions if isinstance(a, argparse._SubParsersAction)).choices
+    marked = [name for name, command in {"qpnlp": parser, "qpnlp train": train, **_own_commands(),
+                                         "qpnlp train word2fun": train_commands["word2fun"]}.items()
+              if re.search(r"``|:(mod|func|class|meth|attr|math|data):`", command.format_help())]
+    assert not marked, marked
+
+
 def test_help_and_version_exit_zero(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
