@@ -27,6 +27,7 @@ from qpnlp.models.base import CONFIG_FILE
 from .checkpoint import Checkpoint, load_checkpoint
 from .matching import encode_qa, evaluate_ranking, limit_questions, metrics_dict
 from .config import ConfigError
+from .length_chunks import DEFAULT_OVERHEAD
 from .trainer import accuracy
 
 __all__ = ["evaluate_checkpoint", "CLASSIFICATION_SPLITS"]
@@ -155,7 +156,8 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
         raise ValueError(f"split {wanted!r} not found for {name}")
     part = dict(zip(CLASSIFICATION_SPLITS, chosen.subsets(data)))[split]
     encoded = EncodedTexts(checkpoint.vocabulary.encode_many(part.texts), part.labels)
-    acc = accuracy(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"))
+    acc = accuracy(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
+                   length_chunks=_length_chunks(meta))
     return dict(dataset=name, split=f"{chosen.name} {split}", metrics=dict(accuracy=acc), n=len(encoded))
 
 
@@ -166,8 +168,17 @@ def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, m
         raise ValueError("the checkpoint does not name its data set; pass a data set")
     data = limit_questions(load_qa(name, split, root=root, filter_questions=True), max_questions)
     encoded = encode_qa(data, checkpoint.vocabulary)
-    metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len")))
+    metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
+                                            length_chunks=_length_chunks(meta)))
     return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded))
+
+
+def _length_chunks(meta: dict) -> int | None:
+    """The ``length_chunks`` the training run scored its splits with (its saved ``train`` settings; the default
+    where they do not say): chunks change the logits in their last bits, so another value may not give the
+    reported figure."""
+    train = meta.get("train")
+    return train.get("length_chunks", DEFAULT_OVERHEAD) if isinstance(train, dict) else DEFAULT_OVERHEAD
 
 
 def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, max_questions) -> dict:

@@ -13,10 +13,11 @@ After every epoch :func:`end_of_epoch` saves the vectors with the run's
 metadata (:func:`run_info`), the epochs done, the losses and the generators'
 states (:func:`rng_state`, every process's in a distributed run).  Resuming
 reads them back (:func:`saved_run`, :func:`epochs_done_and_losses`,
-:func:`training_generators`): with the same processes and one worker the run
-continues exactly as an uninterrupted one would.  :func:`check_resume` first
-refuses a call that would continue the run with another model, corpus or
-training settings than it was trained with.
+:func:`training_generators`): with the same processes, one worker and the
+same ``epochs`` and ``chunk_tokens`` the run continues exactly as an
+uninterrupted one would.  :func:`check_resume` first refuses a call that
+would continue the run with another model, corpus or training settings than
+it was trained with, or with fewer epochs than it already trained.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import TrainStats, negative_seeds
 
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields a resumed run may change: how long, where and in how
-#: many threads or pieces it trains, not what it learns.
+#: many threads or pieces it trains.  Another ``epochs`` or ``chunk_tokens`` continues the run but not as the
+#: uninterrupted one would: the learning rate decays over ``epochs`` and ``chunk_tokens`` tokens are shuffled
+#: together.
 RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
 
 
@@ -68,8 +71,10 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
     Compared: the model options of the call (``model_now``) with the saved model's (``model_saved``, the same
     keys), the training settings but :data:`RESUMABLE_CHANGES`, the corpus's documents, tokens and span, and
     the run's other settings (``run``: compass and step centres).  A setting the checkpoint does not
-    record (one written by an earlier version) is not compared.
+    record (one written by an earlier version) is not compared.  A run that already trained more epochs than
+    ``cfg.epochs`` is refused too (:func:`check_epochs`).
     """
+    check_epochs(checkpoint, saved, cfg)
     training = {k: v for k, v in saved.get("training", {}).items() if k not in RESUMABLE_CHANGES}
     recorded_run = {k: saved[k] for k in run if k in saved}
     differences = [*_differences("the model", model_saved, model_now),
@@ -80,6 +85,19 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
         raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: this call differs from it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change); "
                          "pass the run's own corpus and settings, or train afresh in another directory")
+
+
+def check_epochs(checkpoint: str | os.PathLike, saved: Mapping[str, Any], cfg: TrainConfig) -> None:
+    """Refuse (``ValueError``) to resume the run ``saved`` with fewer epochs than it already trained.
+
+    Its vectors would be returned as they are, those of a longer run than ``cfg.epochs`` asks for (the trainer
+    of the classifiers refuses the same, :func:`qpnlp.training.loop.early_stopping`).
+    """
+    done = int(saved.get("epochs_done", 0))
+    if done > cfg.epochs:
+        raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: it already trained {done} epochs, "
+                         f"more than epochs={cfg.epochs}; its vectors would not be those of a run of {cfg.epochs} "
+                         f"epochs (resume with epochs >= {done}, or train afresh in another directory)")
 
 
 def _differences(what: str, saved: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:

@@ -231,7 +231,12 @@ def fit(
         ``sync_every`` and ``workers`` may change (the data order continues, the
         workers both runs have keep their negative streams, added ones start
         their own), and so may the number of processes (its shards change;
-        processes without a saved state start fresh streams).
+        processes without a saved state start fresh streams).  Only the same
+        ``epochs`` and ``chunk_tokens`` (and ``workers=1``, one process) give
+        the uninterrupted run's result: the learning rate decays over
+        ``config.epochs`` (so more epochs change the remaining epochs' rates,
+        not those already trained), and ``chunk_tokens`` tokens are shuffled
+        together.  ``config.epochs`` must not be below the epochs already trained.
     metadata : mapping, optional
         Extra JSON metadata for the checkpoint (the corpus size and the
         training settings are always recorded).
@@ -259,7 +264,8 @@ def fit(
         ``min_count`` or ``compass_epochs`` < 1, an unknown ``compass``,
         ``resume`` without ``checkpoint``, a ``checkpoint`` that is a file,
         ``resume`` from a directory that holds no Word2Fun training run, or
-        ``resume`` with another corpus or other settings than the saved run's.
+        ``resume`` with another corpus or other settings than the saved run's, or
+        with fewer ``config.epochs`` than the saved run already trained.
     FileExistsError
         For a ``checkpoint`` that is an existing non-empty directory holding
         no saved model (it would be replaced): before any training.

@@ -135,6 +135,27 @@ def test_checkpoint_round_trip(tmp_path, kw):
     assert checkpoint.metadata["seed"] == 3
 
 
+@pytest.mark.data
+@pytest.mark.parametrize("recorded, used", [(None, None), (0, 0), ("absent", 256)])
+def test_evaluate_scores_with_the_length_chunks_the_training_run_scored_with(data_root, tmp_path, monkeypatch,
+                                                                             recorded, used):
+    """``qpnlp evaluate`` chunked every batch (256) whatever ``--length-chunks`` the run was trained and scored
+    with: the logits differ in their last bits, so the reported figure was not reproduced to the bit."""
+    import qpnlp.training.evaluate as evaluation
+    from qpnlp.data import load_classification
+
+    trec = load_classification("TREC", root=data_root)
+    vocab = Vocabulary.build(trec.texts[:50])
+    model = RealBagOfWords(RealBagOfWordsConfig(num_words=len(vocab), num_classes=6, dim=4))
+    train = {} if recorded == "absent" else {"length_chunks": recorded}
+    save_checkpoint(tmp_path / "m", model, vocabulary=vocab, metadata=dict(dataset="TREC", split="fixed", train=train,
+                                                                           task="classification"))
+    seen = []
+    monkeypatch.setattr(evaluation, "accuracy", lambda *a, **kw: seen.append(kw["length_chunks"]) or accuracy(*a, **kw))
+    evaluation.evaluate_checkpoint(tmp_path / "m", root=data_root)
+    assert seen == [used]
+
+
 def test_load_checkpoint_says_a_missing_directory_does_not_exist(tmp_path):
     """A path that does not exist was called 'not a saved qpnlp model (no config.json)'."""
     with pytest.raises(FileNotFoundError, match="checkpoint .*missing does not exist"):

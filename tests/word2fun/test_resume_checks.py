@@ -54,3 +54,13 @@ def test_a_checkpoint_of_an_earlier_version_is_compared_on_what_it_records(saved
     (saved / CONFIG_FILE).write_text(json.dumps(header))
     config = TrainConfig(epochs=2, batch_size=256, sample=0, negative_weight=2.0)
     assert _resume(saved, config=config).epochs_done == 2
+
+
+def test_a_run_that_trained_more_epochs_than_asked_is_refused(saved):
+    # resumed with epochs=1, a run of 2 epochs was returned as it was (epochs_done 2), as if it were a 1-epoch run
+    _resume(saved)
+    with pytest.raises(ValueError, match="already trained 2 epochs, more than epochs=1"):
+        _resume(saved, config=TrainConfig(epochs=1, batch_size=256, sample=0))
+    assert read_model_header(saved)["metadata"]["epochs_done"] == 2
+    assert _resume(saved).epochs_done == 2                               # the same epochs: the run as it is
+
