@@ -163,7 +163,7 @@ def bures_distance(rho, sigma) -> torch.Tensor:
 
     :math:`\sqrt F` is the root fidelity (Bengtsson & Zyczkowski,
     *Geometry of Quantum States*, eq. 9.31; QuTiP's ``bures_dist``). A
-    metric; the gradient is infinite where the distance is zero.
+    metric; where the distance is zero (its derivative unbounded nearby) the gradient is taken as 0.
 
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> round(float(bures_distance(a, b)) ** 2, 6)
@@ -176,13 +176,16 @@ def bures_angle(rho, sigma) -> torch.Tensor:
     r"""Bures angle (quantum angle) :math:`A(\rho,\sigma) = \arccos\sqrt{F(\rho,\sigma)}`, real ``(...)`` in :math:`[0, \pi/2]`.
 
     The geodesic distance of the Bures metric (Nielsen & Chuang eq. 9.80
-    with their root fidelity; QuTiP's ``bures_angle``).
+    with their root fidelity; QuTiP's ``bures_angle``). Computed as
+    :math:`A = 2\arcsin(D_B/2)` from the Bures distance :math:`D_B = \sqrt{2(1 - \sqrt F)}`
+    (the same angle): :math:`\arccos` has an infinite derivative at 1, so equal states gave a
+    NaN gradient; like the distance, the angle's gradient is 0 there (its minimum).
 
     >>> a = PureState.basis_state(0, 2); b = PureState.from_real(torch.tensor([1.0, 1.0]), normalize_vectors=True)
     >>> round(float(bures_angle(a, b)), 6)   # pi / 4
     0.785398
     """
-    return torch.arccos(fidelity(rho, sigma, squared=False).clamp(0.0, 1.0))
+    return 2.0 * torch.arcsin(0.5 * bures_distance(rho, sigma))
 
 
 def hellinger_affinity(rho, sigma) -> torch.Tensor:

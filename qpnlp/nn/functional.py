@@ -269,6 +269,10 @@ def readout_dim(kind: str, dim: int, is_complex: bool) -> int:
     return 2 * dim if (is_complex and kind == "re_im") else dim
 
 
+#: The dtype :func:`unit_rows` normalises 16-bit rows in.
+_WIDER = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
+
+
 def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     r""":math:`z / \max(\|z\|_2, \epsilon)` over the last dim: ``torch.nn.functional.normalize(z, dim=-1)``.
 
@@ -276,7 +280,9 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     taken on the real view ``(..., D, 2)``: torch's complex ``vector_norm`` is slow in its forward and backward
     (CNM's training step with dropout, which renormalises this way: 1.09x faster, benchmarks/cnm_train_step.py).
     :math:`\max(\|z\|, \epsilon)` is computed as :math:`\sqrt{\max(\|z\|^2, \epsilon^2)}`, whose gradient
-    is finite at zero rows.
+    is finite at zero rows. 16-bit ``z`` (float16, bfloat16, complex32) is normalised in 32 bits and rounded
+    back: in float16 :math:`\epsilon^2` rounds to 0 (a zero row gave NaN, as torch's ``normalize`` does) and
+    :math:`\|z\|^2` overflows from :math:`\|z\| = 256` (such rows gave 0).
 
     Parameters
     ----------
@@ -289,6 +295,8 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     Tensor, shape and dtype of ``z``.
     """
     V.check_tensor("z", z)
+    if z.dtype in _WIDER:
+        return unit_rows(z.to(_WIDER[z.dtype]), eps).to(z.dtype)
     return z / squared_norms(z).clamp_min(eps * eps).sqrt()
 
 

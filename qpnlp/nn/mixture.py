@@ -301,7 +301,8 @@ def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int
     :math:`\bar\rho^{(l)} = \frac{1}{n}\sum_t \rho^{(l)}_t` (n existing windows) is a
     density matrix; :math:`c_i = \frac1n \sum_{j} p^{(l)}_{i-j,j}` (``"end"``;
     :math:`p^{(l)}_{i+l-1-j,j}` for ``"both"``). Returns real ``(..., L)``,
-    summing to one over the real words (zero at padding).
+    summing to one over the real words (zero at padding, and in a row without a
+    real word, which has no window: n = 0, as :func:`pool_positions` gives 0 there).
     """
     if padding == "both":
         weights = window_weights(scores, mask, window, "both")                        # (..., L + l - 1, l)
@@ -309,13 +310,13 @@ def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int
         # word i receives weight p_{i + l - 1 - j, j} from the window whose member j it is
         c = sum(weights[..., window - 1 - j:window - 1 - j + length, j] for j in range(window))
         existing = window_mask(mask, (window,), "both")[..., 0, :].sum(-1, keepdim=True)
-        return c / existing.to(c.dtype)
+        return c / existing.clamp_min(1).to(c.dtype)
     weights = window_weights(scores, mask, window)                                       # (..., L, l)
     c = weights[..., 0]
     for j in range(1, min(window, mask.shape[-1])):       # j >= L: no word has a window j positions before it
         # word i receives weight p_{i-j, j} from the window starting j positions before it
         c = c + torch.cat([weights.new_zeros(weights.shape[:-2] + (j,)), weights[..., :-j, j]], dim=-1)
-    return c / mask.sum(-1, keepdim=True).to(c.dtype)
+    return c / mask.sum(-1, keepdim=True).clamp_min(1).to(c.dtype)
 
 
 def pool_positions(features: torch.Tensor, mask: torch.Tensor, mode: str = "max") -> torch.Tensor:

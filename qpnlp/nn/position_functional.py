@@ -193,7 +193,10 @@ def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = T
     r"""Vaswani et al. (2017) eq. 7: :math:`PE_{2k} = \sin(\omega_k \mathrm{pos})`, :math:`PE_{2k+1} = \cos(\omega_k
     \mathrm{pos})`.
 
-    :math:`\omega_k = \text{base}^{-2k/\text{dim}}`. Odd ``dim`` drops the last cosine.
+    :math:`\omega_k = \text{base}^{-2k/\text{dim}}`. Odd ``dim`` drops the last cosine. The angles are
+    computed in float32 at least and only the result is cast to a 16-bit ``dtype``: float16 holds the
+    integers exactly only up to 2048 and bfloat16 up to 256 (positions 256 and 257 got one encoding), and
+    an angle of 5000 rad has an ulp of 4 in float16.
 
     Parameters
     ----------
@@ -217,10 +220,11 @@ def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = T
     if positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(f"positions must be real numbers (integer or floating); got {positions.dtype}")
     dtype = dtype or (positions.dtype if positions.is_floating_point() else torch.get_default_dtype())
-    omega = sinusoidal_frequencies((dim + 1) // 2, dim, base=base, dtype=dtype, device=positions.device)
-    angle = positions.to(dtype).unsqueeze(-1) * omega
+    work = torch.promote_types(dtype, torch.float32) if getattr(dtype, "is_floating_point", False) else dtype
+    omega = sinusoidal_frequencies((dim + 1) // 2, dim, base=base, dtype=work, device=positions.device)
+    angle = positions.to(work).unsqueeze(-1) * omega
     out = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
-    return out[..., :dim]
+    return out[..., :dim].to(dtype)
 
 
 def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtype = torch.float32) -> Tensor:

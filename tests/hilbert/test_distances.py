@@ -127,6 +127,24 @@ def _full_rank(raw):
     return DensityMatrix(m / torch.diagonal(m).sum())
 
 
+@pytest.mark.parametrize("kind", ["pure", "dense", "ensemble"])
+def test_bures_angle_gradient_is_zero_at_equal_states(cdtype, kind):
+    """arccos has an infinite derivative at 1: the angle between equal states had an all-NaN gradient (the
+    distance, safe_sqrt, had 0). Its minimum: gradient 0, and the value is still arccos of the root fidelity."""
+    gen = torch.Generator().manual_seed(5)
+    psi = random_pure_state(4, dtype=cdtype, generator=gen)
+    data = {"pure": psi.data, "dense": DensityMatrix.maximally_mixed(4, dtype=cdtype).data,
+            "ensemble": random_pure_state(4, batch_shape=(2,), dtype=cdtype, generator=gen).data}[kind]
+    x = data.clone().requires_grad_(True)
+    build = {"pure": PureState, "dense": DensityMatrix,
+             "ensemble": lambda s: Ensemble(s, torch.tensor([0.5, 0.5], dtype=s.real.dtype))}[kind]
+    angle = bures_angle(build(x), build(x))
+    angle.backward()
+    assert float(angle.detach()) <= 1e-3 and bool(torch.isfinite(torch.view_as_real(x.grad)).all())
+    a, b = random_pure_state(4, batch_shape=(3,), dtype=cdtype, generator=gen), psi
+    assert_allclose(bures_angle(a, b), fidelity(a, b, squared=False).clamp(0, 1).arccos(), atol=1e-5)
+
+
 @pytest.mark.parametrize("fn", [bures_distance, bures_angle, hellinger_distance, hellinger_affinity,
                                 hilbert_schmidt_distance, sub_fidelity, super_fidelity])
 def test_gradcheck(fn):

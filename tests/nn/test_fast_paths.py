@@ -289,6 +289,20 @@ def test_unit_rows_equals_normalize(cdtype, tol):
     assert not unit_rows(z).isnan().any()
 
 
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.complex32])
+def test_unit_rows_in_16_bits(dtype):
+    """In float16, eps^2 = 1e-24 rounded to 0 (a zero row gave 0/0 = NaN) and the squared norm overflowed from a
+    norm of 256 (a row of 300s gave 0): 16-bit rows are normalised in 32 bits, then rounded."""
+    wide = torch.complex64 if dtype.is_complex else torch.float32
+    rows = torch.tensor([[0.0, 0.0, 0.0], [300.0, -300.0, 300.0], [1e-3, 2e-3, 0.0]], dtype=wide)
+    out = unit_rows(rows.to(dtype))
+    assert out.dtype == dtype
+    assert out[0].abs().float().max() == 0
+    expected = torch.nn.functional.normalize(rows, dim=-1)
+    assert float((out.to(wide) - expected).abs().max()) <= 2 * torch.finfo(dtype.to_real()).eps
+
+
 def test_part_mul_equals_per_part_form(cdtype, tol):
     a, b = _z((4, 6), cdtype, 1), _z((4, 6), cdtype, 2)
     _check(part_mul, lambda a, b: torch.complex(a.real * b.real, a.imag * b.imag), (a, b), tol)

@@ -131,6 +131,20 @@ def test_effective_weights_of_texts_shorter_than_the_window(length):
         torch.testing.assert_close(c.sum(-1), torch.ones(2))
 
 
+def test_effective_weights_of_a_row_without_words_are_zero(device):
+    """A fully padded row divided its zero weights by its zero window count: NaN weights (and NaN trace scores of
+    CNM with validation off), where window_weights and pool_positions give 0 for such a row."""
+    scores = torch.randn(2, 4, device=device, requires_grad=True)
+    mask = torch.tensor([[True, True, False, False], [False] * 4], device=device)
+    for padding in ("end", "both"):
+        c = effective_word_weights(scores, mask, 3, padding=padding)
+        assert c[1].tolist() == [0.0] * 4
+        torch.testing.assert_close(c[0].sum(), torch.tensor(1.0, device=device))
+        c.sum().backward()
+        assert bool(torch.isfinite(scores.grad).all())
+        scores.grad = None
+
+
 def test_pooling_ignores_padding(device):
     x = torch.tensor([[[0.2, 0.9], [0.5, 0.1], [7.0, 7.0]]], device=device)
     mask = torch.tensor([[True, True, False]], device=device)

@@ -106,6 +106,18 @@ def test_sinusoidal_frequencies_values():
     assert sinusoidal_position_encoding(torch.tensor([1.0]), 5).shape == (1, 5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sinusoidal_encoding_in_16_bits_is_the_float64_one_rounded(dtype):
+    """The angles were computed in the 16-bit dtype: bfloat16 rounded position 257 to 256 (one encoding for both)
+    and a float16 angle of 4999 rad has an ulp of 4, so entries were off by up to 2. Only the result is rounded."""
+    positions = torch.arange(5000)
+    out = sinusoidal_position_encoding(positions, 8, dtype=dtype)
+    assert out.dtype == dtype
+    reference = sinusoidal_position_encoding(positions, 8, dtype=torch.float64)
+    assert float((out.double() - reference).abs().max()) <= torch.finfo(dtype).eps
+    assert not torch.equal(out[256], out[257])
+
+
 @pytest.mark.parametrize("freq, amp, expected", [
     ("none", "none", 2 * V * D), ("word", "none", V * D + D), ("dimension", "none", V * D + V),
     ("none", "word", V * D + D), ("none", "dimension", V * D + V)])
