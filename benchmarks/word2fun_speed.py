@@ -20,11 +20,13 @@ two busy processes (a Python loop each), and the load average is recorded
 with every timing, with the cores each row used (its CPU seconds, torchrun's
 children included, over its wall seconds) and, in the report, the CPU's model
 and vector extensions (the compiled step is much slower without AVX-512).
-Ratios are taken within one run only.
+Ratios are taken within one run only.  The report splits each row's slow-down under load into the cores it
+got and its tokens per CPU second (:func:`slowdown_parts`); ``parts --json FILE`` prints that split for a saved run.
 
 Run::
 
     python benchmarks/word2fun_speed.py --workers 2
+    python benchmarks/word2fun_speed.py parts --json benchmarks/results/word2fun/speed-runs-2.json
 """
 
 from __future__ import annotations
@@ -172,9 +174,27 @@ def word2fun(corpus, args, shared: bool, workers: int | None = None) -> float:
     return fit(corpus, cfg, dim=args.dim).stats.tokens_per_s
 
 
+def slowdown_parts(idle: dict, loaded: dict) -> list[str]:
+    """Markdown: each row's slow-down under load (median tokens/s alone / beside the busy processes) as the
+    product of the cores it got (median cores used, alone / loaded) and its tokens per CPU second (the median
+    over runs of tokens/s / cores used, alone / loaded; the product equals the slow-down up to the medians)."""
+    lines = ["Slow-down = fewer cores x fewer tokens per CPU second (medians; alone -> beside the busy processes):",
+             "", "| model | slow-down | cores used | cores ratio | tokens per CPU s | per-CPU-s ratio |",
+             "|---|---:|---|---:|---|---:|"]
+    for name in idle:
+        median = lambda ph, f: statistics.median(f(r) for r in ph[name]["runs"])  # noqa: E731
+        cores = [median(ph, lambda r: r["cores_used"]) for ph in (idle, loaded)]
+        rate = [median(ph, lambda r: r["tokens_per_s"] / r["cores_used"]) for ph in (idle, loaded)]
+        slow = idle[name]["median_tokens_per_s"] / loaded[name]["median_tokens_per_s"]
+        lines.append(f"| {name} | {slow:.2f}x | {cores[0]:.2f} -> {cores[1]:.2f} | {cores[0] / cores[1]:.2f}x | "
+                     f"{rate[0] / 1e3:,.0f}k -> {rate[1] / 1e3:,.0f}k | {rate[0] / rate[1]:.2f}x |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "profile"])
+    ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "profile", "parts"])
+    ap.add_argument("--json", help="with parts: the JSON of an earlier run")
     ap.add_argument("--tsv", default="")
     ap.add_argument("--result", default="")
     ap.add_argument("--processes", type=int, default=2, help="a Word2Fun row trained by this many torchrun processes")
@@ -197,6 +217,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "worker":
         return worker(args)
+    if args.mode == "parts":
+        phases = json.loads(Path(args.json).read_text())["phases"]
+        print("\n".join(slowdown_parts(phases[min(phases, key=int)], phases[max(phases, key=int)])))
+        return
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     if args.mode == "profile":
         text = profile(corpus, args)
@@ -274,6 +298,7 @@ def main() -> None:
         idle, loaded = phases[min(phases)], phases[max(phases)]
         lines += ["", f"Slow-down beside {max(phases)} busy processes (without / with): " + ", ".join(
             f"{k} {idle[k]['median_tokens_per_s'] / loaded[k]['median_tokens_per_s']:.2f}x" for k in names)]
+        lines += ["", *slowdown_parts(idle, loaded)]
     (out / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
