@@ -1,8 +1,9 @@
 r"""Scores shared by the exact search (:mod:`.nearest`) and the approximate index (:mod:`.ann`).
 
 ``"born"``: :math:`|\langle v|w\rangle|^2` of unit rows (the squared cosine
-for real vectors); ``"cosine"``: the signed cosine of real vectors. Both
-modules import this one, and neither imports the other back.
+for real vectors); ``"cosine"``: the signed cosine, for complex vectors
+:math:`\operatorname{Re}\langle v|w\rangle`, the cosine of their real images
+``[Re, Im]``. Both modules import this one, and neither imports the other back.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ def resolve_score(score: str, *tensors: torch.Tensor) -> str:
     is_complex = any(t.is_complex() for t in tensors)
     if score == "auto":
         return "born" if is_complex else "cosine"
-    if score == "cosine" and is_complex:
-        raise ValueError("score='cosine' is for real vectors; complex states are ranked by the Born probability "
-                         "(score='born')")
     return score
 
 
@@ -36,6 +34,8 @@ def pair_scores(q: torch.Tensor, s: torch.Tensor, score: str) -> torch.Tensor:
     """``(..., m, V)`` scores of unit rows ``q`` ``(..., m, d)`` against ``s`` ``(..., V, d)``."""
     if q.is_complex():
         amplitude = q.conj() @ s.mT                                     # <v|w> = sum_j conj(v_j) w_j
+        if score == "cosine":                                           # Re<v|w>: the real images' cosine
+            return amplitude.real
         return amplitude.real.square() + amplitude.imag.square()
     cosine = q @ s.mT
     return cosine.square() if score == "born" else cosine

@@ -22,8 +22,9 @@ least :math:`|z|\cos(\pi/P)` for one of the rotations (:math:`0.92\,|z|` for :ma
 so it is among the candidates of that rotation. The union of the candidates
 of all rotations is then re-ranked by the exact :math:`|\langle v|w\rangle|^2`
 in torch, on the device of the vocabulary: returned scores are exact, only
-recall can be below one. For real vectors one rotation is needed for the
-cosine score and two (:math:`\pm v`) for the squared cosine.
+recall can be below one. The cosine score (:math:`\operatorname{Re}\langle v|w\rangle`
+for complex vectors) needs one rotation, and the squared cosine of real
+vectors two (:math:`\pm v`).
 
 All vectors are unit, so the largest inner product is the smallest Euclidean
 distance (:math:`\|u - w\|^2 = 2 - 2\langle u, w\rangle`): the index is
@@ -106,7 +107,7 @@ class BornIndex:
         faiss = _import_faiss()
         states = _checks.vectors("states", states)
         self.score = resolve_score(score, states)
-        self.phases = 1 if not states.is_complex() and self.score == "cosine" else \
+        self.phases = 1 if self.score == "cosine" else \
             2 if not states.is_complex() else _checks.positive("phases", phases)
         self.ef_search = _checks.positive("ef_search", ef_search)
         self._unit, usable = unit_rows(states)

@@ -10,7 +10,15 @@ Scores (``score=``)
     negative are the same projector).
 ``"cosine"`` (the default for real vectors)
     :math:`\cos(v, w)`, signed: the usual ranking of real word vectors (e.g.
-    Word2Fun's :math:`f(u, t)`).
+    Word2Fun's :math:`f(u, t)`). For complex vectors
+    :math:`\operatorname{Re}\langle v|w\rangle / (\|v\| \|w\|)`, the cosine of
+    their real images ``[Re, Im]``: for unit vectors
+    :math:`\|v - w\|^2 = 2 - 2 \operatorname{Re}\langle v|w\rangle`, so this is the
+    Euclidean ranking of the thesis' KD tree (section 5.1.4.2, the nearest words
+    of the measurement vectors, Tables 5.13-5.14). It sees a word's global
+    phase (:math:`-w` is the farthest word from :math:`w`), which no
+    measurement does; the Born probability, the default for complex vectors,
+    ranks :math:`w` and :math:`e^{i\alpha} w` alike.
 
 Rows of the vocabulary that are exactly zero (the padding row of an
 embedding) never rank. Everything is batched over queries and runs on the
@@ -84,7 +92,7 @@ def born_scores(queries: torch.Tensor, vocab_states: torch.Tensor, *, score: str
     vocab_states : torch.Tensor
         ``(V, d)`` word states.
     score : {"auto", "born", "cosine"}
-        ``"auto"``: Born for complex inputs, cosine for real ones.
+        ``"auto"``: Born for complex inputs, cosine for real ones (for complex ones: of the real images).
 
     Returns
     -------
@@ -333,7 +341,7 @@ def _outcomes(outcomes, k: int) -> list[int]:
 @torch.no_grad()
 def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | None = None, top: int = 10,
                       outcomes: Sequence[int] | None = None, candidates: torch.Tensor | None = None,
-                      exclude_ids: Sequence[int] = (0, 1), method: str = "exact") -> pd.DataFrame:
+                      exclude_ids: Sequence[int] = (0, 1), method: str = "exact", score: str = "born") -> pd.DataFrame:
     r"""The words most likely to be measured by each measurement vector :math:`|v_k\rangle`.
 
     Ranks words by :math:`p(k \mid w) = |\langle v_k|w\rangle|^2`: the
@@ -358,11 +366,15 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
     exclude_ids : sequence of int
         Ids never shown (padding and unknown by default).
     method : {"exact", "approximate", "auto"}
+    score : {"born", "cosine"}
+        ``"born"``: the probability above. ``"cosine"``: :math:`\operatorname{Re}\langle v_k|w\rangle` of the
+        unit vectors, the thesis' own ranking (a KD tree over the real images, section 5.1.4.2; see the module
+        docstring), for reproducing its Tables 5.13-5.14; a projective measurement only.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``measurement, rank, word, probability``.
+        Columns ``measurement, rank, word, probability`` (``cosine`` with ``score="cosine"``).
 
     Examples
     --------
@@ -374,6 +386,11 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
     0            0     1  <pad>          1.0
     1            1     1  <unk>          1.0
     """
+    if score not in ("born", "cosine"):
+        raise ValueError(f"score must be 'born' or 'cosine'; got {score!r}")
+    if score == "cosine" and _is_povm(source):
+        raise ValueError("score='cosine' ranks by the vectors of a projective measurement; a POVM's outcomes are "
+                         "ranked by their probability (score='born')")
     vectors = measurement_vectors(source)
     if states is None:
         if not isinstance(source, nn.Module):
@@ -386,7 +403,7 @@ def measurement_words(source, words: Sequence[str], *, states: torch.Tensor | No
     keep &= _checks.kept_ids("exclude_ids", exclude_ids, states.shape[0]).to(states.device)
     outcomes = _outcomes(outcomes, vectors.shape[0])
     table = nearest_table(vectors[outcomes], states, words, top=top, query_names=outcomes, candidates=keep,
-                          score="born", method=method)
+                          score=score, method=method)
     if _is_povm(source):          # <w|E_k|w> = ||v_k||^2 |<v_k/||v_k|| | w>|^2: the same ranking, rescaled
         weight = vectors.norm(dim=-1).square().cpu().double().numpy()
         table["probability"] = table["probability"] * weight[table["query"].to_numpy(dtype=int)]

@@ -126,7 +126,8 @@ class QPDN(Model):
         \hat y = \operatorname{softmax}(W q + b).
 
     The mixture is never built as a d x d matrix (``head="measurement"``):
-    :math:`q_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
+    :math:`q_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`. The output layer has a bias :math:`b` (C numbers),
+    which the thesis' Algorithm 1 (:math:`\hat y = \operatorname{softmax}(q W)`) does not.
 
     Parameters
     ----------

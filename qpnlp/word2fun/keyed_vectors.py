@@ -488,15 +488,18 @@ class KeyedVectors:
             return float((torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean())
         raise ValueError(f"measure must be 'cosine' or 'context'; got {measure!r}")
 
-    def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None) -> dict:
-        """Thesis Table 5.27 indicators as ``{name: {word: value}}`` (see :meth:`Word2Fun.indicators`)."""
+    def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None, *, p: float = 1.0,
+                   times=None) -> dict:
+        """Thesis Table 5.27 and 5.28 indicators as ``{name: {word: value}}`` (see :meth:`Word2Fun.indicators`;
+        ``times``: raw times at which the derivative is averaged, e.g. the decades, instead of the span)."""
         words = _word_list(words)
         if span is not None:
-            times = self.query_times(span, "span")
-            if len(times) != 2:
+            bounds = self.query_times(span, "span")
+            if len(bounds) != 2:
                 raise ValueError(f"span must be a (start, end) pair of raw times; got {span!r}")
-            span = (float(times[0]), float(times[1]))
-        ind = self.model.indicators(self._ids(words).to(self._device()), span)
+            span = (float(bounds[0]), float(bounds[1]))
+        times = None if times is None else self.query_times(times)
+        ind = self.model.indicators(self._ids(words).to(self._device()), span, p=p, times=times)
         return {k: dict(zip(words, v.cpu().tolist())) for k, v in ind.items()}
 
     def export_npz(self, path: str | os.PathLike, words: Sequence[str] | None = None,

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -491,7 +492,8 @@ class Word2Fun(Model):
 
     # ---- thesis Table 5.27 indicators
     @torch.no_grad()
-    def indicators(self, words: torch.Tensor, span: tuple[float, float] | None = None, steps: int = 101) -> dict:
+    def indicators(self, words: torch.Tensor, span: tuple[float, float] | None = None, steps: int = 101, *,
+                   p: float = 1.0, times: Sequence[float] | torch.Tensor | None = None) -> dict:
         """Parameter indicators of semantic change (thesis Table 5.27 and 5.28).
 
         Returns a dict of (W,) tensors:
@@ -499,10 +501,16 @@ class Word2Fun(Model):
         * ``amplitude_bias_ratio`` -- :math:`\\mathrm{AVG}|R_u| / \\mathrm{AVG}|B_u|`
           (for ``linear`` the slope plays the role of R; NaN where undefined);
         * ``mean_frequency`` -- :math:`\\mathrm{AVG}|\\Omega_u|` (families II-IV, time2fun);
-        * ``mean_abs_derivative`` -- :math:`\\frac{1}{D}\\,\\mathrm{mean}_{t\\in[a,b]} \\lVert \\partial_t f(u, t)\\rVert_1`
-          per raw time unit, by central differences on ``steps`` points of the span
-          (``span=(t, t)``: the derivative at ``t``).
+        * ``mean_abs_derivative`` -- :math:`\\mathrm{mean}_t\\, D^{-1/p} \\lVert \\partial_t f(u, t)\\rVert_p`
+          per raw time unit, by central differences, over ``steps`` points of the span (``span=(t, t)``: the
+          derivative at ``t``) or at the given raw ``times``: the power mean of :math:`|\\partial_t f_d|` over the
+          D coordinates (p = 1: the mean absolute derivative). Table 5.28's indicator, the mean over the decades
+          ``times=(1810, 1820, ..., 2000)`` of :math:`\\lVert f'(u, t)\\rVert_p` for p = 1 or 2, is this one
+          times the constant :math:`D^{1/p}` (the same ranking of words). With the logistic step on, its
+          derivative counts too (the thesis' family III has none).
         """
+        if isinstance(p, bool) or not (isinstance(p, (int, float)) and math.isfinite(p) and p > 0):
+            raise ValueError(f"p must be a positive finite number; got {p!r}")
         b = self.base(words)  # the static part; slice 0 for the "sliced" family
         nan = torch.full((words.shape[0],), float("nan"), device=b.device)
         if self.family in SINUSOIDAL_FAMILIES:
@@ -520,10 +528,18 @@ class Word2Fun(Model):
         else:
             freq = nan
         a, e = span or (self.time_scale.start, self.time_scale.end)
-        ts = torch.linspace(a, e, steps, dtype=torch.float64)  # raw times: float64, cast to the model's dtype
-        width = e - a if e != a else self.time_scale.end - self.time_scale.start  # one time: the model's spacing
-        eps = width / (steps - 1) / 2 if steps > 1 else 1.0
-        times = [(ts + sign * eps).to(device=b.device, dtype=self.dtype) for sign in (1.0, -1.0)]
-        d = (self.grid(words, times[0]) - self.grid(words, times[1])) / (2 * eps)
-        deriv = d.abs().mean(-1).mean(0)
+        width = e - a if e != a and times is None else self.time_scale.end - self.time_scale.start
+        eps = width / (steps - 1) / 2 if steps > 1 else 1.0  # given times or one time: the model's spacing
+        ts = torch.linspace(a, e, steps, dtype=torch.float64) if times is None else _indicator_times(times)
+        shifted = [(ts + sign * eps).to(device=b.device, dtype=self.dtype) for sign in (1.0, -1.0)]
+        d = (self.grid(words, shifted[0]) - self.grid(words, shifted[1])) / (2 * eps)     # (T, W, D)
+        deriv = (d.abs().mean(-1) if p == 1 else d.abs().pow(p).mean(-1).pow(1 / p)).mean(0)
         return {"amplitude_bias_ratio": ratio, "mean_frequency": freq, "mean_abs_derivative": deriv}
+
+
+def _indicator_times(times) -> torch.Tensor:
+    """``times`` of :meth:`Word2Fun.indicators` as a float64 (T,) tensor: one or more finite raw times."""
+    ts = torch.as_tensor(times, dtype=torch.float64).detach().cpu().reshape(-1)
+    if torch.as_tensor(times).dim() > 1 or ts.numel() == 0 or not bool(torch.isfinite(ts).all()):
+        raise ValueError(f"times must be one or more finite times (a 1-D sequence); got {times!r}")
+    return ts

@@ -77,6 +77,18 @@ def test_real_vectors(score):
         assert rows[:5, 0].tolist() == list(range(5))
 
 
+def test_complex_cosine_takes_one_rotation():
+    """score="cosine" of complex vectors is Re<v|w>, a real inner product of the real images: no rotations."""
+    vocab = _unit(2000, 16, seed=5)
+    index = BornIndex(vocab, score="cosine")
+    assert index.phases == 1
+    queries = torch.cat([vocab[:5], -vocab[5:10]])
+    scores, rows = index.search(queries, 5)
+    exact_scores, exact_rows = nearest_states(queries, vocab, 5, score="cosine")
+    assert _recall(rows, exact_rows) >= RECALL
+    assert rows[:5, 0].tolist() == list(range(5)) and not set(rows[5:].flatten().tolist()) & set(range(5, 10))
+
+
 def test_real_query_against_complex_states():
     vocab = _unit(300, 4, seed=4)
     vocab[7] = torch.tensor([0.6, 0.8, 0, 0], dtype=torch.complex64)

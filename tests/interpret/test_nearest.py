@@ -78,8 +78,24 @@ def test_real_vectors_rank_by_signed_cosine_or_by_squared_cosine():
         [[("a", 1.0), ("b", pytest.approx(0.6)), ("minus a", -1.0)]]
     born = nearest_words(torch.tensor([1.0, 0.0]), vocab, ["a", "minus a", "b"], top=2, score="born")
     assert sorted(w for w, _ in born[0]) == ["a", "minus a"] and [p for _, p in born[0]] == [1.0, 1.0]
-    with pytest.raises(ValueError, match="cosine"):
-        born_scores(vocab.to(torch.complex64), vocab.to(torch.complex64), score="cosine")
+
+
+def test_complex_cosine_is_the_euclidean_ranking_of_the_real_images():
+    """score="cosine" for complex vectors: Re<v|w> of the unit vectors, the thesis' KD-tree ranking (section
+    5.1.4.2); it was refused. Unlike the Born probability it sees the global phase: -v is the farthest word."""
+    v = torch.tensor([1, 0], dtype=torch.complex64)
+    vocab = torch.stack([v, -v, torch.tensor([0.6, 0.8j]), torch.tensor([0.6j, 0.8])])
+    words = ["v", "minus v", "b", "c"]
+    assert nearest_words(v, vocab, words, top=4, score="cosine") == \
+        [[("v", 1.0), ("b", pytest.approx(0.6)), ("c", pytest.approx(0.0, abs=1e-7)), ("minus v", -1.0)]]
+    assert sorted(nearest_words(v, vocab, words, top=2)[0]) == [("minus v", 1.0), ("v", 1.0)]     # a tie by Born
+    gen = torch.Generator().manual_seed(2)
+    states = torch.randn(200, 6, dtype=torch.complex128, generator=gen)
+    queries = torch.randn(5, 6, dtype=torch.complex128, generator=gen)
+    _, rows = nearest_states(queries, states, 10, score="cosine")
+    unit = lambda x: torch.view_as_real(x / x.norm(dim=-1, keepdim=True)).flatten(-2)  # noqa: E731
+    by_distance = torch.cdist(unit(queries), unit(states)).argsort(dim=-1)[:, :10]
+    assert torch.equal(rows, by_distance)
 
 
 def test_candidates_chunks_and_top_larger_than_vocabulary(monkeypatch):
@@ -148,6 +164,26 @@ def test_measurement_words_of_a_model_measurement(device):
         measurement_words(model, WORDS, outcomes=[5])
     with pytest.raises(ValueError, match="states="):
         measurement_words(model.measurement, WORDS)
+
+
+def test_measurement_words_ranked_as_the_thesis_did():
+    """score="cosine": Re<v_k|w>, the thesis' KD-tree ranking of Tables 5.13-5.14; -w is a measurement's
+    likeliest word by the Born probability and its farthest by the cosine."""
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=2), generator=torch.Generator()
+                 .manual_seed(0))
+    states = model.embedding.all_states().detach()
+    with torch.no_grad():
+        model.measurement.weight[0] = -states[3]                         # minus the state of "queen"
+    born = measurement_words(model, WORDS, top=4, outcomes=[0])
+    cosine = measurement_words(model, WORDS, top=4, outcomes=[0], score="cosine")
+    assert born["word"].iloc[0] == "queen" and born["probability"].iloc[0] == pytest.approx(1.0, abs=1e-5)
+    assert list(cosine.columns)[-1] == "cosine"
+    assert cosine["word"].iloc[-1] == "queen" and cosine["cosine"].iloc[-1] == pytest.approx(-1.0, abs=1e-5)
+    povm = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=5, measurement="povm"))
+    with pytest.raises(ValueError, match="projective"):
+        measurement_words(povm, WORDS, score="cosine")
+    with pytest.raises(ValueError, match="'born' or 'cosine'"):
+        measurement_words(model, WORDS, score="auto")
 
 
 def test_measurement_vectors_sources():

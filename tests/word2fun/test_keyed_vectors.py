@@ -92,6 +92,17 @@ def test_similarity_and_membership(vectors):
     assert vectors.get_index("c") == vectors.key_to_index["c"] == 2
 
 
+def test_indicators_by_word_at_given_times(vectors):
+    """The Table 5.28 options reach the model: the derivative at the given raw times, as a p-norm."""
+    decades = [1910, 1920, 1930, 1940, 1950]
+    ids = torch.tensor([vectors.get_index(w) for w in "ab"])
+    expected = vectors.model.indicators(ids, times=decades, p=2)
+    got = vectors.indicators(["a", "b"], times=decades, p=2)
+    for name, values in expected.items():
+        assert got[name] == pytest.approx(dict(zip("ab", values.tolist())), nan_ok=True), name
+    assert got["mean_abs_derivative"] != vectors.indicators(["a", "b"])["mean_abs_derivative"]
+
+
 def test_the_static_view_is_the_vectors_at_that_year(vectors):
     view = vectors.at(1950.5)
     assert isinstance(view, StaticKeyedVectors) and view.year == 1950.5

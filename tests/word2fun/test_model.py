@@ -92,6 +92,34 @@ def test_indicators_on_hand_set_parameters(make):
     assert ind["mean_abs_derivative"][1].item() < 1e-6
 
 
+def test_indicators_derivative_as_table_5_28(make):
+    """Thesis Table 5.28: the mean over the decades of ||f'(u, t)||_p, p = 1 or 2; only p = 1 over an even grid of
+    the span was available. Here: the power mean over the D coordinates, i.e. D^(-1/p) times the thesis' value."""
+    m = make(2, 4, family="III", time_scale=TimeScale(0.0, 60.0, 60.0))
+    with torch.no_grad():
+        m.amplitude.weight.copy_(torch.tensor([[0.5, 0.5, 1.0, 0.0], [0.0, 0.0, 0.0, 2.0]]))
+        m.omega1.weight.copy_(torch.tensor([[0.1, 0.3], [0.2, 0.2]]))
+        m.omega2.weight.copy_(torch.tensor([[0.1, 0.3], [0.2, 0.2]]))
+    times = [10.0, 20.0, 30.0, 40.0, 50.0]
+    t = np.array(times)[:, None]
+    r = np.array([[0.5, 0.5, 1.0, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    w = np.array([[0.1, 0.3, 0.1, 0.3], [0.2, 0.2, 0.2, 0.2]])
+    for p in (1, 2):
+        got = m.indicators(torch.tensor([0, 1]), times=times, p=p, steps=2001)["mean_abs_derivative"]
+        for u in range(2):      # sin dims: R w cos(w t); cos dims: -R w sin(w t)
+            deriv = np.concatenate([r[u, :2] * w[u, :2] * np.cos(w[u, :2] * t), -r[u, 2:] * w[u, 2:] *
+                                    np.sin(w[u, 2:] * t)], -1)
+            thesis = np.linalg.norm(deriv, ord=p, axis=-1).mean()
+            assert abs(got[u].item() * 4 ** (1 / p) - thesis) < 1e-3 * thesis, (p, u)
+    default = m.indicators(torch.tensor([0, 1]))["mean_abs_derivative"]
+    assert torch.equal(m.indicators(torch.tensor([0, 1]), p=1.0)["mean_abs_derivative"], default)
+    for bad in (0, -1, float("nan"), True):
+        with pytest.raises(ValueError, match="p must be"):
+            m.indicators(torch.tensor([0]), p=bad)
+    with pytest.raises(ValueError, match="times must be"):
+        m.indicators(torch.tensor([0]), times=[])
+
+
 def test_indicators_derivative_at_a_single_time(make):
     # f = B + K tau, tau = 60 (t - 1900) / 100: df/dt = 0.6 K per year, also for the span of one year
     m = make(2, 4, family="linear")
