@@ -9,8 +9,9 @@ is scored on the same filtered dev and test questions.
 
 Variants (thesis Table 5.9): ``cnm``; ``cnm-real`` (real vectors of size 2d);
 ``cnm-global`` (one global mixture per sentence); ``cnm-trace`` (trace inner
-product of the position-averaged local mixtures instead of measurements).
-FastText-MaxPool is not reproduced.
+product of the position-averaged local mixtures instead of measurements);
+``fasttext-maxpool`` (max-pooled real word vectors of size 2d, no mixture and
+no measurement; the options below that it does not have are not passed).
 
 Usage::
 
@@ -31,6 +32,7 @@ mean +- standard deviation over seeds of every (data set, model) run on two or m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -43,7 +45,7 @@ import torch
 from qpnlp.commands._types import chunk_overhead_type
 from qpnlp.data import load_qa
 from qpnlp.data.vectors import load_vectors, recommended_fallback
-from qpnlp.models import CNM, CNMConfig
+from qpnlp.models import CNM, CNMConfig, get_model_class
 from qpnlp.evaluation import evaluate_bm25
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 from qpnlp.training.matching import MatchingConfig, metrics_dict, run_matching
@@ -58,10 +60,12 @@ VARIANTS = {
     "cnm-real": ("cnm_real", {}),
     "cnm-global": ("cnm", dict(mixture="global")),
     "cnm-trace": ("cnm", dict(head="trace")),
+    "fasttext-maxpool": ("fasttext_maxpool", {}),
 }
 PUBLISHED = {"trecqa": dict(map=0.7701, mrr=0.8591), "wikiqa": dict(map=0.6548, mrr=0.6664)}
 PUBLISHED_ABLATION_TREC = {"cnm-real": (0.7112, 0.7922), "cnm-global": (0.6968, 0.7829),
-                           "cnm-trace": (0.6952, 0.7688), "cnm": (0.7701, 0.8591)}
+                           "cnm-trace": (0.6952, 0.7688), "fasttext-maxpool": (0.6659, 0.7152),
+                           "cnm": (0.7701, 0.8591)}
 
 
 def main(argv=None) -> None:
@@ -142,6 +146,8 @@ def main(argv=None) -> None:
                 options = dict(num_measurements=args.num_measurements, dropout=args.dropout,
                                measurement_init=args.measurement_init, phase_init=args.phase_init,
                                windows=list(args.windows), **VARIANTS[variant][1])
+                fields = {f.name for f in dataclasses.fields(get_model_class(VARIANTS[variant][0]).config_class)}
+                options = {k: v for k, v in options.items() if k in fields}
                 t0 = time.perf_counter()
                 result = run_matching(name, options, config, pretrained=pretrained, model=VARIANTS[variant][0],
                                       pretrained_fallback=args.pretrained_fallback,

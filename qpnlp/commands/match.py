@@ -1,4 +1,4 @@
-"""``qpnlp train MODEL``: answer selection (TREC-QA, WikiQA) for every registered matching model (CNM, CNM-Real).
+"""``qpnlp train MODEL``: answer selection (TREC-QA, WikiQA) for every registered matching model (CNM, ablations).
 
 Options are checked before any file is read; each epoch prints one line and
 rewrites the report; Ctrl-C saves the best model so far (with ``--save``) and

@@ -8,6 +8,7 @@ Registered models (name: class, task, source):
 * ``cgrnn_classifier``: :class:`CGRNNClassifier`, classification, gated complex RNN poster
 * ``cnm``: :class:`CNM`, matching, thesis 3.3 / 5.1.3 (Table 5.8)
 * ``cnm_real``: :class:`CNMReal`, matching, thesis Table 5.9 (CNM-Real)
+* ``fasttext_maxpool``: :class:`FastTextMaxPool`, matching, thesis Table 5.9 (FastText-MaxPool)
 * ``word2fun``: :class:`qpnlp.word2fun.Word2Fun`, temporal, thesis ch. 4 (registered by its own package)
 
 Building blocks (complex layers, embeddings, activations) live in :mod:`qpnlp.nn`.
@@ -19,11 +20,12 @@ from .base import (Model, ModelConfig, check_batch, get_model_class, read_model_
 from .cgrnn_classifier import CGRNNClassifier, CGRNNClassifierConfig
 from .cnm import CNM, CNMConfig
 from .cnm_real import CNMReal, CNMRealConfig
+from .fasttext_maxpool import FastTextMaxPool, FastTextMaxPoolConfig
 from .order_classifier import OrderClassifier, OrderClassifierConfig
 from .qpdn import QPDN, QPDNConfig
 from .real_bow import RealBagOfWords, RealBagOfWordsConfig
 
-__all__ = ["Model", "ModelConfig", "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models",
-           "read_model_header", "QPDN", "QPDNConfig", "RealBagOfWords", "RealBagOfWordsConfig", "CNM", "CNMConfig",
-           "CNMReal", "CNMRealConfig", "OrderClassifier", "OrderClassifierConfig", "CGRNNClassifier",
-           "CGRNNClassifierConfig"]
+__all__ = ["Model", "ModelConfig", "check_batch", "register_model", "unregister_model", "get_model_class",
+           "registered_models", "read_model_header", "QPDN", "QPDNConfig", "RealBagOfWords", "RealBagOfWordsConfig",
+           "CNM", "CNMConfig", "CNMReal", "CNMRealConfig", "FastTextMaxPool", "FastTextMaxPoolConfig",
+           "OrderClassifier", "OrderClassifierConfig", "CGRNNClassifier", "CGRNNClassifierConfig"]

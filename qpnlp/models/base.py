@@ -344,6 +344,15 @@ class Model(PrecisionMixin, nn.Module):
         check_batch(ids, mask, num_words=getattr(self.config, "num_words", None),
                     device=None if first is None else first.device, names=names, validate=self.validate)
 
+    def check_pair(self, q_ids: torch.Tensor, q_mask: torch.Tensor, a_ids: torch.Tensor, a_mask: torch.Tensor) -> None:
+        """The matching contract: both batches checked (:meth:`check_batch`, names ``q_ids`` / ``a_ids`` ...) and of
+        one batch size (no broadcasting)."""
+        self.check_batch(q_ids, q_mask, names=("q_ids", "q_mask"))
+        self.check_batch(a_ids, a_mask, names=("a_ids", "a_mask"))
+        if q_ids.shape[0] != a_ids.shape[0]:
+            raise ValueError(f"questions and answers are scored in pairs: q_ids has batch size {q_ids.shape[0]} "
+                             f"but a_ids has {a_ids.shape[0]} (repeat the question for each answer)")
+
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, config, *, vocabulary=None, pretrained: torch.Tensor | None = None,

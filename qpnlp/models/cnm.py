@@ -10,6 +10,9 @@ Ablations of thesis Table 5.9 (switches of :class:`CNMConfig`):
 
 * CNM-Real is its own model, :class:`~qpnlp.models.CNMReal` (``cnm_real``):
   real word vectors and real measurement vectors of dimension 2d;
+* so is FastText-MaxPool, :class:`~qpnlp.models.FastTextMaxPool`
+  (``fasttext_maxpool``): real word vectors of dimension 2d max-pooled over
+  the sentence, no mixture and no measurement;
 * ``mixture="global"`` (CNM-Global-Mixture): one mixture per sentence with
   the softmax of the word weights over the whole sentence (one "window"
   covering it, no pooling);
@@ -293,7 +296,7 @@ class CNM(Model):
 
     def trace_scores(self, q_ids, q_mask, a_ids, a_mask) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\bar\rho_q\bar\rho_a)` averaged over window sizes, ``(B,)`` (``head="trace"``)."""
-        self._check_pair(q_ids, q_mask, a_ids, a_mask)
+        self.check_pair(q_ids, q_mask, a_ids, a_mask)
         q_states, q_scores = self._states(q_ids, q_mask)
         a_states, a_scores = self._states(a_ids, a_mask)
         overlap = self.overlaps(q_states, a_states)
@@ -307,19 +310,11 @@ class CNM(Model):
                     for cq, ca in pairs)
         return total / len(pairs)
 
-    def _check_pair(self, q_ids, q_mask, a_ids, a_mask) -> None:
-        """Both batches checked (names q_ids / a_ids ...) and of one batch size (no broadcasting)."""
-        self.check_batch(q_ids, q_mask, names=("q_ids", "q_mask"))
-        self.check_batch(a_ids, a_mask, names=("a_ids", "a_mask"))
-        if q_ids.shape[0] != a_ids.shape[0]:
-            raise ValueError(f"questions and answers are scored in pairs: q_ids has batch size {q_ids.shape[0]} "
-                             f"but a_ids has {a_ids.shape[0]} (repeat the question for each answer)")
-
     def forward(self, q_ids: torch.Tensor, q_mask: torch.Tensor, a_ids: torch.Tensor,
                 a_mask: torch.Tensor) -> torch.Tensor:
         """Matching scores ``(B,)`` of question / answer batches (ids ``(B, Lq)``, ``(B, La)`` and bool masks)."""
         if self.config.head == "trace":
             return self.trace_scores(q_ids, q_mask, a_ids, a_mask)
-        self._check_pair(q_ids, q_mask, a_ids, a_mask)
+        self.check_pair(q_ids, q_mask, a_ids, a_mask)
         xq, xa = self._encode(q_ids, q_mask), self._encode(a_ids, a_mask)
         return torch.nn.functional.cosine_similarity(xq, xa, dim=-1, eps=1e-8)

@@ -33,6 +33,7 @@ SMALL = {
     "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5),
     "cnm": dict(dim=6, num_measurements=4, windows=[1, 2]),
     "cnm_real": dict(dim=6, num_measurements=4, windows=[1, 2]),
+    "fasttext_maxpool": dict(dim=3),
     "word2fun": dict(vocab_size=NUM_WORDS, dim=4, family="IV", span_start=1900.0, span_end=2000.0),
 }
 

@@ -26,6 +26,7 @@ MODELS = {
     "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5),
     "cnm": dict(dim=6, num_measurements=4, windows=[1, 2, 3]),
     "cnm_real": dict(dim=6, num_measurements=4, windows=[1, 2]),
+    "fasttext_maxpool": dict(dim=3),
 }
 
 
