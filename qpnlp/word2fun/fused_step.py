@@ -528,7 +528,10 @@ class FusedStep:
         """Compile the kernel for the argument types of this step's calls, without running it: loaded from numba's
         cache on disk, or compiled (about half a minute) on the first run after an install.  A training loop calls
         this before it starts its clock (:func:`~qpnlp.word2fun.loop.train_source`); a call compiles if this was not
-        done."""
+        done.  Nothing to do under ``NUMBA_DISABLE_JIT=1`` (numba's debugging switch: the kernel is the Python
+        function)."""
+        if not hasattr(self.kernel, "compile"):
+            return
         import numba
 
         ids, values = np.empty(0, np.int64), np.empty(0, self.H.dtype)

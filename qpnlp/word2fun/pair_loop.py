@@ -30,6 +30,7 @@ step uses torch ops (:func:`accepts` says which).  Set
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import torch
@@ -60,7 +61,10 @@ def describe(device: torch.device | str) -> str:
         return "SGD step: compiled (numba; the whole step for families II-IV with shared negatives, else the pairs)"
     if not _numba.HAVE_NUMBA:
         return "SGD step: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.7x the time per step)"
-    return "SGD step: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
+    for name in ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED"):
+        if os.environ.get(name, "1") == "0":
+            return f"SGD step: torch ops ({name}=0)"
+    return "SGD step: torch ops (numba is installed but does not import)"
 
 
 def accepts(*tensors: torch.Tensor) -> bool:

@@ -259,6 +259,21 @@ def test_compile_prepares_the_kernel_for_every_call_of_the_step(make, family, dt
     assert set(prepared.kernel.signatures) == compiled
 
 
+
+def test_compile_is_a_no_op_where_numba_does_not_compile(make):
+    """Under ``NUMBA_DISABLE_JIT=1`` (numba's debugging switch) ``numba.njit`` returns the Python function: compile()
+    raised AttributeError ('function' object has no attribute 'compile'), and with it ``fit`` and ``qpnlp train
+    word2fun``; the step itself runs (slowly) as before."""
+    models = [_model(make), _model(make)]
+    plain, compiled = (fused_step.FusedStep(m, negative_weight=1.5) for m in models)
+    plain.kernel = plain.kernel.py_func                                  # what NUMBA_DISABLE_JIT=1 gives
+    plain.compile()
+    for words, times, pc, ctx, neg, lam, rl in _batches(steps=1):
+        assert torch.allclose(plain(words, times, pc, ctx, neg, 0.05, lam, rl),
+                              compiled(words, times, pc, ctx, neg, 0.05, lam, rl), rtol=0, atol=TOL[torch.float64])
+    for p, q in zip(*(m.parameters() for m in models)):
+        assert torch.allclose(p, q, rtol=0, atol=TOL[torch.float64])
+
 def test_batch_step_prepares_the_fused_step_only_where_it_takes_every_batch(make, monkeypatch):
     from qpnlp.word2fun.sgd import batch_step
 
