@@ -220,7 +220,10 @@ def _markdown(runs, floors, args, wall, load) -> str:
     lines += ["", *_seed_means(runs)]
     lines += ["", "Published (thesis Tables 5.6, 5.8; test sets): TREC-QA CNM MAP 0.7701 MRR 0.8591; "
               "WikiQA CNM MAP 0.6548 MRR 0.6664. Table 5.9 (TREC-QA) ablations: CNM-Real 0.7112 / 0.7922, "
-              "CNM-Global-Mixture 0.6968 / 0.7829, CNM-trace-inner-product 0.6952 / 0.7688.", ""]
+              "CNM-Global-Mixture 0.6968 / 0.7829, CNM-trace-inner-product 0.6952 / 0.7688, FastText-MaxPool "
+              "0.6659 / 0.7152." + (" k, the initial measurements and phases and the windows are CNM's options: "
+                                    "fasttext-maxpool has none of them." if "fasttext-maxpool" in args.variants
+                                    else ""), ""]
     return "\n".join(lines) + "\n"
 
 
