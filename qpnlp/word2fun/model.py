@@ -539,7 +539,8 @@ class Word2Fun(Model):
 
 def _indicator_times(times) -> torch.Tensor:
     """``times`` of :meth:`Word2Fun.indicators` as a float64 (T,) tensor: one or more finite raw times."""
-    ts = torch.as_tensor(times, dtype=torch.float64).detach().cpu().reshape(-1)
-    if torch.as_tensor(times).dim() > 1 or ts.numel() == 0 or not bool(torch.isfinite(ts).all()):
+    raw = torch.as_tensor(times)
+    ts = raw.detach().to("cpu", torch.float64).reshape(-1)
+    if raw.dim() > 1 or ts.numel() == 0 or not bool(torch.isfinite(ts).all()):
         raise ValueError(f"times must be one or more finite times (a 1-D sequence); got {times!r}")
     return ts
