@@ -3,9 +3,13 @@
 Subpackages
 -----------
 hilbert      sememe bases, pure states, density matrices and the batched complex maths.
-measurement  projectors, trainable projective measurements, Born-rule probabilities.
-models       QPDN, CNM, complex-order embeddings and layers, gated complex RNN.
+measurement  projectors, trainable projective measurements and POVMs, Born-rule probabilities.
+nn           complex building blocks: layers, recurrent cells, attention, word and position embeddings.
+models       the paper models behind one contract: QPDN and its real baseline, CNM and its ablations
+             (CNM-Real, FastText-MaxPool), complex-order classifiers, gated complex RNN classifier.
 word2fun     Word2Fun: words as functions of time (fit, KeyedVectors), split like gensim.
+training     the trainer, protocols, selection on dev, checkpoints and resumable training state.
+evaluation   ranking metrics (MAP, MRR, P@1), BM25, drift metrics.
 interpret    nearest words, word weights, matching patterns, plots.
 data         dataset readers, the vocabulary, the tokenizer, pretrained vectors, skip-gram pairs.
 testing      hypothesis strategies and assertion helpers for users' own property tests

@@ -53,8 +53,9 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        metavar="N|off",
                        help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
                             "of one more chunk in padded positions, 'off' = whole batches (default %(default)s; "
-                            "training batches are cut only for models that gain from it: CNM and the order classifiers' CNN, "
-                            "RNN and Transformer, whose dropout then draws its masks chunk by chunk)")
+                            "training batches are cut only for models that gain from it: CNM, its ablations CNM-Real "
+                            "and FastText-MaxPool, and the order classifiers' CNN, RNN and Transformer, whose dropout "
+                            "then draws its masks chunk by chunk)")
     group.add_argument("--compile", action=given, choices=COMPILE_MODES, default=None, metavar="MODE",
                        help="run the training steps through torch.compile in this mode (" + ", ".join(COMPILE_MODES)
                             + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")

@@ -34,9 +34,9 @@ def register(subparsers: dict) -> None:
     for name in registered_models("matching"):
         p = subparsers["train"].add_parser(
             name.replace("_", "-"), help=f"train {name} on an answer-selection data set",
-            description=f"Train {name} (thesis 3.3, 5.1.3) on the train split, select the epoch on dev MAP, and score "
-                        "the test split once when the data set has one (TREC-QA here ships train/dev only: dev is "
-                        "reported).")
+            description=f"{_summary(name)}. Trains {name} on the train split, selects the epoch on dev MAP, and "
+                        "scores the test split once when the data set has one (TREC-QA here ships train/dev only: dev "
+                        "is reported).")
         p.add_argument("--dataset", required=True, type=str.lower, choices=QA_DATASETS, help="trecqa or wikiqa")
         p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
         add_vectors_option(p)
@@ -44,10 +44,12 @@ def register(subparsers: dict) -> None:
         p.add_argument("--dim", type=count_type(), default=None,
                        help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
         p.add_argument("--loss", choices=LOSSES, default="triplet", help="(default %(default)s)")
+        defaults = get_model_class(name).training_defaults
+        margins = "".join(f"{k}: {v['margin']:g}; " for k, v in defaults.get("per_dataset", {}).items()
+                          if "margin" in v)
         p.add_argument("--margin", type=rate_type(zero=True), default=None,
                        help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
-                            f"else {MatchingConfig.margin})")
-        defaults = get_model_class(name).training_defaults
+                            f"{margins}else {MatchingConfig.margin})")
         p.add_argument("--negatives", type=count_type(), default=defaults.get("negatives", 1),
                        help="wrong candidates drawn per correct one (default %(default)s)")
         p.add_argument("--train-split", default=None, metavar="SPLIT",
@@ -74,6 +76,12 @@ def register(subparsers: dict) -> None:
         add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)
+
+
+def _summary(name: str) -> str:
+    """The first line of the model class's docstring, without its full stop (what the model is)."""
+    doc = (get_model_class(name).__doc__ or name).strip().splitlines()[0]
+    return doc.rstrip(".")
 
 
 def model_options(args: argparse.Namespace) -> dict:

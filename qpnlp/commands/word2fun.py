@@ -154,8 +154,8 @@ def register(subparsers: dict) -> None:
                         "%(default)s)")
     t.add_argument("--processes", type=count_type(), default=1,
                    help="train in this many processes on this machine, started as torchrun would start them "
-                        "(gloo on CPU; one process per core is faster than --workers; see the distributed-training "
-                        "docs page; default %(default)s)")
+                        "(gloo on CPU; one process per core is about as fast as --workers on idle cores and faster "
+                        "beside busy processes; see the distributed-training docs page; default %(default)s)")
     t.add_argument("--sync-every", type=count_type(), default=train["sync_every"],
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")

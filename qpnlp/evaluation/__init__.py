@@ -1,4 +1,5 @@
-"""Evaluation metrics and protocols (ranking metrics, drift evaluation)."""
+"""Evaluation metrics: ranking metrics (MAP, MRR, P@1), the BM25 baseline and drift evaluation
+(:mod:`~qpnlp.evaluation.drift`)."""
 
 from qpnlp.evaluation.bm25 import bm25_scores, evaluate_bm25
 from qpnlp.evaluation.ranking import (

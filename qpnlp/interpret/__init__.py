@@ -1,8 +1,10 @@
 """Interpretation: nearest words, word weights, matching patterns, periods, trajectories and plots.
 
 * :mod:`~qpnlp.interpret.nearest` - words nearest to states and measurement
-  vectors by the Born probability :math:`|\\langle v|w\\rangle|^2` (exact,
-  batched, CPU or CUDA); :mod:`~qpnlp.interpret.ann` - the optional
+  vectors by the Born probability :math:`|\\langle v|w\\rangle|^2` or the
+  cosine (``score="cosine"``; for complex vectors
+  :math:`\\operatorname{Re}\\langle v|w\\rangle` of unit rows, the thesis'
+  ranking), exact, batched, CPU or CUDA; :mod:`~qpnlp.interpret.ann` - the optional
   approximate index (faiss, ``pip install "qpnlp[ann]"``) with exact re-ranking.
 * :mod:`~qpnlp.interpret.weights` - most and least important words from the
   learned mixture weights.
