@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn._checks import check_ids
-from qpnlp.nn.embedding import _initial_amplitude
+from qpnlp.nn.embedding import _real_word_table
 
 from .base import register_model
 from .cnm import CNM, CNMConfig
@@ -49,12 +48,7 @@ class CNMReal(CNM):
     config_class = CNMRealConfig
 
     def _build_words(self, pretrained: torch.Tensor | None, real: torch.dtype, generator) -> None:
-        c = self.config
-        table = torch.randn(c.num_words, 2 * c.dim, dtype=real, generator=generator) / c.dim ** 0.5
-        if pretrained is not None:                               # checked (shape, finite) as the complex tables are
-            table[:, :c.dim] = _initial_amplitude(c.num_words, c.dim, pretrained, real)
-        table[PAD_ID] = 0
-        self.real_embedding = nn.Embedding(c.num_words, 2 * c.dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+        self.real_embedding = _real_word_table(self.config.num_words, self.config.dim, pretrained, real, generator)
 
     def _build_measurement(self, real: torch.dtype, generator) -> None:
         c = self.config

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn import masked_max
-from qpnlp.nn.embedding import _initial_amplitude
+from qpnlp.nn.embedding import _real_word_table
 
 from .base import Model, ModelConfig, register_model
 from .cnm import CNM
@@ -87,24 +86,21 @@ class FastTextMaxPool(Model):
     def __init__(self, config: FastTextMaxPoolConfig, *, pretrained: torch.Tensor | None = None,
                  generator: torch.Generator | None = None) -> None:
         super().__init__(config)
-        num_words, dim = config.num_words, config.dim
         real = torch.float64 if config.precision == "double" else torch.float32
-        table = torch.randn(num_words, 2 * dim, dtype=real, generator=generator) / dim ** 0.5
-        if pretrained is not None:  # checked (shape, finite) as the complex models' tables are
-            table[:, :dim] = _initial_amplitude(num_words, dim, pretrained, real)
-        table[PAD_ID] = 0
-        self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+        self.embedding = _real_word_table(config.num_words, config.dim, pretrained, real, generator)
         self.dropout = nn.Dropout(config.dropout)
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence vectors ``(B, 2d)``: the coordinate-wise max of the word vectors over the words of ``mask``."""
         self.check_batch(ids, mask)
+        return self._pooled(ids, mask)
+
+    def _pooled(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.dropout(masked_max(self.embedding(ids), mask))
 
     def forward(self, q_ids: torch.Tensor, q_mask: torch.Tensor, a_ids: torch.Tensor,
                 a_mask: torch.Tensor) -> torch.Tensor:
         """Matching scores ``(B,)``: the cosine of the pooled question and answer vectors."""
         self.check_pair(q_ids, q_mask, a_ids, a_mask)
-        xq = self.dropout(masked_max(self.embedding(q_ids), q_mask))
-        xa = self.dropout(masked_max(self.embedding(a_ids), a_mask))
-        return torch.nn.functional.cosine_similarity(xq, xa, dim=-1, eps=1e-8)
+        return torch.nn.functional.cosine_similarity(self._pooled(q_ids, q_mask), self._pooled(a_ids, a_mask),
+                                                     dim=-1, eps=1e-8)

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn import WEIGHTINGS, WordWeighting, seeded_linear
-from qpnlp.nn.embedding import _initial_amplitude
+from qpnlp.nn.embedding import _real_word_table
 
 from .base import Model, ModelConfig, register_model
 from .qpdn import QPDN, _placeholder_idf, idf_of
@@ -99,11 +98,8 @@ class RealBagOfWords(Model):
         super().__init__(config)
         num_words, dim = config.num_words, config.dim
         real = torch.float64 if config.precision == "double" else torch.float32
-        table = torch.randn(num_words, 2 * dim, dtype=real, generator=generator) / dim ** 0.5
-        if pretrained is not None:  # checked as the complex models' tables are (a (dim,) row would broadcast)
-            table[:, :dim] = _initial_amplitude(num_words, dim, pretrained, real)
-        table[PAD_ID] = 0
-        self.embedding = nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+        # pretrained checked as the complex models' tables are (a (dim,) row would broadcast)
+        self.embedding = _real_word_table(num_words, dim, pretrained, real, generator)
         self.weighting = WordWeighting(num_words, config.weighting, idf=idf, dtype=real)
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = seeded_linear(2 * dim, config.num_classes, dtype=real, generator=generator)

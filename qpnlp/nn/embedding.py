@@ -50,6 +50,18 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
     return pretrained.detach().to(dtype).clone()
 
 
+
+def _real_word_table(num_words: int, dim: int, pretrained: torch.Tensor | None, dtype: torch.dtype,
+                     generator: torch.Generator | None = None) -> nn.Embedding:
+    """The real ``(V, 2d)`` sparse word table of the real baselines and ablations (real BoW, CNM-Real,
+    FastText-MaxPool): N(0, 1/d) entries, ``pretrained`` (checked as :func:`_initial_amplitude` checks it) in the
+    first d columns, a zero padding row."""
+    table = torch.randn(num_words, 2 * dim, dtype=dtype, generator=generator) / math.sqrt(dim)
+    if pretrained is not None:
+        table[:, :dim] = _initial_amplitude(num_words, dim, pretrained, dtype)
+    table[PAD_ID] = 0
+    return nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+
 #: Use torch.polar's gradient with respect to the modulus, :math:`\Re(\bar g \operatorname{sgn} z)`, instead of
 #: the derivative: it is the derivative only where the amplitude is positive; it is 0 at a zero amplitude and has
 #: the wrong sign at a negative one (signed amplitudes, e.g. ``phase_init="uniform"``, where gradient descent then
