@@ -4,6 +4,7 @@ r"""Scores shared by the exact search (:mod:`.nearest`) and the approximate inde
 for real vectors); ``"cosine"``: the signed cosine, for complex vectors
 :math:`\operatorname{Re}\langle v|w\rangle`, the cosine of their real images
 ``[Re, Im]``. Both modules import this one, and neither imports the other back.
+Both rank with :func:`top_k`: equal scores in increasing row order.
 """
 
 from __future__ import annotations
@@ -39,3 +40,28 @@ def pair_scores(q: torch.Tensor, s: torch.Tensor, score: str) -> torch.Tensor:
         return amplitude.real.square() + amplitude.imag.square()
     cosine = q @ s.mT
     return cosine.square() if score == "born" else cosine
+
+
+def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The ``k`` largest entries of each row of ``scores`` ``(m, n)``, descending, and their columns: ``(m, k)`` each.
+
+    Equal scores are ranked by increasing column, as a stable sort of the whole row would rank them
+    (:func:`torch.topk` leaves their order, and which of them make the cut, unspecified: it changes with the
+    size of the input and the device). A row whose k-th and (k+1)-th largest scores :math:`s_{(k)} = s_{(k+1)}`
+    are equal keeps every column above :math:`s_{(k)}` and the lowest columns scoring exactly :math:`s_{(k)}`.
+    ``1 <= k <= n``.
+    """
+    values, columns = scores.topk(min(k + 1, scores.shape[-1]), dim=-1)
+    crowded = (values[:, k] == values[:, k - 1]).nonzero().squeeze(-1) if values.shape[-1] > k else []
+    values, columns = values[:, :k], columns[:, :k]
+    if len(crowded):                                                # the cut falls inside a tie
+        rows = scores[crowded]
+        kth = values[crowded, -1:]
+        above, tied = rows > kth, rows == kth
+        keep = above | (tied & (tied.cumsum(-1, dtype=torch.int32) <= k - above.sum(-1, keepdim=True)))
+        columns[crowded] = keep.nonzero()[:, 1].view(-1, k)        # exactly k per row
+        values[crowded] = rows.gather(-1, columns[crowded])
+    columns, by_column = columns.sort(dim=-1)
+    values = values.gather(-1, by_column)
+    order = values.argsort(dim=-1, descending=True, stable=True)
+    return values.gather(-1, order), columns.gather(-1, order)

@@ -47,7 +47,7 @@ import torch
 from qpnlp.hilbert import promote
 
 from . import _checks
-from ._scores import pair_scores, resolve_score, unit_rows
+from ._scores import pair_scores, resolve_score, top_k, unit_rows
 
 __all__ = ["BornIndex", "faiss_available"]
 
@@ -198,8 +198,8 @@ class BornIndex:
         drop[:, 1:] |= ids[:, 1:] == ids[:, :-1]                    # a word found by several rotations
         ids = ids.clamp_max(sentinel - 1)
         exact = _pairwise(q, self._unit[ids], self.score).masked_fill(drop, float("-inf"))     # (m, P C)
-        top = exact.topk(k, dim=-1)
-        return top.values, ids.gather(-1, top.indices)
+        values, columns = top_k(exact, k)                           # ids increase along a row: ties by id
+        return values, ids.gather(-1, columns)
 
 
 def _pairwise(q: torch.Tensor, members: torch.Tensor, score: str) -> torch.Tensor:

@@ -21,8 +21,10 @@ Scores (``score=``)
     ranks :math:`w` and :math:`e^{i\alpha} w` alike.
 
 Rows of the vocabulary that are exactly zero (the padding row of an
-embedding) never rank. Everything is batched over queries and runs on the
-device of the vocabulary tensor (queries are moved there).
+embedding) never rank. Equal scores rank by increasing row, as a stable sort
+would rank them (duplicate words, or basis-state queries with many zeros).
+Everything is batched over queries and runs on the device of the vocabulary
+tensor (queries are moved there).
 
 Exact or approximate (``method=``)
 ----------------------------------
@@ -49,7 +51,7 @@ from qpnlp.hilbert import promote
 from qpnlp.measurement import POVM, POVMMeasurement, ProjectiveMeasurement, Projector
 
 from . import _checks
-from ._scores import SCORES, pair_scores, resolve_score, unit_rows
+from ._scores import SCORES, pair_scores, resolve_score, top_k, unit_rows
 from .ann import BornIndex, faiss_available
 
 __all__ = ["SCORES", "METHODS", "ANN_MIN_VOCAB", "born_scores", "nearest_states", "nearest_words", "nearest_table",
@@ -135,7 +137,8 @@ def nearest_states(queries: torch.Tensor, vocab_states: torch.Tensor, k: int = 1
     Returns
     -------
     scores : torch.Tensor
-        Real ``(m, k)``, descending per row (exact values).
+        Real ``(m, k)``, descending per row (exact values); equal scores by increasing row (with the
+        approximate method too, among the rows it finds).
     indices : torch.Tensor
         Long ``(m, k)`` row indices into ``vocab_states``.
 
@@ -168,9 +171,9 @@ def nearest_states(queries: torch.Tensor, vocab_states: torch.Tensor, k: int = 1
     values, rows = [], []
     for start in range(0, q.shape[0], chunk):
         scores = pair_scores(q[start:start + chunk], s, score).masked_fill(~usable, float("-inf"))
-        top = scores.topk(k, dim=-1)
-        values.append(top.values)
-        rows.append(top.indices)
+        top, top_rows = top_k(scores, k)
+        values.append(top)
+        rows.append(top_rows)
     return torch.cat(values), torch.cat(rows)
 
 

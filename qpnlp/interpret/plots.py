@@ -461,6 +461,10 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
                               ylabel: str = "cosine similarity") -> Axes:
     """One line per column of a times x words table (e.g. :func:`~qpnlp.interpret.similarity_trajectories`).
 
+    The legend stands beside the Axes, in as many columns as its entries need to fit the Axes' height (a new
+    figure is widened by the extra columns, so that the Axes keep their size). A table of one time draws one
+    marker per word.
+
     Parameters
     ----------
     table : pandas.DataFrame
@@ -486,17 +490,39 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
         raise TypeError(f"table must have a numeric index (times) and numeric columns; got index {table.index.dtype}, "
                         f"columns {sorted({str(t) for t in table.dtypes})} ({error})") from None
     times, values = _numpy("table index (times)", times), _numpy("table values", values)
-    ax = _single_axes(ax, (6.5, 3.6))
+    new, ax = ax is None, _single_axes(ax, (6.5, 3.6))
+    marker = "o" if times.size == 1 else None               # a line through one point draws nothing
     for column, series in zip(table.columns, values.T):
-        ax.plot(times, series, label=str(column), linewidth=1.5)
+        ax.plot(times, series, label=str(column), linewidth=1.5, marker=marker)
     ax.set_xlabel(table.index.name or "time")
     ax.set_ylabel(ylabel)
-    # beside the axes, never over a curve
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    # beside the axes, never over a curve; in as many columns as its height needs (a new figure widens for them)
+    columns = math.ceil(values.shape[1] / _legend_rows(ax, "small"))
+    legend = ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                       frameon=False, ncols=columns)
+    if new and columns > 1:
+        fig = _root(ax)                                     # the legend's width needs no layout (nor drawing)
+        fig.set_figwidth(fig.get_figwidth() + legend.get_window_extent().width * (columns - 1) / columns / fig.dpi)
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title)
     return ax
+
+
+def _legend_rows(ax: Axes, fontsize) -> int:
+    """How many legend entries of ``fontsize`` fit beside ``ax``, one above the other.
+
+    A legend taller than the figure lost its last entries below the bottom edge, and the constrained layout
+    squeezed the Axes to nothing (from about 20 entries in the default figure). An entry takes its text height
+    (about 1.2 font sizes) and the legend's ``labelspacing``; the Axes height is taken before the layout runs,
+    which leaves it a little room.
+    """
+    import matplotlib
+    from matplotlib.font_manager import FontProperties
+
+    size = FontProperties(size=fontsize).get_size_in_points()
+    height = ax.get_position().height * _root(ax).get_figheight() * 72.0          # points
+    return max(1, int(height / (size * (1.2 + matplotlib.rcParams["legend.labelspacing"]))))
 
 
 def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, reference: float | None = None,

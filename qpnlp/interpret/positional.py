@@ -74,9 +74,9 @@ class PositionalSensitivity:
     delta : Tensor
         (V,) sensitivities of every id (reserved ids included).
     largest : list of (word, delta)
-        Descending.
+        Descending (equal deltas by increasing id).
     smallest : list of (word, delta)
-        Ascending.
+        Ascending (equal deltas by increasing id).
     """
 
     delta: Tensor
@@ -150,6 +150,6 @@ def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, w
     ids = keep.nonzero().squeeze(-1)
     if ids.numel() == 0:                                    # as period_table and importance_table
         raise ValueError("no word left (check exclude_ids, counts and min_count)")
-    order = ids[torch.argsort(delta[ids], stable=True)]
+    rank = lambda descending: ids[torch.argsort(delta[ids], descending=descending, stable=True)][:top]  # noqa: E731
     as_pairs = lambda idx: [(words[int(i)], float(delta[i])) for i in idx]  # noqa: E731
-    return PositionalSensitivity(delta, as_pairs(order.flip(0)[:top]), as_pairs(order[:top]))
+    return PositionalSensitivity(delta, as_pairs(rank(True)), as_pairs(rank(False)))     # ties: lower id first

@@ -110,7 +110,8 @@ def word_importance(weighting: WordWeighting, ids: torch.Tensor, norms: torch.Te
     Returns
     -------
     dict
-        ``{"most": [(word, score), ...], "least": [...]}`` (scores rounded to 4 decimals).
+        ``{"most": [(word, score), ...], "least": [...]}`` (scores rounded to 4 decimals; equal scores in
+        the order of ``ids`` in both lists).
 
     Examples
     --------
@@ -130,9 +131,9 @@ def word_importance(weighting: WordWeighting, ids: torch.Tensor, norms: torch.Te
     words = _checks.words("words", words, ids.numel(), "ids")
     scores = weighting.scores(ids.unsqueeze(0), norms.unsqueeze(0)).squeeze(0).float().cpu()
     _checks.finite("word scores", scores)
-    order = scores.argsort(descending=True, stable=True)
-    pick = lambda idx: [(words[int(i)], round(float(scores[i]), 4)) for i in idx]  # noqa: E731
-    return {"most": pick(order[:top]), "least": pick(order.flip(0)[:top])}
+    pick = lambda descending: [(words[int(i)], round(float(scores[i]), 4))  # noqa: E731
+                               for i in scores.argsort(descending=descending, stable=True)[:top]]
+    return {"most": pick(True), "least": pick(False)}       # equal scores in the order of ids
 
 
 def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence[int] | None = None,

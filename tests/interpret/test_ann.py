@@ -137,3 +137,13 @@ def test_errors(vocab, index, monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)                  # as if not installed
     with pytest.raises(ImportError, match=r"qpnlp\[ann\]"):
         BornIndex(vocab)
+
+
+def test_ties_rank_by_increasing_row_as_in_the_exact_search():
+    # the index and the exact search both returned tied rows in arbitrary (and different) orders
+    basis = torch.eye(4, dtype=torch.complex64)
+    vocab = torch.cat([basis, basis, basis])                        # every word three times
+    approx = BornIndex(vocab).search(basis[1], 5)
+    exact = nearest_states(basis[1], vocab, 5)
+    assert approx[1].tolist() == exact[1].tolist() == [[1, 5, 9, 0, 2]]
+    assert approx[0].tolist() == exact[0].tolist() == [[1.0, 1.0, 1.0, 0.0, 0.0]]

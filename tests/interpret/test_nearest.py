@@ -232,3 +232,26 @@ def test_measurement_words_names_exclude_ids_outside_the_vocabulary():
     for bad in ([-1], [6]):
         with pytest.raises(ValueError, match=r"exclude_ids must be word ids in \[0, 6\)"):
             measurement_words(model, WORDS, top=1, exclude_ids=bad)
+
+
+def test_equal_scores_rank_by_increasing_row_as_a_stable_sort(device):
+    # torch.topk returned tied rows in an arbitrary order ([1, 9, 5, 11, 8] here), and which of 2000 tied rows
+    # made the cut depended on the input size; the ranking is now that of a stable sort of each row
+    basis = torch.eye(4, dtype=torch.complex64, device=device)
+    vocab = torch.cat([basis, basis, basis])                        # every word three times
+    values, rows = nearest_states(basis[1], vocab, 5)
+    assert rows.tolist() == [[1, 5, 9, 0, 2]] and values.tolist() == [[1.0, 1.0, 1.0, 0.0, 0.0]]
+    assert nearest_words(basis[1], basis, ["a", "b", "c", "d"], top=4) == \
+        [[("b", 1.0), ("a", 0.0), ("c", 0.0), ("d", 0.0)]]
+    flat = torch.zeros(20000, 3, device=device)
+    flat[:, 0] = 1
+    flat[7, 1] = 1                                                  # one word below the rest
+    assert nearest_states(torch.tensor([1.0, 0, 0]), flat, 10)[1].tolist() == [[0, 1, 2, 3, 4, 5, 6, 8, 9, 10]]
+    g = torch.Generator().manual_seed(3)
+    vocab = torch.eye(3, dtype=torch.float64)[torch.randint(0, 3, (50,), generator=g)]    # 3 distinct words
+    queries = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    expected = born_scores(queries, vocab).sort(dim=-1, descending=True, stable=True)
+    for k in (1, 7, 50):
+        values, rows = nearest_states(queries.to(device), vocab.to(device), k)
+        assert rows.tolist() == expected.indices[:, :k].tolist()
+        assert values.tolist() == expected.values[:, :k].tolist()

@@ -299,3 +299,32 @@ def test_bad_input_that_used_to_fail_in_matplotlib_or_draw_the_wrong_thing(call,
             call()
     finally:
         plt.close("all")
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_similarity_over_time_of_many_words_keeps_every_legend_entry_in_the_figure(given):
+    # from about 20 words the legend ran off the bottom of the figure (entries lost) and the constrained layout
+    # squeezed the Axes to nothing (45 pixels high with 25 words)
+    table = pd.DataFrame({f"word{i}": np.linspace(0, 1, 5) * i / 60 for i in range(60)},
+                         index=pd.Index(np.arange(5.0), name="year"))
+    ax = plot_similarity_over_time(table, ax=plt.subplots(figsize=(6.5, 3.6), layout="constrained")[1]
+                                   if given else None)
+    fig = ax.figure
+    fig.draw_without_rendering()
+    frame = fig.bbox
+    texts = ax.get_legend().get_texts()
+    assert len(texts) == 60
+    for text in texts:
+        box = text.get_window_extent()
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 + 1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+    assert ax.get_window_extent().height > 0.6 * frame.height
+    if given:
+        assert tuple(fig.get_size_inches()) == (6.5, 3.6)               # the user's figure keeps its size
+    else:
+        assert ax.get_window_extent().width > 0.4 * 6.5 * fig.dpi        # widened for the columns, not squeezed
+
+
+def test_similarity_over_time_at_one_time_shows_a_marker_per_word():
+    # a line through one point drew nothing: the Axes looked empty beside a full legend
+    ax = plot_similarity_over_time(pd.DataFrame({"war": [0.4], "peace": [0.7]}, index=pd.Index([1950.0])))
+    assert [line.get_marker() not in (None, "None", "", " ") for line in ax.get_lines()] == [True, True]

@@ -107,3 +107,11 @@ def test_frequencies_without_dimensions_are_an_error_not_nan_sensitivities():
         positional_sensitivity(torch.ones(4, 0), ["<pad>", "<unk>", "a", "b"])
     with pytest.raises(ValueError, match=r"non-empty \(V, D\)"):
         sensitivity_scores(torch.ones(4, 0))
+
+
+def test_equal_deltas_are_listed_by_increasing_id_in_both_lists():
+    # ``largest`` was the ascending order reversed, so that equal deltas came by decreasing id there
+    omega = torch.tensor([[0.0], [0.0], [1.0], [2.0], [1.0], [2.0]])
+    table = positional_sensitivity(omega, ["<pad>", "<unk>", "a", "b", "c", "d"], top=4)
+    assert [w for w, _ in table.largest] == ["b", "d", "a", "c"]
+    assert [w for w, _ in table.smallest] == ["a", "c", "b", "d"]

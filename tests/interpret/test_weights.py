@@ -95,3 +95,11 @@ def test_nan_counts_are_an_error_not_a_filter():
     model = _qpdn()
     with pytest.raises(ValueError, match="counts contains NaN"):
         importance_table(model, WORDS, counts=[5, 5, float("nan"), 5, 5, 5])
+
+
+def test_equal_scores_are_listed_in_the_order_of_ids_in_both_lists():
+    # ``least`` was the descending order reversed, so that equal scores came in reverse order there
+    w = WordWeighting(6, "idf", idf=torch.tensor([1.0, 1.0, 2.0, 3.0, 2.0, 3.0]))
+    ranked = word_importance(w, torch.tensor([2, 3, 4, 5]), torch.ones(4), ["a", "b", "c", "d"], top=4)
+    assert [word for word, _ in ranked["most"]] == ["b", "d", "a", "c"]
+    assert [word for word, _ in ranked["least"]] == ["a", "c", "b", "d"]
