@@ -9,10 +9,19 @@ from qpnlp.hilbert._operands import as_density_tensor
 
 from ._tolerances import default_atol
 
+# The first call of torch.testing.assert_close imports torch.distributed.tensor (seconds in recent torch): made
+# here, when a test module is collected, it does not count against the deadline of a user's first @given example.
+torch.testing.assert_close(torch.zeros(1), torch.zeros(1))
+
+
+def _detached(data):
+    """``data`` without its autograd graph (``float()`` of a tensor that requires grad warns; -W error fails)."""
+    return data.detach() if isinstance(data, torch.Tensor) else data
+
 
 def _tensor(rho) -> torch.Tensor:
-    """Dense ``(..., d, d)`` of a state object; anything else unchanged (the assertions check it)."""
-    return as_density_tensor(rho) if isinstance(rho, (DensityMatrix, Ensemble, PureState)) else rho
+    """Dense ``(..., d, d)`` of a state object, detached; anything else unchanged (the assertions check it)."""
+    return _detached(as_density_tensor(rho) if isinstance(rho, (DensityMatrix, Ensemble, PureState)) else rho)
 
 
 def _square(data: torch.Tensor, what: str, batch_dims: int = 0) -> None:
@@ -58,7 +67,7 @@ def assert_pure_state(state, *, atol: float | None = None) -> None:
 
 
 def assert_density_matrix(rho, *, atol: float | None = None) -> None:
-    """Assert Hermitian (conjugate transpose), PSD (eigvalsh) and unit trace.
+    """Assert finite, Hermitian (conjugate transpose), PSD (eigvalsh) and unit trace.
 
     Accepts :class:`DensityMatrix`, :class:`Ensemble`, :class:`PureState` or a tensor ``(..., d, d)``.
     """
@@ -67,6 +76,7 @@ def assert_density_matrix(rho, *, atol: float | None = None) -> None:
     _square(data, "a density matrix")
     if data.shape[:-2].numel() == 0:                        # an empty batch holds no matrix to check
         return
+    assert bool(torch.isfinite(data).all()), "the density matrix contains NaN or inf"
     d = data.shape[-1]
     atol = default_atol(data.dtype, d) if atol is None else atol
     herm = float((data - data.mH).abs().max()) if data.numel() else 0.0
@@ -104,13 +114,15 @@ def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
 
 
 def assert_povm(povm, *, atol: float | None = None) -> None:
-    r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are Hermitian, PSD and sum to I."""
-    effects = povm.effects() if hasattr(povm, "effects") else povm
+    r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are finite, Hermitian, PSD and
+    sum to I."""
+    effects = _detached(povm.effects() if hasattr(povm, "effects") else povm)
     assert effects.is_complex(), f"expected complex effects; got {effects.dtype}"
     _square(effects, "POVM effects", batch_dims=1)
     if effects.shape[:-3].numel() == 0:                     # an empty batch holds no POVM to check
         return
     assert effects.shape[-3] > 0, "a POVM needs at least one effect (zero effects sum to 0, not I)"
+    assert bool(torch.isfinite(effects).all()), "the POVM effects contain NaN or inf"
     d = effects.shape[-1]
     atol = default_atol(effects.dtype, d * effects.shape[-3]) if atol is None else atol
     herm = float((effects - effects.mH).abs().max())

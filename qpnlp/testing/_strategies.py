@@ -96,10 +96,14 @@ def _check_rank(rank: int, dim: int) -> None:
         raise ValueError(f"rank {rank} exceeds dim {dim}")
 
 
-def _device(device) -> torch.device:
-    """``device`` as a torch.device; ValueError naming it (only the name: the machine is checked at the draw)."""
+def _device(device, available: bool = False) -> torch.device:
+    """``device`` as a torch.device; ValueError naming it.
+
+    When the strategy is built only the name is checked (``available=False``: a test module collects on any
+    machine); each draw checks that this machine has it (``available=True``), before any tensor is moved there.
+    """
     try:
-        return resolve_device(device, available=False)
+        return resolve_device(device, available=available)
     except ValueError as error:
         raise ValueError(f"device: {error}") from None
 
@@ -175,6 +179,7 @@ def _state_tensor(draw, d: int, shape: tuple[int, ...], dtype, gen) -> torch.Ten
 
 @st.composite
 def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
+    _device(device, available=True)
     d, shape, dt = _space(draw, dim, batch_shape, dtype)
     gen = _generator(draw)
     return PureState(_state_tensor(draw, d, shape, dt, gen).to(device))
@@ -192,8 +197,9 @@ def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), 
 
 @st.composite
 def _ensembles(draw, dim, batch_shape, dtype, max_states, masked, device) -> Ensemble:
+    _device(device, available=True)
     d, shape, dt = _space(draw, dim, batch_shape, dtype)
-    n = draw(st.integers(1, max_states))
+    n = draw(st.integers(1, _draw(draw, "max_states", max_states)))
     gen = _generator(draw)
     states = _state_tensor(draw, d, (*shape, n), dt, gen)
     real = real_dtype_of(dt)
@@ -215,7 +221,8 @@ def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), ma
               masked: bool | SearchStrategy = st.booleans(), device="cpu") -> SearchStrategy:
     """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded.
 
-    ``max_states`` an integer >= 1; ``masked`` a bool or a strategy of bools; the others as :func:`pure_states`.
+    ``max_states`` an integer >= 1 (a value or a strategy); ``masked`` a bool or a strategy of bools; the others as
+    :func:`pure_states`.
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, max_states=max_states)
     if not isinstance(masked, (bool, SearchStrategy)):
@@ -225,6 +232,7 @@ def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), ma
 
 @st.composite
 def _density_matrices(draw, dim, batch_shape, dtype, method, rank, device) -> DensityMatrix:
+    _device(device, available=True)
     r = None if rank is None else _draw(draw, "rank", rank)
     how = draw(_strategy(method))
     if r is not None and how in ("ensemble", "pure"):
@@ -267,6 +275,7 @@ def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtype
 
 @st.composite
 def _unitaries(draw, dim, batch_shape, dtype, device) -> torch.Tensor:
+    _device(device, available=True)
     d, shape, dt = _space(draw, dim, batch_shape, dtype)
     return random_unitary(d, batch_shape=shape, dtype=dt, generator=_generator(draw)).to(device)
 
@@ -279,6 +288,7 @@ def unitaries(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), de
 
 @st.composite
 def _projectors(draw, dim, rank, batch_shape, dtype, device) -> Projector:
+    _device(device, available=True)
     d, shape, dt = _space(draw, dim, batch_shape, dtype)
     r = draw(st.integers(1, d)) if rank is None else _draw(draw, "rank", rank)
     _check_rank(r, d)
@@ -296,6 +306,7 @@ def projectors(dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_
 
 @st.composite
 def _isometries(draw, rows, cols, batch_shape, dtype, device) -> torch.Tensor:
+    _device(device, available=True)
     m = _draw(draw, "rows", rows)
     n = draw(st.integers(1, m)) if cols is None else _draw(draw, "cols", cols)
     if n > m:
@@ -317,6 +328,7 @@ def isometries(rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dt
 
 @st.composite
 def _povms(draw, dim, num_outcomes, rank, batch_shape, dtype, method, device) -> POVM:
+    _device(device, available=True)
     how = draw(_strategy(method))
     if how not in _POVM_METHODS:
         raise ValueError(f"unknown method {how!r}")

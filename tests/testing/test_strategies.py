@@ -132,3 +132,57 @@ def test_assertions_on_empty_batches_hold_vacuously():
     assert_povm(torch.zeros(0, 3, 2, 2, dtype=torch.complex64))
     assert_probabilities(torch.zeros(0, 4), complete=True)
     assert_probabilities(torch.zeros(0))
+
+
+def test_assertions_name_nan_and_inf_before_the_other_axioms():
+    # a NaN from the user's model was reported as "not Hermitian: max |rho - rho^dagger| = nan"
+    from qpnlp.testing import assert_povm
+    rho = torch.eye(2, dtype=torch.complex64) / 2
+    rho[0, 0] = float("nan")
+    with pytest.raises(AssertionError, match="contains NaN or inf"):
+        assert_density_matrix(rho)
+    effects = torch.eye(2, dtype=torch.complex128).expand(1, 2, 2).clone()
+    effects[0, 1, 1] = float("inf")
+    with pytest.raises(AssertionError, match="contain NaN or inf"):
+        assert_povm(effects)
+
+
+def test_assertions_do_not_warn_on_tensors_that_require_grad():
+    # float() of a tensor that requires grad warns (once per process, so which test failed under -W error
+    # depended on the test order)
+    import warnings
+
+    from qpnlp.testing import assert_povm
+    rho = (torch.eye(3, dtype=torch.complex64) / 3).requires_grad_()
+    effects = torch.eye(3, dtype=torch.complex64).expand(1, 3, 3).clone().requires_grad_()
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)                                          # every warning, not only the first one
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert_density_matrix(rho)
+            assert_density_matrix(Ensemble(PureState(torch.eye(3, dtype=torch.complex64)),
+                                           torch.full((3,), 1 / 3, requires_grad=True)))
+            assert_povm(effects)
+    finally:
+        torch.set_warn_always(warn_always)
+
+
+def test_the_first_assert_allclose_has_nothing_left_to_import():
+    # the first torch.testing.assert_close imports torch.distributed.tensor (seconds): inside a user's first @given
+    # test that broke hypothesis' default 200 ms deadline ("Unreliable test timings", a FlakyFailure); importing
+    # qpnlp.testing (at collection, outside any deadline) makes that import. Checked on the modules, not on a
+    # timing, so that a loaded machine cannot make it flaky.
+    import subprocess
+    import sys
+    script = """if True:
+        import sys
+        import torch
+        import qpnlp.testing
+        before = set(sys.modules)
+        qpnlp.testing.assert_allclose(torch.zeros(2), [0.0, 0.0])
+        print(sorted(m for m in set(sys.modules) - before if m.startswith("torch")))
+    """
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]", f"the first assert_allclose imported {run.stdout.strip()}"

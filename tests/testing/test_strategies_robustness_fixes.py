@@ -73,3 +73,26 @@ def test_drawn_povm_ranks_never_exceed_the_dimension(povm):
 def test_valid_arguments_still_draw(state, u):
     assert state.batch_shape == (0,) and state.dim == 3
     assert u.shape[-1] == u.shape[-2]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.data())
+def test_max_states_may_be_a_strategy(data):
+    # st.integers(1, max_states) received the strategy itself: hypothesis' InvalidArgument at the first draw
+    mix = data.draw(ensembles(dim=2, batch_shape=(), max_states=st.integers(1, 3)))
+    assert 1 <= mix.num_states <= 3
+    with pytest.raises(ValueError, match="max_states must be >= 1; got 0"):
+        data.draw(ensembles(max_states=st.just(0)))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@settings(max_examples=3, deadline=None)
+@given(st.data())
+def test_a_device_this_machine_lacks_fails_clearly_when_drawn(data):
+    # the name is checked when the strategy is built (so that test modules collect anywhere); the draw moved the
+    # tensors there and torch raised AssertionError("Torch not compiled with CUDA enabled"), a falsified property
+    for strategy in (pure_states(device="cuda"), ensembles(device="cuda"), density_matrices(device="cuda"),
+                     unitaries(device="cuda"), projectors(device="cuda"), isometries(device="cuda"),
+                     povms(device="cuda")):
+        with pytest.raises(ValueError, match="device: 'cuda' requested but CUDA is not available"):
+            data.draw(strategy)
