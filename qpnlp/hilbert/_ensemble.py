@@ -19,7 +19,8 @@ class Ensemble(Batched):
     Holds ``states`` ``(..., n, d)`` (unit norm) and ``weights`` ``(..., n)``
     (non-negative, summing to one). Measurement probabilities, purity and
     entropy are computed from these directly, in O(n d k) or O(n^2 d) instead
-    of O(n d^2); :meth:`dense` builds the d x d matrix on request.
+    of O(n d^2) (for n >= d purity and spectrum use the d x d matrix, never an
+    n x n one); :meth:`dense` builds the d x d matrix on request.
 
     Parameters
     ----------
@@ -92,8 +93,13 @@ class Ensemble(Batched):
         return M.gram(self._states, self._weights)
 
     def purity(self) -> torch.Tensor:
-        r""":math:`\operatorname{Tr}\rho^2 = \sum_{ij} p_i p_j |\langle w_i|w_j\rangle|^2`, real ``(...)``."""
-        g = self.gram()
+        r""":math:`\operatorname{Tr}\rho^2 = \sum_{ij} p_i p_j |\langle w_i|w_j\rangle|^2`, real ``(...)``.
+
+        :math:`\|G\|_F^2 = \|\rho\|_F^2`, from the smaller of the two: the n x n Gram matrix
+        (:meth:`gram`) when n < d, else the d x d matrix (:meth:`dense`), so memory is
+        O(min(n, d)^2) besides the states.
+        """
+        g = self.gram() if self.num_states < self.dim else self.dense().data
         return (g.real.square() + g.imag.square()).sum((-2, -1))
 
     def eigvals(self) -> torch.Tensor:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 
 from . import _validation as V
+from ._ensemble import Ensemble
 from ._linalg import promote, safe_sqrt
 from ._operands import as_density_tensor, check_pair, root_overlap, sqrt_factor
 from ._states import DensityMatrix, PureState
@@ -241,9 +242,19 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     return safe_sqrt(_squared_modulus(diff).sum((-2, -1)))
 
 
+def _cross_is_larger(rho, sigma) -> bool:
+    r"""Whether the r x m cross matrix :math:`A^\dagger B` of two factors (pure: r = 1, ensemble: r = n) would
+    hold more entries than a d x d matrix; the traces of products then go through the dense matrices."""
+    if not (isinstance(rho, (PureState, Ensemble)) and isinstance(sigma, (PureState, Ensemble))):
+        return False
+    width = lambda x: 1 if isinstance(x, PureState) else x.num_states  # noqa: E731
+    return width(rho) * width(sigma) > rho.dim * rho.dim
+
+
 def _trace_product(rho, sigma) -> torch.Tensor:
-    r""":math:`\operatorname{Tr}\rho\sigma`: :math:`\|A^\dagger B\|_F^2` from factors, unless a side is dense."""
-    if _is_dense(rho) or _is_dense(sigma):
+    r""":math:`\operatorname{Tr}\rho\sigma`: :math:`\|A^\dagger B\|_F^2` from factors ``(d, n)``, ``(d, m)``, unless a
+    side is dense or n m > d^2 (:func:`_cross_is_larger`): memory O(min(n m, d^2)) besides the states."""
+    if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
@@ -252,8 +263,9 @@ def _trace_product(rho, sigma) -> torch.Tensor:
 
 
 def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
-    r""":math:`\operatorname{Tr}\rho\sigma` and :math:`\operatorname{Tr}(\rho\sigma)^2`, from factors when no side is dense."""
-    if _is_dense(rho) or _is_dense(sigma):
+    r""":math:`\operatorname{Tr}\rho\sigma` and :math:`\operatorname{Tr}(\rho\sigma)^2`, from factors when no side is dense
+    and their n x m cross matrix is no larger than d x d (:func:`_cross_is_larger`)."""
+    if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         m = r @ s
         return (r * s.mT).sum((-2, -1)).real, (m * m.mT).sum((-2, -1)).real

@@ -73,10 +73,21 @@ __all__ = ["KeyedVectors", "StaticKeyedVectors"]
 
 #: Most times one query over a period samples (``change_degree``): more is an error naming a larger step.
 MAX_QUERY_TIMES = 100_000
+#: Most entries of one (times, V) matrix of probabilities ``change_degree(measure="context")`` holds at once (16 MB
+#: in float32): the times go in chunks, so its memory does not grow with the number of times.
+CONTEXT_CHUNK_VALUES = 1 << 22
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _mean_sigmoid(f: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
+    r""":math:`\frac1T \sum_t \sigma(f_t \cdot h_v)` of vectors ``f`` (T, D) and ``H`` (V, D): (V,), summed over chunks
+    of the times, so that at most :data:`CONTEXT_CHUNK_VALUES` probabilities are held at once, never (T, V)."""
+    chunk = max(1, CONTEXT_CHUNK_VALUES // max(H.shape[0], 1))
+    total = sum(torch.sigmoid(f[i:i + chunk] @ H.T).sum(0) for i in range(0, f.shape[0], chunk))
+    return total / f.shape[0]
 
 
 def _word_list(words) -> list[str]:
@@ -485,7 +496,7 @@ class KeyedVectors:
             return float(1.0 - F.cosine_similarity(a.mean(0), b.mean(0), dim=0))
         if measure == "context":
             H = self.model.compass.weight.detach().cpu()
-            return float((torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean())
+            return float((_mean_sigmoid(a, H) - _mean_sigmoid(b, H)).abs().mean())
         raise ValueError(f"measure must be 'cosine' or 'context'; got {measure!r}")
 
     def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None, *, p: float = 1.0,

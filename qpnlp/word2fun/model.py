@@ -77,6 +77,9 @@ STEP_RATE_INIT = 10.0
 STEP_RATE_MIN = STEP_RATE_INIT
 #: Largest rate of the logistic step: a 10-90% rise over 2.2% of the span (two years of a century).
 STEP_RATE_MAX = 200.0
+#: Most entries of one (T, W, D) grid :meth:`Word2Fun.indicators` holds at once (16 MB in float32): the words of a
+#: larger query go in chunks, so its memory does not grow with the number of words.
+INDICATOR_GRID_VALUES = 1 << 22
 
 
 @dataclasses.dataclass
@@ -532,9 +535,17 @@ class Word2Fun(Model):
         eps = width / (steps - 1) / 2 if steps > 1 else 1.0  # given times or one time: the model's spacing
         ts = torch.linspace(a, e, steps, dtype=torch.float64) if times is None else _indicator_times(times)
         shifted = [(ts + sign * eps).to(device=b.device, dtype=self.dtype) for sign in (1.0, -1.0)]
-        d = (self.grid(words, shifted[0]) - self.grid(words, shifted[1])) / (2 * eps)     # (T, W, D)
-        deriv = (d.abs().mean(-1) if p == 1 else d.abs().pow(p).mean(-1).pow(1 / p)).mean(0)
+        chunk = max(1, INDICATOR_GRID_VALUES // (ts.numel() * self.dim))     # words per (T, chunk, D) grid
+        deriv = torch.cat([self._mean_abs_derivative(words[i:i + chunk], shifted, eps, p)
+                           for i in range(0, max(words.shape[0], 1), chunk)])
         return {"amplitude_bias_ratio": ratio, "mean_frequency": freq, "mean_abs_derivative": deriv}
+
+    def _mean_abs_derivative(self, words: torch.Tensor, shifted: list[torch.Tensor], eps: float,
+                             p: float) -> torch.Tensor:
+        r""":math:`\mathrm{mean}_t\, D^{-1/p} \lVert \partial_t f(u, t)\rVert_p` of ``words`` (W,) -> (W,), by central
+        differences :math:`(f(u, t + \epsilon) - f(u, t - \epsilon)) / 2\epsilon`, ``shifted`` the (T,) times t +- eps."""
+        d = (self.grid(words, shifted[0]) - self.grid(words, shifted[1])) / (2 * eps)     # (T, W, D)
+        return (d.abs().mean(-1) if p == 1 else d.abs().pow(p).mean(-1).pow(1 / p)).mean(0)
 
 
 def _indicator_times(times) -> torch.Tensor:

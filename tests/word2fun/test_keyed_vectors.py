@@ -145,6 +145,33 @@ def test_change_degree_refuses_a_reversed_period(vectors):
         vectors.change_degree("a", (1900, 1950), (2000, float("nan")), step=10)
 
 
+def test_context_change_degree_holds_no_times_x_vocabulary_matrix(make, randomise, monkeypatch):
+    # 201 times x 500 words: the (T, V) probabilities went in chunks of at most CONTEXT_CHUNK_VALUES entries
+    import qpnlp.word2fun.keyed_vectors as kv_module
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class Largest(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            sizes = [t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.largest = max([self.largest, *sizes])
+            return out
+
+    V = 500
+    e = keyed(randomise(make(V, 4, family="IV"), seed=4), [f"w{i}" for i in range(V)])
+    monkeypatch.setattr(kv_module, "CONTEXT_CHUNK_VALUES", 10 * V, raising=False)
+    with Largest() as seen:
+        got = e.change_degree("w3", (1900, 2000), (1950, 2000), step=0.5, measure="context")
+    assert seen.largest <= 10 * V
+    a, b = (e.grid(["w3"], np.arange(start, 2000 + 1e-9, 0.5))[:, 0] for start in (1900, 1950))
+    H = e.model.compass.weight.detach()
+    expect = (torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean()
+    assert got == pytest.approx(float(expect), rel=1e-5)
+
+
 def test_the_static_view_refuses_duplicate_words_and_misfit_counts():
     # a duplicate hid one row from the look-ups and most_similar("a") returned "a" itself
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.01]])

@@ -120,6 +120,26 @@ def test_indicators_derivative_as_table_5_28(make):
         m.indicators(torch.tensor([0]), times=[])
 
 
+def test_indicators_of_a_whole_vocabulary_build_grids_of_bounded_size(make, randomise, monkeypatch):
+    # 6000 words x 101 times x D = 8 would be one grid of 4.8M entries per side; the words go in chunks
+    V, D = 6000, 8
+    m = randomise(make(V, D, family="IV"))
+    sizes, grid = [], Word2Fun.grid
+
+    def recording(self, words, times):
+        out = grid(self, words, times)
+        sizes.append(out.numel())
+        return out
+
+    monkeypatch.setattr(Word2Fun, "grid", recording)
+    words = torch.arange(V)
+    whole = m.indicators(words)["mean_abs_derivative"]
+    assert len(sizes) > 2 and max(sizes) <= 1 << 22
+    parts = torch.cat([m.indicators(words[i:i + 7])["mean_abs_derivative"] for i in (0, 2000, 5993)])
+    assert torch.allclose(parts, whole[torch.cat([torch.arange(7), torch.arange(2000, 2007), torch.arange(5993, V)])],
+                          rtol=1e-6, atol=0)
+
+
 def test_indicators_derivative_at_a_single_time(make):
     # f = B + K tau, tau = 60 (t - 1900) / 100: df/dt = 0.6 K per year, also for the span of one year
     m = make(2, 4, family="linear")
