@@ -65,6 +65,15 @@ class SememeBasis:
     def __setattr__(self, name, value):
         raise AttributeError("SememeBasis is immutable")
 
+    def __getstate__(self) -> dict:
+        """The vectors and labels, for ``pickle``, ``copy`` and ``torch.save``."""
+        return {"vectors": self._vectors, "labels": self._labels}
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore :meth:`__getstate__`'s fields (the default restores through ``__setattr__``, which refuses)."""
+        object.__setattr__(self, "_vectors", state["vectors"])
+        object.__setattr__(self, "_labels", state["labels"])
+
     @classmethod
     def canonical(cls, dim: int, labels: Sequence[str] | None = None, *, dtype=torch.complex64,
                   device=None) -> "SememeBasis":

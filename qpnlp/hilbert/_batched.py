@@ -42,6 +42,15 @@ class Batched:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
+    def __getstate__(self) -> dict[str, torch.Tensor]:
+        """The tensor fields by name, for ``pickle``, ``copy`` and ``torch.save``."""
+        return {name: getattr(self, "_" + name) for name in self._fields}
+
+    def __setstate__(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`__getstate__`'s fields (the default restores through ``__setattr__``, which refuses)."""
+        for name in self._fields:
+            object.__setattr__(self, "_" + name, state[name])
+
     def _first(self) -> torch.Tensor:
         return getattr(self, "_" + self._fields[0])
 

@@ -156,22 +156,34 @@ class _TraceLog(torch.autograd.Function):
     divided differences K of the log (:func:`_log_divided_differences`),
     finite at repeated eigenvalues. :math:`\bar\rho = U\operatorname{diag}(\log\mu_k\,[p_k > \mathrm{tol}])U^\dagger`,
     as autograd gave it through the forward.
+
+    The eigenvectors and the terms :math:`\log\mu_k\,[p_k > \mathrm{tol}]` are returned too (not
+    differentiable, for the backward): the forward sets nothing on ``ctx`` (``setup_context`` does), so
+    ``torch.func.grad`` and ``vmap`` run it too.
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, r, s, tol):
+    def forward(r, s, tol):
         mu, vecs = torch.linalg.eigh(s)
         populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
         log_mu = torch.log(mu.clamp_min(tol))
         terms = torch.where(populations > tol, log_mu, torch.zeros_like(mu))
+        cross = torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1)
+        return cross, mu, populations, vecs, terms
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        r, s, tol = inputs
+        _, mu, populations, vecs, terms = output
         ctx.tol, ctx.shapes = tol, (r.shape, s.shape)
+        ctx.mark_non_differentiable(mu, populations, vecs, terms)
         ctx.save_for_backward(r, mu, vecs, terms)
-        ctx.mark_non_differentiable(mu, populations)
-        return torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1), mu, populations
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
-    def backward(ctx, grad, grad_mu, grad_populations):
+    def backward(ctx, grad, grad_mu, grad_populations, grad_vecs, grad_terms):
         r, mu, vecs, terms = ctx.saved_tensors
         g = grad.to(vecs.dtype).unsqueeze(-1).unsqueeze(-1)
         grad_r = grad_s = None
@@ -203,7 +215,7 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     coarse = V.real_dtype_of(r.dtype if r.dtype == torch.complex64 else s.dtype)   # the inputs' own precision
     r, s = promote(r, s)
     tol = V.tolerance(coarse, r.shape[-1])
-    cross, mu, populations = _TraceLog.apply(r, s, tol)
+    cross, mu, populations, _, _ = _TraceLog.apply(r, s, tol)
     if V.enabled():
         V.check_spectrum("sigma", mu.to(coarse), s.shape[-1])
     outside = (mu <= tol) & (populations > tol)

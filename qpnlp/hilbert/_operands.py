@@ -122,18 +122,28 @@ class _PsdSqrt(torch.autograd.Function):
     :math:`K_{ij} = 1/(\sqrt{\lambda_i} + \sqrt{\lambda_j})` (0 where both are
     zero), finite at repeated eigenvalues, where ``eigh``'s backward divides
     by their zero gap and gives NaN (e.g. at the maximally mixed state).
+
+    Returns the root and, not differentiable, the eigenvectors and roots the backward needs: the forward
+    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, rho, name):
+    def forward(rho, name):
         lam, vecs, keep = _dense_eigen(rho, name)
         roots = safe_sqrt(lam, keep)
+        return (vecs * roots.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH, vecs, roots
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, vecs, roots = output
+        ctx.mark_non_differentiable(vecs, roots)
         ctx.save_for_backward(vecs, roots)
-        return (vecs * roots.to(vecs.dtype).unsqueeze(-2)) @ vecs.mH
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
-    def backward(ctx, grad_root):
+    def backward(ctx, grad_root, _grad_vecs, _grad_roots):
         vecs, roots = ctx.saved_tensors
         return vecs @ ((vecs.mH @ grad_root @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH, None
 
@@ -151,7 +161,7 @@ def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
         return obj.data.unsqueeze(-1)
     if isinstance(obj, Ensemble):
         return obj.factor()
-    return _PsdSqrt.apply(as_density_tensor(obj, name), name)
+    return _PsdSqrt.apply(as_density_tensor(obj, name), name)[0]
 
 
 def root_operand(obj, name: str = "rho") -> tuple[str, torch.Tensor]:
@@ -229,23 +239,35 @@ class _RootOverlap(torch.autograd.Function):
     formula of the square root, whose divided differences
     :math:`1/(s_i + s_j)` need no gap (:func:`_root_pullback`). Inputs are
     the tensors of :func:`root_operand`; ``specs`` their ``(kind, name)``.
+
+    Returns the value and, not differentiable, the decompositions the backward needs (a factor's right
+    singular vectors W, or an empty tensor for the other kinds): the forward sets nothing on ``ctx``
+    (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, x, y, specs):
+    def forward(x, y, specs):
         (lam_x, u, right_x), (lam_y, v, right_y) = (_eigen(kind, z, name) for (kind, name), z in zip(specs, (x, y)))
         u, v = promote(u, v)
-        right_x, right_y = (None if w is None else w.to(u.dtype) for w in (right_x, right_y))
+        right_x, right_y = (u.new_empty(0) if w is None else w.to(u.dtype) for w in (right_x, right_y))
         overlap = u.mH @ v                                                           # (..., r, m)
         squares = overlap.real.square() + overlap.imag.square()
         s, t = safe_sqrt(lam_x).to(squares.dtype), safe_sqrt(lam_y).to(squares.dtype)
+        value = (s.unsqueeze(-2) @ squares @ t.unsqueeze(-1)).squeeze(-1).squeeze(-1)
+        return value, s, u, right_x, t, v, right_y, overlap
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, y, specs = inputs
         ctx.kinds, ctx.inputs = (specs[0][0], specs[1][0]), ((x.shape, x.dtype), (y.shape, y.dtype))
-        ctx.save_for_backward(s, u, right_x, t, v, right_y, overlap)
-        return (s.unsqueeze(-2) @ squares @ t.unsqueeze(-1)).squeeze(-1).squeeze(-1)
+        ctx.mark_non_differentiable(*output[1:])
+        ctx.save_for_backward(*output[1:])
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
-    def backward(ctx, grad):
+    def backward(ctx, grad, *_grad_decompositions):
         s, u, right_x, t, v, right_y, overlap = ctx.saved_tensors
         g = grad.to(u.dtype).unsqueeze(-1).unsqueeze(-1)
         grads = [None, None, None]
@@ -268,4 +290,4 @@ def root_overlap(rho, sigma) -> torch.Tensor:
     singular values (see :class:`_RootOverlap`); not twice differentiable.
     """
     (kind_x, x), (kind_y, y) = root_operand(rho, "rho"), root_operand(sigma, "sigma")
-    return _RootOverlap.apply(x, y, ((kind_x, "rho"), (kind_y, "sigma")))
+    return _RootOverlap.apply(x, y, ((kind_x, "rho"), (kind_y, "sigma")))[0]

@@ -2,8 +2,8 @@
 
 One switch, as in ``torch.distributions``: validation is on by default when
 Python runs without ``-O`` (``__debug__``), can be changed globally with
-:func:`set_validation`, and is overridden per call or per object with
-``validate=``. The modes are
+:func:`set_validation`, is overridden in one thread by a :func:`validation`
+block, and per call or per object with ``validate=``. The modes are
 
 ``False``
     no checks;
@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
+import threading
 from typing import Iterator, Sequence, Union
 
 import torch
@@ -41,28 +42,44 @@ _global_mode: Validate = True if __debug__ else False
 TOLERANCE_FACTOR = 16.0
 
 
-def set_validation(mode: Validate) -> None:
-    """Set the global validation mode: ``False``, ``True`` or ``"strict"``."""
-    global _global_mode
+# The mode of the innermost `validation` block of each thread (unset outside blocks): a block in one thread neither
+# switches the checks of the others nor, exiting out of order with theirs, restores a mode that is not its own.
+# threading.local rather than a ContextVar: torch.compile traces (and guards on) it; ContextVar.get breaks the graph.
+_thread = threading.local()
+_OUTSIDE = object()                     # no validation block in this thread
+
+
+def _check_mode(mode: Validate) -> None:
     if mode not in _MODES:
         raise ValueError(f"validation mode must be one of {_MODES}; got {mode!r}")
+
+
+def set_validation(mode: Validate) -> None:
+    """Set the global validation mode: ``False``, ``True`` or ``"strict"`` (a :func:`validation` block overrides it
+    in its thread)."""
+    global _global_mode
+    _check_mode(mode)
     _global_mode = mode
 
 
 def get_validation() -> Validate:
-    """Return the global validation mode."""
-    return _global_mode
+    """The validation mode in force: that of this thread's innermost :func:`validation` block, else the global one."""
+    return getattr(_thread, "mode", _global_mode)
 
 
 @contextlib.contextmanager
 def validation(mode: Validate) -> Iterator[None]:
-    """Context manager that sets the validation mode temporarily."""
-    previous = _global_mode
-    set_validation(mode)
+    """Context manager that sets the validation mode temporarily, in the current thread only."""
+    _check_mode(mode)
+    outer = getattr(_thread, "mode", _OUTSIDE)
+    _thread.mode = mode
     try:
         yield
     finally:
-        set_validation(previous)
+        if outer is _OUTSIDE:
+            del _thread.mode
+        else:
+            _thread.mode = outer
 
 
 def enabled(validate: Validate = None) -> bool:
@@ -76,9 +93,9 @@ def enabled(validate: Validate = None) -> bool:
 
 
 def resolve(validate: Validate) -> Validate:
-    """Per-call ``validate`` if given, else the global mode."""
+    """Per-call ``validate`` if given, else the mode in force (:func:`get_validation`)."""
     if validate is None:
-        return _global_mode
+        return get_validation()
     if validate not in _MODES:
         raise ValueError(f"validate must be one of {_MODES} or None; got {validate!r}")
     return validate

@@ -41,12 +41,18 @@ class _PolarFactor(torch.autograd.Function):
     wherever F has full column rank; with :math:`G` the gradient of Q and :math:`B = U^\dagger G W`,
     the gradient of F is
     :math:`U [(B - B^\dagger) / (\sigma_i + \sigma_j)] W^\dagger + (I - U U^\dagger) G W \Sigma^{-1} W^\dagger`.
+    The forward sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` runs it too.
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, frame, u, s, vh):
-        ctx.save_for_backward(u, s, vh)
+    def forward(frame, u, s, vh):
         return u @ vh
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[1:])
 
     @staticmethod
     @torch.autograd.function.once_differentiable

@@ -289,7 +289,7 @@ class Hirose(nn.Module):
         return hirose(z, self.m)
 
     def extra_repr(self) -> str:
-        return f"m={float(self.m):g}, learnable={isinstance(self.m, nn.Parameter)}"
+        return f"m={float(self.m.detach()):g}, learnable={isinstance(self.m, nn.Parameter)}"
 
 
 class ModReLU(nn.Module):
@@ -377,7 +377,8 @@ class SumGate(nn.Module):
         return gate_sum(z, alpha)
 
     def extra_repr(self) -> str:
-        return f"alpha={float(self.alpha):g}, learnable={self.learnable}"
+        alpha = self.alpha.detach() if self.learnable else self.alpha    # float() of a tensor in the graph warns
+        return f"alpha={float(alpha):g}, learnable={self.learnable}"
 
 
 class ProdGate(nn.Module):

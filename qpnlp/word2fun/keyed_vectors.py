@@ -123,6 +123,12 @@ def _missing(word, n: int) -> KeyError:
     return KeyError(f"word {word!r} is not in the vocabulary ({n} words)")
 
 
+def _plain_state(obj) -> dict:
+    """``obj.__dict__`` for pickle and copy, the read-only ``key_to_index`` as a plain dict (a ``MappingProxyType``
+    does not pickle)."""
+    return {**obj.__dict__, "key_to_index": dict(obj.key_to_index)}
+
+
 class StaticKeyedVectors:
     """Every word's vector at one time: a static embedding with gensim's queries.
 
@@ -188,6 +194,15 @@ class StaticKeyedVectors:
 
     def __repr__(self) -> str:
         return f"StaticKeyedVectors({len(self)} words x {self.vector_size}, year={self.year})"
+
+    def __getstate__(self) -> dict:
+        return _plain_state(self)
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore :meth:`__getstate__`, read-only again: the mapping and the arrays (unpickled writable)."""
+        self.__dict__.update(state, key_to_index=MappingProxyType(state["key_to_index"]))
+        for array in (self.vectors, self._unit):
+            array.setflags(write=False)
 
     @property
     def vector_size(self) -> int:
@@ -321,6 +336,13 @@ class KeyedVectors:
     def __repr__(self) -> str:
         start, end = self.time_span
         return f"KeyedVectors({len(self)} words x {self.vector_size}, family {self.model.family}, {start:g}-{end:g})"
+
+    def __getstate__(self) -> dict:
+        return _plain_state(self)
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore :meth:`__getstate__`, ``key_to_index`` the vocabulary's read-only mapping again."""
+        self.__dict__.update(state, key_to_index=state["vocabulary"].index)
 
     @property
     def vector_size(self) -> int:

@@ -7,8 +7,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import (DensityMatrix, PureState, fidelity, partial_trace, purity, quantum_jensen_shannon_divergence,
-                           relative_entropy, tensor_product, trace_distance, von_neumann_entropy)
+from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, fidelity, hellinger_affinity, partial_trace, purity,
+                           quantum_jensen_shannon_divergence, random_density_matrix, relative_entropy, tensor_product,
+                           trace_distance, validation, von_neumann_entropy)
 from qpnlp.hilbert._contract import contract
 from qpnlp.testing import assert_allclose, assert_density_matrix, density_matrices, ensembles, pure_states
 
@@ -145,6 +146,36 @@ def test_fidelity_and_trace_distance_gradcheck():
 
     assert torch.autograd.gradcheck(lambda r: fidelity(rho_of(r), sigma), (raw,))
     assert torch.autograd.gradcheck(lambda r: von_neumann_entropy(rho_of(r)), (raw,))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda rho, sigma, ens: fidelity(rho, sigma),                                   # sqrt(rho) (_PsdSqrt)
+    lambda rho, sigma, ens: hellinger_affinity(rho, sigma),                         # Tr sqrt(rho) sqrt(sigma)
+    lambda rho, sigma, ens: hellinger_affinity(ens, rho),                           # ... of a factor
+    lambda rho, sigma, ens: relative_entropy(sigma, rho),                           # Tr sigma log rho
+], ids=["fidelity", "hellinger", "hellinger-ensemble", "relative-entropy"])
+def test_torch_func_grad_and_vmap_run_the_custom_gradients(fn):
+    # the custom autograd Functions set ctx in forward: torch.func refused them ("it must override the
+    # setup_context staticmethod"); with validation off (its checks read values) grad and vmap now run
+    gen = torch.Generator().manual_seed(3)
+    raws = torch.randn(4, 3, 3, dtype=torch.complex128, generator=gen)
+    sigma = DensityMatrix(random_density_matrix(3, dtype=torch.complex128, generator=gen).data)
+
+    def value(raw):
+        m = raw @ raw.mH + 0.1 * torch.eye(3, dtype=torch.complex128)
+        rho = m / torch.diagonal(m).sum()
+        ens = Ensemble(torch.nn.functional.normalize(raw[:2], dim=-1), torch.tensor([0.4, 0.6], dtype=torch.float64))
+        return fn(DensityMatrix(rho), sigma, ens)
+
+    def autograd_grad(raw):
+        raw = raw.clone().requires_grad_(True)
+        return torch.autograd.grad(value(raw), raw)[0]
+
+    with validation(False):
+        assert_allclose(torch.func.grad(value)(raws[0]), autograd_grad(raws[0]), atol=1e-10)
+        assert_allclose(torch.func.vmap(value)(raws), torch.stack([value(r) for r in raws]), atol=1e-12)
+        assert_allclose(torch.func.vmap(torch.func.grad(value))(raws), torch.stack([autograd_grad(r) for r in raws]),
+                        atol=1e-10)
 
 
 @pytest.mark.parametrize("repeat_a_word", [False, True])

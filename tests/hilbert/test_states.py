@@ -1,13 +1,17 @@
 """PureState, SememeBasis and the functional core."""
 
+import copy
+import io
 import math
+import pickle
+import threading
 
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import PureState, SememeBasis, inner, kron, outer, random_unitary, validation
+from qpnlp.hilbert import PureState, SememeBasis, get_validation, inner, kron, outer, random_unitary, validation
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state, assert_unitary, pure_states, unitaries
 
 
@@ -59,6 +63,41 @@ def test_bad_input_raises_clear_errors(bad, error, pattern):
 def test_validation_can_be_switched_off_per_call():
     data = torch.tensor([2.0, 0.0], dtype=torch.complex64)
     assert PureState(data, validate=False).dim == 2
+
+
+def test_validation_blocks_of_two_threads_neither_leak_nor_undo_each_other():
+    # the blocks set one process-wide mode: a block switched the checks of every thread, and two blocks exiting
+    # out of order (A enters, B enters, A exits, B exits) left the whole process with validation off for good
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with validation(False):
+            a_in.set()
+            b_in.wait(5)
+            seen["first"] = (get_validation(), PureState(torch.tensor([2.0, 0j])).dim)     # unchecked here
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with validation("strict"):
+            b_in.set()
+            a_out.wait(5)
+            seen["second"] = get_validation()
+
+    before = get_validation()
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"first": (False, 2), "second": "strict"}
+    assert get_validation() == before
+    with validation(False):                                  # nested blocks in one thread still restore in order
+        with validation("strict"):
+            assert get_validation() == "strict"
+        assert get_validation() is False
+    assert get_validation() == before
 
 
 @given(pure_states(batch_shape=(3, 2)))
@@ -266,3 +305,38 @@ def test_arguments_on_two_devices_are_named_before_any_computation(call, names):
     a = PureState.basis_state(0, 2).data.expand(3, 2)
     with pytest.raises(ValueError, match=f"arguments must be on one device; got {names}"):
         call(a, a.to("meta"))
+
+
+def _round_trips():
+    def torch_save(obj):
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, weights_only=False)
+
+    return {"pickle": lambda obj: pickle.loads(pickle.dumps(obj)), "deepcopy": copy.deepcopy, "copy": copy.copy,
+            "torch.save": torch_save}
+
+
+@pytest.mark.parametrize("how", sorted(_round_trips()))
+def test_immutable_objects_pickle_and_copy(how):
+    # the immutable __setattr__ refused the state that pickle and copy restore: "PureState is immutable"
+    from qpnlp.hilbert import DensityMatrix, Ensemble, random_pure_state, schmidt_decomposition
+    from qpnlp.measurement import Projector, random_povm
+
+    gen = torch.Generator().manual_seed(0)
+    w = random_pure_state(3, batch_shape=(2,), generator=gen)
+    objects = [w, w.proj(), Ensemble(w, torch.tensor([0.3, 0.7])), Projector(w.data[:1]),
+               random_povm(3, 4, generator=gen), SememeBasis.canonical(3, labels=["a", "b", "c"])]
+    round_trip = _round_trips()[how]
+    for obj in objects:
+        again = round_trip(obj)
+        assert type(again) is type(obj) and repr(again) == repr(obj)
+        for name in getattr(obj, "_fields", ("vectors",)):                  # the tensors themselves
+            assert torch.equal(getattr(again, "_" + name), getattr(obj, "_" + name))
+        with pytest.raises(AttributeError, match="immutable"):
+            again.data = None
+    assert round_trip(objects[-1]).labels == ("a", "b", "c")
+    assert isinstance(round_trip(w.proj()), DensityMatrix)
+    schmidt = schmidt_decomposition(random_pure_state(4, generator=gen), (2, 2))      # a NamedTuple of states
+    assert torch.equal(round_trip(schmidt).left.data, schmidt.left.data)

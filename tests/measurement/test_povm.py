@@ -248,6 +248,20 @@ def test_from_frame_gradient_at_a_tight_frame(frame):
     assert torch.autograd.gradcheck(lambda f: POVM.from_frame(f).vectors, (frame,))
 
 
+def test_from_frame_gradient_through_torch_func():
+    # the polar factor's Function set ctx in forward: torch.func.grad refused it ("must override setup_context")
+    gen = torch.Generator().manual_seed(0)
+    frame = torch.randn(5, 3, dtype=torch.complex128, generator=gen)
+    probe = torch.randn(5, 3, dtype=torch.complex128, generator=gen)
+
+    def loss(f):
+        return (POVM.from_frame(f).vectors * probe).real.sum()
+
+    leaf = frame.clone().requires_grad_(True)
+    expected = torch.autograd.grad(loss(leaf), leaf)[0]
+    assert_allclose(torch.func.grad(loss)(frame), expected, atol=1e-12)
+
+
 def test_lueders_update_of_an_ensemble_keeps_a_small_but_possible_outcome():
     # P(outcome) = 1e-4 at d = 300 in complex64: below the dense tolerance (d eps, 5.7e-4), far above round-off of
     # the members' squared norms; the pure state and the Kraus update of the same ensemble accept it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import cmath
 import math
 import re
+import warnings
 
 import pytest
 import torch
@@ -146,6 +147,15 @@ def test_modrelu_scale_first_has_the_zero_gradient_at_zero(cdtype, device):
     bias = torch.linspace(-1, 1, 64, dtype=cdtype.to_real(), device=device)
     r = z.abs()
     assert torch.equal(modrelu(z, bias, scale_first=True), z * (torch.relu(r + bias) / r))   # values: the same bits
+
+def test_repr_of_learnable_activations_does_not_warn():
+    # extra_repr called float() on a tensor that requires grad: "Converting a tensor with requires_grad=True to a
+    # scalar may lead to unexpected behavior" at every print(model) (an error under -W error)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert repr(Hirose(2.0, learnable=True)) == "Hirose(m=2, learnable=True)"
+        assert repr(SumGate(0.25, learnable=True)) == "SumGate(alpha=0.25, learnable=True)"
+
 
 # ----------------------------------------------------------------------------- gradcheck (complex128)
 def test_gradcheck_hirose():

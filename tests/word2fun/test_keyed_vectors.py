@@ -1,6 +1,9 @@
 """The query object: gensim's interface with time, trajectories, the npz export, saving and legacy directories."""
 
+import copy
+import io
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -115,6 +118,30 @@ def test_the_static_view_is_the_vectors_at_that_year(vectors):
     assert view.similarity("a", "b") == pytest.approx(vectors.similarity("a", "b", year=1950.5), abs=1e-6)
     with pytest.raises(ValueError):
         view.vectors[0, 0] = 1.0  # read-only
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "torch.save"])
+def test_the_query_objects_pickle_and_copy(vectors, how):
+    # key_to_index is a read-only MappingProxyType, which pickle and deepcopy refused ("cannot pickle 'mappingproxy'")
+    def torch_save(obj):
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, weights_only=False)
+
+    round_trip = {"pickle": lambda obj: pickle.loads(pickle.dumps(obj)), "deepcopy": copy.deepcopy,
+                  "torch.save": torch_save}[how]
+    again = round_trip(vectors)
+    assert again.most_similar("c", topn=3, year=1950) == vectors.most_similar("c", topn=3, year=1950)
+    assert dict(again.key_to_index) == dict(vectors.key_to_index)
+    static = vectors.at(1950)
+    back = round_trip(static)
+    assert back.most_similar("c", topn=3) == static.most_similar("c", topn=3) and back.year == static.year
+    for kv in (again, back):                                 # still read-only
+        with pytest.raises(TypeError):
+            kv.key_to_index["z"] = 0
+    with pytest.raises(ValueError, match="read-only"):
+        back.vectors[0, 0] = 1.0
 
 
 def test_unknown_words_and_missing_years_are_errors(vectors):
