@@ -255,3 +255,25 @@ def test_equal_scores_rank_by_increasing_row_as_a_stable_sort(device):
         values, rows = nearest_states(queries.to(device), vocab.to(device), k)
         assert rows.tolist() == expected.indices[:, :k].tolist()
         assert values.tolist() == expected.values[:, :k].tolist()
+
+
+def test_an_installed_faiss_that_does_not_import_leaves_auto_exact(monkeypatch):
+    """An installed faiss that fails to import (built for another NumPy) is found by ``find_spec``: ``method="auto"``
+    on a large vocabulary raised the index's ImportError instead of searching exactly."""
+    import importlib.util
+    import sys
+
+    from qpnlp.interpret import ann
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "faiss" else find_spec(name, *a))
+    monkeypatch.setattr(ann, "_FAISS_IMPORTS", None, raising=False)               # not tried yet in this process
+    monkeypatch.setitem(sys.modules, "faiss", None)                  # import faiss -> ImportError
+    gen = torch.Generator().manual_seed(0)
+    vocab = torch.randn(nearest_module.ANN_MIN_VOCAB, 4, generator=gen)
+    with pytest.warns(RuntimeWarning, match="faiss is installed but does not import"):
+        scores, rows = nearest_states(vocab[7], vocab, k=3, method="auto")
+    exact = nearest_states(vocab[7], vocab, k=3, method="exact")
+    assert torch.equal(rows, exact[1]) and torch.equal(scores, exact[0])
+    assert not ann.faiss_available()
