@@ -28,35 +28,22 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import warnings
 
 import numpy as np
 import torch
+
+from qpnlp import _optional
 
 #: Whether numba (the extra ``fast``) is installed.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 __all__ = ["HAVE_NUMBA", "imports", "enabled", "takes", "scalar", "jit", "check_rows"]
 
-#: Whether numba imported (None: not tried yet; :func:`imports`).
-_IMPORTS: bool | None = None
-
-
 def imports() -> bool:
-    """Whether numba imports, tried once: an installed numba that fails to import (built for another NumPy, a
-    mismatched llvmlite) warns and is treated as missing, so that the torch ops run instead of every compiled
-    path raising."""
-    global _IMPORTS
-    if _IMPORTS is None:
-        try:
-            import numba  # noqa: F401
-        except Exception as error:  # noqa: BLE001 - a broken install: fall back, as without the extra
-            warnings.warn(f"numba is installed but does not import ({type(error).__name__}: {error}); qpnlp's "
-                          "compiled loops are off and torch ops run instead", RuntimeWarning, stacklevel=3)
-            _IMPORTS = False
-        else:
-            _IMPORTS = True
-    return _IMPORTS
+    """Whether numba imports, tried once (:func:`qpnlp._optional.imports`): an installed numba that fails to import
+    (built for another NumPy, a mismatched llvmlite) warns and is treated as missing, so that the torch ops run
+    instead of every compiled path raising."""
+    return _optional.imports("numba", "qpnlp's compiled loops are off and torch ops run instead")
 
 
 def enabled(variable: str) -> bool:

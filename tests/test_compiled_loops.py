@@ -44,13 +44,18 @@ def test_check_rows_names_the_range():
 def test_a_numba_that_does_not_import_leaves_the_torch_ops_on(monkeypatch):
     """An installed numba that fails to import (built for another NumPy) is found by ``find_spec``; every compiled
     path raised its ImportError (a QPDN step, Word2Fun's ``fit``) instead of falling back to the torch ops."""
+    import importlib.util
     import sys
 
+    from qpnlp import _optional
     from qpnlp.training.sparse_rmsprop import RowSparseAdam
 
     monkeypatch.setattr(_numba, "HAVE_NUMBA", True)
-    monkeypatch.setattr(_numba, "_IMPORTS", None, raising=False)      # not tried yet in this process
-    monkeypatch.setitem(sys.modules, "numba", None)                    # import numba -> ImportError
+    monkeypatch.setattr(_optional, "IMPORTS", {})                      # not tried yet in this process
+    find_spec = importlib.util.find_spec                               # installed, ...
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "numba" else find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "numba", None)                    # ... but import numba -> ImportError
     emb = torch.nn.Embedding(10, 4, sparse=True)
     optimiser = RowSparseAdam(emb.parameters(), lr=0.1)
     emb(torch.tensor([1, 3, 3])).sum().backward()

@@ -38,13 +38,12 @@ dimension 50, against 0.91 with ``phases=4``). Building the index costs about
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import warnings
 
 import numpy as np
 import torch
 
+from qpnlp import _optional
 from qpnlp.hilbert import promote
 
 from . import _checks
@@ -55,29 +54,14 @@ __all__ = ["BornIndex", "faiss_available"]
 _CHUNK = 1 << 22
 
 
-_FAISS_IMPORTS: bool | None = None      # whether an installed faiss imports; tried once, at the first question
-
-
 def faiss_available() -> bool:
     """Whether ``faiss`` can be imported (the optional extra ``qpnlp[ann]``).
 
     An installed faiss that fails to import (built for another NumPy, a missing BLAS) warns once and counts as
-    missing, so that ``method="auto"`` searches exactly instead of raising; ``method="approximate"`` still raises,
-    naming the extra.
+    missing (:func:`qpnlp._optional.imports`), so that ``method="auto"`` searches exactly instead of raising;
+    ``method="approximate"`` still raises, naming the extra.
     """
-    global _FAISS_IMPORTS
-    if importlib.util.find_spec("faiss") is None:
-        return False
-    if _FAISS_IMPORTS is None:
-        try:
-            import faiss  # noqa: F401
-        except Exception as error:  # noqa: BLE001 - a broken install: search exactly, as without the extra
-            warnings.warn(f"faiss is installed but does not import ({type(error).__name__}: {error}); nearest-word "
-                          "searches with method='auto' are exact", RuntimeWarning, stacklevel=2)
-            _FAISS_IMPORTS = False
-        else:
-            _FAISS_IMPORTS = True
-    return _FAISS_IMPORTS
+    return _optional.imports("faiss", "nearest-word searches with method='auto' are exact")
 
 
 def _import_faiss():

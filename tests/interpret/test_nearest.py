@@ -263,12 +263,13 @@ def test_an_installed_faiss_that_does_not_import_leaves_auto_exact(monkeypatch):
     import importlib.util
     import sys
 
+    from qpnlp import _optional
     from qpnlp.interpret import ann
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: object() if name == "faiss" else find_spec(name, *a))
-    monkeypatch.setattr(ann, "_FAISS_IMPORTS", None, raising=False)               # not tried yet in this process
+    monkeypatch.setattr(_optional, "IMPORTS", {})                                  # not tried yet in this process
     monkeypatch.setitem(sys.modules, "faiss", None)                  # import faiss -> ImportError
     gen = torch.Generator().manual_seed(0)
     vocab = torch.randn(nearest_module.ANN_MIN_VOCAB, 4, generator=gen)
