@@ -100,6 +100,18 @@ def _word_list(words) -> list[str]:
     return list(words)
 
 
+def _is_vector(item) -> bool:
+    return isinstance(item, (np.ndarray, torch.Tensor))
+
+
+def _query_list(items) -> list:
+    """The words and vectors of a ``most_similar`` argument, as gensim reads them: a word or a vector (D,) is one
+    item, a matrix (n, D) its n rows, anything else an iterable of items (words or vectors)."""
+    if _is_vector(items) and items.ndim in (1, 2):
+        return [items] if items.ndim == 1 else list(items)
+    return _word_list(items)
+
+
 def _one_time(year, name: str = "year") -> float:
     """``year`` as a finite float; ``TypeError`` / ``ValueError`` naming ``name`` otherwise."""
     try:
@@ -188,9 +200,12 @@ class StaticKeyedVectors:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in self.key_to_index
 
-    def __getitem__(self, key: str) -> np.ndarray:
-        """The vector of ``key``, shape (D,)."""
-        return self.vectors[self.get_index(key)]
+    def __getitem__(self, key_or_keys: str | Iterable[str]) -> np.ndarray:
+        """The vector of one word, shape (D,); the vectors of an iterable of W words stacked, shape (W, D) (gensim's
+        rule)."""
+        if isinstance(key_or_keys, (str, bytes)) or not hasattr(key_or_keys, "__iter__"):
+            return self.vectors[self.get_index(key_or_keys)]
+        return self.vectors[[self.get_index(w) for w in key_or_keys]]
 
     def __repr__(self) -> str:
         return f"StaticKeyedVectors({len(self)} words x {self.vector_size}, year={self.year})"
@@ -239,14 +254,31 @@ class StaticKeyedVectors:
         kv.expandos["count"][:] = self.counts
         return kv
 
+    def _query_row(self, item) -> np.ndarray:
+        """The row a ``most_similar`` item adds to the query: a word's unit vector, a vector (D,) as it is."""
+        if not _is_vector(item):
+            return self._unit[self.get_index(item)]
+        vector = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else item
+        vector = np.asarray(vector, dtype=self._unit.dtype)
+        if vector.shape != (self.vector_size,) or not np.isfinite(vector).all():
+            raise ValueError(f"a query vector must be finite with shape ({self.vector_size},); got shape "
+                             f"{vector.shape}")
+        return vector
+
     def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
                      topn: int = 10, *, min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words most similar to the mean of the positive minus the negative words (gensim's rule).
 
+        With items :math:`x_i` of signs :math:`w_i = \\pm 1` (n of them: a word's unit vector, or a vector as it
+        is), the query is :math:`q = \\frac1n \\sum_i w_i x_i` and word ``v`` of vector :math:`e_v` scores
+        :math:`\\cos(e_v, q)`.
+
         Parameters
         ----------
-        positive, negative : str or iterable of str, optional
-            Words that contribute their unit vector positively / negatively.
+        positive, negative : str, numpy.ndarray or torch.Tensor (D,), or an iterable of them, optional
+            Words that contribute their unit vector positively / negatively,
+            or vectors (D,) that contribute as they are (not normalised, as in
+            gensim); a matrix (n, D) is n vectors.
         topn : int, default 10
         min_count : int, default 0
             Only return words seen at least this many times in training.
@@ -254,19 +286,19 @@ class StaticKeyedVectors:
         Returns
         -------
         list of (word, cosine)
-            Decreasing cosine; the query words are left out.
+            Decreasing cosine; the query words are left out (words close to a query vector are not).
 
         Raises
         ------
         KeyError
             For a word not in the vocabulary.
         ValueError
-            Without any word, for ``topn`` or ``min_count`` that are not
-            integers (``topn`` >= 1, ``min_count`` >= 0), or when the query is
-            the zero vector (e.g. the same word positive and negative): it
-            ranks nothing.
+            Without any word or vector, for ``topn`` or ``min_count`` that are not
+            integers (``topn`` >= 1, ``min_count`` >= 0), for a vector not of
+            shape (D,) or not finite, or when the query is the zero vector
+            (e.g. the same word positive and negative): it ranks nothing.
         """
-        pos, neg = _word_list(positive), _word_list(negative)
+        pos, neg = _query_list(positive), _query_list(negative)
         if not pos and not neg:
             raise ValueError("most_similar needs at least one positive or negative word")
         if not is_integer(topn) or topn < 1:
@@ -274,13 +306,16 @@ class StaticKeyedVectors:
         if not is_integer(min_count) or min_count < 0:
             raise ValueError(f"min_count must be an int >= 0; got {min_count!r}")
         topn = int(topn)
-        ids = [self.get_index(w) for w in pos + neg]
+        rows = np.stack([self._query_row(item) for item in pos + neg])   # (n, D)
+        ids = [self.get_index(w) for w in pos + neg if not _is_vector(w)]
         weights = np.array([1.0] * len(pos) + [-1.0] * len(neg), dtype=self._unit.dtype)
-        query = (weights[:, None] * self._unit[ids]).mean(0)
+        query = (weights[:, None] * rows).mean(0)
         norm = float(np.linalg.norm(query))
-        if norm < 1e-6:   # the words cancel (or their vectors are zero): every cosine would be 0, a meaningless order
-            raise ValueError(f"the query of positive {pos} and negative {neg} is the zero vector (the words cancel "
-                             f"or their vectors are zero); it ranks nothing")
+        # the items cancel (or are zero), relative to their size: every cosine would be 0, a meaningless order
+        if norm <= 1e-6 * float(np.linalg.norm(rows, axis=-1).mean()):
+            shown = [[f"vector{tuple(x.shape)}" if _is_vector(x) else x for x in xs] for xs in (pos, neg)]
+            raise ValueError(f"the query of positive {shown[0]} and negative {shown[1]} is the zero vector (the words "
+                             f"cancel or their vectors are zero); it ranks nothing")
         query = query / norm
         sims = self._unit @ query
         sims[ids] = -np.inf
@@ -446,11 +481,14 @@ class KeyedVectors:
 
         See :meth:`StaticKeyedVectors.most_similar`; ``year`` is required.
         ``min_count`` keeps only words seen at least that often in training.
+        A query may hold vectors (D,) too, e.g. a word's vector at another
+        time: ``most_similar(vectors.get_vector("war", 1900), year=1990)``.
         """
         year = self._need_year(year, "most_similar")
-        positive, negative = _word_list(positive), _word_list(negative)   # read once: iterators too
+        positive, negative = _query_list(positive), _query_list(negative)   # read once: iterators too
         for w in positive + negative:
-            self.get_index(w)  # the KeyError before the grid of every word
+            if not _is_vector(w):
+                self.get_index(w)  # the KeyError before the grid of every word
         return self.at(year).most_similar(positive, negative, topn, min_count=min_count)
 
     def similarity(self, a: str, b: str, *, year: float | None = None) -> float:

@@ -260,3 +260,59 @@ def test_the_legacy_converter_refuses_other_directories(tmp_path):
     (broken / "config.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="does not match its config"):
         convert_legacy_word2fun(broken, tmp_path / "new")
+
+
+# ------------------------------------------------------------------ parity with gensim's KeyedVectors
+def gensim_pair(seed=0, V=12, D=5):
+    """A StaticKeyedVectors and a gensim KeyedVectors of the same words and (untied, random) vectors."""
+    gensim = pytest.importorskip("gensim")
+    words = [f"w{i}" for i in range(V)]
+    X = np.random.default_rng(seed).standard_normal((V, D)).astype(np.float32)
+    theirs = gensim.models.KeyedVectors(D)
+    theirs.add_vectors(words, X)
+    return StaticKeyedVectors(words, X), theirs
+
+
+def assert_same_neighbours(ours, theirs):
+    assert [w for w, _ in ours] == [w for w, _ in theirs]
+    assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], abs=1e-6)
+
+
+def test_word_queries_match_gensim():
+    ours, theirs = gensim_pair()
+    for positive, negative in [("w0", None), (["w1", "w2"], ["w3"]), ([], ["w4"]), (["w5", "w5", "w6"], ["w0"])]:
+        for topn in (1, 3, 50):
+            assert_same_neighbours(ours.most_similar(positive, negative, topn),
+                                   theirs.most_similar(positive, negative, topn))
+    assert ours.similarity("w1", "w7") == pytest.approx(float(theirs.similarity("w1", "w7")), abs=1e-6)
+
+
+def test_a_list_of_words_indexes_their_vectors_as_in_gensim():
+    # s[["a", "b"]] raised KeyError "word ['a', 'b'] is not in the vocabulary"; gensim stacks the vectors (W, D)
+    ours, theirs = gensim_pair()
+    for keys in (["w3", "w0", "w3"], ("w1",), np.array(["w2", "w5"])):
+        assert np.array_equal(ours[keys], theirs[keys])
+    assert ours["w4"].shape == (5,) and ours[[]].shape == (0, 5)
+    with pytest.raises(KeyError, match="'zebra'"):
+        ours[["w1", "zebra"]]
+    with pytest.raises(KeyError):
+        ours[0]
+
+
+def test_most_similar_takes_vectors_as_in_gensim(vectors):
+    # a vector query raised KeyError "word np.float32(...) is not in the vocabulary"; gensim adds it as it is
+    ours, theirs = gensim_pair(seed=1)
+    rng = np.random.default_rng(2)
+    v, u = 3 * rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    for positive, negative in [(v, None), ([v], None), (np.stack([v, u]), None), (["w1", v], ["w2"]),
+                               (["w3"], [u]), ([u, "w0"], [v, "w5"])]:
+        assert_same_neighbours(ours.most_similar(positive, negative, 4), theirs.most_similar(positive, negative, 4))
+    assert ours.most_similar(torch.from_numpy(v), topn=4) == ours.most_similar(v, topn=4)
+    assert ours.most_similar(ours["w2"], topn=1)[0][0] == "w2"          # a vector leaves no word out
+    with pytest.raises(ValueError, match=r"shape \(5,\)"):
+        ours.most_similar(np.ones(4))
+    with pytest.raises(ValueError, match="zero vector"):
+        ours.most_similar([v], [v])
+    # over time: a word's vector at one time queried at another
+    then = vectors.get_vector("a", 1900)
+    assert vectors.most_similar(then, ["b"], topn=6, year=1950) == vectors.at(1950).most_similar(then.numpy(), ["b"], 6)
