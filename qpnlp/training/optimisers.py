@@ -1,7 +1,8 @@
 """The trainers' optimisers: sparse-aware Adam or RMSprop, one ``step()`` and ``zero_grad()`` for the whole model.
 
 Embedding tables with sparse gradients (``nn.Embedding(sparse=True)``) get a
-row-sparse optimiser, every other parameter the dense one; an optimiser of
+row-sparse optimiser, the unitary matrices of ``transition="cayley_step"``
+their Cayley step, every other parameter the dense one; an optimiser of
 ``torch.optim`` that cannot take sparse gradients is refused up front
 (:func:`check_optimizer`).
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+
+from qpnlp.nn.unitary import CayleyStepSGD, split_cayley_step_parameters
 
 from .config import ConfigError, TrainConfig
 from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
@@ -30,6 +33,12 @@ class Optimisers:
 
     With ``config.optimizer == "rmsprop"``: SparseRMSprop and RMSprop.
 
+    The state transitions of ``transition="cayley_step"`` (:class:`~qpnlp.nn.StateTransition`, a plain unitary
+    parameter :math:`W`) take :class:`~qpnlp.nn.CayleyStepSGD` with step size ``config.lr`` instead, the
+    poster's eq. 3, :math:`W \\leftarrow (I + \\tfrac{\\eta}{2} A)^{-1} (I - \\tfrac{\\eta}{2} A) W` with
+    :math:`A = G W^H - W G^H`, which keeps :math:`W` unitary (no weight decay, no moments: a Euclidean
+    step would leave the unitary group). They come last in :attr:`optimisers`, only where the model has them.
+
     Only the rows of a batch are touched in the embedding tables, so a training
     step costs about as much as forward + backward (benchmarks/qpdn_train_step.py).
     """
@@ -43,8 +52,9 @@ class Optimisers:
         if config.phase_lr is not None and not phases:
             raise ConfigError(f"phase_lr (--phase-lr) {config.phase_lr:g} would be ignored: {type(model).__name__} "
                               "has no trainable phase table (a sparse embedding named 'phase'); leave it unset")
-        sparse_ids = {id(p) for p in tables + phases}
-        dense = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse_ids]
+        stiefel = [w for w in split_cayley_step_parameters(model)[0] if w.requires_grad]
+        own_ids = {id(p) for p in tables + phases + stiefel}
+        dense = [p for p in model.parameters() if p.requires_grad and id(p) not in own_ids]
         groups = [dict(params=params, lr=lr) for params, lr in ((tables, config.embedding_lr),
                                                                 (phases, config.phase_lr)) if params]
         self.optimisers = []
@@ -56,6 +66,8 @@ class Optimisers:
             dense_type = torch.optim.RMSprop if rmsprop else torch.optim.Adam
             extra = KERAS_RMSPROP if rmsprop else {}
             self.optimisers.append(dense_type(dense, lr=config.lr, weight_decay=config.weight_decay, **extra))
+        if stiefel:
+            self.optimisers.append(CayleyStepSGD(stiefel, lr=config.lr))
 
     def zero_grad(self) -> None:
         for opt in self.optimisers:

@@ -258,6 +258,41 @@ def test_phase_lr_gives_the_phase_table_its_own_learning_rate():
         TrainConfig(phase_lr=0.0)
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+def test_a_cayley_step_transition_takes_the_cayley_step_and_stays_unitary(optimizer):
+    """``transition="cayley_step"`` is a plain parameter kept unitary by CayleyStepSGD (poster eq. 3): Adam or
+    RMSprop on it left the unitary group (unitarity error 2.4 after 20 steps). The step is lr * the Cayley step of
+    its gradient, and a small one lowers the loss."""
+    from qpnlp.models import CGRNNClassifier, CGRNNClassifierConfig
+    from qpnlp.nn import CayleyStepSGD, cayley_step, unitarity_error
+
+    model = CGRNNClassifier(CGRNNClassifierConfig(num_words=12, num_classes=3, dim=4, hidden=3, complex128=True,
+                                                  transition="cayley_step"), generator=torch.Generator().manual_seed(0))
+    w = model.rnn.cell.transition.weight
+    opts = Optimisers(model, TrainConfig(lr=0.05, weight_decay=0.1, optimizer=optimizer))
+    cayley = [o for o in opts.optimisers if isinstance(o, CayleyStepSGD)]
+    assert len(cayley) == 1 and [p for g in cayley[0].param_groups for p in g["params"]] == [w]
+    assert all(p is not w for o in opts.optimisers if o is not cayley[0] for g in o.param_groups for p in g["params"])
+    ids, labels = torch.tensor([[2, 3, 4, 0], [5, 6, 7, 8]]), torch.tensor([0, 2])
+    before = w.detach().clone()
+    loss = torch.nn.functional.cross_entropy(model(ids, ids != 0), labels)
+    grad = torch.autograd.grad(loss, w)[0]
+    train_step(model, opts, ids, ids != 0, labels)
+    torch.testing.assert_close(w.detach(), cayley_step(before, grad, 0.05))
+    for _ in range(19):
+        train_step(model, opts, ids, ids != 0, labels)
+    assert unitarity_error(w.detach()) < 1e-12
+    # the step descends: a small Cayley step on the gradient lowers the loss
+    with torch.no_grad():
+        model.eval()
+        start = torch.nn.functional.cross_entropy(model(ids, ids != 0), labels)
+    model.zero_grad()
+    torch.nn.functional.cross_entropy(model(ids, ids != 0), labels).backward()
+    with torch.no_grad():
+        w.copy_(cayley_step(w, w.grad, 1e-3))
+        assert torch.nn.functional.cross_entropy(model(ids, ids != 0), labels) < start
+
+
 def test_phase_lr_for_a_model_without_a_phase_table_is_refused_not_ignored():
     # cnm-real and the real baselines have no phase table: --phase-lr was silently ignored
     model = RealBagOfWords(RealBagOfWordsConfig(num_words=10, dim=4, num_classes=2))
