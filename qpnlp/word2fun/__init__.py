@@ -30,6 +30,8 @@ Modules, one job each:
 * :mod:`~qpnlp.word2fun.keyed_vectors` -- :class:`KeyedVectors`, the query
   object (gensim's ``most_similar``, ``similarity``, ``at(year)``, plus
   trajectories over time);
+* :mod:`~qpnlp.word2fun.static_vectors` -- :class:`StaticKeyedVectors`, every
+  word's vector at one time (``vectors.at(year)``) with gensim's queries;
 * :mod:`~qpnlp.word2fun.convert` -- converting directories saved by qpnlp 0.1.
 
 Importing this package registers the model as ``"word2fun"``.
@@ -55,9 +57,10 @@ from qpnlp.word2fun.functions import (
     time2fun_function,
     word2fun_loss,
 )
-from qpnlp.word2fun.keyed_vectors import KeyedVectors, StaticKeyedVectors
+from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.sgd import centre_sgd_step, roughness, sgd_step
+from qpnlp.word2fun.static_vectors import StaticKeyedVectors
 from qpnlp._errors import TrainingDiverged
 from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.loop import TrainStats

@@ -6,7 +6,7 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
 
 * gensim's queries at one year: ``most_similar(positive=, negative=, topn=, year=)``,
   ``similarity(a, b, year=)``, ``word in vectors``, and ``vectors.at(year)``,
-  a :class:`StaticKeyedVectors` (every word's vector at that year as a numpy
+  a :class:`~qpnlp.word2fun.static_vectors.StaticKeyedVectors` (every word's vector at that year as a numpy
   array, with the same queries without ``year``);
 * over time: :meth:`~KeyedVectors.grid` (many words at many times),
   :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories),
@@ -54,7 +54,6 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -62,14 +61,15 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
-from qpnlp._checks import is_integer
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
 from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
 from qpnlp.word2fun.functions import MAX_ABS_TIME, TimeScale
 from qpnlp.word2fun.model import Word2Fun
+from qpnlp.word2fun.static_vectors import (StaticKeyedVectors, _is_vector, _missing, _plain_state, _query_list,
+                                           _unit, _word_list)
 
-__all__ = ["KeyedVectors", "StaticKeyedVectors"]
+__all__ = ["KeyedVectors"]
 
 #: Most times one query over a period samples (``change_degree``): more is an error naming a larger step.
 MAX_QUERY_TIMES = 100_000
@@ -78,38 +78,12 @@ MAX_QUERY_TIMES = 100_000
 CONTEXT_CHUNK_VALUES = 1 << 22
 
 
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-
-
 def _mean_sigmoid(f: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
     r""":math:`\frac1T \sum_t \sigma(f_t \cdot h_v)` of vectors ``f`` (T, D) and ``H`` (V, D): (V,), summed over chunks
     of the times, so that at most :data:`CONTEXT_CHUNK_VALUES` probabilities are held at once, never (T, V)."""
     chunk = max(1, CONTEXT_CHUNK_VALUES // max(H.shape[0], 1))
     total = sum(torch.sigmoid(f[i:i + chunk] @ H.T).sum(0) for i in range(0, f.shape[0], chunk))
     return total / f.shape[0]
-
-
-def _word_list(words) -> list[str]:
-    if words is None:
-        return []
-    if isinstance(words, str):
-        return [words]
-    if isinstance(words, (bytes, bytearray)):   # else its bytes would be looked up one by one, as ints
-        raise TypeError(f"words must be str or an iterable of str; got bytes {words!r}")
-    return list(words)
-
-
-def _is_vector(item) -> bool:
-    return isinstance(item, (np.ndarray, torch.Tensor))
-
-
-def _query_list(items) -> list:
-    """The words and vectors of a ``most_similar`` argument, as gensim reads them: a word or a vector (D,) is one
-    item, a matrix (n, D) its n rows, anything else an iterable of items (words or vectors)."""
-    if _is_vector(items) and items.ndim in (1, 2):
-        return [items] if items.ndim == 1 else list(items)
-    return _word_list(items)
 
 
 def _one_time(year, name: str = "year") -> float:
@@ -129,201 +103,6 @@ def _caller_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename == __file__:
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _missing(word, n: int) -> KeyError:
-    return KeyError(f"word {word!r} is not in the vocabulary ({n} words)")
-
-
-def _plain_state(obj) -> dict:
-    """``obj.__dict__`` for pickle and copy, the read-only ``key_to_index`` as a plain dict (a ``MappingProxyType``
-    does not pickle)."""
-    return {**obj.__dict__, "key_to_index": dict(obj.key_to_index)}
-
-
-class StaticKeyedVectors:
-    """Every word's vector at one time: a static embedding with gensim's queries.
-
-    Built by :meth:`KeyedVectors.at`; immutable.
-
-    Parameters
-    ----------
-    index_to_key : sequence of str, length V (distinct words)
-    vectors : numpy.ndarray, shape (V, D)
-    counts : numpy.ndarray, shape (V,), optional
-        Training counts (for ``min_count`` filters).
-    year : float, optional
-        The time these vectors are taken at.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> kv = StaticKeyedVectors(["a", "b", "c", "d"], np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]))
-    >>> kv.most_similar("a", topn=1), round(kv.similarity("a", "c"), 3), kv["b"].tolist()
-    ([('b', 0.8)], 0.0, [0.8, 0.6])
-    >>> [(word, round(cos, 3)) for word, cos in kv.most_similar(positive=["c"], negative=["a"])]
-    [('d', 0.99), ('b', -0.141)]
-    """
-
-    def __init__(self, index_to_key: Sequence[str], vectors: np.ndarray, *, counts: np.ndarray | None = None,
-                 year: float | None = None):
-        self.index_to_key = tuple(index_to_key)
-        self.key_to_index = MappingProxyType({w: i for i, w in enumerate(self.index_to_key)})
-        if len(self.key_to_index) != len(self.index_to_key):
-            dup = next(w for i, w in enumerate(self.index_to_key) if self.key_to_index[w] != i)
-            raise ValueError(f"duplicate word {dup!r} in index_to_key")
-        vectors = np.array(vectors, copy=True)
-        if vectors.ndim != 2 or vectors.shape[0] != len(self.index_to_key):
-            raise ValueError(f"vectors must have shape ({len(self.index_to_key)}, D); got {vectors.shape}")
-        if vectors.dtype.kind not in "biuf":
-            raise TypeError(f"vectors must be real numbers; got dtype {vectors.dtype}")
-        if vectors.dtype.kind != "f":
-            vectors = vectors.astype(np.float64)
-        finite = np.isfinite(vectors).all(-1)
-        if not finite.all():   # else its cosines are NaN and most_similar drops every word without a word
-            row = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"vectors must be finite; the vector of {self.index_to_key[row]!r} (row {row}) holds "
-                             f"NaN or inf")
-        vectors.setflags(write=False)
-        self.vectors = vectors
-        self.counts = np.zeros(len(self.index_to_key), np.int64) if counts is None else np.asarray(counts, np.int64)
-        if self.counts.shape != (len(self.index_to_key),):
-            raise ValueError(f"counts must have shape ({len(self.index_to_key)},); got {self.counts.shape}")
-        self.year = None if year is None else float(year)
-        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
-        unit.setflags(write=False)
-        self._unit = unit
-
-    def __len__(self) -> int:
-        return len(self.index_to_key)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self.key_to_index
-
-    def __getitem__(self, key_or_keys: str | Iterable[str]) -> np.ndarray:
-        """The vector of one word, shape (D,); the vectors of an iterable of W words stacked, shape (W, D) (gensim's
-        rule)."""
-        if isinstance(key_or_keys, (str, bytes)) or not hasattr(key_or_keys, "__iter__"):
-            return self.vectors[self.get_index(key_or_keys)]
-        return self.vectors[[self.get_index(w) for w in key_or_keys]]
-
-    def __repr__(self) -> str:
-        return f"StaticKeyedVectors({len(self)} words x {self.vector_size}, year={self.year})"
-
-    def __getstate__(self) -> dict:
-        return _plain_state(self)
-
-    def __setstate__(self, state: dict) -> None:
-        """Restore :meth:`__getstate__`, read-only again: the mapping and the arrays (unpickled writable)."""
-        self.__dict__.update(state, key_to_index=MappingProxyType(state["key_to_index"]))
-        for array in (self.vectors, self._unit):
-            array.setflags(write=False)
-
-    @property
-    def vector_size(self) -> int:
-        return int(self.vectors.shape[1])
-
-    def get_index(self, key: str) -> int:
-        """The row of ``key``; ``KeyError`` naming it when unknown."""
-        index = self.key_to_index.get(key) if isinstance(key, str) else None
-        if index is None:
-            raise _missing(key, len(self))
-        return index
-
-    def similarity(self, a: str, b: str) -> float:
-        """Cosine similarity of the vectors of ``a`` and ``b``."""
-        return float(self._unit[self.get_index(a)] @ self._unit[self.get_index(b)])
-
-    def to_gensim(self):
-        """A ``gensim.models.KeyedVectors`` holding these vectors (needs gensim; a copy, float32).
-
-        Everything gensim offers on static vectors (``most_similar``,
-        ``evaluate_word_analogies``, ``save_word2vec_format``, ...) then works
-        on Word2Fun's vectors at this time; the training counts are set as
-        gensim's ``count`` attribute.
-        """
-        try:
-            from gensim.models import KeyedVectors as GensimKeyedVectors
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            from qpnlp._optional import missing
-
-            raise missing("gensim", "bench", "KeyedVectors.to_gensim()") from err
-        kv = GensimKeyedVectors(self.vector_size, count=0, dtype=np.float32)
-        kv.add_vectors(list(self.index_to_key), self.vectors.astype(np.float32))
-        kv.allocate_vecattrs(["count"], [np.int64])
-        kv.expandos["count"][:] = self.counts
-        return kv
-
-    def _query_row(self, item) -> np.ndarray:
-        """The row a ``most_similar`` item adds to the query: a word's unit vector, a vector (D,) as it is."""
-        if not _is_vector(item):
-            return self._unit[self.get_index(item)]
-        vector = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else item
-        vector = np.asarray(vector, dtype=self._unit.dtype)
-        if vector.shape != (self.vector_size,) or not np.isfinite(vector).all():
-            raise ValueError(f"a query vector must be finite with shape ({self.vector_size},); got shape "
-                             f"{vector.shape}")
-        return vector
-
-    def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
-                     topn: int = 10, *, min_count: int = 0) -> list[tuple[str, float]]:
-        """The ``topn`` words most similar to the mean of the positive minus the negative words (gensim's rule).
-
-        With items :math:`x_i` of signs :math:`w_i = \\pm 1` (n of them: a word's unit vector, or a vector as it
-        is), the query is :math:`q = \\frac1n \\sum_i w_i x_i` and word ``v`` of vector :math:`e_v` scores
-        :math:`\\cos(e_v, q)`.
-
-        Parameters
-        ----------
-        positive, negative : str, numpy.ndarray or torch.Tensor (D,), or an iterable of them, optional
-            Words that contribute their unit vector positively / negatively,
-            or vectors (D,) that contribute as they are (not normalised, as in
-            gensim); a matrix (n, D) is n vectors.
-        topn : int, default 10
-        min_count : int, default 0
-            Only return words seen at least this many times in training.
-
-        Returns
-        -------
-        list of (word, cosine)
-            Decreasing cosine; the query words are left out (words close to a query vector are not).
-
-        Raises
-        ------
-        KeyError
-            For a word not in the vocabulary.
-        ValueError
-            Without any word or vector, for ``topn`` or ``min_count`` that are not
-            integers (``topn`` >= 1, ``min_count`` >= 0), for a vector not of
-            shape (D,) or not finite, or when the query is the zero vector
-            (e.g. the same word positive and negative): it ranks nothing.
-        """
-        pos, neg = _query_list(positive), _query_list(negative)
-        if not pos and not neg:
-            raise ValueError("most_similar needs at least one positive or negative word")
-        if not is_integer(topn) or topn < 1:
-            raise ValueError(f"topn must be a positive int; got {topn!r}")
-        if not is_integer(min_count) or min_count < 0:
-            raise ValueError(f"min_count must be an int >= 0; got {min_count!r}")
-        topn = int(topn)
-        rows = np.stack([self._query_row(item) for item in pos + neg])   # (n, D)
-        ids = [self.get_index(w) for w in pos + neg if not _is_vector(w)]
-        weights = np.array([1.0] * len(pos) + [-1.0] * len(neg), dtype=self._unit.dtype)
-        query = (weights[:, None] * rows).mean(0)
-        norm = float(np.linalg.norm(query))
-        # the items cancel (or are zero), relative to their size: every cosine would be 0, a meaningless order
-        if norm <= 1e-6 * float(np.linalg.norm(rows, axis=-1).mean()):
-            shown = [[f"vector{tuple(x.shape)}" if _is_vector(x) else x for x in xs] for xs in (pos, neg)]
-            raise ValueError(f"the query of positive {shown[0]} and negative {shown[1]} is the zero vector (the words "
-                             f"cancel or their vectors are zero); it ranks nothing")
-        query = query / norm
-        sims = self._unit @ query
-        sims[ids] = -np.inf
-        if min_count > 0:
-            sims[self.counts < min_count] = -np.inf
-        n = min(topn, int(np.isfinite(sims).sum()))
-        order = np.argsort(-sims, kind="stable")[:n]
-        return [(self.index_to_key[i], float(sims[i])) for i in order.tolist()]
 
 
 class KeyedVectors:
@@ -479,7 +258,8 @@ class KeyedVectors:
                      topn: int = 10, *, year: float | None = None, min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest (cosine) to positive minus negative words at raw time ``year``.
 
-        See :meth:`StaticKeyedVectors.most_similar`; ``year`` is required.
+        See :meth:`StaticKeyedVectors.most_similar
+        <qpnlp.word2fun.static_vectors.StaticKeyedVectors.most_similar>`; ``year`` is required.
         ``min_count`` keeps only words seen at least that often in training.
         A query may hold vectors (D,) too, e.g. a word's vector at another
         time: ``most_similar(vectors.get_vector("war", 1900), year=1990)``.
