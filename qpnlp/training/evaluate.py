@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from qpnlp._checks import check_seed, is_integer
 from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification, load_qa, splits
+from qpnlp.data.qa import STANDARD_FILTERS, qa_folder_name
 from qpnlp.models.base import CONFIG_FILE
 
 from .checkpoint import Checkpoint, load_checkpoint
@@ -166,7 +167,8 @@ def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, m
     name = (dataset or meta.get("dataset") or "").lower()
     if not name:
         raise ValueError("the checkpoint does not name its data set; pass a data set")
-    data = limit_questions(load_qa(name, split, root=root, filter_questions=True), max_questions)
+    how = STANDARD_FILTERS.get(qa_folder_name(name), "clean")      # a scored split needs a correct candidate
+    data = limit_questions(load_qa(name, split, root=root, filter_questions=how), max_questions)
     encoded = encode_qa(data, checkpoint.vocabulary)
     metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                                             length_chunks=_length_chunks(meta)))

@@ -96,7 +96,7 @@ def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
         start += len(g)
     return QADataset(dataset.name, dataset.split, dataset.questions[:n], [dataset.candidates[i] for i in rows],
                      dataset.labels[rows], dataset.question_index[rows], tuple(groups), dataset.n_questions_raw,
-                     dataset.n_no_correct, dataset.n_no_wrong, dataset.filtered)
+                     dataset.n_no_correct, dataset.n_no_wrong, dataset.question_filter)
 
 
 def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: PretrainedVectors | None, *,

@@ -99,7 +99,7 @@ def test_empty_files_are_refused_with_the_file_named(fake_root, tmp_path):
 def test_a_split_without_a_rankable_question_is_refused(tmp_path):
     path = tmp_path / "dev.tsv"
     path.write_text("q ?\ta .\t1\nr ?\tb .\t0\n")
-    with pytest.raises(ValueError, match=r"dev.tsv: none of its 2 question\(s\) has both a correct and a wrong"):
+    with pytest.raises(ValueError, match=r"dev.tsv: none of its 2 question\(s\) is left after the filter 'clean'"):
         read_qa_tsv(path)
     assert read_qa_tsv(path, filter_questions=False).n_questions == 2
 

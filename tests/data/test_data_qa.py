@@ -5,7 +5,7 @@ from qpnlp.data.qa import concat_qa, load_qa, read_qa_tsv
 
 
 def test_grouping_preserves_order_and_filters(fake_root):
-    ds = load_qa("wikiqa", "dev", root=fake_root)
+    ds = load_qa("wikiqa", "dev", root=fake_root, filter_questions=True)
     assert ds.filtered and ds.n_questions_raw == 4 and ds.n_no_correct == 1 and ds.n_no_wrong == 1
     assert ds.questions == ["what is a cat ?", "when ?"]
     assert ds.candidates == ["A cat is an animal .", "Dogs bark .", "Cats purr .", "Today .", "Now ."]
@@ -13,6 +13,20 @@ def test_grouping_preserves_order_and_filters(fake_root):
     assert ds.question_index.tolist() == [0, 0, 0, 1, 1]
     assert [g.tolist() for g in ds.groups] == [[0, 1, 2], [3, 4]]
     assert "questions=2 (raw 4" in repr(ds) and len(ds) == 5 and ds.n_questions == 2
+    assert ds.question_filter == "clean"
+
+
+def test_each_data_set_is_filtered_as_its_published_results(fake_root):
+    """WikiQA's dev and test keep the questions whose candidates are all correct (Yang et al., 2015; thesis
+    Table 5.5: 243 test questions); TREC-QA's "clean" sets remove them too. Until 0.2.0 WikiQA removed them."""
+    (fake_root / "qa" / "trecqa" / "dev.tsv").write_text((fake_root / "qa" / "wikiqa" / "dev.tsv").read_text())
+    wiki, trec = load_qa("wikiqa", "dev", root=fake_root), load_qa("trecqa", "dev", root=fake_root)
+    assert wiki.question_filter == "no-correct" and trec.question_filter == "clean"
+    assert wiki.questions == ["what is a cat ?", "where is paris ?", "when ?"]
+    assert trec.questions == ["what is a cat ?", "when ?"]
+    assert all(wiki.labels[g].sum() > 0 for g in wiki.groups) and wiki.filtered
+    with pytest.raises(ValueError, match="question filter must be one of"):
+        load_qa("wikiqa", "dev", root=fake_root, filter_questions="no-wrong")
 
 
 def test_unfiltered_keeps_everything(fake_root):
@@ -78,8 +92,8 @@ def test_empty_candidate(tmp_path):
 # real data: (raw questions, kept after the filter, pairs kept)
 EXPECTED = {
     ("wikiqa", "train"): (2118, 2118, 20360),
-    ("wikiqa", "dev"): (296, 122, 1126),
-    ("wikiqa", "test"): (633, 237, 2341),
+    ("wikiqa", "dev"): (296, 126, 1130),             # thesis Table 5.5: 126 and 243 questions, 1,130 and 2,351 pairs
+    ("wikiqa", "test"): (633, 243, 2351),
     ("trecqa", "train"): (93, 93, 4718),
     ("trecqa", "dev"): (81, 65, 1117),
     ("trecqa", "train-all"): (1227, 1227, 53417),   # TRAIN-ALL is training data: not filtered
@@ -94,18 +108,19 @@ def test_real_qa(data_root, name, split):
     assert ds.n_questions_raw == raw and ds.n_questions == kept and len(ds) == pairs
     for g in ds.groups:
         y = ds.labels[g]
-        assert not ds.filtered or 0 < y.sum() < len(y)
+        assert not ds.filtered or (0 < y.sum() and (ds.question_filter == "no-correct" or y.sum() < len(y)))
     assert sum(len(g) for g in ds.groups) == len(ds)
 
 
 def test_concat_shifts_questions_and_groups(fake_root):
-    dev = load_qa("wikiqa", "dev", root=fake_root)
+    dev = load_qa("wikiqa", "dev", root=fake_root, filter_questions=True)
     both = concat_qa([dev, dev])
     assert both.name == "wikiqa+wikiqa" and both.n_questions == 4 and len(both) == 10
     assert both.question_index.tolist() == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]
     assert [g.tolist() for g in both.groups[2:]] == [[5, 6, 7], [8, 9]]
     assert both.candidates[5] == dev.candidates[0] and both.labels.tolist() == dev.labels.tolist() * 2
     assert both.n_questions_raw == 8 and both.filtered
+    assert concat_qa([dev, load_qa("wikiqa", "dev", root=fake_root)]).question_filter == "no-correct"   # the weakest
     with pytest.raises(ValueError, match="different splits"):
         concat_qa([dev, load_qa("wikiqa", "train", root=fake_root)])
     with pytest.raises(ValueError, match="at least one"):

@@ -88,3 +88,29 @@ def test_combining_marks_stay_in_their_word():
     assert tokenize("a \u0301 b") == ["a", "\u0301", "b"]                 # a lone mark is still a token
     for t in ("हिन्दी भाषा", "İstanbul's"):
         assert tokenize(" ".join(tokenize(t))) == tokenize(t)
+
+
+def test_invisible_format_characters_are_dropped():
+    """Format characters (Unicode category Cf) are invisible and no word: WikiQA's ``1 , \\xad000`` (a soft hyphen)
+    gave an invisible token ``\\xad`` before ``000``, a soft-hyphenated word fell into three tokens, and the same
+    word with and without a zero-width space got two ids."""
+    assert tokenize("1 , \u00ad000 , \u00ad000") == ["1", ",", "000", ",", "000"]
+    assert tokenize("ind\u00adus\u00adtry") == ["industry"]
+    assert tokenize("zero\u200bwidth \u200ebal\u200dsara\u200c \ufeffword\u2060s") == ["zerowidth", "balsara", "words"]
+    assert tokenize("deviation \u00ad\u2013 the") == ["deviation", "\u2013", "the"]
+    for t in ("ind\u00adus\u00adtry", "a\u200c b"):
+        assert tokenize(" ".join(tokenize(t))) == tokenize(t)
+
+
+@pytest.mark.data
+def test_no_benchmark_token_holds_a_format_character(data_root):
+    """WikiQA test holds 35 soft hyphens (and dev two zero-width non-joiners): none may become or enter a token."""
+    import unicodedata
+
+    from qpnlp.data.qa import load_qa
+
+    for split in ("dev", "test"):
+        ds = load_qa("wikiqa", split, root=data_root, filter_questions=False)
+        bad = {t for toks in ds.candidate_tokens() + ds.question_tokens() for t in toks
+               if any(unicodedata.category(ch) == "Cf" for ch in t)}
+        assert not bad, (split, sorted(map(ascii, bad)))
