@@ -199,6 +199,7 @@ def test_gradients_flow_through_lazy_purity():
 
     assert torch.autograd.gradcheck(purity_fn, (raw, logits))
 
+
 class _LargestTensor(TorchDispatchMode):
     """Records the most entries of any tensor an operation returns while active."""
 
@@ -229,8 +230,6 @@ def test_purity_and_fidelity_bounds_of_a_long_ensemble_never_build_an_n_x_n_matr
     assert_allclose(values[0], a.gram().abs().square().sum())
     assert_allclose(values[1], t1 + torch.sqrt((1 - values[0]) * (1 - b.gram().abs().square().sum())))
     assert_allclose(values[2], t1 + torch.sqrt((2 * (t1.square() - t2)).clamp_min(0)))
-
-
 
 
 @given(st.integers(1, 6))
