@@ -70,7 +70,7 @@ import numpy as np
 import torch
 
 from qpnlp.data import load_classification, splits
-from qpnlp.data.vectors import VECTOR_SETS, load_vectors
+from qpnlp.data.vectors import VECTOR_SETS, load_vectors, recommended_fallback
 from qpnlp.interpret.positional import positional_sensitivity
 from qpnlp.nn import EMBEDDING_KINDS
 from qpnlp.commands._config_options import grid_less_given, recorded
@@ -265,7 +265,7 @@ def run_dataset(name, args, vectors) -> list[dict]:
             break
         if i < args.first_split:
             continue
-        prepared = prepare(dataset, split, vectors, seed=0)
+        prepared = prepare(dataset, split, vectors, seed=0, pretrained_fallback=args.pretrained_fallback)
         if args.timing_batches and i == 0:
             TIMINGS.extend(step_timing(name, prepared, dataset.n_classes, args))
         if args.timing_only:
@@ -307,7 +307,8 @@ def _caption(args, records) -> str:
             f"{args.folds}-fold CV ({_folds_run(records)}) for CR/MPQA/MR/SUBJ, fixed splits "
             f"for SST2/TREC; dev carved from train, test evaluated once per run. epochs <= {args.epochs}, "
             f"patience {args.patience}, batch {args.batch_size}, lr {args.lr}, embedding lr {args.embedding_lr}, "
-            f"weight decay {args.weight_decay}, vectors {args.vectors} (scale {args.vectors_scale}).{grid} "
+            f"weight decay {args.weight_decay}, vectors {args.vectors} (scale {args.vectors_scale}), pretrained fallback "
+            f"{args.pretrained_fallback} words.{grid} "
             f"Paper Table 2 value in brackets where available. "
             f"t/PE = seconds per epoch relative to the PE variant of the same network and data set.")
 
@@ -504,6 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(qpnlp.data.vectors.load_vectors; default glove-6b-50d; spacy-md-300d for 300-d)")
     parser.add_argument("--vectors-scale", type=float, default=None,
                         help="factor applied to the vectors (default: the registered set's own, 1 for files)")
+    parser.add_argument("--pretrained-fallback", type=int, default=None, metavar="N",
+                        help="append the N most frequent pretrained words to each training vocabulary (default: the "
+                             "vector set's own, as `qpnlp train order-classifier`: 400000 for glove-6b-50d, 0 for "
+                             "spacy-md-300d and files; runs before this flag used 0)")
     parser.add_argument("--grid", nargs="+", metavar="KEY=V1,V2",
                         help=f"select a setting on dev inside every cell from this Cartesian grid; keys: "
                              f"{', '.join(GRID_KEYS)} (default: {' '.join(TRAIN['select'])}, less the axes given "
@@ -539,12 +544,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_arguments(argv=None) -> argparse.Namespace:
-    """The parsed command line, with ``settings``: the grid's settings, checked (not with ``--merge``)."""
+    """The parsed command line, with ``settings``: the grid's settings, checked, and ``pretrained_fallback`` resolved
+    (not with ``--merge``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.merge:
         args.grid = grid_less_given(TRAIN["select"], args) if args.grid is None else args.grid
         args.settings = grid_settings(parser, args)
+        if args.pretrained_fallback is None:  # the vector set's own, as `qpnlp train order-classifier`
+            args.pretrained_fallback = recommended_fallback(args.vectors)
     return args
 
 
@@ -590,7 +598,7 @@ def write_merged(args) -> None:
     args.seeds, args.networks = seeds, [n for n in NETWORK_NAMES if any(r["network"] == n for r in records)]
     runs = [run["args"] for run in saved.values()]
     # settings of runs older than the flag: what those runs used
-    older = dict(weight_decay=0.0, vectors="glove-6b-50d", vectors_scale=1.0)
+    older = dict(weight_decay=0.0, vectors="glove-6b-50d", vectors_scale=1.0, pretrained_fallback=0)
     for key in ("epochs", "patience", "batch_size", "lr", "embedding_lr", "folds", "max_splits", *older):
         args.__dict__[key] = "/".join(dict.fromkeys(str(run.get(key, older.get(key))) for run in runs))
     grids = dict.fromkeys(" ".join(run["grid"]) for run in runs if run.get("grid"))

@@ -7,14 +7,21 @@ cosine measures, see :meth:`qpnlp.word2fun.KeyedVectors.change_degree`), the ran
 that change among all words seen at least ``--min-count`` times in every era,
 and the nearest words in each era.  Writes ``sotu.json`` and ``sotu.md``.
 
+Model and training settings default to the library's (``qpnlp.word2fun.fit`` and
+``TrainConfig``, what ``qpnlp train word2fun`` uses).
+
 Run::
 
     python benchmarks/word2fun_sotu.py --threads 2
+    # the settings of results/word2fun/sotu.md (before the defaults came from the library):
+    python benchmarks/word2fun_sotu.py --epochs 5 --min-count 10 --max-periods 0 --negatives 64 --time-scale 60
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import json
 import os
 import time
@@ -27,18 +34,23 @@ from qpnlp.data import load_sotu
 from qpnlp.word2fun import TrainConfig, fit
 
 DRIFTS = ["energy", "economy", "union", "welfare", "security", "relief", "communications", "program"]
+# The library's defaults (qpnlp.word2fun.fit, TrainConfig): what `qpnlp train word2fun` does with no flags.
+TRAIN = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+FIT = {k: p.default for k, p in inspect.signature(fit).parameters.items() if p.default is not inspect.Parameter.empty}
 STABLE = ["president", "congress", "year", "war", "law", "money", "constitution", "treaty"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", default="IV")
-    ap.add_argument("--dim", type=int, default=100)
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--min-count", type=int, default=10)
+    ap.add_argument("--family", default=FIT["family"])
+    ap.add_argument("--dim", type=int, default=FIT["dim"])
+    ap.add_argument("--epochs", type=int, default=TRAIN["epochs"])
+    ap.add_argument("--negatives", type=int, default=TRAIN["negatives"], help="negatives shared by a batch")
+    ap.add_argument("--time-scale", type=float, default=FIT["time_scale"])
+    ap.add_argument("--min-count", type=int, default=FIT["min_count"])
     ap.add_argument("--eras", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2, help="training threads (hogwild workers)")
-    ap.add_argument("--max-periods", type=float, default=0.0, help="harmonic init, fastest periods over the span (0 = full ladder)")
+    ap.add_argument("--max-periods", type=float, default=FIT["max_periods"] or 0.0, help="harmonic init, fastest periods over the span (0 = full ladder)")
     ap.add_argument("--topk", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/word2fun")
@@ -47,9 +59,9 @@ def main() -> None:
     corpus = load_sotu()
     t0, t1 = corpus.span
     load_before = os.getloadavg()
-    result = fit(corpus, TrainConfig(epochs=args.epochs, negatives=64, shared_negatives=True, seed=args.seed,
+    result = fit(corpus, TrainConfig(epochs=args.epochs, negatives=args.negatives, seed=args.seed,
                                      workers=args.threads),
-                 family=args.family, dim=args.dim, time_scale=60.0, frequency_init="harmonic",
+                 family=args.family, dim=args.dim, time_scale=args.time_scale,
                  max_periods=args.max_periods or None, min_count=args.min_count)
     emb, st = result.vectors, result.stats
     model, vocab = emb.model, emb.vocabulary

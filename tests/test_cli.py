@@ -268,6 +268,12 @@ def test_the_complex_order_reproduction_uses_the_cli_defaults():
     assert args.grid == defaults["select"] and args.settings == [{"lr": 1e-3}, {"lr": 1e-4}]
     assert script.parse_arguments(["--lr", "0.01"]).settings == [{}]             # a given lr leaves the lr axis
     assert script.parse_arguments(["--no-grid"]).settings == [{}]
+    import argparse
+
+    from qpnlp.commands._common import pretrained_fallback
+    for vectors in ("glove-6b-50d", "spacy-md-300d"):                          # the CLI's vocabulary fallback
+        cli = argparse.Namespace(pretrained_fallback=None, vectors=vectors, no_pretrained=False)
+        assert script.parse_arguments(["--vectors", vectors]).pretrained_fallback == pretrained_fallback(cli)
 
 
 def test_the_complex_order_reproduction_keeps_and_resumes_each_runs_state(tmp_path, monkeypatch):
