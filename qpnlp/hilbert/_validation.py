@@ -77,7 +77,7 @@ def validation(mode: Validate) -> Iterator[None]:
         yield
     finally:
         if outer is _OUTSIDE:
-            del _thread.mode
+            _thread.__dict__.pop("mode", None)      # a generator's block may close in another thread
         else:
             _thread.mode = outer
 

@@ -32,7 +32,8 @@ def _word_list(words) -> list[str]:
 
 
 def _is_vector(item) -> bool:
-    return isinstance(item, (np.ndarray, torch.Tensor))
+    """Whether a query item is a vector: a tensor, or a numpy array of numbers (an array of strings holds words)."""
+    return isinstance(item, torch.Tensor) or (isinstance(item, np.ndarray) and item.dtype.kind in "biuf")
 
 
 def _query_list(items) -> list:

@@ -340,3 +340,18 @@ def test_immutable_objects_pickle_and_copy(how):
     assert isinstance(round_trip(w.proj()), DensityMatrix)
     schmidt = schmidt_decomposition(random_pure_state(4, generator=gen), (2, 2))      # a NamedTuple of states
     assert torch.equal(round_trip(schmidt).left.data, schmidt.left.data)
+
+
+def test_a_validation_block_may_close_in_another_thread():
+    # a generator suspended inside the block and closed by another thread: the exit raised AttributeError there
+    def steps():
+        with validation(False):
+            yield get_validation()
+            yield get_validation()
+
+    before, gen, seen = get_validation(), steps(), []
+    worker = threading.Thread(target=lambda: seen.append(next(gen)))
+    worker.start()
+    worker.join(10)
+    gen.close()
+    assert seen == [False] and get_validation() == before

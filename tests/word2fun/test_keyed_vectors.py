@@ -316,3 +316,10 @@ def test_most_similar_takes_vectors_as_in_gensim(vectors):
     # over time: a word's vector at one time queried at another
     then = vectors.get_vector("a", 1900)
     assert vectors.most_similar(then, ["b"], topn=6, year=1950) == vectors.at(1950).most_similar(then.numpy(), ["b"], 6)
+
+
+def test_a_numpy_array_of_words_is_words_not_a_vector():
+    # vectors in most_similar's positive/negative are numeric arrays; an array of strings (np.array(["a", "c"]))
+    # worked as a list of words and must keep doing so
+    kv = StaticKeyedVectors(["a", "b", "c", "d"], np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]))
+    assert kv.most_similar(positive=np.array(["a", "c"]), topn=2) == kv.most_similar(positive=["a", "c"], topn=2)
