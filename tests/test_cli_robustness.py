@@ -184,7 +184,7 @@ def ws(tmp_path_factory):
         bzipped=_tree(base / "bzipped", compress=bz2.compress),
         latin=_tree(base / "latin", wikiqa_dev=b"q ?\ta .\t1\nq ?\tb .\t0\nq\xff ?\tc .\t0\n"),
         emptydev=_tree(base / "emptydev", wikiqa_dev="\n\n"),
-        norank=_tree(base / "norank", wikiqa_dev="q ?\ta .\t1\nr ?\tb .\t0\n"),
+        norank=_tree(base / "norank", wikiqa_dev="q ?\ta .\t0\nr ?\tb .\t0\n"),   # no correct answer
     )
 
 
