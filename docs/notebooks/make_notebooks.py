@@ -336,7 +336,9 @@ import pandas as pd
 from qpnlp.data import tokenize
 
 dev = load_qa("wikiqa", "dev", root=root)
-q_index = next(i for i, rows in enumerate(dev.groups) if 4 <= len(rows) <= 8)
+# a question of 4-8 candidates, some correct and some wrong
+q_index = next(i for i, rows in enumerate(dev.groups)
+               if 4 <= len(rows) <= 8 and 0 < dev.labels[rows].sum() < len(rows))
 rows = dev.groups[q_index]
 question = tokenize(dev.questions[q_index])
 candidates = [tokenize(dev.candidates[r]) for r in rows]
@@ -377,8 +379,9 @@ patterns.features.head(8)[["window", "measurement", "contribution", "question_wi
                            "question_probability", "answer_window", "answer_probability",
                            "answer_words"]]"""),
     ("md", r"""
-A wrong candidate of the same question, for comparison: fewer or weaker shared
-patterns give a lower cosine."""),
+A wrong candidate of the same question, for comparison: the one the model
+scores lowest. A five-epoch demo does not always rank the correct answers
+first: compare its score with theirs in the table above."""),
     ("code", """\
 worst = int(ranking.loc[ranking["correct"] == 0, "score"].idxmin())
 print(matching_patterns(model, question, candidates[worst], vocab).to_text(top=4))"""),
