@@ -12,7 +12,7 @@ Model and training settings default to the library's (``qpnlp.word2fun.fit`` and
 
 Run::
 
-    python benchmarks/word2fun_sotu.py --threads 2
+    python benchmarks/word2fun_sotu.py --out benchmarks/results/word2fun/sotu-defaults
     # the settings of results/word2fun/sotu.md (before the defaults came from the library):
     python benchmarks/word2fun_sotu.py --epochs 5 --min-count 10 --max-periods 0 --negatives 64 --time-scale 60
 """
@@ -49,7 +49,8 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=FIT["time_scale"])
     ap.add_argument("--min-count", type=int, default=FIT["min_count"])
     ap.add_argument("--eras", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2, help="training threads (hogwild workers)")
+    ap.add_argument("--threads", type=int, default=TRAIN["workers"],
+                    help="training threads (TrainConfig.workers: hogwild workers when > 1) and torch threads")
     ap.add_argument("--max-periods", type=float, default=FIT["max_periods"] or 0.0, help="harmonic init, fastest periods over the span (0 = full ladder)")
     ap.add_argument("--topk", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
