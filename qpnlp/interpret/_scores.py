@@ -55,13 +55,33 @@ def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     crowded = (values[:, k] == values[:, k - 1]).nonzero().squeeze(-1) if values.shape[-1] > k else []
     values, columns = values[:, :k], columns[:, :k]
     if len(crowded):                                                # the cut falls inside a tie
-        rows = scores[crowded]
-        kth = values[crowded, -1:]
-        above, tied = rows > kth, rows == kth
-        keep = above | (tied & (tied.cumsum(-1, dtype=torch.int32) <= k - above.sum(-1, keepdim=True)))
-        columns[crowded] = keep.nonzero()[:, 1].view(-1, k)        # exactly k per row
-        values[crowded] = rows.gather(-1, columns[crowded])
+        columns[crowded] = _cut_inside_tie(scores, crowded, values[crowded], columns[crowded])
+        values[crowded] = scores[crowded[:, None], columns[crowded]]
     columns, by_column = columns.sort(dim=-1)
     values = values.gather(-1, by_column)
     order = values.argsort(dim=-1, descending=True, stable=True)
     return values.gather(-1, order), columns.gather(-1, order)
+
+
+def _cut_inside_tie(scores: torch.Tensor, crowded: torch.Tensor, values: torch.Tensor,
+                    columns: torch.Tensor) -> torch.Tensor:
+    """The ``k`` columns :func:`top_k` keeps in the rows ``crowded`` ``(c,)`` of ``scores`` ``(m, n)``, whose ``k``-th
+    largest score ties with the next.
+
+    ``values``, ``columns`` ``(c, k)``: :func:`torch.topk`'s on those rows. The columns scoring above the k-th score
+    are all among them; the rest are the lowest columns scoring exactly the k-th score. Those are searched in a prefix
+    of each row, widened fourfold until it holds enough of them (a large tie, e.g. a query orthogonal to most of the
+    vocabulary, is settled in its first few columns), as the largest values of ``width - column`` over the tied
+    entries. No sort, cumulative sum or copy of the whole rows.
+    """
+    k, n = values.shape[-1], scores.shape[-1]
+    kth = values[:, -1:]
+    above = values > kth
+    needed_count = k - above.sum(-1, keepdim=True)
+    width = min(n, 4 * k)
+    while (tied := scores[crowded, :width] == kth).sum(-1, keepdim=True).lt(needed_count).any():
+        width = min(n, 4 * width)                                   # ends: the whole row holds enough
+    reversed_column = torch.arange(width, 0, -1, dtype=torch.int32, device=scores.device)
+    lowest_tied = width - torch.where(tied, reversed_column, 0).topk(min(k, width), dim=-1).values.long()
+    needed = torch.arange(lowest_tied.shape[-1], device=scores.device) < needed_count
+    return torch.cat([columns, lowest_tied], dim=-1)[torch.cat([above, needed], dim=-1)].view(-1, k)

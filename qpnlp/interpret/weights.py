@@ -158,8 +158,9 @@ def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence
         Columns ``word, id, score, relative_weight`` (and ``count``), sorted by
         decreasing score. ``relative_weight`` is :math:`e^{s - \tilde s}`
         (softmax schemes) or :math:`\mathrm{idf}/\widetilde{\mathrm{idf}}`,
-        with :math:`\tilde s` the median over the listed words: how many times
-        more weight the word gets than a median word of the same sentence.
+        with :math:`\tilde s` the median over the listed words (``torch.median``: the lower of the two
+        middle scores for an even count): how many times more weight the word gets than a median word of
+        the same sentence.
 
     Examples
     --------

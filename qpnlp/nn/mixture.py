@@ -265,11 +265,12 @@ def _local_mixture_both(word_probs: torch.Tensor, scores: torch.Tensor, mask: to
 
 def local_mixture_density(states: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor,
                           windows: Sequence[int] = DEFAULT_WINDOWS, padding: str = "end") -> torch.Tensor:
-    r"""The window density matrices :math:`\rho^{(l)}_t` themselves, dense ``(..., W, L, d, d)``.
+    r"""The window density matrices :math:`\rho^{(l)}_t` themselves, dense ``(..., W, T, d, d)``.
 
+    T as in :func:`local_mixture`: L (``"end"``) or L + max(l) - 1 (``"both"``).
     The reference implementation (what earlier code computed) for tests,
-    benchmarks and interpretation: O(L d^2) memory per window size. Padded
-    positions get the zero matrix.
+    benchmarks and interpretation: O(T d^2) memory per window size. Padded
+    positions, and windows that do not exist (:func:`window_mask`), get the zero matrix.
 
     Parameters
     ----------

@@ -74,9 +74,10 @@ The five variants of the paper's Table 2 share one interface (:func:`make_embedd
     :math:`r_{j,d} e^{i(\omega_{j,d}\mathrm{pos} + \theta_{j,d})}` (phases optional, off by default as in the paper's
     Table 2 setting).
 
-Every module has ``forward(ids (B, L), mask (B, L) = None, positions = None) -> (B, L, D)``
-(real for the first three, complex for the last two), an ``is_complex`` flag, a
-``dim``, and returns exact zeros at padded positions.
+Every module has ``forward(ids (B, L), mask (B, L), positions=None) -> (B, L, D)``
+(real for the first three, complex for the last two; ``mask`` is a required bool
+tensor, True at words, as for every model), an ``is_complex`` flag, a ``dim``,
+and returns exact zeros at padded positions.
 
 The functions on plain tensors (:func:`complex_order_embedding`, the sinusoidal encoding, the default positions)
 live in :mod:`qpnlp.nn.position_functional`; this module re-exports them.
@@ -502,7 +503,7 @@ def make_embedding(kind: str, num_words: int, dim: int, *, pretrained: Tensor | 
     Returns
     -------
     nn.Module
-        ``forward(ids (B, L), mask (B, L) = None, positions = None) -> (B, L, D)``.
+        ``forward(ids (B, L), mask (B, L), positions=None) -> (B, L, D)`` (``mask`` required, bool).
 
     Examples
     --------

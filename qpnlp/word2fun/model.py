@@ -489,7 +489,7 @@ class Word2Fun(Model):
 
     @torch.no_grad()
     def grid(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """Vectors of many words at many raw times in one call: (T,) x (W,) -> (T, W, D)."""
+        """Vectors of many words at many raw times in one call: ``words`` (W,), raw ``times`` (T,) -> (T, W, D)."""
         T, W = times.shape[0], words.shape[0]
         return self.vectors(words.unsqueeze(0).expand(T, W), torch.as_tensor(times).unsqueeze(1).expand(T, W))
 

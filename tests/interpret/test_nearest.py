@@ -257,6 +257,24 @@ def test_equal_scores_rank_by_increasing_row_as_a_stable_sort(device):
         assert values.tolist() == expected.values[:, :k].tolist()
 
 
+def test_top_k_ranks_as_a_stable_sort_when_rows_mix_ties_and_distinct_scores(device):
+    # rows of few distinct scores (the cut inside a tie, with some columns above it) beside rows of distinct scores
+    from qpnlp.interpret._scores import top_k
+    g = torch.Generator().manual_seed(0)
+    for n, k in ((1, 1), (6, 1), (6, 3), (40, 7), (40, 40), (500, 25)):
+        scores = torch.cat([torch.randint(0, 4, (5, n), generator=g).float(), torch.randn(2, n, generator=g)])
+        expected = scores.sort(dim=-1, descending=True, stable=True)
+        values, columns = top_k(scores.to(device), k)
+        assert columns.tolist() == expected.indices[:, :k].tolist()
+        assert values.tolist() == expected.values[:, :k].tolist()
+    late_tie = torch.arange(1000.0).flip(0)[None].repeat(2, 1)      # the tie at the cut in the last columns
+    late_tie[0, -3:], late_tie[1, :] = 2000.0, 0.0
+    late_tie[1, 990:] = 1.0
+    expected = late_tie.sort(dim=-1, descending=True, stable=True)
+    values, columns = top_k(late_tie.to(device), 2)
+    assert columns.tolist() == expected.indices[:, :2].tolist() == [[997, 998], [990, 991]]
+
+
 def test_an_installed_faiss_that_does_not_import_leaves_auto_exact(monkeypatch):
     """An installed faiss that fails to import (built for another NumPy) is found by ``find_spec``: ``method="auto"``
     on a large vocabulary raised the index's ImportError instead of searching exactly."""
