@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,7 +238,7 @@ def _tsv_lines(path: Path) -> Iterator[tuple[int, str]]:
         yield lineno, line.rstrip("\n")
 
 
-def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0,
+def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int = 0,
               world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
@@ -268,7 +269,7 @@ def _iter_tsv(path: str | Path, lowercase: bool = False, rank: int = 0,
         yield time, (text.lower().split() if lowercase else text.split())
 
 
-def read_tsv(path: str | Path, lowercase: bool = False) -> TimestampedCorpus:
+def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> TimestampedCorpus:
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
 
     Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone in a file without ``\\n``: old-Mac files).
@@ -303,7 +304,8 @@ class TsvStream:
 
     Parameters
     ----------
-    paths : sequence of path
+    paths : path or iterable of paths
+        ``str`` or :class:`os.PathLike` (a :class:`~pathlib.Path`); stored as a tuple of Paths.
     lowercase : bool
     rank, world : int
         This shard (set by :meth:`shard`).
@@ -315,23 +317,26 @@ class TsvStream:
     ([1900.0, 1901.0, 1902.0], [1901.0])
     """
 
-    paths: tuple
+    paths: tuple[Path, ...]
     lowercase: bool = False
     rank: int = 0
     world: int = 1
 
-    def __post_init__(self):
-        paths = tuple(Path(p) for p in ([self.paths] if isinstance(self.paths, (str, Path)) else self.paths))
-        if not paths:
+    def __init__(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], lowercase: bool = False,
+                 rank: int = 0, world: int = 1) -> None:
+        # an explicit __init__ (the dataclass keeps it): the argument is any path(s), the field a tuple of Paths
+        files = tuple(Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths))
+        if not files:
             raise ValueError("TsvStream needs at least one file")
-        for p in paths:
+        for p in files:
             if p.is_dir():
                 raise ValueError(f"{p} is a directory; give the TSV files in it")
             if not p.is_file():
                 raise FileNotFoundError(f"corpus file {p} does not exist")
-        if not 0 <= self.rank < self.world:
-            raise ValueError(f"need 0 <= rank < world; got rank {self.rank}, world {self.world}")
-        object.__setattr__(self, "paths", paths)
+        if not 0 <= rank < world:
+            raise ValueError(f"need 0 <= rank < world; got rank {rank}, world {world}")
+        for name, value in (("paths", files), ("lowercase", lowercase), ("rank", rank), ("world", world)):
+            object.__setattr__(self, name, value)
 
     def shard(self, rank: int, world: int) -> "TsvStream":
         """The part of process ``rank`` of ``world``: files ``rank, rank + world, ...`` or, with fewer files
@@ -351,7 +356,7 @@ class TsvStream:
         return (toks for _, toks in self)
 
 
-def write_tsv(corpus: TimestampedCorpus, path: str | Path) -> None:
+def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
     """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point).
 
     Raises ``ValueError`` for a token that would not read back as itself

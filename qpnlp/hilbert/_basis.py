@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, overload
 
 import torch
 
@@ -39,6 +39,8 @@ class SememeBasis:
     """
 
     __slots__ = ("_vectors", "_labels")
+    _vectors: torch.Tensor
+    _labels: tuple[str, ...] | None
 
     def __init__(self, vectors: torch.Tensor, labels: Sequence[str] | None = None, *,
                  validate: V.Validate = None) -> None:
@@ -117,11 +119,16 @@ class SememeBasis:
         """Name of basis vector j (``"e{j}"`` when unlabelled)."""
         return self._labels[j] if self._labels else f"e{j}"
 
-    def state(self, j: int):
+    def state(self, j: int) -> PureState:
         """The basis vector :math:`|e_j\\rangle` as a :class:`PureState`."""
         return PureState._trusted(data=self._vectors[j])
 
-    def coordinates(self, obj):
+    @overload
+    def coordinates(self, obj: PureState) -> PureState: ...
+    @overload
+    def coordinates(self, obj: DensityMatrix) -> DensityMatrix: ...
+
+    def coordinates(self, obj: PureState | DensityMatrix) -> PureState | DensityMatrix:
         r"""Express a state or density matrix in this basis.
 
         For a :class:`PureState` ``(..., d)``: :math:`c_j = \langle e_j|w\rangle`.
@@ -137,7 +144,7 @@ class SememeBasis:
             return DensityMatrix._trusted(data=e.conj() @ rho @ e.mT)
         raise TypeError(f"coordinates() takes a PureState or DensityMatrix; got {type(obj).__name__}")
 
-    def from_coordinates(self, coordinates):
+    def from_coordinates(self, coordinates: PureState | torch.Tensor) -> PureState:
         r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis."""
         c = coordinates.data if isinstance(coordinates, PureState) else coordinates
         e, c = promote(self._vectors, c)

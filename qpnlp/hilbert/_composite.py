@@ -5,17 +5,24 @@ from __future__ import annotations
 import operator
 import string
 from collections.abc import Iterable
-from typing import Sequence
+from typing import Sequence, overload
 
 import torch
 
 from . import _validation as V
 from ._linalg import kron, kron_vectors, promote
 from ._operands import as_density_tensor
+from ._ensemble import Ensemble
 from ._states import DensityMatrix, PureState
 
 
-def tensor_product(*systems):
+@overload
+def tensor_product(*systems: PureState) -> PureState: ...  # type: ignore[overload-overlap]
+@overload
+def tensor_product(*systems: PureState | DensityMatrix | Ensemble | torch.Tensor) -> DensityMatrix: ...
+
+
+def tensor_product(*systems: PureState | DensityMatrix | Ensemble | torch.Tensor) -> PureState | DensityMatrix:
     r"""Tensor product :math:`a \otimes b \otimes \dots` of states or density matrices.
 
     All :class:`PureState` -> a :class:`PureState` of dimension :math:`\prod d_i`;
@@ -30,7 +37,7 @@ def tensor_product(*systems):
         raise ValueError(f"tensor_product needs at least two systems; got {len(systems)}")
     V.check_same_device(*((f"systems[{i}]", s.data if hasattr(s, "data") else s) for i, s in enumerate(systems)))
     if all(isinstance(s, PureState) for s in systems):
-        tensors = promote(*(s.data for s in systems))
+        tensors = promote(*(s.data for s in systems if isinstance(s, PureState)))   # all of them
         _check_batches(tensors, 1)
         out = tensors[0]
         for t in tensors[1:]:

@@ -57,6 +57,7 @@ class PureState(Batched):
     _fields = ("data",)
     _event_ndims = (1,)
     __slots__ = ("_data",)
+    _data: torch.Tensor
 
     def __init__(self, data: torch.Tensor, *, validate: V.Validate = None) -> None:
         M.check_state_tensor("states", data, validate)
@@ -158,7 +159,7 @@ class PureState(Batched):
         """Born probabilities ``|w_j|^2`` in the canonical (sememe) basis, real ``(..., d)``."""
         return self._data.real.square() + self._data.imag.square()
 
-    def proj(self):
+    def proj(self) -> DensityMatrix:
         r"""The density matrix :math:`|w\rangle\langle w|` ``(..., d, d)``."""
         return DensityMatrix._trusted(data=outer(self._data))
 
@@ -203,6 +204,7 @@ class DensityMatrix(Batched):
     _fields = ("data",)
     _event_ndims = (2,)
     __slots__ = ("_data",)
+    _data: torch.Tensor
 
     def __init__(self, data: torch.Tensor, *, validate: V.Validate = None) -> None:
         M.check_density_tensor("rho", data, validate)
@@ -253,7 +255,7 @@ class DensityMatrix(Batched):
         r"""Purity :math:`\operatorname{Tr}\rho^2 = \sum_{ij} |\rho_{ij}|^2` in :math:`[1/d, 1]`, real ``(...)``."""
         return (self._data.real.square() + self._data.imag.square()).sum((-2, -1))
 
-    def eigh(self):
+    def eigh(self) -> tuple[torch.Tensor, PureState]:
         r"""Eigen-decomposition ``rho = sum_k lambda_k |v_k><v_k|``.
 
         Returns

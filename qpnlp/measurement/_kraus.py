@@ -13,6 +13,8 @@ Observing the outcome of a Kraus operator :math:`M` (m x d) maps
 
 from __future__ import annotations
 
+from typing import overload
+
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
@@ -50,7 +52,16 @@ def _check_possible(prob: torch.Tensor, dtype, dim: int, *, squared_norm: bool =
                          f"(flat batch index {worst}); the post-measurement state is undefined")
 
 
-def kraus_update(system, operator: torch.Tensor):
+@overload
+def kraus_update(system: PureState, operator: torch.Tensor) -> PureState: ...
+@overload
+def kraus_update(system: Ensemble, operator: torch.Tensor) -> Ensemble: ...
+@overload
+def kraus_update(system: DensityMatrix, operator: torch.Tensor) -> DensityMatrix: ...
+
+
+def kraus_update(system: PureState | Ensemble | DensityMatrix,
+                 operator: torch.Tensor) -> PureState | Ensemble | DensityMatrix:
     r"""State after the outcome of the Kraus operator ``operator`` :math:`M` ``(..., m, d)``.
 
     Parameters

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import overload
+
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
@@ -11,7 +13,13 @@ from ._kraus import _check_possible, kraus_update
 from ._projector import Projector
 
 
-def lueders_update(system, projector: Projector):
+@overload
+def lueders_update(system: PureState, projector: Projector) -> PureState: ...
+@overload
+def lueders_update(system: DensityMatrix | Ensemble, projector: Projector) -> DensityMatrix: ...
+
+
+def lueders_update(system: PureState | DensityMatrix | Ensemble, projector: Projector) -> PureState | DensityMatrix:
     r"""State after observing the outcome of ``projector`` (Lueders rule).
 
     .. math:: \rho \mapsto \frac{P\rho P}{\operatorname{Tr}(P\rho)}, \qquad

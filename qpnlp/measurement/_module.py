@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import operator
 from collections.abc import Iterator
+from typing import overload
 
 import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from qpnlp.hilbert import normalize, random_unitary
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
 
 from ._born import born_probabilities, born_probabilities_dense
@@ -198,7 +199,13 @@ class ProjectiveMeasurement(nn.Module):
         """Immutable :class:`Projector` batch (k,) of the current vectors (detached), for interpretation."""
         return Projector._trusted(vectors=self.vectors().detach().unsqueeze(-2))
 
-    def post_measurement_state(self, system, outcome: int):
+    @overload
+    def post_measurement_state(self, system: PureState, outcome: int) -> PureState: ...
+    @overload
+    def post_measurement_state(self, system: DensityMatrix | Ensemble, outcome: int) -> DensityMatrix: ...
+
+    def post_measurement_state(self, system: PureState | DensityMatrix | Ensemble,
+                               outcome: int) -> PureState | DensityMatrix:
         """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`)."""
         try:
             outcome = operator.index(outcome)           # numpy integers too; 1.0 would fail in the indexing

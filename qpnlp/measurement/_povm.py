@@ -19,6 +19,8 @@ never a d x d matrix. Stacking the Kraus operators gives an isometry
 
 from __future__ import annotations
 
+from typing import overload
+
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
@@ -230,7 +232,18 @@ class POVM(Batched):
             return povm_probabilities_dense(system.data, self._vectors, validate=False)
         raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
 
-    def post_measurement_state(self, system, outcome: int, *, instrument: str = "lueders"):
+    @overload
+    def post_measurement_state(self, system: PureState, outcome: int, *,
+                               instrument: str = ...) -> PureState: ...
+    @overload
+    def post_measurement_state(self, system: Ensemble, outcome: int, *,
+                               instrument: str = ...) -> Ensemble: ...
+    @overload
+    def post_measurement_state(self, system: DensityMatrix, outcome: int, *,
+                               instrument: str = ...) -> DensityMatrix: ...
+
+    def post_measurement_state(self, system: PureState | Ensemble | DensityMatrix, outcome: int, *,
+                               instrument: str = "lueders") -> PureState | Ensemble | DensityMatrix:
         r"""State after observing ``outcome`` (see :func:`~qpnlp.measurement.kraus_update`).
 
         ``instrument="lueders"`` (default) applies :math:`\sqrt{E_k}`, so the

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import torch
 from torch import nn
 
-from qpnlp.hilbert import random_isometry
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 
 from . import _checks
@@ -163,6 +164,17 @@ class POVMMeasurement(nn.Module):
         """Immutable :class:`POVM` of the current effects (detached), for interpretation."""
         return POVM.from_isometry(self.weight.detach(), self.num_outcomes, validate=False)
 
-    def post_measurement_state(self, system, outcome: int, *, instrument: str = "lueders"):
+    @overload
+    def post_measurement_state(self, system: PureState, outcome: int, *,
+                               instrument: str = ...) -> PureState: ...
+    @overload
+    def post_measurement_state(self, system: Ensemble, outcome: int, *,
+                               instrument: str = ...) -> Ensemble: ...
+    @overload
+    def post_measurement_state(self, system: DensityMatrix, outcome: int, *,
+                               instrument: str = ...) -> DensityMatrix: ...
+
+    def post_measurement_state(self, system: PureState | Ensemble | DensityMatrix, outcome: int, *,
+                               instrument: str = "lueders") -> PureState | Ensemble | DensityMatrix:
         """State after observing ``outcome`` (see :meth:`POVM.post_measurement_state`)."""
         return self.as_povm().post_measurement_state(system, outcome, instrument=instrument)

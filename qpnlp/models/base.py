@@ -61,9 +61,9 @@ import math
 import os
 import re
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from safetensors import SafetensorError
@@ -97,6 +97,8 @@ MAX_CONFIG_BYTES = 1 << 20
 PLUGIN_GROUP = "qpnlp.models"
 
 _REGISTRY: dict[str, type[Model]] = {}
+_ConfigT = TypeVar("_ConfigT", bound="ModelConfig")
+_ModelT = TypeVar("_ModelT", bound="Model")
 
 
 # --------------------------------------------------------------------------- config
@@ -142,7 +144,7 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]):
+    def from_dict(cls: type[_ConfigT], values: Mapping[str, Any]) -> _ConfigT:
         if not isinstance(values, Mapping):
             raise ValueError(f"{cls.__name__} must be given a JSON object; got {type(values).__name__}")
         fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -205,7 +207,7 @@ def _items_match(annotation: str, values: list) -> bool:
 
 
 # --------------------------------------------------------------------------- registry
-def register_model(name: str):
+def register_model(name: str) -> Callable[[type[_ModelT]], type[_ModelT]]:
     """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name)."""
 
     if not isinstance(name, str) or not name.strip():
@@ -213,7 +215,7 @@ def register_model(name: str):
         raise TypeError(f"register_model needs a non-empty name string: decorate with @register_model(\"name\"); "
                         f"got {name!r}")
 
-    def decorate(cls: type[Model]) -> type[Model]:
+    def decorate(cls: type[_ModelT]) -> type[_ModelT]:
         if not (isinstance(cls, type) and issubclass(cls, Model)):
             raise TypeError(f"register_model({name!r}) needs a Model subclass; got {cls!r}")
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -324,7 +326,8 @@ class Model(PrecisionMixin, nn.Module):
         self.config = config
 
     @classmethod
-    def training_default(cls, key: str, *, dataset: str | None = None, vectors: str | None = None, fallback=None):
+    def training_default(cls, key: str, *, dataset: str | None = None, vectors: str | None = None,
+                         fallback: Any = None) -> Any:
         """The default training setting ``key`` for a data set and a vector set (names as on the command line).
 
         ``training_defaults["per_vectors"][vectors]`` first, then ``training_defaults["per_dataset"][dataset]``,
@@ -412,7 +415,8 @@ class Model(PrecisionMixin, nn.Module):
         return Path(directory)
 
     @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> Model:
+    def from_pretrained(cls: type[_ModelT], directory: str | os.PathLike, *,
+                        device: str | torch.device = "cpu") -> _ModelT:
         """Rebuild a saved model (in eval mode) from ``directory``; ``Model.from_pretrained`` loads any kind.
 
         The config is validated, and its sizes checked against the stored
@@ -432,7 +436,7 @@ class Model(PrecisionMixin, nn.Module):
             raise ValueError(f"{err}{note}") from None
 
     @classmethod
-    def _from_header(cls, directory: str | os.PathLike, header: dict) -> Model:
+    def _from_header(cls: type[_ModelT], directory: str | os.PathLike, header: dict) -> _ModelT:
         config_path = Path(directory) / CONFIG_FILE
         try:
             klass = get_model_class(header["model"])
@@ -449,7 +453,8 @@ class Model(PrecisionMixin, nn.Module):
             state = _restored(load_file(str(path), device="cpu"), path)
         except (SafetensorError, OSError) as err:
             raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
-        return _model_from_state(klass, config, state, weights=path, config_path=config_path, name=header["model"])
+        model = _model_from_state(klass, config, state, weights=path, config_path=config_path, name=header["model"])
+        return typing.cast(_ModelT, model)     # klass is cls or a subclass (checked above)
 
 
 def _model_from_state(klass: type[Model], config, state: Mapping[str, torch.Tensor], *, weights: Path | str,

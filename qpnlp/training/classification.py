@@ -135,7 +135,7 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
               on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
               log: Callable[[dict], None] | None = None,
               checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
-              ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
+              ) -> tuple[SplitResult, Model, Prepared, dict]:
     """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`).
 
     ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
@@ -165,7 +165,7 @@ def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_option
                    *, on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
                    log: Callable[[dict], None] | None = None,
                    checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
-                   ) -> tuple[FitResult, nn.Module, dict]:
+                   ) -> tuple[FitResult, Model, dict]:
     """Seed, build a ``kind`` model and fit it on ``prepared.train`` with early stopping on ``prepared.dev``.
 
     The test part is not touched. Returns the fit result, the model (with its
@@ -332,7 +332,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                        candidates: Sequence[dict], *, pretrained_fallback: int = 0,
                        log: Callable[[dict], None] | None = None,
                        checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
-                       ) -> tuple[SplitResult, nn.Module, Prepared, dict]:
+                       ) -> tuple[SplitResult, Model, Prepared, dict]:
     """Hyper-parameter selection on dev inside one split, then one test evaluation.
 
     Every candidate setting (see :func:`apply_setting`) is trained on the

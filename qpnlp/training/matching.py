@@ -37,6 +37,7 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
                         with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
+from qpnlp.models import Model
 
 from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
@@ -335,7 +336,7 @@ class MatchingRun:
     best_epoch: int
     seconds: float
     history: list
-    model: nn.Module
+    model: Model
     vocab: Vocabulary
     model_config: dict
     oov_rate: float | None
