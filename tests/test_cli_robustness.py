@@ -103,6 +103,7 @@ class Server:
     def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(timeout=60)
+        self.process.stdout.close()
 
 
 @pytest.fixture(scope="module")

@@ -310,9 +310,9 @@ class TsvStream:
     rank, world : int
         This shard (set by :meth:`shard`).
 
-    >>> import tempfile, os
-    >>> d = tempfile.mkdtemp(); path = os.path.join(d, "c.tsv")
-    >>> _ = open(path, "w").write("1900\\ta b\\n1901\\tb c\\n1902\\tc d\\n")
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.tsv"
+    >>> _ = path.write_text("1900\\ta b\\n1901\\tb c\\n1902\\tc d\\n", encoding="utf-8")
     >>> [t for t, _ in TsvStream([path])], [t for t, _ in TsvStream([path]).shard(1, 2)]
     ([1900.0, 1901.0, 1902.0], [1901.0])
     """

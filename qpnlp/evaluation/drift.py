@@ -136,8 +136,10 @@ class DriftGrid:
         ValueError naming the file when it is not a readable .npz archive (e.g. truncated) or lacks E, words or
         years."""
         try:
-            with np.load(path, allow_pickle=False) as archive:     # members are read lazily: all of them here
-                z = {key: archive[key] for key in archive.files}
+            # the file opened here, not by np.load: np.load(path) leaves the file it opened open when the archive
+            # does not parse ("ResourceWarning: unclosed file")
+            with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
+                z = {key: archive[key] for key in archive.files}   # members are read lazily: all of them here
         except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as err:
             raise ValueError(f"{path}: not a readable .npz archive, truncated or damaged ({err})") from None
         missing = [key for key in ("E", "words", "years") if key not in z]

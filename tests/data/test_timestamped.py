@@ -1,6 +1,9 @@
 import bz2
 import datetime
+import doctest
+import gc
 import gzip
+import warnings
 
 import numpy as np
 import pytest
@@ -214,3 +217,19 @@ def test_sotu_units():
     assert not any("applause" in d for d in sentences.docs[-2000:])  # transcript notes are removed
     with pytest.raises(ValueError, match="unit must be one of"):
         load_sotu(unit="chapter")
+
+
+def test_the_tsv_stream_example_closes_the_file_it_writes():
+    # the docstring's example wrote its file with open(path, "w").write(...), never closed: every doctest run
+    # warned "ResourceWarning: unclosed file"
+    from qpnlp.data import timestamped
+
+    [example] = [t for t in doctest.DocTestFinder().find(TsvStream, globs=vars(timestamped).copy())
+                 if t.name == "TsvStream"]
+    runner = doctest.DocTestRunner()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner.run(example)
+        gc.collect()
+    assert runner.summarize(verbose=False) == (0, len(example.examples))
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]

@@ -61,7 +61,7 @@ def test_report_schema_history_csv_and_epoch_lines(corpus_tsv, tmp_path, capsys)
     assert len(details["nearest"]["war"][0]["nearest"]) == 3
     assert set(details["change_degree"]) == {"war", "union"} and details["training"]["processes"] == 1
     assert details["npz"] == str(tmp_path / "g.npz") and details["corpus"]["vocabulary"] == 8
-    rows = list(csv.DictReader(report.with_suffix(".history.csv").open()))
+    rows = list(csv.DictReader(report.with_suffix(".history.csv").read_text().splitlines()))
     assert [r["epoch"] for r in rows] == ["1", "2"] and "tokens_per_s" in rows[0]
 
 
