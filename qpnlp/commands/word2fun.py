@@ -461,14 +461,14 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     words = [w for w in words if w not in missing]
     eras = equal_eras(*vectors.time_span, args.eras)
     step = vectors.default_step()
-    nearest = {}
-    for w in words:
-        nearest[w] = []
-        for a, b in eras:
-            mid = (a + b) / 2
-            found = vectors.most_similar(w, topn=args.topk, year=mid, min_count=args.min_count)
+    nearest = {w: [] for w in words}
+    for a, b in eras:
+        mid = (a + b) / 2
+        at_mid = vectors.at(mid) if words else None     # every word's vector at mid, once per era, not once per word
+        for w in words:
+            found = at_mid.most_similar(w, topn=args.topk, min_count=args.min_count)
             nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
-    change = {w: vectors.change_degree(w, eras[0], eras[-1], step=step) for w in words}
+    change = dict(zip(words, vectors.change_degrees(words, eras[0], eras[-1], step=step).tolist()))
     indicators = vectors.indicators(words) if words else {}
     for w in words:
         print(f"\n{w}  (change degree first vs last era: {change[w]:.3f})")

@@ -76,9 +76,15 @@ def pad_batch(
         lengths = [min(n, max_len) for n in lengths]
     L = padded_length(max(lengths), max_len, multiple_of)
     ids = torch.full((len(sequences), L), PAD_ID, dtype=torch.long)
-    for row, (seq, n) in enumerate(zip(sequences, lengths)):
-        ids[row, :n] = _id_tensor(seq[:n], f"sequence {row}")
     mask = torch.arange(L).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    if all(type(seq) is list for seq in sequences):      # lists of ints (EncodedTexts): one tensor for the batch
+        flat = list(itertools.chain.from_iterable(seq if n == len(seq) else seq[:n]
+                                                  for seq, n in zip(sequences, lengths)))
+        if _INT.issuperset(map(type, flat)):
+            ids[mask] = torch.tensor(flat, dtype=torch.long)   # the mask's True entries, row by row
+            return ids, mask
+    for row, (seq, n) in enumerate(zip(sequences, lengths)):   # tensors, arrays, floats: checked row by row
+        ids[row, :n] = _id_tensor(seq[:n], f"sequence {row}")
     return ids, mask
 
 

@@ -134,7 +134,7 @@ class TimestampedCorpus:
 
     def between(self, start: float, end: float) -> "TimestampedCorpus":
         """Documents with ``start <= time < end``."""
-        keep = [i for i, t in enumerate(self.times) if start <= t < end]
+        keep = np.flatnonzero((self.times >= start) & (self.times < end)).tolist()
         return TimestampedCorpus(self.times[keep], tuple(self.docs[i] for i in keep))
 
     def encode(self, vocab: "Vocabulary") -> "EncodedCorpus":

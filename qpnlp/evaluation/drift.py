@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +99,7 @@ class DriftGrid:
         if E.dim() != 3 or E.shape[0] != years.shape[0] or E.shape[1] != len(self.words):
             raise ValueError(f"E must be (T={years.shape[0]}, W={len(self.words)}, D); got {tuple(E.shape)}")
         _years(years, E.shape[0], increasing=True)
-        repeated = sorted({w for w in self.words if self.words.count(w) > 1})
+        repeated = sorted(w for w, n in Counter(self.words).items() if n > 1)   # one pass, not W passes
         if repeated:  # columns() would silently read the last of them
             raise ValueError(f"words must be distinct; repeated: {repeated[:5]}")
         if self.context is not None:

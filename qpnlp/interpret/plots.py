@@ -331,14 +331,25 @@ def _candidate(anchor: np.ndarray, size: tuple[float, float], direction, radius:
     return Bbox.from_bounds(x0, y0, w, h)
 
 
-def _overlap(box: Bbox, others: list[Bbox]) -> float:
-    total = 0.0
-    for other in others:
-        w = min(box.x1, other.x1) - max(box.x0, other.x0)
-        h = min(box.y1, other.y1) - max(box.y0, other.y0)
-        if w > 0 and h > 0:
-            total += w * h
-    return total
+def _overlaps(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """The area each of ``boxes`` (n, 4) shares with the boxes ``others`` (m, 4), all as extents
+    ``(x0, y0, x1, y1)``: (n,), the positive intersections added in the order of ``others`` (a cumulative sum,
+    the additions of a loop over them)."""
+    w = np.minimum(boxes[:, None, 2], others[None, :, 2]) - np.maximum(boxes[:, None, 0], others[None, :, 0])
+    h = np.minimum(boxes[:, None, 3], others[None, :, 3]) - np.maximum(boxes[:, None, 1], others[None, :, 1])
+    areas = np.where((w > 0) & (h > 0), w * h, 0.0)                     # (n, m)
+    return areas.cumsum(-1)[:, -1] if areas.shape[-1] else np.zeros(len(boxes))
+
+
+def _least_crowded(boxes: np.ndarray, blocked: np.ndarray, frame: np.ndarray) -> int:
+    """The first of the candidate ``boxes`` (n, 4) with the least cost: its overlap with the ``blocked`` boxes
+    (m, 4) plus 4 times its area outside the ``frame`` (4,), all extents ``(x0, y0, x1, y1)``.
+
+    Costs are >= 0, so this is the first free spot (cost 0) when there is one, as a search in the order of the
+    candidates stopping at the first free one finds it.
+    """
+    outside = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]) - _overlaps(boxes, frame[None])
+    return int(np.argmin(_overlaps(boxes, blocked) + 4 * outside))
 
 
 def _place_labels(ax: Axes, points: np.ndarray, words: list[str], fontsize="small") -> None:
@@ -349,33 +360,29 @@ def _place_labels(ax: Axes, points: np.ndarray, words: list[str], fontsize="smal
     free spot takes the least crowded one. Labels set away from their point
     are tied to it by a thin line. Placement uses the figure's final layout
     (drawn once without rendering) and the labels stay out of the layout.
+    The candidates of a label are scored against the boxes placed so far at
+    once (:func:`_least_crowded`), not one pair of boxes at a time.
     """
     fig = _root(ax)
     fig.draw_without_rendering()
     px = fig.dpi / 72.0
     anchors = ax.transData.transform(points)
-    frame = ax.get_window_extent()
+    frame = ax.get_window_extent().extents
     marker = 3.5 * px
-    blocked = [Bbox.from_extents(x - marker, y - marker, x + marker, y + marker) for x, y in anchors]
+    blocked = np.empty((2 * len(anchors), 4))                  # the points' markers, then the labels placed
+    blocked[:len(anchors)] = np.concatenate([anchors - marker, anchors + marker], axis=1)
+    count = len(anchors)
+    spots = [(direction, radius) for radius in _RADII for direction in _DIRECTIONS]   # near first
     for word, anchor, point in zip(words, anchors, points):
         probe = ax.annotate(word, (0, 0), fontsize=fontsize)
         extent = probe.get_window_extent()
         probe.remove()
         size = (extent.width + 2 * px, extent.height)
-        best, best_cost = None, math.inf
-        for radius in _RADII:
-            for direction in _DIRECTIONS:
-                box = _candidate(anchor, size, direction, radius, px)
-                outside = box.width * box.height - _overlap(box, [frame])
-                cost = _overlap(box, blocked) + 4 * outside
-                if cost < best_cost:
-                    best, best_cost = (box, direction, radius), cost
-                if cost == 0:
-                    break
-            if best_cost == 0:
-                break
-        box, (dx, dy), radius = best
-        blocked.append(box)
+        boxes = np.array([_candidate(anchor, size, direction, radius, px).extents for direction, radius in spots])
+        best = _least_crowded(boxes, blocked[:count], frame)
+        blocked[count] = boxes[best]
+        count += 1
+        (dx, dy), radius = spots[best]
         norm = math.hypot(dx, dy)
         offset = (radius * dx / norm, radius * dy / norm)
         text = ax.annotate(word, tuple(point), xytext=offset, textcoords="offset points", fontsize=fontsize,

@@ -12,7 +12,8 @@ pandas tables for notebooks and plots:
 * :func:`nearest_by_era`: the nearest words of u at the middle of each era;
 * :func:`change_ranking`: the words whose mean vector moved most between two
   periods (cosine distance of the period means, or the change of their
-  skip-gram context probabilities).
+  skip-gram context probabilities), computed for all of them in batches
+  (:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.change_degrees`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _times(times) -> list[float]:
 
 
 def _check_embeddings(embeddings) -> None:
-    for name in ("similarity_over_time", "most_similar", "change_degree", "index_to_key", "time_span"):
+    for name in ("similarity_over_time", "most_similar", "change_degrees", "index_to_key", "time_span"):
         if not hasattr(embeddings, name):
             raise TypeError(f"need Word2Fun KeyedVectors (trained model + vocabulary); got {type(embeddings).__name__}")
 
@@ -180,9 +181,8 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
         words = [w for w in _known(embeddings, words) if embeddings.counts[embeddings.get_index(w)] >= min_count]
     if not words:
         raise ValueError("no word to rank (empty list, or none with count >= min_count)")
-    rows = [(w, int(embeddings.counts[embeddings.get_index(w)]),
-             embeddings.change_degree(w, tuple(period_a), tuple(period_b), step=step, measure=measure))
-            for w in words]
-    table = pd.DataFrame(rows, columns=["word", "count", "change"])
+    counts = [int(embeddings.counts[embeddings.get_index(w)]) for w in words]
+    change = embeddings.change_degrees(words, tuple(period_a), tuple(period_b), step=step, measure=measure)
+    table = pd.DataFrame({"word": words, "count": counts, "change": change.tolist()})
     table = table.sort_values("change", ascending=False, kind="stable").reset_index(drop=True)
     return table if top is None else table.head(_checks.positive("top", top))

@@ -10,7 +10,8 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
   array, with the same queries without ``year``);
 * over time: :meth:`~KeyedVectors.grid` (many words at many times),
   :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories),
-  :meth:`~KeyedVectors.change_degree`, :meth:`~KeyedVectors.indicators`,
+  :meth:`~KeyedVectors.change_degree` (:meth:`~KeyedVectors.change_degrees` for many words),
+  :meth:`~KeyedVectors.indicators`,
   :meth:`~KeyedVectors.export_npz`;
 * checking times as every query does (a float64 array, a warning outside the training span):
   :meth:`~KeyedVectors.query_times`;
@@ -327,17 +328,36 @@ class KeyedVectors:
         over all words ``v`` of the vocabulary:
 
         .. math:: \\frac1V \\sum_v \\Bigl| \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in A} - \\overline{\\sigma(f(u,t) h(v)^T)}_{t \\in B} \\Bigr|
+
+        For many words, :meth:`change_degrees` computes the same values in batches.
         """
+        return float(self.change_degrees([word], period_a, period_b, step, measure)[0])
+
+    def change_degrees(
+        self, words: Sequence[str], period_a: tuple[float, float], period_b: tuple[float, float], step: float = 1.0,
+        measure: str = "cosine",
+    ) -> np.ndarray:
+        """:meth:`change_degree` of each of ``words`` (W,), float64 (W,): the vectors of the two periods, (T_a, W, D)
+        and (T_b, W, D), are computed for chunks of words at once, at most :data:`CONTEXT_CHUNK_VALUES` entries per
+        chunk (one :meth:`grid` call per chunk, not per word)."""
         ta = self._times(*self._period(period_a, "period_a"), step, "period_a")
         tb = self._times(*self._period(period_b, "period_b"), step, "period_b")
-        a = self.grid([word], ta)[:, 0]
-        b = self.grid([word], tb)[:, 0]
-        if measure == "cosine":
-            return float(1.0 - F.cosine_similarity(a.mean(0), b.mean(0), dim=0))
-        if measure == "context":
-            H = self.model.compass.weight.detach().cpu()
-            return float((_mean_sigmoid(a, H) - _mean_sigmoid(b, H)).abs().mean())
-        raise ValueError(f"measure must be 'cosine' or 'context'; got {measure!r}")
+        words = _word_list(words)
+        self._ids(words)                                    # the KeyError naming an unknown word, before any grid
+        if measure not in ("cosine", "context"):
+            raise ValueError(f"measure must be 'cosine' or 'context'; got {measure!r}")
+        H = self.model.compass.weight.detach().cpu() if measure == "context" else None
+        out = np.empty(len(words), dtype=np.float64)
+        chunk = max(1, CONTEXT_CHUNK_VALUES // ((len(ta) + len(tb)) * self.vector_size))
+        for start in range(0, len(words), chunk):
+            a, b = self.grid(words[start:start + chunk], ta), self.grid(words[start:start + chunk], tb)
+            if H is None:                                   # (w,): 1 - cos of the period means
+                change = 1.0 - F.cosine_similarity(a.mean(0), b.mean(0), dim=-1)
+            else:                                           # (T, V) probabilities per word: one word at a time
+                change = torch.stack([(_mean_sigmoid(a[:, j], H) - _mean_sigmoid(b[:, j], H)).abs().mean()
+                                      for j in range(a.shape[1])])
+            out[start:start + chunk] = change.double().numpy()
+        return out
 
     def indicators(self, words: Sequence[str], span: tuple[float, float] | None = None, *, p: float = 1.0,
                    times=None) -> dict:

@@ -44,6 +44,17 @@ def _query_list(items) -> list:
     return _word_list(items)
 
 
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """The indices of the ``n`` largest of ``scores`` (V,), decreasing, equal scores by increasing index: the
+    first ``n`` of a stable sort of the whole array, found by sorting only the scores at least the n-th largest
+    (:func:`numpy.partition`, O(V), then a sort of those). ``0 <= n <=`` the number of finite scores."""
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    kth = np.partition(scores, scores.size - n)[scores.size - n]
+    candidates = np.flatnonzero(scores >= kth)                      # by increasing index: ties stay in order
+    return candidates[np.argsort(-scores[candidates], kind="stable")[:n]]
+
+
 def _missing(word, n: int) -> KeyError:
     return KeyError(f"word {word!r} is not in the vocabulary ({n} words)")
 
@@ -235,5 +246,4 @@ class StaticKeyedVectors:
         if min_count > 0:
             sims[self.counts < min_count] = -np.inf
         n = min(topn, int(np.isfinite(sims).sum()))
-        order = np.argsort(-sims, kind="stable")[:n]
-        return [(self.index_to_key[i], float(sims[i])) for i in order.tolist()]
+        return [(self.index_to_key[i], float(sims[i])) for i in _top(sims, n).tolist()]

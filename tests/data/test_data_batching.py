@@ -42,6 +42,35 @@ def test_a_multiple_rounds_the_padded_length_up_but_not_past_max_len():
     assert next(iter(make_loader(ds, batch_size=3, multiple_of=5)))[0].shape == (3, 5)
 
 
+
+def _pad_rows(sequences, max_len=None, multiple_of=None):
+    """The padded batch filled row by row (the reference of pad_batch's one-tensor path)."""
+    lengths = [min(len(s), max_len or len(s)) for s in sequences]
+    L = max(lengths) if multiple_of is None else min(-(-max(lengths) // multiple_of) * multiple_of,
+                                                     max_len or 10 ** 9)
+    ids = torch.full((len(sequences), L), PAD_ID, dtype=torch.long)
+    mask = torch.zeros(len(sequences), L, dtype=torch.bool)
+    for row, (seq, n) in enumerate(zip(sequences, lengths)):
+        ids[row, :n] = torch.tensor([int(x) for x in list(seq)[:n]], dtype=torch.long)
+        mask[row, :n] = True
+    return ids, mask
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_of_id_lists_in_one_tensor_equals_the_rows_filled_one_by_one(seed):
+    rng = np.random.default_rng(seed)
+    for B in (1, 2, 17):
+        lists = [rng.integers(0, 2 ** 40, size=int(n)).tolist() for n in rng.integers(1, 9, size=B)]
+        mixed = [np.array(s) if i % 3 == 1 else tuple(s) if i % 3 == 2 else s for i, s in enumerate(lists)]
+        for sequences in (lists, [s[:1] for s in lists], [lists[0]] * B, mixed, [*lists[:-1], [2.0] * 3]):
+            for max_len, multiple_of in ((None, None), (3, None), (None, 4), (5, 4), (1, None)):
+                got, expect = pad_batch(sequences, max_len, multiple_of), _pad_rows(sequences, max_len, multiple_of)
+                assert torch.equal(got[0], expect[0]) and torch.equal(got[1], expect[1])
+    with pytest.raises(TypeError, match="sequence 1 must hold integer ids; got torch.bool"):
+        pad_batch([[2, 3], [True, False]])                  # bools are no ids, on the list path too
+    with pytest.raises(ValueError, match="sequence 0 must hold integer ids; position 1 is 2.5"):
+        pad_batch([[2, 2.5], [4]])
+
 def test_pad_batch_errors():
     with pytest.raises(ValueError, match="at least one"):
         pad_batch([])

@@ -191,6 +191,18 @@ def test_span_shuffle_and_between():
     assert len(c.between(1900, 1960)) == 2
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_between_by_one_mask_keeps_what_a_comparison_per_document_keeps(seed):
+    rng = np.random.default_rng(seed)
+    for n in (1, 2, 50):
+        c = TimestampedCorpus(rng.integers(3800, 3812, size=n) / 2,
+                              tuple([f"d{i}"] for i in range(n)))                  # equal times: ties
+        for start, end in ((1900, 1903), (1902, 1902), (1899, 1910), (1903.5, 1904), (1910, 1920)):
+            keep = [i for i, t in enumerate(c.times.tolist()) if start <= t < end]
+            got = c.between(start, end)
+            assert got.times.tolist() == c.times[keep].tolist() and got.docs == tuple(c.docs[i] for i in keep)
+
+
 def test_mismatched_times_rejected():
     with pytest.raises(ValueError, match="2 entries"):
         TimestampedCorpus(np.array([1.0, 2.0]), (["a"],))

@@ -199,6 +199,51 @@ def test_word_states_on_the_complex_plane(tmp_path):
     assert plot_word_states(states, ["x", "y"], dims=[1], ax=one)[0] is one
 
 
+
+def _overlap_loop(box, others) -> float:
+    """The area ``box`` shares with ``others`` (extents x0, y0, x1, y1), one pair at a time (the reference)."""
+    total = 0.0
+    for other in others:
+        w = min(box[2], other[2]) - max(box[0], other[0])
+        h = min(box[3], other[3]) - max(box[1], other[1])
+        if w > 0 and h > 0:
+            total += w * h
+    return total
+
+
+def _least_crowded_loop(boxes, blocked, frame) -> int:
+    """The first free candidate, else the first of the least cost, by a search that stops at the first free one."""
+    best, best_cost = None, math.inf
+    for i, box in enumerate(boxes):
+        outside = (box[2] - box[0]) * (box[3] - box[1]) - _overlap_loop(box, [frame])
+        cost = _overlap_loop(box, blocked) + 4 * outside
+        if cost < best_cost:
+            best, best_cost = i, cost
+        if cost == 0:
+            break
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_label_spots_scored_at_once_match_the_loop_over_pairs(seed):
+    from qpnlp.interpret.plots import _least_crowded, _overlaps
+
+    rng = np.random.default_rng(seed)
+
+    def boxes(n):                                   # on a coarse grid: shared edges, identical boxes, equal costs
+        corner = rng.integers(0, 20, size=(n, 2)).astype(float) * 0.5
+        return np.concatenate([corner, corner + rng.integers(1, 6, size=(n, 2)) * 0.5], axis=1)
+
+    frame = np.array([1.0, 1.0, 9.0, 9.0])
+    for n, m in ((1, 0), (1, 1), (5, 3), (56, 40), (56, 0)):
+        candidates, blocked = boxes(n), boxes(m)
+        if n > 1:
+            candidates[1] = candidates[0]                                               # a tie
+        assert _overlaps(candidates, blocked).tolist() == [_overlap_loop(b, blocked) for b in candidates]
+        assert _least_crowded(candidates, blocked, frame) == _least_crowded_loop(candidates, blocked, frame)
+    crowded = np.tile(np.array([[2.0, 2.0, 3.0, 3.0]]), (4, 1))                         # every spot costs the same
+    assert _least_crowded(crowded, crowded[:2], frame) == 0
+
 def _label_boxes(ax: Axes):
     """The boxes of the label texts (without their leader lines)."""
     ax.figure.canvas.draw()

@@ -57,6 +57,19 @@ def test_change_ranking(embeddings):
     assert only["word"].tolist() == ["b", "c"]
 
 
+
+@pytest.mark.parametrize("measure", ["cosine", "context"])
+def test_change_ranking_is_the_change_degree_of_each_word(embeddings, measure):
+    # one batched change_degrees call; the reference asks change_degree word by word, as the ranking did
+    for words in (None, ["b"], ["d", "a", "c"]):                         # a, c and d tie: change 0
+        table = change_ranking(embeddings, (0.0, 0.5), (0.5, 1.0), words=words, step=0.25, measure=measure)
+        names = WORDS if words is None else words
+        rows = [(w, int(embeddings.counts[embeddings.get_index(w)]),
+                 embeddings.change_degree(w, (0.0, 0.5), (0.5, 1.0), step=0.25, measure=measure)) for w in names]
+        expect = pd.DataFrame(rows, columns=["word", "count", "change"]).sort_values(
+            "change", ascending=False, kind="stable").reset_index(drop=True)
+        pd.testing.assert_frame_equal(table, expect, check_exact=False, rtol=1e-6, atol=1e-7)
+
 def test_equal_eras_and_errors(embeddings):
     assert equal_eras(0, 3, 3) == [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]
     with pytest.raises(ValueError, match="start < end"):

@@ -9,6 +9,7 @@ import pytest
 
 from qpnlp.cli import main
 from qpnlp.data import TimestampedCorpus, write_tsv
+from qpnlp.word2fun import KeyedVectors
 
 PROG = "qpnlp train word2fun"
 WORDS = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
@@ -60,6 +61,14 @@ def test_report_schema_history_csv_and_epoch_lines(corpus_tsv, tmp_path, capsys)
     assert set(details["nearest"]) == {"war", "union"} and len(details["nearest"]["war"]) == 2
     assert len(details["nearest"]["war"][0]["nearest"]) == 3
     assert set(details["change_degree"]) == {"war", "union"} and details["training"]["processes"] == 1
+    vectors = KeyedVectors.from_pretrained(out)                 # one view per era: the queries word by word agree
+    for w in ("war", "union"):
+        for era in details["nearest"][w]:
+            found = vectors.most_similar(w, topn=3, year=era["year"], min_count=3)
+            assert era["nearest"] == [[x, round(c, 4)] for x, c in found]
+        first, last = details["nearest"][w][0]["era"], details["nearest"][w][-1]["era"]
+        assert details["change_degree"][w] == pytest.approx(
+            vectors.change_degree(w, first, last, step=vectors.default_step()), abs=1e-6)
     assert details["npz"] == str(tmp_path / "g.npz") and details["corpus"]["vocabulary"] == 8
     rows = list(csv.DictReader(report.with_suffix(".history.csv").read_text().splitlines()))
     assert [r["epoch"] for r in rows] == ["1", "2"] and "tokens_per_s" in rows[0]

@@ -172,6 +172,45 @@ def test_change_degree_refuses_a_reversed_period(vectors):
         vectors.change_degree("a", (1900, 1950), (2000, float("nan")), step=10)
 
 
+
+def _change_reference(e, word, period_a, period_b, step, measure):
+    """The change degree of one word, straight from its definition (two grid calls for the word alone)."""
+    a, b = (e.grid([word], np.arange(start, end + 1e-9, step))[:, 0] for start, end in (period_a, period_b))
+    if measure == "cosine":
+        return float(1 - torch.nn.functional.cosine_similarity(a.mean(0), b.mean(0), dim=0))
+    H = e.model.compass.weight.detach()
+    return float((torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean())
+
+
+@pytest.mark.parametrize("measure", ["cosine", "context"])
+@pytest.mark.parametrize("family", ["linear", "II", "IV"])
+def test_change_degrees_in_chunks_equal_one_word_at_a_time(make, randomise, monkeypatch, measure, family):
+    import qpnlp.word2fun.keyed_vectors as kv_module
+
+    words = [f"w{i}" for i in range(7)]
+    e = keyed(randomise(make(7, 4, family=family), seed=5), words)
+    with torch.no_grad():                                  # w6 moves exactly as w5: a tie
+        for p in e.model.parameters():
+            if p.shape[0] == 7:
+                p[6] = p[5]
+    periods, step = ((1900, 1920), (1980, 2000)), 5.0      # 5 + 5 times
+    query = ["w3", "w0", "w6", "w5", "w3", "w1", "w2", "w4"]   # a repeated word, the tied pair
+    expect = [_change_reference(e, w, *periods, step, measure) for w in query]
+    for chunk_values in (kv_module.CONTEXT_CHUNK_VALUES, 40, 80, 1):   # chunks of all, 1, 2 and (at least) 1 words
+        monkeypatch.setattr(kv_module, "CONTEXT_CHUNK_VALUES", chunk_values)
+        got = e.change_degrees(query, *periods, step=step, measure=measure)
+        assert got.dtype == np.float64 and got.shape == (len(query),)
+        np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-6)
+        assert got[0] == got[4] and got[2] == got[3]     # the same word, and two words of equal vectors
+        assert e.change_degree("w3", *periods, step=step, measure=measure) == pytest.approx(expect[0], abs=1e-6)
+    assert e.change_degrees([], *periods, step=step, measure=measure).shape == (0,)
+    assert e.change_degrees("w3", *periods, step=step, measure=measure).tolist() == \
+        e.change_degrees(["w3"], *periods, step=step, measure=measure).tolist()
+    with pytest.raises(KeyError, match="'nope'"):
+        e.change_degrees(["w1", "nope"], *periods, step=step, measure=measure)
+    with pytest.raises(ValueError, match="measure must be 'cosine' or 'context'"):
+        e.change_degrees(["w1"], *periods, step=step, measure="euclid")
+
 def test_context_change_degree_holds_no_times_x_vocabulary_matrix(make, randomise, monkeypatch):
     # 201 times x 500 words: the (T, V) probabilities went in chunks of at most CONTEXT_CHUNK_VALUES entries
     import qpnlp.word2fun.keyed_vectors as kv_module
@@ -198,6 +237,31 @@ def test_context_change_degree_holds_no_times_x_vocabulary_matrix(make, randomis
     expect = (torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean()
     assert got == pytest.approx(float(expect), rel=1e-5)
 
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_top_words_by_partition_are_the_first_of_a_stable_sort(seed):
+    from qpnlp.word2fun.static_vectors import _top
+
+    rng = np.random.default_rng(seed)
+    for V in (1, 2, 9, 300):
+        scores = rng.integers(-3, 4, size=V).astype(float) / 4          # many ties, +0.0 and -0.0
+        scores[rng.random(V) < 0.2] = -np.inf                           # query words, rare words
+        finite = int(np.isfinite(scores).sum())
+        for n in sorted({0, 1, finite // 2, finite}):
+            assert _top(scores, n).tolist() == np.argsort(-scores, kind="stable")[:n].tolist()
+    # most_similar: words of equal vectors (equal cosines) by increasing row, min_count, the query left out
+    X = rng.normal(size=(12, 3))
+    X[[4, 7, 9]] = X[2]
+    kv = StaticKeyedVectors([f"w{i}" for i in range(12)], X, counts=np.arange(12))
+    for query, topn, min_count in (("w2", 3, 0), ("w0", 12, 0), ("w5", 5, 6), ("w1", 1, 11), ("w11", 4, 12)):
+        row = kv._unit[kv.get_index(query)]
+        sims = kv._unit @ (row / np.linalg.norm(row))                  # the query: the mean of one unit row, normalised
+        sims[kv.get_index(query)] = -np.inf
+        sims[kv.counts < min_count] = -np.inf
+        order = [i for i in np.argsort(-sims, kind="stable") if np.isfinite(sims[i])][:topn]
+        assert kv.most_similar(query, topn=topn, min_count=min_count) == \
+            [(f"w{i}", float(sims[i])) for i in order]
 
 def test_the_static_view_refuses_duplicate_words_and_misfit_counts():
     # a duplicate hid one row from the look-ups and most_similar("a") returned "a" itself
