@@ -213,9 +213,22 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
         raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 
 
+#: Bytes read at a time from a word2vec binary file (decompressed bytes of a gzip file): the reader holds about one
+#: block besides the vectors it keeps, whatever the size of the file (GoogleNews' is 3.6 GB decompressed).
+_BLOCK = 1 << 22
+
+
 def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> PretrainedVectors:
-    """The entries of an open word2vec binary file (:func:`read_word2vec_binary`), those in ``keep`` only."""
-    out_words, rows = [], []
+    """The entries of an open word2vec binary file (:func:`read_word2vec_binary`), those in ``keep`` only.
+
+    The file is read in blocks of up to :data:`_BLOCK` bytes, each by one ``read1`` call and only when an entry
+    needs bytes beyond those read (so a truncated gzip stream fails where reading byte by byte failed, after the
+    entries before its end); the space after each word is found by ``bytes.find``. The d values of the kept
+    entries of a block become one (k, d) float32 matrix, checked (finite) before the next block is read or an
+    error raised, so that the first faulty entry of the file is the one named.
+    """
+    out_words, chunks = [], []
+    pending, entries = [], []            # the vector bytes of the block's kept entries, and their numbers i + 1
     header = handle.readline().split()
     if len(header) != 2 or not all(h.isdigit() for h in header):
         raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
@@ -224,46 +237,82 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
         raise ValueError(f"{path}:1: the header announces {n} vectors of dimension {dim}; expected at least one "
                          f"vector of dimension >= 1")
     width = 4 * dim
+
+    def check_pending() -> None:
+        """Stack the kept vectors read so far, (k, d), into ``chunks``; ``ValueError`` for a non-finite value."""
+        if pending:
+            chunk = np.frombuffer(b"".join(pending), dtype="<f4").reshape(len(pending), dim)
+            finite = np.isfinite(chunk).all(axis=1)
+            if not finite.all():
+                j = int(np.argmin(finite))
+                raise ValueError(f"{path}: entry {entries[j]} of {n} ({out_words[len(out_words) - len(pending) + j]!r})"
+                                 f" has a non-finite value")
+            chunks.append(chunk)
+            pending.clear()
+            entries.clear()
+
+    buf, pos = bytearray(), 0            # the bytes read and not yet parsed start at buf[pos]
+
+    def refill() -> bool:
+        """Drop the parsed bytes, ``buf[:pos]``, and append the next block; False at the end of the file."""
+        nonlocal pos
+        check_pending()
+        del buf[:pos]                    # a bytearray moves its start: no copy of the rest
+        block = handle.read1(max(_BLOCK, width))
+        buf.extend(block)
+        pos = 0
+        return bool(block)
+
     for i in range(n):
-        word = bytearray()
-        while (ch := handle.read(1)) != b" ":
-            if not ch:
+        space = buf.find(b" ", pos)
+        while space < 0:                 # the word goes on in the next block
+            scanned = len(buf) - pos
+            if not refill():
                 raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
-            if ch != b"\n":
-                word += ch
-        data = handle.read(width)
+            space = buf.find(b" ", scanned)
+        word = buf[pos:space].replace(b"\n", b"")    # the line end after the previous vector, if any
+        pos = space + 1
+        while len(buf) - pos < width and refill():
+            pass
+        data = buf[pos:pos + width]
+        pos += len(data)
         if i == 0 and _values_are_text(data):
             raise ValueError(f"{path}: the first vector is written as text ({bytes(data[:40])!r}), not as {dim} "
                              f"binary float32 values: a word2vec text file (load_vectors reads it as text)")
         if len(data) != width:
+            check_pending()
             raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
         try:
             text = word.decode("utf-8")
         except UnicodeDecodeError as err:
+            check_pending()
             raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err}), or the dimension in the header "
                              f"'N D' does not match the vectors (the header says D = {dim}: {width} bytes per "
                              f"vector)") from None
         if keep is None or text in keep:
-            vector = np.frombuffer(data, dtype="<f4")
-            if not np.isfinite(vector).all():
-                raise ValueError(f"{path}: entry {i + 1} of {n} ({text!r}) has a non-finite value")
             out_words.append(text)
-            rows.append(vector)
-    rest = handle.read(4096)
-    if rest.strip():
+            pending.append(data)
+            entries.append(i + 1)
+    check_pending()
+    while len(buf) - pos < 4096 and refill():
+        pass
+    if buf[pos:pos + 4096].strip():
         raise ValueError(f"{path}: the header announces {n} vectors but the file goes on after entry {n} "
                          f"(wrong header, or a dimension other than {dim}?)")
-    matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), dtype=np.float32)
     return _first_occurrences(out_words, matrix)
 
 
 def _first_occurrences(words: list[str], matrix: np.ndarray) -> PretrainedVectors:
+    """The first entry of each word, ``words`` (N,) and their rows of ``matrix`` (N, d) (a file may repeat one)."""
     seen, keep = set(), []
     for i, w in enumerate(words):
         if w not in seen:
             seen.add(w)
             keep.append(i)
-    return from_matrix([words[i] for i in keep], matrix[keep])
+    if len(keep) == len(words):          # no word twice: the matrix as it is, not a copy (3.6 GB for GoogleNews)
+        return from_matrix(words, matrix)
+    return from_matrix([words[i] for i in keep], matrix[np.asarray(keep, dtype=np.intp)])
 
 
 def spacy_hash(text: str) -> int:

@@ -415,8 +415,14 @@ class Vocabulary:
         [0.0, 2.099, 1.0, 1.405]
         """
         n = self._n_docs
-        dfs = [0.0] * self._n_special + [float(self._doc_freq[w]) for w in self._itos[self._n_special:]]
-        idf = torch.tensor([math.log((1 + n) / (1 + df)) + 1.0 for df in dfs], dtype=torch.float32)
+        df = np.zeros(len(self._itos), dtype=np.int64)           # (V,): 0 for the reserved ids
+        # _doc_freq is built in id order (__init__) and never changed: its values are df of ids n_special, ...
+        df[self._n_special:] = np.fromiter(self._doc_freq.values(), dtype=np.int64, count=len(self._doc_freq))
+        # The formula once per distinct df (few: frequencies repeat), with math.log as for one word: the same
+        # float64 values as a loop over the words (numpy's log may differ in the last bit), then float32.
+        distinct, row = np.unique(df, return_inverse=True)
+        table = np.array([math.log((1 + n) / (1 + float(d))) + 1.0 for d in distinct.tolist()], dtype=np.float64)
+        idf = torch.from_numpy(table[row.reshape(-1)].astype(np.float32))
         if self._specials:
             idf[PAD_ID] = 0.0
         return idf

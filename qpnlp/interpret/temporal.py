@@ -2,13 +2,13 @@ r"""Word2Fun: tables of how words move over time, built on :class:`~qpnlp.word2f
 
 A Word2Fun word is a function of time :math:`f(u, t) \in \mathbb{R}^D`
 (thesis section 4.2). These helpers only arrange the model's own queries
-(:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.similarity_over_time`,
+(:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.similarities_over_time`,
 :meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.most_similar`,
 :meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.change_degree`) into
 pandas tables for notebooks and plots:
 
 * :func:`similarity_trajectories`: :math:`\cos(f(u, t), f(v, t))` for chosen
-  words v, times x words;
+  words v, times x words (all the words in one query);
 * :func:`nearest_by_era`: the nearest words of u at the middle of each era;
 * :func:`change_ranking`: the words whose mean vector moved most between two
   periods (cosine distance of the period means, or the change of their
@@ -46,7 +46,7 @@ def _times(times) -> list[float]:
 
 
 def _check_embeddings(embeddings) -> None:
-    for name in ("similarity_over_time", "most_similar", "change_degrees", "index_to_key", "time_span"):
+    for name in ("similarities_over_time", "most_similar", "change_degrees", "index_to_key", "time_span"):
         if not hasattr(embeddings, name):
             raise TypeError(f"need Word2Fun KeyedVectors (trained model + vocabulary); got {type(embeddings).__name__}")
 
@@ -98,8 +98,9 @@ def similarity_trajectories(embeddings, word: str, others: Sequence[str], times)
     if not others:
         raise ValueError("others is empty: name at least one word to compare with")
     times = _times(times)
-    columns = {v: embeddings.similarity_over_time(word, v, times).detach().cpu().numpy() for v in others}
-    return pd.DataFrame(columns, index=pd.Index(times, name="time"))
+    others = list(dict.fromkeys(others))                # a word named twice: one column
+    cosines = embeddings.similarities_over_time(word, others, times)       # (T, W), every word at once
+    return pd.DataFrame(cosines.detach().cpu().numpy(), index=pd.Index(times, name="time"), columns=others)
 
 
 def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int = 0) -> pd.DataFrame:

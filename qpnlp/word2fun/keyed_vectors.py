@@ -9,7 +9,8 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
   a :class:`~qpnlp.word2fun.static_vectors.StaticKeyedVectors` (every word's vector at that year as a numpy
   array, with the same queries without ``year``);
 * over time: :meth:`~KeyedVectors.grid` (many words at many times),
-  :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories),
+  :meth:`~KeyedVectors.similarity_over_time` (similarity trajectories; :meth:`~KeyedVectors.similarities_over_time`
+  for many words),
   :meth:`~KeyedVectors.change_degree` (:meth:`~KeyedVectors.change_degrees` for many words),
   :meth:`~KeyedVectors.indicators`,
   :meth:`~KeyedVectors.export_npz`;
@@ -280,8 +281,27 @@ class KeyedVectors:
     # ---- over time
     def similarity_over_time(self, word_a: str, word_b: str, times: Sequence[float]) -> torch.Tensor:
         """Cosine of :math:`f(a, t)` and :math:`f(b, t)` for each time, shape (T,): a similarity trajectory."""
-        G = _unit(self.grid([word_a, word_b], times))
-        return (G[:, 0] * G[:, 1]).sum(-1)
+        return self.similarities_over_time(word_a, [word_b], times)[:, 0]
+
+    def similarities_over_time(self, word: str, others: Sequence[str], times: Sequence[float]) -> torch.Tensor:
+        r"""Cosines :math:`\cos(f(u, t), f(v, t))` of ``word`` u with each ``v`` of ``others`` (W,) at each of the
+        raw ``times`` (T,): shape (T, W), on the CPU; column j is the trajectory of ``others[j]``.
+
+        The vectors of ``others`` come from one grid of (T, w, D) vectors per chunk of w words, at most
+        :data:`CONTEXT_CHUNK_VALUES` values each (a single chunk while T W D is within it), not from one query per
+        word; the times are checked (and a time outside the training span warned about) once.
+        """
+        others = _word_list(others)
+        ids = self._ids([word, *others])                    # the KeyError naming an unknown word, before any grid
+        dev = self._device()
+        times = torch.as_tensor(self.query_times(times)).to(dev)
+        u = _unit(self.model.grid(ids[:1].to(dev), times).cpu())                     # (T, 1, D)
+        out = torch.empty(len(times), len(others), dtype=u.dtype)
+        chunk = max(1, CONTEXT_CHUNK_VALUES // max(len(times) * self.vector_size, 1))
+        for start in range(1, len(ids), chunk):            # ids[start:start + chunk]: a chunk of others
+            G = _unit(self.model.grid(ids[start:start + chunk].to(dev), times).cpu())
+            out[:, start - 1:start - 1 + G.shape[1]] = (u * G).sum(-1)
+        return out
 
     def default_step(self, points: int = 1000) -> float:
         """A sampling step for queries over the span: 1 (a year) or longer, at most ``points`` times over the span.

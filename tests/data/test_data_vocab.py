@@ -1,5 +1,6 @@
 import json
 import math
+import random
 
 import pytest
 import torch
@@ -176,3 +177,30 @@ def test_ids_of_an_existing_vocabulary_are_unchanged():
     assert v.to_dict() == {"format": "qpnlp.Vocabulary/1", "words": ["good", "the", "film", "is", "bad", "plot"],
                            "word_freq": [3, 3, 2, 2, 1, 1], "doc_freq": [2, 3, 2, 2, 1, 1], "n_docs": 4}
     assert [v.id_of(w) for w in ["good", "the", "film", "is", "bad", "plot", "zzz"]] == [2, 3, 4, 5, 6, 7, UNK_ID]
+
+
+def _idf_word_by_word(v: Vocabulary) -> torch.Tensor:
+    """The formula of Vocabulary.idf one id at a time (its code before it was vectorised)."""
+    n = v.n_docs
+    dfs = [0.0] * (2 if v.specials else 0) + [float(v.doc_freq(w)) for w in v.words[2 if v.specials else 0:]]
+    idf = torch.tensor([math.log((1 + n) / (1 + df)) + 1.0 for df in dfs], dtype=torch.float32)
+    if v.specials:
+        idf[PAD_ID] = 0.0
+    return idf
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("specials", [True, False])
+def test_idf_equals_the_formula_word_by_word(seed, specials):
+    """Vectorised: the same float32 values, bit for bit, as the per-word formula; empty, one word, ties."""
+    rng = random.Random(seed)
+    size = [0, 1, 2, 50, 300, 1000][seed]
+    words = [rng.choice(["w", "café", "Ω", "日本", "😀"]) + str(i) for i in range(size)]
+    n_docs = rng.choice([0, 1, 7, 10 ** 6]) if size == 0 else rng.choice([1, 7, 10 ** 6])
+    df = {w: rng.choice([0, 1, n_docs, rng.randint(0, n_docs)]) for w in words}     # ties: df 0, 1 and N repeat
+    scrambled = dict(sorted(df.items(), key=lambda _: rng.random()) + [("not-a-word", 3)])   # order, extra key
+    v = Vocabulary(words, dict.fromkeys(words, 1), scrambled, n_docs, specials=specials)
+    idf = v.idf()
+    assert idf.dtype == torch.float32 and idf.shape == (len(v),)
+    assert torch.equal(idf, _idf_word_by_word(v))
+    assert torch.equal(Vocabulary.from_dict(json.loads(json.dumps(v.to_dict()))).idf(), idf)

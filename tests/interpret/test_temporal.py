@@ -121,3 +121,18 @@ def test_eras_and_periods_of_the_wrong_type_name_the_argument(embeddings):
     with pytest.raises(ValueError, match="period_a must be \\(start, end\\) with finite"):
         change_ranking(embeddings, (0.0, float("nan")), (1.0, 1.0))
     assert len(change_ranking(embeddings, [0, 0], (1, 1))) == 4                   # lists and ints still accepted
+
+
+def test_similarity_trajectories_equal_the_table_built_word_by_word(embeddings):
+    """One batched query: the same table as a grid of the two words per column (the code before it was batched),
+    a word named twice one column."""
+    def column(v, times):
+        G = embeddings.grid(["a", v], times)
+        G = G / G.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        return (G[:, 0] * G[:, 1]).sum(-1).numpy()
+
+    for others, times in [(["b"], [0.5]), (["d", "b", "c", "b", "a"], [0.0, 0.25, 1.0]), (WORDS, [1.0, 0.0])]:
+        table = similarity_trajectories(embeddings, "a", others, times)
+        expect = pd.DataFrame({v: column(v, times) for v in others}, index=pd.Index([float(t) for t in times],
+                                                                                   name="time"))
+        pd.testing.assert_frame_equal(table, expect, check_exact=True)

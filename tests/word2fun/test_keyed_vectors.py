@@ -387,3 +387,38 @@ def test_a_numpy_array_of_words_is_words_not_a_vector():
     # worked as a list of words and must keep doing so
     kv = StaticKeyedVectors(["a", "b", "c", "d"], np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]))
     assert kv.most_similar(positive=np.array(["a", "c"]), topn=2) == kv.most_similar(positive=["a", "c"], topn=2)
+
+
+def _trajectory_pair_by_pair(vectors, word, other, times):
+    """One similarity trajectory from the grid of the two words (similarity_over_time before it was batched)."""
+    G = vectors.grid([word, other], times)
+    G = G / G.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return (G[:, 0] * G[:, 1]).sum(-1)
+
+
+@pytest.mark.parametrize("family", ["II", "IV", "linear", "sliced"])
+@pytest.mark.parametrize("cap", [1, 40, None])      # grids of one word, of a few words, of all the words at once
+def test_similarities_over_time_equal_the_trajectories_pair_by_pair(make, randomise, monkeypatch, family, cap):
+    from qpnlp.word2fun import keyed_vectors
+
+    if cap is not None:
+        monkeypatch.setattr(keyed_vectors, "CONTEXT_CHUNK_VALUES", cap)
+    words = ["a", "König", "日本", "😀", "x" * 200, "tie", "tie2"]
+    V = len(words)
+    model = randomise(make(V, 4, family=family), seed=5)
+    with torch.no_grad():                               # "tie2" a copy of "tie" (in every slice): equal cosines
+        for p in model.parameters():
+            for row in range(5, p.shape[0], V):
+                p[row + 1] = p[row]
+    vectors = keyed(model, words)
+    for word, others, times in [("a", words, [1950.0]), ("tie", ["tie2", "tie", "a"], [1900, 1937.5, 2000]),
+                                ("😀", ["x" * 200], np.linspace(1900, 2000, 7)), ("a", [], [1900, 1950])]:
+        table = vectors.similarities_over_time(word, others, times)
+        assert table.shape == (len(times), len(others)) and table.dtype == torch.float32
+        for j, other in enumerate(others):
+            assert torch.equal(table[:, j], _trajectory_pair_by_pair(vectors, word, other, times)), (word, other)
+            assert torch.equal(vectors.similarity_over_time(word, other, times), table[:, j])
+    tie = vectors.similarities_over_time("a", ["tie", "tie2"], [1900, 1950])
+    assert torch.equal(tie[:, 0], tie[:, 1])
+    with pytest.raises(KeyError, match="'zz'"):
+        vectors.similarities_over_time("a", ["a", "zz"], [1950])
