@@ -80,6 +80,9 @@ STEP_RATE_MAX = 200.0
 #: Most entries of one (T, W, D) grid :meth:`Word2Fun.indicators` holds at once (16 MB in float32): the words of a
 #: larger query go in chunks, so its memory does not grow with the number of words.
 INDICATOR_GRID_VALUES = 1 << 22
+#: Most entries of one (t, W, D) block of times that :meth:`Word2Fun.grid` evaluates at once (4 MB in float32): the
+#: intermediates of the families stay in cache; larger grids go in blocks of times (at least one time a block).
+GRID_CHUNK_VALUES = 1 << 20
 
 
 @dataclasses.dataclass
@@ -489,9 +492,31 @@ class Word2Fun(Model):
 
     @torch.no_grad()
     def grid(self, words: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """Vectors of many words at many raw times in one call: ``words`` (W,), raw ``times`` (T,) -> (T, W, D)."""
-        T, W = times.shape[0], words.shape[0]
-        return self.vectors(words.unsqueeze(0).expand(T, W), torch.as_tensor(times).unsqueeze(1).expand(T, W))
+        r"""Vectors of many words at many raw times in one call: ``words`` (W,), raw ``times`` (T,) -> (T, W, D).
+
+        :math:`f(u_w, \tau_t)` for every pair, equal bit for bit to :meth:`vectors` at the (T, W) pairs: each
+        word's rows (:meth:`tables`) are gathered once, (W, n), and broadcast against the normalised times
+        :math:`\tau` (T, 1) (the "sliced" family gathers its (T, W) slice rows, the grid itself).  The family's
+        function goes in blocks of times of at most :data:`GRID_CHUNK_VALUES` entries, so that the intermediates
+        of a (t, W, D) block stay small however large the grid; the logistic step's sigmoid
+        :math:`\sigma(k_u (\tau_t / S - c_u))` (T, W, 1) is taken in one piece, as :meth:`vectors` takes it
+        (torch rounds the vectorised body and the tail of its sigmoid differently).
+        """
+        tau = self.normalised_times(times).unsqueeze(-1)                                   # (T, 1)
+        T, W, D = tau.shape[0], words.shape[0], self.dim
+        rows = {k: w[i] for k, (w, i) in self.tables(words, tau).items()}                  # (W, n); sliced (T, W, D)
+        step = max(1, GRID_CHUNK_VALUES // max(W * D, 1))                                  # times per block
+        if self.family == "sliced" or step >= T:
+            return self.function(rows, tau).expand(T, W, D).contiguous()
+        if self.config.logistic:
+            sig = step_sigmoid(rows["step_centre"], self.step_log_rate(rows), tau / self.time_scale.scale)
+        out = tau.new_empty(T, W, D)
+        for start in range(0, T, step):
+            f = self._family_function(rows, tau[start:start + step])
+            if self.config.logistic:  # + A_u (sigma - 1/2), as logistic_step
+                f = f + rows["step_amplitude"] * (sig[start:start + step] - 0.5)
+            out[start:start + step] = f
+        return out
 
     # ---- thesis Table 5.27 indicators
     @torch.no_grad()
