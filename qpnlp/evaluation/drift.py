@@ -36,6 +36,7 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import zipfile
 import zlib
 from collections import Counter
@@ -139,7 +140,9 @@ class DriftGrid:
         try:
             # the file opened here, not by np.load: np.load(path) leaves the file it opened open when the archive
             # does not parse ("ResourceWarning: unclosed file")
-            with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
+            # an open file (np.load takes one) is the caller's to close
+            with (contextlib.nullcontext(path) if hasattr(path, "read") else open(path, "rb")) as handle, \
+                    np.load(handle, allow_pickle=False) as archive:
                 z = {key: archive[key] for key in archive.files}   # members are read lazily: all of them here
         except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as err:
             raise ValueError(f"{path}: not a readable .npz archive, truncated or damaged ({err})") from None

@@ -76,7 +76,7 @@ def _cut_inside_tie(scores: torch.Tensor, crowded: torch.Tensor, values: torch.T
     """
     k, n = values.shape[-1], scores.shape[-1]
     kth = values[:, -1:]
-    above = values > kth
+    above = (values > kth) | values.isnan()                         # topk ranks NaN first, as a sort does
     needed_count = k - above.sum(-1, keepdim=True)
     width = min(n, 4 * k)
     while (tied := scores[crowded, :width] == kth).sum(-1, keepdim=True).lt(needed_count).any():

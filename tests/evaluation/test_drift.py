@@ -335,3 +335,19 @@ def test_npz_is_written_at_the_path_given_and_a_truncated_one_is_named(tmp_path)
     np.savez(tmp_path / "other.npz", words=np.asarray(["a"]))
     with pytest.raises(ValueError, match=r"other.npz: not a drift grid \(no E, years in the archive\)"):
         DriftGrid.load_npz(tmp_path / "other.npz")
+
+
+def test_load_npz_still_reads_an_open_file(tmp_path):
+    # np.load takes an open binary file as well as a path, and load_npz passed it on; opening the path itself (to
+    # close it after a parse error) made load_npz(handle) a TypeError "expected str, bytes or os.PathLike object"
+    import io
+
+    grid, _ = perfect_case(noise=0.01)
+    grid.save_npz(tmp_path / "g.npz")
+    data = (tmp_path / "g.npz").read_bytes()
+    assert torch.equal(DriftGrid.load_npz(io.BytesIO(data)).E, grid.E)
+    with open(tmp_path / "g.npz", "rb") as handle:
+        assert DriftGrid.load_npz(handle).words == grid.words
+        assert not handle.closed                        # the caller's file: the caller closes it
+    with pytest.raises(ValueError, match="not a readable .npz archive"):
+        DriftGrid.load_npz(io.BytesIO(data[: len(data) // 2]))
