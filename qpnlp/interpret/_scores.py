@@ -52,7 +52,7 @@ def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     ``1 <= k <= n``.
     """
     values, columns = scores.topk(min(k + 1, scores.shape[-1]), dim=-1)
-    crowded = (values[:, k] == values[:, k - 1]).nonzero().squeeze(-1) if values.shape[-1] > k else []
+    crowded = _equal(values[:, k], values[:, k - 1]).nonzero().squeeze(-1) if values.shape[-1] > k else []
     values, columns = values[:, :k], columns[:, :k]
     if len(crowded):                                                # the cut falls inside a tie
         columns[crowded] = _cut_inside_tie(scores, crowded, values[crowded], columns[crowded])
@@ -76,12 +76,17 @@ def _cut_inside_tie(scores: torch.Tensor, crowded: torch.Tensor, values: torch.T
     """
     k, n = values.shape[-1], scores.shape[-1]
     kth = values[:, -1:]
-    above = (values > kth) | values.isnan()                         # topk ranks NaN first, as a sort does
+    above = (values > kth) | (values.isnan() & ~kth.isnan())        # topk ranks NaN first, as a sort does
     needed_count = k - above.sum(-1, keepdim=True)
     width = min(n, 4 * k)
-    while (tied := scores[crowded, :width] == kth).sum(-1, keepdim=True).lt(needed_count).any():
+    while (tied := _equal(scores[crowded, :width], kth)).sum(-1, keepdim=True).lt(needed_count).any():
         width = min(n, 4 * width)                                   # ends: the whole row holds enough
     reversed_column = torch.arange(width, 0, -1, dtype=torch.int32, device=scores.device)
     lowest_tied = width - torch.where(tied, reversed_column, 0).topk(min(k, width), dim=-1).values.long()
     needed = torch.arange(lowest_tied.shape[-1], device=scores.device) < needed_count
     return torch.cat([columns, lowest_tied], dim=-1)[torch.cat([above, needed], dim=-1)].view(-1, k)
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a == b`` elementwise, NaN equal to NaN: the ties of a sort, which ranks every NaN first."""
+    return (a == b) | (a.isnan() & b.isnan())

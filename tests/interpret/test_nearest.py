@@ -283,7 +283,7 @@ def test_top_k_keeps_a_nan_score_above_a_tie_at_the_cut(device):
     from qpnlp.interpret._scores import top_k
     nan = float("nan")
     scores = torch.tensor([[1.0, nan, 1.0, 1.0, 0.0], [nan, 1.0, 1.0, nan, 1.0], [nan, 2.0, 1.0, 1.0, 1.0],
-                           [nan, 2.0, 3.0, 1.0, 0.0]])
+                           [nan, 2.0, 3.0, 1.0, 0.0], [1.0, nan, 0.0, nan, nan], [nan, nan, nan, nan, nan]])
     for k in (1, 2, 3, 4):
         expected = scores.sort(dim=-1, descending=True, stable=True)
         values, columns = top_k(scores.to(device), k)
