@@ -44,10 +44,11 @@ import numpy as np
 import torch
 
 from qpnlp import _optional
+from qpnlp._top_k import top_k
 from qpnlp.hilbert import promote
 
 from . import _checks
-from ._scores import pair_scores, resolve_score, top_k, unit_rows
+from ._scores import pair_scores, resolve_score, unit_rows
 
 __all__ = ["BornIndex", "faiss_available"]
 

@@ -47,11 +47,12 @@ import torch
 from torch import nn
 
 from qpnlp._checks import is_integer
+from qpnlp._top_k import top_k
 from qpnlp.hilbert import promote
 from qpnlp.measurement import POVM, POVMMeasurement, ProjectiveMeasurement, Projector
 
 from . import _checks
-from ._scores import SCORES, pair_scores, resolve_score, top_k, unit_rows
+from ._scores import SCORES, pair_scores, resolve_score, unit_rows
 from .ann import BornIndex, faiss_available
 
 __all__ = ["SCORES", "METHODS", "ANN_MIN_VOCAB", "born_scores", "nearest_states", "nearest_words", "nearest_table",

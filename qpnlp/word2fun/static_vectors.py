@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer
+from qpnlp._top_k import top_k
 
 __all__ = ["StaticKeyedVectors"]
 
@@ -42,17 +43,6 @@ def _query_list(items) -> list:
     if _is_vector(items) and items.ndim in (1, 2):
         return [items] if items.ndim == 1 else list(items)
     return _word_list(items)
-
-
-def _top(scores: np.ndarray, n: int) -> np.ndarray:
-    """The indices of the ``n`` largest of ``scores`` (V,), decreasing, equal scores by increasing index: the
-    first ``n`` of a stable sort of the whole array, found by sorting only the scores at least the n-th largest
-    (:func:`numpy.partition`, O(V), then a sort of those). ``0 <= n <=`` the number of finite scores."""
-    if n == 0:
-        return np.zeros(0, dtype=np.intp)
-    kth = np.partition(scores, scores.size - n)[scores.size - n]
-    candidates = np.flatnonzero(scores >= kth)                      # by increasing index: ties stay in order
-    return candidates[np.argsort(-scores[candidates], kind="stable")[:n]]
 
 
 def _missing(word, n: int) -> KeyError:
@@ -246,4 +236,5 @@ class StaticKeyedVectors:
         if min_count > 0:
             sims[self.counts < min_count] = -np.inf
         n = min(topn, int(np.isfinite(sims).sum()))
-        return [(self.index_to_key[i], float(sims[i])) for i in _top(sims, n).tolist()]
+        order = top_k(torch.from_numpy(sims)[None], n)[1][0].tolist() if n else []   # ties by increasing row
+        return [(self.index_to_key[i], float(sims[i])) for i in order]

@@ -260,7 +260,7 @@ def test_equal_scores_rank_by_increasing_row_as_a_stable_sort(device):
 
 def test_top_k_ranks_as_a_stable_sort_when_rows_mix_ties_and_distinct_scores(device):
     # rows of few distinct scores (the cut inside a tie, with some columns above it) beside rows of distinct scores
-    from qpnlp.interpret._scores import top_k
+    from qpnlp._top_k import top_k
     g = torch.Generator().manual_seed(0)
     for n, k in ((1, 1), (6, 1), (6, 3), (40, 7), (40, 40), (500, 25)):
         scores = torch.cat([torch.randint(0, 4, (5, n), generator=g).float(), torch.randn(2, n, generator=g)])
@@ -280,7 +280,7 @@ def test_top_k_keeps_a_nan_score_above_a_tie_at_the_cut(device):
     # torch.topk and a descending stable sort rank NaN first; a row whose cut fell inside a tie dropped its NaN
     # columns (they are not "> kth") and took a further tied column instead, so the same NaN was kept or lost
     # depending on whether the k-th score happened to tie
-    from qpnlp.interpret._scores import top_k
+    from qpnlp._top_k import top_k
     nan = float("nan")
     scores = torch.tensor([[1.0, nan, 1.0, 1.0, 0.0], [nan, 1.0, 1.0, nan, 1.0], [nan, 2.0, 1.0, 1.0, 1.0],
                            [nan, 2.0, 3.0, 1.0, 0.0], [1.0, nan, 0.0, nan, nan], [nan, nan, nan, nan, nan]])
