@@ -1,6 +1,6 @@
 """The stable top-k of the nearest-word searches against :func:`torch.topk`, with and without ties at the cut.
 
-:func:`qpnlp.interpret._scores.top_k` ranks equal scores by increasing column (a stable sort's order), which
+:func:`qpnlp._top_k.top_k` ranks equal scores by increasing column (a stable sort's order), which
 :func:`torch.topk` leaves unspecified. Rows whose cut falls inside a tie take an extra path; this benchmark times it
 where it is worst, every score of every row equal (a query orthogonal to the whole vocabulary), and on distinct
 scores (no tie: one ``topk`` and a sort of the k kept), each against a plain ``topk`` of the same scores in the
@@ -20,7 +20,7 @@ import torch
 
 from _bench import interleaved, ratio, summary, uptime  # benchmarks/ is on sys.path as a script
 
-from qpnlp.interpret._scores import top_k
+from qpnlp._top_k import top_k
 
 
 def main() -> None:
