@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -26,6 +26,11 @@ SEEDS = 2 ** 32
 def is_integer(value) -> bool:
     """Whether ``value`` is an integer, a Python or a NumPy one (a bool is not)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a real number, a Python or a NumPy one (a bool is not, nor a list or an array)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_seed(seed) -> int:

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 import numpy as np
 
 from qpnlp._atomic import atomic_file
+from qpnlp._checks import is_real
+from qpnlp._errors import preview
 from qpnlp.data.paths import iter_lines, split_lines
 
 if TYPE_CHECKING:
@@ -133,7 +135,15 @@ class TimestampedCorpus:
         return TimestampedCorpus(rng.permutation(self.times), self.docs)
 
     def between(self, start: float, end: float) -> "TimestampedCorpus":
-        """Documents with ``start <= time < end``."""
+        """Documents with ``start <= time < end``: a half-open interval, empty for ``start == end``.
+
+        ``start`` and ``end`` are real numbers, Python or NumPy scalars, infinities too
+        (``between(1900, math.inf)``); ``TypeError`` for anything else (a list or an array, a string, a bool,
+        None), ``ValueError`` for NaN or ``start > end``.
+        """
+        start, end = _bound("start", start), _bound("end", end)
+        if start > end:
+            raise ValueError(f"between(start, end) needs start <= end; got start {start:g} > end {end:g}")
         keep = np.flatnonzero((self.times >= start) & (self.times < end)).tolist()
         return TimestampedCorpus(self.times[keep], tuple(self.docs[i] for i in keep))
 
@@ -167,6 +177,22 @@ def _refuse_empty_tokens(docs: tuple, times: np.ndarray) -> None:
         if "" in doc:
             raise ValueError(f"document {i} (time {times[i]:g}) holds an empty token ''; tokens are non-empty "
                              f"strings (drop the empty ones, e.g. [t for t in tokens if t])")
+
+
+def _bound(name: str, value) -> float:
+    """``value``, the ``start`` or ``end`` of :meth:`TimestampedCorpus.between`, as a float: ``TypeError`` if it is
+    not a real number (:func:`~qpnlp._checks.is_real`), ``ValueError`` for NaN. An integer beyond the floats is
+    the infinity of its sign (it compares with every time as that does)."""
+    if not is_real(value):
+        raise TypeError(f"between(start, end): {name} must be a real number (e.g. a year); got "
+                        f"{type(value).__name__} {preview(value)}")
+    try:
+        bound = float(value)
+    except OverflowError:
+        bound = math.inf if value > 0 else -math.inf
+    if math.isnan(bound):
+        raise ValueError(f"between(start, end): {name} must be a number, not NaN")
+    return bound
 
 
 #: A plain decimal number, as written in a file: what :func:`_plain_time` accepts of what ``float()`` reads.

@@ -194,6 +194,9 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
     """Read a word2vec binary file: a header ``N d``, then per word ``word<space>`` and d little-endian float32.
 
     The file may be gzip-compressed (recognised by its first bytes), as ``GoogleNews-vectors-negative300.bin.gz``.
+    A line end after a vector (``\\n``, or Windows' ``\\r\\n``) is not part of the next word: a word's ``\\n`` bytes
+    are dropped, as word2vec's C reader drops them, and so are the ``\\r`` bytes before it (word2vec's tokenizer
+    never puts one in a word), so that a file with ``\\r\\n`` line ends reads the same words as with ``\\n``.
 
     Raises
     ------
@@ -270,7 +273,7 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
             if not refill():
                 raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
             space = buf.find(b" ", scanned)
-        word = buf[pos:space].replace(b"\n", b"")    # the line end after the previous vector, if any
+        word = buf[pos:space].replace(b"\n", b"").lstrip(b"\r")    # the line end (\n or \r\n) before it, if any
         pos = space + 1
         while len(buf) - pos < width and refill():
             pass

@@ -14,6 +14,11 @@ pandas tables for notebooks and plots:
   periods (cosine distance of the period means, or the change of their
   skip-gram context probabilities), computed for all of them in batches
   (:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.change_degrees`).
+
+Each takes Word2Fun's KeyedVectors; another object is refused by a
+``TypeError`` that names the methods it lacks of those the function calls
+(e.g. ``change_degrees``, the batched ``change_degree``, for
+:func:`change_ranking`).
 """
 
 from __future__ import annotations
@@ -45,10 +50,18 @@ def _times(times) -> list[float]:
     return values.tolist()
 
 
-def _check_embeddings(embeddings) -> None:
-    for name in ("similarities_over_time", "most_similar", "change_degrees", "index_to_key", "time_span"):
-        if not hasattr(embeddings, name):
-            raise TypeError(f"need Word2Fun KeyedVectors (trained model + vocabulary); got {type(embeddings).__name__}")
+#: What every function asks of the embeddings (:func:`_known`): ``word in embeddings`` and ``len(embeddings)``.
+_VOCABULARY = ("__contains__", "__len__")
+
+
+def _check_embeddings(embeddings, needed: Sequence[str]) -> None:
+    """``TypeError`` unless ``embeddings`` has the attributes ``needed`` (those the caller uses), naming the missing
+    ones: an object written for another version of KeyedVectors (``change_degree`` without the batched
+    ``change_degrees``) learns what it lacks, not only that it is not KeyedVectors."""
+    missing = [name for name in (*_VOCABULARY, *needed) if not hasattr(embeddings, name)]
+    if missing:
+        raise TypeError(f"need Word2Fun KeyedVectors (trained model + vocabulary); got {type(embeddings).__name__}, "
+                        f"which has no {', '.join(missing)}")
 
 
 def _known(embeddings, words: Sequence[str]) -> list[str]:
@@ -82,6 +95,7 @@ def similarity_trajectories(embeddings, word: str, others: Sequence[str], times)
     Parameters
     ----------
     embeddings : KeyedVectors
+        Word2Fun's, or an object with ``similarities_over_time``.
     word : str
     others : sequence of str
     times : sequence of float
@@ -92,7 +106,7 @@ def similarity_trajectories(embeddings, word: str, others: Sequence[str], times)
     pandas.DataFrame
         Index ``time`` (the given times), one column per word of ``others``.
     """
-    _check_embeddings(embeddings)
+    _check_embeddings(embeddings, ("similarities_over_time",))
     word = _known(embeddings, [word])[0]
     others = _known(embeddings, others)
     if not others:
@@ -109,6 +123,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     Parameters
     ----------
     embeddings : KeyedVectors
+        Word2Fun's, or an object with ``most_similar`` and ``time_span``.
     word : str
     eras : int or sequence of (start, end)
         Explicit eras, or a number of equal eras over the model's time span.
@@ -122,7 +137,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
         Long table ``era, time, rank, word, cosine`` (``era`` is ``"start-end"``);
         ``table.pivot(index="rank", columns="era", values="word")`` gives one column per era.
     """
-    _check_embeddings(embeddings)
+    _check_embeddings(embeddings, ("most_similar", "time_span"))
     word = _known(embeddings, [word])[0]
     if isinstance(eras, (int, np.integer)):
         eras = equal_eras(*embeddings.time_span, int(eras))
@@ -150,6 +165,8 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
     Parameters
     ----------
     embeddings : KeyedVectors
+        Word2Fun's, or an object with ``change_degrees`` (all the words in one call), ``index_to_key``,
+        ``counts`` and ``get_index``.
     period_a, period_b : (start, end)
         Inclusive ranges of raw times, sampled every ``step``.
     words : sequence of str, optional
@@ -166,7 +183,7 @@ def change_ranking(embeddings, period_a: tuple[float, float], period_b: tuple[fl
     pandas.DataFrame
         Columns ``word, count, change``, decreasing change.
     """
-    _check_embeddings(embeddings)
+    _check_embeddings(embeddings, ("change_degrees", "index_to_key", "counts", "get_index"))
     periods = []
     for name, period in (("period_a", period_a), ("period_b", period_b)):
         start, end = _checks.pair(name, period)      # a string gave numpy's "ufunc 'isfinite' not supported"

@@ -1,5 +1,7 @@
-"""What Word2Fun corpora accepted silently: a NUL byte in a TSV line, a time written 1_900, 2-D times, and the
-empty token."""
+"""What Word2Fun corpora accepted silently: a NUL byte in a TSV line, a time written 1_900, 2-D times, the
+empty token, and bounds of ``between`` that are no real numbers (a list, an array, a bool), NaN or reversed."""
+
+import math
 
 import numpy as np
 import pytest
@@ -62,3 +64,35 @@ def test_fit_never_sees_an_empty_token():
     with pytest.raises(ValueError, match="holds an empty token"):
         fit(TimestampedCorpus.from_pairs([(1900 + i, ["war", "", "peace"]) for i in range(10)]),
             TrainConfig(epochs=1, sample=0), dim=4, min_count=1)
+
+
+def _three() -> TimestampedCorpus:
+    return TimestampedCorpus.from_pairs([(1900, ["a"]), (1950, ["b"]), (2000, ["c"])])
+
+
+@pytest.mark.parametrize("bound", [[1900, 1950], np.array([1900]), np.array(1900.0), "1900", True, np.True_, None,
+                                   1900 + 0j])
+@pytest.mark.parametrize("which", ["start", "end"])
+def test_between_refuses_a_bound_that_is_not_a_real_number(bound, which):
+    """A list or an array was broadcast against the times (a broadcast error, or a corpus cut by an array), a
+    bool compared as 0 or 1, a string raised numpy's UFuncTypeError."""
+    start, end = (bound, 2000) if which == "start" else (1900, bound)
+    with pytest.raises(TypeError, match=f"between\\(start, end\\): {which} must be a real number .*got "):
+        _three().between(start, end)
+
+
+@pytest.mark.parametrize("start, end, match", [(float("nan"), 2000, "start must be a number, not NaN"),
+                                               (1900, np.float64("nan"), "end must be a number, not NaN"),
+                                               (2000, 1950.5, "needs start <= end; got start 2000 > end 1950.5")])
+def test_between_refuses_nan_and_a_start_after_the_end(start, end, match):
+    """Both gave an empty corpus without a word."""
+    with pytest.raises(ValueError, match=match):
+        _three().between(start, end)
+
+
+def test_between_takes_numpy_scalars_infinities_and_an_empty_interval():
+    corpus = _three()
+    assert corpus.between(np.float32(1900), np.int64(2000)).times.tolist() == [1900.0, 1950.0]
+    assert corpus.between(1950, math.inf).times.tolist() == [1950.0, 2000.0]
+    assert corpus.between(-math.inf, 10 ** 400).times.tolist() == [1900.0, 1950.0, 2000.0]   # an int beyond floats
+    assert len(corpus.between(1950, 1950)) == 0 and len(corpus.between(1950, np.nextafter(1950, 2000))) == 1

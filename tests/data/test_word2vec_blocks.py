@@ -81,16 +81,16 @@ def _outcome(read, path, words=None):
     return vectors.words, vectors.vectors.tobytes()
 
 
-def _random_file(rng: random.Random, n: int, dim: int) -> bytes:
-    """A word2vec binary file of ``n`` random entries: newline after a vector or not (gensim), some NaN/inf."""
-    header = f"{n} {dim}\n".encode()
+def _random_file(rng: random.Random, n: int, dim: int, newline: bytes = b"\n") -> bytes:
+    """A word2vec binary file of ``n`` random entries: ``newline`` after a vector or not (gensim), some NaN/inf."""
+    header = f"{n} {dim}".encode() + newline
     entries = []
     for _ in range(n):
         values = np.array([rng.choice([0.0, 1.5, -2.25, 32.0, 1e-30, rng.uniform(-1, 1)]) for _ in range(dim)],
                           dtype="<f4")                    # 32.0 is b"\x00\x00\x00B", 0.0 zero bytes, no spaces
         if rng.random() < 0.05:
             values[rng.randrange(dim)] = rng.choice([np.nan, np.inf])
-        end = rng.choice([b"\n", b""])
+        end = rng.choice([newline, b""])
         entries.append(rng.choice(WORDS).encode() + b" " + values.tobytes() + end)
     return header + b"".join(entries)
 
@@ -153,3 +153,35 @@ def test_block_reader_edge_cases(tmp_path, monkeypatch):
         read_word2vec_binary(tmp_path / "nan-then-not-utf8.bin")
     vectors = read_word2vec_binary(tmp_path / "one.bin")
     assert vectors.words == ["ä" * 40] and vectors.vectors.tolist() == [[1.0, 2.0]]
+
+
+@pytest.mark.parametrize("seed", range(1, 7))  # seed 0: a NaN in entry 1, before any CRLF
+def test_crlf_line_ends_read_as_newline_line_ends(tmp_path, monkeypatch, seed):
+    """A file with Windows line ends (``\\r\\n`` after the header and the vectors) gives the words, vectors and
+    errors of the same file with ``\\n``, not words with a leading ``\\r``; blocks of 1 to 64 bytes split the
+    ``\\r\\n`` anywhere, between its two bytes too."""
+    n, dim = random.Random(seed).choice([9, 20]), random.Random(seed + 1).choice([1, 3, 8])
+    unix, windows = (_random_file(random.Random(seed), n, dim, newline) for newline in (b"\n", b"\r\n"))
+    filters = (None, frozenset({"a", "b"}))
+    for name, compress in {"v.bin": bytes, "v.bin.gz": gzip.compress}.items():
+        (tmp_path / name).write_bytes(compress(unix))               # the same name: errors name the file
+        expected = {words: _outcome(read_word2vec_binary, tmp_path / name, words) for words in filters}
+        (tmp_path / name).write_bytes(compress(windows))
+        for block in (1, 2, 3, 5, 7, 64, vectors_module._BLOCK):
+            monkeypatch.setattr(vectors_module, "_BLOCK", block)
+            for words in filters:
+                assert _outcome(read_word2vec_binary, tmp_path / name, words) == expected[words], (name, block, words)
+
+
+def test_crlf_split_between_blocks(tmp_path, monkeypatch):
+    """A block that ends between the ``\\r`` and the ``\\n`` after a vector (7 bytes: ``a``, space, 4 bytes, ``\\r``)
+    and every other block size: the words as written; a file of another name is detected as binary too."""
+    one = np.array([1.5], dtype="<f4").tobytes()
+    data = b"3 1\r\na " + one + b"\r\nb " + one + b"\r\n\r\nc " + one + b"\r\n"
+    (tmp_path / "v.bin").write_bytes(data)
+    for block in range(1, len(data) + 1):
+        monkeypatch.setattr(vectors_module, "_BLOCK", block)
+        vectors = read_word2vec_binary(tmp_path / "v.bin")
+        assert vectors.words == ["a", "b", "c"] and vectors.vectors.tolist() == [[1.5]] * 3, block
+    (tmp_path / "v.w2v").write_bytes(data)
+    assert vectors_module.load_vectors(tmp_path / "v.w2v").words == ["a", "b", "c"]

@@ -136,3 +136,39 @@ def test_similarity_trajectories_equal_the_table_built_word_by_word(embeddings):
         expect = pd.DataFrame({v: column(v, times) for v in others}, index=pd.Index([float(t) for t in times],
                                                                                    name="time"))
         pd.testing.assert_frame_equal(table, expect, check_exact=True)
+
+
+class _SingularQueries:
+    """KeyedVectors as they were before the batched queries: ``change_degree`` and ``similarity_over_time`` only
+    (no ``change_degrees``, no ``similarities_over_time``)."""
+
+    _HAS = ("index_to_key", "counts", "get_index", "time_span", "most_similar", "change_degree",
+            "similarity_over_time")
+
+    def __init__(self, embeddings):
+        self._embeddings = embeddings
+
+    def __contains__(self, word):
+        return word in self._embeddings
+
+    def __len__(self):
+        return len(self._embeddings)
+
+    def __getattr__(self, name):
+        if name in self._HAS:
+            return getattr(self._embeddings, name)
+        raise AttributeError(name)
+
+
+def test_embeddings_without_a_method_a_function_calls_are_refused_naming_it(embeddings):
+    """The check asked every function for all five methods and named none ("need Word2Fun KeyedVectors; got X"):
+    an object with change_degree but not change_degrees did not learn what it lacked, and nearest_by_era refused
+    an object with all it calls."""
+    old = _SingularQueries(embeddings)
+    with pytest.raises(TypeError, match=r"got _SingularQueries, which has no change_degrees$"):
+        change_ranking(old, (0.0, 0.0), (1.0, 1.0))
+    with pytest.raises(TypeError, match=r"got _SingularQueries, which has no similarities_over_time$"):
+        similarity_trajectories(old, "a", ["b"], [0.0])
+    pd.testing.assert_frame_equal(nearest_by_era(old, "a", 2, k=2), nearest_by_era(embeddings, "a", 2, k=2))
+    with pytest.raises(TypeError, match=r"got object, which has no __contains__, __len__, most_similar, time_span$"):
+        nearest_by_era(object(), "a", 2)
