@@ -45,7 +45,10 @@ def _has_avx512() -> bool:
     try:
         from numpy._core._multiarray_umath import __cpu_features__
     except ImportError:
-        return False
+        try:                                      # numpy 1.x (numpy.core, renamed numpy._core in numpy 2)
+            from numpy.core._multiarray_umath import __cpu_features__
+        except ImportError:
+            return False
     return bool(__cpu_features__.get("AVX512F", False))
 
 

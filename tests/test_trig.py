@@ -3,6 +3,8 @@ the same size; every test of the large-tensor paths runs on both."""
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 
 import pytest
@@ -91,3 +93,16 @@ def test_code_that_torch_compile_traces_gets_torch_ops_in_one_graph():
     traced = torch.compile(lambda x: _trig.cos(x) + _trig.sin(x), fullgraph=True, backend="eager")
     x = _angles(_trig.NUMPY_MIN_NUMEL, 4.0)
     torch.testing.assert_close(traced(x), torch.cos(x) + torch.sin(x))
+
+
+def test_the_cpu_feature_table_is_read_under_numpy_1_too(monkeypatch):
+    """numpy 1.x (pyproject allows 1.24) has the table at ``numpy.core._multiarray_umath``, numpy 2 at
+    ``numpy._core``: reading only the new name left numpy's AVX-512 kernels unused under numpy 1."""
+    monkeypatch.setitem(sys.modules, "numpy._core._multiarray_umath", None)          # as under numpy 1: ImportError
+    old = types.SimpleNamespace(__cpu_features__={"AVX512F": True})
+    monkeypatch.setitem(sys.modules, "numpy.core._multiarray_umath", old)
+    assert _trig._has_avx512()
+    old.__cpu_features__["AVX512F"] = False
+    assert not _trig._has_avx512()
+    monkeypatch.setitem(sys.modules, "numpy.core._multiarray_umath", None)           # neither: off
+    assert not _trig._has_avx512()
