@@ -21,6 +21,7 @@ import io
 import lzma
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -144,8 +145,8 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}:{lineno}: not {encoding} text (byte 0x{err.object[err.start]:02x} at column "
                          f"{err.start + 1}); convert the file (e.g. iconv -f latin1 -t utf-8)") from None
-    except (EOFError, gzip.BadGzipFile) as err:
-        raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
+        raise ValueError(f"{path}: truncated or corrupt gzip file after line {lineno} ({err})") from None
 
 
 def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> str:
@@ -194,7 +195,7 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
         if magic.match(data):
             try:
                 data = decompress(data)
-            except (OSError, EOFError, ValueError, lzma.LZMAError) as err:
+            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as err:
                 raise ValueError(f"{path}: truncated or corrupt {kind} file ({err})") from None
             break
     refuse_unreadable(path, data[:16])  # UTF-16 inside a compressed file

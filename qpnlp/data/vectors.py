@@ -37,6 +37,7 @@ import importlib.util
 import json
 import os
 import re
+import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -212,7 +213,7 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
     try:
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
             return _read_word2vec_entries(path, handle, None if words is None else set(words))
-    except (EOFError, gzip.BadGzipFile) as err:
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
         raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 
 

@@ -59,6 +59,9 @@ STEP_RATE_AT_CHANGE_POINTS = 30.0
 #: when None; mid-span starts use :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`, 0.03, as they have to travel):
 #: selected on the drift benchmark's selection seeds (``benchmarks/results/word2fun/changepoint/``).
 STEP_CENTRE_LR_AT_CHANGE_POINTS = 0.01
+#: Words per block of :func:`best_splits`: bounds its float64 temporaries at about ``SPLIT_BLOCK x bins x m``
+#: numbers each (16 MiB for the pass's 32 bins and 16 dimensions), whatever the vocabulary.
+SPLIT_BLOCK = 4096
 
 
 def _document_bounds(doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +131,21 @@ def best_splits(sums: torch.Tensor, counts: torch.Tensor, *, edge: float = 0.05,
     :math:`\\frac{n_a n_b}{n}\\lVert\\bar x_a - \\bar x_b\\rVert^2` among edges in
     ``[edge, 1 - edge]`` with occurrences on both sides; 0.5 and False for
     words seen fewer than ``min_occurrences`` times or without such an edge.
+
+    The words are taken :data:`SPLIT_BLOCK` at a time: the float64 temporaries of a block are a few times its
+    part of ``sums``, not of the whole table (those of all words at once took about ten times the float32 table,
+    1 GB for 50 000 words).
     """
-    V, bins, _ = sums.shape
+    V = sums.shape[0]
+    parts = [_best_splits_block(sums[a:a + SPLIT_BLOCK], counts[a:a + SPLIT_BLOCK], edge, min_occurrences)
+             for a in range(0, max(V, 1), SPLIT_BLOCK)]
+    return torch.cat([c for c, _ in parts]), torch.cat([f for _, f in parts])
+
+
+def _best_splits_block(sums: torch.Tensor, counts: torch.Tensor, edge: float,
+                       min_occurrences: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`best_splits` of the words of one block: ``sums`` (n, bins, m) and ``counts`` (n, bins)."""
+    bins = sums.shape[1]
     s, n = sums.to(torch.float64), counts.to(torch.float64)
     cum_s, cum_n = s.cumsum(1)[:, :-1], n.cumsum(1)[:, :-1]                 # split after bin j, j < bins - 1
     total_s, total_n = s.sum(1, keepdim=True), n.sum(1, keepdim=True)

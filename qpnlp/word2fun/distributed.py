@@ -52,8 +52,8 @@ from typing import Mapping
 
 import torch
 
-__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "gather_objects", "all_sum",
-           "all_min_max", "barrier", "shutdown", "ParameterSync"]
+__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_gather_objects", "gather_objects",
+           "all_sum", "all_min_max", "barrier", "shutdown", "ParameterSync"]
 
 
 def _dist():
@@ -119,16 +119,23 @@ def _reduce(d, tensor: torch.Tensor, op) -> None:
 
 def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counter]:
     """The word and document counts of all processes, summed (every process gets the same)."""
-    d = _dist()
-    if d is None:
+    if _dist() is None:
         return word_freq, doc_freq
-    gathered: list = [None] * d.get_world_size()
-    d.all_gather_object(gathered, (dict(word_freq), dict(doc_freq)))
     wf, df = Counter(), Counter()
-    for w, c in gathered:
+    for w, c in all_gather_objects((dict(word_freq), dict(doc_freq))):
         wf.update(w)
         df.update(c)
     return wf, df
+
+
+def all_gather_objects(obj) -> list:
+    """``obj`` of every process in rank order, in every process (``[obj]`` alone); a collective, ``obj`` picklable."""
+    d = _dist()
+    if d is None:
+        return [obj]
+    gathered: list = [None] * d.get_world_size()
+    d.all_gather_object(gathered, obj)
+    return gathered
 
 
 def gather_objects(obj) -> list | None:

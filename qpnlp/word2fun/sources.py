@@ -10,8 +10,9 @@ with the fraction of the epoch's tokens done, whichever the source.
 * :class:`ArraySource` holds an encoded corpus in memory: one chunk, which the
   loop shuffles as a whole in pieces of ``chunk_tokens``;
 * :class:`StreamSource` reads a :class:`~qpnlp.data.timestamped.TsvStream` from
-  disk on every pass and encodes it in chunks of about ``chunk_tokens`` tokens,
-  so memory is bounded by the chunk, not the corpus.
+  disk on every pass and encodes it in chunks of about ``chunk_tokens`` tokens
+  (and at most ``chunk_tokens`` documents), so memory is bounded by the chunk,
+  not the corpus.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ class StreamSource:
     """A :class:`~qpnlp.data.timestamped.TsvStream` encoded with ``vocabulary`` in chunks of about ``chunk_tokens``.
 
     Out-of-vocabulary tokens are dropped; ``n_tokens`` (the in-vocabulary
-    tokens of one pass) is counted on the first pass unless given.
+    tokens of one pass) is counted on the first pass unless given.  A chunk
+    also ends at ``chunk_tokens`` documents: documents with hardly any word of
+    the vocabulary (a small given vocabulary, a high ``min_count``) would
+    otherwise pile up, each with its time, until ``chunk_tokens`` tokens came.
     """
 
     def __init__(self, stream, vocabulary, chunk_tokens: int, n_tokens: int | None = None):
@@ -75,8 +79,9 @@ class StreamSource:
             ids.extend(row)
             lens.append(len(row))
             times.append(t)
-            if len(ids) >= self.chunk_tokens:
-                yield self._arrays(ids, lens, times)
+            if len(ids) >= self.chunk_tokens or len(lens) >= self.chunk_tokens:
+                if ids:                       # documents without a word of the vocabulary: nothing to train on
+                    yield self._arrays(ids, lens, times)
                 ids, lens, times = [], [], []
         if ids:
             yield self._arrays(ids, lens, times)

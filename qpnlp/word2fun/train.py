@@ -345,13 +345,55 @@ def _shard(corpus: TimestampedCorpus | TsvStream, rank: int, world: int) -> Time
     """The documents process ``rank`` of ``world`` trains on: the whole corpus, or every ``world``-th document.
 
     A stream is sharded by :meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`; an empty corpus in
-    memory is refused here (a stream's emptiness is known after counting).
+    memory is refused here (a stream's emptiness is known after counting), and so, in every process, is a
+    distributed run whose processes were given different corpora (:func:`_check_one_corpus`).
     """
+    if world > 1:
+        _check_one_corpus(corpus, world)
     if isinstance(corpus, TsvStream):
         return corpus.shard(rank, world) if world > 1 else corpus
     if len(corpus) == 0:
         raise ValueError("the corpus is empty")
     return corpus if world == 1 else TimestampedCorpus(corpus.times[rank::world], corpus.docs[rank::world])
+
+
+def _corpus_signature(corpus: TimestampedCorpus | TsvStream) -> dict:
+    """What every process of a distributed run must be given alike: a stream's files (names and sizes, in their
+    order, which decides each process's shard) and case, or the size of a corpus in memory."""
+    if isinstance(corpus, TsvStream):
+        return {"files": [(p.name, p.stat().st_size) for p in corpus.paths], "lowercase": corpus.lowercase}
+    return {"documents": len(corpus), "tokens": corpus.n_tokens}
+
+
+def _check_one_corpus(corpus: TimestampedCorpus | TsvStream, world: int) -> None:
+    """Refuse, in every process, a distributed run whose processes were given different corpora (a collective).
+
+    The processes split the corpus by position (files ``rank, rank + world, ...``): files listed in another
+    order (an unsorted glob) or each process's own local file would train on some files twice and never read
+    others, silently; the first process that differs from process 0 and how are named.
+    """
+    every = dist.all_gather_objects(_corpus_signature(corpus))
+    other = next((r for r, s in enumerate(every) if s != every[0]), None)
+    if other is None:
+        return
+    raise ValueError(f"process {other} of {world} was given another corpus than process 0 "
+                     f"({_first_difference(every[0], every[other])}): every process "
+                     f"must be given the same corpus, the same files in the same order (the processes split them "
+                     f"by position: sort a glob's files)")
+
+
+def _first_difference(ours: dict, theirs: dict) -> str:
+    """The first difference of another process's :func:`_corpus_signature` ``theirs`` from process 0's ``ours``."""
+    key = next(k for k in ours if ours[k] != theirs.get(k))
+    if key not in theirs:
+        return "one of them streams the corpus, the other holds it in memory"
+    if key != "files":
+        return f"{key} {theirs[key]!r}, process 0 {ours[key]!r}"
+    mine, other = ours[key], theirs[key]
+    i = next((i for i, (a, b) in enumerate(zip(mine, other)) if a != b), None)
+    if i is None:
+        return f"{len(other)} files, process 0 {len(mine)}"
+    return f"its file {i + 1} is {other[i][0]} ({other[i][1]} bytes), process 0's {mine[i][0]} ({mine[i][1]} bytes)"
 
 
 def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabulary | None,

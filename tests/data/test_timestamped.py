@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, load_sotu, read_tsv, write_tsv
+from qpnlp.data.paths import read_text
 from qpnlp.data.tokenize import tokenize
 
 
@@ -167,6 +168,20 @@ def test_read_tsv_encodings(tmp_path):
         read_tsv(p)
     p.write_bytes(gzip.compress("1900\tcafé\n".encode()))
     assert list(read_tsv(p)) == [(1900.0, ["café"])]
+
+
+def test_a_corrupt_gzip_block_names_the_file_and_the_last_line_read(tmp_path):
+    """Corrupt compressed data in the middle of a streamed gzip file raised zlib's bare ``error: Error -3 ...``,
+    naming no file; now the ValueError of a truncated file, with the file and the last line read."""
+    good = gzip.compress(b"1900\ta b\n1901\tb c\n", mtime=0)
+    bad = bytearray(gzip.compress(b"1902\tc d\n", mtime=0))
+    bad[10] |= 0x06                                    # the first deflate block of the second member: reserved type
+    p = tmp_path / "c.tsv.gz"
+    p.write_bytes(good + bytes(bad))
+    with pytest.raises(ValueError, match=r"c.tsv.gz: truncated or corrupt gzip file after line 2 \(.*invalid block"):
+        list(TsvStream([p]))
+    with pytest.raises(ValueError, match=r"c.tsv.gz: truncated or corrupt gzip file"):
+        read_text(p)
 
 
 def test_vocabulary_and_encoding_drop_rare_words():

@@ -4,16 +4,20 @@
 first epoch as ``<checkpoint>-epoch1``; "resume" continues from the checkpoint;
 "compass" trains with a frozen compass (no checkpoint) and also saves the state
 of the negatives' generator at the first draw of each training (the compass
-pre-training, then the model) as ``first_draws``.
+pre-training, then the model) as ``first_draws``; "order" streams the files of
+``corpus_path`` (comma-separated), listed in reverse order in process 1, and
+saves the error of ``fit`` as ``<out>-rank<r>.txt``.
 """
 
+import os
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from qpnlp.data import read_tsv
+from qpnlp.data import TsvStream, read_tsv
 from qpnlp.data.skipgram import NegativeSampler
 from qpnlp.word2fun import TrainConfig, fit
 from qpnlp.word2fun.distributed import rank, shutdown
@@ -43,10 +47,22 @@ def compass_run(corpus_path: str, out: str, device: str) -> None:
     shutdown()
 
 
+def order_run(paths: str, out: str) -> None:
+    """Fit on the files ``paths``, which process 1 lists in reverse order; this process's error, if any."""
+    files = paths.split(",")
+    try:
+        fit(TsvStream(files[::-1] if os.environ["RANK"] == "1" else files), TrainConfig(epochs=1), dim=4, min_count=1)
+    except ValueError as err:
+        Path(f"{out}-rank{os.environ['RANK']}.txt").write_text(str(err))
+    shutdown()
+
+
 def main(corpus_path: str, out: str, checkpoint: str, device: str = "cpu", mode: str = "train") -> None:
     torch.set_num_threads(1)
     if mode == "compass":
         return compass_run(corpus_path, out, device)
+    if mode == "order":
+        return order_run(corpus_path, out)
 
     def keep_first(epoch, stats):  # after the checkpoint is written and every process has passed the barrier
         if epoch == 0 and rank() == 0:

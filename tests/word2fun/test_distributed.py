@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from qpnlp.data import TsvStream, Vocabulary, write_tsv
+from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, write_tsv
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.models.base import read_model_header
 from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
@@ -46,6 +46,19 @@ def test_stream_chunks_hold_the_encoded_corpus_in_bounded_pieces(tmp_path, tiny_
     np.testing.assert_array_equal(np.concatenate([c[0] for c in chunks]), enc.tokens)
     np.testing.assert_array_equal(np.concatenate([c[2] for c in chunks]), enc.times)
     assert source.n_tokens == enc.n_tokens
+
+
+def test_stream_chunks_hold_at_most_chunk_tokens_documents(tmp_path):
+    """Documents without a word of the vocabulary piled up in one chunk, each with its time, until
+    ``chunk_tokens`` tokens came (all 20 000 documents in a chunk of 100 tokens: memory grew with the corpus);
+    now a chunk also ends at ``chunk_tokens`` documents, and every token is still read."""
+    lines = [f"{1900 + i % 30}\t{'war peace' if i % 1000 == 0 else f'rare{i}'}\n" for i in range(20_000)]
+    (tmp_path / "c.tsv").write_text("".join(lines))
+    freq = {"war": 20, "peace": 20}
+    vocab = Vocabulary(["war", "peace"], freq, freq, 20_000, specials=False)
+    chunks = list(StreamSource(TsvStream([tmp_path / "c.tsv"]), vocab, chunk_tokens=100).chunks(None))
+    assert max(c[2].shape[0] for c in chunks) <= 100
+    assert np.concatenate([c[0] for c in chunks]).tolist() == [0, 1] * 20
 
 
 def test_a_streamed_fit_learns_the_planted_drift(tmp_path, tiny_drift):
@@ -178,6 +191,21 @@ def test_two_processes_pretrain_the_frozen_compass_on_their_own_negatives_and_sh
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)  # one compass, one model
 
 
+def test_processes_given_the_files_in_another_order_are_refused(tmp_path, tiny_drift):
+    """The processes split a stream's files by position: process 1 listing them in another order (an unsorted
+    glob) trained both processes on the first file and never read the second, silently; now every process
+    refuses the run, naming the process and the file."""
+    corpus, _ = tiny_drift
+    n = len(corpus) // 8
+    for name, part in (("a.tsv", slice(0, n)), ("b.tsv", slice(n, 2 * n))):
+        write_tsv(TimestampedCorpus(corpus.times[part], corpus.docs[part]), tmp_path / name)
+    files = f"{tmp_path / 'a.tsv'},{tmp_path / 'b.tsv'}"
+    _two_processes(files, str(tmp_path / "error"), str(tmp_path / "ck"), "cpu", "order")
+    for r in range(2):
+        assert (tmp_path / f"error-rank{r}.txt").read_text().startswith(
+            "process 1 of 2 was given another corpus than process 0 (its file 1 is b.tsv (")
+
+
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
 def test_two_processes_started_by_torchrun_keep_one_model(tmp_path, tiny_drift, device):
     """On the test device: gloo on CPU; on CUDA, NCCL with a GPU per process, else gloo on one shared GPU."""
@@ -226,6 +254,91 @@ def test_the_cli_starts_its_own_processes_and_reports_one_run(tmp_path, tiny_dri
     monkeypatch.setenv("WORLD_SIZE", "3")                      # under torchrun, --processes must agree with it
     assert main([*argv, "--report", str(tmp_path / "mismatch.json")]) == 2
     assert "torchrun started 3 processes" in capfd.readouterr().err
+
+
+_KILLED_CHILD = """
+import json, os, signal, sys, time
+if os.environ["RANK"] == "1":
+    time.sleep(2)
+    os.kill(os.getpid(), signal.SIGKILL)
+report = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {"status": "running"}
+report["history"] = [{"epoch": 1, "train_loss": 0.5}]
+json.dump(report, open(sys.argv[1], "w"))
+time.sleep(60)
+"""
+
+
+def test_a_process_killed_by_a_signal_is_named_and_the_report_finished(tmp_path, monkeypatch, capfd):
+    """``--processes 2`` whose process 1 is killed (the out-of-memory killer's SIGKILL): the command printed
+    nothing and exited with status 247 (-9), leaving the report "running"; now one line names the process and
+    the signal, the status is 1 and the report is finished as failed, with the epoch process 0 recorded."""
+    import json
+    import subprocess
+
+    from qpnlp.cli import main
+
+    report, real = tmp_path / "r.json", subprocess.Popen
+
+    def stand_in(command, **kwargs):      # each process as the command starts it, without the training
+        return real([sys.executable, "-c", _KILLED_CHILD, str(report)], **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", stand_in)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    (tmp_path / "c.tsv").write_text("".join(f"{1900 + i}\ta b c\n" for i in range(6)))
+    assert main(["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--min-count", "1", "--processes", "2",
+                 "--report", str(report)]) == 1
+    assert "error: process 1 of 2 was killed by SIGKILL (by the system: out of memory?)" in capfd.readouterr().err
+    data = json.loads(report.read_text())
+    assert data["status"] == "failed" and data["error"].startswith("process 1 of 2 was killed by SIGKILL")
+    assert data["history"] == [{"epoch": 1, "train_loss": 0.5}]
+
+
+_SIGTERM_DRIVER = """
+import subprocess, sys
+from qpnlp.cli import main
+real, pids = subprocess.Popen, sys.argv[1]
+child = "import os, sys, time\\nopen(sys.argv[1] + os.environ['RANK'], 'w').write(str(os.getpid()))\\ntime.sleep(120)"
+subprocess.Popen = lambda command, **kwargs: real([sys.executable, "-c", child, pids], **kwargs)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_the_processes_are_stopped_with_the_command_on_sigterm(tmp_path):
+    """``kill`` or ``timeout`` sends the command SIGTERM: it ended at once and its two processes trained on,
+    orphaned; now it stops them, finishes the report as interrupted and exits with status 143."""
+    import json
+    import signal
+    import time
+
+    (tmp_path / "c.tsv").write_text("".join(f"{1900 + i}\ta b c\n" for i in range(6)))
+    argv = ["train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--min-count", "1", "--processes", "2",
+            "--report", str(tmp_path / "r.json")]
+    env = {k: v for k, v in os.environ.items() if k != "WORLD_SIZE"}
+    driver = subprocess.Popen([sys.executable, "-c", _SIGTERM_DRIVER, str(tmp_path / "pid"), *argv], env=env)
+    files = [tmp_path / f"pid{r}" for r in range(2)]
+    pids: list[int] = []
+    try:
+        for _ in range(600):
+            if all(f.is_file() and f.read_text() for f in files):
+                break
+            time.sleep(0.1)
+        pids = [int(f.read_text()) for f in files]
+        driver.send_signal(signal.SIGTERM)
+        assert driver.wait(timeout=60) == 143
+        time.sleep(0.5)
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["status"] == "interrupted" and report["error"].startswith("stopped by SIGTERM")
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if driver.poll() is None:
+            driver.kill()
 
 
 class _LocalSync:
