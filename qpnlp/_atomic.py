@@ -7,13 +7,15 @@ command line's reports.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable", "existing_parent"]
+__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable", "existing_parent",
+           "written_by_qpnlp"]
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -70,16 +72,29 @@ def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = No
     """``directory`` as a Path if :func:`atomic_directory` may write it, else the error it would raise.
 
     ValueError for an existing file; with ``replaces`` (a file name), FileExistsError for an existing non-empty
-    directory that does not hold that file (a user's own directory, whose files would be deleted). Callers that
-    write late (after an epoch of training) call it first, to fail before any work.
+    directory that does not hold that file as qpnlp writes it (:func:`written_by_qpnlp`: a user's own directory,
+    whose files would be deleted, such as another library's model directory with its own ``config.json``).
+    Callers that write late (after an epoch of training) call it first, to fail before any work.
     """
     target = Path(directory)
     if target.exists() and not target.is_dir():
         raise ValueError(f"{target} exists and is not a directory")
-    if replaces and target.is_dir() and any(target.iterdir()) and not (target / replaces).is_file():
-        raise FileExistsError(f"{target} exists, is not empty and holds no {replaces}: refusing to replace it "
-                              f"(its files would be deleted); choose a new directory")
+    if replaces and target.is_dir() and any(target.iterdir()) and not written_by_qpnlp(target / replaces):
+        raise FileExistsError(f"{target} exists, is not empty and holds no {replaces} written by qpnlp: refusing to "
+                              f"replace it (its files would be deleted); choose a new directory")
     return target
+
+
+def written_by_qpnlp(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a JSON file that qpnlp wrote: an object whose ``format`` starts with ``qpnlp-`` (a model's
+    ``config.json``, a training state's ``state.json``, the command line's ``training-run.json``); any other file
+    of that name is a user's."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            header = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and str(header.get("format", "")).startswith("qpnlp-")
 
 
 @contextlib.contextmanager

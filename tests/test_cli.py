@@ -34,6 +34,17 @@ def test_bad_config_value_is_a_clear_error(data_root, capsys):
     assert "num_measurements must be >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value, fragment", [("{bad", "expected a JSON object; got '{bad' (Expecting property"),
+                                             ("[1]", "expected a JSON object; got '[1]'")])
+def test_a_json_option_that_is_not_a_json_object_names_what_it_expects(capsys, value, fragment):
+    # text that is not JSON was "invalid _json_object value: '{bad'", the name of a Python function
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "order-classifier", "--dataset", "mr", "--embedding-options", value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and fragment in err and "_json_object" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("value, expected", [("off", None), ("0", 0), ("512", 512)])
 def test_length_chunks_reach_the_training_config(value, expected):
     from qpnlp.cli import build_parser

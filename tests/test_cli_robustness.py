@@ -373,6 +373,21 @@ def test_evaluate_word2fun_dataset_may_start_with_the_home_directory(server, ws,
     assert code == 0 and "log_likelihood" in stdout, stderr
 
 
+def test_evaluate_word2fun_without_a_data_set_is_a_usage_error_that_the_help_announces(server, tmp_path):
+    """The help said --dataset defaults to the one the model was trained on; a Word2Fun model has no such default,
+    and leaving it out exited 1, as a failure while running."""
+    from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
+
+    vocab = Vocabulary.build([COMMON + POSITIVE], specials=False)
+    Word2Fun(Word2FunConfig(len(vocab), 4, span_start=1900, span_end=1990)).save_pretrained(
+        tmp_path / "w2f", vocabulary=vocab)
+    argv = ["evaluate", tmp_path / "w2f"]
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "pass 'sotu' or a TSV file as the data set (--dataset")
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert "required for Word2Fun" in verbs.choices["evaluate"]._option_string_actions["--dataset"].help
+
+
 def test_device_cuda_without_cuda(server, ws):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -544,6 +559,18 @@ def test_resume_continues_to_the_result_of_an_uninterrupted_run(server, ws, tmp_
     assert code == 1 and "cannot resume" in err and "lr (0.01 -> 0.5)" in err
 
 
+def test_a_run_without_resume_says_that_it_cleared_an_earlier_training_state(server, ws, tmp_path):
+    """A rerun without --resume deleted the training state of the interrupted run without a word."""
+    state = tmp_path / "state"
+    code, first, err = server.run(_train(ws, "--checkpoint-dir", state))
+    assert code == 0 and "cleared" not in first, err
+    code, again, err = server.run(_train(ws, "--checkpoint-dir", state))
+    assert code == 0, err
+    assert f"--checkpoint-dir: the training state of an earlier run in {state} was cleared" in again
+    assert "an earlier run's training state there is cleared" in \
+        _own_commands()["qpnlp train qpdn"]._option_string_actions["--resume"].help
+
+
 # --------------------------------------------------------------------------- help
 def _own_commands():
     parser = build_parser()
@@ -603,6 +630,34 @@ def test_convert_refuses_to_replace_a_directory_that_is_not_a_model(server, ws, 
     code, _, stderr = server.run(["convert", tmp_path / "old.pt", tmp_path / "new"])       # a model: replaced
     assert code == 0, stderr
     assert load_checkpoint(tmp_path / "new").name == "qpdn"
+
+
+def test_a_directory_with_another_librarys_config_json_is_never_replaced(server, ws, tmp_path):
+    """Any directory holding a file named config.json (state.json, training-run.json) counted as qpnlp's own:
+    --save and --out replaced a Hugging Face model directory, deleting its weights without a word."""
+    theirs = _write(tmp_path / "bert" / "config.json", '{"architectures": ["BertModel"]}\n').parent
+    _write(theirs / "pytorch_model.bin", "weights\n")
+    for argv in (_train(ws, "--save", theirs, "--no-training-state"), _word2fun(ws, "--out", theirs)):
+        code, _, stderr = server.run(argv)
+        _one_error_line(argv, code, stderr, 2, "exists and is not a saved qpnlp model")
+    with pytest.raises(FileExistsError, match="holds no config.json written by qpnlp"):
+        QPDN(QPDNConfig(num_words=5, num_classes=2, dim=4, num_measurements=4)).save_pretrained(theirs)
+    assert sorted(p.name for p in theirs.iterdir()) == ["config.json", "pytorch_model.bin"]
+    state = _write(tmp_path / "state" / "training-run.json", '{"run": 1}\n').parent
+    argv = _train(ws, "--checkpoint-dir", state)
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "is not a qpnlp training-state directory")
+    assert [p.name for p in state.iterdir()] == ["training-run.json"]
+
+
+@pytest.mark.parametrize("npz", ["w2f", "w2f/grid.npz"])
+def test_word2fun_export_npz_overlapping_out_is_refused_before_training(server, ws, tmp_path, npz):
+    """--export-npz at --out failed only after training (a directory), and a grid inside --out was deleted by the
+    next save of the model (--resume)."""
+    argv = _word2fun(ws, "--out", tmp_path / "w2f", "--export-npz", tmp_path / npz)
+    code, stdout, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "--export-npz")
+    assert "overlap" in stderr and "epoch" not in stdout and not (tmp_path / "w2f").exists()
 
 
 @pytest.mark.parametrize("where", ["same", "inside save", "save inside"])

@@ -48,6 +48,9 @@ def _cnm(*extra):
     (["--no-pretrained", "--vectors-backoff", "on"], "--vectors-backoff has no effect with --no-pretrained"),
     (["--no-pretrained", "--pretrained-fallback", "10"], "--pretrained-fallback has no effect with --no-pretrained"),
     (["--no-pretrained", "--loss", "pointwise", "--margin", "5"], "--margin 5 has no effect with --loss pointwise"),
+    # --negatives was ignored by the pointwise loss, and the run printed the triplets it did not train on
+    (["--no-pretrained", "--loss", "pointwise", "--negatives", "5"], "--negatives 5 has no effect with --loss"),
+    (["--no-pretrained", "--negatives", "1", "--loss", "pointwise"], "--negatives 1 has no effect with --loss"),
 ])
 def test_cnm_option_without_effect_is_a_usage_error(capsys, extra, fragment):
     """--dim beside vectors, vector options beside --no-pretrained and --margin beside --loss pointwise were
@@ -65,8 +68,8 @@ def test_cnm_dim_defaults_to_50_with_no_pretrained_only():
     args = build_parser().parse_args(_cnm("--no-pretrained"))
     check_effective_options(args)
     assert model_options(args)["dim"] == 50
-    args = build_parser().parse_args(_cnm("--vectors", "vec.txt", "--margin", "0.2"))
-    check_effective_options(args)                                # triplet loss: --margin applies
+    args = build_parser().parse_args(_cnm("--vectors", "vec.txt", "--margin", "0.2", "--negatives", "3"))
+    check_effective_options(args)                                # triplet loss: --margin and --negatives apply
     assert "dim" not in model_options(args) and args.dim is None
 
 

@@ -54,7 +54,10 @@ def _plain(text: str) -> str:
 
 
 def _json_object(text: str) -> dict:
-    value = json.loads(text)
+    try:
+        value = json.loads(text)
+    except ValueError as err:                    # argparse would say "invalid _json_object value"
+        raise argparse.ArgumentTypeError(f"expected a JSON object; got {text!r} ({err})") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object; got {text!r}")
     return value

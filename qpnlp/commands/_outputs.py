@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from qpnlp._atomic import atomic_write_text, check_replaceable, existing_parent
+from qpnlp._atomic import atomic_write_text, check_replaceable, existing_parent, written_by_qpnlp
 from qpnlp.models.base import CONFIG_FILE
 
 from ._errors import CommandFailed, UsageError
@@ -65,7 +65,8 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                             "SAVE.training next to --save; none without --save)")
     group.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
-                            "next to --save); same result as an uninterrupted run with the same options")
+                            "next to --save); same result as an uninterrupted run with the same options (without "
+                            "--resume, an earlier run's training state there is cleared)")
     group.add_argument("--no-training-state", action="store_true",
                        help="keep no training state next to --save (saves a write per epoch of the parameters, best "
                             "parameters and optimiser moments that training changed, up to 4x the model's size "
@@ -100,7 +101,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
         raise UsageError(f"--checkpoint-dir {state} and --save {save} overlap; the training state must be kept "
                          f"outside the model directory (and the model outside the state directory)")
     root = check_output_path(state, option, directory=True)
-    ours = (root / RUN_FILE).is_file()
+    ours = written_by_qpnlp(root / RUN_FILE)
     if root.is_dir() and any(root.iterdir()) and not ours:
         raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
                          f"use it (choose a new --checkpoint-dir)")
@@ -109,6 +110,8 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                             f"--checkpoint-dir of the interrupted run)")
     if not resume and ours:
         shutil.rmtree(root)
+        print(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the run "
+              f"starts afresh)", flush=True)
     print(f"resuming from the training state in {root}" if resume else
           f"training state kept in {root} after every epoch (--resume continues from it)", flush=True)
     if not ours or not resume:

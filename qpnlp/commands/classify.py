@@ -59,7 +59,8 @@ def register(subparsers: dict) -> None:
         p.add_argument("--no-select", dest="select", action="store_const", const=[],
                        help="train the given setting only (no selection grid)")
         p.add_argument("--save", metavar="DIRECTORY", type=path_type,
-                       help="save the model of the first split run to this directory (default: not saved)")
+                       help="save the model of the first split run to this directory; a saved qpnlp model there is "
+                            "replaced, any other non-empty directory refused (default: not saved)")
         add_fallback_option(p)
         defaults = get_model_class(name).training_defaults
         add_training_options(p, **defaults)

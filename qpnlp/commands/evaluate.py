@@ -18,7 +18,7 @@ def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser("evaluate", help="evaluate a checkpoint on a data set split")
     p.add_argument("checkpoint", help="directory written by `qpnlp train ... --save`")
     p.add_argument("--dataset", help="data set of the checkpoint's task (default: the one it was trained on); "
-                                     "Word2Fun: 'sotu' or a TSV corpus (YEAR<TAB>tokens) whose held-out "
+                                     "required for Word2Fun: 'sotu' or a TSV corpus (YEAR<TAB>tokens) whose held-out "
                                      "log-likelihood is scored")
     p.add_argument("--split", default=None,
                    help=f"classification: one of {', '.join(CLASSIFICATION_SPLITS)} of the training protocol's split "

@@ -23,7 +23,7 @@ from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, path_type, rate_type
-from ._config_options import add_config_options, config_options, explicit_options
+from ._config_options import add_config_options, config_options, explicit_options, recorded
 
 
 #: ``--dim`` with ``--no-pretrained`` when not given.
@@ -50,15 +50,17 @@ def register(subparsers: dict) -> None:
         p.add_argument("--margin", type=rate_type(zero=True), default=None,
                        help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
                             f"{margins}else {MatchingConfig.margin})")
-        p.add_argument("--negatives", type=count_type(), default=defaults.get("negatives", 1),
-                       help="wrong candidates drawn per correct one (default %(default)s)")
+        p.add_argument("--negatives", action=recorded(argparse._StoreAction), type=count_type(),
+                       default=defaults.get("negatives", 1),
+                       help="wrong candidates drawn per correct one; --loss triplet only (default %(default)s)")
         p.add_argument("--train-split", default=None, metavar="SPLIT",
                        help="training file of the data set (default: train-all where present, i.e. TREC-QA's "
                             "TRAIN-ALL as in the papers, else train; 'train' = TREC-QA's small TRAIN)")
         p.add_argument("--max-questions", type=count_type(), default=None,
                        help="use only the first N questions of each split (quick runs, tests; default: all)")
         p.add_argument("--save", metavar="DIRECTORY", type=path_type,
-                       help="save the selected model to this directory (default: not saved)")
+                       help="save the selected model to this directory; a saved qpnlp model there is replaced, any "
+                            "other non-empty directory refused (default: not saved)")
         p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
                        help="add these data sets' train splits to the training data (transfer); dev and test stay "
                             "--dataset's (default: none)")
@@ -97,7 +99,7 @@ def check_effective_options(args: argparse.Namespace) -> None:
     their width); ``--vectors``, ``--vectors-scale``, ``--vectors-backoff``
     and a ``--pretrained-fallback`` above 0 need vectors (not
     ``--no-pretrained``); ``--margin`` is the triplet loss's (not ``--loss
-    pointwise``). Runs before any file is read.
+    pointwise``), and so is ``--negatives``. Runs before any file is read.
     """
     if args.no_pretrained:
         unused = [("--vectors", "vectors" in explicit_options(args)),
@@ -114,6 +116,9 @@ def check_effective_options(args: argparse.Namespace) -> None:
     if args.margin is not None and args.loss != "triplet":
         raise UsageError(f"--margin {args.margin:g} has no effect with --loss {args.loss}: the margin is the "
                          f"triplet loss's (--loss triplet)")
+    if "negatives" in explicit_options(args) and args.loss != "triplet":
+        raise UsageError(f"--negatives {args.negatives} has no effect with --loss {args.loss}, which trains on "
+                         f"every question-candidate pair; the negatives are drawn for the triplets of --loss triplet")
 
 
 def _training_setting(args: argparse.Namespace, key: str, fallback=None):
@@ -207,8 +212,9 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     except TrainingDiverged as err:
         report.finish("diverged", error=str(err))
         raise CommandFailed(f"{args.dataset}: {err}") from None
-    print(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, "
-          f"{result.train_triplets} triplets per epoch", flush=True)
+    per_epoch = f"{result.train_triplets} triplets" if args.loss == "triplet" else "every question-candidate pair"
+    print(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, {per_epoch} per "
+          f"epoch", flush=True)
     print(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
           f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
     for split, m in result.evaluation.items():

