@@ -1,12 +1,14 @@
 """Atomic writes: a file or a directory appears complete or not at all (fsync, then rename into place).
 
 One home for the models' save format (:meth:`qpnlp.models.Model.save_pretrained`), the training state and the
-command line's reports.
+command line's reports.  A directory whose replacement a killed process left half done is put back by
+:func:`restore_replaced_directory`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -15,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable", "existing_parent",
-           "written_by_qpnlp"]
+           "restore_replaced_directory", "written_by_qpnlp"]
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -36,7 +38,8 @@ def _replace_directory(new: Path, target: Path) -> None:
     exception (Ctrl-C included) comes between the two, the old directory is
     renamed back before the exception goes on; should that fail too, the
     exception's note says where the old directory is. Only a process killed
-    between the two renames leaves it aside (``.NAME.*.old``).
+    between the two renames leaves it aside (``.NAME.*.old/NAME``, with
+    ``target`` missing): :func:`restore_replaced_directory` puts it back.
     """
     aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
     old = aside / target.name
@@ -55,6 +58,36 @@ def _replace_directory(new: Path, target: Path) -> None:
         raise
     _fsync_directory(target.parent)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def restore_replaced_directory(directory: str | os.PathLike) -> Path | None:
+    """Undo the replacement of ``directory`` that a process killed between its two renames left half done.
+
+    Such a process (:func:`_replace_directory`) left ``directory`` missing and
+    its previous version aside, at ``.NAME.*.old/NAME`` in the same parent:
+    that one is renamed back (its emptied side directory removed), as the
+    process would have done on an exception, and the path it had is
+    returned; None when ``directory`` exists or nothing of it was left
+    aside. Several versions left aside (a crash, a run started afresh, a
+    second crash) are refused with FileExistsError naming them: which one to
+    keep is for the user to tell.
+    """
+    target = Path(directory)
+    if os.path.lexists(target):
+        return None
+    pattern = f".{glob.escape(target.name)}.*.old"
+    left = sorted(p / target.name for p in target.parent.glob(pattern) if (p / target.name).is_dir())
+    if len(left) > 1:
+        raise FileExistsError(f"{target} is missing and {len(left)} earlier versions of it were left aside by "
+                              f"processes killed while replacing it: {', '.join(map(str, left))}; move the one to "
+                              f"keep back to {target} (and delete the others)")
+    if not left:
+        return None
+    os.rename(left[0], target)
+    _fsync_directory(target.parent)
+    with contextlib.suppress(OSError):
+        left[0].parent.rmdir()
+    return left[0]
 
 
 def existing_parent(path: str | os.PathLike) -> Path:

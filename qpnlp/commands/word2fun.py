@@ -39,7 +39,6 @@ nearest words, change degrees and indicators of ``--words`` are under its
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import glob
 import inspect
@@ -53,6 +52,7 @@ import numpy as np
 from ._common import torch_threads
 from ._errors import UsageError
 from ._outputs import _nested, check_output_path, check_report_apart
+from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
 from ._types import count_type, device_type, finite_type, path_type, rate_type
 
@@ -250,143 +250,6 @@ def _launches_processes(args: argparse.Namespace) -> bool:
     return False
 
 
-def _run_in_processes(args: argparse.Namespace, report: Report) -> int:
-    """This command again in ``--processes`` processes on this machine, as ``torchrun`` would start them.
-
-    Each process gets ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``,
-    ``MASTER_ADDR``/``MASTER_PORT`` of a free local port; one torch thread
-    unless ``OMP_NUM_THREADS`` says otherwise), trains on its own shard of the
-    corpus, and the first writes ``--out`` and the report.  The options were
-    checked here, once, before the processes start.  Started here rather than
-    by ``torchrun`` itself so that a failure stays the one-line error of the
-    failing process (torchrun adds a page of its own); when one process fails,
-    the others are stopped (they would wait for it in the next collective)
-    and the failure is recorded (:func:`_record_failure`): exit status 1 and
-    a line naming the process and the signal for one killed by a signal.
-    Stopped itself by SIGTERM (``kill``, ``timeout``), it stops them too
-    (:func:`_sigterm_raises`) and exits with status 143.
-    """
-    import subprocess
-
-    command_line = getattr(args, "command_line", None)
-    if command_line is None:
-        raise UsageError("--processes starts the command again from its command line: run it as `qpnlp train "
-                         "word2fun ...` (in Python, start fit() under torchrun)")
-    env = {"OMP_NUM_THREADS": "1", **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-           "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes)}
-    report.write()                                # "running" until the first process rewrites it: never a stale one
-    procs: list = []
-    try:
-        with _sigterm_raises():
-            for r in range(args.processes):
-                procs.append(subprocess.Popen([sys.executable, "-m", "qpnlp.cli", *command_line],
-                                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}))
-            failure = _wait_for_all(procs)
-    except SystemExit:
-        _stop(procs)
-        _finish_report(report, "interrupted", "stopped by SIGTERM; the processes were stopped", force=False)
-        raise
-    finally:
-        _stop(procs)
-    return 0 if failure is None else _record_failure(args, report, *failure, len(procs))
-
-
-def _stop(procs) -> None:
-    """Terminate the processes of ``procs`` still running and wait for them."""
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            p.wait()
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """Inside the block SIGTERM raises ``SystemExit(143)``: Python's default would end this process at once,
-    leaving the processes it started training on, orphaned. Outside the main thread, nothing changes."""
-    import signal
-
-    def exit_143(signum, frame):
-        raise SystemExit(128 + signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, exit_143)
-    except ValueError:                            # not the main thread: no handler can be set
-        previous = None
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_all(procs) -> tuple[int, int] | None:
-    """None once every process has succeeded, else ``(rank, exit status)`` of the first one that failed
-    (a negative status: killed by that signal)."""
-    import time
-
-    while True:
-        codes = [p.poll() for p in procs]
-        failed = [(rank, c) for rank, c in enumerate(codes) if c not in (None, 0)]
-        if failed:
-            return failed[0]
-        if all(c == 0 for c in codes):
-            return None
-        time.sleep(0.1)
-
-
-def _record_failure(args: argparse.Namespace, report: Report, rank: int, code: int, world: int) -> int:
-    """The exit status of a run whose process ``rank`` of ``world`` failed with ``code`` (the others stopped).
-
-    A process killed by a signal (the out-of-memory killer's SIGKILL) printed nothing: its line is printed
-    here and the status is 1 (not the negative signal number, which the shell saw as 247). The report is
-    finished as failed with that line, keeping the epochs the first process recorded, when the failed
-    process was killed (the first process may have recorded only its lost connection) or the report was
-    left "running" (the first process stopped before it could finish it).
-    """
-    import signal
-
-    if code < 0:
-        why = " (by the system: out of memory?)" if -code == signal.SIGKILL else ""
-        error = f"process {rank} of {world} was killed by {_signal_name(-code)}{why}; the others were stopped"
-        print(f"{getattr(args, 'prog', 'qpnlp')}: error: {error}", file=sys.stderr, flush=True)
-    else:
-        error = f"process {rank} of {world} failed with exit status {code} (its error is above); the others were " \
-                "stopped"
-    _finish_report(report, "failed", error, force=code < 0)    # the others' errors then followed from this one
-    return 1 if code < 0 else code
-
-
-def _finish_report(report: Report, status: str, error: str, *, force: bool) -> None:
-    """Finish the report of the processes as ``status`` with ``error``, keeping the epochs the first process
-    recorded, if it was left "running" (or anyway with ``force``)."""
-    import json
-
-    if report.path is None:
-        return
-    written = json.loads(report.path.read_text(encoding="utf-8")) if report.path.is_file() else {}
-    if force or written.get("status", "running") == "running":   # the file was written before the processes
-        report.data.update({k: v for k, v in written.items() if k in report.data and k != "status"})
-        report.finish(status, error=error)
-
-
-def _signal_name(number: int) -> str:
-    """``SIGKILL`` for 9: the name of signal ``number``, or ``signal N`` for one Python does not name."""
-    import signal
-
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
     """The vocabulary ``fit`` would build, with every ``--words`` word in it (:class:`UsageError` otherwise).
 
@@ -467,7 +330,9 @@ def _restored_epochs(report: Report, stats, upto: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with torch_threads(args.threads):
+    """Run the command; started by ``--processes`` (:func:`~._processes.run_in_processes`), its error is also
+    recorded for the launcher (:func:`~._processes.records_error`)."""
+    with torch_threads(args.threads), records_error():
         return _run(args)
 
 
@@ -520,7 +385,7 @@ def _run(args: argparse.Namespace) -> int:
     report.update(arguments={**report.data["arguments"], "eras": args.eras})
     if _launches_processes(args):
         del corpus, vocabulary                    # each process reads the corpus itself
-        return _run_in_processes(args, report)
+        return run_in_processes(args, report)
     if not args.stream:
         report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
     with report.guard():

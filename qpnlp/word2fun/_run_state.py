@@ -16,8 +16,10 @@ reads them back (:func:`saved_run`, :func:`epochs_done_and_losses`,
 :func:`training_generators`): with the same processes, one worker and the
 same ``epochs`` and ``chunk_tokens`` the run continues exactly as an
 uninterrupted one would.  :func:`check_resume` first refuses a call that
-would continue the run with another model, corpus or training settings than
-it was trained with, or with fewer epochs than it already trained.
+would continue the run with another model, corpus, vocabulary or training
+settings than it was trained with, or with fewer epochs than it already
+trained.  A checkpoint that a process killed while replacing it left aside is
+put back first (:func:`restore_interrupted_checkpoint`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TextIO
 
 import numpy as np
 import torch
 
+from qpnlp._atomic import restore_replaced_directory
+from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
 from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
@@ -47,8 +51,8 @@ RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "s
 def saved_run(checkpoint: str | os.PathLike) -> dict | None:
     """The metadata of the training run saved at ``checkpoint`` (None when there is no saved model to resume).
 
-    Refuses a saved model that :func:`~qpnlp.word2fun.train.fit` did not checkpoint (another model, or vectors without the epochs
-    done and the corpus size).
+    Refuses a saved model that :func:`~qpnlp.word2fun.train.fit` did not checkpoint (another model, or vectors
+    without the epochs done and the corpus size).
     """
     if not (Path(checkpoint) / "config.json").is_file():
         return None
@@ -65,14 +69,16 @@ def saved_run(checkpoint: str | os.PathLike) -> dict | None:
 
 def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_now: Mapping[str, Any],
                  model_saved: Mapping[str, Any], cfg: TrainConfig, corpus: Mapping[str, Any],
-                 run: Mapping[str, Any]) -> None:
+                 run: Mapping[str, Any], vocabularies: tuple[Vocabulary, Vocabulary]) -> None:
     """Refuse (``ValueError``) to continue the run ``saved`` (:func:`saved_run`) with what differs from it.
 
     Compared: the model options of the call (``model_now``) with the saved model's (``model_saved``, the same
-    keys), the training settings but :data:`RESUMABLE_CHANGES`, the corpus's documents, tokens and span, and
-    the run's other settings (``run``: compass and step centres).  A setting the checkpoint does not
-    record (one written by an earlier version) is not compared.  A run that already trained more epochs than
-    ``cfg.epochs`` is refused too (:func:`check_epochs`).
+    keys), the training settings but :data:`RESUMABLE_CHANGES`, the corpus's documents, tokens and span, the
+    run's other settings (``run``: compass, step centres and ``min_count``), and the checkpoint's vocabulary
+    with the one this call builds (``vocabularies``: saved, now; :func:`vocabulary_differences`), which
+    catches a changed ``min_count`` or ``vocabulary`` and a corpus of other words or counts.  A setting the
+    checkpoint does not record (one written by an earlier version) is not compared.  A run that already
+    trained more epochs than ``cfg.epochs`` is refused too (:func:`check_epochs`).
     """
     check_epochs(checkpoint, saved, cfg)
     training = {k: v for k, v in saved.get("training", {}).items() if k not in RESUMABLE_CHANGES}
@@ -80,11 +86,65 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
     differences = [*_differences("the model", model_saved, model_now),
                    *_differences("the training settings", training, dataclasses.asdict(cfg)),
                    *_differences("the corpus", saved.get("corpus", {}), corpus),
-                   *_differences("the run", recorded_run, run)]
+                   *_differences("the run", recorded_run, run),
+                   *vocabulary_differences(*vocabularies)]
     if differences:
         raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: this call differs from it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change); "
                          "pass the run's own corpus and settings, or train afresh in another directory")
+
+
+def vocabulary_differences(saved: Vocabulary, now: Vocabulary, shown: int = 3) -> list[str]:
+    """How the vocabulary built now (``now``: the corpus's words seen ``min_count`` times, or the one given)
+    differs from the checkpoint's (``saved``), in at most one entry for :func:`check_resume` ([] if equal).
+
+    Named: the sizes, the words of each side the other lacks and the words whose counts differ (both counts),
+    ``shown`` of each and how many more; a vocabulary of the same words and counts but in another order or
+    with other document counts is named as such.  The counts are a fingerprint of the corpus's content: a corpus of
+    other words with the same documents and tokens is caught here.
+    """
+    if saved == now:
+        return []
+    changed = [f"size ({len(saved)} there, {len(now)} here)"] if len(saved) != len(now) else []
+    for side, words, other in (("there", saved.words, now), ("here", now.words, saved)):
+        lacking = [repr(w) for w in words if w not in other]
+        if lacking:
+            changed.append(f"words only {side} ({_some(lacking, shown)})")
+    counts = [f"{w!r} ({saved.word_freq(w)} there, {now.word_freq(w)} here)" for w in saved.words
+              if w in now and saved.word_freq(w) != now.word_freq(w)]
+    if counts:
+        changed.append(f"counts of {_some(counts, shown)}")
+    if not changed:
+        changed.append("the same words and counts, in another order or with other document counts")
+    return ["the vocabulary: " + ", ".join(changed)]
+
+
+def _some(items: list[str], shown: int) -> str:
+    """The first ``shown`` of ``items``, joined, and how many more there are."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def restore_interrupted_checkpoint(checkpoint: str | os.PathLike, log: TextIO | None = None) -> None:
+    """Put back the checkpoint that a process killed while replacing it left aside, before resuming from it.
+
+    The first process alone renames it back (:func:`qpnlp._atomic.restore_replaced_directory`; a line on
+    ``log`` says so) and tells the others, which wait for it, so that every process then reads the same
+    checkpoint; several such leftovers are refused in every process (``FileExistsError``, naming them).
+    """
+    outcome = None
+    if dist.is_main_process():
+        try:
+            restored = restore_replaced_directory(checkpoint)
+            outcome = None if restored is None else ("restored", str(restored))
+        except FileExistsError as error:
+            outcome = ("refused", str(error))
+    outcome = dist.all_gather_objects(outcome)[0]          # the first process's, once it has renamed
+    if outcome is not None and outcome[0] == "refused":
+        raise FileExistsError(outcome[1])
+    if outcome is not None and log is not None:
+        print(f"{checkpoint}: put back the checkpoint of the last epoch saved, from {outcome[1]}, where a "
+              f"process killed while replacing it had left it", file=log)
 
 
 def check_epochs(checkpoint: str | os.PathLike, saved: Mapping[str, Any], cfg: TrainConfig) -> None:

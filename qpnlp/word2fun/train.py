@@ -225,9 +225,13 @@ def fit(
         Continue the run saved at ``checkpoint``: its model, vocabulary and
         generators, from the next epoch (a missing checkpoint starts afresh);
         with the same processes and one worker the result equals that of an
-        uninterrupted run.  The corpus (its documents, tokens and span), the
-        model options and the other settings must be the run's own (refused
-        otherwise); ``config.epochs``, ``device``, ``chunk_tokens``,
+        uninterrupted run; a checkpoint that a process killed while replacing
+        it left aside (``.NAME.*.old/``) is put back first.  The corpus (its
+        documents, tokens and span), the model options, ``min_count`` (unless
+        ``vocabulary`` is given), the vocabulary this call builds or is given
+        (its words and their counts: a corpus of other words is refused too)
+        and the other settings must be the run's own (refused otherwise,
+        naming each difference); ``config.epochs``, ``device``, ``chunk_tokens``,
         ``sync_every`` and ``workers`` may change (the data order continues, the
         workers both runs have keep their negative streams, added ones start
         their own), and so may the number of processes (its shards change;
@@ -264,11 +268,14 @@ def fit(
         ``min_count`` or ``compass_epochs`` < 1, an unknown ``compass``,
         ``resume`` without ``checkpoint``, a ``checkpoint`` that is a file,
         ``resume`` from a directory that holds no Word2Fun training run, or
-        ``resume`` with another corpus or other settings than the saved run's, or
-        with fewer ``config.epochs`` than the saved run already trained.
+        ``resume`` with another corpus, vocabulary or other settings than the
+        saved run's, or with fewer ``config.epochs`` than the saved run
+        already trained.
     FileExistsError
         For a ``checkpoint`` that is an existing non-empty directory holding
-        no saved model (it would be replaced): before any training.
+        no saved model (it would be replaced): before any training; and for
+        ``resume`` where the checkpoint is missing and several earlier
+        versions of it were left aside by processes killed while replacing it.
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
@@ -277,15 +284,17 @@ def fit(
     world, rank = dist.setup(cfg.device), dist.rank()
     main_log = log if rank == 0 else None
     local = _shard(corpus, rank, world)
+    if resume:
+        run_state.restore_interrupted_checkpoint(checkpoint, main_log)
     saved = run_state.saved_run(checkpoint) if resume else None
     options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
+    vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
+    built = vocab                              # a resumed run checks it against its checkpoint's (check_resume)
     if saved is not None:
         vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
         vocab, model = vectors.vocabulary, vectors.model.train()
-        _, info, _, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocab, min_count)
     else:
-        vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
-        model = _new_model(vocab, span, time_scale, cfg.seed, options)
+        model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
     counts = vocab.counts
     source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
     if saved is None and world == 1:
@@ -297,10 +306,11 @@ def fit(
         compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
                                           rank, world, dev, progress)
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
-    run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None)
-    if saved is not None:
+    run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
+    if saved is not None:                      # min_count does nothing beside a given vocabulary: not compared
+        compared = {k: v for k, v in run.items() if k != "min_count" or vocabulary is None}
         run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options}, cfg,
-                               info, run)
+                               info, compared, (vocab, built))
     vectors = KeyedVectors(model, vocab)
     model.train()
     start, stats = run_state.epochs_done_and_losses(saved)
@@ -401,7 +411,7 @@ def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabular
     """The vocabulary, the corpus size ``{documents, tokens, span}``, the span ``(t0, t1)`` and this shard's
     word counts, counted over every shard (empty counts for one process holding the corpus in memory).
 
-    Without ``vocabulary``, the words seen ``min_count`` times; a vocabulary of fewer than two words is refused.
+    Without ``vocabulary``, the words seen ``min_count`` times (:func:`_checked_size` checks there are two).
     """
     local_counts = Counter()
     if not isinstance(corpus, TsvStream) and world == 1:
@@ -419,10 +429,16 @@ def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabular
         info = {"documents": n_docs, "tokens": n_tokens}
         vocab = _merged_vocabulary(wf, df, n_docs, min_count) if vocabulary is None else vocabulary
     info["span"] = list(span)
+    return vocab, info, span, local_counts
+
+
+def _checked_size(vocab: Vocabulary, min_count: int) -> Vocabulary:
+    """``vocab``, a fresh model's vocabulary, if it has two words at least (``ValueError`` otherwise; a resumed
+    run's vocabulary is compared with its checkpoint's instead)."""
     if len(vocab) < 2:
         raise ValueError(f"the vocabulary has {len(vocab)} words (min count {min_count}); Word2Fun needs at "
                          f"least two")
-    return vocab, info, span, local_counts
+    return vocab
 
 
 def _merged_vocabulary(wf: Counter, df: Counter, n_docs: int, min_count: int) -> Vocabulary:
@@ -445,12 +461,13 @@ def _model_options(family: str, dim: int, time_scale: float | TimeScale, n_slice
     return {**options, "time_scale": time_scale}
 
 
-def _run_settings(compass: str, compass_epochs: int, step_centres: str | None) -> dict:
+def _run_settings(compass: str, compass_epochs: int, step_centres: str | None, min_count: int) -> dict:
     """What else a checkpoint records of the run, for :func:`~qpnlp.word2fun._run_state.check_resume` (None where
     a setting had no effect: the compass's epochs unless it is frozen, the step centres without the logistic
-    step). A resumed run keeps its checkpoint's vocabulary, so ``min_count`` is not compared."""
+    step), and ``min_count``: always recorded (the command line builds the vocabulary it gives with it), compared
+    unless the resuming call gives a vocabulary (whose words are compared instead)."""
     return {"compass": compass, "compass_epochs": compass_epochs if compass == "frozen" else None,
-            "step_centres": step_centres}
+            "step_centres": step_centres, "min_count": min_count}
 
 
 def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, options: dict) -> Word2Fun:

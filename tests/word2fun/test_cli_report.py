@@ -138,6 +138,17 @@ def test_resume_reports_every_epoch(corpus_tsv, tmp_path, capsys):
         ["word2fun epoch 1", "word2fun epoch 2"]          # the first run's line, then the resumed run's
 
 
+def test_resume_with_another_min_count_is_refused_naming_both_values(corpus_tsv, tmp_path, capsys):
+    # --resume went on with the checkpoint's vocabulary and said nothing of the --min-count it ignored
+    out = tmp_path / "ck"
+    assert main(_argv(corpus_tsv, "--epochs", "1", "--min-count", "1", "--out", str(out))) == 0
+    code = main(_argv(corpus_tsv, "--out", str(out), "--resume"))           # the default --min-count 5
+    _, stderr = capsys.readouterr()
+    assert code == 1 and "the run: min_count (1 there, 5 here); the vocabulary: size (9 there, 8 here), words " \
+                         "only there ('rare')" in stderr, stderr
+    assert KeyedVectors.from_pretrained(out).vocabulary.word_freq("rare") == 2       # the checkpoint as it was
+
+
 def test_a_failed_run_finishes_its_report_with_the_error(corpus_tsv, tmp_path, capsys):
     report = tmp_path / "r.json"
     code = main(_argv(corpus_tsv, "--min-count", "10000", "--words", "war", "--report", str(report)))

@@ -256,6 +256,30 @@ def test_the_cli_starts_its_own_processes_and_reports_one_run(tmp_path, tiny_dri
     assert "torchrun started 3 processes" in capfd.readouterr().err
 
 
+def test_the_report_names_the_error_of_the_process_that_failed_first(tmp_path, monkeypatch, capfd):
+    """``--processes 2`` whose process 1 fails on a bad line of its file: the report said "failed" with process
+    0's "Connection closed by peer" (or "its error is above"), the cause only on stderr; now it carries process
+    1's own error, and a last line on stderr names it."""
+    import json
+
+    from qpnlp.cli import main
+
+    good = "".join(f"{1900 + i % 20}\twar peace trade army navy\n" for i in range(300))
+    (tmp_path / "a.tsv").write_text(good)
+    (tmp_path / "b.tsv").write_text(good + "19x0\twar peace\n" + good)      # process 1 reads b.tsv: line 301
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    argv = ["train", "word2fun", "--corpus", f"{tmp_path / 'a.tsv'},{tmp_path / 'b.tsv'}", "--stream", "--dim",
+            "4", "--epochs", "1", "--min-count", "1", "--no-progress", "--processes", "2",
+            "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 1
+    line = f"{tmp_path / 'b.tsv'}:301: time '19x0' is not a number"
+    cause = f"process 1 of 2 failed: {line}; the others were stopped"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["status"] == "failed" and report["error"] == cause
+    err = capfd.readouterr().err
+    assert f"error: {line}\n" in err and err.endswith(f"error: {cause} (the first error of the processes)\n")
+
+
 _KILLED_CHILD = """
 import json, os, signal, sys, time
 if os.environ["RANK"] == "1":

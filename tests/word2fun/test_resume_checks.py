@@ -1,10 +1,14 @@
 """A resumed Word2Fun run continues the saved run only: another corpus, model or setting is refused."""
 
 import json
+import os
+import shutil
+import sys
 
 import pytest
 
-from qpnlp.data import TimestampedCorpus
+from qpnlp._atomic import atomic_directory
+from qpnlp.data import TimestampedCorpus, Vocabulary
 from qpnlp.models.base import CONFIG_FILE, read_model_header
 from qpnlp.word2fun import TrainConfig, fit
 
@@ -34,6 +38,18 @@ def _resume(checkpoint, docs=DOCS, config=TrainConfig(epochs=2, batch_size=256, 
                                                          r"\[-500.0, -491.0\] here\)"),
     (dict(docs=DOCS[:50]), r"the corpus: documents \(60 there, 50 here\), tokens"),
     (dict(step_centres="middle"), r"the run: step_centres \('changepoint' there, 'middle' here\)"),
+    # these resumed silently with the checkpoint's vocabulary: min_count and vocabulary were not compared, and a
+    # corpus of other words (same documents, tokens and span) passed
+    (dict(min_count=2), r"the run: min_count \(1 there, 2 here\) \(only"),        # the same words: named anyway
+    (dict(min_count=25), r"the run: min_count \(1 there, 25 here\); the vocabulary: size \(5 there, 4 here\), "
+                         r"words only there \('war'\)"),
+    (dict(vocabulary=Vocabulary.build([["war", "peace", "peace"]], specials=False)),
+     r"the vocabulary: size \(5 there, 2 here\), words only there \('army', 'trade', 'treaty'\), counts of "
+     r"'peace' \(40 there, 2 here\), 'war' \(20 there, 1 here\)"),
+    (dict(docs=[(t, ["row" if w == "war" else w for w in words]) for t, words in DOCS]),
+     r"the vocabulary: words only there \('war'\), words only here \('row'\)"),
+    (dict(docs=[(t, [{"war": "peace", "peace": "war"}.get(w, w) for w in words]) for t, words in DOCS]),
+     r"the vocabulary: counts of 'peace' \(40 there, 20 here\), 'war' \(20 there, 40 here\)"),
 ])
 def test_a_resumed_run_with_another_corpus_model_or_setting_is_refused_before_training(saved, options, named):
     # these resumed silently: the saved model went on training, on a corpus outside its span or with other settings
@@ -51,9 +67,10 @@ def test_a_checkpoint_of_an_earlier_version_is_compared_on_what_it_records(saved
     # written before the step centres and some training settings were recorded: those are not compared
     header = json.loads((saved / CONFIG_FILE).read_text())
     del header["metadata"]["step_centres"], header["metadata"]["training"]["negative_weight"]
+    del header["metadata"]["min_count"]
     (saved / CONFIG_FILE).write_text(json.dumps(header))
     config = TrainConfig(epochs=2, batch_size=256, sample=0, negative_weight=2.0)
-    assert _resume(saved, config=config).epochs_done == 2
+    assert _resume(saved, config=config, min_count=2).epochs_done == 2     # the same vocabulary
 
 
 def test_a_run_that_trained_more_epochs_than_asked_is_refused(saved):
@@ -64,3 +81,53 @@ def test_a_run_that_trained_more_epochs_than_asked_is_refused(saved):
     assert read_model_header(saved)["metadata"]["epochs_done"] == 2
     assert _resume(saved).epochs_done == 2                               # the same epochs: the run as it is
 
+
+
+def test_a_run_given_the_vocabulary_min_count_builds_resumes_without_it(tmp_path):
+    # the command line gives fit the vocabulary it checked --words with and resumes without one
+    given = Vocabulary.build([words for _, words in DOCS], min_freq=1, specials=False)
+    config = TrainConfig(epochs=1, batch_size=256, sample=0)
+    fit(TimestampedCorpus.from_pairs(DOCS), config, **MODEL, vocabulary=given, checkpoint=tmp_path / "ck")
+    assert _resume(tmp_path / "ck").epochs_done == 2
+    # beside a given vocabulary min_count does nothing: not compared, the vocabulary is
+    config = TrainConfig(epochs=3, batch_size=256, sample=0)
+    assert _resume(tmp_path / "ck", config=config, vocabulary=given, min_count=7).epochs_done == 3
+
+
+def _killed_while_replacing(checkpoint, monkeypatch) -> None:
+    """Leave ``checkpoint`` as a process killed between the two renames of its replacement leaves it: missing,
+    its last version aside in ``.NAME.*.old/NAME`` (here the second rename and the undo fail)."""
+    rename, calls = os.rename, []
+
+    def only_the_first(src, dst):
+        calls.append(src)
+        if len(calls) > 1:
+            raise OSError("killed")
+        rename(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "rename", only_the_first)
+        with pytest.raises(OSError, match="killed"), atomic_directory(checkpoint, replaces=CONFIG_FILE) as tmp:
+            (tmp / CONFIG_FILE).write_text("{}")
+
+
+def test_a_checkpoint_left_aside_by_a_process_killed_while_replacing_it_is_resumed(saved, monkeypatch, capsys):
+    # --out was missing, the last checkpoint in .ck.*.old/ck, and the resumed run started afresh without a word
+    losses = read_model_header(saved)["metadata"]["epoch_loss"]
+    _killed_while_replacing(saved, monkeypatch)
+    assert not saved.exists() and len(list(saved.parent.glob(".ck.*.old/ck"))) == 1
+    result = _resume(saved, log=sys.stderr)
+    assert result.stats.epoch_loss[:1] == losses                          # continued from its epoch
+    assert f"{saved}: put back the checkpoint of the last epoch saved" in capsys.readouterr().err
+    assert [p.name for p in saved.parent.iterdir()] == ["ck"]               # nothing left aside
+    assert read_model_header(saved)["metadata"]["epochs_done"] == 2
+
+
+def test_several_checkpoints_left_aside_are_refused_naming_them(saved, monkeypatch):
+    _killed_while_replacing(saved, monkeypatch)
+    left = next(saved.parent.glob(".ck.*.old"))
+    shutil.copytree(left, saved.parent / ".ck.earlier0.old")
+    with pytest.raises(FileExistsError, match=f"{saved} is missing and 2 earlier versions of it were left aside .*"
+                                              f"ck.earlier0.old/ck"):
+        _resume(saved)
+    assert not saved.exists() and len(list(saved.parent.glob(".ck.*.old/ck"))) == 2    # nothing moved

@@ -1,0 +1,237 @@
+"""``qpnlp train word2fun --processes N``: the command again in N processes on this machine, as ``torchrun``
+would start them, and what each one tells the launcher when it fails.
+
+:func:`run_in_processes` starts the processes, waits for them and, when one
+fails, stops the others and finishes the report.  The processes write the
+report and the checkpoint themselves (the first one only); the launcher
+writes the report before they start and again only once every process has
+ended.  Each process is given
+a file of its own (:data:`ERROR_FILE_VARIABLE`) where it records the error
+that ends it (:func:`records_error`): when a process other than the first
+fails, the first one fails too, with only its lost connection ("Connection
+closed by peer"), and the launcher puts the error recorded first, the real
+cause, in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from qpnlp._atomic import atomic_write_text
+
+from ._errors import UsageError, error_line
+from ._report import Report
+
+__all__ = ["ERROR_FILE_VARIABLE", "records_error", "run_in_processes"]
+
+#: The environment variable naming the file where a process started by :func:`run_in_processes` records its error.
+ERROR_FILE_VARIABLE = "QPNLP_ERROR_FILE"
+
+
+@contextlib.contextmanager
+def records_error():
+    """Inside the block, an exception is recorded in the file named by :data:`ERROR_FILE_VARIABLE` (if set), then
+    goes on: its one-line message (as the command prints it), the report status it gives (failed, diverged,
+    interrupted) and the time, for the launcher to tell the first error of its processes from those that
+    followed from it."""
+    try:
+        yield
+    except BaseException as error:
+        path = os.environ.get(ERROR_FILE_VARIABLE)
+        if path and not isinstance(error, SystemExit):
+            with contextlib.suppress(OSError):
+                atomic_write_text(path, json.dumps({"error": error_line(error), "status": _status(error),
+                                                    "time": time.time()}))
+        raise
+
+
+def _status(error: BaseException) -> str:
+    """The report status of a run that ``error`` ended (as :meth:`Report.guard` sets it)."""
+    from qpnlp._errors import TrainingDiverged
+
+    if isinstance(error, TrainingDiverged):
+        return "diverged"
+    return "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+
+
+def run_in_processes(args: argparse.Namespace, report: Report) -> int:
+    """This command again in ``--processes`` processes on this machine, as ``torchrun`` would start them.
+
+    Each process gets ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``/``MASTER_PORT`` of a free local port; one torch thread
+    unless ``OMP_NUM_THREADS`` says otherwise) and a file for its error
+    (:func:`records_error`), trains on its own shard of the corpus, and the
+    first writes ``--out`` and the report.  The options were checked here,
+    once, before the processes start.  Started here rather than by
+    ``torchrun`` itself so that a failure stays the one-line error of the
+    failing process (torchrun adds a page of its own); when one process
+    fails, the others are stopped (they would wait for it in the next
+    collective) and the failure is recorded (:func:`_record_failure`): the
+    first error of the processes goes in the report and on a last line, or,
+    for a process killed by a signal, a line naming it and the signal (exit
+    status 1).  Stopped
+    itself by SIGTERM (``kill``, ``timeout``), it stops them too
+    (:func:`_sigterm_raises`) and exits with status 143.
+    """
+    import subprocess
+
+    command_line = getattr(args, "command_line", None)
+    if command_line is None:
+        raise UsageError("--processes starts the command again from its command line: run it as `qpnlp train "
+                         "word2fun ...` (in Python, start fit() under torchrun)")
+    env = {"OMP_NUM_THREADS": "1", **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+           "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes)}
+    report.write()                                # "running" until the first process rewrites it: never a stale one
+    procs: list = []
+    with tempfile.TemporaryDirectory(prefix="qpnlp-processes-") as errors:
+        files = [Path(errors) / f"process-{r}.json" for r in range(args.processes)]
+        try:
+            with _sigterm_raises():
+                for r in range(args.processes):
+                    procs.append(subprocess.Popen([sys.executable, "-m", "qpnlp.cli", *command_line],
+                                                  env={**env, "RANK": str(r), "LOCAL_RANK": str(r),
+                                                       ERROR_FILE_VARIABLE: str(files[r])}))
+                failure = _wait_for_all(procs)
+        except SystemExit:
+            _stop(procs)
+            _finish_report(report, "interrupted", "stopped by SIGTERM; the processes were stopped", force=False)
+            raise
+        finally:
+            _stop(procs)
+        return 0 if failure is None else _record_failure(args, report, failure, len(procs),
+                                                         _recorded_errors(files))
+
+
+def _stop(procs) -> None:
+    """Terminate the processes of ``procs`` still running and wait for them."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            p.wait()
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """Inside the block SIGTERM raises ``SystemExit(143)``: Python's default would end this process at once,
+    leaving the processes it started training on, orphaned. Outside the main thread, nothing changes."""
+    import signal
+
+    def exit_143(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, exit_143)
+    except ValueError:                            # not the main thread: no handler can be set
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_all(procs) -> tuple[int, int] | None:
+    """None once every process has succeeded, else ``(rank, exit status)`` of the first one that failed
+    (a negative status: killed by that signal)."""
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [(rank, c) for rank, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            return failed[0]
+        if all(c == 0 for c in codes):
+            return None
+        time.sleep(0.1)
+
+
+def _recorded_errors(files: list[Path]) -> dict[int, dict]:
+    """The errors the processes recorded (:func:`records_error`), by rank: those whose file is readable."""
+    errors = {}
+    for rank, path in enumerate(files):
+        with contextlib.suppress(OSError, ValueError):
+            errors[rank] = json.loads(path.read_text(encoding="utf-8"))
+    return errors
+
+
+def _record_failure(args: argparse.Namespace, report: Report, failure: tuple[int, int], world: int,
+                    errors: dict[int, dict]) -> int:
+    """The exit status of a run whose process ``failure[0]`` of ``world`` failed with status ``failure[1]`` (the
+    others then stopped), given the ``errors`` the processes recorded (:func:`records_error`), by rank.
+
+    A process killed by a signal (the out-of-memory killer's SIGKILL) printed and recorded nothing: its line is
+    printed here, the report is finished as failed with it, keeping the epochs the first process recorded, and
+    the status is 1 (not the negative signal number, which the shell saw as 247).  Otherwise the cause is the
+    error recorded first (:func:`_first_error`), named on a last line here (the processes' own lines come in
+    no set order).  The report gets it, with its status, when it came from another process than the first
+    (which reported only its lost connection) or the report was left "running" (the first process was stopped
+    before it could finish it).
+    """
+    rank, code = failure
+    prog = getattr(args, "prog", "qpnlp")
+    if code < 0:
+        error = _killed(rank, world, -code)
+        print(f"{prog}: error: {error}", file=sys.stderr, flush=True)
+        _finish_report(report, "failed", error, force=True)
+        return 1
+    first = _first_error(errors)
+    if first is None:
+        error = f"process {rank} of {world} failed with exit status {code} (its error is above); the others were " \
+                "stopped"
+        _finish_report(report, "failed", error, force=False)
+        return code
+    rank, recorded = first
+    error = f"process {rank} of {world} failed: {recorded['error']}; the others were stopped"
+    print(f"{prog}: error: {error} (the first error of the processes)", file=sys.stderr, flush=True)
+    _finish_report(report, recorded.get("status", "failed"), error, force=rank != 0)
+    return code
+
+
+def _killed(rank: int, world: int, signal_number: int) -> str:
+    """The line of process ``rank`` of ``world`` killed by ``signal_number`` (SIGKILL: the out-of-memory killer?)."""
+    import signal
+
+    why = " (by the system: out of memory?)" if signal_number == signal.SIGKILL else ""
+    return f"process {rank} of {world} was killed by {_signal_name(signal_number)}{why}; the others were stopped"
+
+
+def _first_error(errors: dict[int, dict]) -> tuple[int, dict] | None:
+    """``(rank, record)`` of the error recorded first (the others' errors followed from it), None for none."""
+    if not errors:
+        return None
+    rank = min(errors, key=lambda r: (errors[r].get("time", float("inf")), r))
+    return rank, errors[rank]
+
+
+def _finish_report(report: Report, status: str, error: str, *, force: bool) -> None:
+    """Finish the report of the processes as ``status`` with ``error``, keeping the epochs the first process
+    recorded, if it was left "running" (or anyway with ``force``)."""
+    if report.path is None:
+        return
+    written = json.loads(report.path.read_text(encoding="utf-8")) if report.path.is_file() else {}
+    if force or written.get("status", "running") == "running":   # the file was written before the processes
+        report.data.update({k: v for k, v in written.items() if k in report.data and k != "status"})
+        report.finish(status, error=error)
+
+
+def _signal_name(number: int) -> str:
+    """``SIGKILL`` for 9: the name of signal ``number``, or ``signal N`` for one Python does not name."""
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
