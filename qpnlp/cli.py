@@ -87,7 +87,7 @@ def import_plugins(argv: list[str]) -> None:
         if name.endswith(".py"):
             path = Path(name)
             if not path.is_file():
-                raise FileNotFoundError(f"--import {name}: no such file")
+                raise FileNotFoundError(f"{name}: no such file")
             name, number = f"qpnlp_plugin_{path.stem}", 1
             while name in sys.modules and not _same_file(sys.modules[name], path):   # another file of this name
                 number += 1

@@ -306,6 +306,9 @@ BAD_INPUTS = {
                               "the checkpoint predicts the labels ['neg', 'pos'] but TREC has"),
     "convert a text file": (lambda w: ["convert", w["afile"], w["base"] / "converted"], 1,
                             "is not a readable qpnlp 0.1 checkpoint"),
+    "convert a model of today's format": (lambda w: ["convert", w["cnm"], w["base"] / "converted"], 1,
+                                          "is already a saved qpnlp model (cnm) in the current format; nothing to "
+                                          "convert"),
     "vectors header without vectors": (lambda w: _train(w, "--vectors", w["base"] / "novec.vec"), 1,
                                        "novec.vec: no vectors found"),
     "word2fun dim not a number": (lambda w: _word2fun(w, "--dim", "four"), 2,
@@ -668,6 +671,76 @@ def test_checkpoint_dir_overlapping_save_is_refused(server, ws, tmp_path, where)
     code, _, stderr = server.run(argv)
     _one_error_line(argv, code, stderr, 2, "overlap")
     assert not (tmp_path / state).exists()
+
+
+REPORT_INSIDE = {        # id -> (argv builder given tmp_path, the output directory, the option the error names)
+    "qpdn --save": (lambda w, t: _train(w, "--save", t / "m", "--report", t / "m" / "r.json"), "m", "--save"),
+    "qpdn state next to --save": (lambda w, t: _train(w, "--save", t / "m", "--report", t / "m.training" / "r.json"),
+                                  "m.training", "the training state next to --save"),
+    "cnm --checkpoint-dir": (lambda w, t: _match(w, "--checkpoint-dir", t / "st", "--report",
+                                                 t / "st" / "a" / "r.json"), "st", "--checkpoint-dir"),
+    "word2fun --out": (lambda w, t: _word2fun(w, "--out", t / "w", "--report", t / "w" / "r.json"), "w", "--out"),
+    "word2fun --export-npz": (lambda w, t: _word2fun(w, "--export-npz", t / "g.npz", "--report",
+                                                     t / "g.npz" / "r.json"), "g.npz", "--export-npz"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_INSIDE))
+def test_a_report_inside_an_output_directory_is_refused_before_training(server, ws, tmp_path, case):
+    """A report under --save (--out, the training state) was written into the model directory: a later save replaced
+    the directory and deleted the report, and a new --save directory holding the report was refused only after
+    training (exit 1, the model lost)."""
+    build, output, option = REPORT_INSIDE[case]
+    argv = build(ws, tmp_path)
+    code, stdout, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, f"--report and {option} overlap: the report ")
+    assert f"would lie inside {tmp_path / output}," in stderr and "epoch" not in stdout
+    assert not (tmp_path / output).exists()
+
+
+def test_evaluate_of_a_matcher_counts_questions_as_training_does(server, ws, tmp_path):
+    """MAP, MRR and P@1 average over questions: training said 'on 4 questions', evaluate 'on 12 items' (the pairs)."""
+    code, trained, stderr = server.run(_match(ws))
+    assert code == 0, stderr
+    assert re.search(r"wikiqa test: MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+ on 4 questions$", trained, re.M), trained
+    report = tmp_path / "eval.json"
+    code, stdout, stderr = server.run(["evaluate", ws["cnm"], "--data", ws["root"], "--report", report])
+    assert code == 0, stderr
+    assert re.search(r"^wikiqa test: MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+ on 4 questions, 12 candidate answers \(cnm\)$",
+                     stdout, re.M), stdout
+    data = json.loads(report.read_text())
+    assert data["n"] == 12 and data["metrics"]["questions"] == 4
+    assert data["split_counts"] == {"test": {"questions": 4, "candidates": 12}}
+    assert data["split_unit"] == "questions, candidates"
+    code, stdout, stderr = server.run(["evaluate", ws["clf"], "--data", ws["root"], "--report", report])
+    assert code == 0 and re.search(r" on 3 items \(qpdn\)$", stdout, re.M), stdout + stderr   # a classifier: as before
+    assert json.loads(report.read_text())["split_counts"] == {"fold 1 test": {"items": 3}}
+
+
+def test_import_of_a_missing_file_has_one_prefix(server, ws, tmp_path):
+    """The error read 'qpnlp: error: --import: --import FILE: no such file'."""
+    argv = ["--import", tmp_path / "missing.py", *_train(ws)]
+    code, _, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, "")
+    assert stderr == f"qpnlp: error: --import: {tmp_path / 'missing.py'}: no such file\n"
+
+
+def _device_helps():
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    train = next(a for a in verbs.choices["train"]._actions if isinstance(a, argparse._SubParsersAction))
+    commands = {f"qpnlp {k}": v for k, v in verbs.choices.items() if k != "train"}
+    commands.update({f"qpnlp train {k}": v for k, v in train.choices.items()})
+    return {name: command._option_string_actions["--device"].help for name, command in commands.items()
+            if "--device" in command._option_string_actions}
+
+
+@pytest.mark.parametrize("command", sorted(_device_helps()))
+def test_device_help_names_every_device_accepted(command):
+    """--device takes cpu, cuda, cuda:N and mps (qpnlp._device); a help that left out mps hid it."""
+    from qpnlp._device import SUPPORTED
+
+    assert _device_helps()[command].startswith(f"{SUPPORTED}: "), _device_helps()[command]
 
 
 def test_evaluate_refuses_max_questions_for_a_classifier(server, ws):

@@ -18,7 +18,7 @@ from qpnlp.training.compiled import COMPILE_MODES
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 from ._config_options import recorded
-from ._types import chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
+from ._types import DEVICE_HELP, chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
 
 
 def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-2, batch_size: int = 32,
@@ -42,8 +42,7 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
                        help="early-stopping patience on the dev score (default %(default)s)")
     group.add_argument("--seed", type=seed_type, default=0,
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
-    group.add_argument("--device", type=device_type, default="cpu",
-                       help="cpu, cuda, cuda:N or mps (default %(default)s)")
+    group.add_argument("--device", type=device_type, default="cpu", help=DEVICE_HELP)
     group.add_argument("--threads", type=count_type(0), default=0,
                        help="torch CPU threads of the run (0 = torch's default, one per core; 1 on a machine whose "
                             "cores other jobs keep busy, where more threads wait on each other; default %(default)s)")

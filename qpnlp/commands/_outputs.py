@@ -123,8 +123,15 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
 
 
 def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None]) -> None:
-    """Refuse a ``--report`` file at the path of an output directory or above it (:class:`UsageError`): one of
-    the two could not be written, and that would show only after the training."""
+    """Refuse a ``--report`` file at the path of an output, above it or inside it (:class:`UsageError`).
+
+    At or above: one of the two could not be written, and that would show
+    only after the training. Inside: an output directory is replaced as a
+    whole by the next save, of this run or a later one (a training state is
+    cleared by a later run), which deletes the report; and the report,
+    written first, makes a new output directory one that qpnlp refuses to
+    replace (an output file's path, a directory).
+    """
     if report is None:
         return
     where = Path(os.path.realpath(report))
@@ -134,6 +141,10 @@ def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike
             raise UsageError(f"--report and {option} name the same path ({path})")
         if target is not None and where in target.parents:
             raise UsageError(f"--report and {option} overlap: {path} would lie inside the report file {report}")
+        if target is not None and target in where.parents:
+            raise UsageError(f"--report and {option} overlap: the report {report} would lie inside {path}, which is "
+                             f"written as a whole (a later save or run replaces it, deleting the report); write the "
+                             f"report outside it")
 
 
 def _nested(a: Path, b: Path) -> bool:

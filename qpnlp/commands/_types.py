@@ -1,7 +1,8 @@
 """argparse types of the CLI options: counts, rates, finite numbers, seeds, ``--length-chunks``, devices and paths.
 
 Each refuses a bad value with argparse's one-line error ("argument --lr:
-must be a finite number > 0; got -1"), before any work.
+must be a finite number > 0; got -1"), before any work. :data:`DEVICE_HELP`
+is the help of every command's ``--device``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from qpnlp._device import resolve_device
+from qpnlp._device import SUPPORTED, resolve_device
 from qpnlp.training.config import MAX_RATE, ConfigError, check_seed
 
 
@@ -80,6 +81,10 @@ def rate_type(*, zero: bool = False) -> Callable[[str], float]:
         return value
     parse.__name__ = "number"
     return parse
+
+
+# The help of every command's --device: the names device_type accepts.
+DEVICE_HELP = f"{SUPPORTED}: a device this machine has (default %(default)s)"
 
 
 def device_type(value: str) -> str:

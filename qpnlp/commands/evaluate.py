@@ -8,7 +8,7 @@ from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
 from ._outputs import prepare_outputs
 from ._report import Report
-from ._types import count_type, device_type, path_type
+from ._types import DEVICE_HELP, count_type, device_type, path_type
 
 
 LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}
@@ -27,7 +27,7 @@ def register(subparsers: dict) -> None:
     p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
     p.add_argument("--max-questions", type=count_type(), default=None,
                    help="matching: only the first N questions (default: all)")
-    p.add_argument("--device", type=device_type, default="cpu", help="cpu, cuda, cuda:N or mps (default %(default)s)")
+    p.add_argument("--device", type=device_type, default="cpu", help=DEVICE_HELP)
     p.add_argument("--report", metavar="FILE.json", type=path_type,
                    help="write the report to this JSON file (default: no report)")
     p.set_defaults(func=run)
@@ -44,11 +44,25 @@ def _evaluate(args, report: Report) -> int:
     result = evaluate_checkpoint(args.checkpoint, dataset=args.dataset, split=args.split, root=args.data,
                                  device=args.device, max_questions=args.max_questions)
     metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in result["metrics"].items() if isinstance(v, float))
-    print(f"{result['dataset']} {result['split']}: {metrics} on {result['n']} items ({result['model']})")
+    counted, counts, unit = _counts(result)
+    print(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")
     report.finish(model=result["model"], dataset=result["dataset"], split=result["split"], metrics=result["metrics"],
                   n=result["n"], seed=result["seed"], checkpoint=result["checkpoint"],
-                  split_counts={result["split"]: {"items": result["n"]}}, config=result.get("config", {}),
+                  split_counts={result["split"]: counts}, split_unit=unit, config=result.get("config", {}),
                   details={k: v for k, v in result.items() if k not in
                            ("model", "dataset", "split", "metrics", "n", "seed", "checkpoint", "wall_seconds",
                             "config")})
     return 0
+
+
+def _counts(result: dict) -> tuple[str, dict, str | None]:
+    """What the metrics were computed on: the words of the printed line, the report's split counts and unit.
+
+    Ranking metrics (MAP, MRR, P@1) average over questions, as training counts them; ``n`` stays the number of
+    items scored (a matcher: candidate answers, one question-candidate pair each).
+    """
+    questions = result["metrics"].get("questions")
+    if questions is None:
+        return f"{result['n']} items", {"items": result["n"]}, None
+    counts = {"questions": questions, "candidates": result["n"]}
+    return f"{questions} questions, {result['n']} candidate answers", counts, "questions, candidates"

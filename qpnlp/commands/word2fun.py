@@ -54,7 +54,7 @@ from ._errors import UsageError
 from ._outputs import _nested, check_output_path, check_report_apart
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
-from ._types import count_type, device_type, finite_type, path_type, rate_type
+from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
 
 __all__ = ["register", "run"]
 
@@ -164,7 +164,7 @@ def register(subparsers: dict) -> None:
                    help="torch CPU threads outside the SGD loop (counting, change points, the report); the loop "
                         "itself runs one thread per --workers on the CPU (0 = torch's default; default %(default)s)")
     t.add_argument("--device", type=device_type, default=train["device"],
-                   help="cpu, cuda or cuda:N (default %(default)s)")
+                   help=DEVICE_HELP)
     t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
     o = p.add_argument_group("output")

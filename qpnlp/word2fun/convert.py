@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from qpnlp.data.vocab import Vocabulary
-from qpnlp.models.base import CONFIG_FILE, MAX_CONFIG_BYTES
+from qpnlp.models.base import CONFIG_FILE, MAX_CONFIG_BYTES, read_model_header
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 
 __all__ = ["LEGACY_WEIGHTS_FILE", "is_legacy_word2fun", "convert_legacy_word2fun"]
@@ -47,6 +47,17 @@ def _read_legacy(directory: Path) -> dict | None:
 def is_legacy_word2fun(directory: str | os.PathLike) -> bool:
     """Whether ``directory`` holds a Word2Fun saved by qpnlp 0.1 (``config.json`` + ``weights.safetensors``)."""
     return _read_legacy(Path(directory)) is not None
+
+
+def _not_legacy(directory: Path) -> ValueError:
+    """The error for a directory that is not a qpnlp 0.1 Word2Fun directory; it names a model of today's format."""
+    try:
+        model = read_model_header(directory)["model"]
+    except (OSError, ValueError):
+        return ValueError(f"{directory} is not a qpnlp 0.1 Word2Fun directory (config.json with 'model' and 'words', "
+                          f"and {LEGACY_WEIGHTS_FILE})")
+    return ValueError(f"{directory} is already a saved qpnlp model ({model}) in the current format; nothing to convert "
+                      f"(load it as it is)")
 
 
 def legacy_error(directory: str | os.PathLike) -> ValueError:
@@ -80,14 +91,14 @@ def convert_legacy_word2fun(old_dir: str | os.PathLike, new_dir: str | os.PathLi
     Raises
     ------
     ValueError
-        When ``old_dir`` is not an old Word2Fun directory, its config is
+        When ``old_dir`` is not an old Word2Fun directory (the error says so
+        of a model already saved in today's format), its config is
         inconsistent, or its tensors do not match its config.
     """
     old, new = Path(old_dir), Path(new_dir)
     header = _read_legacy(old)
     if header is None:
-        raise ValueError(f"{old} is not a qpnlp 0.1 Word2Fun directory (config.json with 'model' and 'words', "
-                         f"and {LEGACY_WEIGHTS_FILE})")
+        raise _not_legacy(old)
     if new.resolve() == old.resolve():
         raise ValueError(f"write the converted model to a new directory, not over {old}")
     model = dict(header["model"])

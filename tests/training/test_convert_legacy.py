@@ -117,3 +117,14 @@ def test_load_checkpoint_refuses_a_vocabulary_json_that_is_a_directory(tmp_path)
     (directory / "vocabulary.json").mkdir()
     with pytest.raises(ValueError, match=r"new/vocabulary.json: not a qpnlp vocabulary \(.*Is a directory"):
         load_checkpoint(directory)
+
+
+def test_a_model_of_todays_format_is_named_as_such_not_as_a_bad_legacy_directory(tmp_path):
+    """`qpnlp convert` of a saved model said 'not a qpnlp 0.1 Word2Fun directory': it has nothing to convert."""
+    from qpnlp.word2fun import convert_legacy_word2fun
+
+    QPDN(QPDNConfig(**CONFIG)).save_pretrained(tmp_path / "today")
+    with pytest.raises(ValueError, match=r"today is already a saved qpnlp model \(qpdn\) in the current format; "
+                                         r"nothing to convert"):
+        convert_legacy_word2fun(tmp_path / "today", tmp_path / "new")
+    assert not (tmp_path / "new").exists()
