@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Sequence, overload
 
 import torch
@@ -115,13 +116,24 @@ class SememeBasis:
         target = None if dtype is None else V.complex_dtype_of(dtype)
         return SememeBasis(self._vectors.to(device=device, dtype=target), self._labels, validate=False)
 
+    def _position(self, j) -> int:
+        """Basis index ``j`` in ``[0, d)``: Python's rules (``-1`` is the last), IndexError outside ``[-d, d)``."""
+        try:
+            j = operator.index(j)                # numpy integers too; 1.0 refused
+        except TypeError:
+            raise TypeError(f"basis index must be an integer; got {type(j).__name__} {j!r}") from None
+        if not -self.dim <= j < self.dim:
+            raise IndexError(f"basis index {j} is out of range for a basis of dimension {self.dim}")
+        return j % self.dim
+
     def label(self, j: int) -> str:
-        """Name of basis vector j (``"e{j}"`` when unlabelled)."""
+        """Name of basis vector j (``"e{j}"`` with j in ``[0, d)`` when unlabelled); indexed as :meth:`state`."""
+        j = self._position(j)
         return self._labels[j] if self._labels else f"e{j}"
 
     def state(self, j: int) -> PureState:
-        """The basis vector :math:`|e_j\\rangle` as a :class:`PureState`."""
-        return PureState._trusted(data=self._vectors[j])
+        """The basis vector :math:`|e_j\\rangle` as a :class:`PureState` (``j = -1``: the last one)."""
+        return PureState._trusted(data=self._vectors[self._position(j)])
 
     @overload
     def coordinates(self, obj: PureState) -> PureState: ...
@@ -134,18 +146,21 @@ class SememeBasis:
         For a :class:`PureState` ``(..., d)``: :math:`c_j = \langle e_j|w\rangle`.
         For a :class:`DensityMatrix`: :math:`\rho'_{jk} = \langle e_j|\rho|e_k\rangle`.
         """
+        if not isinstance(obj, (PureState, DensityMatrix)):     # a tensor's .dim is a method, not an int
+            raise TypeError(f"coordinates() takes a PureState or DensityMatrix; got {type(obj).__name__}")
         if obj.dim != self.dim:
             raise ValueError(f"dimension mismatch: basis has d={self.dim} but the argument has d={obj.dim}")
         if isinstance(obj, PureState):
             e, w = promote(self._vectors, obj.data)
             return PureState._trusted(data=w @ e.mH)
-        if isinstance(obj, DensityMatrix):
-            e, rho = promote(self._vectors, obj.data)
-            return DensityMatrix._trusted(data=e.conj() @ rho @ e.mT)
-        raise TypeError(f"coordinates() takes a PureState or DensityMatrix; got {type(obj).__name__}")
+        e, rho = promote(self._vectors, obj.data)
+        return DensityMatrix._trusted(data=e.conj() @ rho @ e.mT)
 
     def from_coordinates(self, coordinates: PureState | torch.Tensor) -> PureState:
         r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis."""
+        if not isinstance(coordinates, (PureState, torch.Tensor)):
+            raise TypeError(f"from_coordinates() takes a PureState or a complex tensor (..., d); got "
+                            f"{type(coordinates).__name__}")
         c = coordinates.data if isinstance(coordinates, PureState) else coordinates
         e, c = promote(self._vectors, c)
         return PureState(c @ e)

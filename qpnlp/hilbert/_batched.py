@@ -19,6 +19,38 @@ def to_arguments(args: tuple, device=None, dtype=None) -> tuple:
     return device, dtype
 
 
+def _dims_named(item) -> int:
+    """How many dims one item of an index names: 0 for ``None``, ``...`` and Python bools (they insert a dim),
+    a mask's number of dims (bool, or uint8 which torch still reads as a mask), else 1 (an int, a slice, an
+    integer tensor or list)."""
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    if isinstance(item, (int, slice)):
+        return 1
+    try:
+        item = torch.as_tensor(item)
+    except (TypeError, ValueError, RuntimeError):
+        return 1                                 # torch itself refuses what it cannot read
+    return item.dim() if item.dtype in (torch.bool, torch.uint8) else 1
+
+
+def batch_index(index, batch_shape: tuple[int, ...], owner: str) -> tuple:
+    """``index`` as a tuple that names batch dims only: ``...`` spelled out as full slices over the batch dims
+    the other items leave, so the event dims behind are never indexed (IndexError when it names too many)."""
+    items = index if isinstance(index, tuple) else (index,)
+    ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError(f"an index of {owner} can have only one ellipsis ('...'); got {len(ellipses)}")
+    named = sum(_dims_named(item) for item in items)
+    if named > len(batch_shape):
+        raise IndexError(f"too many indices for batch shape {tuple(batch_shape)} of {owner}: the index names "
+                         f"{named} dims (event dims are never indexed; a bool mask names as many as it has)")
+    if ellipses:
+        at = ellipses[0]
+        items = items[:at] + (slice(None),) * (len(batch_shape) - named) + items[at + 1:]
+    return items
+
+
 class Batched:
     """Base of the first-class objects: one or more tensors sharing batch dims.
 
@@ -92,14 +124,22 @@ class Batched:
         return self._trusted(**{n: getattr(self, "_" + n).detach() for n in self._fields})
 
     def __getitem__(self, index):
-        """Index over batch dims only (event dims are never indexed)."""
-        items = index if isinstance(index, tuple) else (index,)
-        if any(i is Ellipsis or i is None for i in items):
-            raise IndexError(f"{type(self).__name__} indexing takes ints, slices and tensors over "
-                             f"batch dims only (no Ellipsis or None)")
-        if len(items) > len(self.batch_shape):
-            raise IndexError(f"too many indices for batch shape {tuple(self.batch_shape)}")
-        return self._trusted(**{n: getattr(self, "_" + n)[index] for n in self._fields})
+        """Index over batch dims only, with the rules of ``torch.Tensor`` indexing (event dims are never indexed).
+
+        Ints (negative too), slices, integer and bool tensors, ``...`` and ``None`` select and insert batch dims:
+        ``...`` stands for the batch dims no other index names (``eigenstates[..., k]`` is the k-th of the last
+        batch dim), and a bool mask spans as many batch dims as it has dims. Every field (an Ensemble's states
+        and weights alike) gets the same index, so they stay aligned. An index that names more dims than the
+        batch has is an IndexError (a bool mask reaching the event dims would merge states or split vectors).
+        """
+        items = batch_index(index, tuple(self.batch_shape), type(self).__name__)
+        return self._trusted(**{n: getattr(self, "_" + n)[items] for n in self._fields})
+
+    def __iter__(self):
+        """The objects ``self[0], self[1], ...`` along the first batch dim (TypeError when unbatched, as ``len``)."""
+        if not self.batch_shape:                 # else Python iterates through __getitem__: silently nothing
+            raise TypeError(f"iteration over an unbatched {type(self).__name__}")
+        return (self[i] for i in range(self.batch_shape[0]))
 
     def __len__(self) -> int:
         if not self.batch_shape:

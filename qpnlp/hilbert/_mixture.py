@@ -166,9 +166,16 @@ def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: to
 
 def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tensor | None,
             validate: V.Validate, trusted: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Checked ``(states (..., n, d), weights (..., n))`` of one dtype family (the states widen, never the weights)."""
+    """Checked ``(states (..., n, d), weights (..., n))`` of one dtype family (the states widen, never the weights).
+
+    ``trusted`` states (a :class:`~qpnlp.hilbert.PureState`) are checked only where they carry weight, while
+    validation is on: a PureState may hold zero rows (``Ensemble.states`` at its padding), and uniform weights
+    over them would give a mixture of trace below one.
+    """
     data = member_states(states, mask, validate, trusted)
     w = mixture_weights(data, weights, mask, validate)
+    if trusted and V.resolve(validate):
+        V.check_unit_norm("states", data, where=w.detach() != 0)
     if w.dtype == torch.float64 and data.dtype == torch.complex64:
         data = data.to(torch.complex128)  # never downcast the weights: widen the states
     return data, w.to(V.real_dtype_of(data.dtype))

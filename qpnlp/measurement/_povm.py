@@ -222,15 +222,18 @@ class POVM(Batched):
 
         ``system`` is a :class:`PureState`, an :class:`Ensemble` (lazy, no
         d x d matrix) or a :class:`DensityMatrix`; its batch dims broadcast
-        with the POVM's.
+        with the POVM's (ValueError when they do not broadcast).
         """
+        if not isinstance(system, (PureState, Ensemble, DensityMatrix)):
+            raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; "
+                            f"got {type(system).__name__}")
+        V.check_broadcast("system", system.batch_shape, "POVM", self.batch_shape)
         if isinstance(system, PureState):               # validated objects: nothing left to check
             return povm_probabilities(system.data, None, self._vectors, validate=False)
         if isinstance(system, Ensemble):
             return povm_probabilities(system.states.data, system.weights, self._vectors, validate=False)
         if isinstance(system, DensityMatrix):
             return povm_probabilities_dense(system.data, self._vectors, validate=False)
-        raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
 
     @overload
     def post_measurement_state(self, system: PureState, outcome: int, *,

@@ -1,0 +1,178 @@
+"""Batch semantics of the first-class objects: indexing, iteration, re-weighting and broadcasting."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, SememeBasis, random_density_matrix, random_pure_state
+from qpnlp.measurement import random_povm
+from qpnlp.testing import assert_allclose, density_matrices, ensembles, povms, projectors, pure_states
+
+SHAPES = st.lists(st.integers(1, 3), max_size=3).map(tuple)
+
+
+def _objects(batch_shape):
+    """Any first-class batched object of the given batch shape (small dimensions)."""
+    small = st.integers(1, 3)
+    return st.one_of(pure_states(dim=small, batch_shape=batch_shape),
+                     ensembles(dim=small, batch_shape=batch_shape, max_states=3),
+                     density_matrices(dim=small, batch_shape=batch_shape),
+                     projectors(dim=small, batch_shape=batch_shape),
+                     povms(dim=small, batch_shape=batch_shape, method="haar"))
+
+
+@st.composite
+def _item(draw, side: int):
+    """One index item for a batch dim of size ``side``: an int (negative too), a slice, an int list or a bool mask."""
+    kind = draw(st.sampled_from(("int", "slice", "list", "mask", "all")))
+    if kind == "int":
+        return draw(st.integers(-side, side - 1))
+    if kind == "slice":
+        bound = st.none() | st.integers(-side - 1, side + 1)
+        return slice(draw(bound), draw(bound), draw(st.none() | st.integers(1, 2)))
+    if kind == "list":
+        return torch.tensor(draw(st.lists(st.integers(-side, side - 1), min_size=1, max_size=3)))
+    if kind == "mask":
+        return torch.tensor(draw(st.lists(st.booleans(), min_size=side, max_size=side)))
+    return slice(None)
+
+
+@st.composite
+def _indices(draw, batch_shape):
+    """An index over the batch dims: items per dim, ``None`` here and there, an ``...`` for a run, or one bool mask
+    spanning several dims; sometimes fewer items than dims."""
+    if batch_shape and draw(st.booleans()):
+        span = draw(st.integers(1, len(batch_shape)))
+        mask = torch.tensor(draw(st.lists(st.booleans(), min_size=math.prod(batch_shape[:span]),
+                                          max_size=math.prod(batch_shape[:span])))).reshape(batch_shape[:span])
+        return (mask, Ellipsis) if draw(st.booleans()) else mask
+    items = []
+    for side in batch_shape[:draw(st.integers(0, len(batch_shape)))]:
+        if draw(st.integers(0, 4)) == 0:
+            items.append(None)
+        items.append(draw(_item(side)))
+    if draw(st.booleans()):
+        start = draw(st.integers(0, len(items)))
+        stop = draw(st.integers(start, len(items)))
+        items[start:stop] = [Ellipsis]
+    return tuple(items) if len(items) != 1 or draw(st.booleans()) else items[0]
+
+
+@given(st.data())
+def test_indexing_selects_batch_elements_as_a_tensor_of_the_batch_shape_would(data):
+    """``obj[index]`` holds the batch elements that ``ids[index]`` names, ``ids`` an id tensor of the batch shape.
+
+    The id tensor has no event dims, so torch's rules there are the batch semantics: every field keeps its event
+    dims whole (an Ensemble's weights stay aligned with its states), ``...`` spans batch dims only, and an index
+    torch refuses on the ids is refused on the object.
+    """
+    shape = data.draw(SHAPES)
+    obj = data.draw(_objects(shape))
+    index = data.draw(_indices(shape))
+    if data.draw(st.integers(0, 5)) == 0:           # a mask one dim deeper than the batch: into the event dims
+        deeper = obj._first().shape[:len(shape) + 1]
+        index = torch.rand(deeper, generator=torch.Generator().manual_seed(0)) < 0.5
+    ids = torch.arange(math.prod(shape)).reshape(shape)
+    try:
+        chosen = ids[index]
+    except IndexError:
+        with pytest.raises(IndexError):
+            obj[index]
+        return
+    out = obj[index]
+    assert type(out) is type(obj) and out.batch_shape == chosen.shape
+    for name in obj._fields:
+        field = getattr(obj, "_" + name)
+        event = field.shape[len(shape):]
+        expected = field.reshape(-1, *event)[chosen.reshape(-1)].reshape(*chosen.shape, *event)
+        assert torch.equal(getattr(out, "_" + name), expected)
+    if isinstance(out, Ensemble) and out.weights.numel():
+        assert_allclose(out.weights.sum(-1), torch.ones_like(out.weights.sum(-1)))
+
+
+@given(st.data())
+def test_iteration_runs_over_the_first_batch_dim_and_refuses_an_unbatched_object(data):
+    shape = data.draw(SHAPES)
+    obj = data.draw(_objects(shape))
+    if not shape:
+        with pytest.raises(TypeError, match="unbatched"):   # was an empty iteration (Python's __getitem__ fallback)
+            list(obj)
+        return
+    items = list(obj)
+    assert len(items) == len(obj) == shape[0]
+    for i, item in enumerate(items):
+        assert type(item) is type(obj) and torch.equal(item._first(), obj[i]._first())
+
+
+def test_a_bool_mask_never_reaches_the_event_dims():
+    gen = torch.Generator().manual_seed(0)
+    words = random_pure_state(3, batch_shape=(4,), generator=gen)
+    with pytest.raises(IndexError, match="too many indices"):     # was a "state" of dimension 12 and norm 2
+        words[torch.ones(4, 3, dtype=torch.bool)]
+    sentences = Ensemble(random_pure_state(3, batch_shape=(4, 2), generator=gen),
+                         mask=torch.tensor([[True, False]] * 4))
+    with pytest.raises(IndexError, match="too many indices"):     # was one mixture of 8 members, weights summing to 4
+        sentences[torch.ones(4, 2, dtype=torch.bool)]
+    with pytest.raises(IndexError, match="one ellipsis"):
+        words[..., ...]
+
+
+def test_an_ellipsis_indexes_the_last_batch_dims_as_documented():
+    rho = random_density_matrix(3, batch_shape=(2,), dtype=torch.complex128, generator=torch.Generator().manual_seed(1))
+    values, states = rho.eigh()
+    first = states[..., 0]                                        # eigh's docstring: eigenstates[..., k] is |v_k>
+    assert first.batch_shape == (2,)
+    assert_allclose(first.data, states.data[:, 0])
+    assert_allclose(rho.expectation(first.proj().data), values[:, 0])
+    assert states[None, ..., 1].batch_shape == (1, 2) and states[:, None].batch_shape == (2, 1, 3)
+
+
+@given(ensembles(dim=st.integers(2, 4), batch_shape=(2,), max_states=4, masked=True))
+def test_member_states_of_a_masked_ensemble_are_mixed_again_only_with_their_weights(mix):
+    padded = bool((mix.weights == 0).any())
+    rebuilt = Ensemble(mix.states, mix.weights)
+    assert_allclose(rebuilt.dense().data, mix.dense().data)
+    if padded:                                 # uniform weights over the zero rows gave a trace below one
+        with pytest.raises(ValueError, match="unit norm"):
+            Ensemble(mix.states)
+        with pytest.raises(ValueError, match="unit norm"):
+            DensityMatrix.from_ensemble(mix.states)
+    else:
+        assert_allclose(Ensemble(mix.states).dense().tr().real, torch.ones(2, dtype=mix.weights.dtype))
+
+
+def test_povm_probabilities_refuse_batch_shapes_that_do_not_broadcast():
+    gen = torch.Generator().manual_seed(2)
+    povm = random_povm(3, 4, batch_shape=(4,), generator=gen)
+    words = random_pure_state(3, batch_shape=(3,), generator=gen)
+    for system in (words, Ensemble(PureState(words.data.unsqueeze(-2))), words.proj()):
+        with pytest.raises(ValueError, match=r"system has batch shape \(3,\) and POVM has batch shape \(4,\)"):
+            povm.probabilities(system)
+    assert povm.probabilities(PureState(words.data[:1])).shape == (4, 4)     # (1,) with (4,): broadcast
+
+
+def test_basis_labels_are_indexed_as_the_basis_states():
+    for labels in (None, ["animal", "colour", "size"]):
+        basis = SememeBasis.canonical(3, labels)
+        assert basis.label(-1) == basis.label(2) == ("e2" if labels is None else "size")   # was "e-1" unlabelled
+        assert torch.equal(basis.state(-1).data, basis.state(2).data)
+        for j in (3, -4):
+            with pytest.raises(IndexError, match="out of range"):          # was "e3" unlabelled
+                basis.label(j)
+            with pytest.raises(IndexError, match="out of range"):
+                basis.state(j)
+        with pytest.raises(TypeError, match="integer"):
+            basis.label(1.0)
+
+
+def test_basis_coordinates_name_the_kinds_they_take():
+    basis = SememeBasis.canonical(3)
+    words = random_pure_state(3, batch_shape=(2,), generator=torch.Generator().manual_seed(3))
+    with pytest.raises(TypeError, match="takes a PureState or DensityMatrix; got Tensor"):   # was "d=<built-in method"
+        basis.coordinates(words.data)
+    with pytest.raises(TypeError, match="got DensityMatrix"):                       # was "unsupported operand"
+        basis.from_coordinates(basis.coordinates(words.proj()))
+    assert_allclose(basis.from_coordinates(basis.coordinates(words)).data, words.data)
