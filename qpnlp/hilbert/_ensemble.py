@@ -7,6 +7,7 @@ import torch
 from . import _mixture as M
 from . import _validation as V
 from ._batched import Batched
+from ._linalg import promote
 from ._mixture import masked_softmax
 from ._states import DensityMatrix, PureState
 
@@ -20,7 +21,8 @@ class Ensemble(Batched):
     (non-negative, summing to one). Measurement probabilities, purity and
     entropy are computed from these directly, in O(n d k) or O(n^2 d) instead
     of O(n d^2) (for n >= d purity and spectrum use the d x d matrix, never an
-    n x n one); :meth:`dense` builds the d x d matrix on request.
+    n x n one); so are :meth:`tr`, :meth:`expectation` and :meth:`evolve`, as
+    :class:`DensityMatrix` has them. :meth:`dense` builds the d x d matrix on request.
 
     Parameters
     ----------
@@ -44,6 +46,8 @@ class Ensemble(Batched):
     0.5
     >>> torch.allclose(mix.dense().data, DensityMatrix.from_ensemble(states.data).data)
     True
+    >>> mix.expectation(torch.diag(torch.tensor([1.0, -1.0, 5.0])))      # (1 - 1) / 2
+    tensor(0.)
     """
 
     _fields = ("states", "weights")
@@ -71,6 +75,39 @@ class Ensemble(Batched):
     def num_states(self) -> int:
         """Number n of member states (including masked ones, which have weight 0)."""
         return self._states.shape[-2]
+
+    def tr(self) -> torch.Tensor:
+        r"""Traces :math:`\operatorname{Tr}\rho = \sum_i p_i \langle w_i|w_i\rangle`, complex ``(...)``, in O(n d).
+
+        One (the weights' sum) for a valid ensemble; as :meth:`DensityMatrix.tr` of :meth:`dense`, with its dtype.
+        """
+        return M.trace(self._states, self._weights)
+
+    def expectation(self, observable: torch.Tensor) -> torch.Tensor:
+        r""":math:`\operatorname{Tr}(\rho A) = \sum_i p_i \langle w_i|A|w_i\rangle` for Hermitian ``A`` ``(..., d, d)``.
+
+        Real ``(...)``, as :meth:`DensityMatrix.expectation` of :meth:`dense` (the same checks, broadcasting and
+        dtype), from the n images :math:`A|w_i\rangle` in O(n d^2), never the d x d matrix. While validation is on, a
+        non-Hermitian ``A`` (whose expectation is not real) raises ValueError.
+        """
+        states, a = M.checked_observable(observable, self._states, self.batch_shape)
+        return M.expectation(states, self._weights, a)
+
+    def evolve(self, unitary: torch.Tensor) -> "Ensemble":
+        r"""The mixture of :math:`U|w_i\rangle` with the same weights, :math:`U \rho U^\dagger`, for unitaries U.
+
+        U is ``(..., d, d)``; O(n d^2), never the d x d matrix; the batch is the broadcast of the ensemble's and
+        U's. While validation is on, a matrix that does not keep the norm of every member with non-zero weight (not
+        unitary) raises ValueError, as :meth:`PureState.evolve`, so the result is a valid ensemble
+        (:meth:`DensityMatrix.evolve` checks the trace of :math:`U \rho U^\dagger`, which then is one).
+        """
+        M.check_operator("unitary", unitary, self.dim, self.batch_shape)
+        u, states = promote(unitary, self._states)
+        out, weights = M.evolve(states, self._weights, u)
+        if V.enabled():            # at the precision of the coarser operand, as PureState.evolve
+            V.check_unit_norm("evolve(unitary): U|w_i>", M.at_precision_of(out, unitary, self._states),
+                              where=weights.detach() != 0)
+        return self._trusted(states=out, weights=weights)
 
     def dense(self) -> DensityMatrix:
         r"""The density matrix :math:`\sum_i p_i |w_i\rangle\langle w_i|` ``(..., d, d)``."""

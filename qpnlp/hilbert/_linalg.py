@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import (check_broadcast, check_dimension, check_finite, check_same_device, complex_dtype_of, enabled,
-                          has_values, real_dtype_of, tolerance)
+from ._validation import (check_batch_shape, check_broadcast, check_dimension, check_finite, check_same_device,
+                          complex_dtype_of, enabled, has_values, real_dtype_of, tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
@@ -181,8 +181,8 @@ def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=No
     """Haar-random unitaries ``(*batch_shape, d, d)`` via QR of a Ginibre matrix (Mezzadri 2007).
 
     The phases of R's diagonal are moved into Q so the distribution is Haar. ``dtype`` complex64/complex128
-    (float32/float64 map to them, as for every sampler).
+    (float32/float64 map to them, as for every sampler); ``batch_shape`` a tuple of sizes or one int (4 is (4,)).
     """
-    dim = check_dimension("dim", dim)
+    dim, batch_shape = check_dimension("dim", dim), check_batch_shape(batch_shape)
     z = ginibre((*batch_shape, dim, dim), dtype=complex_dtype_of(dtype), device=device, generator=generator)
     return haar_orthonormalize(z)

@@ -21,7 +21,7 @@ import operator
 import torch
 
 from . import _validation as V
-from ._linalg import safe_sqrt
+from ._linalg import promote, safe_sqrt, squared_norms
 
 
 def check_state_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> None:
@@ -61,6 +61,30 @@ def check_operator(name: str, matrices: torch.Tensor, dim: int, batch_shape=None
                          f"got shape {tuple(matrices.shape)}")
     if batch_shape is not None:
         V.check_broadcast("the state", batch_shape, name, matrices.shape[:-2])
+
+
+def at_precision_of(result: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
+    """``result`` as the check of it sees it: complex64 unless every one of ``inputs`` is float64 or complex128.
+
+    A complex64 operand is exact only to float32's round-off; promoted to complex128 with the other, its result
+    would be held to float64's tolerance, and a unitary (or a state) of complex64 refused.
+    """
+    if all(t.dtype in (torch.float64, torch.complex128) for t in inputs):
+        return result
+    return result.to(torch.complex64)
+
+
+def checked_observable(observable: torch.Tensor, data: torch.Tensor,
+                       batch_shape) -> tuple[torch.Tensor, torch.Tensor]:
+    """``promote(data, observable)`` once ``observable`` is an operator ``(..., d, d)`` on the space of ``data``
+    (states ``(..., n, d)`` or a matrix ``(..., d, d)``) whose batch broadcasts with ``batch_shape``, and, while
+    validation is on, Hermitian at its own precision (a complex64 one is Hermitian to float32's round-off).
+    """
+    check_operator("observable", observable, data.shape[-1], batch_shape)
+    data, a = promote(data, observable)
+    if V.enabled():
+        V.check_hermitian("observable", at_precision_of(a, observable))
+    return data, a
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *,
@@ -202,3 +226,37 @@ def gram(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     r"""Weighted Gram matrix :math:`G_{ij} = \sqrt{p_i p_j}\langle w_i|w_j\rangle` ``(..., n, n)``."""
     a = factor(states, weights)
     return a.mH @ a
+
+
+def trace(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}\rho = \sum_i p_i \langle w_i|w_i\rangle`, complex ``(...)``, in O(n d).
+
+    Of the complex dtype of the states. The sum of the weights (one) for unit states; computed from the norms, it
+    is the trace of :func:`dense` whatever the states.
+    """
+    norms = squared_norms(states).squeeze(-1)
+    return (weights.to(norms.dtype) * norms).sum(-1).to(states.dtype)
+
+
+def expectation(states: torch.Tensor, weights: torch.Tensor, observable: torch.Tensor) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}(\rho A) = \sum_i p_i \operatorname{Re}\langle w_i|A|w_i\rangle`, real ``(...)``.
+
+    States ``(..., n, d)`` and the observable ``(..., d, d)`` of one complex dtype, batch dims broadcasting; the
+    images :math:`A|w_i\rangle` are the rows of ``states @ A^T``: O(n d^2), never a d x d density matrix.
+    """
+    images = states @ observable.mT
+    values = torch.linalg.vecdot(states, images).real               # <w_i|A w_i> (vecdot conjugates the first)
+    return (weights.to(values.dtype) * values).sum(-1)
+
+
+def evolve(states: torch.Tensor, weights: torch.Tensor, unitary: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Members :math:`U|w_i\rangle` ``(..., n, d)`` and the same weights, broadcast to the batch of states and U.
+
+    States ``(..., n, d)`` and the unitary ``(..., d, d)`` of one complex dtype; the weights are cast to the
+    real dtype of the result (complex64 states widen to complex128 with a complex128 U).
+    """
+    out = states @ unitary.mT                                       # row i is (U w_i)^T
+    weights = weights.to(V.real_dtype_of(out.dtype))
+    if weights.shape != out.shape[:-1]:                              # U's batch broadcast the states'
+        weights = weights.expand(out.shape[:-1]).clone()
+    return out, weights

@@ -1,6 +1,7 @@
 r"""Random states for tests and experiments: Haar pure states, random density matrices and isometries.
 
-Every sampler takes ``batch_shape``, ``dtype`` (complex64/complex128; float32/64
+Every sampler takes ``batch_shape`` (a tuple of sizes, or one int as torch
+reads a size: 4 is ``(4,)``), ``dtype`` (complex64/complex128; float32/64
 map to them), ``device`` and ``generator=`` (a ``torch.Generator``), so a draw
 is reproducible. Random unitaries are :func:`~qpnlp.hilbert.random_unitary`;
 random POVMs are :func:`qpnlp.measurement.random_povm` (built on
@@ -25,7 +26,7 @@ import torch
 
 from ._linalg import ginibre, haar_orthonormalize, normalize, random_unitary
 from ._states import DensityMatrix, PureState
-from ._validation import check_dimension, complex_dtype_of
+from ._validation import check_batch_shape, check_dimension, complex_dtype_of
 
 __all__ = ["random_pure_state", "random_density_matrix", "random_isometry", "MEASURES"]
 
@@ -40,7 +41,7 @@ def random_pure_state(dim: int, *, batch_shape=(), dtype=torch.complex64, device
     >>> psi.batch_shape, psi.dim
     (torch.Size([3]), 5)
     """
-    dim = check_dimension("dim", dim)
+    dim, batch_shape = check_dimension("dim", dim), check_batch_shape(batch_shape)
     g = ginibre((*batch_shape, dim), dtype=complex_dtype_of(dtype), device=device, generator=generator)
     return PureState._trusted(data=normalize(g))
 
@@ -72,7 +73,7 @@ def random_density_matrix(dim: int, *, rank: int | None = None, measure: str = "
     >>> int((rho.eigvals() > 1e-5).sum()), round(float(rho.tr().real), 5)
     (2, 1.0)
     """
-    dim = check_dimension("dim", dim)
+    dim, batch_shape = check_dimension("dim", dim), check_batch_shape(batch_shape)
     rank = dim if rank is None else check_dimension("rank", rank)
     if not 1 <= rank <= dim:
         raise ValueError(f"rank must be in [1, dim={dim}]; got {rank}")
@@ -101,6 +102,7 @@ def random_isometry(rows: int, cols: int, *, batch_shape=(), dtype=torch.complex
     True
     """
     rows, cols = check_dimension("rows", rows), check_dimension("cols", cols)
+    batch_shape = check_batch_shape(batch_shape)
     if not rows >= cols >= 1:
         raise ValueError(f"an isometry needs rows >= cols >= 1; got rows={rows}, cols={cols}")
     z = ginibre((*batch_shape, rows, cols), dtype=complex_dtype_of(dtype), device=device, generator=generator)

@@ -19,17 +19,6 @@ from ._batched import Batched
 from ._linalg import inner, normalize, outer, promote, trace
 
 
-def _at_precision_of(result: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
-    """``result`` as the check of it sees it: complex64 unless every one of ``inputs`` is float64 or complex128.
-
-    A complex64 operand is exact only to float32's round-off; promoted to complex128 with the other, its result
-    would be held to float64's tolerance, and a unitary (or a state) of complex64 refused.
-    """
-    if all(t.dtype in (torch.float64, torch.complex128) for t in inputs):
-        return result
-    return result.to(torch.complex64)
-
-
 class PureState(Batched):
     r"""A batch of pure states :math:`|w\rangle = \sum_j r_j e^{i\phi_j} |e_j\rangle`.
 
@@ -164,10 +153,15 @@ class PureState(Batched):
         return DensityMatrix._trusted(data=outer(self._data))
 
     def global_phase(self, angle: float | torch.Tensor) -> "PureState":
-        r"""Multiply by :math:`e^{i\,angle}` (the same physical state)."""
+        r"""Multiply by :math:`e^{i\,angle}` (the same physical state).
+
+        ``angle`` is a float or a real tensor whose shape broadcasts with the batch shape (ValueError naming both
+        otherwise); the result has the broadcast batch shape.
+        """
         if isinstance(angle, torch.Tensor):     # never copied to the state's device silently
             V.check_same_device(("the state", self._data), ("angle", angle))
         angle = torch.as_tensor(angle, dtype=V.real_dtype_of(self.dtype), device=self.device)
+        V.check_broadcast("the state", self.batch_shape, "angle", angle.shape)   # was torch's RuntimeError
         return self._trusted(data=self._data * torch.polar(torch.ones_like(angle), angle).unsqueeze(-1))
 
     def evolve(self, unitary: torch.Tensor) -> "PureState":
@@ -179,7 +173,7 @@ class PureState(Batched):
         u, data = promote(unitary, self._data)
         out = (u @ data.unsqueeze(-1)).squeeze(-1)
         if V.enabled():            # at the precision of the coarser operand (complex64 unitaries on complex128 states)
-            V.check_unit_norm("evolve(unitary): U|w>", _at_precision_of(out, unitary, self._data))
+            V.check_unit_norm("evolve(unitary): U|w>", M.at_precision_of(out, unitary, self._data))
         return self._trusted(data=out)
 
 
@@ -231,9 +225,8 @@ class DensityMatrix(Batched):
 
     @classmethod
     def maximally_mixed(cls, dim: int, *, batch_shape=(), dtype=torch.complex64, device=None) -> "DensityMatrix":
-        """The state ``I / d`` with the given batch shape."""
-        if dim < 1:
-            raise ValueError(f"dim must be >= 1; got {dim}")
+        """The state ``I / d`` with the given batch shape (a tuple of sizes, or one int: 4 is ``(4,)``)."""
+        dim, batch_shape = V.check_dimension("dim", dim), V.check_batch_shape(batch_shape)
         eye = torch.eye(dim, dtype=V.complex_dtype_of(dtype), device=device) / dim
         return cls._trusted(data=eye.expand(*batch_shape, dim, dim).clone())
 
@@ -277,10 +270,7 @@ class DensityMatrix(Batched):
 
         While validation is on, a non-Hermitian ``A`` (whose expectation is not real) raises ValueError.
         """
-        M.check_operator("observable", observable, self.dim, self.batch_shape)
-        rho, a = promote(self._data, observable)
-        if V.enabled():            # at the observable's own precision (a complex64 one is Hermitian to float32's)
-            V.check_hermitian("observable", _at_precision_of(a, observable))
+        rho, a = M.checked_observable(observable, self._data, self.batch_shape)
         return (rho * a.mT).sum((-2, -1)).real
 
     def evolve(self, unitary: torch.Tensor) -> "DensityMatrix":
@@ -292,5 +282,5 @@ class DensityMatrix(Batched):
         u, rho = promote(unitary, self._data)
         out = u @ rho @ u.mH
         if V.enabled():            # at the precision of the coarser operand, as PureState.evolve
-            V.check_unit_trace("evolve(unitary): U rho U^dagger", _at_precision_of(out, unitary, self._data))
+            V.check_unit_trace("evolve(unitary): U rho U^dagger", M.at_precision_of(out, unitary, self._data))
         return self._trusted(data=out)

@@ -389,6 +389,25 @@ def check_dimension(name: str, value: object, minimum: int = 1) -> int:
     return size
 
 
+def check_batch_shape(value: object, name: str = "batch_shape") -> tuple[int, ...]:
+    """``value`` as a batch shape, a tuple of integers >= 0: an integer n is ``(n,)``, as torch reads a size.
+
+    ``batch_shape=4`` is ``(4,)`` as ``torch.zeros(4)`` is ``torch.zeros((4,))``. The sizes are integers as
+    :func:`check_dimension` reads them (ValueError naming ``name[i]`` for 2.5 or -1); anything that is neither an
+    integer nor a sequence of them is a TypeError naming ``name``. A static check, always on.
+
+    >>> check_batch_shape(4), check_batch_shape([2, 3]), check_batch_shape(())
+    ((4,), (2, 3), ())
+    """
+    size = as_integer(value)
+    if size is not None:
+        return (check_dimension(name, size, 0),)
+    scalar = isinstance(value, torch.Tensor) and value.dim() == 0           # a 0-dim float tensor: not iterable
+    if scalar or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be an integer or a tuple of integers; got {type(value).__name__} {value!r}")
+    return tuple(check_dimension(f"{name}[{i}]", side, 0) for i, side in enumerate(value))
+
+
 def check_subsystem_dims(dims: Sequence[int], total: int, *, count: int | None = None,
                          owner: str = "the state") -> tuple[int, ...]:
     """``dims`` as a tuple of ints; ValueError unless they are positive integers (``count`` of them) of product ``total``.

@@ -20,13 +20,15 @@ functions compile with ``torch.compile`` without graph breaks.
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._mixture import check_density_tensor
 
-__all__ = ["check_states", "check_projectors", "check_completeness", "check_mask", "born_inputs", "dense_inputs"]
+__all__ = ["check_states", "check_projectors", "check_completeness", "check_mask", "check_outcome", "born_inputs",
+           "dense_inputs"]
 
 
 def _where(flat: int, batch_shape) -> str:
@@ -34,6 +36,21 @@ def _where(flat: int, batch_shape) -> str:
         return ""
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(batch_shape)))
     return f" at batch index {index}"
+
+
+def check_outcome(outcome: object, num_outcomes: int) -> int:
+    """``outcome`` as an int in ``[0, num_outcomes)``: TypeError naming it unless an integer, ValueError outside.
+
+    Integers as ``operator.index`` reads them (numpy integers and 0-dim integer tensors too); 1.0 is refused, not
+    truncated (it failed inside torch's indexing). A static check, always on.
+    """
+    try:
+        outcome = operator.index(outcome)
+    except TypeError:
+        raise TypeError(f"outcome must be an integer; got {type(outcome).__name__} {outcome!r}") from None
+    if not 0 <= outcome < num_outcomes:
+        raise ValueError(f"outcome must be in [0, {num_outcomes}); got {outcome}")
+    return outcome
 
 
 def check_completeness(name: str, vectors: torch.Tensor) -> None:

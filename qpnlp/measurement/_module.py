@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import operator
 from collections.abc import Iterator
 from typing import overload
 
@@ -207,10 +206,5 @@ class ProjectiveMeasurement(nn.Module):
     def post_measurement_state(self, system: PureState | DensityMatrix | Ensemble,
                                outcome: int) -> PureState | DensityMatrix:
         """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`)."""
-        try:
-            outcome = operator.index(outcome)           # numpy integers too; 1.0 would fail in the indexing
-        except TypeError:
-            raise TypeError(f"outcome must be an integer; got {type(outcome).__name__} {outcome!r}") from None
-        if not 0 <= outcome < self.num_outcomes:
-            raise ValueError(f"outcome must be in [0, {self.num_outcomes}); got {outcome}")
+        outcome = _checks.check_outcome(outcome, self.num_outcomes)      # 1.0 a TypeError, as POVM's
         return lueders_update(system, self.as_projectors()[outcome])

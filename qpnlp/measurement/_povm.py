@@ -28,7 +28,7 @@ from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
 
 from ._born import povm_probabilities, povm_probabilities_dense
-from ._checks import _where, check_completeness
+from ._checks import _where, check_completeness, check_outcome
 from ._kraus import kraus_update, lueders_operator
 from ._projector import Projector
 
@@ -253,9 +253,11 @@ class POVM(Batched):
         state stays in :math:`\mathbb{C}^d` and a projective measurement
         gives the Lueders rule; ``"kraus"`` applies the stored
         :math:`M_k` (r x d), whose output lives in :math:`\mathbb{C}^r`.
+        ``outcome`` is an integer in ``[0, k)``: 1.0 is a TypeError and 5 of
+        k = 3 a ValueError, as in
+        :meth:`~qpnlp.measurement.ProjectiveMeasurement.post_measurement_state`.
         """
-        if not 0 <= outcome < self.num_outcomes:
-            raise ValueError(f"outcome must be in [0, {self.num_outcomes}); got {outcome}")
+        outcome = check_outcome(outcome, self.num_outcomes)
         if instrument == "kraus":
             return kraus_update(system, self.kraus()[..., outcome, :, :])
         if instrument == "lueders":
@@ -278,6 +280,7 @@ def random_povm(dim: int, num_outcomes: int, *, rank: int = 1, batch_shape=(), d
     """
     dim, num_outcomes, rank = (V.check_dimension(n, v) for n, v in (("dim", dim), ("num_outcomes", num_outcomes),
                                                                      ("rank", rank)))
+    batch_shape = V.check_batch_shape(batch_shape)              # an int n is (n,), as for every sampler
     if num_outcomes * rank < dim:
         raise ValueError(f"a POVM on C^{dim} needs num_outcomes * rank >= dim; got {num_outcomes} * {rank}")
     v = random_isometry(num_outcomes * rank, dim, batch_shape=batch_shape, dtype=dtype, device=device,

@@ -37,7 +37,7 @@ except ImportError as error:  # pragma: no cover - the extra is installed with t
 from qpnlp._device import resolve_device
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, normalize, random_density_matrix, random_isometry,
                            random_unitary)
-from qpnlp.hilbert._validation import check_dimension, real_dtype_of
+from qpnlp.hilbert._validation import check_batch_shape, check_dimension, real_dtype_of
 from qpnlp.measurement import POVM, Projector, random_povm
 
 COMPLEX_DTYPES = (torch.complex64, torch.complex128)
@@ -54,13 +54,6 @@ def _fixed(value) -> bool:
     return value is not None and not isinstance(value, SearchStrategy)
 
 
-def _shape(value) -> tuple[int, ...]:
-    """``value`` as a batch shape: a sequence of integers >= 0 (ValueError/TypeError naming ``batch_shape``)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"batch_shape must be a tuple of integers; got {type(value).__name__} {value!r}")
-    return tuple(check_dimension(f"batch_shape[{i}]", side, 0) for i, side in enumerate(value))
-
-
 def _dtype(value) -> torch.dtype:
     """``value`` if it is complex64 or complex128 (TypeError naming ``dtype`` otherwise)."""
     if not isinstance(value, torch.dtype) or value not in COMPLEX_DTYPES:
@@ -70,7 +63,7 @@ def _dtype(value) -> torch.dtype:
 
 _CHECKS = {**{name: functools.partial(check_dimension, name)
               for name in ("dim", "rank", "num_outcomes", "rows", "cols", "max_states")},
-           "batch_shape": _shape, "dtype": _dtype}
+           "batch_shape": check_batch_shape, "dtype": _dtype}
 
 
 def _check_fixed(**arguments) -> None:
@@ -188,8 +181,9 @@ def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
 def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
     """:class:`PureState` objects: Haar-random, basis states and two-term superpositions.
 
-    ``dim`` an integer >= 1, ``batch_shape`` a tuple of integers >= 0, ``dtype`` complex64 or complex128 (values
-    or strategies); ``device`` as :func:`qpnlp._device.resolve_device` names it.
+    ``dim`` an integer >= 1, ``batch_shape`` a tuple of integers >= 0 (or one int n, read as ``(n,)`` as torch
+    reads a size), ``dtype`` complex64 or complex128 (values or strategies); ``device`` as
+    :func:`qpnlp._device.resolve_device` names it.
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
     return _pure_states(dim, batch_shape, dtype, _device(device))

@@ -1,9 +1,10 @@
 """Random states: valid objects, reproducible with a generator, and the right distributions (known moments)."""
 
+import numpy as np
 import pytest
 import torch
 
-from qpnlp.hilbert import random_density_matrix, random_isometry, random_pure_state, random_unitary
+from qpnlp.hilbert import DensityMatrix, random_density_matrix, random_isometry, random_pure_state, random_unitary
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state
 
 
@@ -94,3 +95,35 @@ def test_a_dtype_that_is_not_floating_is_refused_with_its_name(dtype):
     for call in (random_unitary, random_pure_state, random_density_matrix):
         with pytest.raises(TypeError, match="dtype must be a floating or complex torch.dtype"):
             call(3, dtype=dtype)
+
+
+@pytest.mark.parametrize("sample", [
+    lambda b: random_pure_state(3, batch_shape=b).data,
+    lambda b: random_density_matrix(3, batch_shape=b).data,
+    lambda b: random_density_matrix(3, measure="bures", batch_shape=b).data,
+    lambda b: random_isometry(4, 3, batch_shape=b),
+    lambda b: random_unitary(3, batch_shape=b),
+    lambda b: DensityMatrix.maximally_mixed(3, batch_shape=b).data,
+])
+def test_an_int_batch_shape_is_one_batch_dim_as_torch_reads_a_size(sample):
+    # was "Value after * must be an iterable, not int"; torch.zeros(4) is torch.zeros((4,))
+    for size, shape in [(4, (4,)), (np.int64(2), (2,)), (torch.tensor(3), (3,)), (0, (0,)), ([2, 1], (2, 1))]:
+        assert sample(size).shape[:len(shape)] == shape and sample(size).dim() == len(shape) + sample(()).dim()
+
+
+@pytest.mark.parametrize("sample", [
+    lambda b: random_pure_state(3, batch_shape=b),
+    lambda b: random_density_matrix(3, batch_shape=b),
+    lambda b: random_isometry(4, 3, batch_shape=b),
+    lambda b: random_unitary(3, batch_shape=b),
+    lambda b: DensityMatrix.maximally_mixed(3, batch_shape=b),
+])
+def test_a_batch_shape_that_is_no_shape_names_the_argument(sample):
+    for bad, error, pattern in [(2.5, TypeError, "batch_shape must be an integer or a tuple of integers; got float"),
+                                ("4", TypeError, "batch_shape must be an integer or a tuple of integers; got str"),
+                                (None, TypeError, "batch_shape must be an integer or a tuple"),
+                                (-1, ValueError, "batch_shape must be >= 0; got -1"),
+                                ((2, -1), ValueError, r"batch_shape\[1\] must be >= 0; got -1"),
+                                ((2.5,), ValueError, r"batch_shape\[0\] must be an integer >= 0")]:
+        with pytest.raises(error, match=pattern):
+            sample(bad)

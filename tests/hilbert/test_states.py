@@ -355,3 +355,12 @@ def test_a_validation_block_may_close_in_another_thread():
     worker.join(10)
     gen.close()
     assert seen == [False] and get_validation() == before
+
+
+def test_global_phase_of_an_angle_that_does_not_broadcast_names_both_shapes():
+    # was torch's RuntimeError "The size of tensor a (2) must match the size of tensor b (3) ..."
+    w = PureState.basis_state(0, 2).data.expand(2, 2)
+    with pytest.raises(ValueError, match=r"the state has batch shape \(2,\) and angle has batch shape \(3,\)"):
+        PureState(w).global_phase(torch.zeros(3))
+    assert PureState(w).global_phase(torch.zeros(4, 1)).batch_shape == (4, 2)       # broadcasting still works
+    assert PureState(w).global_phase(0.5).batch_shape == (2,)

@@ -296,3 +296,27 @@ def test_a_povm_of_dimension_zero_is_a_clear_error():
     # the completeness check failed with torch's "amax(): Expected reduction dim -2 to have non-zero size"
     with pytest.raises(ValueError, match=r"POVM is empty: it has no dimensions \(d = 0\)"):
         POVM(torch.zeros(4, 1, 0, dtype=torch.complex64))
+
+
+def test_random_povm_takes_an_int_batch_shape():
+    # was "Value after * must be an iterable, not int"
+    assert random_povm(3, 4, batch_shape=2).batch_shape == (2,)
+    assert random_povm(3, 4, batch_shape=np.int64(2)).vectors.shape == (2, 4, 1, 3)
+    with pytest.raises(TypeError, match="batch_shape must be an integer or a tuple of integers; got float 2.5"):
+        random_povm(3, 4, batch_shape=2.5)
+
+
+def test_post_measurement_state_refuses_a_non_integer_outcome_as_the_projective_measurement_does():
+    # POVM's was torch's IndexError ("only integers, slices ..."), ProjectiveMeasurement's a TypeError
+    from qpnlp.measurement import ProjectiveMeasurement
+
+    state = PureState.basis_state(0, 3)
+    povm = random_povm(3, 3, generator=torch.Generator().manual_seed(0))
+    for measurement in (povm, ProjectiveMeasurement(3, 3)):
+        for bad in (1.0, "1", None):
+            with pytest.raises(TypeError, match=f"outcome must be an integer; got {type(bad).__name__}"):
+                measurement.post_measurement_state(state, bad)
+        with pytest.raises(ValueError, match=r"outcome must be in \[0, 3\); got 3"):
+            measurement.post_measurement_state(state, 3)
+    assert_allclose(povm.post_measurement_state(state, np.int64(1)).data,
+                    povm.post_measurement_state(state, 1).data)

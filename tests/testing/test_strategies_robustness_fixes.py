@@ -24,7 +24,8 @@ BAD = [
     (lambda: pure_states(dtype=torch.float32), TypeError, "dtype must be torch.complex64 or torch.complex128"),
     (lambda: pure_states(device="gpu"), ValueError, "device: unknown device 'gpu'"),
     (lambda: pure_states(batch_shape=(2, -1)), ValueError, r"batch_shape\[1\] must be >= 0; got -1"),
-    (lambda: pure_states(batch_shape=3), TypeError, "batch_shape must be a tuple of integers"),
+    (lambda: pure_states(batch_shape=3.0), TypeError, "batch_shape must be an integer or a tuple of integers"),
+    (lambda: pure_states(batch_shape="3"), TypeError, "batch_shape must be an integer or a tuple of integers"),
     (lambda: ensembles(dim=0), ValueError, "dim must be >= 1"),
     (lambda: ensembles(max_states=0), ValueError, "max_states must be >= 1; got 0"),
     (lambda: ensembles(masked="yes"), TypeError, "masked must be a bool"),
@@ -66,6 +67,13 @@ def test_arguments_drawn_from_a_strategy_are_checked_when_drawn(data):
 def test_drawn_povm_ranks_never_exceed_the_dimension(povm):
     # the haar method drew ranks up to 3 whatever d was: rank-3 "effects" on C^1 or C^2
     assert povm.rank <= povm.dim
+
+
+@settings(max_examples=5, deadline=None)
+@given(pure_states(dim=2, batch_shape=3), ensembles(dim=2, batch_shape=st.just(2)), unitaries(dim=2, batch_shape=1))
+def test_an_int_batch_shape_is_one_batch_dim_as_for_the_samplers(state, mix, u):
+    # as random_pure_state(2, batch_shape=3) and torch.zeros(3): an int n is (n,) (it was a TypeError here)
+    assert state.batch_shape == (3,) and mix.batch_shape == (2,) and u.shape == (1, 2, 2)
 
 
 @settings(max_examples=5, deadline=None)
