@@ -121,7 +121,9 @@ def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = No
 def written_by_qpnlp(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a JSON file that qpnlp wrote: an object whose ``format`` starts with ``qpnlp-`` (a model's
     ``config.json``, a training state's ``state.json``, the command line's ``training-run.json``); any other file
-    of that name is a user's."""
+    of that name is a user's (a named pipe is never opened: reading it would wait for a writer)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, encoding="utf-8") as handle:
             header = json.load(handle)

@@ -46,9 +46,10 @@ def records_error():
     except BaseException as error:
         path = os.environ.get(ERROR_FILE_VARIABLE)
         if path and not isinstance(error, SystemExit):
+            status = _status(error)               # Ctrl-C: Report.guard's words, not "KeyboardInterrupt: ..."
+            line = "interrupted (SIGINT)" if status == "interrupted" else error_line(error)
             with contextlib.suppress(OSError):
-                atomic_write_text(path, json.dumps({"error": error_line(error), "status": _status(error),
-                                                    "time": time.time()}))
+                atomic_write_text(path, json.dumps({"error": line, "status": status, "time": time.time()}))
         raise
 
 
@@ -78,7 +79,9 @@ def run_in_processes(args: argparse.Namespace, report: Report) -> int:
     for a process killed by a signal, a line naming it and the signal (exit
     status 1).  Stopped
     itself by SIGTERM (``kill``, ``timeout``), it stops them too
-    (:func:`_sigterm_raises`) and exits with status 143.
+    (:func:`_sigterm_raises`) and exits with status 143; by Ctrl-C, with
+    status 130; either way a report left "running" is finished as
+    interrupted.
     """
     import subprocess
 
@@ -99,9 +102,10 @@ def run_in_processes(args: argparse.Namespace, report: Report) -> int:
                                                   env={**env, "RANK": str(r), "LOCAL_RANK": str(r),
                                                        ERROR_FILE_VARIABLE: str(files[r])}))
                 failure = _wait_for_all(procs)
-        except SystemExit:
-            _stop(procs)
-            _finish_report(report, "interrupted", "stopped by SIGTERM; the processes were stopped", force=False)
+        except (SystemExit, KeyboardInterrupt) as stop:     # SIGTERM, or Ctrl-C (SIGINT)
+            _stop(procs)                                      # the first process may not have finished the report
+            how = "stopped by SIGTERM" if isinstance(stop, SystemExit) else "interrupted (SIGINT)"
+            _finish_report(report, "interrupted", f"{how}; the processes were stopped", force=False)
             raise
         finally:
             _stop(procs)

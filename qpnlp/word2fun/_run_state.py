@@ -77,17 +77,21 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
     run's other settings (``run``: compass, step centres and ``min_count``), and the checkpoint's vocabulary
     with the one this call builds (``vocabularies``: saved, now; :func:`vocabulary_differences`), which
     catches a changed ``min_count`` or ``vocabulary`` and a corpus of other words or counts.  A setting the
-    checkpoint does not record (one written by an earlier version) is not compared.  A run that already
+    checkpoint does not record (one written by an earlier version) is not compared; where that is
+    ``min_count``, a vocabulary that differs says so (the likely cause).  A run that already
     trained more epochs than ``cfg.epochs`` is refused too (:func:`check_epochs`).
     """
     check_epochs(checkpoint, saved, cfg)
     training = {k: v for k, v in saved.get("training", {}).items() if k not in RESUMABLE_CHANGES}
     recorded_run = {k: saved[k] for k in run if k in saved}
+    vocabulary = vocabulary_differences(*vocabularies)
+    if vocabulary and "min_count" in run and "min_count" not in saved:     # written before min_count was recorded
+        vocabulary = [f"{vocabulary[0]} (built here with min_count {run['min_count']}; the checkpoint, of an "
+                      f"earlier qpnlp, does not record the run's min_count: resume with the run's own)"]
     differences = [*_differences("the model", model_saved, model_now),
                    *_differences("the training settings", training, dataclasses.asdict(cfg)),
                    *_differences("the corpus", saved.get("corpus", {}), corpus),
-                   *_differences("the run", recorded_run, run),
-                   *vocabulary_differences(*vocabularies)]
+                   *_differences("the run", recorded_run, run), *vocabulary]
     if differences:
         raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: this call differs from it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change); "
@@ -243,7 +247,7 @@ def saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
 def run_info(info: dict, cfg: TrainConfig, run: Mapping[str, Any], world: int,
              metadata: Mapping[str, Any] | None) -> dict:
     """The checkpoint metadata of the run: corpus size, training settings, the run's other settings (``run``:
-    compass and step centres; :func:`check_resume` compares them), processes and ``metadata``."""
+    compass, step centres and ``min_count``; :func:`check_resume` compares them), processes and ``metadata``."""
     return {"corpus": info, "training": dataclasses.asdict(cfg), **run, "processes": world, **dict(metadata or {})}
 
 

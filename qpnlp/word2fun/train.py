@@ -229,9 +229,10 @@ def fit(
         it left aside (``.NAME.*.old/``) is put back first.  The corpus (its
         documents, tokens and span), the model options, ``min_count`` (unless
         ``vocabulary`` is given), the vocabulary this call builds or is given
-        (its words and their counts: a corpus of other words is refused too)
-        and the other settings must be the run's own (refused otherwise,
-        naming each difference); ``config.epochs``, ``device``, ``chunk_tokens``,
+        (its words and their counts: a built one also refuses a corpus of
+        other words, a given one cannot) and the other settings must be the
+        run's own (refused otherwise, naming each difference);
+        ``config.epochs``, ``device``, ``chunk_tokens``,
         ``sync_every`` and ``workers`` may change (the data order continues, the
         workers both runs have keep their negative streams, added ones start
         their own), and so may the number of processes (its shards change;

@@ -270,6 +270,35 @@ def test_atomic_directory_replaces_despite_a_leftover_of_a_crash_and_keeps_it(tm
     assert (stale / "old.txt").read_text() == "maybe the only copy"   # not ours to delete
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_of_the_marker_files_name_is_not_opened(tmp_path):
+    """``written_by_qpnlp`` opened any config.json to read it: a named pipe of that name (a user's directory)
+    blocked ``check_replaceable`` (every save, ``--save``, ``--out``) until a writer came; it is no file qpnlp
+    wrote, refused as the directory of its name was before."""
+    import threading
+
+    from qpnlp._atomic import check_replaceable
+
+    os.mkfifo(tmp_path / CONFIG_FILE)
+    (tmp_path / "mine.txt").write_text("precious")
+    outcome = []
+
+    def check():
+        try:
+            check_replaceable(tmp_path, replaces=CONFIG_FILE)
+        except FileExistsError as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=check, daemon=True)
+    worker.start()
+    worker.join(10)
+    blocked = worker.is_alive()
+    if blocked:                                    # let the reader go: a writer opens the pipe and closes it
+        os.close(os.open(tmp_path / CONFIG_FILE, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+    assert not blocked and len(outcome) == 1 and "holds no config.json written by qpnlp" in str(outcome[0])
+
+
 @pytest.mark.parametrize("name", ["qpdn", "real_bow", "cnm", "cnm_real"])
 def test_legacy_checkpoints_convert_with_identical_outputs(name, tmp_path):
     model = _small_model(name)

@@ -280,6 +280,21 @@ def test_the_report_names_the_error_of_the_process_that_failed_first(tmp_path, m
     assert f"error: {line}\n" in err and err.endswith(f"error: {cause} (the first error of the processes)\n")
 
 
+def test_a_process_stopped_by_sigint_records_it_in_the_reports_words(tmp_path, monkeypatch):
+    """A process stopped by SIGINT (``kill -INT``) recorded "KeyboardInterrupt: KeyboardInterrupt (run with
+    --debug for the traceback)", which the command then printed as the process's failure; now "interrupted
+    (SIGINT)", as the report of one process says (:meth:`Report.guard`)."""
+    import json
+
+    from qpnlp.commands import _processes
+
+    monkeypatch.setenv(_processes.ERROR_FILE_VARIABLE, str(tmp_path / "e.json"))
+    with pytest.raises(KeyboardInterrupt), _processes.records_error():
+        raise KeyboardInterrupt
+    record = json.loads((tmp_path / "e.json").read_text())
+    assert record["status"] == "interrupted" and record["error"] == "interrupted (SIGINT)"
+
+
 _KILLED_CHILD = """
 import json, os, signal, sys, time
 if os.environ["RANK"] == "1":
@@ -327,9 +342,13 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def test_the_processes_are_stopped_with_the_command_on_sigterm(tmp_path):
+@pytest.mark.parametrize("signal_name, status, error", [("SIGTERM", 143, "stopped by SIGTERM"),
+                                                         ("SIGINT", 130, "interrupted (SIGINT)")])
+def test_the_processes_are_stopped_with_the_command_on_sigterm(tmp_path, signal_name, status, error):
     """``kill`` or ``timeout`` sends the command SIGTERM: it ended at once and its two processes trained on,
-    orphaned; now it stops them, finishes the report as interrupted and exits with status 143."""
+    orphaned; now it stops them, finishes the report as interrupted and exits with status 143. Ctrl-C
+    (SIGINT) stopped them too, but left the report "running" (the first process was stopped before it could
+    finish it): it is finished as interrupted, status 130."""
     import json
     import signal
     import time
@@ -347,14 +366,14 @@ def test_the_processes_are_stopped_with_the_command_on_sigterm(tmp_path):
                 break
             time.sleep(0.1)
         pids = [int(f.read_text()) for f in files]
-        driver.send_signal(signal.SIGTERM)
-        assert driver.wait(timeout=60) == 143
+        driver.send_signal(getattr(signal, signal_name))
+        assert driver.wait(timeout=60) == status
         time.sleep(0.5)
         for pid in pids:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
         report = json.loads((tmp_path / "r.json").read_text())
-        assert report["status"] == "interrupted" and report["error"].startswith("stopped by SIGTERM")
+        assert report["status"] == "interrupted" and report["error"].startswith(error)
     finally:
         for pid in pids:
             try:

@@ -73,6 +73,18 @@ def test_a_checkpoint_of_an_earlier_version_is_compared_on_what_it_records(saved
     assert _resume(saved, config=config, min_count=2).epochs_done == 2     # the same vocabulary
 
 
+def test_a_checkpoint_of_an_earlier_version_resumed_with_another_min_count_says_it_may_be_the_cause(saved):
+    # it resumed with the checkpoint's vocabulary whatever --min-count said; now the vocabulary is compared, and
+    # the refusal named its words only, not the min_count (not recorded) that made them differ
+    header = json.loads((saved / CONFIG_FILE).read_text())
+    del header["metadata"]["min_count"]
+    (saved / CONFIG_FILE).write_text(json.dumps(header))
+    with pytest.raises(ValueError, match=r"the vocabulary: size \(5 there, 4 here\), words only there \('war'\) "
+                                         r"\(built here with min_count 25; the checkpoint, of an earlier qpnlp, "
+                                         r"does not record the run's min_count"):
+        _resume(saved, min_count=25)
+
+
 def test_a_run_that_trained_more_epochs_than_asked_is_refused(saved):
     # resumed with epochs=1, a run of 2 epochs was returned as it was (epochs_done 2), as if it were a 1-epoch run
     _resume(saved)
