@@ -95,7 +95,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     check_report_apart(report, {"--save": save, kept: state})
     if state is None:
         return None
-    if save is not None and _nested(save, Path(state)):
+    if save is not None and overlapping(save, Path(state)):
         # Saving the model replaces the --save directory (and a rerun clears the state directory): one inside
         # the other would lose the training state (or the saved model).
         raise UsageError(f"--checkpoint-dir {state} and --save {save} overlap; the training state must be kept "
@@ -147,7 +147,7 @@ def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike
                              f"report outside it")
 
 
-def _nested(a: Path, b: Path) -> bool:
+def overlapping(a: Path, b: Path) -> bool:
     """Whether ``a`` and ``b`` are the same path or one lies inside the other (after resolving links and ..)."""
     a, b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
     return a == b or a in b.parents or b in a.parents

@@ -51,7 +51,7 @@ import numpy as np
 
 from ._common import torch_threads
 from ._errors import UsageError
-from ._outputs import _nested, check_output_path, check_report_apart
+from ._outputs import check_output_path, check_report_apart, overlapping
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
@@ -350,7 +350,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output_path(args.export_npz, "--export-npz")
     check_output_path(args.out, "--out", directory=True, model=True)
     check_report_apart(report_path, {"--out": args.out, "--export-npz": args.export_npz})
-    if args.out and args.export_npz and _nested(Path(args.out), Path(args.export_npz)):
+    if args.out and args.export_npz and overlapping(Path(args.out), Path(args.export_npz)):
         # --out is replaced by every checkpoint: the grid could not be written there (only after training), or
         # would be deleted by the next save of the model (--resume)
         raise UsageError(f"--export-npz {args.export_npz} and --out {args.out} overlap; write the grid outside the "
