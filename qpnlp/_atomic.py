@@ -3,6 +3,14 @@
 One home for the models' save format (:meth:`qpnlp.models.Model.save_pretrained`), the training state and the
 command line's reports.  A directory whose replacement a killed process left half done is put back by
 :func:`restore_replaced_directory`.
+
+A process killed while saving may leave hidden siblings of the path it saved, ``NAME``: ``.NAME.XXXXXXXX.tmp``
+(a new version not yet renamed into place; a file's is a file, a directory's a directory) and, killed while
+replacing a directory, ``.NAME.XXXXXXXX.old`` (the previous version moved aside: whole where ``NAME`` is missing,
+which :func:`restore_replaced_directory` handles, else part of it, deleted halfway). Nothing removes them
+automatically: while another process saves the same ``NAME`` the same names are its work in progress, and
+telling a dead writer's from a live one's would need a lock that not every file system keeps. Delete them once
+no process saves ``NAME``.
 """
 
 from __future__ import annotations
@@ -16,8 +24,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable", "existing_parent",
-           "restore_replaced_directory", "written_by_qpnlp"]
+__all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable",
+           "existing_parent", "restore_replaced_directory", "written_by_qpnlp"]
+
+# qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
+# kilobytes: a larger file is never read whole (read_model_header refuses it, written_by_qpnlp counts it a user's).
+MAX_CONFIG_BYTES = 1 << 20
+
 
 def _fsync_directory(path: Path) -> None:
     with contextlib.suppress(OSError):
@@ -121,12 +134,14 @@ def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = No
 def written_by_qpnlp(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a JSON file that qpnlp wrote: an object whose ``format`` starts with ``qpnlp-`` (a model's
     ``config.json``, a training state's ``state.json``, the command line's ``training-run.json``); any other file
-    of that name is a user's (a named pipe is never opened: reading it would wait for a writer)."""
+    of that name is a user's (a named pipe is never opened: reading it would wait for a writer; a file larger than
+    :data:`MAX_CONFIG_BYTES` is not read whole)."""
     if not os.path.isfile(path):
         return False
     try:
-        with open(path, encoding="utf-8") as handle:
-            header = json.load(handle)
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_CONFIG_BYTES + 1)
+        header = json.loads(text.decode("utf-8")) if len(text) <= MAX_CONFIG_BYTES else None
     except (OSError, ValueError):
         return False
     return isinstance(header, dict) and str(header.get("format", "")).startswith("qpnlp-")
@@ -141,7 +156,9 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     renames of the replacement, nothing changes at ``directory``. With
     ``replaces`` (a file name), an existing non-empty directory is replaced
     only if it holds that file: a user's own directory is never deleted
-    (FileExistsError).
+    (FileExistsError). A process killed meanwhile leaves ``.NAME.*.tmp``
+    (or ``.NAME.*.old``) beside it, never removed by a later save (see the
+    module notes).
     """
     target = check_replaceable(directory, replaces=replaces)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -584,6 +584,18 @@ def _own_commands():
     return commands
 
 
+def test_the_help_of_resume_says_the_settings_are_given_again_and_compared():
+    """word2fun's --resume said "(its settings, next epoch)", as if the saved run's settings were taken; they must
+    be given again and are compared (check_resume), as the train commands' must (their identity)."""
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    train = next(a for a in verbs.choices["train"]._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("word2fun", "qpdn", "cnm"):
+        text = train.choices[name]._option_string_actions["--resume"].help
+        assert "its settings, next epoch" not in text and "again" in text and "compared" in text, (name, text)
+        assert "--epochs" in text and "--device" in text, (name, text)
+
+
 def test_every_option_says_its_default():
     missing = []
     for name, command in _own_commands().items():
@@ -633,6 +645,22 @@ def test_convert_refuses_to_replace_a_directory_that_is_not_a_model(server, ws, 
     code, _, stderr = server.run(["convert", tmp_path / "old.pt", tmp_path / "new"])       # a model: replaced
     assert code == 0, stderr
     assert load_checkpoint(tmp_path / "new").name == "qpdn"
+
+
+def test_a_word2fun_directory_of_qpnlp_0_1_as_an_output_is_refused_as_one_with_the_converter_named(tmp_path):
+    """--save, --out and convert's NEW refused a Word2Fun directory of qpnlp 0.1 as "not a saved qpnlp model": it is
+    one, of the old format; the refusal says so and names `qpnlp convert`."""
+    import shutil
+
+    from qpnlp.commands._errors import UsageError
+    from qpnlp.commands._outputs import check_output_path
+
+    old = shutil.copytree(Path(__file__).parent / "word2fun" / "data" / "legacy-word2fun-0.1", tmp_path / "old")
+    for option in ("--save", "--out", "output directory"):
+        with pytest.raises(UsageError, match=rf"{option} {old}: holds a Word2Fun model of qpnlp 0.1; refusing to "
+                                             rf"replace it \(convert it first with `qpnlp convert {old} NEW`"):
+            check_output_path(old, option, directory=True, model=True)
+    assert sorted(p.name for p in old.iterdir()) == ["config.json", "weights.safetensors"]
 
 
 def test_a_directory_with_another_librarys_config_json_is_never_replaced(server, ws, tmp_path):

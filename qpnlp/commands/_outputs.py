@@ -42,8 +42,7 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
         try:
             check_replaceable(out, replaces=CONFIG_FILE)
         except (FileExistsError, ValueError):
-            raise UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it "
-                             f"(choose a new directory)") from None
+            raise _not_replaceable(option, path) from None
     parent = existing_parent(out)
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: {parent} is a file, not a directory")
@@ -53,6 +52,17 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
     except OSError as err:
         raise UsageError(f"{option} {path}: cannot write in {parent} ({err.strerror or err})") from None
     return out
+
+
+def _not_replaceable(option: str, path: str | os.PathLike) -> UsageError:
+    """The refusal of an existing directory as a model's output: a user's own, or a model of qpnlp 0.1."""
+    from qpnlp.word2fun.convert import is_legacy_word2fun      # only on this path: the converter loads Word2Fun
+
+    if is_legacy_word2fun(path):
+        return UsageError(f"{option} {path}: holds a Word2Fun model of qpnlp 0.1; refusing to replace it (convert "
+                          f"it first with `qpnlp convert {path} NEW`, or choose another directory)")
+    return UsageError(f"{option} {path}: exists and is not a saved qpnlp model; refusing to replace it (choose a "
+                      f"new directory)")
 
 
 RUN_FILE = "training-run.json"
@@ -65,8 +75,11 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                             "SAVE.training next to --save; none without --save)")
     group.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
-                            "next to --save); same result as an uninterrupted run with the same options (without "
-                            "--resume, an earlier run's training state there is cleared)")
+                            "next to --save), given its data and options again: they are compared with the run's, "
+                            "a difference refused, named (of the model and training settings only --epochs, "
+                            "--patience, --device, --compile, --pad-to-multiple-of and --no-progress may change); "
+                            "same result as an uninterrupted run (without --resume, an earlier run's training "
+                            "state there is cleared)")
     group.add_argument("--no-training-state", action="store_true",
                        help="keep no training state next to --save (saves a write per epoch of the parameters, best "
                             "parameters and optimiser moments that training changed, up to 4x the model's size "

@@ -177,7 +177,11 @@ def register(subparsers: dict) -> None:
     o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
     o.add_argument("--out", default=None, type=path_type,
                    help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
-    o.add_argument("--resume", action="store_true", help="continue the run saved in --out (its settings, next epoch)")
+    o.add_argument("--resume", action="store_true",
+                   help="continue the run saved in --out at its next epoch; give its corpus and settings again: "
+                        "they are compared with the saved run's, a difference refused, named (of the model and "
+                        "training settings only --epochs, --device, --workers, --chunk-tokens, --sync-every and "
+                        "--processes may change)")
     o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch, with the history also as FILE.history.csv")

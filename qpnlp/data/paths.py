@@ -146,7 +146,8 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
         raise ValueError(f"{path}:{lineno}: not {encoding} text (byte 0x{err.object[err.start]:02x} at column "
                          f"{err.start + 1}); convert the file (e.g. iconv -f latin1 -t utf-8)") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
-        raise ValueError(f"{path}: truncated or corrupt gzip file after line {lineno} ({err})") from None
+        where = f"after line {lineno}" if lineno else "before the first line"
+        raise ValueError(f"{path}: truncated or corrupt gzip file {where} ({err})") from None
 
 
 def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> str:

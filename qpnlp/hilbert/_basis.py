@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from typing import Sequence, overload
 
 import torch
@@ -117,14 +116,17 @@ class SememeBasis:
         return SememeBasis(self._vectors.to(device=device, dtype=target), self._labels, validate=False)
 
     def _position(self, j) -> int:
-        """Basis index ``j`` in ``[0, d)``: Python's rules (``-1`` is the last), IndexError outside ``[-d, d)``."""
-        try:
-            j = operator.index(j)                # numpy integers too; 1.0 refused
-        except TypeError:
-            raise TypeError(f"basis index must be an integer; got {type(j).__name__} {j!r}") from None
-        if not -self.dim <= j < self.dim:
-            raise IndexError(f"basis index {j} is out of range for a basis of dimension {self.dim}")
-        return j % self.dim
+        """Basis index ``j`` in ``[0, d)``: Python's rules (``-1`` is the last), IndexError outside ``[-d, d)``.
+
+        An integer as :func:`~qpnlp.hilbert._validation.as_integer` reads it (numpy integers too); 1.0 and a bool
+        are a TypeError.
+        """
+        index = V.as_integer(j)
+        if index is None:
+            raise TypeError(f"basis index must be an integer; got {type(j).__name__} {j!r}")
+        if not -self.dim <= index < self.dim:
+            raise IndexError(f"basis index {index} is out of range for a basis of dimension {self.dim}")
+        return index % self.dim
 
     def label(self, j: int) -> str:
         """Name of basis vector j (``"e{j}"`` with j in ``[0, d)`` when unlabelled); indexed as :meth:`state`."""

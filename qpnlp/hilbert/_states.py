@@ -9,8 +9,6 @@ module imports nothing that imports it back.
 
 from __future__ import annotations
 
-import operator
-
 import torch
 
 from . import _mixture as M
@@ -103,14 +101,13 @@ class PureState(Batched):
     @classmethod
     def basis_state(cls, index: int, dim: int, *, dtype=torch.complex64, device=None) -> "PureState":
         """The canonical basis state :math:`|e_{index}\\rangle` of C^dim (float32/64 ``dtype`` -> complex64/128)."""
-        try:                                     # numpy integers too; 1.5 or 1.0 would fail inside torch indexing
-            index = operator.index(index)
-        except TypeError:
-            raise TypeError(f"basis index must be an integer; got {type(index).__name__} {index!r}") from None
-        if not 0 <= index < dim:
-            raise ValueError(f"basis index must be in [0, {dim}); got {index}")
+        position = V.as_integer(index)          # numpy integers too; 1.5, 1.0 or True: no basis index
+        if position is None:
+            raise TypeError(f"basis index must be an integer; got {type(index).__name__} {index!r}")
+        if not 0 <= position < dim:
+            raise ValueError(f"basis index must be in [0, {dim}); got {position}")
         data = torch.zeros(dim, dtype=V.complex_dtype_of(dtype), device=device)
-        data[index] = 1
+        data[position] = 1
         return cls._trusted(data=data)
 
     # -- accessors ---------------------------------------------------------

@@ -20,7 +20,6 @@ functions compile with ``torch.compile`` without graph breaks.
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 
@@ -41,16 +40,16 @@ def _where(flat: int, batch_shape) -> str:
 def check_outcome(outcome: object, num_outcomes: int) -> int:
     """``outcome`` as an int in ``[0, num_outcomes)``: TypeError naming it unless an integer, ValueError outside.
 
-    Integers as ``operator.index`` reads them (numpy integers and 0-dim integer tensors too); 1.0 is refused, not
-    truncated (it failed inside torch's indexing). A static check, always on.
+    Integers as :func:`~qpnlp.hilbert._validation.as_integer` reads them (numpy integers and 0-dim integer tensors
+    too; a bool is not one, as for every size and shape); 1.0 is refused, not truncated (it failed inside torch's
+    indexing). A static check, always on.
     """
-    try:
-        outcome = operator.index(outcome)
-    except TypeError:
-        raise TypeError(f"outcome must be an integer; got {type(outcome).__name__} {outcome!r}") from None
-    if not 0 <= outcome < num_outcomes:
-        raise ValueError(f"outcome must be in [0, {num_outcomes}); got {outcome}")
-    return outcome
+    index = V.as_integer(outcome)
+    if index is None:
+        raise TypeError(f"outcome must be an integer; got {type(outcome).__name__} {outcome!r}")
+    if not 0 <= index < num_outcomes:
+        raise ValueError(f"outcome must be in [0, {num_outcomes}); got {index}")
+    return index
 
 
 def check_completeness(name: str, vectors: torch.Tensor) -> None:

@@ -70,7 +70,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from qpnlp._atomic import atomic_directory, atomic_write_text, existing_parent
+from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, existing_parent
 from qpnlp._device import resolve_device
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
@@ -90,8 +90,6 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCABULARY_FILE = "vocabulary.json"
 TASKS = ("classification", "matching", "temporal")
-# Configs larger than this are refused before anything is read further (a config is a few hundred bytes).
-MAX_CONFIG_BYTES = 1 << 20
 # Installed packages register models through entry points of this group (each loads a module that registers);
 # qpnlp's own Word2Fun (a package above models/ in the layout) is registered this way too.
 PLUGIN_GROUP = "qpnlp.models"

@@ -184,6 +184,18 @@ def test_a_corrupt_gzip_block_names_the_file_and_the_last_line_read(tmp_path):
         read_text(p)
 
 
+def test_a_gzip_file_corrupt_in_its_first_block_says_before_the_first_line(tmp_path):
+    """The message said "after line 0" where no line could be read."""
+    from qpnlp.data.paths import iter_lines
+
+    bad = bytearray(gzip.compress(b"1900\ta b\n", mtime=0))
+    bad[10] |= 0x06                                    # the first deflate block: reserved type
+    p = tmp_path / "c.tsv.gz"
+    p.write_bytes(bytes(bad))
+    with pytest.raises(ValueError, match=r"c.tsv.gz: truncated or corrupt gzip file before the first line \("):
+        list(iter_lines(p))
+
+
 def test_vocabulary_and_encoding_drop_rare_words():
     c = small()
     v = Vocabulary.build(c.docs, min_freq=2, specials=False)

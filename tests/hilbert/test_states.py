@@ -279,6 +279,17 @@ def test_basis_state_refuses_a_non_integer_index(index):
         PureState.basis_state(index, 3)
 
 
+@pytest.mark.parametrize("index", [True, False, torch.tensor(True)])
+def test_a_bool_is_no_basis_index_as_it_is_no_size(index):
+    """``operator.index`` read True as 1: ``basis.label(True)`` was the second label, while a bool is refused as a
+    size or a batch shape (``as_integer``) everywhere else."""
+    basis = SememeBasis.random(3, generator=torch.Generator().manual_seed(0))
+    for call in (basis.label, basis.state, lambda j: PureState.basis_state(j, 3)):
+        with pytest.raises(TypeError, match=f"basis index must be an integer; got {type(index).__name__}"):
+            call(index)
+    assert basis.label(torch.tensor(1)) == basis.label(1)
+
+
 def test_to_an_integer_dtype_is_refused_and_a_lower_one_keeps_weights_with_states():
     # Ensemble.to(torch.int64) truncated the weights 1/3 to 0 (purity 0); to(torch.float16) kept float16 weights
     # beside complex64 states, to(torch.complex32) made states no constructor accepts

@@ -313,7 +313,7 @@ def test_post_measurement_state_refuses_a_non_integer_outcome_as_the_projective_
     state = PureState.basis_state(0, 3)
     povm = random_povm(3, 3, generator=torch.Generator().manual_seed(0))
     for measurement in (povm, ProjectiveMeasurement(3, 3)):
-        for bad in (1.0, "1", None):
+        for bad in (1.0, "1", None, True, torch.tensor(False)):        # a bool: no outcome, as it is no size
             with pytest.raises(TypeError, match=f"outcome must be an integer; got {type(bad).__name__}"):
                 measurement.post_measurement_state(state, bad)
         with pytest.raises(ValueError, match=r"outcome must be in \[0, 3\); got 3"):

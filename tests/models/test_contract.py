@@ -515,3 +515,16 @@ def test_registered_models_refuses_an_unknown_task():
     """A misspelt task returned an empty tuple, which reads as 'no model of that task'."""
     with pytest.raises(ValueError, match="task must be one of"):
         registered_models("clasification")
+
+
+def test_a_config_json_larger_than_the_cap_is_not_read_whole_and_is_a_users(tmp_path):
+    """``written_by_qpnlp`` read a whole file of the marker's name (a huge user file named config.json) just to refuse
+    it; it reads at most ``MAX_CONFIG_BYTES`` + 1 bytes, as ``read_model_header`` caps a config, and a larger file
+    is a user's."""
+    from qpnlp._atomic import written_by_qpnlp
+    from qpnlp.models.base import MAX_CONFIG_BYTES
+
+    head = '{"format": "qpnlp-model/1"}'
+    (tmp_path / "small.json").write_text(head + " " * (MAX_CONFIG_BYTES - len(head)))
+    (tmp_path / "large.json").write_text(head + " " * (MAX_CONFIG_BYTES + 1 - len(head)))
+    assert written_by_qpnlp(tmp_path / "small.json") and not written_by_qpnlp(tmp_path / "large.json")
