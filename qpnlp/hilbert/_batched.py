@@ -123,6 +123,15 @@ class Batched:
     def detach(self):
         return self._trusted(**{n: getattr(self, "_" + n).detach() for n in self._fields})
 
+    def cpu(self):
+        """``self.to("cpu")``, as ``torch.Tensor.cpu`` (the same tensors when they are on the CPU already)."""
+        return self.to("cpu")
+
+    def clone(self):
+        """A copy holding its own memory, as ``torch.Tensor.clone`` (differentiable): an object indexed out of a
+        large batch otherwise keeps the whole batch's storage alive (indexing returns views)."""
+        return self._trusted(**{n: getattr(self, "_" + n).clone() for n in self._fields})
+
     def __getitem__(self, index):
         """Index over batch dims only, with the rules of ``torch.Tensor`` indexing (event dims are never indexed).
 

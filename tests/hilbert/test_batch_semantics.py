@@ -176,3 +176,24 @@ def test_basis_coordinates_name_the_kinds_they_take():
     with pytest.raises(TypeError, match="got DensityMatrix"):                       # was "unsupported operand"
         basis.from_coordinates(basis.coordinates(words.proj()))
     assert_allclose(basis.from_coordinates(basis.coordinates(words)).data, words.data)
+
+
+@given(st.data())
+def test_clone_holds_its_own_memory_and_cpu_keeps_the_values(data):
+    """``clone()`` copies every field (an element indexed out of a batch no longer keeps the batch's storage) and
+    ``cpu()`` gives the same values on the CPU, as the tensor methods of those names do."""
+    obj = data.draw(_objects(data.draw(SHAPES)))
+    copy, moved = obj.clone(), obj.cpu()
+    assert type(copy) is type(obj) is type(moved) and copy.batch_shape == obj.batch_shape
+    for name in obj._fields:
+        ours, theirs = getattr(obj, "_" + name), getattr(copy, "_" + name)
+        assert torch.equal(theirs, ours) and torch.equal(getattr(moved, "_" + name), ours)
+        assert theirs.numel() == 0 or theirs.untyped_storage().data_ptr() != ours.untyped_storage().data_ptr()
+        assert getattr(moved, "_" + name).device.type == "cpu"
+
+
+def test_clone_is_differentiable():
+    data = torch.randn(2, 3, dtype=torch.complex128, requires_grad=True)
+    state = PureState(data / data.abs().pow(2).sum(-1, keepdim=True).sqrt())
+    state.clone().data.abs().pow(2).mul(torch.arange(3.0)).sum().backward()
+    assert data.grad is not None and torch.isfinite(data.grad.abs()).all()
