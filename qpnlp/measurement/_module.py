@@ -79,6 +79,27 @@ def orthogonal_weight(module: nn.Module, initial: torch.Tensor, generator: torch
             module.weight = initial
 
 
+def object_inputs(system, weights: torch.Tensor | None, mask: torch.Tensor | None):
+    """What a measurement module's ``forward`` does with a first-class object instead of tensors.
+
+    ``None`` for tensors (``forward``'s own arguments); ``("dense", (rho,))`` for a :class:`DensityMatrix`
+    (``forward_dense`` of its ``(..., d, d)`` matrix), ``("states", (states, weights))`` for a :class:`PureState`
+    (``(..., d)``, no weights) or an :class:`Ensemble` (its ``(..., n, d)`` members, zero rows at its padding,
+    and their ``(..., n)`` weights, zero there). The weights and mask come with the object: given as well, a
+    ValueError.
+    """
+    if not isinstance(system, (PureState, Ensemble, DensityMatrix)):
+        return None
+    if weights is not None or mask is not None:
+        raise ValueError(f"weights and mask come with the {type(system).__name__}: pass the object alone, or its "
+                         f"tensors with them")
+    if isinstance(system, DensityMatrix):
+        return "dense", (system.data,)
+    if isinstance(system, Ensemble):
+        return "states", (system.states.data, system.weights)
+    return "states", (system.data, None)
+
+
 class ProjectiveMeasurement(nn.Module):
     r"""k trainable rank-1 measurements :math:`P_k = |v_k\rangle\langle v_k|` on :math:`\mathbb{C}^d`.
 
@@ -158,15 +179,16 @@ class ProjectiveMeasurement(nn.Module):
         """Stop training the measurement vectors."""
         return self.requires_grad_(False)
 
-    def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
+    def forward(self, states: torch.Tensor | PureState | Ensemble | DensityMatrix, weights: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, validate: V.Validate = None) -> torch.Tensor:
         r"""Born probabilities of pure states or lazy mixtures.
 
         Parameters
         ----------
-        states : torch.Tensor
+        states : torch.Tensor, or PureState, Ensemble or DensityMatrix
             Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
-            when ``weights`` is given.
+            when ``weights`` is given; or a :class:`PureState`, :class:`Ensemble` (its members and weights)
+            or :class:`DensityMatrix` (:meth:`forward_dense`), alone.
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
@@ -183,6 +205,10 @@ class ProjectiveMeasurement(nn.Module):
         torch.Tensor
             Real ``(..., k)``: :math:`p_k = \sum_i p_i |\langle v_k|w_i\rangle|^2`.
         """
+        unpacked = object_inputs(states, weights, mask)
+        if unpacked is not None:
+            kind, tensors = unpacked
+            return (self.forward_dense if kind == "dense" else self.forward)(*tensors, validate=validate)
         weights = masked_weights(weights, mask)
         vectors = self.vectors(validate=validate)  # unit by construction: only the states and weights are checked
         _checks.born_inputs(states, weights, vectors.unsqueeze(-2), validate, check_vectors=False)

@@ -14,7 +14,7 @@ from qpnlp.hilbert import _validation as V
 from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import masked_weights
-from ._module import orthogonal_weight
+from ._module import object_inputs, orthogonal_weight
 from ._povm import POVM
 
 INITS = ("orthogonal", "identity")
@@ -124,15 +124,16 @@ class POVMMeasurement(nn.Module):
         """Stop training the measurement."""
         return self.requires_grad_(False)
 
-    def forward(self, states: torch.Tensor, weights: torch.Tensor | None = None,
+    def forward(self, states: torch.Tensor | PureState | Ensemble | DensityMatrix, weights: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, *, validate: V.Validate = None) -> torch.Tensor:
         r"""Born probabilities of pure states or lazy mixtures.
 
         Parameters
         ----------
-        states : torch.Tensor
+        states : torch.Tensor, or PureState, Ensemble or DensityMatrix
             Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
-            when ``weights`` is given.
+            when ``weights`` is given; or a :class:`PureState`, :class:`Ensemble` (its members and weights)
+            or :class:`DensityMatrix` (:meth:`forward_dense`), alone.
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
@@ -148,6 +149,10 @@ class POVMMeasurement(nn.Module):
         torch.Tensor
             Real ``(..., k)``: :math:`p_k = \sum_i p_i \|V_k w_i\|^2`, summing to one.
         """
+        unpacked = object_inputs(states, weights, mask)
+        if unpacked is not None:
+            kind, tensors = unpacked
+            return (self.forward_dense if kind == "dense" else self.forward)(*tensors, validate=validate)
         weights = masked_weights(weights, mask)
         v = self._effect_vectors()
         # complete by construction: only the states and weights are checked

@@ -127,3 +127,22 @@ def test_vectors_check_for_zero_rows_only_where_validation_asks():
     with pytest.raises(ValueError, match="zero vector"):
         m.vectors(validate=True)
     assert torch.isnan(m.vectors(validate=False)[0]).all()
+
+
+@pytest.mark.parametrize("kind", ["projective", "povm"])
+def test_a_module_measures_the_first_class_objects_as_their_tensors(kind):
+    """``measurement(PureState | Ensemble | DensityMatrix)`` was a TypeError although ``post_measurement_state``
+    takes them: the object alone gives the probabilities of its tensors (an Ensemble's padding has weight 0)."""
+    from qpnlp.hilbert import random_pure_state
+    from qpnlp.measurement import POVMMeasurement
+
+    torch.manual_seed(0)
+    module = ProjectiveMeasurement(4, 3) if kind == "projective" else POVMMeasurement(4, 3)
+    states = random_pure_state(4, batch_shape=(2, 3))
+    mixture = Ensemble(states, mask=torch.tensor([[True, True, False], [True, False, False]]))
+    assert_allclose(module(states), module(states.data))
+    assert_allclose(module(mixture), module(mixture.states.data, mixture.weights))
+    assert_allclose(module(mixture.dense()), module.forward_dense(mixture.dense().data))
+    assert_allclose(module(mixture.dense()), module(mixture), atol=1e-6)
+    with pytest.raises(ValueError, match="weights and mask come with the Ensemble"):
+        module(mixture, mixture.weights)
