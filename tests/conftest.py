@@ -68,3 +68,31 @@ def data_root():
 def single_thread():
     with torch_threads(1):
         yield
+
+
+class _LargestTensor:
+    """A dispatch mode recording the most entries of any tensor an operation returns while active (``.largest``):
+    the tests that a computation never builds a large intermediate (a d x d density matrix, an n x n Gram)."""
+
+    def __new__(cls):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+
+        class Mode(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.largest = 0
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                sizes = [t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+                self.largest = max([self.largest, *sizes])
+                return out
+
+        return Mode()
+
+
+@pytest.fixture
+def largest_tensor():
+    """``with largest_tensor() as seen: ...``, then ``seen.largest``: the most entries of a tensor made inside."""
+    return _LargestTensor

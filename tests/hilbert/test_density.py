@@ -6,8 +6,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, masked_softmax, random_unitary, validation
 from qpnlp.testing import (assert_allclose, assert_density_matrix, density_matrices, ensembles, pure_states,
@@ -200,21 +198,7 @@ def test_gradients_flow_through_lazy_purity():
     assert torch.autograd.gradcheck(purity_fn, (raw, logits))
 
 
-class _LargestTensor(TorchDispatchMode):
-    """Records the most entries of any tensor an operation returns while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        sizes = [t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-        self.largest = max([self.largest, *sizes])
-        return out
-
-
-def test_purity_and_fidelity_bounds_of_a_long_ensemble_never_build_an_n_x_n_matrix():
+def test_purity_and_fidelity_bounds_of_a_long_ensemble_never_build_an_n_x_n_matrix(largest_tensor):
     # n = 300 words in d = 6: the n x n Gram (and n x m cross) matrices hold 90 000 entries, rho 36
     from qpnlp.hilbert import sub_fidelity, super_fidelity
     g = torch.Generator().manual_seed(0)
@@ -222,7 +206,7 @@ def test_purity_and_fidelity_bounds_of_a_long_ensemble_never_build_an_n_x_n_matr
     states = torch.nn.functional.normalize(torch.randn(2, n, d, dtype=torch.complex128, generator=g), dim=-1)
     weights = torch.softmax(torch.randn(2, n, dtype=torch.float64, generator=g), -1)
     a, b = Ensemble(states[0], weights[0]), Ensemble(states[1], weights[1])
-    with _LargestTensor() as seen:
+    with largest_tensor() as seen:
         values = [a.purity(), super_fidelity(a, b), sub_fidelity(a, b)]
     assert seen.largest <= 4 * n * d             # the states and their weighted copies, never n x n
     ra, rb = a.dense().data, b.dense().data

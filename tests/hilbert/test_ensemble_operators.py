@@ -4,8 +4,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_unitary, validation
 from qpnlp.testing import assert_allclose, batch_shapes, default_atol, ensembles, unitaries
@@ -151,28 +149,14 @@ def test_mixed_precisions_widen_and_check_at_the_coarser_one(state_dtype, operat
         mix.evolve(u * (1 + 1e-3))
 
 
-class _LargestTensor(TorchDispatchMode):
-    """Records the most entries of any tensor an operation returns while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        sizes = [t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-        self.largest = max([self.largest, *sizes])
-        return out
-
-
-def test_trace_expectation_and_evolve_never_build_the_density_matrices():
+def test_trace_expectation_and_evolve_never_build_the_density_matrices(largest_tensor):
     # 64 mixtures of 2 states in d = 40: the dense matrices hold 102 400 entries, the states 5 120, one operator 1 600
     gen = torch.Generator().manual_seed(0)
     batch, n, d = 64, 2, 40
     mix = Ensemble(PureState.normalized(torch.randn(batch, n, d, dtype=torch.complex128, generator=gen)))
     u = random_unitary(d, dtype=torch.complex128, generator=gen)
     observable = u @ torch.diag(torch.linspace(-1, 1, d, dtype=torch.complex128)) @ u.mH
-    with _LargestTensor() as seen:
+    with largest_tensor() as seen:
         values = mix.tr(), mix.expectation(observable), mix.evolve(u)
     assert seen.largest <= 2 * max(batch * n * d, d * d)          # real views (..., 2) of the states count twice
     assert_allclose(values[1], mix.dense().expectation(observable))
