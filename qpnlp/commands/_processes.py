@@ -26,8 +26,8 @@ from pathlib import Path
 
 from qpnlp._atomic import atomic_write_text
 
-from ._errors import UsageError, error_line
-from ._report import Report
+from ._errors import UsageError
+from ._report import Report, run_outcome
 
 __all__ = ["ERROR_FILE_VARIABLE", "records_error", "run_in_processes"]
 
@@ -46,20 +46,10 @@ def records_error():
     except BaseException as error:
         path = os.environ.get(ERROR_FILE_VARIABLE)
         if path and not isinstance(error, SystemExit):
-            status = _status(error)               # Ctrl-C: Report.guard's words, not "KeyboardInterrupt: ..."
-            line = "interrupted (SIGINT)" if status == "interrupted" else error_line(error)
+            status, line = run_outcome(error)     # Report.guard's status and words
             with contextlib.suppress(OSError):
                 atomic_write_text(path, json.dumps({"error": line, "status": status, "time": time.time()}))
         raise
-
-
-def _status(error: BaseException) -> str:
-    """The report status of a run that ``error`` ended (as :meth:`Report.guard` sets it)."""
-    from qpnlp._errors import TrainingDiverged
-
-    if isinstance(error, TrainingDiverged):
-        return "diverged"
-    return "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
 
 
 def run_in_processes(args: argparse.Namespace, report: Report) -> int:

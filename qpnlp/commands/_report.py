@@ -33,6 +33,17 @@ def arguments(args: argparse.Namespace) -> dict:
     return {k: v for k, v in vars(args).items() if k not in ("func", "prog") and not callable(v)}
 
 
+def run_outcome(error: BaseException) -> tuple[str, str]:
+    """The report status and error line of a run that ``error`` ended: ``("diverged" | "interrupted" | "failed",
+    line)``, Ctrl-C as ``"interrupted (SIGINT)"`` (not "KeyboardInterrupt: ..."), else the command's one-line
+    error."""
+    from qpnlp._errors import TrainingDiverged
+
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted", "interrupted (SIGINT)"
+    return ("diverged" if isinstance(error, TrainingDiverged) else "failed"), error_line(error)
+
+
 class Report:
     """The one report of every ``train`` / ``evaluate`` / ``demo`` command (schema ``qpnlp-report/1``).
 
@@ -83,16 +94,13 @@ class Report:
     @contextlib.contextmanager
     def guard(self):
         """Finish the report as failed / interrupted / diverged when the work inside raises (then re-raise)."""
-        from qpnlp._errors import TrainingDiverged
-
         try:
             yield self
         except BaseException as err:
             if self.data["status"] == "running":
-                status = "diverged" if isinstance(err, TrainingDiverged) else \
-                    "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+                status, line = run_outcome(err)
                 with contextlib.suppress(Exception):
-                    self.finish(status, error=error_line(err) if status != "interrupted" else "interrupted (SIGINT)")
+                    self.finish(status, error=line)
             raise
 
     def finish(self, status: str = "completed", **fields) -> None:
