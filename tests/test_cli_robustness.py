@@ -514,10 +514,14 @@ def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
     argv = [str(script), *map(str, _train(ws, "--epochs", "100000", "--patience", "100000", "--save", save,
                                           "--report", report))]
     # A shell starts background jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
-    # (CI run with `&` or nohup): give the child the default disposition, as an interactive terminal would.
+    # (CI run with `&` or nohup), and a harness may block it (the mask is inherited): give the child the default
+    # disposition and an unblocked SIGINT, as an interactive terminal would.
+    def interactive():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"},
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               env={**os.environ, "OMP_NUM_THREADS": "1"}, preexec_fn=interactive)
     try:
         seen = []
         for line in process.stdout:                 # the first epoch line, after the start-up lines

@@ -335,6 +335,7 @@ def test_a_process_killed_by_a_signal_is_named_and_the_report_finished(tmp_path,
 _SIGTERM_DRIVER = """
 import signal, subprocess, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Python leaves SIGINT ignored when started so (nohup, &)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # a harness may block them (CI did)
 from qpnlp.cli import main
 real, pids = subprocess.Popen, sys.argv[1]
 child = "import os, sys, time\\nopen(sys.argv[1] + os.environ['RANK'], 'w').write(str(os.getpid()))\\ntime.sleep(120)"
