@@ -103,11 +103,25 @@ def run_in_processes(args: argparse.Namespace, report: Report) -> int:
                                                          _recorded_errors(files))
 
 
-def _stop(procs) -> None:
-    """Terminate the processes of ``procs`` still running and wait for them."""
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
+#: Seconds a process is given to end after SIGTERM before it is killed (SIGKILL).
+STOP_GRACE_SECONDS = 10.0
+
+
+def _stop(procs, grace: float | None = None) -> None:
+    """Terminate the processes of ``procs`` still running and wait for them; one still running ``grace`` seconds
+    later (default :data:`STOP_GRACE_SECONDS`) is killed: it ignores or blocks SIGTERM (a mask inherited from
+    whatever started the command) or hangs, and waiting on it would hang the command too."""
+    import subprocess
+
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        p.terminate()
+    deadline = time.monotonic() + (STOP_GRACE_SECONDS if grace is None else grace)
+    for p in running:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
             p.wait()
 
 

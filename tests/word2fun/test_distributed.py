@@ -485,3 +485,30 @@ def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeyp
     for p, s in zip(sync.params, sync.snapshot):  # the next round starts from the projected values
         assert torch.equal(p, s)
     assert step_bounds(make(3, 4, family="IV")) == {}
+
+
+def test_a_process_that_blocks_sigterm_is_killed_after_the_grace_period():
+    """The launcher stops its processes with SIGTERM and waited for them without limit: one that blocks SIGTERM
+    (a mask inherited from whatever started the command, as the CI harness did) or hangs kept the command
+    waiting forever. Now it is killed once the grace period is over."""
+    import signal
+    import time
+
+    from qpnlp.commands._processes import _stop
+
+    child = "import signal, sys, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" \
+            "print('ready', flush=True)\ntime.sleep(60)"
+    quick = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
+    stubborn = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+    try:
+        assert quick.stdout.readline() == "ready\n" and stubborn.stdout.readline() == "ready\n"
+        start = time.monotonic()
+        _stop([quick, stubborn], grace=1.0)
+        assert time.monotonic() - start < 30
+        assert quick.returncode == -signal.SIGTERM and stubborn.returncode == -signal.SIGKILL
+    finally:
+        for p in (quick, stubborn):
+            if p.poll() is None:
+                p.kill()
+            p.stdout.close()
