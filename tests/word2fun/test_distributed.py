@@ -498,8 +498,11 @@ def test_a_process_that_blocks_sigterm_is_killed_after_the_grace_period():
 
     child = "import signal, sys, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" \
             "print('ready', flush=True)\ntime.sleep(60)"
+    def unblocked():                                  # the suite may run with SIGTERM blocked (CI did)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
     quick = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, preexec_fn=unblocked)
     stubborn = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
     try:
         assert quick.stdout.readline() == "ready\n" and stubborn.stdout.readline() == "ready\n"
