@@ -66,8 +66,8 @@ UPDATES = {
 @needs_get_overloads
 @pytest.mark.parametrize("name", sorted(UPDATES))
 def test_post_measurement_overloads_return_what_they_declare(name):
-    """A pure state stays pure, a density matrix stays dense; an Ensemble becomes whatever the overload says
-    (Kraus keeps it lazy, Lueders returns it dense): the union these functions had left users to narrow."""
+    """A pure state stays pure, an Ensemble lazy, a density matrix dense (Lueders' Ensemble was made dense): the
+    overloads say so, where the union these functions had left users to narrow."""
     function, call = UPDATES[name]
     systems = _systems()
     covered = set()

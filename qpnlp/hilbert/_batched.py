@@ -57,6 +57,13 @@ class Batched:
     Subclasses list their tensor fields in ``_fields`` and how many trailing
     (event) dims each has in ``_event_ndims``. Instances are immutable:
     every operation returns a new object.
+
+    ``==`` and ``hash`` are those of :class:`object`, identity, as for
+    ``torch.distributions.Distribution`` and ``nn.Module``: ``a == b`` is
+    ``a is b`` (one bool, never an elementwise tensor nor an error), and an
+    object is a dict key or set member by identity (its tensors are not
+    hashed). Two objects holding the same values are compared with
+    :meth:`equal` or :meth:`allclose`.
     """
 
     _fields: ClassVar[tuple[str, ...]] = ()
@@ -131,6 +138,38 @@ class Batched:
         """A copy holding its own memory, as ``torch.Tensor.clone`` (differentiable): an object indexed out of a
         large batch otherwise keeps the whole batch's storage alive (indexing returns views)."""
         return self._trusted(**{n: getattr(self, "_" + n).clone() for n in self._fields})
+
+    def _same_kind(self, other, method: str) -> None:
+        if type(other) is not type(self):
+            raise TypeError(f"{type(self).__name__}.{method} compares with a {type(self).__name__}; got "
+                            f"{type(other).__name__}")
+
+    def equal(self, other) -> bool:
+        """Whether ``other`` holds the same values: ``torch.equal`` of every field (same shapes and values).
+
+        TypeError when ``other`` is not of this class (a :class:`PureState` and its ``proj()`` are the same
+        state in two forms: convert one first). ``==`` is identity (see the class docstring).
+        """
+        self._same_kind(other, "equal")
+        return all(torch.equal(getattr(self, "_" + n), getattr(other, "_" + n)) for n in self._fields)
+
+    def allclose(self, other, *, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+        r"""Whether every field is close to ``other``'s: :math:`|a - b| \le atol + rtol\,|b|`, as ``torch.allclose``.
+
+        Fields of different shapes are not close (no broadcasting, as :meth:`equal`); dtypes are widened to a
+        common one (complex64 against complex128 compares at complex128). The fields are compared as stored: a
+        :class:`PureState` and the same state times :math:`e^{i\alpha}` are not close (compare physical states
+        with ``overlap`` or :func:`~qpnlp.hilbert.fidelity`). TypeError when ``other`` is not of this class.
+        """
+        self._same_kind(other, "allclose")
+        for n in self._fields:
+            a, b = getattr(self, "_" + n), getattr(other, "_" + n)
+            if a.shape != b.shape:
+                return False
+            common = torch.promote_types(a.dtype, b.dtype)
+            if not torch.allclose(a.to(common), b.to(common), rtol=rtol, atol=atol, equal_nan=equal_nan):
+                return False
+        return True
 
     def __getitem__(self, index):
         """Index over batch dims only, with the rules of ``torch.Tensor`` indexing (event dims are never indexed).

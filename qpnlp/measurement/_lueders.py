@@ -16,19 +16,28 @@ from ._projector import Projector
 @overload
 def lueders_update(system: PureState, projector: Projector) -> PureState: ...
 @overload
-def lueders_update(system: DensityMatrix | Ensemble, projector: Projector) -> DensityMatrix: ...
+def lueders_update(system: Ensemble, projector: Projector) -> Ensemble: ...
+@overload
+def lueders_update(system: DensityMatrix, projector: Projector) -> DensityMatrix: ...
 
 
-def lueders_update(system: PureState | DensityMatrix | Ensemble, projector: Projector) -> PureState | DensityMatrix:
+def lueders_update(system: PureState | Ensemble | DensityMatrix,
+                   projector: Projector) -> PureState | Ensemble | DensityMatrix:
     r"""State after observing the outcome of ``projector`` (Lueders rule).
 
     .. math:: \rho \mapsto \frac{P\rho P}{\operatorname{Tr}(P\rho)}, \qquad
-              |w\rangle \mapsto \frac{P|w\rangle}{\|P|w\rangle\|}.
+              |w\rangle \mapsto \frac{P|w\rangle}{\|P|w\rangle\|}, \qquad
+              \sum_i p_i |w_i\rangle\langle w_i| \mapsto
+              \sum_i \frac{p_i \|P w_i\|^2}{\operatorname{Tr}(P\rho)}
+              \frac{P|w_i\rangle\langle w_i|P}{\|P w_i\|^2}.
 
-    ``projector`` must be unbatched (one outcome). A lazy :class:`Ensemble` is
-    updated member by member (:func:`~qpnlp.measurement.kraus_update` with the
-    Kraus operator P, so its probability is checked as a squared norm, as a
-    pure state's) and returned as a :class:`DensityMatrix`. Raises ValueError
+    ``projector`` must be unbatched (one outcome). The result is the same kind
+    as ``system``, with its batch shape: a :class:`PureState` ``(..., d)``, an
+    :class:`Ensemble` ``(..., n, d)`` updated member by member and kept lazy
+    (:func:`~qpnlp.measurement.kraus_update` with the Kraus operator P; members
+    that P annihilates get weight 0), or a :class:`DensityMatrix` ``(..., d, d)``,
+    as :meth:`POVM.post_measurement_state
+    <qpnlp.measurement.POVM.post_measurement_state>` gives them. Raises ValueError
     when the outcome has probability zero (the update is undefined) or the
     dimensions differ.
 
@@ -53,7 +62,7 @@ def lueders_update(system: PureState | DensityMatrix | Ensemble, projector: Proj
         _check_possible(norm.squeeze(-1).square(), state.dtype, state.shape[-1], squared_norm=True)
         return PureState._trusted(data=projected / norm)
     if isinstance(system, Ensemble):
-        return kraus_update(system, projector.matrix()).dense()      # P rho P / Tr(P rho)
+        return kraus_update(system, projector.matrix())              # lazy: the members P w_i, reweighted
     rho, p = promote(system.data, projector.matrix())
     updated = p @ rho @ p
     prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real

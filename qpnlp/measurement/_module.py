@@ -221,16 +221,26 @@ class ProjectiveMeasurement(nn.Module):
         return born_probabilities_dense(rho, vectors, validate=False)
 
     def as_projectors(self) -> Projector:
-        """Immutable :class:`Projector` batch (k,) of the current vectors (detached), for interpretation."""
+        """Immutable :class:`Projector` batch (k,) of the current vectors (detached), for interpretation.
+
+        ``as_projectors().probability(system[..., None])`` is ``self(system)``, ``(..., k)``: a projector batch
+        broadcasts with the system's (:meth:`Projector.probability`).
+        """
         return Projector._trusted(vectors=self.vectors().detach().unsqueeze(-2))
 
     @overload
     def post_measurement_state(self, system: PureState, outcome: int) -> PureState: ...
     @overload
-    def post_measurement_state(self, system: DensityMatrix | Ensemble, outcome: int) -> DensityMatrix: ...
+    def post_measurement_state(self, system: Ensemble, outcome: int) -> Ensemble: ...
+    @overload
+    def post_measurement_state(self, system: DensityMatrix, outcome: int) -> DensityMatrix: ...
 
-    def post_measurement_state(self, system: PureState | DensityMatrix | Ensemble,
-                               outcome: int) -> PureState | DensityMatrix:
-        """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`)."""
+    def post_measurement_state(self, system: PureState | Ensemble | DensityMatrix,
+                               outcome: int) -> PureState | Ensemble | DensityMatrix:
+        """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`): the kind of ``system``.
+
+        A :class:`PureState` stays pure, an :class:`Ensemble` lazy and a :class:`DensityMatrix` dense, as
+        :meth:`POVMMeasurement.post_measurement_state <qpnlp.measurement.POVMMeasurement.post_measurement_state>`.
+        """
         outcome = _checks.check_outcome(outcome, self.num_outcomes)      # 1.0 a TypeError, as POVM's
         return lueders_update(system, self.as_projectors()[outcome])

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
 
-from ._born import born_probabilities, born_probabilities_dense
 from ._checks import check_projectors
 
 
@@ -17,7 +16,9 @@ class Projector(Batched):
 
     Holds the orthonormal vectors ``(..., r, d)``, never the d x d matrix
     unless :meth:`matrix` is asked for. A batch of k projectors (batch shape
-    ``(k,)``) is the outcome set of a measurement.
+    ``(k,)``) is the outcome set of a measurement. Batch dims broadcast with a
+    state's as in torch (:meth:`probability`): ``P.probability(system[..., None])``
+    measures every state with every projector.
 
     Examples
     --------
@@ -71,18 +72,39 @@ class Projector(Batched):
         return v.mT @ v.conj()
 
     def probability(self, system) -> torch.Tensor:
-        r"""Born probabilities :math:`\operatorname{Tr}(\rho P)` of ``system`` for every projector.
+        r"""Born probabilities :math:`\operatorname{Tr}(\rho P) = \sum_s \langle v_s|\rho|v_s\rangle`.
 
-        ``system`` is a :class:`PureState`, :class:`Ensemble` (lazy) or
-        :class:`DensityMatrix`; returns real ``(*system.batch_shape, *self.batch_shape)``.
+        .. math:: \operatorname{Tr}(\rho P) = \sum_s |\langle v_s|w\rangle|^2 \;\; (\rho = |w\rangle\langle w|),
+                  \qquad \sum_i p_i \sum_s |\langle v_s|w_i\rangle|^2 \;\; (\rho = \sum_i p_i |w_i\rangle\langle w_i|).
+
+        Parameters
+        ----------
+        system : PureState, Ensemble or DensityMatrix
+            Batch shape ``S``, dimension d. An :class:`Ensemble` is measured from its members and weights
+            (no d x d matrix).
+
+        Returns
+        -------
+        torch.Tensor
+            Real, of shape ``torch.broadcast_shapes(S, self.batch_shape)``: the batch dims broadcast by torch's
+            rules, as :meth:`POVM.probabilities <qpnlp.measurement.POVM.probabilities>` pairs states with POVMs
+            (a ValueError when they do not broadcast). Every state with every projector of an outcome set
+            ``(k,)`` is ``P.probability(system[..., None])``, ``(*S, k)``, as
+            :class:`~qpnlp.measurement.ProjectiveMeasurement` gives it.
         """
-        flat = self._vectors.reshape(-1, self.rank, self.dim)
-        if isinstance(system, PureState):               # validated objects: nothing left to check
-            p = born_probabilities(system.data, None, flat, validate=False)
-        elif isinstance(system, Ensemble):
-            p = born_probabilities(system.states.data, system.weights, flat, validate=False)
-        elif isinstance(system, DensityMatrix):
-            p = born_probabilities_dense(system.data, flat, validate=False)
-        else:
+        if not isinstance(system, (PureState, Ensemble, DensityMatrix)):
             raise TypeError(f"probability() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
-        return p.reshape(p.shape[:-1] + self.batch_shape)
+        V.check_dims_match("system", system.dim, "projector", self.dim)
+        V.check_broadcast("system", system.batch_shape, "Projector", self.batch_shape)
+        # einsum broadcasts without expanding the operands (matmul would copy the states once per projector)
+        if isinstance(system, DensityMatrix):
+            rho, v = promote(system.data, self._vectors)
+            return torch.einsum("...rd,...de,...re->...", v.conj(), rho, v).real
+        pure = isinstance(system, PureState)
+        states, v = promote(system.data.unsqueeze(-2) if pure else system.states.data, self._vectors)  # (..., n, d)
+        amplitudes = torch.einsum("...nd,...rd->...nr", states, v.conj())                  # <v_s|w_i>
+        per_state = (amplitudes.real.square() + amplitudes.imag.square()).sum(-1)          # (..., n)
+        if pure:
+            return per_state.squeeze(-1)
+        common = torch.promote_types(per_state.dtype, system.weights.dtype)                # widen, never narrow
+        return (system.weights.to(common) * per_state.to(common)).sum(-1)

@@ -197,3 +197,31 @@ def test_clone_is_differentiable():
     state = PureState(data / data.abs().pow(2).sum(-1, keepdim=True).sqrt())
     state.clone().data.abs().pow(2).mul(torch.arange(3.0)).sum().backward()
     assert data.grad is not None and torch.isfinite(data.grad.abs()).all()
+
+
+@given(st.data())
+def test_equality_is_identity_and_values_are_compared_by_equal_and_allclose(data):
+    """``==`` is ``is`` and ``hash`` is identity (one bool, never "Boolean value of Tensor ... is ambiguous"), so
+    objects are dict keys and set members by identity; :meth:`equal` and :meth:`allclose` compare the values."""
+    obj = data.draw(_objects(data.draw(SHAPES)))
+    copy = obj.clone()
+    assert (obj == obj) is True and (obj == copy) is False and (obj != copy) is True
+    assert (obj == obj._first()) is False                                   # not an elementwise tensor
+    assert len({obj, copy, obj}) == 2 and {obj: 1, copy: 2}[obj] == 1 and hash(obj) == hash(obj)
+    assert obj.equal(copy) and obj.allclose(copy) and obj.allclose(copy.to(torch.complex128))
+    other = type(obj)._trusted(**{n: getattr(obj, "_" + n) * (1 + 1e-3) for n in obj._fields})
+    assert obj.allclose(other, rtol=1e-2) and (obj._first().abs().max() == 0 or not obj.allclose(other))
+    with pytest.raises(TypeError, match=f"{type(obj).__name__}.equal compares with a {type(obj).__name__}"):
+        obj.equal(obj._first())
+
+
+def test_equal_and_allclose_compare_shapes_and_stored_values():
+    state = PureState.basis_state(0, 2, dtype=torch.complex128)
+    assert not state.equal(state[None]) and not state.allclose(state[None])        # no broadcasting
+    assert not state.allclose(state.global_phase(1.0))                             # the same physical state
+    assert not Ensemble(state[None]).allclose(Ensemble(state[None].global_phase(1.0)))
+    with pytest.raises(TypeError, match="PureState.allclose compares with a PureState; got DensityMatrix"):
+        state.allclose(state.proj())                                               # convert one first
+    mix = Ensemble(random_pure_state(2, batch_shape=(3,), dtype=torch.complex128,
+                                     generator=torch.Generator().manual_seed(4)))
+    assert mix.equal(Ensemble(mix.states, mix.weights)) and mix.dense().allclose(mix.dense().clone())

@@ -78,8 +78,8 @@ def test_projector_probability_dispatch(cdtype):
     states = torch.nn.functional.normalize(torch.randn(2, 3, 4, dtype=cdtype, generator=gen), dim=-1)
     mix = Ensemble(states)
     proj = Projector(torch.linalg.qr(torch.randn(4, 4, dtype=cdtype, generator=gen))[0].mT[:2].unsqueeze(1))
-    assert_allclose(proj.probability(mix), proj.probability(mix.dense()))
-    assert proj.probability(PureState(states)).shape == (2, 3, 2)
+    assert_allclose(proj.probability(mix[:, None]), proj.probability(mix.dense()[:, None]))
+    assert proj.probability(PureState(states)[..., None]).shape == (2, 3, 2)
 
 
 def test_non_orthonormal_projector_is_rejected():
