@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
+from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
 
@@ -100,7 +101,7 @@ def object_inputs(system, weights: torch.Tensor | None, mask: torch.Tensor | Non
     return "states", (system.data, None)
 
 
-class ProjectiveMeasurement(nn.Module):
+class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
     r"""k trainable rank-1 measurements :math:`P_k = |v_k\rangle\langle v_k|` on :math:`\mathbb{C}^d`.
 
     The measurement vectors are unit-norm *by construction*: either a free

@@ -8,6 +8,7 @@ from typing import overload
 import torch
 from torch import nn
 
+from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 
@@ -20,7 +21,7 @@ from ._povm import POVM
 INITS = ("orthogonal", "identity")
 
 
-class POVMMeasurement(nn.Module):
+class POVMMeasurement(PicklableParametrizations, nn.Module):
     r"""k trainable effects :math:`E_k = V_k^\dagger V_k` on :math:`\mathbb{C}^d` that always sum to the identity.
 
     The parameter is an isometry :math:`V \in \mathbb{C}^{kr \times d}`,
