@@ -35,6 +35,11 @@ def signed_rank_p(differences) -> float:
     distribution over all sign flips for them (``method="auto"``); scipy 1.14 took the normal approximation
     (five equal differences: p 0.0707 there, 0.0625 exact). The published p-values are the exact ones, so an
     older scipy is refused rather than giving other figures.
+
+    Exact means: up to 13 differences (zeros counted) when some are tied or zero, up to 50 when none are; beyond,
+    scipy takes the normal approximation with continuity correction (14 differences, seven 1s and seven 2s: p
+    0.0007 for the exact 0.0001). Two-sided, ``n`` nonzero differences cannot give p below ``2 / 2**n``: 0.0625
+    for five, 0.03125 for six (hence the tables' 5-pair minimum and "six for p < 0.05").
     """
     major, minor = (int(part) for part in scipy.__version__.split(".")[:2])
     if (major, minor) < (1, 15):

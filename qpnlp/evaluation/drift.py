@@ -15,8 +15,8 @@ Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.Plant
   minus the change within the two periods (:func:`noise_corrected`);
 * ``auc`` -- drift words vs non-drifting probes (stable and trap words);
 * ``trap_mean_percentile`` -- mean percentile of the trap words' change among
-  all probes (1 = most changed), and ``trap_top_rank`` -- the best (smallest)
-  1-based rank of a trap word;
+  all probes (1 = most changed; a tie at its mid-rank), and ``trap_top_rank`` --
+  the best (smallest) 1-based rank of a trap word (a tie at its best rank);
 * ``acc_before`` / ``acc_after`` -- how often the topic whose centroid is
   nearest to a drift word is its source topic before the transition and its
   dominant topic (destination if strength > 0.5, else source) after it, over
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_integer
@@ -433,7 +433,8 @@ def evaluate_grid(
     A metric that no drift word counts towards is NaN, not an error:
     ``acc_after`` when every strength is within 0.1 of 0.5,
     ``change_year_mae`` and ``change_year_median_ae`` when no strength is at
-    least 0.5, ``acc_before`` when no grid year precedes any transition.
+    least 0.5, ``acc_before`` when no grid year precedes any transition;
+    ``spearman`` when the drift words' strengths or changes are all equal.
 
     ``min_segment_years`` is the shortest segment of the change-point split in
     *time*, converted to grid times by the grid's (median) spacing: 3 times of
@@ -507,14 +508,20 @@ def _prediction_space(grid: DriftGrid, truth: PlantedDrift, probes: list, topic_
 
 
 def _ranking_metrics(ch: np.ndarray, strength: np.ndarray, kind: np.ndarray) -> dict:
-    """The metrics that rank the probes by change ``ch`` (P,): spearman, auc(s) and the trap words' ranks."""
+    """The metrics that rank the probes by change ``ch`` (P,): spearman, auc(s) and the trap words' ranks.
+
+    Spearman is NaN when the drift words' strengths or changes are all equal (undefined; scipy would warn). Tied
+    changes do not depend on the order of the probes: the percentile takes a trap word's mid-rank (its mean rank
+    over the orders of the tie, as the AUC counts a tie 1/2), the top rank its best rank in the tie (the trap word
+    ranked before the probes it ties with)."""
     is_d, is_t = kind == "drift", kind == "trap"
-    out = {"spearman": float(spearmanr(strength[is_d], ch[is_d]).statistic) if np.ptp(ch[is_d]) > 0 else float("nan"),
+    constant = np.ptp(ch[is_d]) == 0 or np.ptp(strength[is_d]) == 0
+    out = {"spearman": float("nan") if constant else float(spearmanr(strength[is_d], ch[is_d]).statistic),
            "auc": auc(ch[is_d], ch[~is_d]), "auc_vs_stable_only": auc(ch[is_d], ch[kind == "stable"])}
-    ranks = (-ch).argsort().argsort() + 1  # 1 = most changed
-    out["trap_mean_percentile"] = (float(np.mean(1.0 - (ranks[is_t] - 1) / (len(ch) - 1))) if is_t.any()
+    mid, top = rankdata(-ch, method="average"), rankdata(-ch, method="min")  # 1 = most changed
+    out["trap_mean_percentile"] = (float(np.mean(1.0 - (mid[is_t] - 1) / (len(ch) - 1))) if is_t.any()
                                    else float("nan"))
-    out["trap_top_rank"] = int(ranks[is_t].min()) if is_t.any() else -1
+    out["trap_top_rank"] = int(top[is_t].min()) if is_t.any() else -1
     return out
 
 

@@ -25,6 +25,13 @@ the metrics are deterministic and do not depend on the order of the rows:
 The gap between the two shows how much a result depends on ties (e.g. BM25,
 which gives 0 to every candidate sharing no word with the question).
 
+Without ties both rules give trec_eval's AP and scikit-learn's
+``average_precision_score``. With ties the others differ: trec_eval orders
+tied candidates by document id, the published CNM scripts by a seeded
+shuffle, and scikit-learn takes a tied block at once (each correct candidate
+in it gets the precision at the block's end, which can exceed the optimistic
+value: scores [1, 0, 0], labels [0, 1, 1] give 2/3, both rules 7/12).
+
 Every question must have at least one correct candidate (AP and RR are
 undefined otherwise): filter the data first (:func:`qpnlp.data.qa.load_qa`
 does for dev and test).

@@ -175,10 +175,16 @@ def model_classes(model: nn.Module) -> int | None:
 
 
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
-    """Fraction of correctly classified items (labels outside the model's classes are a ``ValueError``)."""
+    """Fraction of correctly classified items: the prediction is the class of the largest logit, the lowest class
+    index among equal ones (``torch.argmax``). Labels outside the model's classes and NaN logits are a
+    ``ValueError`` (``argmax`` takes a NaN for the largest value: a NaN model would score the share of one class)."""
     _check_classifier(model, "accuracy")
     logits = predict(model, data, **kwargs)
     check_labels(data.labels, logits.shape[-1], "scored")
+    nan = torch.isnan(logits).any(-1)
+    if bool(nan.any()):
+        raise ValueError(f"the model gives NaN logits for {int(nan.sum())} of {len(nan)} texts (first: text "
+                         f"{int(nan.nonzero()[0])}); their predicted class is undefined")
     return float((logits.argmax(-1) == data.labels).float().mean())
 
 

@@ -65,3 +65,32 @@ def test_signed_rank_p_is_exact_with_ties_and_refuses_an_old_scipy(paired_runs, 
     monkeypatch.setattr(_stats.scipy, "__version__", "1.14.1")
     with pytest.raises(RuntimeError, match="scipy >= 1.15"):
         _stats.signed_rank_p([1, 1, 1, 1, 1])
+
+
+def _exact_signed_rank_p(differences):
+    """The two-sided p over all 2**n sign flips of the nonzero differences' mid-ranks, by brute force."""
+    import itertools
+
+    from scipy.stats import rankdata
+
+    d = np.array([x for x in differences if x != 0], float)
+    ranks = rankdata(np.abs(d))
+    observed = ranks[d > 0].sum()
+    null = np.array([ranks[list(signs)].sum() for signs in itertools.product([False, True], repeat=len(d))])
+    return min(1.0, 2 * min(np.mean(null <= observed + 1e-9), np.mean(null >= observed - 1e-9)))
+
+
+def test_signed_rank_p_is_exact_where_its_docstring_says_and_approximate_beyond(paired_runs):
+    """Exact up to 13 differences with ties and zeros (the published tables have at most 10); 14 tied ones take the
+    normal approximation, as the docstring now says (it claimed the exact p for ties and zeros without a limit)."""
+    _stats = sys.modules["_stats"]
+    rng = np.random.default_rng(0)
+    for size in [5, 6, 7, 8, 9, 10, 11, 13] * 2:
+        d = rng.integers(-3, 4, size=size).tolist()
+        if any(d):
+            assert _stats.signed_rank_p(d) == pytest.approx(_exact_signed_rank_p(d))
+    fourteen = [1] * 7 + [2] * 7
+    assert _exact_signed_rank_p(fourteen) == pytest.approx(2 / 2 ** 14)
+    assert _stats.signed_rank_p(fourteen) == pytest.approx(0.0007, abs=5e-5)
+    assert _stats.signed_rank_p([1] * 5) == pytest.approx(2 / 2 ** 5) and _stats.signed_rank_p([1] * 6) == 2 / 2 ** 6
+    assert "up to 13 differences" in _stats.signed_rank_p.__doc__

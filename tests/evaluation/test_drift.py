@@ -5,10 +5,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qpnlp.data.synthetic_drift import PlantedDrift
 from qpnlp.evaluation.drift import (
-    DriftGrid, auc, change_points, change_scores, context_change_scores, evaluate_grid, nearest_topic,
+    DriftGrid, _ranking_metrics, auc, change_points, change_scores, context_change_scores, evaluate_grid,
+    nearest_topic,
 )
 
 
@@ -351,3 +354,56 @@ def test_load_npz_still_reads_an_open_file(tmp_path):
         assert not handle.closed                        # the caller's file: the caller closes it
     with pytest.raises(ValueError, match="not a readable .npz archive"):
         DriftGrid.load_npz(io.BytesIO(data[: len(data) // 2]))
+
+
+def _probes_in_order(truth, order):
+    """``truth`` with its probes listed in ``order`` (the same words, kinds and planted drifts)."""
+    per_probe = ("source", "dest", "strength", "switch_year", "width")
+    return dataclasses.replace(truth, words=tuple(truth.words[i] for i in order),
+                               kind=tuple(truth.kind[i] for i in order),
+                               **{name: np.asarray(getattr(truth, name))[order] for name in per_probe})
+
+
+@pytest.mark.parametrize("space", ["vector", "prediction"])
+def test_trap_ranks_of_tied_changes_do_not_depend_on_the_order_of_the_probes(space):
+    """The stable and the trap word of the perfect grid have the same change (none). The ranks were argsort's
+    order of the tie: the trap word listed last got rank 6 and percentile 0, listed before the stable word rank 5
+    and percentile 0.2. Now the percentile is at its mid-rank 5.5, the top rank at the tie's best rank 5."""
+    grid, truth = perfect_case()
+    results = [evaluate_grid(grid, _probes_in_order(truth, order), space=space)
+               for order in ([0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 5, 4], [5, 4, 3, 2, 1, 0])]
+    for r in results:
+        assert r["trap_mean_percentile"] == pytest.approx(1 - 4.5 / 5) and r["trap_top_rank"] == 5
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["drift", "stable", "trap"]), st.integers(0, 4)),
+                min_size=2, max_size=12).filter(lambda probes: any(k == "drift" for _, k, _ in probes)),
+       st.randoms(use_true_random=False))
+def test_ranking_metrics_count_ties_by_mid_rank_and_best_rank_in_any_probe_order(probes, random):
+    """Reference: a trap word with change c has mid-rank 1 + #(> c) + (#(== c) - 1) / 2 and best rank 1 + #(> c);
+    the result is the same for every order of the probes."""
+    ch = np.array([float(c) for c, _, _ in probes])
+    kind = np.array([k for _, k, _ in probes])
+    strength = np.array([s / 4 for _, _, s in probes])
+    out = _ranking_metrics(ch, strength, kind)
+    traps = ch[kind == "trap"]
+    if traps.size:
+        above = np.array([(ch > c).sum() for c in traps])
+        mid = 1 + above + (np.array([(ch == c).sum() for c in traps]) - 1) / 2
+        assert out["trap_mean_percentile"] == pytest.approx(np.mean(1 - (mid - 1) / (len(ch) - 1)))
+        assert out["trap_top_rank"] == 1 + above.min()
+    order = list(range(len(ch)))
+    random.shuffle(order)
+    again = _ranking_metrics(ch[order], strength[order], kind[order])
+    assert again.keys() == out.keys()
+    for key, value in out.items():
+        assert again[key] == pytest.approx(value, nan_ok=True)
+
+
+def test_spearman_is_nan_without_a_warning_when_the_strengths_are_all_equal():
+    """Equal changes gave NaN silently, equal strengths NaN with scipy's ConstantInputWarning."""
+    grid, truth = perfect_case()
+    equal = dataclasses.replace(truth, strength=np.array([0.8, 0.8, 0.8, 0.8, 0.0, 0.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(evaluate_grid(grid, equal, space="vector")["spearman"])

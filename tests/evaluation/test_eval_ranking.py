@@ -3,6 +3,8 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qpnlp.evaluation.ranking import (
     average_precision,
@@ -157,3 +159,25 @@ def test_bfloat16_scores_rank_as_their_float32_values():
     assert average_precision(scores, labels) == average_precision(scores.float(), labels)
     got, expected = (ranking_metrics(s, labels, [[0, 1, 2], [3, 4]]) for s in (scores, scores.float()))
     assert (got.map, got.mrr, got.p_at_1) == (expected.map, expected.mrr, expected.p_at_1)
+
+
+@given(st.lists(st.tuples(st.floats(-1e6, 1e6, allow_nan=False), st.booleans()), min_size=1, max_size=20,
+                unique_by=lambda row: row[0]).filter(lambda rows: any(label for _, label in rows)))
+def test_without_ties_ap_is_scikit_learns_and_rr_the_first_correct_rank(rows):
+    """The module docstring's statement: distinct scores give scikit-learn's average precision under both rules."""
+    from sklearn.metrics import average_precision_score
+
+    scores, labels = np.array([s for s, _ in rows]), np.array([int(y) for _, y in rows])
+    for ties in ("pessimistic", "optimistic"):
+        assert average_precision(scores, labels, ties) == pytest.approx(average_precision_score(labels, scores))
+        first = 1 + int((scores > scores[labels == 1].max()).sum())
+        assert reciprocal_rank(scores, labels, ties) == 1 / first
+
+
+def test_scikit_learn_scores_a_tied_block_above_the_optimistic_rule():
+    """The docstring's example of scikit-learn's tie convention, outside the bounds of the two tie rules."""
+    from sklearn.metrics import average_precision_score
+
+    assert average_precision_score([0, 1, 1], [1.0, 0.0, 0.0]) == pytest.approx(2 / 3)
+    for ties in ("pessimistic", "optimistic"):
+        assert average_precision([1.0, 0.0, 0.0], [0, 1, 1], ties) == pytest.approx(7 / 12)

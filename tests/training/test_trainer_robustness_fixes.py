@@ -89,3 +89,18 @@ def test_fit_names_data_and_config_of_the_wrong_type():
         fit(_qpdn(), TRAIN, (), CONFIG)
     with pytest.raises(TypeError, match=r"config must be a TrainConfig .*got dict"):
         fit(_qpdn(), TRAIN, DEV, {"epochs": 1})
+
+
+def test_accuracy_refuses_nan_logits_instead_of_counting_argmax_of_nan():
+    """torch.argmax takes a NaN for the largest value: a model whose classifier is NaN predicted class 0 for
+    every text and scored the share of class 0 (0.5 here) as its accuracy; a NaN in one text's logits counted
+    that text right or wrong by where the NaN stood."""
+    model = _qpdn()
+    with torch.no_grad():
+        model.classifier.bias.fill_(float("nan"))
+    with pytest.raises(ValueError, match=r"NaN logits for 2 of 2 texts \(first: text 0\)"):
+        accuracy(model, DEV)
+    model = _qpdn()
+    with torch.no_grad():
+        model.classifier.bias[1] = float("-inf")            # -inf is a logit (a zero probability): no error
+    assert accuracy(model, DEV) == 0.5
