@@ -52,6 +52,22 @@ def _check_possible(prob: torch.Tensor, dtype, dim: int, *, squared_norm: bool =
                          f"(flat batch index {worst}); the post-measurement state is undefined")
 
 
+def _reweighted(images: torch.Tensor, weights: torch.Tensor, dim: int) -> Ensemble:
+    r"""The ensemble of the normalised images :math:`M w_i / \|M w_i\|` with weights :math:`p_i \|M w_i\|^2 / p`.
+
+    ``images`` ``(..., n, m)`` are the :math:`M|w_i\rangle`, ``weights`` ``(..., n)`` the :math:`p_i`; their batch
+    dims broadcast. :math:`p = \sum_i p_i \|M w_i\|^2` is checked as a squared norm of a d-dimensional state
+    (``dim``); members that M annihilates keep a zero vector and get weight 0.
+    """
+    norms = torch.linalg.vector_norm(images, dim=-1)
+    weights = weights.to(norms.dtype) * norms.square()
+    prob = weights.sum(-1)
+    _check_possible(prob, images.dtype, dim, squared_norm=True)
+    alive = norms > 0
+    images = images / torch.where(alive, norms, torch.ones_like(norms)).unsqueeze(-1).to(images.dtype)
+    return Ensemble._trusted(states=images, weights=weights / prob.unsqueeze(-1))
+
+
 @overload
 def kraus_update(system: PureState, operator: torch.Tensor) -> PureState: ...
 @overload
@@ -105,14 +121,7 @@ def kraus_update(system: PureState | Ensemble | DensityMatrix,
         return PureState._trusted(data=image / norm)
     if isinstance(system, Ensemble):
         m, states = promote(operator, system.states.data)
-        images = states @ m.mT                                          # (..., n, m): row i is M w_i
-        norms = torch.linalg.vector_norm(images, dim=-1)
-        weights = system.weights.to(norms.dtype) * norms.square()
-        prob = weights.sum(-1)
-        _check_possible(prob, images.dtype, states.shape[-1], squared_norm=True)
-        alive = norms > 0
-        images = images / torch.where(alive, norms, torch.ones_like(norms)).unsqueeze(-1).to(images.dtype)
-        return Ensemble._trusted(states=images, weights=weights / prob.unsqueeze(-1))
+        return _reweighted(states @ m.mT, system.weights, states.shape[-1])   # row i of the images is M w_i
     m, rho = promote(operator, system.data)                            # a DensityMatrix
     updated = m @ rho @ m.mH
     prob = torch.diagonal(updated, dim1=-2, dim2=-1).sum(-1).real

@@ -218,11 +218,15 @@ class POVM(Batched):
 
     # -- physics -----------------------------------------------------------
     def probabilities(self, system) -> torch.Tensor:
-        r"""Born probabilities :math:`\operatorname{Tr}(\rho E_k)`, real ``(..., k)``.
+        r"""Born probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2`.
 
         ``system`` is a :class:`PureState`, an :class:`Ensemble` (lazy, no
-        d x d matrix) or a :class:`DensityMatrix`; its batch dims broadcast
-        with the POVM's (ValueError when they do not broadcast).
+        d x d matrix) or a :class:`DensityMatrix` of batch shape ``S``; its
+        batch dims broadcast with the POVM's ``P`` (ValueError when they do
+        not broadcast): real ``(*torch.broadcast_shapes(S, P), k)``. The
+        contraction broadcasts through ``einsum``: ``(N, 1)`` systems with
+        ``(M,)`` POVMs copy neither the states once per POVM nor the vectors
+        once per state (only the overlaps, ``(N, M, n, k r)``, are per pair).
         """
         if not isinstance(system, (PureState, Ensemble, DensityMatrix)):
             raise TypeError(f"probabilities() takes a PureState, Ensemble or DensityMatrix; "
