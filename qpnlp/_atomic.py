@@ -166,7 +166,7 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     try:
         yield tmp
         for file in tmp.iterdir():
-            with open(file, "rb") as handle:
+            with open(file, "r+b") as handle:      # writable: Windows fsyncs no read-only handle (EBADF)
                 os.fsync(handle.fileno())
         _fsync_directory(tmp)
         if target.exists():
@@ -183,12 +183,13 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
 def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator:
     """A file object (``mode`` "w" for UTF-8 text, "wb" for bytes) whose content appears at ``path`` complete or not
     at all: a temporary file of the same directory (created with its parents), fsynced and renamed onto ``path``
-    when the block ends without an exception, deleted otherwise."""
+    when the block ends without an exception, deleted otherwise. Text is written as given: ``\\n`` stays ``\\n``
+    on every platform (Windows' text mode would write ``\\r\\n``), so the files are the same everywhere."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -42,7 +42,7 @@ def _imports(path: Path) -> set[str]:
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("qpnlp")}
         elif isinstance(node, ast.ImportFrom):
@@ -114,5 +114,5 @@ def test_no_import_cycles_between_modules():
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_module_is_longer_than_the_limit(name):
-    lines = len(MODULES[name].read_text().splitlines())
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines (limit {MAX_LINES}); split it by concept"

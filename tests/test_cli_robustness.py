@@ -108,6 +108,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server():
+    if not hasattr(os, "fork"):
+        pytest.skip("Windows: the test server forks a process per command line (os.fork)")
     s = Server()
     yield s
     s.close()
@@ -508,6 +510,8 @@ def test_report_writer_replaces_non_finite_numbers_and_feeds_tensorboard(tmp_pat
 
 
 # --------------------------------------------------------------------------- Ctrl-C and --resume
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no preexec_fn, pthread_sigmask or SIGINT to send "
+                                                    "to a child process")
 def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
     save, report = tmp_path / "model", tmp_path / "r.json"
     script = Path(sys.executable).with_name("qpnlp")

@@ -144,6 +144,6 @@ def test_the_main_results_are_tables_on_their_pages(site):
 
 
 def test_code_wraps_instead_of_scrolling_sideways(site):
-    css = (site / "_static" / "qpnlp.css").read_text()
+    css = (site / "_static" / "qpnlp.css").read_text(encoding="utf-8")
     assert "pre-wrap" in css
     assert "_static/qpnlp.css" in _html(site, "notebooks/qpdn")

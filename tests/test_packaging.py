@@ -19,7 +19,7 @@ import qpnlp
 tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
-PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROJECT = PYPROJECT["project"]
 
 
@@ -58,7 +58,7 @@ def test_the_package_docstrings_name_every_extra():
 
 
 def test_every_pinned_extra_is_in_the_constraints():
-    pins = _names([line for line in (ROOT / "constraints.txt").read_text().splitlines()
+    pins = _names([line for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
                    if line.strip() and not line.startswith("#")])
     wanted = _names([r for name, reqs in PROJECT["optional-dependencies"].items() if name != "tensorboard"
                      for r in reqs if not r.startswith("qpnlp")]) | _names(PROJECT["dependencies"])
@@ -69,15 +69,15 @@ def test_version_license_types_changelog():
     assert PROJECT["dynamic"] == ["version"]
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "qpnlp.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+|rc\d+)?", qpnlp.__version__)
-    assert PROJECT["license"] == "MIT" and "MIT License" in (ROOT / "LICENSE").read_text()
+    assert PROJECT["license"] == "MIT" and "MIT License" in (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert (ROOT / "qpnlp" / "py.typed").is_file()
     assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["qpnlp"]
-    changelog = (ROOT / "CHANGELOG.md").read_text()
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in changelog and "## [0.1.0]" in changelog
 
 
 def test_the_sdist_manifest_carries_what_the_tests_need():
-    manifest = (ROOT / "MANIFEST.in").read_text()
+    manifest = (ROOT / "MANIFEST.in").read_text(encoding="utf-8")
     for line in ("graft tests", "graft docs", "prune docs/_build", "include .ci/run"):
         assert line in manifest
     assert re.search(r"^include .*\bconftest\.py\b", manifest, re.M)

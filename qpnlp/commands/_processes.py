@@ -212,7 +212,8 @@ def _killed(rank: int, world: int, signal_number: int) -> str:
     """The line of process ``rank`` of ``world`` killed by ``signal_number`` (SIGKILL: the out-of-memory killer?)."""
     import signal
 
-    why = " (by the system: out of memory?)" if signal_number == signal.SIGKILL else ""
+    killed_by_system = signal_number == getattr(signal, "SIGKILL", None)       # Windows has no SIGKILL
+    why = " (by the system: out of memory?)" if killed_by_system else ""
     return f"process {rank} of {world} was killed by {_signal_name(signal_number)}{why}; the others were stopped"
 
 

@@ -405,11 +405,11 @@ class Model(PrecisionMixin, nn.Module):
             _check_vocabulary(where, vocabulary, self.config)
         tensors, stored_metadata = _storable(state)
         with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
-            (tmp / CONFIG_FILE).write_text(text)
+            (tmp / CONFIG_FILE).write_text(text, encoding="utf-8", newline="\n")   # the same file on Windows
             save_tensors(tensors, tmp / WEIGHTS_FILE, metadata={"format": FORMAT, "model": self.name,
                                                                  **stored_metadata})
             if vocabulary is not None:
-                (tmp / VOCABULARY_FILE).write_text(json.dumps(vocabulary.to_dict(), allow_nan=False))
+                (tmp / VOCABULARY_FILE).write_text(json.dumps(vocabulary.to_dict(), allow_nan=False), encoding="utf-8")
         return Path(directory)
 
     @classmethod

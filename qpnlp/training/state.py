@@ -251,7 +251,11 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     directory = Path(directory)
     try:
         header = json.loads((directory / JSON_FILE).read_text(encoding="utf-8"))
-        tensors = _restored(load_file(str(directory / TENSORS_FILE), device="cpu"), directory / TENSORS_FILE)
+        # copies: load_file's tensors map the file, and the optimisers and the best parameters keep them; Windows
+        # refuses to move or delete a mapped file, and so the next epoch's save, which replaces this directory
+        mapped = load_file(str(directory / TENSORS_FILE), device="cpu")
+        tensors = _restored({key: value.clone() for key, value in mapped.items()}, directory / TENSORS_FILE)
+        del mapped
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, SafetensorError) as err:
         raise ValueError(f"{directory}: not a readable training state ({err})") from None
     if not isinstance(header, dict) or header.get("format") not in READABLE_FORMATS:

@@ -47,6 +47,7 @@ the ``sync_every`` batches of work in between.
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from typing import Mapping
 
@@ -89,7 +90,9 @@ def setup(device: str = "cpu") -> int:
     when the node has that many GPUs, else on ``cuda:LOCAL_RANK % GPUs``).
     The environment variable ``QPNLP_DIST_BACKEND`` overrides the choice:
     ``gloo`` lets several processes share one GPU, which NCCL refuses.
-    Does nothing when the group is already open or the job has one process.
+    On Windows the rendezvous store runs without libuv (``USE_LIBUV=0``
+    unless set: the wheels are built without it). Does nothing when the
+    group is already open or the job has one process.
     """
     import torch.distributed as dist
 
@@ -103,6 +106,8 @@ def setup(device: str = "cpu") -> int:
         raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    if sys.platform == "win32":    # torch's Windows wheels lack libuv, which torch from 2.4 asked for by default
+        os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group(backend)
     return dist.get_world_size()
 

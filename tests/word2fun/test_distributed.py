@@ -307,6 +307,8 @@ time.sleep(60)
 """
 
 
+@pytest.mark.skipif(sys.platform == "win32",
+                    reason="Windows: no signals kill a process (TerminateProcess gives an exit status)")
 def test_a_process_killed_by_a_signal_is_named_and_the_report_finished(tmp_path, monkeypatch, capfd):
     """``--processes 2`` whose process 1 is killed (the out-of-memory killer's SIGKILL): the command printed
     nothing and exited with status 247 (-9), leaving the report "running"; now one line names the process and
@@ -344,6 +346,8 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.skipif(sys.platform == "win32",
+                    reason="Windows: no SIGTERM or SIGINT to send to a process, no pthread_sigmask")
 @pytest.mark.parametrize("signal_name, status, error", [("SIGTERM", 143, "stopped by SIGTERM"),
                                                          ("SIGINT", 130, "interrupted (SIGINT)")])
 def test_the_processes_are_stopped_with_the_command_on_sigterm(tmp_path, signal_name, status, error):
@@ -487,6 +491,8 @@ def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeyp
     assert step_bounds(make(3, 4, family="IV")) == {}
 
 
+@pytest.mark.skipif(sys.platform == "win32",
+                    reason="Windows: no pthread_sigmask or preexec_fn; terminate() kills at once")
 def test_a_process_that_blocks_sigterm_is_killed_after_the_grace_period():
     """The launcher stops its processes with SIGTERM and waited for them without limit: one that blocks SIGTERM
     (a mask inherited from whatever started the command, as the CI harness did) or hangs kept the command
