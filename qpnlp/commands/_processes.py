@@ -39,16 +39,22 @@ ERROR_FILE_VARIABLE = "QPNLP_ERROR_FILE"
 def records_error():
     """Inside the block, an exception is recorded in the file named by :data:`ERROR_FILE_VARIABLE` (if set), then
     goes on: its one-line message (as the command prints it), the report status it gives (failed, diverged,
-    interrupted) and the time, for the launcher to tell the first error of its processes from those that
-    followed from it."""
+    interrupted), the time and, for the error of a process that failed because another one did
+    (:class:`~qpnlp.word2fun.distributed.ProcessFailed`), that process: for the launcher to tell the first
+    error of its processes from those that followed from it."""
     try:
         yield
     except BaseException as error:
         path = os.environ.get(ERROR_FILE_VARIABLE)
         if path and not isinstance(error, SystemExit):
+            from qpnlp.word2fun.distributed import ProcessFailed     # loaded by the training that failed
+
             status, line = run_outcome(error)     # Report.guard's status and words
+            record = {"error": line, "status": status, "time": time.time()}
+            if isinstance(error, ProcessFailed):
+                record["follows"] = error.rank
             with contextlib.suppress(OSError):
-                atomic_write_text(path, json.dumps({"error": line, "status": status, "time": time.time()}))
+                atomic_write_text(path, json.dumps(record))
         raise
 
 
@@ -218,10 +224,11 @@ def _killed(rank: int, world: int, signal_number: int) -> str:
 
 
 def _first_error(errors: dict[int, dict]) -> tuple[int, dict] | None:
-    """``(rank, record)`` of the error recorded first (the others' errors followed from it), None for none."""
+    """``(rank, record)`` of the error recorded first (the others' errors followed from it), None for none: one
+    of a process's own before one that only names another process's (``follows``, recorded as early)."""
     if not errors:
         return None
-    rank = min(errors, key=lambda r: (errors[r].get("time", float("inf")), r))
+    rank = min(errors, key=lambda r: ("follows" in errors[r], errors[r].get("time", float("inf")), r))
     return rank, errors[rank]
 
 

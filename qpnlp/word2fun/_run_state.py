@@ -67,6 +67,24 @@ def saved_run(checkpoint: str | os.PathLike) -> dict | None:
     return saved
 
 
+def saved_run_of_every_process(checkpoint: str | os.PathLike) -> dict | None:
+    """:func:`saved_run`, read by every process of a distributed run and refused in every process unless they all
+    read the same (``ValueError``; processes resuming different runs, or one of them none, would train apart and
+    then wait for each other).  An error reading it in one process is raised in every process."""
+    with dist.fail_together(f"reading the checkpoint {checkpoint}"):
+        saved = saved_run(checkpoint)
+    every = dist.all_gather_objects(saved)
+    other = next((r for r, s in enumerate(every) if s != every[0]), None)
+    if other is not None:
+        def run(s):
+            return "no training run" if s is None else f"a run of {s.get('epochs_done')} epochs"
+
+        raise ValueError(f"process {other} of {len(every)} finds {run(every[other])} at {checkpoint}, process 0 "
+                         f"{run(every[0])}{' (another one)' if run(every[0]) == run(every[other]) else ''}: every "
+                         f"process must resume from the same checkpoint, a directory that they all see")
+    return saved
+
+
 def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_now: Mapping[str, Any],
                  model_saved: Mapping[str, Any], cfg: TrainConfig, corpus: Mapping[str, Any],
                  run: Mapping[str, Any], vocabularies: tuple[Vocabulary, Vocabulary]) -> None:
@@ -134,15 +152,17 @@ def restore_interrupted_checkpoint(checkpoint: str | os.PathLike, log: TextIO | 
 
     The first process alone renames it back (:func:`qpnlp._atomic.restore_replaced_directory`; a line on
     ``log`` says so) and tells the others, which wait for it, so that every process then reads the same
-    checkpoint; several such leftovers are refused in every process (``FileExistsError``, naming them).
+    checkpoint; several such leftovers are refused in every process (``FileExistsError``, naming them), and
+    so is another error of the first process (:class:`~qpnlp.word2fun.distributed.ProcessFailed` in the others).
     """
     outcome = None
-    if dist.is_main_process():
-        try:
-            restored = restore_replaced_directory(checkpoint)
-            outcome = None if restored is None else ("restored", str(restored))
-        except FileExistsError as error:
-            outcome = ("refused", str(error))
+    with dist.fail_together(f"putting back the checkpoint {checkpoint}"):
+        if dist.is_main_process():
+            try:
+                restored = restore_replaced_directory(checkpoint)
+                outcome = None if restored is None else ("restored", str(restored))
+            except FileExistsError as error:
+                outcome = ("refused", str(error))
     outcome = dist.all_gather_objects(outcome)[0]          # the first process's, once it has renamed
     if outcome is not None and outcome[0] == "refused":
         raise FileExistsError(outcome[1])
@@ -256,18 +276,20 @@ def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.rand
     """The ``on_epoch`` callback of the loop: save the checkpoint (if any), then call ``on_epoch``.
 
     The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
-    (of every process, gathered to the first, which writes it while the others wait).
+    (of every process, gathered to the first, which writes it while the others wait).  An error writing it, or
+    of ``on_epoch`` in one process, is raised in every process (:func:`~qpnlp.word2fun.distributed.fail_together`).
     """
     def end_of_epoch(epoch: int, st: TrainStats) -> None:
         if checkpoint is not None:
             state = rng_state(rng, gens)
             every = {"rng_by_rank": dist.gather_objects(state)} if world > 1 else {}  # rank 0 gets all processes'
-            if dist.is_main_process():
-                vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
-                                                              "epoch_loss": list(st.epoch_loss),
-                                                              "rng": state, **every})
-            dist.barrier()
-        if on_epoch is not None:
-            on_epoch(epoch, st)
+            with dist.fail_together(f"writing the checkpoint {checkpoint}"):        # the others wait for it
+                if dist.is_main_process():
+                    vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
+                                                                  "epoch_loss": list(st.epoch_loss),
+                                                                  "rng": state, **every})
+        with dist.fail_together(f"in on_epoch after epoch {epoch + 1}"):  # entered by all: on_epoch may be rank 0's
+            if on_epoch is not None:
+                on_epoch(epoch, st)
 
     return end_of_epoch

@@ -39,6 +39,7 @@ time).
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -169,11 +170,15 @@ def initial_step_centres(model, source, counts: np.ndarray, *, window: int, samp
     and ``model.step_rate`` (:math:`\\log k_u`, every word; ``rate=None``:
     :data:`STEP_RATE_AT_CHANGE_POINTS`, read at the call). ``reduce(tensor)``
     sums the binned sketches over the processes of a distributed run in place
-    (every process then sets the same centres).
+    (every process then sets the same centres; one that fails reading its
+    shard fails them all, :func:`~qpnlp.word2fun.distributed.fail_together`).
     """
+    from qpnlp.word2fun.distributed import fail_together
+
     scale = model.time_scale
-    sums, occ = context_sketch_sums(source, model.vocab_size, keep_probabilities(counts, sample), scale.start,
-                                    scale.end, window=window, seed=seed)
+    with fail_together("reading its shard for the change points") if reduce is not None else contextlib.nullcontext():
+        sums, occ = context_sketch_sums(source, model.vocab_size, keep_probabilities(counts, sample), scale.start,
+                                        scale.end, window=window, seed=seed)
     if reduce is not None:
         reduce(sums)
         occ = occ.to(torch.float64)

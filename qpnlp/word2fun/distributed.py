@@ -4,7 +4,7 @@
 ``torch.distributed`` job (started by ``torchrun``, which sets ``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; :func:`setup` opens the
 group: gloo on CPU, NCCL on CUDA, or the backend named by
-``QPNLP_DIST_BACKEND``).  Each process reads its own shard of the
+``QPNLP_DIST_BACKEND``; its timeout from ``QPNLP_DIST_TIMEOUT``).  Each process reads its own shard of the
 corpus (:meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`, or
 every ``world``-th document of a corpus in memory), and the processes keep
 *one* model:
@@ -12,19 +12,21 @@ every ``world``-th document of a corpus in memory), and the processes keep
 * **the same start** -- the vocabulary is built from the word counts of all
   shards (:func:`merge_counts`: the counts are gathered and summed, then every
   process sorts them the same way), the time span is the union of the shards'
-  spans, and every process initialises the model from the same seed;
+  spans, every process initialises the model from the same seed (and rank
+  0's parameters are broadcast once), and the context sketches that start
+  the logistic steps at their change points are summed over the processes;
 * **summed updates** (:class:`ParameterSync`) -- every ``sync_every`` batches
   each process computes what it changed since the last synchronisation,
   :math:`\\Delta_r = \\theta_r - \\theta_{sync}`, the changes are summed with one
   ``all_reduce`` and every process continues from
   :math:`\\theta_{sync} + \\sum_r \\Delta_r`.  All parameter tables take part:
-  the word functions (:math:`B, R, \\Omega, \\Theta`) and the compass (unless
-  frozen).  Summing the updates (not averaging the parameters) keeps word2vec's
+  the word functions (:math:`B, R, \\Omega, \\Theta`, and the logistic step's
+  :math:`A, c, k`) and the compass (unless frozen).  Summing the updates (not averaging the parameters) keeps word2vec's
   learning rate: ``W`` processes that each see ``1/W`` of the data apply the
   same updates as one process seeing all of it, only up to ``sync_every``
   batches late (the hogwild staleness of word2vec's threads, across
-  processes).  The sum is exact and identical on every process, so the
-  models agree bit for bit after each synchronisation.  Parameters that the
+  processes).  The sum is the same on every process, so the models agree
+  bit for bit after each synchronisation.  Parameters that the
   SGD step keeps in a range (the logistic step's centre and rate, projected
   SGD) are projected again after the sum: each process's update stays in the
   range, but the sum of ``W`` of them need not;
@@ -34,9 +36,18 @@ every ``world``-th document of a corpus in memory), and the processes keep
 * **one checkpoint** -- after the last synchronisation of an epoch the
   models are equal, the random generators' states of every process are
   gathered to the first process (:func:`gather_objects`), which writes the
-  checkpoint atomically while the others wait at a barrier; resuming with
-  the same processes, each one restores its own generators (on the CPU with
-  one worker the resumed run equals the uninterrupted one bit for bit).
+  checkpoint atomically while the others wait for it (:func:`fail_together`);
+  resuming with the same processes, each one restores its own generators (on
+  the CPU with one worker the resumed run equals the uninterrupted one bit for bit);
+* **one failure** -- what a process does alone between two collectives
+  (reading its files and its shard, loading or writing the checkpoint,
+  training its batches, ``on_epoch``) fails in every process at once
+  (:func:`fail_together`, and :meth:`ParameterSync.step` during the epochs):
+  the failing process raises its own error, the others a :class:`ProcessFailed`
+  naming it, instead of waiting for it in the next collective (until the
+  group's timeout, ``QPNLP_DIST_TIMEOUT``, where it lives on, e.g. catching
+  the error to call :func:`shutdown`) or failing with only their lost
+  connection ("Connection closed by peer", where it exits).
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
 (about ``6 V D`` numbers for family IV with the logistic step and a
@@ -46,6 +57,8 @@ the ``sync_every`` batches of work in between.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 import sys
 from collections import Counter
@@ -54,7 +67,8 @@ from typing import Mapping
 import torch
 
 __all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_gather_objects", "gather_objects",
-           "all_sum", "all_min_max", "barrier", "shutdown", "ParameterSync"]
+           "all_reduce_sum", "all_sum", "all_min_max", "barrier", "shutdown", "ProcessFailed", "raise_together",
+           "fail_together", "ParameterSync"]
 
 
 def _dist():
@@ -81,6 +95,8 @@ def is_main_process() -> bool:
 
 
 BACKEND_VARIABLE = "QPNLP_DIST_BACKEND"
+#: The environment variable giving the seconds a collective waits for the other processes before it fails.
+TIMEOUT_VARIABLE = "QPNLP_DIST_TIMEOUT"
 
 
 def setup(device: str = "cpu") -> int:
@@ -90,6 +106,13 @@ def setup(device: str = "cpu") -> int:
     when the node has that many GPUs, else on ``cuda:LOCAL_RANK % GPUs``).
     The environment variable ``QPNLP_DIST_BACKEND`` overrides the choice:
     ``gloo`` lets several processes share one GPU, which NCCL refuses.
+    ``QPNLP_DIST_TIMEOUT`` (seconds, default torch's: 30 minutes for gloo, 10
+    for NCCL) is how long a process waits for the others, to open the group
+    and in each collective, before it fails: a process that failed raises in
+    every process at once (:func:`fail_together`), so the timeout only ends a
+    run whose process hangs, or never came; it must exceed the longest wait
+    of a healthy run (a process counting a larger shard of a streamed corpus
+    than the others, the first one writing a checkpoint).
     On Windows the rendezvous store runs without libuv (``USE_LIBUV=0``
     unless set: the wheels are built without it). Does nothing when the
     group is already open or the job has one process.
@@ -104,12 +127,27 @@ def setup(device: str = "cpu") -> int:
     backend = os.environ.get(BACKEND_VARIABLE) or ("nccl" if cuda else "gloo")
     if backend not in ("nccl", "gloo"):
         raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
+    timeout = _timeout()
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     if sys.platform == "win32":    # torch's Windows wheels lack libuv, which torch from 2.4 asked for by default
         os.environ.setdefault("USE_LIBUV", "0")
-    dist.init_process_group(backend)
+    dist.init_process_group(backend, **({} if timeout is None else {"timeout": timeout}))
     return dist.get_world_size()
+
+
+def _timeout() -> datetime.timedelta | None:
+    """The process group's timeout that ``QPNLP_DIST_TIMEOUT`` gives (None where it is not set: torch's default)."""
+    value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"{TIMEOUT_VARIABLE} must be a number of seconds > 0; got {value!r}")
+    return datetime.timedelta(seconds=seconds)
 
 
 def _reduce(d, tensor: torch.Tensor, op) -> None:
@@ -183,13 +221,73 @@ def all_min_max(lo: float, hi: float) -> tuple[float, float]:
 
 
 def barrier() -> None:
+    """Wait until every process has come here (a collective; a no-op in a single process)."""
     d = _dist()
     if d is not None:
         d.barrier()
 
 
+class ProcessFailed(RuntimeError):
+    """Raised in the other processes of a distributed run when one failed (:func:`fail_together`); names it.
+
+    Attributes
+    ----------
+    rank : int
+        The first process that failed.
+    error : str
+        Its error's type and message.
+    """
+
+    def __init__(self, message: str, rank: int, error: str):
+        super().__init__(message)
+        self.rank, self.error = rank, error
+
+
+def raise_together(error: BaseException | None, what: str) -> None:
+    """Raise in every process if ``error`` (this process's, or None) is one in any process (a collective).
+
+    The failing process raises its own ``error``; the others raise :class:`ProcessFailed` naming the first
+    failing process, ``what`` it was doing and its error.  Every process must call it at the same point.
+    """
+    d = _dist()
+    if d is None:
+        if error is not None:
+            raise error
+        return
+    mine = None if error is None else type(error).__name__ + (f": {error}" if str(error) else "")
+    try:
+        every = all_gather_objects(mine)
+    except Exception:
+        if error is not None:              # the others are gone as well: this process's own error is the news
+            raise error from None
+        raise
+    if error is not None:
+        raise error
+    failed = next((r for r, e in enumerate(every) if e is not None), None)
+    if failed is not None:
+        raise ProcessFailed(f"process {failed} of {len(every)} failed {what}: {every[failed]}", failed,
+                            every[failed])
+
+
+@contextlib.contextmanager
+def fail_together(what: str):
+    """Inside the block, which every process must enter at the same point and which holds no collective, an
+    exception of one process is raised in every process at the end of the block (:func:`raise_together`): by
+    it, its own; by the others, :class:`ProcessFailed` naming it (``what``: what they were doing, e.g.
+    "reading its shard of the corpus").  Leaving the block is also a barrier; a no-op in a single process."""
+    if _dist() is None:
+        yield
+        return
+    try:
+        yield
+    except BaseException as error:
+        raise_together(error, what)
+    raise_together(None, what)
+
+
 def shutdown() -> None:
-    """Wait for every process, then close the process group (call it once training is done, in every process).
+    """Wait for every process, then close the process group (call it in every process once training is done,
+    or has failed: the processes fail together, ``try: fit(...) finally: shutdown()``).
 
     A process that exits while the others still use the group can abort
     in the collective library's destructors ("terminate called without an
@@ -232,20 +330,27 @@ class ParameterSync:
             s.copy_(p.detach())
 
     @torch.no_grad()
-    def step(self, has_more: bool) -> bool:
+    def step(self, has_more: bool, error: BaseException | None = None) -> bool:
         """Add up the updates since the last call; returns whether any process has batches left.
 
         Every process must call it the same number of times: call it after
         every ``sync_every`` batches and, once the shard is finished, with
-        ``has_more=False`` until it returns False.
+        ``has_more=False`` until it returns False.  A process whose batches
+        raised passes the ``error``: then every process raises
+        (:func:`raise_together`, what it did: "training its batches").
         """
         d = _dist()
         if d is None:
+            if error is not None:
+                raise error
             return has_more
+        flags = [1.0 if has_more else 0.0, 0.0 if error is None else 1.0]
         flat = torch.cat([(p.detach() - s).reshape(-1) for p, s in zip(self.params, self.snapshot)]
-                         + [torch.tensor([1.0 if has_more else 0.0], dtype=self.params[0].dtype,
-                                         device=self.params[0].device)])
+                         + [torch.tensor(flags, dtype=self.params[0].dtype, device=self.params[0].device)])
         d.all_reduce(flat)
+        if flat[-1] > 0:                   # a process failed: every process raises, none updates
+            raise_together(error, "training its batches")
+        flat = flat[:-1]
         i = 0
         for p, s, bound in zip(self.params, self.snapshot, self.bounds):
             n = p.numel()

@@ -40,6 +40,7 @@ the updates of all processes are summed every ``sync_every`` batches
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import threading
@@ -309,16 +310,17 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     ``on_epoch(epoch, stats)`` is called after each epoch (after the
     synchronisation; its time is not counted).
     """
-    cfg = _resolved_config(config, model)
-    dev = resolve_device(cfg.device)
-    model.to(dev)
-    rng = rng if rng is not None else np.random.default_rng(cfg.seed)
-    gens = generators or _default_generators(cfg, dev)
-    keep = keep_probabilities(counts, cfg.sample)
-    sampler = NegativeSampler(counts, 0.75, device=dev)
-    weights = word_weights(counts, cfg, dev)
-    stats = stats if stats is not None else TrainStats()
-    stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
+    with _failing_together(sync, "preparing its training"):
+        cfg = _resolved_config(config, model)
+        dev = resolve_device(cfg.device)
+        model.to(dev)
+        rng = rng if rng is not None else np.random.default_rng(cfg.seed)
+        gens = generators or _default_generators(cfg, dev)
+        keep = keep_probabilities(counts, cfg.sample)
+        sampler = NegativeSampler(counts, 0.75, device=dev)
+        weights = word_weights(counts, cfg, dev)
+        stats = stats if stats is not None else TrainStats()
+        stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
     prev_threads = torch.get_num_threads()
     if dev.type == "cpu":
@@ -338,6 +340,14 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         if bar is not None:
             bar.close()
     return stats
+
+
+def _failing_together(sync, what: str):
+    """In a distributed run (``sync`` given), a block whose exception in one process is raised in every process
+    (:func:`~qpnlp.word2fun.distributed.fail_together`); else a plain block."""
+    from qpnlp.word2fun.distributed import fail_together
+
+    return contextlib.nullcontext() if sync is None else fail_together(what)
 
 
 def _run_step(model, cfg: TrainConfig):
@@ -410,18 +420,23 @@ def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple
 
     Without ``sync`` the batches run in one go; with it, in segments of ``cfg.sync_every`` batches, each
     followed by ``sync.step``; a process that has run out of batches keeps joining the synchronisations
-    until every process has (``sync.step`` returns False).
+    until every process has (``sync.step`` returns False).  A segment that raises (its shard unreadable, out of
+    memory) is passed to ``sync.step``, which raises in every process.
     """
     if sync is None:
         return _run_batches(model, runs, sampler, gens, cfg, epoch, weights)
     total, nb, more, done = _loss_sum(model), 0, True, [0.0]
     segments = _Segments(runs, cfg.sync_every)
     while True:
+        error = None
         if more:
-            seg, n_batches = segments.next_segment()
-            t, n = _run_batches(model, iter(seg), sampler, gens, cfg, epoch, weights, done)
-            total, nb, more = total + t, nb + n, n_batches == cfg.sync_every
-        if not sync.step(more):
+            try:
+                seg, n_batches = segments.next_segment()
+                t, n = _run_batches(model, iter(seg), sampler, gens, cfg, epoch, weights, done)
+                total, nb, more = total + t, nb + n, n_batches == cfg.sync_every
+            except BaseException as failure:       # the others would wait for it in sync.step: all raise there
+                error, more = failure, False
+        if not sync.step(more, error):
             return total, nb
 
 

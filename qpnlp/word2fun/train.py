@@ -277,6 +277,9 @@ def fit(
         no saved model (it would be replaced): before any training; and for
         ``resume`` where the checkpoint is missing and several earlier
         versions of it were left aside by processes killed while replacing it.
+    qpnlp.word2fun.distributed.ProcessFailed
+        In a distributed run, in every other process when one process failed (which raises its own error), naming
+        it and its error; processes resuming different checkpoints are a ``ValueError`` in every process.
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
@@ -287,21 +290,22 @@ def fit(
     local = _shard(corpus, rank, world)
     if resume:
         run_state.restore_interrupted_checkpoint(checkpoint, main_log)
-    saved = run_state.saved_run(checkpoint) if resume else None
+    saved = run_state.saved_run_of_every_process(checkpoint) if resume else None
     options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
     vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
     built = vocab                              # a resumed run checks it against its checkpoint's (check_resume)
-    if saved is not None:
-        vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
-        vocab, model = vectors.vocabulary, vectors.model.train()
-    else:
-        model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
-    counts = vocab.counts
-    source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
-    if saved is None and world == 1:
-        _check_some_token_in_vocabulary(source, vocab)
-    if main_log is not None:
-        print(_corpus_summary(info, vocab, world, isinstance(corpus, TsvStream), dev), file=main_log)
+    with dist.fail_together("preparing its model and its shard"):     # no process left waiting for a failed one
+        if saved is not None:
+            vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
+            vocab, model = vectors.vocabulary, vectors.model.train()
+        else:
+            model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
+        counts = vocab.counts
+        source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
+        if saved is None and world == 1:
+            _check_some_token_in_vocabulary(source, vocab)
+        if main_log is not None:
+            print(_corpus_summary(info, vocab, world, isinstance(corpus, TsvStream), dev), file=main_log)
     compass_stats = None
     if compass == "frozen" and saved is None:
         compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
@@ -310,8 +314,9 @@ def fit(
     run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
     if saved is not None:                      # min_count does nothing beside a given vocabulary: not compared
         compared = {k: v for k, v in run.items() if k != "min_count" or vocabulary is None}
-        run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options}, cfg,
-                               info, compared, (vocab, built))
+        with dist.fail_together("checking the run it resumes"):    # a process given other settings: all raise
+            run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options},
+                                   cfg, info, compared, (vocab, built))
     vectors = KeyedVectors(model, vocab)
     model.train()
     start, stats = run_state.epochs_done_and_losses(saved)
@@ -383,7 +388,9 @@ def _check_one_corpus(corpus: TimestampedCorpus | TsvStream, world: int) -> None
     order (an unsorted glob) or each process's own local file would train on some files twice and never read
     others, silently; the first process that differs from process 0 and how are named.
     """
-    every = dist.all_gather_objects(_corpus_signature(corpus))
+    with dist.fail_together("reading the corpus's files"):    # a missing file: every process raises
+        signature = _corpus_signature(corpus)
+    every = dist.all_gather_objects(signature)
     other = next((r for r, s in enumerate(every) if s != every[0]), None)
     if other is None:
         return
@@ -421,7 +428,8 @@ def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabular
                                                                             specials=False)
         span = corpus.span
     else:
-        wf, df, n_docs, n_tokens, lo, hi = _count(local)
+        with dist.fail_together("counting its shard of the corpus"):      # a bad line: every process raises
+            wf, df, n_docs, n_tokens, lo, hi = _count(local)
         local_counts = wf
         n_docs, n_tokens = (int(x) for x in dist.all_sum([n_docs, n_tokens]))
         if n_docs == 0:

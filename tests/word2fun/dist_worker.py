@@ -6,9 +6,12 @@ first epoch as ``<checkpoint>-epoch1``; "resume" continues from the checkpoint;
 of the negatives' generator at the first draw of each training (the compass
 pre-training, then the model) as ``first_draws``; "order" streams the files of
 ``corpus_path`` (comma-separated), listed in reverse order in process 1, and
-saves the error of ``fit`` as ``<out>-rank<r>.txt``.
+saves the error of ``fit`` as ``<out>-rank<r>.txt``; "fail" runs the fits of
+:func:`failing_runs`, each failing in one process, and saves every process's
+errors as ``<out>-rank<r>.json``.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -57,8 +60,65 @@ def order_run(paths: str, out: str) -> None:
     shutdown()
 
 
+def failing_runs(folder: str, out: str, checkpoint: str) -> None:
+    """Fits that fail in one process only (the files ``a.tsv``, ``b.tsv`` with a bad line, and ``c.tsv`` of
+    ``folder``), each process catching its error, as a program that goes on (e.g. to ``shutdown()``) would:
+    ``{fit: "type: message"}`` of this process, written before the group is closed."""
+    from qpnlp.word2fun import _run_state, loop
+    from qpnlp.word2fun.keyed_vectors import KeyedVectors
+
+    r, d = int(os.environ["RANK"]), Path(folder)          # before fit opens the group
+    corpus, errors = read_tsv(d / "a.tsv"), {}
+    opts = dict(dim=4, min_count=1, checkpoint=checkpoint)
+
+    def run(name, make_fit, patches=()):
+        saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patches]
+        for owner, attr, value in patches:
+            setattr(owner, attr, value)
+        try:
+            make_fit()
+            errors[name] = None
+        except BaseException as error:           # KeyboardInterrupt too: the process goes on
+            errors[name] = type(error).__name__ + (f": {error}" if str(error) else "")
+        finally:
+            for owner, attr, value in saved:
+                setattr(owner, attr, value)
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    def stop(epoch, stats):
+        if r == 1:
+            raise KeyboardInterrupt
+
+    gone = d / "gone.tsv"
+    if r == 1:
+        shutil.copy(d / "c.tsv", gone)
+    files = TsvStream([d / "a.tsv", gone if r == 1 else d / "c.tsv"])
+    if r == 1:
+        gone.unlink()                            # after the stream checked it: gone when fit reads it
+    run("missing file", lambda: fit(files, TrainConfig(epochs=1), dim=4, min_count=1))
+    run("bad line", lambda: fit(TsvStream([d / "a.tsv", d / "b.tsv"]), TrainConfig(epochs=1), dim=4, min_count=1))
+    run("options", lambda: fit(corpus, TrainConfig(epochs=1), dim=4 if r == 0 else 0, min_count=1))
+    run("batches", lambda: fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1),
+        [(loop, "_run_batches", fail)] if r == 1 else [])
+    run("checkpoint", lambda: fit(corpus, TrainConfig(epochs=1), **opts),
+        [(KeyedVectors, "save_pretrained", fail)] if r == 0 else [])
+    run("on_epoch", lambda: fit(corpus, TrainConfig(epochs=2), **opts, on_epoch=stop))   # keeps epoch 1
+    run("put back", lambda: fit(corpus, TrainConfig(epochs=2), **opts, resume=True),
+        [(_run_state, "restore_replaced_directory", fail)] if r == 0 else [])
+    run("other checkpoint", lambda: fit(corpus, TrainConfig(epochs=2), dim=4, min_count=1, resume=True,
+                                        checkpoint=checkpoint if r == 0 else f"{checkpoint}-{r}"))
+    run("on_epoch of process 0", lambda: fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1,   # as the CLI's
+                                             on_epoch=(lambda epoch, stats: None) if r == 0 else None))
+    Path(f"{out}-rank{r}.json").write_text(json.dumps(errors))
+    shutdown()
+
+
 def main(corpus_path: str, out: str, checkpoint: str, device: str = "cpu", mode: str = "train") -> None:
     torch.set_num_threads(1)
+    if mode == "fail":
+        return failing_runs(corpus_path, out, checkpoint)
     if mode == "compass":
         return compass_run(corpus_path, out, device)
     if mode == "order":

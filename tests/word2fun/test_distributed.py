@@ -132,6 +132,13 @@ def test_resuming_with_another_number_of_workers_continues_the_data_order(tmp_pa
         assert torch.equal(seen["gens"][1], torch.Generator().manual_seed(1 + 7919).get_state())
 
 
+@pytest.fixture(autouse=True)
+def _collectives_wait_a_minute_at_most(monkeypatch):
+    """The processes these tests start wait 60 s at most in a collective (torch's default: 30 minutes): a process
+    left waiting for another fails the test instead of hanging it."""
+    monkeypatch.setenv("QPNLP_DIST_TIMEOUT", "60")
+
+
 def _free_port() -> int:
     import socket
 
@@ -140,7 +147,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _two_processes(*args: str) -> None:
+def _two_processes(*args: str, timeout: float = 300) -> None:
     """``dist_worker.py args`` in two gloo processes on the CPU, started as torchrun (and ``--processes``) would."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
@@ -148,7 +155,7 @@ def _two_processes(*args: str) -> None:
     procs = [subprocess.Popen([sys.executable, str(Path(__file__).parent / "dist_worker.py"), *args],
                               env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(2)]
     try:
-        codes = [p.wait(timeout=300) for p in procs]
+        codes = [p.wait(timeout=timeout) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -204,6 +211,56 @@ def test_processes_given_the_files_in_another_order_are_refused(tmp_path, tiny_d
     for r in range(2):
         assert (tmp_path / f"error-rank{r}.txt").read_text().startswith(
             "process 1 of 2 was given another corpus than process 0 (its file 1 is b.tsv (")
+
+
+def test_a_process_that_fails_alone_fails_every_process_at_once(tmp_path):
+    """One process fails between two collectives (a missing file, a bad line of its shard, other options, its
+    batches, writing or putting back the checkpoint, on_epoch) and catches its error, as a program calling
+    shutdown() does: the other process waited for it in the next collective until the group's timeout (30 min),
+    or, where it exited, failed with only "Connection closed by peer"; now every process raises at once, the
+    failing one its own error, the others one naming it, and the group stays usable (shutdown() passes)."""
+    import json
+
+    good = "".join(f"{1900 + i % 20}\twar peace trade army navy\n" for i in range(300))
+    for name, text in (("a.tsv", good), ("b.tsv", good + "19x0\twar peace\n" + good), ("c.tsv", good)):
+        (tmp_path / name).write_text(text)
+    ck = tmp_path / "ck"
+    _two_processes(str(tmp_path), str(tmp_path / "e"), str(ck), "cpu", "fail", timeout=240)
+    errors = [json.loads((tmp_path / f"e-rank{r}.json").read_text()) for r in range(2)]
+    failing = {"missing file": (1, "FileNotFoundError: ", "reading the corpus's files"),
+               "bad line": (1, f"ValueError: {tmp_path / 'b.tsv'}:301: time '19x0' is not a number",
+                            "counting its shard of the corpus"),
+               "options": (1, "ValueError: dim must be >= 1; got 0", "preparing its model and its shard"),
+               "batches": (1, "OSError: [Errno 28] No space left on device", "training its batches"),
+               "checkpoint": (0, "OSError: [Errno 28] No space left on device", f"writing the checkpoint {ck}"),
+               "on_epoch": (1, "KeyboardInterrupt", "in on_epoch after epoch 1"),
+               "put back": (0, "OSError: [Errno 28]", f"putting back the checkpoint {ck}")}
+    for name, (r, error, what) in failing.items():
+        own, other = errors[r][name], errors[1 - r][name]
+        assert own.startswith(error), (name, own)
+        assert other == f"ProcessFailed: process {r} of 2 failed {what}: {own}", name
+    assert errors[1]["other checkpoint"] == (f"ValueError: process 1 of 2 finds no training run at {ck}-1, process 0 "
+                                             f"a run of 1 epochs: every process must resume from the same "
+                                             f"checkpoint, a directory that they all see")
+    assert errors[0]["other checkpoint"].startswith("ValueError: process 1 of 2 finds no training run at ")
+    assert errors[0]["on_epoch of process 0"] is None and errors[1]["on_epoch of process 0"] is None
+
+
+def test_the_group_timeout_is_read_from_the_environment(monkeypatch):
+    """``QPNLP_DIST_TIMEOUT`` bounds every wait of the group (torch's 30 minutes otherwise); a bad value is refused."""
+    import datetime
+
+    from qpnlp.word2fun import distributed
+
+    monkeypatch.delenv("QPNLP_DIST_TIMEOUT", raising=False)
+    assert distributed._timeout() is None
+    monkeypatch.setenv("QPNLP_DIST_TIMEOUT", "90")
+    assert distributed._timeout() == datetime.timedelta(seconds=90)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for bad in ("soon", "0", "-5", "nan"):
+        monkeypatch.setenv("QPNLP_DIST_TIMEOUT", bad)
+        with pytest.raises(ValueError, match="QPNLP_DIST_TIMEOUT must be a number of seconds > 0"):
+            distributed.setup("cpu")
 
 
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None, reason="no torchrun")
@@ -396,8 +453,10 @@ class _LocalSync:
     def __init__(self):
         self.rounds = 0
 
-    def step(self, has_more):
+    def step(self, has_more, error=None):
         self.rounds += 1
+        if error is not None:
+            raise error
         return has_more
 
 
