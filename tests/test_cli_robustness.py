@@ -494,6 +494,9 @@ def test_report_writer_replaces_non_finite_numbers_and_feeds_tensorboard(tmp_pat
         def flush(self):
             pass
 
+        def close(self):
+            pass
+
     fake = type(sys)("torch.utils.tensorboard")
     fake.SummaryWriter = Writer
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", fake)
@@ -507,6 +510,70 @@ def test_report_writer_replaces_non_finite_numbers_and_feeds_tensorboard(tmp_pat
     assert ("fold_1/train_loss", 0.5, 1) in scalars and ("fold_1/dev.map", 0.7, 1) in scalars
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)            # not installed: skipped silently
     Report(args, command="train toy").epoch(dict(epoch=1, train_loss=0.5, seconds=1.0))
+
+
+def test_a_finished_report_closes_its_tensorboard_writer(tmp_path, monkeypatch):
+    """Its SummaryWriter was never closed: each run of a command in one process (``main([...])`` in a notebook or a
+    sweep) left an event file and a writer thread open. Now closed when the report finishes, also as failed."""
+    from qpnlp.commands._report import Report
+
+    opened = []
+
+    class Writer:
+        def __init__(self, log_dir):
+            self.closed = False
+            opened.append(self)
+
+        def add_scalar(self, tag, value, step):
+            assert not self.closed
+
+        def flush(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    fake = type(sys)("torch.utils.tensorboard")
+    fake.SummaryWriter = Writer
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", fake)
+    completed = Report(argparse.Namespace(report=str(tmp_path / "c.json"), seed=0), command="train toy")
+    completed.epoch(dict(epoch=1, train_loss=0.5, seconds=1.0))
+    completed.epoch(dict(epoch=2, train_loss=0.4, seconds=2.0))
+    assert len(opened) == 1 and not opened[0].closed
+    completed.finish()
+    failed = Report(argparse.Namespace(report=str(tmp_path / "f.json"), seed=0), command="train toy")
+    with pytest.raises(RuntimeError, match="boom"), failed.guard():
+        failed.epoch(dict(epoch=1, train_loss=0.5, seconds=1.0))
+        raise RuntimeError("boom")
+    assert json.loads((tmp_path / "f.json").read_text())["status"] == "failed"
+    assert len(opened) == 2 and all(w.closed for w in opened)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts the descriptors in /proc/self/fd")
+def test_a_closed_pipe_on_stdout_leaves_no_descriptor_open(monkeypatch):
+    """The reader of stdout gone (``qpnlp ... | head``), stdout goes to /dev/null: the descriptor opened for it was
+    never closed, one more per run of a command in one process."""
+    from qpnlp.commands._errors import run_command
+
+    class Stdout:                                  # the closed pipe: a descriptor of this test's own
+        def __init__(self):
+            self.fd = os.open(os.devnull, os.O_WRONLY)
+
+        def fileno(self):
+            return self.fd
+
+    def pipe_closed(args):
+        raise BrokenPipeError
+
+    stdout = Stdout()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    try:
+        run_command(argparse.Namespace(func=pipe_closed))
+        before = len(os.listdir("/proc/self/fd"))
+        assert [run_command(argparse.Namespace(func=pipe_closed)) for _ in range(3)] == [1, 1, 1]
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        os.close(stdout.fd)
 
 
 # --------------------------------------------------------------------------- Ctrl-C and --resume

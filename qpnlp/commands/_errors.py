@@ -45,7 +45,11 @@ def run_command(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:                      # `qpnlp ... | head`: the reader left
         with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            finally:
+                os.close(devnull)                # stdout holds its own descriptor of it now
         return 1
     except Exception as err:  # noqa: BLE001 - the CLI's one place that turns every failure into a message
         if getattr(args, "debug", False):

@@ -104,10 +104,20 @@ class Report:
             raise
 
     def finish(self, status: str = "completed", **fields) -> None:
-        self.update(status=status, **fields)
-        self.write()
+        try:
+            self.update(status=status, **fields)
+            self.write()
+        finally:
+            self.close()
         if self.path is not None:
             print(f"report written to {self.path}", flush=True)
+
+    def close(self) -> None:
+        """Close the TensorBoard writer, if one is open, and its thread (each ``main([...])`` run in one process left
+        one running)."""
+        if self._tensorboard:
+            self._tensorboard.close()
+            self._tensorboard = None
 
     def write(self) -> None:
         if self.path is None:

@@ -45,6 +45,7 @@ import math
 import queue
 import threading
 import time as _time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,42 +181,54 @@ def _train_run(step, run: CentreRun, sampler, gen, cfg, lrs: list[float], weight
     return total
 
 
-def _prefetch(batches, stop, depth: int = 16):
-    """Iterate ``batches`` in a background thread (numpy and torch release the GIL), ``depth`` ahead.
+def _prefetch(batches, stop, depth: int = 16) -> tuple[Iterator, threading.Event]:
+    """An iterator over ``batches``, produced ``depth`` ahead by a background thread (numpy and torch release the
+    GIL), and an event set when that thread has ended.
 
     The producer gives up when the ``stop`` event is set (a consumer failed),
-    and so does this iterator: it sends no more batches, and never waits for
-    one the stopped producer will not send.
+    and so does the iterator: it sends no more batches, and never waits for
+    one the stopped producer will not send. The producer never waits on a full
+    queue once ``stop`` is set either, its end mark and its error included: a
+    failure with the queue full left it blocked for good, holding its batches.
     """
     q: queue.Queue = queue.Queue(maxsize=depth)
     end = object()
 
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     def produce():
         try:
             for b in batches:
-                while not stop.is_set():
-                    try:
-                        q.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        pass
-                if stop.is_set():
+                if not put(b):
                     return
+            put(end)
         except BaseException as e:  # handed to the consumers
-            q.put(e)
-        q.put(end)
+            put(e)
+        finally:
+            ended.set()
 
-    threading.Thread(target=produce, daemon=True).start()
-    while not stop.is_set():
-        try:
-            b = q.get(timeout=0.1)
-        except queue.Empty:
-            continue
-        if b is end:
-            return
-        if isinstance(b, BaseException):
-            raise b
-        yield b
+    def consume():
+        while not stop.is_set():
+            try:
+                b = q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if b is end:
+                return
+            if isinstance(b, BaseException):
+                raise b
+            yield b
+
+    ended = threading.Event()
+    threading.Thread(target=produce, name="qpnlp-word2fun-prefetch", daemon=True).start()
+    return consume(), ended
 
 
 def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(None, None),
@@ -234,25 +247,37 @@ def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(Non
             last[0] = float(run.progress[-1])
             yield run
 
-    stream = seen(_prefetch(runs, stop))
+    prefetched, produced = _prefetch(runs, stop)
+    stream = seen(prefetched)
     out: list = [None] * len(gens)
+    go, ended = threading.Event(), [threading.Event() for _ in gens]
 
     def work(w):
         try:
+            go.wait()              # once all have started: a worker Ctrl-C cut short in start() sees stop and ends
             out[w] = _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock, weights,
                                     None if progress is None else [progress[0]])
         except BaseException as e:
             stop.set()
             out[w] = e
+        finally:
+            ended[w].set()
 
+    threads, started = [threading.Thread(target=work, args=(w,)) for w in range(len(gens))], 0
     try:
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(len(gens))]
         for t in threads:
             t.start()
+            started += 1
+        go.set()
         for t in threads:
             t.join()
     finally:
         stop.set()
+        go.set()
+        # Ctrl-C too waits for the threads to end: none trains the model on after the call has raised. Events, not
+        # join: a join that Ctrl-C interrupted takes its running thread for ended (Python < 3.13, bpo-45274).
+        for event in (*ended[:started], produced):
+            event.wait()
     for r in out:
         if isinstance(r, BaseException):
             raise r
