@@ -116,12 +116,18 @@ def find_file(folder: str | os.PathLike[str], name: str) -> Path:
     return gz if not path.exists() and gz.is_file() else path
 
 
+#: The longest line :func:`iter_lines` reads, in bytes (line end included): a streamed file costs about this much
+#: memory whatever its size, a gzip bomb without line ends included.
+MAX_LINE_BYTES = 1 << 26
+
+
 def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of a text file, plain or gzip (recognised by its first bytes), streamed.
 
     For files read once line by line and possibly larger than memory (corpora, vectors); :func:`read_text`
     reads a whole file. Lines are decoded one at a time, so a decoding error names its line and column; a
-    UTF-8 byte-order mark is dropped. Lines keep their line ends.
+    UTF-8 byte-order mark is dropped. Lines keep their line ends. A line longer than :data:`MAX_LINE_BYTES`
+    is refused once that many bytes are read.
 
     Raises
     ------
@@ -129,16 +135,20 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
         For a missing file.
     ValueError
         For UTF-16 text, another compressed or archive format (:func:`refuse_unreadable`), bytes that
-        ``encoding`` cannot decode, or a truncated or corrupt gzip file; the message names the file.
+        ``encoding`` cannot decode, a line longer than :data:`MAX_LINE_BYTES`, or a truncated or corrupt gzip
+        file; the message names the file.
     """
     path = Path(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
     refuse_unreadable(path, head, readable=("gzip",))
-    lineno = 0
+    lineno, limit = 0, MAX_LINE_BYTES
     try:
         with gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(iter(lambda: fh.readline(limit + 1), b""), 1):
+                if len(raw) > limit:
+                    raise ValueError(f"{path}:{lineno}: a line longer than {limit} bytes "
+                                     f"(qpnlp.data.paths.MAX_LINE_BYTES); not a file of text lines")
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 yield lineno, raw.decode(encoding)

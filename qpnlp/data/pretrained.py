@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._errors import preview
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 
@@ -269,7 +270,7 @@ def load_glove_text(
     finite = np.isfinite(matrix).all(1)
     if not finite.all():
         row = int(np.argmin(finite))
-        raise ValueError(f"{path}:{linenos[row]}: non-finite value for word {out_words[row]!r}")
+        raise ValueError(f"{path}:{linenos[row]}: non-finite value for word {preview(out_words[row])}")
     return from_matrix(out_words, matrix)
 
 
@@ -283,7 +284,7 @@ def _parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
         vec = np.asarray(parts[1:], dtype=np.float32)
     except ValueError:
         bad = next(p for p in parts[1:] if not _is_float(p))
-        raise ValueError(f"{path}:{lineno}: non-numeric value {bad!r} for word {parts[0]!r}") from None
+        raise ValueError(f"{path}:{lineno}: non-numeric value {preview(bad)} for word {preview(parts[0])}") from None
     return vec
 
 

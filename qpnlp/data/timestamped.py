@@ -287,11 +287,11 @@ def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int =
             time = float(t)
         except ValueError:
             header = " (a header line? the format has none: remove it)" if n == 1 else ""
-            raise ValueError(f"{path}:{lineno}: time {t!r} is not a number{header}") from None
+            raise ValueError(f"{path}:{lineno}: time {preview(t)} is not a number{header}") from None
         if not math.isfinite(time):
-            raise ValueError(f"{path}:{lineno}: time {t!r} is not finite")
+            raise ValueError(f"{path}:{lineno}: time {preview(t)} is not finite")
         if not _plain_time(t):
-            raise ValueError(f"{path}:{lineno}: time {t!r} is not a plain number (e.g. 1900)")
+            raise ValueError(f"{path}:{lineno}: time {preview(t)} is not a plain number (e.g. 1900)")
         yield time, (text.lower().split() if lowercase else text.split())
 
 

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._errors import preview
+
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
 __all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary",
@@ -212,24 +214,32 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
         gzipped = handle.read(2) == b"\x1f\x8b"
     try:
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
-            return _read_word2vec_entries(path, handle, None if words is None else set(words))
+            return _read_word2vec_entries(path, handle, None if words is None else set(words), gzipped)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
         raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 
+
+#: The largest dimension a gzip-compressed word2vec binary file may announce (4 MiB per vector): a vector is held
+#: whole while it is read, and the decompressed size of a gzip file is not known in advance (a gzip bomb's header
+#: "1 1000000000" had its whole stream buffered).
+MAX_GZIP_WORD2VEC_DIM = 1 << 20
 
 #: Bytes read at a time from a word2vec binary file (decompressed bytes of a gzip file): the reader holds about one
 #: block besides the vectors it keeps, whatever the size of the file (GoogleNews' is 3.6 GB decompressed).
 _BLOCK = 1 << 22
 
 
-def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> PretrainedVectors:
+def _read_word2vec_entries(path: Path, handle, keep: set[str] | None, gzipped: bool = False) -> PretrainedVectors:
     """The entries of an open word2vec binary file (:func:`read_word2vec_binary`), those in ``keep`` only.
 
     The file is read in blocks of up to :data:`_BLOCK` bytes, each by one ``read1`` call and only when an entry
     needs bytes beyond those read (so a truncated gzip stream fails where reading byte by byte failed, after the
     entries before its end); the space after each word is found by ``bytes.find``. The d values of the kept
     entries of a block become one (k, d) float32 matrix, checked (finite) before the next block is read or an
-    error raised, so that the first faulty entry of the file is the one named.
+    error raised, so that the first faulty entry of the file is the one named. Blocks are never larger than
+    :data:`_BLOCK`, whatever the header's dimension (``read1(4 d)`` allocated the ``4 d`` bytes first: a header
+    ``1 100000000000`` asked for 400 GB), so a plain file costs at most its size in buffer; a gzip file
+    (``gzipped``) may announce a dimension of at most :data:`MAX_GZIP_WORD2VEC_DIM`.
     """
     out_words, chunks = [], []
     pending, entries = [], []            # the vector bytes of the block's kept entries, and their numbers i + 1
@@ -241,6 +251,9 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
         raise ValueError(f"{path}:1: the header announces {n} vectors of dimension {dim}; expected at least one "
                          f"vector of dimension >= 1")
     width = 4 * dim
+    if gzipped and dim > MAX_GZIP_WORD2VEC_DIM:
+        raise ValueError(f"{path}:1: the header announces vectors of dimension {dim}; a gzip-compressed word2vec "
+                         f"file is read up to dimension {MAX_GZIP_WORD2VEC_DIM} (decompress it to read it)")
 
     def check_pending() -> None:
         """Stack the kept vectors read so far, (k, d), into ``chunks``; ``ValueError`` for a non-finite value."""
@@ -262,7 +275,7 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None) -> Pretrai
         nonlocal pos
         check_pending()
         del buf[:pos]                    # a bytearray moves its start: no copy of the rest
-        block = handle.read1(max(_BLOCK, width))
+        block = handle.read1(_BLOCK)
         buf.extend(block)
         pos = 0
         return bool(block)
@@ -419,7 +432,7 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
         row = key2row.get(spacy_key(text))
         if row is not None:
             if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(matrix):
-                raise ValueError(f"{vocab / 'key2row'}: the row of {text!r} is {row!r}, not one of the "
+                raise ValueError(f"{vocab / 'key2row'}: the row of {preview(text)} is {preview(row)}, not one of the "
                                  f"{len(matrix)} rows of {vocab / 'vectors'}")
             words.append(text)
             rows.append(row)

@@ -93,7 +93,7 @@ class Vocabulary:
             raise ValueError(f"regular words must not include the reserved tokens {sorted(reserved)}")
         if len(set(words)) != len(words):
             dup = next(w for w, c in Counter(words).items() if c > 1)
-            raise ValueError(f"duplicate word {dup!r} in vocabulary")
+            raise ValueError(f"duplicate word {preview(dup)} in vocabulary")
         missing = [w for w in words if w not in word_freq or w not in doc_freq]
         if missing:
             raise ValueError(f"{len(missing)} words lack frequencies, e.g. {missing[:3]}")
@@ -458,16 +458,18 @@ class Vocabulary:
             raise TypeError(f"a serialised Vocabulary is a mapping (a JSON object with 'format', 'words', "
                             f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {preview(data)}")
         if data.get("format") != _FORMAT:
-            raise ValueError(f"not a serialised Vocabulary: format is {data.get('format')!r}, expected {_FORMAT!r}")
+            raise ValueError(f"not a serialised Vocabulary: format is {preview(data.get('format'))}, expected "
+                             f"{_FORMAT!r}")
         missing = [key for key in _KEYS if key not in data]
         if missing:
-            raise ValueError(f"a serialised Vocabulary lacks the key(s) {missing}; it has {sorted(map(str, data))}")
+            raise ValueError(f"a serialised Vocabulary lacks the key(s) {missing}; it has "
+                             f"{preview(sorted(map(str, data)), 200)}")
         words, wf, df, n_docs = (data[key] for key in _KEYS)
         if not len(words) == len(wf) == len(df):
             raise ValueError(f"words/word_freq/doc_freq lengths differ: {len(words)}, {len(wf)}, {len(df)}")
         specials = data.get("specials", True)
         if not isinstance(specials, bool):
-            raise ValueError(f"specials must be true or false; got {specials!r}")
+            raise ValueError(f"specials must be true or false; got {preview(specials)}")
         _check_counts(words, df, n_docs)
         return cls(words, dict(zip(words, wf)), dict(zip(words, df)), n_docs, specials=specials)
 

@@ -148,7 +148,7 @@ class ModelConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(values) - set(fields)
         if unknown:
-            raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+            raise ValueError(f"unknown {cls.__name__} keys: {preview(sorted(unknown), 200)}")
         for name, value in values.items():
             _check_json_type(cls.__name__, name, fields[name], value)
         return cls(**values)
@@ -184,7 +184,7 @@ def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any
     else:
         return
     if not ok:
-        raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {value!r}")
+        raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {preview(value, 60)}")
 
 
 def _finite(value: float) -> bool:
@@ -248,8 +248,8 @@ def get_model_class(name: str) -> type[Model]:
     """The registered model class called ``name``; a clear error listing the known names otherwise."""
     _load_builtin_models()
     if name not in _REGISTRY:
-        raise ValueError(f"unknown model {name!r}; registered: {', '.join(registered_models())} (a model of your "
-                         f"own is registered when its module is imported: import it first, or pass "
+        raise ValueError(f"unknown model {preview(name, 60)}; registered: {', '.join(registered_models())} (a model "
+                         f"of your own is registered when its module is imported: import it first, or pass "
                          f"`qpnlp --import MODULE`)")
     return _REGISTRY[name]
 
@@ -447,6 +447,8 @@ class Model(PrecisionMixin, nn.Module):
         except (ValueError, TypeError) as err:            # TypeError: a required field is missing
             raise ValueError(f"{config_path}: not a valid {header['model']!r} config ({err})") from None
         path = Path(directory) / WEIGHTS_FILE
+        if path.exists() and not path.is_file():      # a FIFO blocked the read, a device was mapped
+            raise ValueError(f"{path}: not a readable safetensors file (not a regular file)")
         try:
             state = _restored(load_file(str(path), device="cpu"), path)
         except (SafetensorError, OSError) as err:
@@ -507,14 +509,14 @@ def read_model_header(directory: str | os.PathLike) -> dict:
             and "family" in header["model"]
         hint = f" (a Word2Fun directory from qpnlp 0.1: `qpnlp convert {directory} NEW_DIRECTORY`)" \
             if legacy_word2fun else ""
-        raise ValueError(f"{path} is not a {FORMAT} model config (format {found!r}){hint}")
+        raise ValueError(f"{path} is not a {FORMAT} model config (format {preview(found)}){hint}")
     if not isinstance(header.get("config"), dict) or not isinstance(header.get("model"), str):
         raise ValueError(f"{path} lacks its model name or config")
     header.setdefault("metadata", {})
     if not isinstance(header["metadata"], dict):      # a list or a string reached load_checkpoint's callers
         raise ValueError(f"{path}: metadata must be a JSON object; got {type(header['metadata']).__name__}")
     if not isinstance(header.get("qpnlp_version", ""), str):
-        raise ValueError(f"{path}: qpnlp_version must be a string; got {header['qpnlp_version']!r}")
+        raise ValueError(f"{path}: qpnlp_version must be a string; got {preview(header['qpnlp_version'])}")
     return header
 
 

@@ -18,9 +18,12 @@ base.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 
 import torch
+
+from qpnlp._errors import preview
 
 __all__ = ["MIN_ELEMENTS", "encode_rows", "decode_rows", "fingerprint"]
 
@@ -59,15 +62,24 @@ def encode_rows(tensor: torch.Tensor, base: torch.Tensor | None) -> tuple[torch.
 
 
 def decode_rows(rows: torch.Tensor, values: torch.Tensor, base: torch.Tensor | None,
-                shape: tuple[int, ...]) -> torch.Tensor:
+                shape: tuple[int, ...], max_elements: int | None = None) -> torch.Tensor:
     """The tensor :func:`encode_rows` stored: ``base`` (None: zeros of ``shape``) with ``rows`` set to ``values``.
+
+    ``max_elements``: the most elements the rebuilt tensor may have (the loader passes its model's largest
+    tensor), checked before the zeros of ``shape`` are allocated: the shape comes from the state's JSON.
 
     Raises
     ------
     ValueError
-        When the pieces do not fit together (a damaged or foreign file).
+        When the pieces do not fit together (a damaged or foreign file), or ``shape`` is not a list of integers
+        >= 0 or has more than ``max_elements`` elements.
     """
     shape = tuple(shape)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise ValueError(f"stored shape {preview(shape)} is not a list of integers >= 0")
+    if max_elements is not None and math.prod(shape) > max_elements:
+        raise ValueError(f"stored shape {shape} has {math.prod(shape)} elements, more than any tensor of the model "
+                         f"({max_elements})")
     if base is None:
         base = torch.zeros(shape, dtype=values.dtype)
     if tuple(base.shape) != shape or base.dtype != values.dtype or tuple(values.shape[1:]) != shape[1:]:

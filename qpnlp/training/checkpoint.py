@@ -58,6 +58,8 @@ def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device 
     path = Path(directory) / VOCABULARY_FILE
     vocabulary = None
     if path.exists():                                  # a directory of that name is an error, not "no vocabulary"
+        if not (path.is_file() or path.is_dir()):      # a link to /dev/zero or a FIFO: read_text never ended
+            raise ValueError(f"{path}: not a qpnlp vocabulary (not a regular file)")
         try:
             vocabulary = Vocabulary.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError) as err:

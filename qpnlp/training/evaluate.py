@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from qpnlp._checks import check_seed, is_integer
+from qpnlp._errors import preview
 from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification, load_qa, splits
 from qpnlp.data.qa import STANDARD_FILTERS, qa_folder_name
 from qpnlp.models.base import CONFIG_FILE
@@ -104,7 +105,7 @@ def _check_metadata(directory: str | os.PathLike, metadata: dict) -> None:
         value = metadata.get(key)
         if value is not None and not valid(value):
             raise ValueError(f"{os.path.join(directory, CONFIG_FILE)}: metadata {key!r} must be {what}; got "
-                             f"{type(value).__name__} {value!r}")
+                             f"{type(value).__name__} {preview(value, 60)}")
 
 
 _TASK_OF_DATASET = {**{name.lower(): "classification" for name in DATASETS},

@@ -56,6 +56,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from qpnlp._atomic import atomic_directory
+from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
 from qpnlp.models.base import _restored, _storable
 
@@ -306,25 +307,29 @@ def _rows_rebuilt(directory: Path, tensors: dict[str, torch.Tensor], header: dic
                              "or another initialisation), and the state holds only the rows that training changed")
     rebuilt = {k: v for k, v in tensors.items() if "#" not in k}
     bases = {"zeros": {}, "initial": {} if initial is None else initial.state}
+    # no tensor of a training state is larger than the model's largest (optimiser moments have their parameter's
+    # shape): a stored shape beyond it is refused before its zeros are allocated
+    largest = max((value.numel() for value in model.state_dict().values()), default=0)
     # the best parameters are stored against the current ones: those are rebuilt first
     for against_model in (False, True):
         if against_model:
             bases["model"] = _prefixed(rebuilt, "model")
         for key, entry in row_deltas.items():
             if (entry.get("base") == "model") == against_model:
-                rebuilt[key] = _rebuilt_entry(directory, tensors, key, entry, bases)
+                rebuilt[key] = _rebuilt_entry(directory, tensors, key, entry, bases, largest)
     return rebuilt
 
 
 def _rebuilt_entry(directory: Path, tensors: Mapping[str, torch.Tensor], key: str, entry: dict,
-                   bases: Mapping[str, Mapping[str, torch.Tensor]]) -> torch.Tensor:
+                   bases: Mapping[str, Mapping[str, torch.Tensor]], max_elements: int) -> torch.Tensor:
     """One tensor stored as rows, rebuilt on its base (``bases[entry["base"]]``; zeros: an empty mapping)."""
     try:
         name = key.split(".", 1)[1]
         found = bases[entry["base"]]
         if entry["base"] != "zeros" and name not in found:
             raise KeyError(f"no {entry['base']} tensor {name!r}")
-        return decode_rows(tensors[key + "#rows"], tensors[key + "#values"], found.get(name), tuple(entry["shape"]))
+        return decode_rows(tensors[key + "#rows"], tensors[key + "#values"], found.get(name), tuple(entry["shape"]),
+                           max_elements)
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise ValueError(f"{directory}: damaged training state ({key}: {err})") from None
 
@@ -345,19 +350,20 @@ def _check_identity(directory: Path, saved: dict, current: dict) -> None:
     current = json.loads(json.dumps(current))          # tuples -> lists, as stored
     differences = []
     if saved.get("model") != current["model"] or saved.get("model_config") != current["model_config"]:
-        differences.append(f"the model ({saved.get('model')} {saved.get('model_config')} there, "
-                           f"{current['model']} {current['model_config']} here)")
+        differences.append(f"the model ({preview(saved.get('model'), 60)} {preview(saved.get('model_config'), 300)} "
+                           f"there, {current['model']} {current['model_config']} here)")
     old, new = saved.get("settings", {}), current["settings"]
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if changed:
-        differences.append("the training settings " + ", ".join(f"{k} ({old.get(k)!r} -> {new.get(k)!r})"
-                                                                 for k in changed))
+        differences.append("the training settings " + ", ".join(f"{k[:60]} ({preview(old.get(k))} -> "
+                                                                 f"{new.get(k)!r})" for k in changed[:10])
+                           + (f" and {len(changed) - 10} more" if len(changed) > 10 else ""))
     # the optimisers' states are stored by parameter position: another set of trainable parameters would give
     # each one another's moments (states written before the field was recorded lack it)
     if "trainable" in saved and saved["trainable"] != current["trainable"]:
         there, here = saved["trainable"], current["trainable"]
-        differences.append(f"the trainable parameters (only there: {sorted(set(there) - set(here))}, only here: "
-                           f"{sorted(set(here) - set(there))})")
+        differences.append(f"the trainable parameters (only there: {preview(sorted(set(there) - set(here)), 300)}, "
+                           f"only here: {sorted(set(here) - set(there))})")
     if saved.get("data") != current["data"]:
         differences.append("the training or dev data")
     if differences:

@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 
 from qpnlp.data.vocab import Vocabulary
-from qpnlp.models.base import CONFIG_FILE, MAX_CONFIG_BYTES, read_model_header
+from qpnlp._errors import preview
+from qpnlp.models.base import CONFIG_FILE, MAX_CONFIG_BYTES, _model_from_state, read_model_header
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 
 __all__ = ["LEGACY_WEIGHTS_FILE", "is_legacy_word2fun", "convert_legacy_word2fun"]
@@ -104,10 +105,10 @@ def convert_legacy_word2fun(old_dir: str | os.PathLike, new_dir: str | os.PathLi
     model = dict(header["model"])
     unknown = sorted(set(model) - set(_LEGACY_MODEL_KEYS))
     if unknown:
-        raise ValueError(f"{old / CONFIG_FILE}: unknown Word2Fun settings {unknown}")
+        raise ValueError(f"{old / CONFIG_FILE}: unknown Word2Fun settings {preview(unknown, 80)}")
     span = model.pop("time_scale", None)
     if not isinstance(span, dict) or set(span) - {"start", "end", "scale"} or not {"start", "end"} <= set(span):
-        raise ValueError(f"{old / CONFIG_FILE}: time_scale must be {{start, end, scale}}; got {span!r}")
+        raise ValueError(f"{old / CONFIG_FILE}: time_scale must be {{start, end, scale}}; got {preview(span, 80)}")
     model.update(span_start=span["start"], span_end=span["end"], time_scale=span.get("scale", 60.0))
     config = Word2FunConfig.from_dict(model)
     words = header["words"]
@@ -123,11 +124,12 @@ def convert_legacy_word2fun(old_dir: str | os.PathLike, new_dir: str | os.PathLi
         state = load_file(str(old / LEGACY_WEIGHTS_FILE), device="cpu")
     except (SafetensorError, OSError) as err:
         raise ValueError(f"{old / LEGACY_WEIGHTS_FILE}: not a readable safetensors file ({err})") from None
-    w2f = Word2Fun.empty(config)
-    try:
-        w2f.load_state_dict(state)
-    except RuntimeError as err:
-        raise ValueError(f"{old / LEGACY_WEIGHTS_FILE} does not match its config: {err}") from None
+    try:     # the tensors checked against the config on a meta skeleton before the model is allocated
+        w2f = _model_from_state(Word2Fun, config, state, weights=old / LEGACY_WEIGHTS_FILE,
+                                config_path=old / CONFIG_FILE, name="word2fun")
+    except (RuntimeError, ValueError) as err:
+        detail = str(err).removeprefix(f"{old / LEGACY_WEIGHTS_FILE}: ")
+        raise ValueError(f"{old / LEGACY_WEIGHTS_FILE} does not match its config: {detail}") from None
     w2f.save_pretrained(new, vocabulary=vocabulary, metadata={"converted_from": str(old),
                                                               "source_format": "qpnlp 0.1 Word2FunEmbeddings.save"})
     return new

@@ -162,3 +162,18 @@ def test_a_damaged_row_entry_is_named(tmp_path):
     with pytest.raises(ValueError, match=f"damaged training state \\({key}"):
         fit(_qpdn(5), _texts(), _texts(seed=1), TrainConfig(epochs=2, **CONFIG), checkpoint_dir=tmp_path,
             resume=True)
+
+
+def test_a_stored_shape_is_checked_before_its_zeros_are_allocated(tmp_path):
+    """A training state's JSON names the shape of each tensor stored as rows; one inflated past every tensor of the
+    model (128 TB of zeros here) is refused before torch.zeros allocates it, as a damaged state."""
+    fit(_qpdn(5), _texts(), _texts(seed=1), TrainConfig(epochs=1, **CONFIG), checkpoint_dir=tmp_path)
+    header = json.loads((tmp_path / JSON_FILE).read_text())
+    key = next(k for k, entry in header["row_deltas"].items() if entry["base"] == "zeros")
+    for shape, message in (([10 ** 12, WIDTH], "more than any tensor of the model"),
+                           ([-1, WIDTH], "not a list of integers >= 0")):
+        header["row_deltas"][key]["shape"] = shape
+        (tmp_path / JSON_FILE).write_text(json.dumps(header))
+        with pytest.raises(ValueError, match=f"damaged training state \\({key}: stored shape .*{message}"):
+            fit(_qpdn(5), _texts(), _texts(seed=1), TrainConfig(epochs=2, **CONFIG), checkpoint_dir=tmp_path,
+                resume=True)
