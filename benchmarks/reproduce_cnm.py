@@ -44,7 +44,7 @@ import torch
 
 from qpnlp.commands._types import chunk_overhead_type
 from qpnlp.data import load_qa
-from qpnlp.data.vectors import load_vectors, recommended_fallback
+from qpnlp.data.vectors import DEFAULT_VECTORS, load_vectors, recommended_fallback
 from qpnlp.models import CNM, CNMConfig, get_model_class
 from qpnlp.evaluation import evaluate_bm25
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
@@ -75,7 +75,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--epochs", type=int, default=TRAIN["epochs"])
     parser.add_argument("--patience", type=int, default=TRAIN["patience"])
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=TRAIN["batch_size"])
     parser.add_argument("--length-chunks", type=chunk_overhead_type, default=DEFAULT_OVERHEAD, metavar="N|off",
                         help="length-sorted chunks of the batches (qpnlp.training.length_chunks; 'off': whole "
                              "batches, as the runs before commit 9dc8913; default %(default)s)")
@@ -86,7 +86,7 @@ def main(argv=None) -> None:
                         choices=("identity", "orthogonal", "random"))
     parser.add_argument("--phase-init", default=CONFIG.phase_init, choices=("uniform", "zero", "sign"))
     parser.add_argument("--dropout", type=float, default=CONFIG.dropout)
-    parser.add_argument("--windows", type=int, nargs="+", default=[1, 2, 3, 4],
+    parser.add_argument("--windows", type=int, nargs="+", default=list(CONFIG.windows),
                         help="local-mixture window sizes (default 1 2 3 4, the thesis' l = 1..4)")
     parser.add_argument("--margin", type=float, default=None,
                         help="triplet hinge margin (default: CNM's per data set, CNM.training_defaults; thesis: 0.1)")
@@ -100,7 +100,7 @@ def main(argv=None) -> None:
     parser.add_argument("--best-test-epoch-diagnostic", action="store_true",
                         help="also score test after every epoch (observer only) and report the best such MAP, "
                              "the public code's protocol, as a separate diagnostic column")
-    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+    parser.add_argument("--vectors", default=DEFAULT_VECTORS, help="pretrained vectors: name or path "
                         "(qpnlp.data.vectors.load_vectors; default glove-6b-50d)")
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--train-split", default=None,
@@ -117,7 +117,7 @@ def main(argv=None) -> None:
             print(f"{path}:\n" + "\n".join(_seed_means(json.loads(Path(path).read_text())["runs"])))
         return
     torch.set_num_threads(args.threads)
-    negatives = dict(zip(args.datasets, args.negatives or [1] * len(args.datasets)))
+    negatives = dict(zip(args.datasets, args.negatives or [TRAIN["negatives"]] * len(args.datasets)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

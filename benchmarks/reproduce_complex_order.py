@@ -60,6 +60,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import time
@@ -70,9 +71,10 @@ import numpy as np
 import torch
 
 from qpnlp.data import load_classification, splits
-from qpnlp.data.vectors import VECTOR_SETS, load_vectors, recommended_fallback
+from qpnlp.data.protocols import DEFAULT_FOLDS
+from qpnlp.data.vectors import DEFAULT_VECTORS, VECTOR_SETS, load_vectors, recommended_fallback
 from qpnlp.interpret.positional import positional_sensitivity
-from qpnlp.nn import EMBEDDING_KINDS
+from qpnlp.nn import EMBEDDING_KINDS, ComplexOrderEmbedding
 from qpnlp.commands._config_options import grid_less_given, recorded
 from qpnlp.commands._types import chunk_overhead_type
 from qpnlp.models.order_classifier import NETWORKS, OrderClassifier, OrderClassifierConfig
@@ -88,6 +90,9 @@ SENSITIVITY: list[tuple[str, str]] = []
 DATASETS = ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"]
 #: The training defaults and the default --grid: the library's (what `qpnlp train order-classifier` uses).
 TRAIN = OrderClassifier.training_defaults
+#: The model defaults: the library's (OrderClassifierConfig's fields, ComplexOrderEmbedding's keywords).
+CONFIG = OrderClassifierConfig(num_words=2, num_classes=2)
+EMBEDDING = {name: p.default for name, p in inspect.signature(ComplexOrderEmbedding).parameters.items()}
 NETWORK_NAMES = {"fasttext": "FastText", "cnn": "CNN", "rnn": "LSTM", "transformer": "Transformer"}
 VARIANT_NAMES = {"none": "none", "pe": "PE", "tpe": "TPE", "complex_vanilla": "Complex-vanilla",
                  "complex_order": "Complex-order"}
@@ -479,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--datasets", nargs="+", type=str.upper, default=DATASETS)
     parser.add_argument("--networks", nargs="+", choices=NETWORKS, default=["fasttext", "cnn", "transformer", "rnn"])
     parser.add_argument("--variants", nargs="+", choices=EMBEDDING_KINDS, default=list(EMBEDDING_KINDS))
-    parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--folds", type=int, default=DEFAULT_FOLDS)
     parser.add_argument("--max-splits", type=int, default=None, help="stop before this split (0-based)")
     parser.add_argument("--first-split", type=int, default=0,
                         help="skip the splits before this one (0-based): run a data set's folds in parts")
@@ -491,17 +496,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Adam, dense parameters (paper pool 1e-3..1e-5)")
     parser.add_argument("--embedding-lr", action=given, type=float, default=TRAIN["embedding_lr"],
                         help="SparseAdam, embedding tables")
-    parser.add_argument("--weight-decay", action=given, type=float, default=0.0,
+    parser.add_argument("--weight-decay", action=given, type=float, default=TrainConfig.weight_decay,
                         help="Adam's L2 on the dense parameters")
-    parser.add_argument("--hidden", action=given, type=int, default=128)
-    parser.add_argument("--filters", action=given, type=int, default=64)
-    parser.add_argument("--heads", action=given, type=int, default=5)
-    parser.add_argument("--ffn-hidden", action=given, type=int, default=128)
-    parser.add_argument("--dropout", action=given, type=float, default=0.1)
-    parser.add_argument("--readout", default="modulus")
-    parser.add_argument("--frequency-init", default="sinusoidal", help="complex-order only (default: the library default)")
-    parser.add_argument("--frequency-scale", type=float, default=1.0)
-    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+    parser.add_argument("--hidden", action=given, type=int, default=CONFIG.hidden)
+    parser.add_argument("--filters", action=given, type=int, default=CONFIG.filters)
+    parser.add_argument("--heads", action=given, type=int, default=CONFIG.heads)
+    parser.add_argument("--ffn-hidden", action=given, type=int, default=CONFIG.ffn_hidden)
+    parser.add_argument("--dropout", action=given, type=float, default=CONFIG.dropout)
+    parser.add_argument("--readout", default=CONFIG.readout)
+    parser.add_argument("--frequency-init", default=EMBEDDING["frequency_init"],
+                        help="complex-order only (default: the library default)")
+    parser.add_argument("--frequency-scale", type=float, default=EMBEDDING["frequency_scale"])
+    parser.add_argument("--vectors", default=DEFAULT_VECTORS, help="pretrained vectors: name or path "
                         "(qpnlp.data.vectors.load_vectors; default glove-6b-50d; spacy-md-300d for 300-d)")
     parser.add_argument("--vectors-scale", type=float, default=None,
                         help="factor applied to the vectors (default: the registered set's own, 1 for files)")

@@ -53,7 +53,8 @@ from pathlib import Path
 import torch
 
 from qpnlp.data import load_classification, splits
-from qpnlp.data.vectors import load_vectors, recommended_fallback
+from qpnlp.data.protocols import DEFAULT_FOLDS
+from qpnlp.data.vectors import DEFAULT_VECTORS, load_vectors, recommended_fallback
 from qpnlp.models import QPDN, QPDNConfig
 from qpnlp.training import TrainConfig, accuracy
 from qpnlp.training.classification import mean_std, parse_grid, run_split, run_split_selected, summarise
@@ -157,7 +158,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", type=str.upper, default=list(PUBLISHED))
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
-    parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--folds", type=int, default=DEFAULT_FOLDS)
     parser.add_argument("--max-splits", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=TRAIN["epochs"])
@@ -187,7 +188,7 @@ def main(argv=None) -> None:
                              "(default: %(default)s)")
     parser.add_argument("--no-selection", action="store_true",
                         help="no grid: train the one setting of the other options per split (the earlier runs)")
-    parser.add_argument("--vectors", default="glove-6b-50d", help="pretrained vectors: name or path "
+    parser.add_argument("--vectors", default=DEFAULT_VECTORS, help="pretrained vectors: name or path "
                         "(qpnlp.data.vectors.load_vectors; default glove-6b-50d)")
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--out", default="benchmarks/results/qpdn")

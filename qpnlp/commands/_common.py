@@ -15,50 +15,61 @@ import torch
 
 from qpnlp.training import TrainConfig
 from qpnlp.training.compiled import COMPILE_MODES
-from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
 from ._config_options import recorded
 from ._types import DEVICE_HELP, chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
 
 
-def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-2, batch_size: int = 32,
-                         embedding_lr: float | None = None, patience: int = 4, **_) -> None:
+def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **overrides) -> None:
+    """The training settings of ``qpnlp train KIND``; every default is the library's
+    (:func:`qpnlp.training.defaults.training_settings`: the model's ``training_defaults`` over the training config's
+    own), so the command and a Python user train alike. ``kind=None``: :class:`TrainConfig`'s defaults, replaced by
+    ``overrides`` (``qpnlp demo``'s short run)."""
+    from qpnlp.models import get_model_class
+    from qpnlp.training.defaults import training_settings
+
+    if kind is None:
+        defaults, embedding_lr = {**TrainConfig().to_dict(), **overrides}, None   # None: follows --lr
+    else:
+        defaults = {**training_settings(kind), **overrides}
+        embedding_lr = get_model_class(kind).training_default("embedding_lr")
     group = parser.add_argument_group("training")
     given = recorded(argparse._StoreAction)   # a default selection grid leaves out the axes given (explicit_options)
-    group.add_argument("--epochs", action=given, type=count_type(), default=epochs,
+    group.add_argument("--epochs", action=given, type=count_type(), default=defaults["epochs"],
                        help="maximum epochs (default %(default)s)")
-    group.add_argument("--batch-size", action=given, type=count_type(), default=batch_size,
+    group.add_argument("--batch-size", action=given, type=count_type(), default=defaults["batch_size"],
                        help="(default %(default)s)")
-    group.add_argument("--lr", action=given, type=rate_type(), default=lr,
+    group.add_argument("--lr", action=given, type=rate_type(), default=defaults["lr"],
                        help="Adam learning rate, dense parameters (default %(default)s)")
     group.add_argument("--embedding-lr", action=given, type=rate_type(), default=embedding_lr,
                        help="SparseAdam learning rate of the embedding tables (default: "
                             f"{embedding_lr if embedding_lr is not None else '--lr'})")
-    group.add_argument("--phase-lr", action=given, type=rate_type(), default=None,
+    group.add_argument("--phase-lr", action=given, type=rate_type(), default=defaults["phase_lr"],
                        help="learning rate of the phase tables of complex embeddings (default: --embedding-lr)")
-    group.add_argument("--weight-decay", action=given, type=rate_type(zero=True), default=0.0,
+    group.add_argument("--weight-decay", action=given, type=rate_type(zero=True), default=defaults["weight_decay"],
                        help="L2 on dense parameters (default %(default)s)")
-    group.add_argument("--patience", action=given, type=count_type(), default=patience,
+    group.add_argument("--patience", action=given, type=count_type(), default=defaults["patience"],
                        help="early-stopping patience on the dev score (default %(default)s)")
-    group.add_argument("--seed", type=seed_type, default=0,
+    group.add_argument("--seed", type=seed_type, default=defaults["seed"],
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
-    group.add_argument("--device", type=device_type, default="cpu", help=DEVICE_HELP)
+    group.add_argument("--device", type=device_type, default=defaults["device"], help=DEVICE_HELP)
     group.add_argument("--threads", type=count_type(0), default=0,
                        help="torch CPU threads of the run (0 = torch's default, one per core; 1 on a machine whose "
                             "cores other jobs keep busy, where more threads wait on each other; default %(default)s)")
-    group.add_argument("--max-len", type=count_type(), default=None,
+    group.add_argument("--max-len", type=count_type(), default=defaults["max_len"],
                        help="truncate texts to their first N tokens (default: no truncation)")
-    group.add_argument("--length-chunks", action=given, type=chunk_overhead_type, default=DEFAULT_OVERHEAD,
+    group.add_argument("--length-chunks", action=given, type=chunk_overhead_type, default=defaults["length_chunks"],
                        metavar="N|off",
                        help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
                             "of one more chunk in padded positions, 'off' = whole batches (default %(default)s; "
                             "training batches are cut only for models that gain from it: CNM, its ablations CNM-Real "
                             "and FastText-MaxPool, and the order classifiers' CNN, RNN and Transformer, whose dropout "
                             "then draws its masks chunk by chunk)")
-    group.add_argument("--compile", action=given, choices=COMPILE_MODES, default=None, metavar="MODE",
+    group.add_argument("--compile", action=given, choices=COMPILE_MODES, default=defaults["compile"], metavar="MODE",
                        help="run the training steps through torch.compile in this mode (" + ", ".join(COMPILE_MODES)
                             + "); pays for CNM, not for QPDN; the first epoch compiles (default: eager)")
-    group.add_argument("--pad-to-multiple-of", action=given, type=count_type(), default=None, metavar="N",
+    group.add_argument("--pad-to-multiple-of", action=given, type=count_type(), default=defaults["pad_to_multiple_of"],
+                       metavar="N",
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
                             "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs "
                             "are recorded per length; else the longest text)")
@@ -69,10 +80,10 @@ def add_training_options(parser: argparse.ArgumentParser, *, epochs: int = 20, l
 
 
 def add_vectors_option(parser: argparse.ArgumentParser) -> None:
-    from qpnlp.data.vectors import VECTOR_SETS
+    from qpnlp.data.vectors import DEFAULT_VECTORS, VECTOR_SETS
 
     given = recorded(argparse._StoreAction)   # --vectors given, e.g. beside --no-pretrained (explicit_options)
-    parser.add_argument("--vectors", action=given, metavar="NAME|PATH", default="glove-6b-50d",
+    parser.add_argument("--vectors", action=given, metavar="NAME|PATH", default=DEFAULT_VECTORS,
                         help=f"pretrained vectors: a name ({', '.join(VECTOR_SETS)}) or a GloVe / word2vec / "
                              "fastText .vec text file, a word2vec .bin or .bin.gz file or a spaCy model directory "
                              "(default %(default)s)")

@@ -31,9 +31,7 @@ from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
-
-
-DEFAULT_FOLDS = 10
+from qpnlp.data.protocols import DEFAULT_FOLDS
 
 
 def register(subparsers: dict) -> None:
@@ -62,8 +60,7 @@ def register(subparsers: dict) -> None:
                        help="save the model of the first split run to this directory; a saved qpnlp model there is "
                             "replaced, any other non-empty directory refused (default: not saved)")
         add_fallback_option(p)
-        defaults = get_model_class(name).training_defaults
-        add_training_options(p, **defaults)
+        add_training_options(p, name)
         add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)

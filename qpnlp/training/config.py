@@ -97,6 +97,12 @@ def _non_finite_text(text: str) -> bool:
 class TrainConfig:
     """Optimisation settings.
 
+    The field defaults are the trainer's, for any model; a registered model's
+    own (its reproduction's, what ``qpnlp train MODEL`` uses with no flags)
+    are :func:`qpnlp.training.defaults.default_train_config`. Unlike
+    ``--embedding-lr``, which defaults to ``--lr``, ``embedding_lr`` here is
+    a field of its own.
+
     ``lr`` applies to dense parameters (Adam with ``weight_decay``),
     ``embedding_lr`` to sparse embedding tables (SparseAdam, which only
     touches the rows of the batch); ``phase_lr``, if set, replaces

@@ -365,6 +365,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     """Train a matching model (registry name ``model``: ``cnm``, ``cnm_real``, ...) on ``name``'s train split,
     select on dev, then score each of ``eval_splits`` present once.
 
+    ``qpnlp train MODEL --dataset NAME`` passes
+    ``default_train_config(model, dataset=NAME, vectors=...)`` (:mod:`qpnlp.training.defaults`: the model's
+    epochs, learning rate and margin for the data set) and, unless ``--pretrained-fallback`` is given, the vector
+    set's own fallback (:func:`~qpnlp.data.vectors.recommended_fallback`, 400000 for ``glove-6b-50d``); the default
+    here is 0, as the vectors passed in do not name their set.
+
     ``train_split``: the training file; by default ``train-all`` where the
     data set has one (TREC-QA's TRAIN-ALL, the training set of the published
     TREC-QA results), else ``train``. The run records which one it used.
@@ -388,7 +394,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models import get_model_class
 
-    from .classification import with_data_fields
+    from .classification import DEFAULT_DIM, with_data_fields
     from .trainer import seed_everything
 
     seed_everything(config.seed)
@@ -414,7 +420,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
     filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
     try:
-        cnm_config = klass.config_class.from_dict({"dim": 50, **with_data_fields(model_options, filled)})
+        cnm_config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
     except (ValueError, TypeError) as err:
         raise ConfigError(str(err)) from None
     model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,

@@ -1,0 +1,68 @@
+"""The training settings of a registered model when none is given: what ``qpnlp train MODEL`` uses with no flags.
+
+Defaults are the product: the command and a Python user get the same run from
+one home. The settings are the training config's field defaults
+(:class:`~qpnlp.training.TrainConfig`, or
+:class:`~qpnlp.training.matching.MatchingConfig` for a matching model),
+replaced by the model's ``training_defaults`` for the data set and the
+vector set (:meth:`~qpnlp.models.base.Model.training_default`: the
+reproductions' settings, chosen by the benchmarks). ``embedding_lr`` follows
+``lr`` unless the model sets it, as ``--embedding-lr`` defaults to ``--lr``.
+
+>>> config = default_train_config("cnm", dataset="trecqa")       # qpnlp train cnm --dataset trecqa
+>>> config.epochs, config.lr, config.margin
+(6, 0.003, 0.05)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from qpnlp.models import get_model_class
+
+from .config import TrainConfig
+from .matching import MatchingConfig
+
+__all__ = ["train_config_class", "training_settings", "default_train_config", "default_grid"]
+
+
+def train_config_class(kind: str) -> type[TrainConfig]:
+    """The training config of the registered model ``kind``: :class:`MatchingConfig` for a matching model, else
+    :class:`TrainConfig`."""
+    return MatchingConfig if get_model_class(kind).task == "matching" else TrainConfig
+
+
+def training_settings(kind: str, *, dataset: str | None = None, vectors: str | None = None) -> dict:
+    """Every field of ``kind``'s training config at its default for this data set and vector set (names as on the
+    command line): the model's ``training_defaults`` over the config class's defaults; ``embedding_lr`` is ``lr``
+    unless the model sets it."""
+    klass = get_model_class(kind)
+    settings = {f.name: klass.training_default(f.name, dataset=dataset, vectors=vectors, fallback=f.default)
+                for f in dataclasses.fields(train_config_class(kind))}
+    if klass.training_default("embedding_lr", dataset=dataset, vectors=vectors) is None:
+        settings["embedding_lr"] = settings["lr"]
+    return settings
+
+
+def default_train_config(kind: str, *, dataset: str | None = None, vectors: str | None = None,
+                         **overrides) -> TrainConfig:
+    """The training config of ``qpnlp train KIND --dataset DATASET --vectors VECTORS`` plus the options
+    ``overrides`` (config field names: ``epochs=3``, ``seed=1``); an ``lr`` given without ``embedding_lr`` also sets
+    the embedding tables' rate unless the model sets that one, as ``--lr`` does.
+
+    Pass it to :func:`~qpnlp.training.classification.run_split` or
+    :func:`~qpnlp.training.matching.run_matching`; the dev-selection grid of the command is
+    :func:`default_grid`.
+    """
+    settings = training_settings(kind, dataset=dataset, vectors=vectors)
+    follows = get_model_class(kind).training_default("embedding_lr", dataset=dataset, vectors=vectors) is None
+    if "lr" in overrides and "embedding_lr" not in overrides and follows:
+        settings["embedding_lr"] = overrides["lr"]
+    return train_config_class(kind)(**{**settings, **overrides})
+
+
+def default_grid(kind: str) -> list[str]:
+    """The dev-selection grid that ``qpnlp train KIND`` searches by default (``NAME=V1,V2`` axes, as ``--select``
+    takes them; :func:`~qpnlp.training.classification.parse_grid` makes the candidates of
+    :func:`~qpnlp.training.classification.run_split_selected`); empty for a model without one."""
+    return list(get_model_class(kind).training_defaults.get("select", []))
