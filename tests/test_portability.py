@@ -140,8 +140,10 @@ def test_the_process_group_asks_for_no_libuv_on_windows(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.delenv("USE_LIBUV", raising=False)
     monkeypatch.delenv("QPNLP_DIST_BACKEND", raising=False)
+    monkeypatch.delenv("QPNLP_DIST_TIMEOUT", raising=False)   # set where the suite runs with a bounded group wait
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
-    monkeypatch.setattr(dist, "init_process_group", lambda backend: seen.append((backend, os.environ["USE_LIBUV"])))
+    monkeypatch.setattr(dist, "init_process_group",
+                        lambda backend, **options: seen.append((backend, os.environ["USE_LIBUV"])))
     monkeypatch.setattr(dist, "get_world_size", lambda: 2)
     assert setup("cpu") == 2 and seen == [("gloo", "0")]
     monkeypatch.setenv("USE_LIBUV", "1")                        # the user's own choice stays
