@@ -65,8 +65,8 @@ def test_a_bad_length_chunks_value_is_a_usage_error(capsys):
 
 
 @pytest.mark.parametrize("flags, lr, scale", [
-    (["--dataset", "wikiqa"], 1e-2, None),
-    (["--dataset", "trecqa"], 3e-3, None),
+    (["--dataset", "wikiqa"], 1e-2, 1.0),
+    (["--dataset", "trecqa"], 3e-3, 1.0),
     (["--dataset", "wikiqa", "--vectors", "spacy-md-300d"], 1e-3, 1 / 32),
     (["--dataset", "trecqa", "--vectors", "spacy-md-300d"], 1e-3, 1 / 32),
     (["--dataset", "trecqa", "--vectors", "spacy-md-300d", "--lr", "0.02", "--vectors-scale", "0.5"], 0.02, 0.5),
@@ -280,12 +280,10 @@ def test_the_complex_order_reproduction_uses_the_cli_defaults():
     assert args.grid == defaults["select"] and args.settings == [{"lr": 1e-3}, {"lr": 1e-4}]
     assert script.parse_arguments(["--lr", "0.01"]).settings == [{}]             # a given lr leaves the lr axis
     assert script.parse_arguments(["--no-grid"]).settings == [{}]
-    import argparse
-
-    from qpnlp.commands._common import pretrained_fallback
+    from qpnlp.data.vectors import VECTOR_SETS
     for vectors in ("glove-6b-50d", "spacy-md-300d"):                          # the CLI's vocabulary fallback
-        cli = argparse.Namespace(pretrained_fallback=None, vectors=vectors, no_pretrained=False)
-        assert script.parse_arguments(["--vectors", vectors]).pretrained_fallback == pretrained_fallback(cli)
+        # the vectors the command loads record their set's fallback (tests/test_cli_defaults.py checks the command)
+        assert script.parse_arguments(["--vectors", vectors]).pretrained_fallback == VECTOR_SETS[vectors].fallback
 
 
 def test_the_complex_order_reproduction_keeps_and_resumes_each_runs_state(tmp_path, monkeypatch):

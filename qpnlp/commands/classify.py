@@ -25,7 +25,7 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      pretrained_fallback, torch_threads, train_config)
+                      torch_threads, train_config)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -118,11 +118,11 @@ def _train(args, report: Report, config, options: dict, candidates, state_root) 
         try:
             if candidates is None:
                 result, model, prepared, _ = run_split(args.kind, dataset, split, pretrained, options, config,
-                                                       pretrained_fallback=pretrained_fallback(args), **resumable)
+                                                       pretrained_fallback=args.pretrained_fallback, **resumable)
             else:
                 result, model, prepared, _ = run_split_selected(args.kind, dataset, split, pretrained, options,
                                                                 config, candidates,
-                                                                pretrained_fallback=pretrained_fallback(args),
+                                                                pretrained_fallback=args.pretrained_fallback,
                                                                 **resumable)
         except TrainingInterrupted as err:
             return _interrupted(args, report, err, dataset, config, first=i == 0)

@@ -14,7 +14,7 @@ from qpnlp.data import QA_DATASETS
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import DEFAULT_DIM, check_model_options
-from qpnlp.training.defaults import training_settings
+from qpnlp.training.defaults import default_vectors_scale, training_settings
 from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
@@ -121,15 +121,11 @@ def check_effective_options(args: argparse.Namespace) -> None:
 
 def _training_setting(args: argparse.Namespace, key: str):
     """The flag ``--key`` when given, else the library's default for this model, data set and vector set
-    (:func:`qpnlp.training.defaults.training_settings`; ``vectors_scale``, not a config field: the model's
-    :meth:`~qpnlp.models.base.Model.training_default`, None when it sets none)."""
+    (:func:`qpnlp.training.defaults.training_settings`)."""
     value = getattr(args, key)
     if value is not None:
         return value
-    settings = training_settings(args.kind, dataset=args.dataset, vectors=args.vectors)
-    if key in settings:
-        return settings[key]
-    return get_model_class(args.kind).training_default(key, dataset=args.dataset, vectors=args.vectors)
+    return training_settings(args.kind, dataset=args.dataset, vectors=args.vectors)[key]
 
 
 def training_lr(args: argparse.Namespace) -> float:
@@ -143,8 +139,13 @@ def training_margin(args: argparse.Namespace) -> float:
 
 
 def vectors_scale(args: argparse.Namespace) -> float | None:
-    """``--vectors-scale``, or the model's default for this vector set (None: the set's own scale)."""
-    return _training_setting(args, "vectors_scale")
+    """The factor the run multiplies the vectors by: ``--vectors-scale``, or the library's for this model, vector
+    set and data set (:func:`qpnlp.training.defaults.default_vectors_scale`, what
+    :func:`~qpnlp.training.defaults.default_vectors` applies: the model's, else the set's own); None with
+    ``--no-pretrained`` (no vectors)."""
+    if args.vectors_scale is not None or args.no_pretrained:
+        return args.vectors_scale
+    return default_vectors_scale(args.kind, vectors=args.vectors, dataset=args.dataset)
 
 
 def matching_config(args: argparse.Namespace) -> MatchingConfig:
@@ -204,7 +205,7 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     try:
         result = run_matching(args.dataset, options, config, pretrained=pretrained, model=args.kind,
                               root=args.data, max_questions=args.max_questions,
-                              pretrained_fallback=pretrained_fallback(args), extra_train=tuple(args.extra_train),
+                              pretrained_fallback=args.pretrained_fallback, extra_train=tuple(args.extra_train),
                               log=epoch_logger(report, args.dataset), train_split=args.train_split,
                               checkpoint_dir=state_subdir(state_root, "fixed"), resume=args.resume)
     except TrainingInterrupted as err:
@@ -230,7 +231,8 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
                   details=dict(best_epoch=result.best_epoch, train_split=result.train_split,
                                train_questions=result.train_questions, train_triplets=result.train_triplets,
                                oov_rate=result.oov_rate, extra_train=list(args.extra_train),
-                               pretrained_fallback=pretrained_fallback(args), vocabulary_size=len(result.vocab),
+                               pretrained_fallback=pretrained_fallback(args, pretrained),
+                               vocabulary_size=len(result.vocab),
                                model_config=result.model_config))
     return 0
 

@@ -13,6 +13,7 @@ from qpnlp.data.pretrained import (
     from_matrix,
     load_glove_50d,
     load_glove_text,
+    pretrained_fallback_size,
     with_pretrained_fallback,
 )
 from qpnlp.data.protocols import Split, carve_dev, splits
@@ -70,6 +71,7 @@ __all__ = [
     "load_sotu_era",
     "make_loader",
     "pad_batch",
+    "pretrained_fallback_size",
     "read_qa_tsv",
     "TsvStream",
     "concatenate",

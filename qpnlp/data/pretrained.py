@@ -9,6 +9,7 @@ into an initial embedding matrix and reports the out-of-vocabulary words.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._checks import is_integer
 from qpnlp._errors import preview
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
@@ -30,6 +32,7 @@ __all__ = [
     "from_matrix",
     "load_glove_50d",
     "load_glove_text",
+    "pretrained_fallback_size",
     "with_pretrained_fallback",
 ]
 
@@ -52,6 +55,16 @@ class PretrainedVectors:
         Whether :func:`embedding_matrix_for` looks a missing word up by its
         other spellings and parts (:func:`backoff_vector`) by default
         (``load_vectors(..., backoff=True)``; default False).
+    fallback : int
+        The number n of words, the first n of ``words``, that a *pretrained
+        fallback vocabulary* appends to a training vocabulary when the
+        training entry points are given ``pretrained_fallback=None`` (their
+        default; :func:`pretrained_fallback_size`). :func:`~qpnlp.data.vectors.load_vectors`
+        sets the registered set's own (:attr:`~qpnlp.data.vectors.VectorSet.fallback`:
+        400000 = all of ``glove-6b-50d``, chosen on dev in
+        benchmarks/results/qpdn/SELECTION.md; 0 for ``spacy-md-300d``);
+        default 0 (vectors read from a file, :func:`from_matrix`,
+        :func:`load_glove_50d`).
     index : dict of str -> int
         Row of each word (built on construction).
     """
@@ -60,9 +73,12 @@ class PretrainedVectors:
     vectors: np.ndarray
     rows: np.ndarray | None = None
     backoff: bool = False
+    fallback: int = 0
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not is_integer(self.fallback) or self.fallback < 0:
+            raise ValueError(f"fallback must be an integer >= 0 (a number of words); got {self.fallback!r}")
         vectors = self.vectors
         if vectors.ndim != 2:
             raise ValueError(f"vectors must have shape (N, dim); got shape {vectors.shape}")
@@ -109,9 +125,11 @@ class PretrainedVectors:
         chosen = [w for w in self.words if w in keep]
         if self.rows is None:
             rows = [self.index[w] for w in chosen]
-            return replace(from_matrix(chosen, np.asarray(self.vectors[rows])), backoff=self.backoff)
+            return replace(from_matrix(chosen, np.asarray(self.vectors[rows])), backoff=self.backoff,
+                           fallback=self.fallback)
         return PretrainedVectors(chosen, self.vectors, rows=np.asarray([self.index[w] for w in chosen],
-                                                                           dtype=np.int64), backoff=self.backoff)
+                                                                           dtype=np.int64), backoff=self.backoff,
+                                 fallback=self.fallback)
 
     def scaled(self, factor: float) -> PretrainedVectors:
         """The same words with every vector multiplied by ``factor`` (a new read-only matrix)."""
@@ -119,7 +137,26 @@ class PretrainedVectors:
             raise ValueError(f"the scale factor must be positive and finite; got {factor}")
         vectors = np.asarray(self.vectors, dtype=np.float32) * np.float32(factor)
         vectors.flags.writeable = False
-        return PretrainedVectors(list(self.words), vectors, rows=self.rows, backoff=self.backoff)
+        return PretrainedVectors(list(self.words), vectors, rows=self.rows, backoff=self.backoff,
+                                 fallback=self.fallback)
+
+    def with_settings(self, *, backoff: bool | None = None, fallback: int | None = None) -> PretrainedVectors:
+        """The same words and matrix with ``backoff`` and ``fallback`` replaced where given (not None).
+
+        Shares the word list, the matrix and the word index (a copy of the
+        object only, O(1): rebuilding the index of GloVe's 400k words took
+        0.2 s per :func:`~qpnlp.data.vectors.load_vectors` call).
+        """
+        if (backoff is None or backoff == self.backoff) and (fallback is None or fallback == self.fallback):
+            return self
+        if fallback is not None and (not is_integer(fallback) or fallback < 0):
+            raise ValueError(f"fallback must be an integer >= 0 (a number of words); got {fallback!r}")
+        out = copy.copy(self)
+        if backoff is not None:
+            object.__setattr__(out, "backoff", bool(backoff))
+        if fallback is not None:
+            object.__setattr__(out, "fallback", int(fallback))
+        return out
 
     def vector(self, word: str) -> np.ndarray:
         """The vector of ``word``, shape (dim,); KeyError when absent."""
@@ -377,20 +414,42 @@ def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | Non
     return np.asarray(pretrained.vectors[rows], dtype=np.float64).mean(axis=0).astype(np.float32)
 
 
-def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | None, n: int) -> Vocabulary:
+def pretrained_fallback_size(pretrained: PretrainedVectors | None, n: int | None = None) -> int:
+    """The number of pretrained words a fallback vocabulary appends: ``n`` when given, else the vectors' own.
+
+    ``n = None`` (the default of :func:`with_pretrained_fallback` and of the
+    training entry points :func:`~qpnlp.training.classification.run_split`,
+    :func:`~qpnlp.training.matching.run_matching` and their ``prepare``
+    functions) means :attr:`PretrainedVectors.fallback`: 400000 for
+    ``load_vectors("glove-6b-50d")``, 0 for other vectors, and 0 without
+    vectors. ``qpnlp train``'s ``--pretrained-fallback`` goes through this
+    rule too, so the command and a Python user build the same vocabulary.
+
+    >>> pretrained_fallback_size(from_matrix(["a"], np.ones((1, 2)))), pretrained_fallback_size(None)
+    (0, 0)
+    """
+    if n is not None:
+        return n
+    return 0 if pretrained is None else pretrained.fallback
+
+
+def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | None,
+                             n: int | None = None) -> Vocabulary:
     """``vocab`` with ``n`` more words appended: the first pretrained words it lacks, in the pretrained order (a
     *pretrained fallback vocabulary*; words already in ``vocab`` are skipped and do not count towards ``n``).
 
     For GloVe the first words are the most frequent. Dev and test words unseen
     in training then keep their pretrained vectors instead of ``<unk>``; no dev
     or test text is used (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`).
-    ``n = 0`` returns ``vocab`` itself.
+    ``n = None``: the vectors' own size, :attr:`PretrainedVectors.fallback`
+    (:func:`pretrained_fallback_size`). ``n = 0`` returns ``vocab`` itself.
 
     Raises
     ------
     ValueError
         For ``n > 0`` without pretrained vectors.
     """
+    n = pretrained_fallback_size(pretrained, n)
     if not n:
         return vocab
     if pretrained is None:

@@ -22,6 +22,14 @@ directory is memory-mapped (``numpy.load(mmap_mode="r")``) unless it is
 scaled (``spacy-md-300d``'s default 1/16 makes a copy in memory, 24 MB). Pass
 ``words=`` to keep only the rows a vocabulary needs.
 
+A registered set carries its settings (:class:`VectorSet`): the vectors are
+multiplied by its ``scale`` and record its ``fallback``
+(:attr:`PretrainedVectors.fallback`), the pretrained fallback vocabulary the
+training entry points append when not told otherwise. A model may train
+with another scale on a set (CNM: 1/32 on ``spacy-md-300d``);
+:func:`qpnlp.training.defaults.default_vectors` loads a set as ``qpnlp train
+MODEL`` does.
+
 spaCy's vectors are *pruned*: about 514k keys share 20k distinct rows, so
 many rare words get the vector of a frequent neighbour.
 :attr:`PretrainedVectors.n_distinct_rows` and the OOV report of
@@ -39,7 +47,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +56,8 @@ from qpnlp._errors import preview
 
 from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
-__all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "read_word2vec_binary",
-           "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
+__all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "recommended_scale",
+           "read_word2vec_binary", "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
 
 
 def _spacy_md() -> PretrainedVectors:
@@ -73,7 +81,8 @@ class VectorSet:
     vectors have norms of about 44, ten times GloVe 6B 50d's, which makes the
     amplitude-norm softmax weights one-hot); ``fallback`` is the number of the
     set's first (most frequent) words a pretrained fallback vocabulary appends
-    by default (benchmarks/results/qpdn/SELECTION.md).
+    by default (benchmarks/results/qpdn/SELECTION.md), recorded by
+    :func:`load_vectors` in :attr:`PretrainedVectors.fallback`.
     """
 
     loader: Callable[[], PretrainedVectors]
@@ -95,13 +104,23 @@ VECTOR_SETS: dict[str, VectorSet] = {
 
 
 def recommended_fallback(name_or_path: str | os.PathLike) -> int:
-    """The default pretrained-fallback size for these vectors (a registered set's own; 0 for files)."""
+    """The default pretrained-fallback size for these vectors (a registered set's own; 0 for files): the
+    :attr:`PretrainedVectors.fallback` of ``load_vectors(name_or_path)``."""
     entry = VECTOR_SETS.get(str(name_or_path))
     return entry.fallback if entry else 0
 
 
+def recommended_scale(name_or_path: str | os.PathLike) -> float:
+    """The factor :func:`load_vectors` multiplies these vectors by when given no ``scale`` (a registered set's own
+    :attr:`VectorSet.scale`; 1 for files). A model's own scale for a set is
+    :func:`qpnlp.training.defaults.default_vectors_scale`."""
+    entry = VECTOR_SETS.get(str(name_or_path))
+    return entry.scale if entry else 1.0
+
+
 def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | None = None,
-                 scale: float | None = None, backoff: bool | None = None) -> PretrainedVectors:
+                 scale: float | None = None, backoff: bool | None = None,
+                 fallback: int | None = None) -> PretrainedVectors:
     """Pretrained vectors by registered name (:data:`VECTOR_SETS`) or from a file or directory.
 
     Parameters
@@ -113,13 +132,24 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         Keep only these words (files are then read without storing the rest).
     scale : float, optional
         Multiply every vector by this factor. Default: the registered set's
-        own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files.
+        own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files
+        (:func:`recommended_scale`). The scale ``qpnlp train MODEL`` applies,
+        which a model may set per vector set (CNM: 1/32 on
+        ``spacy-md-300d``), is
+        :func:`qpnlp.training.defaults.default_vectors`'.
     backoff : bool, optional
         Whether a vocabulary word missing as written is looked up by its
         other spellings and compound parts
         (:func:`~qpnlp.data.pretrained.backoff_vector`; meant for cased,
         hyphen-split vectors such as spaCy's). Default False: on the QPDN
         dev sets it did not help (benchmarks/results/qpdn/run-g-300d).
+    fallback : int, optional
+        The pretrained fallback vocabulary the vectors record
+        (:attr:`PretrainedVectors.fallback`: how many of their first words
+        ``run_split`` / ``run_matching`` append to the training vocabulary
+        by default). Default: the registered set's own
+        :attr:`VectorSet.fallback` (400000 for ``glove-6b-50d``, 0 for
+        ``spacy-md-300d``), 0 for files (:func:`recommended_fallback`).
 
     Raises
     ------
@@ -129,10 +159,10 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     """
     key = str(name_or_path)
     vectors = _load(key, words)
-    if scale is None:
-        scale = VECTOR_SETS[key].scale if key in VECTOR_SETS else 1.0
+    scale = recommended_scale(key) if scale is None else scale
     vectors = vectors if scale == 1.0 else vectors.scaled(scale)
-    return vectors if backoff is None or backoff == vectors.backoff else replace(vectors, backoff=backoff)
+    return vectors.with_settings(backoff=backoff,
+                                 fallback=recommended_fallback(key) if fallback is None else fallback)
 
 
 def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:

@@ -81,12 +81,18 @@ class SplitResult:
 
 
 def prepare(dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None, *,
-            min_freq: int = 1, seed: int = 0, pretrained_fallback: int = 0) -> Prepared:
+            min_freq: int = 1, seed: int = 0, pretrained_fallback: int | None = None) -> Prepared:
     """Vocabulary from the training texts, encoded splits, and the aligned pretrained matrix.
 
     ``pretrained_fallback = n > 0`` appends n more words, the first (for GloVe:
     most frequent) pretrained words the training vocabulary lacks
-    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`). Vectors that
+    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`); ``None`` (the
+    default) takes the vectors' own n, :attr:`PretrainedVectors.fallback
+    <qpnlp.data.pretrained.PretrainedVectors.fallback>` (400000 for
+    ``load_vectors("glove-6b-50d")``, 0 for other vectors and without
+    vectors), as ``qpnlp train`` does without ``--pretrained-fallback``. The
+    vocabulary then holds V = |training words| + n ids and the pretrained
+    matrix is (V, d). Vectors that
     cover almost none of the training words are warned about
     (:func:`warn_low_coverage`).
     """
@@ -134,7 +140,7 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
 
 def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None,
               model_options: dict, train_config: TrainConfig, *,
-              pretrained_fallback: int = 0,
+              pretrained_fallback: int | None = None,
               on_epoch: Callable[[nn.Module, Prepared], dict] | None = None,
               log: Callable[[dict], None] | None = None,
               checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
@@ -142,9 +148,11 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     """Train on one split (selection on dev) and evaluate its test part once (see :func:`prepare`).
 
     ``qpnlp train KIND`` passes :func:`~qpnlp.training.defaults.default_train_config` (``kind``'s training
-    defaults) and, unless ``--pretrained-fallback`` is given, the vector set's own fallback
-    (:func:`~qpnlp.data.vectors.recommended_fallback`, 400000 for ``glove-6b-50d``); the default here is 0, as
-    the vectors passed in do not name their set.
+    defaults), the vectors of :func:`~qpnlp.training.defaults.default_vectors` and ``--pretrained-fallback``
+    (None when not given). ``pretrained_fallback=None``, the default, is the vectors' own
+    (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, recorded by
+    :func:`~qpnlp.data.vectors.load_vectors`: 400000, all of GloVe 6B, for ``glove-6b-50d``; 0 for
+    ``spacy-md-300d``, files and no vectors); an int is the number of words appended.
 
     ``on_epoch(model, prepared)`` is an observer passed on to :func:`fit`
     (its dict joins each epoch's history; it does not affect selection);
@@ -337,7 +345,7 @@ def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train
 
 def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                        pretrained: PretrainedVectors | None, model_options: dict, train_config: TrainConfig,
-                       candidates: Sequence[dict], *, pretrained_fallback: int = 0,
+                       candidates: Sequence[dict], *, pretrained_fallback: int | None = None,
                        log: Callable[[dict], None] | None = None,
                        checkpoint_dir: str | os.PathLike | None = None, resume: bool = False,
                        ) -> tuple[SplitResult, Model, Prepared, dict]:

@@ -12,18 +12,33 @@ reproductions' settings, chosen by the benchmarks). ``embedding_lr`` follows
 >>> config = default_train_config("cnm", dataset="trecqa")       # qpnlp train cnm --dataset trecqa
 >>> config.epochs, config.lr, config.margin
 (6, 0.003, 0.05)
+
+The vectors of the command are :func:`default_vectors`: the set scaled as the
+model trains on it (:func:`default_vectors_scale`; CNM multiplies spaCy's
+vectors by 1/32 where :func:`~qpnlp.data.vectors.load_vectors` alone gives the
+set's 1/16), and recording the set's pretrained fallback vocabulary
+(:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`), which
+``run_split`` / ``run_matching`` append when given ``pretrained_fallback=None``.
+
+>>> default_vectors_scale("cnm", vectors="spacy-md-300d"), default_vectors_scale("qpdn", vectors="spacy-md-300d")
+(0.03125, 0.0625)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Collection
 
+from qpnlp.data.pretrained import PretrainedVectors
+from qpnlp.data.vectors import DEFAULT_VECTORS, load_vectors, recommended_scale
 from qpnlp.models import get_model_class
 
 from .config import TrainConfig
 from .matching import MatchingConfig
 
-__all__ = ["train_config_class", "training_settings", "default_train_config", "default_grid"]
+__all__ = ["train_config_class", "training_settings", "default_train_config", "default_grid", "default_vectors",
+           "default_vectors_scale"]
 
 
 def train_config_class(kind: str) -> type[TrainConfig]:
@@ -66,3 +81,33 @@ def default_grid(kind: str) -> list[str]:
     takes them; :func:`~qpnlp.training.classification.parse_grid` makes the candidates of
     :func:`~qpnlp.training.classification.run_split_selected`); empty for a model without one."""
     return list(get_model_class(kind).training_defaults.get("select", []))
+
+
+def default_vectors_scale(kind: str | None, *, vectors: str | os.PathLike = DEFAULT_VECTORS,
+                          dataset: str | None = None) -> float:
+    """The factor ``qpnlp train KIND --vectors VECTORS --dataset DATASET`` multiplies the vectors by without
+    ``--vectors-scale``: the model's ``vectors_scale`` for this vector set and data set
+    (:meth:`~qpnlp.models.base.Model.training_default`; CNM: 1/32 on ``spacy-md-300d``, chosen on dev), else the
+    set's own :attr:`~qpnlp.data.vectors.VectorSet.scale` (:func:`~qpnlp.data.vectors.recommended_scale`: 1/16
+    for ``spacy-md-300d``, 1 for ``glove-6b-50d`` and files). ``kind=None``: no model, the set's own."""
+    own = None if kind is None else get_model_class(kind).training_default("vectors_scale", dataset=dataset,
+                                                                            vectors=str(vectors))
+    return recommended_scale(vectors) if own is None else own
+
+
+def default_vectors(kind: str | None, *, vectors: str | os.PathLike = DEFAULT_VECTORS, dataset: str | None = None,
+                    scale: float | None = None, backoff: bool | None = None,
+                    words: Collection[str] | None = None) -> PretrainedVectors:
+    """The vectors ``qpnlp train KIND --vectors VECTORS --dataset DATASET`` trains with (the command loads them
+    here): :func:`~qpnlp.data.vectors.load_vectors` with ``scale`` (``--vectors-scale``), by default
+    :func:`default_vectors_scale`; ``backoff`` and ``words`` as there. The vectors record the set's pretrained
+    fallback vocabulary (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, 400000 for ``glove-6b-50d``),
+    which :func:`~qpnlp.training.classification.run_split` and :func:`~qpnlp.training.matching.run_matching`
+    append by default, as the command does without ``--pretrained-fallback``.
+
+    ``default_vectors("cnm", vectors="spacy-md-300d")`` is spaCy's (514k words, 300) matrix times 1/32, the
+    command's, where ``load_vectors("spacy-md-300d")`` is the set's 1/16.
+    """
+    if scale is None:
+        scale = default_vectors_scale(kind, vectors=vectors, dataset=dataset)
+    return load_vectors(vectors, words=words, scale=scale, backoff=backoff)

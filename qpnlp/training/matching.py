@@ -101,13 +101,17 @@ def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
 
 
 def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: PretrainedVectors | None, *,
-               min_freq: int = 1, seed: int = 0, pretrained_fallback: int = 0):
+               min_freq: int = 1, seed: int = 0, pretrained_fallback: int | None = None):
     """Vocabulary from the training questions and candidates; encoded splits; aligned pretrained matrix.
 
     ``pretrained_fallback = n > 0`` appends the first n pretrained words
     (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`), so a dev or test
     word unseen in training keeps its own pretrained state (and an exact
-    question-answer word overlap stays visible) instead of becoming ``<unk>``.
+    question-answer word overlap stays visible) instead of becoming ``<unk>``;
+    ``None`` (the default) takes the vectors' own n,
+    :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>`
+    (400000 for ``load_vectors("glove-6b-50d")``, 0 for other vectors and
+    without vectors), as ``qpnlp train`` does without ``--pretrained-fallback``.
     Vectors that cover almost none of the training words are warned about
     (:func:`~qpnlp.training.classification.warn_low_coverage`).
 
@@ -359,7 +363,7 @@ def default_train_split(name: str, root=None) -> str:
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  model: str = "cnm",
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
-                 pretrained_fallback: int = 0, extra_train: tuple[str, ...] = (), log=None,
+                 pretrained_fallback: int | None = None, extra_train: tuple[str, ...] = (), log=None,
                  observe_splits: tuple[str, ...] = (), train_split: str | None = None,
                  checkpoint_dir=None, resume: bool = False) -> MatchingRun:
     """Train a matching model (registry name ``model``: ``cnm``, ``cnm_real``, ...) on ``name``'s train split,
@@ -367,9 +371,12 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
 
     ``qpnlp train MODEL --dataset NAME`` passes
     ``default_train_config(model, dataset=NAME, vectors=...)`` (:mod:`qpnlp.training.defaults`: the model's
-    epochs, learning rate and margin for the data set) and, unless ``--pretrained-fallback`` is given, the vector
-    set's own fallback (:func:`~qpnlp.data.vectors.recommended_fallback`, 400000 for ``glove-6b-50d``); the default
-    here is 0, as the vectors passed in do not name their set.
+    epochs, learning rate and margin for the data set), the vectors of
+    ``default_vectors(model, vectors=..., dataset=NAME)`` (scaled as the model trains on them: CNM 1/32 on
+    ``spacy-md-300d``) and ``--pretrained-fallback`` (None when not given). ``pretrained_fallback=None``, the
+    default, is the vectors' own (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, recorded by
+    :func:`~qpnlp.data.vectors.load_vectors`: 400000, all of GloVe 6B, for ``glove-6b-50d``; 0 for
+    ``spacy-md-300d``, files and no vectors); an int is the number of words appended.
 
     ``train_split``: the training file; by default ``train-all`` where the
     data set has one (TREC-QA's TRAIN-ALL, the training set of the published

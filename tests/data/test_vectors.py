@@ -241,6 +241,21 @@ def test_backoff_is_off_by_default_and_survives_scaling(tmp_path):
     assert not load_vectors(glove).backoff and load_vectors(glove, backoff=True).backoff
 
 
+def test_the_vectors_record_their_fallback_vocabulary(tmp_path):
+    glove = tmp_path / "glove.txt"
+    glove.write_text("a 1 2 3\nb 4 5 6\n")
+    assert load_vectors(glove).fallback == recommended_fallback(glove) == 0       # files: none
+    chosen = load_vectors(glove, fallback=1, backoff=True)
+    assert chosen.fallback == 1 and chosen.backoff and chosen.index is load_vectors(glove).index   # no new index
+    assert chosen.scaled(0.5).fallback == chosen.restricted_to(["a"]).fallback == 1
+    assert load_vectors(glove).fallback == 0                                      # the cached vectors untouched
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="fallback"):
+            load_vectors(glove, fallback=bad)
+        with pytest.raises(ValueError, match="fallback"):
+            replace(load_vectors(glove), fallback=bad)
+
+
 def test_the_cli_options_reach_the_vectors(tmp_path):
     import argparse
 
