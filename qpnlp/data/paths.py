@@ -16,6 +16,7 @@ by line, plain or gzip, with the same kind of errors. :func:`find_file` finds
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import io
 import lzma
@@ -145,7 +146,7 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     lineno, limit = 0, MAX_LINE_BYTES
     try:
         with gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb") as fh:
-            for lineno, raw in enumerate(iter(lambda: fh.readline(limit + 1), b""), 1):
+            for lineno, raw in enumerate(iter(functools.partial(fh.readline, limit + 1), b""), 1):
                 if len(raw) > limit:
                     raise ValueError(f"{path}:{lineno}: a line longer than {limit} bytes "
                                      f"(qpnlp.data.paths.MAX_LINE_BYTES); not a file of text lines")

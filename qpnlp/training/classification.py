@@ -91,7 +91,7 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     <qpnlp.data.pretrained.PretrainedVectors.fallback>` (400000 for
     ``load_vectors("glove-6b-50d")``, 0 for other vectors and without
     vectors), as ``qpnlp train`` does without ``--pretrained-fallback``. The
-    vocabulary then holds V = |training words| + n ids and the pretrained
+    vocabulary then holds V = (training words) + n ids and the pretrained
     matrix is (V, d). Vectors that
     cover almost none of the training words are warned about
     (:func:`warn_low_coverage`).
