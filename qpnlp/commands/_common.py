@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Iterator
 
 import torch
@@ -73,7 +74,8 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
                             "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs "
                             "are recorded per length; else the longest text)")
-    group.add_argument("--no-progress", action="store_true", help="no progress bars (the per-epoch lines stay)")
+    group.add_argument("--no-progress", action="store_true",
+                       help="no progress bars (shown only when stderr is a terminal; the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json", type=path_type,
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
                             "epoch, with the history also as FILE.history.csv (default: no report)")
@@ -125,12 +127,18 @@ def pretrained_fallback(args: argparse.Namespace, vectors) -> int:
     return pretrained_fallback_size(vectors, args.pretrained_fallback)
 
 
+def show_progress(args: argparse.Namespace) -> bool:
+    """Whether the run draws progress bars: not under ``--no-progress``, and only when stderr is a terminal (a bar
+    redrawn with carriage returns is noise in ``2> log.txt`` or a CI log; the per-epoch lines say it all there)."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                        embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
                        weight_decay=args.weight_decay,
                        patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                       progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
+                       progress=show_progress(args), length_chunks=args.length_chunks, compile=args.compile,
                        pad_to_multiple_of=args.pad_to_multiple_of)
 
 

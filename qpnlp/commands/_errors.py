@@ -11,6 +11,7 @@ import contextlib
 import os
 import sys
 import traceback
+import warnings
 
 from qpnlp.training.config import ConfigError
 
@@ -37,7 +38,8 @@ def run_command(args: argparse.Namespace) -> int:
     """
     prog = getattr(args, "prog", "qpnlp")
     try:
-        return int(args.func(args) or 0)
+        with one_line_warnings(prog):
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         if getattr(args, "debug", False):
             traceback.print_exc()
@@ -57,6 +59,18 @@ def run_command(args: argparse.Namespace) -> int:
         usage = isinstance(err, (UsageError, ConfigError))
         print(f"{prog}: error: {error_line(err)}", file=sys.stderr, flush=True)
         return 2 if usage else 1
+
+
+@contextlib.contextmanager
+def one_line_warnings(prog: str):
+    """Warnings shown as the errors are, one line on stderr (``qpnlp train qpdn: warning: ...``), while the command
+    runs: the default form names a file and a line of code (a command's user wrote neither) on two lines."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=file or sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def error_line(err: BaseException) -> str:

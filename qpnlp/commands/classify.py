@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from qpnlp.data import DATASETS, load_classification, splits
 from qpnlp.models import get_model_class, registered_models
@@ -109,10 +110,17 @@ def _train(args, report: Report, config, options: dict, candidates, state_root) 
     args.folds = protocol_folds(args, dataset)
     pretrained = load_cli_vectors(args)
     report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds})
+    with warnings.catch_warnings():
+        return _train_splits(args, report, config, options, candidates, state_root, dataset, pretrained)
+
+
+def _train_splits(args, report: Report, config, options: dict, candidates, state_root, dataset, pretrained) -> int:
     results = []
     for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds or DEFAULT_FOLDS)):
         if args.max_splits is not None and i >= args.max_splits:
             break
+        if i == 1:      # the same vectors on every split: their low coverage is said once, not once per fold
+            warnings.filterwarnings("ignore", message="the pretrained vectors cover", category=UserWarning)
         log = epoch_logger(report, f"{dataset.name} {split.name}", split=split.name)
         resumable = dict(log=log, checkpoint_dir=state_subdir(state_root, split.name), resume=args.resume)
         try:

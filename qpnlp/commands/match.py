@@ -19,7 +19,7 @@ from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      pretrained_fallback, torch_threads)
+                      pretrained_fallback, show_progress, torch_threads)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -154,7 +154,7 @@ def matching_config(args: argparse.Namespace) -> MatchingConfig:
                           embedding_lr=args.embedding_lr or lr, phase_lr=args.phase_lr,
                           weight_decay=args.weight_decay,
                           patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                          progress=not args.no_progress, length_chunks=args.length_chunks, compile=args.compile,
+                          progress=show_progress(args), length_chunks=args.length_chunks, compile=args.compile,
                           pad_to_multiple_of=args.pad_to_multiple_of, loss=args.loss,
                           margin=training_margin(args),
                           negatives=args.negatives)

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import torch_threads
+from ._common import show_progress, torch_threads
 from ._errors import UsageError
 from ._outputs import check_output_path, check_report_apart, overlapping
 from ._processes import records_error, run_in_processes
@@ -166,7 +166,8 @@ def register(subparsers: dict) -> None:
     t.add_argument("--device", type=device_type, default=train["device"],
                    help=DEVICE_HELP)
     t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bars")
+    t.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (shown only when stderr is a terminal)")
     o = p.add_argument_group("output")
     o.add_argument("--words", default="",
                    help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
@@ -403,7 +404,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
 
     on_epoch = _epoch_history(report, epoch_logger(report, "word2fun")) if main else None
     result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
-                 metadata={"corpus_name": args.corpus}, progress=not args.no_progress, on_epoch=on_epoch,
+                 metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
                  log=sys.stderr)
     main = is_main_process()
     shutdown()  # every process leaves the group together; the first one reports

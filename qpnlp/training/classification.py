@@ -28,6 +28,7 @@ from qpnlp.data import (ClassificationDataset, EncodedTexts, OOVReport, Pretrain
 from qpnlp.models import Model, get_model_class, registered_models
 
 from qpnlp._errors import TrainingDiverged
+from qpnlp._stacklevel import outside_qpnlp
 
 from .config import ConfigError, TrainConfig
 from .loop import TrainingInterrupted
@@ -53,7 +54,7 @@ def warn_low_coverage(report: OOVReport) -> None:
         warnings.warn(f"the pretrained vectors cover {found}/{report.n_words} training words "
                       f"({100 * found / report.n_words:.1f}%; missing e.g. {', '.join(report.examples[:3])}): the "
                       f"others start from random vectors. Wrong vectors file (another language, another letter "
-                      f"case)?", UserWarning, stacklevel=3)
+                      f"case)?", UserWarning, stacklevel=outside_qpnlp())
 
 
 @dataclass

@@ -129,6 +129,9 @@ class TrainConfig:
     ``"max-autotune"``) on a GPU (they record one graph per length) and no
     rounding otherwise
     (:func:`~qpnlp.training.compiled.training_pad_multiple`).
+    ``progress=True`` draws a tqdm bar over each epoch's batches on stderr;
+    the default, False, keeps the Python API silent, as
+    :func:`qpnlp.word2fun.fit` (``qpnlp train`` draws bars on a terminal).
     """
 
     epochs: int = 30
@@ -141,7 +144,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     max_len: int | None = None
-    progress: bool = True
+    progress: bool = False
     optimizer: str = "adam"
     length_chunks: int | None = DEFAULT_OVERHEAD
     compile: str | None = None

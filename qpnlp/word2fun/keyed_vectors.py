@@ -53,7 +53,6 @@ import json
 import math
 import numbers
 import os
-import sys
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -63,6 +62,7 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
+from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
 from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
@@ -97,14 +97,6 @@ def _one_time(year, name: str = "year") -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite time; got {year!r}")
     return value
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside this module (a warning then names the user's line)."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class KeyedVectors:
@@ -219,7 +211,7 @@ class KeyedVectors:
         if outside.size and (np.abs(outside) <= MAX_ABS_TIME).all():   # NaN, inf, huge: errors of the model
             warnings.warn(f"time {outside[0]:g} lies outside the training span [{start:g}, {end:g}]: the vectors "
                           f"there extrapolate the fitted functions, no data support them", UserWarning,
-                          stacklevel=_caller_stacklevel())
+                          stacklevel=outside_qpnlp())
         return array
 
     def grid(self, words: Sequence[str], times: Sequence[float]) -> torch.Tensor:
