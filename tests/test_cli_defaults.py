@@ -215,3 +215,44 @@ def test_run_matching_extends_the_vocabulary_with_the_vectors_own_fallback_as_th
     assert default == vocabulary(glove, pretrained_fallback=400_000)      # the command's `--pretrained-fallback`
     assert default[:len(none)] == none and len(default) > 400_000
     assert vocabulary(None) == none
+
+
+# --------------------------------------------------------------------------- data-set names in any case
+@pytest.fixture
+def toy_models():
+    """A classifier and a matching model whose per-data-set defaults are keyed in the other case than the command
+    passes (``--dataset`` is upper-cased for a classifier, ``TREC``, and lower-cased for a matching model)."""
+    from qpnlp.models import Model, ModelConfig, register_model, unregister_model
+
+    @dataclasses.dataclass
+    class ToyConfig(ModelConfig):
+        num_words: int = 10
+        num_classes: int = 2
+
+    def toy(name, task, per_dataset):
+        klass = type(name, (Model,), dict(config_class=ToyConfig, task=task,
+                                          training_defaults=dict(per_dataset=per_dataset)))
+        return register_model(name)(klass)
+
+    toy("toy_cased_classifier", "classification", {"trec": dict(vectors_scale=0.25)})
+    toy("toy_cased_matcher", "matching", {"TRECQA": dict(lr=0.123, margin=0.07)})
+    yield
+    unregister_model("toy_cased_classifier")
+    unregister_model("toy_cased_matcher")
+
+
+def test_a_per_dataset_default_applies_from_the_command_whatever_the_case_of_its_key(toy_models, monkeypatch):
+    # a classifier's "trec" entry never applied to `--dataset trec` (passed on as TREC), a matcher's "TRECQA" to
+    # `--dataset TRECQA` (passed on as trecqa): Model.training_default looked the name up as given
+    import qpnlp.training.defaults as defaults
+    from qpnlp.commands._common import load_cli_vectors
+    from qpnlp.commands.match import matching_config
+
+    monkeypatch.setattr(defaults, "load_vectors", lambda vectors, *, scale, **kwargs: scale)
+    args = build_parser().parse_args(["train", "toy-cased-classifier", "--dataset", "trec"])
+    assert args.dataset == "TREC" and load_cli_vectors(args) == 0.25
+    assert defaults.default_vectors_scale("toy_cased_classifier", dataset="Trec") == 0.25
+    config = matching_config(build_parser().parse_args(["train", "toy-cased-matcher", "--dataset", "TRECQA"]))
+    assert (config.lr, config.margin) == (0.123, 0.07)
+    assert defaults.default_train_config("toy_cased_matcher", dataset="trec-qa").lr == 0.123
+    assert defaults.default_train_config("toy_cased_matcher", dataset="wikiqa").lr == MatchingConfig().lr

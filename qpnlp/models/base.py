@@ -74,6 +74,7 @@ from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text,
 from qpnlp._device import resolve_device
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
+from qpnlp.data.names import dataset_name
 from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
@@ -307,7 +308,7 @@ class Model(PrecisionMixin, nn.Module):
     task: ClassVar[str] = "classification"
     # The training settings of the model's reproduction (TrainConfig / MatchingConfig fields, plus "select": a
     # dev-selection grid as `qpnlp train --select` takes it): the defaults of its `qpnlp train` command.
-    # "per_dataset" / "per_vectors" map a data set / vector set name to settings that replace these
+    # "per_dataset" / "per_vectors" map a data set (any case) / vector set name to settings that replace these
     # (training_default).
     training_defaults: ClassVar[dict] = {}
     # Whether the trainers cut this model's training batches into length-sorted chunks
@@ -329,11 +330,13 @@ class Model(PrecisionMixin, nn.Module):
         """The default training setting ``key`` for a data set and a vector set (names as on the command line).
 
         ``training_defaults["per_vectors"][vectors]`` first, then ``training_defaults["per_dataset"][dataset]``,
-        then ``training_defaults`` itself; ``fallback`` when none of them sets ``key``.
+        then ``training_defaults`` itself; ``fallback`` when none of them sets ``key``. Data-set names match in
+        any case (:func:`~qpnlp.data.names.dataset_name`: ``TREC`` finds a ``"trec"`` entry).
         """
         defaults = cls.training_defaults
+        per_dataset = {dataset_name(name): scope for name, scope in defaults.get("per_dataset", {}).items()}
         for scope in (defaults.get("per_vectors", {}).get(str(vectors), {}),
-                      defaults.get("per_dataset", {}).get(dataset, {}), defaults):
+                      {} if dataset is None else per_dataset.get(dataset_name(dataset), {}), defaults):
             if key in scope:
                 return scope[key]
         return fallback

@@ -39,7 +39,6 @@ time).
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -176,7 +175,7 @@ def initial_step_centres(model, source, counts: np.ndarray, *, window: int, samp
     from qpnlp.word2fun.distributed import fail_together
 
     scale = model.time_scale
-    with fail_together("reading its shard for the change points") if reduce is not None else contextlib.nullcontext():
+    with fail_together("reading its shard for the change points", together=reduce is not None):
         sums, occ = context_sketch_sums(source, model.vocab_size, keep_probabilities(counts, sample), scale.start,
                                         scale.end, window=window, seed=seed)
     if reduce is not None:

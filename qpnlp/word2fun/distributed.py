@@ -47,7 +47,15 @@ every ``world``-th document of a corpus in memory), and the processes keep
   naming it, instead of waiting for it in the next collective (until the
   group's timeout, ``QPNLP_DIST_TIMEOUT``, where it lives on, e.g. catching
   the error to call :func:`shutdown`) or failing with only their lost
-  connection ("Connection closed by peer", where it exits).
+  connection ("Connection closed by peer", where it exits).  Ctrl-C is
+  such an error too (``KeyboardInterrupt``): a process interrupted alone
+  (``kill -INT``) raises it once the others reach the same point, during
+  the epochs at the end of their segment of ``sync_every`` batches, so it
+  waits for them; a second Ctrl-C does not cut the wait short (it is raised
+  when the collective returns), the group's timeout bounds it.  Raising at
+  once would leave the others waiting in the collective.  Ctrl-C at
+  ``torchrun`` reaches every process, which all stop at their next
+  synchronisation (``--processes`` also stops its processes with SIGTERM).
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
 (about ``6 V D`` numbers for family IV with the logistic step and a
@@ -249,8 +257,7 @@ def raise_together(error: BaseException | None, what: str) -> None:
     The failing process raises its own ``error``; the others raise :class:`ProcessFailed` naming the first
     failing process, ``what`` it was doing and its error.  Every process must call it at the same point.
     """
-    d = _dist()
-    if d is None:
+    if _dist() is None:                    # one process: its own error is every process's
         if error is not None:
             raise error
         return
@@ -270,12 +277,14 @@ def raise_together(error: BaseException | None, what: str) -> None:
 
 
 @contextlib.contextmanager
-def fail_together(what: str):
+def fail_together(what: str, together: bool = True):
     """Inside the block, which every process must enter at the same point and which holds no collective, an
     exception of one process is raised in every process at the end of the block (:func:`raise_together`): by
     it, its own; by the others, :class:`ProcessFailed` naming it (``what``: what they were doing, e.g.
-    "reading its shard of the corpus").  Leaving the block is also a barrier; a no-op in a single process."""
-    if _dist() is None:
+    "reading its shard of the corpus").  Leaving the block is also a barrier; a no-op in a single process, and
+    where ``together`` is False (a caller training alone although a group is open, e.g. without a
+    :class:`ParameterSync`: a plain block, no collective)."""
+    if not together or _dist() is None:
         yield
         return
     try:
@@ -341,8 +350,7 @@ class ParameterSync:
         """
         d = _dist()
         if d is None:
-            if error is not None:
-                raise error
+            raise_together(error, "training its batches")     # alone: raises this process's error, if any
             return has_more
         flags = [1.0 if has_more else 0.0, 0.0 if error is None else 1.0]
         flat = torch.cat([(p.detach() - s).reshape(-1) for p, s in zip(self.params, self.snapshot)]

@@ -40,7 +40,6 @@ the updates of all processes are summed every ``sync_every`` batches
 
 from __future__ import annotations
 
-import contextlib
 import math
 import queue
 import threading
@@ -55,6 +54,7 @@ from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
+from qpnlp.word2fun.distributed import fail_together
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.fused_runs import compile_runs, learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
@@ -335,7 +335,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     ``on_epoch(epoch, stats)`` is called after each epoch (after the
     synchronisation; its time is not counted).
     """
-    with _failing_together(sync, "preparing its training"):
+    with fail_together("preparing its training", together=sync is not None):
         cfg = _resolved_config(config, model)
         dev = resolve_device(cfg.device)
         model.to(dev)
@@ -365,14 +365,6 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         if bar is not None:
             bar.close()
     return stats
-
-
-def _failing_together(sync, what: str):
-    """In a distributed run (``sync`` given), a block whose exception in one process is raised in every process
-    (:func:`~qpnlp.word2fun.distributed.fail_together`); else a plain block."""
-    from qpnlp.word2fun.distributed import fail_together
-
-    return contextlib.nullcontext() if sync is None else fail_together(what)
 
 
 def _run_step(model, cfg: TrainConfig):

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,24 @@ def failing_runs(folder: str, out: str, checkpoint: str) -> None:
         if r == 1:
             raise KeyboardInterrupt
 
+    segment_done, run_batches = d / "segment-done", loop._run_batches
+
+    def interrupted(*args, **kwargs):            # Ctrl-C in process 1's first segment
+        raise KeyboardInterrupt
+
+    def slow(*args, **kwargs):                   # process 0's first segment takes a second, then says so
+        time.sleep(1.0)
+        done = run_batches(*args, **kwargs)
+        segment_done.touch()
+        return done
+
+    def ctrl_c():                                # process 1 raises once process 0 has finished its segment
+        try:
+            fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1)
+        except KeyboardInterrupt:
+            errors["Ctrl-C waited for the segment"] = segment_done.exists()
+            raise
+
     gone = d / "gone.tsv"
     if r == 1:
         shutil.copy(d / "c.tsv", gone)
@@ -102,6 +121,7 @@ def failing_runs(folder: str, out: str, checkpoint: str) -> None:
     run("options", lambda: fit(corpus, TrainConfig(epochs=1), dim=4 if r == 0 else 0, min_count=1))
     run("batches", lambda: fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1),
         [(loop, "_run_batches", fail)] if r == 1 else [])
+    run("Ctrl-C in batches", ctrl_c, [(loop, "_run_batches", interrupted if r == 1 else slow)])
     run("checkpoint", lambda: fit(corpus, TrainConfig(epochs=1), **opts),
         [(KeyedVectors, "save_pretrained", fail)] if r == 0 else [])
     run("on_epoch", lambda: fit(corpus, TrainConfig(epochs=2), **opts, on_epoch=stop))   # keeps epoch 1

@@ -234,6 +234,7 @@ def test_a_process_that_fails_alone_fails_every_process_at_once(tmp_path):
                "batches": (1, "OSError: [Errno 28] No space left on device", "training its batches"),
                "checkpoint": (0, "OSError: [Errno 28] No space left on device", f"writing the checkpoint {ck}"),
                "on_epoch": (1, "KeyboardInterrupt", "in on_epoch after epoch 1"),
+               "Ctrl-C in batches": (1, "KeyboardInterrupt", "training its batches"),
                "put back": (0, "OSError: [Errno 28]", f"putting back the checkpoint {ck}")}
     for name, (r, error, what) in failing.items():
         own, other = errors[r][name], errors[1 - r][name]
@@ -244,6 +245,16 @@ def test_a_process_that_fails_alone_fails_every_process_at_once(tmp_path):
                                              f"checkpoint, a directory that they all see")
     assert errors[0]["other checkpoint"].startswith("ValueError: process 1 of 2 finds no training run at ")
     assert errors[0]["on_epoch of process 0"] is None and errors[1]["on_epoch of process 0"] is None
+    assert errors[1]["Ctrl-C waited for the segment"] is True     # Ctrl-C waits for the others' segment (documented)
+
+
+def test_fail_together_not_together_is_a_plain_block_even_in_an_open_group(monkeypatch):
+    """A process training alone (no ParameterSync, no reduce) while a group is open: no collective, its own error."""
+    from qpnlp.word2fun import distributed
+
+    monkeypatch.setattr(distributed, "_dist", lambda: pytest.fail("fail_together(together=False) asked for the group"))
+    with pytest.raises(ValueError, match="its own"), distributed.fail_together("training", together=False):
+        raise ValueError("its own")
 
 
 def test_the_group_timeout_is_read_from_the_environment(monkeypatch):
