@@ -63,6 +63,7 @@ import argparse
 import inspect
 import json
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -555,10 +556,13 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.merge:
-        args.grid = grid_less_given(TRAIN["select"], args) if args.grid is None else args.grid
+        notes: list[str] = []                  # what the default grid left out, said once the line is checked
+        args.grid = grid_less_given(TRAIN["select"], args, notes) if args.grid is None else args.grid
         args.settings = grid_settings(parser, args)
         if args.pretrained_fallback is None:  # the vector set's own, as `qpnlp train order-classifier`
             args.pretrained_fallback = recommended_fallback(args.vectors)
+        for line in notes:
+            print(line, file=sys.stderr)
     return args
 
 

@@ -5,11 +5,17 @@ and ``qpnlp evaluate CHECKPOINT ...`` train and score models. Each model's
 command lives in its own module under :mod:`qpnlp.commands`, which registers
 its sub-parser here; nothing in the library imports this module.
 
-Every error is one line on stderr, ``qpnlp <command>: error: ...``; the exit
-code is 2 for a usage error (an unknown option, a bad option value), 1 for
-a failure while running (missing or bad files, data that does not fit,
-training that diverged) and 130 for Ctrl-C. ``qpnlp --debug ...`` adds the
-traceback.
+The results are on stdout and only there (``qpnlp ... > results.txt`` keeps
+the metrics); the per-epoch lines and other progress, the status lines (files
+written, training state kept), warnings and errors are on stderr (the rule
+is written in ``qpnlp.commands._console``). Every error is one line on
+stderr, ``qpnlp <command>: error: ...``. The exit code is 0 for success, 2
+for a usage error (an unknown option, a bad option value), 1 for a failure
+while running (missing or bad files, data that does not fit, training that
+diverged) and 130 for Ctrl-C. A reader of stdout that leaves early
+(``qpnlp ... | head -1``) ends the command with exit code 1 and no message
+(the reader has what it asked for; ``set -o pipefail`` still sees the 1).
+``qpnlp --debug ...`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from pathlib import Path
 # Modules under qpnlp.commands that provide ``register(subparsers_by_verb)``.
 COMMAND_MODULES = ("demo", "classify", "match", "word2fun", "evaluate", "convert")
 
-EPILOG = ("exit codes: 0 success, 1 failure while running (files, data, diverged training), 2 usage error, "
-          "130 interrupted (Ctrl-C)")
+EPILOG = ("results on stdout; progress, status lines, warnings and errors on stderr. exit codes: 0 success, "
+          "1 failure while running (files, data, diverged training; also, without a message, a closed stdout pipe, "
+          "as in `qpnlp ... | head -1`), 2 usage error, 130 interrupted (Ctrl-C)")
 
 
 class Parser(argparse.ArgumentParser):

@@ -157,8 +157,11 @@ def test_demo_trains_and_interprets(tmp_path, capsys):
     report = tmp_path / "demo.json"
     code = main(["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", str(report)])
     assert code == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "test accuracy" in out and "most important words" in out and "|<v_k|w>|^2" in out
+    assert out.startswith("test accuracy ") and "epoch 1:" not in out and "written" not in out    # the results only
+    assert "loading the SOTU era task" in err and "sotu-era epoch 1:" in err and "wall time" in err, err
+    assert f"report written to {report}" in err
     data = json.loads(report.read_text())
     assert data["dataset"] == "sotu-era" and 0.4 <= data["metrics"]["accuracy"] <= 1.0
     assert data["seed"] == 0 and data["wall_seconds"] > 0 and len(data["details"]["measurements"]) == 6
@@ -225,7 +228,7 @@ def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
     assert main(["train", "qpdn", "--dataset", "trec", "--drop", "0.5"]) == 0          # an abbreviation counts too
     assert seen["options"]["dropout"] == 0.5
     assert seen["candidates"] == [{"weighting": "amplitude_norm"}, {"weighting": "trainable"}]
-    assert "default selection grid without dropout=0,0.3" in capsys.readouterr().out
+    assert "default selection grid without dropout=0,0.3" in capsys.readouterr().err          # a status line
     assert main(["train", "qpdn", "--dataset", "trec", "--dropout", "0.5", "--weighting", "idf"]) == 0
     assert seen["candidates"] is None and seen["options"]["weighting"] == "idf"
     assert main(["train", "qpdn", "--dataset", "trec", "--unit-amplitudes"]) == 0        # not an axis: full grid
@@ -233,9 +236,9 @@ def test_a_given_model_option_leaves_the_default_grid(monkeypatch, capsys):
     capsys.readouterr()
     assert main(["train", "qpdn", "--dataset", "trec", "--dropout", "0.5", "--select", "dropout=0,0.1"]) == 0
     assert seen["candidates"] == [{"dropout": 0}, {"dropout": 0.1}]                     # an explicit grid is kept
-    assert "--select dropout=0,0.1 replaces the --dropout given on the command line" in capsys.readouterr().out
+    assert "--select dropout=0,0.1 replaces the --dropout given on the command line" in capsys.readouterr().err
     assert main(["train", "qpdn", "--dataset", "trec", "--lr", "0.5", "--select", "lr=0.1,0.01"]) == 0   # and says so
-    assert "--select lr=0.1,0.01 replaces the --lr given on the command line" in capsys.readouterr().out
+    assert "--select lr=0.1,0.01 replaces the --lr given on the command line" in capsys.readouterr().err
 
 
 def test_order_classifier_defaults_are_the_complex_order_reproductions(monkeypatch, capsys):
@@ -257,7 +260,7 @@ def test_order_classifier_defaults_are_the_complex_order_reproductions(monkeypat
     assert seen["candidates"] == [{"lr": 1e-3}, {"lr": 1e-4}]
     assert main(["train", "order-classifier", "--dataset", "mr", "--lr", "0.01"]) == 0   # was overridden by the grid
     assert seen["candidates"] is None and seen["config"].lr == 0.01
-    assert "default selection grid without lr=1e-3,1e-4" in capsys.readouterr().out
+    assert "default selection grid without lr=1e-3,1e-4" in capsys.readouterr().err
     assert main(["train", "order-classifier", "--dataset", "mr", "--lr", "1e-3"]) == 0   # given at its default value
     assert seen["candidates"] is None
 

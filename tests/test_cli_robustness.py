@@ -429,8 +429,9 @@ def test_report_schema_history_and_csv(server, ws, tmp_path):
     code, stdout, stderr = server.run(_train(ws, "--epochs", "3", "--patience", "3", "--report", report,
                                              "--save", tmp_path / "model"))
     assert code == 0, stderr
-    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("MR fold 1 epoch")] == \
-        [f"MR fold 1 epoch {e}" for e in (1, 2, 3)]                           # a per-epoch line
+    assert [line.split(":")[0] for line in stderr.splitlines() if line.startswith("MR fold 1 epoch")] == \
+        [f"MR fold 1 epoch {e}" for e in (1, 2, 3)]                           # a per-epoch line, on stderr
+    assert stdout.startswith("MR fold 1: test accuracy ") and "MR fold 1 epoch" not in stdout     # the results
     data = json.loads(report.read_text())
     for key in ("schema", "command", "status", "qpnlp_version", "torch_version", "model", "dataset", "split_counts",
                 "config", "metrics", "history", "wall_seconds", "checkpoint", "training_state"):
@@ -595,7 +596,7 @@ def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
                                env={**os.environ, "OMP_NUM_THREADS": "1"}, preexec_fn=interactive)
     try:
         seen = []
-        for line in process.stdout:                 # the first epoch line, after the start-up lines
+        for line in process.stderr:                 # the first epoch line, after the start-up lines
             seen.append(line)
             if line.startswith("MR fold 1 epoch") or len(seen) > 20:
                 break
@@ -608,7 +609,7 @@ def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
             process.communicate()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
-    (line,) = [line for line in stderr.splitlines() if line.strip()]
+    line = [line for line in stderr.splitlines() if line.strip()][-1]     # after the epoch lines and the status lines
     assert line.startswith("qpnlp train qpdn: interrupted in epoch") and f"saved to {save}" in line
     assert "continue with --resume" in line
     checkpoint = load_checkpoint(save)
@@ -628,7 +629,7 @@ def test_resume_continues_to_the_result_of_an_uninterrupted_run(server, ws, tmp_
     assert code == 0, err
     code, resumed_out, err = server.run(build("--epochs", "4", "--patience", "4", "--save", part, "--resume"))
     assert code == 0, err
-    assert "epoch 1:" in resumed_out and "(from the saved training state)" in resumed_out
+    assert "epoch 1:" in err and "(from the saved training state)" in err
     a, b = load_checkpoint(full).model.state_dict(), load_checkpoint(part).model.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     score = re.compile(r"test accuracy [\d.]+ \(dev [\d.]+, epoch \d+|test: MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+")
@@ -640,11 +641,11 @@ def test_resume_continues_to_the_result_of_an_uninterrupted_run(server, ws, tmp_
 def test_a_run_without_resume_says_that_it_cleared_an_earlier_training_state(server, ws, tmp_path):
     """A rerun without --resume deleted the training state of the interrupted run without a word."""
     state = tmp_path / "state"
-    code, first, err = server.run(_train(ws, "--checkpoint-dir", state))
-    assert code == 0 and "cleared" not in first, err
-    code, again, err = server.run(_train(ws, "--checkpoint-dir", state))
-    assert code == 0, err
-    assert f"--checkpoint-dir: the training state of an earlier run in {state} was cleared" in again
+    code, _, first = server.run(_train(ws, "--checkpoint-dir", state))
+    assert code == 0 and "cleared" not in first, first
+    code, _, again = server.run(_train(ws, "--checkpoint-dir", state))
+    assert code == 0, again
+    assert f"--checkpoint-dir: the training state of an earlier run in {state} was cleared" in again    # stderr
     assert "an earlier run's training state there is cleared" in \
         _own_commands()["qpnlp train qpdn"]._option_string_actions["--resume"].help
 
@@ -763,7 +764,7 @@ def test_word2fun_export_npz_overlapping_out_is_refused_before_training(server, 
     argv = _word2fun(ws, "--out", tmp_path / "w2f", "--export-npz", tmp_path / npz)
     code, stdout, stderr = server.run(argv)
     _one_error_line(argv, code, stderr, 2, "--export-npz")
-    assert "overlap" in stderr and "epoch" not in stdout and not (tmp_path / "w2f").exists()
+    assert "overlap" in stderr and "epoch 1:" not in stdout + stderr and not (tmp_path / "w2f").exists()
 
 
 @pytest.mark.parametrize("where", ["same", "inside save", "save inside"])
@@ -797,7 +798,7 @@ def test_a_report_inside_an_output_directory_is_refused_before_training(server, 
     argv = build(ws, tmp_path)
     code, stdout, stderr = server.run(argv)
     _one_error_line(argv, code, stderr, 2, f"--report and {option} overlap: the report ")
-    assert f"would lie inside {tmp_path / output}," in stderr and "epoch" not in stdout
+    assert f"would lie inside {tmp_path / output}," in stderr and "epoch 1:" not in stdout + stderr
     assert not (tmp_path / output).exists()
 
 

@@ -1,8 +1,11 @@
-"""What the commands and the Python API write, and where: progress bars only on a terminal, the Python API silent by
-default, a warning once per cause, naming the user's line (in a command: one line on stderr)."""
+"""What the commands and the Python API write, and where: the results on stdout and nothing else there (the rule of
+qpnlp.commands._console), progress bars only on a terminal and never cut by a line, the Python API silent by default,
+a warning once per cause, naming the user's line (in a command: one line on stderr)."""
 
 from __future__ import annotations
 
+import io
+import re
 import sys
 import warnings
 
@@ -88,5 +91,119 @@ def test_a_command_warns_once_per_cause_on_one_line(tmp_path, capsys):
                  "--max-splits", "3", "--epochs", "1", "--no-select", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert err.count("pretrained vectors cover") == 1 and err.count("\n") == 1, err
-    assert err.startswith("qpnlp train qpdn: warning: the pretrained vectors cover 0/"), err
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert err.count("pretrained vectors cover") == 1 and len(warned) == 1, err
+    assert warned[0].startswith("qpnlp train qpdn: warning: the pretrained vectors cover 0/"), err
+
+
+# --------------------------------------------------------------------------- stdout: the results only
+def _qa_root(tmp_path):
+    """A tiny WikiQA root: the correct answer shares the question's adjective."""
+    words = "good great fine superb lovely nice".split()
+    for split, (start, n) in {"train": (0, 6), "dev": (6, 4), "test": (10, 4)}.items():
+        lines = []
+        for i in range(start, start + n):
+            q = f"what is {words[i % 6]} thing {i} ?"
+            lines += [f"{q}\tthe {words[i % 6]} thing is here .\t1", f"{q}\ta bad answer .\t0"]
+        folder = tmp_path / "qa" / "wikiqa"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def _run(capsys, argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out.splitlines(), err
+
+
+def test_train_and_evaluate_write_only_their_results_on_stdout(tmp_path, capsys):
+    """`qpnlp train ... > results.txt` got the per-epoch lines and the notices of the files written
+    ("training state kept in ...", "checkpoint written to ...", "report written to ...") among the results."""
+    root, model, report, vectors = _data(tmp_path), tmp_path / "model", tmp_path / "r.json", tmp_path / "v.txt"
+    rng = np.random.default_rng(1)
+    vectors.write_text("".join(f"{w} " + " ".join(f"{x:.3f}" for x in rng.uniform(-1, 1, 4)) + "\n"
+                               for w in "good great fine nice bad poor awful sad the phone is".split()))
+    out, err = _run(capsys, ["train", "qpdn", "--dataset", "CR", "--data", root, "--vectors", vectors,
+                             "--num-measurements", "4", "--max-splits", "1", "--epochs", "2", "--no-progress",
+                             "--dropout", "0.3", "--report", report, "--save", model])
+    assert len(out) == 2, out
+    assert re.fullmatch(r"CR fold 1: test accuracy [\d.]+ \(dev [\d.]+, epoch \d, selected \{.*\}, \d+s\)", out[0]), out
+    assert re.fullmatch(r"CR: test accuracy [\d.]+ \+- [\d.]+ over 1 split\(s\), seed 0", out[1]), out
+    for line in ("default selection grid without dropout=0,0.3", "CR fold 1 [weighting=trainable] epoch 2: loss",
+                 f"training state kept in {model}.training", f"checkpoint written to {model}",
+                 f"report written to {report}"):
+        assert line in err, (line, err)
+    out, err = _run(capsys, ["evaluate", model, "--data", root, "--report", tmp_path / "e.json"])
+    assert len(out) == 1 and re.fullmatch(r"CR fold 1 test: accuracy [\d.]+ on \d+ items \(qpdn\)", out[0]), out
+    assert err == f"report written to {tmp_path / 'e.json'}\n", err
+
+
+def test_a_matcher_writes_only_its_metrics_on_stdout(tmp_path, capsys):
+    model, state = tmp_path / "model", tmp_path / "state"
+    out, err = _run(capsys, ["train", "cnm", "--dataset", "wikiqa", "--data", _qa_root(tmp_path), "--no-pretrained",
+                             "--dim", "4", "--num-measurements", "4", "--epochs", "1", "--no-progress",
+                             "--save", model, "--checkpoint-dir", state])
+    assert [line.split(":")[0] for line in out] == ["wikiqa dev (selection, epoch 1)", "wikiqa test"], out
+    assert all(re.search(r"MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+ on \d+ questions$", line) for line in out), out
+    for line in ("trained on wikiqa train: 6 questions", "wikiqa epoch 1: loss", f"training state kept in {state}",
+                 f"checkpoint written to {model}"):
+        assert line in err, (line, err)
+
+
+def test_word2fun_writes_only_the_nearest_words_on_stdout(tmp_path, capsys):
+    corpus, grid = tmp_path / "c.tsv", tmp_path / "g.npz"
+    corpus.write_text("".join(f"{1900 + 10 * i}\ta b c d {'ab'[i % 2]}\n" for i in range(10)))
+    out, err = _run(capsys, ["train", "word2fun", "--corpus", corpus, "--dim", "4", "--min-count", "1", "--epochs", "1",
+                             "--family", "static", "--words", "a,b", "--eras", "2", "--topk", "2",
+                             "--export-npz", grid, "--report", tmp_path / "r.json"])
+    assert out[0].startswith("a  (change degree first vs last era: ") and out[3] == "", out
+    assert out[4].startswith("b  (change degree") and len(out) == 7, out          # a word, its eras; a blank line
+    assert all(re.fullmatch(r"  \d+-\d+: \w+, \w+", line) for line in out[1:3] + out[5:]), out
+    for line in ("word2fun epoch 1: loss", "vocabulary 4 words", f"written to {grid}", "report written to"):
+        assert line in err, (line, err)
+
+
+def test_convert_says_what_it_wrote_on_stderr(tmp_path, capsys, monkeypatch):
+    from qpnlp.commands import convert
+
+    monkeypatch.setattr(convert, "convert_legacy_checkpoint", lambda old, new: new)
+    out, err = _run(capsys, ["convert", tmp_path / "old.pt", tmp_path / "new"])
+    assert out == [] and err == f"converted {tmp_path / 'old.pt'} -> {tmp_path / 'new'}\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_status_line_is_not_written_into_a_progress_bar(monkeypatch):
+    """word2fun's per-epoch line was printed into its bar, drawn over the whole training:
+    `word2fun static:  50%|#####     | 20/40 [...]word2fun epoch 1: loss ...`."""
+    from tqdm import tqdm
+
+    from qpnlp.commands._console import status_line
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with tqdm(total=4, desc="bar", file=terminal, mininterval=0) as bar:
+        bar.update(2)
+        status_line("epoch 1: loss 0.5")
+        bar.update(2)
+    text = terminal.getvalue()
+    assert re.search(r"(^|[\r\n])epoch 1: loss 0.5\n", text) and "|epoch" not in text and "]epoch" not in text, text
+    assert text.rindex("bar: 100%") > text.index("epoch 1:")                     # the bar drawn again after it
+
+
+def test_word2fun_epoch_lines_stay_out_of_its_bar_on_a_terminal(tmp_path, monkeypatch, capsys):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("".join(f"{1900 + 10 * i}\ta b c d\n" for i in range(10)))
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "2",
+                 "--family", "static", "--sample", "0"]) == 0, terminal.getvalue()
+    text = terminal.getvalue()
+    assert "tok/s" in text or "tok]" in text, text                                    # a bar was drawn
+    for epoch in (1, 2):
+        assert re.search(rf"(^|[\r\n])word2fun epoch {epoch}: loss", text), text

@@ -1,8 +1,9 @@
 """The options common to the train commands (training settings, vectors, fallback) and :func:`train_config`.
 
 The argparse types live in :mod:`._types`, errors and exit codes in
-:mod:`._errors`, output paths in :mod:`._outputs` and the report in
-:mod:`._report`.
+:mod:`._errors`, output paths in :mod:`._outputs`, the report in
+:mod:`._report` and the rule of what goes to stdout and to stderr in
+:mod:`._console`.
 """
 
 from __future__ import annotations

@@ -125,16 +125,17 @@ def explicit_options(args: argparse.Namespace) -> list[str]:
     return list(getattr(args, _EXPLICIT, None) or [])
 
 
-def grid_less_given(default: list[str], args: argparse.Namespace) -> list[str]:
+def grid_less_given(default: list[str], args: argparse.Namespace, notes: list[str]) -> list[str]:
     """The axes ``NAME=V1,V2`` of a default selection grid less those whose option the command line gives
     (:func:`explicit_options`): a given option is never overridden by a default it did not ask for. Says what it
-    left out."""
+    left out: a line appended to ``notes``, which the command writes once the whole command line is checked (an
+    error stays the one line on stderr)."""
     given = set(explicit_options(args))
     fixed = [axis for axis in default if axis.partition("=")[0] in given]
     kept = [axis for axis in default if axis not in fixed]
     if fixed:
-        print(f"default selection grid without {' '.join(fixed)} (given on the command line): "
-              f"{' '.join(kept) or 'no selection'}", flush=True)
+        notes.append(f"default selection grid without {' '.join(fixed)} (given on the command line): "
+                     f"{' '.join(kept) or 'no selection'}")
     return kept
 
 

@@ -15,6 +15,8 @@ import warnings
 
 from qpnlp.training.config import ConfigError
 
+from ._console import status_line
+
 
 class UsageError(ValueError):
     """An option value that cannot work, found before anything is read (exit code 2)."""
@@ -33,8 +35,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     0 success; 2 a usage error (a bad option value, a model or training
     setting the configs refuse); 1 any other failure (missing or bad files,
-    data that does not fit, diverged training); 130 Ctrl-C. ``--debug``
-    prints the traceback before the line.
+    data that does not fit, diverged training), and also, without a line, a
+    closed stdout pipe (``qpnlp ... | head -1``: the reader left); 130
+    Ctrl-C. ``--debug`` prints the traceback before the line.
     """
     prog = getattr(args, "prog", "qpnlp")
     try:
@@ -66,7 +69,11 @@ def one_line_warnings(prog: str):
     """Warnings shown as the errors are, one line on stderr (``qpnlp train qpdn: warning: ...``), while the command
     runs: the default form names a file and a line of code (a command's user wrote neither) on two lines."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog}: warning: {' '.join(str(message).split())}", file=file or sys.stderr, flush=True)
+        text = f"{prog}: warning: {' '.join(str(message).split())}"
+        if file is None or file is sys.stderr:
+            status_line(text)                          # around a progress bar, as the other status lines
+        else:
+            print(text, file=file, flush=True)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

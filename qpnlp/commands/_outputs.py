@@ -17,6 +17,7 @@ from pathlib import Path
 from qpnlp._atomic import atomic_write_text, check_replaceable, existing_parent, written_by_qpnlp
 from qpnlp.models.base import CONFIG_FILE
 
+from ._console import status_line
 from ._errors import CommandFailed, UsageError
 from ._report import arguments, json_ready
 from ._types import path_type
@@ -123,10 +124,10 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                             f"--checkpoint-dir of the interrupted run)")
     if not resume and ours:
         shutil.rmtree(root)
-        print(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the run "
-              f"starts afresh)", flush=True)
-    print(f"resuming from the training state in {root}" if resume else
-          f"training state kept in {root} after every epoch (--resume continues from it)", flush=True)
+        status_line(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the "
+                    f"run starts afresh)")
+    status_line(f"resuming from the training state in {root}" if resume else
+                f"training state kept in {root} after every epoch (--resume continues from it)")
     if not ours or not resume:
         root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(root / RUN_FILE, json.dumps(dict(format="qpnlp-training-run/1", prog=args.prog,

@@ -22,6 +22,7 @@ import torch
 
 from qpnlp._atomic import atomic_write_text
 
+from ._console import status_line
 from ._errors import error_line
 
 
@@ -110,7 +111,7 @@ class Report:
         finally:
             self.close()
         if self.path is not None:
-            print(f"report written to {self.path}", flush=True)
+            status_line(f"report written to {self.path}")
 
     def close(self) -> None:
         """Close the TensorBoard writer, if one is open, and its thread (each ``main([...])`` run in one process left
@@ -206,8 +207,8 @@ def epoch_logger(report: Report, label: str, **context) -> Callable[[dict], None
         if "setting" in entry:
             where += " [" + " ".join(f"{k}={v}" for k, v in entry["setting"].items()) + "]"
         report.epoch(entry)                       # first: once the line is out, the report holds the epoch
-        print(f"{where} epoch {entry['epoch']}: {epoch_summary(entry)}  ({entry['seconds']:.0f}s)"
-              + ("  (from the saved training state)" if entry.get("restored") else ""), flush=True)
+        status_line(f"{where} epoch {entry['epoch']}: {epoch_summary(entry)}  ({entry['seconds']:.0f}s)"
+                    + ("  (from the saved training state)" if entry.get("restored") else ""))
     return log
 
 

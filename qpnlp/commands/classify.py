@@ -15,7 +15,6 @@ state.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 
 from qpnlp.data import DATASETS, load_classification, splits
@@ -32,6 +31,7 @@ from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
+from ._console import result_line, status_line
 from qpnlp.data.protocols import DEFAULT_FOLDS
 
 
@@ -70,7 +70,8 @@ def register(subparsers: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     # Everything the command line alone decides is checked before any file is read.
-    select = selection_grid(args)
+    notes: list[str] = []                 # said once the command line is known to be good: an error is one line
+    select = selection_grid(args, notes)
     candidates = parse_grid(select) if select else None
     if candidates is not None and args.embedding_lr is None:      # --embedding-lr defaults to each point's lr
         candidates = [{**c, "embedding_lr": c["lr"]} if "lr" in c and "embedding_lr" not in c else c
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     check_model_options(args.kind, options)
     if candidates is not None:
         check_grid(args.kind, candidates, options, config)
+    for line in notes:
+        status_line(line)
     state_root = prepare_outputs(args)
     report.update(config=dict(model=options, train=config.to_dict(), grid=candidates), split_unit="sentences",
                   split="test", training_state=None if state_root is None else str(state_root))
@@ -87,22 +90,23 @@ def run(args: argparse.Namespace) -> int:
         return _train(args, report, config, options, candidates, state_root)
 
 
-def selection_grid(args: argparse.Namespace) -> list[str]:
+def selection_grid(args: argparse.Namespace, notes: list[str]) -> list[str]:
     """``--select``, or the model's default grid less the axes whose model option or training setting the command
     line gives.
 
     ``--dropout 0.5`` with the default grid ``dropout=0,0.3 weighting=...`` trains dropout 0.5 and searches the
     weighting only; ``--lr 0.01`` with ``lr=1e-3,1e-4`` trains at 0.01 (a given option is never overridden by a
-    default it did not ask for). An explicit ``--select`` axis wins over the option it varies, and says so.
+    default it did not ask for). An explicit ``--select`` axis wins over the option it varies, and says so (a line
+    appended to ``notes``, as :func:`grid_less_given` says what it left out).
     """
     if args.select is not None:
         given = set(explicit_options(args))
         for axis in args.select:
             if axis.partition("=")[0] in given:
                 flag = "--" + axis.partition("=")[0].replace("_", "-")
-                print(f"--select {axis} replaces the {flag} given on the command line", flush=True)
+                notes.append(f"--select {axis} replaces the {flag} given on the command line")
         return args.select
-    return grid_less_given(get_model_class(args.kind).training_defaults.get("select", []), args)
+    return grid_less_given(get_model_class(args.kind).training_defaults.get("select", []), args, notes)
 
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:
@@ -141,14 +145,13 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
         report.data["split_counts"][split.name] = dict(train=len(prepared.train), dev=len(prepared.dev),
                                                        test=len(prepared.test))
         chosen = "" if result.selected is None else f", selected {result.selected}"
-        print(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
-              f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)",
-              flush=True)
+        result_line(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
+                    f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)")
         if args.save and i == 0:
             _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
     summary = summarise(results)
-    print(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
-          f"split(s), seed {args.seed}")
+    result_line(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
+                f"split(s), seed {args.seed}")
     splits_done = [{k: v for k, v in r.items() if k != "history"} for r in summary["per_split"]]
     report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
                   n=sum(c["test"] for c in report.data["split_counts"].values()), details=dict(splits=splits_done))
@@ -173,7 +176,7 @@ def _save(args, report: Report, model, vocab, dataset, split: str, config, selec
                                   label_names=list(dataset.label_names), train=used.to_dict(), max_len=args.max_len,
                                   selected=selected, task="classification", **extra))
     report.update(checkpoint=str(args.save))
-    print(f"checkpoint written to {args.save}", flush=True)
+    status_line(f"checkpoint written to {args.save}")
 
 
 def _interrupted(args, report: Report, err: TrainingInterrupted, dataset, config, *, first: bool) -> int:
@@ -192,5 +195,5 @@ def _interrupted(args, report: Report, err: TrainingInterrupted, dataset, config
     if err.checkpoint_dir is not None:
         message += "; continue with --resume"
     report.finish("interrupted", error="interrupted (SIGINT)")
-    print(message, file=sys.stderr, flush=True)
+    status_line(message)
     return 130

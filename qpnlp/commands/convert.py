@@ -7,6 +7,7 @@ from pathlib import Path
 
 from qpnlp.training import convert_legacy_checkpoint
 
+from ._console import status_line
 from ._outputs import check_output_path
 
 
@@ -29,5 +30,5 @@ def run(args: argparse.Namespace) -> int:
         out = convert_legacy_word2fun(old, args.new)
     else:
         out = convert_legacy_checkpoint(old, args.new)
-    print(f"converted {old} -> {out}")
+    status_line(f"converted {old} -> {out}")
     return 0

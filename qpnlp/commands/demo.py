@@ -18,6 +18,7 @@ import torch
 from qpnlp.training.classification import run_split
 
 from ._common import add_training_options, train_config
+from ._console import result_line, status_line
 from ._outputs import prepare_outputs
 from ._report import Report, epoch_logger
 from ._types import count_type
@@ -48,23 +49,23 @@ def run(args: argparse.Namespace) -> int:
 def _demo(args, report: Report, config, options: dict, start: float) -> int:
     from qpnlp.data import load_glove_50d, load_sotu_era, splits
 
-    print("loading the SOTU era task and GloVe 6B 50d ...", flush=True)
+    status_line("loading the SOTU era task and GloVe 6B 50d ...")
     dataset = load_sotu_era(n_train=args.train_size, seed=args.seed)
     glove = load_glove_50d()
     split = next(splits(dataset, seed=args.seed))
     report.update(dataset=dataset.name)
-    print(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, orthonormal measurements, trainable word "
-          f"weights) ...", flush=True)
+    status_line(f"{dataset!r}\ntraining QPDN (d=50, k={args.num_measurements}, orthonormal measurements, trainable "
+                f"word weights) ...")
     result, model, prepared, _ = run_split("qpdn", dataset, split, glove, options, config,
                                            log=epoch_logger(report, dataset.name, split=split.name))
-    print(f"\ntest accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
-          f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
+    result_line(f"test accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
+                f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
     measurements = interpret(model, prepared.vocab, dataset.label_names, args.show, args.top)
     report.finish(metrics=dict(accuracy=result.test_accuracy, dev_accuracy=result.dev_accuracy),
                   split_counts={split.name: dict(train=len(prepared.train), dev=len(prepared.dev),
                                                  test=len(prepared.test))},
                   n=len(prepared.test), details=dict(best_epoch=result.best_epoch, measurements=measurements))
-    print(f"\nwall time {time.perf_counter() - start:.0f}s")
+    status_line(f"wall time {time.perf_counter() - start:.0f}s")
     return 0
 
 
@@ -82,14 +83,14 @@ def interpret(model, vocab, label_names, show: int, top: int) -> list[dict]:
     contrast = w[1] - w[0]
     order = contrast.abs().argsort(descending=True)[:show]
     near = nearest_words(model.measurement.vectors()[order], states, words, top=top, candidates=frequent)
-    print("\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
+    result_line("\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
     out = []
     for k, neighbours in zip(order.tolist(), near):
         era = label_names[int(contrast[k] > 0)]
-        print(f"  v{k:<3} -> {era:<9} " + ", ".join(f"{word} {p:.2f}" for word, p in neighbours))
+        result_line(f"  v{k:<3} -> {era:<9} " + ", ".join(f"{word} {p:.2f}" for word, p in neighbours))
         out.append(dict(measurement=k, favours=era, weight=float(contrast[k]), nearest=neighbours))
     importance = word_importance(model.weighting, ids[frequent], norms[frequent],
                                  [words[i] for i in ids[frequent].tolist()], top=top)
-    print("\nmost important words (largest learned weight): " + ", ".join(w for w, _ in importance["most"]))
-    print("least important words (smallest learned weight): " + ", ".join(w for w, _ in importance["least"]))
+    result_line("\nmost important words (largest learned weight): " + ", ".join(w for w, _ in importance["most"]))
+    result_line("least important words (smallest learned weight): " + ", ".join(w for w, _ in importance["least"]))
     return out

@@ -6,6 +6,7 @@ import argparse
 
 from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
+from ._console import result_line
 from ._outputs import prepare_outputs
 from ._report import Report
 from ._types import DEVICE_HELP, count_type, device_type, path_type
@@ -45,7 +46,7 @@ def _evaluate(args, report: Report) -> int:
                                  device=args.device, max_questions=args.max_questions)
     metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in result["metrics"].items() if isinstance(v, float))
     counted, counts, unit = _counts(result)
-    print(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")
+    result_line(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")
     report.finish(model=result["model"], dataset=result["dataset"], split=result["split"], metrics=result["metrics"],
                   n=result["n"], seed=result["seed"], checkpoint=result["checkpoint"],
                   split_counts={result["split"]: counts}, split_unit=unit, config=result.get("config", {}),

@@ -8,7 +8,6 @@ rewrites the report; Ctrl-C saves the best model so far (with ``--save``) and
 from __future__ import annotations
 
 import argparse
-import sys
 
 from qpnlp.data import QA_DATASETS
 from qpnlp.models import get_model_class, registered_models
@@ -25,6 +24,7 @@ from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
 from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options, recorded
+from ._console import result_line, status_line
 
 
 def register(subparsers: dict) -> None:
@@ -214,13 +214,13 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
         report.finish("diverged", error=str(err))
         raise CommandFailed(f"{args.dataset}: {err}") from None
     per_epoch = f"{result.train_triplets} triplets" if args.loss == "triplet" else "every question-candidate pair"
-    print(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, {per_epoch} per "
-          f"epoch", flush=True)
-    print(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
-          f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
+    status_line(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, {per_epoch} "
+                f"per epoch")
+    result_line(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
+                f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
     for split, m in result.evaluation.items():
-        print(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
-              f"on {m['questions']} questions")
+        result_line(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
+                    f"on {m['questions']} questions")
     if args.save:
         _save(args, report, result.model, result.vocab, result.dataset, config)
     counts = {result.train_split: result.train_questions, "dev": result.dev["questions"],
@@ -243,7 +243,7 @@ def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> 
                                   label_names=["wrong", "correct"], max_len=args.max_len,
                                   max_questions=args.max_questions, task="matching", **extra))
     report.update(checkpoint=str(args.save))
-    print(f"checkpoint written to {args.save}", flush=True)
+    status_line(f"checkpoint written to {args.save}")
 
 
 def _interrupted(args, report: Report, err: TrainingInterrupted, config) -> int:
@@ -258,5 +258,5 @@ def _interrupted(args, report: Report, err: TrainingInterrupted, config) -> int:
     if err.checkpoint_dir is not None:
         message += "; continue with --resume"
     report.finish("interrupted", error="interrupted (SIGINT)")
-    print(message, file=sys.stderr, flush=True)
+    status_line(message)
     return 130

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from ._common import show_progress, torch_threads
+from ._console import result_line, status_line
 from ._errors import UsageError
 from ._outputs import check_output_path, check_report_apart, overlapping
 from ._processes import records_error, run_in_processes
@@ -317,8 +318,8 @@ def _epoch_history(report: Report, log):
         _restored_epochs(report, stats, epoch)
         if not done["compile"] and stats.compile_seconds >= 1:
             done["compile"] = 1
-            print(f"compiled the training step in {stats.compile_seconds:.0f}s (numba, once after an install: "
-                  "later runs load it from the cache); not counted in the epochs' times", file=sys.stderr)
+            status_line(f"compiled the training step in {stats.compile_seconds:.0f}s (numba, once after an install: "
+                        "later runs load it from the cache); not counted in the epochs' times")
         tokens, pairs = stats.tokens - done["tokens"], stats.pairs - done["pairs"]
         seconds = stats.seconds - done["seconds"]
         done.update(tokens=stats.tokens, pairs=stats.pairs, seconds=stats.seconds)
@@ -412,12 +413,12 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         return 0
     vectors, stats = result.vectors, result.stats
     _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
-    print(f"vocabulary {len(vectors)} words (min count {args.min_count})", file=sys.stderr)
+    status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
     missing = [w for w in words if w not in vectors]
     if missing:                                   # only a streamed or resumed run gets here (see _checked_vocabulary)
         warning = f"--words not in the vocabulary (min count {args.min_count}): {', '.join(missing)}"
         report.data["warnings"].append(warning)
-        print(f"warning: {warning}", file=sys.stderr)
+        status_line(f"warning: {warning}")
     words = [w for w in words if w not in missing]
     eras = equal_eras(*vectors.time_span, args.eras)
     step = vectors.default_step()
@@ -430,16 +431,16 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
             nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
     change = dict(zip(words, vectors.change_degrees(words, eras[0], eras[-1], step=step).tolist()))
     indicators = vectors.indicators(words) if words else {}
-    for w in words:
-        print(f"\n{w}  (change degree first vs last era: {change[w]:.3f})")
+    for i, w in enumerate(words):
+        result_line(("\n" if i else "") + f"{w}  (change degree first vs last era: {change[w]:.3f})")
         for e in nearest[w]:
             a, b = e["era"]
-            print(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
+            result_line(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
     if args.export_npz:
         top = list(vectors.index_to_key[: args.npz_words])
         top += [w for w in words if w not in top]
         written = vectors.export_npz(args.export_npz, top)      # that path exactly, its parents created
-        print(f"grid of {len(top)} words written to {written}", flush=True)
+        status_line(f"grid of {len(top)} words written to {written}")
     info = result.corpus_info
     trained = stats.seconds > 0
     report.data["config"]["model"] = vectors.model.config.to_dict()

@@ -37,9 +37,11 @@ def test_report_schema_history_csv_and_epoch_lines(corpus_tsv, tmp_path, capsys)
                       "--report", str(report), "--out", str(out), "--export-npz", str(tmp_path / "g.npz")))
     stdout, stderr = capsys.readouterr()
     assert code == 0, stderr
-    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("word2fun epoch")] == \
-        ["word2fun epoch 1", "word2fun epoch 2"]                                    # a per-epoch line
-    assert "tokens/s" in next(line for line in stdout.splitlines() if line.startswith("word2fun epoch 2"))
+    assert [line.split(":")[0] for line in stderr.splitlines() if line.startswith("word2fun epoch")] == \
+        ["word2fun epoch 1", "word2fun epoch 2"]                                    # a per-epoch line, on stderr
+    assert "tokens/s" in next(line for line in stderr.splitlines() if line.startswith("word2fun epoch 2"))
+    assert stdout.startswith("war  (change degree first vs last era: ")            # stdout: the results only
+    assert "epoch" not in stdout and "written" not in stdout and f"report written to {report}" in stderr
     data = json.loads(report.read_text())
     assert data["schema"] == "qpnlp-report/1" and data["command"] == "train word2fun" and data["status"] == "completed"
     assert data["qpnlp_version"] and data["model"] == "word2fun" and data["dataset"] == str(corpus_tsv)
@@ -87,7 +89,7 @@ def test_an_unknown_word_is_a_usage_error_before_training(corpus_tsv, tmp_path, 
     assert code == 2 and len(lines) == 1, stderr
     assert lines[0].startswith(f"{PROG}: error: --words: ") and fragment in lines[0], lines[0]
     assert "lower --min-count" in lines[0] and "--min-count 5 times" in lines[0]
-    assert "epoch" not in stdout and not out.exists() and not report.exists()
+    assert "epoch" not in stdout + stderr.replace(lines[0], "") and not out.exists() and not report.exists()
 
 
 def test_a_lower_min_count_admits_the_rare_word(corpus_tsv, tmp_path, capsys):
@@ -121,7 +123,7 @@ def test_bad_output_paths_are_refused_before_training(corpus_tsv, tmp_path, caps
         code = main(_argv(corpus_tsv, *extra))
         stdout, stderr = capsys.readouterr()
         assert code == 2 and stderr.startswith(f"{PROG}: error: ") and fragment in stderr, stderr
-        assert "epoch" not in stdout
+        assert "epoch 1:" not in stdout + stderr
     assert (tmp_path / "notamodel" / "keep.txt").read_text() == "mine"
 
 
@@ -134,7 +136,7 @@ def test_resume_reports_every_epoch(corpus_tsv, tmp_path, capsys):
     data = json.loads(report.read_text())
     assert [h["epoch"] for h in data["history"]] == [1, 2] and data["history"][0]["restored"] is True
     assert "restored" not in data["history"][1] and data["metrics"]["epochs"] == 2
-    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("word2fun epoch")] == \
+    assert [line.split(":")[0] for line in stderr.splitlines() if line.startswith("word2fun epoch")] == \
         ["word2fun epoch 1", "word2fun epoch 2"]          # the first run's line, then the resumed run's
 
 
@@ -153,7 +155,8 @@ def test_a_failed_run_finishes_its_report_with_the_error(corpus_tsv, tmp_path, c
     report = tmp_path / "r.json"
     code = main(_argv(corpus_tsv, "--min-count", "10000", "--words", "war", "--report", str(report)))
     _, stderr = capsys.readouterr()
-    assert code == 1 and stderr.startswith(f"{PROG}: error: the vocabulary has 0 words"), stderr
+    assert code == 1 and stderr.splitlines() == [f"report written to {report}", stderr.splitlines()[-1]], stderr
+    assert stderr.splitlines()[-1].startswith(f"{PROG}: error: the vocabulary has 0 words"), stderr
     data = json.loads(report.read_text())
     assert data["status"] == "failed" and "Word2Fun needs at least two" in data["error"] and data["history"] == []
 

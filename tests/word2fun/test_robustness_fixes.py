@@ -66,7 +66,7 @@ def test_the_command_fails_with_one_line_instead_of_a_zero_loss(six_tsv, tmp_pat
     assert code == 1, stderr                                    # was 0, with "loss 0.0000"
     line = stderr.splitlines()[-1]
     assert line.startswith(f"{PROG}: error: Word2Fun drew no skip-gram pairs") and "--sample 0" in line, stderr
-    assert "loss 0.0000" not in stdout
+    assert "loss 0.0000" not in stdout + stderr
     data = json.loads(report.read_text())
     assert data["status"] == "failed" and "no skip-gram pairs" in data["error"]
     assert main(_argv(six_tsv, "--sample", "0")) == 0
@@ -107,7 +107,7 @@ def test_the_command_refuses_such_an_lr_before_training(six_tsv, capsys):
     code = main(_argv(six_tsv, "--lr", "1e300", "--sample", "0"))
     stdout, stderr = capsys.readouterr()
     assert code == 2 and "lr must be at most" in stderr.splitlines()[-1], stderr     # was 0 with a NaN model
-    assert "epoch" not in stdout
+    assert "epoch 1:" not in stdout + stderr
 
 
 def test_a_parameter_made_non_finite_by_the_last_update_is_divergence():
@@ -156,7 +156,7 @@ def test_the_command_writes_the_grid_where_it_was_asked_and_says_so(six_tsv, tmp
     stdout, stderr = capsys.readouterr()
     assert code == 0, stderr                                    # was "No such file or directory" after training
     assert grid.is_file() and not grid.with_name("grid.txt.npz").exists()
-    assert f"grid of 6 words written to {grid}" in stdout
+    assert f"grid of 6 words written to {grid}" in stderr and "written" not in stdout        # a status line
     assert np.load(grid)["E"].shape == (91, 6, 4)               # 1900-1990, six words
     assert json.loads(report.read_text())["details"]["npz"] == str(grid)
 
@@ -166,4 +166,4 @@ def test_an_export_path_under_a_file_is_refused_before_training(six_tsv, tmp_pat
     code = main(_argv(six_tsv, "--sample", "0", "--export-npz", str(tmp_path / "afile" / "g.npz")))
     stdout, stderr = capsys.readouterr()
     assert code == 2 and "--export-npz" in stderr and "is a file, not a directory" in stderr, stderr
-    assert "epoch" not in stdout
+    assert "epoch 1:" not in stdout + stderr
