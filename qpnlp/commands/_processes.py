@@ -198,8 +198,8 @@ def _record_failure(args: argparse.Namespace, report: Report, failure: tuple[int
     prog = getattr(args, "prog", "qpnlp")
     if code < 0:
         error = _killed(rank, world, -code)
+        _finish_report(report, "failed", error, force=True)     # its "report written to" line first: the error last
         print(f"{prog}: error: {error}", file=sys.stderr, flush=True)
-        _finish_report(report, "failed", error, force=True)
         return 1
     first = _first_error(errors)
     if first is None:
@@ -209,8 +209,8 @@ def _record_failure(args: argparse.Namespace, report: Report, failure: tuple[int
         return code
     rank, recorded = first
     error = f"process {rank} of {world} failed: {recorded['error']}; the others were stopped"
-    print(f"{prog}: error: {error} (the first error of the processes)", file=sys.stderr, flush=True)
     _finish_report(report, recorded.get("status", "failed"), error, force=rank != 0)
+    print(f"{prog}: error: {error} (the first error of the processes)", file=sys.stderr, flush=True)
     return code
 
 
