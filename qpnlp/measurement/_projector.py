@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
+from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
 
-from ._born import born_probabilities
+from ._born import born_probabilities, povm_probabilities, povm_probabilities_dense
 from ._checks import check_projectors
 
 
@@ -117,28 +117,23 @@ class Projector(Batched):
         -----
         A pure state or ensemble whose projector batch only spreads over trailing singleton batch dims of its own
         (the outer product above) goes through the real kernel :func:`~qpnlp.measurement.born_probabilities`, one
-        matrix product of ``(*L n, 2d)`` by ``(2d, 2 K r)``; other pairings and density matrices through
-        ``einsum``, which broadcasts without copying an operand.
+        matrix product of ``(*L n, 2d)`` by ``(2d, 2 K r)``; other pairings and density matrices are the POVM
+        of one effect :math:`E = P` (:func:`~qpnlp.measurement.povm_probabilities`,
+        :func:`~qpnlp.measurement.povm_probabilities_dense`), which broadcast without copying an operand.
         """
         if not isinstance(system, (PureState, Ensemble, DensityMatrix)):
             raise TypeError(f"probability() takes a PureState, Ensemble or DensityMatrix; got {type(system).__name__}")
         V.check_dims_match("system", system.dim, "projector", self.dim)
         V.check_broadcast("system", system.batch_shape, "Projector", self.batch_shape)
-        if isinstance(system, DensityMatrix):   # einsum: one GEMM, faster than the 3-operand contract kernel
-            rho, v = promote(system.data, self._vectors)
-            return torch.einsum("...rd,...de,...re->...", v.conj(), rho, v).real
+        effect = self._vectors.unsqueeze(-3)    # one projector is a POVM of one effect: (..., 1, r, d)
+        if isinstance(system, DensityMatrix):
+            return povm_probabilities_dense(system.data, effect, validate=False).squeeze(-1)
         lead = _outer_split(system.batch_shape, self.batch_shape)
         if lead is not None:                    # every state with every projector: the real kernel
             return self._outer_probability(system, lead)
-        # einsum broadcasts without expanding the operands (matmul would copy the states once per projector)
-        pure = isinstance(system, PureState)
-        states, v = promote(system.data.unsqueeze(-2) if pure else system.states.data, self._vectors)  # (..., n, d)
-        amplitudes = torch.einsum("...nd,...rd->...nr", states, v.conj())                  # <v_s|w_i>
-        per_state = (amplitudes.real.square() + amplitudes.imag.square()).sum(-1)          # (..., n)
-        if pure:
-            return per_state.squeeze(-1)
-        common = torch.promote_types(per_state.dtype, system.weights.dtype)                # widen, never narrow
-        return (system.weights.to(common) * per_state.to(common)).sum(-1)
+        pure = isinstance(system, PureState)    # validated objects: nothing left to check
+        states, weights = (system.data, None) if pure else (system.states.data, system.weights)
+        return povm_probabilities(states, weights, effect, validate=False).squeeze(-1)   # einsum: no operand copied
 
     def _outer_probability(self, system: PureState | Ensemble, lead: torch.Size) -> torch.Tensor:
         r"""Every pure state or ensemble of the leading batch ``L`` with every projector, by the real kernel.
