@@ -77,8 +77,7 @@ class PretrainedVectors:
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not is_integer(self.fallback) or self.fallback < 0:
-            raise ValueError(f"fallback must be an integer >= 0 (a number of words); got {self.fallback!r}")
+        _check_fallback(self.fallback)
         vectors = self.vectors
         if vectors.ndim != 2:
             raise ValueError(f"vectors must have shape (N, dim); got shape {vectors.shape}")
@@ -149,8 +148,8 @@ class PretrainedVectors:
         """
         if (backoff is None or backoff == self.backoff) and (fallback is None or fallback == self.fallback):
             return self
-        if fallback is not None and (not is_integer(fallback) or fallback < 0):
-            raise ValueError(f"fallback must be an integer >= 0 (a number of words); got {fallback!r}")
+        if fallback is not None:
+            _check_fallback(fallback)
         out = copy.copy(self)
         if backoff is not None:
             object.__setattr__(out, "backoff", bool(backoff))
@@ -412,6 +411,12 @@ def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | Non
     if any(r is None for r in rows):
         return None
     return np.asarray(pretrained.vectors[rows], dtype=np.float64).mean(axis=0).astype(np.float32)
+
+
+def _check_fallback(n) -> None:
+    """A pretrained fallback size is a number of words: an integer >= 0 (ValueError otherwise)."""
+    if not is_integer(n) or n < 0:
+        raise ValueError(f"fallback must be an integer >= 0 (a number of words); got {n!r}")
 
 
 def pretrained_fallback_size(pretrained: PretrainedVectors | None, n: int | None = None) -> int:
