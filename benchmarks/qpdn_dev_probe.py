@@ -30,8 +30,11 @@ from qpnlp.data import load_classification, splits
 from qpnlp.data.vectors import load_vectors
 from qpnlp.training import TrainConfig
 from qpnlp.training.classification import apply_setting, run_split
+from qpnlp.training.defaults import training_settings
 
-DEFAULT_TRAIN = dict(epochs=30, batch_size=32, lr=1e-2, embedding_lr=1e-3, patience=4, seed=0, progress=False)
+#: QPDN's own training settings (epochs 30, batch 32, lr 1e-2, embedding_lr 1e-3, patience 4), for either kind.
+DEFAULT_TRAIN = dict({k: training_settings("qpdn")[k] for k in ("epochs", "batch_size", "lr", "embedding_lr",
+                                                               "patience")}, seed=0, progress=False)
 
 
 def main(argv=None) -> None:

@@ -27,14 +27,13 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
     (:func:`qpnlp.training.defaults.training_settings`: the model's ``training_defaults`` over the training config's
     own), so the command and a Python user train alike. ``kind=None``: :class:`TrainConfig`'s defaults, replaced by
     ``overrides`` (``qpnlp demo``'s short run)."""
-    from qpnlp.models import get_model_class
-    from qpnlp.training.defaults import training_settings
+    from qpnlp.training.defaults import default_embedding_lr, training_settings
 
     if kind is None:
         defaults, embedding_lr = {**TrainConfig().to_dict(), **overrides}, None   # None: follows --lr
     else:
         defaults = {**training_settings(kind), **overrides}
-        embedding_lr = get_model_class(kind).training_default("embedding_lr")
+        embedding_lr = default_embedding_lr(kind)                                  # None: follows --lr
     group = parser.add_argument_group("training")
     given = recorded(argparse._StoreAction)   # a default selection grid leaves out the axes given (explicit_options)
     group.add_argument("--epochs", action=given, type=count_type(), default=defaults["epochs"],
@@ -117,15 +116,6 @@ def add_fallback_option(parser: argparse.ArgumentParser) -> None:
                         help="append the N most frequent pretrained words to the training vocabulary, so unseen "
                              "test words keep their vectors (default: the vector set's own, 400000 = all of GloVe "
                              "6B for glove-6b-50d, 0 for spacy-md-300d and files)")
-
-
-def pretrained_fallback(args: argparse.Namespace, vectors) -> int:
-    """The size of the pretrained fallback vocabulary of the run: ``--pretrained-fallback``, or when not given the
-    vectors' own (:func:`qpnlp.data.pretrained.pretrained_fallback_size`, the rule of ``run_split`` /
-    ``run_matching``, which the command passes ``args.pretrained_fallback`` as it is; 0 without vectors)."""
-    from qpnlp.data.pretrained import pretrained_fallback_size
-
-    return pretrained_fallback_size(vectors, args.pretrained_fallback)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

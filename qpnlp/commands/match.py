@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from qpnlp.data import QA_DATASETS
+from qpnlp.data import QA_DATASETS, pretrained_fallback_size
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import DEFAULT_DIM, check_model_options
@@ -18,7 +18,7 @@ from qpnlp.training.matching import LOSSES, MatchingConfig
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      pretrained_fallback, show_progress, torch_threads)
+                      show_progress, torch_threads)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -231,7 +231,7 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
                   details=dict(best_epoch=result.best_epoch, train_split=result.train_split,
                                train_questions=result.train_questions, train_triplets=result.train_triplets,
                                oov_rate=result.oov_rate, extra_train=list(args.extra_train),
-                               pretrained_fallback=pretrained_fallback(args, pretrained),
+                               pretrained_fallback=pretrained_fallback_size(pretrained, args.pretrained_fallback),
                                vocabulary_size=len(result.vocab),
                                model_config=result.model_config))
     return 0

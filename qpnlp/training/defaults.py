@@ -37,8 +37,8 @@ from qpnlp.models import get_model_class
 from .config import TrainConfig
 from .matching import MatchingConfig
 
-__all__ = ["train_config_class", "training_settings", "default_train_config", "default_grid", "default_vectors",
-           "default_vectors_scale"]
+__all__ = ["train_config_class", "training_settings", "default_embedding_lr", "default_train_config", "default_grid",
+           "default_vectors", "default_vectors_scale"]
 
 
 def train_config_class(kind: str) -> type[TrainConfig]:
@@ -54,9 +54,23 @@ def training_settings(kind: str, *, dataset: str | None = None, vectors: str | N
     klass = get_model_class(kind)
     settings = {f.name: klass.training_default(f.name, dataset=dataset, vectors=vectors, fallback=f.default)
                 for f in dataclasses.fields(train_config_class(kind))}
-    if klass.training_default("embedding_lr", dataset=dataset, vectors=vectors) is None:
-        settings["embedding_lr"] = settings["lr"]
+    settings["embedding_lr"] = default_embedding_lr(kind, dataset=dataset, vectors=vectors, lr=settings["lr"])
     return settings
+
+
+def default_embedding_lr(kind: str, *, dataset: str | None = None, vectors: str | None = None,
+                         lr: float | None = None) -> float | None:
+    """The learning rate of ``kind``'s embedding tables for this data set and vector set: the model's own
+    ``embedding_lr`` (:meth:`~qpnlp.models.base.Model.training_default`; QPDN: 1e-3), else ``lr``, which it
+    follows as ``--embedding-lr`` follows ``--lr``. None for a model without one and no ``lr`` (the command's
+    ``--embedding-lr`` default: follows ``--lr``). The one home of the rule, for :func:`training_settings`,
+    :func:`default_train_config` and the command line.
+
+    >>> default_embedding_lr("qpdn", lr=0.1), default_embedding_lr("cnm", lr=0.1), default_embedding_lr("cnm")
+    (0.001, 0.1, None)
+    """
+    own = get_model_class(kind).training_default("embedding_lr", dataset=dataset, vectors=vectors)
+    return lr if own is None else own
 
 
 def default_train_config(kind: str, *, dataset: str | None = None, vectors: str | None = None,
@@ -70,9 +84,8 @@ def default_train_config(kind: str, *, dataset: str | None = None, vectors: str 
     :func:`default_grid`.
     """
     settings = training_settings(kind, dataset=dataset, vectors=vectors)
-    follows = get_model_class(kind).training_default("embedding_lr", dataset=dataset, vectors=vectors) is None
-    if "lr" in overrides and "embedding_lr" not in overrides and follows:
-        settings["embedding_lr"] = overrides["lr"]
+    if "lr" in overrides and "embedding_lr" not in overrides:
+        settings["embedding_lr"] = default_embedding_lr(kind, dataset=dataset, vectors=vectors, lr=overrides["lr"])
     return train_config_class(kind)(**{**settings, **overrides})
 
 

@@ -71,9 +71,8 @@ def saved_run_of_every_process(checkpoint: str | os.PathLike) -> dict | None:
     """:func:`saved_run`, read by every process of a distributed run and refused in every process unless they all
     read the same (``ValueError``; processes resuming different runs, or one of them none, would train apart and
     then wait for each other).  An error reading it in one process is raised in every process."""
-    with dist.fail_together(f"reading the checkpoint {checkpoint}"):
-        saved = saved_run(checkpoint)
-    every = dist.all_gather_objects(saved)
+    every = dist.gather_together(lambda: saved_run(checkpoint), f"reading the checkpoint {checkpoint}")
+    saved = every[dist.rank()]
     other = next((r for r, s in enumerate(every) if s != every[0]), None)
     if other is not None:
         def run(s):
@@ -155,15 +154,16 @@ def restore_interrupted_checkpoint(checkpoint: str | os.PathLike, log: TextIO | 
     checkpoint; several such leftovers are refused in every process (``FileExistsError``, naming them), and
     so is another error of the first process (:class:`~qpnlp.word2fun.distributed.ProcessFailed` in the others).
     """
-    outcome = None
-    with dist.fail_together(f"putting back the checkpoint {checkpoint}"):
-        if dist.is_main_process():
-            try:
-                restored = restore_replaced_directory(checkpoint)
-                outcome = None if restored is None else ("restored", str(restored))
-            except FileExistsError as error:
-                outcome = ("refused", str(error))
-    outcome = dist.all_gather_objects(outcome)[0]          # the first process's, once it has renamed
+    def put_back() -> tuple[str, str] | None:
+        if not dist.is_main_process():
+            return None
+        try:
+            restored = restore_replaced_directory(checkpoint)
+            return None if restored is None else ("restored", str(restored))
+        except FileExistsError as error:
+            return ("refused", str(error))
+
+    outcome = dist.gather_together(put_back, f"putting back the checkpoint {checkpoint}")[0]   # once renamed
     if outcome is not None and outcome[0] == "refused":
         raise FileExistsError(outcome[1])
     if outcome is not None and log is not None:
@@ -278,6 +278,8 @@ def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.rand
     The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
     (of every process, gathered to the first, which writes it while the others wait).  An error writing it, or
     of ``on_epoch`` in one process, is raised in every process (:func:`~qpnlp.word2fun.distributed.fail_together`).
+    The two blocks stay apart (two collectives, not one): ``on_epoch`` runs in no process before the first has
+    written the epoch's checkpoint (an ``on_epoch`` may read it), nor once the writing has failed.
     """
     def end_of_epoch(epoch: int, st: TrainStats) -> None:
         if checkpoint is not None:

@@ -42,7 +42,8 @@ every ``world``-th document of a corpus in memory), and the processes keep
 * **one failure** -- what a process does alone between two collectives
   (reading its files and its shard, loading or writing the checkpoint,
   training its batches, ``on_epoch``) fails in every process at once
-  (:func:`fail_together`, and :meth:`ParameterSync.step` during the epochs):
+  (:func:`fail_together`; :func:`gather_together` where the processes then share what they read; and
+  :meth:`ParameterSync.step` during the epochs):
   the failing process raises its own error, the others a :class:`ProcessFailed`
   naming it, instead of waiting for it in the next collective (until the
   group's timeout, ``QPNLP_DIST_TIMEOUT``, where it lives on, e.g. catching
@@ -70,13 +71,15 @@ import datetime
 import os
 import sys
 from collections import Counter
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import torch
 
+T = TypeVar("T")
+
 __all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_gather_objects", "gather_objects",
            "all_reduce_sum", "all_sum", "all_min_max", "barrier", "shutdown", "ProcessFailed", "raise_together",
-           "fail_together", "ParameterSync"]
+           "fail_together", "gather_together", "ParameterSync"]
 
 
 def _dist():
@@ -261,19 +264,45 @@ def raise_together(error: BaseException | None, what: str) -> None:
         if error is not None:
             raise error
         return
+    _gather_or_raise(error, None, what)
+
+
+def _gather_or_raise(error: BaseException | None, value, what: str) -> list:
+    """``value`` of every process in rank order, gathered with the processes' errors in ONE collective
+    (``all_gather`` of ``(error text or None, value)``); raises as :func:`raise_together` if any process failed
+    (``value`` is then not used).  Only in an open group."""
     mine = None if error is None else type(error).__name__ + (f": {error}" if str(error) else "")
     try:
-        every = all_gather_objects(mine)
+        every = all_gather_objects((mine, value))
     except Exception:
         if error is not None:              # the others are gone as well: this process's own error is the news
             raise error from None
         raise
     if error is not None:
         raise error
-    failed = next((r for r, e in enumerate(every) if e is not None), None)
+    failed = next((r for r, (e, _) in enumerate(every) if e is not None), None)
     if failed is not None:
-        raise ProcessFailed(f"process {failed} of {len(every)} failed {what}: {every[failed]}", failed,
-                            every[failed])
+        raise ProcessFailed(f"process {failed} of {len(every)} failed {what}: {every[failed][0]}", failed,
+                            every[failed][0])
+    return [v for _, v in every]
+
+
+def gather_together(compute: Callable[[], T], what: str) -> list[T]:
+    """``compute()`` of every process in rank order, in every process (``[compute()]`` alone), in ONE collective.
+
+    What :func:`fail_together` around ``compute()`` followed by :func:`all_gather_objects` of its result does with
+    two collectives: an exception of ``compute`` in one process is raised in every process, by it its own, by
+    the others :class:`ProcessFailed` naming it and ``what`` it was doing (e.g. "reading the checkpoint ...").
+    Every process must call it at the same point; ``compute`` holds no collective and returns a picklable value.
+    """
+    if _dist() is None:
+        return [compute()]
+    try:
+        value = compute()
+    except BaseException as error:
+        _gather_or_raise(error, None, what)
+        raise                              # not reached: _gather_or_raise raises the error
+    return _gather_or_raise(None, value, what)
 
 
 @contextlib.contextmanager

@@ -388,9 +388,8 @@ def _check_one_corpus(corpus: TimestampedCorpus | TsvStream, world: int) -> None
     order (an unsorted glob) or each process's own local file would train on some files twice and never read
     others, silently; the first process that differs from process 0 and how are named.
     """
-    with dist.fail_together("reading the corpus's files"):    # a missing file: every process raises
-        signature = _corpus_signature(corpus)
-    every = dist.all_gather_objects(signature)
+    every = dist.gather_together(lambda: _corpus_signature(corpus),     # a missing file: every process raises
+                                 "reading the corpus's files")
     other = next((r for r, s in enumerate(every) if s != every[0]), None)
     if other is None:
         return
