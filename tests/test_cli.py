@@ -50,11 +50,10 @@ def test_a_json_option_that_is_not_a_json_object_names_what_it_expects(capsys, v
 def test_length_chunks_reach_the_training_config(value, expected):
     from qpnlp.cli import build_parser
     from qpnlp.commands._common import train_config
-    from qpnlp.commands.match import matching_config
 
     for model, dataset in (("qpdn", "mr"), ("cnm", "trecqa")):
         args = build_parser().parse_args(["train", model, "--dataset", dataset, "--length-chunks", value])
-        config = (train_config if model == "qpdn" else matching_config)(args)
+        config = train_config(args)
         assert config.length_chunks == expected
 
 
@@ -75,10 +74,11 @@ def test_cnm_defaults_follow_the_data_set_and_the_vector_set(flags, lr, scale):
     """The settings chosen on dev for the 300-d vectors are what `qpnlp train cnm --vectors spacy-md-300d` gets;
     flags still win."""
     from qpnlp.cli import build_parser
-    from qpnlp.commands.match import matching_config, vectors_scale
+    from qpnlp.commands.match import vectors_scale
+    from qpnlp.commands._common import train_config
 
     args = build_parser().parse_args(["train", "cnm", *flags])
-    assert matching_config(args).lr == lr and vectors_scale(args) == scale
+    assert train_config(args).lr == lr and vectors_scale(args) == scale
 
 
 @pytest.mark.parametrize("flags, margin", [
@@ -90,18 +90,17 @@ def test_cnm_defaults_follow_the_data_set_and_the_vector_set(flags, lr, scale):
 def test_cnm_margin_follows_the_data_set_and_the_flag_wins(flags, margin):
     """The margins chosen on dev (WikiQA 0.02, TREC-QA 0.05) are what `qpnlp train cnm --dataset ...` gets."""
     from qpnlp.cli import build_parser
-    from qpnlp.commands.match import matching_config
+    from qpnlp.commands._common import train_config
 
-    assert matching_config(build_parser().parse_args(["train", "cnm", *flags])).margin == margin
+    assert train_config(build_parser().parse_args(["train", "cnm", *flags])).margin == margin
 
 
 @pytest.mark.parametrize("kind, flags", [("cnm", ["--dataset", "trecqa"]), ("qpdn", ["--dataset", "MR"])])
 def test_compile_reaches_the_training_config_and_stays_off_by_default(kind, flags):
     from qpnlp.cli import build_parser
     from qpnlp.commands._common import train_config
-    from qpnlp.commands.match import matching_config
 
-    config = matching_config if kind == "cnm" else train_config
+    config = train_config
     parse = build_parser().parse_args
     assert config(parse(["train", kind, *flags])).compile is None
     assert config(parse(["train", kind, *flags, "--compile", "reduce-overhead"])).compile == "reduce-overhead"
@@ -112,9 +111,8 @@ def test_compile_reaches_the_training_config_and_stays_off_by_default(kind, flag
 def test_pad_to_multiple_of_reaches_the_training_config(kind, flags, capsys):
     from qpnlp.cli import build_parser
     from qpnlp.commands._common import train_config
-    from qpnlp.commands.match import matching_config
 
-    config = matching_config if kind == "cnm" else train_config
+    config = train_config
     parse = build_parser().parse_args
     assert config(parse(["train", kind, *flags])).pad_to_multiple_of is None       # 8 under reduce-overhead only
     assert config(parse(["train", kind, *flags, "--pad-to-multiple-of", "16"])).pad_to_multiple_of == 16

@@ -35,10 +35,8 @@ def _library_settings(kind: str, dataset: str | None, vectors: str | None) -> di
 
 def _cli_config(kind: str, dataset: str, *flags: str) -> TrainConfig:
     from qpnlp.commands._common import train_config
-    from qpnlp.commands.match import matching_config
 
-    args = build_parser().parse_args(["train", kind.replace("_", "-"), "--dataset", dataset, *flags])
-    return (matching_config if get_model_class(kind).task == "matching" else train_config)(args)
+    return train_config(build_parser().parse_args(["train", kind.replace("_", "-"), "--dataset", dataset, *flags]))
 
 
 CASES = ([(kind, "mr", None) for kind in CLASSIFIERS]
@@ -234,8 +232,9 @@ def toy_models():
                                           training_defaults=dict(per_dataset=per_dataset)))
         return register_model(name)(klass)
 
-    toy("toy_cased_classifier", "classification", {"trec": dict(vectors_scale=0.25)})
-    toy("toy_cased_matcher", "matching", {"TRECQA": dict(lr=0.123, margin=0.07)})
+    toy("toy_cased_classifier", "classification", {"trec": dict(vectors_scale=0.25, epochs=3, patience=1,
+                                                                batch_size=7, embedding_lr=0.5)})
+    toy("toy_cased_matcher", "matching", {"TRECQA": dict(lr=0.123, margin=0.07, epochs=4, loss="pointwise")})
     yield
     unregister_model("toy_cased_classifier")
     unregister_model("toy_cased_matcher")
@@ -246,13 +245,32 @@ def test_a_per_dataset_default_applies_from_the_command_whatever_the_case_of_its
     # `--dataset TRECQA` (passed on as trecqa): Model.training_default looked the name up as given
     import qpnlp.training.defaults as defaults
     from qpnlp.commands._common import load_cli_vectors
-    from qpnlp.commands.match import matching_config
+    from qpnlp.commands._common import train_config
 
     monkeypatch.setattr(defaults, "load_vectors", lambda vectors, *, scale, **kwargs: scale)
     args = build_parser().parse_args(["train", "toy-cased-classifier", "--dataset", "trec"])
     assert args.dataset == "TREC" and load_cli_vectors(args) == 0.25
     assert defaults.default_vectors_scale("toy_cased_classifier", dataset="Trec") == 0.25
-    config = matching_config(build_parser().parse_args(["train", "toy-cased-matcher", "--dataset", "TRECQA"]))
+    config = train_config(build_parser().parse_args(["train", "toy-cased-matcher", "--dataset", "TRECQA"]))
     assert (config.lr, config.margin) == (0.123, 0.07)
     assert defaults.default_train_config("toy_cased_matcher", dataset="trec-qa").lr == 0.123
     assert defaults.default_train_config("toy_cased_matcher", dataset="wikiqa").lr == MatchingConfig().lr
+
+
+def test_per_dataset_epochs_patience_and_batch_size_reach_the_command_and_a_flag_still_wins(toy_models):
+    # the parser's defaults are set before the data set is known: a model's per-data-set epochs, patience, batch size
+    # or embedding rate never reached `qpnlp train` (its TrainConfig took the parser's values)
+    from qpnlp.commands._common import train_config
+
+    def config(*flags):
+        return train_config(build_parser().parse_args(["train", *flags]))
+
+    classifier = config("toy-cased-classifier", "--dataset", "trec")
+    assert (classifier.epochs, classifier.patience, classifier.batch_size, classifier.embedding_lr) == (3, 1, 7, 0.5)
+    assert config("toy-cased-classifier", "--dataset", "mr").epochs == TrainConfig().epochs
+    given = config("toy-cased-classifier", "--dataset", "trec", "--epochs", "9", "--batch-size", "2")
+    assert (given.epochs, given.batch_size, given.patience) == (9, 2, 1)
+    matcher = config("toy-cased-matcher", "--dataset", "trecqa")
+    assert (matcher.epochs, matcher.loss) == (4, "pointwise")
+    assert config("toy-cased-matcher", "--dataset", "trecqa", "--loss", "triplet").loss == "triplet"
+    assert config("toy-cased-matcher", "--dataset", "wikiqa").epochs == MatchingConfig().epochs

@@ -35,10 +35,8 @@ def _parse(argv):
                                   ["demo"]])
 def test_progress_bars_only_when_stderr_is_a_terminal(monkeypatch, argv):
     """`qpnlp train ... 2> log.txt` filled the log with bars redrawn by carriage returns, one per batch."""
-    from qpnlp.commands._common import train_config
-    from qpnlp.commands.match import matching_config
+    from qpnlp.commands._common import train_config as config
 
-    config = matching_config if "cnm" in argv else train_config
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     assert config(_parse(argv)).progress is False
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Iterator
 
@@ -18,7 +19,7 @@ import torch
 from qpnlp.training import TrainConfig
 from qpnlp.training.compiled import COMPILE_MODES
 
-from ._config_options import recorded
+from ._config_options import explicit_options, recorded
 from ._types import DEVICE_HELP, chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
 
 
@@ -125,12 +126,23 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                       embedding_lr=args.embedding_lr or args.lr, phase_lr=args.phase_lr,
-                       weight_decay=args.weight_decay,
-                       patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                       progress=show_progress(args), length_chunks=args.length_chunks, compile=args.compile,
-                       pad_to_multiple_of=args.pad_to_multiple_of)
+    """The training config of ``qpnlp train KIND`` (a :class:`~qpnlp.training.matching.MatchingConfig` for a
+    matching model): every training setting given on the command line (:func:`._config_options.explicit_options`),
+    the others the library's for this model, data set and vector set
+    (:func:`qpnlp.training.defaults.default_train_config`: a model's ``per_dataset`` or ``per_vectors`` value
+    reaches the command, whose parser knew neither when it set its defaults). ``qpnlp demo`` (no ``kind``): the
+    parser's values, ``--embedding-lr`` following ``--lr``."""
+    from qpnlp.training.defaults import default_train_config, train_config_class
+
+    kind = getattr(args, "kind", None)
+    run = dict(seed=args.seed, device=args.device, max_len=args.max_len, progress=show_progress(args))
+    fields = [f.name for f in dataclasses.fields(TrainConfig if kind is None else train_config_class(kind))]
+    settings = {name: getattr(args, name) for name in fields if name not in run and hasattr(args, name)}
+    if kind is None:
+        return TrainConfig(**{**settings, "embedding_lr": settings["embedding_lr"] or settings["lr"]}, **run)
+    given = {name: value for name, value in settings.items() if name in explicit_options(args)}
+    vectors = None if getattr(args, "no_pretrained", False) else args.vectors
+    return default_train_config(kind, dataset=args.dataset, vectors=vectors, **given, **run)
 
 
 @contextlib.contextmanager

@@ -14,11 +14,11 @@ from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import DEFAULT_DIM, check_model_options
 from qpnlp.training.defaults import default_vectors_scale, training_settings
-from qpnlp.training.matching import LOSSES, MatchingConfig
+from qpnlp.training.matching import LOSSES
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      show_progress, torch_threads)
+                      torch_threads, train_config)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger
@@ -41,14 +41,15 @@ def register(subparsers: dict) -> None:
         p.add_argument("--dim", type=count_type(), default=None,
                        help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
         settings = training_settings(name)              # the library's defaults (qpnlp.training.defaults)
-        p.add_argument("--loss", choices=LOSSES, default=settings["loss"], help="(default %(default)s)")
+        given = recorded(argparse._StoreAction)     # a setting given; the others are the library's (train_config)
+        p.add_argument("--loss", action=given, choices=LOSSES, default=settings["loss"], help="(default %(default)s)")
         defaults = get_model_class(name).training_defaults
         margins = "".join(f"{k}: {v['margin']:g}; " for k, v in defaults.get("per_dataset", {}).items()
                           if "margin" in v)
-        p.add_argument("--margin", type=rate_type(zero=True), default=None,
+        p.add_argument("--margin", action=given, type=rate_type(zero=True), default=None,
                        help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
                             f"{margins}else {settings['margin']:g})")
-        p.add_argument("--negatives", action=recorded(argparse._StoreAction), type=count_type(),
+        p.add_argument("--negatives", action=given, type=count_type(),
                        default=settings["negatives"],
                        help="wrong candidates drawn per correct one; --loss triplet only (default %(default)s)")
         p.add_argument("--train-split", default=None, metavar="SPLIT",
@@ -64,7 +65,7 @@ def register(subparsers: dict) -> None:
                             "--dataset's (default: none)")
         add_fallback_option(p)
         add_training_options(p, name)
-        p.set_defaults(lr=None)          # resolved per data set (training_lr): TREC-QA and WikiQA differ
+        p.set_defaults(lr=None)          # resolved per data set (train_config): TREC-QA and WikiQA differ
         scoped = [f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v]
         scoped += [f"with {k}: {v['lr']}" for k, v in defaults.get("per_vectors", {}).items() if "lr" in v]
         p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
@@ -119,25 +120,6 @@ def check_effective_options(args: argparse.Namespace) -> None:
                          f"every question-candidate pair; the negatives are drawn for the triplets of --loss triplet")
 
 
-def _training_setting(args: argparse.Namespace, key: str):
-    """The flag ``--key`` when given, else the library's default for this model, data set and vector set
-    (:func:`qpnlp.training.defaults.training_settings`)."""
-    value = getattr(args, key)
-    if value is not None:
-        return value
-    return training_settings(args.kind, dataset=args.dataset, vectors=args.vectors)[key]
-
-
-def training_lr(args: argparse.Namespace) -> float:
-    """``--lr``, or the library's default learning rate for this model, data set and vector set."""
-    return _training_setting(args, "lr")
-
-
-def training_margin(args: argparse.Namespace) -> float:
-    """``--margin``, or the library's default triplet margin for this model and data set."""
-    return _training_setting(args, "margin")
-
-
 def vectors_scale(args: argparse.Namespace) -> float | None:
     """The factor the run multiplies the vectors by: ``--vectors-scale``, or the library's for this model, vector
     set and data set (:func:`qpnlp.training.defaults.default_vectors_scale`, what
@@ -146,18 +128,6 @@ def vectors_scale(args: argparse.Namespace) -> float | None:
     if args.vectors_scale is not None or args.no_pretrained:
         return args.vectors_scale
     return default_vectors_scale(args.kind, vectors=args.vectors, dataset=args.dataset)
-
-
-def matching_config(args: argparse.Namespace) -> MatchingConfig:
-    lr = training_lr(args)
-    return MatchingConfig(epochs=args.epochs, batch_size=args.batch_size, lr=lr,
-                          embedding_lr=args.embedding_lr or lr, phase_lr=args.phase_lr,
-                          weight_decay=args.weight_decay,
-                          patience=args.patience, seed=args.seed, device=args.device, max_len=args.max_len,
-                          progress=show_progress(args), length_chunks=args.length_chunks, compile=args.compile,
-                          pad_to_multiple_of=args.pad_to_multiple_of, loss=args.loss,
-                          margin=training_margin(args),
-                          negatives=args.negatives)
 
 
 def check_train_split(args: argparse.Namespace) -> None:
@@ -188,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     check_train_split(args)
     check_extra_train(args)
-    config = matching_config(args)
+    config = train_config(args)
     options = model_options(args)
     check_model_options(args.kind, options)
     state_root = prepare_outputs(args)
