@@ -20,6 +20,7 @@ import warnings
 from qpnlp.data import DATASETS, load_classification, splits
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
+from qpnlp.training.defaults import default_embedding_lr
 from qpnlp.training.classification import (apply_setting, check_grid, check_model_options, parse_grid, run_split,
                                            run_split_selected, summarise)
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []                 # said once the command line is known to be good: an error is one line
     select = selection_grid(args, notes)
     candidates = parse_grid(select) if select else None
-    if candidates is not None and args.embedding_lr is None:      # --embedding-lr defaults to each point's lr
+    follows = default_embedding_lr(args.kind, dataset=args.dataset, vectors=args.vectors) is None
+    if candidates is not None and follows and "embedding_lr" not in explicit_options(args):   # each point's lr
         candidates = [{**c, "embedding_lr": c["lr"]} if "lr" in c and "embedding_lr" not in c else c
                       for c in candidates]
     config = train_config(args)
