@@ -11,21 +11,30 @@ which :func:`restore_replaced_directory` handles, else part of it, deleted halfw
 automatically: while another process saves the same ``NAME`` the same names are its work in progress, and
 telling a dead writer's from a live one's would need a lock that not every file system keeps. Delete them once
 no process saves ``NAME``.
+
+Processes saving the same ``NAME`` at the same time each leave it whole: the last to finish is kept
+(:func:`_place`). A directory that one process uses for the whole of a run (the command line's training state) is
+held by :func:`locked_directory`, so that a second run there is refused instead of mixing its files in.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
 import shutil
+import socket
+import stat
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable",
-           "existing_parent", "restore_replaced_directory", "written_by_qpnlp"]
+           "existing_parent", "LOCK_FILE", "locked_directory", "restore_replaced_directory",
+           "written_by_qpnlp"]
 
 # qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
 # kilobytes: a larger file is never read whole (read_model_header refuses it, written_by_qpnlp counts it a user's).
@@ -50,9 +59,11 @@ def _replace_directory(new: Path, target: Path) -> None:
     only once ``new`` is in its place. If the second rename fails, or an
     exception (Ctrl-C included) comes between the two, the old directory is
     renamed back before the exception goes on; should that fail too, the
-    exception's note says where the old directory is. Only a process killed
-    between the two renames leaves it aside (``.NAME.*.old/NAME``, with
-    ``target`` missing): :func:`restore_replaced_directory` puts it back.
+    exception's note says where the old directory is (unless another
+    process's save of ``target`` came in between: its version is kept and
+    the old one deleted). Only a process killed between the two renames
+    leaves it aside (``.NAME.*.old/NAME``, with ``target`` missing):
+    :func:`restore_replaced_directory` puts it back.
     """
     aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
     old = aside / target.name
@@ -60,11 +71,13 @@ def _replace_directory(new: Path, target: Path) -> None:
         os.rename(target, old)
         os.rename(new, target)
     except BaseException as error:
-        if os.path.lexists(old) and not os.path.lexists(target):           # moved aside, not replaced: undo
+        if os.path.lexists(old):                                          # moved aside, not replaced: undo
             try:
                 os.rename(old, target)
             except OSError as undo:
-                if hasattr(error, "add_note"):                               # Python 3.11+
+                if os.path.lexists(target):         # another process's save came in between: the old one is older
+                    shutil.rmtree(aside, ignore_errors=True)
+                elif hasattr(error, "add_note"):                              # Python 3.11+
                     error.add_note(f"the previous {target} could not be put back ({undo}); it is at {old}")
         with contextlib.suppress(OSError):
             aside.rmdir()                                         # only if empty: never the old directory
@@ -120,15 +133,48 @@ def check_replaceable(directory: str | os.PathLike, *, replaces: str | None = No
     ValueError for an existing file; with ``replaces`` (a file name), FileExistsError for an existing non-empty
     directory that does not hold that file as qpnlp writes it (:func:`written_by_qpnlp`: a user's own directory,
     whose files would be deleted, such as another library's model directory with its own ``config.json``).
-    Callers that write late (after an epoch of training) call it first, to fail before any work.
+    Callers that write late (after an epoch of training) call it first, to fail before any work. A directory that
+    another process replaced while it was looked at (its save, between its two renames) is looked at again: a
+    refusal stands only for a directory that stayed the same during the check.
     """
     target = Path(directory)
-    if target.exists() and not target.is_dir():
-        raise ValueError(f"{target} exists and is not a directory")
-    if replaces and target.is_dir() and any(target.iterdir()) and not written_by_qpnlp(target / replaces):
-        raise FileExistsError(f"{target} exists, is not empty and holds no {replaces} written by qpnlp: refusing to "
-                              f"replace it (its files would be deleted); choose a new directory")
+    for _ in range(_ATTEMPTS):
+        before = _identity(target)
+        refusal = _refusal(target, before, replaces)
+        if refusal is None or _identity(target) == before:
+            break
+    if refusal is not None:
+        raise refusal
     return target
+
+
+#: How often a check or a rename that another process's save of the same path got in the way of is tried.
+_ATTEMPTS = 8
+
+
+def _identity(path: Path) -> tuple[int, int, bool] | None:
+    """``(device, inode, is a directory)`` of ``path``, None where nothing is: what changes when a save replaces it."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode)
+
+
+def _refusal(target: Path, identity: tuple[int, int, bool] | None, replaces: str | None) -> Exception | None:
+    """The error :func:`check_replaceable` raises for ``target`` as it was (``identity``), or None."""
+    if identity is None:
+        return None
+    if not identity[2]:
+        return ValueError(f"{target} exists and is not a directory")
+    try:
+        empty = not any(target.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        empty = False                   # gone meanwhile: the identity differs, the check is made again
+    if replaces and not empty and not written_by_qpnlp(target / replaces):
+        return FileExistsError(f"{target} exists, is not empty and holds no {replaces} written by qpnlp: refusing to "
+                               f"replace it (its files would be deleted); choose a new directory")
+    return None
 
 
 def written_by_qpnlp(path: str | os.PathLike) -> bool:
@@ -169,14 +215,31 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
             with open(file, "r+b") as handle:      # writable: Windows fsyncs no read-only handle (EBADF)
                 os.fsync(handle.fileno())
         _fsync_directory(tmp)
-        if target.exists():
-            _replace_directory(tmp, target)
-        else:
-            os.rename(tmp, target)
-            _fsync_directory(target.parent)
+        _place(tmp, target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _place(tmp: Path, target: Path) -> None:
+    """Rename the complete directory ``tmp`` onto ``target``, replacing it if it exists (:func:`_replace_directory`).
+
+    Another process saving ``target`` at the same time may make it appear or vanish between the look and the
+    rename (its own two renames): the rename then fails (FileNotFoundError, or a non-empty directory in the way)
+    with nothing changed, and is tried again; the last save to finish is the one kept, whole.
+    """
+    for attempt in range(_ATTEMPTS):
+        try:
+            if os.path.lexists(target):
+                _replace_directory(tmp, target)
+            else:
+                os.rename(tmp, target)
+                _fsync_directory(target.parent)
+            return
+        except OSError as error:
+            raced = isinstance(error, (FileNotFoundError, FileExistsError)) or error.errno == errno.ENOTEMPTY
+            if not raced or attempt == _ATTEMPTS - 1 or not tmp.is_dir():
+                raise
 
 
 @contextlib.contextmanager
@@ -205,3 +268,54 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_file(path) as handle:
         handle.write(text)
     return Path(path)
+
+
+#: The file of a directory that :func:`locked_directory` locks; it stays there (deleting it would let a third process
+#: lock a new file while the second still holds the old one).
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def locked_directory(directory: str | os.PathLike) -> Iterator[bool]:
+    """Hold an exclusive lock on ``directory`` (made if missing) while the block runs; yield whether one is held.
+
+    The lock is ``flock`` on its file :data:`LOCK_FILE`, which records the host and process id of the holder: the
+    system releases it when the process ends, killed or not, so a crash leaves no stale lock. A second holder,
+    in another process or by another open in this one, gets BlockingIOError naming the first. Where no lock can
+    be taken (Windows, a file system without ``flock`` such as Lustre mounted ``noflock``) the block runs
+    unlocked, with a RuntimeWarning: two processes using ``directory`` at once are then not detected.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:                                                  # Windows
+        fcntl = None
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        held = fcntl is not None and _lock(fd, fcntl, directory)
+        if held:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+        else:
+            warnings.warn(f"{directory} cannot be locked on this system: another process using it at the same time "
+                          f"would not be detected", RuntimeWarning, stacklevel=3)
+        yield held
+    finally:
+        os.close(fd)                                                      # releases the lock
+
+
+def _lock(fd: int, fcntl, directory: Path) -> bool:
+    """``flock`` ``fd`` exclusively without waiting: True when held, False where the file system keeps no locks;
+    BlockingIOError naming the holder (as its :data:`LOCK_FILE` says) when another one holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+        by = f" (process {holder[1]} on {holder[0]})" if len(holder) == 2 else ""
+        raise BlockingIOError(errno.EWOULDBLOCK, f"{directory} is in use by another process{by}") from None
+    except OSError as error:
+        if error.errno in (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            return False
+        raise
+    return True

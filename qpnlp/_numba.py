@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -73,10 +74,30 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
     ``fastmath`` names the LLVM flags allowed (e.g. ``{"reassoc", "contract"}`` to vectorise a sum);
     empty, the loop keeps IEEE arithmetic operation for operation. Floating-point errors follow numpy (and
     torch): a division by zero gives inf or NaN instead of raising, which also lets LLVM vectorise divisions.
+
+    numba keeps its cache beside the module (``__pycache__``) or else in the user's cache directory, and writes it
+    atomically (processes compiling at once each leave whole files). Where neither is writable (qpnlp installed
+    by root, a read-only home) it refuses ``cache=True``: the loop is then compiled in every process, with a
+    warning (:func:`_warn_no_cache`), instead of every compiled path raising RuntimeError.
     """
     import numba
 
-    return numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=set(fastmath) or False)(fn)
+    options = dict(nogil=True, error_model="numpy", fastmath=set(fastmath) or False)
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError as error:           # numba's "cannot cache function ...: no locator available for file ..."
+        if "cannot cache" not in str(error):
+            raise
+        _warn_no_cache()
+        return numba.njit(cache=False, **options)(fn)
+
+
+@functools.cache
+def _warn_no_cache() -> None:
+    """Say once per process that numba has no writable cache directory."""
+    warnings.warn("numba finds no writable directory for its cache (beside qpnlp, or the user's cache directory): "
+                  "qpnlp's compiled loops are compiled again in every process (set NUMBA_CACHE_DIR to a writable "
+                  "directory to keep them)", RuntimeWarning, stacklevel=4)
 
 
 def check_rows(index: torch.Tensor, rows: int, what: str) -> None:

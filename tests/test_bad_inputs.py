@@ -140,6 +140,9 @@ CASES = [
     case("inner", lambda: H.inner(torch.ones(2, dtype=C64), torch.ones(3, dtype=C64)), ValueError, "one dimension"),
     case("outer", lambda: H.outer(torch.ones(2, dtype=C64), torch.ones(3, dtype=C64)), ValueError, "one dimension"),
     case("normalize", lambda: H.normalize(torch.zeros(2, 3)), ValueError, "zero vector"),
+    case("normalize", lambda: H.normalize(torch.ones(2, 3, dtype=torch.long)), TypeError,
+         "vectors must be a real floating or complex tensor; got torch.int64"),          # torch's RuntimeError
+    case("normalize", lambda: H.normalize(torch.tensor(2.0)), ValueError, r"vectors must have shape \(\.\.\., d\)"),
     case("dagger", lambda: H.dagger(torch.ones(3, dtype=C64)), ValueError, "matrices"),
     case("trace", lambda: H.trace(torch.ones(2, 3, dtype=C64)), ValueError, "square"),
     case("kron", lambda: H.kron(torch.ones(2), torch.ones(2, 2)), ValueError, "matrices"),
@@ -153,6 +156,12 @@ CASES = [
          ValueError, "finite"),
     case("contract", lambda: H.contract("ij,jk,kl->il", torch.ones(2, 3), torch.ones(4, 5), torch.ones(5, 6)),
          ValueError, "does not match"),
+    case("contract", lambda: H.contract("ij,jk->ik", torch.ones(2, 3, 4), torch.ones(3, 4)), ValueError,
+         "subscript 'ij' does not contain the correct number of indices", "two-operands"),   # torch's RuntimeError
+    case("contract", lambda: H.contract("ij,jk", torch.ones(2, 3)), ValueError, "equal to the number of operands",
+         "one-operand"),
+    case("contract", lambda: H.contract("ij,jk,kl->il", torch.ones(2, 3), [1], torch.ones(5, 6)), TypeError,
+         r"operands\[1\] must be a torch.Tensor; got list"),                            # an AttributeError
     case("set_validation", lambda: H.set_validation("loud"), ValueError, "validation mode"),
     case("validation", lambda: H.validation("loud").__enter__(), ValueError, "validation mode"),
     case("tolerance", lambda: H.tolerance(torch.int64), TypeError, "floating or complex"),
@@ -248,6 +257,25 @@ CASES = [
          r"x must be finite; got nan at batch index \(0, 0\)"),
     case("CGRNN", lambda: N.CGRNN(2, 3)(torch.ones(1, 2, 2), torch.ones(1, 2)), ValueError, "bool"),
     case("CGRNNCell", lambda: N.CGRNNCell(2, 3)(torch.tensor([[math.inf, 0.0]])), ValueError, "finite"),
+    case("CGRNNCell", lambda: N.CGRNNCell(2, 3)(torch.ones(1, 5)), ValueError,
+         r"x must have shape \(\.\.\., 2\); got \(1, 5\)"),                                 # a matmul RuntimeError
+    case("ComplexLSTMCell", lambda: N.ComplexLSTMCell(3, 4)(torch.ones(3, dtype=C64)), ValueError,
+         r"x must have shape \(B, 3\); got \(3,\)"),                           # gave h of shape (3, 4), silently
+    case("URNNCell", lambda: N.URNNCell(3, 4)(torch.ones(3, dtype=C64)), ValueError,
+         r"x must have shape \(B, 3\); got \(3,\)", "one-dim"),
+    case("URNNCell", lambda: N.URNNCell(3, 4)(torch.ones(2, 2, 3, dtype=C64)), ValueError,
+         r"x must have shape \(B, 3\); got \(2, 2, 3\)", "three-dim"),
+    case("unit_rows", lambda: N.unit_rows(torch.tensor(2.0)), ValueError, r"z must have shape \(\.\.\., D\)"),
+    case("as_complex_input", lambda: N.as_complex_input([1.0], C64, "h"), TypeError,
+         "h must be a torch.Tensor; got list"),                                          # an AttributeError
+    case("sinusoidal_frequencies", lambda: N.sinusoidal_frequencies(4, base=0.0), ValueError,
+         "base must be a positive finite number; got 0.0"),                              # inf frequencies
+    case("sinusoidal_frequencies", lambda: N.sinusoidal_frequencies(4, base=-1.0), ValueError,
+         "base must be a positive finite number; got -1.0", "negative"),                 # NaN frequencies
+    case("sinusoidal_position_encoding", lambda: N.sinusoidal_position_encoding(torch.arange(3.0), 4, base=math.nan),
+         ValueError, "base must be a positive finite number; got nan"),
+    case("default_positions", lambda: N.default_positions(IDS, torch.ones(1, 4, dtype=torch.bool)), ValueError,
+         r"mask must have the shape of ids \(1, 3\); got \(1, 4\)"),                  # positions of the mask, silently
     case("ComplexRNN", lambda: N.ComplexRNN(2, 3)(torch.full((1, 2, 2), math.nan, dtype=C64)), ValueError, "finite"),
     case("hirose", lambda: N.hirose(torch.ones(2, dtype=C64), 0.0), ValueError, "m must be non-zero"),
     case("ModReLU", lambda: N.ModReLU(4)(torch.ones(2, 3, dtype=C64)), ValueError, r"last dimension 4"),

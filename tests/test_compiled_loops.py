@@ -68,3 +68,19 @@ def test_a_numba_that_does_not_import_leaves_the_torch_ops_on(monkeypatch):
 def test_the_training_log_names_the_switch_that_is_off(monkeypatch):
     monkeypatch.setenv("QPNLP_COMPILED", "0")
     assert pair_loop.describe("cpu") == "SGD step: torch ops (QPNLP_COMPILED=0)"
+
+
+def test_a_loop_compiles_without_a_writable_cache_directory(monkeypatch):
+    """numba refuses cache=True where neither the package's __pycache__ nor the user's cache directory is writable
+    (qpnlp installed by root, a read-only home): every compiled path raised RuntimeError "cannot cache function"."""
+    from numba.core import caching
+
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])      # what numba finds in such a place
+    _numba._warn_no_cache.cache_clear()
+
+    def add_one(x):  # pragma: no cover - compiled
+        return x + 1
+
+    with pytest.warns(RuntimeWarning, match="NUMBA_CACHE_DIR"):
+        loop = _numba.jit.__wrapped__(add_one)
+    assert loop(2) == 3

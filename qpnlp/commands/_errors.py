@@ -41,7 +41,7 @@ def run_command(args: argparse.Namespace) -> int:
     """
     prog = getattr(args, "prog", "qpnlp")
     try:
-        with one_line_warnings(prog):
+        with one_line_warnings(prog), contextlib.ExitStack() as args.exit_stack:    # what the command holds to its end
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         if getattr(args, "debug", False):

@@ -14,7 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from qpnlp._atomic import atomic_write_text, check_replaceable, existing_parent, written_by_qpnlp
+from qpnlp._atomic import (LOCK_FILE, atomic_write_text, check_replaceable, existing_parent, locked_directory,
+                           written_by_qpnlp)
 from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
@@ -73,7 +74,8 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("checkpoints")
     group.add_argument("--checkpoint-dir", metavar="DIRECTORY", default=None, type=path_type,
                        help="keep the training state of the last epoch here, written after every epoch (default: "
-                            "SAVE.training next to --save; none without --save)")
+                            "SAVE.training next to --save; none without --save); locked while the run lasts: a "
+                            "second run given it at the same time is refused")
     group.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
                             "next to --save), given its data and options again: they are compared with the run's, "
@@ -91,7 +93,9 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     """Check ``--report``, ``--save`` and the training-state directory before any work; returns the state directory.
 
     Without ``--resume`` an earlier state in that directory is cleared; with
-    it, the directory must hold one.
+    it, the directory must hold one. The directory is locked until the
+    command ends (:func:`_lock_for_the_run`): a second run given it at the
+    same time is refused.
     """
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
         raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
@@ -115,15 +119,16 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
         raise UsageError(f"--checkpoint-dir {state} and --save {save} overlap; the training state must be kept "
                          f"outside the model directory (and the model outside the state directory)")
     root = check_output_path(state, option, directory=True)
-    ours = written_by_qpnlp(root / RUN_FILE)
-    if root.is_dir() and any(root.iterdir()) and not ours:
+    if root.is_dir() and any(p.name != LOCK_FILE for p in root.iterdir()) and not written_by_qpnlp(root / RUN_FILE):
         raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
                          f"use it (choose a new --checkpoint-dir)")
+    _lock_for_the_run(args, root, option)
+    ours = written_by_qpnlp(root / RUN_FILE)
     if resume and not ours:
         raise CommandFailed(f"nothing to resume: {root} holds no training state (give the --save or "
                             f"--checkpoint-dir of the interrupted run)")
     if not resume and ours:
-        shutil.rmtree(root)
+        _clear(root)
         status_line(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the "
                     f"run starts afresh)")
     status_line(f"resuming from the training state in {root}" if resume else
@@ -134,6 +139,29 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                                                            arguments=json_ready(arguments(args), "", [])),
                                                       indent=2) + "\n")
     return root
+
+
+def _lock_for_the_run(args: argparse.Namespace, root: Path, option: str) -> None:
+    """Hold the training-state directory ``root`` until the command ends (:func:`qpnlp._atomic.locked_directory`,
+    entered on ``args.exit_stack``, which :func:`~._errors.run_command` closes; no lock without one): a second run
+    given the same directory while this one runs (folds started at once with one ``--save``) would clear or resume
+    this run's training state and mix its own into it; it is refused (:class:`CommandFailed`) before any work."""
+    stack = getattr(args, "exit_stack", None)
+    if stack is None:
+        return
+    try:
+        stack.enter_context(locked_directory(root))
+    except BlockingIOError as err:
+        raise CommandFailed(f"{option}: {err.strerror}: another run keeps its training state there; wait for it "
+                            f"to end, or give this run another {option}") from None
+
+
+def _clear(root: Path) -> None:
+    """Delete what an earlier run left in the training-state directory ``root`` but its lock, the run file last."""
+    entries = sorted(root.iterdir(), key=lambda p: p.name == RUN_FILE)
+    for entry in entries:
+        if entry.name != LOCK_FILE:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None]) -> None:

@@ -30,8 +30,8 @@ REPORT_SCHEMA = "qpnlp-report/1"
 
 
 def arguments(args: argparse.Namespace) -> dict:
-    """The command-line settings of a run, as JSON."""
-    return {k: v for k, v in vars(args).items() if k not in ("func", "prog") and not callable(v)}
+    """The command-line settings of a run, as JSON (not what :func:`~._errors.run_command` adds: ``exit_stack``)."""
+    return {k: v for k, v in vars(args).items() if k not in ("func", "prog", "exit_stack") and not callable(v)}
 
 
 def run_outcome(error: BaseException) -> tuple[str, str]:

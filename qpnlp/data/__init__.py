@@ -29,7 +29,7 @@ from qpnlp.data.skipgram import (
 from qpnlp.data.sotu import load_sotu, split_sentences
 from qpnlp.data.sotu_era import ERA_LABELS, load_sotu_era
 from qpnlp.data.timestamped import EncodedCorpus, TimestampedCorpus, TsvStream, concatenate, read_tsv, write_tsv
-from qpnlp.data.tokenize import tokenize
+from qpnlp.data.tokenize import normalize_text, tokenize
 from qpnlp.data.vocab import PAD, PAD_ID, UNK, UNK_ID, Vocabulary
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "load_sotu",
     "load_sotu_era",
     "make_loader",
+    "normalize_text",
     "pad_batch",
     "pretrained_fallback_size",
     "read_qa_tsv",

@@ -216,6 +216,9 @@ class EncodedTexts(Dataset):
     def __len__(self) -> int:
         return len(self.ids)
 
+    def __repr__(self) -> str:
+        return f"EncodedTexts(n={len(self)}, classes={self.labels.unique().numel()})"   # distinct labels
+
     def __getitem__(self, i: int) -> tuple[list[int], int]:
         return self.ids[i], int(self.labels[i])
 

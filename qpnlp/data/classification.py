@@ -268,6 +268,12 @@ def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str],
     -------
     texts, coarse, fine, n_empty
         Token lists and the coarse and fine label strings per question.
+
+    Raises
+    ------
+    ValueError
+        For a line that is not ``COARSE:fine question`` or whose question has no token (as :func:`read_tsv`, an
+        empty text is an error, not an empty token list); the message names the file and the 1-based line.
     """
     path = Path(path)
     texts, coarse, fine, n_empty = [], [], [], 0
@@ -279,7 +285,10 @@ def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str],
         c, colon, f = label.partition(":")
         if not colon or not c.isupper() or not f or not question.strip():
             raise ValueError(f"{path}:{lineno}: expected 'COARSE:fine question', got {line[:80]!r}")
-        texts.append(tokenize(question))
+        tokens = tokenize(question)
+        if not tokens:                                  # invisible characters only (a zero-width space)
+            raise ValueError(f"{path}:{lineno}: empty question (no token in {question[:80]!r})")
+        texts.append(tokens)
         coarse.append(c)
         fine.append(f)
     _require_items(path, texts)

@@ -27,6 +27,7 @@ from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 __all__ = [
     "OOVReport",
     "PretrainedVectors",
+    "backoff_keys",
     "backoff_vector",
     "embedding_matrix_for",
     "from_matrix",
@@ -379,12 +380,37 @@ _QUOTES = {"``": '"', "''": '"'}
 _COMPOUND_SEPARATORS = re.compile(r"[-/]")
 
 
+def _spellings(word: str) -> tuple[str, ...]:
+    """The other spellings :func:`backoff_vector` tries, in order: a PTB quote's double quote; lower, capitalised,
+    title, upper case."""
+    return tuple(v for v in (_QUOTES.get(word), word.lower(), word.capitalize(), word.title(), word.upper()) if v)
+
+
 def _spelling_row(pretrained: PretrainedVectors, word: str) -> int | None:
-    """Row of ``word`` under another spelling (a PTB quote's double quote; lower, capitalised, title, upper case)."""
-    for variant in (_QUOTES.get(word), word.lower(), word.capitalize(), word.title(), word.upper()):
-        if variant is not None and variant in pretrained.index:
+    """Row of ``word`` under another spelling (:func:`_spellings`)."""
+    for variant in _spellings(word):
+        if variant in pretrained.index:
             return pretrained.index[variant]
     return None
+
+
+def backoff_keys(words) -> set[str]:
+    """Every pretrained word :func:`backoff_vector` may look up for ``words``: each word, its other spellings, and
+    its compound parts with theirs.
+
+    What vectors restricted to a vocabulary must keep for the backoff to work on it
+    (:func:`~qpnlp.data.vectors.load_vectors` with ``words=`` and ``backoff=True``): restricted to the
+    vocabulary's words as written, cased vectors lost ``Scorsese`` for ``scorsese``.
+
+    >>> {"Scorsese", "old", "Fashioned"} <= backoff_keys(["scorsese", "old-fashioned"])
+    True
+    """
+    keys = set()
+    for word in words:
+        for part in (word, *(p for p in _COMPOUND_SEPARATORS.split(word) if p)):
+            keys.add(part)
+            keys.update(_spellings(part))
+    return keys
 
 
 def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | None:
@@ -514,6 +540,9 @@ def embedding_matrix_for(
     >>> m.shape, m[0].tolist(), report.n_oov, report.examples
     ((5, 3), [0.0, 0.0, 0.0], 1, ('zzqx',))
     """
+    for name, value, kind in (("vocab", vocab, Vocabulary), ("pretrained", pretrained, PretrainedVectors)):
+        if not isinstance(value, kind):       # an AttributeError of the first attribute read, naming no argument
+            raise TypeError(f"{name} must be a {kind.__name__}; got {type(value).__name__} {preview(value)}")
     words = vocab.words
     V, dim = len(words), pretrained.dim
     first = 2 if vocab.specials else 0  # the first regular word's id

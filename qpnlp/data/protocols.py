@@ -158,6 +158,9 @@ def splits(
     ["Split('fold 1', train=27, dev=3, test=10)", "Split('fold 2', train=27, dev=3, test=10)"]
     """
     check_seed(seed)
+    if not isinstance(dataset, ClassificationDataset):    # e.g. a name: an AttributeError on .labels
+        raise TypeError(f"dataset must be a ClassificationDataset (load_classification(name)); got "
+                        f"{type(dataset).__name__} {dataset!r:.40}")
     labels = dataset.labels
     if dataset.fixed_splits is not None:
         fixed = dataset.fixed_splits

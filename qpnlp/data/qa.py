@@ -175,8 +175,9 @@ def read_qa_tsv(
     Raises
     ------
     ValueError
-        For a line without exactly three tab-separated fields or with a label
-        other than 0/1, or bytes that are not UTF-8 (the message names the
+        For a line without exactly three tab-separated fields, with a label
+        other than 0/1 or with a question or candidate without any token
+        (:func:`~qpnlp.data.tokenize.tokenize`), or bytes that are not UTF-8 (the message names the
         file and the 1-based line); for a file without any question, or
         without any question left after filtering; for a binary file.
     """
@@ -193,8 +194,8 @@ def read_qa_tsv(
                 f"got {len(fields)} field(s): {line[:80]!r}"
             )
         q, c, y = fields
-        if not q.strip() or not c.strip():
-            raise ValueError(f"{path}:{lineno}: empty question or candidate")
+        if _no_token(q) or _no_token(c):
+            raise ValueError(f"{path}:{lineno}: empty question or candidate (no token in {line[:80]!r})")
         by_question.setdefault(q, []).append((c, int(y)))
     if not by_question:
         raise ValueError(f"{path}: no question in the file (empty or blank lines only)")
@@ -230,6 +231,12 @@ def read_qa_tsv(
         n_no_wrong=n_no_wrong,
         question_filter=how,
     )
+
+
+def _no_token(text: str) -> bool:
+    """Whether :func:`tokenize` finds no token in ``text``: blank, or invisible characters only (a zero-width space,
+    a soft hyphen), which would reach the model as an empty sentence. ASCII text is not tokenised here."""
+    return not text.strip() or (not text.isascii() and not tokenize(text))
 
 
 def load_qa(

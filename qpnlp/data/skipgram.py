@@ -29,11 +29,15 @@ Example
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
 import torch
+
+from qpnlp._checks import is_real
+from qpnlp._errors import preview
 
 __all__ = [
     "keep_probabilities",
@@ -57,7 +61,7 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
     Parameters
     ----------
     counts : array, shape (V,)
-        Corpus counts.
+        Corpus counts: finite, non-negative, not all zero (a ValueError, as a NaN or negative ``sample``).
     sample : float
         Threshold ``s``; ``0`` disables subsampling (all ones).
 
@@ -68,9 +72,13 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
     >>> keep_probabilities(np.array([1000, 10]), sample=1e-2).round(3).tolist()
     [0.111, 1.0]
     """
+    if not (is_real(sample) and 0 <= sample < math.inf):      # NaN gave NaN probabilities: every token dropped
+        raise ValueError(f"sample must be a finite number >= 0; got {sample!r}")
     counts = np.asarray(counts, dtype=np.float64)
-    if sample <= 0:
+    if sample == 0:
         return np.ones_like(counts)
+    if counts.size and not (np.isfinite(counts).all() and (counts >= 0).all() and counts.sum() > 0):
+        raise ValueError(f"counts must be finite, non-negative and not all zero; got {preview(counts.tolist())}")
     f = counts / counts.sum()
     with np.errstate(divide="ignore"):
         p = (np.sqrt(f / sample) + 1.0) * sample / f

@@ -45,6 +45,7 @@ from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_real
 from qpnlp._errors import preview
 from qpnlp.data.paths import iter_lines, split_lines
+from qpnlp.data.tokenize import normalize_text
 
 if TYPE_CHECKING:
     from qpnlp.data.vocab import Vocabulary
@@ -117,6 +118,11 @@ class TimestampedCorpus:
 
     def __len__(self) -> int:
         return len(self.docs)
+
+    def __repr__(self) -> str:
+        """Counts and time span, O(n_docs): never the documents (a notebook printed the whole corpus)."""
+        span = f", span=({self.times.min():g}, {self.times.max():g})" if len(self) else ""
+        return f"TimestampedCorpus(n_docs={len(self)}, n_tokens={self.n_tokens}{span})"
 
     @property
     def n_tokens(self) -> int:
@@ -245,6 +251,9 @@ class EncodedCorpus:
     def n_tokens(self) -> int:
         return int(self.tokens.shape[0])
 
+    def __repr__(self) -> str:
+        return f"EncodedCorpus(n_docs={self.times.shape[0]}, n_tokens={self.n_tokens})"
+
     def token_times(self) -> np.ndarray:
         """Time of each token, shape (n_tokens,)."""
         return self.times[self.doc_ids]
@@ -292,6 +301,7 @@ def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int =
             raise ValueError(f"{path}:{lineno}: time {preview(t)} is not finite")
         if not _plain_time(t):
             raise ValueError(f"{path}:{lineno}: time {preview(t)} is not a plain number (e.g. 1900)")
+        text = normalize_text(text)
         yield time, (text.lower().split() if lowercase else text.split())
 
 
@@ -299,6 +309,10 @@ def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> Timestamp
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
 
     Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone in a file without ``\\n``: old-Mac files).
+    Tokens are separated by any Unicode whitespace (a tab, a no-break space U+00A0 included) and normalised as
+    :func:`~qpnlp.data.tokenize.tokenize` normalises text, case apart (:func:`~qpnlp.data.tokenize.normalize_text`:
+    format characters such as a zero-width space deleted, NFKC, curly quotes straightened), so that ``café``
+    written with a combining accent and ``café`` are one word; ``lowercase=True`` lowercases them too.
     Blank lines are skipped; a line without a tab, with a time that is not a
     plain finite number (``1_900``, ``nan``) or with a NUL byte (a binary file)
     raises ``ValueError`` naming the file and the line.
@@ -313,6 +327,9 @@ def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> Timestamp
 def concatenate(corpora: Sequence[TimestampedCorpus]) -> TimestampedCorpus:
     """One corpus of the documents of ``corpora``, in order."""
     corpora = list(corpora)
+    for i, corpus in enumerate(corpora):            # an AttributeError on .times, naming nothing
+        if not isinstance(corpus, TimestampedCorpus):
+            raise TypeError(f"corpora[{i}] must be a TimestampedCorpus; got {type(corpus).__name__} {preview(corpus)}")
     if len(corpora) == 1:
         return corpora[0]
     times = np.concatenate([c.times for c in corpora]) if corpora else np.zeros(0)
@@ -386,7 +403,8 @@ def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
     """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point).
 
     Raises ``ValueError`` for a token that would not read back as itself
-    (empty, or containing whitespace: the reader splits on it); every document
+    (empty, containing whitespace: the reader splits on it, or not in the form
+    :func:`~qpnlp.data.tokenize.normalize_text` gives, which the reader applies); every document
     is checked before the file is opened, so nothing is written then. The file is written atomically (a
     temporary file of the same directory, created with its parents, renamed into place): an interrupted write
     leaves the previous file, never a shorter corpus that reads without an error.
@@ -399,9 +417,10 @@ def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
 def _tsv_line(t: float, toks: list[str]) -> str:
     """The line of one document, ``TIME<TAB>tok tok\\n``; ``ValueError`` for a token that cannot be written."""
     text = " ".join(toks)
-    if text.split() != list(toks):
-        bad = next(w for w in toks if w.split() != [w])
+    if normalize_text(text).split() != list(toks):
+        bad = next((w for w in toks if normalize_text(w).split() != [w]), text)
         raise ValueError(f"token {bad!r} of the document of time {t:g} cannot be written to a TSV file "
-                         f"(empty or containing whitespace)")
+                         f"(empty, containing whitespace, or read back as {normalize_text(bad)!r}: "
+                         f"qpnlp.data.tokenize.normalize_text)")
     ts = str(int(t)) if float(t).is_integer() else repr(float(t))
     return f"{ts}\t{text}\n"

@@ -46,7 +46,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["tokenize"]
+__all__ = ["normalize_text", "tokenize"]
 
 _PTB_ESCAPES = {
     "-lrb-": "(",
@@ -101,6 +101,23 @@ def _token_re() -> re.Pattern:
     return re.compile(rf"n't|'(?:s|re|ve|d|ll|m|t)\b|``|''|\.\.\.|--|{word}(?:[-./'&]{word}|(?<=\d),\d+)*|\S")
 
 
+def normalize_text(text: str) -> str:
+    """``text`` with rule 1 of the "ptb" style applied: format characters deleted, NFKC, curly quotes straightened.
+
+    The one Unicode normalisation of qpnlp's text: :func:`tokenize` applies it before lowercasing, and the readers
+    of pre-tokenised text (:func:`qpnlp.data.timestamped.read_tsv`) and the words a user names
+    (``qpnlp train word2fun --words``) go through it too, so that ``café`` written with a combining accent (NFD),
+    ``ｅｎｅｒｇｙ`` in full-width letters, ``union’s`` with a curly apostrophe or a word holding a zero-width space
+    are the same word as their plain forms. Case is kept. ASCII text is returned as it is (no work).
+
+    >>> normalize_text("cafe\u0301 \uff45nergy union\u2019s a\u200bb") == "caf\u00e9 energy union's ab"
+    True
+    """
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text.translate(_format_chars())).translate(_QUOTES)
+
+
 _ALPHA_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 STYLES = ("ptb", "alpha")
 
@@ -140,9 +157,7 @@ def tokenize(text: str, style: str = "ptb") -> list[str]:
         return _ALPHA_RE.findall(text.lower())
     if style != "ptb":
         raise ValueError(f"style must be one of {STYLES}; got {style!r}")
-    if not text.isascii():
-        text = text.translate(_format_chars())
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).lower()
+    text = normalize_text(text).lower()
     # the substring guards only skip regex passes that cannot match (speed)
     if "-" in text:
         text = _ESCAPE_RE.sub(lambda m: _PTB_ESCAPES[m.group(0)], text)

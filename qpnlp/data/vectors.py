@@ -54,7 +54,7 @@ import numpy as np
 
 from qpnlp._errors import preview
 
-from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
+from .pretrained import PretrainedVectors, backoff_keys, from_matrix, load_glove_50d, load_glove_text
 
 __all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "recommended_scale",
            "read_word2vec_binary", "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
@@ -129,7 +129,9 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         ``"glove-6b-50d"``, ``"spacy-md-300d"``, or a path (format detected as
         in the module docstring).
     words : collection of str, optional
-        Keep only these words (files are then read without storing the rest).
+        Keep only these words (files are then read without storing the rest); with ``backoff=True`` also the
+        other spellings and compound parts the backoff looks up for them
+        (:func:`~qpnlp.data.pretrained.backoff_keys`).
     scale : float, optional
         Multiply every vector by this factor. Default: the registered set's
         own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files
@@ -158,6 +160,8 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         names), or a file that does not parse (file and line named).
     """
     key = str(name_or_path)
+    if backoff and words is not None:            # restricted to the words as written, the backoff found nothing
+        words = backoff_keys(words)
     vectors = _load(key, words)
     scale = recommended_scale(key) if scale is None else scale
     vectors = vectors if scale == 1.0 else vectors.scaled(scale)
@@ -173,12 +177,16 @@ def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
     if not path.exists():
         raise ValueError(f"vectors {key!r}: neither a registered name ({', '.join(VECTOR_SETS)}) nor an existing "
                          f"file or directory")
-    return _read_cached(str(path.resolve()), path.stat().st_mtime_ns,
+    st = path.stat()
+    return _read_cached(str(path.resolve()), (st.st_mtime_ns, st.st_size, st.st_ino),
                         None if words is None else frozenset(words))
 
 
 @functools.lru_cache(maxsize=4)
-def _read_cached(path: str, mtime: int, words: frozenset[str] | None) -> PretrainedVectors:
+def _read_cached(path: str, stamp: tuple[int, int, int], words: frozenset[str] | None) -> PretrainedVectors:
+    """The vectors of ``path`` (or of ``words`` only), read once per ``stamp`` (modification time, size, inode: a
+    file replaced or rewritten since, even one given back its old time by ``cp -p`` or ``rsync -t``, is read
+    again)."""
     p = Path(path)
     if p.is_dir():
         vectors = read_spacy_vectors(p)

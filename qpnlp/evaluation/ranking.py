@@ -40,7 +40,7 @@ does for dev and test).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -188,7 +188,8 @@ class RankingResult:
         Means over the ``n_questions`` questions.
     n_questions : int
     ap, rr, p1 : numpy.ndarray
-        Per-question values, float64, shape (n_questions,).
+        Per-question values, float64, shape (n_questions,); left out of the repr (thousands of numbers in a
+        notebook), read them as attributes.
     ties : str
         The tie rule used.
     """
@@ -197,13 +198,19 @@ class RankingResult:
     mrr: float
     p_at_1: float
     n_questions: int
-    ap: np.ndarray
-    rr: np.ndarray
-    p1: np.ndarray
+    ap: np.ndarray = field(repr=False)
+    rr: np.ndarray = field(repr=False)
+    p1: np.ndarray = field(repr=False)
     ties: str
 
     def __str__(self) -> str:
         return f"MAP {self.map:.4f}  MRR {self.mrr:.4f}  P@1 {self.p_at_1:.4f}  ({self.n_questions} questions, ties {self.ties})"
+
+    def to_dict(self) -> dict:
+        """The means, ``n_questions`` and ``ties`` as plain Python values: one row of a table of runs
+        (``pandas.DataFrame([r.to_dict() for r in results])``); the per-question arrays stay out."""
+        return dict(map=float(self.map), mrr=float(self.mrr), p_at_1=float(self.p_at_1),
+                    n_questions=int(self.n_questions), ties=self.ties)
 
 
 def ranking_metrics(

@@ -68,6 +68,8 @@ class Batched:
 
     _fields: ClassVar[tuple[str, ...]] = ()
     _event_ndims: ClassVar[tuple[int, ...]] = ()
+    #: Size properties the repr shows after ``dim`` (e.g. an ensemble's ``num_states``), read from shapes only.
+    _repr_sizes: ClassVar[tuple[str, ...]] = ()
     __slots__ = ()
 
     @classmethod
@@ -195,5 +197,6 @@ class Batched:
         return self.batch_shape[0]
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(batch_shape={tuple(self.batch_shape)}, dim={self.dim}, "
+        sizes = "".join(f", {name}={getattr(self, name)}" for name in self._repr_sizes)
+        return (f"{type(self).__name__}(batch_shape={tuple(self.batch_shape)}, dim={self.dim}{sizes}, "
                 f"dtype={self.dtype}, device={self.device})")

@@ -26,7 +26,8 @@ def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
     equation : str
         Einstein-summation equation, e.g. ``"kd,...de,ke->...k"``.
     *operands : torch.Tensor
-        Tensors of any shapes consistent with the equation.
+        Tensors of any shapes consistent with the equation; an equation that does not fit them is a ValueError
+        (whatever the number of operands).
 
     Examples
     --------
@@ -35,6 +36,17 @@ def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
     torch.Size([2, 5])
     """
     if len(operands) < 3:
-        return torch.einsum(equation, *operands)
-    expression = _expression(equation, tuple(tuple(op.shape) for op in operands))
-    return expression(*operands, backend="torch")
+        try:
+            return torch.einsum(equation, *operands)
+        except RuntimeError:        # an equation that does not fit the operands: opt_einsum's ValueError names why
+            _expression(equation, _shapes(operands))
+            raise
+    return _expression(equation, _shapes(operands))(*operands, backend="torch")
+
+
+def _shapes(operands: tuple[torch.Tensor, ...]) -> tuple[tuple[int, ...], ...]:
+    """The shapes of the operands, the key of :func:`_expression`; TypeError naming an operand that is no tensor."""
+    for i, op in enumerate(operands):
+        if not isinstance(op, torch.Tensor):
+            raise TypeError(f"operands[{i}] must be a torch.Tensor; got {type(op).__name__}")
+    return tuple(tuple(op.shape) for op in operands)

@@ -52,6 +52,7 @@ class Ensemble(Batched):
 
     _fields = ("states", "weights")
     _event_ndims = (2, 1)
+    _repr_sizes = ("num_states",)
     __slots__ = ("_states", "_weights")
 
     def __init__(self, states, weights: torch.Tensor | None = None, mask: torch.Tensor | None = None,

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import (check_batch_shape, check_broadcast, check_dimension, check_finite, check_same_device,
-                          complex_dtype_of, enabled, has_values, real_dtype_of, tolerance)
+from ._validation import (check_batch_shape, check_broadcast, check_dimension, check_finite, check_min_ndim,
+                          check_same_device, check_tensor, complex_dtype_of, enabled, has_values, real_dtype_of,
+                          tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
@@ -102,6 +103,10 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
         Python branch depends on the values.
     """
+    check_tensor("vectors", vectors)
+    check_min_ndim("vectors", vectors, 1, "(..., d)")
+    if not (vectors.is_complex() or vectors.is_floating_point()):     # torch's vector_norm RuntimeError
+        raise TypeError(f"vectors must be a real floating or complex tensor; got {vectors.dtype}")
     norms = squared_norms(vectors).sqrt() if vectors.is_complex() else torch.linalg.vector_norm(
         vectors, dim=-1, keepdim=True)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps

@@ -183,19 +183,20 @@ class BornIndex:
         per_phase = min(max(2 * k, 32) if candidates_per_phase is None else
                         _checks.positive("candidates_per_phase", candidates_per_phase), self.num_indexed)
         per_phase = max(per_phase, k)
-        self._index.hnsw.efSearch = max(self.ef_search, per_phase)
+        # this search's beam, not the index's (hnsw.efSearch): threads searching one index each keep their own
+        beam = _import_faiss().SearchParametersHNSW(efSearch=max(self.ef_search, per_phase))
         chunk = max(1, _CHUNK // (self.phases * per_phase * q.shape[1]))
         values, rows = [], []
         for start in range(0, q.shape[0], chunk):
-            v, r = self._search_chunk(q[start:start + chunk], k, per_phase)
+            v, r = self._search_chunk(q[start:start + chunk], k, per_phase, beam)
             values.append(v)
             rows.append(r)
         return torch.cat(values), torch.cat(rows)
 
-    def _search_chunk(self, q: torch.Tensor, k: int, per_phase: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _search_chunk(self, q: torch.Tensor, k: int, per_phase: int, beam) -> tuple[torch.Tensor, torch.Tensor]:
         m = q.shape[0]
         rotated = self._rotations(q).reshape(m * self.phases, -1)
-        _, found = self._index.search(_real_image(rotated), per_phase)              # (m P, C), -1 = none
+        _, found = self._index.search(_real_image(rotated), per_phase, params=beam)  # (m P, C), -1 = none
         found = found.reshape(m, self.phases * per_phase)
         sentinel = self.num_rows                                    # sorts after every real row
         ids = np.where(found < 0, sentinel, self._rows_np[np.maximum(found, 0)])

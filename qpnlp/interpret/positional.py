@@ -94,6 +94,15 @@ class PositionalSensitivity:
                             delta_smallest=small[1]))
         return out
 
+    def __repr__(self) -> str:
+        """The vocabulary size, the list length and the first three words of each list, never the whole lists
+        (``top=1000`` printed some 60,000 characters in a notebook); :meth:`rows` and :meth:`to_markdown` give all."""
+        def head(pairs: list) -> str:
+            shown = ", ".join(f"({w!r}, {d:.4g})" for w, d in pairs[:3])
+            return f"[{shown}{', ...' if len(pairs) > 3 else ''}]"
+        return (f"PositionalSensitivity(n_words={self.delta.shape[0]}, top={len(self.largest)}, "
+                f"largest={head(self.largest)}, smallest={head(self.smallest)})")
+
     def to_markdown(self) -> str:
         lines = ["| rank | largest delta | value | smallest delta | value |", "|---:|---|---:|---|---:|"]
         for r in self.rows():

@@ -96,6 +96,7 @@ class POVM(Batched):
 
     _fields = ("vectors",)
     _event_ndims = (3,)
+    _repr_sizes = ("num_outcomes", "rank")
     __slots__ = ("_vectors",)
 
     def __init__(self, vectors: torch.Tensor, *, validate: V.Validate = None) -> None:

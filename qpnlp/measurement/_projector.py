@@ -54,6 +54,7 @@ class Projector(Batched):
 
     _fields = ("vectors",)
     _event_ndims = (2,)
+    _repr_sizes = ("rank",)
     __slots__ = ("_vectors",)
 
     def __init__(self, vectors: torch.Tensor, *, validate: V.Validate = None) -> None:

@@ -60,6 +60,7 @@ import json
 import math
 import os
 import re
+import threading
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -270,26 +271,28 @@ def _load_builtin_models() -> None:
     every call until it loads (never a registry silently missing the plugins).
     """
     global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True                      # set first: a plugin that asks for the registry while loading gets no loop
-    try:
-        import qpnlp.models  # noqa: F401
+    with _LOADING:                      # other threads wait: going on meanwhile, one missed a plugin's model
+        if _LOADED:
+            return
+        _LOADED = True                  # set first: a plugin that asks for the registry while loading gets no loop
+        try:
+            import qpnlp.models  # noqa: F401
 
-        for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
-            try:
-                entry.load()
-            except Exception as err:
-                dist = getattr(getattr(entry, "dist", None), "name", None)
-                raise ImportError(f"the {PLUGIN_GROUP!r} plugin {entry.name!r} ({entry.value}"
-                                  f"{f', package {dist}' if dist else ''}) failed to load: "
-                                  f"{type(err).__name__}: {err}") from err
-    except BaseException:
-        _LOADED = False
-        raise
+            for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+                try:
+                    entry.load()
+                except Exception as err:
+                    dist = getattr(getattr(entry, "dist", None), "name", None)
+                    raise ImportError(f"the {PLUGIN_GROUP!r} plugin {entry.name!r} ({entry.value}"
+                                      f"{f', package {dist}' if dist else ''}) failed to load: "
+                                      f"{type(err).__name__}: {err}") from err
+        except BaseException:
+            _LOADED = False
+            raise
 
 
 _LOADED = False
+_LOADING = threading.RLock()        # reentrant: a plugin may ask for the registry while loading
 
 
 # --------------------------------------------------------------------------- model

@@ -71,6 +71,9 @@ class ComplexMultiheadSelfAttention(nn.Module):
         make = lambda: ComplexLinear(dim, dim, dtype=dtype, share_parts=share_parts, generator=generator)  # noqa
         self.q, self.k, self.v, self.out = make(), make(), make(), make()
 
+    def extra_repr(self) -> str:
+        return f"{self.dim}, heads={self.heads}, dropout={self.dropout}, dtype={self.dtype}"
+
     def attention_weights(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """Attention weights (B, heads, L, L), rows summing to one over the unmasked keys."""
         return self._attend(self._masked_input(x, mask), mask)

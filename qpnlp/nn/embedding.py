@@ -527,6 +527,9 @@ class WordWeighting(nn.Module):
                 raise ValueError("idf values must be positive and finite")
             self.register_buffer("idf", idf.to(dtype))
 
+    def extra_repr(self) -> str:
+        return f"{self.num_words}, scheme={self.scheme!r}"
+
     def scores(self, ids: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
         """Per-word scores ``(B, L)`` whose masked softmax (or normalisation, for IDF) gives the weights."""
         if self.scheme == "amplitude_norm":

@@ -111,6 +111,7 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
     ...
     TypeError: x has dtype torch.float32; the layer expects torch.complex128 (or torch.float64)
     """
+    V.check_tensor(name, x)
     if not (x.is_complex() or x.is_floating_point()):
         raise TypeError(f"{name} must be a real floating or complex tensor; got dtype {x.dtype}")
     if x.dtype == dtype:
@@ -295,6 +296,7 @@ def unit_rows(z: Tensor, eps: float = 1e-12) -> Tensor:
     Tensor, shape and dtype of ``z``.
     """
     V.check_tensor("z", z)
+    V.check_min_ndim("z", z, 1, "(..., D)")               # a 0-d z was an IndexError of squared_norms
     if z.dtype in _WIDER:
         return unit_rows(z.to(_WIDER[z.dtype]), eps).to(z.dtype)
     return z / squared_norms(z).clamp_min(eps * eps).sqrt()

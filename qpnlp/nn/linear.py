@@ -245,3 +245,6 @@ class ComplexFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.lin2(self.dropout(split_activation(self.lin1(x), self.activation)))
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"

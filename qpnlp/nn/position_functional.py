@@ -16,12 +16,13 @@ these functions run in every forward pass of the complex-order models).
 
 from __future__ import annotations
 
-import math  # noqa: F401 (the doctests)
+import math
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from qpnlp._checks import is_real
 from qpnlp._trig import cos_sin
 from qpnlp.hilbert import _validation as V
 
@@ -184,6 +185,8 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
         raise ValueError(f"need n >= 0 and d_model >= 1; got n={n}, d_model={d_model}")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):   # torch.arange failed for complex dtypes
         raise TypeError(f"dtype must be a real floating dtype; got {dtype!r}")
+    if not (is_real(base) and 0 < base < math.inf):     # 0 gave inf frequencies, a negative base NaN
+        raise ValueError(f"base must be a positive finite number; got {base!r}")
     k = torch.arange(n, dtype=dtype, device=device)
     return base ** (-2.0 * k / d_model)
 
@@ -238,4 +241,6 @@ def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtyp
     V.check_tensor("mask", mask)
     if mask.dtype != torch.bool:                  # a count of 2 would skip a position
         raise TypeError(f"mask must be a bool tensor (True at words); got {mask.dtype}")
+    if mask.shape != ids.shape:                   # the positions of another batch, silently
+        raise ValueError(f"mask must have the shape of ids {tuple(ids.shape)}; got {tuple(mask.shape)}")
     return (mask.cumsum(-1) - 1).clamp_min(0).to(dtype) * mask

@@ -95,6 +95,14 @@ def _checked_input(name: str, x: Tensor, mask: Tensor | None = None) -> Tensor:
     return x
 
 
+def _cell_input(x: Tensor, input_size: int, batched: bool = True) -> Tensor:
+    """A cell's step ``x``, checked: (B, input_size), or (..., input_size) for ``batched=False`` (CGRNNCell)."""
+    V.check_tensor("x", x)
+    if x.shape[-1:] != (input_size,) or (batched and x.ndim != 2):
+        raise ValueError(f"x must have shape ({'B' if batched else '...'}, {input_size}); got {tuple(x.shape)}")
+    return x
+
+
 def _zero_padding(x: Tensor, mask: Tensor | None) -> Tensor:
     """``x`` (B, T, ...) with zeros at the padded steps: a padded step may hold anything (NaN, inf), and the
     gradient of the input projection would read it (0 * NaN = NaN) although the scan discards its state."""
@@ -160,6 +168,11 @@ def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: S
     return y.new_zeros(y.shape[0], 0, *y.shape[1:]), state
 
 
+def _cell_repr(cell: nn.Module) -> str:
+    """The ``extra_repr`` of the cells, as torch's ``LSTMCell(3, 4)``: input and hidden sizes, dtype."""
+    return f"{cell.input_size}, {cell.hidden_size}, dtype={cell.dtype}"
+
+
 class ComplexLSTMCell(nn.Module):
     r"""Complex LSTM cell with the paper's split gates (app. B, "complex-valued gates ... as in (12)").
 
@@ -193,6 +206,8 @@ class ComplexLSTMCell(nn.Module):
         self.hidden_proj = ComplexLinear(hidden_size, 4 * hidden_size, bias=False, dtype=dtype,
                                          share_parts=share_parts, generator=generator)
 
+    extra_repr = _cell_repr
+
     def step(self, xp: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """One step from the projected input ``xp = input_proj(x)`` (B, 4 hidden)."""
         h, c = state
@@ -215,7 +230,7 @@ class ComplexLSTMCell(nn.Module):
         return z, z
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        xp = self.input_proj(x)
+        xp = self.input_proj(_cell_input(x, self.input_size))
         if state is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
         if not (isinstance(state, (tuple, list)) and len(state) == 2):   # a tensor would unpack along dim 0
@@ -265,6 +280,8 @@ class URNNCell(nn.Module):
         self.activation = ModReLU(hidden_size, -0.01, dtype=dtype.to_real(), scale_first=True)
         self.input_proj = input_proj
 
+    extra_repr = _cell_repr
+
     def step(self, xp: Tensor, h: Tensor, w: Tensor | None = None) -> Tensor:
         """One step from the projected input ``xp`` (B, hidden); ``w``: the transition, if already computed."""
         w = self.transition() if w is None else w
@@ -283,7 +300,7 @@ class URNNCell(nn.Module):
         return like.new_zeros(batch, self.hidden_size)
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
-        xp = self.input_proj(x)
+        xp = self.input_proj(_cell_input(x, self.input_size))
         if h is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
         _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,), xp)
@@ -481,7 +498,7 @@ class CGRNNCell(nn.Module):
         -------
         Tensor, complex, shape (B, h).
         """
-        xp = self.project_inputs(_checked_input("x", x))
+        xp = self.project_inputs(_checked_input("x", _cell_input(x, self.input_size, batched=False)))
         if h is None:
             h = xp.new_zeros(*xp.shape[:-1], self.hidden_size)
         else:
@@ -497,8 +514,7 @@ class CGRNNCell(nn.Module):
         w, w_gates = self.transition(), self.gate_weight
         return lambda xp, h: cgrnn_step(xp, h, w, w_gates, self.activation, self.gate)
 
-    def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}, dtype={self.dtype}"
+    extra_repr = _cell_repr
 
 
 class CGRNN(nn.Module):

@@ -1,4 +1,8 @@
-"""Assertion helpers for property tests of quantum-probability models."""
+"""Assertion helpers for property tests of quantum-probability models.
+
+Each raises ``AssertionError`` explicitly, never through an ``assert`` statement, so that they still check under
+``python -O`` (which strips ``assert``); a comparison is written ``not (x <= atol)`` so that a NaN fails it.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ def _tensor(rho) -> torch.Tensor:
 
 def _square(data: torch.Tensor, what: str, batch_dims: int = 0) -> None:
     """Assert a tensor of square matrices ``(..., d, d)`` with at least ``batch_dims`` leading dims."""
-    assert data.dim() >= 2 + batch_dims and data.shape[-1] == data.shape[-2], \
-        f"{what} must have shape {'(..., k, d, d)' if batch_dims else '(..., d, d)'}; got {tuple(data.shape)}"
+    if not (data.dim() >= 2 + batch_dims and data.shape[-1] == data.shape[-2]):
+        shape = "(..., k, d, d)" if batch_dims else "(..., d, d)"
+        raise AssertionError(f"{what} must have shape {shape}; got {tuple(data.shape)}")
 
 
 def _kind(t: torch.Tensor) -> int:
@@ -45,8 +50,9 @@ def assert_allclose(actual: torch.Tensor, expected: torch.Tensor, *, atol: float
         shape = torch.broadcast_shapes(expected.shape, actual.shape)
     except RuntimeError:
         shape = None
-    assert shape == actual.shape, f"{msg} shapes differ: actual {tuple(actual.shape)}, expected " \
-                                  f"{tuple(expected.shape)} (which must broadcast to the actual shape)".lstrip()
+    if shape != actual.shape:
+        raise AssertionError(f"{msg} shapes differ: actual {tuple(actual.shape)}, expected {tuple(expected.shape)} "
+                             "(which must broadcast to the actual shape)".lstrip())
     if _kind(expected) > _kind(actual):
         actual = actual.to(torch.promote_types(actual.dtype, expected.dtype))
     torch.testing.assert_close(actual, expected.to(actual.dtype).expand_as(actual), atol=atol, rtol=rtol,
@@ -62,8 +68,10 @@ assert_allclose(torch.zeros(2), [0.0, 0.0])
 def assert_pure_state(state, *, atol: float | None = None) -> None:
     """Assert unit norm along the last dim (PureState or complex tensor ``(..., d)``)."""
     data = state.data if isinstance(state, PureState) else state
-    assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
-    assert data.dim() >= 1, "a state must have shape (..., d); got a scalar"
+    if not data.is_complex():
+        raise AssertionError(f"expected a complex tensor; got {data.dtype}")
+    if data.dim() < 1:
+        raise AssertionError("a state must have shape (..., d); got a scalar")
     norms = torch.linalg.vector_norm(data, dim=-1)
     atol = default_atol(data.dtype, data.shape[-1]) if atol is None else atol     # 0.0 is a tolerance too
     assert_allclose(norms, torch.ones_like(norms), atol=atol, msg="state norms differ from 1:")
@@ -75,37 +83,46 @@ def assert_density_matrix(rho, *, atol: float | None = None) -> None:
     Accepts :class:`DensityMatrix`, :class:`Ensemble`, :class:`PureState` or a tensor ``(..., d, d)``.
     """
     data = _tensor(rho)
-    assert data.is_complex(), f"expected a complex tensor; got {data.dtype}"
+    if not data.is_complex():
+        raise AssertionError(f"expected a complex tensor; got {data.dtype}")
     _square(data, "a density matrix")
     if data.shape[:-2].numel() == 0:                        # an empty batch holds no matrix to check
         return
-    assert bool(torch.isfinite(data).all()), "the density matrix contains NaN or inf"
+    if not bool(torch.isfinite(data).all()):
+        raise AssertionError("the density matrix contains NaN or inf")
     d = data.shape[-1]
     atol = default_atol(data.dtype, d) if atol is None else atol
     herm = float((data - data.mH).abs().max()) if data.numel() else 0.0
-    assert herm <= atol, f"not Hermitian: max |rho - rho^dagger| = {herm:.3g} > {atol:.2g}"
+    if not (herm <= atol):
+        raise AssertionError(f"not Hermitian: max |rho - rho^dagger| = {herm:.3g} > {atol:.2g}")
     trace = torch.diagonal(data, dim1=-2, dim2=-1).sum(-1)
     err = float((trace - 1).abs().max())
-    assert err <= atol, f"trace differs from 1 by {err:.3g} > {atol:.2g}"
+    if not (err <= atol):
+        raise AssertionError(f"trace differs from 1 by {err:.3g} > {atol:.2g}")
     smallest = float(torch.linalg.eigvalsh(0.5 * (data + data.mH))[..., 0].min())
-    assert smallest >= -atol, f"not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}"
+    if not (smallest >= -atol):
+        raise AssertionError(f"not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}")
 
 
 def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float | None = None) -> None:
     """Assert real values in [0, 1]; with ``complete=True`` also summing to one along the last dim."""
-    assert not p.is_complex(), f"probabilities must be real; got {p.dtype}"
+    if p.is_complex():
+        raise AssertionError(f"probabilities must be real; got {p.dtype}")
     p = p.detach()
     atol = default_atol(p.dtype, p.shape[-1] if p.dim() else 1) if atol is None else atol
-    assert bool(torch.isfinite(p).all()), "probabilities contain NaN or inf"
+    if not bool(torch.isfinite(p).all()):
+        raise AssertionError("probabilities contain NaN or inf")
     if p.numel():
         lo, hi = float(p.min()), float(p.max())
-        assert lo >= -atol and hi <= 1 + atol, f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}"
+        if not (lo >= -atol and hi <= 1 + atol):
+            raise AssertionError(f"probabilities outside [0, 1]: min {lo:.3g}, max {hi:.3g}")
     if complete and p.shape[:-1].numel():                   # no outcome at all sums to 0, not 1
         sums = p.sum(-1).flatten()
         worst = int((sums - 1).abs().argmax())
         err = float((sums[worst] - 1).abs())
-        assert err <= atol, f"probabilities of a complete measurement sum to {float(sums[worst]):.6g} " \
-                            f"(flat batch index {worst}), off by {err:.3g} > {atol:.2g}"
+        if not (err <= atol):
+            raise AssertionError(f"probabilities of a complete measurement sum to {float(sums[worst]):.6g} "
+                                 f"(flat batch index {worst}), off by {err:.3g} > {atol:.2g}")
 
 
 def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
@@ -120,18 +137,24 @@ def assert_povm(povm, *, atol: float | None = None) -> None:
     r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are finite, Hermitian, PSD and
     sum to I."""
     effects = _detached(povm.effects() if hasattr(povm, "effects") else povm)
-    assert effects.is_complex(), f"expected complex effects; got {effects.dtype}"
+    if not effects.is_complex():
+        raise AssertionError(f"expected complex effects; got {effects.dtype}")
     _square(effects, "POVM effects", batch_dims=1)
     if effects.shape[:-3].numel() == 0:                     # an empty batch holds no POVM to check
         return
-    assert effects.shape[-3] > 0, "a POVM needs at least one effect (zero effects sum to 0, not I)"
-    assert bool(torch.isfinite(effects).all()), "the POVM effects contain NaN or inf"
+    if effects.shape[-3] == 0:
+        raise AssertionError("a POVM needs at least one effect (zero effects sum to 0, not I)")
+    if not bool(torch.isfinite(effects).all()):
+        raise AssertionError("the POVM effects contain NaN or inf")
     d = effects.shape[-1]
     atol = default_atol(effects.dtype, d * effects.shape[-3]) if atol is None else atol
     herm = float((effects - effects.mH).abs().max())
-    assert herm <= atol, f"effects not Hermitian: max |E - E^dagger| = {herm:.3g} > {atol:.2g}"
+    if not (herm <= atol):
+        raise AssertionError(f"effects not Hermitian: max |E - E^dagger| = {herm:.3g} > {atol:.2g}")
     smallest = float(torch.linalg.eigvalsh(0.5 * (effects + effects.mH))[..., 0].min())
-    assert smallest >= -atol, f"effects not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}"
+    if not (smallest >= -atol):
+        raise AssertionError(f"effects not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}")
     eye = torch.eye(d, dtype=effects.dtype, device=effects.device)
     err = float((effects.sum(-3) - eye).abs().max())
-    assert err <= atol, f"effects do not sum to the identity: max |sum_k E_k - I| = {err:.3g} > {atol:.2g}"
+    if not (err <= atol):
+        raise AssertionError(f"effects do not sum to the identity: max |sum_k E_k - I| = {err:.3g} > {atol:.2g}")

@@ -32,7 +32,7 @@ from qpnlp._stacklevel import outside_qpnlp
 
 from .config import ConfigError, TrainConfig
 from .loop import TrainingInterrupted
-from .trainer import FitResult, accuracy, fit, seed_everything
+from .trainer import FitResult, accuracy, fit, seeded
 
 
 #: The word-vector dimension of a model trained without pretrained vectors (``--no-pretrained``), when not given.
@@ -186,13 +186,14 @@ def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_option
     """Seed, build a ``kind`` model and fit it on ``prepared.train`` with early stopping on ``prepared.dev``.
 
     The test part is not touched. Returns the fit result, the model (with its
-    best-dev parameters) and its JSON config.
+    best-dev parameters) and its JSON config. The global RNGs are seeded with
+    ``train_config.seed`` for the run only (:func:`~qpnlp.training.trainer.seeded`): the caller's are put back.
     """
-    seed_everything(train_config.seed)
-    model, config = build_classifier(kind, prepared, num_classes, model_options, train_config.seed)
     observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
-    fitted = fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer, log=log,
-                 checkpoint_dir=checkpoint_dir, resume=resume)
+    with seeded(train_config.seed):
+        model, config = build_classifier(kind, prepared, num_classes, model_options, train_config.seed)
+        fitted = fit(model, prepared.train, prepared.dev, train_config, on_epoch=observer, log=log,
+                     checkpoint_dir=checkpoint_dir, resume=resume)
     return fitted, model, config
 
 

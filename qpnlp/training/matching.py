@@ -71,6 +71,9 @@ class EncodedQA:
     def n_questions(self) -> int:
         return len(self.questions)
 
+    def __repr__(self) -> str:         # the dataclass's printed every id list
+        return f"EncodedQA(questions={self.n_questions}, pairs={len(self)}, correct={int(self.labels.sum())})"
+
 
 def _encode_text(vocab: Vocabulary, tokens: list[str]) -> list[int]:
     ids = vocab.encode(tokens)
@@ -402,49 +405,49 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     from qpnlp.models import get_model_class
 
     from .classification import DEFAULT_DIM, with_data_fields
-    from .trainer import seed_everything
+    from .trainer import seeded
 
-    seed_everything(config.seed)
-    train_split = train_split or default_train_split(name, root)
-    train = limit_questions(load_qa(name, train_split, root=root, filter_questions=False), max_questions)
-    if extra_train:
-        extra = [limit_questions(load_qa(other, default_train_split(other, root), root=root, filter_questions=False),
-                                 max_questions) for other in extra_train]
-        # training files of different names (train-all, train) are all training data
-        train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
-    dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
-    others = {"dev": dev}
-    for split in (*eval_splits, *observe_splits):
-        if split not in others:
-            try:
-                others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
-            except FileNotFoundError:
-                continue
-    vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
-                                             pretrained_fallback=pretrained_fallback)
-    klass = get_model_class(model)
-    if klass.task != "matching":
-        raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
-    filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
-    try:
-        cnm_config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
-    except (ValueError, TypeError) as err:
-        raise ConfigError(str(err)) from None
-    model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
-                        generator=torch.Generator().manual_seed(config.seed))
-    n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
-    def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
-        return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device, max_len=config.max_len,
-                                                     length_chunks=config.length_chunks))
-                for split in splits if split in encoded}
+    with seeded(config.seed):     # the caller's global RNGs are put back afterwards
+        train_split = train_split or default_train_split(name, root)
+        train = limit_questions(load_qa(name, train_split, root=root, filter_questions=False), max_questions)
+        if extra_train:
+            extra = [limit_questions(load_qa(other, default_train_split(other, root), root=root,
+                                             filter_questions=False), max_questions) for other in extra_train]
+            # training files of different names (train-all, train) are all training data
+            train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
+        dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
+        others = {"dev": dev}
+        for split in (*eval_splits, *observe_splits):
+            if split not in others:
+                try:
+                    others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
+                except FileNotFoundError:
+                    continue
+        vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
+                                                 pretrained_fallback=pretrained_fallback)
+        klass = get_model_class(model)
+        if klass.task != "matching":
+            raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
+        filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
+        try:
+            cnm_config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
+        except (ValueError, TypeError) as err:
+            raise ConfigError(str(err)) from None
+        model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
+                            generator=torch.Generator().manual_seed(config.seed))
+        n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
+        def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
+            return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device,
+                                                         max_len=config.max_len, length_chunks=config.length_chunks))
+                    for split in splits if split in encoded}
 
-    observer = (lambda m: score(m, observe_splits)) if observe_splits else None
-    try:
-        fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer,
-                           checkpoint_dir=checkpoint_dir, resume=resume)
-    except (TrainingInterrupted, TrainingDiverged) as err:
-        err.context.update(vocab=vocab, dataset=train.name, train_split=train_split)
-        raise
-    evaluation = score(model, eval_splits)
-    return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
-                       cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split)
+        observer = (lambda m: score(m, observe_splits)) if observe_splits else None
+        try:
+            fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer,
+                               checkpoint_dir=checkpoint_dir, resume=resume)
+        except (TrainingInterrupted, TrainingDiverged) as err:
+            err.context.update(vocab=vocab, dataset=train.name, train_split=train_split)
+            raise
+        evaluation = score(model, eval_splits)
+        return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
+                           cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split)

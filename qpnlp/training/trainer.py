@@ -9,9 +9,10 @@ trainer (early stopping on dev, resuming, clean stops on divergence and Ctrl-C).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +31,7 @@ from .config import TrainConfig
 from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
 from .loop import check_loss, early_stopping
 from .optimisers import Optimisers
+from .state import _capture_rng, _restore_rng
 
 
 @dataclass
@@ -46,6 +48,24 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """:func:`seed_everything` for the block only: the global RNGs it seeds (Python's, NumPy's, torch's CPU one and
+    the CUDA ones already in use) are put back as they were when the block ends, however it ends.
+
+    A library call that seeds for its own reproducibility (:func:`~qpnlp.training.classification.train_prepared`,
+    :func:`~qpnlp.training.matching.run_matching`) leaves its caller's random streams where they were: the draws a
+    notebook makes after it are the ones it would have made without it. CUDA devices first used inside the block
+    keep the seeded state (saving theirs beforehand would start CUDA for a run on the CPU).
+    """
+    tensors, values = _capture_rng()
+    seed_everything(seed)
+    try:
+        yield
+    finally:
+        _restore_rng(tensors, values)
 
 
 def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, mask, labels, *,

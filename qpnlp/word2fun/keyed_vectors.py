@@ -304,6 +304,8 @@ class KeyedVectors:
         >>> KeyedVectors(Word2Fun(Word2FunConfig(2, 2, span_start=1.6e9, span_end=1.7e9)), v).default_step()
         100000.0
         """
+        if isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 1:
+            raise ValueError(f"points must be an integer >= 1; got {points!r}")     # 0 was a ZeroDivisionError
         start, end = self.time_span
         return max(1.0, (end - start) / points)
 

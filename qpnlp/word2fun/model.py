@@ -294,6 +294,10 @@ class Word2Fun(Model):
     def logistic(self) -> bool:
         return self.config.logistic
 
+    def extra_repr(self) -> str:
+        c = self.config
+        return f"{c.vocab_size}, {c.dim}, family={c.family!r}, span=({c.span_start:g}, {c.span_end:g})"
+
     def set_compass(self, h: torch.Tensor, freeze: bool = True) -> None:
         """Copy ``h`` (V, D) into the compass; optionally freeze it (recorded in ``config.freeze_compass``)."""
         if tuple(h.shape) != (self.vocab_size, self.dim):

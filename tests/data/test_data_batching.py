@@ -85,6 +85,7 @@ def test_pad_batch_errors():
 def test_dataset_and_collate():
     ds = EncodedTexts([[2, 3], [4], [5, 6, 7]], [0, 1, 1])
     assert len(ds) == 3 and ds[2] == ([5, 6, 7], 1)
+    assert repr(ds) == "EncodedTexts(n=3, classes=2)"     # was <... object at 0x...>
     ids, mask, labels = collate([ds[0], ds[1]])
     assert ids.tolist() == [[2, 3], [4, 0]] and labels.tolist() == [0, 1]
     with pytest.raises(ValueError, match="labels must have shape"):

@@ -286,3 +286,34 @@ def test_splits_with_the_largest_seed_carve_every_fold():
 def test_carve_dev_refuses_a_bad_seed():
     with pytest.raises(ValueError, match=r"seed must be an integer .*got 0.5"):
         carve_dev(np.arange(10), np.array([0, 1] * 5), 0.2, seed=0.5)
+
+
+def test_splits_refuse_a_data_set_name():
+    """Before: an AttributeError ("'str' object has no attribute 'labels'") at the first fold."""
+    with pytest.raises(TypeError, match=r"dataset must be a ClassificationDataset \(load_classification\(name\)\); "
+                                        r"got str 'MR'"):
+        next(splits("MR"))
+
+
+@pytest.mark.parametrize("counts, sample, message", [
+    ([3, 1], math.nan, "sample must be a finite number >= 0; got nan"),        # NaN keep probabilities: no token kept
+    ([3, 1], -1e-3, "sample must be a finite number >= 0; got -0.001"),
+    ([3, 1], "1e-3", "sample must be a finite number >= 0; got '1e-3'"),       # a numpy TypeError
+    ([0, 0], 1e-3, r"counts must be finite, non-negative and not all zero; got \[0.0, 0.0\]"),   # NaN
+    ([3, -1], 1e-3, r"counts must be .*got \[3.0, -1.0\]"),                   # a NaN and a probability > 1
+])
+def test_keep_probabilities_refuse_what_gives_nan(counts, sample, message):
+    from qpnlp.data import keep_probabilities
+    with pytest.raises(ValueError, match=message):
+        keep_probabilities(np.array(counts), sample)
+    assert keep_probabilities(np.array([], dtype=np.int64), 1e-3).shape == (0,)
+
+
+def test_embedding_matrix_for_names_an_argument_of_the_wrong_kind():
+    """Before: an AttributeError ("'str' object has no attribute 'dim'") naming neither argument."""
+    from qpnlp.data import embedding_matrix_for, from_matrix
+    vocab, vectors = Vocabulary.build([["a", "b"]]), from_matrix(["a"], np.ones((1, 2)))
+    with pytest.raises(TypeError, match="pretrained must be a PretrainedVectors; got str 'glove-6b-50d'"):
+        embedding_matrix_for(vocab, "glove-6b-50d")
+    with pytest.raises(TypeError, match=r"vocab must be a Vocabulary; got list \['a', 'b'\]"):
+        embedding_matrix_for(["a", "b"], vectors)

@@ -272,3 +272,13 @@ def test_the_tsv_stream_example_closes_the_file_it_writes():
         gc.collect()
     assert runner.summarize(verbose=False) == (0, len(example.examples))
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+
+
+def test_repr_is_short_and_never_prints_the_documents():
+    docs = tuple([f"w{i % 50}" for i in range(j, j + 30)] for j in range(2000))
+    corpus = TimestampedCorpus(np.arange(2000.0), docs)
+    text = repr(corpus)
+    assert text == "TimestampedCorpus(n_docs=2000, n_tokens=60000, span=(0, 1999))"
+    assert repr(TimestampedCorpus(np.zeros(0), ())) == "TimestampedCorpus(n_docs=0, n_tokens=0)"
+    encoded = corpus.encode(Vocabulary.build(docs, specials=False))
+    assert repr(encoded) == "EncodedCorpus(n_docs=2000, n_tokens=60000)"

@@ -96,3 +96,11 @@ def test_between_takes_numpy_scalars_infinities_and_an_empty_interval():
     assert corpus.between(1950, math.inf).times.tolist() == [1950.0, 2000.0]
     assert corpus.between(-math.inf, 10 ** 400).times.tolist() == [1900.0, 1950.0, 2000.0]   # an int beyond floats
     assert len(corpus.between(1950, 1950)) == 0 and len(corpus.between(1950, np.nextafter(1950, 2000))) == 1
+
+
+@pytest.mark.parametrize("bad", [[_three(), None], [_three(), [(1900, ["a"])]], ["corpus.tsv"]])
+def test_concatenate_refuses_what_is_not_a_corpus(bad):
+    """Before: an AttributeError ("'NoneType' object has no attribute 'times'") naming no entry."""
+    from qpnlp.data import concatenate
+    with pytest.raises(TypeError, match=rf"corpora\[{len(bad) - 1}\] must be a TimestampedCorpus; got "):
+        concatenate(bad)

@@ -172,6 +172,21 @@ def test_loaded_files_honour_an_empty_word_filter_and_stay_read_only(tmp_path):
     assert load_vectors(tmp_path / "v.txt").vector("a").tolist() == [1.0, 2.0]
 
 
+def test_a_vectors_file_replaced_under_its_old_time_is_read_again(tmp_path):
+    """The per-process cache was keyed by path and modification time only: a vectors file brought back with its
+    source's time (``cp -p``, ``rsync -t``, another job's download) kept the vectors read before it."""
+    import os
+
+    path = tmp_path / "v.txt"
+    path.write_text("a 1 2\nb 3 4\n")
+    assert load_vectors(path).words == ["a", "b"]
+    before = path.stat()
+    path.with_name("new.txt").write_text("a 1 2\nb 3 4\nc 5 6\n")
+    os.replace(path.with_name("new.txt"), path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert load_vectors(path).words == ["a", "b", "c"]
+
+
 def test_text_formats_by_content(tmp_path):
     rows = "\n".join(f"{w} " + " ".join(map(str, v)) for w, v in zip("abc", MATRIX.tolist()))
     (tmp_path / "glove.txt").write_text(rows + "\n")

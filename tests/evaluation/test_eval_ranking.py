@@ -181,3 +181,15 @@ def test_scikit_learn_scores_a_tied_block_above_the_optimistic_rule():
     assert average_precision_score([0, 1, 1], [1.0, 0.0, 0.0]) == pytest.approx(2 / 3)
     for ties in ("pessimistic", "optimistic"):
         assert average_precision([1.0, 0.0, 0.0], [0, 1, 1], ties) == pytest.approx(7 / 12)
+
+
+def test_repr_leaves_out_the_per_question_arrays_and_to_dict_is_one_table_row():
+    n = 800
+    labels = np.tile([1.0, 0.0, 0.0], n)
+    groups = [np.arange(3 * i, 3 * i + 3) for i in range(n)]
+    result = ranking_metrics(np.random.default_rng(0).random(3 * n), labels, groups)
+    text = repr(result)
+    assert len(text) < 200 and "n_questions=800" in text and ", ap=" not in text and "array" not in text
+    row = result.to_dict()
+    assert row == dict(map=result.map, mrr=result.mrr, p_at_1=result.p_at_1, n_questions=800, ties="pessimistic")
+    assert all(type(v) in (float, int, str) for v in row.values())

@@ -147,3 +147,26 @@ def test_ties_rank_by_increasing_row_as_in_the_exact_search():
     exact = nearest_states(basis[1], vocab, 5)
     assert approx[1].tolist() == exact[1].tolist() == [[1, 5, 9, 0, 2]]
     assert approx[0].tolist() == exact[0].tolist() == [[1.0, 1.0, 1.0, 0.0, 0.0]]
+
+
+def test_a_search_keeps_its_beam_while_another_thread_searches_the_same_index(vocab):
+    """search() set the index's shared hnsw.efSearch, then searched: a search of another thread (a web server's
+    requests sharing one index) setting it in between made this one search with that thread's beam, its results
+    then differing from the same search made alone."""
+    index = BornIndex(vocab, ef_search=200)
+    shared, beams = index._index, []
+
+    class AnotherThreadBetween:
+        def __getattr__(self, name):
+            return getattr(shared, name)
+
+        def search(self, x, k, params=None):
+            shared.hnsw.efSearch = 1                    # the other thread's search, asking for a narrow beam
+            beams.append(shared.hnsw.efSearch if params is None else params.efSearch)
+            return shared.search(x, k, params=params)
+
+    alone = index.search(vocab[:20], 10)
+    index._index = AnotherThreadBetween()
+    raced = index.search(vocab[:20], 10)
+    assert beams and set(beams) == {200}
+    assert torch.equal(raced[1], alone[1]) and torch.equal(raced[0], alone[0])

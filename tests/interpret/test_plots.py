@@ -95,6 +95,15 @@ def test_with_ax_it_draws_there_and_opens_nothing(name, rho):
     assert (list(np.ravel(out)) if panels > 1 else [out]) == given
 
 
+def test_plotting_leaves_matplotlib_settings_as_they_were(rho, tmp_path):
+    """No function sets rcParams, the backend, a style or a registered colour map for the user's later figures."""
+    before = (dict(matplotlib.rcParams), matplotlib.get_backend(), sorted(matplotlib.colormaps))
+    for call, _ in _one_of_each(rho).values():
+        call(None)
+    _save(plt.gcf(), tmp_path / "last.png")
+    assert (dict(matplotlib.rcParams), matplotlib.get_backend(), sorted(matplotlib.colormaps)) == before
+
+
 def test_axes_of_a_figure_made_without_pyplot_stay_out_of_pyplot(rho, tmp_path):
     mine = Figure()
     axes = mine.subplots(1, 2)

@@ -115,3 +115,15 @@ def test_equal_deltas_are_listed_by_increasing_id_in_both_lists():
     table = positional_sensitivity(omega, ["<pad>", "<unk>", "a", "b", "c", "d"], top=4)
     assert [w for w, _ in table.largest] == ["b", "d", "a", "c"]
     assert [w for w, _ in table.smallest] == ["a", "c", "b", "d"]
+
+
+def test_repr_shows_the_first_words_of_each_list_not_the_whole_lists():
+    omega = torch.arange(2000.0).reshape(1000, 2)
+    table = positional_sensitivity(omega, [f"w{i}" for i in range(1000)], top=900)
+    text = repr(table)
+    assert len(text) < 300, text
+    assert text.startswith("PositionalSensitivity(n_words=1000, top=900, largest=[('w999', 1998), ")
+    assert "'w2'" in text and "..." in text                  # the smallest list (PAD and UNK left out)
+    small = positional_sensitivity(omega[:4], ["<pad>", "<unk>", "a", "b"], top=5)
+    assert repr(small) == "PositionalSensitivity(n_words=4, top=2, largest=[('b', 6.5), ('a', 4.5)], " \
+                          "smallest=[('a', 4.5), ('b', 6.5)])"

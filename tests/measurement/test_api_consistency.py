@@ -97,3 +97,17 @@ def test_every_post_measurement_route_returns_the_kind_it_was_given(kind):
                     atol=1e-10)                                                     # P rho P / Tr(P rho)
     if kind == "ensemble":
         assert_allclose(routes["lueders_update"].weights.sum(-1), torch.ones(2, dtype=torch.float64))
+
+
+def test_reprs_show_the_sizes_that_are_not_the_dimension_without_building_matrices(monkeypatch):
+    # an Ensemble, a Projector and a POVM printed batch_shape and dim only: the number of members, the rank and
+    # the number of outcomes were not to be seen
+    mix = Ensemble(random_pure_state(D, batch_shape=(2, 5)))
+    monkeypatch.setattr(Ensemble, "dense", lambda self: pytest.fail("repr built the d x d matrix"))
+    assert repr(mix) == "Ensemble(batch_shape=(2,), dim=3, num_states=5, dtype=torch.complex64, device=cpu)"
+    proj = Projector(torch.eye(D, dtype=torch.complex64)[:2])
+    assert repr(proj) == "Projector(batch_shape=(), dim=3, rank=2, dtype=torch.complex64, device=cpu)"
+    povm = POVM(torch.eye(D, dtype=torch.complex64).unsqueeze(-2).expand(2, D, 1, D))
+    assert repr(povm) == "POVM(batch_shape=(2,), dim=3, num_outcomes=3, rank=1, dtype=torch.complex64, device=cpu)"
+    assert repr(Ensemble(random_pure_state(D, batch_shape=(0, 4)))).startswith("Ensemble(batch_shape=(0,), dim=3, "
+                                                                               "num_states=4, ")

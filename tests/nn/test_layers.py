@@ -351,3 +351,13 @@ def test_dropout_keep_draws_as_the_bool_mask(cdtype, device):
     assert keep.dtype == real and torch.equal(keep, reference.to(real))
     torch.manual_seed(3)
     assert torch.equal(complex_dropout(z, 0.3), z * (reference.to(real) / (1 - 0.3)))
+
+
+def test_reprs_show_the_constructor_settings_as_torch_layers_do():
+    # the number of heads, the activation, the weighting scheme and the cells' sizes were not in the reprs
+    from qpnlp.nn import WordWeighting
+    first = lambda module: repr(module).splitlines()[1].strip()  # noqa: E731  (the line under the class name)
+    assert first(ComplexMultiheadSelfAttention(4, 2, dropout=0.1)) == "4, heads=2, dropout=0.1, dtype=torch.complex64"
+    assert first(ComplexFeedForward(4, 8, activation="tanh")) == "activation='tanh'"
+    assert first(ComplexLSTMCell(3, 5)) == first(URNNCell(3, 5)) == "3, 5, dtype=torch.complex64"
+    assert repr(WordWeighting(20000, "uniform")) == "WordWeighting(20000, scheme='uniform')"

@@ -1,5 +1,8 @@
 """The strategies shipped in qpnlp.testing generate what they promise, and the assertions fail when they should."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from hypothesis import given
@@ -48,6 +51,42 @@ def test_assertions_catch_violations():
         assert_probabilities(torch.tensor([1.5, -0.5]))
     with pytest.raises(AssertionError):
         assert_unitary(2 * torch.eye(2, dtype=torch.complex64))
+
+
+# One failing input per helper; run under `python -O`, which strips `assert` statements (the helpers used them, and
+# passed anything there).
+_FAILING_UNDER_O = """
+import torch
+from qpnlp.testing import (assert_allclose, assert_density_matrix, assert_povm, assert_probabilities,
+                           assert_pure_state, assert_unitary)
+assert not __debug__
+c = torch.complex64
+calls = {
+    "allclose": lambda: assert_allclose(torch.zeros(2), torch.zeros(3)),
+    "pure_state": lambda: assert_pure_state(torch.ones(3)),
+    "density_matrix": lambda: assert_density_matrix(torch.tensor([[0.5, 0.1j], [0.1j, 0.5]], dtype=c)),
+    "density_nan": lambda: assert_density_matrix(torch.full((2, 2), float("nan"), dtype=c)),
+    "probabilities": lambda: assert_probabilities(torch.tensor([1.5, -0.5])),
+    "complete": lambda: assert_probabilities(torch.tensor([0.5, 0.4]), complete=True),
+    "unitary_shape": lambda: assert_unitary(torch.eye(2, 3, dtype=c)),
+    "povm": lambda: assert_povm(torch.eye(2, dtype=c)[None] * 0.5),
+    "povm_empty": lambda: assert_povm(torch.zeros(0, 2, 2, dtype=c)),
+}
+passed = []
+for name, call in calls.items():
+    try:
+        call()
+    except AssertionError:
+        continue
+    passed.append(name)
+print("passed:", passed)
+"""
+
+
+def test_assertions_check_under_python_O():
+    done = subprocess.run([sys.executable, "-O", "-c", _FAILING_UNDER_O], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "passed: []"
 
 
 def test_ensembles_reproduce_from_the_drawn_seed():

@@ -179,3 +179,7 @@ def test_matching_config_refuses_settings_that_overflow_float32(field, value, sh
         MatchingConfig(**{field: value})
     assert float(triplet_loss(torch.tensor([0.0]), torch.tensor([0.0]), margin=3.4e38)) < float("inf")
     assert MatchingConfig(margin=3.4e38, pointwise_scale=3.4e38).margin == 3.4e38     # the largest float32s stay
+
+
+def test_repr_counts_the_questions_and_pairs_without_printing_the_id_lists():
+    assert repr(_toy()) == "EncodedQA(questions=3, pairs=9, correct=5)"

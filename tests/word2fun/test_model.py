@@ -218,3 +218,9 @@ def test_set_compass_freezes_and_records_it(make):
     assert dataclasses.replace(m.config, freeze_compass=False) != m.config
     with pytest.raises(ValueError, match="compass must have shape"):
         m.set_compass(torch.zeros(3, 2))
+
+
+def test_repr_shows_the_family_the_sizes_and_the_span():
+    # the repr listed the embedding tables only: which family a trained model was could not be seen
+    model = Word2Fun(Word2FunConfig(vocab_size=30, dim=4, family="IV", span_start=1900.5, span_end=2000))
+    assert repr(model).splitlines()[:2] == ["Word2Fun(", "  30, 4, family='IV', span=(1900.5, 2000)"]

@@ -70,6 +70,18 @@ def test_unix_second_timestamps_train_and_query_in_bounded_memory():
     assert MAX_ABS_TIME >= 1e10 and TimeScale(t0, t0 + 1e8).check_resolution() is None
 
 
+@pytest.mark.parametrize("points", [0, -5, 2.5, True])
+def test_default_step_refuses_points_that_are_not_a_positive_count(make, points):
+    vectors = KeyedVectors(make(2, 2), _two_words())
+    with pytest.raises(ValueError, match=rf"points must be an integer >= 1; got {points!r}"):   # 0: ZeroDivisionError
+        vectors.default_step(points)
+
+
+def _two_words():
+    from qpnlp.data import Vocabulary
+    return Vocabulary.build([["a", "b"]], specials=False)
+
+
 def test_the_view_at_a_year_is_a_gensim_keyed_vectors(make, randomise):
     pytest.importorskip("gensim")
     from qpnlp.data import Vocabulary
