@@ -302,3 +302,14 @@ def test_expectation_and_evolve_of_mixed_precisions_check_at_the_coarser_one(sta
     assert_allclose(moved.expectation(observable), rho.expectation(u.mH @ observable @ u), atol=1e-5)
     with pytest.raises(ValueError, match="trace one"):                  # still checked, at float32's tolerance
         rho.evolve(u * (1 + 1e-3))
+
+
+def test_masked_softmax_normalises_over_the_given_dim_with_and_without_a_mask():
+    # p_i = m_i e^{s_i} / sum_j m_j e^{s_j} along dim; without a mask dim was only tested on 1-D scores
+    scores = torch.tensor([[0.0, 1.0, 2.0], [3.0, -1.0, 0.5]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, False], [True, False, True]])
+    for dim in (0, 1, -1):
+        plain = scores.exp() / scores.exp().sum(dim, keepdim=True)
+        assert_allclose(masked_softmax(scores, None, dim=dim), plain)
+        masked = scores.exp() * mask / (scores.exp() * mask).sum(dim, keepdim=True)
+        assert_allclose(masked_softmax(scores, mask, dim=dim), masked)

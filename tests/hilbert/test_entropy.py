@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, linear_entropy, quantum_jensen_shannon_divergence,
-                           random_density_matrix, relative_entropy, renyi_entropy, von_neumann_entropy)
+                           random_density_matrix, random_unitary, relative_entropy, renyi_entropy, von_neumann_entropy)
 from qpnlp.testing import assert_allclose, density_matrices, ensembles
 
 DTYPES = st.sampled_from([torch.complex64, torch.complex128])
@@ -235,3 +235,34 @@ def test_a_logarithm_base_that_is_not_one_is_required(base):
     for call in calls:
         with pytest.raises(ValueError, match="base must be"):
             call()
+
+
+def test_log_divided_differences_are_the_difference_quotients_of_the_clamped_log():
+    # K_ij = (f(mu_i) - f(mu_j)) / (mu_i - mu_j), f = log max(mu, tol); f'(mu) = 1/mu above tol, 0 below
+    from qpnlp.hilbert._entropy import _log_divided_differences
+    tol = 1e-12
+    mu = torch.tensor([1e-20, 0.3, 0.3, 0.7], dtype=torch.float64)
+    f = torch.log(mu.clamp_min(tol))
+    expected = torch.empty(4, 4, dtype=torch.float64)
+    for i in range(4):
+        for j in range(4):
+            if mu[i] == mu[j]:
+                expected[i, j] = 1 / mu[i] if mu[i] > tol else 0.0
+            else:
+                expected[i, j] = (f[i] - f[j]) / (mu[i] - mu[j])
+    torch.testing.assert_close(_log_divided_differences(mu, tol), expected, rtol=1e-12, atol=0)
+
+
+def test_relative_entropy_gradient_in_rho_where_rho_leaves_an_eigenvector_of_sigma_empty():
+    # rho has no population on sigma's third eigenvector: the terms log(mu_k) [p_k > tol] of the documented
+    # gradient drop it, as autograd through the forward formula does (the generic test populates every k)
+    gen = torch.Generator().manual_seed(3)
+    u = random_unitary(3, dtype=torch.complex128, generator=gen)
+    rotate = lambda *diag: u @ torch.diag(torch.tensor(diag, dtype=torch.complex128)) @ u.mH  # noqa: E731
+    r0, s0 = rotate(0.6, 0.4, 0.0), rotate(0.5, 0.3, 0.2)
+    r, s = r0.clone().requires_grad_(True), s0.clone().requires_grad_(True)
+    relative_entropy(r, s).backward()
+    r_ref, s_ref = r0.clone().requires_grad_(True), s0.clone().requires_grad_(True)
+    _reference_relative_entropy(r_ref, s_ref).backward()
+    torch.testing.assert_close(r.grad, r_ref.grad, rtol=0, atol=1e-10)
+    torch.testing.assert_close(s.grad, s_ref.grad, rtol=0, atol=1e-10)

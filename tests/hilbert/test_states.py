@@ -11,7 +11,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import PureState, SememeBasis, get_validation, inner, kron, outer, random_unitary, validation
+from qpnlp.hilbert import (PureState, SememeBasis, get_validation, inner, kron, outer, random_unitary, trace,
+                           validation)
 from qpnlp.testing import assert_allclose, assert_density_matrix, assert_pure_state, assert_unitary, pure_states, unitaries
 
 
@@ -375,3 +376,30 @@ def test_global_phase_of_an_angle_that_does_not_broadcast_names_both_shapes():
         PureState(w).global_phase(torch.zeros(3))
     assert PureState(w).global_phase(torch.zeros(4, 1)).batch_shape == (4, 2)       # broadcasting still works
     assert PureState(w).global_phase(0.5).batch_shape == (2,)
+
+
+@given(pure_states(), st.floats(-10, 10))
+def test_global_phase_multiplies_by_exp_i_angle(w, angle):
+    # the projector test above cannot see the sign of the angle (any phase leaves |w><w| unchanged)
+    phase = torch.tensor(complex(math.cos(angle), math.sin(angle)), dtype=w.dtype)
+    assert_allclose(w.global_phase(angle).data, phase * w.data)
+    assert_allclose(PureState.basis_state(0, 2).global_phase(math.pi / 2).data, torch.tensor([1j, 0]))
+
+
+@given(st.data())
+def test_evolve_is_the_matrix_vector_product_and_commutes_with_the_projector(data):
+    w = data.draw(pure_states(dim=4, batch_shape=(3,)))
+    u = data.draw(unitaries(dim=4, batch_shape=(3,), dtype=w.dtype))
+    out = w.evolve(u)
+    assert_allclose(out.data, torch.einsum("bij,bj->bi", u, w.data))
+    assert_allclose(out.proj().data, w.proj().evolve(u).data)
+    # a non-symmetric real rotation: U|e0> is U's first column, not its first row
+    rotation = torch.tensor([[1.0, 1.0], [-1.0, 1.0]], dtype=torch.complex64) / math.sqrt(2)
+    assert_allclose(PureState.basis_state(0, 2).evolve(rotation).data, rotation[:, 0])
+
+
+def test_trace_is_the_complex_sum_of_the_diagonal():
+    # the functional trace of any square matrices, not only of Hermitian ones (whose trace is real)
+    m = torch.tensor([[[1 + 2j, 5.0], [3.0, 4 - 1j]], [[0.5j, 1j], [2.0, -3j]]], dtype=torch.complex128)
+    assert_allclose(trace(m), torch.tensor([5 + 1j, -2.5j], dtype=torch.complex128))
+    assert_allclose(trace(m), torch.stack([torch.trace(x) for x in m]))

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_pure_state, validation
 from qpnlp.measurement import (POVM, Projector, born_probabilities, kraus_update, lueders_update, naimark_dilation,
                                povm_probabilities, povm_probabilities_dense, random_povm)
+from qpnlp.measurement._kraus import lueders_operator
 from qpnlp.testing import (assert_allclose, assert_density_matrix, assert_povm, assert_probabilities,
                            assert_pure_state, assert_unitary, ensembles, povms, projectors, unitaries)
 
@@ -321,3 +322,25 @@ def test_post_measurement_state_refuses_a_non_integer_outcome_as_the_projective_
             measurement.post_measurement_state(state, 3)
     assert_allclose(povm.post_measurement_state(state, np.int64(1)).data,
                     povm.post_measurement_state(state, 1).data)
+
+
+@given(st.data())
+def test_lueders_instrument_applies_the_square_root_of_the_effect(data):
+    # sqrt(E) sqrt(E) = E, Hermitian: E itself would pass every test that only compares routes or uses rank-1 effects
+    dtype, d = data.draw(DTYPES), data.draw(st.integers(2, 4))
+    povm = data.draw(povms(dim=d, rank=2, batch_shape=(), dtype=dtype, method="haar"))
+    root = lueders_operator(povm.vectors)                                   # (k, d, d)
+    atol = 1e-4 if dtype == torch.complex64 else 1e-10
+    assert_allclose(root, root.mH, atol=atol)
+    assert_allclose(root @ root, povm.effects(), atol=atol)
+
+
+def test_lueders_instrument_of_a_weak_measurement(cdtype, tol):
+    # E_0 = diag(0.8, 0.2): sqrt(E_0)|+> is proportional to (sqrt 0.8, sqrt 0.2), not to (0.8, 0.2)
+    effects = torch.diag_embed(torch.tensor([[0.8, 0.2], [0.2, 0.8]], dtype=torch.float64)).to(cdtype)
+    povm = POVM.from_effects(effects)
+    plus = PureState.normalized(torch.ones(2, dtype=cdtype))
+    expected = torch.tensor([0.8 ** 0.5, 0.2 ** 0.5], dtype=cdtype)
+    assert_allclose(povm.post_measurement_state(plus, 0).data, expected, atol=tol(2))
+    dense = povm.post_measurement_state(plus.proj(), 0).data
+    assert_allclose(dense, torch.outer(expected, expected.conj()), atol=tol(2))
