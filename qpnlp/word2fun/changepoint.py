@@ -95,26 +95,36 @@ def context_sketch_sums(source, n_words: int, keep: np.ndarray, start: float, en
     (:class:`~qpnlp.word2fun.sources.ArraySource`, :class:`~qpnlp.word2fun.sources.StreamSource`);
     ``keep`` (V,) weighs each context token (word2vec's keep probabilities);
     ``[start, end]`` is the time span cut into ``bins`` equal bins.
+
+    Besides the two tables, a chunk costs its tokens: each block of :data:`BLOCK_TOKENS` tokens is summarised
+    and counted on its own (``index_add_``), so neither a corpus in memory (one chunk) nor the ``V x bins``
+    tables are copied per chunk (a ``bincount`` of the table per chunk made a streamed pass cost
+    chunks x V x bins).
     """
     if bins < 2 or dim < 1 or window < 1:
         raise ValueError(f"need bins >= 2, dim >= 1 and window >= 1; got {bins}, {dim}, {window}")
     sketch = torch.randn(n_words, dim, generator=torch.Generator().manual_seed(seed)) / dim ** 0.5
     sketch *= torch.as_tensor(keep, dtype=torch.float32).unsqueeze(-1)
     sums = torch.zeros(n_words * bins, dim)
-    counts = np.zeros(n_words * bins, dtype=np.int64)
+    counts = torch.zeros(n_words * bins, dtype=torch.int64)
     for tokens, doc_ids, doc_times in source.chunks(None):
-        times = np.asarray(doc_times, dtype=np.float64)[doc_ids]
-        cell = np.asarray(tokens, dtype=np.int64) * bins + np.clip(
-            ((times - start) / (end - start) * bins).astype(np.int64), 0, bins - 1)
-        starts, ends = _document_bounds(np.asarray(doc_ids))
+        doc_times = np.asarray(doc_times, dtype=np.float64)
         for a in range(0, tokens.shape[0], BLOCK_TOKENS):
             b = min(a + BLOCK_TOKENS, tokens.shape[0])
             lo, hi = max(a - window, 0), min(b + window, tokens.shape[0])   # the block and its neighbours
-            x = _context_sums(sketch[torch.from_numpy(np.asarray(tokens[lo:hi], dtype=np.int64))],
-                              np.maximum(starts[lo:hi], lo) - lo, np.minimum(ends[lo:hi], hi - 1) - lo, window)
-            sums.index_add_(0, torch.from_numpy(cell[a:b]), x[a - lo:b - lo])
-        counts += np.bincount(cell, minlength=n_words * bins)
-    return sums.view(n_words, bins, dim), torch.from_numpy(counts).view(n_words, bins)
+            starts, ends = _document_bounds(np.asarray(doc_ids[lo:hi]))     # documents cut at lo and hi
+            x = _context_sums(sketch[torch.from_numpy(np.asarray(tokens[lo:hi], dtype=np.int64))], starts, ends,
+                              window)
+            cell = torch.from_numpy(_cells(tokens[a:b], doc_times[doc_ids[a:b]], start, end, bins))
+            sums.index_add_(0, cell, x[a - lo:b - lo])
+            counts.index_add_(0, cell, torch.ones_like(cell))
+    return sums.view(n_words, bins, dim), counts.view(n_words, bins)
+
+
+def _cells(tokens: np.ndarray, times: np.ndarray, start: float, end: float, bins: int) -> np.ndarray:
+    """``word * bins + time bin`` of each token, int64 (n,): its row of the ``(V * bins)`` tables."""
+    time_bin = np.clip(((times - start) / (end - start) * bins).astype(np.int64), 0, bins - 1)
+    return np.asarray(tokens, dtype=np.int64) * bins + time_bin
 
 
 def best_splits(sums: torch.Tensor, counts: torch.Tensor, *, edge: float = 0.05,

@@ -61,6 +61,55 @@ def test_sketch_sums_do_not_depend_on_the_block_size(monkeypatch):
     assert torch.equal(blocks[1], whole[1]) and int(whole[1].sum()) == source.n_tokens
 
 
+class _Chunks:
+    """A source of ``n_chunks`` chunks of ``size`` tokens (one document each, word ``i % n_words``)."""
+
+    def __init__(self, n_chunks, size, n_words):
+        self.n_chunks, self.size, self.n_words = n_chunks, size, n_words
+
+    def chunks(self, rng):
+        for c in range(self.n_chunks):
+            yield np.arange(c * self.size, (c + 1) * self.size) % self.n_words, np.zeros(self.size, np.int64), \
+                np.array([1900.0 + c])
+
+
+def _numpy_peak(fn) -> tuple[int, object]:
+    """The peak of numpy's (traced) allocations while ``fn()`` runs, in bytes, and its result."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn()
+        return tracemalloc.get_traced_memory()[1], out
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_sketch_pass_of_a_chunk_costs_its_tokens_not_the_vocabulary():
+    """Each chunk's counts were a ``bincount`` of ``V x bins`` int64 added to the table: a streamed corpus of many
+    chunks paid O(V bins) per chunk (2.5 s a chunk for V = 3M: 40 min per pass over COHA)."""
+    V, bins, size = 200_000, 32, 1000
+    source = _Chunks(4, size, V)
+    peak, (sums, counts) = _numpy_peak(lambda: cp.context_sketch_sums(source, V, np.ones(V), 1900.0, 1904.0,
+                                                                        window=2, bins=bins, dim=1))
+    assert peak < V * bins * 8 / 4                       # the counts table (V x bins int64) is 51 MB
+    assert counts.dtype == torch.int64 and int(counts.sum()) == 4 * size
+    assert int(counts[1, 0]) == 1 and int(counts[1001, 8]) == 1 and int(counts[1001, 0]) == 0
+
+
+def test_the_sketch_pass_of_a_corpus_in_memory_holds_a_block_not_the_corpus(monkeypatch):
+    """A corpus in memory is one chunk: its cells, times and document bounds were arrays of all its tokens
+    (several times the corpus); they are now made block by block."""
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    source = ArraySource(rng.integers(0, 50, n), np.repeat(np.arange(n // 100), 100), np.linspace(1900, 2000, n // 100))
+    monkeypatch.setattr(cp, "BLOCK_TOKENS", 4096)
+    peak, (_, counts) = _numpy_peak(lambda: cp.context_sketch_sums(source, 50, np.ones(50), 1900.0, 2000.0, bins=4,
+                                                                     dim=2))
+    assert peak < n                                      # bytes: an int64 array of the corpus is 8 n
+    assert int(counts.sum()) == n
+
+
 def test_the_split_finds_the_switch_of_a_word_and_skips_rare_words():
     source = _source()
     sums, counts = cp.context_sketch_sums(source, 10, np.ones(10), 1900.0, 2000.0, window=4, bins=20, dim=16)
