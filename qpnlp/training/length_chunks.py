@@ -98,10 +98,15 @@ def plan_chunks(lengths: Sequence[torch.Tensor], overhead: int = DEFAULT_OVERHEA
 
 
 def _rows(padded: Padded, rows: torch.Tensor, multiple_of: int | None = None) -> Padded:
-    """Rows ``rows`` of a padded input, trimmed to their longest row (rounded up to ``multiple_of``)."""
+    """Rows ``rows`` of a padded input, trimmed after their last real position (rounded up to ``multiple_of``).
+
+    The columns cut are those past the last True of every row, so a left-padded row (or one with holes) keeps all
+    its words; for right-padded rows that is the longest row's length.
+    """
     ids, mask = padded[0].index_select(0, rows), padded[1].index_select(0, rows)
-    longest = max(int(mask.sum(-1).max()), 1)           # a plan's chunks are never empty
-    width = padded_length(longest, ids.shape[1], multiple_of)
+    used = mask.any(0).flip(0).to(torch.uint8)          # (L,) from the end: a column holding a word of some row
+    end = used.shape[0] - int(used.argmax())            # no word at all (never in a plan's chunk): every column
+    width = padded_length(end, ids.shape[1], multiple_of)
     return ids[:, :width], mask[:, :width]
 
 
@@ -111,7 +116,8 @@ def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
 
     ``fn`` must score every row on its own (row r of the output depends on
     row r of the inputs only, and not on how far they are padded), as every
-    qpnlp model does (tested). With one chunk, ``overhead=None`` (chunks
+    qpnlp model does (tested). Each chunk keeps its columns up to the last
+    real position of its rows, so left padding or holes lose no word. With one chunk, ``overhead=None`` (chunks
     off) or a row without words (so that an error names the row's index in the
     batch), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
     ``multiple_of`` rounds each chunk's width up to a multiple of it (at most

@@ -116,16 +116,18 @@ class TimeScale:
         return tau * ((self.end - self.start) / self.scale) + self.start
 
 
-def fixed_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
-    """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,).
+def fixed_frequencies(dim: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,), computed in ``dtype``.
 
     >>> fixed_frequencies(4).tolist()
     [1.0, 0.009999999776482582]
+    >>> fixed_frequencies(4, dtype=torch.float64).tolist()
+    [1.0, 0.01]
     """
     if dim % 2:
         raise ValueError(f"sinusoidal families need an even dimension; got {dim}")
     h = dim // 2
-    return base ** (-torch.arange(h, dtype=torch.float32) / h)
+    return base ** (-torch.arange(h, dtype=dtype) / h)
 
 
 def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = None) -> torch.Tensor:

@@ -223,12 +223,15 @@ class Word2Fun(Model):
                 self.base.weight.copy_(w0.repeat(config.n_slices, 1))
         self.compass = emb(V, D, "zero")
         self.compass.weight.requires_grad_(not config.freeze_compass)
-        omega = fixed_frequencies(D) if D % 2 == 0 else None
+        # in the model's precision: family II's frequencies are constants, float32-rounded ones (0.10000000149
+        # for 0.1) cost a float64 model ~1e-7 of every phase
+        dtype = torch.float64 if config.precision == "double" else torch.float32
+        omega = fixed_frequencies(D, dtype=dtype) if D % 2 == 0 else None
         if family == "linear":
             self.slope = emb(V, D)
         if family == "time2fun":
             # shared frequencies, sin(Omega tau) starts at 0 for tau = 0
-            full = torch.cat([omega, omega]) if omega is not None else torch.ones(D)
+            full = torch.cat([omega, omega]) if omega is not None else torch.ones(D, dtype=dtype)
             self.omega = nn.Parameter(full.clone())
         if family in SINUSOIDAL_FAMILIES:
             self.amplitude = emb(V, D)
