@@ -156,6 +156,20 @@ def _fail(name: str, what: str, value: str, flat_index: int, batch_shape: torch.
     )
 
 
+def _off_one(label: str, value: str, err: float, dtype: torch.dtype, dim: int) -> str:
+    """``"{label} {value}"``, plus :math:`|x - 1|` when six digits show ``value`` as one (a norm, trace or sum of
+    a single-precision value cast to double is one to float32's round-off and read "got norm 1" before).
+    """
+    text = f"{label} {value}"
+    if not err < 1e-5:                       # visible in six digits already, or NaN
+        return text
+    hint = ""
+    if real_dtype_of(dtype) == torch.float64 and err <= tolerance(torch.float32, dim):
+        hint = ("; float32 round-off: a single-precision value cast to double keeps it, so normalise after the "
+                "cast")
+    return f"{text} (|{label} - 1| = {err:.3g}{hint})"
+
+
 def _worst(err: torch.Tensor) -> tuple[int, float]:
     """Flat index and value of the largest entry of a flat error tensor, NaN counting as the worst."""
     nan = torch.isnan(err)
@@ -248,9 +262,10 @@ def check_unit_norm(name: str, states: torch.Tensor, where: torch.Tensor | None 
         err = err.masked_fill(~where & torch.isfinite(norms), 0.0)
     err = err.reshape(-1)
     if _exceeds(err, tol):
-        flat, _ = _worst(err)
+        flat, worst = _worst(err)
         _fail(name, "must have unit norm along the last dim" + (" (or be zero at padding)" if allow_zero else ""),
-              f"norm {float(norms.reshape(-1)[flat]):.6g}", flat, states.shape[:-1], states.shape, tol)
+              _off_one("norm", f"{float(norms.reshape(-1)[flat]):.6g}", worst, states.dtype, states.shape[-1]),
+              flat, states.shape[:-1], states.shape, tol)
 
 
 def check_square(name: str, matrices: torch.Tensor) -> None:
@@ -279,8 +294,9 @@ def check_unit_trace(name: str, matrices: torch.Tensor) -> None:
     err = (traces - 1).abs().reshape(-1)
     tol = tolerance(matrices.dtype, d)
     if _exceeds(err, tol):
-        flat, _ = _worst(err)
-        _fail(name, "must have trace one", f"trace {complex(traces.reshape(-1)[flat].item()):.6g}",
+        flat, worst = _worst(err)
+        _fail(name, "must have trace one",
+              _off_one("trace", f"{complex(traces.reshape(-1)[flat].item()):.6g}", worst, matrices.dtype, d),
               flat, matrices.shape[:-2], matrices.shape, tol)
 
 
@@ -334,7 +350,8 @@ def check_probability_weights(name: str, weights: torch.Tensor, dim: int = 1, *,
         _fail(name, "must be non-negative", f"weight {float(most_negative[flat]):.3g}",
               flat, weights.shape[:-1], weights.shape, tol)
     flat = int(err.argmax())
-    _fail(name, "must sum to one along the last dim", f"sum {float(sums[flat]):.6g}",
+    _fail(name, "must sum to one along the last dim",
+          _off_one("sum", f"{float(sums[flat]):.6g}", float(err[flat]), weights.dtype, weights.shape[-1]),
           flat, weights.shape[:-1], weights.shape, tol)
 
 

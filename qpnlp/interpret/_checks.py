@@ -25,6 +25,12 @@ def vectors(name: str, x, *, allow_single: bool = False) -> torch.Tensor:
     return x.detach()
 
 
+def on_host(x: torch.Tensor) -> torch.Tensor:
+    """A detached CPU copy of real ``x`` in float32 at least: float16 and bfloat16 widen (numpy has no bfloat16),
+    float64 stays float64 (``.float()`` rounded a double model's scores and periods to float32)."""
+    return x.detach().to("cpu", torch.promote_types(x.dtype, torch.float32))
+
+
 def finite(name: str, x: torch.Tensor) -> None:
     """Raise ValueError naming the first NaN or inf entry of ``x``."""
     bad = ~torch.isfinite(x)

@@ -83,7 +83,7 @@ def period_table(source, words: Sequence[str], *, counts: Sequence[int] | None =
     0  not   2  2.3562            3.0         2.0         4.0
     1  the   3  0.0314            inf       100.0         inf
     """
-    omega = frequency_table(source).float().cpu()
+    omega = _checks.on_host(frequency_table(source))
     ids, words, counts = _checks.word_rows(words, omega.shape[0], "frequency rows", counts, min_count, exclude_ids)
     periods = frequency_periods(omega[ids])
     sorted_periods = periods.sort(dim=-1).values
@@ -121,8 +121,8 @@ def period_distribution(source, *, words: Sequence[str] | None = None, counts: S
 
     emb = source if isinstance(source, ComplexOrderEmbedding) else getattr(source, "embedding", None)
     if isinstance(emb, ComplexOrderEmbedding) and emb.frequency_sharing == "word":
-        return frequency_periods(emb.frequency.detach().float().cpu()).double().numpy()
-    omega = frequency_table(source).float().cpu()
+        return frequency_periods(_checks.on_host(emb.frequency)).double().numpy()
+    omega = _checks.on_host(frequency_table(source))
     names = words if words is not None else [str(i) for i in range(omega.shape[0])]
     ids, _, _ = _checks.word_rows(names, omega.shape[0], "frequency rows", counts, min_count, exclude_ids)
     return frequency_periods(omega[ids]).reshape(-1).double().numpy()

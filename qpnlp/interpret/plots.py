@@ -94,13 +94,20 @@ def _array(axes: list[Axes]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- inputs
+#: The tensor dtypes numpy lacks, and the ones that hold their values exactly.
+_NUMPY_WIDER = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
+
+
+def _from_tensor(x):
+    """``x`` as numpy if it is a tensor (bfloat16 and complex32 widened exactly), else ``x`` unchanged."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    x = x.detach().cpu()
+    return x.to(_NUMPY_WIDER.get(x.dtype, x.dtype)).numpy()
+
+
 def _numpy(name: str, x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu()
-        if x.is_complex() and x.dtype == torch.complex32:
-            x = x.to(torch.complex64)
-        x = x.numpy()
-    x = np.asarray(x)
+    x = np.asarray(_from_tensor(x))
     if x.dtype == object or not np.issubdtype(x.dtype, np.number):
         raise TypeError(f"{name} must be numeric; got {x.dtype}")
     if x.size and not np.isfinite(x).all():
@@ -561,9 +568,7 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     -------
     matplotlib.axes.Axes
     """
-    if isinstance(periods, torch.Tensor):
-        periods = periods.detach().cpu().numpy()
-    p = np.asarray(periods)
+    p = np.asarray(_from_tensor(periods))
     if p.dtype == object or p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.number) or np.iscomplexobj(p):
         raise TypeError(f"periods must be real numbers; got {p.dtype}")   # complex: the imaginary part was dropped
     p = p.astype(np.float64).reshape(-1)

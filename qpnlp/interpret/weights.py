@@ -129,7 +129,7 @@ def word_importance(weighting: WordWeighting, ids: torch.Tensor, norms: torch.Te
     check_ids(ids, weighting.num_words, name="ids", validate=True)   # an IndexError deep in the lookup otherwise
     norms = _check_norms(norms, ids)
     words = _checks.words("words", words, ids.numel(), "ids")
-    scores = weighting.scores(ids.unsqueeze(0), norms.unsqueeze(0)).squeeze(0).float().cpu()
+    scores = _checks.on_host(weighting.scores(ids.unsqueeze(0), norms.unsqueeze(0)).squeeze(0))
     _checks.finite("word scores", scores)
     pick = lambda descending: [(words[int(i)], round(float(scores[i]), 4))  # noqa: E731
                                for i in scores.argsort(descending=descending, stable=True)[:top]]
@@ -174,7 +174,7 @@ def importance_table(model: nn.Module, words: Sequence[str], *, counts: Sequence
     1   the   3    0.0         1.000000
     2     a   4   -1.0         0.367879
     """
-    scores = word_scores(model).float().cpu()
+    scores = _checks.on_host(word_scores(model))
     ids, words, counts = _checks.word_rows(words, scores.shape[0], "vocabulary ids", counts, min_count, exclude_ids,
                                            purpose=" to rank")
     s = scores[ids]

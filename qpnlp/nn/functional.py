@@ -83,7 +83,9 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
     ``upcast=True`` (the gated complex RNN) any lossless conversion is made:
     float32 -> complex64 or complex128, float64 -> complex128, complex64 ->
     complex128. With ``upcast=False`` (the complex-order layers) only a real
-    input of the layer's own precision is accepted besides ``dtype`` itself.
+    input of the layer's own precision is accepted besides ``dtype`` itself,
+    and, inside ``torch.autocast``, a real input in the autocast dtype (what
+    the layer before made of it; widening it is lossless).
     Anything that would lose precision (e.g. complex128 into a complex64
     layer) or drop an imaginary part raises ``TypeError``; nothing is ever
     downcast silently. Integer inputs raise ``TypeError``.
@@ -118,7 +120,7 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
         return x
     real = real_dtype_of(dtype)
     if not upcast:
-        if x.is_complex() or x.dtype != real:
+        if (x.is_complex() or x.dtype != real) and not _autocast_lowered(x, real):
             also = f" (or {real})" if dtype.is_complex else ""
             raise TypeError(f"{name} has dtype {x.dtype}; the layer expects {dtype}{also}")
         return x.to(dtype)  # real input into a complex layer: zero imaginary part
@@ -128,6 +130,14 @@ def as_complex_input(x: Tensor, dtype: torch.dtype, name: str = "x", *, upcast: 
             f"(convert the input or build the layer with a wider dtype)"
         )
     return x.to(dtype)
+
+
+def _autocast_lowered(x: Tensor, real: torch.dtype) -> bool:
+    """Whether ``x`` is real in the lower dtype of an autocast region active on its device (a layer before it ran
+    under ``torch.autocast``): widening it to ``real`` loses nothing, and the layer's own ops run under autocast."""
+    kind = x.device.type
+    return (not x.is_complex() and torch.is_autocast_enabled(kind) and x.dtype == torch.get_autocast_dtype(kind)
+            and torch.finfo(x.dtype).bits < torch.finfo(real).bits)
 
 
 def split_activation(z: Tensor, fn="relu") -> Tensor:

@@ -40,6 +40,10 @@ __all__ = [
 TPE_BASE = 10000.0
 
 
+#: The complex dtype of :func:`complex_order_embedding` for a 16-bit amplitude (computed in float32).
+_FROM_16_BIT = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64}
+
+
 class _Polar(torch.autograd.Function):
     r""":math:`z = r e^{i\alpha}` from real ``r`` and ``alpha`` (broadcast), with the exact derivative for every sign
     of ``r``: :math:`\partial_r = \Re(\bar e^{i\alpha} g)`, :math:`\partial_\alpha = r \Im(\bar e^{i\alpha} g)`.
@@ -88,7 +92,9 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     Returns
     -------
     Tensor, complex, shape (..., D) (the broadcast shape)
-        complex64 for float32 inputs, complex128 for float64.
+        complex64 for float32 inputs, complex128 for float64. A 16-bit amplitude is computed in float32 (the
+        angles :math:`\omega\,\mathrm{pos}` of 16-bit positions were off by several ulp, and bfloat16 has no
+        complex type: torch.complex refused it) and gives complex32 (float16) or complex64 (bfloat16).
 
     Raises
     ------
@@ -105,6 +111,9 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     True
     """
     _check_core(amplitude, frequency, positions, phase, mask)
+    result = _FROM_16_BIT.get(amplitude.dtype)
+    if result is not None:
+        amplitude, frequency, phase = (None if t is None else t.float() for t in (amplitude, frequency, phase))
     angle = amplitude.new_zeros(())
     if frequency is not None:
         angle = frequency * positions.to(amplitude.dtype).unsqueeze(-1)
@@ -113,7 +122,8 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     if mask is not None:
         amplitude = amplitude * mask.unsqueeze(-1).to(amplitude.dtype)
     shape = torch.broadcast_shapes(amplitude.shape, angle.shape)
-    return _Polar.apply(amplitude.expand(shape), angle.expand(shape))
+    z = _Polar.apply(amplitude.expand(shape), angle.expand(shape))
+    return z if result is None else z.to(result)
 
 
 def _check_core(amplitude, frequency, positions, phase, mask) -> None:

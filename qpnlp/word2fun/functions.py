@@ -117,7 +117,8 @@ class TimeScale:
 
 
 def fixed_frequencies(dim: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,), computed in ``dtype``.
+    """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,), computed in
+    ``dtype`` (float64 for a double model: float32 ones cast to float64 are off by about 1e-8).
 
     >>> fixed_frequencies(4).tolist()
     [1.0, 0.009999999776482582]
@@ -130,8 +131,9 @@ def fixed_frequencies(dim: int, base: float = 10000.0, *, dtype: torch.dtype = t
     return base ** (-torch.arange(h, dtype=dtype) / h)
 
 
-def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = None) -> torch.Tensor:
-    """Harmonic ladder :math:`\\Omega_j = \\pi (1 + j \\bmod L) / (2S)`, ``j = 0..D/2-1``, shape (D/2,).
+def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = None, *,
+                         dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Harmonic ladder :math:`\\Omega_j = \\pi (1 + j \\bmod L) / (2S)`, ``j = 0..D/2-1``, shape (D/2,), in ``dtype``.
 
     On :math:`\\tau \\in [0, S]` coordinate ``j`` covers ``(1 + j mod L)/4``
     periods: the slowest is a quarter-period ramp, the fastest completes
@@ -151,7 +153,7 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
         raise ValueError(f"sinusoidal families need an even dimension; got {dim}")
     h = dim // 2
     levels = h if max_periods is None else max(1, int(round(4 * max_periods)))
-    j = torch.arange(h, dtype=torch.float32)
+    j = torch.arange(h, dtype=dtype)
     return math.pi * (1.0 + torch.remainder(j, levels)) / (2.0 * scale)
 
 

@@ -207,12 +207,16 @@ class Word2Fun(Model):
         self.time_scale = config.timescale
         g = generator if generator is not None else torch.Generator().manual_seed(seed)
         V, D, h = config.vocab_size, config.dim, config.dim // 2
+        # the tables are made in the model's dtype, so the constants below (frequencies, the step's initial rate)
+        # are computed in it: float32 ones cast to float64 were off by about 1e-8
+        real = torch.float64 if config.precision == "double" else torch.float32
 
         def emb(rows, cols, init="zero"):
-            # _weight skips nn.Embedding's default init, which would draw from the global RNG
+            # _weight skips nn.Embedding's default init, which would draw from the global RNG; the draw is in
+            # float32 for both precisions (one seed, one initial model)
             if init == "uniform":
-                return nn.Embedding(rows, cols, _weight=(torch.rand(rows, cols, generator=g) - 0.5) / D)
-            return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols))
+                return nn.Embedding(rows, cols, _weight=((torch.rand(rows, cols, generator=g) - 0.5) / D).to(real))
+            return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols, dtype=real))
 
         rows = V * config.n_slices if family == "sliced" else V
         self.base = emb(rows, D, "uniform")
@@ -223,15 +227,12 @@ class Word2Fun(Model):
                 self.base.weight.copy_(w0.repeat(config.n_slices, 1))
         self.compass = emb(V, D, "zero")
         self.compass.weight.requires_grad_(not config.freeze_compass)
-        # in the model's precision: family II's frequencies are constants, float32-rounded ones (0.10000000149
-        # for 0.1) cost a float64 model ~1e-7 of every phase
-        dtype = torch.float64 if config.precision == "double" else torch.float32
-        omega = fixed_frequencies(D, dtype=dtype) if D % 2 == 0 else None
+        omega = fixed_frequencies(D, dtype=real) if D % 2 == 0 else None
         if family == "linear":
             self.slope = emb(V, D)
         if family == "time2fun":
             # shared frequencies, sin(Omega tau) starts at 0 for tau = 0
-            full = torch.cat([omega, omega]) if omega is not None else torch.ones(D, dtype=dtype)
+            full = torch.cat([omega, omega]) if omega is not None else torch.ones(D, dtype=real)
             self.omega = nn.Parameter(full.clone())
         if family in SINUSOIDAL_FAMILIES:
             self.amplitude = emb(V, D)
@@ -240,7 +241,7 @@ class Word2Fun(Model):
             self.omega1 = emb(V, h)
             self.omega2 = emb(V, h)
             init = omega if config.frequency_init == "fixed" else harmonic_frequencies(D, self.time_scale.scale,
-                                                                                      config.max_periods)
+                                                                                      config.max_periods, dtype=real)
             with torch.no_grad():
                 self.omega1.weight.copy_(init.expand(V, h))
                 self.omega2.weight.copy_(init.expand(V, h))
@@ -254,8 +255,6 @@ class Word2Fun(Model):
             with torch.no_grad():
                 self.step_centre.weight.fill_(0.5)
                 self.step_rate.weight.fill_(math.log(STEP_RATE_INIT))
-        if config.precision == "double":
-            nn.Module.to(self, torch.float64)
 
     @classmethod
     def build(cls, config, *, vocabulary=None, pretrained=None, generator=None) -> Word2Fun:

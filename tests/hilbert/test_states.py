@@ -403,3 +403,21 @@ def test_trace_is_the_complex_sum_of_the_diagonal():
     m = torch.tensor([[[1 + 2j, 5.0], [3.0, 4 - 1j]], [[0.5j, 1j], [2.0, -3j]]], dtype=torch.complex128)
     assert_allclose(trace(m), torch.tensor([5 + 1j, -2.5j], dtype=torch.complex128))
     assert_allclose(trace(m), torch.stack([torch.trace(x) for x in m]))
+
+
+def test_a_single_precision_state_cast_to_double_is_refused_with_its_distance_from_one():
+    """The message read "got norm 1 ... tolerance 1.4e-14" (six digits of 1 + 9e-8): it now gives |x - 1| and
+    says why; the same for a trace and a sum of weights."""
+    from qpnlp.hilbert import DensityMatrix, Ensemble, random_density_matrix, random_pure_state
+
+    g = torch.Generator().manual_seed(0)
+    state = random_pure_state(6, batch_shape=(4,), generator=g).data.to(torch.complex128)
+    rho = random_density_matrix(6, rank=3, generator=g).data.to(torch.complex128)
+    weights = torch.softmax(torch.randn(3, 7, generator=g), -1).double()
+    cases = [(lambda: PureState(state), "norm"), (lambda: DensityMatrix(rho), "trace"),
+             (lambda: Ensemble(random_pure_state(6, batch_shape=(3, 7), dtype=torch.complex128), weights), "sum")]
+    for build, what in cases:
+        with pytest.raises(ValueError, match=rf"\(\|{what} - 1\| = [1-9][.0-9]*e-0[6-9]; float32 round-off"):
+            build()
+    with pytest.raises(ValueError, match=r"got norm 5 \(shape"):                     # a visible error: as before
+        PureState(torch.tensor([3.0, 4.0], dtype=torch.complex64))

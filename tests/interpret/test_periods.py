@@ -108,3 +108,12 @@ def test_counts_given_as_a_tensor_are_read_in_one_copy(device):
         warnings.simplefilter("error")
         counted = period_table(model, WORDS, counts=counts, min_count=2)
     assert sorted(counted["word"].tolist()) == ["film", "the"] and counted["count"].tolist() == [9, 9]
+
+
+def test_periods_of_a_float64_table_are_float64():
+    """period_table and period_distribution rounded the frequencies to float32 (``.float()``) first."""
+    omega = 1.0 + torch.rand(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    exact = (2 * math.pi / omega[2:]).numpy()
+    np.testing.assert_allclose(np.sort(period_distribution(omega)), np.sort(exact.reshape(-1)), rtol=1e-14)
+    table = period_table(omega, [str(i) for i in range(6)])
+    np.testing.assert_allclose(table.sort_values("id")["min_period"], exact.min(1), rtol=1e-14)

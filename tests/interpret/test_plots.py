@@ -382,3 +382,13 @@ def test_similarity_over_time_at_one_time_shows_a_marker_per_word():
     # a line through one point drew nothing: the Axes looked empty beside a full legend
     ax = plot_similarity_over_time(pd.DataFrame({"war": [0.4], "peace": [0.7]}, index=pd.Index([1950.0])))
     assert [line.get_marker() not in (None, "None", "", " ") for line in ax.get_lines()] == [True, True]
+
+
+def test_bfloat16_tensors_plot_as_their_float32_values():
+    """numpy has no bfloat16: ``.numpy()`` raised "Got unsupported ScalarType BFloat16"."""
+    p = torch.tensor([0.5, 0.25, 0.25], dtype=torch.bfloat16)
+    ax = plot_measurement_probabilities(p)
+    assert [patch.get_height() for patch in ax.patches] == [0.5, 0.25, 0.25]
+    ax = plot_period_histogram(torch.tensor([2.0, 4.0, 4.0, float("inf")], dtype=torch.bfloat16))
+    assert sum(patch.get_height() for patch in ax.patches) == 3
+    plt.close("all")

@@ -103,3 +103,18 @@ def test_equal_scores_are_listed_in_the_order_of_ids_in_both_lists():
     ranked = word_importance(w, torch.tensor([2, 3, 4, 5]), torch.ones(4), ["a", "b", "c", "d"], top=4)
     assert [word for word, _ in ranked["most"]] == ["b", "d", "a", "c"]
     assert [word for word, _ in ranked["least"]] == ["a", "c", "b", "d"]
+
+
+def test_a_double_models_scores_are_ranked_in_float64():
+    """importance_table and word_importance rounded the scores to float32: scores 1e-9 apart tied, and the
+    table kept vocabulary order instead of the scores' order."""
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=3, num_measurements=2, weighting="trainable",
+                            complex128=True))
+    with torch.no_grad():
+        model.weighting.table.weight[2:, 0] = 1.0 + torch.tensor([1.0, 3.0, 2.0, 0.0], dtype=torch.float64) * 1e-9
+    table = importance_table(model, WORDS)
+    assert table["word"].tolist() == ["the", "a", "great", "boring"]
+    assert table["score"].iloc[0] == 1.0 + 3e-9
+    ranked = word_importance(model.weighting, torch.tensor([2, 3, 4, 5]), torch.ones(4, dtype=torch.float64),
+                             WORDS[2:], top=1)
+    assert ranked == {"most": [("the", 1.0)], "least": [("boring", 1.0)]}

@@ -212,3 +212,18 @@ def test_sinusoidal_frequencies_refuse_a_dtype_that_is_not_real_floating():
 def test_the_input_rule_of_a_real_layer_names_its_dtype_once():
     with pytest.raises(TypeError, match=r"expects torch.float32$"):          # was "torch.float32 (or torch.float32)"
         as_complex_input(torch.ones(2, dtype=torch.float64), torch.float32, upcast=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_layers_take_the_autocast_dtype_inside_autocast_only(dtype):
+    """Under torch.autocast the layer before hands on bfloat16: a float32 layer refused it ("x has dtype
+    torch.bfloat16; the layer expects torch.float32"), so an OrderClassifier rnn/transformer failed there."""
+    lin = ComplexLinear(4, 3, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(1))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = lin(x.bfloat16())
+        with pytest.raises(TypeError, match="float16; the layer expects"):      # not the autocast dtype
+            lin(x.half())
+    torch.testing.assert_close(y.to(lin(x).dtype), lin(x), atol=0.05, rtol=0.05)
+    with pytest.raises(TypeError, match="bfloat16; the layer expects"):         # outside autocast: refused
+        lin(x.bfloat16())

@@ -388,3 +388,16 @@ def test_dropped_mean_takes_the_ids_shapes_of_the_embedding(shape, cdtype, devic
     out = emb.dropped_mean(ids, ids != 0)
     torch.testing.assert_close(out, _three_steps(emb, ids, ids != 0, None, 0.0), atol=tol(D), rtol=0)
     assert out.shape == shape[:-1] + (D,)
+
+
+@pytest.mark.parametrize("dtype, result", [(torch.float16, torch.complex32), (torch.bfloat16, torch.complex64)])
+def test_complex_order_embedding_in_16_bits_computes_the_angles_in_float32(dtype, result):
+    """bfloat16 raised torch.complex's "Expected both inputs to be Half, Float or Double tensors", and in float16
+    the angle omega * pos (ulp 0.5 near 900 rad) put entries off by up to 0.23; now only the result is rounded."""
+    g = torch.Generator().manual_seed(0)
+    amplitude, frequency = torch.rand(300, 4, generator=g), 3 * torch.rand(300, 4, generator=g)
+    args = [t.to(dtype) for t in (amplitude, frequency, torch.arange(300.0))]
+    z = complex_order_embedding(*args)
+    assert z.dtype == result
+    reference = complex_order_embedding(*(t.double() for t in args))   # the same 16-bit inputs, exactly
+    assert float((z.to(torch.complex128) - reference).abs().max()) <= 2 * torch.finfo(torch.float16).eps

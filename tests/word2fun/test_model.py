@@ -1,6 +1,7 @@
 """The Word2Fun module: Table 4.1 values, initialisation, the VJP, indicators, and the model contract."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -224,3 +225,28 @@ def test_repr_shows_the_family_the_sizes_and_the_span():
     # the repr listed the embedding tables only: which family a trained model was could not be seen
     model = Word2Fun(Word2FunConfig(vocab_size=30, dim=4, family="IV", span_start=1900.5, span_end=2000))
     assert repr(model).splitlines()[:2] == ["Word2Fun(", "  30, 4, family='IV', span=(1900.5, 2000)"]
+
+
+@pytest.mark.parametrize("family", ["II", "III", "IV", "time2fun"])
+def test_a_double_model_computes_its_constants_in_float64(family, make):
+    """precision="double" built the tables in float32 and cast them: the fixed and harmonic frequencies and the
+    step's initial log-rate were float32 values, about 1e-8 off the float64 formula; the random draw is kept."""
+    from qpnlp.word2fun.model import STEP_RATE_INIT
+
+    kw = dict(family=family, frequency_init="harmonic" if family == "IV" else "fixed", logistic=family == "IV")
+    single, double = make(5, 8, **kw), make(5, 8, precision="double", **kw)
+    assert {t.dtype for t in [*double.parameters(), *double.buffers()]} == {torch.float64}
+    fixed = 10000.0 ** (-torch.arange(4, dtype=torch.float64) / 4)
+    if family != "time2fun":
+        torch.testing.assert_close(double.omega_fixed, fixed, rtol=1e-15, atol=0)
+        torch.testing.assert_close(single.omega_fixed, fixed_frequencies(8), rtol=0, atol=0)    # float32 unchanged
+    torch.testing.assert_close(double.base.weight, single.base.weight.double(), rtol=0, atol=0)
+    if family == "III":
+        torch.testing.assert_close(double.omega1.weight[2], fixed, rtol=1e-15, atol=0)
+    if family == "IV":
+        harmonic = math.pi * (1 + torch.arange(4, dtype=torch.float64)) / (2 * 60.0)
+        torch.testing.assert_close(double.omega2.weight[0], harmonic, rtol=1e-15, atol=0)
+        torch.testing.assert_close(harmonic_frequencies(8, 60.0, dtype=torch.float64), harmonic, rtol=1e-15, atol=0)
+        assert double.step_rate.weight[0, 0].item() == math.log(STEP_RATE_INIT)
+    if family == "time2fun":
+        torch.testing.assert_close(double.omega, torch.cat([fixed, fixed]), rtol=1e-15, atol=0)
