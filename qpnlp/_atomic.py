@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable",
-           "existing_parent", "LOCK_FILE", "locked_directory", "restore_replaced_directory",
+           "existing_parent", "LOCK_FILE", "lock_file_of", "locked_directory", "restore_replaced_directory",
            "written_by_qpnlp"]
 
 # qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
@@ -275,23 +275,37 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 LOCK_FILE = ".lock"
 
 
-@contextlib.contextmanager
-def locked_directory(directory: str | os.PathLike) -> Iterator[bool]:
-    """Hold an exclusive lock on ``directory`` (made if missing) while the block runs; yield whether one is held.
+def lock_file_of(directory: str | os.PathLike, *, beside: bool = False) -> Path:
+    """The file :func:`locked_directory` locks for ``directory``: its :data:`LOCK_FILE`, or with ``beside``
+    ``.NAME.lock`` in its parent, for a directory that every save replaces (:func:`atomic_directory`; its own files
+    go with it). The parent is resolved (``runs/x``, ``./runs/x/`` and a symbolic link to ``runs`` give one file);
+    the name is not, since a save replaces what is at that name."""
+    if not beside:
+        return Path(directory) / LOCK_FILE
+    path = Path(os.path.abspath(directory))
+    return path.parent.resolve() / f".{path.name}.lock"
 
-    The lock is ``flock`` on its file :data:`LOCK_FILE`, which records the host and process id of the holder: the
-    system releases it when the process ends, killed or not, so a crash leaves no stale lock. A second holder,
-    in another process or by another open in this one, gets BlockingIOError naming the first. Where no lock can
-    be taken (Windows, a file system without ``flock`` such as Lustre mounted ``noflock``) the block runs
-    unlocked, with a RuntimeWarning: two processes using ``directory`` at once are then not detected.
+
+@contextlib.contextmanager
+def locked_directory(directory: str | os.PathLike, *, beside: bool = False) -> Iterator[bool]:
+    """Hold an exclusive lock on ``directory`` while the block runs; yield whether one is held.
+
+    The lock is ``flock`` on its file (:func:`lock_file_of`: :data:`LOCK_FILE` in ``directory``, made if missing;
+    with ``beside``, ``.NAME.lock`` beside it, the directory itself not made), which records the host and process
+    id of the holder: the system releases it when the process ends, killed or not, so a crash leaves no stale
+    lock. A second holder, in another process or by another open in this one, gets BlockingIOError naming the
+    first. Where no lock can be taken (Windows, a file system without ``flock`` such as Lustre mounted
+    ``noflock``) the block runs unlocked, with a RuntimeWarning: two processes using ``directory`` at once are then
+    not detected.
     """
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    lock = lock_file_of(directory, beside=beside)
+    lock.parent.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:                                                  # Windows
         fcntl = None
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         held = fcntl is not None and _lock(fd, fcntl, directory)
         if held:
@@ -307,7 +321,7 @@ def locked_directory(directory: str | os.PathLike) -> Iterator[bool]:
 
 def _lock(fd: int, fcntl, directory: Path) -> bool:
     """``flock`` ``fd`` exclusively without waiting: True when held, False where the file system keeps no locks;
-    BlockingIOError naming the holder (as its :data:`LOCK_FILE` says) when another one holds it."""
+    BlockingIOError naming the holder (as its lock file says) when another one holds it."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -83,8 +83,8 @@ def test_the_check_before_a_save_does_not_refuse_a_directory_another_save_replac
 
 
 # --------------------------------------------------------------------------- one training state, two runs
-def _hold(directory: str, held, release) -> None:
-    with locked_directory(directory):
+def _hold(directory: str, held, release, beside: bool = False) -> None:
+    with locked_directory(directory, beside=beside):
         held.set()
         release.wait(60)
 
@@ -128,6 +128,39 @@ def test_a_second_run_given_the_training_state_of_a_running_one_is_refused_befor
     assert "the training state of an earlier run" in error and "in use" not in error
     assert not (state / "fold-1").exists() and (state / LOCK_FILE).is_file()
     assert "exit_stack" not in json.loads((state / "training-run.json").read_text())["arguments"]     # the lock's
+
+
+def test_a_second_word2fun_run_given_the_out_of_a_running_one_is_refused_before_reading_the_corpus(
+        tmp_path, monkeypatch, capsys):
+    """Two ``qpnlp train word2fun`` runs with one --out at once: each checkpoint was whole, but the last writer won
+    and the runs overwrote each other's epochs, without a word. --out is replaced by every save, so its lock is the
+    file .out.lock beside it, held by the first run (here another process); the second is refused naming it."""
+    from qpnlp.cli import main
+    from qpnlp.commands import word2fun
+
+    read = []
+    monkeypatch.setattr(word2fun, "_load_corpus", lambda *a: read.append(a) or pytest.fail("corpus read"))
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv(word2fun.LOCKED_OUT_VARIABLE, raising=False)
+    out = tmp_path / "runs" / "out"
+    argv = ["train", "word2fun", "--corpus", "sotu", "--out", f"{out}/", "--no-progress"]
+    context = multiprocessing.get_context("spawn")
+    held, release = context.Event(), context.Event()
+    other = context.Process(target=_hold, args=(str(tmp_path / "runs" / "." / "out"), held, release, True))
+    other.start()
+    try:
+        assert held.wait(60)
+        assert main(argv) == 1
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and f"--out: {out} is in use by another process (process {other.pid} on" in error
+        assert "another run keeps its checkpoints there" in error and not read and not out.exists()
+    finally:
+        release.set()
+        other.join(60)
+    assert (tmp_path / "runs" / ".out.lock").is_file() and sorted(os.listdir(tmp_path)) == ["runs"]
+    with pytest.raises(pytest.fail.Exception, match="corpus read"):      # the first run ended: this one goes on
+        main(argv)
+    assert read
 
 
 # --------------------------------------------------------------------------- threads

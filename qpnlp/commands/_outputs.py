@@ -94,7 +94,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
 
     Without ``--resume`` an earlier state in that directory is cleared; with
     it, the directory must hold one. The directory is locked until the
-    command ends (:func:`_lock_for_the_run`): a second run given it at the
+    command ends (:func:`lock_for_the_run`): a second run given it at the
     same time is refused.
     """
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
@@ -122,7 +122,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     if root.is_dir() and any(p.name != LOCK_FILE for p in root.iterdir()) and not written_by_qpnlp(root / RUN_FILE):
         raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
                          f"use it (choose a new --checkpoint-dir)")
-    _lock_for_the_run(args, root, option)
+    lock_for_the_run(args, root, option)
     ours = written_by_qpnlp(root / RUN_FILE)
     if resume and not ours:
         raise CommandFailed(f"nothing to resume: {root} holds no training state (give the --save or "
@@ -141,19 +141,21 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     return root
 
 
-def _lock_for_the_run(args: argparse.Namespace, root: Path, option: str) -> None:
-    """Hold the training-state directory ``root`` until the command ends (:func:`qpnlp._atomic.locked_directory`,
-    entered on ``args.exit_stack``, which :func:`~._errors.run_command` closes; no lock without one): a second run
-    given the same directory while this one runs (folds started at once with one ``--save``) would clear or resume
-    this run's training state and mix its own into it; it is refused (:class:`CommandFailed`) before any work."""
+def lock_for_the_run(args: argparse.Namespace, root: str | os.PathLike, option: str, *, beside: bool = False,
+                     keeps: str = "its training state") -> None:
+    """Hold the directory ``root`` until the command ends (:func:`qpnlp._atomic.locked_directory`, ``beside`` it for
+    a directory that every save replaces, entered on ``args.exit_stack``, which :func:`~._errors.run_command`
+    closes; no lock without one): a second run given the same directory while this one runs (folds started at
+    once with one ``--save``) would clear or resume this run's files (``keeps``) and mix its own into them; it is
+    refused (:class:`CommandFailed`, one line naming the holder) before any work."""
     stack = getattr(args, "exit_stack", None)
     if stack is None:
         return
     try:
-        stack.enter_context(locked_directory(root))
+        stack.enter_context(locked_directory(root, beside=beside))
     except BlockingIOError as err:
-        raise CommandFailed(f"{option}: {err.strerror}: another run keeps its training state there; wait for it "
-                            f"to end, or give this run another {option}") from None
+        raise CommandFailed(f"{option}: {err.strerror}: another run keeps {keeps} there; wait for it to end, or "
+                            f"give this run another {option}") from None
 
 
 def _clear(root: Path) -> None:

@@ -58,7 +58,7 @@ def records_error():
         raise
 
 
-def run_in_processes(args: argparse.Namespace, report: Report) -> int:
+def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, str] | None = None) -> int:
     """This command again in ``--processes`` processes on this machine, as ``torchrun`` would start them.
 
     Each process gets ``torchrun``'s environment (``RANK``, ``WORLD_SIZE``,
@@ -73,7 +73,8 @@ def run_in_processes(args: argparse.Namespace, report: Report) -> int:
     collective) and the failure is recorded (:func:`_record_failure`): the
     first error of the processes goes in the report and on a last line, or,
     for a process killed by a signal, a line naming it and the signal (exit
-    status 1).  Stopped
+    status 1).  ``env`` adds to their environment (the lock of ``--out``
+    this process holds for them).  Stopped
     itself by SIGTERM (``kill``, ``timeout``), it stops them too
     (:func:`_sigterm_raises`) and exits with status 143; by Ctrl-C, with
     status 130; either way a report left "running" is finished as
@@ -86,7 +87,7 @@ def run_in_processes(args: argparse.Namespace, report: Report) -> int:
         raise UsageError("--processes starts the command again from its command line: run it as `qpnlp train "
                          "word2fun ...` (in Python, start fit() under torchrun)")
     env = {"OMP_NUM_THREADS": "1", **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-           "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes)}
+           "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes), **(env or {})}
     report.write()                                # "running" until the first process rewrites it: never a stale one
     procs: list = []
     with tempfile.TemporaryDirectory(prefix="qpnlp-processes-") as errors:

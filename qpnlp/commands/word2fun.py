@@ -52,7 +52,7 @@ import numpy as np
 from ._common import show_progress, torch_threads
 from ._console import result_line, status_line
 from ._errors import UsageError
-from ._outputs import check_output_path, check_report_apart, overlapping
+from ._outputs import check_output_path, check_report_apart, lock_for_the_run, overlapping
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
@@ -60,6 +60,9 @@ from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type
 __all__ = ["register", "run"]
 
 DEFAULT_ERAS = 4  # eras of the report when --eras is not given (fewer for a corpus of fewer distinct times)
+
+#: Set by the launcher of ``--processes`` for the processes it starts: the lock file of ``--out`` it holds for them.
+LOCKED_OUT_VARIABLE = "QPNLP_LOCKED_OUT"
 
 
 def _defaults():
@@ -179,7 +182,9 @@ def register(subparsers: dict) -> None:
                         f"(default {DEFAULT_ERAS}, or that number when smaller)")
     o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
     o.add_argument("--out", default=None, type=path_type,
-                   help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model)")
+                   help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model); "
+                        "locked while the run lasts by the file .NAME.lock beside it: a second run given it at the "
+                        "same time is refused")
     o.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out at its next epoch; give its corpus and settings again: "
                         "they are compared with the saved run's, a difference refused, named (of the model and "
@@ -255,6 +260,28 @@ def _launches_processes(args: argparse.Namespace) -> bool:
         raise UsageError(f"--processes {args.processes}, but torchrun started {world} processes: leave --processes "
                          f"out under torchrun")
     return False
+
+
+def _lock_out(args: argparse.Namespace, main: bool) -> dict[str, str]:
+    """Hold ``--out`` locked until the command ends; the environment that tells processes it starts so.
+
+    Every save replaces the directory, so its lock file is beside it
+    (``.NAME.lock``, :func:`qpnlp._atomic.lock_file_of`): a second run given
+    the same ``--out`` while this one runs (each checkpoint whole, but the
+    runs' epochs overwriting each other's) is refused before the corpus is
+    read (:func:`~._outputs.lock_for_the_run`).  One process of a run holds
+    it: the only one, the launcher of ``--processes`` (its processes, given
+    :data:`LOCKED_OUT_VARIABLE`, take none), or the first of those
+    ``torchrun`` started (``main``).
+    """
+    from qpnlp._atomic import lock_file_of
+
+    if not args.out:
+        return {}
+    lock = str(lock_file_of(args.out, beside=True))
+    if main and os.environ.get(LOCKED_OUT_VARIABLE) != lock:
+        lock_for_the_run(args, args.out, "--out", beside=True, keeps="its checkpoints")
+    return {LOCKED_OUT_VARIABLE: lock}
 
 
 def _report_words(spec: str) -> list[str]:
@@ -399,6 +426,7 @@ def _run(args: argparse.Namespace) -> int:
                    logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,
                    compass=args.compass,
                    compass_epochs=args.compass_epochs)
+    locked = _lock_out(args, main)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
                   checkpoint=args.out, training_state=args.out)
@@ -409,7 +437,7 @@ def _run(args: argparse.Namespace) -> int:
     report.update(arguments={**report.data["arguments"], "eras": args.eras})
     if _launches_processes(args):
         del corpus, vocabulary                    # each process reads the corpus itself
-        return run_in_processes(args, report)
+        return run_in_processes(args, report, env=locked)
     if not args.stream:
         report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
     with report.guard():

@@ -80,6 +80,7 @@ from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
 from ._precision import PrecisionMixin
+from ._repr import config_repr
 from ._state_checks import (_check_before_allocation, _check_finite, _check_savable, _check_shapes, _check_vocabulary,
                             _meta_skeleton, _restored, _storable)
 
@@ -326,6 +327,10 @@ class Model(PrecisionMixin, nn.Module):
         if not isinstance(config, self.config_class):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}; got {type(config).__name__}")
         self.config = config
+
+    def extra_repr(self) -> str:
+        """The config's settings that differ from their defaults, first in ``print(model)`` (:func:`config_repr`)."""
+        return config_repr(self.config)
 
     @classmethod
     def training_default(cls, key: str, *, dataset: str | None = None, vectors: str | None = None,

@@ -30,7 +30,40 @@ from .state import (JSON_FILE, InitialParameters, has_training_state, load_train
                     save_training_state)
 
 __all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter",
-           "merge_observation"]
+           "merge_observation", "epoch_bar"]
+
+
+def epoch_bar(batches, epoch: int, progress: bool, total: int | None = None):
+    """The batches of ``epoch`` behind a tqdm bar on stderr (``total`` of them), or, with ``progress`` off, behind
+    :class:`_NoBar`: the loops call ``set_postfix`` and ``close`` either way. No tqdm object at all when off: even
+    a disabled one starts tqdm's monitor thread (``tqdm.__new__``), left running after the training."""
+    if not progress:
+        return _NoBar(batches)
+    from tqdm.auto import tqdm
+
+    return tqdm(batches, total=total, desc=f"epoch {epoch}", leave=False)
+
+
+class _NoBar:
+    """The batches, with the bar methods of :func:`epoch_bar` doing nothing."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def set_postfix(self, **postfix) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class TrainingInterrupted(KeyboardInterrupt):

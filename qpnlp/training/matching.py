@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
@@ -43,7 +42,7 @@ from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .config import MAX_RATE, ConfigError, TrainConfig, check_integers, check_reals
-from .loop import TrainingInterrupted, check_loss, early_stopping
+from .loop import TrainingInterrupted, check_loss, early_stopping, epoch_bar
 from .optimisers import Optimisers
 from .trainer import training_chunks
 
@@ -259,7 +258,7 @@ def _train_epoch(model, forward, optimisers, train: EncodedQA, config: MatchingC
     def scores(question, answer):
         return chunked(forward, [question, answer], chunks, multiple)
 
-    bar = tqdm(batches, desc=f"epoch {epoch}", disable=not config.progress, leave=False)
+    bar = epoch_bar(batches, epoch, config.progress)
     with compiled_steps(config.compile):
         for number, batch in enumerate(bar, start=1):
             optimisers.zero_grad()

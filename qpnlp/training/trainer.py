@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from qpnlp._checks import check_seed
 from qpnlp._checks import is_integer as _is_integer
@@ -29,7 +28,7 @@ from qpnlp.hilbert import _validation as V
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .config import TrainConfig
 from .length_chunks import DEFAULT_OVERHEAD, chunked, chunks_in_training
-from .loop import check_loss, early_stopping
+from .loop import check_loss, early_stopping, epoch_bar
 from .optimisers import Optimisers
 from .state import _capture_rng, _restore_rng
 
@@ -250,9 +249,8 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
         batches = iterate_batches(train, config.batch_size, shuffle=True, seed=config.seed, epoch=epoch,
                                   max_len=config.max_len, multiple_of=multiple)
         losses = []
-        with compiled_steps(config.compile), tqdm(batches, total=-(-len(train) // config.batch_size),
-                                                  desc=f"epoch {epoch}", disable=not config.progress,
-                                                  leave=False) as bar:
+        with compiled_steps(config.compile), epoch_bar(batches, epoch, config.progress,
+                                                       total=-(-len(train) // config.batch_size)) as bar:
             for batch, (ids, mask, labels) in enumerate(bar, start=1):
                 losses.append(train_step(forward, optimisers, ids.to(device), mask.to(device), labels.to(device),
                                          length_chunks=chunks, pad_to_multiple_of=multiple))

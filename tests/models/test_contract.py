@@ -86,6 +86,31 @@ def test_every_registered_model_has_a_small_config():
     assert builtin <= set(SMALL), f"add a small config for {sorted(builtin - set(SMALL))}"
 
 
+@pytest.mark.parametrize("name", sorted(set(SMALL) - {"word2fun"}))        # Word2Fun keeps a repr of its own
+def test_print_model_shows_the_settings_that_differ_from_the_config_defaults(name):
+    """print(model) showed the submodules only: CNM's windows and pooling, QPDN's weighting, the order classifier's
+    network were not to be seen; now the first line holds the config's fields that differ from their defaults."""
+    model = _small_model(name)
+    line = repr(model).splitlines()[1].strip()
+    fields = {f.name: f for f in dataclasses.fields(model.config)}
+    given = {**SMALL[name], "num_words": NUM_WORDS}
+    assert line == ", ".join(f"{k}={getattr(model.config, k)!r}" for k in fields if k in given)
+    assert "dropout=" not in line                                     # a default left out
+    moved = model.double().extra_repr()                               # the config records the new precision
+    assert moved.startswith(line) and moved.endswith(("complex128=True", "precision='double'")), moved
+
+
+def test_print_model_cuts_long_settings_to_a_bounded_line():
+    from qpnlp.models import CNM, CNMConfig
+
+    model = CNM(CNMConfig(num_words=NUM_WORDS, dim=2, num_measurements=2, windows=list(range(1, 1001)),
+                          pooling="mean"))
+    line = model.extra_repr()
+    assert line.startswith("num_words=30, dim=2, num_measurements=2, windows=[1, 2, 3") and "(1000 items)" in line
+    assert line.endswith("pooling='mean'") and len(line) <= 240 and "999" not in line
+    assert CNM(CNMConfig(num_words=NUM_WORDS)).extra_repr() == "num_words=30"
+
+
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_save_and_load_give_identical_outputs(name, tmp_path):
     model = _small_model(name)

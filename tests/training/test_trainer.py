@@ -359,3 +359,27 @@ def test_predict_keeps_the_precision_of_float64_logits():
     logits = predict(Float64Logits(), EncodedTexts([[2], [3, 4]], [0, 1]))
     assert logits.dtype == torch.float64
     assert logits[0, 0].item() == 2 + 1 / 3
+
+
+@pytest.mark.parametrize("trainer", ["fit", "fit_matching"])
+def test_training_without_progress_starts_no_tqdm_monitor_thread(trainer, monkeypatch):
+    """fit and fit_matching with progress=False made a disabled tqdm bar, which still starts tqdm's monitor thread
+    (tqdm.__new__), a daemon left running for about 10 s after the training; now no bar is made at all."""
+    import threading
+
+    import tqdm.auto
+
+    from qpnlp.models import CNM, CNMConfig
+    from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
+
+    monkeypatch.setattr(tqdm.auto.tqdm, "monitor", None)         # a monitor of an earlier test would be reused
+    before = set(threading.enumerate())
+    if trainer == "fit":
+        fit(_model(), _toy(40), _toy(20, seed=1), TrainConfig(epochs=1, progress=False))
+    else:
+        q, c = [[2, 3], [4, 5]], [[2, 3], [9], [4, 5], [8]]
+        data = EncodedQA(q, c, np.array([0, 0, 1, 1]), np.array([1, 0, 1, 0]), (np.array([0, 1]), np.array([2, 3])))
+        fit_matching(CNM(CNMConfig(num_words=20, dim=4, num_measurements=2)), data, data,
+                     MatchingConfig(epochs=1, batch_size=2, progress=False))
+    started = [t.name for t in set(threading.enumerate()) - before]
+    assert tqdm.auto.tqdm.monitor is None and not any("monitor" in name for name in started), started
