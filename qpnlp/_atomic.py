@@ -32,13 +32,23 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_replaceable",
-           "existing_parent", "LOCK_FILE", "lock_file_of", "locked_directory", "restore_replaced_directory",
-           "written_by_qpnlp"]
+__all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_header_size",
+           "check_replaceable", "existing_parent", "LOCK_FILE", "lock_file_of", "locked_directory",
+           "restore_replaced_directory", "written_by_qpnlp"]
 
 # qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
 # kilobytes: a larger file is never read whole (read_model_header refuses it, written_by_qpnlp counts it a user's).
 MAX_CONFIG_BYTES = 1 << 20
+
+
+def check_header_size(text: str, path: str | os.PathLike) -> None:
+    """Refuse (ValueError, naming both sizes) to write the JSON header ``text`` to ``path`` when it is larger than
+    :data:`MAX_CONFIG_BYTES`: qpnlp would not read it back, and would count the directory a user's (never replaced)."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path} would be {size} bytes, more than the {MAX_CONFIG_BYTES} bytes (MAX_CONFIG_BYTES) "
+                         f"that qpnlp reads of a header: refusing to write what could not be loaded back (keep large "
+                         f"data out of the metadata: in a file or tensors of its own)")
 
 
 def _fsync_directory(path: Path) -> None:

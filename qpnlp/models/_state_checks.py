@@ -79,6 +79,17 @@ def _check_vocabulary(where: str, vocabulary, config) -> None:
     _check_vocabulary_size(where, vocabulary, config, rows_from="num_words in its config")
 
 
+def _check_file_names(where: str, files: Mapping[str, str] | None, own: tuple[str, ...]) -> dict[str, str]:
+    """``files`` (name: text) to save beside a model, as a dict: each name a plain file name (no folder, not ``..``)
+    and none of the model's ``own`` files (ValueError)."""
+    files = dict(files or {})
+    bad = [name for name in files if name in (*own, "", "..") or Path(name).name != name]
+    if bad:
+        raise ValueError(f"{where}: {bad[0]!r} is not a name for one of its files (a plain file name other than the "
+                         f"model's own {', '.join(own)})")
+    return files
+
+
 def _check_vocabulary_size(where: str, vocabulary, config, *, rows_from: str) -> None:
     """One word per row of the embedding tables (``num_words`` of the config; models without it are not checked):
     with fewer words, ids past the end have no word; with more, words have ids the model has no row for."""

@@ -14,6 +14,7 @@ Save format (a directory; no pickle anywhere, so loading never runs code)::
                             "metadata": {...}, "qpnlp_version": ...}
       model.safetensors    the state dict (complex tensors stored as complex)
       vocabulary.json      the vocabulary (optional; Vocabulary.to_dict())
+      ...                  further files of the caller (optional; save_pretrained(files=...))
 
 The directory is written atomically: everything goes to a temporary sibling
 directory, each file is fsynced, and the directory is renamed into place
@@ -71,7 +72,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, existing_parent
+from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, check_header_size, existing_parent
 from qpnlp._device import resolve_device
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
@@ -81,8 +82,8 @@ from qpnlp.nn._checks import check_token_batch
 
 from ._precision import PrecisionMixin
 from ._repr import config_repr
-from ._state_checks import (_check_before_allocation, _check_finite, _check_savable, _check_shapes, _check_vocabulary,
-                            _meta_skeleton, _restored, _storable)
+from ._state_checks import (_check_before_allocation, _check_file_names, _check_finite, _check_savable, _check_shapes,
+                            _check_vocabulary, _meta_skeleton, _restored, _storable)
 
 __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
@@ -389,16 +390,17 @@ class Model(PrecisionMixin, nn.Module):
 
     # ------------------------------------------------------------------ saving
     def save_pretrained(self, directory: str | os.PathLike, *, vocabulary=None,
-                        metadata: Mapping[str, Any] | None = None) -> Path:
+                        metadata: Mapping[str, Any] | None = None, files: Mapping[str, str] | None = None) -> Path:
         """Write ``config.json``, ``model.safetensors`` (and ``vocabulary.json``) atomically to ``directory``.
 
         ``metadata`` (JSON: data set, split, label names, training settings, ...)
-        is stored in ``config.json`` and returned by :func:`read_model_header`.
-        What :meth:`from_pretrained` would refuse is refused before anything is
-        written (ValueError): tensors holding NaN or infinite values, tensors
-        that do not match the config (names, shapes, dtypes, the recorded
-        precision), a vocabulary whose size is not the config's ``num_words``,
-        a path below a file; a vocabulary that is not a Vocabulary, metadata
+        is stored in ``config.json`` and returned by :func:`read_model_header`; ``files`` (file name: text) are
+        further files of the directory, written with it (data too large for the header, such as a training run's
+        generator states). What :meth:`from_pretrained` would refuse is refused before anything is written
+        (ValueError): tensors holding NaN or infinite values, tensors that do not match the config (names, shapes,
+        dtypes, the recorded precision), a vocabulary whose size is not the config's ``num_words``, a
+        ``config.json`` over ``MAX_CONFIG_BYTES``, a file name that is not a plain name of its own, a path below a
+        file; a vocabulary that is not a Vocabulary, metadata
         that is not a mapping with string keys (TypeError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
@@ -412,11 +414,15 @@ class Model(PrecisionMixin, nn.Module):
         text = json.dumps(header, indent=2, allow_nan=False) + "\n"
         where, state = f"cannot save {type(self).__name__} to {directory}", self.state_dict()
         _check_savable(where, type(self), self.config, state)       # never write what from_pretrained refuses
+        check_header_size(text, Path(directory) / CONFIG_FILE)
         if vocabulary is not None:
             _check_vocabulary(where, vocabulary, self.config)
+        files = _check_file_names(where, files, own=(CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE))
         tensors, stored_metadata = _storable(state)
         with atomic_directory(directory, replaces=CONFIG_FILE) as tmp:   # never a user's own directory
             (tmp / CONFIG_FILE).write_text(text, encoding="utf-8", newline="\n")   # the same file on Windows
+            for name, content in files.items():
+                (tmp / name).write_text(content, encoding="utf-8", newline="\n")
             save_tensors(tensors, tmp / WEIGHTS_FILE, metadata={"format": FORMAT, "model": self.name,
                                                                  **stored_metadata})
             if vocabulary is not None:

@@ -55,7 +55,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from qpnlp._atomic import atomic_directory
+from qpnlp._atomic import atomic_directory, check_header_size
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
 from qpnlp.models.base import _restored, _storable
@@ -229,6 +229,7 @@ def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
 
 def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Path:
     text = json.dumps({**header, "row_deltas": entries.row_deltas}, allow_nan=False, default=_plain)
+    check_header_size(text, Path(directory) / JSON_FILE)     # a larger one would count as a user's, never replaced
     tensors, wide = _storable(entries.tensors)     # complex128 (double-precision models) as float64 real views
     with atomic_directory(directory, replaces=JSON_FILE) as tmp:     # never a user's own directory
         save_tensors(tensors, tmp / TENSORS_FILE, metadata={"format": STATE_FORMAT, **wide})

@@ -10,10 +10,13 @@ seeds worker ``w`` of process ``rank`` with ``seed + 7919 w + 104729 rank``
 ``SeedSequence([seed, rank, epoch, w])``, never the first epoch's streams again).
 
 After every epoch :func:`end_of_epoch` saves the vectors with the run's
-metadata (:func:`run_info`), the epochs done, the losses and the generators'
-states (:func:`rng_state`, every process's in a distributed run).  Resuming
+metadata (:func:`run_info`), the epochs done and the losses in ``config.json``
+and the generators' states (:func:`rng_state`, every process's in a
+distributed run) in a file of their own, :data:`RNG_FILE`: they grow with the
+processes and workers (6.7 KB a worker), the header must stay small.  Resuming
 reads them back (:func:`saved_run`, :func:`epochs_done_and_losses`,
-:func:`training_generators`): with the same processes, one worker and the
+:func:`saved_rng`, :func:`training_generators`; a checkpoint of an earlier qpnlp
+holds the states in its metadata): with the same processes, one worker and the
 same ``epochs`` and ``chunk_tokens`` the run continues exactly as an
 uninterrupted one would.  :func:`check_resume` first refuses a call that
 would continue the run with another model, corpus, vocabulary or training
@@ -46,6 +49,9 @@ from qpnlp.word2fun.loop import TrainStats, negative_seeds
 #: uninterrupted one would: the learning rate decays over ``epochs`` and ``chunk_tokens`` tokens are shuffled
 #: together.
 RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
+#: The checkpoint's file of every process's generator states (:func:`rng_file_text`), beside its ``config.json``.
+RNG_FILE = "rng_states.json"
+RNG_FORMAT = "qpnlp-word2fun-rng/1"
 
 
 def saved_run(checkpoint: str | os.PathLike) -> dict | None:
@@ -201,20 +207,18 @@ def epochs_done_and_losses(saved: Mapping[str, Any] | None) -> tuple[int, TrainS
     return start, stats
 
 
-def training_generators(cfg: TrainConfig, rank: int, dev, saved: Mapping[str, Any] | None,
+def training_generators(cfg: TrainConfig, rank: int, dev, state: Mapping[str, Any] | None,
                         start: int) -> tuple[np.random.Generator, list[torch.Generator]]:
-    """The pair generator and the negatives' generators of this process: fresh, or continuing the run ``saved``.
+    """The pair generator and the negatives' generators of this process from the epoch ``start``: continuing
+    its saved ``state`` (:func:`saved_rng`), or fresh.
 
-    A process without a saved state gets fresh streams seeded by the epoch ``start`` (never those of the
-    first epoch again); with another number of workers see :func:`restore_rng`.
+    Without a state the streams are seeded by ``start`` (a resumed run never draws those of the first epoch
+    again); with another number of workers see :func:`restore_rng`.
     """
-    rng = data_rng(cfg.seed, rank, 0)
-    gens = negative_generators(cfg.seed, rank, cfg.workers, dev)
-    if saved is None:
-        return rng, gens
-    state = saved_rng(saved, rank)
     if state is None:
         return data_rng(cfg.seed, rank, start), negative_generators(cfg.seed, rank, cfg.workers, dev, start)
+    rng = data_rng(cfg.seed, rank, 0)
+    gens = negative_generators(cfg.seed, rank, cfg.workers, dev)
     restore_rng(state, rng, gens)
     return rng, gens
 
@@ -256,12 +260,37 @@ def restore_rng(state: dict, rng: np.random.Generator, gens: list) -> None:
         g.set_state(torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8))
 
 
-def saved_rng(saved: Mapping[str, Any], rank: int) -> dict | None:
-    """This process's generator states in the checkpoint metadata ``saved`` (None when it holds none)."""
-    if rank == 0:
+def rng_file_text(states: list[dict]) -> str:
+    """The text of a checkpoint's :data:`RNG_FILE`: ``{"format": RNG_FORMAT, "processes": states}``, ``states``
+    the :func:`rng_state` of each process in rank order (about 6.7 KB a worker: 1 MB for 8 processes x 20 workers)."""
+    return json.dumps({"format": RNG_FORMAT, "processes": states}, allow_nan=False) + "\n"
+
+
+def saved_rng(checkpoint: str | os.PathLike, saved: Mapping[str, Any], rank: int) -> dict | None:
+    """The generator states of process ``rank`` in ``checkpoint`` (None when it holds none): in its
+    :data:`RNG_FILE` or, written by an earlier qpnlp, in its metadata ``saved`` (``rng``: the first process's,
+    ``rng_by_rank``: every process's).  ValueError, naming the file, for a damaged :data:`RNG_FILE`."""
+    path = Path(checkpoint) / RNG_FILE
+    if path.is_file():
+        every = _read_rng_file(path)
+    elif rank == 0:
         return saved.get("rng") or None
-    every = saved.get("rng_by_rank") or []
+    else:
+        every = saved.get("rng_by_rank") or []
     return every[rank] if rank < len(every) else None
+
+
+def _read_rng_file(path: Path) -> list[dict]:
+    """The states of every process in the :data:`RNG_FILE` at ``path`` (ValueError naming it if damaged)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:                  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ValueError(f"{path}: not a readable file of generator states ({err})") from None
+    every = data.get("processes") if isinstance(data, dict) and data.get("format") == RNG_FORMAT else None
+    if not isinstance(every, list) or not all(isinstance(s, dict) and {"numpy", "torch"} <= s.keys() for s in every):
+        raise ValueError(f"{path} is not a {RNG_FORMAT} file of generator states (a list of each process's "
+                         f"'numpy' and 'torch' states under 'processes')")
+    return every
 
 
 def run_info(info: dict, cfg: TrainConfig, run: Mapping[str, Any], world: int,
@@ -275,8 +304,9 @@ def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.rand
                  world: int, on_epoch: Callable[[int, TrainStats], None] | None) -> Callable[[int, TrainStats], None]:
     """The ``on_epoch`` callback of the loop: save the checkpoint (if any), then call ``on_epoch``.
 
-    The checkpoint holds the vectors, ``run_info``, the epochs done, the losses and the generators' states
-    (of every process, gathered to the first, which writes it while the others wait).  An error writing it, or
+    The checkpoint holds the vectors, ``run_info``, the epochs done and the losses in its ``config.json``, and the
+    generators' states in its :data:`RNG_FILE` (of every process, gathered to the first, which writes the
+    checkpoint while the others wait).  An error writing it, or
     of ``on_epoch`` in one process, is raised in every process (:func:`~qpnlp.word2fun.distributed.fail_together`).
     The two blocks stay apart (two collectives, not one): ``on_epoch`` runs in no process before the first has
     written the epoch's checkpoint (an ``on_epoch`` may read it), nor once the writing has failed.
@@ -284,12 +314,12 @@ def end_of_epoch(checkpoint, vectors: KeyedVectors, run_info: dict, rng: np.rand
     def end_of_epoch(epoch: int, st: TrainStats) -> None:
         if checkpoint is not None:
             state = rng_state(rng, gens)
-            every = {"rng_by_rank": dist.gather_objects(state)} if world > 1 else {}  # rank 0 gets all processes'
+            every = dist.gather_objects(state) if world > 1 else [state]            # rank 0 gets all processes'
             with dist.fail_together(f"writing the checkpoint {checkpoint}"):        # the others wait for it
                 if dist.is_main_process():
                     vectors.save_pretrained(checkpoint, metadata={**run_info, "epochs_done": epoch + 1,
-                                                                  "epoch_loss": list(st.epoch_loss),
-                                                                  "rng": state, **every})
+                                                                  "epoch_loss": list(st.epoch_loss)},
+                                            files={RNG_FILE: rng_file_text(every)})
         with dist.fail_together(f"in on_epoch after epoch {epoch + 1}"):  # entered by all: on_epoch may be rank 0's
             if on_epoch is not None:
                 on_epoch(epoch, st)

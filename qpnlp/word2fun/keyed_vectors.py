@@ -413,9 +413,11 @@ class KeyedVectors:
         return path
 
     # ---- saving: the format of every qpnlp model
-    def save_pretrained(self, directory: str | os.PathLike, *, metadata: Mapping[str, Any] | None = None) -> Path:
-        """Save the model and its vocabulary to ``directory`` (atomically; see :mod:`qpnlp.models.base`)."""
-        return self.model.save_pretrained(directory, vocabulary=self.vocabulary, metadata=metadata)
+    def save_pretrained(self, directory: str | os.PathLike, *, metadata: Mapping[str, Any] | None = None,
+                        files: Mapping[str, str] | None = None) -> Path:
+        """Save the model and its vocabulary to ``directory`` (atomically; see :mod:`qpnlp.models.base`), with
+        ``metadata`` in its ``config.json`` and the further text ``files`` (name: text) beside it."""
+        return self.model.save_pretrained(directory, vocabulary=self.vocabulary, metadata=metadata, files=files)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> KeyedVectors:

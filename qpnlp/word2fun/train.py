@@ -220,7 +220,8 @@ def fit(
     checkpoint : path, optional
         Save the vectors there (``KeyedVectors.save_pretrained``, atomically,
         by the first process only) after every epoch, with the epochs done and
-        the random generators' states (of every process in a distributed run).
+        the random generators' states (of every process in a distributed run,
+        in its ``rng_states.json``).
     resume : bool, default False
         Continue the run saved at ``checkpoint``: its model, vocabulary and
         generators, from the next epoch (a missing checkpoint starts afresh);
@@ -293,11 +294,12 @@ def fit(
     saved = run_state.saved_run_of_every_process(checkpoint) if resume else None
     options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
     vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
-    built = vocab                              # a resumed run checks it against its checkpoint's (check_resume)
+    built, rng_saved = vocab, None             # a resumed run checks it against its checkpoint's (check_resume)
     with dist.fail_together("preparing its model and its shard"):     # no process left waiting for a failed one
         if saved is not None:
             vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
             vocab, model = vectors.vocabulary, vectors.model.train()
+            rng_saved = run_state.saved_rng(checkpoint, saved, rank)
         else:
             model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
         counts = vocab.counts
@@ -320,7 +322,7 @@ def fit(
     vectors = KeyedVectors(model, vocab)
     model.train()
     start, stats = run_state.epochs_done_and_losses(saved)
-    rng, gens = run_state.training_generators(cfg, rank, dev, saved, start)
+    rng, gens = run_state.training_generators(cfg, rank, dev, rng_saved, start)
     run_info = run_state.run_info(info, cfg, run, world, metadata)
     end_of_epoch = run_state.end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
     sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None

@@ -553,3 +553,31 @@ def test_a_config_json_larger_than_the_cap_is_not_read_whole_and_is_a_users(tmp_
     (tmp_path / "small.json").write_text(head + " " * (MAX_CONFIG_BYTES - len(head)))
     (tmp_path / "large.json").write_text(head + " " * (MAX_CONFIG_BYTES + 1 - len(head)))
     assert written_by_qpnlp(tmp_path / "small.json") and not written_by_qpnlp(tmp_path / "large.json")
+
+
+def test_save_pretrained_refuses_a_config_json_that_loading_would_refuse_before_writing(tmp_path):
+    """Metadata past ``MAX_CONFIG_BYTES`` was written silently: from_pretrained then refused the model, and the next
+    save refused the directory (its config.json no longer counts as qpnlp's). Both sizes are named; the previous
+    checkpoint stays."""
+    from qpnlp.models.base import MAX_CONFIG_BYTES
+
+    model = _small_model("qpdn")
+    model.save_pretrained(tmp_path / "m", metadata={"note": "before"})
+    with pytest.raises(ValueError, match=rf"config.json would be 10\d{{5}}\d? bytes, more than the {MAX_CONFIG_BYTES} "
+                                         r"bytes \(MAX_CONFIG_BYTES\)"):
+        model.save_pretrained(tmp_path / "m", metadata={"note": "x" * MAX_CONFIG_BYTES})
+    assert load_checkpoint(tmp_path / "m").metadata == {"note": "before"}
+    with pytest.raises(ValueError, match="more than"):
+        model.save_pretrained(tmp_path / "new", metadata={"note": "x" * MAX_CONFIG_BYTES})
+    assert not (tmp_path / "new").exists()
+
+
+def test_save_pretrained_writes_further_files_with_the_model_and_refuses_names_of_its_own(tmp_path):
+    model = _small_model("qpdn")
+    model.save_pretrained(tmp_path / "m", files={"extra.json": "[1, 2]\n"})
+    assert (tmp_path / "m" / "extra.json").read_text() == "[1, 2]\n"
+    assert Model.from_pretrained(tmp_path / "m").config == model.config
+    for name in (CONFIG_FILE, WEIGHTS_FILE, "vocabulary.json", "sub/x.json", "..", ".", ""):
+        with pytest.raises(ValueError, match="is not a name for one of its files"):
+            model.save_pretrained(tmp_path / "bad", files={name: "x"})
+    assert not (tmp_path / "bad").exists()

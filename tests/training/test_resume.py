@@ -323,6 +323,20 @@ def test_an_optimiser_state_of_other_shapes_is_refused_on_load(tmp_path):
                             identity=dict(model="m", model_config=None, settings={}, data="d"))
 
 
+def test_a_training_state_whose_json_could_not_be_read_back_is_refused_before_writing(tmp_path):
+    # a state.json past MAX_CONFIG_BYTES counts as a user's file: the next epoch's save refused the directory
+    from qpnlp._atomic import MAX_CONFIG_BYTES
+    from qpnlp.training.state import save_training_state
+
+    model = torch.nn.Linear(3, 2)
+    save = dict(model=model, best_state=None, optimisers=[], identity=dict(model="m", model_config=None,
+                                                                            settings={}, data="d"))
+    save_training_state(tmp_path / "s", **save, progress=dict(epoch=1))
+    with pytest.raises(ValueError, match=rf"state.json would be \d+ bytes, more than the {MAX_CONFIG_BYTES} bytes"):
+        save_training_state(tmp_path / "s", **save, progress=dict(epoch=2, history=["x" * MAX_CONFIG_BYTES]))
+    assert json.loads((tmp_path / "s" / JSON_FILE).read_text())["progress"] == dict(epoch=1)      # kept
+
+
 def test_saving_the_same_training_state_twice_writes_the_same_files(tmp_path):
     # safetensors writes its metadata map in a random order; a double-precision model's state lists its
     # complex128 tensors there, so two saves of one state differed in their bytes

@@ -14,7 +14,7 @@ import torch
 from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, write_tsv
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.models.base import read_model_header
-from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
+from qpnlp.word2fun import KeyedVectors, TrainConfig, _run_state, fit
 from qpnlp.word2fun.sources import StreamSource
 
 
@@ -112,7 +112,7 @@ def test_resuming_with_another_number_of_workers_continues_the_data_order(tmp_pa
 
     with pytest.raises(KeyboardInterrupt):
         fit(corpus, TrainConfig(epochs=3, seed=1, batch_size=512, workers=before), **opts, on_epoch=interrupt)
-    state = read_model_header(tmp_path / "ck")["metadata"]["rng"]
+    state = _run_state.saved_rng(tmp_path / "ck", read_model_header(tmp_path / "ck")["metadata"], 0)
     assert len(state["torch"]) == before
     seen, real = {}, train.train_source
 
@@ -170,14 +170,15 @@ def test_two_processes_resume_exactly_where_they_stopped(tmp_path, tiny_drift):
     write_tsv(corpus, tmp_path / "c.tsv")
     _two_processes(str(tmp_path / "c.tsv"), str(tmp_path / "whole"), str(tmp_path / "ck"), "cpu", "train")
     metadata = read_model_header(tmp_path / "ck-epoch1")["metadata"]  # the resumed run overwrites it
+    states = [_run_state.saved_rng(tmp_path / "ck-epoch1", metadata, r) for r in range(3)]
     _two_processes(str(tmp_path / "c.tsv"), str(tmp_path / "resumed"), str(tmp_path / "ck-epoch1"), "cpu", "resume")
     for r in range(2):
         a, b = np.load(tmp_path / f"whole-rank{r}.npz"), np.load(tmp_path / f"resumed-rank{r}.npz")
         for key in a.files:
             if key != "tokens":  # the resumed run counts its one epoch
                 np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert metadata["epochs_done"] == 1 and len(metadata["rng_by_rank"]) == 2
-    assert metadata["rng_by_rank"][0] == metadata["rng"] and metadata["rng_by_rank"][1] != metadata["rng"]
+    assert metadata["epochs_done"] == 1 and "rng" not in metadata and "rng_by_rank" not in metadata
+    assert states[0] is not None and states[1] is not None and states[0] != states[1] and states[2] is None
 
 
 def test_two_processes_pretrain_the_frozen_compass_on_their_own_negatives_and_share_it(tmp_path, tiny_drift):
