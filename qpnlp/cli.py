@@ -14,8 +14,10 @@ for a usage error (an unknown option, a bad option value), 1 for a failure
 while running (missing or bad files, data that does not fit, training that
 diverged) and 130 for Ctrl-C. A reader of stdout that leaves early
 (``qpnlp ... | head -1``) ends the command with exit code 1 and no message
-(the reader has what it asked for; ``set -o pipefail`` still sees the 1).
-``qpnlp --debug ...`` adds the traceback.
+(the reader has what it asked for; ``set -o pipefail`` still sees the 1); the
+files the command was asked for are written before its results, so none is
+lost. ``qpnlp --debug ...`` adds the traceback. ``python -m qpnlp`` is the
+same command.
 """
 
 from __future__ import annotations
@@ -123,14 +125,26 @@ def _same_file(module, path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``qpnlp`` with ``argv`` (default ``sys.argv[1:]``) and return its exit code (usage errors, ``--help`` and
+    ``--version`` raise :class:`SystemExit`, as argparse does)."""
+    from qpnlp.commands._console import escaped_unencodable
+
     argv = sys.argv[1:] if argv is None else list(argv)
+    with escaped_unencodable():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:     # while starting: importing torch and every command takes seconds
+            if "--debug" in argv:
+                traceback.print_exc()
+            print("qpnlp: interrupted", file=sys.stderr, flush=True)
+            return 130
+
+
+def _main(argv: list[str]) -> int:
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:
         import_plugins(argv)
-    except KeyboardInterrupt:
-        print("qpnlp: interrupted", file=sys.stderr)
-        return 130
     except Exception as err:  # noqa: BLE001 - a plugin may fail in any way; report it on one line
         if debug:
             traceback.print_exc()

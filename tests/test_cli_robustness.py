@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import contextlib
 import gzip
+import io
 import json
 import os
 import random
@@ -279,6 +281,13 @@ BAD_INPUTS = {
                                                            w["root"]], 2, "unknown data set 'nosuchqa'"),
     "folds for a fixed split": (lambda w: [("trec" if a == "mr" else a) for a in _train(w, "--folds", "5")], 2,
                                 "--folds 5: TREC has a fixed split"),
+    # '-' as an output: stdout holds the results only; it was a file named '-' in the working directory
+    "report to stdout": (lambda w: _train(w, "--report", "-"), 2, "--report -: writes a file, not stdout"),
+    "save to stdout": (lambda w: _match(w, "--save", "-"), 2, "--save -: writes a directory, not stdout"),
+    "word2fun grid to stdout": (lambda w: _word2fun(w, "--export-npz", "-"), 2, "--export-npz -: writes a file"),
+    "word2fun out to stdout": (lambda w: _word2fun(w, "--out", "-"), 2, "--out -: writes a directory"),
+    "evaluate report to stdout": (lambda w: ["evaluate", w["cnm"], "--report", "-"], 2, "--report -: writes a file"),
+    "convert to stdout": (lambda w: ["convert", w["afile"], "-"], 2, "output directory -: writes a directory"),
     # failures while running: exit code 1
     "resume with nothing saved": (lambda w: _train(w, "--resume", "--save", w["base"] / "never-saved"), 1,
                                   "nothing to resume"),
@@ -892,3 +901,86 @@ def test_output_paths_may_start_with_the_home_directory(server, ws, tmp_path, mo
                                           "--save=~/m", "--checkpoint-dir=~/s", "--report=~/r.json"])
         assert (args.save, args.checkpoint_dir, args.report) == (f"{home}/m", f"{home}/s", f"{home}/r.json")
     assert build_parser().parse_args(["evaluate", "m", "--report=~/r.json"]).report == f"{home}/r.json"
+
+
+# --------------------------------------------------------------------------- the command as a Unix tool
+@contextlib.contextmanager
+def _stdout_reader_gone(monkeypatch):
+    """stdout a pipe whose reader has left (``qpnlp ... | head -1`` once head exited): every write raises
+    :class:`BrokenPipeError` (Python ignores SIGPIPE)."""
+    read, write = os.pipe()
+    os.close(read)
+    stream = open(write, "w", encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stream)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+CLOSED_STDOUT_RUNS = {      # argv in tmp_path -> the files that the run must have written before its results
+    "word2fun": (lambda w, t: _word2fun(w, "--words", "good", "--export-npz", t / "g.npz", "--out", t / "m",
+                                        "--report", t / "r.json"), ["g.npz", "m/config.json"], True),
+    "match": (lambda w, t: _match(w, "--save", t / "m", "--report", t / "r.json"), ["m/config.json"], True),
+    "classify": (lambda w, t: _train(w, "--save", t / "m", "--report", t / "r.json"), ["m/config.json"], False),
+    "evaluate": (lambda w, t: ["evaluate", w["cnm"], "--data", w["root"], "--report", t / "r.json"], [], True),
+    "demo": (lambda w, t: ["demo", "--train-size", "300", "--epochs", "1", "--no-progress", "--report", t / "r.json"],
+             [], True),
+}
+
+
+@pytest.mark.parametrize("command", sorted(CLOSED_STDOUT_RUNS))
+def test_a_reader_of_stdout_that_left_loses_no_file_the_run_was_asked_for(ws, tmp_path, monkeypatch, command):
+    """The results were printed before --save, --export-npz and the report were written: ``qpnlp ... | head -1``
+    (or a reader that left before the first line) ended the command at the closed pipe with the trained model
+    unsaved, the grid unwritten and the report saying 'failed'. Exit code 1 and no line on stderr, as documented;
+    a cross-validation stops at the first split line that finds the reader gone (its report says so)."""
+    argv, files, completed = CLOSED_STDOUT_RUNS[command]
+    with _stdout_reader_gone(monkeypatch):
+        code = main([str(a) for a in argv(ws, tmp_path)])
+    assert code == 1
+    assert [f for f in files if not (tmp_path / f).is_file()] == []
+    status = json.loads((tmp_path / "r.json").read_text())["status"]
+    assert status == ("completed" if completed else "failed"), status
+
+
+def test_results_on_a_console_without_their_characters_are_escaped_not_lost(ws, tmp_path, monkeypatch, capsys):
+    """An ASCII stdout (``LC_ALL=C PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``) and a word with an accent among the
+    results: the run failed at its last step with "'ascii' codec can't encode character", exit code 1."""
+    corpus = _write(tmp_path / "c.tsv", "".join(f"{1900 + 10 * i}\tthe café plot {POSITIVE[i % 6]}\n"
+                                                for i in range(10)))
+    buffer = io.BytesIO()
+    stdout = io.TextIOWrapper(buffer, encoding="ascii", write_through=True)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    argv = ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
+            "--no-progress", "--words", "café,plot", "--topk", "5"]
+    assert main(argv) == 0, capsys.readouterr().err
+    text = buffer.getvalue().decode("ascii")
+    assert text.startswith("caf\\xe9  (change degree") and "\nplot  (change degree" in text, text
+    assert stdout.errors == "strict"                # the caller's stream as it was
+
+
+def test_python_m_qpnlp_is_the_qpnlp_command():
+    """``python -m qpnlp`` (no __main__.py: "'qpnlp' is a package and cannot be directly executed")."""
+    import qpnlp
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "qpnlp", "--version"], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"qpnlp {qpnlp.__version__}\n", "")
+    done = subprocess.run([sys.executable, "-m", "qpnlp"], capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("qpnlp: error: the following")
+
+
+@pytest.mark.parametrize("where", ["build_parser", "import_plugins"])
+def test_ctrl_c_while_the_command_starts_is_one_line_and_exit_code_130(monkeypatch, capsys, where):
+    """Building the parser imports torch and every command (seconds): Ctrl-C then gave a KeyboardInterrupt traceback
+    and a death by SIGINT instead of the documented line and exit code 130 (``--import`` alone had them)."""
+    import qpnlp.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(qpnlp.cli, where, interrupted)
+    assert main(["train", "qpdn", "--help"]) == 130
+    assert capsys.readouterr().err == "qpnlp: interrupted\n"

@@ -31,10 +31,15 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
     A file must not be an existing directory; a directory must not be an
     existing file, and with ``model`` an existing non-empty directory must
     be a saved qpnlp model (it is replaced); the nearest existing parent
-    must be a writable directory.
+    must be a writable directory. ``-`` is refused: it reads as stdout,
+    which holds the results only, and became a file named ``-``.
     """
     if not path:
         return None
+    if os.fspath(path) == "-":
+        kind = "directory" if directory else "file"
+        raise UsageError(f"{option} -: writes a {kind}, not stdout (stdout holds the results only); give a {kind} "
+                         f"name (./- for one named '-')")
     out = Path(path)
     if directory and out.is_file():
         raise UsageError(f"{option} {path}: exists and is a file; {option} takes a directory")

@@ -146,17 +146,17 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
         results.append(result)
         report.data["split_counts"][split.name] = dict(train=len(prepared.train), dev=len(prepared.dev),
                                                        test=len(prepared.test))
+        if args.save and i == 0:            # the files before the results: a reader of stdout that leaves loses none
+            _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
         chosen = "" if result.selected is None else f", selected {result.selected}"
         result_line(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
                     f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)")
-        if args.save and i == 0:
-            _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
     summary = summarise(results)
-    result_line(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
-                f"split(s), seed {args.seed}")
     splits_done = [{k: v for k, v in r.items() if k != "history"} for r in summary["per_split"]]
     report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
                   n=sum(c["test"] for c in report.data["split_counts"].values()), details=dict(splits=splits_done))
+    result_line(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
+                f"split(s), seed {args.seed}")
     return 0
 
 

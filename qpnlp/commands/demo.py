@@ -58,19 +58,23 @@ def _demo(args, report: Report, config, options: dict, start: float) -> int:
                 f"word weights) ...")
     result, model, prepared, _ = run_split("qpdn", dataset, split, glove, options, config,
                                            log=epoch_logger(report, dataset.name, split=split.name))
-    result_line(f"test accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
-                f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
-    measurements = interpret(model, prepared.vocab, dataset.label_names, args.show, args.top)
+    measurements, importance = interpret(model, prepared.vocab, dataset.label_names, args.show, args.top)
     report.finish(metrics=dict(accuracy=result.test_accuracy, dev_accuracy=result.dev_accuracy),
                   split_counts={split.name: dict(train=len(prepared.train), dev=len(prepared.dev),
                                                  test=len(prepared.test))},
                   n=len(prepared.test), details=dict(best_epoch=result.best_epoch, measurements=measurements))
+    # the results after the report: a reader of stdout that leaves early (`| head -1`) does not fail it
+    result_line(f"test accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
+                f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")
+    show_interpretation(measurements, importance)
     status_line(f"wall time {time.perf_counter() - start:.0f}s")
     return 0
 
 
 @torch.no_grad()
-def interpret(model, vocab, label_names, show: int, top: int) -> list[dict]:
+def interpret(model, vocab, label_names, show: int, top: int) -> tuple[list[dict], dict]:
+    """The ``show`` most discriminative measurements with their ``top`` nearest frequent words, and the words of
+    largest and smallest learned weight (:func:`~qpnlp.interpret.word_importance`)."""
     from qpnlp.interpret import nearest_words, word_importance
 
     model = model.cpu().eval()
@@ -83,14 +87,18 @@ def interpret(model, vocab, label_names, show: int, top: int) -> list[dict]:
     contrast = w[1] - w[0]
     order = contrast.abs().argsort(descending=True)[:show]
     near = nearest_words(model.measurement.vectors()[order], states, words, top=top, candidates=frequent)
-    result_line("\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
-    out = []
-    for k, neighbours in zip(order.tolist(), near):
-        era = label_names[int(contrast[k] > 0)]
-        result_line(f"  v{k:<3} -> {era:<9} " + ", ".join(f"{word} {p:.2f}" for word, p in neighbours))
-        out.append(dict(measurement=k, favours=era, weight=float(contrast[k]), nearest=neighbours))
+    out = [dict(measurement=k, favours=label_names[int(contrast[k] > 0)], weight=float(contrast[k]),
+                nearest=neighbours) for k, neighbours in zip(order.tolist(), near)]
     importance = word_importance(model.weighting, ids[frequent], norms[frequent],
                                  [words[i] for i in ids[frequent].tolist()], top=top)
+    return out, importance
+
+
+def show_interpretation(measurements: list[dict], importance: dict) -> None:
+    """Write :func:`interpret`'s measurements and word weights as result lines."""
+    result_line("\nmost discriminative measurements |v_k> and the words most likely measured, |<v_k|w>|^2:")
+    for m in measurements:
+        result_line(f"  v{m['measurement']:<3} -> {m['favours']:<9} "
+                    + ", ".join(f"{word} {p:.2f}" for word, p in m["nearest"]))
     result_line("\nmost important words (largest learned weight): " + ", ".join(w for w, _ in importance["most"]))
     result_line("least important words (smallest learned weight): " + ", ".join(w for w, _ in importance["least"]))
-    return out

@@ -46,13 +46,13 @@ def _evaluate(args, report: Report) -> int:
                                  device=args.device, max_questions=args.max_questions)
     metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in result["metrics"].items() if isinstance(v, float))
     counted, counts, unit = _counts(result)
-    result_line(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")
     report.finish(model=result["model"], dataset=result["dataset"], split=result["split"], metrics=result["metrics"],
                   n=result["n"], seed=result["seed"], checkpoint=result["checkpoint"],
                   split_counts={result["split"]: counts}, split_unit=unit, config=result.get("config", {}),
                   details={k: v for k, v in result.items() if k not in
                            ("model", "dataset", "split", "metrics", "n", "seed", "checkpoint", "wall_seconds",
                             "config")})
+    result_line(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")   # after --report
     return 0
 
 

@@ -186,11 +186,6 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     per_epoch = f"{result.train_triplets} triplets" if args.loss == "triplet" else "every question-candidate pair"
     status_line(f"trained on {result.dataset} {result.train_split}: {result.train_questions} questions, {per_epoch} "
                 f"per epoch")
-    result_line(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
-                f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
-    for split, m in result.evaluation.items():
-        result_line(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
-                    f"on {m['questions']} questions")
     if args.save:
         _save(args, report, result.model, result.vocab, result.dataset, config)
     counts = {result.train_split: result.train_questions, "dev": result.dev["questions"],
@@ -204,6 +199,12 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
                                pretrained_fallback=pretrained_fallback_size(pretrained, args.pretrained_fallback),
                                vocabulary_size=len(result.vocab),
                                model_config=result.model_config))
+    # the results last: a reader of stdout that leaves early (`| head -1`) loses neither --save nor --report
+    result_line(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
+                f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
+    for split, m in result.evaluation.items():
+        result_line(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
+                    f"on {m['questions']} questions")
     return 0
 
 

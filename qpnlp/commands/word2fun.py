@@ -479,11 +479,6 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
             nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
     change = dict(zip(words, vectors.change_degrees(words, eras[0], eras[-1], step=step).tolist()))
     indicators = vectors.indicators(words) if words else {}
-    for i, w in enumerate(words):
-        result_line(("\n" if i else "") + f"{w}  (change degree first vs last era: {change[w]:.3f})")
-        for e in nearest[w]:
-            a, b = e["era"]
-            result_line(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
     if args.export_npz:
         top = list(vectors.index_to_key[: args.npz_words])
         top += [w for w in words if w not in top]
@@ -505,4 +500,9 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
             # an indicator a word does not have (NaN) is null, not a warning
             indicators={k: {w: (None if v != v else v) for w, v in d.items()} for k, d in indicators.items()},
             npz=args.export_npz))
+    for i, w in enumerate(words):      # the results last: a reader of stdout that leaves early loses no file
+        result_line(("\n" if i else "") + f"{w}  (change degree first vs last era: {change[w]:.3f})")
+        for e in nearest[w]:
+            a, b = e["era"]
+            result_line(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
     return 0
