@@ -102,3 +102,75 @@ html_theme_options = {"navigation_with_keys": True, "top_of_page_buttons": []}
 html_show_sourcelink = False
 pygments_style = "friendly"
 pygments_dark_style = "monokai"
+
+
+# --- cross-references to re-exported names: ``:func:`qpnlp.interpret.helstrom``` links to the page of
+# ``qpnlp.interpret.optimal.helstrom``, where autodoc documented it (Sphinx alone leaves it as plain text).
+def _homes(target: str) -> list[str]:
+    """Where ``target`` (``qpnlp.pkg.name[.attr]``) may be documented: its defining module, or for a constant the
+    public submodules of the package that export the same object."""
+    import importlib
+    import sys
+
+    parts = target.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        parent = None
+        for depth, part in enumerate(parts[split:], start=split):
+            home = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+            if depth > split and all(isinstance(h, str) for h in home) and home[0].startswith("qpnlp."):
+                return [".".join([*home, *parts[depth:]])]   # a class or function: continue from where it lives
+            if not hasattr(obj, part):
+                return []
+            parent, obj = obj, getattr(obj, part)
+        home = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        if all(isinstance(h, str) for h in home):
+            return [".".join(home)] if home[0].startswith("qpnlp.") else []
+        prefix, name = f"{getattr(parent, '__name__', '')}.", parts[-1]
+        return [f"{m}.{name}" for m, module in sorted(sys.modules.items())
+                if m.startswith(prefix) and name in getattr(module, "__all__", ()) and getattr(module, name) is obj]
+    return []
+
+
+def _resolve_reexport(app, env, node, contnode):
+    """The ``missing-reference`` hook: retry a ``qpnlp.*`` Python target where the object is documented."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"]
+    candidates = [target] if target.startswith("qpnlp.") else []
+    if node.get("py:module") and not target.startswith("qpnlp."):
+        candidates.append(f"{node['py:module']}.{target}")
+    for name in candidates:
+        for home in _homes(name):
+            if home == name:
+                continue
+            found = env.domains["py"].resolve_xref(env, node["refdoc"], app.builder, node["reftype"], home, node,
+                                                   contnode)
+            if found is not None:
+                return found
+    return None
+
+
+def _public_bases(app, name, obj, options, bases) -> None:
+    """``Bases:`` names the nearest public classes: a private helper (``qpnlp.hilbert._batched.Batched``) has no
+    entry."""
+    def private(cls) -> bool:
+        parts = [*getattr(cls, "__module__", "").split("."), getattr(cls, "__name__", "")]
+        return isinstance(cls, type) and parts[0] == "qpnlp" and any(p.startswith("_") for p in parts)
+
+    public, todo = [], list(bases)
+    while todo:
+        cls = todo.pop(0)
+        if private(cls):
+            todo[:0] = [b for b in cls.__bases__ if b is not object]
+        elif cls not in public:
+            public.append(cls)
+    bases[:] = public or [object]
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_reexport)
+    app.connect("autodoc-process-bases", _public_bases)

@@ -445,7 +445,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool) -> int:
-    from qpnlp.interpret.temporal import equal_eras
+    from qpnlp.interpret.temporal import equal_eras, era_label
     from qpnlp.word2fun import fit
     from qpnlp.word2fun.distributed import is_main_process, shutdown
 
@@ -469,7 +469,9 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         status_line(f"warning: {warning}")
     words = [w for w in words if w not in missing]
     eras = equal_eras(*vectors.time_span, args.eras)
-    step = vectors.default_step()
+    # every era sampled at its two ends at least: eras shorter than the step (a corpus of two years) were sampled
+    # at their start alone, the last era of 1900 and 1901 at 1900.5, never at 1901
+    step = min(vectors.default_step(), eras[0][1] - eras[0][0])
     nearest = {w: [] for w in words}
     for a, b in eras:
         mid = (a + b) / 2
@@ -504,5 +506,5 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         result_line(("\n" if i else "") + f"{w}  (change degree first vs last era: {change[w]:.3f})")
         for e in nearest[w]:
             a, b = e["era"]
-            result_line(f"  {a:.0f}-{b:.0f}: " + ", ".join(x for x, _ in e["nearest"]))
+            result_line(f"  {era_label(a, b)}: " + ", ".join(x for x, _ in e["nearest"]))
     return 0

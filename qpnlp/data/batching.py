@@ -229,6 +229,15 @@ def collate(
     """Collate (ids, label) pairs into ``(ids (B, L), mask (B, L), labels (B,))`` (see :func:`pad_batch`).
 
     Use ``functools.partial(collate, max_len=...)`` as a DataLoader ``collate_fn``.
+
+    Parameters
+    ----------
+    batch : sequence of (ids, label)
+        B pairs of a non-empty id list and an int label.
+    max_len : int, optional
+        Truncate each text to its first ``max_len`` ids.
+    multiple_of : int, optional
+        Round the padded length up to a multiple of this (at most ``max_len``).
     """
     seqs, labels = zip(*batch)
     ids, mask = pad_batch(seqs, max_len, multiple_of)
@@ -250,6 +259,23 @@ def iterate_batches(
     Shuffling uses ``numpy.random.default_rng((seed, epoch))``: the order is a
     function of (seed, epoch) only, different for each epoch and independent of
     any global random state.
+
+    Parameters
+    ----------
+    dataset : EncodedTexts
+        The (ids, label) pairs.
+    batch_size : int
+        Texts per batch, >= 1.
+    shuffle : bool, optional
+        Draw a new order each epoch (default: the dataset's order).
+    seed, epoch : int, optional
+        The order is ``numpy.random.default_rng((seed, epoch))``'s permutation.
+    max_len : int, optional
+        Truncate each text to its first ``max_len`` ids.
+    drop_last : bool, optional
+        Leave out a last batch smaller than ``batch_size``.
+    multiple_of : int, optional
+        Round the padded length up to a multiple of this (at most ``max_len``).
 
     Examples
     --------
@@ -279,6 +305,23 @@ def make_loader(
 
     Each pass over the loader draws a new order from the seeded generator, so
     a fresh loader with the same seed replays the same sequence of epochs.
+
+    Parameters
+    ----------
+    dataset : EncodedTexts
+        The (ids, label) pairs.
+    batch_size : int
+        Texts per batch, >= 1.
+    shuffle : bool, optional
+        Draw a new order each epoch (default: the dataset's order).
+    seed : int, optional
+        Seed of the loader's shuffling generator.
+    max_len : int, optional
+        Truncate each text to its first ``max_len`` ids.
+    multiple_of : int, optional
+        Round the padded length up to a multiple of this (at most ``max_len``).
+    **kwargs
+        Passed on to ``torch.utils.data.DataLoader`` (e.g. ``num_workers``).
     """
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(

@@ -26,6 +26,7 @@ from qpnlp.data.tokenize import tokenize
 
 __all__ = ["UNITS", "load_sotu", "split_sentences"]
 
+#: The documents a speech is split into (``unit=``).
 UNITS = ("paragraph", "speech", "sentence")
 
 _ABBREVIATIONS = frozenset(

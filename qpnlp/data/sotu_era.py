@@ -38,6 +38,7 @@ from qpnlp.data.sotu import load_sotu
 
 __all__ = ["ERA_LABELS", "load_sotu_era"]
 
+#: The two classes of the era task, label 0 then label 1.
 ERA_LABELS = ("pre-1900", "post-1945")
 
 

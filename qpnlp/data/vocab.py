@@ -30,9 +30,13 @@ from qpnlp._errors import preview
 
 __all__ = ["PAD", "PAD_ID", "UNK", "UNK_ID", "Vocabulary"]
 
+#: The padding token; its id is :data:`PAD_ID`.
 PAD = "<pad>"
+#: The unknown-word token; its id is :data:`UNK_ID`.
 UNK = "<unk>"
+#: The id of padding in every :class:`Vocabulary` (masked out, never a word).
 PAD_ID = 0
+#: The id of words outside the vocabulary.
 UNK_ID = 1
 _FORMAT = "qpnlp.Vocabulary/1"
 

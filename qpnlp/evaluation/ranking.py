@@ -226,7 +226,7 @@ def ranking_metrics(
         Shape (R,), 1 = correct.
     groups : sequence of index arrays
         Q arrays of row indices in ``[0, R)``, one per question (e.g.
-        :attr:`qpnlp.data.qa.QADataset.groups`); not boolean masks.
+        ``groups`` of a :class:`~qpnlp.data.qa.QADataset`); not boolean masks.
     ties : {"pessimistic", "optimistic"}
 
     Returns

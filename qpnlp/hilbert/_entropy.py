@@ -51,6 +51,15 @@ def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
     In nats by default (``base=2`` for bits); :math:`0 \log 0 = 0`. Zero for
     pure states, :math:`\log d` for the maximally mixed state. Real ``(...)``.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension d (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> round(float(von_neumann_entropy(DensityMatrix.maximally_mixed(4), base=2)), 6)
     2.0
     """
@@ -60,6 +69,13 @@ def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
 def purity(rho) -> torch.Tensor:
     r"""Purity :math:`\operatorname{Tr}\rho^2` in :math:`[1/d, 1]` (lazy for ensembles), real ``(...)``.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension d (a complex ``(..., d, d)`` tensor is read as a density matrix).
+
+    Examples
+    --------
     >>> float(purity(DensityMatrix.maximally_mixed(4)))
     0.25
     """
@@ -77,6 +93,13 @@ def linear_entropy(rho) -> torch.Tensor:
     :math:`d/(d-1)` to reach 1). The first-order expansion of :math:`S` around
     a pure state; needs no eigenvalues (lazy for ensembles).
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension d (a complex ``(..., d, d)`` tensor is read as a density matrix).
+
+    Examples
+    --------
     >>> round(float(linear_entropy(DensityMatrix.maximally_mixed(4))), 6)
     0.75
     """
@@ -94,6 +117,17 @@ def renyi_entropy(rho, alpha: float, *, base: float = math.e) -> torch.Tensor:
     Non-increasing in :math:`\alpha` (Renyi 1961; Bengtsson & Zyczkowski
     eq. 2.79). Real ``(...)``, nats by default.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension d (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    alpha : float
+        The order, >= 0; ``math.inf`` for the min-entropy.
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> rho = DensityMatrix.maximally_mixed(4)
     >>> [round(float(renyi_entropy(rho, a, base=2)), 6) for a in (0.5, 1, 2, math.inf)]
     [2.0, 2.0, 2.0, 2.0]
@@ -206,6 +240,15 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     the logarithm, finite at repeated eigenvalues of :math:`\sigma` (see
     :class:`_TraceLog`).
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> pure, mixed = PureState.basis_state(0, 2), DensityMatrix.maximally_mixed(2)
     >>> round(float(relative_entropy(pure, mixed, base=2)), 6)
     1.0
@@ -258,6 +301,15 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     spectrum comes from an (n + m) x (n + m) Gram matrix. Real ``(...)``,
     nats by default.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> round(float(quantum_jensen_shannon_divergence(a, b, base=2)), 6)
     1.0

@@ -187,6 +187,19 @@ def random_unitary(dim: int, *, batch_shape=(), dtype=torch.complex64, device=No
 
     The phases of R's diagonal are moved into Q so the distribution is Haar. ``dtype`` complex64/complex128
     (float32/float64 map to them, as for every sampler); ``batch_shape`` a tuple of sizes or one int (4 is (4,)).
+
+    Parameters
+    ----------
+    dim : int
+        Dimension d of the unitaries.
+    batch_shape : tuple of int, optional
+        Leading batch dims of the result (default: none).
+    dtype : torch.dtype, optional
+        complex64 (default) or complex128.
+    device : torch.device or str, optional
+        Where the result lives (default: the default device).
+    generator : torch.Generator, optional
+        Source of randomness, for reproducible draws.
     """
     dim, batch_shape = check_dimension("dim", dim), check_batch_shape(batch_shape)
     z = ginibre((*batch_shape, dim, dim), dtype=complex_dtype_of(dtype), device=device, generator=generator)

@@ -123,6 +123,13 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     is needed (:func:`_low_rank_difference`), else through ``eigvalsh`` of
     the dense difference.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> float(trace_distance(a, b))
     1.0
@@ -166,6 +173,13 @@ def bures_distance(rho, sigma) -> torch.Tensor:
     *Geometry of Quantum States*, eq. 9.31; QuTiP's ``bures_dist``). A
     metric; where the distance is zero (its derivative unbounded nearby) the gradient is taken as 0.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> round(float(bures_distance(a, b)) ** 2, 6)
     2.0
@@ -182,6 +196,13 @@ def bures_angle(rho, sigma) -> torch.Tensor:
     (the same angle): :math:`\arccos` has an infinite derivative at 1, so equal states gave a
     NaN gradient; like the distance, the angle's gradient is 0 there (its minimum).
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a = PureState.basis_state(0, 2); b = PureState.from_real(torch.tensor([1.0, 1.0]), normalize_vectors=True)
     >>> round(float(bures_angle(a, b)), 6)   # pi / 4
     0.785398
@@ -202,6 +223,13 @@ def hellinger_affinity(rho, sigma) -> torch.Tensor:
     ensembles, equal weights on orthogonal words, the maximally mixed state;
     see :func:`~qpnlp.hilbert._operands.root_overlap`).
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> rho = DensityMatrix.maximally_mixed(2); psi = PureState.basis_state(0, 2)
     >>> round(float(hellinger_affinity(rho, psi)), 6)    # sqrt(1/2)
     0.707107
@@ -217,6 +245,13 @@ def hellinger_distance(rho, sigma) -> torch.Tensor:
     :math:`D_H^2 = \operatorname{Tr}(\sqrt\rho - \sqrt\sigma)^2`, values in
     :math:`[0, \sqrt 2]`; see :func:`hellinger_affinity`.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a, b = PureState.basis_state(0, 3), PureState.basis_state(2, 3)
     >>> round(float(hellinger_distance(a, b)) ** 2, 6)
     2.0
@@ -233,6 +268,13 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     Computed from the dense difference (a Gram formula would cancel
     digits for close states).
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a, b = PureState.basis_state(0, 2), PureState.basis_state(1, 2)
     >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
     2.0
@@ -293,6 +335,13 @@ def sub_fidelity(rho, sigma) -> torch.Tensor:
     ensembles. The gradient of the square root is taken as zero where its
     argument vanishes. Real ``(...)``.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> rho = DensityMatrix.maximally_mixed(2); psi = PureState.basis_state(0, 2)
     >>> round(float(sub_fidelity(rho, psi)), 6)
     0.5
@@ -310,6 +359,13 @@ def super_fidelity(rho, sigma) -> torch.Tensor:
     when one state is pure (Miszczak et al. 2009, eq. 9); needs only traces
     of products (lazy for ensembles). Real ``(...)``.
 
+    Parameters
+    ----------
+    rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
+        States of the same dimension d; batch dims broadcast.
+
+    Examples
+    --------
     >>> a = DensityMatrix.maximally_mixed(2)
     >>> round(float(super_fidelity(a, a)), 6)
     1.0

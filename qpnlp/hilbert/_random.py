@@ -37,6 +37,21 @@ def random_pure_state(dim: int, *, batch_shape=(), dtype=torch.complex64, device
                       generator: torch.Generator | None = None) -> PureState:
     r"""Haar-random pure states :math:`g/\|g\|`, batch shape ``batch_shape``, dimension d.
 
+    Parameters
+    ----------
+    dim : int
+        Dimension d of the states.
+    batch_shape : tuple of int, optional
+        Leading batch dims of the result (default: none).
+    dtype : torch.dtype, optional
+        complex64 (default) or complex128.
+    device : torch.device or str, optional
+        Where the result lives (default: the default device).
+    generator : torch.Generator, optional
+        Source of randomness, for reproducible draws.
+
+    Examples
+    --------
     >>> psi = random_pure_state(5, batch_shape=(3,), generator=torch.Generator().manual_seed(0))
     >>> psi.batch_shape, psi.dim
     (torch.Size([3]), 5)
@@ -97,6 +112,21 @@ def random_isometry(rows: int, cols: int, *, batch_shape=(), dtype=torch.complex
     :math:`V \in \mathbb{C}^{k\times d}` are the Kraus vectors of a rank-1
     POVM with k outcomes (:math:`\sum_k V_k^\dagger V_k = V^\dagger V = I`).
 
+    Parameters
+    ----------
+    rows, cols : int
+        The shape of each isometry, rows >= cols.
+    batch_shape : tuple of int, optional
+        Leading batch dims of the result (default: none).
+    dtype : torch.dtype, optional
+        complex64 (default) or complex128.
+    device : torch.device or str, optional
+        Where the result lives (default: the default device).
+    generator : torch.Generator, optional
+        Source of randomness, for reproducible draws.
+
+    Examples
+    --------
     >>> v = random_isometry(5, 2, dtype=torch.complex128, generator=torch.Generator().manual_seed(0))
     >>> torch.allclose(v.mH @ v, torch.eye(2, dtype=torch.complex128))
     True

@@ -28,7 +28,7 @@ from .optimal import (OptimalMeasurement, class_averages, helstrom, measurement_
                       single_shot_accuracy)
 from .periods import frequency_periods, period_distribution, period_table
 from .positional import PositionalSensitivity, frequency_table, positional_sensitivity
-from .temporal import change_ranking, equal_eras, nearest_by_era, similarity_trajectories
+from .temporal import change_ranking, equal_eras, era_label, nearest_by_era, similarity_trajectories
 from .weights import importance_table, word_importance, word_scores
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "positional_sensitivity", "PositionalSensitivity", "frequency_table", "frequency_periods", "period_table",
     "period_distribution",
     # Word2Fun
-    "similarity_trajectories", "nearest_by_era", "change_ranking", "equal_eras",
+    "similarity_trajectories", "nearest_by_era", "change_ranking", "equal_eras", "era_label",
     # optimal measurements
     "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound", "single_shot_accuracy",
     "OptimalMeasurement",

@@ -58,6 +58,7 @@ from .ann import BornIndex, faiss_available
 __all__ = ["SCORES", "METHODS", "ANN_MIN_VOCAB", "born_scores", "nearest_states", "nearest_words", "nearest_table",
            "measurement_vectors", "measurement_words"]
 
+#: How the neighbours are searched (``method=``): exact, approximate (an ANN index) or chosen by size.
 METHODS = ("exact", "approximate", "auto")
 #: Usable vocabulary rows from which ``method="auto"`` switches to the approximate index.
 ANN_MIN_VOCAB = 200_000

@@ -31,7 +31,7 @@ import pandas as pd
 
 from . import _checks
 
-__all__ = ["equal_eras", "similarity_trajectories", "nearest_by_era", "change_ranking"]
+__all__ = ["equal_eras", "era_label", "similarity_trajectories", "nearest_by_era", "change_ranking"]
 
 
 def _times(times) -> list[float]:
@@ -89,6 +89,35 @@ def equal_eras(start: float, end: float, n: int) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
+def era_label(start: float, end: float) -> str:
+    """The label ``"start-end"`` of an era, each time with the decimals the era's length :math:`L` needs.
+
+    Times are written in fixed notation (never ``1.7e+09``) with
+    :math:`\\max(2, 1 + \\lceil -\\log_{10} L \\rceil)` decimals, trailing zeros
+    dropped, so that the eras of a short or fractional span keep distinct
+    labels (rounded to whole years, the two eras of a corpus of 1900 and 1901
+    were ``1900-1900`` and ``1900-1901``); ``" to "`` separates negative times.
+
+    Examples
+    --------
+    >>> era_label(1900, 1933.3333333), era_label(1900.0, 1900.5), era_label(2020.1, 2020.15)
+    ('1900-1933.33', '1900-1900.5', '2020.1-2020.15')
+    >>> era_label(-400, -352.5), era_label(1.7e9, 1712312000.0)
+    ('-400 to -352.5', '1700000000-1712312000')
+    """
+    length = end - start
+    decimals = max(2, 1 + math.ceil(-math.log10(length))) if length > 0 else 2
+    a, b = (_fixed(t, decimals) for t in (start, end))
+    return f"{a} to {b}" if min(start, end) < 0 else f"{a}-{b}"
+
+
+def _fixed(t: float, decimals: int) -> str:
+    """``t`` in fixed notation with at most ``decimals`` decimals, trailing zeros dropped (``-0`` is ``0``)."""
+    text = f"{t:.{decimals}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text == "-0" else text
+
+
 def similarity_trajectories(embeddings, word: str, others: Sequence[str], times) -> pd.DataFrame:
     r"""Cosine of :math:`f(\text{word}, t)` with :math:`f(v, t)` for each ``v`` in ``others``.
 
@@ -134,7 +163,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     Returns
     -------
     pandas.DataFrame
-        Long table ``era, time, rank, word, cosine`` (``era`` is ``"start-end"``);
+        Long table ``era, time, rank, word, cosine`` (``era`` is :func:`era_label`, ``"start-end"``);
         ``table.pivot(index="rank", columns="era", values="word")`` gives one column per era.
     """
     _check_embeddings(embeddings, ("most_similar", "time_span"))
@@ -150,7 +179,7 @@ def nearest_by_era(embeddings, word: str, eras, *, k: int = 10, min_count: int =
     rows = []
     for start, end in eras:
         middle = (start + end) / 2
-        label = f"{start:g}-{end:g}"
+        label = era_label(start, end)
         for rank, (other, cosine) in enumerate(embeddings.most_similar(word, topn=_checks.positive("k", k), year=middle,
                                                                         min_count=min_count), start=1):
             rows.append((label, middle, rank, other, cosine))

@@ -84,6 +84,8 @@ def word_probabilities(states: torch.Tensor, projectors: torch.Tensor, *, valida
         Complex ``(..., d)`` unit vectors.
     projectors : torch.Tensor
         Complex ``(k, d)`` or ``(k, r, d)`` measurement vectors.
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
 
     Returns
     -------
@@ -122,6 +124,8 @@ def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, proje
         Real ``(..., n)`` mixture weights (zero at padded positions).
     projectors : torch.Tensor
         Complex ``(k, d)`` or ``(k, r, d)``.
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
 
     Returns
     -------
@@ -151,6 +155,15 @@ def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor, *,
 
     Returns real ``(..., k)``. Uses the cached optimised contraction
     (three operands).
+
+    Parameters
+    ----------
+    rho : torch.Tensor
+        Complex ``(..., d, d)`` density matrices.
+    projectors : torch.Tensor
+        Complex ``(k, d)`` or ``(k, r, d)``: the orthonormal vectors of each projector.
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
     """
     _checks.dense_inputs(rho, _rank_r(projectors), validate)
     proj = _rank_r(projectors)
@@ -180,6 +193,8 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
         Complex ``(..., k, r, d)`` effect factors, :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`
         (e.g. :attr:`POVM.vectors <qpnlp.measurement.POVM.vectors>`); leading dims broadcast
         against the states' batch dims, without copying either (``einsum``, see :func:`squared_overlaps`).
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
 
     Returns
     -------
@@ -215,6 +230,15 @@ def povm_probabilities_dense(rho: torch.Tensor, vectors: torch.Tensor, *, valida
     r"""Probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_s \langle v_{ks}|\rho|v_{ks}\rangle` of dense ``(..., d, d)``.
 
     ``vectors`` ``(..., k, r, d)`` as in :func:`povm_probabilities`; returns real ``(..., k)``.
+
+    Parameters
+    ----------
+    rho : torch.Tensor
+        Complex ``(..., d, d)`` density matrices.
+    vectors : torch.Tensor
+        Complex ``(..., k, r, d)`` effect vectors, :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`.
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
     """
     _checks.dense_inputs(rho, _effect_vectors(vectors), validate, vectors_name="vectors", povm=True)
     vectors = _effect_vectors(vectors)

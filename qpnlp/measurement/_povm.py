@@ -279,6 +279,25 @@ def random_povm(dim: int, num_outcomes: int, *, rank: int = 1, batch_shape=(), d
     measure of Heinosaari, Jivulescu & Nechita, J. Math. Phys. 61, 042202
     (2020); k r = d gives a Haar-random projective measurement.
 
+    Parameters
+    ----------
+    dim : int
+        Dimension d of the space measured.
+    num_outcomes : int
+        Number k of effects.
+    rank : int, optional
+        Rank r of each effect (default 1).
+    batch_shape : tuple of int, optional
+        Leading batch dims of the result (default: none).
+    dtype : torch.dtype, optional
+        complex64 (default) or complex128.
+    device : torch.device or str, optional
+        Where the result lives (default: the default device).
+    generator : torch.Generator, optional
+        Source of randomness, for reproducible draws.
+
+    Examples
+    --------
     >>> povm = random_povm(3, 5, generator=torch.Generator().manual_seed(0))
     >>> povm.num_outcomes, round(float(povm.probabilities(PureState.basis_state(0, 3)).sum()), 5)
     (5, 1.0)

@@ -58,7 +58,6 @@ import contextlib
 import dataclasses
 import importlib.metadata
 import json
-import math
 import os
 import re
 import threading
@@ -81,6 +80,7 @@ from qpnlp.hilbert._validation import Validate
 from qpnlp.nn._checks import check_token_batch
 
 from ._precision import PrecisionMixin
+from ._config_types import _check_json_type
 from ._repr import config_repr
 from ._state_checks import (_check_before_allocation, _check_file_names, _check_finite, _check_savable, _check_shapes,
                             _check_vocabulary, _meta_skeleton, _restored, _storable)
@@ -89,10 +89,15 @@ __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", 
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
            "atomic_directory", "atomic_write_text"]
 
+#: The ``format`` field of a saved model's ``config.json``.
 FORMAT = "qpnlp-model/1"
+#: The file of a saved model's configuration (JSON).
 CONFIG_FILE = "config.json"
+#: The file of a saved model's weights (safetensors).
 WEIGHTS_FILE = "model.safetensors"
+#: The file of a saved model's vocabulary (JSON).
 VOCABULARY_FILE = "vocabulary.json"
+#: The tasks a registered model serves (``task=`` of :func:`register_model`).
 TASKS = ("classification", "matching", "temporal")
 # Installed packages register models through entry points of this group (each loads a module that registers);
 # qpnlp's own Word2Fun (a package above models/ in the layout) is registered this way too.
@@ -158,56 +163,6 @@ class ModelConfig:
         return cls(**values)
 
 
-_JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
-
-
-def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
-    """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
-    hint = field.type                   # a string under `from __future__ import annotations`, else a type object
-    annotation = hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else \
-        str(hint).replace("typing.", "").replace("NoneType", "None")
-    if annotation.startswith("Optional[") and annotation.endswith("]"):
-        annotation = f"{annotation[9:-1]} | None"
-    parts = [part.strip() for part in annotation.split("|")]
-    base, optional = next((part for part in parts if part != "None"), ""), "None" in parts
-    if value is None and optional:
-        return
-    if base in _JSON_TYPES:
-        allowed = _JSON_TYPES[base]
-        ok = isinstance(value, allowed) and (base == "bool" or not isinstance(value, bool))
-        if ok and base == "float" and not _finite(value):
-            raise ValueError(f"{owner}.{name} must be finite (a float); got {preview(value, 60)}")
-    elif base.startswith("list"):
-        ok = isinstance(value, list) and _items_match(base, value)
-        if ok and "float" in base and not all(_finite(v) for v in value):
-            raise ValueError(f"{owner}.{name} must be finite (floats); got {preview(value, 60)}")
-    elif base.startswith("tuple"):
-        ok = isinstance(value, (list, tuple))
-    elif base.startswith("dict"):
-        ok = isinstance(value, dict)
-    else:
-        return
-    if not ok:
-        raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {preview(value, 60)}")
-
-
-def _finite(value: float) -> bool:
-    """A finite float (an int beyond the float range, 10**400, is not: ``math.isfinite`` raised OverflowError)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
-def _items_match(annotation: str, values: list) -> bool:
-    """Items of a ``list[int]`` / ``list[float]`` / ``list[str]`` field of the right JSON type."""
-    inner = annotation[annotation.find("[") + 1:annotation.rfind("]")].strip() if "[" in annotation else ""
-    if inner not in _JSON_TYPES:
-        return True
-    allowed = _JSON_TYPES[inner]
-    return all(isinstance(v, allowed) and (inner == "bool" or not isinstance(v, bool)) for v in values)
-
-
 # --------------------------------------------------------------------------- registry
 def register_model(name: str) -> Callable[[type[_ModelT]], type[_ModelT]]:
     """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name)."""
@@ -259,7 +214,13 @@ def get_model_class(name: str) -> type[Model]:
 
 
 def registered_models(task: str | None = None) -> tuple[str, ...]:
-    """Names of the registered models (of one task of :data:`TASKS` if given), sorted."""
+    """Names of the registered models (of one task of :data:`TASKS` if given), sorted.
+
+    Parameters
+    ----------
+    task : str, optional
+        Only the models of this task, one of :data:`TASKS` (default: all).
+    """
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}")
     _load_builtin_models()

@@ -66,7 +66,9 @@ from .base import Model, ModelConfig, register_model
 
 __all__ = ["NETWORKS", "RNN_CELLS", "OrderClassifierConfig", "OrderClassifier"]
 
+#: The networks of :class:`OrderClassifier` (``network=``).
 NETWORKS = ("fasttext", "cnn", "rnn", "transformer")
+#: The recurrent cells of the ``rnn`` network (``rnn_cell=``).
 RNN_CELLS = ("lstm", "urnn", "cgrnn")
 PRECISIONS = ("single", "double")
 

@@ -29,7 +29,9 @@ from ._checks import check_ids, check_int, check_mask
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
 
+#: Initialisations of the word phases (``phase_init=``).
 PHASE_INITS = ("uniform", "zero", "sign")
+#: The word weightings of a mixture (``weighting=``).
 WEIGHTINGS = ("amplitude_norm", "trainable", "idf", "uniform")
 #: Id of the padding token in every embedding table of :mod:`qpnlp.nn`.
 

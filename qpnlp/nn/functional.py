@@ -51,7 +51,9 @@ __all__ = [
     "hermitian_attention_scores",
 ]
 
+#: The readouts of a complex feature (``kind`` of :func:`readout`): ``|z|``, ``(Re z, Im z)`` or ``|z|^2``.
 READOUTS = ("modulus", "re_im", "squared_modulus")
+#: The real activations a split activation applies to the real and imaginary parts, by name.
 SPLIT_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "identity": lambda x: x}
 
 

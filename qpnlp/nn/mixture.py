@@ -70,6 +70,7 @@ __all__ = [
 
 #: Window sizes of the thesis (l = 1, 2, 3, 4, concatenated).
 DEFAULT_WINDOWS = (1, 2, 3, 4)
+#: How the window mixtures' probabilities are pooled over positions (``pooling=``).
 POOLINGS = ("max", "mean")
 #: Window edge conventions (module docstring): cut at the sentence end, or padded on both sides.
 WINDOW_PADDINGS = ("end", "both")

@@ -167,7 +167,7 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     ``g`` (N, d, 2) is the [Re, Im] gradient of the states at the positions, ``g_norms`` (N,) that of the
     norms (or None); with ``inverse=None`` they are one per row (N = U, nothing to sum). The other tensors
     are :func:`unit_states`' inputs and outputs. ``polar_sign``:
-    torch.polar's modulus gradient (:data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
+    torch.polar's modulus gradient (``qpnlp.nn.embedding.TORCH_POLAR_GRADIENT``).
     """
     _check_rows_and_positions(r, inverse, unit=unit, cos=cos, sin=sin)
     n, d = (r.shape[0] if inverse is None else inverse.shape[0]), r.shape[1]

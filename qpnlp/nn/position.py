@@ -115,6 +115,7 @@ __all__ = [
     "make_embedding",
 ]
 
+#: The position encodings of :func:`make_embedding` (``kind=``).
 EMBEDDING_KINDS = ("none", "pe", "tpe", "complex_vanilla", "complex_order")
 
 

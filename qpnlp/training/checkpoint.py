@@ -26,6 +26,7 @@ from qpnlp.models.base import CONFIG_FILE, VOCABULARY_FILE, _model_from_state, r
 
 __all__ = ["Checkpoint", "save_checkpoint", "load_checkpoint", "convert_legacy_checkpoint", "LEGACY_FORMAT"]
 
+#: The format of the one-file checkpoints that :func:`convert_legacy_checkpoint` reads.
 LEGACY_FORMAT = "qpnlp-checkpoint-1"
 
 

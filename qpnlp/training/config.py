@@ -23,6 +23,7 @@ from .length_chunks import DEFAULT_OVERHEAD
 __all__ = ["TrainConfig", "ConfigError", "check_seed", "check_integers", "check_reals", "OPTIMIZERS", "SEEDS",
            "MAX_RATE", "MAX_LR"]
 
+#: The optimisers of the embedding tables (``optimizer=``).
 OPTIMIZERS = ("adam", "rmsprop")
 #: Seeds are in [0, SEEDS): what ``np.random.seed`` (and so :func:`~qpnlp.training.trainer.seed_everything`) accepts; the rule of every
 #: qpnlp trainer, Word2Fun's included (``qpnlp._checks``).

@@ -34,6 +34,7 @@ from .trainer import accuracy
 
 __all__ = ["evaluate_checkpoint", "CLASSIFICATION_SPLITS"]
 
+#: The parts of a classification data set a checkpoint can be scored on.
 CLASSIFICATION_SPLITS = ("train", "dev", "test")
 
 

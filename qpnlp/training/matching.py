@@ -46,6 +46,7 @@ from .loop import TrainingInterrupted, check_loss, early_stopping, epoch_bar
 from .optimisers import Optimisers
 from .trainer import training_chunks
 
+#: The training losses of answer selection (``loss=``).
 LOSSES = ("triplet", "pointwise")
 
 __all__ = ["LOSSES", "EncodedQA", "MatchingConfig", "MatchingFitResult", "prepare_qa", "encode_qa",
@@ -233,6 +234,7 @@ def evaluate_ranking(model: nn.Module, data: EncodedQA, *, ties: str = "pessimis
 
 
 def metrics_dict(result: RankingResult) -> dict:
+    """``result`` as plain numbers for JSON and reports: ``map``, ``mrr``, ``p_at_1`` (floats), ``questions`` (int)."""
     return dict(map=float(result.map), mrr=float(result.mrr), p_at_1=float(result.p_at_1),
                 questions=int(result.n_questions))
 

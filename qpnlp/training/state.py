@@ -66,6 +66,7 @@ from .sparse_rmsprop import check_state_shapes
 __all__ = ["STATE_FORMAT", "InitialParameters", "has_training_state", "save_training_state", "load_training_state",
            "data_fingerprint", "run_identity", "RESUMABLE_CHANGES"]
 
+#: The ``format`` field of a saved training state.
 STATE_FORMAT = "qpnlp-training-state/2"
 #: Formats this version reads (/1: every tensor stored whole).
 READABLE_FORMATS = frozenset({"qpnlp-training-state/1", STATE_FORMAT})

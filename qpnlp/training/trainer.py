@@ -228,6 +228,23 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
 
     A matching model (TypeError naming :func:`~qpnlp.training.matching.fit_matching`), ``train`` or ``dev``
     that is not an ``EncodedTexts`` and a ``config`` that is not a ``TrainConfig`` are refused first (TypeError).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classification model: ``model(ids, mask)`` returns ``(B, num_classes)`` logits.
+    train, dev : EncodedTexts
+        The training texts and the texts the epoch is selected on.
+    config : qpnlp.training.TrainConfig
+        Epochs, batch size, learning rates, patience, device and seed.
+    on_epoch : callable, optional
+        ``on_epoch(model) -> dict``, merged into each epoch's ``history`` entry (above).
+    log : callable, optional
+        Called with each epoch's ``history`` entry.
+    checkpoint_dir : str or os.PathLike, optional
+        Where the training state of the last epoch is kept.
+    resume : bool, optional
+        Continue from the training state in ``checkpoint_dir``.
     """
     _check_classifier(model, "fit")
     if not isinstance(config, TrainConfig):

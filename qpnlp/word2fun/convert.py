@@ -25,6 +25,7 @@ from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 
 __all__ = ["LEGACY_WEIGHTS_FILE", "is_legacy_word2fun", "convert_legacy_word2fun"]
 
+#: The weights file of a Word2Fun run saved before the model format.
 LEGACY_WEIGHTS_FILE = "weights.safetensors"
 _LEGACY_MODEL_KEYS = ("vocab_size", "dim", "family", "time_scale", "n_slices", "freeze_compass", "frequency_init",
                       "max_periods")

@@ -64,6 +64,7 @@ __all__ = [
 #: Largest absolute raw time a :class:`TimeScale` accepts (Unix seconds are about 2e9; years 2e3).
 MAX_ABS_TIME = 1e12
 
+#: The function families of Word2Fun (``family=``).
 FAMILIES = ("static", "sliced", "linear", "time2fun", "II", "III", "IV")
 #: The sinusoidal families of thesis Table 4.1 (amplitudes R and frequencies Omega; even dimension).
 SINUSOIDAL_FAMILIES = ("II", "III", "IV")
@@ -88,7 +89,8 @@ class TimeScale:
             raise ValueError(f"time span must have end > start; got [{self.start}, {self.end}]")
         if max(abs(self.start), abs(self.end)) > MAX_ABS_TIME:
             raise ValueError(f"times must lie within +-{MAX_ABS_TIME:g} (years, days or Unix seconds); got the span "
-                             f"[{self.start:g}, {self.end:g}]: rescale them (e.g. nanoseconds to seconds)")
+                             f"[{self.start:g}, {self.end:g}]: rescale them (e.g. Unix milliseconds or nanoseconds "
+                             f"to seconds)")
         if not math.isfinite(self.scale) or self.scale <= 0:
             raise ValueError(f"the time scale must be positive and finite; got {self.scale}")
 

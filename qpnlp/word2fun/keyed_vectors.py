@@ -296,18 +296,24 @@ class KeyedVectors:
         return out
 
     def default_step(self, points: int = 1000) -> float:
-        """A sampling step for queries over the span: 1 (a year) or longer, at most ``points`` times over the span.
+        """A sampling step for queries over the span: 1 (a year) or longer, at most ``points`` steps over the span;
+        ``span / points`` for a span that holds fewer than two integer times (decimal years within a year or two).
+
+        A step of 1 on a span such as [2020.1, 2020.7] sampled one time of it (and :meth:`export_npz` none).
 
         >>> from qpnlp.data import Vocabulary
         >>> from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
         >>> v = Vocabulary.build([["a", "b"]], specials=False)
         >>> KeyedVectors(Word2Fun(Word2FunConfig(2, 2, span_start=1.6e9, span_end=1.7e9)), v).default_step()
         100000.0
+        >>> KeyedVectors(Word2Fun(Word2FunConfig(2, 2, span_start=2020.1, span_end=2020.6)), v).default_step(100)
+        0.005
         """
         if isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 1:
             raise ValueError(f"points must be an integer >= 1; got {points!r}")     # 0 was a ZeroDivisionError
         start, end = self.time_span
-        return max(1.0, (end - start) / points)
+        whole = math.floor(end) - math.ceil(start) >= 1          # two integer times at least: years
+        return max(1.0, (end - start) / points) if whole else (end - start) / points
 
     @staticmethod
     def _period(period, name: str) -> tuple[float, float]:
@@ -393,7 +399,7 @@ class KeyedVectors:
 
         Defaults: every word, and every integer time of the training span
         (every :meth:`default_step` when the span is longer than 1000 units,
-        e.g. Unix seconds). The file is ``path`` exactly (:func:`numpy.savez`
+        e.g. Unix seconds, or holds fewer than two integer times). The file is ``path`` exactly (:func:`numpy.savez`
         would append ``.npz`` to a name without it), written atomically (a
         temporary file in the same directory, renamed into place), with its
         missing parent directories created; a directory is an error.

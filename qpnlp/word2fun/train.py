@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TextIO
@@ -34,6 +35,7 @@ import torch
 from qpnlp._atomic import check_replaceable
 from qpnlp._checks import is_integer
 from qpnlp._device import resolve_device
+from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import CONFIG_FILE
@@ -51,6 +53,7 @@ from qpnlp.word2fun.sources import ArraySource, StreamSource
 
 __all__ = ["COMPASS_MODES", "FitResult", "fit", "train_word2fun"]  # TrainConfig: .config, TrainStats: .loop
 
+#: Whether the compass (the time-independent part) keeps training (``compass=``).
 COMPASS_MODES = ("trainable", "frozen")
 #: Where the logistic steps start (fit(step_centres=...)): each word's change point, or mid-span.
 STEP_CENTRES = ("changepoint", "middle")
@@ -489,6 +492,11 @@ def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int
     """
     if isinstance(time_scale, TimeScale):
         ts = time_scale
+        if span[0] < ts.start or span[1] > ts.end:      # trained silently where the queries warn
+            warnings.warn(f"the corpus spans [{span[0]:g}, {span[1]:g}], beyond the time scale's [{ts.start:g}, "
+                          f"{ts.end:g}]: its times outside train the functions where they extrapolate; pass "
+                          f"TimeScale({span[0]:g}, {span[1]:g}, {ts.scale:g}) or time_scale={ts.scale:g} to cover "
+                          f"the corpus", UserWarning, stacklevel=outside_qpnlp())
     else:
         t0, t1 = span
         if t1 <= t0:

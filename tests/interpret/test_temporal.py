@@ -44,6 +44,8 @@ def test_nearest_by_era(embeddings):
     assert wide.shape == (2, 2)
     assert nearest_by_era(embeddings, "a", 2, k=1)["era"].tolist() == ["0-0.5", "0.5-1"]
     assert "d" not in nearest_by_era(embeddings, "a", [(1.0, 1.0)], k=3, min_count=5)["word"].tolist()
+    with pytest.warns(UserWarning, match="outside the training span"):     # "1.7e+09-1.71231e+09" before
+        assert nearest_by_era(embeddings, "a", [(1.7e9, 1712312000.0)], k=1)["era"].tolist() == ["1700000000-1712312000"]
 
 
 def test_change_ranking(embeddings):

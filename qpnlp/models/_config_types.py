@@ -1,0 +1,61 @@
+"""The JSON types of a model config's fields: a value read from ``config.json`` (or given to the config) must be of
+the type its field's annotation names (:meth:`~qpnlp.models.base.ModelConfig.from_dict`, ``__post_init__``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from typing import Any
+
+from qpnlp._errors import preview
+
+
+_JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
+
+
+def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
+    """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
+    hint = field.type                   # a string under `from __future__ import annotations`, else a type object
+    annotation = hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else \
+        str(hint).replace("typing.", "").replace("NoneType", "None")
+    if annotation.startswith("Optional[") and annotation.endswith("]"):
+        annotation = f"{annotation[9:-1]} | None"
+    parts = [part.strip() for part in annotation.split("|")]
+    base, optional = next((part for part in parts if part != "None"), ""), "None" in parts
+    if value is None and optional:
+        return
+    if base in _JSON_TYPES:
+        allowed = _JSON_TYPES[base]
+        ok = isinstance(value, allowed) and (base == "bool" or not isinstance(value, bool))
+        if ok and base == "float" and not _finite(value):
+            raise ValueError(f"{owner}.{name} must be finite (a float); got {preview(value, 60)}")
+    elif base.startswith("list"):
+        ok = isinstance(value, list) and _items_match(base, value)
+        if ok and "float" in base and not all(_finite(v) for v in value):
+            raise ValueError(f"{owner}.{name} must be finite (floats); got {preview(value, 60)}")
+    elif base.startswith("tuple"):
+        ok = isinstance(value, (list, tuple))
+    elif base.startswith("dict"):
+        ok = isinstance(value, dict)
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{owner}.{name} must be {annotation}; got {type(value).__name__} {preview(value, 60)}")
+
+
+def _finite(value: float) -> bool:
+    """A finite float (an int beyond the float range, 10**400, is not: ``math.isfinite`` raised OverflowError)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _items_match(annotation: str, values: list) -> bool:
+    """Items of a ``list[int]`` / ``list[float]`` / ``list[str]`` field of the right JSON type."""
+    inner = annotation[annotation.find("[") + 1:annotation.rfind("]")].strip() if "[" in annotation else ""
+    if inner not in _JSON_TYPES:
+        return True
+    allowed = _JSON_TYPES[inner]
+    return all(isinstance(v, allowed) and (inner == "bool" or not isinstance(v, bool)) for v in values)
