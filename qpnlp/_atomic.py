@@ -12,6 +12,9 @@ automatically: while another process saves the same ``NAME`` the same names are 
 telling a dead writer's from a live one's would need a lock that not every file system keeps. Delete them once
 no process saves ``NAME``.
 
+A write that fails (disk full, permission denied, an I/O error, a file system gone) leaves ``NAME`` as it was and
+no temporary behind; its OSError names ``NAME``, not the temporary that failed (:func:`_naming`).
+
 Processes saving the same ``NAME`` at the same time each leave it whole: the last to finish is kept
 (:func:`_place`). A directory that one process uses for the whole of a run (the command line's training state) is
 held by :func:`locked_directory`, so that a second run there is refused instead of mixing its files in.
@@ -217,18 +220,19 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     module notes).
     """
     target = check_replaceable(directory, replaces=replaces)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    with _naming(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
-        yield tmp
-        for file in tmp.iterdir():
-            with open(file, "r+b") as handle:      # writable: Windows fsyncs no read-only handle (EBADF)
-                os.fsync(handle.fileno())
-        _fsync_directory(tmp)
-        _place(tmp, target)
+        with _naming(target):
+            yield tmp
+            for file in tmp.iterdir():
+                with open(file, "r+b") as handle:      # writable: Windows fsyncs no read-only handle (EBADF)
+                    os.fsync(handle.fileno())
+            _fsync_directory(tmp)
+            _place(tmp, target)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)                   # best effort: never hides the error raised
 
 
 def _place(tmp: Path, target: Path) -> None:
@@ -259,18 +263,49 @@ def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator:
     when the block ends without an exception, deleted otherwise. Text is written as given: ``\\n`` stays ``\\n``
     on every platform (Windows' text mode would write ``\\r\\n``), so the files are the same everywhere."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with _naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with _naming(path):
+            with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
         _fsync_directory(path.parent)
     finally:
-        if os.path.exists(tmp):
+        with contextlib.suppress(OSError):                       # best effort: never hides the error raised
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Re-raise an OSError of writing ``path`` through its temporaries as one that names ``path`` (same errno, so
+    the same subclass: ``[Errno 28] No space left on device: 'runs/m'``), the original chained.
+
+    Rewritten: an error naming no file (``write``, ``fsync``, ``close``), ``path`` or one of its hidden siblings
+    (``.NAME.*.tmp``, ``.NAME.*.old``, or a file inside them); an error naming another file (``path``'s parent,
+    which ``mkdir`` could not make), or without an errno, goes on as it is. Its notes are kept.
+    """
+    try:
+        yield
+    except OSError as error:
+        if error.errno is None or not (error.filename is None or _is_ours(error.filename, path)):
+            raise
+        named = OSError(error.errno, error.strerror or str(error), str(path))
+        for note in getattr(error, "__notes__", ()):
+            named.add_note(note)
+        raise named from error
+
+
+def _is_ours(filename: str | bytes | os.PathLike, path: Path) -> bool:
+    """Whether ``filename`` is ``path``, one of its hidden siblings (``.NAME.*``) or lies inside one."""
+    try:
+        below = Path(os.fsdecode(filename)).absolute().relative_to(path.absolute().parent)
+    except (ValueError, OSError):                                  # elsewhere; or the working directory is gone
+        return False
+    return bool(below.parts) and (below.parts == (path.name,) or below.parts[0].startswith(f".{path.name}."))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -315,12 +350,14 @@ def locked_directory(directory: str | os.PathLike, *, beside: bool = False) -> I
         import fcntl
     except ImportError:                                                  # Windows
         fcntl = None
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    with _naming(lock):
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         held = fcntl is not None and _lock(fd, fcntl, directory)
         if held:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+            with _naming(lock):                      # a full disk: said here, before any work, naming the file
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
         else:
             warnings.warn(f"{directory} cannot be locked on this system: another process using it at the same time "
                           f"would not be detected", RuntimeWarning, stacklevel=3)

@@ -10,13 +10,20 @@ the header's length and its padding) is left as it was, so every reader sees the
 same file; only its bytes become a function of its contents.
 
 There is no option for this in safetensors, hence this small rewrite.
+
+safetensors reports a failed write (a full disk, a directory it may not write) as a ``SafetensorError`` whose
+message holds the system's error number; :func:`save_tensors` raises it as the OSError of that number, naming the
+file, as Python's own writes do (the command line then says it in one line, and
+:func:`qpnlp._atomic.atomic_directory` names the directory being saved).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 __all__ = ["save_tensors"]
@@ -25,9 +32,22 @@ _LENGTH_BYTES = 8       # the header's length, a little-endian u64, comes first
 
 
 def save_tensors(tensors: dict, path: str | os.PathLike, metadata: dict[str, str]) -> None:
-    """Save ``tensors`` with ``metadata`` to ``path`` (safetensors), the metadata keys in sorted order."""
-    save_file(tensors, str(path), metadata=metadata)
+    """Save ``tensors`` with ``metadata`` to ``path`` (safetensors), the metadata keys in sorted order; a failed write
+    raises the OSError of its error number, naming ``path``."""
+    try:
+        save_file(tensors, str(path), metadata=metadata)
+    except SafetensorError as error:
+        number = _error_number(error)
+        if number is None:                                               # not an I/O failure
+            raise
+        raise OSError(number, os.strerror(number), str(path)) from error
     _sort_metadata(path)
+
+
+def _error_number(error: SafetensorError) -> int | None:
+    """The system error number in a safetensors error's message (``... (os error 28)``), None where there is none."""
+    found = re.search(r"\(os error (\d+)\)", str(error))
+    return None if found is None else int(found.group(1))
 
 
 def _sort_metadata(path: str | os.PathLike) -> None:

@@ -180,6 +180,7 @@ def ws(tmp_path_factory):
     _write(base / "novec.vec", "0 4\n")                   # a word2vec header announcing no vector
     _write(base / "corpus.tsv", "".join(f"{1900 + 10 * i}\t{' '.join(COMMON)} {POSITIVE[i % 6]}\n" for i in range(10)))
     (base / "adir").mkdir()
+    (base / "hist.history.csv").mkdir()                 # where the history of a report hist.json would go
     return dict(
         base=base, root=root, vec=vectors, clf=base / "clf", cnm=base / "cnm", afile=_write(base / "afile", "x\n"),
         foreign=base / "foreign", adir=base / "adir",
@@ -237,6 +238,11 @@ BAD_INPUTS = {
     "save over a foreign directory": (lambda w: _train(w, "--save", w["foreign"]), 2, "not a saved qpnlp model"),
     "report is a directory": (lambda w: _train(w, "--report", w["adir"]), 2, "is a directory; --report takes a file"),
     "report under a file": (lambda w: _train(w, "--report", w["afile"] / "r.json"), 2, "is a file, not a directory"),
+    "report history is a directory": (lambda w: _train(w, "--report", w["base"] / "hist.json"), 2,
+                                      "hist.history.csv, where the report's history is written, is a directory"),
+    "word2fun report history is a directory": (lambda w: _word2fun(w, "--report", w["base"] / "hist.json"), 2,
+                                               "hist.history.csv, where the report's history is written, is a "
+                                               "directory"),
     "report equals save": (lambda w: _train(w, "--report", w["base"] / "x", "--save", w["base"] / "x"), 2,
                            "--report and --save name the same path"),
     "resume without save": (lambda w: _train(w, "--resume"), 2, "--resume needs --checkpoint-dir or --save"),

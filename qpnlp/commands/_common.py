@@ -79,7 +79,8 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
                        help="no progress bars (shown only when stderr is a terminal; the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json", type=path_type,
                        help="write the report (metrics, history, settings) to this JSON file, rewritten after every "
-                            "epoch, with the history also as FILE.history.csv (default: no report)")
+                            "epoch (a failed rewrite is a warning, said once: the training goes on), with the history "
+                            "also as FILE.history.csv (default: no report)")
 
 
 def add_vectors_option(parser: argparse.ArgumentParser) -> None:

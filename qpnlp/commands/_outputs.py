@@ -20,7 +20,7 @@ from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
 from ._errors import CommandFailed, UsageError
-from ._report import arguments, json_ready
+from ._report import arguments, history_path, json_ready
 from ._types import path_type
 
 
@@ -31,8 +31,11 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
     A file must not be an existing directory; a directory must not be an
     existing file, and with ``model`` an existing non-empty directory must
     be a saved qpnlp model (it is replaced); the nearest existing parent
-    must be a writable directory. ``-`` is refused: it reads as stdout,
-    which holds the results only, and became a file named ``-``.
+    must be a writable directory, and so must an existing output directory
+    (its files are written in it; replacing it renames it, which a
+    read-only directory refuses): a read-only output is refused before the
+    work whose result would be lost, not after it. ``-`` is refused: it
+    reads as stdout, which holds the results only, and became a file named ``-``.
     """
     if not path:
         return None
@@ -53,12 +56,24 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
     parent = existing_parent(out)
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: {parent} is a file, not a directory")
-    try:
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as err:
-        raise UsageError(f"{option} {path}: cannot write in {parent} ({err.strerror or err})") from None
+    for where in (parent, out.absolute()) if directory and out.is_dir() else (parent,):
+        try:
+            with tempfile.TemporaryFile(dir=where):
+                pass
+        except OSError as err:
+            raise UsageError(f"{option} {path}: cannot write in {where} ({err.strerror or err})") from None
     return out
+
+
+def check_report_path(path: str | os.PathLike | None) -> Path | None:
+    """``--report`` checked as :func:`check_output_path` checks a file, and its history written beside it
+    (:func:`~._report.history_path`), which must not be a directory either: refused before any work, not after
+    the first epoch."""
+    report = check_output_path(path, "--report")
+    if report is not None and history_path(report).is_dir():
+        raise UsageError(f"--report {path}: {history_path(report)}, where the report's history is written, is a "
+                         f"directory; choose another report name")
+    return report
 
 
 def _not_replaceable(option: str, path: str | os.PathLike) -> UsageError:
@@ -105,7 +120,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
         raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
                          "training state in that directory); give one of them")
-    report = check_output_path(getattr(args, "report", None), "--report")
+    report = check_report_path(getattr(args, "report", None))
     save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
     state = getattr(args, "checkpoint_dir", None) or \
         (f"{str(save).rstrip('/')}.training" if save and not getattr(args, "no_training_state", False) else None)

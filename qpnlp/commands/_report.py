@@ -13,8 +13,10 @@ import csv
 import io
 import json
 import math
+import os
 import platform
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,9 +62,15 @@ class Report:
 
     The JSON is strict (a NaN or infinity is written as null and named in
     ``warnings``) and written atomically, after every epoch and at the end;
-    the history is also written as ``<report>.history.csv`` and, when
-    ``torch.utils.tensorboard`` can be imported, as TensorBoard events in
-    ``<report>.tensorboard/``.
+    the history is also written as ``<report>.history.csv``
+    (:func:`history_path`) and, when ``torch.utils.tensorboard`` can be
+    imported, as TensorBoard events in ``<report>.tensorboard/``.
+
+    A report that cannot be written after an epoch (a full disk, an I/O
+    error) stops no training: that is said once, as a warning naming the
+    file and the error, recorded in ``warnings``, and the report is written
+    again after the next epoch and at the end. Only the last write, at the
+    end (the model saved by then), fails the command (exit code 1).
     """
 
     def __init__(self, args: argparse.Namespace, *, command: str, model: str | None = None) -> None:
@@ -72,6 +80,7 @@ class Report:
         self.path = Path(report) if report else None
         self._start = time.perf_counter()
         self._tensorboard = None
+        self._unwritten = False                   # an epoch's report could not be written (said once)
         self.data: dict = dict(
             schema=REPORT_SCHEMA, command=command, status="running", qpnlp_version=__version__,
             torch_version=torch.__version__, python_version=platform.python_version(),
@@ -87,10 +96,19 @@ class Report:
         self.data.update(fields)
 
     def epoch(self, entry: dict) -> None:
-        """Add one epoch's history entry and rewrite the report (and its CSV and TensorBoard events)."""
+        """Add one epoch's history entry and rewrite the report (and its CSV and TensorBoard events); a write that
+        fails (OSError) is a warning, said once: the training goes on (see the class notes)."""
         self.data["history"].append(entry)
-        self.write()
-        self._tensorboard_epoch(entry)
+        try:
+            self.write()
+            self._tensorboard_epoch(entry)
+        except OSError as err:
+            if not self._unwritten:
+                self._unwritten = True
+                line = (f"the report could not be written after epoch {entry.get('epoch')} ({error_line(err)}); the "
+                        f"training goes on, the report is written again after each epoch and at the end")
+                self.data["warnings"].append(line)
+                warnings.warn(line, RuntimeWarning, stacklevel=2)
 
     @contextlib.contextmanager
     def guard(self):
@@ -124,13 +142,13 @@ class Report:
         if self.path is None:
             return
         self.data.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=time.perf_counter() - self._start)
-        warnings = [w for w in self.data["warnings"] if not w.startswith("non-finite")]
+        kept = [w for w in self.data["warnings"] if not w.startswith("non-finite")]
         bad: list[str] = []
-        data = json_ready({**self.data, "warnings": warnings}, "", bad)
+        data = json_ready({**self.data, "warnings": kept}, "", bad)
         data["warnings"] += [f"non-finite value written as null: {where}" for where in bad]
         atomic_write_text(self.path, json.dumps(data, indent=2, allow_nan=False) + "\n")
         if self.data["history"]:
-            atomic_write_text(self.path.with_suffix(".history.csv"), history_csv(data["history"]))
+            atomic_write_text(history_path(self.path), history_csv(data["history"]))
 
     def _tensorboard_epoch(self, entry: dict) -> None:
         if self.path is None or self._tensorboard is False:
@@ -148,6 +166,11 @@ class Report:
                     and math.isfinite(value):
                 self._tensorboard.add_scalar(f"{prefix}/{key}" if prefix else key, value, int(entry["epoch"]))
         self._tensorboard.flush()
+
+
+def history_path(report: str | os.PathLike) -> Path:
+    """Where the history of the report ``report`` is written as CSV: ``run.json`` -> ``run.history.csv``."""
+    return Path(report).with_suffix(".history.csv")
 
 
 def json_ready(value, where: str, bad: list[str]):

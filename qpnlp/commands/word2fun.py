@@ -52,7 +52,7 @@ import numpy as np
 from ._common import show_progress, torch_threads
 from ._console import result_line, status_line
 from ._errors import UsageError
-from ._outputs import check_output_path, check_report_apart, lock_for_the_run, overlapping
+from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
@@ -192,7 +192,8 @@ def register(subparsers: dict) -> None:
                         "--processes may change)")
     o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
-                        "rewritten after every epoch, with the history also as FILE.history.csv")
+                        "rewritten after every epoch (a failed rewrite is a warning, said once: the training goes "
+                        "on), with the history also as FILE.history.csv")
     o.add_argument("--export-npz", default=None, metavar="FILE", type=path_type,
                    help="write words, years, E (years x words x dim) to this .npz file (this name exactly; its "
                         "missing directories are created, as for --report)")
@@ -397,7 +398,7 @@ def _run(args: argparse.Namespace) -> int:
     # Everything the command line alone decides is checked before the corpus is read.
     if args.resume and not args.out:
         raise UsageError("--resume needs --out, the checkpoint directory to continue")
-    report_path = check_output_path(args.report, "--report")
+    report_path = check_report_path(args.report)
     check_output_path(args.export_npz, "--export-npz")
     check_output_path(args.out, "--out", directory=True, model=True)
     check_report_apart(report_path, {"--out": args.out, "--export-npz": args.export_npz})

@@ -200,3 +200,33 @@ def test_a_diverging_run_fails_with_the_reason_and_a_diverged_report(tiny_drift,
     stderr = capsys.readouterr().err
     assert code == 1 and "diverged in epoch 1" in stderr and "lower lr or batch_size" in stderr
     assert json.loads(report.read_text())["status"] == "diverged"
+
+
+def test_a_report_that_cannot_be_written_after_an_epoch_stops_no_training(corpus_tsv, tmp_path, monkeypatch, capsys):
+    """A full disk when the report was rewritten after epoch 1 ended the run there (exit 1); now a warning line,
+    the run goes on to its model and its report, written again at the end; the classifiers' reports do the same
+    (qpnlp.commands._report.Report.epoch)."""
+    import errno
+
+    import qpnlp.commands._report as module
+
+    real, calls = module.atomic_write_text, []
+
+    def full_once(path, text):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, text)
+
+    monkeypatch.setattr(module, "atomic_write_text", full_once)
+    report, out = tmp_path / "r.json", tmp_path / "ck"
+    code = main(_argv(corpus_tsv, "--min-count", "3", "--report", str(report), "--out", str(out)))
+    stderr = capsys.readouterr().err
+    assert code == 0, stderr
+    warned = [line for line in stderr.splitlines() if "could not be written" in line]
+    assert warned == [f"{PROG}: warning: the report could not be written after epoch 1 ([Errno 28] No space left on "
+                      f"device: '{report}'); the training goes on, the report is written again after each epoch and "
+                      f"at the end"]
+    written = json.loads(report.read_text())
+    assert written["status"] == "completed" and [e["epoch"] for e in written["history"]] == [1, 2]
+    assert KeyedVectors.from_pretrained(out).model.config.dim == 4
