@@ -18,6 +18,11 @@ no temporary behind; its OSError names ``NAME``, not the temporary that failed (
 Processes saving the same ``NAME`` at the same time each leave it whole: the last to finish is kept
 (:func:`_place`). A directory that one process uses for the whole of a run (the command line's training state) is
 held by :func:`locked_directory`, so that a second run there is refused instead of mixing its files in.
+
+What is saved gets the mode a plain ``open(path, "w")`` or ``os.mkdir`` gives: 0o666 for a file, 0o777 for a
+directory, less the process's umask (0o644 / 0o755 under the usual 0o022), not the private 0o600 / 0o700 of the
+temporaries it is written as (:func:`give_default_mode`). The umask decides: under 0o077 it stays private. A file
+that replaces another gets that mode too, not the old file's.
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ import shutil
 import socket
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_header_size",
-           "check_replaceable", "existing_parent", "LOCK_FILE", "lock_file_of", "locked_directory",
-           "restore_replaced_directory", "written_by_qpnlp"]
+           "check_replaceable", "current_umask", "existing_parent", "give_default_mode", "LOCK_FILE", "lock_file_of",
+           "locked_directory", "restore_replaced_directory", "written_by_qpnlp"]
 
 # qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
 # kilobytes: a larger file is never read whole (read_model_header refuses it, written_by_qpnlp counts it a user's).
@@ -52,6 +58,43 @@ def check_header_size(text: str, path: str | os.PathLike) -> None:
         raise ValueError(f"{path} would be {size} bytes, more than the {MAX_CONFIG_BYTES} bytes (MAX_CONFIG_BYTES) "
                          f"that qpnlp reads of a header: refusing to write what could not be loaded back (keep large "
                          f"data out of the metadata: in a file or tensors of its own)")
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask (e.g. ``0o022``), read without changing it where the system says it.
+
+    Linux (4.7 and later) writes it in ``/proc/self/status`` (``Umask:\t0022``), read there: nothing changes, so
+    no other thread can be affected. Elsewhere ``os.umask`` is the only way, and it must set a mask to tell the
+    old one: that round trip is made under a lock (two qpnlp saves never interleave theirs) and sets 0o077 while
+    it lasts, so that a file another thread creates in that instant comes out private, never world-writable as
+    with the usual ``os.umask(0)``.
+    """
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def give_default_mode(target: str | os.PathLike | int, *, directory: bool = False) -> None:
+    """Give ``target`` (a path, or an open file's descriptor) the mode a new file (``directory``: a new directory)
+    gets from ``open(path, "w")`` (``os.mkdir``): 0o666 (0o777) less :func:`current_umask`, in place of the 0o600
+    (0o700) that :func:`tempfile.mkstemp` (:func:`tempfile.mkdtemp`) and safetensors give their temporaries.
+
+    Nothing on Windows, which keeps no such modes (``chmod`` sets only a read-only flag, on a directory nothing);
+    a file system that refuses ``chmod`` (FAT, some CIFS mounts) keeps the mode it gives, the save going on.
+    """
+    if os.name == "nt":
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(target, (0o777 if directory else 0o666) & ~current_umask())
 
 
 def _fsync_directory(path: Path) -> None:
@@ -224,6 +267,7 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
+        give_default_mode(tmp, directory=True)                          # 0o755 under umask 0o022, not mkdtemp's 0o700
         with _naming(target):
             yield tmp
             for file in tmp.iterdir():
@@ -267,6 +311,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        give_default_mode(fd)                                          # 0o644 under umask 0o022, not mkstemp's 0o600
         with _naming(path):
             with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
                 yield handle

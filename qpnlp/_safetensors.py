@@ -15,6 +15,9 @@ safetensors reports a failed write (a full disk, a directory it may not write) a
 message holds the system's error number; :func:`save_tensors` raises it as the OSError of that number, naming the
 file, as Python's own writes do (the command line then says it in one line, and
 :func:`qpnlp._atomic.atomic_directory` names the directory being saved).
+
+safetensors writes the file through a temporary of its own, created private (0o600), and renames that into place;
+:func:`save_tensors` gives it the mode ``open(path, "w")`` would (:func:`qpnlp._atomic.give_default_mode`).
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ import re
 from safetensors import SafetensorError
 from safetensors.torch import save_file
 
+from qpnlp._atomic import give_default_mode
+
 __all__ = ["save_tensors"]
 
 _LENGTH_BYTES = 8       # the header's length, a little-endian u64, comes first
 
 
 def save_tensors(tensors: dict, path: str | os.PathLike, metadata: dict[str, str]) -> None:
-    """Save ``tensors`` with ``metadata`` to ``path`` (safetensors), the metadata keys in sorted order; a failed write
-    raises the OSError of its error number, naming ``path``."""
+    """Save ``tensors`` with ``metadata`` to ``path`` (safetensors), the metadata keys in sorted order, the file's mode
+    0o666 less the umask (not safetensors' 0o600); a failed write raises the OSError of its error number, naming
+    ``path``."""
     try:
         save_file(tensors, str(path), metadata=metadata)
     except SafetensorError as error:
@@ -41,6 +47,7 @@ def save_tensors(tensors: dict, path: str | os.PathLike, metadata: dict[str, str
         if number is None:                                               # not an I/O failure
             raise
         raise OSError(number, os.strerror(number), str(path)) from error
+    give_default_mode(path)
     _sort_metadata(path)
 
 

@@ -16,8 +16,10 @@ diverged) and 130 for Ctrl-C. A reader of stdout that leaves early
 (``qpnlp ... | head -1``) ends the command with exit code 1 and no message
 (the reader has what it asked for; ``set -o pipefail`` still sees the 1); the
 files the command was asked for are written before its results, so none is
-lost. ``qpnlp --debug ...`` adds the traceback. ``python -m qpnlp`` is the
-same command.
+lost; results for a closed stdout (``qpnlp ... >&-``) end the command with
+exit code 1 and an error line once its files are written, and a closed
+stderr (``2>&-``) drops the status lines. ``qpnlp --debug ...`` adds the
+traceback. ``python -m qpnlp`` is the same command.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ COMMAND_MODULES = ("demo", "classify", "match", "word2fun", "evaluate", "convert
 
 EPILOG = ("results on stdout; progress, status lines, warnings and errors on stderr. exit codes: 0 success, "
           "1 failure while running (files, data, diverged training; also, without a message, a closed stdout pipe, "
-          "as in `qpnlp ... | head -1`), 2 usage error, 130 interrupted (Ctrl-C)")
+          "as in `qpnlp ... | head -1`; with one, results for a closed stdout, `>&-`), 2 usage error, "
+          "130 interrupted (Ctrl-C)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -50,6 +53,12 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
+
+    def _print_message(self, message: str, file=None) -> None:
+        """``--help`` and ``--version`` on stderr when stdout is closed (``qpnlp --help >&-``), as argparse does."""
+        from qpnlp.commands._console import ClosedStdout
+
+        super()._print_message(message, sys.stderr if isinstance(file, ClosedStdout) else file)
 
 
 def _version() -> str:
@@ -127,10 +136,10 @@ def _same_file(module, path: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Run ``qpnlp`` with ``argv`` (default ``sys.argv[1:]``) and return its exit code (usage errors, ``--help`` and
     ``--version`` raise :class:`SystemExit`, as argparse does)."""
-    from qpnlp.commands._console import escaped_unencodable
+    from qpnlp.commands._console import escaped_unencodable, standard_streams
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    with escaped_unencodable():
+    with standard_streams(), escaped_unencodable():
         try:
             return _main(argv)
         except KeyboardInterrupt:     # while starting: importing torch and every command takes seconds

@@ -65,7 +65,28 @@ MOST_USED = [
     ["born_probabilities", "born_probabilities_dense", "word_probabilities", "povm_probabilities",
      "povm_probabilities_dense", "random_povm"]
 ] + ["qpnlp.data.collate", "qpnlp.data.iterate_batches", "qpnlp.data.make_loader", "qpnlp.data.pad_batch",
-     "qpnlp.training.fit", "qpnlp.word2fun.fit", "qpnlp.models.registered_models"]
+     "qpnlp.training.fit", "qpnlp.word2fun.fit", "qpnlp.models.registered_models"
+] + [
+    "qpnlp.hilbert." + n for n in
+    ["DensityMatrix", "SchmidtDecomposition", "schmidt_decomposition", "partial_transpose", "negativity",
+     "log_negativity", "mutual_information", "conditional_entropy", "inner", "outer", "normalize", "dagger", "trace",
+     "kron", "masked_softmax", "set_validation", "validation", "tolerance"]
+] + [
+    "qpnlp.testing." + n for n in
+    ["dims", "batch_shapes", "complex_dtypes", "pure_states", "ensembles", "density_matrices", "unitaries",
+     "projectors", "isometries", "povms", "assert_allclose", "assert_pure_state", "assert_density_matrix",
+     "assert_probabilities", "assert_unitary", "assert_povm", "default_atol"]
+] + [
+    "qpnlp.interpret." + n for n in
+    ["nearest_table", "measurement_vectors", "word_scores", "frequency_table", "period_distribution", "equal_eras",
+     "era_label", "measurement_bound", "plot_density_matrix_parts"]
+] + ["qpnlp.interpret.positional.sensitivity_scores"] + [
+    "qpnlp.evaluation." + n for n in
+    ["average_precision", "reciprocal_rank", "precision_at_1", "evaluate_bm25"]
+] + [
+    "qpnlp.evaluation.drift." + n for n in
+    ["change_scores", "context_change_scores", "noise_corrected", "change_points", "auc", "evaluate_grid"]
+] + ["qpnlp.evaluation.drift_baselines.temporal_referencing_grid", "qpnlp.evaluation.drift_baselines.procrustes_grid"]
 
 
 @pytest.mark.parametrize("path", MOST_USED)

@@ -5,7 +5,9 @@ a warning once per cause, naming the user's line (in a command: one line on stde
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
 import sys
 import warnings
 
@@ -205,3 +207,82 @@ def test_word2fun_epoch_lines_stay_out_of_its_bar_on_a_terminal(tmp_path, monkey
     assert "tok/s" in text or "tok]" in text, text                                    # a bar was drawn
     for epoch in (1, 2):
         assert re.search(rf"(^|[\r\n])word2fun epoch {epoch}: loss", text), text
+
+
+# --------------------------------------------------------------------------- a closed stdout or stderr
+def _corpus(tmp_path):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("".join(f"{1900 + 10 * i}\ta b c d {'ab'[i % 2]}\n" for i in range(10)))
+    return ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
+            "--family", "static", "--eras", "2", "--topk", "2", "--no-progress"]
+
+
+def test_with_stderr_none_status_lines_warnings_and_logs_go_nowhere(monkeypatch, capsys):
+    """`qpnlp ... 2>&-` (sys.stderr None): a status line failed with "'NoneType' object has no attribute 'flush'"
+    and the lines written to sys.stderr, the error line included, went to stdout among the results."""
+    import logging
+
+    from qpnlp.commands._console import result_line, standard_streams, status_line
+    from qpnlp.commands._errors import one_line_warnings
+
+    monkeypatch.setattr(sys, "stderr", None)
+    with standard_streams(), one_line_warnings("qpnlp x"):
+        status_line("a status line")
+        warnings.warn("a warning")
+        logging.getLogger("qpnlp.test").warning("a log record")
+        print("an error line", file=sys.stderr)
+        result_line("a result")
+    assert capsys.readouterr().out == "a result\n" and sys.stderr is None
+
+
+@pytest.mark.parametrize("words", [["--words", "a"], []])
+def test_results_written_to_a_closed_stdout_end_with_an_error_line(tmp_path, capsys, monkeypatch, words):
+    """`qpnlp ... >&-` (sys.stdout None): print wrote the results nowhere and the command exited 0."""
+    report = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "stdout", None)
+    code = main([*_corpus(tmp_path), *words, "--report", str(report)])
+    err = capsys.readouterr().err.splitlines()
+    assert report.is_file() and f"report written to {report}" in err and sys.stdout is None, err
+    if words:
+        assert code == 1 and err[-1] == ("qpnlp train word2fun: error: write error: stdout is closed (Bad file "
+                                         "descriptor); the results were not written"), err
+    else:                                                           # no results to write: nothing lost
+        assert code == 0 and err[-1] == f"report written to {report}", err
+
+
+def _qpnlp(tmp_path, argv, closed: int) -> subprocess.CompletedProcess:
+    """``python -m qpnlp ARGV`` with descriptor ``closed`` closed (``>&-``, ``2>&-``), the other one read."""
+    return subprocess.run([sys.executable, "-m", "qpnlp", *argv], text=True, preexec_fn=lambda: os.close(closed),
+                          **{"stderr" if closed == 1 else "stdout": subprocess.PIPE}, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=tmp_path)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no preexec_fn to close a descriptor of the child")
+def test_the_command_line_with_stderr_closed_writes_its_results(tmp_path):
+    """`qpnlp ... 2>&-` as a shell runs it failed with exit code 1, its status lines and error line on stdout."""
+    run = _qpnlp(tmp_path, [*_corpus(tmp_path), "--words", "a"], closed=2)
+    out = run.stdout.splitlines()
+    assert run.returncode == 0 and out[0].startswith("a  (change degree first vs last era: "), run.stdout
+    assert len(out) == 3 and all(re.fullmatch(r"  \d+-\d+: \w+, \w+", line) for line in out[1:]), run.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no preexec_fn to close a descriptor of the child")
+def test_the_command_line_with_stdout_closed_fails_as_ls_does_and_no_file_takes_descriptor_1(tmp_path):
+    """`qpnlp ... >&-` exited 0 with its results written nowhere (`ls >&-` says "write error" and fails); a file
+    the command opened took the free descriptor 1, where the output of C libraries and of the processes it starts
+    then landed (the plugin writes there as they do)."""
+    plugin, report = tmp_path / "plugin.py", tmp_path / "r.json"
+    plugin.write_text("import os\nwith open('mine.txt', 'w') as f:\n    os.write(1, b'stray ')\n    f.write('mine')\n")
+    run = _qpnlp(tmp_path, ["--import", plugin, *_corpus(tmp_path), "--words", "a", "--report", report], closed=1)
+    assert run.returncode == 1 and report.is_file(), run.stderr
+    last = run.stderr.splitlines()[-1]
+    assert last.startswith("qpnlp train word2fun: error: write error: stdout is closed"), run.stderr
+    assert (tmp_path / "mine.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("option", ["--help", "--version"])
+def test_help_and_version_with_stdout_none_are_on_stderr_as_argparse_writes_them(monkeypatch, capsys, option):
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as exit:
+        main([option])
+    assert exit.value.code in (0, None) and re.match(r"usage: qpnlp|qpnlp \d", capsys.readouterr().err)

@@ -30,11 +30,18 @@ stdout that fails loses none of them.
 On a console whose encoding lacks a character of a result (a word ``naïve`` under an ASCII or Latin-1 locale),
 the character is written as its backslash escape (``na\\xefve``, :func:`escaped_unencodable`) instead of the
 run failing at its last step with :class:`UnicodeEncodeError`; stderr does so already (Python's default).
+
+A closed stream (``qpnlp ... 2>&-``, ``>&-``: Python sets ``sys.stderr`` or ``sys.stdout`` to None) is one the
+command writes to all the same (:func:`standard_streams`): the status lines of a closed stderr are dropped, and the
+results of a closed stdout are counted (:class:`ClosedStdout`), so that the command ends with an error line and exit
+code 1 once its files are written, as ``ls >&-`` does, instead of exit code 0 for results written nowhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import sys
 
 
@@ -50,6 +57,69 @@ def status_line(line: str) -> None:
     stream = sys.stderr
     tqdm.write(line, file=stream)
     stream.flush()
+
+
+class ClosedStdout(io.TextIOBase):
+    """``sys.stdout`` of a command started with stdout closed: what is written to it is counted (``lost``), not kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.lost += len(text)
+        return len(text)
+
+
+def results_lost() -> bool:
+    """Whether the command wrote results to a closed stdout (:class:`ClosedStdout`)."""
+    return isinstance(sys.stdout, ClosedStdout) and sys.stdout.lost > 0
+
+
+@contextlib.contextmanager
+def standard_streams():
+    """While the command runs, a closed stderr is the null device and a closed stdout a :class:`ClosedStdout`.
+
+    Python starts with ``sys.stderr`` None under ``2>&-``: a status line failed with ``AttributeError: 'NoneType'
+    object has no attribute 'flush'`` (exit code 1, the run lost), and every ``print(..., file=sys.stderr)``, the
+    error line included, went to stdout among the results (``print`` and :func:`tqdm.tqdm.write` write to
+    ``sys.stdout`` when given None). A closed descriptor 1 or 2 also holds the null device while the command runs,
+    so that no file the command opens takes its number (the output of the C libraries and of the processes it
+    starts would land in that file). The caller's streams and descriptors are as they were afterwards.
+    """
+    saved = sys.stdout, sys.stderr
+    held = [fd for fd in (1, 2) if _hold_if_closed(fd)]
+    null = open(os.devnull, "w", encoding="utf-8") if sys.stderr is None else None
+    try:
+        if null is not None:
+            sys.stderr = null
+        if saved[0] is None:
+            sys.stdout = ClosedStdout()
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        if null is not None:
+            null.close()
+        for fd in held:
+            os.close(fd)
+
+
+def _hold_if_closed(fd: int) -> bool:
+    """Open the null device on descriptor ``fd`` if it is closed (inherited by the processes started); whether so."""
+    try:
+        os.fstat(fd)
+        return False
+    except OSError:
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+    os.set_inheritable(fd, True)
+    return True
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import warnings
 
 from qpnlp.training.config import ConfigError
 
-from ._console import status_line
+from ._console import results_lost, status_line
 
 
 class UsageError(ValueError):
@@ -36,13 +36,15 @@ def run_command(args: argparse.Namespace) -> int:
     0 success; 2 a usage error (a bad option value, a model or training
     setting the configs refuse); 1 any other failure (missing or bad files,
     data that does not fit, diverged training), and also, without a line, a
-    closed stdout pipe (``qpnlp ... | head -1``: the reader left); 130
-    Ctrl-C. ``--debug`` prints the traceback before the line.
+    closed stdout pipe (``qpnlp ... | head -1``: the reader left), and with
+    a line, results written to a closed stdout (``qpnlp ... >&-``, once the
+    run is done: its files are written); 130 Ctrl-C. ``--debug`` prints the
+    traceback before the line.
     """
     prog = getattr(args, "prog", "qpnlp")
     try:
         with one_line_warnings(prog), contextlib.ExitStack() as args.exit_stack:    # what the command holds to its end
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
     except KeyboardInterrupt:
         if getattr(args, "debug", False):
             traceback.print_exc()
@@ -62,6 +64,11 @@ def run_command(args: argparse.Namespace) -> int:
         usage = isinstance(err, (UsageError, ConfigError))
         print(f"{prog}: error: {error_line(err)}", file=sys.stderr, flush=True)
         return 2 if usage else 1
+    if code == 0 and results_lost():
+        print(f"{prog}: error: write error: stdout is closed (Bad file descriptor); the results were not written",
+              file=sys.stderr, flush=True)
+        return 1
+    return code
 
 
 @contextlib.contextmanager

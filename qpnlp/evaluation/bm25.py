@@ -65,7 +65,21 @@ def bm25_scores(dataset: QADataset, k1: float = 1.2, b: float = 0.75, epsilon: f
 
 
 def evaluate_bm25(dataset: QADataset, ties: str = "pessimistic", **bm25_kwargs) -> RankingResult:
-    """MAP / MRR / P@1 of the BM25 ranking on ``dataset`` (which must be filtered)."""
+    """MAP / MRR / P@1 of the BM25 ranking on ``dataset`` (which must be filtered).
+
+    Parameters
+    ----------
+    dataset : QADataset
+        Candidates grouped by question, each question with a correct candidate.
+    ties : {"pessimistic", "optimistic"}
+        How exactly equal scores are ordered (:mod:`qpnlp.evaluation.ranking`); default ``"pessimistic"``.
+    **bm25_kwargs
+        ``k1``, ``b``, ``epsilon`` of :func:`bm25_scores`.
+
+    Returns
+    -------
+    RankingResult
+    """
     return ranking_metrics(bm25_scores(dataset, **bm25_kwargs), dataset.labels, dataset.groups, ties=ties)
 
 

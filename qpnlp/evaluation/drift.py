@@ -223,7 +223,12 @@ def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple)
 
     Parameters
     ----------
-    E : (T, W, D); years : (T,)
+    E : torch.Tensor
+        Real, finite (T, W, D): the vector of each word at each time.
+    years : numpy.ndarray
+        (T,) finite times.
+    early, late : (float, float)
+        Inclusive year ranges, each holding a time of ``years``.
 
     Returns
     -------
@@ -256,7 +261,10 @@ def change_points(E: torch.Tensor, years: np.ndarray, min_segment: int = 3) -> t
 
     Parameters
     ----------
-    E : (T, W, D); years : (T,) increasing, T >= 2
+    E : torch.Tensor
+        Real, finite (T, W, D): the vector of each word at each time.
+    years : numpy.ndarray
+        (T,) finite, strictly increasing times, T >= 2.
     min_segment : int
         Fewest times on each side of the split, an integer >= 1; a grid with fewer than
         ``2 * min_segment`` times is split anywhere.
@@ -299,6 +307,18 @@ def auc(pos, neg) -> float:
     The area under the ROC curve, by scikit-learn's ``roc_auc_score``
     (O(n log n); equal to the pairwise count of the definition).
 
+    Parameters
+    ----------
+    pos, neg : array-like
+        Finite scores of the positives and of the negatives (flattened).
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when ``pos`` or ``neg`` is empty.
+
+    Examples
+    --------
     >>> auc([3.0, 2.0], [1.0, 2.0])
     0.875
     """
@@ -355,7 +375,12 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
 
     Parameters
     ----------
-    P : (T, W, C) profiles (see :meth:`DriftGrid.profiles`); years : (T,)
+    P : torch.Tensor
+        Real, finite (T, W, C) profiles (see :meth:`DriftGrid.profiles`).
+    years : numpy.ndarray
+        (T,) finite times.
+    early, late : (float, float)
+        Inclusive year ranges, each holding a time of ``years``.
 
     Returns
     -------
@@ -389,6 +414,19 @@ def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, 
     periods, so its corrected score is near zero: with years shuffled the
     scores collapse.
 
+    Parameters
+    ----------
+    score_fn : callable
+        ``score_fn(X, years, a, b) -> (W,)``: the change :math:`\\Delta` between inclusive year ranges a and b.
+    X : torch.Tensor
+        Its first argument: vectors (T, W, D) or profiles (T, W, C).
+    years : numpy.ndarray
+        (T,) finite times.
+    early, late : (float, float)
+        Inclusive year ranges; each half of each must hold a time of ``years``.
+
+    Examples
+    --------
     >>> X = torch.tensor([[[0.0]], [[0.2]], [[1.0]], [[1.2]]])
     >>> f = lambda X, y, a, b: context_change_scores(X, y, a, b)
     >>> round(noise_corrected(f, X, np.arange(4.0), (0, 1), (2, 3)).item(), 6)  # 1.0 - (0.2 + 0.2) / 2
@@ -415,33 +453,36 @@ def evaluate_grid(
 ) -> dict:
     """All drift metrics of the protocol for one model (see module docstring).
 
-    ``early``/``late`` default to the first and last fifth of the years.
-    With ``noise_correction`` the change scores are :func:`noise_corrected`.
-    ``space="vector"`` measures change and nearest topics by cosines of the
-    vectors ``E``; ``space="prediction"`` (the default when the grid has
-    context vectors for the topic words) by the pair probabilities
-    :math:`\\sigma(e \\cdot h)`: change by :func:`context_change_scores`, the
-    nearest topic as the one whose words get the highest mean probability,
-    change points on the probability profiles.
-
-    With ``per_word`` the result also holds ``"per_word"``: for each drift
-    word, its change score, the share of its years after the transition whose nearest topic is
-    the dominant one (``None`` where ``acc_after`` leaves the word out: a
-    strength within 0.1 of 0.5, or no grid year after the transition) and the
-    years that miss it.
-
     A metric that no drift word counts towards is NaN, not an error:
     ``acc_after`` when every strength is within 0.1 of 0.5,
     ``change_year_mae`` and ``change_year_median_ae`` when no strength is at
     least 0.5, ``acc_before`` when no grid year precedes any transition;
     ``spearman`` when the drift words' strengths or changes are all equal.
 
-    ``min_segment_years`` is the shortest segment of the change-point split in
-    *time*, converted to grid times by the grid's (median) spacing: 3 times of
-    a yearly grid, 1 time of a grid of decade bins.  A fixed count of grid
-    times would let a binned model place no change in its first or last three
-    bins (30 years) while a yearly model may place one anywhere but its first
-    and last three years.
+    Parameters
+    ----------
+    grid : DriftGrid
+        The model's time-specific vectors.
+    truth : PlantedDrift
+        The planted drift: probe words, their kinds and strengths, change years, topic words.
+    early, late : (float, float), optional
+        Inclusive year ranges compared; default the first and last fifth of the years.
+    space : {"auto", "vector", "prediction"}
+        ``"vector"``: change and nearest topics by cosines of the vectors ``E``; ``"prediction"`` (``"auto"``'s
+        choice when the grid has context vectors for the topic words): by the pair probabilities
+        :math:`\\sigma(e \\cdot h)`, change by :func:`context_change_scores`, the nearest topic as the one whose
+        words get the highest mean probability, change points on the probability profiles.
+    noise_correction : bool
+        Change scores by :func:`noise_corrected` (default True).
+    per_word : bool
+        Also return ``"per_word"``: for each drift word, its change score, the share of its years after the
+        transition whose nearest topic is the dominant one (``None`` where ``acc_after`` leaves the word out: a
+        strength within 0.1 of 0.5, or no grid year after the transition) and the years that miss it.
+    min_segment_years : float
+        Shortest segment of the change-point split in *time* (default 3), converted to grid times by the grid's
+        (median) spacing: 3 times of a yearly grid, 1 time of a grid of decade bins. A fixed count of grid times
+        would let a binned model place no change in its first or last three bins (30 years) while a yearly model
+        may place one anywhere but its first and last three years.
     """
     space, early, late = _space_and_periods(space, grid, truth, early, late)
     probes = list(truth.words)

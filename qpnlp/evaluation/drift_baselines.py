@@ -54,6 +54,24 @@ def temporal_referencing_grid(
     Probe tokens are replaced by ``probe@k`` (``k`` = time bin of the
     document); other words keep one static vector.  The grid row of bin ``k``
     holds ``probe@k`` for probes and the static vector for other words.
+
+    Parameters
+    ----------
+    corpus : TimestampedCorpus
+        Tokenised documents with their times.
+    probes : iterable of str
+        Words tagged with their time bin (the words whose change is measured).
+    grid_words : sequence of str
+        The W words of the grid (probes and others); a key gensim dropped (``min_count``) gets a zero vector.
+    n_bins : int
+        Number T of equal time bins over ``corpus.span`` (default 10); the grid's years are their centres.
+    dim, window, negative, sample, epochs, min_count, workers, seed
+        gensim ``Word2Vec`` skip-gram settings (``vector_size=dim``; defaults 100, 5, 5, 1e-3, 5, 5, 2, 0).
+
+    Returns
+    -------
+    DriftGrid
+        ``E`` of shape (n_bins, len(grid_words), dim), with static context (output) vectors of the non-probe grid words.
     """
     y0, y1 = corpus.span
     bins = _bins(corpus.times, y0, y1, n_bins)
@@ -85,6 +103,23 @@ def procrustes_grid(
     normalised) is rotated by :math:`Q = \\arg\\min_{Q^TQ=I} \\lVert X_k Q - X_{ref}\\rVert_F`
     (``scipy.linalg.orthogonal_procrustes``).  A word missing from a bin takes
     the vector of the nearest bin where it exists.
+
+    Parameters
+    ----------
+    corpus : TimestampedCorpus
+        Tokenised documents with their times.
+    grid_words : sequence of str
+        The W words of the grid; one in no bin gets a zero vector.
+    n_bins : int
+        Number T of equal time bins over ``corpus.span`` (default 10); the grid's years are their centres.
+    dim, window, negative, sample, epochs, min_count, workers, seed
+        gensim ``Word2Vec`` skip-gram settings (``vector_size=dim``; defaults 100, 5, 5, 1e-3, 5, 5, 2, 0).
+
+    Returns
+    -------
+    DriftGrid
+        ``E`` of shape (n_bins, len(grid_words), dim), with per-bin context (output) vectors of the grid words
+        present in every bin.
     """
     from scipy.linalg import orthogonal_procrustes
 

@@ -153,6 +153,20 @@ def _ranks_of_correct(scores, labels, ties: str) -> np.ndarray:
 def average_precision(scores, labels, ties: str = "pessimistic") -> float:
     """Average precision of one question's ranking (see module docstring).
 
+    Parameters
+    ----------
+    scores : array-like
+        Shape (n,): the scores of one question's n candidates, higher = better; finite.
+    labels : array-like
+        Shape (n,), 1 = correct, 0 = wrong; at least one correct.
+    ties : {"pessimistic", "optimistic"}
+        How exactly equal scores are ordered (module docstring); default ``"pessimistic"``.
+
+    Returns
+    -------
+    float
+        In (0, 1].
+
     Examples
     --------
     >>> average_precision([0.9, 0.8, 0.7], [0, 1, 1])  # ranks 2 and 3: (1/2 + 2/3) / 2
@@ -165,6 +179,20 @@ def average_precision(scores, labels, ties: str = "pessimistic") -> float:
 def reciprocal_rank(scores, labels, ties: str = "pessimistic") -> float:
     """1 / rank of the best-ranked correct candidate.
 
+    Parameters
+    ----------
+    scores : array-like
+        Shape (n,): the scores of one question's n candidates, higher = better; finite.
+    labels : array-like
+        Shape (n,), 1 = correct, 0 = wrong; at least one correct.
+    ties : {"pessimistic", "optimistic"}
+        How exactly equal scores are ordered (module docstring); default ``"pessimistic"``.
+
+    Returns
+    -------
+    float
+        In (0, 1].
+
     Examples
     --------
     >>> reciprocal_rank([0.9, 0.8, 0.7], [0, 1, 1])
@@ -174,7 +202,22 @@ def reciprocal_rank(scores, labels, ties: str = "pessimistic") -> float:
 
 
 def precision_at_1(scores, labels, ties: str = "pessimistic") -> float:
-    """1.0 when the top-ranked candidate is correct, else 0.0."""
+    """1.0 when the top-ranked candidate is correct, else 0.0.
+
+    Parameters
+    ----------
+    scores : array-like
+        Shape (n,): the scores of one question's n candidates, higher = better; finite.
+    labels : array-like
+        Shape (n,), 1 = correct, 0 = wrong; at least one correct.
+    ties : {"pessimistic", "optimistic"}
+        How exactly equal scores are ordered (module docstring); default ``"pessimistic"``.
+
+    Returns
+    -------
+    float
+        1.0 or 0.0.
+    """
     return float(_ranks_of_correct(scores, labels, ties)[0] == 1)
 
 

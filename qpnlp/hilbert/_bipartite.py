@@ -34,7 +34,15 @@ __all__ = ["SchmidtDecomposition", "schmidt_decomposition", "partial_transpose",
 
 
 class SchmidtDecomposition(NamedTuple):
-    r""":math:`|\psi\rangle = \sum_k c_k |a_k\rangle \otimes |b_k\rangle`, :math:`r = \min(d_A, d_B)` terms."""
+    r""":math:`|\psi\rangle = \sum_k c_k |a_k\rangle \otimes |b_k\rangle`, :math:`r = \min(d_A, d_B)` terms.
+
+    Parameters
+    ----------
+    coefficients : torch.Tensor
+        Real ``(..., r)``, the :math:`c_k`.
+    left, right : PureState
+        The :math:`|a_k\rangle` (dimension :math:`d_A`) and :math:`|b_k\rangle` (:math:`d_B`), batch shape ``(..., r)``.
+    """
 
     coefficients: torch.Tensor
     """Real ``(..., r)``, descending, :math:`\\sum_k c_k^2 = 1`."""
@@ -99,6 +107,22 @@ def partial_transpose(rho, dims: Sequence[int], subsystem: int = 1) -> torch.Ten
     Hermitian with unit trace, but not positive for entangled states
     (Peres 1996), so it is returned as a plain tensor.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension :math:`d = d_A d_B` (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    dims : (int, int)
+        :math:`(d_A, d_B)`, with :math:`d_A d_B = d`.
+    subsystem : int, optional
+        The factor transposed: 1 (B, the default) or 0 (A).
+
+    Returns
+    -------
+    torch.Tensor
+        Complex ``(..., d, d)``, Hermitian, unit trace.
+
+    Examples
+    --------
     >>> bell = PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex64))
     >>> torch.linalg.eigvalsh(partial_transpose(bell, (2, 2)))
     tensor([-0.5000,  0.5000,  0.5000,  0.5000])
@@ -126,6 +150,15 @@ def negativity(rho, dims: Sequence[int]) -> torch.Tensor:
     state of two d-level systems. For pure states
     :math:`\|\rho^{T_B}\|_1 = (\sum_k c_k)^2`. Real ``(...)``.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension :math:`d = d_A d_B` (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    dims : (int, int)
+        :math:`(d_A, d_B)`, with :math:`d_A d_B = d`.
+
+    Examples
+    --------
     >>> bell = PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex128))
     >>> round(float(negativity(bell, (2, 2))), 6)
     0.5
@@ -140,6 +173,17 @@ def log_negativity(rho, dims: Sequence[int], *, base: float = 2.0) -> torch.Tens
     bound of the distillable entanglement, :math:`\log_2 d` for a maximally
     entangled state of two d-level systems.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension :math:`d = d_A d_B` (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    dims : (int, int)
+        :math:`(d_A, d_B)`, with :math:`d_A d_B = d`.
+    base : float, optional
+        Base of the logarithm: 2 (bits, the default), e for nats.
+
+    Examples
+    --------
     >>> bell = PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex128))
     >>> round(float(log_negativity(bell, (2, 2))), 6)
     1.0
@@ -162,6 +206,17 @@ def mutual_information(rho, dims: Sequence[int], *, base: float = math.e) -> tor
     ``entropy_mutual``). For pure states :math:`2 S(\rho_A)` from the
     Schmidt coefficients. Real ``(...)``, nats by default.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension :math:`d = d_A d_B` (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    dims : (int, int)
+        :math:`(d_A, d_B)`, with :math:`d_A d_B = d`.
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> bell = PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex128))
     >>> round(float(mutual_information(bell, (2, 2), base=2)), 6)
     2.0
@@ -180,6 +235,19 @@ def conditional_entropy(rho, dims: Sequence[int], *, given: int = 1, base: float
     (Nielsen & Chuang eq. 11.51; QuTiP's ``entropy_conditional`` with
     ``selB=given``). Real ``(...)``, nats by default.
 
+    Parameters
+    ----------
+    rho : PureState, Ensemble, DensityMatrix or torch.Tensor
+        A state of dimension :math:`d = d_A d_B` (a complex ``(..., d, d)`` tensor is read as a density matrix).
+    dims : (int, int)
+        :math:`(d_A, d_B)`, with :math:`d_A d_B = d`.
+    given : int, optional
+        The conditioning factor: 1 (B, the default) for :math:`S(A|B)`, 0 (A) for :math:`S(B|A)`.
+    base : float, optional
+        Base of the logarithm: e (nats, the default), 2 for bits.
+
+    Examples
+    --------
     >>> bell = PureState.normalized(torch.tensor([1, 0, 0, 1], dtype=torch.complex128))
     >>> round(float(conditional_entropy(bell, (2, 2), base=2)), 6)
     -1.0

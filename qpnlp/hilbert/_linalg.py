@@ -50,15 +50,42 @@ def promote(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 
 def dagger(matrices: torch.Tensor) -> torch.Tensor:
-    """Conjugate transpose of the last two dims, ``(..., m, n) -> (..., n, m)``."""
+    """Conjugate transpose of the last two dims, ``(..., m, n) -> (..., n, m)``.
+
+    Parameters
+    ----------
+    matrices : torch.Tensor
+        Real or complex ``(..., m, n)``, at least 2-D.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., n, m)``, a view (``matrices.mH``).
+    """
     if matrices.dim() < 2:
         raise ValueError(f"dagger takes matrices (..., m, n); got shape {tuple(matrices.shape)}")
     return matrices.mH
 
 
 def inner(bra: torch.Tensor, ket: torch.Tensor) -> torch.Tensor:
-    """Inner products ``<bra|ket>`` of broadcastable batches ``(..., d) -> (...)``.
+    r"""Inner products ``<bra|ket>`` of broadcastable batches ``(..., d) -> (...)``.
 
+    Conjugate-linear in ``bra``: :math:`\langle a|b\rangle = \sum_i \bar a_i b_i`.
+
+    Parameters
+    ----------
+    bra : torch.Tensor
+        ``(..., d)``; conjugated.
+    ket : torch.Tensor
+        ``(..., d)``, of the same d; batch dims broadcast with ``bra``'s.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(...)``, complex for complex inputs.
+
+    Examples
+    --------
     >>> a = torch.tensor([1j, 0], dtype=torch.complex64)
     >>> inner(a, a)
     tensor(1.+0.j)
@@ -68,9 +95,21 @@ def inner(bra: torch.Tensor, ket: torch.Tensor) -> torch.Tensor:
 
 
 def outer(ket: torch.Tensor, bra: torch.Tensor | None = None) -> torch.Tensor:
-    """Outer products ``|ket><bra|``: ``(..., d), (..., d) -> (..., d, d)``.
+    r"""Outer products ``|ket><bra|``: ``(..., d), (..., d) -> (..., d, d)``.
 
     With ``bra=None`` this is the projector ``|ket><ket|``.
+
+    Parameters
+    ----------
+    ket : torch.Tensor
+        ``(..., d)``.
+    bra : torch.Tensor, optional
+        ``(..., d)``, of the same d, conjugated; batch dims broadcast with ``ket``'s. Default (None): ``ket``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., d, d)`` with entries :math:`k_i \bar b_j`.
     """
     bra = ket if bra is None else bra
     _check_vectors("ket", ket, "bra", bra)
@@ -102,6 +141,13 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         as are NaN and inf entries and norms that overflow: with it off a
         zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
         Python branch depends on the values.
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (None, the default: the global mode).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., d)``, of unit L2 norm along the last dim.
     """
     check_tensor("vectors", vectors)
     check_min_ndim("vectors", vectors, 1, "(..., d)")
@@ -134,16 +180,40 @@ def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.T
 
 
 def trace(matrices: torch.Tensor) -> torch.Tensor:
-    """Trace over the last two dims, ``(..., d, d) -> (...)``."""
+    """Trace over the last two dims, ``(..., d, d) -> (...)``.
+
+    Parameters
+    ----------
+    matrices : torch.Tensor
+        Square ``(..., d, d)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(...)``, the sum of the diagonal.
+    """
     if matrices.dim() < 2 or matrices.shape[-1] != matrices.shape[-2]:
         raise ValueError(f"trace takes square matrices (..., d, d); got shape {tuple(matrices.shape)}")
     return torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
 
 
 def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Batched Kronecker product of the last two dims.
+    r"""Batched Kronecker product of the last two dims.
 
-    ``(..., m, n), (..., p, q) -> (..., m p, n q)`` with broadcasting over the batch.
+    ``(..., m, n), (..., p, q) -> (..., m p, n q)`` with broadcasting over the batch:
+    :math:`(A \otimes B)_{i p + k,\, j q + l} = A_{ij} B_{kl}` (the index order of :func:`tensor_product`).
+
+    Parameters
+    ----------
+    a : torch.Tensor
+        ``(..., m, n)``.
+    b : torch.Tensor
+        ``(..., p, q)``; batch dims broadcast with ``a``'s, on the device of ``a``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., m p, n q)``.
     """
     if a.dim() < 2 or b.dim() < 2:
         raise ValueError(f"kron takes matrices (..., m, n); got shapes {tuple(a.shape)} and {tuple(b.shape)}")

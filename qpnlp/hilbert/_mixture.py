@@ -96,6 +96,24 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     unmasked entry (an empty sentence has no mixture) and non-finite scores
     raise ValueError; with it off they give NaN (no data-dependent branch).
 
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Real floating, any shape (the logits :math:`s`).
+    mask : torch.Tensor, optional
+        Bool, of the shape of ``scores``; True keeps an entry. Default (None): a plain softmax.
+    dim : int, optional
+        The dim normalised over (default -1, the last).
+    validate : bool or "strict", optional
+        Override the global validation mode for this call (None, the default: the global mode).
+
+    Returns
+    -------
+    torch.Tensor
+        Of the shape of ``scores``, summing to 1 along ``dim``, exactly 0 where ``mask`` is False.
+
+    Examples
+    --------
     >>> masked_softmax(torch.zeros(3), torch.tensor([True, True, False]))
     tensor([0.5000, 0.5000, 0.0000])
     """

@@ -183,6 +183,14 @@ class DensityMatrix(Batched):
     only measurement probabilities are needed, prefer the lazy
     :class:`~qpnlp.hilbert.Ensemble`, which never builds the d x d matrix.
 
+    Parameters
+    ----------
+    data : torch.Tensor
+        complex64 or complex128 tensor ``(..., d, d)``, Hermitian with unit trace (and positive semi-definite,
+        checked only under ``"strict"``).
+    validate : bool or "strict", optional
+        Override the global validation mode for this object.
+
     Examples
     --------
     >>> rho = DensityMatrix.maximally_mixed(4)

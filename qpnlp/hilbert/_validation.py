@@ -56,7 +56,14 @@ def _check_mode(mode: Validate) -> None:
 
 def set_validation(mode: Validate) -> None:
     """Set the global validation mode: ``False``, ``True`` or ``"strict"`` (a :func:`validation` block overrides it
-    in its thread)."""
+    in its thread).
+
+    Parameters
+    ----------
+    mode : bool or "strict"
+        ``False`` (no checks), ``True`` (the cheap checks) or ``"strict"`` (also positive
+        semi-definiteness); anything else raises ValueError.
+    """
     global _global_mode
     _check_mode(mode)
     _global_mode = mode
@@ -69,7 +76,20 @@ def get_validation() -> Validate:
 
 @contextlib.contextmanager
 def validation(mode: Validate) -> Iterator[None]:
-    """Context manager that sets the validation mode temporarily, in the current thread only."""
+    """Context manager that sets the validation mode temporarily, in the current thread only.
+
+    Parameters
+    ----------
+    mode : bool or "strict"
+        ``False`` (no checks), ``True`` (the cheap checks) or ``"strict"`` (also positive
+        semi-definiteness); anything else raises ValueError.
+
+    Examples
+    --------
+    >>> with validation(False):
+    ...     get_validation()
+    False
+    """
     _check_mode(mode)
     outer = getattr(_thread, "mode", _OUTSIDE)
     _thread.mode = mode
@@ -129,6 +149,22 @@ def complex_dtype_of(dtype: torch.dtype, name: str = "dtype") -> torch.dtype:
 def tolerance(dtype: torch.dtype, dim: int = 1, factor: float = TOLERANCE_FACTOR) -> float:
     """Absolute tolerance ``factor * max(dim, 1) * eps(dtype)``.
 
+    Parameters
+    ----------
+    dtype : torch.dtype
+        A floating or complex dtype; the machine epsilon is its real dtype's (float32 for complex64).
+    dim : int, optional
+        The dimension d the error grows with (default 1).
+    factor : float, optional
+        The constant c, default ``TOLERANCE_FACTOR`` (16).
+
+    Returns
+    -------
+    float
+        ``factor * max(dim, 1) * finfo(dtype).eps``.
+
+    Examples
+    --------
     >>> tolerance(torch.complex128, 10) < tolerance(torch.complex64, 10)
     True
     """

@@ -233,8 +233,27 @@ def nearest_table(queries: torch.Tensor, vocab_states: torch.Tensor, words: Sequ
                   score: str = "auto", method: str = "exact", index=None) -> pd.DataFrame:
     """:func:`nearest_words` as a long table with columns ``query, rank, word`` and the score.
 
-    The score column is ``probability`` (Born) or ``cosine``. ``query_names``
-    label the queries (default ``0 .. m-1``).
+    The score column is ``probability`` (Born) or ``cosine``.
+
+    Parameters
+    ----------
+    queries : torch.Tensor
+        ``(m, d)`` or ``(d,)`` measurement vectors or word states.
+    vocab_states : torch.Tensor
+        ``(V, d)`` word states (zero rows, e.g. padding, never rank).
+    words : sequence of str
+        ``V`` names, ``words[i]`` for row i.
+    top : int
+        Number of words per query (default 10).
+    query_names : sequence, optional
+        ``m`` labels of the queries; default ``0 .. m-1``.
+    candidates, score, method, index
+        As in :func:`nearest_states`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per query and rank, columns ``query, rank, word`` and ``probability`` or ``cosine``.
 
     Examples
     --------
@@ -272,6 +291,16 @@ def measurement_vectors(source) -> torch.Tensor:
     the largest probability outcome k can have (:func:`measurement_words`
     reports :math:`\langle w|E_k|w\rangle = \|v_k\|^2 |\langle \hat v_k|w\rangle|^2`).
     POVM effects of rank r > 1 have r vectors each and raise ValueError.
+
+    Parameters
+    ----------
+    source : measurement, Projector, POVM, model or torch.Tensor
+        One of the kinds listed above.
+
+    Returns
+    -------
+    torch.Tensor
+        Complex (or real, for a real model or tensor) ``(k, d)``, detached.
     """
     if isinstance(source, torch.Tensor):
         return _checks.vectors("measurement vectors", source)

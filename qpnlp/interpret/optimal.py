@@ -280,6 +280,19 @@ def measurement_bound(sentences, labels, *, num_classes: int | None = None, prio
     :func:`pretty_good_measurement` for more (a bracket). Compare with
     :func:`single_shot_accuracy` of the learned measurement.
 
+    Parameters
+    ----------
+    sentences, labels, num_classes
+        As in :func:`class_averages`.
+    priors : torch.Tensor or sequence of float, optional
+        ``(C,)`` class priors; default the class frequencies in ``labels``.
+
+    Returns
+    -------
+    OptimalMeasurement
+        The bracket ``success_probability <= optimum <= upper_bound`` (equal for two classes) and the measurement
+        reaching ``success_probability``.
+
     Examples
     --------
     >>> a, b = PureState.basis_state(0, 3), PureState.basis_state(2, 3)

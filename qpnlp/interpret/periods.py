@@ -106,6 +106,17 @@ def period_distribution(source, *, words: Sequence[str] | None = None, counts: S
     Word-sharing embeddings (one frequency per dimension, shared by all words)
     are accepted here: their D periods are returned.
 
+    Parameters
+    ----------
+    source : ComplexOrderEmbedding, model with one as ``.embedding``, or Tensor
+        Per-word frequencies (see :func:`~qpnlp.interpret.positional.frequency_table`).
+    words : sequence of str, optional
+        Name of every id; default (None) the ids as strings.
+    counts, min_count : optional
+        Keep words seen at least ``min_count`` (default 1) times.
+    exclude_ids : sequence of int
+        Ids left out (padding and unknown by default).
+
     Returns
     -------
     numpy.ndarray

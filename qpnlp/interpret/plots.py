@@ -9,15 +9,12 @@ Axes for the multi-panel functions; ``ax.figure`` is the figure) and never
 calls ``show``. In a notebook, end the cell with ``;`` or ``plt.show()`` to
 keep the Axes' text representation out of the output.
 
-The figures are meant to be read at a glance: axes and colour bars say what
-they show and in which unit, word labels are placed so that they do not
-overlap, and the colour scales show structure that spans decades (a
-logarithmic modulus, a symmetric scale for signed parts, a cyclic one for
-phases).
+The figures are meant to be read at a glance: axes and colour bars say what they show and in which unit, word labels
+are placed so that they do not overlap, and the colour scales show structure that spans decades (a logarithmic
+modulus, a symmetric scale for signed parts, a cyclic one for phases).
 
-* :func:`plot_density_matrix`, :func:`plot_density_matrix_parts`: the
-  modulus :math:`|\rho_{ij}|`, phase :math:`\arg \rho_{ij}` or real and
-  imaginary parts of a density matrix;
+* :func:`plot_density_matrix`, :func:`plot_density_matrix_parts`: the modulus :math:`|\rho_{ij}|`, phase
+  :math:`\arg \rho_{ij}` or real and imaginary parts of a density matrix;
 * :func:`plot_measurement_probabilities`: Born probabilities of a sentence, one bar per measurement;
 * :func:`plot_word_states`: word states on the complex plane, one panel per dimension;
 * :func:`plot_similarity_over_time`: Word2Fun similarity trajectories;
@@ -249,13 +246,16 @@ def plot_density_matrix_parts(rho, *, parts: Sequence[str] = ("modulus", "phase"
                               decades: float = 3.0, labels: Sequence[str] | None = None,
                               ax: Sequence[Axes] | None = None, axes: Sequence[Axes] | None = None,
                               title: str | None = None) -> np.ndarray:
-    """Two or more parts of ``rho`` side by side (one :func:`plot_density_matrix` panel each).
+    """Two or more parts of ``rho`` side by side (one :func:`plot_density_matrix` panel each); the Axes, a 1-d array.
 
-    ``parts`` defaults to modulus and phase (everything a complex matrix
-    holds); ``("real", "imag")`` is the other complete pair. ``ax`` (or its
-    alias ``axes``): one Axes per part, by default a new pyplot figure.
-    Returns the Axes as a 1-d array; ``title`` goes above the figure (or the
-    first panel's title when drawing into given Axes).
+    Parameters
+    ----------
+    rho, parts, scale, decades, labels
+        As in :func:`plot_density_matrix`, ``parts`` a sequence of its ``part`` (default modulus and phase, all a
+        complex matrix holds; ``("real", "imag")`` is the other complete pair).
+    ax, axes, title : optional
+        One Axes per part (``axes`` an alias of ``ax``; default a new pyplot figure); a title above the figure (the
+        first panel's title when drawing into given Axes).
     """
     if ax is not None and axes is not None:
         raise TypeError("give ax or its alias axes, not both")

@@ -27,11 +27,20 @@ __all__ = ["PositionalSensitivity", "positional_sensitivity", "sensitivity_score
 def frequency_table(source: ComplexOrderEmbedding | nn.Module | Tensor) -> Tensor:
     r"""The per-word frequencies :math:`\omega`, real (V, D) (or (V, 1) for dimension sharing), detached.
 
-    ``source`` is a :class:`ComplexOrderEmbedding`, a model with one as
-    ``.embedding`` (e.g. :class:`~qpnlp.models.order_classifier.OrderClassifier`),
-    or the tensor itself. Raises ValueError for complex-vanilla (no
+    Raises ValueError for complex-vanilla (no
     frequencies), word sharing (one frequency vector for all words), and
     frequencies that are not real or not finite.
+
+    Parameters
+    ----------
+    source : ComplexOrderEmbedding, torch.nn.Module or Tensor
+        The embedding, a model with one as ``.embedding`` (e.g.
+        :class:`~qpnlp.models.order_classifier.OrderClassifier`), or the (V, D) tensor itself.
+
+    Returns
+    -------
+    Tensor
+        Real (V, D) (or (V, 1)), detached.
     """
     return _real_finite(_frequency_table(source))
 
@@ -61,7 +70,18 @@ def _frequency_table(source) -> Tensor:
 
 
 def sensitivity_scores(frequencies: Tensor) -> Tensor:
-    r""":math:`\delta_j = \operatorname{mean}_d |\omega_{j,d}|`: real (V, D) (or (V, 1)) -> (V,)."""
+    r""":math:`\delta_j = \operatorname{mean}_d |\omega_{j,d}|`: real (V, D) (or (V, 1)) -> (V,).
+
+    Parameters
+    ----------
+    frequencies : Tensor
+        Real, finite (V, D) (or (V, 1)), e.g. from :func:`frequency_table`.
+
+    Returns
+    -------
+    Tensor
+        Real (V,), detached.
+    """
     return _real_finite(frequencies.detach()).abs().mean(-1)
 
 

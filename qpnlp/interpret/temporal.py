@@ -77,6 +77,18 @@ def _known(embeddings, words: Sequence[str]) -> list[str]:
 def equal_eras(start: float, end: float, n: int) -> list[tuple[float, float]]:
     """``n`` consecutive eras of equal length covering ``[start, end]``.
 
+    Parameters
+    ----------
+    start, end : float
+        The first and last time, finite, ``start < end``.
+    n : int
+        The number of eras, >= 1.
+
+    Returns
+    -------
+    list of (float, float)
+        ``n`` pairs ``(a, b)`` of consecutive era bounds, ``(end - start) / n`` long.
+
     Examples
     --------
     >>> equal_eras(1800, 2000, 2)
@@ -97,6 +109,11 @@ def era_label(start: float, end: float) -> str:
     dropped, so that the eras of a short or fractional span keep distinct
     labels (rounded to whole years, the two eras of a corpus of 1900 and 1901
     were ``1900-1900`` and ``1900-1901``); ``" to "`` separates negative times.
+
+    Parameters
+    ----------
+    start, end : float
+        The bounds of the era (e.g. years).
 
     Examples
     --------

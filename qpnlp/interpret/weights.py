@@ -60,6 +60,17 @@ def word_scores(model: nn.Module) -> torch.Tensor:
     Trainable scores :math:`\pi(w)`, amplitude norms :math:`\|r_w\|` or IDF
     values, depending on the model's ``weighting`` scheme (padding included).
 
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A QPDN or CNM (a model with a ``weighting`` and a word table: ``embedding.amplitude`` or
+        ``real_embedding``); anything else raises ValueError.
+
+    Returns
+    -------
+    torch.Tensor
+        Real ``(V,)``, detached, finite.
+
     Examples
     --------
     >>> from qpnlp.models import QPDN, QPDNConfig

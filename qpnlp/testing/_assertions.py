@@ -42,6 +42,24 @@ def assert_allclose(actual: torch.Tensor, expected: torch.Tensor, *, atol: float
 
     ``expected`` is compared in the dtype of ``actual``, promoted when ``expected`` is of a wider kind
     (complex against real, float against integer) so that no imaginary or fractional part is dropped.
+
+    Parameters
+    ----------
+    actual : torch.Tensor
+        The computed values, any shape.
+    expected : torch.Tensor or array_like
+        The reference values, broadcastable to the shape of ``actual`` (lists and numbers too).
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and the size of the last dim of ``actual``.
+    rtol : float, optional
+        Relative tolerance (default 0: absolute only).
+    msg : str, optional
+        Prefixed to the error message (default: none).
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
     """
     dim = actual.shape[-1] if actual.dim() else 1
     atol = default_atol(actual.dtype, dim) if atol is None else atol
@@ -66,7 +84,20 @@ assert_allclose(torch.zeros(2), [0.0, 0.0])
 
 
 def assert_pure_state(state, *, atol: float | None = None) -> None:
-    """Assert unit norm along the last dim (PureState or complex tensor ``(..., d)``)."""
+    """Assert unit norm along the last dim (PureState or complex tensor ``(..., d)``).
+
+    Parameters
+    ----------
+    state : PureState or torch.Tensor
+        Complex ``(..., d)``.
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and d.
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
+    """
     data = state.data if isinstance(state, PureState) else state
     if not data.is_complex():
         raise AssertionError(f"expected a complex tensor; got {data.dtype}")
@@ -80,7 +111,17 @@ def assert_pure_state(state, *, atol: float | None = None) -> None:
 def assert_density_matrix(rho, *, atol: float | None = None) -> None:
     """Assert finite, Hermitian (conjugate transpose), PSD (eigvalsh) and unit trace.
 
-    Accepts :class:`DensityMatrix`, :class:`Ensemble`, :class:`PureState` or a tensor ``(..., d, d)``.
+    Parameters
+    ----------
+    rho : DensityMatrix, Ensemble, PureState or torch.Tensor
+        A state object or a complex ``(..., d, d)`` tensor.
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and d.
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
     """
     data = _tensor(rho)
     if not data.is_complex():
@@ -105,7 +146,22 @@ def assert_density_matrix(rho, *, atol: float | None = None) -> None:
 
 
 def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float | None = None) -> None:
-    """Assert real values in [0, 1]; with ``complete=True`` also summing to one along the last dim."""
+    r"""Assert real values in [0, 1]; with ``complete=True`` also summing to one along the last dim.
+
+    Parameters
+    ----------
+    p : torch.Tensor
+        Real ``(..., k)``: k outcome probabilities per batch element.
+    complete : bool, optional
+        Also check :math:`\sum_k p_k = 1` (a complete measurement); default False.
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and k.
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
+    """
     if p.is_complex():
         raise AssertionError(f"probabilities must be real; got {p.dtype}")
     p = p.detach()
@@ -126,7 +182,20 @@ def assert_probabilities(p: torch.Tensor, *, complete: bool = False, atol: float
 
 
 def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
-    """Assert ``U U^dagger = I`` for ``(..., d, d)``."""
+    """Assert ``U U^dagger = I`` for ``(..., d, d)``.
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Square ``(..., d, d)``.
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and d.
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
+    """
     _square(u, "a unitary")
     d = u.shape[-1]
     eye = torch.eye(d, dtype=u.dtype, device=u.device)
@@ -135,7 +204,20 @@ def assert_unitary(u: torch.Tensor, *, atol: float | None = None) -> None:
 
 def assert_povm(povm, *, atol: float | None = None) -> None:
     r"""Assert that effects ``(..., k, d, d)`` (or a :class:`~qpnlp.measurement.POVM`) are finite, Hermitian, PSD and
-    sum to I."""
+    sum to I.
+
+    Parameters
+    ----------
+    povm : POVM or torch.Tensor
+        A :class:`~qpnlp.measurement.POVM` or complex effects ``(..., k, d, d)``.
+    atol : float, optional
+        Absolute tolerance; default (None) :func:`default_atol` of the dtype and k d.
+
+    Raises
+    ------
+    AssertionError
+        Saying what failed, with the worst value.
+    """
     effects = _detached(povm.effects() if hasattr(povm, "effects") else povm)
     if not effects.is_complex():
         raise AssertionError(f"expected complex effects; got {effects.dtype}")

@@ -114,14 +114,28 @@ def _method(method, allowed: tuple[str, ...]) -> None:
 
 
 def dims(min_dim: int = 1, max_dim: int = 8) -> SearchStrategy[int]:
-    """Hilbert-space dimensions in ``[min_dim, max_dim]``, integers with ``1 <= min_dim <= max_dim``."""
+    """Hilbert-space dimensions in ``[min_dim, max_dim]``, integers with ``1 <= min_dim <= max_dim``.
+
+    Parameters
+    ----------
+    min_dim, max_dim : int, optional
+        The smallest (default 1) and largest (default 8) dimension drawn.
+    """
     min_dim = check_dimension("min_dim", min_dim)
     max_dim = check_dimension("max_dim", max_dim, min_dim)
     return st.integers(min_dim, max_dim)
 
 
 def batch_shapes(max_dims: int = 2, max_side: int = 3) -> SearchStrategy[tuple[int, ...]]:
-    """Batch shapes with up to ``max_dims`` (>= 0) dims of size 1..max_side (>= 1) (including ``()``)."""
+    """Batch shapes with up to ``max_dims`` (>= 0) dims of size 1..max_side (>= 1) (including ``()``).
+
+    Parameters
+    ----------
+    max_dims : int, optional
+        The most dims drawn, >= 0 (default 2).
+    max_side : int, optional
+        The largest size of a dim, >= 1 (default 3).
+    """
     max_dims, max_side = check_dimension("max_dims", max_dims, 0), check_dimension("max_side", max_side)
     return st.lists(st.integers(1, max_side), max_size=max_dims).map(tuple)
 
@@ -181,9 +195,16 @@ def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
 def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
     """:class:`PureState` objects: Haar-random, basis states and two-term superpositions.
 
-    ``dim`` an integer >= 1, ``batch_shape`` a tuple of integers >= 0 (or one int n, read as ``(n,)`` as torch
-    reads a size), ``dtype`` complex64 or complex128 (values or strategies); ``device`` as
-    :func:`qpnlp._device.resolve_device` names it.
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
     return _pure_states(dim, batch_shape, dtype, _device(device))
@@ -215,8 +236,20 @@ def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), ma
               masked: bool | SearchStrategy = st.booleans(), device="cpu") -> SearchStrategy:
     """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded.
 
-    ``max_states`` an integer >= 1 (a value or a strategy); ``masked`` a bool or a strategy of bools; the others as
-    :func:`pure_states`.
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    max_states : int or SearchStrategy, optional
+        The most states n of an ensemble, an integer >= 1 (default 6); n is drawn in 1..max_states.
+    masked : bool or SearchStrategy, optional
+        Whether to pad: a random length per batch element, with a ``mask`` (default: drawn).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, max_states=max_states)
     if not isinstance(masked, (bool, SearchStrategy)):
@@ -255,11 +288,25 @@ def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtype
     ``"ginibre"`` or ``"hilbert-schmidt"`` (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger`,
     the induced Hilbert-Schmidt measure), ``"bures"`` (the Bures measure),
     or ``"pure"``; see :func:`~qpnlp.hilbert.random_density_matrix`.
-    ``rank`` (ginibre / hilbert-schmidt / bures): a value or strategy,
-    default any rank in ``1..d``; an integer in ``1..d``. With a ``rank``, a drawn ``"ensemble"``
+    With a ``rank``, a drawn ``"ensemble"``
     (whose rank is not controlled) becomes ``"ginibre"``, and so does
     ``"pure"`` unless the rank is 1; given as a plain string, such a method
     is a ValueError.
+
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    method : str or SearchStrategy, optional
+        One of the methods above (default: drawn from ensemble, ginibre, bures and pure).
+    rank : int or SearchStrategy, optional
+        The rank, an integer in ``1..d`` (ginibre / hilbert-schmidt / bures); default (None): any rank in ``1..d``.
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, rank=rank)
     _at_most("rank", rank, "dim", dim)
@@ -275,7 +322,19 @@ def _unitaries(draw, dim, batch_shape, dtype, device) -> torch.Tensor:
 
 
 def unitaries(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
-    """Haar-random unitary tensors ``(*batch_shape, d, d)`` (arguments as :func:`pure_states`)."""
+    """Haar-random unitary tensors ``(*batch_shape, d, d)``.
+
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+    """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
     return _unitaries(dim, batch_shape, dtype, _device(device))
 
@@ -292,7 +351,21 @@ def _projectors(draw, dim, rank, batch_shape, dtype, device) -> Projector:
 
 def projectors(dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
                device="cpu") -> SearchStrategy:
-    """Random rank-r :class:`Projector` batches (``rank=None``: any rank in 1..d; else an integer in 1..d)."""
+    """Random rank-r :class:`Projector` batches, onto the span of r orthonormal rows of a Haar unitary.
+
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    rank : int or SearchStrategy, optional
+        The rank r, an integer in 1..d; default (None): any rank in 1..d.
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+    """
     _check_fixed(dim=dim, rank=rank, batch_shape=batch_shape, dtype=dtype)
     _at_most("rank", rank, "dim", dim)
     return _projectors(dim, rank, batch_shape, dtype, _device(device))
@@ -313,7 +386,18 @@ def isometries(rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dt
                device="cpu") -> SearchStrategy:
     r"""Haar-random isometries ``(*batch_shape, rows, cols)``, :math:`V^\dagger V = I` (``cols=None``: any in 1..rows).
 
-    ``rows`` and ``cols`` integers >= 1 with ``cols <= rows`` (values or strategies).
+    Parameters
+    ----------
+    rows : int or SearchStrategy
+        The number of rows m, an integer >= 1 (default 1..8).
+    cols : int or SearchStrategy, optional
+        The number of columns n, an integer in 1..m; default (None): any in 1..m.
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
     """
     _check_fixed(rows=rows, cols=cols, batch_shape=batch_shape, dtype=dtype)
     _at_most("cols", cols, "rows", rows)
@@ -354,13 +438,26 @@ def povms(dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), 
     ``method``: ``"haar"`` (:func:`~qpnlp.measurement.random_povm`, k outcomes
     of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
     of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
-    orthonormal basis, k = d). ``num_outcomes`` and ``rank`` default to
-    random values compatible with the method; given, they are integers >= 1
-    with ``rank <= dim`` (an effect has rank at most d) and ``num_outcomes * rank >= dim``.
-    When they are given, a drawn
+    orthonormal basis, k = d). When ``num_outcomes`` or ``rank`` are given, a drawn
     method that cannot give them (``"projective"`` unless k = d and r = 1,
     ``"frame"`` unless r = 1 and k >= d) becomes ``"haar"``; given as a plain
     string, such a method is a ValueError.
+
+    Parameters
+    ----------
+    dim : int or SearchStrategy
+        The dimension d, an integer >= 1 (default :func:`dims`, 1..8).
+    num_outcomes, rank : int or SearchStrategy, optional
+        The number of outcomes k and the rank r of each effect, integers >= 1 with ``r <= d`` (an effect has rank
+        at most d) and ``k r >= d``; default (None): random values compatible with the method.
+    batch_shape : tuple of int, int or SearchStrategy
+        Integers >= 0 (one int n reads as ``(n,)``, as torch reads a size); default :func:`batch_shapes`.
+    dtype : torch.dtype or SearchStrategy
+        complex64 or complex128 (default :func:`complex_dtypes`, either).
+    method : str or SearchStrategy, optional
+        One of the methods above (default: drawn, haar twice as often as frame and projective).
+    device : str or torch.device, optional
+        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, num_outcomes=num_outcomes, rank=rank, batch_shape=batch_shape, dtype=dtype)
     _at_most("rank", rank, "dim", dim)

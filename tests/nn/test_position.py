@@ -390,6 +390,7 @@ def test_dropped_mean_takes_the_ids_shapes_of_the_embedding(shape, cdtype, devic
     assert out.shape == shape[:-1] + (D,)
 
 
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")     # torch's note on complex32 itself
 @pytest.mark.parametrize("dtype, result", [(torch.float16, torch.complex32), (torch.bfloat16, torch.complex64)])
 def test_complex_order_embedding_in_16_bits_computes_the_angles_in_float32(dtype, result):
     """bfloat16 raised torch.complex's "Expected both inputs to be Half, Float or Double tensors", and in float16
