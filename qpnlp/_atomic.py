@@ -396,7 +396,7 @@ def locked_directory(directory: str | os.PathLike, *, beside: bool = False) -> I
     except ImportError:                                                  # Windows
         fcntl = None
     with _naming(lock):
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)      # the umask decides, as for open(): a group may lock
     try:
         held = fcntl is not None and _lock(fd, fcntl, directory)
         if held:

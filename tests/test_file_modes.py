@@ -69,6 +69,15 @@ def test_a_replaced_file_gets_the_umasks_mode_not_the_old_files(tmp_path, modes)
     assert _mode(atomic_write_text(old, "new\n")) == file and old.read_text() == "new\n"
 
 
+def test_a_lock_file_gets_the_umasks_mode(tmp_path, modes):
+    # created 0o644 whatever the umask: under 0o002 a colleague of the group could not lock the same directory
+    from qpnlp._atomic import LOCK_FILE, locked_directory
+
+    with locked_directory(tmp_path / "state"):
+        pass
+    assert _mode(tmp_path / "state" / LOCK_FILE) == modes[1]
+
+
 def test_an_atomic_directory_gets_the_mode_of_mkdir_not_mkdtemps_private_one(tmp_path, modes):
     directory, file = modes
     for _ in range(2):                                                    # new, then replacing the first
