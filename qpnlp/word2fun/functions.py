@@ -27,7 +27,8 @@ frequencies of family II the fastest coordinate (:math:`\\Omega_0 = 1`) then
 completes :math:`S / 2\\pi \\approx 10` periods over the span and the slowest
 are constant, so the basis resolves changes of about a tenth of the span.
 The mapping is fixed at construction (stored in checkpoints), so times outside
-the training span extrapolate (the queries of
+the training span extrapolate (the ``sliced`` family holds its first or last
+slice there instead; the queries of
 :class:`~qpnlp.word2fun.keyed_vectors.KeyedVectors` warn there).
 
 The loss of thesis Sec. 4.2.2 (:func:`word2fun_loss`), with :math:`f = f(u, t)`

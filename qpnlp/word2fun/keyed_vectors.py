@@ -28,8 +28,8 @@ unknown word raises ``KeyError`` naming it; a query that is the zero vector
 
 Times are raw times (years) and may lie anywhere within
 :data:`~qpnlp.word2fun.functions.MAX_ABS_TIME`; outside the training span the
-functions extrapolate without data, and a query there warns (``UserWarning``
-naming the time and the span).
+functions extrapolate without data (the ``sliced`` family holds its first or
+last slice), and a query there warns (``UserWarning`` naming the time and the span).
 
 Example
 -------

@@ -311,7 +311,8 @@ class Word2Fun(Model):
 
     # ---- the function f(u, t)
     def slice_of(self, tau: torch.Tensor) -> torch.Tensor:
-        """Slice index of normalised times for the ``sliced`` family, (...,) int64."""
+        """Slice index of normalised times for the ``sliced`` family, (...,) int64; a time outside the span takes
+        the first or the last slice (no extrapolation: a slice is a constant)."""
         s = torch.floor(tau / self.time_scale.scale * self.n_slices).long()
         return s.clamp_(0, self.n_slices - 1)
 

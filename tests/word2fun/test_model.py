@@ -48,6 +48,15 @@ def test_family_values_match_table_4_1(family, make, randomise):
     assert torch.allclose(G[1, 2], m.vectors(torch.tensor(5), torch.tensor(1990.0)), atol=1e-6)
 
 
+def test_the_sliced_family_holds_its_end_slices_outside_the_span(make, randomise):
+    # documented: the other families extrapolate outside the span, a slice is a constant held there
+    m = randomise(make(5, 4, family="sliced", n_slices=4))
+    words = torch.tensor([1, 1])
+    outside, ends = torch.tensor([1850.0, 2100.0]), torch.tensor([1900.0, 2000.0])
+    assert torch.equal(m.vectors(words, outside), m.vectors(words, ends))
+    assert not torch.equal(m.vectors(words[:1], torch.tensor([1900.0])), m.vectors(words[:1], torch.tensor([2000.0])))
+
+
 def test_initialisation_starts_static_and_compass_zero(make):
     m = make(50, 10, family="IV", frequency_init="harmonic")
     a = m.vectors(torch.arange(50), torch.full((50,), 1900.0))
