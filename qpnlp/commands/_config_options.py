@@ -19,6 +19,8 @@ import inspect
 import json
 import re
 
+from qpnlp.models._config_types import field_default
+
 __all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "grid_less_given", "recorded"]
 
 # Fields the trainer fills from the data (vocabulary size, number of classes, the vectors' width).
@@ -64,11 +66,9 @@ def _json_object(text: str) -> dict:
 
 
 def _default(field: dataclasses.Field):
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return field.default_factory()  # type: ignore[misc]
-    return None
+    """The option's default: the field's (:func:`~qpnlp.models._config_types.field_default`), None without one."""
+    default = field_default(field)
+    return None if default is dataclasses.MISSING else default
 
 
 def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,

@@ -1,5 +1,6 @@
-"""The JSON types of a model config's fields: a value read from ``config.json`` (or given to the config) must be of
-the type its field's annotation names (:meth:`~qpnlp.models.base.ModelConfig.from_dict`, ``__post_init__``)."""
+"""A model config's fields: their defaults (:func:`field_default`), and their JSON types: a value read from
+``config.json`` (or given to the config) must be of the type its field's annotation names
+(:meth:`~qpnlp.models.base.ModelConfig.from_dict`, ``__post_init__``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ import typing
 from typing import Any
 
 from qpnlp._errors import preview
+
+
+def field_default(field: dataclasses.Field) -> Any:
+    """The default value of a dataclass ``field`` (its ``default``, or a new ``default_factory()``), or
+    :data:`dataclasses.MISSING` for a field without one (``num_words``)."""
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return dataclasses.MISSING
 
 
 _JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}

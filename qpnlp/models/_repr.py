@@ -13,6 +13,8 @@ from typing import Any
 
 from qpnlp._errors import preview
 
+from ._config_types import field_default
+
 __all__ = ["config_repr"]
 
 #: Characters at most of one value (a long list is cut, ``...``) and of the whole line.
@@ -35,11 +37,8 @@ def _value(value: Any) -> str:
 
 
 def _is_default(field: dataclasses.Field, value: Any) -> bool:
-    if field.default is not dataclasses.MISSING:
-        default = field.default
-    elif field.default_factory is not dataclasses.MISSING:
-        default = field.default_factory()
-    else:
+    default = field_default(field)
+    if default is dataclasses.MISSING:
         return False
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return list(value) == list(default)
