@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from qpnlp import _optional
+from qpnlp._stacklevel import outside_qpnlp
 
 #: Whether numba (the extra ``fast``) is installed.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
@@ -97,7 +98,7 @@ def _warn_no_cache() -> None:
     """Say once per process that numba has no writable cache directory."""
     warnings.warn("numba finds no writable directory for its cache (beside qpnlp, or the user's cache directory): "
                   "qpnlp's compiled loops are compiled again in every process (set NUMBA_CACHE_DIR to a writable "
-                  "directory to keep them)", RuntimeWarning, stacklevel=4)
+                  "directory to keep them)", RuntimeWarning, stacklevel=outside_qpnlp())
 
 
 def check_rows(index: torch.Tensor, rows: int, what: str) -> None:

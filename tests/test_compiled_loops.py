@@ -81,6 +81,7 @@ def test_a_loop_compiles_without_a_writable_cache_directory(monkeypatch):
     def add_one(x):  # pragma: no cover - compiled
         return x + 1
 
-    with pytest.warns(RuntimeWarning, match="NUMBA_CACHE_DIR"):
+    with pytest.warns(RuntimeWarning, match="NUMBA_CACHE_DIR") as record:
         loop = _numba.jit.__wrapped__(add_one)
     assert loop(2) == 3
+    assert record[0].filename == __file__           # the caller's line, as qpnlp's other warnings name it
