@@ -27,7 +27,16 @@ contexts instead:
              \lVert \bar x_a - \bar x_b \rVert^2,
 
    over the bin edges :math:`c` in ``[edge, 1 - edge]`` of the span. Words
-   seen fewer than ``min_occurrences`` times keep the middle.
+   seen fewer than ``min_occurrences`` times keep the middle, and so do
+   words whose contexts do not change: every split scores zero, or no more
+   than the rounding of the float32 sums, :math:`n\,\epsilon^2 \sum_b n_b
+   \lVert \bar x_b \rVert^2` (:math:`\epsilon` float32's machine epsilon,
+   :math:`\bar x_b` the mean summary of bin :math:`b`, :math:`n` the word's
+   occurrences; sampling noise in contexts that vary about as much as their
+   mean scores of the order of :math:`1/n` of that sum, far above it).
+   Among edges that tie exactly the earliest is taken: the edges across bins
+   where the word is never seen tie, so its change is placed right after
+   the last bin seen before such a gap.
 
 A random sketch preserves distances between context distributions up to a
 factor (Johnson-Lindenstrauss), so the split finds where a word's contexts
@@ -62,6 +71,9 @@ STEP_CENTRE_LR_AT_CHANGE_POINTS = 0.01
 #: Words per block of :func:`best_splits`: bounds its float64 temporaries at about ``SPLIT_BLOCK x bins x m``
 #: numbers each (16 MiB for the pass's 32 bins and 16 dimensions), whatever the vocabulary.
 SPLIT_BLOCK = 4096
+#: float32's machine epsilon: the sketch sums are float32, so a word whose contexts never change scores splits of
+#: about this squared (relative) rounding, not zero (:func:`best_splits` reports no change point for it).
+_EPS32 = torch.finfo(torch.float32).eps
 
 
 def _document_bounds(doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,8 +151,10 @@ def best_splits(sums: torch.Tensor, counts: torch.Tensor, *, edge: float = 0.05,
     -------
     (position (V,) float32, found (V,) bool): the bin edge of the largest
     :math:`\\frac{n_a n_b}{n}\\lVert\\bar x_a - \\bar x_b\\rVert^2` among edges in
-    ``[edge, 1 - edge]`` with occurrences on both sides; 0.5 and False for
-    words seen fewer than ``min_occurrences`` times or without such an edge.
+    ``[edge, 1 - edge]`` with occurrences on both sides (the earliest of
+    edges that tie); 0.5 and False for words seen fewer than
+    ``min_occurrences`` times, without such an edge, or whose contexts do not
+    change (the best score at most the rounding of the sums, module docstring).
 
     The words are taken :data:`SPLIT_BLOCK` at a time: the float64 temporaries of a block are a few times its
     part of ``sums``, not of the whole table (those of all words at once took about ten times the float32 table,
@@ -165,8 +179,10 @@ def _best_splits_block(sums: torch.Tensor, counts: torch.Tensor, edge: float,
     position = torch.arange(1, bins, dtype=torch.float64) / bins
     valid = (cum_n > 0) & (rest_n > 0) & (position >= edge) & (position <= 1 - edge)
     score = score.masked_fill(~valid, -1.0)
-    best = score.argmax(1)
-    found = valid.any(1) & (total_n.squeeze(1) >= min_occurrences)
+    best = score.argmax(1)                                                 # the first of tied maxima
+    energy = (s.square().sum(-1) / n.clamp_min(1)).sum(1)                  # sum_b n_b |mean_b|^2
+    rounding = total_n.squeeze(1) * _EPS32 ** 2 * energy                   # flat contexts score no more
+    found = valid.any(1) & (total_n.squeeze(1) >= min_occurrences) & (score.amax(1) > rounding)
     centre = torch.where(found, position[best], torch.full_like(position[best], 0.5))
     return centre.to(torch.float32), found
 

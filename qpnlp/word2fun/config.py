@@ -190,18 +190,20 @@ def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> Tra
     return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if logistic else DEFAULT_ROUGHNESS_PENALTY_NO_STEP)
 
 
-def word_weights(counts: np.ndarray, cfg: TrainConfig, device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+def word_weights(counts: np.ndarray, cfg: TrainConfig, device,
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Per-word roughness weights and learning-rate multipliers (None where they are uniform), shape (V,).
 
-    ``cfg.roughness_penalty`` should be resolved (:func:`resolve_penalty`); None counts as 0.
+    ``cfg.roughness_penalty`` should be resolved (:func:`resolve_penalty`); None counts as 0.  Computed in
+    float64 and returned in ``dtype``, the model's (the training loop passes it: float32 factors rounded a float64
+    model's steps to float32).
     """
     counts = np.asarray(counts, np.float64)
     per_million = np.maximum(counts, 1.0) * 1e6 / max(counts.sum(), 1.0)
     ratio = cfg.frequency_reference / per_million
     lam = lr = None
     if (cfg.roughness_penalty or 0.0) > 0 and cfg.roughness_power != 0:
-        lam = torch.as_tensor(cfg.roughness_penalty * ratio ** cfg.roughness_power, dtype=torch.float32, device=device)
+        lam = torch.as_tensor(cfg.roughness_penalty * ratio ** cfg.roughness_power, dtype=dtype, device=device)
     if cfg.rare_lr_power != 0:
-        lr = torch.as_tensor(np.clip(ratio ** cfg.rare_lr_power, 1.0, cfg.rare_lr_max), dtype=torch.float32,
-                             device=device)
+        lr = torch.as_tensor(np.clip(ratio ** cfg.rare_lr_power, 1.0, cfg.rare_lr_max), dtype=dtype, device=device)
     return lam, lr

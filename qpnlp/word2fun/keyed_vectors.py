@@ -395,7 +395,8 @@ class KeyedVectors:
 
     def export_npz(self, path: str | os.PathLike, words: Sequence[str] | None = None,
                    years: Sequence[float] | None = None) -> Path:
-        """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) float32 to the .npz file ``path``; returns it.
+        """Write ``words`` (W,), ``years`` (T,) and ``E`` (T, W, D) in the model's dtype (float32, or float64 for a
+        float64 model) to the .npz file ``path``; returns it.
 
         Defaults: every word, and every integer time of the training span
         (every :meth:`default_step` when the span is longer than 1000 units,
@@ -413,7 +414,7 @@ class KeyedVectors:
             step = self.default_step()
             years = list(np.arange(math.ceil(start), math.floor(end) + 1) if step == 1.0
                          else self._times(start, end, step))
-        E = self.grid(words, years).numpy().astype(np.float32)
+        E = self.grid(words, years).numpy()         # the model's dtype (a cast to float32 narrowed float64 ones)
         with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
             np.savez(handle, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
         return path

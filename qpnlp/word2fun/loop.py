@@ -343,7 +343,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         gens = generators or _default_generators(cfg, dev)
         keep = keep_probabilities(counts, cfg.sample)
         sampler = NegativeSampler(counts, 0.75, device=dev)
-        weights = word_weights(counts, cfg, dev)
+        weights = word_weights(counts, cfg, dev, model.dtype)
         stats = stats if stats is not None else TrainStats()
         stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None

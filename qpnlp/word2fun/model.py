@@ -5,7 +5,10 @@ Each word ``u`` has a time-dependent context vector :math:`f(u, t) \\in
 word ``v`` has a static target ("compass") vector :math:`h(v)`.
 
 **Initialisation.**  Static parts :math:`B_u` (and the slices) as word2vec's
-input vectors, :math:`U(-0.5/D, 0.5/D)`; amplitudes :math:`R_u`, slopes
+input vectors, :math:`U(-0.5/D, 0.5/D)`, drawn in the model's precision (a
+``precision="double"`` model draws float64 values, so one seed gives a float64
+start that is not the float32 one; ``model.double()`` of a float32 model keeps
+its float32 start); amplitudes :math:`R_u`, slopes
 :math:`K_u` and phases zero (every word starts static and acquires time
 dependence only when the data ask for it); per-word frequencies start at the
 fixed frequencies of family II (``frequency_init="fixed"``) or at the
@@ -212,10 +215,11 @@ class Word2Fun(Model):
         real = torch.float64 if config.precision == "double" else torch.float32
 
         def emb(rows, cols, init="zero"):
-            # _weight skips nn.Embedding's default init, which would draw from the global RNG; the draw is in
-            # float32 for both precisions (one seed, one initial model)
+            # _weight skips nn.Embedding's default init, which would draw from the global RNG; the draw is in the
+            # model's dtype, as torch.nn.init draws a float64 parameter (float32 draws cast to float64 had float32
+            # resolution); a float32 model's draw is the one it always was
             if init == "uniform":
-                return nn.Embedding(rows, cols, _weight=((torch.rand(rows, cols, generator=g) - 0.5) / D).to(real))
+                return nn.Embedding(rows, cols, _weight=(torch.rand(rows, cols, generator=g, dtype=real) - 0.5) / D)
             return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols, dtype=real))
 
         rows = V * config.n_slices if family == "sliced" else V
@@ -547,7 +551,7 @@ class Word2Fun(Model):
         if isinstance(p, bool) or not (isinstance(p, (int, float)) and math.isfinite(p) and p > 0):
             raise ValueError(f"p must be a positive finite number; got {p!r}")
         b = self.base(words)  # the static part; slice 0 for the "sliced" family
-        nan = torch.full((words.shape[0],), float("nan"), device=b.device)
+        nan = torch.full((words.shape[0],), float("nan"), dtype=b.dtype, device=b.device)    # model's dtype
         if self.family in SINUSOIDAL_FAMILIES:
             ratio = self.amplitude(words).abs().mean(-1) / b.abs().mean(-1)
         elif self.family == "linear":

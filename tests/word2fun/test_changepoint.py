@@ -129,6 +129,39 @@ def test_the_split_stays_inside_the_edges():
     assert found[0] and float(centre[0]) == pytest.approx(0.2)
 
 
+def test_a_word_whose_contexts_never_change_has_no_change_point():
+    """A flat trajectory reported a change point: a word seen only alone (its summaries all zero, so every split
+    scored exactly 0) got the first edge, and words always seen in the same context (rounding-level scores) got a
+    split placed by the rounding (0.91 here), both counted as found. They keep the middle now; a word that does
+    change is still found (the planted-drift corpora's centres are unchanged)."""
+    tokens, doc_ids, times = [], [], []
+    for d in range(997):
+        row = [0, 1, 2, 3] if d % 2 else [4]              # words 0-3: the same document throughout; 4: alone
+        tokens += row
+        doc_ids += [d] * len(row)
+        times.append(1900.0 + 100.0 * d / 997)
+    source = ArraySource(np.array(tokens), np.array(doc_ids), np.array(times))
+    sums, counts = cp.context_sketch_sums(source, 5, np.ones(5), 1900.0, 2000.0)
+    means = sums[0].double() / counts[0].unsqueeze(-1)                                # as best_splits takes them
+    assert bool((sums[4] == 0).all()) and bool((means != means[0]).any())          # zero; equal up to rounding
+    torch.testing.assert_close(means, means[:1].expand_as(means))
+    centre, found = cp.best_splits(sums, counts)
+    assert not found.any() and centre.tolist() == [0.5] * 5
+    switching = cp.context_sketch_sums(_source(), 10, np.ones(10), 1900.0, 2000.0, window=4, bins=20, dim=16)
+    assert bool(cp.best_splits(*switching)[1][0])
+
+
+def test_tied_splits_take_the_earliest_edge():
+    """The documented tie rule: the split after bin 2 and the one after bin 6 of a there-and-back word (A, B, A)
+    score the same, and so do the edges across bins where a word is never seen; the earliest edge is taken."""
+    a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    there_and_back = torch.stack([a, a, b, b, b, b, a, a]) * 10
+    gap = torch.stack([a, a, 0 * a, 0 * a, 0 * a, 0 * a, b, b]) * 10
+    counts = torch.tensor([[10, 10, 10, 10, 10, 10, 10, 10], [10, 10, 0, 0, 0, 0, 10, 10]])
+    centre, found = cp.best_splits(torch.stack([there_and_back, gap]), counts)
+    assert found.all() and centre.tolist() == [0.25, 0.25]
+
+
 def test_the_split_does_not_depend_on_the_block_of_words(monkeypatch):
     g = torch.Generator().manual_seed(0)
     sums, counts = torch.randn(1000, 8, 3, generator=g), torch.randint(0, 4, (1000, 8), generator=g)

@@ -239,7 +239,7 @@ def test_repr_shows_the_family_the_sizes_and_the_span():
 @pytest.mark.parametrize("family", ["II", "III", "IV", "time2fun"])
 def test_a_double_model_computes_its_constants_in_float64(family, make):
     """precision="double" built the tables in float32 and cast them: the fixed and harmonic frequencies and the
-    step's initial log-rate were float32 values, about 1e-8 off the float64 formula; the random draw is kept."""
+    step's initial log-rate were float32 values, about 1e-8 off the float64 formula."""
     from qpnlp.word2fun.model import STEP_RATE_INIT
 
     kw = dict(family=family, frequency_init="harmonic" if family == "IV" else "fixed", logistic=family == "IV")
@@ -249,7 +249,6 @@ def test_a_double_model_computes_its_constants_in_float64(family, make):
     if family != "time2fun":
         torch.testing.assert_close(double.omega_fixed, fixed, rtol=1e-15, atol=0)
         torch.testing.assert_close(single.omega_fixed, fixed_frequencies(8), rtol=0, atol=0)    # float32 unchanged
-    torch.testing.assert_close(double.base.weight, single.base.weight.double(), rtol=0, atol=0)
     if family == "III":
         torch.testing.assert_close(double.omega1.weight[2], fixed, rtol=1e-15, atol=0)
     if family == "IV":
@@ -259,3 +258,22 @@ def test_a_double_model_computes_its_constants_in_float64(family, make):
         assert double.step_rate.weight[0, 0].item() == math.log(STEP_RATE_INIT)
     if family == "time2fun":
         torch.testing.assert_close(double.omega, torch.cat([fixed, fixed]), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("family", ["II", "sliced"])
+def test_a_double_model_draws_its_start_in_float64(family, make):
+    """precision="double" drew the static parts in float32 and cast them: every initial value was a float32 one.
+    They are drawn in float64 now, as torch.nn.init draws a float64 parameter; a float32 model's draw is unchanged
+    (the same numbers from the same seed, and the generator left where it was)."""
+    V, D, n = 5, 8, (3 if family == "sliced" else 1)
+    double = make(V, D, family=family, n_slices=3, precision="double", seed=7)
+    base = double.base.weight.detach()
+    assert base.dtype == torch.float64 and bool((base.float().double() != base).any())
+    assert bool((base.abs() <= 0.5 / D).all())
+    drawn = (torch.rand(V * n, D, generator=torch.Generator().manual_seed(7), dtype=torch.float64) - 0.5) / D
+    torch.testing.assert_close(base, drawn[:V].repeat(n, 1), rtol=0, atol=0)
+    g, ref = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    single = Word2Fun(dataclasses.replace(double.config, precision="single"), generator=g)
+    old = (torch.rand(V * n, D, generator=ref) - 0.5) / D                    # the float32 draw as it always was
+    assert torch.equal(single.base.weight.detach(), old[:V].repeat(n, 1))
+    assert torch.equal(g.get_state(), ref.get_state())

@@ -23,6 +23,19 @@ def test_word_weights_follow_the_frequency_of_each_word():
     assert word_weights(counts, TrainConfig(rare_lr_power=0.0), "cpu") == (None, None)
 
 
+def test_word_weights_come_in_the_dtype_asked_for():
+    """The factors were float32 whatever the model: a float64 model's steps used penalties and multipliers rounded
+    to float32 (about 1e-8 off). float32 stays the default, with the same values as before."""
+    counts = np.array([10**7, 40_000, 4_000, 100, 7])
+    cfg = TrainConfig(roughness_penalty=1e-4, roughness_power=0.5, frequency_reference=4000.0)
+    per_million = counts * 1e6 / counts.sum()
+    exact = (1e-4 * (4000.0 / per_million) ** 0.5, np.clip((4000.0 / per_million) ** 0.5, 1.0, 4.0))
+    for got, want in zip(word_weights(counts, cfg, "cpu", torch.float64), exact):
+        assert got.dtype == torch.float64 and torch.equal(got, torch.from_numpy(want))
+    for got, want in zip(word_weights(counts, cfg, "cpu"), exact):
+        assert got.dtype == torch.float32 and torch.equal(got, torch.from_numpy(want).float())
+
+
 def test_the_default_roughness_penalty_depends_on_the_family():
     assert resolve_penalty(TrainConfig(), "IV").roughness_penalty == DEFAULT_ROUGHNESS_PENALTY
     assert resolve_penalty(TrainConfig(), "linear").roughness_penalty == 0.0
