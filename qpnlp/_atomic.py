@@ -13,10 +13,10 @@ telling a dead writer's from a live one's would need a lock that not every file 
 no process saves ``NAME``.
 
 A write that fails (disk full, permission denied, an I/O error, a file system gone) leaves ``NAME`` as it was and
-no temporary behind; its OSError names ``NAME``, not the temporary that failed (:func:`_naming`).
+no temporary behind; its OSError names ``NAME``, not the temporary that failed (``_naming``).
 
 Processes saving the same ``NAME`` at the same time each leave it whole: the last to finish is kept
-(:func:`_place`). A directory that one process uses for the whole of a run (the command line's training state) is
+(``_place``). A directory that one process uses for the whole of a run (the command line's training state) is
 held by :func:`locked_directory`, so that a second run there is refused instead of mixing its files in.
 
 What is saved gets the mode a plain ``open(path, "w")`` or ``os.mkdir`` gives: 0o666 for a file, 0o777 for a
@@ -145,7 +145,7 @@ def _replace_directory(new: Path, target: Path) -> None:
 def restore_replaced_directory(directory: str | os.PathLike) -> Path | None:
     """Undo the replacement of ``directory`` that a process killed between its two renames left half done.
 
-    Such a process (:func:`_replace_directory`) left ``directory`` missing and
+    Such a process (``_replace_directory``) left ``directory`` missing and
     its previous version aside, at ``.NAME.*.old/NAME`` in the same parent:
     that one is renamed back (its emptied side directory removed), as the
     process would have done on an exception, and the path it had is
@@ -254,13 +254,21 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     """Yield a temporary directory; on success, fsync its files and rename it onto ``directory``.
 
     An existing ``directory`` is replaced only after the new one is complete
-    (:func:`_replace_directory`); on an exception, even one between the two
+    (``_replace_directory``); on an exception, even one between the two
     renames of the replacement, nothing changes at ``directory``. With
     ``replaces`` (a file name), an existing non-empty directory is replaced
     only if it holds that file: a user's own directory is never deleted
     (FileExistsError). A process killed meanwhile leaves ``.NAME.*.tmp``
     (or ``.NAME.*.old``) beside it, never removed by a later save (see the
     module notes).
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The directory to write; its parents are made if missing. An existing file there is refused (ValueError).
+    replaces : str, optional
+        A file name an existing non-empty ``directory`` must hold (as qpnlp writes it) to be replaced, e.g.
+        ``"config.json"`` for a saved model. None: any existing directory is replaced.
     """
     target = check_replaceable(directory, replaces=replaces)
     with _naming(target):
@@ -280,7 +288,7 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
 
 
 def _place(tmp: Path, target: Path) -> None:
-    """Rename the complete directory ``tmp`` onto ``target``, replacing it if it exists (:func:`_replace_directory`).
+    """Rename the complete directory ``tmp`` onto ``target``, replacing it if it exists (``_replace_directory``).
 
     Another process saving ``target`` at the same time may make it appear or vanish between the look and the
     rename (its own two renames): the rename then fails (FileNotFoundError, or a non-empty directory in the way)
@@ -354,7 +362,15 @@ def _is_ours(filename: str | bytes | os.PathLike, path: Path) -> bool:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file)."""
+    """Write ``text`` to ``path`` through a temporary file, fsync and rename (never a half-written file).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write or replace; its parent directories are made if missing.
+    text : str
+        Written as UTF-8, ``\\n`` kept as ``\\n`` on every platform (:func:`atomic_file`).
+    """
     with atomic_file(path) as handle:
         handle.write(text)
     return Path(path)

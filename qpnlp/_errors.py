@@ -19,10 +19,21 @@ class TrainingDiverged(RuntimeError):
     before raising; Word2Fun raises before the epoch's ``on_epoch`` call, so a
     checkpoint written after each epoch still holds the last finite one.
 
-    Attributes: ``epoch`` (counting from 1), ``batch`` (None when the whole
-    epoch's mean loss, or a parameter found after the epoch, revealed it),
-    ``loss``, ``history`` (the finished epochs, where the trainer keeps one)
-    and ``context`` (callers add what a command needs to save the model).
+    Each parameter below but ``message`` is an attribute of the same name; so are ``history`` (the finished
+    epochs, where the trainer keeps one) and ``context`` (a dict, empty, where callers add what a command needs
+    to save the model).
+
+    Parameters
+    ----------
+    message : str
+        The error's text: where it happened and what to try.
+    epoch : int
+        The epoch, counting from 1.
+    batch : int or None, default None
+        The batch, counting from 1; None when the whole epoch's mean loss, or a parameter found after the epoch,
+        revealed it.
+    loss : float or None, default None
+        The batch's loss or the epoch's mean loss (finite when a parameter revealed it); None when not known.
     """
 
     def __init__(self, message: str, *, epoch: int, batch: int | None = None, loss: float | None = None) -> None:

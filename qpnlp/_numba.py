@@ -18,7 +18,7 @@ ops as the fallback and asks this module whether to take the loop:
 Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``),
 :mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``),
 :mod:`qpnlp.nn.polar_rows` (``QPNLP_LOOKUP_COMPILED``),
-:mod:`qpnlp.nn.order_mean_loop` (``QPNLP_ORDER_MEAN_COMPILED``) and :mod:`qpnlp._trig`
+:mod:`qpnlp.nn.order_mean_loop` (``QPNLP_ORDER_MEAN_COMPILED``) and ``qpnlp._trig``
 (``QPNLP_TRIG_COMPILED``). ``QPNLP_COMPILED=0``
 turns all of them off.
 """
@@ -42,7 +42,7 @@ HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 __all__ = ["HAVE_NUMBA", "imports", "enabled", "takes", "scalar", "jit", "check_rows"]
 
 def imports() -> bool:
-    """Whether numba imports, tried once (:func:`qpnlp._optional.imports`): an installed numba that fails to import
+    """Whether numba imports, tried once (``qpnlp._optional.imports``): an installed numba that fails to import
     (built for another NumPy, a mismatched llvmlite) warns and is treated as missing, so that the torch ops run
     instead of every compiled path raising."""
     return _optional.imports("numba", "qpnlp's compiled loops are off and torch ops run instead")
@@ -79,7 +79,7 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
     numba keeps its cache beside the module (``__pycache__``) or else in the user's cache directory, and writes it
     atomically (processes compiling at once each leave whole files). Where neither is writable (qpnlp installed
     by root, a read-only home) it refuses ``cache=True``: the loop is then compiled in every process, with a
-    warning (:func:`_warn_no_cache`), instead of every compiled path raising RuntimeError.
+    warning (``_warn_no_cache``), instead of every compiled path raising RuntimeError.
     """
     import numba
 
@@ -104,7 +104,7 @@ def _warn_no_cache() -> None:
 def check_rows(index: torch.Tensor, rows: int, what: str) -> None:
     """Raise ``IndexError`` unless every entry of ``index`` lies in ``[0, rows)``.
 
-    Not :func:`qpnlp.nn._checks.check_ids`: that value check is off while validation is off, and this one
+    Not ``qpnlp.nn._checks.check_ids``: that value check is off while validation is off, and this one
     guards memory (a compiled loop would write outside the table), so it always runs.
     """
     if index.numel():

@@ -4,7 +4,7 @@
 add the rest (``data``, ``testing``, ``vectors``, ``ann``, ``qutip``,
 ``tensorboard``, ``fast``, ``bench``, ``docs``). A module that needs one imports it where
 it is used and turns a failed import into :func:`missing`'s error (``tensorboard`` and
-``fast`` only speed up or add to what runs without them: :mod:`qpnlp._numba` falls back to
+``fast`` only speed up or add to what runs without them: ``qpnlp._numba`` falls back to
 torch ops)::
 
     try:

@@ -14,10 +14,10 @@ There is no option for this in safetensors, hence this small rewrite.
 safetensors reports a failed write (a full disk, a directory it may not write) as a ``SafetensorError`` whose
 message holds the system's error number; :func:`save_tensors` raises it as the OSError of that number, naming the
 file, as Python's own writes do (the command line then says it in one line, and
-:func:`qpnlp._atomic.atomic_directory` names the directory being saved).
+:func:`qpnlp.models.base.atomic_directory` names the directory being saved).
 
 safetensors writes the file through a temporary of its own, created private (0o600), and renames that into place;
-:func:`save_tensors` gives it the mode ``open(path, "w")`` would (:func:`qpnlp._atomic.give_default_mode`).
+:func:`save_tensors` gives it the mode ``open(path, "w")`` would (``qpnlp._atomic.give_default_mode``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 torch's CPU kernels for float32 ``cos`` and ``sin`` are not vectorised on this build: about 1 ns an element on
 an AVX-512 machine and 3.5 ns on an AVX2 one (torch 2.13.0, about 14x a multiply). Two faster routes, in order:
 
-- with numba (the extra ``fast``), one compiled loop (:func:`qpnlp._elementary.sincos`: a vectorised
+- with numba (the extra ``fast``), one compiled loop (``qpnlp._elementary.sincos``: a vectorised
   polynomial after a Cody-Waite reduction, libm beyond :math:`|x| > 8192`) gives both at once, about 0.6 ns an
   element for the pair on the AVX2 machine (4.6-7.8x torch's two calls, ``benchmarks/trig.py``);
 - else, on a CPU with AVX-512 (:data:`NUMPY_SIMD_TRIG`), numpy's own SIMD kernels for float32 (numpy >= 1.22),
@@ -13,8 +13,8 @@ an AVX-512 machine and 3.5 ns on an AVX2 one (torch 2.13.0, about 14x a multiply
 Both agree with a float64 reference to under 1 ulp of 1, as torch does (``tests/test_trig.py``). The hot paths
 that evaluate them without autograd call these functions:
 
-- the fused phase lookups of QPDN and CNM (:class:`qpnlp.nn.embedding._PolarLookup`),
-- the complex-order embedding's forward (:class:`qpnlp.nn.position_functional._Polar`),
+- the fused phase lookups of QPDN and CNM (``qpnlp.nn.embedding._PolarLookup``),
+- the complex-order embedding's forward (``qpnlp.nn.position_functional._Polar``),
 - Word2Fun's sinusoidal families and their hand-written gradients (:meth:`qpnlp.word2fun.model.Word2Fun.function`).
 
 Everything else goes to torch unchanged: tensors on other devices, other dtypes (numpy's float64 kernels are
@@ -72,7 +72,7 @@ def _apply(ufunc, x: torch.Tensor) -> torch.Tensor:
 
 
 def _compiled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cos(x), sin(x))`` by the compiled loop (:func:`qpnlp._elementary.sincos`), into new tensors."""
+    """``(cos(x), sin(x))`` by the compiled loop (``qpnlp._elementary.sincos``), into new tensors."""
     source = x.detach().contiguous()
     c, s = torch.empty_like(source), torch.empty_like(source)
     _numba.jit(_elementary.sincos)(source.numpy().reshape(-1), s.numpy().reshape(-1), c.numpy().reshape(-1), True)

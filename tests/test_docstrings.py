@@ -1,6 +1,7 @@
-"""The API reference can be relied on: public names have a docstring, and the most used ones describe each parameter."""
+"""The API reference can be relied on: public names have a docstring that describes each parameter."""
 
 import importlib
+import dataclasses
 import inspect
 import pkgutil
 import re
@@ -40,10 +41,10 @@ def test_every_public_function_and_class_has_a_summary_line():
     assert not bare, f"public names without a docstring: {bare}"
 
 
-def _documented_parameters(doc: str) -> set[str]:
-    """The names of the entries of a numpydoc ``Parameters`` section (``a, b : type`` names two)."""
+def _documented_parameters(doc: str, section: str = "Parameters") -> set[str]:
+    """The names of the entries of a numpydoc section, ``Parameters`` by default (``a, b : type`` names two)."""
     header = r"\n[ \t]*[A-Z]\w*( \w+)*\n[ \t]*-{3,}\n"
-    match = re.search(rf"\n([ \t]*)Parameters\n[ \t]*-{{3,}}\n(.*?)(?={header}|\Z)", doc, re.S)
+    match = re.search(rf"\n([ \t]*){section}\n[ \t]*-{{3,}}\n(.*?)(?={header}|\Z)", doc, re.S)
     if not match:
         return set()
     indent = match.group(1)
@@ -54,50 +55,63 @@ def _documented_parameters(doc: str) -> set[str]:
     return names
 
 
-MOST_USED = [
-    "qpnlp.hilbert." + n for n in
-    ["fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity", "hellinger_distance",
-     "hilbert_schmidt_distance", "sub_fidelity", "super_fidelity", "purity", "von_neumann_entropy", "linear_entropy",
-     "renyi_entropy", "relative_entropy", "quantum_jensen_shannon_divergence", "random_pure_state", "random_unitary",
-     "random_isometry", "PureState", "Ensemble"]
-] + [
-    "qpnlp.measurement." + n for n in
-    ["born_probabilities", "born_probabilities_dense", "word_probabilities", "povm_probabilities",
-     "povm_probabilities_dense", "random_povm"]
-] + ["qpnlp.data.collate", "qpnlp.data.iterate_batches", "qpnlp.data.make_loader", "qpnlp.data.pad_batch",
-     "qpnlp.training.fit", "qpnlp.word2fun.fit", "qpnlp.models.registered_models"
-] + [
-    "qpnlp.hilbert." + n for n in
-    ["DensityMatrix", "SchmidtDecomposition", "schmidt_decomposition", "partial_transpose", "negativity",
-     "log_negativity", "mutual_information", "conditional_entropy", "inner", "outer", "normalize", "dagger", "trace",
-     "kron", "masked_softmax", "set_validation", "validation", "tolerance"]
-] + [
-    "qpnlp.testing." + n for n in
-    ["dims", "batch_shapes", "complex_dtypes", "pure_states", "ensembles", "density_matrices", "unitaries",
-     "projectors", "isometries", "povms", "assert_allclose", "assert_pure_state", "assert_density_matrix",
-     "assert_probabilities", "assert_unitary", "assert_povm", "default_atol"]
-] + [
-    "qpnlp.interpret." + n for n in
-    ["nearest_table", "measurement_vectors", "word_scores", "frequency_table", "period_distribution", "equal_eras",
-     "era_label", "measurement_bound", "plot_density_matrix_parts"]
-] + ["qpnlp.interpret.positional.sensitivity_scores"] + [
-    "qpnlp.evaluation." + n for n in
-    ["average_precision", "reciprocal_rank", "precision_at_1", "evaluate_bm25"]
-] + [
-    "qpnlp.evaluation.drift." + n for n in
-    ["change_scores", "context_change_scores", "noise_corrected", "change_points", "auc", "evaluate_grid"]
-] + ["qpnlp.evaluation.drift_baselines.temporal_referencing_grid", "qpnlp.evaluation.drift_baselines.procrustes_grid"]
+def _constructor_is_qpnlp(cls: type) -> bool:
+    """Whether the ``__init__`` that builds ``cls`` is written in qpnlp (or generated for it, as a dataclass's is).
+
+    An inherited ``torch.nn.Module.__init__(*args, **kwargs)`` or ``object.__init__`` takes no keyword of the class's
+    own, so its ``**kwargs`` needs no entry (a named tuple's fields come from its ``__new__`` and still do).
+    """
+    init = next(vars(c)["__init__"] for c in cls.__mro__ if "__init__" in vars(c))
+    return (getattr(init, "__module__", None) or "").startswith("qpnlp")
 
 
-@pytest.mark.parametrize("path", MOST_USED)
-def test_the_most_used_functions_describe_every_parameter(path):
-    module, _, name = path.rpartition(".")
-    obj = getattr(importlib.import_module(module), name)
-    parameters = [p.name for p in inspect.signature(obj).parameters.values()
+def _signature(obj) -> inspect.Signature:
+    """The signature of a function, or of a class's constructor (empty for an exception's built-in one)."""
+    try:
+        return inspect.signature(obj)
+    except ValueError:
+        if inspect.isclass(obj) and not _constructor_is_qpnlp(obj):
+            return inspect.Signature()
+        raise
+
+
+def _constructor_docs(cls: type) -> list[str]:
+    """The docstrings that may document the constructor of ``cls``: its own and its ``__init__``'s, and those of the
+    qpnlp base classes whose constructors take the same parameters (a subclass that changes behaviour only, such as
+    ``CNMRealConfig`` of ``CNMConfig`` or ``CNMReal`` of ``CNM``, documents what differs and leaves the rest to its
+    base)."""
+    own = _signature(cls)
+    same = [c for c in cls.__mro__ if c is cls or (c.__module__.startswith("qpnlp") and _signature(c) == own)]
+    inits = [vars(c)["__init__"] for c in same if "__init__" in vars(c)]
+    return [doc for doc in [vars(c).get("__doc__") for c in same] + [init.__doc__ for init in inits] if doc]
+
+
+def _missing_parameters(obj) -> list[str]:
+    """The parameters of a function, or of a class's constructor, that its docstrings do not document.
+
+    A function documents its parameters in its ``Parameters`` section; a class in the ``Parameters`` section of its
+    own docstring (numpydoc's place for constructor parameters) or of ``__init__``'s; a dataclass may list its
+    fields under ``Attributes`` instead (numpydoc's convention for records). ``*args`` needs no entry; ``**kwargs``
+    is documented as ``**kwargs``.
+    """
+    parameters = [p for p in _signature(obj).parameters.values()
                   if p.name not in ("self", "cls") and p.kind is not p.VAR_POSITIONAL]
-    kwargs = [p.name for p in inspect.signature(obj).parameters.values() if p.kind is p.VAR_KEYWORD]
-    documented = _documented_parameters(obj.__doc__ or "")
-    missing = [p for p in parameters if p not in documented and not (p in kwargs and f"**{p}" in obj.__doc__)]
+    if inspect.isclass(obj) and not _constructor_is_qpnlp(obj):
+        parameters = [p for p in parameters if p.kind is not p.VAR_KEYWORD]
+    docs = _constructor_docs(obj) if inspect.isclass(obj) else [obj.__doc__ or ""]
+    documented = set().union(*(_documented_parameters(d) for d in docs))
+    if dataclasses.is_dataclass(obj):
+        documented |= set().union(*(_documented_parameters(d, "Attributes") for d in docs))
+    return [p.name for p in parameters if p.name not in documented and not (
+        p.kind is p.VAR_KEYWORD and any(f"**{p.name}" in d for d in docs))]
+
+
+CALLABLES = _public_callables()
+
+
+@pytest.mark.parametrize("path", sorted(CALLABLES))
+def test_every_public_function_and_class_describes_every_parameter(path):
+    missing = _missing_parameters(CALLABLES[path])
     assert not missing, f"{path}: parameters missing from its Parameters section: {missing}"
 
 
@@ -111,9 +125,114 @@ def test_the_parameter_reader_reads_numpydoc_entries():
     base : float, optional
         Base.
 
+    Attributes
+    ----------
+    value : float
+        Value.
+
     Examples
     --------
     >>> x : 1
     """
     assert _documented_parameters(doc) == {"rho", "sigma", "base"}
+    assert _documented_parameters(doc, "Attributes") == {"value"}
+    assert _documented_parameters(doc, "Returns") == set()
     assert _documented_parameters("Summary without sections.") == set()
+
+
+def test_the_checker_reads_signatures_and_sections():
+    from qpnlp.hilbert import SchmidtDecomposition
+    from qpnlp.models import CNMConfig, CNMRealConfig
+    from qpnlp.nn import ProdGate
+
+    def function(a, b, *args, **kwargs):
+        """Summary.
+
+        Parameters
+        ----------
+        a : int
+            A.
+        """
+
+    @dataclasses.dataclass
+    class Record:
+        """Summary.
+
+        Attributes
+        ----------
+        x : int
+            X.
+        """
+
+        x: int
+        y: int = 0
+
+    class NotARecord:
+        """Summary.
+
+        Attributes
+        ----------
+        x : int
+            X.
+        """
+
+        def __init__(self, x):
+            self.x = x
+
+    assert _missing_parameters(function) == ["b", "kwargs"]          # *args needs no entry; **kwargs does
+    assert _missing_parameters(Record) == ["y"]                       # a dataclass's fields may be Attributes
+    assert _missing_parameters(NotARecord) == ["x"]                   # another class's constructor may not
+    assert list(_signature(SchmidtDecomposition).parameters) == ["coefficients", "left", "right"]   # __new__
+    assert list(_signature(ProdGate).parameters) == ["args", "kwargs"] and _missing_parameters(ProdGate) == []
+    assert CNMConfig.__doc__ in _constructor_docs(CNMRealConfig)     # same fields: the base documents them
+
+
+ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const):`(?:[^`<]*<)?[~!]?([^`<>]+)>?`")
+
+
+def _private_role_targets(doc: str) -> list[str]:
+    """The targets of the Sphinx roles in ``doc`` with a private component (``qpnlp.nn._f``, ``_g``,
+    ``X.__call__``): the API reference has no entry for them, so they render as unlinked text."""
+    return [t for t in ROLE.findall(doc) if any(part.startswith("_") for part in t.split("."))]
+
+
+def _rendered_docstrings() -> dict[str, str]:
+    """The docstrings the API reference renders (``automodule`` with ``members``): each public module's, the
+    functions and classes of its ``__all__`` (those defined in it, without one) and their public methods and
+    properties."""
+    import qpnlp
+
+    names = ["qpnlp", "qpnlp.cli", *(m.name for m in pkgutil.walk_packages(qpnlp.__path__, "qpnlp."))]
+    docs = {}
+    for module in [importlib.import_module(n) for n in names if not any(p.startswith("_") for p in n.split("."))]:
+        docs[module.__name__] = module.__doc__ or ""
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            exported = [n for n, o in vars(module).items() if getattr(o, "__module__", None) == module.__name__]
+        for name in exported:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj):
+                docs[f"{module.__name__}.{name}"] = obj.__doc__ or ""
+            elif inspect.isclass(obj):
+                docs[f"{module.__name__}.{name}"] = vars(obj).get("__doc__") or ""
+                for attr, member in vars(obj).items():
+                    member = getattr(member, "__func__", member)   # staticmethod, classmethod
+                    if not attr.startswith("_") and (inspect.isfunction(member) or inspect.isdatadescriptor(member)
+                                                     or hasattr(member, "func")):   # property, cached_property
+                        docs[f"{module.__name__}.{name}.{attr}"] = getattr(member, "__doc__", None) or ""
+    return docs
+
+
+def test_rendered_docstrings_link_no_private_name():
+    """A role in a rendered docstring names a public object: ``:func:`qpnlp.nn.embedding._table_gradient``` has no
+    entry to link to (write an internal helper as ````code````, or point to the public name that uses it)."""
+    docs = _rendered_docstrings()
+    assert len(docs) > 1000 and "qpnlp.hilbert.PureState.inner" in docs and "qpnlp.nn.embedding" in docs
+    private = {name: targets for name, doc in docs.items() if (targets := _private_role_targets(doc))}
+    assert not private, f"roles to private names in rendered docstrings: {private}"
+
+
+def test_the_role_reader_finds_private_targets():
+    doc = ("See :func:`qpnlp.nn.embedding._table_gradient`, :meth:`~qpnlp.hilbert.PureState.dag`, "
+           ":class:`the cache <qpnlp._atomic._Lock>`, :func:`_helper`, ``qpnlp._x`` and :mod:`qpnlp.hilbert`.")
+    assert _private_role_targets(doc) == ["qpnlp.nn.embedding._table_gradient", "qpnlp._atomic._Lock", "_helper"]

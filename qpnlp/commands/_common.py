@@ -1,9 +1,9 @@
 """The options common to the train commands (training settings, vectors, fallback) and :func:`train_config`.
 
-The argparse types live in :mod:`._types`, errors and exit codes in
-:mod:`._errors`, output paths in :mod:`._outputs`, the report in
-:mod:`._report` and the rule of what goes to stdout and to stderr in
-:mod:`._console`.
+The argparse types live in ``qpnlp.commands._types``, errors and exit codes in
+``qpnlp.commands._errors``, output paths in ``qpnlp.commands._outputs``, the report in
+``qpnlp.commands._report`` and the rule of what goes to stdout and to stderr in
+``qpnlp.commands._console``.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     """The training config of ``qpnlp train KIND`` (a :class:`~qpnlp.training.matching.MatchingConfig` for a
-    matching model): every training setting given on the command line (:func:`._config_options.explicit_options`),
+    matching model): every training setting given on the command line (``_config_options.explicit_options``),
     the others the library's for this model, data set and vector set
     (:func:`qpnlp.training.defaults.default_train_config`: a model's ``per_dataset`` or ``per_vectors`` value
     reaches the command, whose parser knew neither when it set its defaults). ``qpnlp demo`` (no ``kind``): the

@@ -66,7 +66,7 @@ def _json_object(text: str) -> dict:
 
 
 def _default(field: dataclasses.Field):
-    """The option's default: the field's (:func:`~qpnlp.models._config_types.field_default`), None without one."""
+    """The option's default: the field's (``qpnlp.models._config_types.field_default``), None without one."""
     default = field_default(field)
     return None if default is dataclasses.MISSING else default
 

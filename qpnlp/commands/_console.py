@@ -10,7 +10,7 @@ written with :func:`result_line`. **stderr holds everything else**, written with
 searches, the training state it keeps or resumes from), the files it wrote
 (``report written to ...``, ``checkpoint written to ...``, ``converted ... ->
 ...``), the per-epoch lines, the progress bars (on a terminal only), the
-warnings and the errors (:mod:`._errors`).
+warnings and the errors (``qpnlp.commands._errors``).
 
 The per-epoch lines are progress, not results: they say how far a run of
 minutes or hours has come, which a user watching the console (or the log of

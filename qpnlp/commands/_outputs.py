@@ -67,7 +67,7 @@ def check_output_path(path: str | os.PathLike | None, option: str, *, directory:
 
 def check_report_path(path: str | os.PathLike | None) -> Path | None:
     """``--report`` checked as :func:`check_output_path` checks a file, and its history written beside it
-    (:func:`~._report.history_path`), which must not be a directory either: refused before any work, not after
+    (``qpnlp.commands._report.history_path``), which must not be a directory either: refused before any work, not after
     the first epoch."""
     report = check_output_path(path, "--report")
     if report is not None and history_path(report).is_dir():
@@ -163,8 +163,8 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
 
 def lock_for_the_run(args: argparse.Namespace, root: str | os.PathLike, option: str, *, beside: bool = False,
                      keeps: str = "its training state") -> None:
-    """Hold the directory ``root`` until the command ends (:func:`qpnlp._atomic.locked_directory`, ``beside`` it for
-    a directory that every save replaces, entered on ``args.exit_stack``, which :func:`~._errors.run_command`
+    """Hold the directory ``root`` until the command ends (``qpnlp._atomic.locked_directory``, ``beside`` it for
+    a directory that every save replaces, entered on ``args.exit_stack``, which ``qpnlp.commands._errors.run_command``
     closes; no lock without one): a second run given the same directory while this one runs (folds started at
     once with one ``--save``) would clear or resume this run's files (``keeps``) and mix its own into them; it is
     refused (:class:`CommandFailed`, one line naming the holder) before any work."""

@@ -70,13 +70,13 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
     ``torchrun`` itself so that a failure stays the one-line error of the
     failing process (torchrun adds a page of its own); when one process
     fails, the others are stopped (they would wait for it in the next
-    collective) and the failure is recorded (:func:`_record_failure`): the
+    collective) and the failure is recorded (``_record_failure``): the
     first error of the processes goes in the report and on a last line, or,
     for a process killed by a signal, a line naming it and the signal (exit
     status 1).  ``env`` adds to their environment (the lock of ``--out``
     this process holds for them).  Stopped
     itself by SIGTERM (``kill``, ``timeout``), it stops them too
-    (:func:`_sigterm_raises`) and exits with status 143; by Ctrl-C, with
+    (``_sigterm_raises``) and exits with status 143; by Ctrl-C, with
     status 130; either way a report left "running" is finished as
     interrupted.
     """
@@ -190,7 +190,7 @@ def _record_failure(args: argparse.Namespace, report: Report, failure: tuple[int
     A process killed by a signal (the out-of-memory killer's SIGKILL) printed and recorded nothing: its line is
     printed here, the report is finished as failed with it, keeping the epochs the first process recorded, and
     the status is 1 (not the negative signal number, which the shell saw as 247).  Otherwise the cause is the
-    error recorded first (:func:`_first_error`), named on a last line here (the processes' own lines come in
+    error recorded first (``_first_error``), named on a last line here (the processes' own lines come in
     no set order).  The report gets it, with its status, when it came from another process than the first
     (which reported only its lost connection) or the report was left "running" (the first process was stopped
     before it could finish it).

@@ -32,7 +32,7 @@ REPORT_SCHEMA = "qpnlp-report/1"
 
 
 def arguments(args: argparse.Namespace) -> dict:
-    """The command-line settings of a run, as JSON (not what :func:`~._errors.run_command` adds: ``exit_stack``)."""
+    """The command-line settings of a run, as JSON (not what ``_errors.run_command`` adds: ``exit_stack``)."""
     return {k: v for k, v in vars(args).items() if k not in ("func", "prog", "exit_stack") and not callable(v)}
 
 

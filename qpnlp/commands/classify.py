@@ -3,7 +3,7 @@
 One sub-command per classification model of the registry (``qpdn``,
 ``real-bow``, ``order-classifier``, ``cgrnn-classifier`` and any model a user
 registers); its model options are generated from the model's config
-(:mod:`._config_options`).
+(``qpnlp.commands._config_options``).
 
 Every option is checked before any file is read (the selection grid against
 the model's config and the training settings, the output paths); each epoch

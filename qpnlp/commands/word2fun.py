@@ -267,10 +267,10 @@ def _lock_out(args: argparse.Namespace, main: bool) -> dict[str, str]:
     """Hold ``--out`` locked until the command ends; the environment that tells processes it starts so.
 
     Every save replaces the directory, so its lock file is beside it
-    (``.NAME.lock``, :func:`qpnlp._atomic.lock_file_of`): a second run given
+    (``.NAME.lock``, ``qpnlp._atomic.lock_file_of``): a second run given
     the same ``--out`` while this one runs (each checkpoint whole, but the
     runs' epochs overwriting each other's) is refused before the corpus is
-    read (:func:`~._outputs.lock_for_the_run`).  One process of a run holds
+    read (``qpnlp.commands._outputs.lock_for_the_run``).  One process of a run holds
     it: the only one, the launcher of ``--processes`` (its processes, given
     :data:`LOCKED_OUT_VARIABLE`, take none), or the first of those
     ``torchrun`` started (``main``).
@@ -382,8 +382,8 @@ def _restored_epochs(report: Report, stats, upto: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the command; started by ``--processes`` (:func:`~._processes.run_in_processes`), its error is also
-    recorded for the launcher (:func:`~._processes.records_error`)."""
+    """Run the command; started by ``--processes`` (``qpnlp.commands._processes.run_in_processes``), its error is also
+    recorded for the launcher (``qpnlp.commands._processes.records_error``)."""
     with torch_threads(args.threads), records_error():
         return _run(args)
 

@@ -91,6 +91,15 @@ def pad_batch(
 def padded_length(longest: int, max_len: int | None = None, multiple_of: int | None = None) -> int:
     """The length a batch whose longest (truncated) text has ``longest`` tokens is padded to.
 
+    Parameters
+    ----------
+    longest : int
+        Tokens in the batch's longest text, after truncation to ``max_len``.
+    max_len : int or None, default None
+        The cap of the rounded length (the truncation length); None: no cap.
+    multiple_of : int or None, default None
+        Round ``longest`` up to a multiple of it (>= 1; ValueError otherwise); None: no rounding, ``longest`` itself.
+
     >>> padded_length(9), padded_length(9, multiple_of=8), padded_length(9, max_len=12, multiple_of=8)
     (9, 16, 12)
     """

@@ -145,7 +145,7 @@ class ClassificationDataset:
         )
 
 
-#: The messages of :func:`row_indices`, one per fault of :data:`qpnlp._rows.FAULTS`.
+#: The messages of :func:`row_indices`, one per fault of ``qpnlp._rows.FAULTS``.
 _ROW_MESSAGES = {
     "mask": "{what} must hold row indices, got a boolean mask (use np.flatnonzero)",
     "shape": "{what} must be a 1-D array of row indices; got shape {shape}",
@@ -163,7 +163,7 @@ def row_indices(indices, n: int, what: str) -> np.ndarray:
     into indices with ``np.flatnonzero``), values that are not integers (a cast would truncate 1.7 to 1), negative
     indices (they would wrap around to the end), indices >= ``n`` and repeated ones (an item listed twice, or in
     two splits, is trained or scored twice). The rules are those of the question groups of
-    :func:`~qpnlp.evaluation.ranking_metrics` (one check, :func:`qpnlp._rows.check_row_indices`).
+    :func:`~qpnlp.evaluation.ranking_metrics` (one check, ``qpnlp._rows.check_row_indices``).
 
     >>> row_indices([2, 0], 3, "split 'test'").tolist()
     [2, 0]
@@ -228,6 +228,13 @@ def read_label_files(files: Mapping[int, str | os.PathLike[str]]) -> tuple[list[
 def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[list[str]], list[int], int]:
     """Read ``text<TAB>label`` lines (SST2) with integer labels ``0..n_classes-1``.
 
+    Parameters
+    ----------
+    path : path-like
+        An SST-style file (plain or compressed), read as UTF-8 or else ISO-8859-1; blank lines are counted, not read.
+    n_classes : int, default 2
+        The number of classes: labels must be the digits ``0..n_classes-1`` (5 for SST-5).
+
     Raises
     ------
     ValueError
@@ -263,6 +270,11 @@ def _require_items(path: Path, texts: list) -> None:
 
 def read_trec(path: str | os.PathLike[str]) -> tuple[list[list[str]], list[str], list[str], int]:
     """Read ``COARSE:fine question`` lines (TREC question classification); the label ends at a space or tab.
+
+    Parameters
+    ----------
+    path : path-like
+        A TREC file (plain or compressed), read as UTF-8 or else ISO-8859-1; blank lines are counted, not read.
 
     Returns
     -------

@@ -24,6 +24,11 @@ def dataset_name(name: str) -> str:
     in lower case without its alias's hyphen (:func:`~qpnlp.data.qa.qa_folder_name`), any other name in lower
     case.
 
+    Parameters
+    ----------
+    name : str
+        A data set name in any case, or an answer-selection alias (``"TREC-QA"``).
+
     >>> dataset_name("trec"), dataset_name("TREC-QA"), dataset_name("MyData")
     ('TREC', 'trecqa', 'mydata')
     """

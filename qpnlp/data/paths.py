@@ -92,7 +92,17 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 def refuse_unreadable(path: Path, head: bytes, readable: Sequence[str] = ("gzip", "bzip2", "xz")) -> None:
     """Raise ``ValueError`` saying what the file is when its first (16) bytes ``head`` show UTF-16 text or a
-    compressed or archive format other than ``readable``."""
+    compressed or archive format other than ``readable``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file, named in the error.
+    head : bytes
+        The file's first bytes (16 suffice for every format recognised).
+    readable : sequence of str, default ("gzip", "bzip2", "xz")
+        The compressed formats the caller can read (names as in the error messages); the others are refused.
+    """
     if head.startswith(_UTF16_BOMS):
         raise ValueError(f"{path} is UTF-16 encoded; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
     for magic, kind, _ in _COMPRESSED:
@@ -103,6 +113,13 @@ def refuse_unreadable(path: Path, head: bytes, readable: Sequence[str] = ("gzip"
 
 def find_file(folder: str | os.PathLike[str], name: str) -> Path:
     r"""``folder/name`` if it exists, else ``folder/name.gz`` if that exists, else ``folder/name`` (for the error).
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder to look in.
+    name : str
+        The file's name without the ``.gz`` suffix.
 
     Examples
     --------
@@ -129,6 +146,13 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     reads a whole file. Lines are decoded one at a time, so a decoding error names its line and column; a
     UTF-8 byte-order mark is dropped. Lines keep their line ends. A line longer than :data:`MAX_LINE_BYTES`
     is refused once that many bytes are read.
+
+    Parameters
+    ----------
+    path : path-like
+        A text file, plain or gzip.
+    encoding : str, default "utf-8"
+        The encoding every line is decoded with (strictly: a bad byte raises ``ValueError`` naming the line).
 
     Raises
     ------
@@ -239,6 +263,13 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
 def read_lines(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> list[str]:
     r"""The lines of :func:`read_text`'s text, without their line ends (:func:`split_lines`).
 
+    Parameters
+    ----------
+    path : path-like
+        A text file, possibly compressed, as :func:`read_text` reads it.
+    encodings : sequence of str, default ("utf-8",)
+        Tried in order on the whole file, as by :func:`read_text`.
+
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = (Path(d) / "a.txt").write_bytes(b"one\x0ctwo\r\nthree\rfour")
@@ -255,6 +286,11 @@ def split_lines(text: str) -> list[str]:
     feeds, ``\x1c``-``\x1e``, ``\x85`` and U+2028/9: characters that occur inside a sentence (``\x85`` is the
     cp1252 ellipsis read as ISO-8859-1) and would silently turn one sentence into two and shift the line
     numbers of every later error.
+
+    Parameters
+    ----------
+    text : str
+        Decoded text, with any mix of line ends.
 
     >>> split_lines("one\x0ctwo\r\nthree\rfour\n")
     ['one\x0ctwo', 'three', 'four']

@@ -387,7 +387,7 @@ def _spellings(word: str) -> tuple[str, ...]:
 
 
 def _spelling_row(pretrained: PretrainedVectors, word: str) -> int | None:
-    """Row of ``word`` under another spelling (:func:`_spellings`)."""
+    """Row of ``word`` under another spelling (``_spellings``)."""
     for variant in _spellings(word):
         if variant in pretrained.index:
             return pretrained.index[variant]

@@ -60,6 +60,11 @@ STANDARD_FILTERS = {"trecqa": "clean", "wikiqa": "no-correct"}
 def question_filter(value: bool | str) -> str:
     """A filter of :data:`QUESTION_FILTERS` from its name or a bool (True: ``"clean"``, False: ``"none"``).
 
+    Parameters
+    ----------
+    value : bool or str
+        ``"none"``, ``"no-correct"`` or ``"clean"`` (ValueError for another string), or a bool.
+
     >>> question_filter(True), question_filter("no-correct")
     ('clean', 'no-correct')
     """

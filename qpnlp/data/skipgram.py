@@ -86,7 +86,17 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
 
 
 def subsample_mask(tokens: np.ndarray, keep_prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Boolean mask, shape (n_tokens,): keep token ``i`` with probability ``keep_prob[tokens[i]]``."""
+    """Boolean mask, shape (n_tokens,): keep token ``i`` with probability ``keep_prob[tokens[i]]``.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray of int, shape (n_tokens,)
+        Word ids.
+    keep_prob : numpy.ndarray of float, shape (V,)
+        The keep probability of each word (:func:`keep_probabilities`).
+    rng : numpy.random.Generator
+        Draws one uniform number per token.
+    """
     return rng.random(tokens.shape[0]) < keep_prob[tokens]
 
 
@@ -358,6 +368,29 @@ def iter_centre_runs(
 
     The batches of :func:`iter_centre_batches` (the same draws from ``rng``, the same batches in the same
     order), grouped into :class:`CentreRun` s of at most ``batches_per_run`` batches of one chunk.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray of int, shape (n_tokens,)
+        The corpus as word ids, document after document.
+    doc_ids : numpy.ndarray of int, shape (n_tokens,)
+        The document of each token, sorted (``0 .. n_docs - 1``); tokens outside that range are never drawn.
+    doc_times : numpy.ndarray of float, shape (n_docs,)
+        The time of each document.
+    keep_prob : numpy.ndarray of float, shape (V,)
+        The probability of keeping each word (subsampling, :func:`keep_probabilities`).
+    window : int
+        The maximum window size ``W`` (each centre draws its own from ``1..W``).
+    batch_size : int
+        About this many pairs per batch, as for :func:`iter_centre_batches`.
+    rng : numpy.random.Generator
+        Draws the document order, the subsampling, the windows and the order of the centres.
+    chunk_tokens : int, default 1_000_000
+        Documents are gathered in chunks of about this many tokens; a run holds batches of one chunk only.
+    device : str or torch.device, default "cpu"
+        Where the runs' tensors are put (once per chunk).
+    batches_per_run : int, default 16
+        The most batches in one run (>= 1; ValueError otherwise); a chunk's last run may hold fewer.
     """
     if batches_per_run < 1:
         raise ValueError(f"batches_per_run must be >= 1; got {batches_per_run}")
@@ -419,6 +452,29 @@ def iter_centre_batches(
     shuffled and cut, at centre boundaries, into batches of about
     ``batch_size`` pairs (at most ``batch_size + 2 * window - 1``).  All index arrays of a chunk are built at once with
     numpy and moved to ``device`` once; batches are views.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray of int, shape (n_tokens,)
+        The corpus as word ids, document after document.
+    doc_ids : numpy.ndarray of int, shape (n_tokens,)
+        The document of each token, sorted (``0 .. n_docs - 1``); tokens outside that range are never drawn.
+    doc_times : numpy.ndarray of float, shape (n_docs,)
+        The time of each document; a batch's ``times`` are its centres' document times (float64, the model casts).
+    keep_prob : numpy.ndarray of float, shape (V,)
+        The probability of keeping each word (subsampling, :func:`keep_probabilities`); all ones keep every token.
+    window : int
+        The maximum window size ``W``; each centre draws its own window from ``1..W`` (word2vec's dynamic window).
+    batch_size : int
+        About this many (centre, context) pairs per batch; cut at centre boundaries, so at most
+        ``batch_size + 2 * window - 1``.
+    rng : numpy.random.Generator
+        Draws the document order, the subsampling, the windows and the order of the centres.
+    chunk_tokens : int, default 1_000_000
+        Documents are gathered in chunks of about this many tokens (before subsampling); a chunk's index arrays are
+        built at once and its batches never mix with another chunk's.
+    device : str or torch.device, default "cpu"
+        Where the batches' tensors are put (once per chunk).
     """
     for run in iter_centre_runs(tokens, doc_ids, doc_times, keep_prob=keep_prob, window=window,
                                 batch_size=batch_size, rng=rng, chunk_tokens=chunk_tokens, device=device):

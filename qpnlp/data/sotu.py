@@ -50,6 +50,11 @@ def split_sentences(text: str) -> list[str]:
     sentence, at the price of joining the rare sentence that ends in one to
     the next.
 
+    Parameters
+    ----------
+    text : str
+        Running text, paragraphs separated by newlines.
+
     Examples
     --------
     >>> split_sentences("Mr. Speaker, the U.S. Navy grew. It is strong! [Applause] Is it?\\n\\nYes.")

@@ -50,7 +50,45 @@ __all__ = ["DriftSpec", "PlantedDrift", "VARIANTS", "drift_spec", "generate_drif
 
 @dataclass(frozen=True)
 class DriftSpec:
-    """Parameters of :func:`generate_drift_corpus` (defaults: the 1M-token, 100-year, 60-target protocol)."""
+    """Parameters of :func:`generate_drift_corpus` (defaults: the 1M-token, 100-year, 60-target protocol).
+
+    Parameters
+    ----------
+    n_years : int, default 100
+        Years of the corpus, one time value per year.
+    start_year : int, default 1900
+        The first year.
+    n_tokens : int, default 1_000_000
+        About this many tokens in all: ``n_tokens / n_years / sentence_length`` sentences a year (at least one).
+    sentence_length : int, default 12
+        Tokens per sentence.
+    n_topics : int, default 20
+        Topics ``K``; a sentence has one.
+    words_per_topic : int, default 40
+        Words of each topic, drawn uniformly in its sentences.
+    n_background : int, default 200
+        Background words, drawn with Zipf probabilities :math:`p_j \\propto 1/j`.
+    background_rate : float, default 0.25
+        The probability that a slot of a sentence holds a background word rather than a topic word.
+    n_drift, n_stable, n_trap : int, default 60, 20, 10
+        Probe words of each kind (module docstring).
+    rate : float, default 20.0
+        Expected occurrences a year of each drift and stable word.
+    trap_rate_start : float, default 2.0
+        Expected occurrences of each trap word in the first year.
+    trap_growth : float, default 30.0
+        The factor by which a trap word's rate grows, exponentially, from the first year to the last.
+    strength_range : tuple of float, default (0.2, 1.0)
+        The drift words' strengths :math:`s` are evenly spaced over this range, in a random order.
+    switch_range : tuple of float, default (0.3, 0.7)
+        A drift word switches at a whole year drawn uniformly from this range, as fractions of the span.
+    gradual_fraction : float, default 0.5
+        The probability that a drift word's switch is a ramp rather than a step.
+    width_range : tuple of float, default (5.0, 20.0)
+        A ramp's width in years, a whole number drawn uniformly from this range.
+    seed : int, default 0
+        Seeds the generator: the same spec gives the same corpus.
+    """
 
     n_years: int = 100
     start_year: int = 1900
@@ -82,6 +120,13 @@ VARIANTS = {
 
 def drift_spec(variant: str = "standard", **overrides) -> DriftSpec:
     """The :class:`DriftSpec` of a named variant (:data:`VARIANTS`), with further ``overrides``.
+
+    Parameters
+    ----------
+    variant : str, default "standard"
+        A key of :data:`VARIANTS` (ValueError otherwise).
+    **overrides
+        :class:`DriftSpec` fields, over the variant's settings (``seed=3``).
 
     >>> drift_spec("low-frequency", seed=3).rate, drift_spec(seed=3) == DriftSpec(seed=3)
     (4.0, True)
@@ -125,6 +170,17 @@ class PlantedDrift:
 def drift_mixture(year, strength, switch, width) -> np.ndarray:
     """:math:`s\\, g(y)` with a step (``width == 0``) or a ramp of ``width`` centred at ``switch``.
 
+    Parameters
+    ----------
+    year : float or numpy.ndarray
+        The year(s) :math:`y`; broadcast against the per-probe arrays.
+    strength : numpy.ndarray of float, shape (n_probes,)
+        The planted strengths :math:`s` (0 for a probe that does not drift).
+    switch : numpy.ndarray of float, shape (n_probes,)
+        The switch years :math:`c`; NaN for a probe that does not drift (mixture 0).
+    width : numpy.ndarray of float, shape (n_probes,)
+        The ramp widths :math:`w`; 0 (or NaN) is a step at ``switch``.
+
     >>> drift_mixture(np.array(1945.0), np.array([1.0, 0.5]), np.array([1950.0, 1940.0]), np.array([0.0, 20.0])).tolist()
     [0.0, 0.375]
     """
@@ -140,7 +196,13 @@ def drift_mixture(year, strength, switch, width) -> np.ndarray:
 
 
 def generate_drift_corpus(spec: DriftSpec = DriftSpec()) -> tuple[TimestampedCorpus, PlantedDrift]:
-    """Generate the corpus and its ground truth (deterministic given ``spec.seed``)."""
+    """Generate the corpus and its ground truth (deterministic given ``spec.seed``).
+
+    Parameters
+    ----------
+    spec : DriftSpec, default DriftSpec()
+        The generator's settings (:func:`drift_spec` for a named variant).
+    """
     rng = np.random.default_rng(spec.seed)
     topic_words = _topic_words(spec)
     background, zipf = _background_words(spec)

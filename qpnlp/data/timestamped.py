@@ -187,7 +187,7 @@ def _refuse_empty_tokens(docs: tuple, times: np.ndarray) -> None:
 
 def _bound(name: str, value) -> float:
     """``value``, the ``start`` or ``end`` of :meth:`TimestampedCorpus.between`, as a float: ``TypeError`` if it is
-    not a real number (:func:`~qpnlp._checks.is_real`), ``ValueError`` for NaN. An integer beyond the floats is
+    not a real number (``qpnlp._checks.is_real``), ``ValueError`` for NaN. An integer beyond the floats is
     the infinity of its sign (it compares with every time as that does)."""
     if not is_real(value):
         raise TypeError(f"between(start, end): {name} must be a real number (e.g. a year); got "
@@ -201,7 +201,7 @@ def _bound(name: str, value) -> float:
     return bound
 
 
-#: A plain decimal number, as written in a file: what :func:`_plain_time` accepts of what ``float()`` reads.
+#: A plain decimal number, as written in a file: what ``_plain_time`` accepts of what ``float()`` reads.
 _PLAIN_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
 
 
@@ -214,7 +214,7 @@ def _plain_time(text: str) -> bool:
 def _time(value, i: int) -> float:
     """``float(value)``, the time of document ``i``; ``TypeError`` / ``ValueError`` naming ``i`` and the value.
 
-    A string must be a plain decimal number (:func:`_plain_time`).
+    A string must be a plain decimal number (``_plain_time``).
     """
     if isinstance(value, (datetime.date, np.datetime64)):
         year = f"its year ({value.year})" if isinstance(value, datetime.date) else "its year"
@@ -316,6 +316,13 @@ def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> Timestamp
     Blank lines are skipped; a line without a tab, with a time that is not a
     plain finite number (``1_900``, ``nan``) or with a NUL byte (a binary file)
     raises ``ValueError`` naming the file and the line.
+
+    Parameters
+    ----------
+    path : path-like
+        A TSV file, plain or gzip (recognised by its first bytes), UTF-8.
+    lowercase : bool, default False
+        Lowercase the tokens (after the normalisation); False keeps their case.
     """
     times, docs = [], []
     for t, toks in _iter_tsv(path, lowercase):
@@ -325,7 +332,14 @@ def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> Timestamp
 
 
 def concatenate(corpora: Sequence[TimestampedCorpus]) -> TimestampedCorpus:
-    """One corpus of the documents of ``corpora``, in order."""
+    """One corpus of the documents of ``corpora``, in order.
+
+    Parameters
+    ----------
+    corpora : sequence of TimestampedCorpus
+        The corpora, in order (TypeError for another object); one corpus is returned itself, none gives an empty
+        corpus.
+    """
     corpora = list(corpora)
     for i, corpus in enumerate(corpora):            # an AttributeError on .times, naming nothing
         if not isinstance(corpus, TimestampedCorpus):
@@ -408,6 +422,13 @@ def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
     is checked before the file is opened, so nothing is written then. The file is written atomically (a
     temporary file of the same directory, created with its parents, renamed into place): an interrupted write
     leaves the previous file, never a shorter corpus that reads without an error.
+
+    Parameters
+    ----------
+    corpus : TimestampedCorpus
+        The documents and their times.
+    path : path-like
+        The file written (plain text, UTF-8), replaced if it exists; its parent folders are created.
     """
     lines = [_tsv_line(t, toks) for t, toks in corpus]
     with atomic_file(path) as fh:

@@ -110,6 +110,11 @@ def normalize_text(text: str) -> str:
     ``ｅｎｅｒｇｙ`` in full-width letters, ``union’s`` with a curly apostrophe or a word holding a zero-width space
     are the same word as their plain forms. Case is kept. ASCII text is returned as it is (no work).
 
+    Parameters
+    ----------
+    text : str
+        Any text; not split into tokens.
+
     >>> normalize_text("cafe\u0301 \uff45nergy union\u2019s a\u200bb") == "caf\u00e9 energy union's ab"
     True
     """

@@ -83,6 +83,19 @@ class VectorSet:
     set's first (most frequent) words a pretrained fallback vocabulary appends
     by default (benchmarks/results/qpdn/SELECTION.md), recorded by
     :func:`load_vectors` in :attr:`PretrainedVectors.fallback`.
+
+    Parameters
+    ----------
+    loader : callable
+        Takes no argument and returns the set's :class:`~qpnlp.data.pretrained.PretrainedVectors`, unscaled (cached
+        by the registered sets: a second load costs nothing).
+    description : str
+        One line for ``--help`` and error messages: the set, its size and the package it comes from.
+    scale : float, default 1.0
+        The factor :func:`load_vectors` multiplies the vectors by when given no ``scale``.
+    fallback : int, default 0
+        The words a pretrained fallback vocabulary appends by default, recorded as
+        :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>`.
     """
 
     loader: Callable[[], PretrainedVectors]
@@ -106,7 +119,13 @@ VECTOR_SETS: dict[str, VectorSet] = {
 
 def recommended_fallback(name_or_path: str | os.PathLike) -> int:
     """The default pretrained-fallback size for these vectors (a registered set's own; 0 for files): the
-    :attr:`PretrainedVectors.fallback` of ``load_vectors(name_or_path)``."""
+    :attr:`PretrainedVectors.fallback` of ``load_vectors(name_or_path)``.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A name of :data:`VECTOR_SETS`, or a path (any other string).
+    """
     entry = VECTOR_SETS.get(str(name_or_path))
     return entry.fallback if entry else 0
 
@@ -114,7 +133,13 @@ def recommended_fallback(name_or_path: str | os.PathLike) -> int:
 def recommended_scale(name_or_path: str | os.PathLike) -> float:
     """The factor :func:`load_vectors` multiplies these vectors by when given no ``scale`` (a registered set's own
     :attr:`VectorSet.scale`; 1 for files). A model's own scale for a set is
-    :func:`qpnlp.training.defaults.default_vectors_scale`."""
+    :func:`qpnlp.training.defaults.default_vectors_scale`.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A name of :data:`VECTOR_SETS`, or a path (any other string).
+    """
     entry = VECTOR_SETS.get(str(name_or_path))
     return entry.scale if entry else 1.0
 
@@ -243,6 +268,13 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
     are dropped, as word2vec's C reader drops them, and so are the ``\\r`` bytes before it (word2vec's tokenizer
     never puts one in a word), so that a file with ``\\r\\n`` line ends reads the same words as with ``\\n``.
 
+    Parameters
+    ----------
+    path : path-like
+        The binary file, plain or gzip.
+    words : collection of str, optional
+        Keep only these words (the other vectors are skipped as they are read, never stored); None keeps every word.
+
     Raises
     ------
     ValueError
@@ -274,12 +306,12 @@ _BLOCK = 1 << 22
 def _read_word2vec_entries(path: Path, handle, keep: set[str] | None, gzipped: bool = False) -> PretrainedVectors:
     """The entries of an open word2vec binary file (:func:`read_word2vec_binary`), those in ``keep`` only.
 
-    The file is read in blocks of up to :data:`_BLOCK` bytes, each by one ``read1`` call and only when an entry
+    The file is read in blocks of up to ``_BLOCK`` bytes, each by one ``read1`` call and only when an entry
     needs bytes beyond those read (so a truncated gzip stream fails where reading byte by byte failed, after the
     entries before its end); the space after each word is found by ``bytes.find``. The d values of the kept
     entries of a block become one (k, d) float32 matrix, checked (finite) before the next block is read or an
     error raised, so that the first faulty entry of the file is the one named. Blocks are never larger than
-    :data:`_BLOCK`, whatever the header's dimension (``read1(4 d)`` allocated the ``4 d`` bytes first: a header
+    ``_BLOCK``, whatever the header's dimension (``read1(4 d)`` allocated the ``4 d`` bytes first: a header
     ``1 100000000000`` asked for 400 GB), so a plain file costs at most its size in buffer; a gzip file
     (``gzipped``) may announce a dimension of at most :data:`MAX_GZIP_WORD2VEC_DIM`.
     """
@@ -382,6 +414,11 @@ def spacy_hash(text: str) -> int:
     MurmurHash2, 64-bit version A), checked against spaCy's documented
     ``nlp.vocab.strings["coffee"]``.
 
+    Parameters
+    ----------
+    text : str
+        The string, hashed as its UTF-8 bytes.
+
     >>> spacy_hash("coffee")
     3197928453018144401
     """
@@ -422,6 +459,11 @@ def spacy_key(text: str) -> int:
     """The key spaCy stores ``text`` under: its symbol id for the strings of :data:`SPACY_SYMBOLS`, else
     :func:`spacy_hash`.
 
+    Parameters
+    ----------
+    text : str
+        The string.
+
     >>> spacy_key("number"), spacy_key("numbers") == spacy_hash("numbers")
     (432, True)
     """
@@ -434,6 +476,11 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
     Words are the strings whose key (:func:`spacy_key`) has a row, the
     strings of ``strings.json`` and spaCy's symbols; rows are shared (pruned
     vectors), the matrix memory-mapped.
+
+    Parameters
+    ----------
+    directory : path-like
+        A spaCy model directory (``en_core_web_md-3.7.1``) or its ``vocab/`` folder.
 
     Raises
     ------

@@ -74,7 +74,7 @@ def _labels(x) -> np.ndarray:
     return a.astype(np.int64)
 
 
-#: The messages of :func:`_group`, one per fault of :data:`qpnlp._rows.FAULTS`.
+#: The messages of ``_group``, one per fault of ``qpnlp._rows.FAULTS``.
 _GROUP_MESSAGES = {
     "mask": "question {q}: groups must hold row indices, got a boolean mask (use np.flatnonzero)",
     "shape": "question {q}: groups must hold 1-D integer row indices, got {dtype} shape {shape}",
@@ -92,7 +92,7 @@ def _group(g, q: int, n_rows: int) -> np.ndarray:
 
 
 def _check_ties(ties) -> str:
-    """``ties`` if it is one of :data:`_TIES` (ValueError naming it otherwise)."""
+    """``ties`` if it is one of ``_TIES`` (ValueError naming it otherwise)."""
     if not isinstance(ties, str) or ties not in _TIES:
         raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
     return ties

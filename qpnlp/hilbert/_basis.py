@@ -72,7 +72,7 @@ class SememeBasis:
         return {"vectors": self._vectors, "labels": self._labels}
 
     def __setstate__(self, state: dict) -> None:
-        """Restore :meth:`__getstate__`'s fields (the default restores through ``__setattr__``, which refuses)."""
+        """Restore ``__getstate__``'s fields (the default restores through ``__setattr__``, which refuses)."""
         object.__setattr__(self, "_vectors", state["vectors"])
         object.__setattr__(self, "_labels", state["labels"])
 
@@ -118,7 +118,7 @@ class SememeBasis:
     def _position(self, j) -> int:
         """Basis index ``j`` in ``[0, d)``: Python's rules (``-1`` is the last), IndexError outside ``[-d, d)``.
 
-        An integer as :func:`~qpnlp.hilbert._validation.as_integer` reads it (numpy integers too); 1.0 and a bool
+        An integer as ``qpnlp.hilbert._validation.as_integer`` reads it (numpy integers too); 1.0 and a bool
         are a TypeError.
         """
         index = V.as_integer(j)

@@ -88,7 +88,7 @@ class Batched:
         return {name: getattr(self, "_" + name) for name in self._fields}
 
     def __setstate__(self, state: dict[str, torch.Tensor]) -> None:
-        """Restore :meth:`__getstate__`'s fields (the default restores through ``__setattr__``, which refuses)."""
+        """Restore ``__getstate__``'s fields (the default restores through ``__setattr__``, which refuses)."""
         for name in self._fields:
             object.__setattr__(self, "_" + name, state[name])
 

@@ -45,7 +45,7 @@ def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
 
 
 def _shapes(operands: tuple[torch.Tensor, ...]) -> tuple[tuple[int, ...], ...]:
-    """The shapes of the operands, the key of :func:`_expression`; TypeError naming an operand that is no tensor."""
+    """The shapes of the operands, the key of ``_expression``; TypeError naming an operand that is no tensor."""
     for i, op in enumerate(operands):
         if not isinstance(op, torch.Tensor):
             raise TypeError(f"operands[{i}] must be a torch.Tensor; got {type(op).__name__}")

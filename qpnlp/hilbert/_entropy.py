@@ -187,7 +187,7 @@ class _TraceLog(torch.autograd.Function):
     eigenvalue) the gradient with respect to sigma is 0/0 = NaN, although
     :math:`\log\sigma` is smooth there. The backward is the Daleckii-Krein
     formula :math:`\bar\sigma = U[(U^\dagger\rho U)\circ K]U^\dagger` with the
-    divided differences K of the log (:func:`_log_divided_differences`),
+    divided differences K of the log (``_log_divided_differences``),
     finite at repeated eigenvalues. :math:`\bar\rho = U\operatorname{diag}(\log\mu_k\,[p_k > \mathrm{tol}])U^\dagger`,
     as autograd gave it through the forward.
 
@@ -238,7 +238,7 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     \sum_k \langle s_k|\rho|s_k\rangle \log\mu_k`. Real ``(...)``, nats by default.
     The gradient with respect to :math:`\sigma` is the Daleckii-Krein one of
     the logarithm, finite at repeated eigenvalues of :math:`\sigma` (see
-    :class:`_TraceLog`).
+    ``_TraceLog``).
 
     Parameters
     ----------

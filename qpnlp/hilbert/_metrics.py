@@ -24,7 +24,7 @@ so no matrix square root of a rank-deficient matrix is ever taken (it loses
 half the digits: errors of :math:`\sqrt\epsilon`). When one side is pure,
 :math:`F = \langle\psi|\sigma|\psi\rangle`, linear in :math:`\sigma`. Dense
 matrices are factored through ``eigh``, with eigenvalues below
-:func:`~qpnlp.hilbert._operands.rank_tolerance` treated as zero.
+``qpnlp.hilbert._operands.rank_tolerance`` treated as zero.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     A metric on states with values in [0, 1] (Nielsen & Chuang eq. 9.11;
     QuTiP's ``tracedist``). Real ``(...)``. Two pure states or ensembles
     with n + m < d words go through an (n+m) x (n+m) matrix when no gradient
-    is needed (:func:`_low_rank_difference`), else through ``eigvalsh`` of
+    is needed (``_low_rank_difference``), else through ``eigvalsh`` of
     the dense difference.
 
     Parameters
@@ -221,7 +221,7 @@ def hellinger_affinity(rho, sigma) -> torch.Tensor:
     at most :math:`\sqrt F`. The gradient is the Daleckii-Krein one of the
     square root, finite where eigenvalues or singular values repeat (padded
     ensembles, equal weights on orthogonal words, the maximally mixed state;
-    see :func:`~qpnlp.hilbert._operands.root_overlap`).
+    see ``qpnlp.hilbert._operands.root_overlap``).
 
     Parameters
     ----------
@@ -295,7 +295,7 @@ def _cross_is_larger(rho, sigma) -> bool:
 
 def _trace_product(rho, sigma) -> torch.Tensor:
     r""":math:`\operatorname{Tr}\rho\sigma`: :math:`\|A^\dagger B\|_F^2` from factors ``(d, n)``, ``(d, m)``, unless a
-    side is dense or n m > d^2 (:func:`_cross_is_larger`): memory O(min(n m, d^2)) besides the states."""
+    side is dense or n m > d^2 (``_cross_is_larger``): memory O(min(n m, d^2)) besides the states."""
     if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real
@@ -306,7 +306,7 @@ def _trace_product(rho, sigma) -> torch.Tensor:
 
 def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
     r""":math:`\operatorname{Tr}\rho\sigma` and :math:`\operatorname{Tr}(\rho\sigma)^2`, from factors when no side is dense
-    and their n x m cross matrix is no larger than d x d (:func:`_cross_is_larger`)."""
+    and their n x m cross matrix is no larger than d x d (``_cross_is_larger``)."""
     if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         m = r @ s

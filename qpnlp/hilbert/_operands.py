@@ -117,7 +117,7 @@ def _root_kernel(roots: torch.Tensor) -> torch.Tensor:
 class _PsdSqrt(torch.autograd.Function):
     r""":math:`\sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with eigenvalues below :func:`rank_tolerance` set to zero.
 
-    ``forward(rho, name)``; the spectrum is checked as :func:`_dense_eigen` does. The backward is
+    ``forward(rho, name)``; the spectrum is checked as ``_dense_eigen`` does. The backward is
     the Daleckii-Krein formula :math:`\bar\rho = U[(U^\dagger \bar A U) \circ K]U^\dagger`,
     :math:`K_{ij} = 1/(\sqrt{\lambda_i} + \sqrt{\lambda_j})` (0 where both are
     zero), finite at repeated eigenvalues, where ``eigh``'s backward divides
@@ -155,7 +155,7 @@ def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
     :math:`\sqrt{p_i}`, exact); dense: r = d, the Hermitian
     :math:`A = \sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with
     eigenvalues below :func:`rank_tolerance` set to zero (gradients finite
-    at repeated eigenvalues, see :class:`_PsdSqrt`).
+    at repeated eigenvalues, see ``_PsdSqrt``).
     """
     if isinstance(obj, PureState):
         return obj.data.unsqueeze(-1)
@@ -206,7 +206,7 @@ def _root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: to
     V ``(..., d, k)``, ``other_roots`` t ``(..., k)``), rho by its roots
     :math:`s_i = \sqrt{\lambda_i}` ``(..., r)`` and vectors U ``(..., d, r)``,
     and ``overlap`` is :math:`M = U^\dagger V`. With :math:`H = U^\dagger G U = M T M^\dagger`
-    and the Daleckii-Krein kernel :math:`K_{ij} = 1/(s_i + s_j)` (:func:`_root_kernel`):
+    and the Daleckii-Krein kernel :math:`K_{ij} = 1/(s_i + s_j)` (``_root_kernel``):
 
     * pure, :math:`\sqrt\rho = \psi\psi^\dagger`: :math:`\bar\psi = 2 G \psi` ``(..., d, 1)``;
     * dense: :math:`\bar\rho = U (H \circ K) U^\dagger` ``(..., d, d)`` (U square);
@@ -237,7 +237,7 @@ class _RootOverlap(torch.autograd.Function):
     state with a repeated eigenvalue give 0/0 = NaN, although
     :math:`\sqrt\rho` is smooth there. The backward is the Daleckii-Krein
     formula of the square root, whose divided differences
-    :math:`1/(s_i + s_j)` need no gap (:func:`_root_pullback`). Inputs are
+    :math:`1/(s_i + s_j)` need no gap (``_root_pullback``). Inputs are
     the tensors of :func:`root_operand`; ``specs`` their ``(kind, name)``.
 
     Returns the value and, not differentiable, the decompositions the backward needs (a factor's right
@@ -287,7 +287,7 @@ def root_overlap(rho, sigma) -> torch.Tensor:
     :math:`\sum_{ij}\sqrt{\lambda_i\mu_j}\,|\langle u_i|v_j\rangle|^2`: an
     r x m matrix of overlaps, no d x d matrix for pure states and ensembles.
     Differentiable with finite gradients at repeated eigenvalues and
-    singular values (see :class:`_RootOverlap`); not twice differentiable.
+    singular values (see ``_RootOverlap``); not twice differentiable.
     """
     (kind_x, x), (kind_y, y) = root_operand(rho, "rho"), root_operand(sigma, "sigma")
     return _RootOverlap.apply(x, y, ((kind_x, "rho"), (kind_y, "sigma")))[0]

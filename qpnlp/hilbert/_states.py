@@ -3,7 +3,7 @@
 The two classes share a module because each hands out the other:
 :meth:`PureState.proj` is a :class:`DensityMatrix` and
 :meth:`DensityMatrix.eigh` returns its eigenstates as a :class:`PureState`.
-The checks and the mixture maths they use are in :mod:`._mixture`, so this
+The checks and the mixture maths they use are in ``qpnlp.hilbert._mixture``, so this
 module imports nothing that imports it back.
 """
 

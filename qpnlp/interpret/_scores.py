@@ -4,7 +4,7 @@ r"""Scores shared by the exact search (:mod:`.nearest`) and the approximate inde
 for real vectors); ``"cosine"``: the signed cosine, for complex vectors
 :math:`\operatorname{Re}\langle v|w\rangle`, the cosine of their real images
 ``[Re, Im]``. Both modules import this one, and neither imports the other back.
-Both rank with :func:`qpnlp._top_k.top_k`: equal scores in increasing row order.
+Both rank with ``qpnlp._top_k.top_k``: equal scores in increasing row order.
 """
 
 from __future__ import annotations

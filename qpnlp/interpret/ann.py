@@ -59,7 +59,7 @@ def faiss_available() -> bool:
     """Whether ``faiss`` can be imported (the optional extra ``qpnlp[ann]``).
 
     An installed faiss that fails to import (built for another NumPy, a missing BLAS) warns once and counts as
-    missing (:func:`qpnlp._optional.imports`), so that ``method="auto"`` searches exactly instead of raising;
+    missing (``qpnlp._optional.imports``), so that ``method="auto"`` searches exactly instead of raising;
     ``method="approximate"`` still raises, naming the extra.
     """
     return _optional.imports("faiss", "nearest-word searches with method='auto' are exact")

@@ -348,7 +348,7 @@ def _model_states(model: nn.Module) -> torch.Tensor:
 def _outcomes(outcomes, k: int) -> list[int]:
     """``outcomes`` as a non-empty list of measurement indices in ``[0, k)`` (all of them when None).
 
-    True integers only (:func:`qpnlp._checks.is_integer`; a tensor or array is read by ``tolist``): 0.7 or
+    True integers only (``qpnlp._checks.is_integer``; a tensor or array is read by ``tolist``): 0.7 or
     ``"0"`` is refused with the value named, not truncated to measurement 0 (TypeError; ValueError out of range).
     """
     if outcomes is None:

@@ -52,20 +52,30 @@ __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_a
 
 @dataclass(frozen=True)
 class OptimalMeasurement:
-    """The best single-shot discrimination of class states: the accuracy and the measurement reaching it."""
+    """The best single-shot discrimination of class states: the accuracy and the measurement reaching it.
+
+    Attributes
+    ----------
+    method : str
+        ``"helstrom"`` (exact optimum) or ``"pretty-good"`` (a lower bound of the optimum).
+    success_probability : torch.Tensor
+        Real ``(...)``: the accuracy of ``measurement`` (the optimum for Helstrom).
+    upper_bound : torch.Tensor
+        Real ``(...)``: no measurement does better (``sqrt`` of the pretty-good success, or the Helstrom value).
+    measurement : POVM
+        C outcomes, outcome c decides class c.
+    priors : torch.Tensor
+        Real ``(..., C)`` class priors.
+    class_states : DensityMatrix
+        Batch ``(..., C)``: the class-average density matrices.
+    """
 
     method: str
-    """``"helstrom"`` (exact optimum) or ``"pretty-good"`` (a lower bound of the optimum)."""
     success_probability: torch.Tensor
-    """Real ``(...)``: the accuracy of :attr:`measurement` (the optimum for Helstrom)."""
     upper_bound: torch.Tensor
-    """Real ``(...)``: no measurement does better (``sqrt`` of the pretty-good success, or the Helstrom value)."""
     measurement: POVM
-    """C outcomes, outcome c decides class c."""
     priors: torch.Tensor
-    """Real ``(..., C)`` class priors."""
     class_states: DensityMatrix
-    """Batch ``(..., C)``: the class-average density matrices."""
 
     def __str__(self) -> str:
         p, u = self.success_probability.reshape(-1), self.upper_bound.reshape(-1)

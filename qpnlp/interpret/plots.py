@@ -368,7 +368,7 @@ def _place_labels(ax: Axes, points: np.ndarray, words: list[str], fontsize="smal
     are tied to it by a thin line. Placement uses the figure's final layout
     (drawn once without rendering) and the labels stay out of the layout.
     The candidates of a label are scored against the boxes placed so far at
-    once (:func:`_least_crowded`), not one pair of boxes at a time.
+    once (``_least_crowded``), not one pair of boxes at a time.
     """
     fig = _root(ax)
     fig.draw_without_rendering()

@@ -50,7 +50,7 @@ def _times(times) -> list[float]:
     return values.tolist()
 
 
-#: What every function asks of the embeddings (:func:`_known`): ``word in embeddings`` and ``len(embeddings)``.
+#: What every function asks of the embeddings (``_known``): ``word in embeddings`` and ``len(embeddings)``.
 _VOCABULARY = ("__contains__", "__len__")
 
 

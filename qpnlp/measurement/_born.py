@@ -16,7 +16,7 @@ rows of the Kraus operator :math:`M_k` are :math:`\langle v_{ks}|`), and
 :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \|M_k w_i\|^2` in O(n d k r),
 with the POVM's batch dims broadcasting against the states'.
 
-Every function checks its arguments first (:mod:`qpnlp.measurement._checks`:
+Every function checks its arguments first (``qpnlp.measurement._checks``:
 unit states, probability weights, unit or orthonormal projector rows, POVM
 completeness, dense states), through the one validation switch or
 ``validate=``.

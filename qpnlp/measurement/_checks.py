@@ -1,6 +1,6 @@
 r"""Checks of the arguments of the Born-rule functions, behind the one validation switch.
 
-Every public function of :mod:`qpnlp.measurement._born` calls one function
+Every public function of ``qpnlp.measurement._born`` calls one function
 here first. Static checks (types, shapes, devices) always run; the value
 checks run while validation is on (:func:`qpnlp.hilbert.set_validation` or
 ``validate=``), each in O(size of the argument):
@@ -40,7 +40,7 @@ def _where(flat: int, batch_shape) -> str:
 def check_outcome(outcome: object, num_outcomes: int) -> int:
     """``outcome`` as an int in ``[0, num_outcomes)``: TypeError naming it unless an integer, ValueError outside.
 
-    Integers as :func:`~qpnlp.hilbert._validation.as_integer` reads them (numpy integers and 0-dim integer tensors
+    Integers as ``qpnlp.hilbert._validation.as_integer`` reads them (numpy integers and 0-dim integer tensors
     too; a bool is not one, as for every size and shape); 1.0 is refused, not truncated (it failed inside torch's
     indexing). A static check, always on.
     """

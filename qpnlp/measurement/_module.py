@@ -129,6 +129,8 @@ class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
         ``False`` freezes the vectors (the "fixed projectors" ablation).
     dtype : torch.dtype
         complex64 or complex128.
+    device : torch.device or str, optional
+        Where the vectors are made and live (default: the default device).
     generator : torch.Generator, optional
         For a reproducible initialisation: the vectors, then (orthonormal
         with k < d) one seed for the parametrisation's random completion;

@@ -28,7 +28,17 @@ __all__ = ["NaimarkDilation", "naimark_dilation"]
 
 
 class NaimarkDilation(NamedTuple):
-    """Isometry, projectors and (optionally) unitary of :func:`naimark_dilation`."""
+    r"""Isometry, projectors and (optionally) unitary of :func:`naimark_dilation`.
+
+    Parameters
+    ----------
+    isometry : torch.Tensor
+        Complex ``(..., k r, d)``, :math:`V^\dagger V = I`.
+    projectors : Projector
+        Batch ``(k,)`` of rank-r projectors on ``C^{k r}``, summing to I.
+    unitary : torch.Tensor or None
+        Complex ``(..., k r, k r)`` extending the isometry, or None when not asked for.
+    """
 
     isometry: torch.Tensor
     r"""Complex ``(..., k r, d)``, :math:`V^\dagger V = I`: embeds a state as :math:`V|w\rangle`."""

@@ -56,6 +56,8 @@ class POVMMeasurement(PicklableParametrizations, nn.Module):
         ``False`` freezes the measurement.
     dtype : torch.dtype
         complex64 or complex128.
+    device : torch.device or str, optional
+        Where the isometry is made and lives (default: the default device).
     generator : torch.Generator, optional
         For a reproducible initialisation: the isometry (``"orthogonal"``),
         then (k r > d) one seed for the parametrisation's random completion;

@@ -41,6 +41,15 @@ class Projector(Batched):
     state's as in torch (:meth:`probability`): ``P.probability(system[..., None])``
     measures every state with every projector.
 
+    Parameters
+    ----------
+    vectors : torch.Tensor
+        Complex ``(..., r, d)``: r orthonormal rows per projector (one unit row for rank 1; r = 0 is the zero
+        projector). Real tensors are refused: use :meth:`from_state` of a ``PureState.from_real``.
+    validate : bool or "strict", optional
+        Check finiteness and orthonormal rows (O(r^2 d) per projector); None follows the global mode
+        (:func:`~qpnlp.hilbert.get_validation`).
+
     Examples
     --------
     >>> p = Projector.from_state(PureState.from_real(torch.tensor([1.0, 0.0])))

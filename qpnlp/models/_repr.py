@@ -23,7 +23,7 @@ VALUE_LIMIT, LINE_LIMIT = 40, 240
 
 def config_repr(config: Any) -> str:
     """``name=value`` of the fields of the dataclass ``config`` that differ from their defaults (and those without
-    one, such as ``num_words``), comma-separated: each value at most :data:`VALUE_LIMIT` characters (:func:`_value`),
+    one, such as ``num_words``), comma-separated: each value at most :data:`VALUE_LIMIT` characters (``_value``),
     the line at most :data:`LINE_LIMIT` (cut with ``...``). A tuple equal to a default list counts as the default."""
     parts = [f"{f.name}={_value(getattr(config, f.name))}" for f in dataclasses.fields(config)
              if f.repr and not _is_default(f, getattr(config, f.name))]

@@ -73,7 +73,7 @@ def _check_savable(where: str, klass: type, config, state: Mapping[str, torch.Te
 
 def _check_vocabulary(where: str, vocabulary, config) -> None:
     """A vocabulary to save: something with ``to_dict()`` (a list failed half-way through the save), one word
-    per embedding row (:func:`_check_vocabulary_size`, which loading checks too)."""
+    per embedding row (``_check_vocabulary_size``, which loading checks too)."""
     if not callable(getattr(vocabulary, "to_dict", None)):
         raise TypeError(f"{where}: vocabulary must be a qpnlp Vocabulary; got {type(vocabulary).__name__}")
     _check_vocabulary_size(where, vocabulary, config, rows_from="num_words in its config")
@@ -121,7 +121,7 @@ def _meta_skeleton(klass: type, config):
 def _check_before_allocation(path: Path | str, skeleton, config, state: Mapping[str, torch.Tensor]) -> None:
     """Check the config against the stored tensors before the model allocates anything.
 
-    The shapes of the ``meta`` skeleton (:func:`_meta_skeleton`) are compared
+    The shapes of the ``meta`` skeleton (``_meta_skeleton``) are compared
     with the stored ones, so a tampered config (``num_words=2e9`` next to a
     small weights file) is refused before anything is allocated. Without a
     skeleton, the vocabulary, count and dimension sizes, which are what a

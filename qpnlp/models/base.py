@@ -165,7 +165,13 @@ class ModelConfig:
 
 # --------------------------------------------------------------------------- registry
 def register_model(name: str) -> Callable[[type[_ModelT]], type[_ModelT]]:
-    """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name)."""
+    """Class decorator: register a :class:`Model` subclass under ``name`` (its save-format and CLI name).
+
+    Parameters
+    ----------
+    name : str
+        Non-empty; the ``model`` of its ``config.json`` and ``qpnlp train NAME``. One taken is refused (ValueError).
+    """
 
     if not isinstance(name, str) or not name.strip():
         # `@register_model` without a name replaced the class by this function; "" or 3 broke saving and listing
@@ -198,13 +204,24 @@ def unregister_model(name: str) -> None:
     """Remove ``name`` from the registry (for tests and notebooks that define throwaway models).
 
     An unknown name is ignored on purpose: cleanup code calls this in ``finally`` blocks whether or not the
-    registration ran (or was already undone).
+    registration ran (or was undone).
+
+    Parameters
+    ----------
+    name : str
+        A name given to :func:`register_model`.
     """
     _REGISTRY.pop(name, None)
 
 
 def get_model_class(name: str) -> type[Model]:
-    """The registered model class called ``name``; a clear error listing the known names otherwise."""
+    """The registered model class called ``name``; a clear error listing the known names otherwise.
+
+    Parameters
+    ----------
+    name : str
+        A registered name (:func:`registered_models`; built-in models and installed plugins are loaded first).
+    """
     _load_builtin_models()
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {preview(name, 60)}; registered: {', '.join(registered_models())} (a model "
@@ -267,6 +284,11 @@ class Model(PrecisionMixin, nn.Module):
     arguments keyword-only and optional: initial values such as pretrained
     vectors or a generator, never needed to rebuild the model), and are
     registered with :func:`register_model`.
+
+    Parameters
+    ----------
+    config : ModelConfig
+        An instance of the class's ``config_class`` (TypeError otherwise), kept as ``self.config``.
     """
 
     name: ClassVar[str] = ""
@@ -361,8 +383,7 @@ class Model(PrecisionMixin, nn.Module):
         (ValueError): tensors holding NaN or infinite values, tensors that do not match the config (names, shapes,
         dtypes, the recorded precision), a vocabulary whose size is not the config's ``num_words``, a
         ``config.json`` over ``MAX_CONFIG_BYTES``, a file name that is not a plain name of its own, a path below a
-        file; a vocabulary that is not a Vocabulary, metadata
-        that is not a mapping with string keys (TypeError).
+        file; a vocabulary that is not a Vocabulary, metadata that is not a mapping with string keys (TypeError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
             # a subclass inherits its registered base's name: saved under it, it would load as the base class
@@ -440,7 +461,7 @@ def _model_from_state(klass: type[Model], config, state: Mapping[str, torch.Tens
     """The ``klass`` model of ``config`` holding ``state``, checked before anything is allocated.
 
     Finite values, then the tensor names, shapes and dtypes the config
-    describes (on a ``meta`` skeleton; :func:`_check_before_allocation`), so a
+    describes (on a ``meta`` skeleton; ``_check_before_allocation``), so a
     config inflated past its weights allocates nothing. Errors name
     ``weights`` (tensors) or ``config_path`` (a config that builds no model).
     :meth:`Model.from_pretrained` and the qpnlp 0.1 converter both load this way.
@@ -466,7 +487,13 @@ def _builds_a_model(config_path: Path, name: str) -> Iterator[None]:
 
 
 def read_model_header(directory: str | os.PathLike) -> dict:
-    """The parsed ``config.json`` of a saved model (format checked; model name, config, metadata)."""
+    """The parsed ``config.json`` of a saved model (format checked; model name, config, metadata).
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        A directory written by :meth:`Model.save_pretrained`; a file (a qpnlp 0.1 checkpoint) is refused with a hint.
+    """
     directory = Path(directory)
     if directory.is_file():
         raise ValueError(f"{directory} is a file; qpnlp models are saved as directories (config.json + "
@@ -552,6 +579,19 @@ def check_batch(ids: torch.Tensor, mask: torch.Tensor, *, num_words: int | None 
     has at least one unmasked word, no word sits at the padding id, and (with
     ``num_words``) every id lies in the vocabulary; one host synchronisation
     for all of them. Errors name the argument, the shape and the worst value.
+
+    Parameters
+    ----------
+    ids, mask : torch.Tensor
+        Long word ids ``(B, L)`` and a bool mask ``(B, L)``, True at words.
+    num_words : int, optional
+        The vocabulary size: ids must lie in ``[0, num_words)``. None: no upper bound.
+    device : torch.device, optional
+        The device the batch must be on (the model's). None: any, as long as ``ids`` and ``mask`` share it.
+    names : tuple of str
+        The names of ``ids`` and ``mask`` in the error messages (e.g. ``("q_ids", "q_mask")``).
+    validate : bool or "strict", optional
+        Run the value checks; None follows the global mode (:func:`qpnlp.hilbert.set_validation`).
     """
     check_token_batch(ids, mask, num_words if num_words is not None else _NO_LIMIT, names=names, device=device,
                       validate=validate)

@@ -84,9 +84,16 @@ class CGRNNClassifierConfig(ModelConfig):
 class CGRNNClassifier(Model):
     """Word vectors -> gated complex RNN -> readout -> linear.
 
-    ``generator=`` seeds every initial parameter (the global random state is
-    untouched), in this order: the word vectors, the cgRNN cell (input
-    weights, gate weights, transition), the output layer (weight, bias).
+    Parameters
+    ----------
+    config : CGRNNClassifierConfig
+    pretrained : torch.Tensor, optional
+        Real ``(num_words, dim)`` initial word vectors (GloVe rows; checked for shape and NaN or inf), copied with
+        the padding row zeroed. None: N(0, 1/dim) entries.
+    generator : torch.Generator, optional
+        Seeds every initial parameter (the global random state is untouched), in this order: the word vectors
+        (drawn even with ``pretrained``), the cgRNN cell (input weights, gate weights, transition), the output
+        layer (weight, bias).
 
     Examples
     --------

@@ -28,7 +28,11 @@ __all__ = ["CNMRealConfig", "CNMReal"]
 
 @dataclass
 class CNMRealConfig(CNMConfig):
-    """Hyper-parameters of :class:`CNMReal`: those of :class:`~qpnlp.models.CNMConfig` (``phase_init`` unused)."""
+    """Hyper-parameters of :class:`CNMReal`: those of :class:`~qpnlp.models.CNMConfig` (``phase_init`` unused).
+
+    ``dim`` is d: the word and measurement vectors are real, of 2d coordinates; ``measurement`` must be
+    ``"projective"``.
+    """
 
     width_factor = 2
 
@@ -36,6 +40,16 @@ class CNMRealConfig(CNMConfig):
 @register_model("cnm_real")
 class CNMReal(CNM):
     """CNM with real vectors of size 2d (ablation "CNM-Real").
+
+    Parameters
+    ----------
+    config : CNMRealConfig
+    pretrained : torch.Tensor, optional
+        Real ``(num_words, dim)`` initial values of the first d of the 2d coordinates (GloVe rows); the other d,
+        and all 2d when None, are drawn from N(0, 1/d).
+    generator : torch.Generator, optional
+        Seeds every initial parameter (the global random state is untouched): the real word vectors, then the
+        measurement vectors (``head="measurement"``).
 
     Examples
     --------

@@ -66,7 +66,14 @@ class FastTextMaxPoolConfig(ModelConfig):
 class FastTextMaxPool(Model):
     """Max-pooled real word vectors of size 2d matched by the cosine (ablation "FastText-MaxPool").
 
-    ``generator=`` seeds the initial word vectors (the global random state is untouched).
+    Parameters
+    ----------
+    config : FastTextMaxPoolConfig
+    pretrained : torch.Tensor, optional
+        Real ``(num_words, dim)`` initial values of the first d of the 2d coordinates (GloVe rows); the other d,
+        and all 2d when None, are drawn from N(0, 1/d).
+    generator : torch.Generator, optional
+        Seeds the initial word vectors (the global random state is untouched).
 
     Examples
     --------

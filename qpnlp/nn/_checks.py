@@ -20,13 +20,13 @@ __all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_token_ba
 
 
 def check_int(name: str, value: object) -> int:
-    """``value`` as an int (:func:`~qpnlp.hilbert._validation.as_integer`: numpy and one-element integer tensors
+    """``value`` as an int (``qpnlp.hilbert._validation.as_integer``: numpy and one-element integer tensors
     too); TypeError for anything else.
 
     The sizes of the layers (features, channels, heads, words, ...): 4.0 or 2.5 is refused with the argument named,
     not passed on to torch (an opaque error from ``torch.rand``, or a float ``view`` size that fails only in forward);
     a bool (or a bool tensor) is refused too. A static check, always on; the caller checks the range. The integers
-    of :func:`~qpnlp.hilbert._validation.check_dimension`, which raises ValueError instead.
+    of ``qpnlp.hilbert._validation.check_dimension``, which raises ValueError instead.
     """
     size = V.as_integer(value)
     if size is None:

@@ -38,7 +38,7 @@ def check_frequency_scale(name: str, value: object) -> float:
 
     :math:`s` scales the initial frequencies (:math:`\omega \sim \mathcal{N}(0, s^2)` or :math:`U(-s, s)`): an
     infinite one gives NaN embeddings at every position, NaN gives NaN everywhere. The number check is
-    :func:`~qpnlp.nn._checks.check_real`'s, without its reading of a one-element tensor (an option is kept in the
+    ``qpnlp.nn._checks.check_real``'s, without its reading of a one-element tensor (an option is kept in the
     model config, written as JSON).
     """
     scale = check_real(name, value, "a positive finite number", tensors=False)

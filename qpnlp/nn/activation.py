@@ -302,8 +302,10 @@ class ModReLU(nn.Module):
     init_bias : float
         Initial value of every bias entry (default 0, where modReLU starts as
         the identity).
-    dtype : torch.dtype
-        Real dtype of the bias (float32 for complex64 inputs, float64 for complex128).
+    dtype : torch.dtype, optional
+        Real dtype of the bias (float32 for complex64 inputs, float64 for complex128); None: the default dtype.
+    device : torch.device or str, optional
+        Where the bias lives (default: the default device).
     scale_first : bool
         Rounding order of :func:`modrelu` (``True``: the uRNN cell's; accepts real inputs).
 
@@ -353,7 +355,9 @@ class SumGate(nn.Module):
         If True, :math:`\alpha = \sigma(a)` with a learnable scalar ``a``,
         so it stays in (0, 1) by construction.
     dtype : real torch.dtype, optional
-        dtype of the learnable ``a`` (float64 for complex128 models).
+        dtype of the learnable ``a`` (float64 for complex128 models); None: the default dtype.
+    device : torch.device or str, optional
+        Where the learnable ``a`` lives (default: the default device). Both unused unless ``learnable``.
     """
 
     def __init__(self, alpha: float = 0.5, learnable: bool = False, *, dtype=None, device=None):
@@ -389,7 +393,21 @@ class ProdGate(nn.Module):
 
 
 def make_activation(name: str, num_features: int, *, dtype=None, device=None, **kwargs) -> nn.Module:
-    """Build ``"modrelu"`` or ``"hirose"`` by name (``dtype`` is the real dtype of the parameters)."""
+    """Build ``"modrelu"`` or ``"hirose"`` by name (``dtype`` is the real dtype of the parameters).
+
+    Parameters
+    ----------
+    name : {"modrelu", "hirose"}
+        :class:`ModReLU` or :class:`Hirose`; another name raises ValueError.
+    num_features : int
+        Size ``h`` of the last input dimension: the bias ``(h,)`` of ``"modrelu"`` (unused by ``"hirose"``).
+    dtype : real torch.dtype, optional
+        dtype of the parameters (float64 for complex128 models); None: the default dtype.
+    device : torch.device or str, optional
+        Where the parameters live (default: the default device).
+    **kwargs
+        Passed to the module: ``init_bias``, ``scale_first`` (``"modrelu"``); ``m``, ``learnable`` (``"hirose"``).
+    """
     if name == "modrelu":
         return ModReLU(num_features, dtype=dtype, device=device, **kwargs)
     if name == "hirose":
@@ -398,7 +416,19 @@ def make_activation(name: str, num_features: int, *, dtype=None, device=None, **
 
 
 def make_gate(name: str, *, dtype=None, device=None, **kwargs) -> nn.Module:
-    """Build ``"sum"`` (poster eq. 8) or ``"prod"`` (eq. 9) gate by name (``dtype``: real dtype of ``alpha``)."""
+    r"""Build ``"sum"`` (poster eq. 8) or ``"prod"`` (eq. 9) gate by name (``dtype``: real dtype of ``alpha``).
+
+    Parameters
+    ----------
+    name : {"sum", "prod"}
+        :class:`SumGate` or :class:`ProdGate`; another name raises ValueError.
+    dtype : real torch.dtype, optional
+        dtype of a learnable :math:`\alpha` (float64 for complex128 models); None: the default dtype.
+    device : torch.device or str, optional
+        Where a learnable :math:`\alpha` lives (default: the default device).
+    **kwargs
+        Passed to :class:`SumGate` (``alpha``, ``learnable``); ``"prod"`` has no parameters and ignores them.
+    """
     if name == "sum":
         return SumGate(**kwargs, dtype=dtype, device=device)
     if name == "prod":

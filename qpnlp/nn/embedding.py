@@ -56,7 +56,7 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
 def _real_word_table(num_words: int, dim: int, pretrained: torch.Tensor | None, dtype: torch.dtype,
                      generator: torch.Generator | None = None) -> nn.Embedding:
     """The real ``(V, 2d)`` sparse word table of the real baselines and ablations (real BoW, CNM-Real,
-    FastText-MaxPool): N(0, 1/d) entries, ``pretrained`` (checked as :func:`_initial_amplitude` checks it) in the
+    FastText-MaxPool): N(0, 1/d) entries, ``pretrained`` (checked as ``_initial_amplitude`` checks it) in the
     first d columns, a zero padding row."""
     table = torch.randn(num_words, 2 * dim, dtype=dtype, generator=generator) / math.sqrt(dim)
     if pretrained is not None:
@@ -136,7 +136,7 @@ def _unit_rows(r, phi):
 
     Eager on purpose: compiled (inductor), this formula and its backward together ran slower than here
     (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md). cos and sin come from
-    :mod:`qpnlp._trig` (one compiled loop for float32 CPU tensors, with numba).
+    ``qpnlp._trig`` (one compiled loop for float32 CPU tensors, with numba).
     """
     norms = torch.linalg.vector_norm(r, dim=-1)
     scale = norms.clamp_min(torch.finfo(r.dtype).tiny)
@@ -161,7 +161,7 @@ class _PolarLookup(torch.autograd.Function):
 
     Every distinct id is computed once (one sort of the ids); the backward sums the gradients of repeated
     ids first, applies the chain rule per distinct row and returns coalesced table gradients
-    (:func:`_table_gradient`). Same values and gradients as the autograd graph of
+    (``_table_gradient``). Same values and gradients as the autograd graph of
     ``torch.polar(r / ||r||.clamp_min(tiny), phi)`` (tested), including its conventions at
     ``||r|| = 0`` (clamped scale, zero norm gradient) and, with :data:`TORCH_POLAR_GRADIENT`,
     torch.polar's modulus gradient; faster than that graph (its ``polar`` kernel is not vectorised), and the
@@ -235,7 +235,7 @@ class _PolarLookup(torch.autograd.Function):
 
 
 class _RowLookup(torch.autograd.Function):
-    """``weight[ids]`` with the coalesced table gradient of :func:`_table_gradient` (one sort of the ids)."""
+    """``weight[ids]`` with the coalesced table gradient of ``_table_gradient`` (one sort of the ids)."""
 
     @staticmethod
     def forward(ctx, ids, weight, padding_idx, sparse):
@@ -261,7 +261,7 @@ def _sparse_backward(*tables: nn.Embedding) -> bool:
 
 def _fused(*tables: nn.Embedding) -> bool:
     """Use the fused lookups: in eager mode, and under torch.compile where they record a sparse backward, run
-    outside the graph (:func:`_run`): AOT autograd cannot trace embedding's sparse backward (``aten.nonzero`` has a
+    outside the graph (``_run``): AOT autograd cannot trace embedding's sparse backward (``aten.nonzero`` has a
     data-dependent size), and a failed attempt costs a compile and breaks the graph anyway. Otherwise (no gradient,
     or dense tables) torch.compile traces the plain ``nn.Embedding`` graph."""
     return not torch.compiler.is_compiling() or _sparse_backward(*tables)
@@ -289,7 +289,7 @@ def _outside_graph(function, *args):
 def _unviewed(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor``, or a copy of it where it is a view of another dtype (a complex view of a real buffer).
 
-    The graph that resumes after :func:`_outside_graph` receives its outputs as fake tensors; torch 2.11's dynamo
+    The graph that resumes after ``_outside_graph`` receives its outputs as fake tensors; torch 2.11's dynamo
     rebuilds a view by replaying it on a fake copy of its base, and ``view_as_complex`` fails on a ``(..., 2d)``
     base ("Tensor must have a last dimension of size 2"; seen on CUDA, torch 2.11.0+cu130). The copy costs one
     pass over the states, under torch.compile only.
@@ -343,6 +343,9 @@ class ComplexWordEmbedding(nn.Module):
     padding_idx : int
         Row kept at zero amplitude and never trained; padded positions must be
         masked by the caller (they produce the zero vector, not a state).
+    generator : torch.Generator, optional
+        Seeds the initial amplitudes (unless ``pretrained``), then the uniform
+        phases; None: the global generator.
 
     Examples
     --------
@@ -503,6 +506,19 @@ class WordWeighting(nn.Module):
     Masking happens before the softmax: padded positions get weight exactly 0.
 
     Shapes: ``ids (B, L), mask (B, L), norms (B, L) -> weights (B, L)``.
+
+    Parameters
+    ----------
+    num_words : int
+        Vocabulary size V (the rows of the ``"trainable"`` table and of ``idf``).
+    scheme : {"amplitude_norm", "trainable", "idf", "uniform"}
+        One of the schemes above.
+    idf : torch.Tensor, optional
+        ``(V,)`` positive, finite IDF values; required by ``"idf"`` (ValueError), ignored by the others.
+    sparse : bool
+        Sparse gradients of the ``"trainable"`` table (only the rows in the batch).
+    dtype : torch.dtype
+        Real dtype of the table or of the stored IDF (float64 for complex128 models).
 
     Examples
     --------

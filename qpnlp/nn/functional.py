@@ -173,6 +173,11 @@ def part_mul(a: Tensor, b: Tensor) -> Tensor:
     of the state independently, so the gated state stays bounded. Plain product for real tensors.
     ``a`` and ``b`` broadcast (ValueError naming both shapes where they do not).
 
+    Parameters
+    ----------
+    a, b : Tensor
+        Complex or real, broadcastable shapes, one device; a real factor counts as imaginary part 0.
+
     Examples
     --------
     >>> part_mul(torch.tensor([1 + 2j]), torch.tensor([3 + 4j]))
@@ -229,6 +234,19 @@ def dropout_keep(shape, p: float, dtype: torch.dtype, device=None,
     One function for the dropout and the fused FastText pooling (:func:`qpnlp.nn.position_mean.complex_order_mean`),
     so that both draw the same random numbers. The comparison writes into the drawn numbers (``ge_``): one pass
     less than a bool mask converted to ``dtype``, the same 1s and 0s.
+
+    Parameters
+    ----------
+    shape : tuple of int or torch.Size
+        Shape of the mask (that of the input to drop).
+    p : float
+        Drop probability in [0, 1) (not checked here; :func:`complex_dropout` checks it).
+    dtype : torch.dtype
+        Real floating dtype of the drawn numbers and of the mask.
+    device : torch.device or str, optional
+        Where the mask is drawn (default: the default device).
+    generator : torch.Generator, optional
+        Source of the random numbers; None: the global generator.
     """
     # Without a generator, torch.rand is called without the keyword: under torch.compile with dynamic shapes,
     # rand(..., generator=None) fails on symbolic sizes (torch 2.13), the plain call does not.
@@ -271,6 +289,15 @@ def readout(z: Tensor, kind: str = "modulus") -> Tensor:
 
 def readout_dim(kind: str, dim: int, is_complex: bool) -> int:
     """Width of :func:`readout` for ``dim`` inputs.
+
+    Parameters
+    ----------
+    kind : {"modulus", "re_im", "squared_modulus"}
+        The readout; another name raises ValueError.
+    dim : int
+        Width D of the readout's input.
+    is_complex : bool
+        Whether the input is complex: only a complex ``"re_im"`` doubles the width (a real input is passed through).
 
     Examples
     --------
@@ -417,7 +444,7 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
 
 
 def _masked_max(x: Tensor, valid: Tensor, dim: int) -> Tensor:
-    """:class:`_MaskedMax` where a gradient is needed; without one, ``amax``: on the CPU, ``max`` over a middle dim
+    """``_MaskedMax`` where a gradient is needed; without one, ``amax``: on the CPU, ``max`` over a middle dim
     is much slower when it also finds the indices, which only the backward needs."""
     if torch.is_grad_enabled() and x.requires_grad:
         return _MaskedMax.apply(x, valid, dim)

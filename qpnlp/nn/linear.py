@@ -18,7 +18,7 @@ Cost: a complex dense layer runs through torch's complex GEMM, which costs
 about a real layer of twice the width; writing it as one real block product
 on the [Re, Im] pairs (eqs. 10-11) was measured no faster. A complex
 convolution is one real convolution of the interleaved [Re, Im] channels with
-the block kernel (:func:`_block_weight`): its channels-last result makes the
+the block kernel (``_block_weight``): its channels-last result makes the
 activation and pooling after it cheap (``benchmarks/results/SPEED.md``).
 
 Initialisation: every weight entry is uniform in

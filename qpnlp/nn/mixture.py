@@ -180,6 +180,17 @@ def window_mask(mask: torch.Tensor, windows: Sequence[int] = DEFAULT_WINDOWS, pa
     ``"end"``: the window at t exists where ``mask[t]`` (T = L); ``"both"``:
     where the window holds a real word (T = L + max(l) - 1).
 
+    Parameters
+    ----------
+    mask : torch.Tensor
+        Bool ``(..., L)``, True at real words.
+    windows : sequence of int
+        Window sizes l, at least one, each >= 1 (default 1, 2, 3, 4); W = ``len(windows)``.
+    padding : {"end", "both"}
+        The window edge convention (module docstring).
+
+    Examples
+    --------
     >>> window_mask(torch.tensor([[True, True, False]]), (1, 2), padding="both").int().tolist()
     [[[1, 1, 0, 0], [1, 1, 1, 0]]]
     """
@@ -305,6 +316,17 @@ def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int
     :math:`p^{(l)}_{i+l-1-j,j}` for ``"both"``). Returns real ``(..., L)``,
     summing to one over the real words (zero at padding, and in a row without a
     real word, which has no window: n = 0, as :func:`pool_positions` gives 0 there).
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Real ``(..., L)`` word-weight scores (softmaxed within each window).
+    mask : torch.Tensor
+        Bool ``(..., L)``, True at real words.
+    window : int
+        The window size l (one size; call once per size).
+    padding : {"end", "both"}
+        The window edge convention (module docstring).
     """
     if padding == "both":
         weights = window_weights(scores, mask, window, "both")                        # (..., L + l - 1, l)
@@ -327,6 +349,15 @@ def pool_positions(features: torch.Tensor, mask: torch.Tensor, mode: str = "max"
     ``"max"`` (the thesis) or ``"mean"``: :func:`~qpnlp.nn.functional.masked_max`
     or :func:`~qpnlp.nn.functional.masked_mean`. Padded positions never
     contribute; a row without a real position gives 0.
+
+    Parameters
+    ----------
+    features : torch.Tensor
+        Real ``(..., L, k)``, e.g. the local-mixture probabilities of one window size.
+    mask : torch.Tensor
+        Bool ``(..., L)``, True at the positions that count (:func:`window_mask` for ``padding="both"``).
+    mode : {"max", "mean"}
+        The pooling (default ``"max"``).
 
     Examples
     --------

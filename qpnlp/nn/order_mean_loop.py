@@ -26,7 +26,7 @@ three loops:
 
 * ``_angles_loop``: the angles :math:`\alpha` (n, D), each position's rows gathered once (none without
   frequency and phase tables: the angle is 0);
-* ``_pool_loop``: after the cosines and sines of the angles (:mod:`qpnlp._trig`, one compiled loop for both;
+* ``_pool_loop``: after the cosines and sines of the angles (``qpnlp._trig``, one compiled loop for both;
   numba's ``math.cos`` inside this loop would call scalar libm per element, about 5x slower), :math:`a` (n, D)
   and :math:`\bar z` (B, D, 2), the factor :math:`c_b` applied to the sums;
 * ``_gradient_loop``: one pass over the positions adding each one's gradient rows straight into the (U, D)
@@ -36,7 +36,7 @@ Every value is computed operation for operation as the torch ops do (no fast-mat
 contraction), so the results equal theirs to float rounding (only the sums over words and ids may run in
 another order); NaN and infinity propagate as there (masked positions are multiplied by 0, not skipped).
 The loops do not check their indices: :func:`forward` checks the ids against every table and
-:func:`row_gradients` the distinct ids (:func:`qpnlp._numba.check_rows`), and both the shapes, before a loop
+:func:`row_gradients` the distinct ids (``qpnlp._numba.check_rows``), and both the shapes, before a loop
 runs.
 
 numba is optional (``pip install "qpnlp[fast]"``): without it, for tensors the loops do not take
@@ -62,9 +62,23 @@ def available() -> bool:
 
 def accepts(ids: torch.Tensor, keep: torch.Tensor, scale: torch.Tensor, positions: torch.Tensor | None,
             *tables: torch.Tensor | None) -> bool:
-    """Whether the loops take these: :func:`available`, (B, L) int64 ``ids``, the float tensors (``keep``
+    r"""Whether the loops take these: :func:`available`, (B, L) int64 ``ids``, the float tensors (``keep``
     (B, L, D) or (B, L, 1), ``scale`` (B, 1), ``positions`` (B, L), the (V, D) tables) on the CPU, of one
-    dtype, contiguous, with matching shapes. Otherwise the torch ops run (and raise their own errors)."""
+    dtype, contiguous, with matching shapes. Otherwise the torch ops run (and raise their own errors).
+
+    Parameters
+    ----------
+    ids : torch.Tensor
+        Word ids (B, L), the rows of the tables.
+    keep : torch.Tensor
+        Real factor :math:`k` (B, L, D), or (B, L, 1) without dropout: keep mask times word mask.
+    scale : torch.Tensor
+        Real (B, 1): :math:`c_b`, one over (words of the sentence times (1 - p)).
+    positions : torch.Tensor or None
+        Real (B, L) positions :math:`\mathrm{pos}_p`; None when there is no frequency table.
+    *tables : torch.Tensor or None
+        :math:`r, \omega, \theta` (V, D) as :func:`forward` takes them (None for an absent table).
+    """
     present = [t for t in tables if t is not None]
     if not (available() and ids.dim() == 2 and ids.dtype == torch.int64 and ids.device.type == "cpu" and present
             and ids.is_contiguous()):
@@ -152,6 +166,15 @@ def forward(ids: torch.Tensor, keep: torch.Tensor, scale: torch.Tensor, position
     Tensors as :func:`accepts` takes them (``frequency`` None: :math:`\alpha = \theta`, ``positions`` not read;
     ``phase`` None: :math:`\theta = 0`; both None: :math:`\alpha = 0`). The ids are checked against every table
     (``IndexError``), the shapes against each other (``ValueError``) before a loop runs.
+
+    Parameters
+    ----------
+    ids, keep, scale, positions
+        As in :func:`accepts`: int64 (B, L), real (B, L, D) or (B, L, 1), real (B, 1), real (B, L) or None.
+    amplitude : torch.Tensor
+        The amplitude table :math:`r` (V, D).
+    frequency, phase : torch.Tensor or None
+        The tables :math:`\omega` and :math:`\theta` (V, D); None as above.
     """
     if not _shapes_match(ids, keep, scale, positions, amplitude, frequency, phase):
         shapes = [None if t is None else tuple(t.shape) for t in (positions, amplitude, frequency, phase)]
@@ -181,8 +204,20 @@ def row_gradients(inverse: torch.Tensor, rows: int, g: torch.Tensor, keep: torch
     r"""The (U, D) sums per distinct id of :math:`\partial r`, :math:`\partial\omega`, :math:`\partial\theta`
     (None where ``needs`` says no) from the scaled [Re, Im] gradient ``g`` (B, D, 2) of the pooled rows.
 
-    ``inverse`` (B, L): each position's distinct id among the ``rows`` (U) ids; ``keep``, ``positions``, ``a``,
-    ``cos``, ``sin`` as the forward had them (``positions`` only read for :math:`\partial\omega`).
+    Parameters
+    ----------
+    inverse : torch.Tensor
+        int64 (B, L): each position's index among the distinct ids (checked to lie in ``[0, rows)``).
+    rows : int
+        U, the number of distinct ids: the rows of each sum.
+    g : torch.Tensor
+        The scaled gradient :math:`\tilde G` (B, D, 2) of the pooled :math:`\bar z`.
+    keep, positions : torch.Tensor
+        As :func:`forward` had them ((B, L, D) or (B, L, 1); (B, L), only read for :math:`\partial\omega`).
+    a, cos, sin : torch.Tensor
+        :math:`a`, :math:`\cos\alpha`, :math:`\sin\alpha` (n, D) from :func:`forward`.
+    needs : tuple of bool
+        Whether :math:`r`, :math:`\omega`, :math:`\theta` need a gradient, in that order.
     """
     batch, length = inverse.shape
     n, width = inverse.numel(), a.shape[-1]

@@ -28,7 +28,7 @@ division, the interleaving of [Re, Im], the copy to the positions; the sum
 per id, the rotation, the radial sum, ...), half of the QPDN training step at
 d=300; torch has no fused kernel for it, so this module writes the two loops
 out once: each forward writes every state once, each backward reads every
-gradient once. The cosines and sines come from :mod:`qpnlp._trig` (one
+gradient once. The cosines and sines come from ``qpnlp._trig`` (one
 compiled loop; numba's ``math.cos`` here would call scalar libm). Same values as the torch
 ops to float rounding (the norms and radial sums are summed in another
 order; tested against them and against the autograd graph of ``torch.polar``).
@@ -164,10 +164,22 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
                          scale: torch.Tensor, polar_sign: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients ``(U, d)`` of the amplitude and phase rows (the module's formulas).
 
-    ``g`` (N, d, 2) is the [Re, Im] gradient of the states at the positions, ``g_norms`` (N,) that of the
-    norms (or None); with ``inverse=None`` they are one per row (N = U, nothing to sum). The other tensors
-    are :func:`unit_states`' inputs and outputs. ``polar_sign``:
-    torch.polar's modulus gradient (``qpnlp.nn.embedding.TORCH_POLAR_GRADIENT``).
+    Parameters
+    ----------
+    g : torch.Tensor, shape (N, d, 2)
+        The [Re, Im] gradient of the states at the positions.
+    g_norms : torch.Tensor, shape (N,), optional
+        The gradient of the position norms; None when the norms were not used.
+    inverse : torch.Tensor, shape (N,), int64, optional
+        The distinct row of each position, as :func:`unit_states` had it; None: one position per row (N = U,
+        nothing to sum).
+    r, cos, sin : torch.Tensor, shape (U, d)
+        :func:`unit_states`' inputs.
+    unit, norms, scale : torch.Tensor, shapes (U, d), (U,), (U,)
+        :func:`unit_states`' outputs.
+    polar_sign : bool
+        Use torch.polar's modulus gradient (``qpnlp.nn.embedding.TORCH_POLAR_GRADIENT``) instead of the
+        derivative.
     """
     _check_rows_and_positions(r, inverse, unit=unit, cos=cos, sin=sin)
     n, d = (r.shape[0] if inverse is None else inverse.shape[0]), r.shape[1]

@@ -135,7 +135,7 @@ def _rows(ids: Tensor, *tables: nn.Embedding | Tensor | None) -> tuple[Tensor | 
     """The rows ``ids`` of each table: an embedding's rows, a shared parameter as it is, None for no table.
 
     Where they record a sparse backward, the lookups run outside torch.compile's graph
-    (:func:`qpnlp.nn.embedding._run`), as the word embeddings' do: AOT autograd cannot trace it.
+    (``qpnlp.nn.embedding._run``), as the word embeddings' do: AOT autograd cannot trace it.
     """
     if _sparse_backward(*(t for t in tables if isinstance(t, nn.Embedding))):
         return _run(_each_table_rows, ids, tables)
@@ -192,8 +192,14 @@ class ComplexOrderEmbedding(nn.Module):
         :math:`s` of the normal/uniform initialisations.
     sparse : bool
         Sparse gradients for the (V, ·) tables (the trainer then uses SparseAdam).
+    freeze_amplitude : bool
+        Keep the amplitudes (table or shared vector) at their initial values.
     dtype : torch.dtype
         float32 (complex64 output) or float64 (complex128).
+    generator : torch.Generator, optional
+        Seeds the initial values (the global random state is untouched), in this order: the amplitude table
+        (``amplitude_sharing="none"`` without ``pretrained``), the ``"normal"``/``"uniform"`` frequencies, the
+        phases :math:`\theta`. None: the global generator.
 
     Examples
     --------
@@ -407,7 +413,13 @@ class RealPositionalEmbedding(nn.Module):
     max_len : int
         Rows of the ``"pe"`` table; a real token at position >= max_len raises an error (padding is not looked up).
     pretrained : Tensor, optional
-        Real (V, D) initial word vectors.
+        Real (V, D) initial word vectors; otherwise :math:`\mathcal{N}(0, 1/D)`.
+    sparse : bool
+        Sparse gradients for the word table (the ``"pe"`` table's are dense).
+    dtype : torch.dtype
+        float32 or float64, the dtype of the tables and of the output.
+    generator : torch.Generator, optional
+        Seeds the word table (unless ``pretrained``), then the ``"pe"`` table; None: the global generator.
 
     Examples
     --------
@@ -495,10 +507,13 @@ def make_embedding(kind: str, num_words: int, dim: int, *, pretrained: Tensor | 
         Size of the ``"pe"`` table.
     dtype : torch.dtype
         Real dtype of the tables (float32 / float64); complex outputs are complex64 / complex128.
+    generator : torch.Generator, optional
+        Seeds every initial table of the module (in the order of :class:`RealPositionalEmbedding` or
+        :class:`ComplexOrderEmbedding`); None: the global generator.
     **options
         ``"complex_order"`` only: ``frequency_sharing``, ``amplitude_sharing``,
         ``initial_phase``, ``frequency_init``, ``frequency_scale``; all kinds: ``sparse``.
-        Checked first (:func:`~qpnlp.nn._embedding_options.check_embedding_options`): TypeError for an
+        Checked first (``qpnlp.nn._embedding_options.check_embedding_options``): TypeError for an
         unknown name, an option of another kind or a non-bool flag, ValueError for a bad value.
 
     Returns

@@ -184,6 +184,12 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
         Number of frequencies (complex dimension).
     d_model : int, optional
         Width of the real encoding they come from (default ``2 n``).
+    base : float
+        Positive, finite; default :data:`TPE_BASE` (10000, the Transformer's).
+    dtype : torch.dtype
+        A real floating dtype of the result (default float32).
+    device : torch.device or str, optional
+        Where the result lives (default: the default device).
 
     Returns
     -------
@@ -216,6 +222,11 @@ def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = T
     positions : Tensor, real or integer, shape (...,)
         May be non-integer.
     dim : int
+        Width of the encoding, >= 1.
+    base : float
+        Positive, finite; default :data:`TPE_BASE` (10000, the Transformer's).
+    dtype : torch.dtype, optional
+        Real dtype of the result; None: that of floating ``positions``, else the default dtype.
 
     Returns
     -------
@@ -244,6 +255,15 @@ def default_positions(ids: Tensor, mask: Tensor | None = None, dtype: torch.dtyp
     r"""Positions :math:`0..L-1` of the real tokens: ``cumsum(mask) - 1`` (0 at padding), shape (B, L).
 
     Without a mask, ``arange(L)`` broadcast to ``ids.shape``.
+
+    Parameters
+    ----------
+    ids : Tensor, shape (B, L)
+        Word ids; only the shape and the device are read.
+    mask : bool Tensor, shape (B, L), optional
+        True at real tokens: padding anywhere does not count. None: every token is real.
+    dtype : torch.dtype
+        dtype of the positions (default float32).
     """
     V.check_tensor("ids", ids)
     if mask is None:

@@ -24,7 +24,7 @@ n_b)`, and for the pooled gradient :math:`G` (B, D), :math:`\tilde G = c_b G`,
     \partial_\omega = \mathrm{pos}\; \partial_\alpha, \qquad \partial_\theta = \partial_\alpha,
 
 summed per distinct id (one ``torch.unique`` of the ids shared by the tables) into coalesced table gradients
-(:func:`qpnlp.nn.embedding._table_gradient`), which the row-sparse optimisers take without a sort. The values equal
+(``qpnlp.nn.embedding._table_gradient``), which the row-sparse optimisers take without a sort. The values equal
 the three steps' to float rounding (the factor :math:`c_b` is applied to the sums, not to each term; tested), the
 keep mask is drawn by the same call as :func:`~qpnlp.nn.functional.complex_dropout` (the same random numbers), and
 the tables' gradients hold the same rows (every id of the batch, masked positions included, the padding row left
@@ -82,7 +82,7 @@ class _OrderMean(torch.autograd.Function):
 
     @staticmethod
     def _compiled_forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase):
-        """The forward as compiled loops: the angles, their cosines and sines (:mod:`qpnlp._trig`), the pooling."""
+        """The forward as compiled loops: the angles, their cosines and sines (``qpnlp._trig``), the pooling."""
         pooled, a, cos, sin = order_mean_loop.forward(ids, keep, scale, positions, amplitude, frequency, phase)
         ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
         return torch.view_as_complex(pooled)
@@ -142,7 +142,9 @@ def complex_order_mean(ids: Tensor, mask: Tensor, positions: Tensor | None, ampl
         The tables :math:`r`, :math:`\omega` (None: no position term) and :math:`\theta` (None: zero).
     keep : Tensor, real, shape (B, L, D), optional
         The dropout's keep mask :math:`k`, 1 or 0 (:func:`~qpnlp.nn.functional.dropout_keep`; overwritten with
-        :math:`k\, m`); None: no dropout. ``p``: the drop probability it was drawn with.
+        :math:`k\, m`); None: no dropout.
+    p : float
+        The drop probability ``keep`` was drawn with: the mean is scaled by :math:`1 / (1 - p)` (default 0).
     padding_idx : int, optional
         Row left out of the tables' gradients (as ``nn.Embedding``'s).
     sparse : bool

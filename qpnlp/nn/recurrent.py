@@ -79,7 +79,7 @@ def _check_mask(mask: Tensor | None, bsz: int, steps: int) -> None:
 
 
 def _checked_input(name: str, x: Tensor, mask: Tensor | None = None) -> Tensor:
-    """``x`` with zeros at the padded steps (:func:`_zero_padding`), checked: a tensor on the mask's device, and,
+    """``x`` with zeros at the padded steps (``_zero_padding``), checked: a tensor on the mask's device, and,
     while validation is on (:func:`qpnlp.hilbert.set_validation`), finite at the real steps, with the check and
     the message of every finiteness check of qpnlp (``check_finite``: the first bad value and the index of its step,
     ``(b, t)``, or ``(b,)`` for a cell's step): NaN or inf there would flow into every later state.
@@ -188,6 +188,17 @@ class ComplexLSTMCell(nn.Module):
 
     Shapes: ``x (B, in), (h, c) (B, hidden) -> (h, c)``.
 
+    Parameters
+    ----------
+    input_size, hidden_size : int
+        Width of the input ``x`` and of the state ``h`` and ``c``.
+    dtype : torch.dtype
+        complex64 (default) or complex128; float32 or float64 for the real LSTM.
+    share_parts : bool
+        :class:`~qpnlp.nn.linear.ComplexLinear`'s option :math:`\Re W = \Im W` for both projections (complex only).
+    generator : torch.Generator, optional
+        Seeds the initial weights (the input projection, then the hidden one); None: the global generator.
+
     Examples
     --------
     >>> cell = ComplexLSTMCell(3, 4)
@@ -260,6 +271,17 @@ class URNNCell(nn.Module):
 
     Shapes: ``x (B, in), h (B, hidden) -> h (B, hidden)``.
 
+    Parameters
+    ----------
+    input_size, hidden_size : int
+        Width of the input ``x`` and of the state ``h``.
+    dtype : torch.dtype
+        complex64 (default) or complex128; float32 or float64 for an orthogonal :math:`W`.
+    share_parts : bool
+        :class:`~qpnlp.nn.linear.ComplexLinear`'s option :math:`\Re V = \Im V` for the input projection (complex only).
+    generator : torch.Generator, optional
+        Seeds :math:`V`, then :math:`S`; None: the global generator.
+
     Examples
     --------
     >>> cell = URNNCell(3, 4, dtype=torch.complex128)
@@ -315,6 +337,15 @@ class ComplexRNN(nn.Module):
 
     Shapes: ``x (B, T, in), mask (B, T) -> outputs (B, T, hidden), h_last (B, hidden)``.
 
+    Parameters
+    ----------
+    input_size, hidden_size : int
+        Width of the inputs and of the state.
+    cell : {"lstm", "urnn"}
+        The cell run at every step.
+    dtype, share_parts, generator
+        Passed to the cell (see :class:`ComplexLSTMCell`, :class:`URNNCell`).
+
     Examples
     --------
     >>> rnn = ComplexRNN(2, 3, cell="urnn")
@@ -348,14 +379,8 @@ class ComplexRNN(nn.Module):
         return out, self.cell.hidden(state)
 
 
-def cgrnn_step(
-    x_proj: Tensor,
-    h: Tensor,
-    w: Tensor,
-    w_gates: Tensor,
-    activation: Callable[[Tensor], Tensor],
-    gate: Callable[[Tensor], Tensor],
-) -> Tensor:
+def cgrnn_step(x_proj: Tensor, h: Tensor, w: Tensor, w_gates: Tensor, activation: Callable[[Tensor], Tensor],
+               gate: Callable[[Tensor], Tensor]) -> Tensor:
     r"""One cgRNN step (poster eqs. 4-7) on pre-projected inputs; the functional core.
 
     Parameters
@@ -436,32 +461,17 @@ class CGRNNCell(nn.Module):
     (torch.Size([2, 4]), torch.complex64)
     """
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        *,
-        activation: str = "modrelu",
-        gate: str = "sum",
-        alpha: float = 0.5,
-        learn_alpha: bool = False,
-        transition: str = "expm",
-        hirose_m: float = 1.0,
-        dtype: torch.dtype = torch.complex64,
-        device=None,
-        generator: torch.Generator | None = None,
-    ):
+    def __init__(self, input_size: int, hidden_size: int, *, activation: str = "modrelu", gate: str = "sum",
+                 alpha: float = 0.5, learn_alpha: bool = False, transition: str = "expm", hirose_m: float = 1.0,
+                 dtype: torch.dtype = torch.complex64, device=None, generator: torch.Generator | None = None):
         super().__init__()
         if dtype not in (torch.complex64, torch.complex128):
             raise TypeError(f"dtype must be complex64 or complex128; got {dtype}")
         input_size, hidden_size = check_int("input_size", input_size), check_int("hidden_size", hidden_size)
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.dtype = dtype
+        self.input_size, self.hidden_size, self.dtype = input_size, hidden_size, dtype
         n = hidden_size
-        self.input_weight = nn.Parameter(
-            _randn((3 * n, input_size), dtype, device, generator) / math.sqrt(max(input_size, 1))
-        )
+        self.input_weight = nn.Parameter(_randn((3 * n, input_size), dtype, device, generator)
+                                         / math.sqrt(max(input_size, 1)))
         self.input_bias = nn.Parameter(torch.zeros(3 * n, dtype=dtype, device=device))
         self.gate_weight = nn.Parameter(_randn((2 * n, n), dtype, device, generator) / math.sqrt(n))
         self.transition = StateTransition(n, mode=transition, dtype=dtype, device=device, generator=generator)
@@ -469,34 +479,21 @@ class CGRNNCell(nn.Module):
         self.activation = make_activation(activation, n, dtype=dtype.to_real(), device=device, **act_kwargs)
         gate_kwargs = {"alpha": alpha, "learnable": learn_alpha} if gate == "sum" else {}
         self.gate = make_gate(gate, dtype=dtype.to_real(), device=device, **gate_kwargs)
-        self.activation_name = activation
-        self.gate_name = gate
+        self.activation_name, self.gate_name = activation, gate
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        r"""Input projections of all three branches at once.
-
-        Parameters
-        ----------
-        x : Tensor, shape (..., d_in), real or complex (promotion rule in the module docstring)
-
-        Returns
-        -------
-        Tensor, complex, shape (..., 3h).
-        """
+        r"""Input projections ``(..., 3h)`` of all three branches at once, of ``x`` ``(..., d_in)``, real or complex
+        (promotion rule in the module docstring)."""
         x = as_complex_input(x, self.dtype)
         return x @ self.input_weight.mT + self.input_bias
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
-        r"""One step.
+        r"""One step: the next state, complex ``(B, h)``.
 
         Parameters
         ----------
         x : Tensor, shape (B, d_in), real or complex
         h : Tensor, complex, shape (B, h), optional (default zeros); exactly x.shape[:-1] + (h,), never broadcast
-
-        Returns
-        -------
-        Tensor, complex, shape (B, h).
         """
         xp = self.project_inputs(_checked_input("x", _cell_input(x, self.input_size, batched=False)))
         if h is None:

@@ -294,6 +294,12 @@ def split_cayley_step_parameters(module: nn.Module) -> tuple[list[Tensor], list[
     Use the first list with :class:`CayleyStepSGD` and the second with any
     Euclidean optimiser.
 
+    Parameters
+    ----------
+    module : nn.Module
+        A model or layer; the ``weight`` of each :class:`StateTransition` in mode ``"cayley_step"`` among its
+        submodules goes to the first list.
+
     Examples
     --------
     >>> st = StateTransition(3, mode="cayley_step")

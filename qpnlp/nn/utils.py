@@ -19,6 +19,21 @@ def seeded_linear(in_features: int, out_features: int, *, bias: bool = True, dty
     ``generator`` (on its device, then moved); the global random state is
     not touched. ``generator=None`` is a plain ``nn.Linear`` (global RNG).
 
+    Parameters
+    ----------
+    in_features, out_features : int
+        Input and output widths, as ``nn.Linear``'s.
+    bias : bool
+        Whether the layer has a bias (drawn after the weight).
+    dtype : torch.dtype, optional
+        dtype of the parameters; None: the default dtype.
+    device : torch.device or str, optional
+        Where the parameters live (default: the default device without ``generator``, the CPU with one).
+    generator : torch.Generator, optional
+        Source of the initial values; None: the global generator.
+
+    Examples
+    --------
     >>> g = torch.Generator().manual_seed(0)
     >>> a = seeded_linear(3, 2, generator=g); b = seeded_linear(3, 2, generator=torch.Generator().manual_seed(0))
     >>> torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
@@ -42,6 +57,11 @@ def real_parameter_count(module: nn.Module) -> int:
     For the ``"expm"``/``"cayley"`` transitions of :class:`~qpnlp.nn.unitary.StateTransition`
     this counts the stored (n, n) complex parameter, of which only :math:`n^2`
     real degrees of freedom are used (the skew-Hermitian part).
+
+    Parameters
+    ----------
+    module : nn.Module
+        Any module; its parameters (shared ones once, frozen ones included) are counted.
 
     Examples
     --------

@@ -67,7 +67,7 @@ _CHECKS = {**{name: functools.partial(check_dimension, name)
 
 
 def _check_fixed(**arguments) -> None:
-    """Check every argument given outright (strategies and None are checked when drawn, by :func:`_draw`)."""
+    """Check every argument given outright (strategies and None are checked when drawn, by ``_draw``)."""
     for name, value in arguments.items():
         if _fixed(value):
             _CHECKS[name](value)
@@ -79,7 +79,7 @@ def _draw(draw, name: str, value):
 
 
 def _space(draw, dim, batch_shape, dtype) -> tuple[int, tuple[int, ...], torch.dtype]:
-    """The dimension, batch shape and dtype of one example, drawn in that order and checked (:func:`_draw`)."""
+    """The dimension, batch shape and dtype of one example, drawn in that order and checked (``_draw``)."""
     return _draw(draw, "dim", dim), _draw(draw, "batch_shape", batch_shape), _draw(draw, "dtype", dtype)
 
 
@@ -204,7 +204,7 @@ def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), 
     dtype : torch.dtype or SearchStrategy
         complex64 or complex128 (default :func:`complex_dtypes`, either).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
     return _pure_states(dim, batch_shape, dtype, _device(device))
@@ -249,7 +249,7 @@ def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), ma
     masked : bool or SearchStrategy, optional
         Whether to pad: a random length per batch element, with a ``mask`` (default: drawn).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, max_states=max_states)
     if not isinstance(masked, (bool, SearchStrategy)):
@@ -306,7 +306,7 @@ def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtype
     rank : int or SearchStrategy, optional
         The rank, an integer in ``1..d`` (ginibre / hilbert-schmidt / bures); default (None): any rank in ``1..d``.
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype, rank=rank)
     _at_most("rank", rank, "dim", dim)
@@ -333,7 +333,7 @@ def unitaries(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), de
     dtype : torch.dtype or SearchStrategy
         complex64 or complex128 (default :func:`complex_dtypes`, either).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, batch_shape=batch_shape, dtype=dtype)
     return _unitaries(dim, batch_shape, dtype, _device(device))
@@ -364,7 +364,7 @@ def projectors(dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_
     dtype : torch.dtype or SearchStrategy
         complex64 or complex128 (default :func:`complex_dtypes`, either).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, rank=rank, batch_shape=batch_shape, dtype=dtype)
     _at_most("rank", rank, "dim", dim)
@@ -397,7 +397,7 @@ def isometries(rows=st.integers(1, 8), cols=None, batch_shape=batch_shapes(), dt
     dtype : torch.dtype or SearchStrategy
         complex64 or complex128 (default :func:`complex_dtypes`, either).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(rows=rows, cols=cols, batch_shape=batch_shape, dtype=dtype)
     _at_most("cols", cols, "rows", rows)
@@ -457,7 +457,7 @@ def povms(dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), 
     method : str or SearchStrategy, optional
         One of the methods above (default: drawn, haar twice as often as frame and projective).
     device : str or torch.device, optional
-        Where the tensors are put, as :func:`qpnlp._device.resolve_device` names it (default ``"cpu"``).
+        Where the tensors are put, as ``qpnlp._device.resolve_device`` names it (default ``"cpu"``).
     """
     _check_fixed(dim=dim, num_outcomes=num_outcomes, rank=rank, batch_shape=batch_shape, dtype=dtype)
     _at_most("rank", rank, "dim", dim)

@@ -43,7 +43,17 @@ def available() -> bool:
 
 
 def accepts(param: torch.Tensor, values: torch.Tensor, *moments: torch.Tensor) -> bool:
-    """Whether the loop takes these: :func:`available`, 2-d tables, CPU, one float dtype, contiguous."""
+    """Whether the loop takes these: :func:`available`, 2-d tables, CPU, one float dtype, contiguous.
+
+    Parameters
+    ----------
+    param : torch.Tensor
+        The table updated, ``(V, d)``.
+    values : torch.Tensor
+        The gradient's rows, ``(n, d)``.
+    *moments : torch.Tensor
+        Adam's moment tables, ``(V, d)`` each.
+    """
     return available() and param.dim() == 2 and _numba.takes(param, values, *moments)
 
 

@@ -32,7 +32,17 @@ LEGACY_FORMAT = "qpnlp-checkpoint-1"
 
 @dataclass
 class Checkpoint:
-    """A loaded checkpoint: the model (eval mode), its vocabulary and the training metadata."""
+    """A loaded checkpoint: the model (eval mode), its vocabulary and the training metadata.
+
+    Parameters
+    ----------
+    model : Model
+        The rebuilt model, in eval mode.
+    vocabulary : Vocabulary or None
+        The vocabulary saved with it (``vocabulary.json``); None when none was saved.
+    metadata : dict, default {}
+        The training metadata saved with it (JSON: data set, split, label names, training settings, ...).
+    """
 
     model: Model
     vocabulary: Vocabulary | None
@@ -46,12 +56,32 @@ class Checkpoint:
 
 def save_checkpoint(directory: str | os.PathLike, model: Model, *, vocabulary: Vocabulary | None,
                     metadata: dict | None = None) -> Path:
-    """Save ``model`` with its vocabulary and ``metadata`` (atomically) to ``directory``."""
+    """Save ``model`` with its vocabulary and ``metadata`` (atomically) to ``directory``.
+
+    Parameters
+    ----------
+    directory : path-like
+        The checkpoint directory, written atomically (replaced if it exists).
+    model : Model
+        A registered model.
+    vocabulary : Vocabulary or None
+        Saved as ``vocabulary.json``; its size must be the config's ``num_words``. None saves none.
+    metadata : dict, optional
+        JSON-serialisable training metadata (data set, split, label names, settings); None saves an empty one.
+    """
     return model.save_pretrained(directory, vocabulary=vocabulary, metadata=metadata)
 
 
 def load_checkpoint(directory: str | os.PathLike, *, device: str | torch.device = "cpu") -> Checkpoint:
-    """Rebuild the model, vocabulary and metadata saved in ``directory`` (``FileNotFoundError`` when it is missing)."""
+    """Rebuild the model, vocabulary and metadata saved in ``directory`` (``FileNotFoundError`` when it is missing).
+
+    Parameters
+    ----------
+    directory : path-like
+        A directory written by :func:`save_checkpoint` (or ``qpnlp train ... --save``).
+    device : str or torch.device, default "cpu"
+        Where the model's parameters are put.
+    """
     if not Path(directory).exists():
         raise FileNotFoundError(f"checkpoint {directory} does not exist")
     header = read_model_header(directory)
@@ -80,6 +110,14 @@ def convert_legacy_checkpoint(path: str | os.PathLike, directory: str | os.PathL
     names, shapes and dtypes are checked as :meth:`Model.from_pretrained`
     checks them, before the model is allocated; errors (ValueError) name the
     file and the key at fault.
+
+    Parameters
+    ----------
+    path : path-like
+        The qpnlp 0.1 checkpoint file (FileNotFoundError when it is missing).
+    directory : path-like
+        The model directory written (as :meth:`Model.save_pretrained <qpnlp.models.base.Model.save_pretrained>`
+        writes it), replaced atomically if it exists.
     """
     path = Path(path)
     if not path.is_file():

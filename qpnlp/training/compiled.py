@@ -64,7 +64,13 @@ CUDA_GRAPHS_PAD_MULTIPLE = 8
 
 
 def check_compile_mode(mode: str | None) -> None:
-    """``ValueError`` unless ``mode`` is None or one of :data:`COMPILE_MODES`."""
+    """``ValueError`` unless ``mode`` is None or one of :data:`COMPILE_MODES`.
+
+    Parameters
+    ----------
+    mode : str or None
+        A torch.compile mode of :data:`COMPILE_MODES`, or None (eager).
+    """
     if mode is not None and mode not in COMPILE_MODES:
         raise ValueError(f"compile must be None (eager) or one of {COMPILE_MODES}; got {mode!r}")
 
@@ -74,6 +80,13 @@ def training_forward(model: nn.Module, mode: str | None) -> Callable[..., torch.
 
     The compiled module shares the model's parameters: the optimisers, the
     early stopping's best state and the saved model are the model's own.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model trained.
+    mode : str or None
+        A torch.compile mode of :data:`COMPILE_MODES` (ValueError otherwise); None: eager, ``model`` itself.
     """
     check_compile_mode(mode)
     return model if mode is None else torch.compile(model, mode=mode)
@@ -89,6 +102,15 @@ def training_pad_multiple(pad_to_multiple_of: int | None, mode: str | None,
     says: :func:`uses_cuda_graphs`) on a CUDA device, where a graph is
     recorded once per input size (on the CPU no mode records graphs, and
     rounding would only add padding).
+
+    Parameters
+    ----------
+    pad_to_multiple_of : int or None
+        The config's ``pad_to_multiple_of``, returned when given; None: decided by ``mode`` and ``device``.
+    mode : str or None
+        The config's torch.compile mode (None: eager, no rounding).
+    device : torch.device or str, default "cpu"
+        The training device; only on CUDA do modes record graphs.
     """
     if pad_to_multiple_of is not None:
         return pad_to_multiple_of
@@ -97,7 +119,13 @@ def training_pad_multiple(pad_to_multiple_of: int | None, mode: str | None,
 
 
 def uses_cuda_graphs(mode: str | None) -> bool:
-    """Whether torch.compile's ``mode`` records CUDA graphs on a GPU (inductor's ``triton.cudagraphs`` option)."""
+    """Whether torch.compile's ``mode`` records CUDA graphs on a GPU (inductor's ``triton.cudagraphs`` option).
+
+    Parameters
+    ----------
+    mode : str or None
+        A torch.compile mode of :data:`COMPILE_MODES` (ValueError otherwise); None (eager) records none.
+    """
     if mode is None:
         return False
     check_compile_mode(mode)
@@ -113,6 +141,11 @@ def compiled_steps(mode: str | None) -> Iterator[None]:
     Validation off (its checks would break the graph), and inductor's
     ``fallback_random``: dropout draws from torch's generator as in eager
     mode, so a seeded run draws the same masks compiled or not.
+
+    Parameters
+    ----------
+    mode : str or None
+        The torch.compile mode of the epoch; None (eager) changes no setting.
     """
     if mode is None:
         yield

@@ -41,7 +41,14 @@ class ConfigError(ValueError):
 
 
 def check_seed(seed) -> int:
-    """``seed`` if it is an integer in [0, 2**32) (:func:`~qpnlp.training.trainer.seed_everything` takes it), else :class:`ConfigError`."""
+    """``seed`` if it is an integer in [0, 2**32) (:func:`~qpnlp.training.trainer.seed_everything` takes it), else
+    :class:`ConfigError`.
+
+    Parameters
+    ----------
+    seed : int
+        The seed; a bool, a float or an integer outside [0, 2**32) is refused.
+    """
     try:
         return _checks.check_seed(seed)
     except ValueError as error:
@@ -50,7 +57,17 @@ def check_seed(seed) -> int:
 
 def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
     """Raise :class:`ConfigError` naming the first field of ``names`` that is not an integer (a bool is not;
-    None is allowed for the ``optional`` ones), e.g. ``batch_size=1.5`` from a selection grid."""
+    None is allowed for the ``optional`` ones), e.g. ``batch_size=1.5`` from a selection grid.
+
+    Parameters
+    ----------
+    config : object
+        The config (a dataclass) whose fields are read.
+    names : sequence of str
+        The fields that must be integers.
+    optional : sequence of str, default ()
+        Those of ``names`` that may also be None.
+    """
     for name in names:
         value = getattr(config, name)
         if not (_is_integer(value) or (value is None and name in optional)):
@@ -60,7 +77,17 @@ def check_integers(config, names: Sequence[str], *, optional: Sequence[str] = ()
 
 def check_reals(config, names: Sequence[str], *, optional: Sequence[str] = ()) -> None:
     """Raise :class:`ConfigError` naming the first field of ``names`` that is not a real number (a bool is not;
-    None is allowed for the ``optional`` ones), e.g. ``lr="0.1"`` from a hand-written config."""
+    None is allowed for the ``optional`` ones), e.g. ``lr="0.1"`` from a hand-written config.
+
+    Parameters
+    ----------
+    config : object
+        The config (a dataclass) whose fields are read.
+    names : sequence of str
+        The fields that must be real numbers (a string reading as NaN or an infinity is named as such).
+    optional : sequence of str, default ()
+        Those of ``names`` that may also be None.
+    """
     for name in names:
         value = getattr(config, name)
         if isinstance(value, str) and _non_finite_text(value):      # "nan" from a selection grid
@@ -78,7 +105,7 @@ def _finite(value: numbers.Real) -> bool:
 
 
 def _shown(value: numbers.Real) -> str:
-    """``value`` as ``:g`` writes it, or its repr cut short (:func:`~qpnlp._errors.preview`) for an integer beyond
+    """``value`` as ``:g`` writes it, or its repr cut short (``qpnlp._errors.preview``) for an integer beyond
     the floats (``10**400``, which ``:g`` cannot write)."""
     try:
         return f"{value:g}"
@@ -133,6 +160,40 @@ class TrainConfig:
     ``progress=True`` draws a tqdm bar over each epoch's batches on stderr;
     the default, False, keeps the Python API silent, as
     :func:`qpnlp.word2fun.fit` (``qpnlp train`` draws bars on a terminal).
+
+    Parameters
+    ----------
+    epochs : int, default 30
+        The most epochs trained (>= 1).
+    batch_size : int, default 32
+        Training texts per optimiser step (>= 1).
+    lr : float, default 1e-2
+        Learning rate of the dense parameters (positive, finite).
+    embedding_lr : float, default 1e-2
+        Learning rate of the sparse embedding tables (positive, finite).
+    phase_lr : float or None, default None
+        Learning rate of the phase tables; None: ``embedding_lr``. Refused for a model without phase tables.
+    weight_decay : float, default 0.0
+        Adam's (or RMSprop's) weight decay of the dense parameters (>= 0); the tables take none.
+    patience : int, default 5
+        Stop after this many epochs without a better dev score (>= 1).
+    seed : int, default 0
+        Seeds the model's initialisation, the batch order and dropout (an integer in [0, 2**32)).
+    device : str, default "cpu"
+        ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``; the name is checked here, the machine when training starts.
+    max_len : int or None, default None
+        Truncate texts to this many tokens (>= 1); None: no truncation.
+    progress : bool, default False
+        Draw a tqdm bar over each epoch's batches on stderr.
+    optimizer : str, default "adam"
+        ``"adam"`` or ``"rmsprop"``.
+    length_chunks : int or None, default DEFAULT_OVERHEAD
+        The cost of one more chunk of a batch, in padded positions (>= 0); None: batches are not chunked.
+    compile : str or None, default None
+        A torch.compile mode of :data:`~qpnlp.training.compiled.COMPILE_MODES`; None: eager.
+    pad_to_multiple_of : int or None, default None
+        Round the training batches' padded length up to a multiple of it (>= 1); None: 8 under a CUDA-graph mode on
+        a GPU, else no rounding.
     """
 
     epochs: int = 30

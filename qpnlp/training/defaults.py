@@ -43,14 +43,28 @@ __all__ = ["train_config_class", "training_settings", "default_embedding_lr", "d
 
 def train_config_class(kind: str) -> type[TrainConfig]:
     """The training config of the registered model ``kind``: :class:`MatchingConfig` for a matching model, else
-    :class:`TrainConfig`."""
+    :class:`TrainConfig`.
+
+    Parameters
+    ----------
+    kind : str
+        A registered model's name (ValueError for an unknown one).
+    """
     return MatchingConfig if get_model_class(kind).task == "matching" else TrainConfig
 
 
 def training_settings(kind: str, *, dataset: str | None = None, vectors: str | None = None) -> dict:
     """Every field of ``kind``'s training config at its default for this data set and vector set (names as on the
     command line): the model's ``training_defaults`` over the config class's defaults; ``embedding_lr`` is ``lr``
-    unless the model sets it."""
+    unless the model sets it.
+
+    Parameters
+    ----------
+    kind : str
+        A registered model's name.
+    dataset, vectors : str or None, default None
+        The data set and vector set names the model's defaults may depend on; None: its general ones.
+    """
     klass = get_model_class(kind)
     settings = {f.name: klass.training_default(f.name, dataset=dataset, vectors=vectors, fallback=f.default)
                 for f in dataclasses.fields(train_config_class(kind))}
@@ -65,6 +79,15 @@ def default_embedding_lr(kind: str, *, dataset: str | None = None, vectors: str 
     follows as ``--embedding-lr`` follows ``--lr``. None for a model without one and no ``lr`` (the command's
     ``--embedding-lr`` default: follows ``--lr``). The one home of the rule, for :func:`training_settings`,
     :func:`default_train_config` and the command line.
+
+    Parameters
+    ----------
+    kind : str
+        A registered model's name.
+    dataset, vectors : str or None, default None
+        The data set and vector set names the model's own rate may depend on; None: its general one.
+    lr : float or None, default None
+        The dense parameters' rate, returned when the model sets none.
 
     >>> default_embedding_lr("qpdn", lr=0.1), default_embedding_lr("cnm", lr=0.1), default_embedding_lr("cnm")
     (0.001, 0.1, None)
@@ -82,6 +105,15 @@ def default_train_config(kind: str, *, dataset: str | None = None, vectors: str 
     Pass it to :func:`~qpnlp.training.classification.run_split` or
     :func:`~qpnlp.training.matching.run_matching`; the dev-selection grid of the command is
     :func:`default_grid`.
+
+    Parameters
+    ----------
+    kind : str
+        A registered model's name; a matching model gets a :class:`~qpnlp.training.matching.MatchingConfig`.
+    dataset, vectors : str or None, default None
+        The data set and vector set names the model's defaults may depend on; None: its general ones.
+    **overrides
+        Config fields given outright, over the defaults (above).
     """
     settings = training_settings(kind, dataset=dataset, vectors=vectors)
     if "lr" in overrides and "embedding_lr" not in overrides:
@@ -92,7 +124,13 @@ def default_train_config(kind: str, *, dataset: str | None = None, vectors: str 
 def default_grid(kind: str) -> list[str]:
     """The dev-selection grid that ``qpnlp train KIND`` searches by default (``NAME=V1,V2`` axes, as ``--select``
     takes them; :func:`~qpnlp.training.classification.parse_grid` makes the candidates of
-    :func:`~qpnlp.training.classification.run_split_selected`); empty for a model without one."""
+    :func:`~qpnlp.training.classification.run_split_selected`); empty for a model without one.
+
+    Parameters
+    ----------
+    kind : str
+        A registered model's name.
+    """
     return list(get_model_class(kind).training_defaults.get("select", []))
 
 
@@ -102,7 +140,17 @@ def default_vectors_scale(kind: str | None, *, vectors: str | os.PathLike = DEFA
     ``--vectors-scale``: the model's ``vectors_scale`` for this vector set and data set
     (:meth:`~qpnlp.models.base.Model.training_default`; CNM: 1/32 on ``spacy-md-300d``, chosen on dev), else the
     set's own :attr:`~qpnlp.data.vectors.VectorSet.scale` (:func:`~qpnlp.data.vectors.recommended_scale`: 1/16
-    for ``spacy-md-300d``, 1 for ``glove-6b-50d`` and files). ``kind=None``: no model, the set's own."""
+    for ``spacy-md-300d``, 1 for ``glove-6b-50d`` and files). ``kind=None``: no model, the set's own.
+
+    Parameters
+    ----------
+    kind : str or None
+        A registered model's name; None: the set's own scale.
+    vectors : str or path-like, default DEFAULT_VECTORS
+        A registered vector set's name or a file (a file's own scale is 1).
+    dataset : str or None, default None
+        The data set the model's scale may depend on.
+    """
     own = None if kind is None else get_model_class(kind).training_default("vectors_scale", dataset=dataset,
                                                                             vectors=str(vectors))
     return recommended_scale(vectors) if own is None else own
@@ -120,6 +168,21 @@ def default_vectors(kind: str | None, *, vectors: str | os.PathLike = DEFAULT_VE
 
     ``default_vectors("cnm", vectors="spacy-md-300d")`` is spaCy's (514k words, 300) matrix times 1/32, the
     command's, where ``load_vectors("spacy-md-300d")`` is the set's 1/16.
+
+    Parameters
+    ----------
+    kind : str or None
+        A registered model's name, for its scale; None: no model, the set's own scale.
+    vectors : str or path-like, default DEFAULT_VECTORS
+        A registered vector set's name or a file, as :func:`~qpnlp.data.vectors.load_vectors` takes it.
+    dataset : str or None, default None
+        The data set the model's scale may depend on.
+    scale : float or None, default None
+        Multiply the vectors by it; None: :func:`default_vectors_scale`.
+    backoff : bool or None, default None
+        As :func:`~qpnlp.data.vectors.load_vectors`'s ``backoff`` (None: False).
+    words : collection of str, optional
+        Keep only these words (and their backoff keys with ``backoff=True``); None: all.
     """
     if scale is None:
         scale = default_vectors_scale(kind, vectors=vectors, dataset=dataset)

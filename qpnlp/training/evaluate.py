@@ -47,6 +47,22 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
 
     Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
     ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``.
+
+    Parameters
+    ----------
+    directory : path-like
+        A checkpoint written by ``qpnlp train ... --save`` (:func:`~qpnlp.training.checkpoint.load_checkpoint`); it
+        must hold a vocabulary.
+    dataset : str or None, default None
+        The data set scored; None: the checkpoint's own (from its metadata).
+    split : str or None, default None
+        The split scored (above); None: ``"test"``.
+    root : path-like, optional
+        The data folder; None: ``QPNLP_DATA``.
+    device : str, default "cpu"
+        Where the model runs.
+    max_questions : int or None, default None
+        Score the first this many questions only (matching models); None: all.
     """
     start = time.perf_counter()
     checkpoint = load_checkpoint(directory, device=device)

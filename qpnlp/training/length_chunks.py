@@ -122,6 +122,18 @@ def chunked(fn: Callable[..., torch.Tensor], inputs: Sequence[Padded],
     batch), ``fn`` gets the inputs as they are. Gradients flow through the chunks.
     ``multiple_of`` rounds each chunk's width up to a multiple of it (at most
     the input's width), as :func:`~qpnlp.data.batching.pad_batch` does.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(ids_1, mask_1, ids_2, mask_2, ...) -> (B, ...)``, the model's forward; row r of its output may depend
+        on row r of its inputs only.
+    inputs : sequence of (torch.Tensor, torch.Tensor)
+        The padded inputs as ``(ids, mask)`` pairs, ``(B, L_i)`` each (at least one; ValueError otherwise).
+    overhead : int or None, default DEFAULT_OVERHEAD
+        The cost of one more chunk in padded positions (:func:`plan_chunks`); None: one call on the whole batch.
+    multiple_of : int or None, default None
+        Round each chunk's width up to a multiple of it, at most the input's width; None: no rounding.
     """
     if not inputs:
         raise ValueError("need at least one (ids, mask) input")

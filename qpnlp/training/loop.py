@@ -35,8 +35,20 @@ __all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", 
 
 def epoch_bar(batches, epoch: int, progress: bool, total: int | None = None):
     """The batches of ``epoch`` behind a tqdm bar on stderr (``total`` of them), or, with ``progress`` off, behind
-    :class:`_NoBar`: the loops call ``set_postfix`` and ``close`` either way. No tqdm object at all when off: even
-    a disabled one starts tqdm's monitor thread (``tqdm.__new__``), left running after the training."""
+    ``_NoBar``: the loops call ``set_postfix`` and ``close`` either way. No tqdm object at all when off: even
+    a disabled one starts tqdm's monitor thread (``tqdm.__new__``), left running after the training.
+
+    Parameters
+    ----------
+    batches : iterable
+        The epoch's batches.
+    epoch : int
+        The epoch, shown in the bar's description.
+    progress : bool
+        Draw the bar; False: no bar, no tqdm object.
+    total : int or None, default None
+        The number of batches the bar counts to; None: ``len(batches)`` if it has one.
+    """
     if not progress:
         return _NoBar(batches)
     from tqdm.auto import tqdm
@@ -69,11 +81,23 @@ class _NoBar:
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during training: a ``KeyboardInterrupt`` carrying the model restored to its best epoch so far.
 
-    Attributes: ``model``, ``epoch`` (the last finished epoch, 0 if none),
-    ``best_epoch``, ``best_score`` (the dev score of ``best_epoch``),
-    ``history``, ``checkpoint_dir`` (where the last epoch's training state
-    is, if one was kept) and ``context`` (callers add what a command needs to
-    save the model, e.g. the vocabulary).
+    Each parameter below is an attribute of the same name; ``context`` is a dict, empty, where callers add what a
+    command needs to save the model (e.g. the vocabulary).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, its parameters restored to those of ``best_epoch``.
+    epoch : int
+        The last finished epoch, 0 if none.
+    best_epoch : int
+        The epoch of the parameters ``model`` holds.
+    best_score : float
+        The dev score of ``best_epoch``.
+    history : list of dict
+        One entry per finished epoch, as in the trainer's result.
+    checkpoint_dir : path-like or None
+        Where the last finished epoch's training state is (for ``--resume``); None when none was kept.
     """
 
     def __init__(self, *, model: nn.Module, epoch: int, best_epoch: int, best_score: float, history: list[dict],
@@ -85,7 +109,18 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None:
-    """Raise :class:`TrainingDiverged` for a NaN or infinite batch loss."""
+    """Raise :class:`TrainingDiverged` for a NaN or infinite batch loss.
+
+    Parameters
+    ----------
+    loss : float
+        The batch's loss.
+    epoch, batch : int
+        Where it happened (1-based), named in the error; in the first batch of the first epoch the error blames the
+        model rather than the learning rates.
+    config : TrainConfig
+        Its learning rates are named in the error.
+    """
     if not math.isfinite(loss):
         if epoch == 1 and batch == 1:               # no optimiser step yet: the learning rates are not the cause
             hint = ("before any optimiser step, so the model's initial parameters or its forward on this batch "
@@ -98,7 +133,13 @@ def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None
 
 def runaway_parameter(model: nn.Module) -> str | None:
     r"""What is wrong with the first parameter that holds a NaN or an infinity, or values so large that a product
-    of two overflows (above :math:`10^{-3}\sqrt{\text{max}}` of its dtype, e.g. 1.8e16 in float32); else None."""
+    of two overflows (above :math:`10^{-3}\sqrt{\text{max}}` of its dtype, e.g. 1.8e16 in float32); else None.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose real and complex floating-point parameters are looked at.
+    """
     with torch.no_grad():
         for name, param in model.named_parameters():
             if not (param.is_floating_point() or param.is_complex()) or param.numel() == 0:
@@ -122,7 +163,21 @@ def _diverged(model: nn.Module, epoch: int, config: TrainConfig, cause: BaseExce
 
 @dataclass
 class LoopResult:
-    """What :func:`early_stopping` returns: the best epoch, its dev score and details, the history."""
+    """What :func:`early_stopping` returns: the best epoch, its dev score and details, the history.
+
+    Parameters
+    ----------
+    best_epoch : int
+        The epoch whose parameters the model holds at the end (0 when no epoch gave a finite score).
+    best_score : float
+        The dev score of ``best_epoch`` (higher is better).
+    best_details : dict or None
+        The history fields ``evaluate`` returned with that score; None when no epoch was best.
+    seconds : float
+        Wall time of the training, in seconds (a resumed run's included).
+    history : list of dict
+        One entry per finished epoch: ``epoch``, ``train_loss``, the evaluation's fields, ``seconds``.
+    """
 
     best_epoch: int
     best_score: float
@@ -281,7 +336,15 @@ def _save_epoch(checkpoint_dir: str | os.PathLike, model: nn.Module, best_state:
 
 
 def merge_observation(entry: dict, observed: dict) -> None:
-    """Add an epoch observer's values to a history entry; a key the trainer already wrote is an error."""
+    """Add an epoch observer's values to a history entry; a key the trainer already wrote is an error.
+
+    Parameters
+    ----------
+    entry : dict
+        An epoch's history entry, updated in place.
+    observed : dict
+        What the observer returned; a key already in ``entry`` raises ``ValueError``.
+    """
     clash = sorted(set(observed) & set(entry))
     if clash:
         raise ValueError(f"on_epoch returned keys that the trainer writes itself: {clash}")

@@ -56,7 +56,17 @@ __all__ = ["LOSSES", "EncodedQA", "MatchingConfig", "MatchingFitResult", "prepar
 
 @dataclass
 class EncodedQA:
-    """A :class:`QADataset` encoded with a vocabulary (rows in the data set's order)."""
+    """A :class:`QADataset` encoded with a vocabulary (rows in the data set's order).
+
+    Parameters
+    ----------
+    questions, candidates : list of list of int
+        The ids of each of the Q questions and of each of the R candidate rows.
+    question_index, labels : numpy.ndarray of int, shape (R,)
+        The question of each row, and 1 for a correct candidate, 0 for a wrong one.
+    groups : tuple of numpy.ndarray
+        Q arrays of row indices: the candidates of each question.
+    """
 
     questions: list[list[int]]          # Q id lists
     candidates: list[list[int]]         # R id lists
@@ -81,14 +91,31 @@ def _encode_text(vocab: Vocabulary, tokens: list[str]) -> list[int]:
 
 
 def encode_qa(dataset: QADataset, vocab: Vocabulary) -> EncodedQA:
-    """Encode questions and candidates of ``dataset`` (an empty text becomes ``[UNK]``)."""
+    """Encode questions and candidates of ``dataset`` (an empty text becomes ``[UNK]``).
+
+    Parameters
+    ----------
+    dataset : QADataset
+        The questions and candidates, as tokens.
+    vocab : Vocabulary
+        Encodes them (unknown words as ``<unk>``).
+    """
     return EncodedQA([_encode_text(vocab, t) for t in dataset.question_tokens()],
                      [_encode_text(vocab, t) for t in dataset.candidate_tokens()],
                      dataset.question_index, dataset.labels, dataset.groups)
 
 
 def limit_questions(dataset: QADataset, n: int | None) -> QADataset:
-    """The first ``n`` questions of ``dataset`` with their candidates (for quick runs and tests); ``n >= 1``."""
+    """The first ``n`` questions of ``dataset`` with their candidates (for quick runs and tests); ``n >= 1``.
+
+    Parameters
+    ----------
+    dataset : QADataset
+        The data set.
+    n : int or None
+        The number of questions kept (an integer >= 1; ValueError otherwise); None, or ``n`` at least the data
+        set's questions, returns ``dataset`` itself.
+    """
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
         raise ValueError(f"the number of questions must be an integer >= 1 (or None for all); got {n!r}")
     if n is None or n >= dataset.n_questions:
@@ -107,18 +134,29 @@ def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: Pretr
                min_freq: int = 1, seed: int = 0, pretrained_fallback: int | None = None):
     """Vocabulary from the training questions and candidates; encoded splits; aligned pretrained matrix.
 
-    ``pretrained_fallback = n > 0`` appends the first n pretrained words
-    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`), so a dev or test
-    word unseen in training keeps its own pretrained state (and an exact
-    question-answer word overlap stays visible) instead of becoming ``<unk>``;
-    ``None`` (the default) takes the vectors' own n,
-    :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>`
-    (400000 for ``load_vectors("glove-6b-50d")``, 0 for other vectors and
-    without vectors), as ``qpnlp train`` does without ``--pretrained-fallback``.
     Vectors that cover almost none of the training words are warned about
     (:func:`~qpnlp.training.classification.warn_low_coverage`).
 
     Returns ``(vocab, encoded: dict split -> EncodedQA, matrix or None, oov_rate or None)``.
+
+    Parameters
+    ----------
+    train : QADataset
+        The training split; the vocabulary is built from its questions and candidates.
+    others : dict of str to QADataset
+        The other splits by name, encoded with the same vocabulary.
+    pretrained : PretrainedVectors or None
+        The vectors of the embedding matrix; None: no matrix, no OOV rate.
+    min_freq : int, default 1
+        Keep training words seen at least this many times.
+    seed : int, default 0
+        Seeds the initial vectors of the words without a pretrained one.
+    pretrained_fallback : int or None, default None
+        ``n > 0`` appends the first n pretrained words (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`),
+        so a dev or test word unseen in training keeps its own pretrained state (and an exact question-answer word
+        overlap stays visible) instead of becoming ``<unk>``; None: the vectors' own n,
+        :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>` (400000 for
+        ``load_vectors("glove-6b-50d")``, 0 for other vectors and without vectors), as ``qpnlp train`` does.
     """
     vocab = with_pretrained_fallback(
         Vocabulary.build(train.question_tokens() + train.candidate_tokens(), min_freq=min_freq), pretrained,
@@ -138,6 +176,15 @@ def sample_triplets(data: EncodedQA, rng: np.random.Generator, negatives: int = 
     One triplet per (correct candidate, drawn wrong candidate) pair; ``negatives``
     wrong candidates are drawn uniformly from the question's wrong candidates
     (without replacement when there are enough).
+
+    Parameters
+    ----------
+    data : EncodedQA
+        The training questions and candidates; a question without both a correct and a wrong one gives none.
+    rng : numpy.random.Generator
+        Draws the wrong candidates.
+    negatives : int, default 1
+        Wrong candidates drawn per correct one (>= 1; ValueError otherwise).
     """
     if negatives < 1:
         raise ValueError(f"negatives must be >= 1; got {negatives}")
@@ -158,6 +205,13 @@ def sample_triplets(data: EncodedQA, rng: np.random.Generator, negatives: int = 
 def triplet_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.1) -> torch.Tensor:
     r"""Mean triplet hinge loss :math:`\max(0, \alpha - s^+ + s^-)` over the batch.
 
+    Parameters
+    ----------
+    positive, negative : torch.Tensor
+        Real ``(B,)`` scores :math:`s^+` of the correct candidates and :math:`s^-` of the wrong ones.
+    margin : float, default 0.1
+        The margin :math:`\alpha`.
+
     >>> triplet_loss(torch.tensor([0.9, 0.5]), torch.tensor([0.2, 0.45]), margin=0.1)
     tensor(0.0250)
     """
@@ -165,7 +219,17 @@ def triplet_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float =
 
 
 def pointwise_loss(scores: torch.Tensor, labels: torch.Tensor, scale: float = 10.0) -> torch.Tensor:
-    """Binary cross-entropy of ``scale * scores`` (cosines in [-1, 1]) against 0/1 labels."""
+    """Binary cross-entropy of ``scale * scores`` (cosines in [-1, 1]) against 0/1 labels.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        Real ``(B,)`` cosine scores in [-1, 1].
+    labels : torch.Tensor
+        ``(B,)`` 0/1 labels, any dtype (cast to the scores').
+    scale : float, default 10.0
+        The factor :math:`s` applied to the scores before the sigmoid.
+    """
     return nn.functional.binary_cross_entropy_with_logits(scale * scores, labels.to(scores.dtype))
 
 
@@ -181,6 +245,21 @@ class MatchingConfig(TrainConfig):
     :data:`~qpnlp.training.config.MAX_RATE` (the largest float32, as ``--margin`` takes): the losses
     :math:`\max(0, \alpha - s^+ + s^-)` and :math:`\mathrm{BCE}(s \cdot \text{score})` meet float32 scores,
     where a larger one is inf, and the loss inf or NaN from the first step (a ``ConfigError`` naming it instead).
+
+    Parameters
+    ----------
+    epochs, batch_size, lr, embedding_lr, phase_lr, weight_decay, patience, seed : see TrainConfig
+        As in :class:`TrainConfig`, with its defaults; ``patience`` counts epochs without a better dev MAP.
+    device, max_len, progress, optimizer, length_chunks, compile, pad_to_multiple_of : see TrainConfig
+        As in :class:`TrainConfig`, with its defaults.
+    loss : str, default "triplet"
+        ``"triplet"`` (:func:`triplet_loss` on sampled triplets) or ``"pointwise"`` (:func:`pointwise_loss`).
+    margin : float, default 0.1
+        The triplet loss's margin :math:`\alpha \ge 0`.
+    negatives : int, default 1
+        Wrong candidates drawn per correct one when sampling triplets (>= 1).
+    pointwise_scale : float, default 10.0
+        The pointwise loss's scale :math:`s > 0` of the cosine scores.
     """
 
     loss: str = "triplet"
@@ -202,6 +281,8 @@ class MatchingConfig(TrainConfig):
 
 @dataclass
 class MatchingFitResult:
+    """What :func:`fit_matching` returns: the best epoch, its dev metrics, the time taken and the history."""
+
     best_epoch: int
     best_dev: dict
     seconds: float
@@ -217,7 +298,24 @@ def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
 def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, device="cpu",
                 max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> np.ndarray:
     """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode; each batch in
-    length-sorted chunks, see :class:`~qpnlp.training.TrainConfig`)."""
+    length-sorted chunks, see :class:`~qpnlp.training.TrainConfig`).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``; put in eval mode.
+    data : EncodedQA
+        The rows scored.
+    batch_size : int, default 256
+        Rows per forward.
+    device : str or torch.device, default "cpu"
+        Where the batches are put (the model must be there already).
+    max_len : int or None, default None
+        Truncate questions and candidates to this many tokens; None: no truncation.
+    length_chunks : int or None, default DEFAULT_OVERHEAD
+        The cost of one more chunk, in padded positions (:func:`~qpnlp.training.length_chunks.chunked`); None:
+        each batch whole.
+    """
     model.eval()
     out = []
     for start in range(0, len(data), batch_size):
@@ -229,12 +327,30 @@ def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, dev
 
 
 def evaluate_ranking(model: nn.Module, data: EncodedQA, *, ties: str = "pessimistic", **kwargs) -> RankingResult:
-    """MAP / MRR / P@1 of the model's ranking of each question's candidates."""
+    """MAP / MRR / P@1 of the model's ranking of each question's candidates.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``.
+    data : EncodedQA
+        The questions and candidates scored.
+    ties : {"pessimistic", "optimistic"}, default "pessimistic"
+        How equal scores are ranked (:func:`~qpnlp.evaluation.ranking.ranking_metrics`).
+    **kwargs
+        Passed to :func:`score_pairs`: ``batch_size``, ``device``, ``max_len``, ``length_chunks``.
+    """
     return ranking_metrics(score_pairs(model, data, **kwargs), data.labels, data.groups, ties=ties)
 
 
 def metrics_dict(result: RankingResult) -> dict:
-    """``result`` as plain numbers for JSON and reports: ``map``, ``mrr``, ``p_at_1`` (floats), ``questions`` (int)."""
+    """``result`` as plain numbers for JSON and reports: ``map``, ``mrr``, ``p_at_1`` (floats), ``questions`` (int).
+
+    Parameters
+    ----------
+    result : RankingResult
+        What :func:`evaluate_ranking` returns.
+    """
     return dict(map=float(result.map), mrr=float(result.mrr), p_at_1=float(result.p_at_1),
                 questions=int(result.n_questions))
 
@@ -302,6 +418,8 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
         Keep the training state of the last epoch there
         (:mod:`qpnlp.training.state`); ``resume=True`` continues from it with
         the same result as an uninterrupted run.
+    resume : bool, default False
+        Continue from the training state in ``checkpoint_dir`` (ValueError when it holds another run's).
 
     Notes
     -----
@@ -370,37 +488,53 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                  pretrained_fallback: int | None = None, extra_train: tuple[str, ...] = (), log=None,
                  observe_splits: tuple[str, ...] = (), train_split: str | None = None,
                  checkpoint_dir=None, resume: bool = False) -> MatchingRun:
-    """Train a matching model (registry name ``model``: ``cnm``, ``cnm_real``, ...) on ``name``'s train split,
-    select on dev, then score each of ``eval_splits`` present once.
+    """Train a matching model on ``name``'s training split, select on dev, then score each of ``eval_splits`` once.
 
-    ``qpnlp train MODEL --dataset NAME`` passes
-    ``default_train_config(model, dataset=NAME, vectors=...)`` (:mod:`qpnlp.training.defaults`: the model's
-    epochs, learning rate and margin for the data set), the vectors of
-    ``default_vectors(model, vectors=..., dataset=NAME)`` (scaled as the model trains on them: CNM 1/32 on
-    ``spacy-md-300d``) and ``--pretrained-fallback`` (None when not given). ``pretrained_fallback=None``, the
-    default, is the vectors' own (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, recorded by
-    :func:`~qpnlp.data.vectors.load_vectors`: 400000, all of GloVe 6B, for ``glove-6b-50d``; 0 for
-    ``spacy-md-300d``, files and no vectors); an int is the number of words appended.
+    ``qpnlp train MODEL --dataset NAME`` passes ``default_train_config(model, dataset=NAME, vectors=...)``
+    (:mod:`qpnlp.training.defaults`: the model's epochs, learning rate and margin for the data set), the vectors of
+    ``default_vectors(model, vectors=..., dataset=NAME)`` (CNM: 1/32 on ``spacy-md-300d``) and
+    ``--pretrained-fallback``. Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`). A
+    :class:`~qpnlp.training.loop.TrainingInterrupted` or :class:`~qpnlp.training.TrainingDiverged` leaving this
+    function carries ``vocab`` and ``dataset`` in its ``context`` (to save the model).
 
-    ``train_split``: the training file; by default ``train-all`` where the
-    data set has one (TREC-QA's TRAIN-ALL, the training set of the published
-    TREC-QA results), else ``train``. The run records which one it used.
-
-    Dev and evaluation splits are filtered (:func:`qpnlp.data.load_qa`); a
-    split whose file is absent is skipped (TREC-QA here has no test file).
-    ``extra_train`` names other data sets whose train splits are added to the
-    training data (transfer, e.g. WikiQA for the 93 TREC-QA training
-    questions); dev and evaluation stay ``name``'s own.
-
-    ``observe_splits`` (a diagnostic) also scores those splits after every
-    epoch, into the history as ``"<split>": metrics``; it never affects the
-    selection (dev MAP) nor the reported evaluation, which stays the single
-    score of the selected parameters.
-
-    ``checkpoint_dir`` and ``resume`` are passed on to :func:`fit_matching`
-    (resumable training). A :class:`~qpnlp.training.loop.TrainingInterrupted`
-    or :class:`~qpnlp.training.TrainingDiverged` leaving this function
-    carries ``vocab`` and ``dataset`` in its ``context`` (to save the model).
+    Parameters
+    ----------
+    name : str
+        The answer-selection data set (``"trecqa"``, ``"wikiqa"``; as :func:`~qpnlp.data.load_qa` takes it).
+    model_options : dict
+        The model's config fields (``dim`` defaults to 50; ``num_words`` and the vectors' ``dim`` are filled in).
+    config : MatchingConfig
+        The training settings.
+    pretrained : PretrainedVectors or None
+        The word vectors; None: random initial embeddings.
+    model : str, default "cnm"
+        The registry name of a matching model (``cnm``, ``cnm_real``, ...; ValueError for another task's).
+    root : path-like, optional
+        The data folder; None: ``QPNLP_DATA`` (:func:`~qpnlp.data.data_root`).
+    eval_splits : tuple of str, default ("test",)
+        The splits scored once with the selected parameters; a split whose file is absent is skipped (TREC-QA
+        here has no test file).
+    max_questions : int or None, default None
+        Keep the first this many questions of every split (quick runs); None: all.
+    pretrained_fallback : int or None, default None
+        The number of pretrained words appended to the vocabulary; None: the vectors' own
+        (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`: 400000, all of GloVe 6B, for
+        ``glove-6b-50d``; 0 for ``spacy-md-300d``, files and no vectors).
+    extra_train : tuple of str, default ()
+        Other data sets whose training splits are added to the training data (transfer, e.g. WikiQA for the 93
+        TREC-QA training questions); dev and evaluation stay ``name``'s own.
+    log : callable, optional
+        Called with each epoch's history entry.
+    observe_splits : tuple of str, default ()
+        Splits also scored after every epoch (a diagnostic), into the history as ``"<split>": metrics``; they
+        never affect the selection (dev MAP) nor the reported evaluation.
+    train_split : str or None, default None
+        The training file, recorded in the result; None: ``train-all`` where the data set has one (TREC-QA's
+        TRAIN-ALL, the training set of the published TREC-QA results), else ``train``.
+    checkpoint_dir : path-like, optional
+        Where :func:`fit_matching` keeps the last epoch's training state.
+    resume : bool, default False
+        Continue from the training state in ``checkpoint_dir`` (:func:`fit_matching`).
     """
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models import get_model_class

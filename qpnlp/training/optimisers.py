@@ -41,6 +41,14 @@ class Optimisers:
 
     Only the rows of a batch are touched in the embedding tables, so a training
     step costs about as much as forward + backward (benchmarks/qpdn_train_step.py).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model trained: its sparse embedding tables go to SparseAdam (or SparseRMSprop), its unitary state
+        transitions to the Cayley step, every other parameter with ``requires_grad`` to Adam (or RMSprop).
+    config : TrainConfig
+        ``lr``, ``embedding_lr``, ``phase_lr``, ``weight_decay`` and ``optimizer`` are read.
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig) -> None:
@@ -83,7 +91,13 @@ SPARSE_CAPABLE = (torch.optim.SparseAdam, torch.optim.SGD, torch.optim.Adagrad, 
 
 
 def sparse_tables(model: nn.Module) -> list[str]:
-    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding(sparse=True)``)."""
+    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding(sparse=True)``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model searched, submodules included.
+    """
     return [f"{name}.weight" if name else "weight" for name, module in model.named_modules()
             if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad]
 
@@ -97,6 +111,11 @@ def dense_gradients(model: nn.Module) -> nn.Module:
     plain ``torch.optim.Adam(model.parameters())`` works too, at the cost
     of a dense update of every row per step (slow for large vocabularies).
     Returns ``model`` (changed in place).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; every ``nn.Embedding`` in it is set to ``sparse=False``.
     """
     for module in model.modules():
         if isinstance(module, nn.Embedding):
@@ -110,6 +129,14 @@ def check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
     ``torch.optim.Adam`` (and RMSprop, AdamW, ...) refuse sparse gradients at
     their first step; call this after building your own optimiser to learn
     it up front, with the two ways out.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose sparse embedding tables (:func:`sparse_tables`) are looked for among ``optimizer``'s
+        parameters.
+    optimizer : torch.optim.Optimizer
+        The optimiser built for ``model``; SparseAdam, qpnlp's sparse optimisers and :class:`Optimisers` pass.
     """
     if isinstance(optimizer, SPARSE_CAPABLE):
         return

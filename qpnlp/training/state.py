@@ -1,7 +1,7 @@
 """The per-epoch training state behind ``--resume``: parameters, optimiser state, RNG state and progress.
 
 A training-state directory holds two files, written together atomically
-(:func:`qpnlp._atomic.atomic_directory`) at the end of every epoch:
+(:func:`qpnlp.models.base.atomic_directory`) at the end of every epoch:
 
 * ``state.safetensors``: the model's current parameters (``model.*``), the
   best-so-far parameters (``best.*``, omitted when the current epoch is the
@@ -12,7 +12,7 @@ A training-state directory holds two files, written together atomically
   float64 real views, as in ``model.safetensors``;
   a large tensor (an embedding table, SparseAdam's moments of it) is
   stored as the rows that differ from a base (``<name>#rows``,
-  ``<name>#values``; :mod:`qpnlp.training._row_delta`) when at most half
+  ``<name>#values``; ``qpnlp.training._row_delta``) when at most half
   of them do: the parameters against the model's initial ones, the best
   parameters against the current ones, optimiser state against zeros. With
   a pretrained fallback vocabulary of 400k words most rows of the tables
@@ -84,6 +84,13 @@ class InitialParameters:
     rows that differ from these; resuming then needs a model that starts
     from the same parameters (same vectors, vocabulary and seed), which
     loading checks against the fingerprint.
+
+    Parameters
+    ----------
+    state : mapping of str to torch.Tensor
+        The model's state dict before training, copied (``InitialParameters.of(model)`` makes both fields).
+    fingerprint : str
+        A hash of ``state``: the identity of the initial parameters a resumed run must start from.
     """
 
     state: Mapping[str, torch.Tensor]
@@ -96,7 +103,13 @@ class InitialParameters:
 
 
 def has_training_state(directory: str | os.PathLike | None) -> bool:
-    """Whether ``directory`` holds a training state written by :func:`save_training_state`."""
+    """Whether ``directory`` holds a training state written by :func:`save_training_state`.
+
+    Parameters
+    ----------
+    directory : path-like or None
+        The folder looked at; None gives False.
+    """
     return directory is not None and (Path(directory) / JSON_FILE).is_file()
 
 
@@ -129,7 +142,17 @@ def data_fingerprint(*parts) -> str:
 
 
 def run_identity(model: torch.nn.Module, config, data: str) -> dict:
-    """What a resumed run must share with the run that wrote the state (see the module notes)."""
+    """What a resumed run must share with the run that wrote the state (see the module notes).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model trained: its registry name, config and trainable parameters' names are recorded.
+    config : TrainConfig
+        The training settings; those of :data:`RESUMABLE_CHANGES` are left out.
+    data : str
+        A fingerprint of the training and dev data (:func:`data_fingerprint`).
+    """
     settings = {k: v for k, v in config.to_dict().items() if k not in RESUMABLE_CHANGES}
     model_config = model.config.to_dict() if hasattr(getattr(model, "config", None), "to_dict") else None
     trainable = [name for name, param in model.named_parameters() if param.requires_grad]
@@ -172,7 +195,7 @@ class _Entries:
     def add(self, key: str, value: torch.Tensor, base: str | None = None,
             base_value: torch.Tensor | None = None) -> None:
         """``value`` under ``key``: as the rows that differ from ``base_value`` (None: zeros) when ``base``
-        names one and :func:`~qpnlp.training._row_delta.encode_rows` takes it, else whole."""
+        names one and ``qpnlp.training._row_delta.encode_rows`` takes it, else whole."""
         encoded = None if base is None else encode_rows(value, base_value)
         if encoded is None:
             self.tensors[key] = value.detach()
@@ -200,6 +223,26 @@ def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     stopped early; keep only the best parameters and the progress.
     ``initial``: the parameters the run started from; large parameters are
     then stored as the rows that differ from them.
+
+    Parameters
+    ----------
+    directory : path-like
+        The folder written (replaced atomically).
+    model : torch.nn.Module
+        Its current parameters are saved.
+    best_state : mapping of str to torch.Tensor or None
+        The best parameters so far (above).
+    optimisers : sequence of torch.optim.Optimizer
+        Every optimiser's state is saved, in this order.
+    progress : dict
+        The loop's progress (epoch, best epoch and score, history, ...), JSON.
+    identity : dict
+        The run's :func:`run_identity`, JSON.
+    final : bool, default False
+        The run stopped early: keep only the best parameters and the progress.
+    initial : InitialParameters or None, default None
+        The model's parameters before training: large tensors are stored as their rows that differ from these;
+        None stores them whole.
     """
     entries, current = _Entries(), model.state_dict()
     initial_state = None if initial is None else initial.state
@@ -250,6 +293,19 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     run (model, settings or data differ from ``identity``). ``initial``: the
     parameters the model starts from, as the loop already holds them
     (default: the model's parameters as given).
+
+    Parameters
+    ----------
+    directory : path-like
+        The folder :func:`save_training_state` wrote.
+    model : torch.nn.Module
+        The model built for the run; its parameters are replaced in place.
+    optimisers : sequence of torch.optim.Optimizer
+        The run's optimisers, in the order they were saved; their state is replaced.
+    identity : dict
+        The run's :func:`run_identity`, compared with the saved one.
+    initial : InitialParameters or None, default None
+        The parameters the model starts from (above); None: the model's as given.
     """
     directory = Path(directory)
     try:

@@ -35,6 +35,21 @@ from .state import _capture_rng, _restore_rng
 
 @dataclass
 class FitResult:
+    """What :func:`fit` returns: the best epoch, its dev accuracy, the time taken and the history.
+
+    Parameters
+    ----------
+    best_epoch : int
+        The epoch (1-based) whose parameters the model holds after :func:`fit`: the best dev accuracy.
+    best_dev_accuracy : float
+        The dev accuracy of ``best_epoch``.
+    seconds : float
+        Wall time of the training, in seconds.
+    history : list of dict, default []
+        One entry per finished epoch: ``epoch``, ``train_loss``, ``dev_accuracy``, ``seconds`` and what ``on_epoch``
+        added.
+    """
+
     best_epoch: int
     best_dev_accuracy: float
     seconds: float
@@ -42,7 +57,13 @@ class FitResult:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA); ``seed`` an integer in [0, 2**32) (else ValueError)."""
+    """Seed Python, NumPy and torch (CPU and CUDA); ``seed`` an integer in [0, 2**32) (else ValueError).
+
+    Parameters
+    ----------
+    seed : int
+        An integer in [0, 2**32) (ValueError otherwise).
+    """
     seed = check_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
@@ -69,16 +90,25 @@ def seeded(seed: int) -> Iterator[None]:
 
 def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, mask, labels, *,
                length_chunks: int | None = None, pad_to_multiple_of: int | None = None) -> float:
-    """One forward, backward and optimiser step; returns the loss.
+    """One forward, backward and optimiser step (cross-entropy of the logits); returns the loss.
 
-    ``model``: the model, or what calls it (:func:`~qpnlp.training.compiled.training_forward`).
-
-    ``length_chunks``: the forward on length-sorted chunks of the batch
-    (:func:`~qpnlp.training.length_chunks.chunked`; ``None``: one pass), each
-    chunk's width rounded up to ``pad_to_multiple_of``.
-
-    ``labels``: ``(B,)`` integer class ids on the device of ``ids`` (int32 and uint8 are read as int64); a float or
-    bool tensor, another shape or another device is refused before the forward.
+    Parameters
+    ----------
+    model : callable
+        The classifier, ``model(ids, mask) -> (B, C)`` logits, or what calls it
+        (:func:`~qpnlp.training.compiled.training_forward`).
+    optimisers : Optimisers
+        Zeroed before the forward, stepped after the backward.
+    ids, mask : torch.Tensor
+        The padded batch, ``(B, L)`` each (:func:`~qpnlp.data.batching.pad_batch`).
+    labels : torch.Tensor
+        ``(B,)`` integer class ids on the device of ``ids`` (int32 and uint8 are read as int64); a float or bool
+        tensor, another shape or another device is refused before the forward.
+    length_chunks : int or None, default None
+        The forward on length-sorted chunks of the batch, this the cost of one more chunk in padded positions
+        (:func:`~qpnlp.training.length_chunks.chunked`); None: one pass.
+    pad_to_multiple_of : int or None, default None
+        Round each chunk's width up to a multiple of it; None: no rounding.
     """
     labels = _batch_labels(labels, ids)
     optimisers.zero_grad()
@@ -112,7 +142,24 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
 
     Refused with the argument named: a model that is not a classifier (a matching model: TypeError naming its
     trainer), ``data`` that is not a non-empty :class:`~qpnlp.data.batching.EncodedTexts`, a device this machine
-    lacks (:func:`qpnlp._device.resolve_device`), a ``length_chunks`` that is not an integer >= 0 or None.
+    lacks (``device`` below), a ``length_chunks`` that is not an integer >= 0 or None.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier, ``model(ids, mask) -> (B, C)`` logits; put in eval mode.
+    data : EncodedTexts
+        The encoded texts (non-empty).
+    batch_size : int, default 256
+        Texts per forward.
+    device : str or torch.device, default "cpu"
+        Where the batches are put (the model must be there already): ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``, present on this machine.
+    max_len : int or None, default None
+        Truncate texts to this many tokens; None: no truncation.
+    length_chunks : int or None, default DEFAULT_OVERHEAD
+        The cost of one more chunk, in padded positions (:func:`~qpnlp.training.length_chunks.chunked`); None:
+        each batch whole.
     """
     _check_classifier(model, "predict")
     _check_texts("data", data)
@@ -196,7 +243,17 @@ def model_classes(model: nn.Module) -> int | None:
 def accuracy(model: nn.Module, data: EncodedTexts, **kwargs) -> float:
     """Fraction of correctly classified items: the prediction is the class of the largest logit, the lowest class
     index among equal ones (``torch.argmax``). Labels outside the model's classes and NaN logits are a
-    ``ValueError`` (``argmax`` takes a NaN for the largest value: a NaN model would score the share of one class)."""
+    ``ValueError`` (``argmax`` takes a NaN for the largest value: a NaN model would score the share of one class).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier: ``model(ids, mask)`` gives logits ``(B, C)`` (TypeError for a matching model).
+    data : EncodedTexts
+        The encoded texts and their labels ``(N,)``, each in ``0..C-1``.
+    **kwargs
+        Passed to :func:`predict`: ``batch_size``, ``device``, ``max_len``, ``length_chunks``.
+    """
     _check_classifier(model, "accuracy")
     logits = predict(model, data, **kwargs)
     check_labels(data.labels, logits.shape[-1], "scored")

@@ -155,7 +155,7 @@ def _some(items: list[str], shown: int) -> str:
 def restore_interrupted_checkpoint(checkpoint: str | os.PathLike, log: TextIO | None = None) -> None:
     """Put back the checkpoint that a process killed while replacing it left aside, before resuming from it.
 
-    The first process alone renames it back (:func:`qpnlp._atomic.restore_replaced_directory`; a line on
+    The first process alone renames it back (``qpnlp._atomic.restore_replaced_directory``; a line on
     ``log`` says so) and tells the others, which wait for it, so that every process then reads the same
     checkpoint; several such leftovers are refused in every process (``FileExistsError``, naming them), and
     so is another error of the first process (:class:`~qpnlp.word2fun.distributed.ProcessFailed` in the others).

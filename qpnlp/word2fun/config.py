@@ -124,6 +124,47 @@ class TrainConfig:
     Every setting is checked here (``ValueError`` naming it): counts are
     positive integers, ``lr`` is positive and at most the largest float32
     (about :math:`3.4 \\times 10^{38}`; the step computes in float32).
+
+    Parameters
+    ----------
+    epochs : int, default 7
+        Passes over the corpus.
+    batch_size : int, default 2048
+        About this many (centre, context) pairs per SGD step.
+    lr : float, default 0.01
+        The initial learning rate, decayed linearly to ``1e-4 lr`` over the training tokens.
+    negatives : int, default 32
+        Negative words drawn per pair, or per batch with ``shared_negatives``.
+    shared_negatives : bool, default True
+        Draw one sample of ``negatives`` words per batch, shared by its pairs; False: ``negatives`` per pair.
+    window : int, default 5
+        The maximum window size (each centre draws its own from ``1..window``).
+    sample : float, default 1e-3
+        word2vec's subsampling threshold (>= 0; 0 keeps every token).
+    seed : int, default 0
+        Seeds the subsampling, windows, shuffles and negatives.
+    chunk_tokens : int, default 500_000
+        Tokens shuffled together.
+    device : str, default "cpu"
+        ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    workers : int, default 1
+        Hogwild threads training at once.
+    roughness_penalty : float or None, default None
+        :math:`\\lambda \\ge 0` of the roughness prior; None: :func:`resolve_penalty`.
+    roughness_power : float, default 0.5
+        :math:`p`, the frequency exponent of the per-word penalty :math:`\\lambda_u`.
+    frequency_reference : float, default 4000.0
+        :math:`n_{ref}`, in occurrences per million tokens.
+    rare_lr_power : float, default 0.5
+        :math:`q`, the frequency exponent of the rare words' learning-rate factor.
+    rare_lr_max : float, default 4.0
+        :math:`m \\ge 1`, the largest such factor.
+    sync_every : int, default 128
+        Batches between two synchronisations of a distributed run's processes.
+    negative_weight : float, default 5.0
+        :math:`c > 0`, the weight of the negative term.
+    step_centre_lr : float or None, default None
+        The factor of the logistic steps' centres' learning rate (>= 0); None: ``STEP_CENTRE_LR``, 0.03.
     """
 
     epochs: int = 7

@@ -47,7 +47,13 @@ def _read_legacy(directory: Path) -> dict | None:
 
 
 def is_legacy_word2fun(directory: str | os.PathLike) -> bool:
-    """Whether ``directory`` holds a Word2Fun saved by qpnlp 0.1 (``config.json`` + ``weights.safetensors``)."""
+    """Whether ``directory`` holds a Word2Fun saved by qpnlp 0.1 (``config.json`` + ``weights.safetensors``).
+
+    Parameters
+    ----------
+    directory : path-like
+        The folder looked at (a missing one gives False).
+    """
     return _read_legacy(Path(directory)) is not None
 
 

@@ -75,6 +75,14 @@ SINUSOIDAL_FAMILIES = ("II", "III", "IV")
 class TimeScale:
     """Affine map of raw times to normalised time, :math:`\\tau = S (t - t_0)/(t_1 - t_0)`.
 
+    Parameters
+    ----------
+    start, end : float
+        The span :math:`[t_0, t_1]` of the raw times (years, days, seconds): finite, ``end > start``, within
+        :data:`MAX_ABS_TIME` (ValueError otherwise).
+    scale : float, default 60.0
+        The normalised span :math:`S` (positive, finite): :math:`\\tau` runs over :math:`[0, S]`.
+
     >>> TimeScale(1900, 2000, 60.0).normalise(torch.tensor([1900.0, 1950.0, 2000.0])).tolist()
     [0.0, 30.0, 60.0]
     """
@@ -123,6 +131,15 @@ def fixed_frequencies(dim: int, base: float = 10000.0, *, dtype: torch.dtype = t
     """Family II frequencies :math:`\\Omega_j = base^{-j/(D/2)}`, ``j = 0..D/2-1``, shape (D/2,), computed in
     ``dtype`` (float64 for a double model: float32 ones cast to float64 are off by about 1e-8).
 
+    Parameters
+    ----------
+    dim : int
+        The dimension ``D``, even (ValueError otherwise).
+    base : float, default 10000.0
+        The base of the geometric ladder (the Transformer's positional encoding's).
+    dtype : torch.dtype, default torch.float32
+        The dtype computed in and returned.
+
     >>> fixed_frequencies(4).tolist()
     [1.0, 0.009999999776482582]
     >>> fixed_frequencies(4, dtype=torch.float64).tolist()
@@ -147,6 +164,17 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
     families III and IV; a smaller ``max_periods`` keeps every coordinate
     smooth on the scale of the changes to be measured.
 
+    Parameters
+    ----------
+    dim : int
+        The dimension ``D``, even (ValueError otherwise).
+    scale : float
+        The normalised span ``S`` of the model's :class:`TimeScale`.
+    max_periods : float or None, default None
+        The periods the fastest level completes over the span, ``L / 4`` (at least one level); None: ``L = D/2``.
+    dtype : torch.dtype, default torch.float32
+        The dtype computed in and returned.
+
     >>> (harmonic_frequencies(4, 1.0) / math.pi).tolist()
     [0.5, 1.0]
     >>> (harmonic_frequencies(8, 1.0, max_periods=0.5) / math.pi).tolist()
@@ -161,7 +189,17 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
 
 
 def linear_function(b: torch.Tensor, k: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
-    """:math:`f = b + k\\,\\tau`; ``b, k`` (..., D), ``tau`` (...,) -> (..., D)."""
+    """:math:`f = b + k\\,\\tau`; ``b, k`` (..., D), ``tau`` (...,) -> (..., D).
+
+    Parameters
+    ----------
+    b : torch.Tensor
+        The base vectors ``(..., D)``.
+    k : torch.Tensor
+        The slopes ``(..., D)``.
+    tau : torch.Tensor
+        Normalised times ``(...,)``.
+    """
     return b + k * tau.unsqueeze(-1)
 
 
@@ -206,7 +244,17 @@ def step_sigmoid(centre: torch.Tensor, log_rate: torch.Tensor, s: torch.Tensor) 
 
 
 def time2fun_function(b: torch.Tensor, omega: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
-    """Time2Fun :math:`f = B + \\sin(\\Omega\\tau)`; ``b`` (..., D), ``omega`` (D,) shared, ``tau`` (...,)."""
+    """Time2Fun :math:`f = B + \\sin(\\Omega\\tau)`; ``b`` (..., D), ``omega`` (D,) shared, ``tau`` (...,).
+
+    Parameters
+    ----------
+    b : torch.Tensor
+        The base vectors :math:`B`, ``(..., D)``.
+    omega : torch.Tensor
+        The shared frequencies :math:`\\Omega`, ``(D,)``.
+    tau : torch.Tensor
+        Normalised times ``(...,)``.
+    """
     return b + torch.sin(omega * tau.unsqueeze(-1))
 
 

@@ -12,8 +12,8 @@ defaults that was about 0.9 ms a batch beside 1.6 ms of compiled step (a profile
 * the step factors of all its tokens (:func:`~qpnlp.word2fun.step_sizes.row_step_scales` with a learning rate
   per token) in a few vectorised ops, rounded as the per-batch factors are;
 * the stable word order of every batch (:math:`\\mathrm{argsort}` of ``(batch, word)``) in one sort;
-* one compiled call (:func:`_run`) that takes the batches one after another, each through
-  :func:`~qpnlp.word2fun.fused_step._step`, without the GIL, and adds their losses, rounded to the model's
+* one compiled call (``_run``) that takes the batches one after another, each through
+  ``qpnlp.word2fun.fused_step._step``, without the GIL, and adds their losses, rounded to the model's
   dtype, to the running float64 sum as the batch-by-batch loop does.
 
 So the parameters and the loss equal the batch-by-batch loop's bit for bit (tests).  The loop does this
@@ -38,7 +38,7 @@ __all__ = ["compile_runs", "learning_rates", "run_steps"]
 
 def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
          rough, factors, present, base, total):  # pragma: no cover - compiled
-    """The batches of a run, one :func:`~qpnlp.word2fun.fused_step._step` each: ``(total + their losses, -1)``,
+    """The batches of a run, one ``qpnlp.word2fun.fused_step._step`` each: ``(total + their losses, -1)``,
     or, when batch ``i``'s ids do not fit their tables, ``(total + the losses before it, i)`` with batch ``i``
     not applied.
 
@@ -63,7 +63,7 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
 
 @functools.cache
 def _kernel():
-    """:func:`_run` compiled (on first use; cached on disk), calling the compiled step."""
+    """``_run`` compiled (on first use; cached on disk), calling the compiled step."""
     globals()["_step"] = fused_step._kernel()
     return _numba.jit(_run, fused_step._FASTMATH)
 
@@ -96,7 +96,7 @@ def _word_order(words: np.ndarray, rows: np.ndarray, start: int) -> np.ndarray:
 
 def _token_scales(step: FusedStep, run: CentreRun, lrs: list[float], weights, start: int, stop: int) -> tuple:
     """``(row_mult, rough, smooth)`` of the run's tokens ``start .. stop - 1``: the per-batch factors of
-    :func:`~qpnlp.word2fun.fused_step._row_scales`, each token's from its batch's learning rate."""
+    ``qpnlp.word2fun.fused_step._row_scales``, each token's from its batch's learning rate."""
     word_penalty, word_lr, penalty = weights
     words = run.words[start:stop]
     batch = np.clip(np.searchsorted(run.rows[:, 1], np.arange(start, stop), side="right"), 0, len(run) - 1)

@@ -162,7 +162,7 @@ def _step_logit(tabs, u, tau, nums, logistic):  # pragma: no cover - compiled
 
 def _forward(tabs, words, tau, flags, nums, f, sig, trig, a):  # pragma: no cover - compiled
     """:math:`f_n` of every token into ``f`` (N, D), its logistic step's :math:`\\sigma(z_n)` into ``sig`` and
-    ``sc``, ``dc`` (:func:`_trig`) into ``trig`` (2, N, D) for the VJP."""
+    ``sc``, ``dc`` (``_trig``) into ``trig`` (2, N, D) for the VJP."""
     t = f.dtype.type
     for n in range(words.shape[0]):
         u, sc, dc = words[n], trig[0, n], trig[1, n]
@@ -181,7 +181,7 @@ def _forward(tabs, words, tau, flags, nums, f, sig, trig, a):  # pragma: no cove
 
 
 def _positives(f, H, pair_centre, context, g_f, gp, count):  # pragma: no cover - compiled
-    """Step 2, :data:`_CHUNK` pairs at a time: the loss, :math:`g_b` into ``gp``, :math:`\\partial L/\\partial f`
+    """Step 2, ``_CHUNK`` pairs at a time: the loss, :math:`g_b` into ``gp``, :math:`\\partial L/\\partial f`
     into ``g_f``, the pairs of each token into ``count``."""
     t = f.dtype.type
     p, y, e = np.empty(_CHUNK, f.dtype), np.empty(_CHUNK), np.empty(_CHUNK)
@@ -299,7 +299,7 @@ def _token_sums(gn, m, sc, dc, tau, half, A, acc):  # pragma: no cover - compile
 
 
 def _word_sums(tabs, u, tokens, tau, sig, g_f, row_mult, rough, nums, flags, trig, acc):  # pragma: no cover
-    """Step 5 for word ``u`` and its ``tokens``: ``acc`` (5, D) (:func:`_token_sums`) and the sums
+    """Step 5 for word ``u`` and its ``tokens``: ``acc`` (5, D) (``_token_sums``) and the sums
     ``(dc, dl, st)`` of the centre's and log-rate's steps and of the roughness weights."""
     t = acc.dtype.type
     acc[:] = t(0.0)
@@ -338,7 +338,7 @@ def _add_harmonics(r, o, th, acc, lo, st, S, flags, present, factors, fo, fth): 
 
 
 def _add_steps(tabs, u, acc, dc_, dl, st, nums, flags, factors, present):  # pragma: no cover - compiled
-    """Step 6 for word ``u``: its rows' steps from the sums of :func:`_word_sums` (the VJP is linear in g), the
+    """Step 6 for word ``u``: its rows' steps from the sums of ``_word_sums`` (the VJP is linear in g), the
     roughness's gradient (weight ``st``) included, each table's step times its factor."""
     t = acc.dtype.type
     D, S = acc.shape[1], nums[_SCALE]
@@ -398,7 +398,7 @@ def _first_bad_ids(words, pair_centre, context, negatives, V):  # pragma: no cov
 def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
           present):  # pragma: no cover - compiled
     """The whole step (module docstring): ``(summed loss (float64), 0)``, or ``(0, i)`` with nothing written
-    when the ``i``-th id array of :func:`_first_bad_ids` has an id outside its table.
+    when the ``i``-th id array of ``_first_bad_ids`` has an id outside its table.
 
     ``order``: the permutation that sorts ``words`` stably (int64, (N,)).  ``flags``: per-word frequencies (III,
     IV), phases (IV), logistic step, polynomial sines (float32), train the compass, roughness steps.
@@ -423,8 +423,8 @@ def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, f
     return loss, 0
 
 
-#: The compiled functions the step calls and their fast-math flags: :func:`_kernel` binds each name to its
-#: compiled version before it compiles :func:`_step` (numba resolves a global when it compiles the caller).
+#: The compiled functions the step calls and their fast-math flags: ``_kernel`` binds each name to its
+#: compiled version before it compiles ``_step`` (numba resolves a global when it compiles the caller).
 _HELPERS = {name: _FASTMATH for name in (
     "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives", "_negatives_of",
     "_outer4", "_negatives", "_compass", "_token_sums", "_word_sums", "_add_harmonics", "_add_steps", "_project",
@@ -435,7 +435,7 @@ _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written
 
 @functools.cache
 def _kernel():
-    """:func:`_step` compiled (on first use; cached on disk), its helpers bound to their compiled versions."""
+    """``_step`` compiled (on first use; cached on disk), its helpers bound to their compiled versions."""
     for name, fastmath in _HELPERS.items():
         globals()[name] = _numba.jit(_PYTHON[name], fastmath)
     return _numba.jit(_step, _FASTMATH)
@@ -540,7 +540,7 @@ class FusedStep:
 
     def _kernel_args(self, words, order, times, pair_centre, context, negatives, nums, smooth, row_mult,
                      rough) -> tuple:
-        """The kernel's arguments in :func:`_step`'s order: the batch's arrays with what this step holds."""
+        """The kernel's arguments in ``_step``'s order: the batch's arrays with what this step holds."""
         return (self.tabs, self.H, words, order, times, pair_centre, context, negatives, nums, self.flags + (smooth,),
                 row_mult, rough, self.factors, self.present)
 
@@ -583,6 +583,14 @@ def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pa
     step sizes and bounds of :mod:`~qpnlp.word2fun.step_sizes`, as in the torch ops.  Raises ``IndexError``
     for ids out of range and ``ValueError`` for shapes that do not match, before anything is written.
     A training loop builds one :class:`FusedStep` instead (the same step, prepared once).
+
+    Parameters
+    ----------
+    model, words, times, pair_centre, context, negatives, lr : see centre_sgd_step_tensor
+        As in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, for a step :func:`accepts` (a CPU model of
+        families II-IV, negatives ``(k,)`` shared by the batch).
+    roughness_penalty, row_lr, negative_weight, centre_lr : see centre_sgd_step_tensor
+        As in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`.
     """
     return FusedStep(model, negative_weight, centre_lr)(words, times, pair_centre, context, negatives, lr,
                                                          roughness_penalty, row_lr)

@@ -149,7 +149,7 @@ class KeyedVectors:
         return _plain_state(self)
 
     def __setstate__(self, state: dict) -> None:
-        """Restore :meth:`__getstate__`, ``key_to_index`` the vocabulary's read-only mapping again."""
+        """Restore ``__getstate__``, ``key_to_index`` the vocabulary's read-only mapping again."""
         self.__dict__.update(state, key_to_index=state["vocabulary"].index)
 
     @property

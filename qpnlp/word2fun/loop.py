@@ -23,7 +23,7 @@ at all (:func:`no_pairs`) raises ``ValueError``: it would leave the vectors as
 initialised.
 
 **The loss.**  The batches' summed losses are added up where they are computed, in a
-float64 tensor on the model's device (float32 on MPS; :func:`_loss_sum`), and read on the
+float64 tensor on the model's device (float32 on MPS; ``_loss_sum``), and read on the
 host once per epoch, for its mean loss and the divergence check: no step waits for the
 device to tell it its loss.
 
@@ -72,6 +72,19 @@ class TrainStats:
     In a distributed run ``tokens`` and ``pairs`` count all processes and
     ``seconds`` is the slowest process's time, so ``tokens_per_s`` is the
     throughput of the whole job.
+
+    Parameters
+    ----------
+    tokens : int, default 0
+        Corpus tokens processed, times the epochs (all processes).
+    pairs : int, default 0
+        (centre, context) pairs trained on (all processes).
+    seconds : float, default 0.0
+        Wall time of the epochs (the slowest process's), ``on_epoch`` calls and compilation left out.
+    epoch_loss : list of float, default []
+        The mean loss per pair of each epoch.
+    compile_seconds : float, default 0.0
+        Seconds spent compiling the step before the first epoch (below).
     """
 
     tokens: int = 0
@@ -135,7 +148,7 @@ def _train_batches(model, runs, sampler, gen, cfg, epoch, lock=None, weights=(No
                    progress=None) -> tuple[torch.Tensor, int]:
     """Run the SGD step (:func:`~qpnlp.word2fun.sgd.batch_step`) over the batches of ``runs`` (an iterator of
     :class:`~qpnlp.data.skipgram.CentreRun`, shared under ``lock`` by hogwild workers): the sum of the batches'
-    losses (a tensor on the model's device, :func:`_loss_sum`) and their pairs.
+    losses (a tensor on the model's device, ``_loss_sum``) and their pairs.
 
     The learning rate of a batch decays with the epoch's progress before it;
     ``progress`` (a one-element list) carries it across calls on the same
@@ -424,7 +437,7 @@ def _run_batches(model, runs, sampler, gens, cfg, epoch, weights, progress=None)
     """The loss sum (on the model's device) and the pairs of the batches of ``runs``: trained by one worker, or by
     ``len(gens)`` hogwild threads.
 
-    ``progress`` carries the epoch's progress across calls (see :func:`_train_batches`).
+    ``progress`` carries the epoch's progress across calls (see ``_train_batches``).
     """
     if _worker_count(cfg) == 1:
         return _train_batches(model, runs, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
@@ -461,8 +474,8 @@ def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Te
                   epoch: int, cfg: TrainConfig, finite: bool = True) -> None:
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
-    ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, :func:`_loss_sum`);
-    ``finite`` says whether this process's parameters are all finite after the epoch (:func:`_all_finite`).
+    ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, ``_loss_sum``);
+    ``finite`` says whether this process's parameters are all finite after the epoch (``_all_finite``).
     With ``sync`` the counts, the loss and the processes with a non-finite parameter are summed over the
     processes and the time is the slowest one's, so every process raises, or none: :func:`diverged` for a
     NaN or infinite mean loss or a non-finite parameter, :func:`no_pairs`

@@ -378,7 +378,7 @@ class Word2Fun(Model):
         return sinusoidal_function(b, r, rows["omega1"], rows["omega2"], tau, rows["theta1"], rows["theta2"])
 
     def function_vjp(self, rows: dict, tau: torch.Tensor):
-        """:math:`f` and its vector-Jacobian product (:meth:`_family_vjp`), the logistic step included.
+        """:math:`f` and its vector-Jacobian product (``_family_vjp``), the logistic step included.
 
         For the step :math:`A (\\sigma(z) - \\tfrac12)`, :math:`z = k (s - c)`, :math:`k = e^{\\ell}`,
         with :math:`\\gamma = g \\cdot A\\, \\sigma(z)(1 - \\sigma(z))`:

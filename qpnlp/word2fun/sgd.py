@@ -18,7 +18,7 @@ without it; selected on the planted-drift benchmark,
 ``benchmarks/word2fun_drift.py``).  With the logistic step the penalty also
 costs the step's speed, :math:`k_u \\lVert A_u\\rVert^2 / 12`, and after each
 step the step's centre and rate are projected onto their ranges
-(:func:`_project_step`).  ``row_lr`` gives the rows of
+(``_project_step``).  ``row_lr`` gives the rows of
 rare words a larger step (``TrainConfig.rare_lr_power``).
 
 **Compiled.**  On CPU with numba, the default configuration (families II-IV, negatives shared by the batch)
@@ -69,9 +69,18 @@ def roughness(model: Word2Fun, rows: dict) -> torch.Tensor:
     free while fast wiggles are costly.  Differentiable (autograd) in the rows.
 
     With the logistic step (``model.logistic``) its own roughness
-    :math:`k_u \\lVert A_u \\rVert^2 / 12` (:func:`_step_roughness`) is added
+    :math:`k_u \\lVert A_u \\rVert^2 / 12` (``_step_roughness``) is added
     (the cross terms between the step and the sinusoids are left out: each
     part is smoothed on its own).
+
+    Parameters
+    ----------
+    model : Word2Fun
+        A model of family II, III or IV (its time scale and logistic step are read).
+    rows : dict of str to torch.Tensor
+        The rows of the model's tables gathered for ``N`` words, ``(N, n)`` each: ``amplitude``; ``omega1`` and
+        ``omega2`` for families III and IV (II reads its fixed frequencies); ``step_amplitude`` and ``step_rate``
+        with the logistic step.
     """
     rho = 0.5 * (_span_frequencies(model, rows) * rows["amplitude"]).square().sum(-1)
     if model.logistic:
@@ -227,6 +236,19 @@ def sgd_step(
     :func:`centre_sgd_step` with one centre token per pair.  Shapes:
     ``centre``, ``context``, ``times`` (B,), ``negatives`` (B, k) per pair or
     (k,) shared by the batch.  Returns the summed loss.
+
+    Parameters
+    ----------
+    model : Word2Fun
+        The model stepped in place.
+    centre, context : torch.Tensor
+        Word ids ``(B,)`` of each pair's centre and context.
+    negatives : torch.Tensor
+        Negative word ids: ``(B, k)`` per pair, or ``(k,)`` shared by the batch.
+    times : torch.Tensor
+        Raw time ``(B,)`` of each pair's centre token.
+    lr : float
+        The learning rate.
     """
     idx = torch.arange(centre.shape[0], device=centre.device)
     return centre_sgd_step(model, centre, times, idx, context, negatives, lr)
@@ -249,6 +271,13 @@ def centre_sgd_step(
 
     Reading it waits for the step on an accelerator (a device synchronisation): the training
     loop takes the tensor instead and reads only the epoch's sum.
+
+    Parameters
+    ----------
+    model, words, times, pair_centre, context, negatives, lr : see centre_sgd_step_tensor
+        As in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, which describes each.
+    roughness_penalty, row_lr, negative_weight, centre_lr : see centre_sgd_step_tensor
+        As in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`, with the same defaults.
     """
     return float(centre_sgd_step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
                                         row_lr, negative_weight, centre_lr))

@@ -128,7 +128,7 @@ class StaticKeyedVectors:
         return _plain_state(self)
 
     def __setstate__(self, state: dict) -> None:
-        """Restore :meth:`__getstate__`, read-only again: the mapping and the arrays (unpickled writable)."""
+        """Restore ``__getstate__``, read-only again: the mapping and the arrays (unpickled writable)."""
         self.__dict__.update(state, key_to_index=MappingProxyType(state["key_to_index"]))
         for array in (self.vectors, self._unit):
             array.setflags(write=False)

@@ -96,6 +96,8 @@ def train_word2fun(
         Show a tqdm bar over tokens.
     on_epoch : callable(epoch, stats), optional
         Called after each epoch (e.g. to checkpoint); its time is not counted.
+    model : Word2Fun
+        The model trained in place; its time scale must cover ``doc_times``.
 
     Returns
     -------
@@ -367,7 +369,7 @@ def _shard(corpus: TimestampedCorpus | TsvStream, rank: int, world: int) -> Time
 
     A stream is sharded by :meth:`TsvStream.shard <qpnlp.data.timestamped.TsvStream.shard>`; an empty corpus in
     memory is refused here (a stream's emptiness is known after counting), and so, in every process, is a
-    distributed run whose processes were given different corpora (:func:`_check_one_corpus`).
+    distributed run whose processes were given different corpora (``_check_one_corpus``).
     """
     if world > 1:
         _check_one_corpus(corpus, world)
@@ -405,7 +407,7 @@ def _check_one_corpus(corpus: TimestampedCorpus | TsvStream, world: int) -> None
 
 
 def _first_difference(ours: dict, theirs: dict) -> str:
-    """The first difference of another process's :func:`_corpus_signature` ``theirs`` from process 0's ``ours``."""
+    """The first difference of another process's ``_corpus_signature`` ``theirs`` from process 0's ``ours``."""
     key = next(k for k in ours if ours[k] != theirs.get(k))
     if key not in theirs:
         return "one of them streams the corpus, the other holds it in memory"
@@ -423,7 +425,7 @@ def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabular
     """The vocabulary, the corpus size ``{documents, tokens, span}``, the span ``(t0, t1)`` and this shard's
     word counts, counted over every shard (empty counts for one process holding the corpus in memory).
 
-    Without ``vocabulary``, the words seen ``min_count`` times (:func:`_checked_size` checks there are two).
+    Without ``vocabulary``, the words seen ``min_count`` times (``_checked_size`` checks there are two).
     """
     local_counts = Counter()
     if not isinstance(corpus, TsvStream) and world == 1:
@@ -475,7 +477,7 @@ def _model_options(family: str, dim: int, time_scale: float | TimeScale, n_slice
 
 
 def _run_settings(compass: str, compass_epochs: int, step_centres: str | None, min_count: int) -> dict:
-    """What else a checkpoint records of the run, for :func:`~qpnlp.word2fun._run_state.check_resume` (None where
+    """What else a checkpoint records of the run, for ``qpnlp.word2fun._run_state.check_resume`` (None where
     a setting had no effect: the compass's epochs unless it is frozen, the step centres without the logistic
     step), and ``min_count``: always recorded (the command line builds the vocabulary it gives with it), compared
     unless the resuming call gives a vocabulary (whose words are compared instead)."""
@@ -485,7 +487,7 @@ def _run_settings(compass: str, compass_epochs: int, step_centres: str | None, m
 
 def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, options: dict) -> Word2Fun:
     """A freshly initialised Word2Fun model of ``vocab`` over the corpus ``span`` with the model ``options``
-    (:func:`_model_options`).
+    (``_model_options``).
 
     ``time_scale`` is ``S`` over ``span = (t0, t1)`` (refused when ``t1 <= t0``) or a full
     :class:`~qpnlp.word2fun.functions.TimeScale`, checked to resolve the times in float32.
@@ -561,7 +563,7 @@ def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainCon
     start ``model``'s static part from its vectors; returns its training statistics.
 
     Like the model's training, each process draws its pairs and its negatives from its own generators
-    (``data_rng`` and ``negative_generators`` of :mod:`qpnlp.word2fun._run_state`: those of one process for
+    (``data_rng`` and ``negative_generators`` of ``qpnlp.word2fun._run_state``: those of one process for
     the first), and the processes keep one static model (:class:`~qpnlp.word2fun.distributed.ParameterSync`),
     hence one compass.
     """
