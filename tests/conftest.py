@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-from qpnlp.commands._common import torch_threads
+from qpnlp._threads import torch_threads
 from qpnlp.testing import default_atol
 
 settings.register_profile(

@@ -1,5 +1,6 @@
 """Several processes or threads using qpnlp at once: saves of one directory, runs given one training state, the
-model registry. Each race is reproduced deterministically (a rename or a lookup made to come in between)."""
+model registry, models built or queried in threads, vectors loaded and trainings run in threads. Each race is
+reproduced deterministically (a rename, a lookup or a step made to come in between, with events)."""
 
 import json
 import multiprocessing
@@ -8,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 from qpnlp import _atomic
 from qpnlp._atomic import LOCK_FILE, atomic_directory, check_replaceable, locked_directory
@@ -218,3 +220,235 @@ def test_a_thread_looking_up_a_model_while_another_loads_the_plugins_waits_for_t
     finally:
         unregister_model("threaded-plugin")
     assert found == {"first": Plugin, "second": Plugin}
+
+
+def test_measurements_built_with_generators_in_two_threads_at_once_are_those_built_alone(monkeypatch):
+    """torch's orthogonal parametrisation completes k < d rows from the global RNG, which ``generator=`` seeds in
+    a fork for the construction: two threads building at once (models built in a thread pool) each seeded the one
+    process-wide RNG, and each drew the other's completion (QPDN with orthonormal or POVM heads, CNM's POVMs)."""
+    from qpnlp.measurement import ProjectiveMeasurement, _module
+
+    def build(seed):
+        m = ProjectiveMeasurement(8, 3, orthonormal=True, generator=torch.Generator().manual_seed(seed))
+        return {name: value.detach().clone() for name, value in m.state_dict().items()}
+
+    alone = {seed: build(seed) for seed in (0, 1)}
+    first_inside, second_arrived, first_done = threading.Event(), threading.Event(), threading.Event()
+    orthogonal = _module.orthogonal
+
+    def interleaved(module, name):
+        """The first thread draws only once the second is in its block too (or waits for the lock)."""
+        if threading.current_thread() is second:
+            second_arrived.set()
+            assert first_done.wait(30)
+        else:
+            first_inside.set()
+            assert second_arrived.wait(30)
+        result = orthogonal(module, name)
+        if threading.current_thread() is not second:
+            first_done.set()
+        return result
+
+    class Probe:
+        """The lock of the global RNG, noting when the second thread asks for it."""
+
+        def __init__(self):
+            self.lock = threading.RLock()
+
+        def __enter__(self):
+            if threading.current_thread() is second:
+                second_arrived.set()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    monkeypatch.setattr(_module, "orthogonal", interleaved)
+    monkeypatch.setattr(_module, "_GLOBAL_RNG_LOCK", Probe(), raising=False)
+    built = {}
+
+    def run(seed):
+        try:
+            built[seed] = build(seed)
+        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+            built[seed] = error
+
+    first = threading.Thread(target=run, args=(0,))
+    second = threading.Thread(target=run, args=(1,))
+    first.start()
+    assert first_inside.wait(30)
+    second.start()
+    first.join(60)
+    second.join(60)
+    for seed in (0, 1):
+        assert not isinstance(built[seed], Exception), built[seed]
+        assert built[seed].keys() == alone[seed].keys()
+        assert all(torch.equal(built[seed][name], alone[seed][name]) for name in alone[seed]), seed
+
+
+class _AskProbe:
+    """A cache's lock that notes when ``thread()`` asks for it (``asked`` is set before it waits)."""
+
+    def __init__(self, thread, asked):
+        self.lock, self.thread, self.asked = threading.Lock(), thread, asked
+
+    def __enter__(self):
+        if threading.current_thread() is self.thread():
+            self.asked.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypatch):
+    """``load_vectors`` promises one read per process, but two threads asking at once (a thread pool's first
+    requests) both found the cache empty and both read the file: twice the time, and two copies in memory."""
+    from qpnlp.data import vectors
+
+    path = tmp_path / "glove.txt"
+    path.write_text("a 1 2\nb 3 4\n")
+    read, first_reading, second_arrived = [], threading.Event(), threading.Event()
+    load_glove_text = vectors.load_glove_text
+
+    def slow_read(*args, **kwargs):
+        """The first read goes on only once the second thread reads too (or waits for the cache)."""
+        read.append(threading.current_thread())
+        if threading.current_thread() is second:
+            second_arrived.set()
+        else:
+            first_reading.set()
+            assert second_arrived.wait(30)
+        return load_glove_text(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "load_glove_text", slow_read)
+    monkeypatch.setattr(vectors._read_cached, "lock", _AskProbe(lambda: second, second_arrived), raising=False)
+    vectors._read_cached.cache_clear()
+    loaded = {}
+    first = threading.Thread(target=lambda: loaded.setdefault("first", vectors.load_vectors(path)))
+    second = threading.Thread(target=lambda: loaded.setdefault("second", vectors.load_vectors(path)))
+    try:
+        first.start()
+        assert first_reading.wait(30)
+        second.start()
+        first.join(60)
+        second.join(60)
+    finally:
+        vectors._read_cached.cache_clear()
+    assert read == [first] and loaded["first"].vectors is loaded["second"].vectors
+    assert loaded["second"].vector("b").tolist() == [3.0, 4.0]
+
+
+def test_one_model_queried_from_four_threads_at_once_gives_the_results_of_one_thread():
+    """A trained model served by a thread pool: forward passes, ``predict``-style scoring, the interpretation
+    functions and Word2Fun's keyed-vector queries change no state of the model, so four threads querying it at
+    once (released together by a barrier) get what one thread gets, bit for bit."""
+    from qpnlp.data import Vocabulary
+    from qpnlp.interpret import importance_table, measurement_words
+    from qpnlp.models import get_model_class
+    from qpnlp.word2fun import KeyedVectors
+
+    words = Vocabulary.build([[f"w{i}" for i in range(28)]])
+    temporal = Vocabulary.build([[f"w{i}" for i in range(30)]], specials=False)
+    small = {"qpdn": dict(num_classes=3, dim=6, num_measurements=9, povm_rank=1, measurement="povm",
+                          weighting="trainable"),
+             "cnm": dict(dim=6, num_measurements=4, windows=[1, 2]),
+             "order_classifier": dict(num_classes=3, dim=4, network="transformer", heads=2),
+             "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5),
+             "word2fun": dict(vocab_size=30, dim=4, family="IV", span_start=1900.0, span_end=2000.0)}
+    models = {}
+    for name, options in small.items():
+        klass = get_model_class(name)
+        config = klass.config_class.from_dict({**options, **({} if name == "word2fun" else {"num_words": 30})})
+        vocabulary = temporal if name == "word2fun" else words
+        models[name] = klass.build(config, vocabulary=vocabulary, generator=torch.Generator().manual_seed(0)).eval()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(2, 30, (3, 7), generator=g)
+    mask = torch.arange(7) < torch.tensor([[7], [4], [1]])
+    ids = ids.masked_fill(~mask, 0)
+    kv = KeyedVectors(models["word2fun"], temporal)
+
+    @torch.no_grad()
+    def queries():
+        out = [models[name](ids, mask) for name in ("qpdn", "order_classifier", "cgrnn_classifier")]
+        out.append(models["cnm"](ids, mask, ids.flip(0), mask.flip(0)))
+        out.append(measurement_words(models["qpdn"], words.words, top=3).to_dict())
+        out.append(importance_table(models["qpdn"], words.words).to_dict())
+        out.append(kv.most_similar("w1", year=1950, topn=5))
+        out.append(kv.grid(["w2", "w3"], [1900.0, 1975.0]))
+        return out
+
+    def same(a, b):
+        if isinstance(a, torch.Tensor):
+            return torch.equal(a, b)
+        return a == b
+
+    alone = queries()
+    start, results = threading.Barrier(4), [None] * 4
+
+    def serve(i):
+        start.wait(30)
+        results[i] = [queries() for _ in range(5)]
+
+    threads = [threading.Thread(target=serve, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(r is not None for r in results)
+    assert all(same(a, b) for r in results for got in r for a, b in zip(got, alone))
+
+
+def _threads_a_new_thread_gets() -> int:
+    seen = []
+    probe = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    probe.start()
+    probe.join(30)
+    return seen[0]
+
+
+def test_two_word2fun_trainings_in_threads_ending_out_of_order_put_torch_threads_back():
+    """Word2Fun trains with one torch thread and put back the count it read when it began; the count is the
+    process's, so a second training begun in another thread meanwhile read the first's 1, and put it back after the
+    first had ended: the process (every thread started afterwards) was left on one torch thread for good."""
+    from qpnlp import word2fun
+    from qpnlp._threads import torch_threads
+    from qpnlp.data import TimestampedCorpus
+
+    docs = [(1900 + i % 10, ["war", "peace", "treaty", "army"][i % 3:] + ["trade"]) for i in range(100)]
+    corpus = TimestampedCorpus.from_pairs(docs)
+    first_training, second_training, first_ended = threading.Event(), threading.Event(), threading.Event()
+    failures = []
+
+    def train(on_epoch):
+        try:
+            word2fun.fit(corpus, word2fun.TrainConfig(epochs=1), dim=4, min_count=1, on_epoch=on_epoch)
+        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+            failures.append(error)
+
+    def first_run():
+        train(lambda *_: (first_training.set(), second_training.wait(60)))
+        first_ended.set()                               # the first training ends while the second still trains
+
+    with torch_threads(2):
+        first = threading.Thread(target=first_run)
+        second = threading.Thread(target=train, args=(lambda *_: (second_training.set(), first_ended.wait(60)),))
+        first.start()
+        assert first_training.wait(60)
+        second.start()
+        first.join(120)
+        second.join(120)
+        assert not failures and first_ended.is_set()
+        assert _threads_a_new_thread_gets() == 2
+
+
+def test_torch_threads_blocks_nested_in_one_thread_each_put_back_the_count_they_began_with():
+    from qpnlp._threads import torch_threads
+
+    with torch_threads(2):
+        with torch_threads(3):
+            with torch_threads(0):
+                assert torch.get_num_threads() == 3
+            assert torch.get_num_threads() == 3
+            torch.set_num_threads(4)                   # set inside a block: the block ends by putting 2 back
+        assert torch.get_num_threads() == 2

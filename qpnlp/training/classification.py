@@ -188,6 +188,7 @@ def train_prepared(kind: str, prepared: Prepared, num_classes: int, model_option
     The test part is not touched. Returns the fit result, the model (with its
     best-dev parameters) and its JSON config. The global RNGs are seeded with
     ``train_config.seed`` for the run only (:func:`~qpnlp.training.trainer.seeded`): the caller's are put back.
+    They are the process's: two runs at once in two threads are not reproducible (train in processes).
     """
     observer = None if on_epoch is None else (lambda m: on_epoch(m, prepared))
     with seeded(train_config.seed):

@@ -59,6 +59,8 @@ class FitResult:
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (CPU and CUDA); ``seed`` an integer in [0, 2**32) (else ValueError).
 
+    These RNGs are the process's, one for all its threads: seeding them in one thread seeds them for every other.
+
     Parameters
     ----------
     seed : int
@@ -79,6 +81,13 @@ def seeded(seed: int) -> Iterator[None]:
     :func:`~qpnlp.training.matching.run_matching`) leaves its caller's random streams where they were: the draws a
     notebook makes after it are the ones it would have made without it. CUDA devices first used inside the block
     keep the seeded state (saving theirs beforehand would start CUDA for a run on the CPU).
+
+    Not per thread: the RNGs are the process's, as torch's are (``torch.manual_seed``, ``torch.random.fork_rng``).
+    Two blocks running at once in two threads (two trainings in a thread pool) draw from each other's streams
+    (dropout masks, shuffles, initial parameters), so neither run is reproducible, and each block's end puts back
+    the states it found, undoing the other's draws. Train in separate processes, or one after the other. A model
+    in eval mode only queried (forward, :func:`predict`, the :mod:`qpnlp.interpret` functions) draws nothing and
+    changes nothing: several threads may query one model at once.
     """
     tensors, values = _capture_rng()
     seed_everything(seed)

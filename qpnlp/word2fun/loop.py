@@ -30,8 +30,10 @@ device to tell it its loss.
 **Threads.**  On the CPU every worker runs with one torch (OpenMP) thread:
 intra-op threads of tiny operations only add barriers, and when the machine
 is shared a descheduled OpenMP thread leaves the others spinning at every
-operation (the collapse under load).  ``workers`` > 1 trains with that many
-hogwild threads fed by one pair-generating thread.
+operation (the collapse under load); the count is put back after the training
+(``qpnlp._threads.torch_threads``, also when trainings of several threads
+overlap).  ``workers`` > 1 trains with that many hogwild threads fed by one
+pair-generating thread.
 
 **Several processes.**  With a :class:`~qpnlp.word2fun.distributed.ParameterSync`
 the updates of all processes are summed every ``sync_every`` batches
@@ -52,6 +54,7 @@ import torch
 
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
+from qpnlp._threads import torch_threads
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
 from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
 from qpnlp.word2fun.distributed import fail_together
@@ -360,21 +363,18 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         stats = stats if stats is not None else TrainStats()
         stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
-    prev_threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        torch.set_num_threads(1)  # one OpenMP thread per worker (module docstring)
     try:
-        for epoch in range(start_epoch, cfg.epochs):
-            t0 = _time.perf_counter()
-            runs = _epoch_runs(source, cfg, rng, keep, dev)
-            total, nb = _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync)
-            seconds = _time.perf_counter() - t0
-            _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model))
-            _show_epoch(bar, source, stats)
-            if on_epoch is not None:
-                on_epoch(epoch, stats)
+        with torch_threads(1 if dev.type == "cpu" else 0):  # one OpenMP thread per worker (module docstring)
+            for epoch in range(start_epoch, cfg.epochs):
+                t0 = _time.perf_counter()
+                runs = _epoch_runs(source, cfg, rng, keep, dev)
+                total, nb = _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync)
+                seconds = _time.perf_counter() - t0
+                _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model))
+                _show_epoch(bar, source, stats)
+                if on_epoch is not None:
+                    on_epoch(epoch, stats)
     finally:
-        torch.set_num_threads(prev_threads)
         if bar is not None:
             bar.close()
     return stats
