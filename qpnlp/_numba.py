@@ -9,7 +9,8 @@ ops as the fallback and asks this module whether to take the loop:
   on first use, so ``import qpnlp`` does not pay for it);
 * :func:`imports`: numba also imports (one that is installed but broken, e.g.
   built for another NumPy, warns once and leaves the torch ops on);
-* :func:`enabled`: installed, importable, and the loop's environment variable is not ``0``;
+* :func:`enabled`: installed, importable, and the loop's environment variable is not ``0`` (read at each call, by
+  :func:`qpnlp._env.flag`: ``0``/``false``/``no``/``off`` turn a loop off);
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
 * :func:`jit`: the compiled loop (cached per function and on disk);
 * :func:`check_rows`: a compiled loop does not check its indices, so their
@@ -27,19 +28,22 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import warnings
 
 import numpy as np
 import torch
 
-from qpnlp import _optional
+from qpnlp import _env, _optional
 from qpnlp._stacklevel import outside_qpnlp
 
 #: Whether numba (the extra ``fast``) is installed.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-__all__ = ["HAVE_NUMBA", "imports", "enabled", "takes", "scalar", "jit", "check_rows"]
+#: The switches of the compiled loops: all of them, then each loop's own.
+SWITCHES = ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED", "QPNLP_SPARSE_ADAM_COMPILED", "QPNLP_LOOKUP_COMPILED",
+            "QPNLP_ORDER_MEAN_COMPILED", "QPNLP_TRIG_COMPILED")
+
+__all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit", "check_rows"]
 
 def imports() -> bool:
     """Whether numba imports, tried once (``qpnlp._optional.imports``): an installed numba that fails to import
@@ -50,9 +54,17 @@ def imports() -> bool:
 
 def enabled(variable: str) -> bool:
     """Whether a compiled loop may run: numba is installed and imports (:func:`imports`, tried at the first call
-    that gets this far), and neither ``QPNLP_COMPILED`` nor the loop's own environment ``variable`` is ``0``."""
-    return (HAVE_NUMBA and all(os.environ.get(name, "1") != "0" for name in ("QPNLP_COMPILED", variable))
-            and imports())
+    that gets this far), and neither ``QPNLP_COMPILED`` nor the loop's own environment ``variable`` is off
+    (:func:`qpnlp._env.flag`; a value that is no switch raises ``ValueError``, with numba or without)."""
+    switches = [_env.flag(name, True) for name in ("QPNLP_COMPILED", variable)]     # both read: each is checked
+    return HAVE_NUMBA and all(switches) and imports()
+
+
+def check_switches() -> None:
+    """Raise ``ValueError`` for a switch of :data:`SWITCHES` whose value is no switch (the CLI checks them before a
+    command runs, instead of where a loop is first asked)."""
+    for name in SWITCHES:
+        _env.flag(name, True)
 
 
 def takes(*tensors: torch.Tensor) -> bool:

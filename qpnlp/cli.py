@@ -12,11 +12,12 @@ is written in ``qpnlp.commands._console``). Every error is one line on
 stderr, ``qpnlp <command>: error: ...``. The exit code is 0 for success, 2
 for a usage error (an unknown option, a bad option value), 1 for a failure
 while running (missing or bad files, data that does not fit, training that
-diverged) and 130 for Ctrl-C. A reader of stdout that leaves early
-(``qpnlp ... | head -1``) ends the command with exit code 1 and no message
-(the reader has what it asked for; ``set -o pipefail`` still sees the 1); the
-files the command was asked for are written before its results, so none is
-lost; results for a closed stdout (``qpnlp ... >&-``) end the command with
+diverged), 130 for Ctrl-C and 143 for SIGTERM (``kill``, ``timeout``, a
+scheduler), which stops the command as Ctrl-C does. A reader of stdout that
+leaves early (``qpnlp ... | head -1``) ends the command with exit code 1 and
+no message (the reader has what it asked for; ``set -o pipefail`` still sees
+the 1); the files the command was asked for are written before its results,
+so none is lost; results for a closed stdout (``qpnlp ... >&-``) end the command with
 exit code 1 and an error line once its files are written, and a closed
 stderr (``2>&-``) drops the status lines. ``qpnlp --debug ...`` adds the
 traceback. ``python -m qpnlp`` is the same command.
@@ -37,7 +38,10 @@ COMMAND_MODULES = ("demo", "classify", "match", "word2fun", "evaluate", "convert
 EPILOG = ("results on stdout; progress, status lines, warnings and errors on stderr. exit codes: 0 success, "
           "1 failure while running (files, data, diverged training; also, without a message, a closed stdout pipe, "
           "as in `qpnlp ... | head -1`; with one, results for a closed stdout, `>&-`), 2 usage error, "
-          "130 interrupted (Ctrl-C)")
+          "130 interrupted (Ctrl-C), 143 stopped by SIGTERM (as by Ctrl-C: the best model so far saved, the report "
+          "finished). environment: QPNLP_DATA (the data root of --dataset), QPNLP_COMPILED=0 (torch "
+          "ops instead of the compiled loops), QPNLP_DIST_BACKEND and QPNLP_DIST_TIMEOUT (Word2Fun's --processes); "
+          "all of them: the 'Environment variables' section of docs/getting-started.md")
 
 
 class Parser(argparse.ArgumentParser):

@@ -3,9 +3,9 @@
 Every bad input gives one line on stderr (``qpnlp <command>: error: ...``), exit
 code 2 for a usage error and 1 for a failure, and never a traceback; training
 that diverges stops with the epoch named; Ctrl-C saves the best model so far
-and exits 130; ``--resume`` continues to the same result as an uninterrupted
-run; reports are strict JSON written atomically after every epoch, with the
-history as CSV and TensorBoard events.
+and exits 130 (SIGTERM: 143); ``--resume`` continues to the same result as an
+uninterrupted run; reports are strict JSON written atomically after every
+epoch, with the history as CSV and TensorBoard events.
 
 The command lines run in processes forked from one warm server (starting a
 Python with torch costs seconds; a fork costs milliseconds): each is a
@@ -631,6 +631,80 @@ def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
     assert checkpoint.metadata["interrupted"]["best_epoch"] >= 1 and checkpoint.model.name == "qpdn"
     data = json.loads(report.read_text())
     assert data["status"] == "interrupted" and len(data["history"]) >= 1 and data["checkpoint"] == str(save)
+
+
+# A plugin (--import) that sends the command SIGTERM, as a scheduler would (slurm, kubernetes, `timeout`), right
+# after the first epoch's report: deterministic, no timing.
+_SIGTERM_AFTER_THE_FIRST_EPOCH = """
+import os, signal
+from qpnlp.commands._report import Report
+
+_epoch = Report.epoch
+
+def _epoch_then_sigterm(self, entry):
+    _epoch(self, entry)
+    if entry["epoch"] == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+Report.epoch = _epoch_then_sigterm
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no SIGTERM to send to a process")
+@pytest.mark.parametrize("command", ["qpdn", "cnm", "word2fun"])
+def test_sigterm_stops_training_as_ctrl_c_does_and_resume_continues(server, ws, tmp_path, command):
+    """SIGTERM (``kill``, ``timeout``, a scheduler ending the job) ended a training command at once (exit status
+    -15): its report stayed "running" for good and the best model so far was not saved, as Ctrl-C saves it. It now
+    stops as Ctrl-C does, with exit status 143, and ``--resume`` continues from the last finished epoch."""
+    plugin = _write(tmp_path / "sigterm.py", _SIGTERM_AFTER_THE_FIRST_EPOCH)
+    report, save = tmp_path / "r.json", tmp_path / "model"
+    outputs = ("--out", save) if command == "word2fun" else ("--save", save, "--patience", "3")
+    build = {"qpdn": _train, "cnm": _match, "word2fun": _word2fun}[command]
+    argv = build(ws, "--epochs", "3", *outputs, "--report", report)
+    code, _, stderr = server.run(["--import", plugin, *argv])
+    assert code == 143, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr and "Terminated" not in stderr
+    line = [line for line in stderr.splitlines() if line.strip()][-1]
+    assert line.startswith(f"qpnlp train {command}: stopped by SIGTERM"), stderr
+    data = json.loads(report.read_text())
+    assert data["status"] == "interrupted" and data["error"] == "stopped by SIGTERM", data["error"]
+    assert [e["epoch"] for e in data["history"]] == [1]
+    if command != "word2fun":                          # the best model so far is saved, as on Ctrl-C
+        assert "continue with --resume" in line and f"saved to {save}" in line
+        assert load_checkpoint(save).metadata["interrupted"] == {"epoch": 1, "best_epoch": 1}
+    code, _, stderr = server.run([*argv, "--resume"])
+    assert code == 0, stderr
+    assert [e["epoch"] for e in json.loads(report.read_text())["history"]] == [1, 2, 3]
+
+
+def test_sigterm_raises_in_a_command_but_not_in_the_processes_of_its_launcher(monkeypatch):
+    """While a command runs, SIGTERM raises Terminated (a KeyboardInterrupt, stopping the work as Ctrl-C does); in a
+    process that ``--processes`` started it ends the process at once, as before: the launcher stops its processes
+    so and finishes the report for them. The handler of the caller is back afterwards."""
+    from qpnlp.commands._errors import Terminated, interrupted_status, run_command, stopped_by_sigterm
+    from qpnlp.commands._processes import ERROR_FILE_VARIABLE, records_error
+
+    def handlers(args):
+        with records_error():
+            args.seen.append(signal.getsignal(signal.SIGTERM))
+
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list = []
+    assert run_command(argparse.Namespace(func=handlers, seen=seen)) == 0
+    monkeypatch.setenv(ERROR_FILE_VARIABLE, os.devnull)
+    assert run_command(argparse.Namespace(func=handlers, seen=seen)) == 0
+    assert callable(seen[0]) and seen[1] == signal.SIG_DFL, seen
+    assert signal.getsignal(signal.SIGTERM) == before
+    with pytest.raises(Terminated) as raised:
+        seen[0](signal.SIGTERM, None)
+    for cause, status in ((raised.value, 143), (KeyboardInterrupt(), 130)):
+        try:
+            try:
+                raise cause
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt from None  # as TrainingInterrupted replaces the interrupt it carries
+        except KeyboardInterrupt as wrapped:
+            assert stopped_by_sigterm(wrapped) == (status == 143) and interrupted_status(wrapped) == status
 
 
 @pytest.mark.parametrize("command", ["qpdn", "cnm"])

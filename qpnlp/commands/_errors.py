@@ -1,7 +1,8 @@
 """The CLI's errors and exit codes: :class:`UsageError` (2), :class:`CommandFailed` (1) and :func:`run_command`.
 
 :func:`run_command` runs a parsed command and turns its failures into one
-line on stderr and an exit code (2 usage, 1 failure, 130 Ctrl-C).
+line on stderr and an exit code (2 usage, 1 failure, 130 Ctrl-C, 143
+SIGTERM: :class:`Terminated`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -26,6 +28,68 @@ class CommandFailed(RuntimeError):
     """A failure while running, with a message composed for the user (exit code 1)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a scheduler ending the job: slurm, kubernetes) while a command runs
+    (:func:`sigterm_interrupts`).
+
+    A ``KeyboardInterrupt``, so that it stops the work as Ctrl-C does: the training threads stopped, the best model
+    so far saved (``--save``), the report finished as interrupted ("stopped by SIGTERM"), the locks released; then
+    exit status 143 (128 + 15, what the shell shows for a process that SIGTERM ended).
+    """
+
+
+def stopped_by_sigterm(error: BaseException) -> bool:
+    """Whether the ``KeyboardInterrupt`` ``error`` came from SIGTERM: it is a :class:`Terminated`, or was raised while
+    one was handled (:class:`~qpnlp.training.TrainingInterrupted` replaces the interrupt it carries)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, Terminated):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False
+
+
+def how_stopped(error: BaseException) -> str:
+    """"interrupted" (Ctrl-C) or "stopped by SIGTERM": the words of the ``KeyboardInterrupt`` ``error``."""
+    return "stopped by SIGTERM" if stopped_by_sigterm(error) else "interrupted"
+
+
+def interrupted_status(error: BaseException) -> int:
+    """The exit status of a command that the ``KeyboardInterrupt`` ``error`` stopped: 143 for SIGTERM, else 130."""
+    return 128 + (signal.SIGTERM if stopped_by_sigterm(error) else signal.SIGINT)
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated("SIGTERM")
+
+
+@contextlib.contextmanager
+def sigterm_interrupts(interrupts: bool = True):
+    """Inside the block SIGTERM raises :class:`Terminated` in the main thread (``interrupts``), or, with
+    ``interrupts`` False, ends the process at once again (Python's default; a process of ``--processes``, which
+    its launcher stops and reports for).
+
+    Python's default ends the process at once: the report left "running", the best model so far not saved. A
+    handler that the process already has (a program calling :func:`qpnlp.cli.main`, SIGTERM ignored) is kept; so
+    is everything outside the main thread, where no handler can be set.
+    """
+    wanted = _raise_terminated if interrupts else signal.SIG_DFL
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous in (signal.SIG_DFL, _raise_terminated) and previous is not wanted:
+            signal.signal(signal.SIGTERM, wanted)
+        else:
+            previous = None
+    except ValueError:                            # not the main thread: no handler can be set
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 # Errors whose message is written for users; other types are shown with their type name.
 _PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError)
 
@@ -38,18 +102,21 @@ def run_command(args: argparse.Namespace) -> int:
     data that does not fit, diverged training), and also, without a line, a
     closed stdout pipe (``qpnlp ... | head -1``: the reader left), and with
     a line, results written to a closed stdout (``qpnlp ... >&-``, once the
-    run is done: its files are written); 130 Ctrl-C. ``--debug`` prints the
-    traceback before the line.
+    run is done: its files are written); 130 Ctrl-C; 143 SIGTERM, which stops
+    the command as Ctrl-C does (:func:`sigterm_interrupts`). ``--debug``
+    prints the traceback before the line.
     """
     prog = getattr(args, "prog", "qpnlp")
     try:
-        with one_line_warnings(prog), contextlib.ExitStack() as args.exit_stack:    # what the command holds to its end
+        with one_line_warnings(prog), sigterm_interrupts(), \
+                contextlib.ExitStack() as args.exit_stack:         # what the command holds to its end
+            check_switches()
             code = int(args.func(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if getattr(args, "debug", False):
             traceback.print_exc()
-        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
-        return 130
+        print(f"{prog}: {how_stopped(stop)}", file=sys.stderr, flush=True)
+        return interrupted_status(stop)
     except BrokenPipeError:                      # `qpnlp ... | head`: the reader left
         with contextlib.suppress(OSError):
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -69,6 +136,18 @@ def run_command(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         return 1
     return code
+
+
+def check_switches() -> None:
+    """The compiled loops' environment switches (``QPNLP_COMPILED``, ...: :data:`qpnlp._numba.SWITCHES`), checked
+    before the command runs: a bad value is a usage error (exit code 2), said once, not where a loop is first asked
+    (in the middle of a run, or in every process of ``--processes``)."""
+    from qpnlp import _numba
+
+    try:
+        _numba.check_switches()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 @contextlib.contextmanager

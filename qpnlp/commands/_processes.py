@@ -26,7 +26,7 @@ from pathlib import Path
 
 from qpnlp._atomic import atomic_write_text
 
-from ._errors import UsageError
+from ._errors import UsageError, sigterm_interrupts
 from ._report import Report, run_outcome
 
 __all__ = ["ERROR_FILE_VARIABLE", "records_error", "run_in_processes"]
@@ -41,11 +41,13 @@ def records_error():
     goes on: its one-line message (as the command prints it), the report status it gives (failed, diverged,
     interrupted), the time and, for the error of a process that failed because another one did
     (:class:`~qpnlp.word2fun.distributed.ProcessFailed`), that process: for the launcher to tell the first
-    error of its processes from those that followed from it."""
+    error of its processes from those that followed from it. Such a process ends at once on SIGTERM, Python's
+    default (:func:`~._errors.sigterm_interrupts` off): the launcher stops its processes so, and reports for them."""
+    path = os.environ.get(ERROR_FILE_VARIABLE)
     try:
-        yield
+        with sigterm_interrupts(not path):        # the launcher stops its processes with SIGTERM and reports for them
+            yield
     except BaseException as error:
-        path = os.environ.get(ERROR_FILE_VARIABLE)
         if path and not isinstance(error, SystemExit):
             from qpnlp.word2fun.distributed import ProcessFailed     # loaded by the training that failed
 
@@ -76,7 +78,7 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
     status 1).  ``env`` adds to their environment (the lock of ``--out``
     this process holds for them).  Stopped
     itself by SIGTERM (``kill``, ``timeout``), it stops them too
-    (``_sigterm_raises``) and exits with status 143; by Ctrl-C, with
+    (``_errors.sigterm_interrupts``) and exits with status 143; by Ctrl-C, with
     status 130; either way a report left "running" is finished as
     interrupted.
     """
@@ -93,16 +95,15 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
     with tempfile.TemporaryDirectory(prefix="qpnlp-processes-") as errors:
         files = [Path(errors) / f"process-{r}.json" for r in range(args.processes)]
         try:
-            with _sigterm_raises():
+            with sigterm_interrupts():
                 for r in range(args.processes):
                     procs.append(subprocess.Popen([sys.executable, "-m", "qpnlp.cli", *command_line],
                                                   env={**env, "RANK": str(r), "LOCAL_RANK": str(r),
                                                        ERROR_FILE_VARIABLE: str(files[r])}))
                 failure = _wait_for_all(procs)
-        except (SystemExit, KeyboardInterrupt) as stop:     # SIGTERM, or Ctrl-C (SIGINT)
+        except KeyboardInterrupt as stop:                     # Ctrl-C (SIGINT), or SIGTERM
             _stop(procs)                                      # the first process may not have finished the report
-            how = "stopped by SIGTERM" if isinstance(stop, SystemExit) else "interrupted (SIGINT)"
-            _finish_report(report, "interrupted", f"{how}; the processes were stopped", force=False)
+            _finish_report(report, "interrupted", f"{run_outcome(stop)[1]}; the processes were stopped", force=False)
             raise
         finally:
             _stop(procs)
@@ -130,26 +131,6 @@ def _stop(procs, grace: float | None = None) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """Inside the block SIGTERM raises ``SystemExit(143)``: Python's default would end this process at once,
-    leaving the processes it started training on, orphaned. Outside the main thread, nothing changes."""
-    import signal
-
-    def exit_143(signum, frame):
-        raise SystemExit(128 + signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, exit_143)
-    except ValueError:                            # not the main thread: no handler can be set
-        previous = None
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _free_port() -> int:

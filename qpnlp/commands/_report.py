@@ -25,7 +25,7 @@ import torch
 from qpnlp._atomic import atomic_write_text
 
 from ._console import status_line
-from ._errors import error_line
+from ._errors import error_line, stopped_by_sigterm
 
 
 REPORT_SCHEMA = "qpnlp-report/1"
@@ -38,12 +38,12 @@ def arguments(args: argparse.Namespace) -> dict:
 
 def run_outcome(error: BaseException) -> tuple[str, str]:
     """The report status and error line of a run that ``error`` ended: ``("diverged" | "interrupted" | "failed",
-    line)``, Ctrl-C as ``"interrupted (SIGINT)"`` (not "KeyboardInterrupt: ..."), else the command's one-line
-    error."""
+    line)``, Ctrl-C as ``"interrupted (SIGINT)"`` (not "KeyboardInterrupt: ..."), SIGTERM as ``"stopped by
+    SIGTERM"``, else the command's one-line error."""
     from qpnlp._errors import TrainingDiverged
 
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted", "interrupted (SIGINT)"
+        return "interrupted", "stopped by SIGTERM" if stopped_by_sigterm(error) else "interrupted (SIGINT)"
     return ("diverged" if isinstance(error, TrainingDiverged) else "failed"), error_line(error)
 
 

@@ -28,9 +28,9 @@ from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
                       train_config)
-from ._errors import CommandFailed, UsageError
+from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
-from ._report import Report, epoch_logger
+from ._report import Report, epoch_logger, run_outcome
 from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
 from ._console import result_line, status_line
@@ -183,9 +183,10 @@ def _save(args, report: Report, model, vocab, dataset, split: str, config, selec
 
 
 def _interrupted(args, report: Report, err: TrainingInterrupted, dataset, config, *, first: bool) -> int:
-    """Ctrl-C during a split: save its best model so far (first split, ``--save``), finish the report, exit 130."""
+    """Ctrl-C (or SIGTERM) during a split: save its best model so far (first split, ``--save``), finish the report,
+    exit 130 (SIGTERM: 143)."""
     where = f"{dataset.name} {err.context.get('split', '')}".strip()
-    message = f"{args.prog}: interrupted in epoch {err.epoch + 1} of {where}"
+    message = f"{args.prog}: {how_stopped(err)} in epoch {err.epoch + 1} of {where}"
     if args.save and first and err.best_epoch >= 1:
         _save(args, report, err.model, err.context["prepared"].vocab, dataset, err.context["split"], config,
               err.context.get("selected"), interrupted=dict(epoch=err.epoch, best_epoch=err.best_epoch))
@@ -197,6 +198,7 @@ def _interrupted(args, report: Report, err: TrainingInterrupted, dataset, config
         message += f"; the model of the first split is in {args.save}"
     if err.checkpoint_dir is not None:
         message += "; continue with --resume"
-    report.finish("interrupted", error="interrupted (SIGINT)")
+    status, line = run_outcome(err)
+    report.finish(status, error=line)
     status_line(message)
-    return 130
+    return interrupted_status(err)

@@ -20,9 +20,9 @@ from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
                       train_config)
-from ._errors import CommandFailed, UsageError
+from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
-from ._report import Report, epoch_logger
+from ._report import Report, epoch_logger, run_outcome
 from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options, recorded
 from ._console import result_line, status_line
@@ -219,8 +219,8 @@ def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> 
 
 
 def _interrupted(args, report: Report, err: TrainingInterrupted, config) -> int:
-    """Ctrl-C: save the best model so far (``--save``), finish the report, exit 130."""
-    message = f"{args.prog}: interrupted in epoch {err.epoch + 1}"
+    """Ctrl-C (or SIGTERM): save the best model so far (``--save``), finish the report, exit 130 (SIGTERM: 143)."""
+    message = f"{args.prog}: {how_stopped(err)} in epoch {err.epoch + 1}"
     if args.save and err.best_epoch >= 1:
         _save(args, report, err.model, err.context["vocab"], err.context["dataset"], config,
               interrupted=dict(epoch=err.epoch, best_epoch=err.best_epoch))
@@ -229,6 +229,7 @@ def _interrupted(args, report: Report, err: TrainingInterrupted, config) -> int:
         message += "; no epoch finished, nothing saved"
     if err.checkpoint_dir is not None:
         message += "; continue with --resume"
-    report.finish("interrupted", error="interrupted (SIGINT)")
+    status, line = run_outcome(err)
+    report.finish(status, error=line)
     status_line(message)
-    return 130
+    return interrupted_status(err)

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qpnlp import _env
 from qpnlp._threads import torch_threads
 
 from ._common import show_progress
@@ -251,15 +252,32 @@ def _writes_report() -> bool:
 
     if not is_main_process():
         return False
-    return int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1 or int(os.environ.get("RANK", "0") or 0) == 0
+    return _env.count("WORLD_SIZE", 1) <= 1 or _env.count("RANK", 0) == 0
+
+
+def _check_environment(args: argparse.Namespace) -> None:
+    """The environment a run of several processes reads (torchrun's ``WORLD_SIZE`` and ``RANK``,
+    ``QPNLP_DIST_BACKEND``, ``QPNLP_DIST_TIMEOUT``), checked before anything is read: a bad value is a usage error
+    (exit code 2), said once, not by every process of ``--processes`` once they have started."""
+    from qpnlp.word2fun.distributed import group_options
+
+    try:
+        torchrun = _env.count("WORLD_SIZE", 1) > 1
+        if torchrun:
+            _env.count("RANK", 0)
+        if torchrun or args.processes > 1:
+            group_options(args.device)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    _launches_processes(args)                     # --processes against torchrun's WORLD_SIZE
 
 
 def _launches_processes(args: argparse.Namespace) -> bool:
     """Whether this process starts ``--processes`` others instead of training (not when torchrun started it)."""
-    world = os.environ.get("WORLD_SIZE")
-    if world is None:
+    world = _env.count("WORLD_SIZE", 0)              # 0: not started by torchrun
+    if not world:
         return args.processes > 1
-    if args.processes > 1 and int(world) != args.processes:
+    if args.processes > 1 and world != args.processes:
         raise UsageError(f"--processes {args.processes}, but torchrun started {world} processes: leave --processes "
                          f"out under torchrun")
     return False
@@ -393,6 +411,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from qpnlp.word2fun import TrainConfig, Word2FunConfig
 
+    _check_environment(args)
     report = Report(args, command="train word2fun", model="word2fun")
     main = _writes_report()
     if not main:

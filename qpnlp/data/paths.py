@@ -26,6 +26,8 @@ import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from qpnlp import _env
+
 __all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_lines", "read_text", "refuse_unreadable",
            "split_lines"]
 
@@ -66,8 +68,8 @@ def data_root(root: str | os.PathLike[str] | None = None) -> Path:
         f"command line)"
     )
     if root is None:
-        env = os.environ.get(DATA_ENV_VAR, "").strip()
-        if not env:
+        env = _env.text(DATA_ENV_VAR)
+        if env is None:
             raise FileNotFoundError(f"no data root given and {DATA_ENV_VAR} is not set; {hint}")
         path, source = Path(env).expanduser(), f"{DATA_ENV_VAR}={env!r}"
     else:

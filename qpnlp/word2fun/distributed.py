@@ -75,11 +75,13 @@ from typing import Callable, Mapping, TypeVar
 
 import torch
 
+from qpnlp import _env
+
 T = TypeVar("T")
 
-__all__ = ["world_size", "rank", "is_main_process", "setup", "merge_counts", "all_gather_objects", "gather_objects",
-           "all_reduce_sum", "all_sum", "all_min_max", "barrier", "shutdown", "ProcessFailed", "raise_together",
-           "fail_together", "gather_together", "ParameterSync"]
+__all__ = ["world_size", "rank", "is_main_process", "setup", "group_options", "merge_counts", "all_gather_objects",
+           "gather_objects", "all_reduce_sum", "all_sum", "all_min_max", "barrier", "shutdown", "ProcessFailed",
+           "raise_together", "fail_together", "gather_together", "ParameterSync"]
 
 
 def _dist():
@@ -132,25 +134,31 @@ def setup(device: str = "cpu") -> int:
 
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size()
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    if _env.count("WORLD_SIZE", 1) <= 1:
         return 1
-    cuda = torch.device(device).type == "cuda"
-    backend = os.environ.get(BACKEND_VARIABLE) or ("nccl" if cuda else "gloo")
-    if backend not in ("nccl", "gloo"):
-        raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
-    timeout = _timeout()
-    if cuda:
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    backend, timeout = group_options(device)
+    if torch.device(device).type == "cuda":
+        torch.cuda.set_device(_env.count("LOCAL_RANK", 0) % torch.cuda.device_count())
     if sys.platform == "win32":    # torch's Windows wheels lack libuv, which torch from 2.4 asked for by default
         os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group(backend, **({} if timeout is None else {"timeout": timeout}))
     return dist.get_world_size()
 
 
+def group_options(device: str = "cpu") -> tuple[str, datetime.timedelta | None]:
+    """The backend and timeout :func:`setup` opens the group with on ``device`` (``QPNLP_DIST_BACKEND``, else NCCL
+    for CUDA and gloo otherwise; ``QPNLP_DIST_TIMEOUT``, else None: torch's).  ``ValueError`` names a bad value, for
+    a launcher to check before it starts the processes."""
+    backend = _env.text(BACKEND_VARIABLE) or ("nccl" if torch.device(device).type == "cuda" else "gloo")
+    if backend not in ("nccl", "gloo"):
+        raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
+    return backend, _timeout()
+
+
 def _timeout() -> datetime.timedelta | None:
     """The process group's timeout that ``QPNLP_DIST_TIMEOUT`` gives (None where it is not set: torch's default)."""
-    value = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not value:
+    value = _env.text(TIMEOUT_VARIABLE)
+    if value is None:
         return None
     try:
         seconds = float(value)

@@ -30,12 +30,11 @@ step uses torch ops (:func:`accepts` says which).  Set
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import torch
 
-from qpnlp import _numba
+from qpnlp import _env, _numba
 from qpnlp._numba import check_rows
 
 #: The sums of the loops are reassociated (vectorised dot products); NaN and infinity semantics are kept.
@@ -62,8 +61,8 @@ def describe(device: torch.device | str) -> str:
     if not _numba.HAVE_NUMBA:
         return "SGD step: torch ops (pip install 'qpnlp[fast]' compiles it, about 0.7x the time per step)"
     for name in ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED"):
-        if os.environ.get(name, "1") == "0":
-            return f"SGD step: torch ops ({name}=0)"
+        if not _env.flag(name, True):
+            return f"SGD step: torch ops ({name}={_env.text(name)})"
     return "SGD step: torch ops (numba is installed but does not import)"
 
 
