@@ -348,6 +348,7 @@ def _one_error_line(argv, code, stderr, expected_code, fragment):
     assert len(lines) == 1, stderr
     assert lines[0].startswith(f"{_prog(argv)}: error: "), lines[0]
     assert fragment in lines[0], lines[0]
+    assert "--debug" not in lines[0], lines[0]          # the user's mistake, not a bug of qpnlp: no traceback asked for
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
@@ -889,6 +890,54 @@ def test_a_report_inside_an_output_directory_is_refused_before_training(server, 
     _one_error_line(argv, code, stderr, 2, f"--report and {option} overlap: the report ")
     assert f"would lie inside {tmp_path / output}," in stderr and "epoch 1:" not in stdout + stderr
     assert not (tmp_path / output).exists()
+
+
+REPORT_FILES_APART = {   # id -> (argv builder given ws and tmp_path, fragment of the error, a file not to be written)
+    "history at --export-npz": (lambda w, t: _word2fun(w, "--report", t / "a.json", "--export-npz",
+                                                       t / "a.history.csv"),
+                                "--report and --export-npz overlap: {t}/a.history.csv is also the report's history",
+                                "a.json"),
+    "events at --out": (lambda w, t: _word2fun(w, "--report", t / "r.json", "--out", t / "r.tensorboard"),
+                        "--report and --out overlap: {t}/r.tensorboard is also the report's TensorBoard events",
+                        "r.json"),
+    "history at --save": (lambda w, t: _train(w, "--report", t / "m.json", "--save", t / "m.history.csv"),
+                          "--report and --save overlap: {t}/m.history.csv is also the report's history", "m.json"),
+    "state inside the events": (lambda w, t: _match(w, "--report", t / "r.json", "--checkpoint-dir",
+                                                    t / "r.tensorboard" / "st"),
+                                "--report and --checkpoint-dir overlap: {t}/r.tensorboard/st would lie inside the "
+                                "report's TensorBoard events {t}/r.tensorboard", "r.json"),
+    "report at the corpus": (lambda w, t: _word2fun(w, "--corpus", t / "c.tsv", "--report", t / "c.tsv"),
+                             "--report and --corpus overlap: the report {t}/c.tsv would be written over {t}/c.tsv, "
+                             "which the command reads", "c.tensorboard"),
+    "history at --vectors": (lambda w, t: _train(w, "--vectors", t / "c.history.csv", "--report", t / "c.json"),
+                             "--report and --vectors overlap: the report's history {t}/c.history.csv would be "
+                             "written over", "c.json"),
+    "report inside the checkpoint": (lambda w, t: ["evaluate", w["clf"], "--data", w["root"], "--report",
+                                                   w["clf"] / "config.json"],
+                                     "--report and the checkpoint overlap: the report {clf}/config.json would be "
+                                     "written inside {clf}, which the command reads", "config.history.csv"),
+    "report named as its events": (lambda w, t: _word2fun(w, "--report", t / "r.tensorboard"),
+                                   "the name of the directory of its TensorBoard events", "r.tensorboard"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_FILES_APART))
+def test_the_files_of_a_report_apart_from_the_outputs_and_inputs_are_refused_before_any_work(server, ws, tmp_path,
+                                                                                              case):
+    """--report wrote FILE.json, FILE.history.csv and FILE.tensorboard/ over the other outputs or the inputs without a
+    check: the grid of --export-npz a.history.csv was overwritten by the history, events went into the --out that
+    every save replaces, --report c.tsv replaced the corpus it read, --report MODEL/config.json the model."""
+    build, fragment, unwritten = REPORT_FILES_APART[case]
+    corpus = (ws["base"] / "corpus.tsv").read_text()
+    for name in ("c.tsv", "c.history.csv"):
+        (tmp_path / name).write_text(corpus)                 # a corpus, and vectors for --vectors (never read)
+    config = (ws["clf"] / "config.json").read_bytes()
+    argv = build(ws, tmp_path)
+    code, stdout, stderr = server.run(argv)
+    _one_error_line(argv, code, stderr, 2, fragment.format(t=tmp_path, clf=ws["clf"]))
+    assert "epoch 1:" not in stdout + stderr and not (tmp_path / unwritten).exists()
+    assert not (ws["clf"] / unwritten).exists() and (ws["clf"] / "config.json").read_bytes() == config
+    assert (tmp_path / "c.tsv").read_text() == corpus and (tmp_path / "c.history.csv").read_text() == corpus
 
 
 def test_evaluate_of_a_matcher_counts_questions_as_training_does(server, ws, tmp_path):

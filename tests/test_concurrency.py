@@ -165,6 +165,39 @@ def test_a_second_word2fun_run_given_the_out_of_a_running_one_is_refused_before_
     assert read
 
 
+def test_every_process_of_a_torchrun_job_given_a_locked_out_is_refused_with_one_line(tmp_path):
+    """Under torchrun only the first process took the lock of --out and refused; the others read the corpus and
+    waited for it in fit until torchrun stopped them (or the group's timeout), without a line of their own. Now
+    the first one's answer reaches every process before any work: each ends with the same one line."""
+    import socket
+    import subprocess
+    import sys
+
+    (tmp_path / "c.tsv").write_text("".join(f"{1900 + i}\twar peace trade\n" for i in range(20)))
+    out = tmp_path / "out"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "QPNLP_DIST_TIMEOUT": "60", "QPNLP_DIST_BACKEND": "gloo"}
+    env.pop("QPNLP_LOCKED_OUT", None)
+    argv = [sys.executable, "-m", "qpnlp.cli", "train", "word2fun", "--corpus", str(tmp_path / "c.tsv"), "--out",
+            str(out), "--min-count", "1", "--dim", "2", "--epochs", "1", "--no-progress"]
+    with locked_directory(out, beside=True):                  # the first run, still training
+        procs = [subprocess.Popen(argv, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for r in range(2)]
+        try:
+            ended = [p.communicate(timeout=120) for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
+    line = (f"qpnlp train word2fun: error: --out: {out} is in use by another process (process {os.getpid()} on "
+            f"{socket.gethostname()}): another run keeps its checkpoints there; wait for it to end, or give this run "
+            f"another --out\n")
+    assert [p.returncode for p in procs] == [1, 1] and [stderr for _, stderr in ended] == [line, line]
+    assert not out.exists()
+
+
 # --------------------------------------------------------------------------- threads
 def test_a_thread_looking_up_a_model_while_another_loads_the_plugins_waits_for_them(monkeypatch):
     """Two threads asking for a plugin's model at once (a web server's first requests): the second found the

@@ -15,6 +15,7 @@ import sys
 import traceback
 import warnings
 
+from qpnlp._stacklevel import raised_by_qpnlp
 from qpnlp.training.config import ConfigError
 
 from ._console import results_lost, status_line
@@ -90,7 +91,7 @@ def sigterm_interrupts(interrupts: bool = True):
             signal.signal(signal.SIGTERM, previous)
 
 
-# Errors whose message is written for users; other types are shown with their type name.
+# Errors whose message may be written for users (by a raise of qpnlp; OSError: the system's, naming the file).
 _PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError)
 
 
@@ -167,8 +168,26 @@ def one_line_warnings(prog: str):
 
 
 def error_line(err: BaseException) -> str:
-    """``err`` as one line: its message, with the type name for errors not written for users."""
+    """``err`` as one line: its message, with the type name and the hint of ``--debug`` for errors not written for
+    users (:func:`written_for_users`)."""
     text = " ".join(str(err).split()) or type(err).__name__
-    if isinstance(err, KeyError) or not isinstance(err, _PLAIN_ERRORS):
+    if not written_for_users(err):
         text = f"{type(err).__name__}: {text} (run with --debug for the traceback)"
     return text
+
+
+def written_for_users(err: BaseException) -> bool:
+    """Whether the message of ``err`` was written for the user of the command, who can act on it alone.
+
+    An :class:`OSError` (the system's message, naming the file: missing,
+    unreadable, a full disk), or a ValueError, TypeError, RuntimeError or
+    LookupError but KeyError that a ``raise`` statement of qpnlp raised
+    (:func:`qpnlp._stacklevel.raised_by_qpnlp`: the checks of the inputs
+    and options, ``seed must be an integer ...``). The same types raised by
+    Python, torch or NumPy (``[][1]``, a wrong call deep in qpnlp) are bugs
+    or limits of qpnlp, not the user's mistake: their line names the type
+    and asks for the traceback (``--debug``).
+    """
+    if isinstance(err, OSError):
+        return True
+    return isinstance(err, _PLAIN_ERRORS) and not isinstance(err, KeyError) and raised_by_qpnlp(err)

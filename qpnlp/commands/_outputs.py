@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from qpnlp._atomic import (LOCK_FILE, atomic_write_text, check_replaceable, existing_parent, locked_directory,
@@ -20,7 +21,7 @@ from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
 from ._errors import CommandFailed, UsageError
-from ._report import arguments, history_path, json_ready
+from ._report import arguments, history_path, json_ready, report_files, tensorboard_path
 from ._types import path_type
 
 
@@ -73,6 +74,9 @@ def check_report_path(path: str | os.PathLike | None) -> Path | None:
     if report is not None and history_path(report).is_dir():
         raise UsageError(f"--report {path}: {history_path(report)}, where the report's history is written, is a "
                          f"directory; choose another report name")
+    if report is not None and tensorboard_path(report) == report:
+        raise UsageError(f"--report {path}: the name of the directory of its TensorBoard events (FILE.tensorboard); "
+                         f"choose another report name, such as FILE.json")
     return report
 
 
@@ -130,7 +134,7 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
         raise UsageError("--resume needs --checkpoint-dir or --save (the training state is kept next to it), "
                          "and not --no-training-state")
     kept = option if option == "--checkpoint-dir" else "the training state next to --save"
-    check_report_apart(report, {"--save": save, kept: state})
+    check_report_apart(report, {"--save": save, kept: state}, read_paths(args))
     if state is None:
         return None
     if save is not None and overlapping(save, Path(state)):
@@ -186,35 +190,77 @@ def _clear(root: Path) -> None:
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
-def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None]) -> None:
-    """Refuse a ``--report`` file at the path of an output, above it or inside it (:class:`UsageError`).
+def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None],
+                       inputs: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> None:
+    """Refuse a ``--report`` whose files (:func:`~._report.report_files`: the report, its history, its TensorBoard
+    events) lie at the path of an output (option -> path), above it or inside it, or at an input or inside it
+    (``inputs``: (option, path) pairs) (:class:`UsageError`).
 
-    At or above: one of the two could not be written, and that would show
-    only after the training. Inside: an output directory is replaced as a
-    whole by the next save, of this run or a later one (a training state is
-    cleared by a later run), which deletes the report; and the report,
-    written first, makes a new output directory one that qpnlp refuses to
-    replace (an output file's path, a directory).
+    At or above an output: one of the two could not be written, or the
+    later write replaced the earlier one (``--report a.json --export-npz
+    a.history.csv``: the grid lost), seen only after the training. Inside:
+    an output directory is replaced as a whole by the next save, of this
+    run or a later one (a training state is cleared by a later run), which
+    deletes the report; and the report, written first, makes a new output
+    directory one that qpnlp refuses to replace (an output file's path, a
+    directory). At an input (``--report corpus.tsv``) or inside one (a
+    model directory that ``evaluate`` reads): the run overwrites what it
+    reads. Inputs that do not exist are not compared.
     """
     if report is None:
         return
-    where = Path(os.path.realpath(report))
+    inputs = list(inputs)
+    for what, written in report_files(report).items():
+        _check_apart(what, written, outputs)
+        for option, path in inputs:
+            if path is not None and os.path.exists(path) and _inside_or_at(written, path):
+                raise UsageError(f"--report and {option} overlap: {what} {written} would be written "
+                                 f"{'over' if _same(written, path) else 'inside'} {path}, which the command reads; "
+                                 f"write the report elsewhere")
+
+
+def _check_apart(what: str, written: Path, outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse ``written`` (``what`` of the report) at, above or inside one of the ``outputs`` (option -> path)."""
     for option, path in outputs.items():
-        target = None if path is None else Path(os.path.realpath(path))
-        if target == where:
-            raise UsageError(f"--report and {option} name the same path ({path})")
-        if target is not None and where in target.parents:
-            raise UsageError(f"--report and {option} overlap: {path} would lie inside the report file {report}")
-        if target is not None and target in where.parents:
-            raise UsageError(f"--report and {option} overlap: the report {report} would lie inside {path}, which is "
+        if path is None:
+            continue
+        if _same(written, path):
+            raise UsageError(f"--report and {option} name the same path ({path})" if what == "the report" else
+                             f"--report and {option} overlap: {path} is also {what}; choose another report name")
+        if _inside_or_at(path, written):
+            raise UsageError(f"--report and {option} overlap: {path} would lie inside {what} {written}")
+        if _inside_or_at(written, path):
+            raise UsageError(f"--report and {option} overlap: {what} {written} would lie inside {path}, which is "
                              f"written as a whole (a later save or run replaces it, deleting the report); write the "
                              f"report outside it")
 
 
+def _same(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether ``a`` and ``b`` are one path (after resolving links and ..)."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside_or_at(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether ``a`` is ``b`` or lies inside it (after resolving links and ..)."""
+    a, b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
+    return a == b or b in a.parents
+
+
+def read_paths(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files and directories a ``train`` or ``evaluate`` command reads, by option (a registered name of
+    ``--vectors`` or ``--dataset`` is no path): the ``--vectors`` file or directory, ``evaluate``'s checkpoint and
+    its TSV ``--dataset``."""
+    from qpnlp.data.vectors import VECTOR_SETS
+
+    vectors, dataset = getattr(args, "vectors", None), getattr(args, "dataset", None)
+    return [("--vectors", None if vectors is None or str(vectors) in VECTOR_SETS else os.path.expanduser(vectors)),
+            ("the checkpoint", getattr(args, "checkpoint", None)),
+            ("--dataset", dataset if dataset and os.path.isfile(dataset) else None)]
+
+
 def overlapping(a: Path, b: Path) -> bool:
     """Whether ``a`` and ``b`` are the same path or one lies inside the other (after resolving links and ..)."""
-    a, b = Path(os.path.realpath(a)), Path(os.path.realpath(b))
-    return a == b or a in b.parents or b in a.parents
+    return _inside_or_at(a, b) or _inside_or_at(b, a)
 
 
 def state_subdir(root: Path | None, name: str) -> Path | None:

@@ -159,7 +159,7 @@ class Report:
             except Exception:  # noqa: BLE001 - tensorboard missing or broken: skip silently, as documented
                 self._tensorboard = False
                 return
-            self._tensorboard = SummaryWriter(log_dir=str(self.path.with_suffix(".tensorboard")))
+            self._tensorboard = SummaryWriter(log_dir=str(tensorboard_path(self.path)))
         prefix = "/".join(str(entry[k]).replace(" ", "_") for k in ("split", "candidate") if k in entry)
         for key, value in _flatten(entry).items():
             if key not in ("epoch", "candidate") and isinstance(value, (int, float)) and not isinstance(value, bool) \
@@ -171,6 +171,18 @@ class Report:
 def history_path(report: str | os.PathLike) -> Path:
     """Where the history of the report ``report`` is written as CSV: ``run.json`` -> ``run.history.csv``."""
     return Path(report).with_suffix(".history.csv")
+
+
+def tensorboard_path(report: str | os.PathLike) -> Path:
+    """The directory of the TensorBoard events of the report ``report``: ``run.json`` -> ``run.tensorboard``."""
+    return Path(report).with_suffix(".tensorboard")
+
+
+def report_files(report: str | os.PathLike) -> dict[str, Path]:
+    """What ``--report`` writes, named for an error: the report, its history (:func:`history_path`) and its
+    TensorBoard events (:func:`tensorboard_path`, a directory)."""
+    return {"the report": Path(report), "the report's history": history_path(report),
+            "the report's TensorBoard events": tensorboard_path(report)}
 
 
 def json_ready(value, where: str, bad: list[str]):

@@ -54,7 +54,7 @@ from qpnlp._threads import torch_threads
 
 from ._common import show_progress
 from ._console import result_line, status_line
-from ._errors import UsageError
+from ._errors import CommandFailed, UsageError
 from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
@@ -205,10 +205,16 @@ def register(subparsers: dict) -> None:
     p.set_defaults(func=run)
 
 
+def _corpus_parts(spec: str) -> list[tuple[str, list[str]]]:
+    """The comma-separated parts of ``--corpus`` (none for ``sotu``), each with the paths it names (a glob's
+    matches, else the part itself)."""
+    parts = [] if spec == "sotu" else [os.path.expanduser(s) for s in spec.split(",") if s]   # --corpus=~/c.tsv
+    return [(part, sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]) for part in parts]
+
+
 def _corpus_paths(spec: str) -> list[Path]:
     paths: list[Path] = []
-    for part in (os.path.expanduser(s) for s in spec.split(",") if s):    # --corpus=~/c.tsv: no shell expansion
-        matches = sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]
+    for part, matches in _corpus_parts(spec):
         if not matches:
             raise FileNotFoundError(f"--corpus {part}: no file matches")
         for m in matches:
@@ -283,7 +289,7 @@ def _launches_processes(args: argparse.Namespace) -> bool:
     return False
 
 
-def _lock_out(args: argparse.Namespace, main: bool) -> dict[str, str]:
+def _lock_out(args: argparse.Namespace, main: bool, device: str) -> dict[str, str]:
     """Hold ``--out`` locked until the command ends; the environment that tells processes it starts so.
 
     Every save replaces the directory, so its lock file is beside it
@@ -293,15 +299,35 @@ def _lock_out(args: argparse.Namespace, main: bool) -> dict[str, str]:
     read (``qpnlp.commands._outputs.lock_for_the_run``).  One process of a run holds
     it: the only one, the launcher of ``--processes`` (its processes, given
     :data:`LOCKED_OUT_VARIABLE`, take none), or the first of those
-    ``torchrun`` started (``main``).
+    ``torchrun`` started (``main``), which opens the process group here on
+    ``device`` (``fit`` then finds it open) and tells the others in one
+    collective whether it holds the lock: refused, every process ends with
+    the same line, instead of the others reading the corpus and waiting for
+    the first one in ``fit`` until torchrun stopped them.
     """
     from qpnlp._atomic import lock_file_of
+    from qpnlp.word2fun import distributed as dist
 
     if not args.out:
         return {}
     lock = str(lock_file_of(args.out, beside=True))
-    if main and os.environ.get(LOCKED_OUT_VARIABLE) != lock:
-        lock_for_the_run(args, args.out, "--out", beside=True, keeps="its checkpoints")
+    if os.environ.get(LOCKED_OUT_VARIABLE) == lock:
+        return {LOCKED_OUT_VARIABLE: lock}
+
+    def refusal() -> str | None:
+        if main:
+            try:
+                lock_for_the_run(args, args.out, "--out", beside=True, keeps="its checkpoints")
+            except CommandFailed as err:
+                return str(err)
+        return None
+
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        dist.setup(device)
+    refused = dist.gather_together(refusal, "locking --out")[0]
+    if refused is not None:
+        dist.shutdown()
+        raise CommandFailed(refused)
     return {LOCKED_OUT_VARIABLE: lock}
 
 
@@ -422,7 +448,8 @@ def _run(args: argparse.Namespace) -> int:
     report_path = check_report_path(args.report)
     check_output_path(args.export_npz, "--export-npz")
     check_output_path(args.out, "--out", directory=True, model=True)
-    check_report_apart(report_path, {"--out": args.out, "--export-npz": args.export_npz})
+    check_report_apart(report_path, {"--out": args.out, "--export-npz": args.export_npz},
+                       [("--corpus", path) for _, paths in _corpus_parts(args.corpus) for path in paths])
     if args.out and args.export_npz and overlapping(Path(args.out), Path(args.export_npz)):
         # --out is replaced by every checkpoint: the grid could not be written there (only after training), or
         # would be deleted by the next save of the model (--resume)
@@ -448,7 +475,7 @@ def _run(args: argparse.Namespace) -> int:
                    logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,
                    compass=args.compass,
                    compass_epochs=args.compass_epochs)
-    locked = _lock_out(args, main)
+    locked = _lock_out(args, main, cfg.device)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
                   checkpoint=args.out, training_state=args.out)
