@@ -199,6 +199,21 @@ def test_every_process_of_a_torchrun_job_given_a_locked_out_is_refused_with_one_
 
 
 # --------------------------------------------------------------------------- threads
+class _AskProbe:
+    """A lock that notes when ``thread()`` asks for it (``asked`` is set before it waits); reentrant or not."""
+
+    def __init__(self, thread, asked, reentrant: bool = False):
+        self.lock, self.thread, self.asked = (threading.RLock() if reentrant else threading.Lock()), thread, asked
+
+    def __enter__(self):
+        if threading.current_thread() is self.thread():
+            self.asked.set()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
 def test_a_thread_looking_up_a_model_while_another_loads_the_plugins_waits_for_them(monkeypatch):
     """Two threads asking for a plugin's model at once (a web server's first requests): the second found the
     plugins marked loaded while the first was still loading them and raised "unknown model"."""
@@ -217,23 +232,9 @@ def test_a_thread_looking_up_a_model_while_another_loads_the_plugins_waits_for_t
             second_waits.wait(30)
             register_model("threaded-plugin")(Plugin)
 
-    class Probe:
-        """The registry's lock, noting when the second thread asks for it."""
-
-        def __init__(self):
-            self.lock = threading.RLock()
-
-        def __enter__(self):
-            if threading.current_thread() is second:
-                second_waits.set()
-            return self.lock.__enter__()
-
-        def __exit__(self, *exc):
-            return self.lock.__exit__(*exc)
-
     monkeypatch.setattr(base.importlib.metadata, "entry_points", lambda group: [SlowEntryPoint()])
     monkeypatch.setattr(base, "_LOADED", False)
-    monkeypatch.setattr(base, "_LOADING", Probe(), raising=False)
+    monkeypatch.setattr(base, "_LOADING", _AskProbe(lambda: second, second_waits, reentrant=True), raising=False)
     found = {}
 
     def look_up(key):
@@ -282,22 +283,9 @@ def test_measurements_built_with_generators_in_two_threads_at_once_are_those_bui
             first_done.set()
         return result
 
-    class Probe:
-        """The lock of the global RNG, noting when the second thread asks for it."""
-
-        def __init__(self):
-            self.lock = threading.RLock()
-
-        def __enter__(self):
-            if threading.current_thread() is second:
-                second_arrived.set()
-            return self.lock.__enter__()
-
-        def __exit__(self, *exc):
-            return self.lock.__exit__(*exc)
-
     monkeypatch.setattr(_module, "orthogonal", interleaved)
-    monkeypatch.setattr(_module, "_GLOBAL_RNG_LOCK", Probe(), raising=False)
+    monkeypatch.setattr(_module, "_GLOBAL_RNG_LOCK", _AskProbe(lambda: second, second_arrived, reentrant=True),
+                        raising=False)
     built = {}
 
     def run(seed):
@@ -317,21 +305,6 @@ def test_measurements_built_with_generators_in_two_threads_at_once_are_those_bui
         assert not isinstance(built[seed], Exception), built[seed]
         assert built[seed].keys() == alone[seed].keys()
         assert all(torch.equal(built[seed][name], alone[seed][name]) for name in alone[seed]), seed
-
-
-class _AskProbe:
-    """A cache's lock that notes when ``thread()`` asks for it (``asked`` is set before it waits)."""
-
-    def __init__(self, thread, asked):
-        self.lock, self.thread, self.asked = threading.Lock(), thread, asked
-
-    def __enter__(self):
-        if threading.current_thread() is self.thread():
-            self.asked.set()
-        return self.lock.__enter__()
-
-    def __exit__(self, *exc):
-        return self.lock.__exit__(*exc)
 
 
 def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypatch):

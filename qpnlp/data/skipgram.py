@@ -371,24 +371,8 @@ def iter_centre_runs(
 
     Parameters
     ----------
-    tokens : numpy.ndarray of int, shape (n_tokens,)
-        The corpus as word ids, document after document.
-    doc_ids : numpy.ndarray of int, shape (n_tokens,)
-        The document of each token, sorted (``0 .. n_docs - 1``); tokens outside that range are never drawn.
-    doc_times : numpy.ndarray of float, shape (n_docs,)
-        The time of each document.
-    keep_prob : numpy.ndarray of float, shape (V,)
-        The probability of keeping each word (subsampling, :func:`keep_probabilities`).
-    window : int
-        The maximum window size ``W`` (each centre draws its own from ``1..W``).
-    batch_size : int
-        About this many pairs per batch, as for :func:`iter_centre_batches`.
-    rng : numpy.random.Generator
-        Draws the document order, the subsampling, the windows and the order of the centres.
-    chunk_tokens : int, default 1_000_000
-        Documents are gathered in chunks of about this many tokens; a run holds batches of one chunk only.
-    device : str or torch.device, default "cpu"
-        Where the runs' tensors are put (once per chunk).
+    tokens, doc_ids, doc_times, keep_prob, window, batch_size, rng, chunk_tokens, device
+        As for :func:`iter_centre_batches` (a run holds batches of one chunk only).
     batches_per_run : int, default 16
         The most batches in one run (>= 1; ValueError otherwise); a chunk's last run may hold fewer.
     """
