@@ -4,7 +4,7 @@
 numba compiles ``math.sin`` and ``math.exp`` to one libm call per element, which does not vectorise; these
 loops do (a polynomial after a range reduction), and agree with libm to float rounding.  Plain Python
 functions, compiled by their users without fast-math (which would undo the range reductions): Word2Fun's
-compiled step (``qpnlp.word2fun.fused_step._kernel``) and the cosines and sines of ``qpnlp._trig``
+compiled step (``qpnlp.word2fun._fused_kernel._kernel``) and the cosines and sines of ``qpnlp._trig``
 (phase lookups, the complex-order embedding).
 """
 

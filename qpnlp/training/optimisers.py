@@ -47,7 +47,7 @@ class Optimisers:
     model : torch.nn.Module
         The model trained: its sparse embedding tables go to SparseAdam (or SparseRMSprop), its unitary state
         transitions to the Cayley step, every other parameter with ``requires_grad`` to Adam (or RMSprop).
-    config : TrainConfig
+    config : qpnlp.training.config.TrainConfig
         ``lr``, ``embedding_lr``, ``phase_lr``, ``weight_decay`` and ``optimizer`` are read.
     """
 

@@ -103,10 +103,34 @@ def context_sketch_sums(source, n_words: int, keep: np.ndarray, start: float, en
                         bins: int = 32, dim: int = 16, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed context sketches per word and time bin, ``(V, bins, dim)``, and occurrence counts ``(V, bins)``.
 
-    ``source`` yields ``(tokens, doc_ids, doc_times)`` chunks
-    (:class:`~qpnlp.word2fun.sources.ArraySource`, :class:`~qpnlp.word2fun.sources.StreamSource`);
-    ``keep`` (V,) weighs each context token (word2vec's keep probabilities);
-    ``[start, end]`` is the time span cut into ``bins`` equal bins.
+    Parameters
+    ----------
+    source : ArraySource or StreamSource
+        Yields ``(tokens, doc_ids, doc_times)`` chunks from ``source.chunks(None)``
+        (:class:`~qpnlp.word2fun.sources.ArraySource`, :class:`~qpnlp.word2fun.sources.StreamSource`): word ids
+        (n,), the chunk's document of each token (n,), indices into the documents' times (n_docs,).
+    n_words : int
+        V, the number of words (every token id is below it).
+    keep : numpy.ndarray
+        (V,): the weight of each word as a context token (word2vec's keep probabilities,
+        :func:`~qpnlp.data.skipgram.keep_probabilities`).
+    start, end : float
+        The time span, cut into ``bins`` equal bins (times outside it count in the first or last bin).
+    window : int, default 5
+        Context tokens on each side of an occurrence, inside its document (>= 1).
+    bins : int, default 32
+        Time bins (>= 2).
+    dim : int, default 16
+        Dimension m of the random sketches (>= 1).
+    seed : int, default 0
+        Seeds the Gaussian sketches (:math:`N(0, 1/m)` per coordinate, m = ``dim``).
+
+    Returns
+    -------
+    sums : torch.Tensor
+        float32, (V, bins, dim): the summed context sketches of each word's occurrences in each bin.
+    counts : torch.Tensor
+        int64, (V, bins): the occurrences.
 
     Besides the two tables, a chunk costs its tokens: each block of :data:`BLOCK_TOKENS` tokens is summarised
     and counted on its own (``index_add_``), so neither a corpus in memory (one chunk) nor the ``V x bins``
@@ -145,7 +169,14 @@ def best_splits(sums: torch.Tensor, counts: torch.Tensor, *, edge: float = 0.05,
 
     Parameters
     ----------
-    sums : (V, bins, m) summed summaries; counts : (V, bins) occurrences.
+    sums : torch.Tensor
+        (V, bins, m): the summed summaries of each word's occurrences per time bin (:func:`context_sketch_sums`).
+    counts : torch.Tensor
+        (V, bins): the occurrences, integer or float (summed over processes in a distributed run).
+    edge : float, default 0.05
+        Only bin edges in ``[edge, 1 - edge]`` of the span are candidates.
+    min_occurrences : int, default 20
+        Words seen fewer times in all get no change point.
 
     Returns
     -------
@@ -192,11 +223,34 @@ def initial_step_centres(model, source, counts: np.ndarray, *, window: int, samp
     """Start every word's step at its change point (:func:`best_splits`) with rate ``rate``; the words moved.
 
     Sets ``model.step_centre`` (the middle where no change point was found)
-    and ``model.step_rate`` (:math:`\\log k_u`, every word; ``rate=None``:
-    :data:`STEP_RATE_AT_CHANGE_POINTS`, read at the call). ``reduce(tensor)``
-    sums the binned sketches over the processes of a distributed run in place
-    (every process then sets the same centres; one that fails reading its
-    shard fails them all, :func:`~qpnlp.word2fun.distributed.fail_together`).
+    and ``model.step_rate`` (:math:`\\log k_u`, every word).
+
+    Parameters
+    ----------
+    model : Word2Fun
+        A model with the logistic step (:class:`~qpnlp.word2fun.model.Word2Fun`); the span of its ``time_scale``
+        is cut into the bins.
+    source : ArraySource or StreamSource
+        The training tokens (this process's shard in a distributed run), read once (:func:`context_sketch_sums`).
+    counts : numpy.ndarray
+        (V,) training counts of the words, for the keep probabilities of the contexts.
+    window : int
+        Context tokens on each side (the training window).
+    sample : float
+        word2vec's subsampling threshold of the keep probabilities (the training ``sample``).
+    seed : int
+        Seeds the random sketches.
+    reduce : callable, optional
+        ``reduce(tensor)`` sums a tensor over the processes of a distributed run in place (the binned sketches and
+        the counts; every process then sets the same centres; one that fails reading its shard fails them all,
+        :func:`~qpnlp.word2fun.distributed.fail_together`); None: a single process.
+    rate : float or None, default None
+        The initial rate :math:`k_u > 0`; None: :data:`STEP_RATE_AT_CHANGE_POINTS`, read at the call.
+
+    Returns
+    -------
+    int
+        The number of words that got a change point (the others start mid-span).
     """
     from qpnlp.word2fun.distributed import fail_together
 

@@ -223,6 +223,15 @@ def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> Tra
     Families II-IV: :data:`DEFAULT_ROUGHNESS_PENALTY` with the logistic step
     (``logistic``), :data:`DEFAULT_ROUGHNESS_PENALTY_NO_STEP` without it; 0 for
     the other families.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The settings; returned itself when its ``roughness_penalty`` is set (not None), else a copy.
+    family : str
+        The model's function family, one of :data:`~qpnlp.word2fun.functions.FAMILIES`.
+    logistic : bool, default True
+        Whether the model has the logistic step (``Word2FunConfig.logistic``; families II-IV only).
     """
     if cfg.roughness_penalty is not None:
         return cfg
@@ -238,6 +247,26 @@ def word_weights(counts: np.ndarray, cfg: TrainConfig, device,
     ``cfg.roughness_penalty`` should be resolved (:func:`resolve_penalty`); None counts as 0.  Computed in
     float64 and returned in ``dtype``, the model's (the training loop passes it: float32 factors rounded a float64
     model's steps to float32).
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        (V,) training occurrences of each word (a count below 1 counts as 1).
+    cfg : TrainConfig
+        ``roughness_penalty`` :math:`\\lambda`, ``roughness_power`` :math:`p`, ``frequency_reference``
+        :math:`n_{ref}`, ``rare_lr_power`` :math:`q` and ``rare_lr_max`` :math:`m` (module docstring).
+    device : torch.device or str
+        Where the two tensors are made (the model's).
+    dtype : torch.dtype, default torch.float32
+        Their dtype (the model's).
+
+    Returns
+    -------
+    penalty : torch.Tensor or None
+        (V,) :math:`\\lambda_u`; None when no roughness step is taken (a penalty of 0 or None) or ``roughness_power``
+        is 0 (the float penalty applies to every word).
+    lr : torch.Tensor or None
+        (V,) :math:`\\eta_u`; None when ``rare_lr_power`` is 0 (every factor 1).
     """
     counts = np.asarray(counts, np.float64)
     per_million = np.maximum(counts, 1.0) * 1e6 / max(counts.sum(), 1.0)

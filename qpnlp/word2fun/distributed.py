@@ -129,6 +129,12 @@ def setup(device: str = "cpu") -> int:
     On Windows the rendezvous store runs without libuv (``USE_LIBUV=0``
     unless set: the wheels are built without it). Does nothing when the
     group is already open or the job has one process.
+
+    Parameters
+    ----------
+    device : str or torch.device, default "cpu"
+        The training device: a CUDA device selects NCCL and this process's GPU, anything else gloo (unless
+        ``QPNLP_DIST_BACKEND`` names the backend).
     """
     import torch.distributed as dist
 
@@ -148,7 +154,13 @@ def setup(device: str = "cpu") -> int:
 def group_options(device: str = "cpu") -> tuple[str, datetime.timedelta | None]:
     """The backend and timeout :func:`setup` opens the group with on ``device`` (``QPNLP_DIST_BACKEND``, else NCCL
     for CUDA and gloo otherwise; ``QPNLP_DIST_TIMEOUT``, else None: torch's).  ``ValueError`` names a bad value, for
-    a launcher to check before it starts the processes."""
+    a launcher to check before it starts the processes.
+
+    Parameters
+    ----------
+    device : str or torch.device, default "cpu"
+        The device the processes train on: its type picks the default backend.
+    """
     backend = _env.text(BACKEND_VARIABLE) or ("nccl" if torch.device(device).type == "cuda" else "gloo")
     if backend not in ("nccl", "gloo"):
         raise ValueError(f"{BACKEND_VARIABLE} must be 'nccl' or 'gloo'; got {backend!r}")
@@ -180,7 +192,13 @@ def _reduce(d, tensor: torch.Tensor, op) -> None:
 
 
 def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counter]:
-    """The word and document counts of all processes, summed (every process gets the same)."""
+    """The word and document counts of all processes, summed (every process gets the same; a collective).
+
+    Parameters
+    ----------
+    word_freq, doc_freq : collections.Counter
+        This process's counts (word -> occurrences, word -> documents); returned themselves in a single process.
+    """
     if _dist() is None:
         return word_freq, doc_freq
     wf, df = Counter(), Counter()
@@ -191,7 +209,13 @@ def merge_counts(word_freq: Counter, doc_freq: Counter) -> tuple[Counter, Counte
 
 
 def all_gather_objects(obj) -> list:
-    """``obj`` of every process in rank order, in every process (``[obj]`` alone); a collective, ``obj`` picklable."""
+    """``obj`` of every process in rank order, in every process (``[obj]`` alone); a collective, ``obj`` picklable.
+
+    Parameters
+    ----------
+    obj : object
+        This process's value; picklable.
+    """
     d = _dist()
     if d is None:
         return [obj]
@@ -204,6 +228,11 @@ def gather_objects(obj) -> list | None:
     """``obj`` of every process in rank order, on the first process (None on the others; ``[obj]`` alone).
 
     Every process must call it (a collective); ``obj`` must be picklable.
+
+    Parameters
+    ----------
+    obj : object
+        This process's value; picklable.
     """
     d = _dist()
     if d is None:
@@ -214,14 +243,27 @@ def gather_objects(obj) -> list | None:
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> None:
-    """Sum ``tensor`` over the processes, in place (a no-op in a single process)."""
+    """Sum ``tensor`` over the processes, in place (a no-op in a single process).
+
+    Parameters
+    ----------
+    tensor : torch.Tensor
+        Of the same shape and dtype in every process; on the CPU or its GPU (a CPU tensor is reduced through a
+        CUDA copy under NCCL).
+    """
     d = _dist()
     if d is not None:
         _reduce(d, tensor, d.ReduceOp.SUM)
 
 
 def all_sum(values: list[float]) -> list[float]:
-    """Element-wise sum of ``values`` over the processes (float64)."""
+    """Element-wise sum of ``values`` over the processes (float64).
+
+    Parameters
+    ----------
+    values : list of float
+        As many in every process; a new list in a single process.
+    """
     if _dist() is None:
         return list(values)
     t = torch.tensor(values, dtype=torch.float64)
@@ -230,7 +272,13 @@ def all_sum(values: list[float]) -> list[float]:
 
 
 def all_min_max(lo: float, hi: float) -> tuple[float, float]:
-    """The smallest ``lo`` and the largest ``hi`` over the processes."""
+    """The smallest ``lo`` and the largest ``hi`` over the processes.
+
+    Parameters
+    ----------
+    lo, hi : float
+        This process's values (e.g. the first and last time of its shard); reduced in float64.
+    """
     d = _dist()
     if d is None:
         return lo, hi
@@ -248,6 +296,15 @@ def barrier() -> None:
 
 class ProcessFailed(RuntimeError):
     """Raised in the other processes of a distributed run when one failed (:func:`fail_together`); names it.
+
+    Parameters
+    ----------
+    message : str
+        The exception's message: which process failed, doing what, with which error.
+    rank : int
+        The first process that failed (the attribute ``rank``).
+    error : str
+        Its error's type and message (the attribute ``error``).
 
     Attributes
     ----------
@@ -267,6 +324,13 @@ def raise_together(error: BaseException | None, what: str) -> None:
 
     The failing process raises its own ``error``; the others raise :class:`ProcessFailed` naming the first
     failing process, ``what`` it was doing and its error.  Every process must call it at the same point.
+
+    Parameters
+    ----------
+    error : BaseException or None
+        This process's error; None: it did not fail.
+    what : str
+        What the processes were doing, for the message of :class:`ProcessFailed` (e.g. "reading its shard").
     """
     if _dist() is None:                    # one process: its own error is every process's
         if error is not None:
@@ -302,6 +366,13 @@ def gather_together(compute: Callable[[], T], what: str) -> list[T]:
     two collectives: an exception of ``compute`` in one process is raised in every process, by it its own, by
     the others :class:`ProcessFailed` naming it and ``what`` it was doing (e.g. "reading the checkpoint ...").
     Every process must call it at the same point; ``compute`` holds no collective and returns a picklable value.
+
+    Parameters
+    ----------
+    compute : callable
+        ``compute() -> T``, run once in this process.
+    what : str
+        What ``compute`` does, for the message of :class:`ProcessFailed`.
     """
     if _dist() is None:
         return [compute()]
@@ -320,7 +391,15 @@ def fail_together(what: str, together: bool = True):
     it, its own; by the others, :class:`ProcessFailed` naming it (``what``: what they were doing, e.g.
     "reading its shard of the corpus").  Leaving the block is also a barrier; a no-op in a single process, and
     where ``together`` is False (a caller training alone although a group is open, e.g. without a
-    :class:`ParameterSync`: a plain block, no collective)."""
+    :class:`ParameterSync`: a plain block, no collective).
+
+    Parameters
+    ----------
+    what : str
+        What the block does, for the message of :class:`ProcessFailed`.
+    together : bool, default True
+        Whether the processes fail together; False: a plain block.
+    """
     if not together or _dist() is None:
         yield
         return

@@ -33,7 +33,19 @@ __all__ = ["HeldOutPairs", "heldout_pairs", "pair_log_likelihood", "word2fun_log
 
 @dataclass(frozen=True)
 class HeldOutPairs:
-    """Skip-gram pairs of a corpus with their times and fixed negatives (all int64 / float64 tensors)."""
+    """Skip-gram pairs of a corpus with their times and fixed negatives (all int64 / float64 tensors).
+
+    Attributes
+    ----------
+    centre : torch.Tensor
+        int64 (P,): the centre word :math:`u` of each pair (ids of the vocabulary the pairs were built with).
+    context : torch.Tensor
+        int64 (P,): its context word :math:`v`.
+    times : torch.Tensor
+        float64 (P,): the time :math:`t` of the centre token's document, in the corpus's units (not normalised).
+    negatives : torch.Tensor
+        int64 (P, k): the k negatives :math:`\\hat v_i` of each pair.
+    """
 
     centre: torch.Tensor      # (P,)
     context: torch.Tensor     # (P,)
@@ -50,6 +62,27 @@ def heldout_pairs(corpus: TimestampedCorpus, vocabulary: Vocabulary, *, window: 
 
     Out-of-vocabulary tokens are dropped before windows are formed (as in
     training). ``max_pairs`` keeps a seeded random subset.
+
+    Parameters
+    ----------
+    corpus : qpnlp.data.TimestampedCorpus
+        The held-out documents.
+    vocabulary : qpnlp.data.Vocabulary
+        The model's vocabulary (``vectors.vocabulary``): the ids of the pairs, and the counts of the noise
+        distribution (unigram counts raised to 0.75).
+    window : int, default 5
+        Pairs of tokens at most this many positions apart, in the same document (>= 1).
+    negatives : int, default 5
+        Negatives k per pair (>= 1).
+    max_pairs : int or None, default None
+        Keep a seeded random subset of this many pairs (>= 1), in corpus order; None: every pair.
+    seed : int, default 0
+        Seeds the subset and the negatives.
+
+    Returns
+    -------
+    HeldOutPairs
+        P pairs, on the CPU.
     """
     if window < 1 or negatives < 1:
         raise ValueError(f"window and negatives must be >= 1; got {window}, {negatives}")
@@ -75,7 +108,25 @@ def heldout_pairs(corpus: TimestampedCorpus, vocabulary: Vocabulary, *, window: 
 @torch.no_grad()
 def pair_log_likelihood(pairs: HeldOutPairs, context: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                         target: Callable[[torch.Tensor], torch.Tensor], *, batch_size: int = 65536) -> float:
-    """Mean :math:`\\ell` of the pairs for any model given as ``context(words, times)`` and ``target(words)``."""
+    """Mean :math:`\\ell` of the pairs for any model given as ``context(words, times)`` and ``target(words)``.
+
+    Parameters
+    ----------
+    pairs : HeldOutPairs
+        The P pairs (:func:`heldout_pairs`).
+    context : callable
+        ``context(words (b,), times (b,)) -> (b, D)``: the context vector :math:`f(u, t)` of each centre word
+        at its time (called without gradients).
+    target : callable
+        ``target(words) -> (*words.shape, D)``: the target vector :math:`h(v)`, called with ids (b,) and (b, k).
+    batch_size : int, default 65536
+        Pairs per call of the two functions.
+
+    Returns
+    -------
+    float
+        The mean of :math:`\\ell` over the pairs (each pair's terms summed in float64).
+    """
     total = 0.0
     logsigmoid = torch.nn.functional.logsigmoid
     for start in range(0, len(pairs), batch_size):
@@ -93,6 +144,19 @@ def word2fun_log_likelihood(model: Word2Fun, pairs: HeldOutPairs) -> float:
     The pairs (on the CPU) are moved batch by batch to the model's device.
     ``ValueError`` when they hold a word id the model does not have (pairs
     built with another vocabulary than the model's).
+
+    Parameters
+    ----------
+    model : Word2Fun
+        The trained model; :meth:`~qpnlp.word2fun.model.Word2Fun.vectors` at the pairs' times (in the model's
+        dtype) is the context, the compass the target.
+    pairs : HeldOutPairs
+        Built with the model's vocabulary (:func:`heldout_pairs`).
+
+    Returns
+    -------
+    float
+        :func:`pair_log_likelihood` of the model.
     """
     if len(pairs):
         top = max(int(pairs.centre.max()), int(pairs.context.max()), int(pairs.negatives.max()))

@@ -223,7 +223,14 @@ def logistic_step(
 
     Parameters
     ----------
-    amplitude : (..., D); centre, log_rate : (..., 1); s : (...,)
+    amplitude : torch.Tensor
+        (..., D): :math:`A_u`, the jump of each coordinate.
+    centre : torch.Tensor
+        (..., 1): :math:`c_u`, the time of the transition as a fraction of the span.
+    log_rate : torch.Tensor
+        (..., 1): :math:`\\ell_u = \\log k_u`.
+    s : torch.Tensor
+        (...,): the time as a fraction of the span, :math:`\\tau / S`.
 
     Returns
     -------
@@ -239,7 +246,13 @@ def logistic_step(
 
 
 def step_sigmoid(centre: torch.Tensor, log_rate: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    """:math:`\\sigma(k_u (s - c_u))`, :math:`k_u = e^{\\ell_u}`, of :func:`logistic_step`: ``centre``, ``log_rate`` (..., 1), ``s`` (...,) -> (..., 1)."""
+    """:math:`\\sigma(k_u (s - c_u))`, :math:`k_u = e^{\\ell_u}`, of :func:`logistic_step`, shape (..., 1).
+
+    Parameters
+    ----------
+    centre, log_rate, s : torch.Tensor
+        :math:`c_u` (..., 1), :math:`\\ell_u` (..., 1) and :math:`s` (...,), as in :func:`logistic_step`.
+    """
     return torch.sigmoid(torch.exp(log_rate) * (s.unsqueeze(-1) - centre))
 
 

@@ -13,7 +13,7 @@ defaults that was about 0.9 ms a batch beside 1.6 ms of compiled step (a profile
   per token) in a few vectorised ops, rounded as the per-batch factors are;
 * the stable word order of every batch (:math:`\\mathrm{argsort}` of ``(batch, word)``) in one sort;
 * one compiled call (``_run``) that takes the batches one after another, each through
-  ``qpnlp.word2fun.fused_step._step``, without the GIL, and adds their losses, rounded to the model's
+  ``qpnlp.word2fun._fused_kernel._step``, without the GIL, and adds their losses, rounded to the model's
   dtype, to the running float64 sum as the batch-by-batch loop does.
 
 So the parameters and the loss equal the batch-by-batch loop's bit for bit (tests).  The loop does this
@@ -29,8 +29,9 @@ import torch
 
 from qpnlp import _numba
 from qpnlp.data.skipgram import CentreRun, NegativeSampler
-from qpnlp.word2fun import fused_step
-from qpnlp.word2fun.fused_step import _LR, FusedStep, _step  # _step: rebound to its compiled version
+from qpnlp.word2fun import _fused_kernel
+from qpnlp.word2fun._fused_kernel import _LR, _step  # _step: rebound to its compiled version
+from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.step_sizes import row_step_scales
 
 __all__ = ["compile_runs", "learning_rates", "run_steps"]
@@ -38,7 +39,7 @@ __all__ = ["compile_runs", "learning_rates", "run_steps"]
 
 def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
          rough, factors, present, base, total):  # pragma: no cover - compiled
-    """The batches of a run, one ``qpnlp.word2fun.fused_step._step`` each: ``(total + their losses, -1)``,
+    """The batches of a run, one ``qpnlp.word2fun._fused_kernel._step`` each: ``(total + their losses, -1)``,
     or, when batch ``i``'s ids do not fit their tables, ``(total + the losses before it, i)`` with batch ``i``
     not applied.
 
@@ -64,13 +65,21 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
 @functools.cache
 def _kernel():
     """``_run`` compiled (on first use; cached on disk), calling the compiled step."""
-    globals()["_step"] = fused_step._kernel()
-    return _numba.jit(_run, fused_step._FASTMATH)
+    globals()["_step"] = _fused_kernel._kernel()
+    return _numba.jit(_run, _fused_kernel._FASTMATH)
 
 
 def compile_runs(step: FusedStep, negatives: int) -> None:
     """Compile the run kernel for ``step``'s argument types (loaded from numba's cache on disk after the first
-    run of an install) by running it on a run of no batches: a training loop calls this before its clock."""
+    run of an install) by running it on a run of no batches: a training loop calls this before its clock.
+
+    Parameters
+    ----------
+    step : FusedStep
+        The prepared step (its tables' dtype and flags); nothing of it is changed.
+    negatives : int
+        The negatives per batch (the width of the negatives' array).
+    """
     ids, values, no_pairs = np.empty(0, np.int64), np.empty(0, step.H.dtype), np.empty((0, 2), np.int64)
     _kernel()(step.tabs, step.H, ids, ids, values, ids, ids, no_pairs, no_pairs, np.empty((0, negatives), np.int64),
               values, step.nums.copy(), step.flags + (False,), values, values, step.factors, step.present, 0, 0.0)
@@ -78,7 +87,27 @@ def compile_runs(step: FusedStep, negatives: int) -> None:
 
 def learning_rates(lr: float, epochs: int, epoch: int, done: float, progress: np.ndarray) -> list[float]:
     """The learning rate of each batch of a run: :math:`\\eta\\,\\max(10^{-4}, 1 - (e + p) / E)` with :math:`p`
-    the epoch's progress before the batch (``done`` before the first, then ``progress[i - 1]``)."""
+    the epoch's progress before the batch (``done`` before the first, then ``progress[i - 1]``).
+
+    Parameters
+    ----------
+    lr : float
+        :math:`\\eta`, the initial learning rate (``TrainConfig.lr``).
+    epochs : int
+        :math:`E`, the epochs of the training.
+    epoch : int
+        :math:`e`, the current epoch, counted from 0.
+    done : float
+        The epoch's progress in [0, 1] (its fraction of tokens) before the run's first batch.
+    progress : numpy.ndarray
+        (n_b,): the progress after each batch of the run (``run.progress`` of a
+        :class:`~qpnlp.data.skipgram.CentreRun`).
+
+    Returns
+    -------
+    list of float
+        n_b learning rates.
+    """
     before = [done, *progress[:-1].tolist()]
     return [lr * max(1e-4, 1.0 - (epoch + p) / epochs) for p in before]
 
@@ -125,10 +154,29 @@ def run_steps(step: FusedStep, run: CentreRun, sampler: NegativeSampler, generat
               negatives: int, lrs: list[float], weights: tuple, total: float) -> float:
     """Train ``run``'s batches with ``step``: ``total`` plus their losses (float64, as the batch-by-batch loop sums).
 
-    ``lrs`` (:func:`learning_rates`) one per batch; ``negatives`` shared by each batch, drawn from ``sampler``
-    with ``generator``; ``weights`` = ``(per-word roughness penalty or None, per-word learning-rate multiplier
-    or None, the float penalty used without the first)``.  Raises ``IndexError`` naming the ids of the first batch
-    whose ids do not fit their tables (the batches before it are trained, as batch by batch).
+    Raises ``IndexError`` naming the ids of the first batch whose ids do not fit their tables (the batches before
+    it are trained, as batch by batch).
+
+    Parameters
+    ----------
+    step : FusedStep
+        The prepared step of the model (its tables are updated in place).
+    run : qpnlp.data.skipgram.CentreRun
+        The n_b consecutive batches of one chunk, on the CPU (ValueError otherwise).
+    sampler : qpnlp.data.NegativeSampler
+        Draws the negatives of all the batches at once, ``(n_b, negatives)``: row ``i`` is batch ``i``'s.
+    generator : torch.Generator
+        The sampler's random stream (consumed as the batch-by-batch loop consumes it).
+    negatives : int
+        k >= 1, the negatives shared by each batch.
+    lrs : list of float
+        One learning rate per batch (:func:`learning_rates`).
+    weights : tuple
+        ``(per-word roughness penalty (V,) or None, per-word learning-rate multiplier (V,) or None, the float
+        penalty used without the first)`` (:func:`~qpnlp.word2fun.config.word_weights` and
+        ``TrainConfig.roughness_penalty``).
+    total : float
+        The running sum of the epoch's losses before the run.
     """
     _check_run(run, negatives, lrs)
     start, stop = int(run.rows[0, 0]), int(run.rows[-1, 1])

@@ -345,11 +345,43 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     """Train ``model`` by skip-gram with negative sampling on the chunks of ``source``, epochs ``start_epoch..``.
 
     See :func:`~qpnlp.word2fun.train.train_word2fun` for the schedule and the
-    negatives.  ``rng`` (pairs, subsampling) and ``generators`` (negatives,
-    one per worker) default to seeded ones; ``sync`` is a
-    :class:`~qpnlp.word2fun.distributed.ParameterSync` in distributed runs;
-    ``on_epoch(epoch, stats)`` is called after each epoch (after the
-    synchronisation; its time is not counted).
+    negatives.
+
+    Parameters
+    ----------
+    model : Word2Fun
+        The model, trained in place (moved to ``config.device``); its time scale must cover the source's times.
+    source : ArraySource or StreamSource
+        The tokens of one epoch, in chunks (:mod:`~qpnlp.word2fun.sources`; this process's shard in a distributed
+        run).
+    counts : numpy.ndarray
+        (V,) word counts: subsampling, the unigram^0.75 negatives and the per-word weights
+        (:func:`~qpnlp.word2fun.config.word_weights`).
+    config : qpnlp.word2fun.config.TrainConfig, optional
+        The settings; None: ``TrainConfig()``. A ``roughness_penalty`` of None becomes the model's default
+        (:func:`~qpnlp.word2fun.config.resolve_penalty`; a positive one needs families II-IV, ValueError).
+    progress : bool, default False
+        Show a tqdm bar over the tokens of the epochs left.
+    on_epoch : callable, optional
+        ``on_epoch(epoch, stats)``, called after each epoch (after the synchronisation; its time is not
+        counted), ``epoch`` counted from 0.
+    start_epoch : int, default 0
+        The first epoch to train (a resumed run's); the learning rate decays as if the earlier ones were trained.
+    rng : numpy.random.Generator, optional
+        Draws the pairs and the subsampling; None: seeded with ``config.seed``.
+    generators : list of torch.Generator, optional
+        Draw the negatives, one per hogwild worker, on the training device; None: seeded from ``config.seed``
+        (``negative_seeds`` of the first process).
+    sync : qpnlp.word2fun.distributed.ParameterSync, optional
+        Sums the processes' updates in a distributed run (:class:`~qpnlp.word2fun.distributed.ParameterSync`);
+        None: a single process.
+    stats : TrainStats, optional
+        The statistics to add the epochs to (a resumed run's); None: new ones.
+
+    Returns
+    -------
+    TrainStats
+        ``stats``, with the epochs trained here added.
     """
     with fail_together("preparing its training", together=sync is not None):
         cfg = _resolved_config(config, model)

@@ -53,6 +53,11 @@ def describe(device: torch.device | str) -> str:
 
     Compiled means the whole step (:mod:`~qpnlp.word2fun.fused_step`) where it applies (families II-IV,
     negatives shared by the batch: ``fit``'s defaults), otherwise the step's pairs (this module).
+
+    Parameters
+    ----------
+    device : torch.device or str
+        The training device; only the CPU runs the compiled step.
     """
     if torch.device(device).type != "cpu":
         return "SGD step: torch ops (the compiled step is for the CPU)"
@@ -159,7 +164,16 @@ def add_compass_steps(H: torch.Tensor, f: torch.Tensor, pair_centre: torch.Tenso
                       step: torch.Tensor) -> None:
     """``H[context[b]] += step[b] * f[pair_centre[b]]`` in place, pair after pair (repeated rows accumulate).
 
-    ``step`` (B, 1) is :math:`-\\eta\\, g_b`; shapes as in :func:`logistic_pairs`.
+    Parameters
+    ----------
+    H : torch.Tensor, shape (V, D)
+        The compass, updated in place; ``H``, ``f`` and ``step`` are tensors :func:`accepts` takes.
+    f : torch.Tensor, shape (N, D)
+        :math:`f(u_n, t_n)` of the centre tokens, of ``H``'s dtype.
+    pair_centre, context : torch.Tensor, shape (B,), int64
+        Centre token (row of ``f``) and context word (row of ``H``) of each pair, as in :func:`logistic_pairs`.
+    step : torch.Tensor, shape (B, 1)
+        :math:`-\\eta\\, g_b` of each pair, of ``H``'s dtype.
     """
     _check_pairs(f, H, pair_centre, context)
     if step.shape != (context.shape[0], 1):

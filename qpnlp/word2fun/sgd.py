@@ -294,6 +294,16 @@ def batch_step(model: Word2Fun, shared_negatives: bool, negative_weight: float =
     :class:`~qpnlp.word2fun.fused_step.FusedStep`, prepared once, where :func:`centre_sgd_step_tensor` checks and
     prepares the same at every call (about 5% of a step's CPU time at ``fit``'s defaults,
     ``benchmarks/word2fun_step.py``).  The batches must then be on the CPU, like the model.
+
+    Parameters
+    ----------
+    model : Word2Fun
+        The model the steps update in place.
+    shared_negatives : bool
+        Whether every batch's negatives are shared by the batch, ``(k,)`` (``TrainConfig.shared_negatives``);
+        False: per pair, ``(B, k)``, and the torch ops.
+    negative_weight, centre_lr : see centre_sgd_step_tensor
+        As in :func:`centre_sgd_step_tensor`, with its defaults.
     """
     if shared_negatives and fused_step.takes_model(model):
         return fused_step.FusedStep(model, negative_weight, centre_lr)

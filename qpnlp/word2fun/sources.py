@@ -30,6 +30,16 @@ class ArraySource:
     Arrays, tensors (CPU) or lists; integer ``tokens`` and ``doc_ids`` of any width are read as int64 (the compiled
     step reads int64: int32 failed in its compiler, uint16 and float ids in indexing, naming neither), other
     dtypes are a ``TypeError`` naming the array. Nothing is written into them.
+
+    Parameters
+    ----------
+    tokens : array-like
+        Integer (n_tokens,): the word id of each token, in corpus order.
+    doc_ids : array-like
+        Integer (n_tokens,): the document of each token, an index into ``doc_times``; a document's tokens are
+        contiguous.
+    doc_times : array-like
+        (n_docs,): the time of each document (e.g. its year), kept as given (``numpy.asarray``).
     """
 
     def __init__(self, tokens: np.ndarray, doc_ids: np.ndarray, doc_times: np.ndarray):
@@ -60,6 +70,19 @@ class StreamSource:
     also ends at ``chunk_tokens`` documents: documents with hardly any word of
     the vocabulary (a small given vocabulary, a high ``min_count``) would
     otherwise pile up, each with its time, until ``chunk_tokens`` tokens came.
+
+    Parameters
+    ----------
+    stream : qpnlp.data.timestamped.TsvStream
+        Any re-iterable of ``(time, tokens)`` documents, read once per pass (this process's shard in a
+        distributed run).
+    vocabulary : qpnlp.data.Vocabulary
+        Its ``index`` (word -> id) encodes the tokens.
+    chunk_tokens : int
+        A chunk ends once it holds at least this many tokens or documents.
+    n_tokens : int or None, default None
+        The in-vocabulary tokens of one pass, when known (from the word counts); None: counted by a first pass
+        when ``n_tokens`` is first read.
     """
 
     def __init__(self, stream, vocabulary, chunk_tokens: int, n_tokens: int | None = None):

@@ -39,6 +39,16 @@ def table_lr_factor(name: str, scale: float, centre_lr: float = STEP_CENTRE_LR) 
     :math:`\\partial f/\\partial\\Omega \\propto \\tau` (step / S), :math:`\\partial f/\\partial K = \\tau`
     (step / S^2, i.e. SGD on the slope per unit of the whole span), the logistic step's centre ``centre_lr``
     and log-rate :data:`STEP_RATE_LR`; every other table 1.
+
+    Parameters
+    ----------
+    name : str
+        The table: ``"omega1"``, ``"omega2"``, ``"slope"``, ``"step_centre"``, ``"step_rate"`` have their own
+        factor; any other name (``"base"``, ``"amplitude"``, ...) gets 1.
+    scale : float
+        :math:`S`, the model's ``time_scale.scale`` (:class:`~qpnlp.word2fun.functions.TimeScale`).
+    centre_lr : float, default STEP_CENTRE_LR
+        The factor of the logistic step's centres (``TrainConfig.step_centre_lr`` once resolved).
     """
     if name in ("omega1", "omega2"):
         return 1.0 / scale
@@ -69,6 +79,17 @@ def row_step_scales(roughness_penalty: float | torch.Tensor, row_lr: torch.Tenso
     ``lr`` may be a float64 tensor (N,), a learning rate per token (:mod:`~qpnlp.word2fun.fused_runs` takes
     tokens of several batches at once): each factor is then the one its float learning rate gives, and the
     floats above are float64 tensors (N,).
+
+    Parameters
+    ----------
+    roughness_penalty : float or torch.Tensor
+        :math:`\\lambda_n`: one float for every token, or a tensor (N,) per centre token.
+    row_lr : torch.Tensor or None
+        :math:`r_n`, (N,), the learning-rate multiplier per centre token; None: 1 for every token.
+    lr : float or torch.Tensor
+        :math:`\\eta`, the learning rate: a float, or a float64 tensor (N,) per token (above).
+    dtype : torch.dtype
+        The model's dtype, of the tensors returned.
     """
     row = -lr if row_lr is None else _times_lr(row_lr.to(dtype), -lr)
     if isinstance(roughness_penalty, torch.Tensor):
@@ -89,6 +110,12 @@ def step_bounds(model: Word2Fun) -> dict:
     the span or a rate below the minimum would make the step a constant (absorbed by :math:`B_u`) or a slope:
     the logistic term stays an S-shaped change inside the span, at most as slow as it starts. A distributed run
     projects the summed updates again (:class:`~qpnlp.word2fun.distributed.ParameterSync`).
+
+    Parameters
+    ----------
+    model : Word2Fun
+        The model; the keys are the names of its logistic step's weights (``step_centre.weight``,
+        ``step_rate.weight``), the bounds its :math:`c_u` and :math:`\\ell_u`.
     """
     if not model.logistic:
         return {}

@@ -9,7 +9,7 @@ import pytest
 from qpnlp.cli import main
 from qpnlp.data import TimestampedCorpus, Vocabulary, embedding_matrix_for, read_qa_tsv, read_tsv, write_tsv
 from qpnlp.data.classification import read_trec
-from qpnlp.data.pretrained import backoff_keys
+from qpnlp.data.backoff import backoff_keys
 from qpnlp.data.timestamped import TsvStream
 from qpnlp.data.tokenize import normalize_text, tokenize
 from qpnlp.data.vectors import load_vectors

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from qpnlp.data import Vocabulary, embedding_matrix_for
-from qpnlp.data.pretrained import backoff_vector, from_matrix
+from qpnlp.data import pretrained
+from qpnlp.data.backoff import backoff_keys, backoff_vector
+from qpnlp.data.pretrained import from_matrix
 from qpnlp.data.vectors import (SPACY_SYMBOLS, VECTOR_SETS, load_vectors, read_spacy_vectors, read_word2vec_binary,
                                 recommended_fallback, spacy_hash, spacy_key)
 
@@ -232,6 +234,11 @@ def test_backoff_vector_spellings_quotes_and_compounds():
     np.testing.assert_allclose(backoff_vector(pv, "old/fashioned"), backoff_vector(pv, "old-fashioned"))
     assert backoff_vector(pv, "old-timer") is None and backoff_vector(pv, "zzqx") is None   # every part, or nothing
     assert backoff_vector(pv, "-") is None
+
+
+def test_the_backoff_is_still_importable_from_pretrained():
+    """Its functions moved to :mod:`qpnlp.data.backoff`; the old import path still gives the same objects."""
+    assert (pretrained.backoff_vector, pretrained.backoff_keys) == (backoff_vector, backoff_keys)
 
 
 def test_embedding_matrix_follows_the_vectors_backoff_and_reports_it():

@@ -13,6 +13,7 @@ from qpnlp.models.cnm import CNM, CNMConfig
 from qpnlp.training import ConfigError
 from qpnlp.training.matching import (EncodedQA, MatchingConfig, default_train_split, evaluate_ranking, fit_matching,
                                      pointwise_loss, sample_triplets, score_pairs, triplet_loss)
+from qpnlp.training.matching_results import MatchingFitResult, MatchingRun
 
 
 def test_triplet_loss_on_hand_made_scores():
@@ -75,6 +76,14 @@ def test_scores_follow_row_order_and_training_learns_the_toy_task():
     assert evaluate_ranking(model, dev).map == 1.0
     losses = [h["train_loss"] for h in result.history]
     assert losses[-1] < losses[0]
+    assert isinstance(result, MatchingFitResult) and 1 <= result.best_epoch <= 12
+
+
+def test_the_result_records_are_still_importable_from_matching():
+    """They moved to :mod:`qpnlp.training.matching_results`; the old import path gives the same classes."""
+    from qpnlp.training import matching
+
+    assert (matching.MatchingFitResult, matching.MatchingRun) == (MatchingFitResult, MatchingRun)
 
 
 def test_pointwise_training_runs():
