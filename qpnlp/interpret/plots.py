@@ -27,15 +27,15 @@ import math
 import operator
 from collections.abc import Sequence
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib import colors
+from matplotlib import colors, ticker
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.transforms import Bbox
 
 from . import _checks
+from ._labels import place_labels, root_figure
 
 __all__ = ["plot_density_matrix", "plot_density_matrix_parts", "plot_measurement_probabilities",
            "plot_word_states", "plot_similarity_over_time", "plot_period_histogram"]
@@ -43,16 +43,13 @@ __all__ = ["plot_density_matrix", "plot_density_matrix_parts", "plot_measurement
 PARTS = ("modulus", "phase", "real", "imag")
 SCALES = ("log", "linear")
 MAX_TICK_LABELS = 25          # more basis-state names than this are thinned out (every n-th)
+MAX_BAR_LABELS = 50           # more measurement bars than this: every n-th labelled, the figure no wider
+#: Line styles of the successive rounds of the colour cycle (a word past the 10th kept the colour of an earlier one).
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D")
 
 
 # --------------------------------------------------------------------------- axes and figures
-def _root(ax: Axes) -> Figure:
-    try:
-        return ax.get_figure(root=True)
-    except TypeError:  # matplotlib < 3.10
-        return ax.figure
-
-
 def _new_axes(n: int, panel: tuple[float, float], ncols: int | None = None) -> list[Axes]:
     """``n`` Axes of ``panel`` inches each, ``ncols`` to a row, in a new pyplot figure (now the current one)."""
     import matplotlib.pyplot as plt
@@ -125,12 +122,19 @@ def _density(rho) -> np.ndarray:
     return matrix
 
 
+def _every(n: int, most: int) -> list[int]:
+    """At most ``most`` of the positions ``0 .. n-1``, evenly spaced from 0 (every ``ceil(n / most)``-th)."""
+    return list(range(0, n, max(1, math.ceil(n / most))))
+
+
 def _tick_labels(ax: Axes, labels, d: int) -> None:
+    """Ticks at whole basis-state indices (never ``0.5``): integers, or at most ``MAX_TICK_LABELS`` ``labels``."""
     if labels is None:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(ticker.MaxNLocator(integer=True, min_n_ticks=1))
         return
     labels = _checks.words("labels", labels, d, "rows of rho")
-    step = max(1, math.ceil(d / MAX_TICK_LABELS))
-    ticks = list(range(0, d, step))
+    ticks = _every(d, MAX_TICK_LABELS)
     ax.set_xticks(ticks, [labels[i] for i in ticks], rotation=90, fontsize="small")
     ax.set_yticks(ticks, [labels[i] for i in ticks], fontsize="small")
 
@@ -222,7 +226,7 @@ def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decad
         label = (r"Re $\rho_{ij}$" if part == "real" else r"Im $\rho_{ij}$") + (" (symmetric log)"
                                                                                    if scale == "log" else "")
     image = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
-    bar = _root(ax).colorbar(image, ax=ax, shrink=0.85, extend=extend)
+    bar = root_figure(ax).colorbar(image, ax=ax, shrink=0.85, extend=extend)
     bar.set_label(label)
     if part == "phase":
         bar.set_ticks([-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
@@ -237,8 +241,6 @@ def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decad
 
 
 def _cmap(name: str) -> colors.Colormap:
-    import matplotlib
-
     return matplotlib.colormaps[name]
 
 
@@ -269,7 +271,7 @@ def plot_density_matrix_parts(rho, *, parts: Sequence[str] = ("modulus", "phase"
     for panel, part in zip(panels, parts):
         plot_density_matrix(matrix, part=part, scale=scale, decades=decades, labels=labels, ax=panel)
     if title and given is None:
-        _root(panels[0]).suptitle(title)
+        root_figure(panels[0]).suptitle(title)
     elif title:
         panels[0].set_title(title)
     return _array(panels)
@@ -285,7 +287,7 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
     probabilities : torch.Tensor or array
         Real ``(k,)``, each in [0, 1] (up to round-off).
     labels : sequence of str, optional
-        ``k`` bar labels (default ``v0 .. v{k-1}``).
+        ``k`` bar labels (default ``v0 .. v{k-1}``); past 50 bars, every n-th is shown (the figure grows no wider).
     top : int, optional
         Show only the ``top`` largest, in decreasing order.
     ax : matplotlib.axes.Axes, optional
@@ -309,9 +311,10 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
     order = np.arange(p.size)
     if top is not None:
         order = np.argsort(-p, kind="stable")[:_checks.positive("top", top)]
-    ax = _single_axes(ax, (max(4.0, 0.3 * len(order) + 1.5), 3.2))
+    ax = _single_axes(ax, (max(4.0, 0.3 * min(len(order), MAX_BAR_LABELS) + 1.5), 3.2))
     ax.bar(range(len(order)), p[order], color="tab:blue")
-    ax.set_xticks(range(len(order)), [labels[i] for i in order], rotation=90, fontsize="small")
+    ticks = _every(len(order), MAX_BAR_LABELS)
+    ax.set_xticks(ticks, [labels[order[i]] for i in ticks], rotation=90, fontsize="small")
     ax.set_xlabel("measurement" + (f" (the {len(order)} largest)" if top is not None else ""))
     ax.set_ylabel(r"Born probability $p_k$")
     ax.set_ylim(0, max(float(p[order].max()) * 1.1, 1e-3))
@@ -321,85 +324,6 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
 
 
 # --------------------------------------------------------------------------- word states
-# label offsets tried around a point, in points: 8 directions at growing distances
-_DIRECTIONS = [(1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
-_RADII = (4, 9, 15, 22, 30, 40, 52)
-_LEADER = 15                  # labels this far (points) or farther get a thin line to their point
-
-
-def _candidate(anchor: np.ndarray, size: tuple[float, float], direction, radius: float, px: float) -> Bbox:
-    """The display box of a label of ``size`` pixels put ``radius`` points from ``anchor`` in ``direction``."""
-    (dx, dy), (w, h) = direction, size
-    norm = math.hypot(dx, dy)
-    cx = anchor[0] + radius * px * dx / norm
-    cy = anchor[1] + radius * px * dy / norm
-    x0 = cx if dx > 0 else cx - w if dx < 0 else cx - w / 2
-    y0 = cy if dy > 0 else cy - h if dy < 0 else cy - h / 2
-    return Bbox.from_bounds(x0, y0, w, h)
-
-
-def _overlaps(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """The area each of ``boxes`` (n, 4) shares with the boxes ``others`` (m, 4), all as extents
-    ``(x0, y0, x1, y1)``: (n,), the positive intersections added in the order of ``others`` (a cumulative sum,
-    the additions of a loop over them)."""
-    w = np.minimum(boxes[:, None, 2], others[None, :, 2]) - np.maximum(boxes[:, None, 0], others[None, :, 0])
-    h = np.minimum(boxes[:, None, 3], others[None, :, 3]) - np.maximum(boxes[:, None, 1], others[None, :, 1])
-    areas = np.where((w > 0) & (h > 0), w * h, 0.0)                     # (n, m)
-    return areas.cumsum(-1)[:, -1] if areas.shape[-1] else np.zeros(len(boxes))
-
-
-def _least_crowded(boxes: np.ndarray, blocked: np.ndarray, frame: np.ndarray) -> int:
-    """The first of the candidate ``boxes`` (n, 4) with the least cost: its overlap with the ``blocked`` boxes
-    (m, 4) plus 4 times its area outside the ``frame`` (4,), all extents ``(x0, y0, x1, y1)``.
-
-    Costs are >= 0, so this is the first free spot (cost 0) when there is one, as a search in the order of the
-    candidates stopping at the first free one finds it.
-    """
-    outside = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]) - _overlaps(boxes, frame[None])
-    return int(np.argmin(_overlaps(boxes, blocked) + 4 * outside))
-
-
-def _place_labels(ax: Axes, points: np.ndarray, words: list[str], fontsize="small") -> None:
-    """Annotate each point with its word where the label overlaps no other label, point or the frame.
-
-    Greedy: labels are placed one by one, each at the first free spot of a
-    ring of candidates around its point (near first); a label that finds no
-    free spot takes the least crowded one. Labels set away from their point
-    are tied to it by a thin line. Placement uses the figure's final layout
-    (drawn once without rendering) and the labels stay out of the layout.
-    The candidates of a label are scored against the boxes placed so far at
-    once (``_least_crowded``), not one pair of boxes at a time.
-    """
-    fig = _root(ax)
-    fig.draw_without_rendering()
-    px = fig.dpi / 72.0
-    anchors = ax.transData.transform(points)
-    frame = ax.get_window_extent().extents
-    marker = 3.5 * px
-    blocked = np.empty((2 * len(anchors), 4))                  # the points' markers, then the labels placed
-    blocked[:len(anchors)] = np.concatenate([anchors - marker, anchors + marker], axis=1)
-    count = len(anchors)
-    spots = [(direction, radius) for radius in _RADII for direction in _DIRECTIONS]   # near first
-    for word, anchor, point in zip(words, anchors, points):
-        probe = ax.annotate(word, (0, 0), fontsize=fontsize)
-        extent = probe.get_window_extent()
-        probe.remove()
-        size = (extent.width + 2 * px, extent.height)
-        boxes = np.array([_candidate(anchor, size, direction, radius, px).extents for direction, radius in spots])
-        best = _least_crowded(boxes, blocked[:count], frame)
-        blocked[count] = boxes[best]
-        count += 1
-        (dx, dy), radius = spots[best]
-        norm = math.hypot(dx, dy)
-        offset = (radius * dx / norm, radius * dy / norm)
-        text = ax.annotate(word, tuple(point), xytext=offset, textcoords="offset points", fontsize=fontsize,
-                           ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                           va="bottom" if dy > 0 else "top" if dy < 0 else "center",
-                           arrowprops=dict(arrowstyle="-", color="0.45", linewidth=0.6, shrinkA=0, shrinkB=2)
-                           if radius >= _LEADER else None)
-        text.set_in_layout(False)
-
-
 def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None = None,
                      ax: Axes | Sequence[Axes] | None = None, ncols: int = 2,
                      title: str | None = None) -> np.ndarray:
@@ -462,11 +386,11 @@ def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None
         a.tick_params(labelsize="x-small")
     if title:
         if ax is None:
-            _root(axes[0]).suptitle(title)
+            root_figure(axes[0]).suptitle(title)
         else:
             axes[0].set_title(f"{title}\ndimension {dims[0]}", fontsize="small")
     for a, j in zip(axes, dims):                 # after the titles: labels are placed in the final layout
-        _place_labels(a, np.stack([z[:, j].real, z[:, j].imag], 1), words)
+        place_labels(a, np.stack([z[:, j].real, z[:, j].imag], 1), words)
     return _array(axes)
 
 
@@ -477,12 +401,14 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
 
     The legend stands beside the Axes, in as many columns as its entries need to fit the Axes' height (a new
     figure is widened by the extra columns, so that the Axes keep their size). A table of one time draws one
-    marker per word.
+    marker per word. The words past the colour cycle (10 colours by default) are dashed, then dotted, then
+    dash-dotted, round by round (four rounds look distinct). NaN values (a word missing at a time) are gaps in its
+    line, as in ``table.plot()``; such a word's points are marked, so that a value between two gaps shows.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Numeric index (times) and numeric columns, at least one row and column.
+        Numeric index (times) and numeric columns, at least one row and column; NaN values are left out.
     ax : matplotlib.axes.Axes, optional
         Draw here; by default a new pyplot figure.
     title, ylabel : str, optional
@@ -503,11 +429,17 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
     except (TypeError, ValueError) as error:    # numpy's "could not convert string to float: 'x'" names no argument
         raise TypeError(f"table must have a numeric index (times) and numeric columns; got index {table.index.dtype}, "
                         f"columns {sorted({str(t) for t in table.dtypes})} ({error})") from None
-    times, values = _numpy("table index (times)", times), _numpy("table values", values)
+    times = _numpy("table index (times)", times)
+    if np.isinf(values).any() or np.isnan(values).all():
+        raise ValueError(f"table values must be finite or NaN (missing), not all NaN; got {np.isinf(values).sum()} "
+                         f"inf and {np.isnan(values).sum()} NaN of {values.size}")
     new, ax = ax is None, _single_axes(ax, (6.5, 3.6))
-    marker = "o" if times.size == 1 else None               # a line through one point draws nothing
-    for column, series in zip(table.columns, values.T):
-        ax.plot(times, series, label=str(column), linewidth=1.5, marker=marker)
+    colours = len(matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [None]))
+    for i, (column, series) in enumerate(zip(table.columns, values.T)):
+        style = i // colours % len(LINE_STYLES)                # the colour cycle's round: words differ in style
+        marked = times.size == 1 or np.isnan(series).any()      # a line through one point draws nothing
+        ax.plot(times, series, label=str(column), linewidth=1.5, linestyle=LINE_STYLES[style],
+                marker=MARKERS[style] if marked else None, markersize=None if times.size == 1 else 3)
     ax.set_xlabel(table.index.name or "time")
     ax.set_ylabel(ylabel)
     # beside the axes, never over a curve; in as many columns as its height needs (a new figure widens for them)
@@ -515,7 +447,7 @@ def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, ti
     legend = ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                        frameon=False, ncols=columns)
     if new and columns > 1:
-        fig = _root(ax)                                     # the legend's width needs no layout (nor drawing)
+        fig = root_figure(ax)                                     # the legend's width needs no layout (nor drawing)
         fig.set_figwidth(fig.get_figwidth() + legend.get_window_extent().width * (columns - 1) / columns / fig.dpi)
     ax.grid(alpha=0.3)
     if title:
@@ -531,11 +463,10 @@ def _legend_rows(ax: Axes, fontsize) -> int:
     (about 1.2 font sizes) and the legend's ``labelspacing``; the Axes height is taken before the layout runs,
     which leaves it a little room.
     """
-    import matplotlib
     from matplotlib.font_manager import FontProperties
 
     size = FontProperties(size=fontsize).get_size_in_points()
-    height = ax.get_position().height * _root(ax).get_figheight() * 72.0          # points
+    height = ax.get_position().height * root_figure(ax).get_figheight() * 72.0          # points
     return max(1, int(height / (size * (1.2 + matplotlib.rcParams["legend.labelspacing"]))))
 
 

@@ -181,6 +181,16 @@ def test_many_basis_labels_are_thinned():
     assert 10 <= len(shown) <= 25 and shown[0] == "sememe-0" and set(shown) <= set(labels)
 
 
+@pytest.mark.parametrize("d", [1, 2, 3, 7])
+def test_unlabelled_basis_states_are_ticked_at_whole_indices(d):
+    # matplotlib's default ticks of a 2x2 image are -0.5, 0.0, 0.5, 1.0, 1.5: basis state "0.5" does not exist
+    ax = plot_density_matrix(torch.eye(d) / d)
+    ax.figure.draw_without_rendering()
+    for ticks, (low, high) in ((ax.get_xticks(), ax.get_xlim()), (ax.get_yticks(), ax.get_ylim())):
+        shown = [t for t in ticks if min(low, high) <= t <= max(low, high)]
+        assert shown and all(float(t).is_integer() and 0 <= t < d for t in shown), shown
+
+
 # --------------------------------------------------------------------------- bars, states, curves, histograms
 def test_measurement_probability_bars(tmp_path):
     p = torch.tensor([0.1, 0.5, 0.05, 0.3])
@@ -192,6 +202,17 @@ def test_measurement_probability_bars(tmp_path):
     ax = plot_measurement_probabilities(p.numpy(), labels=list("abcd"), top=2)
     assert [b.get_height() for b in ax.patches] == pytest.approx([0.5, 0.3])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["b", "d"]
+
+
+def test_many_measurements_keep_a_figure_of_readable_width():
+    # 0.3 inch a bar: 3000 measurements drew a figure 901 inches wide, every bar labelled
+    p = np.linspace(1.0, 0.0, 3000) / 1500
+    ax = plot_measurement_probabilities(p, labels=[f"m{k}" for k in range(3000)])
+    assert len(ax.patches) == 3000 and ax.figure.get_figwidth() <= 20
+    shown = [t.get_text() for t in ax.get_xticklabels()]
+    assert 25 <= len(shown) <= 50 and shown[:2] == ["m0", f"m{int(ax.get_xticks()[1])}"]
+    ax = plot_measurement_probabilities(p[::-1].copy(), labels=[f"m{k}" for k in range(3000)], top=200)
+    assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["m2999", f"m{2999 - int(ax.get_xticks()[1])}"]
 
 
 def test_word_states_on_the_complex_plane(tmp_path):
@@ -235,7 +256,7 @@ def _least_crowded_loop(boxes, blocked, frame) -> int:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_label_spots_scored_at_once_match_the_loop_over_pairs(seed):
-    from qpnlp.interpret.plots import _least_crowded, _overlaps
+    from qpnlp.interpret._labels import _least_crowded, _overlaps
 
     rng = np.random.default_rng(seed)
 
@@ -382,6 +403,30 @@ def test_similarity_over_time_at_one_time_shows_a_marker_per_word():
     # a line through one point drew nothing: the Axes looked empty beside a full legend
     ax = plot_similarity_over_time(pd.DataFrame({"war": [0.4], "peace": [0.7]}, index=pd.Index([1950.0])))
     assert [line.get_marker() not in (None, "None", "", " ") for line in ax.get_lines()] == [True, True]
+
+
+def test_similarity_over_time_draws_missing_values_as_gaps():
+    # a word missing at some times (NaN, as pandas writes it) was refused: "table values contains NaN or inf"
+    table = pd.DataFrame({"war": [0.1, np.nan, 0.3, np.nan, 0.2], "peace": [0.2, 0.3, 0.1, 0.4, 0.5]},
+                         index=pd.Index([1800, 1850, 1900, 1950, 2000], name="year"))
+    war, peace = plot_similarity_over_time(table).get_lines()
+    np.testing.assert_array_equal(war.get_ydata(), table["war"].to_numpy())          # NaN: a gap in the line
+    assert war.get_marker() not in (None, "None", "") and peace.get_marker() in (None, "None", "")
+    for bad, match in ((np.inf, "inf"), (np.nan, "all NaN")):
+        with pytest.raises(ValueError, match=match):
+            plot_similarity_over_time(pd.DataFrame({"war": [bad, np.nan]}))
+    with pytest.raises(ValueError, match="index"):
+        plot_similarity_over_time(pd.DataFrame({"war": [0.1, 0.2]}, index=[1800.0, np.nan]))
+
+
+@pytest.mark.parametrize("times", [1, 3])
+def test_similarity_over_time_of_more_words_than_colours_tells_every_word_apart(times):
+    # past the 10 colours of the cycle, word 11 was drawn as word 1: same colour, same solid line
+    table = pd.DataFrame(np.random.default_rng(0).random((times, 25)), columns=[f"w{i}" for i in range(25)])
+    ax = plot_similarity_over_time(table)
+    looks = [(line.get_color(), line.get_linestyle(), line.get_marker()) for line in ax.get_lines()]
+    handles = [(h.get_color(), h.get_linestyle(), h.get_marker()) for h in ax.get_legend().legend_handles]
+    assert len(set(looks)) == 25 and handles == looks
 
 
 def test_bfloat16_tensors_plot_as_their_float32_values():
