@@ -634,20 +634,40 @@ def test_sigint_saves_the_best_model_so_far_and_exits_130(ws, tmp_path):
     assert data["status"] == "interrupted" and len(data["history"]) >= 1 and data["checkpoint"] == str(save)
 
 
-# A plugin (--import) that sends the command SIGTERM, as a scheduler would (slurm, kubernetes, `timeout`), right
-# after the first epoch's report: deterministic, no timing.
-_SIGTERM_AFTER_THE_FIRST_EPOCH = """
+# A plugin (--import) that sends the command SIGTERM, as a scheduler would (slurm, kubernetes, `timeout`), or SIGINT
+# (Ctrl-C), right after the first epoch's report: deterministic, no timing.
+_SIGNAL_AFTER_THE_FIRST_EPOCH = """
 import os, signal
 from qpnlp.commands._report import Report
 
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal (a background job ignores SIGINT)
 _epoch = Report.epoch
 
-def _epoch_then_sigterm(self, entry):
+def _epoch_then_signal(self, entry):
     _epoch(self, entry)
     if entry["epoch"] == 1:
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.{signal})
 
-Report.epoch = _epoch_then_sigterm
+Report.epoch = _epoch_then_signal
+"""
+_SIGTERM_AFTER_THE_FIRST_EPOCH = _SIGNAL_AFTER_THE_FIRST_EPOCH.format(signal="SIGTERM")
+
+# A plugin that sends the signal while the {call}th directory saved atomically (a training state, a word2fun
+# checkpoint) is written: its files are in the temporary directory, not yet put in place (qpnlp._atomic._place).
+_SIGNAL_WHILE_SAVING = """
+import os, signal
+from qpnlp import _atomic
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+_place, _calls = _atomic._place, []
+
+def _signal_then_place(tmp, target):
+    _calls.append(target)
+    if len(_calls) == {call}:
+        os.kill(os.getpid(), signal.{signal})
+    _place(tmp, target)
+
+_atomic._place = _signal_then_place
 """
 
 
@@ -670,12 +690,69 @@ def test_sigterm_stops_training_as_ctrl_c_does_and_resume_continues(server, ws, 
     data = json.loads(report.read_text())
     assert data["status"] == "interrupted" and data["error"] == "stopped by SIGTERM", data["error"]
     assert [e["epoch"] for e in data["history"]] == [1]
+    assert "continue with --resume" in line
     if command != "word2fun":                          # the best model so far is saved, as on Ctrl-C
-        assert "continue with --resume" in line and f"saved to {save}" in line
+        assert f"saved to {save}" in line
         assert load_checkpoint(save).metadata["interrupted"] == {"epoch": 1, "best_epoch": 1}
+    else:
+        assert line.endswith(f"; the checkpoint of epoch 1 (of 3) is in {save}; continue with --resume"), line
     code, _, stderr = server.run([*argv, "--resume"])
     assert code == 0, stderr
     assert [e["epoch"] for e in json.loads(report.read_text())["history"]] == [1, 2, 3]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no SIGTERM to send to a process")
+@pytest.mark.parametrize("name, status, words", [("SIGINT", 130, "interrupted"),
+                                                 ("SIGTERM", 143, "stopped by SIGTERM")])
+def test_an_interrupted_word2fun_says_what_out_keeps_and_how_to_continue(server, ws, tmp_path, name, status, words):
+    """``train word2fun`` said only "interrupted" where ``train qpdn`` says what was kept and "continue with
+    --resume". It now names the checkpoint in --out of the last epoch whose checkpoint was written whole (not the
+    epoch interrupted while its checkpoint was written), or says that nothing was kept."""
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    argv = _word2fun(ws, "--epochs", "3", "--out", out, "--report", report)
+
+    def interrupted(plugin: str, *extra) -> str:
+        code, _, stderr = server.run(["--import", _write(tmp_path / "plugin.py", plugin), *extra])
+        assert code == status and "Traceback" not in stderr, stderr
+        return [line for line in stderr.splitlines() if line.strip()][-1]
+
+    while_saving = {call: _SIGNAL_WHILE_SAVING.format(signal=name, call=call) for call in (1, 2)}
+    prefix, kept = f"qpnlp train word2fun: {words}; ", f"the checkpoint of epoch 1 (of 3) is in {out}"
+    assert interrupted(while_saving[1], *argv) == prefix + f"no epoch finished, nothing saved in {out}"
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert interrupted(while_saving[2], *argv) == prefix + kept + "; continue with --resume"
+    assert [e["epoch"] for e in json.loads(report.read_text())["history"]] == [1]
+    # resumed and interrupted before a new epoch is saved: the checkpoint it started from is still there
+    assert interrupted(while_saving[1], *argv, "--resume") == prefix + kept + "; continue with --resume"
+    code, _, stderr = server.run([*argv, "--resume"])
+    assert code == 0, stderr
+    assert [e["epoch"] for e in json.loads(report.read_text())["history"]] == [1, 2, 3]
+    after_an_epoch = _SIGNAL_AFTER_THE_FIRST_EPOCH.format(signal=name)
+    assert interrupted(after_an_epoch, *_word2fun(ws, "--epochs", "3")) == \
+        prefix + "nothing saved (--out DIR keeps a checkpoint after every epoch)"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows: no SIGINT to send to a process")
+@pytest.mark.parametrize("command", ["qpdn", "cnm"])
+def test_ctrl_c_while_a_training_state_is_written_names_the_epoch_resume_continues_from(server, ws, tmp_path,
+                                                                                       command):
+    """Ctrl-C while the training state of epoch 2 was written said "interrupted in epoch 3" (and recorded epoch 2
+    as finished in the --save model) while the state on disk was epoch 1's, from which --resume redoes epoch 2."""
+    plugin = _write(tmp_path / "sigint.py", _SIGNAL_WHILE_SAVING.format(signal="SIGINT", call=2))
+    report, save, state = tmp_path / "r.json", tmp_path / "model", tmp_path / "state"
+    build = {"qpdn": _train, "cnm": _match}[command]
+    argv = build(ws, "--epochs", "3", "--patience", "3", "--save", save, "--checkpoint-dir", state,
+                 "--report", report)
+    code, _, stderr = server.run(["--import", plugin, *argv])
+    assert code == 130 and "Traceback" not in stderr, stderr
+    line = [line for line in stderr.splitlines() if line.strip()][-1]
+    assert line.startswith(f"qpnlp train {command}: interrupted in epoch 2") and "continue with --resume" in line
+    assert load_checkpoint(save).metadata["interrupted"]["epoch"] == 1
+    assert [e["epoch"] for e in json.loads(report.read_text())["history"]] == [1]
+    code, _, stderr = server.run([*argv, "--resume"])
+    assert code == 0, stderr
+    assert [(e["epoch"], e.get("restored")) for e in json.loads(report.read_text())["history"]] == \
+        [(1, True), (2, None), (3, None)]
 
 
 def test_sigterm_raises_in_a_command_but_not_in_the_processes_of_its_launcher(monkeypatch):

@@ -54,7 +54,7 @@ from qpnlp._threads import torch_threads
 
 from ._common import show_progress
 from ._console import result_line, status_line
-from ._errors import CommandFailed, UsageError
+from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
 from ._processes import records_error, run_in_processes
 from ._report import Report, epoch_logger
@@ -398,8 +398,9 @@ def _checked_eras(args: argparse.Namespace, corpus) -> int:
     return args.eras
 
 
-def _epoch_history(report: Report, log):
-    """``fit``'s ``on_epoch``: one history entry and one line per epoch.
+def _epoch_history(report: Report, log, finished: list[int]):
+    """``fit``'s ``on_epoch``: one history entry and one line per epoch, the epoch (1-based) first appended to
+    ``finished`` (``fit`` calls ``on_epoch`` once the epoch's checkpoint, if any, is written whole).
 
     As for the other trainers, ``seconds`` is the training time so far; ``epoch_seconds``, ``tokens``,
     ``pairs`` and ``tokens_per_s`` are that epoch's own.
@@ -407,6 +408,7 @@ def _epoch_history(report: Report, log):
     done = {"tokens": 0, "pairs": 0, "seconds": 0.0, "compile": 0}
 
     def on_epoch(epoch: int, stats) -> None:
+        finished.append(epoch + 1)
         _restored_epochs(report, stats, epoch)
         if not done["compile"] and stats.compile_seconds >= 1:
             done["compile"] = 1
@@ -489,16 +491,53 @@ def _run(args: argparse.Namespace) -> int:
         return run_in_processes(args, report, env=locked)
     if not args.stream:
         report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
-    with report.guard():
-        return _train(args, report, corpus, cfg, options, vocabulary, words, main)
+    finished: list[int] = []                      # the epochs this run finished (--out: their checkpoints written)
+    try:
+        with report.guard():
+            return _train(args, report, corpus, cfg, options, vocabulary, words, main, finished)
+    except KeyboardInterrupt as stop:
+        if not main:                              # the first process says what --out keeps
+            raise
+        return _interrupted(args, stop, finished)
 
 
-def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool) -> int:
+def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt, finished: list[int]) -> int:
+    """Ctrl-C (or SIGTERM) while training or reporting: one line saying what ``--out`` keeps, exit 130 (143).
+
+    ``--out`` keeps the checkpoint of the last epoch this run finished (``finished``: its checkpoint written whole),
+    else, resumed, the one the run started from; an epoch interrupted while its checkpoint was written is not
+    finished, and the previous one's checkpoint is kept.
+    """
+    kept = finished[-1] if finished else (_resumed_epochs(args.out) if args.resume else 0)
+    message = f"{args.prog}: {how_stopped(stop)}"
+    if not args.out:
+        message += "; nothing saved (--out DIR keeps a checkpoint after every epoch)"
+    elif kept:
+        message += f"; the checkpoint of epoch {kept} (of {args.epochs}) is in {args.out}; continue with --resume"
+    else:
+        message += f"; no epoch finished, nothing saved in {args.out}"
+    status_line(message)
+    return interrupted_status(stop)
+
+
+def _resumed_epochs(checkpoint) -> int:
+    """The epochs done of the run saved at ``checkpoint``; 0 when none is there (or none readable)."""
+    from qpnlp.word2fun._run_state import saved_run
+
+    try:
+        run = saved_run(checkpoint)
+    except (OSError, ValueError):
+        return 0
+    return int(run.get("epochs_done", 0)) if run else 0
+
+
+def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool,
+           finished: list[int]) -> int:
     from qpnlp.interpret.temporal import equal_eras, era_label
     from qpnlp.word2fun import fit
     from qpnlp.word2fun.distributed import is_main_process, shutdown
 
-    on_epoch = _epoch_history(report, epoch_logger(report, "word2fun")) if main else None
+    on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
     result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
                  metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
                  log=sys.stderr)

@@ -89,9 +89,12 @@ class TrainingInterrupted(KeyboardInterrupt):
     model : torch.nn.Module
         The model, its parameters restored to those of ``best_epoch``.
     epoch : int
-        The last finished epoch, 0 if none.
+        The last finished epoch, 0 if none; with ``checkpoint_dir``, the last whose training state was written
+        whole, the one ``resume`` continues from (an epoch interrupted while its state was written is not
+        finished: ``resume`` trains it again).
     best_epoch : int
-        The epoch of the parameters ``model`` holds.
+        The epoch of the parameters ``model`` holds (it may be the epoch after ``epoch``, when Ctrl-C came while
+        the state of that epoch, the best so far, was written).
     best_score : float
         The dev score of ``best_epoch``.
     history : list of dict
@@ -234,6 +237,7 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, initial, log)
     history = progress["history"]
     start = time.perf_counter() - progress["elapsed"]
+    saved = progress["epoch"]                        # the last epoch whose training state is written whole
     try:
         while progress["epoch"] < config.epochs and progress["waited"] < config.patience:
             epoch = progress["epoch"] + 1
@@ -245,11 +249,14 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
             history.append(entry)
             if checkpoint_dir is not None:
                 _save_epoch(checkpoint_dir, model, best_state, optimisers, progress, identity, start, initial)
+                saved = epoch
             if log is not None:                       # after the state is saved: a logged epoch is never lost
                 log(entry)
     except KeyboardInterrupt:
         model.load_state_dict(best_state)
-        raise TrainingInterrupted(model=model, epoch=progress["epoch"], best_epoch=progress["best_epoch"],
+        # Ctrl-C while epoch k's state is written leaves k - 1's on disk: --resume redoes k, so k is not finished
+        finished = progress["epoch"] if checkpoint_dir is None else saved
+        raise TrainingInterrupted(model=model, epoch=finished, best_epoch=progress["best_epoch"],
                                   best_score=progress["best_score"], history=history,
                                   checkpoint_dir=checkpoint_dir) from None
     except TrainingDiverged as err:

@@ -124,6 +124,46 @@ def test_resumed_training_equals_an_uninterrupted_run_bit_for_bit(tmp_path, task
         [True, True, None]
 
 
+def _ctrl_c_while_writing_the_state_of(epoch, monkeypatch):
+    """Ctrl-C while the training state of epoch ``epoch`` is written: its tensors file is in the temporary directory
+    of the atomic write, which is not yet in place."""
+    from qpnlp.training import state
+
+    calls, write = [], state.save_tensors
+
+    def write_then_ctrl_c(*args, **kwargs):
+        write(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == epoch:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(state, "save_tensors", write_then_ctrl_c)
+
+
+@pytest.mark.parametrize("task", ["classification", "matching"])
+def test_ctrl_c_while_the_state_is_written_reports_the_epoch_on_disk_and_resume_redoes_the_next(
+        tmp_path, monkeypatch, task):
+    """Ctrl-C while the state of epoch 3 was written said epoch 3 was finished (``TrainingInterrupted.epoch``, the
+    commands' "interrupted in epoch 4") while the state on disk was epoch 2's, which ``resume`` continues from."""
+    build, make_config, train = TASKS[task]
+    config = make_config(epochs=4, patience=4, batch_size=8, lr=0.05, embedding_lr=0.05, seed=3, progress=False)
+    torch.manual_seed(0)
+    reference = build(5)
+    expected = train(reference, config)
+    torch.manual_seed(0)
+    with monkeypatch.context() as patch:
+        _ctrl_c_while_writing_the_state_of(3, patch)
+        with pytest.raises(TrainingInterrupted) as stopped:
+            train(build(5), config, checkpoint_dir=tmp_path / "state")
+    assert stopped.value.epoch == 2 and stopped.value.checkpoint_dir == tmp_path / "state"
+    assert json.loads((tmp_path / "state" / JSON_FILE).read_text())["progress"]["epoch"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state"]          # the temporary directory removed
+    resumed_model, logged = build(99), []
+    resumed = train(resumed_model, config, checkpoint_dir=tmp_path / "state", resume=True, log=logged.append)
+    assert [(h["epoch"], h.get("restored")) for h in logged] == [(1, True), (2, True), (3, None), (4, None)]
+    assert _equal_states(resumed_model, reference)
+    assert _without_seconds(resumed.history) == _without_seconds(expected.history)
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
 def test_a_double_precision_model_resumes_bit_for_bit(tmp_path, optimizer):
     """complex128 parameters and optimiser moments (safetensors has no complex128) survive the training state."""
