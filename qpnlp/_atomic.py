@@ -369,7 +369,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     path : str or os.PathLike
         The file to write or replace; its parent directories are made if missing.
     text : str
-        Written as UTF-8, ``\\n`` kept as ``\\n`` on every platform (:func:`atomic_file`).
+        Written as UTF-8, ``\\n`` kept as ``\\n`` on every platform (``atomic_file``).
     """
     with atomic_file(path) as handle:
         handle.write(text)

@@ -100,7 +100,7 @@ def selection_grid(args: argparse.Namespace, notes: list[str]) -> list[str]:
     ``--dropout 0.5`` with the default grid ``dropout=0,0.3 weighting=...`` trains dropout 0.5 and searches the
     weighting only; ``--lr 0.01`` with ``lr=1e-3,1e-4`` trains at 0.01 (a given option is never overridden by a
     default it did not ask for). An explicit ``--select`` axis wins over the option it varies, and says so (a line
-    appended to ``notes``, as :func:`grid_less_given` says what it left out).
+    appended to ``notes``, as ``grid_less_given`` says what it left out).
     """
     if args.select is not None:
         given = set(explicit_options(args))

@@ -93,7 +93,7 @@ def model_options(args: argparse.Namespace) -> dict:
 
 
 def check_effective_options(args: argparse.Namespace) -> None:
-    """Refuse an option that the others leave without effect (:class:`UsageError` naming both flags).
+    """Refuse an option that the others leave without effect (``UsageError`` naming both flags).
 
     ``--dim`` applies to random amplitudes only (with vectors the dimension is
     their width); ``--vectors``, ``--vectors-scale``, ``--vectors-backoff``
@@ -133,7 +133,7 @@ def vectors_scale(args: argparse.Namespace) -> float | None:
 
 def check_train_split(args: argparse.Namespace) -> None:
     """Refuse a ``--train-split`` that the run also selects on (dev) or scores (test), a silent leak
-    (:class:`UsageError`)."""
+    (``UsageError``)."""
     role = {"dev": "selects the epoch", "test": "is scored once after training"}.get(args.train_split)
     if role is not None:
         raise UsageError(f"--train-split {args.train_split}: the {args.train_split} split {role}; train on another "
@@ -142,7 +142,7 @@ def check_train_split(args: argparse.Namespace) -> None:
 
 def check_extra_train(args: argparse.Namespace) -> None:
     """Refuse ``--extra-train`` naming ``--dataset`` or one data set twice: its training data would count twice
-    (:class:`UsageError`)."""
+    (``UsageError``)."""
     for i, name in enumerate(args.extra_train):
         if name == args.dataset:
             raise UsageError(f"--extra-train {name}: {name} is --dataset, whose training data is used already; "

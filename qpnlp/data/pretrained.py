@@ -64,7 +64,7 @@ class PretrainedVectors:
         fallback vocabulary* appends to a training vocabulary when the
         training entry points are given ``pretrained_fallback=None`` (their
         default; :func:`pretrained_fallback_size`). :func:`~qpnlp.data.vectors.load_vectors`
-        sets the registered set's own (:attr:`~qpnlp.data.vectors.VectorSet.fallback`:
+        sets the registered set's own (:class:`fallback <qpnlp.data.vectors.VectorSet>`:
         400000 = all of ``glove-6b-50d``, chosen on dev in
         benchmarks/results/qpdn/SELECTION.md; 0 for ``spacy-md-300d``);
         default 0 (vectors read from a file, :func:`from_matrix`,
@@ -404,7 +404,7 @@ def pretrained_fallback_size(pretrained: PretrainedVectors | None, n: int | None
     ``n = None`` (the default of :func:`with_pretrained_fallback` and of the
     training entry points :func:`~qpnlp.training.classification.run_split`,
     :func:`~qpnlp.training.matching.run_matching` and their ``prepare``
-    functions) means :attr:`PretrainedVectors.fallback`: 400000 for
+    functions) means :class:`PretrainedVectors.fallback <PretrainedVectors>`: 400000 for
     ``load_vectors("glove-6b-50d")``, 0 for other vectors, and 0 without
     vectors. ``qpnlp train``'s ``--pretrained-fallback`` goes through this
     rule too, so the command and a Python user build the same vocabulary.
@@ -412,11 +412,13 @@ def pretrained_fallback_size(pretrained: PretrainedVectors | None, n: int | None
     Parameters
     ----------
     pretrained : PretrainedVectors or None
-        The vectors whose :attr:`~PretrainedVectors.fallback` is the default; None: no vectors (default 0).
+        The vectors whose ``fallback`` (:class:`PretrainedVectors`) is the default; None: no vectors (default 0).
     n : int or None, default None
         The number asked for, returned as given (not checked here; :func:`with_pretrained_fallback` appends at
         most the words the vectors have); None: the vectors' own.
 
+    Examples
+    --------
     >>> pretrained_fallback_size(from_matrix(["a"], np.ones((1, 2)))), pretrained_fallback_size(None)
     (0, 0)
     """
@@ -433,7 +435,7 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
     For GloVe the first words are the most frequent. Dev and test words unseen
     in training then keep their pretrained vectors instead of ``<unk>``; no dev
     or test text is used (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`).
-    ``n = None``: the vectors' own size, :attr:`PretrainedVectors.fallback`
+    ``n = None``: the vectors' own size, :class:`PretrainedVectors.fallback <PretrainedVectors>`
     (:func:`pretrained_fallback_size`). ``n = 0`` returns ``vocab`` itself.
 
     Parameters
@@ -444,7 +446,7 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
         The vectors whose first words are appended; None only with ``n`` 0 or None.
     n : int or None, default None
         How many words to append (fewer when the vectors have fewer new words); None:
-        :func:`pretrained_fallback_size` (the vectors' :attr:`~PretrainedVectors.fallback`, 0 without vectors).
+        :func:`pretrained_fallback_size` (the vectors' ``fallback``, 0 without vectors).
 
     Returns
     -------

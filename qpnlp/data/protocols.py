@@ -65,7 +65,7 @@ def carve_dev(
     ----------
     train : numpy.ndarray
         int64 indices, shape (n,): distinct integers in ``0 .. N-1`` (not a
-        boolean mask; see :func:`~qpnlp.data.classification.row_indices`).
+        boolean mask; see ``qpnlp.data.classification.row_indices``).
     labels : numpy.ndarray
         Labels of the WHOLE dataset, shape (N,), indexed by ``train``.
     dev_fraction : float, default 0.1
@@ -120,7 +120,8 @@ def _check_dev_fraction(dev_fraction) -> None:
         raise ValueError(f"dev_fraction must lie in [0, 1), got {dev_fraction!r}")
 
 
-#: Cross-validation folds of the papers' protocol (CR, MPQA, MR, SUBJ): :func:`splits`' and ``qpnlp train``'s default.
+#: Cross-validation folds of the papers' protocol (CR, MPQA, MR, SUBJ), the default of :func:`splits` and
+#: ``qpnlp train``.
 DEFAULT_FOLDS = 10
 
 

@@ -50,8 +50,8 @@ QA_DATASETS = ("trecqa", "wikiqa")
 _ALIASES = {"trec-qa": "trecqa", "trec_qa": "trecqa", "wiki-qa": "wikiqa", "wiki_qa": "wikiqa"}
 #: Training files (not filtered by default): TREC-QA's TRAIN-ALL and every data set's TRAIN.
 TRAIN_SPLITS = ("train", "train-all")
-#: The question filters, weakest first: keep every question; remove those without a correct candidate; remove
-#: those without a correct or without a wrong candidate.
+#: The question filters, weakest first, ``"none"`` keeping every question, ``"no-correct"`` removing those
+#: without a correct candidate and ``"clean"`` those without a correct or without a wrong candidate.
 QUESTION_FILTERS = ("none", "no-correct", "clean")
 #: The filter of each data set's dev and test, as in its published results (module docstring).
 STANDARD_FILTERS = {"trecqa": "clean", "wikiqa": "no-correct"}
@@ -65,6 +65,8 @@ def question_filter(value: bool | str) -> str:
     value : bool or str
         ``"none"``, ``"no-correct"`` or ``"clean"`` (ValueError for another string), or a bool.
 
+    Examples
+    --------
     >>> question_filter(True), question_filter("no-correct")
     ('clean', 'no-correct')
     """
@@ -132,7 +134,7 @@ class QADataset:
 
     @property
     def filtered(self) -> bool:
-        """Whether questions were removed: those without a correct candidate, at least."""
+        """Whether questions were removed (those without a correct candidate, at least)."""
         return self.question_filter != "none"
 
     def __len__(self) -> int:

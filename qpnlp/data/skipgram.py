@@ -158,6 +158,8 @@ class NegativeSampler:
         Exponent of the unigram counts (0.75 in word2vec and here).
     device : torch.device or str
 
+    Examples
+    --------
     >>> s = NegativeSampler(np.array([1, 0, 1]), device="cpu")
     >>> set(s.sample((100,), generator=torch.Generator().manual_seed(0)).tolist()) <= {0, 2}
     True

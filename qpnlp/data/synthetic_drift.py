@@ -128,6 +128,8 @@ def drift_spec(variant: str = "standard", **overrides) -> DriftSpec:
     **overrides
         :class:`DriftSpec` fields, over the variant's settings (``seed=3``).
 
+    Examples
+    --------
     >>> drift_spec("low-frequency", seed=3).rate, drift_spec(seed=3) == DriftSpec(seed=3)
     (4.0, True)
     """
@@ -181,6 +183,8 @@ def drift_mixture(year, strength, switch, width) -> np.ndarray:
     width : numpy.ndarray of float, shape (n_probes,)
         The ramp widths :math:`w`; 0 (or NaN) is a step at ``switch``.
 
+    Examples
+    --------
     >>> drift_mixture(np.array(1945.0), np.array([1.0, 0.5]), np.array([1950.0, 1940.0]), np.array([0.0, 20.0])).tolist()
     [0.0, 0.375]
     """

@@ -367,6 +367,8 @@ class TsvStream:
     rank, world : int
         This shard (set by :meth:`shard`).
 
+    Examples
+    --------
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.tsv"
     >>> _ = path.write_text("1900\\ta b\\n1901\\tb c\\n1902\\tc d\\n", encoding="utf-8")

@@ -115,6 +115,8 @@ def normalize_text(text: str) -> str:
     text : str
         Any text; not split into tokens.
 
+    Examples
+    --------
     >>> normalize_text("cafe\u0301 \uff45nergy union\u2019s a\u200bb") == "caf\u00e9 energy union's ab"
     True
     """

@@ -25,7 +25,7 @@ scaled (``spacy-md-300d``'s default 1/16 makes a copy in memory, 24 MB). Pass
 
 A registered set carries its settings (:class:`VectorSet`): the vectors are
 multiplied by its ``scale`` and record its ``fallback``
-(:attr:`PretrainedVectors.fallback`), the pretrained fallback vocabulary the
+(:class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>`), the pretrained fallback vocabulary the
 training entry points append when not told otherwise. A model may train
 with another scale on a set (CNM: 1/32 on ``spacy-md-300d``);
 :func:`qpnlp.training.defaults.default_vectors` loads a set as ``qpnlp train
@@ -84,7 +84,7 @@ class VectorSet:
     amplitude-norm softmax weights one-hot); ``fallback`` is the number of the
     set's first (most frequent) words a pretrained fallback vocabulary appends
     by default (benchmarks/results/qpdn/SELECTION.md), recorded by
-    :func:`load_vectors` in :attr:`PretrainedVectors.fallback`.
+    :func:`load_vectors` in :class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>`.
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ class VectorSet:
         The factor :func:`load_vectors` multiplies the vectors by when given no ``scale``.
     fallback : int, default 0
         The words a pretrained fallback vocabulary appends by default, recorded as
-        :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>`.
+        :class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>`.
     """
 
     loader: Callable[[], PretrainedVectors]
@@ -121,7 +121,7 @@ VECTOR_SETS: dict[str, VectorSet] = {
 
 def recommended_fallback(name_or_path: str | os.PathLike) -> int:
     """The default pretrained-fallback size for these vectors (a registered set's own; 0 for files): the
-    :attr:`PretrainedVectors.fallback` of ``load_vectors(name_or_path)``.
+    :class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>` of ``load_vectors(name_or_path)``.
 
     Parameters
     ----------
@@ -134,7 +134,7 @@ def recommended_fallback(name_or_path: str | os.PathLike) -> int:
 
 def recommended_scale(name_or_path: str | os.PathLike) -> float:
     """The factor :func:`load_vectors` multiplies these vectors by when given no ``scale`` (a registered set's own
-    :attr:`VectorSet.scale`; 1 for files). A model's own scale for a set is
+    :class:`VectorSet.scale <VectorSet>`; 1 for files). A model's own scale for a set is
     :func:`qpnlp.training.defaults.default_vectors_scale`.
 
     Parameters
@@ -162,7 +162,7 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         (:func:`~qpnlp.data.backoff.backoff_keys`).
     scale : float, optional
         Multiply every vector by this factor. Default: the registered set's
-        own :attr:`VectorSet.scale` (1/16 for ``spacy-md-300d``), 1 for files
+        own :class:`VectorSet.scale <VectorSet>` (1/16 for ``spacy-md-300d``), 1 for files
         (:func:`recommended_scale`). The scale ``qpnlp train MODEL`` applies,
         which a model may set per vector set (CNM: 1/32 on
         ``spacy-md-300d``), is
@@ -175,10 +175,10 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
         dev sets it did not help (benchmarks/results/qpdn/run-g-300d).
     fallback : int, optional
         The pretrained fallback vocabulary the vectors record
-        (:attr:`PretrainedVectors.fallback`: how many of their first words
+        (:class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>`: how many of their first words
         ``run_split`` / ``run_matching`` append to the training vocabulary
         by default). Default: the registered set's own
-        :attr:`VectorSet.fallback` (400000 for ``glove-6b-50d``, 0 for
+        :class:`VectorSet.fallback <VectorSet>` (400000 for ``glove-6b-50d``, 0 for
         ``spacy-md-300d``), 0 for files (:func:`recommended_fallback`).
 
     Raises
@@ -421,6 +421,8 @@ def spacy_hash(text: str) -> int:
     text : str
         The string, hashed as its UTF-8 bytes.
 
+    Examples
+    --------
     >>> spacy_hash("coffee")
     3197928453018144401
     """
@@ -466,6 +468,8 @@ def spacy_key(text: str) -> int:
     text : str
         The string.
 
+    Examples
+    --------
     >>> spacy_key("number"), spacy_key("numbers") == spacy_hash("numbers")
     (432, True)
     """

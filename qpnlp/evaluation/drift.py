@@ -1,10 +1,9 @@
 """Semantic-drift evaluation on a grid of time-specific vectors.
 
-Every model is scored through the same object: a grid ``E`` of shape
-(T, W, D) -- the vector of each of ``W`` words at each of ``T`` times -- with
-its ``words`` and ``years``.  Word2Fun produces it with
-:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.grid`; the gensim baselines
-of :mod:`qpnlp.evaluation.drift_baselines` produce it from word2vec models.
+Every model is scored through the same object: a grid ``E`` of shape (T, W, D) -- the vector of each of ``W``
+words at each of ``T`` times -- with its ``words`` and ``years``.  Word2Fun produces it with
+:meth:`~qpnlp.word2fun.keyed_vectors.KeyedVectors.grid`; the gensim baselines of
+:mod:`qpnlp.evaluation.drift_baselines` produce it from word2vec models.
 
 Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.PlantedDrift`:
 
@@ -17,15 +16,12 @@ Metrics (:func:`evaluate_grid`), for a :class:`~qpnlp.data.synthetic_drift.Plant
 * ``trap_mean_percentile`` -- mean percentile of the trap words' change among
   all probes (1 = most changed; a tie at its mid-rank), and ``trap_top_rank`` --
   the best (smallest) 1-based rank of a trap word (a tie at its best rank);
-* ``acc_before`` / ``acc_after`` -- how often the topic whose centroid is
-  nearest to a drift word is its source topic before the transition and its
-  dominant topic (destination if strength > 0.5, else source) after it, over
-  all years outside the transition; words with strength within 0.1 of 0.5 are
-  ambiguous and excluded from ``acc_after``;
-* ``change_year_mae`` -- mean absolute error of the change year estimated by
-  the best two-segment split (:func:`change_points`) for drift words with
-  strength >= 0.5; each segment spans at least ``min_segment_years`` (3) of
-  time whatever the grid's spacing (3 yearly times, 1 time of a decade grid).
+* ``acc_before`` / ``acc_after`` -- how often the topic whose centroid is nearest to a drift word is its source topic
+  before the transition and its dominant topic (destination if strength > 0.5, else source) after it, over all years
+  outside the transition; words with strength within 0.1 of 0.5 are ambiguous and excluded from ``acc_after``;
+* ``change_year_mae`` -- mean absolute error of the change year estimated by the best two-segment split
+  (:func:`change_points`) for drift words with strength >= 0.5; each segment spans at least ``min_segment_years`` (3)
+  of time whatever the grid's spacing (3 yearly times, 1 time of a decade grid).
 
 Example
 -------
@@ -240,6 +236,8 @@ def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple)
         When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined), when ``E``
         is not a finite real (T, W, D) tensor or ``years`` not T finite times.
 
+    Examples
+    --------
     >>> E = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]])
     >>> change_scores(E, np.array([0.0, 1.0]), (0, 0), (1, 1)).tolist()
     [0.0, 1.0]
@@ -354,6 +352,8 @@ def nearest_topic(E_probe: torch.Tensor, E_topics: torch.Tensor) -> torch.Tensor
         When ``E_probe`` is not a finite real (T, P, D) tensor, ``E_topics`` not a finite real
         (T, K, M, D) tensor with K, M >= 1, or their T or D differ (a NaN would pick topic 0 silently).
 
+    Examples
+    --------
     >>> probes = torch.tensor([[[1.0, 0.1]]])
     >>> topics = torch.tensor([[[[0.0, 1.0]], [[1.0, 0.0]]]])
     >>> nearest_topic(probes, topics).tolist()
@@ -392,6 +392,8 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
         When ``early`` or ``late`` contains no time of ``years``, when ``P`` is not a finite real
         (T, W, C) tensor or ``years`` not T finite times.
 
+    Examples
+    --------
     >>> P = torch.tensor([[[0.5, 0.5]], [[0.9, 0.1]]])
     >>> round(context_change_scores(P, np.array([0.0, 1.0]), (0, 0), (1, 1)).item(), 6)
     0.4

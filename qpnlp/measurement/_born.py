@@ -192,7 +192,7 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
     vectors : torch.Tensor
         Complex ``(..., k, r, d)`` effect factors, :math:`E_k = \sum_s |v_{ks}\rangle\langle v_{ks}|`
         (e.g. :attr:`POVM.vectors <qpnlp.measurement.POVM.vectors>`); leading dims broadcast
-        against the states' batch dims, without copying either (``einsum``, see :func:`squared_overlaps`).
+        against the states' batch dims, without copying either (``einsum``, see ``squared_overlaps``).
     validate : bool or "strict", optional
         Override the global validation mode for this call (:func:`~qpnlp.hilbert.set_validation`).
 

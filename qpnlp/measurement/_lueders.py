@@ -50,10 +50,11 @@ def lueders_update(system: PureState | Ensemble | DensityMatrix,
     Returns
     -------
     PureState, Ensemble or DensityMatrix
-        The kind of ``system``, batch shape ``B = torch.broadcast_shapes(S, K)``: a :class:`PureState`
-        ``(*B, d)``, an :class:`Ensemble` ``(*B, n, d)`` kept lazy (members that P annihilates get weight 0 and
-        a zero vector), a :class:`DensityMatrix` ``(*B, d, d)``, as :meth:`POVM.post_measurement_state
-        <qpnlp.measurement.POVM.post_measurement_state>` gives them.
+        The kind of ``system``, batch shape ``B = torch.broadcast_shapes(S, K)``: a
+        :class:`~qpnlp.hilbert.PureState` ``(*B, d)``, an :class:`~qpnlp.hilbert.Ensemble` ``(*B, n, d)`` kept lazy
+        (members that P annihilates get weight 0 and a zero vector), a :class:`~qpnlp.hilbert.DensityMatrix`
+        ``(*B, d, d)``, as :meth:`POVM.post_measurement_state <qpnlp.measurement.POVM.post_measurement_state>` gives
+        them.
 
     Raises
     ------

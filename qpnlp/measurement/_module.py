@@ -199,8 +199,8 @@ class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
         ----------
         states : torch.Tensor, or PureState, Ensemble or DensityMatrix
             Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
-            when ``weights`` is given; or a :class:`PureState`, :class:`Ensemble` (its members and weights)
-            or :class:`DensityMatrix` (:meth:`forward_dense`), alone.
+            when ``weights`` is given; or a :class:`~qpnlp.hilbert.PureState`, :class:`~qpnlp.hilbert.Ensemble`
+            (its members and weights) or :class:`~qpnlp.hilbert.DensityMatrix` (:meth:`forward_dense`), alone.
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional
@@ -251,7 +251,8 @@ class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
                                outcome: int) -> PureState | Ensemble | DensityMatrix:
         """Lueders-rule state after observing ``outcome`` (see :func:`lueders_update`): the kind of ``system``.
 
-        A :class:`PureState` stays pure, an :class:`Ensemble` lazy and a :class:`DensityMatrix` dense, as
+        A :class:`~qpnlp.hilbert.PureState` stays pure, an :class:`~qpnlp.hilbert.Ensemble` lazy and a
+        :class:`~qpnlp.hilbert.DensityMatrix` dense, as
         :meth:`POVMMeasurement.post_measurement_state <qpnlp.measurement.POVMMeasurement.post_measurement_state>`.
         """
         outcome = _checks.check_outcome(outcome, self.num_outcomes)      # 1.0 a TypeError, as POVM's

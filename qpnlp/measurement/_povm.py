@@ -221,8 +221,8 @@ class POVM(Batched):
     def probabilities(self, system) -> torch.Tensor:
         r"""Born probabilities :math:`\operatorname{Tr}(\rho E_k) = \sum_i p_i \sum_s |\langle v_{ks}|w_i\rangle|^2`.
 
-        ``system`` is a :class:`PureState`, an :class:`Ensemble` (lazy, no
-        d x d matrix) or a :class:`DensityMatrix` of batch shape ``S``; its
+        ``system`` is a :class:`~qpnlp.hilbert.PureState`, an :class:`~qpnlp.hilbert.Ensemble` (lazy, no
+        d x d matrix) or a :class:`~qpnlp.hilbert.DensityMatrix` of batch shape ``S``; its
         batch dims broadcast with the POVM's ``P`` (ValueError when they do
         not broadcast): real ``(*torch.broadcast_shapes(S, P), k)``. The
         contraction broadcasts through ``einsum``: ``(N, 1)`` systems with

@@ -135,8 +135,8 @@ class POVMMeasurement(PicklableParametrizations, nn.Module):
         ----------
         states : torch.Tensor, or PureState, Ensemble or DensityMatrix
             Complex ``(..., d)`` pure states, or ``(..., n, d)`` mixture members
-            when ``weights`` is given; or a :class:`PureState`, :class:`Ensemble` (its members and weights)
-            or :class:`DensityMatrix` (:meth:`forward_dense`), alone.
+            when ``weights`` is given; or a :class:`~qpnlp.hilbert.PureState`, :class:`~qpnlp.hilbert.Ensemble`
+            (its members and weights) or :class:`~qpnlp.hilbert.DensityMatrix` (:meth:`forward_dense`), alone.
         weights : torch.Tensor, optional
             Real ``(..., n)`` mixture weights.
         mask : torch.Tensor, optional

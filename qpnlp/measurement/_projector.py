@@ -111,7 +111,7 @@ class Projector(Batched):
         Parameters
         ----------
         system : PureState, Ensemble or DensityMatrix
-            Batch shape ``S``, dimension d. An :class:`Ensemble` is measured from its members and weights
+            Batch shape ``S``, dimension d. An :class:`~qpnlp.hilbert.Ensemble` is measured from its members and weights
             (no d x d matrix).
 
         Returns

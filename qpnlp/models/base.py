@@ -2,7 +2,7 @@
 
 Every model of the library (and every model a user adds) is a
 :class:`Model`: an ``nn.Module`` built from a JSON-serialisable config
-dataclass (:class:`ModelConfig`, strict :meth:`~ModelConfig.from_dict`),
+dataclass (:class:`ModelConfig`, strict ``from_dict``),
 registered by name with :func:`register_model`. The trainer, the CLI,
 checkpoints and ``qpnlp evaluate`` look models up in the registry and never
 switch on model names.
@@ -313,7 +313,7 @@ class Model(PrecisionMixin, nn.Module):
         self.config = config
 
     def extra_repr(self) -> str:
-        """The config's settings that differ from their defaults, first in ``print(model)`` (:func:`config_repr`)."""
+        """The config's settings that differ from their defaults, first in ``print(model)`` (``config_repr``)."""
         return config_repr(self.config)
 
     @classmethod

@@ -77,8 +77,8 @@ class RealBagOfWords(Model):
         Real ``(num_words, dim)`` initial values of the first d of the 2d coordinates (GloVe rows); the other d,
         and all 2d when None, are drawn from N(0, 1/d).
     idf : torch.Tensor, optional
-        ``(num_words,)`` positive IDF values, needed for ``weighting="idf"`` (:meth:`build` computes them from the
-        training vocabulary) and ignored otherwise.
+        ``(num_words,)`` positive IDF values, needed for ``weighting="idf"`` (:meth:`~qpnlp.models.Model.build`
+        computes them from the training vocabulary) and ignored otherwise.
     generator : torch.Generator, optional
         Seeds every initial parameter (the global random state is untouched): the word vectors, then the
         classifier (weight, bias).

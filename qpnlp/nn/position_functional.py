@@ -1,10 +1,10 @@
 r"""Functional core of :mod:`qpnlp.nn.position`: the position encodings as functions on plain tensors.
 
-* :func:`complex_order_embedding` -- :math:`r\, e^{i(\omega\,\mathrm{pos} + \theta)}` element-wise
+* :func:`~qpnlp.nn.position.complex_order_embedding` -- :math:`r\, e^{i(\omega\,\mathrm{pos} + \theta)}` element-wise
   (Wang et al., ICLR 2020, eq. 5), with a fused autograd function for :math:`r e^{i\alpha}`;
-* :func:`sinusoidal_frequencies`, :func:`sinusoidal_position_encoding` -- the TPE of Vaswani et al.
-  (2017, eq. 7), :math:`\omega_k = 10000^{-2k/d_\text{model}}`;
-* :func:`default_positions` -- :math:`0..L-1` counted over the real tokens.
+* :func:`~qpnlp.nn.position.sinusoidal_frequencies`, :func:`~qpnlp.nn.position.sinusoidal_position_encoding` -- the
+  TPE of Vaswani et al. (2017, eq. 7), :math:`\omega_k = 10000^{-2k/d_\text{model}}`;
+* :func:`~qpnlp.nn.position.default_positions` -- :math:`0..L-1` counted over the real tokens.
 
 The embedding modules that look up :math:`r`, :math:`\omega` and :math:`\theta` per word, and the properties of
 the encoding (offset transformation, boundedness, TPE as the word-sharing complex code), are in
@@ -185,7 +185,7 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
     d_model : int, optional
         Width of the real encoding they come from (default ``2 n``).
     base : float
-        Positive, finite; default :data:`TPE_BASE` (10000, the Transformer's).
+        Positive, finite; default :data:`~qpnlp.nn.position_functional.TPE_BASE` (10000, the Transformer's).
     dtype : torch.dtype
         A real floating dtype of the result (default float32).
     device : torch.device or str, optional
@@ -224,7 +224,7 @@ def sinusoidal_position_encoding(positions: Tensor, dim: int, *, base: float = T
     dim : int
         Width of the encoding, >= 1.
     base : float
-        Positive, finite; default :data:`TPE_BASE` (10000, the Transformer's).
+        Positive, finite; default :data:`~qpnlp.nn.position_functional.TPE_BASE` (10000, the Transformer's).
     dtype : torch.dtype, optional
         Real dtype of the result; None: that of floating ``positions``, else the default dtype.
 

@@ -296,7 +296,7 @@ def split_cayley_step_parameters(module: nn.Module) -> tuple[list[Tensor], list[
 
     Parameters
     ----------
-    module : nn.Module
+    module : torch.nn.Module
         A model or layer; the ``weight`` of each :class:`StateTransition` in mode ``"cayley_step"`` among its
         submodules goes to the first list.
 

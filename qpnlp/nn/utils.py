@@ -60,7 +60,7 @@ def real_parameter_count(module: nn.Module) -> int:
 
     Parameters
     ----------
-    module : nn.Module
+    module : torch.nn.Module
         Any module; its parameters (shared ones once, frozen ones included) are counted.
 
     Examples

@@ -193,7 +193,7 @@ def _pure_states(draw, dim, batch_shape, dtype, device) -> PureState:
 
 
 def pure_states(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), device="cpu") -> SearchStrategy:
-    """:class:`PureState` objects: Haar-random, basis states and two-term superpositions.
+    """:class:`~qpnlp.hilbert.PureState` objects: Haar-random, basis states and two-term superpositions.
 
     Parameters
     ----------
@@ -234,7 +234,7 @@ def _ensembles(draw, dim, batch_shape, dtype, max_states, masked, device) -> Ens
 
 def ensembles(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(), max_states: int = 6,
               masked: bool | SearchStrategy = st.booleans(), device="cpu") -> SearchStrategy:
-    """Lazy :class:`Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded.
+    """Lazy :class:`~qpnlp.hilbert.Ensemble` mixtures of 1..max_states states with Dirichlet weights, optionally padded.
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ def _density_matrices(draw, dim, batch_shape, dtype, method, rank, device) -> De
 def density_matrices(dim=dims(), batch_shape=batch_shapes(), dtype=complex_dtypes(),
                      method=st.sampled_from(("ensemble", "ginibre", "bures", "pure")), rank=None,
                      device="cpu") -> SearchStrategy:
-    r""":class:`DensityMatrix` objects.
+    r""":class:`~qpnlp.hilbert.DensityMatrix` objects.
 
     ``method``: ``"ensemble"`` (dense form of :func:`ensembles`),
     ``"ginibre"`` or ``"hilbert-schmidt"`` (:math:`G G^\dagger / \operatorname{Tr} G G^\dagger`,
@@ -351,7 +351,8 @@ def _projectors(draw, dim, rank, batch_shape, dtype, device) -> Projector:
 
 def projectors(dim=dims(), rank=None, batch_shape=batch_shapes(), dtype=complex_dtypes(),
                device="cpu") -> SearchStrategy:
-    """Random rank-r :class:`Projector` batches, onto the span of r orthonormal rows of a Haar unitary.
+    """Random rank-r :class:`~qpnlp.measurement.Projector` batches, onto the span of r orthonormal rows of a Haar
+    unitary.
 
     Parameters
     ----------
@@ -437,7 +438,7 @@ def povms(dim=dims(), num_outcomes=None, rank=None, batch_shape=batch_shapes(), 
 
     ``method``: ``"haar"`` (:func:`~qpnlp.measurement.random_povm`, k outcomes
     of rank r with k r >= d), ``"frame"`` (rank 1 from a random Gaussian frame
-    of k >= d vectors, :meth:`POVM.from_frame`) or ``"projective"`` (a random
+    of k >= d vectors, :meth:`POVM.from_frame <qpnlp.measurement.POVM.from_frame>`) or ``"projective"`` (a random
     orthonormal basis, k = d). When ``num_outcomes`` or ``rank`` are given, a drawn
     method that cannot give them (``"projective"`` unless k = d and r = 1,
     ``"frame"`` unless r = 1 and k >= d) becomes ``"haar"``; given as a plain

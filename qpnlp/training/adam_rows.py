@@ -23,7 +23,7 @@ for bit.
 
 numba is optional (``pip install "qpnlp[fast]"``): without it, for tensors the
 loop does not take (:func:`accepts`), or with ``QPNLP_SPARSE_ADAM_COMPILED=0``,
-:class:`RowSparseAdam` uses torch ops.
+:class:`~qpnlp.training.sparse_rmsprop.RowSparseAdam` uses torch ops.
 """
 
 from __future__ import annotations

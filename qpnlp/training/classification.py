@@ -38,7 +38,7 @@ from .trainer import FitResult, accuracy, fit, seeded
 #: The word-vector dimension of a model trained without pretrained vectors (``--no-pretrained``), when not given.
 DEFAULT_DIM = 50
 
-# Below this share of the training words with a pretrained vector, the vectors are most likely the wrong ones.
+#: Below this share of the training words with a pretrained vector, the vectors are most likely the wrong ones.
 MIN_VECTOR_COVERAGE = 0.1
 
 
@@ -88,8 +88,8 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     ``pretrained_fallback = n > 0`` appends n more words, the first (for GloVe:
     most frequent) pretrained words the training vocabulary lacks
     (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`); ``None`` (the
-    default) takes the vectors' own n, :attr:`PretrainedVectors.fallback
-    <qpnlp.data.pretrained.PretrainedVectors.fallback>` (400000 for
+    default) takes the vectors' own n, :class:`PretrainedVectors.fallback
+    <qpnlp.data.pretrained.PretrainedVectors>` (400000 for
     ``load_vectors("glove-6b-50d")``, 0 for other vectors and without
     vectors), as ``qpnlp train`` does without ``--pretrained-fallback``. The
     vocabulary then holds V = (training words) + n ids and the pretrained
@@ -151,7 +151,7 @@ def run_split(kind: str, dataset: ClassificationDataset, split: Split, pretraine
     ``qpnlp train KIND`` passes :func:`~qpnlp.training.defaults.default_train_config` (``kind``'s training
     defaults), the vectors of :func:`~qpnlp.training.defaults.default_vectors` and ``--pretrained-fallback``
     (None when not given). ``pretrained_fallback=None``, the default, is the vectors' own
-    (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, recorded by
+    (:class:`fallback <qpnlp.data.pretrained.PretrainedVectors>`, recorded by
     :func:`~qpnlp.data.vectors.load_vectors`: 400000, all of GloVe 6B, for ``glove-6b-50d``; 0 for
     ``spacy-md-300d``, files and no vectors); an int is the number of words appended.
 
@@ -273,7 +273,7 @@ def apply_setting(setting: dict, model_options: dict, train_config: TrainConfig)
         raise ConfigError(f"setting {train}: {err}") from None
 
 
-# Fields of a model config that the trainer fills from the data; never options, never selected.
+#: Fields of a model config that the trainer fills from the data; never options, never selected.
 FILLED_FROM_DATA = frozenset({"num_words", "num_classes", "dim"})
 
 

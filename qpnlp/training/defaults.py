@@ -17,7 +17,7 @@ The vectors of the command are :func:`default_vectors`: the set scaled as the
 model trains on it (:func:`default_vectors_scale`; CNM multiplies spaCy's
 vectors by 1/32 where :func:`~qpnlp.data.vectors.load_vectors` alone gives the
 set's 1/16), and recording the set's pretrained fallback vocabulary
-(:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`), which
+(:class:`fallback <qpnlp.data.pretrained.PretrainedVectors>`), which
 ``run_split`` / ``run_matching`` append when given ``pretrained_fallback=None``.
 
 >>> default_vectors_scale("cnm", vectors="spacy-md-300d"), default_vectors_scale("qpdn", vectors="spacy-md-300d")
@@ -89,6 +89,8 @@ def default_embedding_lr(kind: str, *, dataset: str | None = None, vectors: str 
     lr : float or None, default None
         The dense parameters' rate, returned when the model sets none.
 
+    Examples
+    --------
     >>> default_embedding_lr("qpdn", lr=0.1), default_embedding_lr("cnm", lr=0.1), default_embedding_lr("cnm")
     (0.001, 0.1, None)
     """
@@ -139,7 +141,7 @@ def default_vectors_scale(kind: str | None, *, vectors: str | os.PathLike = DEFA
     """The factor ``qpnlp train KIND --vectors VECTORS --dataset DATASET`` multiplies the vectors by without
     ``--vectors-scale``: the model's ``vectors_scale`` for this vector set and data set
     (:meth:`~qpnlp.models.base.Model.training_default`; CNM: 1/32 on ``spacy-md-300d``, chosen on dev), else the
-    set's own :attr:`~qpnlp.data.vectors.VectorSet.scale` (:func:`~qpnlp.data.vectors.recommended_scale`: 1/16
+    set's own :class:`scale <qpnlp.data.vectors.VectorSet>` (:func:`~qpnlp.data.vectors.recommended_scale`: 1/16
     for ``spacy-md-300d``, 1 for ``glove-6b-50d`` and files). ``kind=None``: no model, the set's own.
 
     Parameters
@@ -162,7 +164,7 @@ def default_vectors(kind: str | None, *, vectors: str | os.PathLike = DEFAULT_VE
     """The vectors ``qpnlp train KIND --vectors VECTORS --dataset DATASET`` trains with (the command loads them
     here): :func:`~qpnlp.data.vectors.load_vectors` with ``scale`` (``--vectors-scale``), by default
     :func:`default_vectors_scale`; ``backoff`` and ``words`` as there. The vectors record the set's pretrained
-    fallback vocabulary (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`, 400000 for ``glove-6b-50d``),
+    fallback vocabulary (:class:`fallback <qpnlp.data.pretrained.PretrainedVectors>`, 400000 for ``glove-6b-50d``),
     which :func:`~qpnlp.training.classification.run_split` and :func:`~qpnlp.training.matching.run_matching`
     append by default, as the command does without ``--pretrained-fallback``.
 

@@ -121,7 +121,7 @@ def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None
     epoch, batch : int
         Where it happened (1-based), named in the error; in the first batch of the first epoch the error blames the
         model rather than the learning rates.
-    config : qpnlp.training.config.TrainConfig
+    config : ~qpnlp.training.TrainConfig
         Its learning rates are named in the error.
     """
     if not math.isfinite(loss):

@@ -158,7 +158,7 @@ def prepare_qa(train: QADataset, others: dict[str, QADataset], pretrained: Pretr
         ``n > 0`` appends the first n pretrained words (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`),
         so a dev or test word unseen in training keeps its own pretrained state (and an exact question-answer word
         overlap stays visible) instead of becoming ``<unk>``; None: the vectors' own n,
-        :attr:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors.fallback>` (400000 for
+        :class:`PretrainedVectors.fallback <qpnlp.data.pretrained.PretrainedVectors>` (400000 for
         ``load_vectors("glove-6b-50d")``, 0 for other vectors and without vectors), as ``qpnlp train`` does.
     """
     vocab = with_pretrained_fallback(
@@ -215,6 +215,8 @@ def triplet_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float =
     margin : float, default 0.1
         The margin :math:`\alpha`.
 
+    Examples
+    --------
     >>> triplet_loss(torch.tensor([0.9, 0.5]), torch.tensor([0.2, 0.45]), margin=0.1)
     tensor(0.0250)
     """
@@ -396,7 +398,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
 
     Parameters
     ----------
-    model : nn.Module
+    model : torch.nn.Module
         ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``.
     train, dev : EncodedQA
         ``dev`` must be filtered (every question has a correct candidate).
@@ -492,7 +494,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         Keep the first this many questions of every split (quick runs); None: all.
     pretrained_fallback : int or None, default None
         The number of pretrained words appended to the vocabulary; None: the vectors' own
-        (:attr:`~qpnlp.data.pretrained.PretrainedVectors.fallback`: 400000, all of GloVe 6B, for
+        (:class:`fallback <qpnlp.data.pretrained.PretrainedVectors>`: 400000, all of GloVe 6B, for
         ``glove-6b-50d``; 0 for ``spacy-md-300d``, files and no vectors).
     extra_train : tuple of str, default ()
         Other data sets whose training splits are added to the training data (transfer, e.g. WikiQA for the 93

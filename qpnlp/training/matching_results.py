@@ -56,7 +56,7 @@ class MatchingRun:
         The data set's name, a key of :data:`~qpnlp.data.qa.QA_DATASETS` (also when ``extra_train`` added other
         data sets' training splits).
     dev : dict
-        The dev metrics of the selected epoch (:attr:`MatchingFitResult.best_dev`).
+        The dev metrics of the selected epoch (``best_dev`` of :class:`MatchingFitResult`).
     evaluation : dict of str -> dict
         The metrics of each evaluation split whose file exists, scored once with the best-dev parameters.
     best_epoch : int
@@ -64,7 +64,7 @@ class MatchingRun:
     seconds : float
         Wall time of the training, in seconds (scoring the evaluation splits excluded).
     history : list of dict
-        One entry per epoch (:attr:`MatchingFitResult.history`), with ``"<split>": metrics`` for each of
+        One entry per epoch (``history`` of :class:`MatchingFitResult`), with ``"<split>": metrics`` for each of
         ``observe_splits``.
     model : qpnlp.models.Model
         The trained model, holding the best-dev parameters (in eval mode, on the training device).

@@ -37,7 +37,7 @@ class Optimisers:
     parameter :math:`W`) take :class:`~qpnlp.nn.CayleyStepSGD` with step size ``config.lr`` instead, the
     poster's eq. 3, :math:`W \\leftarrow (I + \\tfrac{\\eta}{2} A)^{-1} (I - \\tfrac{\\eta}{2} A) W` with
     :math:`A = G W^H - W G^H`, which keeps :math:`W` unitary (no weight decay, no moments: a Euclidean
-    step would leave the unitary group). They come last in :attr:`optimisers`, only where the model has them.
+    step would leave the unitary group). They come last in ``optimisers``, only where the model has them.
 
     Only the rows of a batch are touched in the embedding tables, so a training
     step costs about as much as forward + backward (benchmarks/qpdn_train_step.py).
@@ -47,7 +47,7 @@ class Optimisers:
     model : torch.nn.Module
         The model trained: its sparse embedding tables go to SparseAdam (or SparseRMSprop), its unitary state
         transitions to the Cayley step, every other parameter with ``requires_grad`` to Adam (or RMSprop).
-    config : qpnlp.training.config.TrainConfig
+    config : ~qpnlp.training.TrainConfig
         ``lr``, ``embedding_lr``, ``phase_lr``, ``weight_decay`` and ``optimizer`` are read.
     """
 

@@ -148,7 +148,7 @@ def run_identity(model: torch.nn.Module, config, data: str) -> dict:
     ----------
     model : torch.nn.Module
         The model trained: its registry name, config and trainable parameters' names are recorded.
-    config : qpnlp.training.config.TrainConfig
+    config : ~qpnlp.training.TrainConfig
         The training settings; those of :data:`RESUMABLE_CHANGES` are left out.
     data : str
         A fingerprint of the training and dev data (:func:`data_fingerprint`).

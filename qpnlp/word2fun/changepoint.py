@@ -132,7 +132,7 @@ def context_sketch_sums(source, n_words: int, keep: np.ndarray, start: float, en
     counts : torch.Tensor
         int64, (V, bins): the occurrences.
 
-    Besides the two tables, a chunk costs its tokens: each block of :data:`BLOCK_TOKENS` tokens is summarised
+    Besides the two tables, a chunk costs its tokens: each block of ``BLOCK_TOKENS`` tokens is summarised
     and counted on its own (``index_add_``), so neither a corpus in memory (one chunk) nor the ``V x bins``
     tables are copied per chunk (a ``bincount`` of the table per chunk made a streamed pass cost
     chunks x V x bins).

@@ -83,6 +83,8 @@ class TimeScale:
     scale : float, default 60.0
         The normalised span :math:`S` (positive, finite): :math:`\\tau` runs over :math:`[0, S]`.
 
+    Examples
+    --------
     >>> TimeScale(1900, 2000, 60.0).normalise(torch.tensor([1900.0, 1950.0, 2000.0])).tolist()
     [0.0, 30.0, 60.0]
     """
@@ -140,6 +142,8 @@ def fixed_frequencies(dim: int, base: float = 10000.0, *, dtype: torch.dtype = t
     dtype : torch.dtype, default torch.float32
         The dtype computed in and returned.
 
+    Examples
+    --------
     >>> fixed_frequencies(4).tolist()
     [1.0, 0.009999999776482582]
     >>> fixed_frequencies(4, dtype=torch.float64).tolist()
@@ -175,6 +179,8 @@ def harmonic_frequencies(dim: int, scale: float, max_periods: float | None = Non
     dtype : torch.dtype, default torch.float32
         The dtype computed in and returned.
 
+    Examples
+    --------
     >>> (harmonic_frequencies(4, 1.0) / math.pi).tolist()
     [0.5, 1.0]
     >>> (harmonic_frequencies(8, 1.0, max_periods=0.5) / math.pi).tolist()
@@ -323,6 +329,8 @@ def word2fun_loss(f: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor, red
         :math:`c`, the weight of the negative term (the loss that
         :class:`~qpnlp.word2fun.config.TrainConfig`'s ``negative_weight`` trains).
 
+    Examples
+    --------
     >>> z = torch.zeros(1, 2)
     >>> round(word2fun_loss(z, z, torch.zeros(1, 3, 2)).item(), 4)  # 2 log 2
     1.3863

@@ -82,7 +82,7 @@ CONTEXT_CHUNK_VALUES = 1 << 22
 
 def _mean_sigmoid(f: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
     r""":math:`\frac1T \sum_t \sigma(f_t \cdot h_v)` of vectors ``f`` (T, D) and ``H`` (V, D): (V,), summed over chunks
-    of the times, so that at most :data:`CONTEXT_CHUNK_VALUES` probabilities are held at once, never (T, V)."""
+    of the times, so that at most ``CONTEXT_CHUNK_VALUES`` probabilities are held at once, never (T, V)."""
     chunk = max(1, CONTEXT_CHUNK_VALUES // max(H.shape[0], 1))
     total = sum(torch.sigmoid(f[i:i + chunk] @ H.T).sum(0) for i in range(0, f.shape[0], chunk))
     return total / f.shape[0]
@@ -280,7 +280,7 @@ class KeyedVectors:
         raw ``times`` (T,): shape (T, W), on the CPU; column j is the trajectory of ``others[j]``.
 
         The vectors of ``others`` come from one grid of (T, w, D) vectors per chunk of w words, at most
-        :data:`CONTEXT_CHUNK_VALUES` values each (a single chunk while T W D is within it), not from one query per
+        ``CONTEXT_CHUNK_VALUES`` values each (a single chunk while T W D is within it), not from one query per
         word; the times are checked (and a time outside the training span warned about) once.
         """
         others = _word_list(others)
@@ -358,7 +358,7 @@ class KeyedVectors:
         measure: str = "cosine",
     ) -> np.ndarray:
         """:meth:`change_degree` of each of ``words`` (W,), float64 (W,): the vectors of the two periods, (T_a, W, D)
-        and (T_b, W, D), are computed for chunks of words at once, at most :data:`CONTEXT_CHUNK_VALUES` entries per
+        and (T_b, W, D), are computed for chunks of words at once, at most ``CONTEXT_CHUNK_VALUES`` entries per
         chunk (one :meth:`grid` call per chunk, not per word)."""
         ta = self._times(*self._period(period_a, "period_a"), step, "period_a")
         tb = self._times(*self._period(period_b, "period_b"), step, "period_b")

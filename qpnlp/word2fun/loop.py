@@ -19,7 +19,7 @@ epoch's tokens done, whichever the source.  An epoch whose mean loss is NaN or
 infinite, or after which a parameter is (the loss of a batch is computed before
 its update, so the last update of an epoch shows in no loss), raises
 :class:`~qpnlp.word2fun.TrainingDiverged`; an epoch that drew no skip-gram pair
-at all (:func:`no_pairs`) raises ``ValueError``: it would leave the vectors as
+at all (``no_pairs``) raises ``ValueError``: it would leave the vectors as
 initialised.
 
 **The loss.**  The batches' summed losses are added up where they are computed, in a

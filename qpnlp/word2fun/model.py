@@ -508,7 +508,7 @@ class Word2Fun(Model):
         :math:`f(u_w, \tau_t)` for every pair, equal bit for bit to :meth:`vectors` at the (T, W) pairs: each
         word's rows (:meth:`tables`) are gathered once, (W, n), and broadcast against the normalised times
         :math:`\tau` (T, 1) (the "sliced" family gathers its (T, W) slice rows, the grid itself).  The family's
-        function goes in blocks of times of at most :data:`GRID_CHUNK_VALUES` entries, so that the intermediates
+        function goes in blocks of times of at most ``GRID_CHUNK_VALUES`` entries, so that the intermediates
         of a (t, W, D) block stay small however large the grid; the logistic step's sigmoid
         :math:`\sigma(k_u (\tau_t / S - c_u))` (T, W, 1) is taken in one piece, as :meth:`vectors` takes it
         (torch rounds the vectorised body and the tail of its sigmoid differently).

@@ -377,7 +377,7 @@ def centre_sgd_step_tensor(
     row_lr : torch.Tensor, shape (N,), optional
         A learning-rate multiplier per centre token for the rows of
         :math:`f(u_n, \\cdot)` (not the compass): rare words step further.
-    centre_lr : float, default :data:`STEP_CENTRE_LR`
+    centre_lr : float, default :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`
         Step multiplier of the logistic steps' centres.
 
     Returns
