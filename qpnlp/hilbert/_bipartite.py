@@ -148,7 +148,10 @@ def negativity(rho, dims: Sequence[int]) -> torch.Tensor:
     Vidal & Werner, Phys. Rev. A 65, 032314 (2002), QuTiP's ``negativity``;
     zero for separable states, :math:`(d-1)/2` for a maximally entangled
     state of two d-level systems. For pure states
-    :math:`\|\rho^{T_B}\|_1 = (\sum_k c_k)^2`. Real ``(...)``.
+    :math:`\|\rho^{T_B}\|_1 = (\sum_k c_k)^2`. Real ``(...)``. Gradient: finite at
+    repeated eigenvalues of :math:`\rho^{T_B}` and Schmidt coefficients; a zero
+    eigenvalue of :math:`\rho^{T_B}` (the kink of :math:`|\cdot|`) contributes 0, a zero
+    Schmidt coefficient of a pure state the SVD's subgradient.
 
     Parameters
     ----------
@@ -204,7 +207,8 @@ def mutual_information(rho, dims: Sequence[int], *, base: float = math.e) -> tor
     Non-negative, zero iff :math:`\rho = \rho_A \otimes \rho_B`, at most
     :math:`2\log\min(d_A, d_B)` (Nielsen & Chuang section 11.3; QuTiP's
     ``entropy_mutual``). For pure states :math:`2 S(\rho_A)` from the
-    Schmidt coefficients. Real ``(...)``, nats by default.
+    Schmidt coefficients. Real ``(...)``, nats by default. Gradients as in
+    :func:`von_neumann_entropy`: zero eigenvalues of the states contribute 0.
 
     Parameters
     ----------

@@ -50,6 +50,9 @@ def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
 
     In nats by default (``base=2`` for bits); :math:`0 \log 0 = 0`. Zero for
     pure states, :math:`\log d` for the maximally mixed state. Real ``(...)``.
+    The gradient, :math:`-U\operatorname{diag}(\log\lambda_k + 1)U^\dagger`, is finite at
+    repeated eigenvalues; a zero eigenvalue (derivative :math:`+\infty`: a pure or
+    rank-deficient state) contributes 0.
 
     Parameters
     ----------
@@ -115,7 +118,10 @@ def renyi_entropy(rho, alpha: float, *, base: float = math.e) -> torch.Tensor:
     :math:`-\log\lambda_{\max}`; :math:`S_2 = -\log\operatorname{Tr}\rho^2`. For
     :math:`\alpha < 1` eigenvalues below that threshold count as zero too.
     Non-increasing in :math:`\alpha` (Renyi 1961; Bengtsson & Zyczkowski
-    eq. 2.79). Real ``(...)``, nats by default.
+    eq. 2.79). Real ``(...)``, nats by default. Gradients: the eigenvalues
+    counted as zero contribute 0 (for :math:`\alpha < 1` their derivative is
+    :math:`+\infty`); for :math:`\alpha = \infty` tied largest eigenvalues share
+    it equally (``torch.amax``); :math:`\alpha = 0` is piecewise constant (no gradient).
 
     Parameters
     ----------
@@ -238,7 +244,8 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     \sum_k \langle s_k|\rho|s_k\rangle \log\mu_k`. Real ``(...)``, nats by default.
     The gradient with respect to :math:`\sigma` is the Daleckii-Krein one of
     the logarithm, finite at repeated eigenvalues of :math:`\sigma` (see
-    ``_TraceLog``).
+    ``_TraceLog``); zero eigenvalues of :math:`\rho` contribute 0 (as in
+    :func:`von_neumann_entropy`), and where the value is :math:`+\infty` the gradient is 0.
 
     Parameters
     ----------
@@ -299,7 +306,8 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     (Virosztek, Adv. Math. 380, 107595 (2021)). For two pure states or
     ensembles the average is the ensemble of both member lists, so the
     spectrum comes from an (n + m) x (n + m) Gram matrix. Real ``(...)``,
-    nats by default.
+    nats by default. Gradients as in :func:`von_neumann_entropy` (zero eigenvalues
+    contribute 0): finite for pure, equal and orthogonal states, 0 at :math:`\rho = \sigma`.
 
     Parameters
     ----------

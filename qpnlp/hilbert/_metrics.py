@@ -81,6 +81,14 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     as pure states or ensembles; dense inputs lose nothing when their rank
     is well separated from the round-off (module docstring).
 
+    Gradients are finite everywhere, including repeated eigenvalues (the
+    Daleckii-Krein backward of the square root) and orthogonal states. Where
+    a dense side is rank-deficient, F grows like the square root of a
+    perturbation that raises its rank (an infinite slope): those directions
+    (between eigenvalues below the rank tolerance) get gradient 0. Where
+    :math:`A^\dagger B` is rank-deficient (e.g. orthogonal states), the sum of
+    its singular values has a kink and the SVD's subgradient is taken.
+
     Parameters
     ----------
     rho, sigma : PureState, Ensemble, DensityMatrix or torch.Tensor
@@ -121,7 +129,10 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     QuTiP's ``tracedist``). Real ``(...)``. Two pure states or ensembles
     with n + m < d words go through an (n+m) x (n+m) matrix when no gradient
     is needed (``_low_rank_difference``), else through ``eigvalsh`` of
-    the dense difference.
+    the dense difference. Gradient: :math:`\tfrac12 U\operatorname{sign}(\Lambda)U^\dagger`
+    from the eigen-decomposition of :math:`\rho - \sigma`, finite at repeated eigenvalues; a
+    zero eigenvalue (the kink of :math:`|\cdot|`) contributes 0, so at :math:`\rho = \sigma`
+    the gradient is 0.
 
     Parameters
     ----------
@@ -221,7 +232,8 @@ def hellinger_affinity(rho, sigma) -> torch.Tensor:
     at most :math:`\sqrt F`. The gradient is the Daleckii-Krein one of the
     square root, finite where eigenvalues or singular values repeat (padded
     ensembles, equal weights on orthogonal words, the maximally mixed state;
-    see ``qpnlp.hilbert._operands.root_overlap``).
+    see ``qpnlp.hilbert._operands.root_overlap``). Directions that raise a zero
+    eigenvalue, where the square root has an infinite slope, get gradient 0.
 
     Parameters
     ----------
@@ -243,7 +255,8 @@ def hellinger_distance(rho, sigma) -> torch.Tensor:
 
     Luo & Zhang (2004), QuTiP's ``hellinger_dist``:
     :math:`D_H^2 = \operatorname{Tr}(\sqrt\rho - \sqrt\sigma)^2`, values in
-    :math:`[0, \sqrt 2]`; see :func:`hellinger_affinity`.
+    :math:`[0, \sqrt 2]`; see :func:`hellinger_affinity` for the gradient. Where the
+    distance is zero (equal states) the gradient is taken as 0.
 
     Parameters
     ----------
@@ -266,7 +279,8 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     a metric with values in :math:`[0, \sqrt2]`. Note that QuTiP's
     ``hilbert_dist`` returns its square, :math:`\operatorname{Tr}(\rho-\sigma)^2`.
     Computed from the dense difference (a Gram formula would cancel
-    digits for close states).
+    digits for close states). At :math:`\rho = \sigma` (the kink of the norm) the gradient is 0,
+    as ``torch.linalg.norm``'s.
 
     Parameters
     ----------
@@ -357,7 +371,8 @@ def super_fidelity(rho, sigma) -> torch.Tensor:
 
     An upper bound of the *squared* fidelity, :math:`F \le G`, with equality
     when one state is pure (Miszczak et al. 2009, eq. 9); needs only traces
-    of products (lazy for ensembles). Real ``(...)``.
+    of products (lazy for ensembles). The gradient of the square root is
+    taken as zero where its argument vanishes (a pure side). Real ``(...)``.
 
     Parameters
     ----------

@@ -198,34 +198,57 @@ def eigen_factor(obj, name: str = "rho") -> tuple[torch.Tensor, torch.Tensor]:
     return lam, vecs
 
 
-def _root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
-                   overlap: torch.Tensor, other_roots: torch.Tensor, other_vecs: torch.Tensor) -> torch.Tensor:
-    r"""Gradient of :math:`\operatorname{Tr}(\sqrt\rho\,G)` with respect to the tensor rho was decomposed from.
+def root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
+                  g_u: torch.Tensor, h: torch.Tensor | None) -> torch.Tensor:
+    r"""Gradient of :math:`\operatorname{Tr}(\sqrt\rho\,G)` (G Hermitian) in the tensor rho was decomposed from.
 
-    :math:`G = V\operatorname{diag}(t)V^\dagger` is given thin (``other_vecs``
-    V ``(..., d, k)``, ``other_roots`` t ``(..., k)``), rho by its roots
-    :math:`s_i = \sqrt{\lambda_i}` ``(..., r)`` and vectors U ``(..., d, r)``,
-    and ``overlap`` is :math:`M = U^\dagger V`. With :math:`H = U^\dagger G U = M T M^\dagger`
-    and the Daleckii-Krein kernel :math:`K_{ij} = 1/(s_i + s_j)` (``_root_kernel``):
+    rho is given by its roots :math:`s_i = \sqrt{\lambda_i}` ``(..., r)`` and vectors U ``(..., d, r)``
+    (and, for a factor :math:`A = U S W^\dagger`, ``right`` W ``(..., n, r)``); G enters only through
+    ``g_u`` :math:`GU` ``(..., d, r)`` and ``h`` :math:`H = U^\dagger G U` ``(..., r, r)`` (None for a pure
+    state). With the Daleckii-Krein kernel :math:`K_{ij} = 1/(s_i + s_j)` (``_root_kernel``, 0 where both
+    roots are zero: directions that raise the rank, where :math:`\sqrt\rho` has an infinite slope in rho
+    and a kink in a factor, get gradient 0):
 
     * pure, :math:`\sqrt\rho = \psi\psi^\dagger`: :math:`\bar\psi = 2 G \psi` ``(..., d, 1)``;
     * dense: :math:`\bar\rho = U (H \circ K) U^\dagger` ``(..., d, d)`` (U square);
     * factor :math:`A = U S W^\dagger`: :math:`\bar A = 2\bar\rho A
       = 2\,[U (H \circ K S) + (I - UU^\dagger) G U D]\,W^\dagger` ``(..., d, n)``,
       D the indicator of :math:`s_j > 0`; the complement of U enters only
-      through :math:`(I - UU^\dagger) G U = V T M^\dagger - U H`, so no d x d matrix is formed.
+      through :math:`(I - UU^\dagger) G U = GU - U H`, so no d x d matrix is formed.
     """
-    scaled = overlap * other_roots.to(overlap.dtype).unsqueeze(-2)                  # M T  (..., r, k)
-    g_u = other_vecs @ scaled.mH                                                     # G U  (..., d, r)
     if kind == "pure":
         return 2 * g_u
-    h = scaled @ overlap.mH                                                          # U^H G U  (..., r, r)
     kernel = _root_kernel(roots)
     if kind == "dense":
         return vecs @ (h * kernel.to(h.dtype)) @ vecs.mH
     support = (roots > 0).to(h.dtype).unsqueeze(-2)
     inside = vecs @ (h * (kernel * roots.unsqueeze(-2)).to(h.dtype))                # U (H o K S)
     return 2 * (inside + (g_u - vecs @ h) * support) @ right.mH
+
+
+def hermitian_root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
+                             grad: torch.Tensor) -> torch.Tensor:
+    r""":func:`root_pullback` for the gradient ``grad`` ``(..., d, d)`` reaching :math:`\sqrt\rho` itself.
+
+    :math:`\sqrt\rho` is Hermitian, so only the Hermitian part :math:`G = (\bar X + \bar X^\dagger)/2` of
+    ``grad`` counts: :math:`\operatorname{Re}\operatorname{Tr}\bar X^\dagger dX
+    = \operatorname{Re}\operatorname{Tr} G\,dX` for Hermitian dX.
+    """
+    g_u = 0.5 * (grad @ vecs + grad.mH @ vecs)                                       # G U
+    return root_pullback(kind, roots, vecs, right, g_u, None if kind == "pure" else vecs.mH @ g_u)
+
+
+def _root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
+                   overlap: torch.Tensor, other_roots: torch.Tensor, other_vecs: torch.Tensor) -> torch.Tensor:
+    r""":func:`root_pullback` for :math:`G = \sqrt\sigma = V\operatorname{diag}(t)V^\dagger` given thin.
+
+    ``other_vecs`` V ``(..., d, k)``, ``other_roots`` t ``(..., k)``, and ``overlap`` :math:`M = U^\dagger V`:
+    :math:`GU = V T M^\dagger` and :math:`H = M T M^\dagger`, no d x d matrix.
+    """
+    scaled = overlap * other_roots.to(overlap.dtype).unsqueeze(-2)                  # M T  (..., r, k)
+    g_u = other_vecs @ scaled.mH                                                     # G U  (..., d, r)
+    h = None if kind == "pure" else scaled @ overlap.mH                              # U^H G U  (..., r, r)
+    return root_pullback(kind, roots, vecs, right, g_u, h)
 
 
 class _RootOverlap(torch.autograd.Function):

@@ -19,8 +19,44 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._operands import hermitian_root_pullback, rank_tolerance
 
 __all__ = ["kraus_update", "lueders_operator"]
+
+
+class _FactorRoot(torch.autograd.Function):
+    r""":math:`\sqrt{W W^\dagger} = U S U^\dagger` from the thin SVD :math:`W = U S X^\dagger` of W ``(..., d, r)``.
+
+    A custom Function because the SVD's backward divides by :math:`s_i^2 - s_j^2`: at repeated singular
+    values (every projector of rank >= 2, whose rows are orthonormal) it gave a finite but wrong gradient,
+    and at a zero singular value (rank-deficient W) NaN. :math:`\sqrt{WW^\dagger}` depends on U only through
+    the spectral projectors, and the Daleckii-Krein backward of the square root
+    (``qpnlp.hilbert._operands.root_pullback``, divided differences :math:`1/(s_i + s_j)`) needs no gap.
+    Where W is rank-deficient the root has a kink (a zero singular value of W moves as :math:`|\epsilon|`);
+    the directions that raise its rank get gradient 0, the central difference. Singular values below
+    ``qpnlp.hilbert._operands.rank_tolerance`` (round-off of a zero one) count as zero in the backward.
+    Returns the root and, not differentiable, U, those singular values and X for the backward: the forward
+    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(factor):
+        u, s, xh = torch.linalg.svd(factor, full_matrices=False)
+        resolved = torch.where(s > rank_tolerance(s, factor.shape[-2]), s, torch.zeros_like(s))   # round-off: 0
+        return (u * s.to(u.dtype).unsqueeze(-2)) @ u.mH, u, resolved, xh
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(*output[1:])
+        ctx.save_for_backward(*output[1:])
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    def backward(ctx, grad, *_grad_decomposition):
+        u, s, xh = ctx.saved_tensors
+        return hermitian_root_pullback("factor", s, u, xh.mH, grad)
 
 
 def lueders_operator(vectors: torch.Tensor) -> torch.Tensor:
@@ -29,10 +65,11 @@ def lueders_operator(vectors: torch.Tensor) -> torch.Tensor:
     From the thin SVD :math:`W = U S X^\dagger` of :math:`W = [v_1, \dots, v_r]`:
     :math:`E = U S^2 U^\dagger`, :math:`\sqrt E = U S U^\dagger`. Singular values
     are exact to round-off where eigenvalues of E would leave :math:`\sqrt\epsilon`
-    in the null space (a projector stays a projector).
+    in the null space (a projector stays a projector). The gradient is the Daleckii-Krein one of the
+    square root (``_FactorRoot``): right at repeated singular values (projectors); at a rank-deficient W,
+    where :math:`\sqrt E` has a kink, the directions that raise the rank get 0 (a subgradient, not NaN).
     """
-    u, s, _ = torch.linalg.svd(vectors.mT, full_matrices=False)
-    return (u * s.to(u.dtype).unsqueeze(-2)) @ u.mH
+    return _FactorRoot.apply(vectors.mT)[0]
 
 
 def _check_possible(prob: torch.Tensor, dtype, dim: int, *, squared_norm: bool = False) -> None:

@@ -26,6 +26,7 @@ import torch
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
+from qpnlp.hilbert._operands import hermitian_root_pullback, rank_tolerance
 
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import _where, check_completeness, check_outcome
@@ -65,6 +66,45 @@ class _PolarFactor(torch.autograd.Function):
         inner = u @ ((b - b.mH) / (s.unsqueeze(-1) + s.unsqueeze(-2))) @ vh
         outer = (grad - u @ (u.mH @ grad)) @ (w / s.unsqueeze(-2)) @ vh
         return inner + outer, None, None, None
+
+
+class _EffectFactor(torch.autograd.Function):
+    r"""Factor vectors :math:`v_s = \sqrt{\lambda_s}\,u_s` (rows, ``(..., d, d)``) of Hermitian effects, from ``eigh``.
+
+    A custom Function because ``eigh``'s backward divides by the gaps between eigenvalues: a projective
+    effect, one of rank < d - 1 or :math:`I/2` (any repeated eigenvalue) gave NaN gradients, and the square
+    root at a zero eigenvalue inf. With :math:`R = \sqrt E` the rows are :math:`(RU)^T`; U is not a function
+    of E where eigenvalues repeat (any unitary within an eigenspace does), and a change of U is a unitary
+    mixing of the rows, which leaves the effect, its probabilities and its Lueders update unchanged. So the
+    backward holds U fixed and differentiates R with the Daleckii-Krein formula
+    (``qpnlp.hilbert._operands.root_pullback``): exact for everything that depends on the effects, finite
+    everywhere. The rows take the positive part of E, which has a kink at a zero eigenvalue: the block of
+    the gradient between zero eigenvalues (those below ``qpnlp.hilbert._operands.rank_tolerance``, which
+    round-off leaves) is 0. A smooth parametrisation that keeps E positive cannot move that block to first
+    order, so its gradient is exact there too. Returns the rows and, not differentiable, U and the roots
+    (0 below the tolerance): the forward sets nothing on ``ctx`` (``setup_context`` does), so
+    ``torch.func.grad`` and ``vmap`` run it too.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(effects):
+        lam, u = torch.linalg.eigh(effects)
+        roots = lam.clamp_min(0).sqrt()                                   # negative round-off clamped to zero
+        resolved = torch.where(lam > rank_tolerance(lam, lam.shape[-1]), roots, torch.zeros_like(roots))
+        return (u * roots.to(u.dtype).unsqueeze(-2)).mT, u, resolved     # row s: sqrt(lam_s) u_s
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(*output[1:])
+        ctx.save_for_backward(*output[1:])
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    def backward(ctx, grad, *_grad_decomposition):
+        u, roots = ctx.saved_tensors
+        return hermitian_root_pullback("dense", roots, u, None, grad.mT @ u.mH)          # the gradient of R
 
 
 class POVM(Batched):
@@ -134,7 +174,11 @@ class POVM(Batched):
         r"""From dense effects ``(..., k, d, d)``: Hermitian (checked), PSD (strict mode), summing to I.
 
         Factored through ``eigh``: :math:`v_{ks} = \sqrt{\lambda_{ks}}\,u_{ks}`
-        (r = d, negative round-off clamped to zero).
+        (r = d, negative round-off clamped to zero). Differentiable with finite gradients at repeated and
+        zero eigenvalues (projective effects, :math:`I/k`): the gradient is that of :math:`\sqrt{E_k}`
+        (Daleckii-Krein), exact for the probabilities, effects and Lueders updates, which do not depend on
+        the choice of eigenvectors; the block between zero eigenvalues, where the factor (the positive part
+        of :math:`E_k`) has a kink, gets 0 (``_EffectFactor``).
         """
         V.check_tensor("effects", effects)
         V.check_complex("effects", effects)
@@ -146,9 +190,7 @@ class POVM(Batched):
             V.check_hermitian("effects", effects)
         if mode == "strict":
             V.check_psd("effects", effects)
-        lam, u = torch.linalg.eigh(effects)
-        vectors = (u * lam.clamp_min(0).sqrt().to(u.dtype).unsqueeze(-2)).mT     # row s: sqrt(lam_s) u_s
-        return cls(vectors, validate=validate)
+        return cls(_EffectFactor.apply(effects)[0], validate=validate)
 
     @classmethod
     def from_frame(cls, frame: torch.Tensor, *, validate: V.Validate = None) -> "POVM":

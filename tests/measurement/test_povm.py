@@ -344,3 +344,91 @@ def test_lueders_instrument_of_a_weak_measurement(cdtype, tol):
     assert_allclose(povm.post_measurement_state(plus, 0).data, expected, atol=tol(2))
     dense = povm.post_measurement_state(plus.proj(), 0).data
     assert_allclose(dense, torch.outer(expected, expected.conj()), atol=tol(2))
+
+
+def _rows(singular_values, d=4, seed=0):
+    """Factor rows ``(r, d)`` with the given singular values and random singular vectors (complex128)."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.linalg.qr(torch.randn(d, d, dtype=torch.complex128, generator=gen))[0]
+    p = torch.linalg.qr(torch.randn(len(singular_values), len(singular_values), dtype=torch.complex128,
+                                    generator=gen))[0]
+    return p @ (torch.tensor(singular_values, dtype=torch.complex128)[:, None] * q[:len(singular_values)])
+
+
+@pytest.mark.parametrize("singular_values", [[1.0, 1.0], [1.0, 1.0, 1.0], [0.6, 0.6], [0.9, 0.4, 0.4], [0.8, 0.3],
+                                             [1.0, 0.0], [0.7, 0.0, 0.0]])
+def test_lueders_operator_gradient_at_repeated_and_zero_singular_values(singular_values):
+    # the SVD's backward gave a wrong gradient at repeated singular values (the rows of every projector of rank
+    # >= 2) and NaN at a zero one; sqrt(W W^H) is smooth at the first and has a kink (|eps|) at the second,
+    # where the central difference that gradcheck takes is the gradient chosen (0 along the rank-raising directions)
+    rows = _rows(singular_values).requires_grad_(True)
+    probe = torch.randn(4, 4, dtype=torch.complex128, generator=torch.Generator().manual_seed(1))
+    assert torch.autograd.gradcheck(lambda v: (lueders_operator(v) * probe).real.sum(), (rows,))
+    assert torch.autograd.gradcheck(lambda v: lueders_operator(v), (rows,))
+
+
+def test_lueders_update_of_a_trainable_projective_povm_has_the_right_gradient():
+    # a POVM of rank-2 projectors (an isometry with k r = d, as POVMMeasurement(4, 2, rank=2) trains): the Lueders
+    # instrument's gradient was silently wrong
+    gen = torch.Generator().manual_seed(3)
+    unitary = torch.linalg.qr(torch.randn(4, 4, dtype=torch.complex128, generator=gen))[0].requires_grad_(True)
+    psi = random_pure_state(4, dtype=torch.complex128, generator=gen)
+    target = random_pure_state(4, dtype=torch.complex128, generator=gen)
+    with validation(False):                                    # gradcheck's perturbations leave the isometries
+        assert torch.autograd.gradcheck(
+            lambda u: POVM.from_isometry(u, 2).post_measurement_state(psi, 0).overlap(target), (unitary,))
+
+
+def _hermitian(effects):
+    return 0.5 * (effects + effects.mH)
+
+
+@pytest.mark.parametrize("spectra", [[[0.5] * 3, [0.5] * 3], [[0.3, 0.3, 0.6], [0.7, 0.7, 0.4]],
+                                     [[0.2, 0.5, 0.9], [0.8, 0.5, 0.1]]])
+def test_from_effects_gradient_at_repeated_eigenvalues(spectra):
+    # eigh's backward divided by the zero gaps of repeated eigenvalues (I/2, any degenerate effect): NaN; the
+    # probabilities are linear in the effects, so their gradient is the Born one, <psi|.|psi> (closed form)
+    gen = torch.Generator().manual_seed(4)
+    q = torch.linalg.qr(torch.randn(3, 3, dtype=torch.complex128, generator=gen))[0]
+    effects = (q * torch.tensor(spectra, dtype=torch.complex128).unsqueeze(-2)) @ q.mH
+    effects = effects.requires_grad_(True)
+    psi = random_pure_state(3, dtype=torch.complex128, generator=gen)
+    probability = POVM.from_effects(effects).probabilities(psi)[0]
+    grad = torch.autograd.grad(probability, effects)[0]
+    assert_allclose(grad[0], torch.outer(psi.data, psi.data.conj()), atol=1e-12)
+    assert_allclose(grad[1], torch.zeros(3, 3, dtype=torch.complex128), atol=1e-12)
+    with validation(False):                                    # perturbed effects need not sum to I
+        assert torch.autograd.gradcheck(lambda e: POVM.from_effects(_hermitian(e)).probabilities(psi),
+                                        (effects.detach().clone().requires_grad_(True),))
+
+
+def test_from_effects_gradient_of_projective_effects_is_finite():
+    # rank-deficient effects (a projective measurement, rank-1 effects of d = 3: a repeated zero eigenvalue) gave
+    # NaN; the positive part that the factor takes has a kink there, and the directions that raise a zero
+    # eigenvalue get 0, the rest the Born gradient: the gradient of <psi|E|psi> less its null-space block
+    gen = torch.Generator().manual_seed(5)
+    q = torch.linalg.qr(torch.randn(3, 3, dtype=torch.complex128, generator=gen))[0]
+    masks = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=torch.complex128)
+    effects = ((q * masks.unsqueeze(-2)) @ q.mH).requires_grad_(True)
+    states = random_pure_state(3, batch_shape=(2,), dtype=torch.complex128, generator=gen)
+    grad = torch.autograd.grad(POVM.from_effects(effects).probabilities(states).sum(), effects)[0]
+    born = (states.data.unsqueeze(-1) * states.data.conj().unsqueeze(-2)).sum(0)
+    for k in range(2):
+        null = (q * (1 - masks[k]).unsqueeze(-2)) @ q.mH
+        # the forward keeps the rows' sqrt(round-off) ~ 1e-8 in the null space, as before: the gradient is that close
+        assert_allclose(grad[k], born - null @ born @ null, atol=1e-7)
+
+
+def test_degenerate_effects_in_a_batch_leave_the_others_gradients_alone():
+    rows = torch.stack([_rows([0.8, 0.3], seed=2), _rows([1.0, 1.0]), _rows([1.0, 0.0])]).requires_grad_(True)
+    probe = torch.randn(4, 4, dtype=torch.complex128, generator=torch.Generator().manual_seed(1))
+    grad = torch.autograd.grad((lueders_operator(rows) * probe).real.sum(), rows)[0]
+    alone = rows[0].detach().clone().requires_grad_(True)
+    assert_allclose(grad[0], torch.autograd.grad((lueders_operator(alone) * probe).real.sum(), alone)[0], atol=1e-12)
+    assert bool(torch.isfinite(torch.view_as_real(grad)).all())
+    effects = torch.stack([torch.diag(torch.tensor([0.2, 0.5, 0.9])), torch.eye(3) / 2]).to(torch.complex128)
+    effects = torch.stack([effects, torch.eye(3) - effects], 1).requires_grad_(True)           # (2 POVMs, 2 effects)
+    psi = random_pure_state(3, dtype=torch.complex128, generator=torch.Generator().manual_seed(3))
+    grad = torch.autograd.grad(POVM.from_effects(effects).probabilities(psi)[..., 0].sum(), effects)[0]
+    assert bool(torch.isfinite(torch.view_as_real(grad)).all())
+    assert_allclose(grad[:, 0], torch.outer(psi.data, psi.data.conj()).expand(2, 3, 3), atol=1e-12)
