@@ -52,10 +52,10 @@ class SememeBasis:
         if V.resolve(validate):
             V.check_finite("vectors", vectors, event_ndim=2)
             eye = torch.eye(vectors.shape[0], dtype=vectors.dtype, device=vectors.device)
-            err = float((vectors @ vectors.mH - eye).abs().max())
+            err = (vectors.detach() @ vectors.detach().mH - eye).abs().amax().reshape(1)
             tol = V.tolerance(vectors.dtype, vectors.shape[0])
-            if err > tol:
-                raise ValueError(f"basis vectors must be orthonormal; got max |E E^dagger - I| = {err:.3g} "
+            if V._exceeds(err, tol):             # not on the meta device, nor under torch.func.vmap
+                raise ValueError(f"basis vectors must be orthonormal; got max |E E^dagger - I| = {float(err):.3g} "
                                  f"(shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
         if labels is not None:
             labels = tuple(str(x) for x in labels)

@@ -35,7 +35,9 @@ def tensor_product(*systems: PureState | DensityMatrix | Ensemble | torch.Tensor
     """
     if len(systems) < 2:
         raise ValueError(f"tensor_product needs at least two systems; got {len(systems)}")
-    V.check_same_device(*((f"systems[{i}]", s.data if hasattr(s, "data") else s) for i, s in enumerate(systems)))
+    # a tensor itself, not its ``.data`` (torch.func.vmap refuses that attribute of a batched tensor)
+    V.check_same_device(*((f"systems[{i}]", s if isinstance(s, torch.Tensor) else getattr(s, "data", s))
+                          for i, s in enumerate(systems)))
     if all(isinstance(s, PureState) for s in systems):
         tensors = promote(*(s.data for s in systems if isinstance(s, PureState)))   # all of them
         _check_batches(tensors, 1)

@@ -20,6 +20,12 @@ Errors name the argument, its shape, the worst offending value and where it is.
 Tensors on the meta device have shapes but no values: the value checks pass
 them (:func:`has_values`), so functions compute shapes there in every mode;
 the static checks (types, dtypes, shapes, devices) still run.
+
+So do tensors batched by :func:`torch.func.vmap` (:func:`vmapped`): Python cannot
+branch on their values, and every function runs under ``vmap`` (``jacfwd``,
+``vmap(grad(f))``) with validation on; under ``grad``, ``vjp`` or ``jvp`` alone
+the value checks run. Under torch.compile they run as in eager mode, a graph
+break each; compile in a ``validation(False)`` block for one graph.
 """
 
 from __future__ import annotations
@@ -220,13 +226,50 @@ def _exceeds(err: torch.Tensor, tol: float) -> bool:
 
 
 def has_values(*tensors: torch.Tensor | None) -> bool:
-    """False when one of ``tensors`` is on the meta device: it has a shape and a dtype but no values.
+    """False when one of ``tensors`` has no values Python can read: it is on the meta device (a shape and a dtype,
+    no values), or :func:`torch.func.vmap` batches it (one value per batch entry: ``bool()`` and ``.item()``
+    raise "data-dependent control flow is not supported"), see :func:`vmapped`.
 
     The value checks (finite, unit norm, Hermitian, trace one, PSD, weights) pass such tensors, so that every
-    function computes shapes on the meta device with validation on as with it off; the static checks (types,
-    dtypes, shapes, devices) still run. ``None`` entries are skipped.
+    function computes shapes on the meta device, and runs under ``vmap``, with validation on as with it off; the
+    static checks (types, dtypes, shapes, devices) still run. ``None`` entries are skipped.
     """
-    return not any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors)
+    return not any(isinstance(t, torch.Tensor) and (t.is_meta or vmapped(t)) for t in tensors)
+
+
+# torch.func has no public test of a vmapped tensor; these are the bindings torch.func itself uses (a torch
+# without them has no vmap to detect).
+_is_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda tensor: False)
+_is_batched = getattr(torch._C._functorch, "is_batchedtensor", lambda tensor: False)
+_unwrapped = getattr(torch._C._functorch, "get_unwrapped", None)
+_transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
+
+
+def in_transform() -> bool:
+    """Whether a :mod:`torch.func` transform (``grad``, ``vmap``, ``jvp``, ``jacrev``, ``functional_call`` under
+    one of them) is running: the test of ``torch.autograd.Function.apply``, which there refuses a function whose
+    ``forward`` takes ``ctx``. The fused functions of :mod:`qpnlp.nn` are such; under a transform their modules
+    run the plain torch graph of the same maths instead. False while torch.compile traces (it does not inline
+    this binding; its own paths decide there)."""
+    return not torch.compiler.is_compiling() and _transforms_active()
+
+
+def vmapped(tensor: torch.Tensor) -> bool:
+    """Whether :func:`torch.func.vmap` batches ``tensor``, at any level of nested transforms (``vmap(grad(f))``
+    wraps a batched tensor in a gradient-tracking one; ``jacfwd`` and ``hessian`` vmap too).
+
+    Under :func:`torch.func.grad`, ``vjp`` and ``jvp`` alone a tensor has one value and Python can branch on it:
+    the value checks run there. While torch.compile traces, only the outermost wrapper is asked (dynamo traces
+    ``is_batchedtensor``, not the unwrapping): ``torch.compile(vmap(f))`` runs, and the checks of plain tensors stay
+    (a graph break each, module docstring). About 0.5 us.
+    """
+    if torch.compiler.is_compiling():
+        return _is_batched(tensor)
+    while _is_wrapped(tensor):
+        if _is_batched(tensor):
+            return True
+        tensor = _unwrapped(tensor)
+    return False
 
 
 def check_tensor(name: str, value: object) -> torch.Tensor:

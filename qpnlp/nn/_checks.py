@@ -79,7 +79,7 @@ def check_ids(ids: torch.Tensor, num_words: int, *, name: str = "ids", validate:
     V.check_tensor(name, ids)
     if ids.dtype != torch.long:
         raise TypeError(f"{name} must be a LongTensor of word ids; got {ids.dtype}")
-    if V.enabled(validate) and ids.numel():
+    if V.enabled(validate) and ids.numel() and V.has_values(ids):       # not meta, nor under torch.func.vmap
         low, high = (int(v) for v in torch.stack(torch.aminmax(ids)).tolist())
         if low < 0 or high >= num_words:
             _raise_range(name, ids, num_words, low, high)

@@ -263,7 +263,10 @@ def _fused(*tables: nn.Embedding) -> bool:
     """Use the fused lookups: in eager mode, and under torch.compile where they record a sparse backward, run
     outside the graph (``_run``): AOT autograd cannot trace embedding's sparse backward (``aten.nonzero`` has a
     data-dependent size), and a failed attempt costs a compile and breaks the graph anyway. Otherwise (no gradient,
-    or dense tables) torch.compile traces the plain ``nn.Embedding`` graph."""
+    or dense tables) torch.compile traces the plain ``nn.Embedding`` graph; so do torch.func transforms (the fused
+    functions take ``ctx`` in their forward, which ``torch.func`` refuses, and sort the ids: no ``vmap`` rule)."""
+    if V.in_transform():
+        return False
     return not torch.compiler.is_compiling() or _sparse_backward(*tables)
 
 

@@ -445,11 +445,14 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
 
 def _masked_max(x: Tensor, valid: Tensor, dim: int) -> Tensor:
     """``_MaskedMax`` where a gradient is needed; without one, ``amax``: on the CPU, ``max`` over a middle dim
-    is much slower when it also finds the indices, which only the backward needs."""
-    if torch.is_grad_enabled() and x.requires_grad:
+    is much slower when it also finds the indices, which only the backward needs. Under a torch.func transform
+    (which refuses ``_MaskedMax``'s ``ctx`` forward) ``amax`` too: its gradient splits evenly between ties."""
+    differentiable = torch.is_grad_enabled() and x.requires_grad
+    if differentiable and not V.in_transform():
         return _MaskedMax.apply(x, valid, dim)
     out = x.masked_fill(~valid, torch.finfo(x.dtype).min).amax(dim, keepdim=True)
-    return out.masked_fill_(~valid.any(dim, keepdim=True), 0).squeeze(dim)
+    none = ~valid.any(dim, keepdim=True)          # amax's backward keeps its output: in place only without one
+    return (out.masked_fill(none, 0) if differentiable else out.masked_fill_(none, 0)).squeeze(dim)
 
 
 def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:

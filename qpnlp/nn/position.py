@@ -381,9 +381,10 @@ class ComplexOrderEmbedding(nn.Module):
 
     def fuses_mean(self) -> bool:
         """Whether :meth:`dropped_mean` runs fused: in eager mode (not while torch.compile traces), with every table
-        a plain (V, D) ``nn.Embedding`` (no sharing scheme), one padding row and one gradient layout."""
+        a plain (V, D) ``nn.Embedding`` (no sharing scheme), one padding row and one gradient layout; not under a
+        torch.func transform (it refuses the fused function's ``ctx`` forward)."""
         tables = [t for t in (self.amplitude, self.frequency, self.phase) if t is not None]
-        return (not torch.compiler.is_compiling() and len(tables) > 1
+        return (not torch.compiler.is_compiling() and not V.in_transform() and len(tables) > 1
                 and all(isinstance(t, nn.Embedding) and t.weight.shape == (self.num_words, self.dim)
                         and t.max_norm is None and not t.scale_grad_by_freq and t.sparse == tables[0].sparse
                         and t.padding_idx == tables[0].padding_idx for t in tables))

@@ -122,7 +122,10 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     if mask is not None:
         amplitude = amplitude * mask.unsqueeze(-1).to(amplitude.dtype)
     shape = torch.broadcast_shapes(amplitude.shape, angle.shape)
-    z = _Polar.apply(amplitude.expand(shape), angle.expand(shape))
+    if V.in_transform():                        # torch.func refuses _Polar's ctx forward: the plain graph, same maths
+        z = torch.complex(amplitude * torch.cos(angle), amplitude * torch.sin(angle)).expand(shape)
+    else:
+        z = _Polar.apply(amplitude.expand(shape), angle.expand(shape))
     return z if result is None else z.to(result)
 
 

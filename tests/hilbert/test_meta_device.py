@@ -27,6 +27,7 @@ CALLS = {
     "PureState.from_polar": (lambda: H.PureState.from_polar(_meta(2, D, dtype=torch.float64),
                                                             _meta(2, D, dtype=torch.float64)).data, (2, D)),
     "normalize": (lambda: H.normalize(_meta(2, D)), (2, D)),
+    "SememeBasis": (lambda: H.SememeBasis(_meta(D, D)).vectors, (D, D)),
     "masked_softmax": (lambda: H.masked_softmax(_meta(2, 3, dtype=torch.float64),
                                                 torch.ones(2, 3, dtype=torch.bool, device="meta")), (2, 3)),
     "fidelity": (lambda: H.fidelity(H.DensityMatrix(_meta(2, D, D)), H.DensityMatrix(_meta(2, D, D))), (2,)),
