@@ -24,7 +24,9 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
     the cache is computed once, by the first thread that asks for it, and the threads asking meanwhile get it.
 
     The wrapper keeps ``cache_clear``, ``cache_info`` and ``__wrapped__`` (the function itself) of ``lru_cache``;
-    its ``lock`` is the lock its calls hold.
+    its ``lock`` is the lock its calls hold, a reentrant one: the function may call itself (with a plain lock a
+    recursive call waited for its own caller for ever). Two such functions that call each other from two threads
+    could still wait on each other; none of qpnlp's do.
 
     >>> calls = []
     >>> @locked_cache(maxsize=1)
@@ -42,7 +44,7 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
             with once.lock:
                 return cached(*args, **kwargs)
 
-        once.lock, once.cache_clear, once.cache_info = threading.Lock(), cached.cache_clear, cached.cache_info
+        once.lock, once.cache_clear, once.cache_info = threading.RLock(), cached.cache_clear, cached.cache_info
         return once
 
     return decorate

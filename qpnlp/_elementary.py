@@ -4,8 +4,9 @@
 numba compiles ``math.sin`` and ``math.exp`` to one libm call per element, which does not vectorise; these
 loops do (a polynomial after a range reduction), and agree with libm to float rounding.  Plain Python
 functions, compiled by their users without fast-math (which would undo the range reductions): Word2Fun's
-compiled step (``qpnlp.word2fun._fused_kernel._kernel``) and the cosines and sines of ``qpnlp._trig``
-(phase lookups, the complex-order embedding).
+compiled step (``qpnlp.word2fun._fused_kernel._kernel``), the complex-order FastText pooling's loop
+(``qpnlp.nn.order_mean_loop``) and the cosines and sines of ``qpnlp._trig`` (phase lookups, the complex-order
+embedding).
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ ops as the fallback and asks this module whether to take the loop:
   :func:`qpnlp._env.flag`: ``0``/``false``/``no``/``off`` turn a loop off);
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
 * :func:`jit`: the compiled loop (cached per function and on disk);
-* :func:`check_rows`: a compiled loop does not check its indices, so their
-  range is checked before it runs, whatever the validation setting.
+* :func:`check_rows`: a compiled loop that does not check its indices has
+  their range checked before it runs, whatever the validation setting (the
+  loops that check each index as they read, and stop, call it for the message).
 
 Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``),
 :mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``),

@@ -91,8 +91,9 @@ def sigterm_interrupts(interrupts: bool = True):
             signal.signal(signal.SIGTERM, previous)
 
 
-# Errors whose message may be written for users (by a raise of qpnlp; OSError: the system's, naming the file).
-_PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError)
+# Errors whose message may be written for users (by a raise of qpnlp; OSError: the system's, naming the file;
+# ImportError: a missing optional package, with the pip command that installs it).
+_PLAIN_ERRORS = (ValueError, OSError, RuntimeError, TypeError, LookupError, ImportError)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -180,10 +181,11 @@ def written_for_users(err: BaseException) -> bool:
     """Whether the message of ``err`` was written for the user of the command, who can act on it alone.
 
     An :class:`OSError` (the system's message, naming the file: missing,
-    unreadable, a full disk), or a ValueError, TypeError, RuntimeError or
-    LookupError but KeyError that a ``raise`` statement of qpnlp raised
-    (:func:`qpnlp._stacklevel.raised_by_qpnlp`: the checks of the inputs
-    and options, ``seed must be an integer ...``). The same types raised by
+    unreadable, a full disk), or a ValueError, TypeError, RuntimeError,
+    ImportError or LookupError but KeyError that a ``raise`` statement of
+    qpnlp raised (:func:`qpnlp._stacklevel.raised_by_qpnlp`: the checks of
+    the inputs and options, ``seed must be an integer ...``, a missing
+    optional package and its ``pip install``). The same types raised by
     Python, torch or NumPy (``[][1]``, a wrong call deep in qpnlp) are bugs
     or limits of qpnlp, not the user's mistake: their line names the type
     and asks for the traceback (``--debug``).

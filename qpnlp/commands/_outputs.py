@@ -21,7 +21,7 @@ from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
 from ._errors import CommandFailed, UsageError
-from ._report import arguments, history_path, json_ready, report_files, tensorboard_path
+from ._report import arguments, history_path, is_report, json_ready, report_files, tensorboard_path
 from ._types import path_type
 
 
@@ -203,17 +203,22 @@ def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike
     run or a later one (a training state is cleared by a later run), which
     deletes the report; and the report, written first, makes a new output
     directory one that qpnlp refuses to replace (an output file's path, a
-    directory). At an input (``--report corpus.tsv``) or inside one (a
-    model directory that ``evaluate`` reads): the run overwrites what it
-    reads. Inputs that do not exist are not compared.
+    directory). At an input (``--report corpus.tsv``), or over a file
+    inside one (``--report MODEL/config.json``, ``MODEL`` the model
+    directory that ``evaluate`` reads): the run overwrites what it reads. A
+    new file inside an input directory (``--report MODEL/eval.json``), or
+    the files of an earlier report there (:func:`~._report.is_report`), are
+    written beside what is read, and taken. Inputs that do not exist are
+    not compared.
     """
     if report is None:
         return
-    inputs = list(inputs)
+    inputs = [(option, path) for option, path in inputs if path is not None and os.path.exists(path)]
+    earlier = is_report(report)                   # an earlier run's report: its files there are its own
     for what, written in report_files(report).items():
         _check_apart(what, written, outputs)
         for option, path in inputs:
-            if path is not None and os.path.exists(path) and _inside_or_at(written, path):
+            if _same(written, path) or (_inside_or_at(written, path) and os.path.lexists(written) and not earlier):
                 raise UsageError(f"--report and {option} overlap: {what} {written} would be written "
                                  f"{'over' if _same(written, path) else 'inside'} {path}, which the command reads; "
                                  f"write the report elsewhere")

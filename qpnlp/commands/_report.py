@@ -178,6 +178,17 @@ def tensorboard_path(report: str | os.PathLike) -> Path:
     return Path(report).with_suffix(".tensorboard")
 
 
+def is_report(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a report that :class:`Report` wrote (an earlier run's): a file whose JSON begins with
+    the key ``schema`` of :data:`REPORT_SCHEMA`, as every report is written. Only its first bytes are read."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return False
+    return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"schema":"' + REPORT_SCHEMA.encode() + b'"')
+
+
 def report_files(report: str | os.PathLike) -> dict[str, Path]:
     """What ``--report`` writes, named for an error: the report, its history (:func:`history_path`) and its
     TensorBoard events (:func:`tensorboard_path`, a directory)."""

@@ -216,7 +216,7 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
     states, vectors = promote(states.unsqueeze(-2) if pure else states, vectors)
     flat = vectors.reshape(*vectors.shape[:-3], k * r, d)
     per_state = squared_overlaps(states, flat)                            # (..., n, k r): |<v|w>|^2
-    if r > 1:
+    if r != 1:                                                           # r = 0: the zero effect
         per_state = per_state.unflatten(-1, (k, r)).sum(-1)
     if pure:
         return per_state.squeeze(-2)

@@ -154,7 +154,7 @@ class Projector(Batched):
         ``(*L, K)``, reshaped to ``torch.broadcast_shapes(system.batch_shape, self.batch_shape)``: the values of
         the einsum path.
         """
-        flat = self._vectors.reshape(-1, self.rank, self.dim)
+        flat = self._vectors.reshape(self.batch_shape.numel(), self.rank, self.dim)     # -1 is ambiguous at r = 0
         shape = torch.broadcast_shapes(system.batch_shape, self.batch_shape)
         if isinstance(system, PureState):               # validated objects: nothing left to check
             p = born_probabilities(system.data.reshape(*lead, self.dim), None, flat, validate=False)

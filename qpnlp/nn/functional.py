@@ -416,7 +416,8 @@ def masked_max(x: Tensor, valid: Tensor) -> Tensor:
 
     Real and imaginary parts are max-pooled separately (the paper's split
     activations act per part). The gradient goes to the maximal step of each
-    part (the first one at ties). Anything at a padded step (NaN, inf) is
+    part (the first one at ties; under a :mod:`torch.func` transform, which runs
+    ``torch.amax``, it is split evenly between tied steps). Anything at a padded step (NaN, inf) is
     ignored; NaN at a valid step gives NaN in that part of the result, as
     ``torch.amax`` does: values are not checked here (that would cost a host
     synchronisation in every forward pass of the models that pool with it).

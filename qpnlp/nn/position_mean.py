@@ -23,14 +23,15 @@ n_b)`, and for the pooled gradient :math:`G` (B, D), :math:`\tilde G = c_b G`,
     \partial_\alpha = a\, (\Im\tilde G \cos\alpha - \Re\tilde G \sin\alpha), \qquad
     \partial_\omega = \mathrm{pos}\; \partial_\alpha, \qquad \partial_\theta = \partial_\alpha,
 
-summed per distinct id (one ``torch.unique`` of the ids shared by the tables) into coalesced table gradients
+summed per distinct id (one set of distinct ids shared by the tables) into coalesced table gradients
 (``qpnlp.nn.embedding._table_gradient``), which the row-sparse optimisers take without a sort. The values equal
 the three steps' to float rounding (the factor :math:`c_b` is applied to the sums, not to each term; tested), the
 keep mask is drawn by the same call as :func:`~qpnlp.nn.functional.complex_dropout` (the same random numbers), and
 the tables' gradients hold the same rows (every id of the batch, masked positions included, the padding row left
-out), so training follows the same path to float rounding. With numba (the extra ``fast``), on the CPU, the forward
-and the backward run as the compiled loops of :mod:`qpnlp.nn.order_mean_loop` (the same values to float rounding;
-``QPNLP_ORDER_MEAN_COMPILED=0`` keeps the torch ops).
+out), so training follows the same path to float rounding. With numba (the extra ``fast``), on the CPU, with a bool
+mask, the forward (:math:`k\, m` and :math:`c_b` included) runs as one compiled loop and the backward as two (the
+distinct ids but the padding one, then the sums) of :mod:`qpnlp.nn.order_mean_loop` (the same values to float
+rounding; ``QPNLP_ORDER_MEAN_COMPILED=0`` keeps the torch ops).
 """
 
 from __future__ import annotations
@@ -50,20 +51,27 @@ __all__ = ["complex_order_mean"]
 class _OrderMean(torch.autograd.Function):
     r"""The pooled :math:`\bar z` (B, D) of the module docstring from the tables' rows; coalesced table gradients.
 
-    ``keep`` is the real (B, L, D) or (B, L, 1) factor :math:`k\, m` (0 or 1), ``scale`` the (B, 1) factor
-    :math:`c_b`, ``positions`` (B, L) real or None (complex-vanilla), ``frequency`` and ``phase`` tables or None.
+    ``mask`` is the (B, L) word mask :math:`m`, ``keep`` the real (B, L, D) keep mask :math:`k` (0 or 1;
+    overwritten with :math:`k\, m`) or None, ``p`` the drop probability, ``positions`` (B, L) real or None
+    (complex-vanilla), ``frequency`` and ``phase`` tables or None.
     """
 
     @staticmethod
-    def forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase, options):
+    def forward(ctx, ids, mask, keep, p, positions, amplitude, frequency, phase, options):
         ctx.tables = (amplitude.shape, None if frequency is None else frequency.shape,
                       None if phase is None else phase.shape)
         ctx.options = options
         ids, positions = ids.contiguous(), None if positions is None else positions.contiguous()
-        ctx.compiled = order_mean_loop.accepts(ids, keep, scale, positions, amplitude, frequency, phase)
-        if ctx.compiled:                                # the loops of qpnlp.nn.order_mean_loop (numba)
-            return _OrderMean._compiled_forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase)
+        ctx.compiled = order_mean_loop.accepts(ids, mask, keep, positions, amplitude, frequency, phase)
+        if ctx.compiled:                                # one loop of qpnlp.nn.order_mean_loop (numba)
+            pooled, scale, a, cos, sin = order_mean_loop.forward(ids, mask, keep, p, positions, amplitude,
+                                                                 frequency, phase)
+            ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin)
+            return torch.view_as_complex(pooled)
         batch, length = ids.shape
+        m = mask.unsqueeze(-1).to(amplitude.dtype)
+        keep = m if keep is None else keep.mul_(m)                                   # k m, (B, L, D) or (B, L, 1)
+        scale = 1 / (m.sum(-2).clamp_min(1) * (1 - p))                              # c_b, (B, 1)
         flat = ids.reshape(-1)
         keep = keep.reshape(flat.numel(), keep.shape[-1])     # widths explicit: n = 0 leaves -1 undetermined
         # the rows of every position directly (one gather per table); the distinct ids only for the backward
@@ -77,32 +85,21 @@ class _OrderMean(torch.autograd.Function):
             angle = theta if angle is None else angle.add_(theta)
         cos, sin = cos_sin(a.new_zeros(a.shape) if angle is None else angle)
         pooled = torch.stack(((a * cos).view(shape).sum(1), (a * sin).view(shape).sum(1)), -1)
-        ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
+        ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin)
         return torch.view_as_complex(pooled.mul_(scale.unsqueeze(-1)))
-
-    @staticmethod
-    def _compiled_forward(ctx, ids, keep, scale, positions, amplitude, frequency, phase):
-        """The forward as compiled loops: the angles, their cosines and sines (``qpnlp._trig``), the pooling."""
-        pooled, a, cos, sin = order_mean_loop.forward(ids, keep, scale, positions, amplitude, frequency, phase)
-        ctx.save_for_backward(ids, keep, scale, positions, a, cos, sin)
-        return torch.view_as_complex(pooled)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        ids, keep, scale, positions, a, cos, sin = ctx.saved_tensors
         padding_idx, sparse = ctx.options
+        if ctx.compiled:
+            return None, None, None, None, None, *_OrderMean._compiled_backward(ctx, grad, padding_idx, sparse), None
+        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors
+        need_r, need_omega, need_theta = ctx.needs_input_grad[5:8]
         amplitude_shape, frequency_shape, phase_shape = ctx.tables
-        need_r, need_omega, need_theta = ctx.needs_input_grad[4:7]
         batch, length = ids.shape
         g = torch.view_as_real(grad.resolve_conj() * scale)                        # (B, D, 2): c_b G
         rows, inverse = torch.unique(ids.reshape(-1), sorted=True, return_inverse=True)
-        if ctx.compiled:                                # one pass over the positions into the (U, D) sums
-            sums = order_mean_loop.row_gradients(inverse.view(batch, length), rows.numel(), g.contiguous(), keep,
-                                                 positions, a, cos, sin, (need_r, need_omega, need_theta))
-            return None, None, None, None, *(
-                None if s is None else _table_gradient(s, rows, table_shape, padding_idx, sparse)
-                for s, table_shape in zip(sums, ctx.tables)), None
         # contiguous parts: a product broadcast from a strided (B, 1, D) operand took 3.5x as long
         g_re, g_im = (g[..., i].contiguous().unsqueeze(1) for i in (0, 1))         # (B, 1, D)
         shape = (batch, length, cos.shape[-1])
@@ -122,7 +119,22 @@ class _OrderMean(torch.autograd.Function):
                 g_frequency = table(g_angle * positions.reshape(-1, 1), frequency_shape)
             if need_theta:
                 g_phase = table(g_angle, phase_shape)
-        return None, None, None, None, g_amplitude, g_frequency, g_phase, None
+        return None, None, None, None, None, g_amplitude, g_frequency, g_phase, None
+
+    @staticmethod
+    def _compiled_backward(ctx, grad, padding_idx, sparse):
+        """The three tables' gradients (None where none is needed) by the loops of :mod:`~qpnlp.nn.order_mean_loop`:
+        the distinct ids but the padding one (a sparse set, no sort of the ids), then one pass over the positions
+        into their (U + 1, D) sums (row U: the padding id's, dropped)."""
+        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors
+        rows, inverse = order_mean_loop.distinct_ids(ids, min(s[0] for s in ctx.tables if s is not None),
+                                                     padding_idx)
+        sums = order_mean_loop.row_gradients(inverse, rows.numel() + 1, torch.view_as_real(grad.resolve_conj())
+                                             .contiguous(), scale, keep, mask, positions, a, cos, sin,
+                                             ctx.needs_input_grad[5:8])
+        # the padding row is left out of rows already: _table_gradient need not look for it
+        return (None if s is None else _table_gradient(s[:-1], rows, table_shape, None, sparse)
+                for s, table_shape in zip(sums, ctx.tables))
 
 
 def complex_order_mean(ids: Tensor, mask: Tensor, positions: Tensor | None, amplitude: Tensor,
@@ -158,9 +170,5 @@ def complex_order_mean(ids: Tensor, mask: Tensor, positions: Tensor | None, ampl
     """
     if frequency is not None and positions is None:
         raise ValueError("positions are required when frequencies are given")
-    real = amplitude.dtype
-    m = mask.unsqueeze(-1).to(real)
-    keep = m if keep is None else keep.mul_(m)                                   # k m, (B, L, D) or (B, L, 1)
-    scale = 1 / (m.sum(-2).clamp_min(1) * (1 - p))                              # c_b, (B, 1)
-    return _OrderMean.apply(ids, keep, scale, None if positions is None else positions.to(real),
+    return _OrderMean.apply(ids, mask, keep, p, None if positions is None else positions.to(amplitude.dtype),
                             amplitude, frequency, phase, (padding_idx, sparse))

@@ -170,27 +170,32 @@ class RowSparseAdam(torch.optim.SparseAdam):
                     state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 state["step"] += 1
-                grad = coalesced(-p.grad if group.get("maximize", False) else p.grad)
+                grad = -p.grad if group.get("maximize", False) else p.grad
                 if grad._values().numel() == 0:
                     continue
-                if grad.sparse_dim() != 1:
-                    torch.optim._functional.sparse_adam(
-                        [p], [grad], [state["exp_avg"]], [state["exp_avg_sq"]], [state["step"]], eps=group["eps"],
-                        beta1=beta1, beta2=beta2, lr=group["lr"], maximize=False)
-                    continue
-                self._rows_step(p, grad._indices()[0], grad._values(), state, group["lr"], beta1, beta2,
-                                group["eps"])
+                self._rows_step(p, grad, state, group["lr"], beta1, beta2, group["eps"])
         return loss
 
     @staticmethod
-    def _rows_step(p, rows, values, state, lr, beta1, beta2, eps) -> None:
+    def _rows_step(p, grad, state, lr, beta1, beta2, eps) -> None:
+        """One table's step: the compiled loop on the gradient's rows where they increase (a coalesced gradient's,
+        marked or not: no check in torch ops), else on the coalesced gradient, torch ops where the loop does not
+        apply, torch's own step for more than one sparse dimension."""
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         step = state["step"]
         step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
-        if adam_rows.accepts(p, values, exp_avg, exp_avg_sq):
-            adam_rows.adam_rows(p, rows, values, exp_avg, exp_avg_sq, step_size=step_size, beta1=beta1,
-                                beta2=beta2, eps=eps)
+        if grad.sparse_dim() == 1 and adam_rows.accepts(p, grad._values(), exp_avg, exp_avg_sq):
+            options = dict(step_size=step_size, beta1=beta1, beta2=beta2, eps=eps)
+            if not adam_rows.adam_rows(p, grad._indices()[0], grad._values(), exp_avg, exp_avg_sq, **options):
+                grad = coalesced(grad)                      # rows repeated or out of order: summed once, sorted
+                adam_rows.adam_rows(p, grad._indices()[0], grad._values(), exp_avg, exp_avg_sq, **options)
             return
+        grad = coalesced(grad)
+        if grad.sparse_dim() != 1:
+            torch.optim._functional.sparse_adam([p], [grad], [exp_avg], [exp_avg_sq], [step], eps=eps, beta1=beta1,
+                                                beta2=beta2, lr=lr, maximize=False)
+            return
+        rows, values = grad._indices()[0], grad._values()
         new_exp_avg, new_exp_avg_sq = _adam_moments(values, exp_avg.index_select(0, rows),
                                                     exp_avg_sq.index_select(0, rows), beta1, beta2)
         exp_avg.index_copy_(0, rows, new_exp_avg)       # rows are unique: a copy, not a read-modify-write

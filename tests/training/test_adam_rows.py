@@ -83,11 +83,33 @@ def test_accepts_only_contiguous_cpu_float_tables_and_the_switch(monkeypatch):
 
 
 def test_row_sparse_adam_takes_the_loop_on_cpu(monkeypatch):
-    calls = []
-    monkeypatch.setattr(adam_rows, "adam_rows", lambda *a, **k: calls.append(a))
+    """On the gradient's rows as they come where they increase (no check in torch ops); an uncoalesced gradient's
+    rows (repeated here) are refused before any write, then the loop runs on the coalesced gradient."""
+    calls, loop = [], adam_rows.adam_rows
+
+    def spy(*args, **kwargs):
+        calls.append((args[1].tolist(), loop(*args, **kwargs)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(adam_rows, "adam_rows", spy)
     emb = torch.nn.Embedding(10, 4, sparse=True)
     optimiser = RowSparseAdam(emb.parameters(), lr=0.1)
     emb(torch.tensor([1, 3, 3])).sum().backward()
     optimiser.step()
-    assert len(calls) == 1 and torch.equal(calls[0][1], torch.tensor([1, 3]))
+    assert calls == [([1, 3, 3], False), ([1, 3], True)]
+    calls.clear()
+    unmarked = torch.sparse_coo_tensor(torch.tensor([[2, 5]]), torch.ones(2, 4), (10, 4), check_invariants=True)
+    emb.weight.grad = unmarked
+    optimiser.step()
+    assert not unmarked.is_coalesced() and calls == [([2, 5], True)]
 
+
+def test_rows_that_do_not_increase_are_refused_before_any_write():
+    param, rows, values, exp_avg, exp_avg_sq = _tables()
+    before = [t.clone() for t in (param, exp_avg, exp_avg_sq)]
+    options = dict(step_size=0.01, beta1=0.9, beta2=0.999, eps=1e-8)
+    for bad in (rows.flip(0), torch.cat((rows[:3], rows[2:]))):
+        assert not adam_rows.adam_rows(param, bad, torch.ones(bad.numel(), values.shape[1]), exp_avg, exp_avg_sq,
+                                       **options)
+    assert all(torch.equal(t, b) for t, b in zip((param, exp_avg, exp_avg_sq), before))
+    assert adam_rows.adam_rows(param, rows, values, exp_avg, exp_avg_sq, **options)
