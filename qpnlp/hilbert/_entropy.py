@@ -25,7 +25,8 @@ import torch
 from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
-from ._linalg import promote
+from ._linalg import promote, safe_sqrt
+from ._metrics import _pure_infidelity
 from ._operands import as_density_tensor, check_pair, rank_tolerance, spectrum
 from ._states import DensityMatrix, PureState
 
@@ -49,7 +50,9 @@ def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
     r"""Von Neumann entropy :math:`S(\rho) = -\operatorname{Tr}\rho\log\rho = -\sum_k \lambda_k \log\lambda_k`.
 
     In nats by default (``base=2`` for bits); :math:`0 \log 0 = 0`. Zero for
-    pure states, :math:`\log d` for the maximally mixed state. Real ``(...)``.
+    pure states, :math:`\log d` for the maximally mixed state. Real ``(...)``. The eigenvalues carry
+    absolute errors of a few :math:`\epsilon`: in float32 the entropy of a nearly pure state is 1% off at
+    S ~ 1e-4, and :math:`\log d - S` of a nearly maximally mixed one is round-off below ~1e-6.
     The gradient, :math:`-U\operatorname{diag}(\log\lambda_k + 1)U^\dagger`, is finite at
     repeated eigenvalues; a zero eigenvalue (derivative :math:`+\infty`: a pure or
     rank-deficient state) contributes 0.
@@ -242,6 +245,8 @@ def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     support of :math:`\rho` is not inside that of :math:`\sigma`. Computed in
     the eigenbasis of :math:`\sigma`: :math:`\operatorname{Tr}\rho\log\sigma =
     \sum_k \langle s_k|\rho|s_k\rangle \log\mu_k`. Real ``(...)``, nats by default.
+    It subtracts two terms of order 1 whose difference is small for close states: their round-off,
+    ~1e-6 in float32, limits it (10% error at a value of 1e-5; states closer than ~1e-3 are not resolved).
     The gradient with respect to :math:`\sigma` is the Daleckii-Krein one of
     the logarithm, finite at repeated eigenvalues of :math:`\sigma` (see
     ``_TraceLog``); zero eigenvalues of :math:`\rho` contribute 0 (as in
@@ -297,6 +302,19 @@ def _average(rho, sigma):
     return DensityMatrix._trusted(data=0.5 * (r + s))
 
 
+def _pure_divergence(rho: PureState, sigma: PureState) -> torch.Tensor:
+    r"""J of two pure states in nats: binary entropy of :math:`\lambda = (1 - \sqrt F)/2 = (1 - F)/(2(1 + \sqrt F))`.
+
+    :math:`(\rho + \sigma)/2` has the eigenvalues :math:`\lambda` and :math:`1 - \lambda`; with :math:`1 - F` from
+    ``_pure_infidelity`` (no cancellation) and :math:`\log(1 - \lambda)` as ``log1p``, J keeps its relative
+    accuracy for close states, where the eigenvalues of the Gram matrix resolve :math:`\lambda` only to
+    :math:`\epsilon` (float32: J of states closer than an angle of ~1e-3 was round-off, 15% off to 50x).
+    """
+    infidelity = _pure_infidelity(rho, sigma)
+    small = infidelity / (2.0 * (1.0 + safe_sqrt(1.0 - infidelity)))
+    return -(_xlogx(small) + (1.0 - small) * torch.log1p(-small))
+
+
 def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> torch.Tensor:
     r"""Quantum Jensen-Shannon divergence :math:`J(\rho,\sigma) = S\big(\tfrac{\rho+\sigma}{2}\big) - \tfrac12 S(\rho) - \tfrac12 S(\sigma)`.
 
@@ -307,7 +325,10 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     ensembles the average is the ensemble of both member lists, so the
     spectrum comes from an (n + m) x (n + m) Gram matrix. Real ``(...)``,
     nats by default. Gradients as in :func:`von_neumann_entropy` (zero eigenvalues
-    contribute 0): finite for pure, equal and orthogonal states, 0 at :math:`\rho = \sigma`.
+    contribute 0): finite for pure, equal and orthogonal states, 0 at :math:`\rho = \sigma`. Two pure
+    states: the binary entropy of :math:`(1 - \sqrt F)/2` with :math:`1 - F` free of cancellation
+    (``_pure_divergence``), accurate in float32 down to angles of ~1e-5. Other pairs subtract entropies of
+    order 1: in float32 values below ~1e-6 (states closer than ~1e-3) are round-off.
 
     Parameters
     ----------
@@ -323,6 +344,8 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     1.0
     """
     check_pair(rho, sigma)
+    if isinstance(rho, PureState) and isinstance(sigma, PureState):
+        return _pure_divergence(rho, sigma) / log_base(base)
     # each side is checked at its own dtype; their average is then a state, and checking it again would hold
     # a complex64 side promoted to complex128 to the float64 tolerance
     own = -(_xlogx(spectrum(rho, "rho")).sum(-1) + _xlogx(spectrum(sigma, "sigma")).sum(-1))
