@@ -149,6 +149,8 @@ def _homes(target: str) -> list[str]:
         if all(isinstance(h, str) for h in home):
             return [".".join(home)] if home[0].startswith("qpnlp.") else []
         prefix, name = f"{getattr(parent, '__name__', '')}.", parts[-1]
+        if not prefix.startswith("qpnlp."):     # torch.float64 in a qpnlp module: torch.classes' __all__ is no list
+            return []
         return [f"{m}.{name}" for m, module in sorted(sys.modules.items())
                 if m.startswith(prefix) and name in getattr(module, "__all__", ()) and getattr(module, name) is obj]
     return []

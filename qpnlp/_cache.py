@@ -3,8 +3,8 @@
 ``functools.lru_cache`` is safe to call from several threads, but it does not hold its callers back while the
 value is computed: two threads asking for the same missing value both compute it. For the pretrained vectors
 (seconds to minutes, and their size in memory per copy) each thread of a thread pool then read the file again.
-:func:`locked_cache` computes a missing value under one lock per function, so that the others wait for it and
-get that same object.
+:func:`locked_cache` computes a missing value under one lock per value (per arguments), so that the threads asking
+for it wait and get that same object, while a thread asking for another value (another file) goes on.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ T = TypeVar("T")
 
 
 def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """``functools.lru_cache(maxsize)`` whose calls hold one lock (per decorated function): a value missing from
-    the cache is computed once, by the first thread that asks for it, and the threads asking meanwhile get it.
+    """``functools.lru_cache(maxsize)`` whose calls hold one lock per arguments: a value missing from the cache is
+    computed once, by the first thread that asks for it, and the threads asking for it meanwhile get it; threads
+    asking for other values (another vectors file) go on at the same time (one lock per function made a thread
+    reading a small file wait for another reading a large one).
 
-    The wrapper keeps ``cache_clear``, ``cache_info`` and ``__wrapped__`` (the function itself) of ``lru_cache``;
-    its ``lock`` is the lock its calls hold, a reentrant one: the function may call itself (with a plain lock a
-    recursive call waited for its own caller for ever). Two such functions that call each other from two threads
-    could still wait on each other; none of qpnlp's do.
+    The wrapper keeps ``cache_clear``, ``cache_info`` and ``__wrapped__`` (the function itself) of ``lru_cache``.
+    The lock of given arguments lives while a call with them runs or waits; ``new_lock`` makes it, a reentrant
+    one: the function may call itself (with a plain lock a recursive call waited for its own caller for ever).
+    Two such functions that call each other from two threads could still wait on each other; none of qpnlp's do.
 
     >>> calls = []
     >>> @locked_cache(maxsize=1)
@@ -38,13 +40,26 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
     """
     def decorate(fn: Callable[..., T]) -> Callable[..., T]:
         cached = functools.lru_cache(maxsize=maxsize)(fn)
+        guard, held = threading.Lock(), {}          # arguments -> [their lock, the calls holding or awaiting it]
 
         @functools.wraps(fn)
         def once(*args, **kwargs):
-            with once.lock:
-                return cached(*args, **kwargs)
+            key = (args, tuple(kwargs.items()))     # unhashable arguments: lru_cache's TypeError, from here
+            with guard:
+                entry = held.get(key)
+                if entry is None:
+                    entry = held[key] = [once.new_lock(), 0]
+                entry[1] += 1
+            try:
+                with entry[0]:
+                    return cached(*args, **kwargs)
+            finally:
+                with guard:
+                    entry[1] -= 1
+                    if not entry[1]:
+                        del held[key]
 
-        once.lock, once.cache_clear, once.cache_info = threading.RLock(), cached.cache_clear, cached.cache_info
+        once.new_lock, once.cache_clear, once.cache_info = threading.RLock, cached.cache_clear, cached.cache_info
         return once
 
     return decorate

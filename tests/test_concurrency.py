@@ -328,7 +328,7 @@ def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypat
         return load_glove_text(*args, **kwargs)
 
     monkeypatch.setattr(vectors, "load_glove_text", slow_read)
-    monkeypatch.setattr(vectors._read_cached, "lock", _AskProbe(lambda: second, second_arrived), raising=False)
+    monkeypatch.setattr(vectors._read_cached, "new_lock", lambda: _AskProbe(lambda: second, second_arrived, True))
     vectors._read_cached.cache_clear()
     loaded = {}
     first = threading.Thread(target=lambda: loaded.setdefault("first", vectors.load_vectors(path)))
@@ -343,6 +343,47 @@ def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypat
         vectors._read_cached.cache_clear()
     assert read == [first] and loaded["first"].vectors is loaded["second"].vectors
     assert loaded["second"].vector("b").tolist() == [3.0, 4.0]
+
+
+def test_two_threads_loading_two_vector_files_read_them_at_once(tmp_path, monkeypatch):
+    """The cache of the vectors held one lock for every file: a thread loading small vectors waited until another
+    had read large ones. Each file has its own lock now: the first thread's read goes on only once the second
+    thread reads its file too (with one lock the second waited for the first, and the first for it)."""
+    from qpnlp.data import vectors
+
+    paths = [tmp_path / "small.txt", tmp_path / "large.txt"]
+    for i, path in enumerate(paths):
+        path.write_text(f"a {i} 2\nb 3 4\n")
+    read, first_reading, second_reading = [], threading.Event(), threading.Event()
+    load_glove_text = vectors.load_glove_text
+
+    def slow_read(path, *args, **kwargs):
+        read.append(Path(path).name)
+        if threading.current_thread() is second:
+            second_reading.set()
+        else:
+            first_reading.set()
+            assert second_reading.wait(30), "the second file was not read while the first was"
+        return load_glove_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(vectors, "load_glove_text", slow_read)
+    vectors._read_cached.cache_clear()
+    loaded = {}
+    first = threading.Thread(target=lambda: loaded.setdefault("first", vectors.load_vectors(paths[1])))
+    second = threading.Thread(target=lambda: loaded.setdefault("second", vectors.load_vectors(paths[0])))
+    try:
+        first.start()
+        assert first_reading.wait(30)
+        second.start()
+        first.join(60)
+        second.join(60)
+        assert loaded.keys() == {"first", "second"} and sorted(read) == ["large.txt", "small.txt"]
+        assert [loaded[k].vector("a").tolist() for k in ("second", "first")] == [[0.0, 2.0], [1.0, 2.0]]
+        assert vectors.load_vectors(paths[0]).vectors is loaded["second"].vectors and len(read) == 2   # cached
+        assert vectors._read_cached.cache_info().currsize == 2
+    finally:
+        vectors._read_cached.cache_clear()
+    assert vectors._read_cached.cache_info().currsize == 0
 
 
 def test_one_model_queried_from_four_threads_at_once_gives_the_results_of_one_thread():

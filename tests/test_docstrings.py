@@ -86,13 +86,28 @@ def _constructor_docs(cls: type) -> list[str]:
     return [doc for doc in [vars(c).get("__doc__") for c in same] + [init.__doc__ for init in inits] if doc]
 
 
+
+def _is_record(cls) -> bool:
+    """Whether ``cls`` is a dataclass or a named tuple: a class whose constructor's parameters are its fields."""
+    return dataclasses.is_dataclass(cls) or (inspect.isclass(cls) and issubclass(cls, tuple)
+                                             and hasattr(cls, "_fields"))
+
+
+def _own_field_docs(cls: type) -> set[str]:
+    """The attributes of ``cls`` documented by a docstring below them or a ``#:`` comment above them, read as autodoc
+    reads them (``sphinx.pycode``): each renders as an attribute entry of the class in the API reference."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    return {name for scope, name in ModuleAnalyzer.for_module(cls.__module__).find_attr_docs()
+            if scope == cls.__qualname__}
 def _missing_parameters(obj) -> list[str]:
     """The parameters of a function, or of a class's constructor, that its docstrings do not document.
 
     A function documents its parameters in its ``Parameters`` section; a class in the ``Parameters`` section of its
-    own docstring (numpydoc's place for constructor parameters) or of ``__init__``'s; a dataclass may list its
-    fields under ``Attributes`` instead (numpydoc's convention for records). ``*args`` needs no entry; ``**kwargs``
-    is documented as ``**kwargs``.
+    own docstring (numpydoc's place for constructor parameters) or of ``__init__``'s; a record (dataclass or named
+    tuple) may list its fields under ``Attributes`` instead (numpydoc's convention for records) or document each by
+    a docstring of its own (:func:`_own_field_docs`). ``*args`` needs no entry; ``**kwargs`` is documented as
+    ``**kwargs``.
     """
     parameters = [p for p in _signature(obj).parameters.values()
                   if p.name not in ("self", "cls") and p.kind is not p.VAR_POSITIONAL]
@@ -100,8 +115,8 @@ def _missing_parameters(obj) -> list[str]:
         parameters = [p for p in parameters if p.kind is not p.VAR_KEYWORD]
     docs = _constructor_docs(obj) if inspect.isclass(obj) else [obj.__doc__ or ""]
     documented = set().union(*(_documented_parameters(d) for d in docs))
-    if dataclasses.is_dataclass(obj):
-        documented |= set().union(*(_documented_parameters(d, "Attributes") for d in docs))
+    if _is_record(obj):
+        documented |= set().union(*(_documented_parameters(d, "Attributes") for d in docs)) | _own_field_docs(obj)
     return [p.name for p in parameters if p.name not in documented and not (
         p.kind is p.VAR_KEYWORD and any(f"**{p.name}" in d for d in docs))]
 
@@ -115,6 +130,24 @@ def test_every_public_function_and_class_describes_every_parameter(path):
     assert not missing, f"{path}: parameters missing from its Parameters section: {missing}"
 
 
+
+def test_every_record_field_is_documented_once():
+    """``NaimarkDilation`` and ``SchmidtDecomposition`` described their fields in a Parameters section and in a
+    docstring per field: the API reference showed each field twice. A record documents a field in one place, and a
+    named tuple by the field's own docstring (autodoc's entry of an undocumented field reads "Alias for field number
+    0", beside the class's Parameters)."""
+    records = {path: cls for path, cls in CALLABLES.items() if _is_record(cls)}
+    assert {"qpnlp.measurement.NaimarkDilation", "qpnlp.hilbert.SchmidtDecomposition"} <= records.keys()
+    twice, aliases = {}, {}
+    for path, cls in records.items():
+        in_sections = set().union(*(_documented_parameters(d, s) for d in _constructor_docs(cls)
+                                    for s in ("Parameters", "Attributes")))
+        if both := sorted(in_sections & _own_field_docs(cls)):
+            twice[path] = both
+        if not dataclasses.is_dataclass(cls) and (bare := [f for f in cls._fields if f not in _own_field_docs(cls)]):
+            aliases[path] = bare
+    assert not twice, f"fields documented in a section and by their own docstring: {twice}"
+    assert not aliases, f"named-tuple fields without a docstring of their own: {aliases}"
 def test_the_parameter_reader_reads_numpydoc_entries():
     doc = """Summary.
 

@@ -122,3 +122,16 @@ def test_every_variable_is_listed_in_one_place():
     assert {"QPNLP_DATA", "QPNLP_DIST_TIMEOUT", "QPNLP_LOCKED_OUT", *_numba.SWITCHES} <= names
     assert not {n for n in names if f"`{n}`" not in section}
     assert "internal" in section.split("`QPNLP_LOCKED_OUT`", 1)[1].split("\n", 1)[0]
+
+
+def test_a_blank_world_size_lets_word2fun_lock_its_out(tmp_path, monkeypatch):
+    """``WORLD_SIZE=' '`` passed the command's check of the environment (blank: one process), then ended the run in
+    the lock of ``--out`` with int()'s "invalid literal for int() with base 10: ' '"."""
+    from qpnlp.cli import main
+    from qpnlp.commands import word2fun
+
+    monkeypatch.setenv("WORLD_SIZE", " ")
+    monkeypatch.delenv(word2fun.LOCKED_OUT_VARIABLE, raising=False)
+    monkeypatch.setattr(word2fun, "_load_corpus", lambda *a: pytest.fail("corpus read"))
+    with pytest.raises(pytest.fail.Exception, match="corpus read"):         # --out locked, the run goes on
+        main(["train", "word2fun", "--corpus", "sotu", "--out", str(tmp_path / "out"), "--no-progress"])

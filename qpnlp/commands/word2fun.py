@@ -322,7 +322,7 @@ def _lock_out(args: argparse.Namespace, main: bool, device: str) -> dict[str, st
                 return str(err)
         return None
 
-    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+    if _env.count("WORLD_SIZE", 1) > 1:
         dist.setup(device)
     refused = dist.gather_together(refusal, "locking --out")[0]
     if refused is not None:

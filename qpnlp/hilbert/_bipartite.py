@@ -34,22 +34,15 @@ __all__ = ["SchmidtDecomposition", "schmidt_decomposition", "partial_transpose",
 
 
 class SchmidtDecomposition(NamedTuple):
-    r""":math:`|\psi\rangle = \sum_k c_k |a_k\rangle \otimes |b_k\rangle`, :math:`r = \min(d_A, d_B)` terms.
-
-    Parameters
-    ----------
-    coefficients : torch.Tensor
-        Real ``(..., r)``, the :math:`c_k`.
-    left, right : PureState
-        The :math:`|a_k\rangle` (dimension :math:`d_A`) and :math:`|b_k\rangle` (:math:`d_B`), batch shape ``(..., r)``.
-    """
+    r""":math:`|\psi\rangle = \sum_k c_k |a_k\rangle \otimes |b_k\rangle`, :math:`r = \min(d_A, d_B)` terms: a named
+    tuple of the fields below."""
 
     coefficients: torch.Tensor
-    """Real ``(..., r)``, descending, :math:`\\sum_k c_k^2 = 1`."""
+    r"""Real ``(..., r)``, the :math:`c_k`, descending, with :math:`\sum_k c_k^2 = 1`."""
     left: PureState
-    """Batch shape ``(..., r)``, dimension :math:`d_A`: the orthonormal :math:`|a_k\\rangle`."""
+    r"""The orthonormal :math:`|a_k\rangle`, batch shape ``(..., r)``, dimension :math:`d_A`."""
     right: PureState
-    """Batch shape ``(..., r)``, dimension :math:`d_B`: the orthonormal :math:`|b_k\\rangle`."""
+    r"""The orthonormal :math:`|b_k\rangle`, batch shape ``(..., r)``, dimension :math:`d_B`."""
 
 
 def _dims(dims: Sequence[int], total: int) -> tuple[int, int]:

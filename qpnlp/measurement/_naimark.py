@@ -28,20 +28,11 @@ __all__ = ["NaimarkDilation", "naimark_dilation"]
 
 
 class NaimarkDilation(NamedTuple):
-    r"""Isometry, projectors and (optionally) unitary of :func:`naimark_dilation`.
-
-    Parameters
-    ----------
-    isometry : torch.Tensor
-        Complex ``(..., k r, d)``, :math:`V^\dagger V = I`.
-    projectors : Projector
-        Batch ``(k,)`` of rank-r projectors on ``C^{k r}``, summing to I.
-    unitary : torch.Tensor or None
-        Complex ``(..., k r, k r)`` extending the isometry, or None when not asked for.
-    """
+    r"""Isometry, projectors and (optionally) unitary of :func:`naimark_dilation`: a named tuple of the fields
+    below."""
 
     isometry: torch.Tensor
-    r"""Complex ``(..., k r, d)``, :math:`V^\dagger V = I`: embeds a state as :math:`V|w\rangle`."""
+    r"""Complex ``(..., k r, d)`` with :math:`V^\dagger V = I`, embedding a state as :math:`V|w\rangle`."""
     projectors: Projector
     """Batch ``(k,)`` of rank-r projectors on ``C^{k r}`` (blocks of canonical basis vectors), summing to I."""
     unitary: torch.Tensor | None

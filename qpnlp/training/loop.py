@@ -252,6 +252,10 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
                 saved = epoch
             if log is not None:                       # after the state is saved: a logged epoch is never lost
                 log(entry)
+        if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
+            # stopped early: keep the best only (Ctrl-C meanwhile leaves the last epoch's state, as in an epoch)
+            save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
+                                progress=progress, identity=identity, final=True, initial=initial)
     except KeyboardInterrupt:
         model.load_state_dict(best_state)
         # Ctrl-C while epoch k's state is written leaves k - 1's on disk: --resume redoes k, so k is not finished
@@ -263,10 +267,6 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         model.load_state_dict(best_state)
         err.history = history
         raise
-    if checkpoint_dir is not None and progress["waited"] >= config.patience and not progress.get("final"):
-        # stopped early: keep the best only
-        save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
-                            progress=progress, identity=identity, final=True, initial=initial)
     model.load_state_dict(best_state)
     return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
                       time.perf_counter() - start, history)

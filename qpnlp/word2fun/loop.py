@@ -87,15 +87,14 @@ class TrainStats:
     epoch_loss : list of float, default []
         The mean loss per pair of each epoch.
     compile_seconds : float, default 0.0
-        Seconds spent compiling the step before the first epoch (below).
+        Seconds spent before the first epoch compiling the step (numba's first run after an install; loading it
+        from the cache otherwise); not in ``seconds``.
     """
 
     tokens: int = 0
     pairs: int = 0
     seconds: float = 0.0
     epoch_loss: list = field(default_factory=list)
-    #: Seconds spent before the first epoch compiling the step (numba's first run after an install; loading it
-    #: from the cache otherwise); not in ``seconds``.
     compile_seconds: float = 0.0
 
     @property

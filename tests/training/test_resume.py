@@ -217,6 +217,40 @@ def test_an_early_stopped_run_keeps_a_small_final_state_and_resumes_to_its_resul
             checkpoint_dir=tmp_path, resume=True)
 
 
+
+def test_ctrl_c_while_the_final_state_of_an_early_stop_is_written_is_a_training_interruption(tmp_path, monkeypatch):
+    """After an early stop the loop writes the best-only state outside the handling of Ctrl-C: there, Ctrl-C ended
+    the training with a bare KeyboardInterrupt (the commands then neither saved the best model nor finished the
+    report as interrupted). It is a TrainingInterrupted now, the model at its best epoch, the last epoch's state on
+    disk, which ``resume`` finishes."""
+    from qpnlp.training import loop
+
+    config = TrainConfig(epochs=30, patience=1, batch_size=8, lr=0.5, embedding_lr=0.5, progress=False)
+    torch.manual_seed(0)
+    reference = _qpdn(1)
+    done = fit(reference, _texts(), _texts(seed=1), config)
+    save = loop.save_training_state
+
+    def ctrl_c_at_the_final_save(*args, **kwargs):
+        if kwargs.get("final"):
+            raise KeyboardInterrupt
+        return save(*args, **kwargs)
+
+    torch.manual_seed(0)
+    model = _qpdn(1)
+    with monkeypatch.context() as patch:
+        patch.setattr(loop, "save_training_state", ctrl_c_at_the_final_save)
+        with pytest.raises((TrainingInterrupted, KeyboardInterrupt)) as stopped:
+            fit(model, _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
+    assert type(stopped.value) is TrainingInterrupted
+    assert (stopped.value.epoch, stopped.value.best_epoch) == (len(done.history), done.best_epoch) < (30, 30)
+    assert _equal_states(model, reference)                                   # the best epoch's parameters
+    assert not json.loads((tmp_path / JSON_FILE).read_text())["progress"].get("final")
+    resumed = fit(_qpdn(2), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path, resume=True)
+    assert resumed.best_epoch == done.best_epoch
+    assert json.loads((tmp_path / JSON_FILE).read_text())["progress"]["final"]
+
+
 def test_resume_refuses_another_run(tmp_path):
     config = TrainConfig(epochs=1, batch_size=8, progress=False)
     fit(_qpdn(1), _texts(), _texts(seed=1), config, checkpoint_dir=tmp_path)
