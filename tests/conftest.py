@@ -96,3 +96,24 @@ class _LargestTensor:
 def largest_tensor():
     """``with largest_tensor() as seen: ...``, then ``seen.largest``: the most entries of a tensor made inside."""
     return _LargestTensor
+
+
+def _check_forward_mode(function, theta: torch.Tensor, step: float = 1e-6) -> None:
+    """``torch.func.jvp`` of ``function`` (real ``theta`` (p,) -> real (...)) equals central differences and the
+    ``jacrev`` Jacobian applied to the tangent; ``jacfwd`` equals ``jacrev`` (float64)."""
+    from torch.func import jacfwd, jacrev, jvp
+
+    v = torch.randn(theta.shape, dtype=theta.dtype, generator=torch.Generator().manual_seed(1))
+    value, tangent = jvp(function, (theta,), (v,))
+    torch.testing.assert_close(value, function(theta))
+    central = (function(theta + step * v) - function(theta - step * v)) / (2 * step)
+    torch.testing.assert_close(tangent, central, rtol=1e-6, atol=1e-7)
+    reverse = jacrev(function)(theta)
+    torch.testing.assert_close(tangent, reverse @ v, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(jacfwd(function)(theta), reverse, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture
+def check_forward_mode():
+    """``check_forward_mode(function, theta)``: forward-mode AD against finite differences and ``jacrev``."""
+    return _check_forward_mode

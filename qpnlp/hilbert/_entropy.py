@@ -27,7 +27,7 @@ from ._contract import contract
 from ._ensemble import Ensemble
 from ._linalg import promote, safe_sqrt
 from ._metrics import _pure_infidelity
-from ._operands import as_density_tensor, check_pair, rank_tolerance, spectrum
+from ._operands import as_density_tensor, check_pair, first_order_only, rank_tolerance, spectrum
 from ._states import DensityMatrix, PureState
 
 __all__ = ["von_neumann_entropy", "purity", "linear_entropy", "renyi_entropy", "relative_entropy",
@@ -202,7 +202,10 @@ class _TraceLog(torch.autograd.Function):
 
     The eigenvectors and the terms :math:`\log\mu_k\,[p_k > \mathrm{tol}]` are returned too (not
     differentiable, for the backward): the forward sets nothing on ``ctx`` (``setup_context`` does), so
-    ``torch.func.grad`` and ``vmap`` run it too.
+    ``torch.func.grad`` and ``vmap`` run it too. The trace is real, so the ``jvp`` is the real inner product
+    of those two gradients with the tangents, taken in the eigenbasis of sigma:
+    :math:`\sum_k \log\mu_k [p_k > \mathrm{tol}]\operatorname{Re}(U^\dagger d\rho\,U)_{kk}
+    + \operatorname{Re}\sum_{ij} \overline{((U^\dagger\rho U)\circ K)_{ij}}\,(U^\dagger d\sigma\,U)_{ij}`.
     """
 
     generate_vmap_rule = True
@@ -223,10 +226,12 @@ class _TraceLog(torch.autograd.Function):
         ctx.tol, ctx.shapes = tol, (r.shape, s.shape)
         ctx.mark_non_differentiable(mu, populations, vecs, terms)
         ctx.save_for_backward(r, mu, vecs, terms)
+        ctx.save_for_forward(r, mu, vecs, terms)
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad, grad_mu, grad_populations, grad_vecs, grad_terms):
+        first_order_only("backward", "Tr rho log sigma")
         r, mu, vecs, terms = ctx.saved_tensors
         g = grad.to(vecs.dtype).unsqueeze(-1).unsqueeze(-1)
         grad_r = grad_s = None
@@ -236,6 +241,18 @@ class _TraceLog(torch.autograd.Function):
             kernel = _log_divided_differences(mu, ctx.tol).to(vecs.dtype)
             grad_s = ((vecs @ ((vecs.mH @ r @ vecs) * kernel) @ vecs.mH) * g).sum_to_size(ctx.shapes[1])
         return grad_r, grad_s, None
+
+    @staticmethod
+    def jvp(ctx, dr, ds, _tol):
+        first_order_only("jvp", "Tr rho log sigma", ctx)
+        r, mu, vecs, terms = ctx.saved_tensors
+        value = torch.zeros_like(terms.sum(-1))
+        if dr is not None:
+            value = value + (terms * contract("...ak,...ab,...bk->...k", vecs.conj(), dr, vecs).real).sum(-1)
+        if ds is not None:
+            weights = (vecs.mH @ r @ vecs) * _log_divided_differences(mu, ctx.tol).to(vecs.dtype)
+            value = value + (weights.conj() * (vecs.mH @ ds @ vecs)).real.sum((-2, -1))
+        return value, None, None, None, None
 
 
 def relative_entropy(rho, sigma, *, base: float = math.e) -> torch.Tensor:

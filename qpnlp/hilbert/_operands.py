@@ -28,6 +28,7 @@ small as zero (they are below what the dtype resolves in a d x d matrix).
 from __future__ import annotations
 
 import torch
+from torch.autograd import forward_ad
 
 from . import _mixture as M
 from . import _validation as V
@@ -114,6 +115,41 @@ def _root_kernel(roots: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, 1.0 / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(total))
 
 
+_interpreters = getattr(torch._C._functorch, "get_interpreter_stack", lambda: None)
+_GRAD = getattr(getattr(torch._C._functorch, "TransformType", None), "Grad", None)
+
+
+def first_order_only(rule: str, name: str, ctx=None) -> None:
+    r"""NotImplementedError where a custom ``rule`` (``"backward"``, or ``"jvp"`` and its ``ctx``) may be differentiated.
+
+    The Daleckii-Krein rules hold the decompositions they read (eigenvectors, roots) as constants, so a
+    derivative of a rule would silently miss their change: a ``backward`` run under forward-mode AD (an eager
+    dual level or a ``torch.func.jvp``: ``hessian``, ``jacfwd(jacrev(f))``), or a ``jvp`` under
+    ``torch.func.grad`` (``jacrev(jacfwd(f))``) or of inputs that require grad (eager: the tangent would be
+    differentiable). Second derivatives need the second divided differences.
+    """
+    if rule == "backward":
+        busy = forward_ad._current_level >= 0
+    else:
+        busy = any(i.key() == _GRAD for i in (_interpreters() or ())) or (
+            torch.is_grad_enabled() and any(getattr(ctx, "needs_input_grad", ())))
+    if busy:
+        raise NotImplementedError(
+            f"second derivatives of {name} (hessian, jacfwd(jacrev(f)), jacrev(jacfwd(f)), a jvp of a gradient) "
+            f"are not supported: its first derivatives are custom rules; use finite differences of the gradient")
+
+
+def dense_root_frechet(vecs: torch.Tensor, roots: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    r"""The Frechet derivative :math:`L(X) = U[(U^\dagger X U)\circ K]U^\dagger` of :math:`\sqrt\rho`, ``(..., d, d)``.
+
+    At :math:`\rho = U\operatorname{diag}(s^2)U^\dagger`: ``vecs`` U ``(..., d, d)``, ``roots`` s ``(..., d)``,
+    X ``(..., d, d)``; K the divided differences of ``_root_kernel``. K is real and symmetric, so L is
+    self-adjoint under :math:`\operatorname{Re}\operatorname{Tr} X^\dagger Y`: the same map is the pullback
+    of a gradient and the push-forward of a tangent.
+    """
+    return vecs @ ((vecs.mH @ x @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH
+
+
 class _PsdSqrt(torch.autograd.Function):
     r""":math:`\sqrt\rho = U\operatorname{diag}(\sqrt{\lambda})U^\dagger` with eigenvalues below :func:`rank_tolerance` set to zero.
 
@@ -124,7 +160,8 @@ class _PsdSqrt(torch.autograd.Function):
     by their zero gap and gives NaN (e.g. at the maximally mixed state).
 
     Returns the root and, not differentiable, the eigenvectors and roots the backward needs: the forward
-    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
+    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too. The
+    Frechet derivative is self-adjoint (``dense_root_frechet``): the ``jvp`` applies it to the tangent.
     """
 
     generate_vmap_rule = True
@@ -140,12 +177,20 @@ class _PsdSqrt(torch.autograd.Function):
         _, vecs, roots = output
         ctx.mark_non_differentiable(vecs, roots)
         ctx.save_for_backward(vecs, roots)
+        ctx.save_for_forward(vecs, roots)
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad_root, _grad_vecs, _grad_roots):
+        first_order_only("backward", "the square root of a density matrix")
         vecs, roots = ctx.saved_tensors
-        return vecs @ ((vecs.mH @ grad_root @ vecs) * _root_kernel(roots).to(vecs.dtype)) @ vecs.mH, None
+        return dense_root_frechet(vecs, roots, grad_root), None
+
+    @staticmethod
+    def jvp(ctx, tangent, _name):
+        first_order_only("jvp", "the square root of a density matrix", ctx)
+        vecs, roots = ctx.saved_tensors
+        return dense_root_frechet(vecs, roots, tangent), None, None
 
 
 def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
@@ -238,6 +283,23 @@ def hermitian_root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, 
     return root_pullback(kind, roots, vecs, right, g_u, None if kind == "pure" else vecs.mH @ g_u)
 
 
+def factor_root_pushforward(roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor,
+                            tangent: torch.Tensor) -> torch.Tensor:
+    r"""Directional derivative ``(..., d, d)`` of :math:`\sqrt{AA^\dagger}` along ``tangent`` dA ``(..., d, n)``.
+
+    A given by its thin SVD :math:`A = U S W^\dagger` (``vecs`` U ``(..., d, r)``, ``roots`` S ``(..., r)``,
+    ``right`` W ``(..., n, r)``). With :math:`Y = U^\dagger dA\,W` and :math:`C = (I - UU^\dagger)\,dA\,W D`
+    (D the indicator of :math:`s_j > 0`), the Daleckii-Krein formula for :math:`d(AA^\dagger)` gives
+    :math:`U[(YS + SY^\dagger)\circ K]U^\dagger + CU^\dagger + UC^\dagger`, K of ``_root_kernel``. The adjoint
+    of :func:`root_pullback` for a factor (the same conventions where S has zeros): a jvp and a vjp agree.
+    """
+    y = vecs.mH @ tangent @ right                                                    # U^H dA W  (..., r, r)
+    scale = roots.to(y.dtype)
+    inner = y * scale.unsqueeze(-2) + scale.unsqueeze(-1) * y.mH                   # Y S + S Y^H
+    outer = (tangent @ right - vecs @ y) * (roots > 0).to(y.dtype).unsqueeze(-2)   # (I - U U^H) dA W D
+    return vecs @ (inner * _root_kernel(roots).to(y.dtype)) @ vecs.mH + outer @ vecs.mH + vecs @ outer.mH
+
+
 def _root_pullback(kind: str, roots: torch.Tensor, vecs: torch.Tensor, right: torch.Tensor | None,
                    overlap: torch.Tensor, other_roots: torch.Tensor, other_vecs: torch.Tensor) -> torch.Tensor:
     r""":func:`root_pullback` for :math:`G = \sqrt\sigma = V\operatorname{diag}(t)V^\dagger` given thin.
@@ -265,7 +327,8 @@ class _RootOverlap(torch.autograd.Function):
 
     Returns the value and, not differentiable, the decompositions the backward needs (a factor's right
     singular vectors W, or an empty tensor for the other kinds): the forward sets nothing on ``ctx``
-    (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
+    (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too. The value is real, so its
+    ``jvp`` is the real inner product :math:`\operatorname{Re}\sum \bar g\,dx` of each gradient g with its tangent.
     """
 
     generate_vmap_rule = True
@@ -287,21 +350,42 @@ class _RootOverlap(torch.autograd.Function):
         ctx.kinds, ctx.inputs = (specs[0][0], specs[1][0]), ((x.shape, x.dtype), (y.shape, y.dtype))
         ctx.mark_non_differentiable(*output[1:])
         ctx.save_for_backward(*output[1:])
+        ctx.save_for_forward(*output[1:])
+
+    @staticmethod
+    def _gradient(ctx, i: int, saved) -> torch.Tensor:
+        """The gradient of the value in input ``i``, unscaled and at the broadcast batch shape."""
+        s, u, right_x, t, v, right_y, overlap = saved
+        side = (s, u, right_x, overlap, t, v) if i == 0 else (t, v, right_y, overlap.mH, s, u)
+        full = _root_pullback(ctx.kinds[i], *side)
+        return full.squeeze(-1) if ctx.kinds[i] == "pure" else full
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad, *_grad_decompositions):
-        s, u, right_x, t, v, right_y, overlap = ctx.saved_tensors
-        g = grad.to(u.dtype).unsqueeze(-1).unsqueeze(-1)
+        first_order_only("backward", "Tr sqrt(rho) sqrt(sigma)")
+        saved = ctx.saved_tensors
+        g = grad.to(saved[1].dtype)
         grads = [None, None, None]
-        sides = ((s, u, right_x, overlap, t, v), (t, v, right_y, overlap.mH, s, u))
-        for i, side in enumerate(sides):
+        for i in range(2):
             if ctx.needs_input_grad[i]:
-                full = _root_pullback(ctx.kinds[i], *side) * g
-                full = full.squeeze(-1) if ctx.kinds[i] == "pure" else full
+                full = _RootOverlap._gradient(ctx, i, saved)
+                full = full * (g.unsqueeze(-1) if ctx.kinds[i] == "pure" else g.unsqueeze(-1).unsqueeze(-1))
                 shape, dtype = ctx.inputs[i]
                 grads[i] = full.to(dtype).sum_to_size(shape)                   # the input's batch shape and dtype
         return tuple(grads)
+
+    @staticmethod
+    def jvp(ctx, dx, dy, _specs):
+        first_order_only("jvp", "Tr sqrt(rho) sqrt(sigma)", ctx)
+        saved = ctx.saved_tensors
+        value = None
+        for i, tangent in enumerate((dx, dy)):
+            if tangent is not None:
+                grad = _RootOverlap._gradient(ctx, i, saved)
+                term = (grad.conj() * tangent).real.sum(-1 if ctx.kinds[i] == "pure" else (-2, -1))
+                value = term if value is None else value + term
+        return (value.to(saved[0].dtype),) + (None,) * 7
 
 
 def root_overlap(rho, sigma) -> torch.Tensor:

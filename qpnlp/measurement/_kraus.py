@@ -19,7 +19,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._operands import hermitian_root_pullback, rank_tolerance
+from qpnlp.hilbert._operands import factor_root_pushforward, first_order_only, hermitian_root_pullback, rank_tolerance
 
 __all__ = ["kraus_update", "lueders_operator"]
 
@@ -36,7 +36,8 @@ class _FactorRoot(torch.autograd.Function):
     the directions that raise its rank get gradient 0, the central difference. Singular values below
     ``qpnlp.hilbert._operands.rank_tolerance`` (round-off of a zero one) count as zero in the backward.
     Returns the root and, not differentiable, U, those singular values and X for the backward: the forward
-    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too.
+    sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` and ``vmap`` run it too. The
+    ``jvp`` is the adjoint of that backward (``qpnlp.hilbert._operands.factor_root_pushforward``).
     """
 
     generate_vmap_rule = True
@@ -51,12 +52,20 @@ class _FactorRoot(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(*output[1:])
         ctx.save_for_backward(*output[1:])
+        ctx.save_for_forward(*output[1:])
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad, *_grad_decomposition):
+        first_order_only("backward", "the square root of an effect")
         u, s, xh = ctx.saved_tensors
         return hermitian_root_pullback("factor", s, u, xh.mH, grad)
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        first_order_only("jvp", "the square root of an effect", ctx)
+        u, s, xh = ctx.saved_tensors
+        return factor_root_pushforward(s, u, xh.mH, tangent), None, None, None
 
 
 def lueders_operator(vectors: torch.Tensor) -> torch.Tensor:

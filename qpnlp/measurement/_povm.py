@@ -26,7 +26,7 @@ import torch
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
-from qpnlp.hilbert._operands import hermitian_root_pullback, rank_tolerance
+from qpnlp.hilbert._operands import first_order_only, hermitian_root_pullback, rank_tolerance
 
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import _where, check_completeness, check_outcome
@@ -44,7 +44,9 @@ class _PolarFactor(torch.autograd.Function):
     wherever F has full column rank; with :math:`G` the gradient of Q and :math:`B = U^\dagger G W`,
     the gradient of F is
     :math:`U [(B - B^\dagger) / (\sigma_i + \sigma_j)] W^\dagger + (I - U U^\dagger) G W \Sigma^{-1} W^\dagger`.
-    The forward sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` runs it too.
+    The same map takes a tangent dF to dQ (from :math:`dF = dQ\,P + Q\,dP`, :math:`P = W\Sigma W^\dagger`,
+    :math:`Q^\dagger dQ` skew-Hermitian: the derivative of the polar factor is self-adjoint), so it is the ``jvp``
+    too. The forward sets nothing on ``ctx`` (``setup_context`` does), so ``torch.func.grad`` runs it too.
     """
 
     generate_vmap_rule = True
@@ -56,16 +58,27 @@ class _PolarFactor(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[1:])
+        ctx.save_for_forward(*inputs[1:])
+
+    @staticmethod
+    def _frechet(u: torch.Tensor, s: torch.Tensor, vh: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The self-adjoint derivative of the polar factor applied to ``x`` (a gradient or a tangent of F)."""
+        w = vh.mH
+        b = u.mH @ x @ w
+        inner = u @ ((b - b.mH) / (s.unsqueeze(-1) + s.unsqueeze(-2))) @ vh
+        outer = (x - u @ (u.mH @ x)) @ (w / s.unsqueeze(-2)) @ vh
+        return inner + outer
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
-        u, s, vh = ctx.saved_tensors
-        w = vh.mH
-        b = u.mH @ grad @ w
-        inner = u @ ((b - b.mH) / (s.unsqueeze(-1) + s.unsqueeze(-2))) @ vh
-        outer = (grad - u @ (u.mH @ grad)) @ (w / s.unsqueeze(-2)) @ vh
-        return inner + outer, None, None, None
+        first_order_only("backward", "the polar factor of a frame")
+        return _PolarFactor._frechet(*ctx.saved_tensors, grad), None, None, None
+
+    @staticmethod
+    def jvp(ctx, tangent, *_decomposition):                   # the SVD comes from the detached frame
+        first_order_only("jvp", "the polar factor of a frame", ctx)
+        return _PolarFactor._frechet(*ctx.saved_tensors, tangent)
 
 
 class _EffectFactor(torch.autograd.Function):
@@ -83,7 +96,10 @@ class _EffectFactor(torch.autograd.Function):
     round-off leaves) is 0. A smooth parametrisation that keeps E positive cannot move that block to first
     order, so its gradient is exact there too. Returns the rows and, not differentiable, U and the roots
     (0 below the tolerance): the forward sets nothing on ``ctx`` (``setup_context`` does), so
-    ``torch.func.grad`` and ``vmap`` run it too.
+    ``torch.func.grad`` and ``vmap`` run it too. The ``jvp`` is the adjoint map, U held fixed as well:
+    :math:`dR` from the self-adjoint Daleckii-Krein formula applied to the Hermitian part of dE, rows
+    :math:`(dR\,U)^T`; so the derivatives of the effects, probabilities and updates are exact, those of
+    the rows themselves are not (they would follow U).
     """
 
     generate_vmap_rule = True
@@ -99,12 +115,20 @@ class _EffectFactor(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(*output[1:])
         ctx.save_for_backward(*output[1:])
+        ctx.save_for_forward(*output[1:])
 
     @staticmethod
     @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
     def backward(ctx, grad, *_grad_decomposition):
+        first_order_only("backward", "the factor vectors of dense effects")
         u, roots = ctx.saved_tensors
         return hermitian_root_pullback("dense", roots, u, None, grad.mT @ u.mH)          # the gradient of R
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        first_order_only("jvp", "the factor vectors of dense effects", ctx)
+        u, roots = ctx.saved_tensors
+        return (hermitian_root_pullback("dense", roots, u, None, tangent) @ u).mT, None, None  # (dR U)^T
 
 
 class POVM(Batched):
@@ -221,7 +245,7 @@ class POVM(Batched):
             raise ValueError(f"frame vectors must span C^{frame.shape[-1]}; the frame has relative smallest "
                              f"singular value {value:.3g}{_where(worst, frame.shape[:-2])} "
                              f"(shape {tuple(frame.shape)}, tolerance {tol:.2g})")
-        polar = _PolarFactor.apply(frame, u, sv, vh) if frame.requires_grad else u @ vh
+        polar = _PolarFactor.apply(frame, u, sv, vh)       # u @ vh; under torch.func.jvp frame.requires_grad is False
         return cls(polar.unsqueeze(-2), validate=validate)                  # rows g_k = S^{-1/2} f_k
 
     @classmethod
