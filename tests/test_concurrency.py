@@ -199,6 +199,16 @@ def test_every_process_of_a_torchrun_job_given_a_locked_out_is_refused_with_one_
 
 
 # --------------------------------------------------------------------------- threads
+def _second_once_first_is_in(first: threading.Thread, inside: threading.Event, second: threading.Thread) -> None:
+    """Start ``first``, then ``second`` once ``first`` has set ``inside`` (the interleaving a test forces), and wait
+    for both."""
+    first.start()
+    assert inside.wait(30)
+    second.start()
+    first.join(60)
+    second.join(60)
+
+
 class _AskProbe:
     """A lock that notes when ``thread()`` asks for it (``asked`` is set before it waits); reentrant or not."""
 
@@ -246,11 +256,7 @@ def test_a_thread_looking_up_a_model_while_another_loads_the_plugins_waits_for_t
     first = threading.Thread(target=look_up, args=("first",))
     second = threading.Thread(target=look_up, args=("second",))
     try:
-        first.start()
-        assert loading.wait(30)
-        second.start()
-        first.join(60)
-        second.join(60)
+        _second_once_first_is_in(first, loading, second)
     finally:
         unregister_model("threaded-plugin")
     assert found == {"first": Plugin, "second": Plugin}
@@ -296,11 +302,7 @@ def test_measurements_built_with_generators_in_two_threads_at_once_are_those_bui
 
     first = threading.Thread(target=run, args=(0,))
     second = threading.Thread(target=run, args=(1,))
-    first.start()
-    assert first_inside.wait(30)
-    second.start()
-    first.join(60)
-    second.join(60)
+    _second_once_first_is_in(first, first_inside, second)
     for seed in (0, 1):
         assert not isinstance(built[seed], Exception), built[seed]
         assert built[seed].keys() == alone[seed].keys()
@@ -334,11 +336,7 @@ def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypat
     first = threading.Thread(target=lambda: loaded.setdefault("first", vectors.load_vectors(path)))
     second = threading.Thread(target=lambda: loaded.setdefault("second", vectors.load_vectors(path)))
     try:
-        first.start()
-        assert first_reading.wait(30)
-        second.start()
-        first.join(60)
-        second.join(60)
+        _second_once_first_is_in(first, first_reading, second)
     finally:
         vectors._read_cached.cache_clear()
     assert read == [first] and loaded["first"].vectors is loaded["second"].vectors
@@ -372,11 +370,7 @@ def test_two_threads_loading_two_vector_files_read_them_at_once(tmp_path, monkey
     first = threading.Thread(target=lambda: loaded.setdefault("first", vectors.load_vectors(paths[1])))
     second = threading.Thread(target=lambda: loaded.setdefault("second", vectors.load_vectors(paths[0])))
     try:
-        first.start()
-        assert first_reading.wait(30)
-        second.start()
-        first.join(60)
-        second.join(60)
+        _second_once_first_is_in(first, first_reading, second)
         assert loaded.keys() == {"first", "second"} and sorted(read) == ["large.txt", "small.txt"]
         assert [loaded[k].vector("a").tolist() for k in ("second", "first")] == [[0.0, 2.0], [1.0, 2.0]]
         assert vectors.load_vectors(paths[0]).vectors is loaded["second"].vectors and len(read) == 2   # cached
