@@ -9,7 +9,7 @@ First-class objects (immutable wrappers around tensors):
 
 Free functions relate states:
 
-* fidelities and distances: :func:`fidelity` (squared convention),
+* fidelities and distances: :func:`fidelity` (squared convention), :func:`infidelity`,
   :func:`trace_distance`, :func:`bures_distance`, :func:`bures_angle`,
   :func:`hellinger_distance`, :func:`hellinger_affinity`,
   :func:`hilbert_schmidt_distance`, :func:`sub_fidelity`, :func:`super_fidelity`;
@@ -39,7 +39,7 @@ from ._entropy import (linear_entropy, purity, quantum_jensen_shannon_divergence
                        von_neumann_entropy)
 from ._linalg import dagger, inner, kron, normalize, outer, promote, random_unitary, trace
 from ._metrics import (bures_angle, bures_distance, fidelity, hellinger_affinity, hellinger_distance,
-                       hilbert_schmidt_distance, sub_fidelity, super_fidelity, trace_distance)
+                       hilbert_schmidt_distance, infidelity, sub_fidelity, super_fidelity, trace_distance)
 from ._mixture import masked_softmax
 from ._random import random_density_matrix, random_isometry, random_pure_state
 from ._qutip import from_qutip, to_qutip
@@ -48,8 +48,8 @@ from ._validation import get_validation, set_validation, tolerance, validation
 
 __all__ = [
     "SememeBasis", "PureState", "DensityMatrix", "Ensemble",
-    "fidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_distance", "hellinger_affinity",
-    "hilbert_schmidt_distance", "sub_fidelity", "super_fidelity",
+    "fidelity", "infidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_distance",
+    "hellinger_affinity", "hilbert_schmidt_distance", "sub_fidelity", "super_fidelity",
     "von_neumann_entropy", "renyi_entropy", "linear_entropy", "relative_entropy", "purity",
     "quantum_jensen_shannon_divergence",
     "tensor_product", "partial_trace", "partial_transpose", "schmidt_decomposition", "SchmidtDecomposition",
