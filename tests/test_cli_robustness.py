@@ -641,6 +641,7 @@ import os, signal
 from qpnlp.commands._report import Report
 
 signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal (a background job ignores SIGINT)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])   # a harness may block them (inherited)
 _epoch = Report.epoch
 
 def _epoch_then_signal(self, entry):
@@ -659,6 +660,7 @@ import os, signal
 from qpnlp import _atomic
 
 signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])   # a harness may block them (inherited)
 _place, _calls = _atomic._place, []
 
 def _signal_then_place(tmp, target):
