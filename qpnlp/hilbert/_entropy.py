@@ -25,8 +25,8 @@ import torch
 from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt
-from ._metrics import _pure_infidelity
+from ._linalg import promote
+from ._metrics import infidelity
 from ._operands import as_density_tensor, check_pair, first_order_only, rank_tolerance, spectrum
 from ._states import DensityMatrix, PureState
 
@@ -322,13 +322,12 @@ def _average(rho, sigma):
 def _pure_divergence(rho: PureState, sigma: PureState) -> torch.Tensor:
     r"""J of two pure states in nats: binary entropy of :math:`\lambda = (1 - \sqrt F)/2 = (1 - F)/(2(1 + \sqrt F))`.
 
-    :math:`(\rho + \sigma)/2` has the eigenvalues :math:`\lambda` and :math:`1 - \lambda`; with :math:`1 - F` from
-    ``_pure_infidelity`` (no cancellation) and :math:`\log(1 - \lambda)` as ``log1p``, J keeps its relative
-    accuracy for close states, where the eigenvalues of the Gram matrix resolve :math:`\lambda` only to
+    :math:`(\rho + \sigma)/2` has the eigenvalues :math:`\lambda` and :math:`1 - \lambda`; with
+    :math:`1 - \sqrt F` from :func:`~qpnlp.hilbert.infidelity` (no cancellation for two pure states) and
+    :math:`\log(1 - \lambda)` as ``log1p``, J keeps its relative accuracy for close states, where the eigenvalues of the Gram matrix resolve :math:`\lambda` only to
     :math:`\epsilon` (float32: J of states closer than an angle of ~1e-3 was round-off, 15% off to 50x).
     """
-    infidelity = _pure_infidelity(rho, sigma)
-    small = infidelity / (2.0 * (1.0 + safe_sqrt(1.0 - infidelity)))
+    small = 0.5 * infidelity(rho, sigma, squared=False)                     # lambda = (1 - sqrt F) / 2
     return -(_xlogx(small) + (1.0 - small) * torch.log1p(-small))
 
 
