@@ -117,3 +117,30 @@ def _check_forward_mode(function, theta: torch.Tensor, step: float = 1e-6) -> No
 def check_forward_mode():
     """``check_forward_mode(function, theta)``: forward-mode AD against finite differences and ``jacrev``."""
     return _check_forward_mode
+
+
+def _neg_bit(x: torch.Tensor) -> torch.Tensor:
+    """``x``'s values with torch's lazy negative bit set: the imaginary part of a conjugate view."""
+    return torch.complex(torch.zeros_like(x), -x).conj().imag
+
+
+#: Real tensors as torch users hold them, each with the values of the plain tensor (bfloat16: for values it holds).
+_REAL_LAYOUTS = {
+    "requires_grad": lambda x: x.clone().requires_grad_(),
+    "neg_bit": _neg_bit,
+    "strided": lambda x: torch.stack([x, torch.full_like(x, 7.0)], -1)[..., 0],
+    "inference": lambda x: _inference_copy(x),
+    "bfloat16": lambda x: x.to(torch.bfloat16),
+}
+
+
+def _inference_copy(x: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return x.clone()
+
+
+@pytest.fixture(params=sorted(_REAL_LAYOUTS))
+def real_layout(request):
+    """``real_layout(x)``: float ``x`` (values a bfloat16 holds) as a tensor of another layout, the same values: one
+    that requires grad, one with the negative bit (``z.conj().imag``), strided, made under inference mode, bfloat16."""
+    return _REAL_LAYOUTS[request.param]

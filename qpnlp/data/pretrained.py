@@ -25,6 +25,7 @@ import numpy as np
 from qpnlp._cache import locked_cache
 from qpnlp._checks import is_integer
 from qpnlp._errors import preview
+from qpnlp._host import host_array
 from qpnlp.data.backoff import backoff_keys, backoff_vector  # noqa: F401 - backoff_keys: re-exported
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
@@ -191,7 +192,7 @@ def from_matrix(words: Sequence[str], matrix: np.ndarray) -> PretrainedVectors:
     >>> pv.dim, pv.vector("b").tolist()
     (2, [0.0, 1.0])
     """
-    matrix = np.asarray(matrix)
+    matrix = np.asarray(host_array(matrix))     # a tensor too: grad, device, conj/neg bits, bfloat16
     if not np.issubdtype(matrix.dtype, np.floating) and not np.issubdtype(matrix.dtype, np.integer):
         raise ValueError(f"matrix must be numeric, got dtype {matrix.dtype}")
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)

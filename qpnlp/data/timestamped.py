@@ -44,6 +44,7 @@ import numpy as np
 from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_real
 from qpnlp._errors import preview
+from qpnlp._host import host_array
 from qpnlp.data.paths import iter_lines, split_lines
 from qpnlp.data.tokenize import normalize_text
 
@@ -79,7 +80,7 @@ class TimestampedCorpus:
     docs: tuple
 
     def __post_init__(self):
-        raw = np.asarray(self.times)
+        raw = np.asarray(host_array(self.times))      # a tensor too: grad, device, conj/neg bits, bfloat16
         if raw.ndim != 1:                  # reshape(-1) flattened a (1, n) or (n, 2) array without a word
             raise ValueError(f"times must be 1-D, one time per document; got an array of shape {raw.shape}")
         if raw.dtype.kind == "c":          # float() of each dropped the imaginary part with only a numpy warning

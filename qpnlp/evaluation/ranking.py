@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
+from qpnlp._host import host_array
 from qpnlp._rows import check_row_indices
 
 __all__ = ["RankingResult", "average_precision", "precision_at_1", "rank_order", "ranking_metrics", "reciprocal_rank"]
@@ -53,10 +53,7 @@ _TIES = ("pessimistic", "optimistic")
 
 
 def _as_numpy(x, name: str, dtype=None) -> np.ndarray:
-    if isinstance(x, torch.Tensor):             # numpy has no bfloat16: float32 holds its values exactly
-        x = x.detach().cpu()
-        x = (x.float() if x.dtype == torch.bfloat16 else x).numpy()
-    a = np.asarray(x)
+    a = np.asarray(host_array(x))                # any tensor: grad, device, conj/neg bits, bfloat16
     if np.iscomplexobj(a):  # a cast to float64 would drop the imaginary part with only a warning
         raise ValueError(f"{name} must be real; got complex {a.dtype}")
     a = a.astype(dtype) if dtype is not None else a

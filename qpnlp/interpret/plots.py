@@ -34,6 +34,8 @@ import torch
 from matplotlib import colors, ticker
 from matplotlib.axes import Axes
 
+from qpnlp._host import host_array
+
 from . import _checks
 from ._labels import place_labels, root_figure
 
@@ -88,20 +90,8 @@ def _array(axes: list[Axes]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- inputs
-#: The tensor dtypes numpy lacks, and the ones that hold their values exactly.
-_NUMPY_WIDER = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
-
-
-def _from_tensor(x):
-    """``x`` as numpy if it is a tensor (bfloat16 and complex32 widened exactly), else ``x`` unchanged."""
-    if not isinstance(x, torch.Tensor):
-        return x
-    x = x.detach().cpu()
-    return x.to(_NUMPY_WIDER.get(x.dtype, x.dtype)).numpy()
-
-
 def _numpy(name: str, x) -> np.ndarray:
-    x = np.asarray(_from_tensor(x))
+    x = np.asarray(host_array(x))
     if x.dtype == object or not np.issubdtype(x.dtype, np.number):
         raise TypeError(f"{name} must be numeric; got {x.dtype}")
     if x.size and not np.isfinite(x).all():
@@ -499,7 +489,7 @@ def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, referenc
     -------
     matplotlib.axes.Axes
     """
-    p = np.asarray(_from_tensor(periods))
+    p = np.asarray(host_array(periods))
     if p.dtype == object or p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.number) or np.iscomplexobj(p):
         raise TypeError(f"periods must be real numbers; got {p.dtype}")   # complex: the imaginary part was dropped
     p = p.astype(np.float64).reshape(-1)

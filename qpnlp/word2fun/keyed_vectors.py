@@ -62,6 +62,7 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
+from qpnlp._host import host_array
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
@@ -188,14 +189,15 @@ class KeyedVectors:
         generator, a numpy array, a tensor).
 
         Raises ``TypeError`` / ``ValueError`` naming ``name`` for one number or a
-        nested sequence instead of a sequence of times; warns (``UserWarning``
+        nested sequence instead of a sequence of times, ``TypeError`` for complex times; warns (``UserWarning``
         naming the time and the span) when a time lies outside the training span
         [start, end] of :attr:`time_span` (the functions extrapolate there).
         Non-finite and huge times are the model's errors, when it is queried
         (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`); the model casts the times to its dtype.
         """
-        if isinstance(times, torch.Tensor):
-            times = times.detach().cpu().double().numpy()
+        times = host_array(times)                       # any tensor: grad, device, conj/neg bits, bfloat16
+        if isinstance(times, np.ndarray) and times.dtype.kind == "c":   # a cast kept the real part, with a warning
+            raise TypeError(f"{name} must be real raw times; got an array of {times.dtype}")
         if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or np.ndim(times) == 0 and \
                 not hasattr(times, "__next__"):   # one time, not a sequence (generators are read once, below)
             raise TypeError(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got {times!r}")

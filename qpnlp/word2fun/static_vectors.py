@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer
+from qpnlp._host import host_array
 from qpnlp._top_k import top_k
 
 __all__ = ["StaticKeyedVectors"]
@@ -33,8 +34,9 @@ def _word_list(words) -> list[str]:
 
 
 def _is_vector(item) -> bool:
-    """Whether a query item is a vector: a tensor, or a numpy array of numbers (an array of strings holds words)."""
-    return isinstance(item, torch.Tensor) or (isinstance(item, np.ndarray) and item.dtype.kind in "biuf")
+    """Whether a query item is a vector: a tensor, or a numpy array of numbers (an array of strings holds words;
+    a complex one is a vector too, refused by ``_query_row``, not looked up as words)."""
+    return isinstance(item, torch.Tensor) or (isinstance(item, np.ndarray) and item.dtype.kind in "biufc")
 
 
 def _query_list(items) -> list:
@@ -63,7 +65,8 @@ class StaticKeyedVectors:
     Parameters
     ----------
     index_to_key : sequence of str, length V (distinct words)
-    vectors : numpy.ndarray, shape (V, D)
+    vectors : numpy.ndarray or torch.Tensor, shape (V, D)
+        Real; copied (a tensor's values as :func:`torch.Tensor.numpy` would give them, bfloat16 as float32).
     counts : numpy.ndarray, shape (V,), optional
         Training counts (for ``min_count`` filters).
     year : float, optional
@@ -86,7 +89,7 @@ class StaticKeyedVectors:
         if len(self.key_to_index) != len(self.index_to_key):
             dup = next(w for i, w in enumerate(self.index_to_key) if self.key_to_index[w] != i)
             raise ValueError(f"duplicate word {dup!r} in index_to_key")
-        vectors = np.array(vectors, copy=True)
+        vectors = np.array(host_array(vectors), copy=True)   # a tensor too: grad, device, conj/neg bits, bfloat16
         if vectors.ndim != 2 or vectors.shape[0] != len(self.index_to_key):
             raise ValueError(f"vectors must have shape ({len(self.index_to_key)}, D); got {vectors.shape}")
         if vectors.dtype.kind not in "biuf":
@@ -149,12 +152,15 @@ class StaticKeyedVectors:
         return float(self._unit[self.get_index(a)] @ self._unit[self.get_index(b)])
 
     def to_gensim(self):
-        """A ``gensim.models.KeyedVectors`` holding these vectors (needs gensim; a copy, float32).
+        """A ``gensim.models.KeyedVectors`` holding these vectors (needs gensim; a copy: float64 vectors stay float64,
+        others become float32, gensim's default).
 
         Everything gensim offers on static vectors (``most_similar``,
         ``evaluate_word_analogies``, ``save_word2vec_format``, ...) then works
         on Word2Fun's vectors at this time; the training counts are set as
-        gensim's ``count`` attribute.
+        gensim's ``count`` attribute. A double model's vectors thus round-trip exactly through gensim's
+        word2vec text format (``save_word2vec_format(path)``, then ``load_word2vec_format(path,
+        datatype=numpy.float64)``); the binary format holds float32 only.
         """
         try:
             from gensim.models import KeyedVectors as GensimKeyedVectors
@@ -162,8 +168,9 @@ class StaticKeyedVectors:
             from qpnlp._optional import missing
 
             raise missing("gensim", "bench", "KeyedVectors.to_gensim()") from err
-        kv = GensimKeyedVectors(self.vector_size, count=0, dtype=np.float32)
-        kv.add_vectors(list(self.index_to_key), self.vectors.astype(np.float32))
+        dtype = np.float64 if self.vectors.dtype == np.float64 else np.float32
+        kv = GensimKeyedVectors(self.vector_size, count=0, dtype=dtype)
+        kv.add_vectors(list(self.index_to_key), self.vectors.astype(dtype))
         kv.allocate_vecattrs(["count"], [np.int64])
         kv.expandos["count"][:] = self.counts
         return kv
@@ -172,7 +179,9 @@ class StaticKeyedVectors:
         """The row a ``most_similar`` item adds to the query: a word's unit vector, a vector (D,) as it is."""
         if not _is_vector(item):
             return self._unit[self.get_index(item)]
-        vector = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else item
+        vector = host_array(item)                  # any tensor: grad, device, conj/neg bits, bfloat16
+        if vector.dtype.kind == "c":               # the cast below kept the real part with only a numpy warning
+            raise TypeError(f"a query vector must be real; got {vector.dtype}")
         vector = np.asarray(vector, dtype=self._unit.dtype)
         if vector.shape != (self.vector_size,) or not np.isfinite(vector).all():
             raise ValueError(f"a query vector must be finite with shape ({self.vector_size},); got shape "
@@ -206,6 +215,8 @@ class StaticKeyedVectors:
         ------
         KeyError
             For a word not in the vocabulary.
+        TypeError
+            For a complex vector (its imaginary part would be dropped).
         ValueError
             Without any word or vector, for ``topn`` or ``min_count`` that are not
             integers (``topn`` >= 1, ``min_count`` >= 0), for a vector not of

@@ -2,6 +2,7 @@ import gzip
 
 import numpy as np
 import pytest
+import torch
 
 from qpnlp.data.pretrained import (
     PretrainedVectors,
@@ -123,6 +124,13 @@ def test_glove_text_gzip_errors_name_the_users_file(tmp_path):
     path.write_bytes(gzip.compress(rows)[:-20])  # the end of the stream cut off
     with pytest.raises(ValueError, match="vec.txt.gz: truncated or corrupt gzip file"):
         load_glove_text(path)
+
+
+def test_from_matrix_takes_a_tensor_of_any_layout(real_layout):
+    """An embedding's weight (requires grad), a negative-bit view or bfloat16 raised in np.asarray."""
+    matrix = torch.tensor([[0.5, -1.0], [2.0, 0.25]])                            # values bfloat16 holds
+    pv = from_matrix(["a", "b"], real_layout(matrix))
+    assert pv.vectors.dtype == np.float32 and pv.vectors.tolist() == matrix.tolist()
 
 
 def test_from_matrix_validates():

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, load_sotu, read_tsv, write_tsv
 from qpnlp.data.paths import read_text
@@ -104,6 +105,13 @@ def test_complex_times_are_refused_not_read_as_their_real_part():
         with pytest.raises(TypeError, match="times must be real numbers .*complex128"):
             TimestampedCorpus(times, (["a"], ["b"]))
     assert TimestampedCorpus(np.array([1900, 1910], np.int32), (["a"], ["b"])).times.tolist() == [1900.0, 1910.0]
+
+
+def test_times_of_any_tensor_layout_are_the_plain_times(real_layout):
+    """A tensor that requires grad, a negative-bit view or bfloat16 raised in np.asarray (torch's "Can't call
+    numpy() on Tensor that requires grad", "Got unsupported ScalarType BFloat16")."""
+    times = torch.tensor([1904.0, 1952.0], dtype=torch.float64)                  # values bfloat16 holds
+    assert TimestampedCorpus(real_layout(times), (["a"], ["b"])).times.tolist() == [1904.0, 1952.0]
 
 
 def test_tsv_stream_shard_checks_the_rank(tmp_path):

@@ -161,6 +161,17 @@ def test_bfloat16_scores_rank_as_their_float32_values():
     assert (got.map, got.mrr, got.p_at_1) == (expected.map, expected.mrr, expected.p_at_1)
 
 
+def test_scores_and_labels_of_any_tensor_layout_rank_as_the_plain_tensor(real_layout):
+    """A negative-bit view (``z.conj().imag``) raised torch's "Can't call numpy() on Tensor that has negative bit
+    set"; every layout now ranks as the plain tensor."""
+    scores = torch.tensor([0.875, 0.125, 0.75, 0.25, 0.5], dtype=torch.float64)
+    labels = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0], dtype=torch.float64)
+    expected = ranking_metrics(scores, labels, [[0, 1, 2], [3, 4]])
+    got = ranking_metrics(real_layout(scores), real_layout(labels), [[0, 1, 2], [3, 4]])
+    assert (got.map, got.mrr, got.p_at_1) == (expected.map, expected.mrr, expected.p_at_1)
+    assert average_precision(real_layout(scores), labels) == average_precision(scores, labels)
+
+
 @given(st.lists(st.tuples(st.floats(-1e6, 1e6, allow_nan=False), st.booleans()), min_size=1, max_size=20,
                 unique_by=lambda row: row[0]).filter(lambda rows: any(label for _, label in rows)))
 def test_without_ties_ap_is_scikit_learns_and_rr_the_first_correct_rank(rows):

@@ -437,3 +437,23 @@ def test_bfloat16_tensors_plot_as_their_float32_values():
     ax = plot_period_histogram(torch.tensor([2.0, 4.0, 4.0, float("inf")], dtype=torch.bfloat16))
     assert sum(patch.get_height() for patch in ax.patches) == 3
     plt.close("all")
+
+
+@pytest.mark.parametrize("part", ["modulus", "phase", "imag"])
+def test_a_lazy_conjugate_density_matrix_plots_its_values(rho, part):
+    """``rho.conj()`` (or ``.mH``) is a view with the conjugate bit: ``.numpy()`` raised "Can't call numpy() on
+    Tensor that has conjugate bit set"; it now plots as the resolved matrix (its phases negated)."""
+    dense = rho.dense().data
+    lazy = dense.conj()
+    assert lazy.is_conj()
+    got = plot_density_matrix(lazy, part=part).images[0].get_array()
+    expected = plot_density_matrix(lazy.resolve_conj(), part=part).images[0].get_array()
+    np.testing.assert_array_equal(np.ma.getdata(got), np.ma.getdata(expected))
+    if part == "imag":
+        np.testing.assert_allclose(np.ma.getdata(got), -dense.imag.numpy(), atol=1e-7)
+
+
+def test_probabilities_of_any_tensor_layout_plot_as_the_plain_tensor(real_layout):
+    p = torch.tensor([0.125, 0.5, 0.0625, 0.3125])
+    ax = plot_measurement_probabilities(real_layout(p))
+    assert [b.get_height() for b in ax.patches] == p.tolist()

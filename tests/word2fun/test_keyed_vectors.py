@@ -425,3 +425,59 @@ def test_similarities_over_time_equal_the_trajectories_pair_by_pair(make, random
     assert torch.equal(tie[:, 0], tie[:, 1])
     with pytest.raises(KeyError, match="'zz'"):
         vectors.similarities_over_time("a", ["a", "zz"], [1950])
+
+
+# --------------------------------------------------------------------------- tensors of any layout, and gensim
+X4 = torch.tensor([[1.0, 0.0], [0.75, 0.5], [0.0, 1.0], [-0.5, 0.75]], dtype=torch.float64)   # values bf16 holds
+
+
+def test_static_vectors_take_a_tensor_of_any_layout(real_layout):
+    # a tensor that requires grad (an embedding's weight), a negative-bit view or bfloat16 raised in np.array
+    kv = StaticKeyedVectors(list("abcd"), real_layout(X4))
+    expected = StaticKeyedVectors(list("abcd"), X4.numpy().astype(kv.vectors.dtype))   # bfloat16: float32
+    assert np.array_equal(kv.vectors, expected.vectors)
+    assert kv.most_similar("a", topn=3) == expected.most_similar("a", topn=3)
+
+
+def test_query_vectors_of_any_layout_rank_as_the_plain_vector(real_layout):
+    kv = StaticKeyedVectors(list("abcd"), X4.numpy())
+    query = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    assert kv.most_similar(real_layout(query), topn=3) == kv.most_similar(query.numpy(), topn=3)
+    assert kv.most_similar(real_layout(X4[1:3]), topn=2) == kv.most_similar(X4[1:3].numpy(), topn=2)
+
+
+@pytest.mark.parametrize("vector", [torch.tensor([0.5 + 1j, 0.25]), np.array([0.5 + 1j, 0.25])],
+                         ids=["tensor", "numpy"])
+def test_a_complex_query_vector_is_an_error_not_its_real_part(vector):
+    # a complex tensor was cast to its real part with only a numpy ComplexWarning; a complex array was looked up
+    # as words (KeyError "word np.complex128(...) is not in the vocabulary")
+    kv = StaticKeyedVectors(list("abcd"), X4.numpy())
+    with pytest.raises(TypeError, match="query vector must be real; got complex"):
+        kv.most_similar(vector)
+
+
+def test_query_times_of_any_tensor_layout_are_the_plain_times(vectors, real_layout):
+    times = torch.tensor([1904.0, 1952.0, 1984.0], dtype=torch.float64)          # values bf16 holds
+    assert vectors.query_times(real_layout(times)).tolist() == times.tolist()
+    assert torch.equal(vectors.grid(["a"], real_layout(times)), vectors.grid(["a"], times.tolist()))
+
+
+def test_complex_query_times_are_an_error_not_their_real_part(vectors):
+    # the cast to float64 kept the real part with only a warning
+    for times in (torch.tensor([1950.0 + 3j]), np.array([1950.0 + 3j])):
+        with pytest.raises(TypeError, match="times must be real raw times; got an array of complex"):
+            vectors.query_times(times)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_vectors_at_a_year_round_trip_through_word2vec_text_format(tmp_path, make, randomise, dtype):
+    # to_gensim cast float64 vectors to float32: a double model's vectors did not come back as they were
+    gensim = pytest.importorskip("gensim")
+    model = randomise(make(6, 4, family="IV"), seed=2).to(dtype)
+    static = keyed(model, list("abcdef"), [6, 5, 4, 3, 2, 1]).at(1950)
+    kv = static.to_gensim()
+    assert kv.vectors.dtype == static.vectors.dtype
+    kv.save_word2vec_format(tmp_path / "vectors.txt")
+    back = gensim.models.KeyedVectors.load_word2vec_format(tmp_path / "vectors.txt", datatype=static.vectors.dtype.type)
+    assert list(back.index_to_key) == list(static.index_to_key)
+    assert np.array_equal(back.vectors, static.vectors)
