@@ -27,7 +27,8 @@ from ._contract import contract
 from ._ensemble import Ensemble
 from ._linalg import promote
 from ._metrics import infidelity
-from ._operands import as_density_tensor, check_pair, first_order_only, rank_tolerance, spectrum
+from ._operands import (as_density_tensor, check_pair, first_order_backward, first_order_only, rank_tolerance,
+                        spectrum)
 from ._states import DensityMatrix, PureState
 
 __all__ = ["von_neumann_entropy", "purity", "linear_entropy", "renyi_entropy", "relative_entropy",
@@ -225,14 +226,13 @@ class _TraceLog(torch.autograd.Function):
         _, mu, populations, vecs, terms = output
         ctx.tol, ctx.shapes = tol, (r.shape, s.shape)
         ctx.mark_non_differentiable(mu, populations, vecs, terms)
-        ctx.save_for_backward(r, mu, vecs, terms)
+        ctx.save_for_backward(r, mu, vecs, terms, s)                 # s: a second derivative raises
         ctx.save_for_forward(r, mu, vecs, terms)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    @first_order_backward("Tr rho log sigma")
     def backward(ctx, grad, grad_mu, grad_populations, grad_vecs, grad_terms):
-        first_order_only("backward", "Tr rho log sigma")
-        r, mu, vecs, terms = ctx.saved_tensors
+        r, mu, vecs, terms, _ = ctx.saved_tensors
         g = grad.to(vecs.dtype).unsqueeze(-1).unsqueeze(-1)
         grad_r = grad_s = None
         if ctx.needs_input_grad[0]:

@@ -27,6 +27,8 @@ small as zero (they are below what the dtype resolves in a d x d matrix).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch.autograd import forward_ad
 
@@ -119,14 +121,30 @@ _interpreters = getattr(torch._C._functorch, "get_interpreter_stack", lambda: No
 _GRAD = getattr(getattr(torch._C._functorch, "TransformType", None), "Grad", None)
 
 
-def first_order_only(rule: str, name: str, ctx=None) -> None:
+#: What :func:`first_order_only` and :func:`first_order_backward` tell a user who needs second derivatives.
+FINITE_DIFFERENCES = ("first derivatives (grad, jacrev, jacfwd, vmap(grad)) are exact; for a Hessian-vector product "
+                      "take central differences of the gradient, (g(x + h v) - g(x - h v)) / (2 h)")
+
+
+#: How a user asks for the second derivatives that :func:`first_order_only` refuses.
+SECOND_ORDER_ROUTES = ("torch.autograd.functional.hessian, a gradient of a create_graph=True gradient, "
+                       "torch.func.hessian, jacrev or jacfwd of jacrev, a jvp of a gradient")
+
+
+def _second_order_message(name: str, hint: str = FINITE_DIFFERENCES, routes: str = SECOND_ORDER_ROUTES) -> str:
+    return f"second derivatives of {name} ({routes}) are not supported: its first derivatives are custom rules; {hint}"
+
+
+def first_order_only(rule: str, name: str, ctx=None, hint: str = FINITE_DIFFERENCES,
+                     routes: str = SECOND_ORDER_ROUTES) -> None:
     r"""NotImplementedError where a custom ``rule`` (``"backward"``, or ``"jvp"`` and its ``ctx``) may be differentiated.
 
     The Daleckii-Krein rules hold the decompositions they read (eigenvectors, roots) as constants, so a
     derivative of a rule would silently miss their change: a ``backward`` run under forward-mode AD (an eager
     dual level or a ``torch.func.jvp``: ``hessian``, ``jacfwd(jacrev(f))``), or a ``jvp`` under
     ``torch.func.grad`` (``jacrev(jacfwd(f))``) or of inputs that require grad (eager: the tangent would be
-    differentiable). Second derivatives need the second divided differences.
+    differentiable). Second derivatives need the second divided differences. A reverse-mode derivative of a
+    ``backward`` (``create_graph=True``) raises through :func:`first_order_backward`.
     """
     if rule == "backward":
         busy = forward_ad._current_level >= 0
@@ -134,9 +152,65 @@ def first_order_only(rule: str, name: str, ctx=None) -> None:
         busy = any(i.key() == _GRAD for i in (_interpreters() or ())) or (
             torch.is_grad_enabled() and any(getattr(ctx, "needs_input_grad", ())))
     if busy:
-        raise NotImplementedError(
-            f"second derivatives of {name} (hessian, jacfwd(jacrev(f)), jacrev(jacfwd(f)), a jvp of a gradient) "
-            f"are not supported: its first derivatives are custom rules; use finite differences of the gradient")
+        raise NotImplementedError(_second_order_message(name, hint, routes))
+
+
+class _Refused(torch.autograd.Function):
+    r"""``value`` (a copy), tied to ``ties``: differentiated, it raises :func:`first_order_only`'s message.
+
+    ``forward(value, message, *ties)``. The result of a custom backward built with ``create_graph=True`` passes
+    through it, so that a derivative of that result with respect to anything it depends on (the function's
+    inputs, the incoming gradient) reaches this node and raises.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(value, message, *ties):
+        return value.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.message = inputs[1]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError(ctx.message)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(ctx.message)
+
+
+def first_order_backward(name: str, hint: str = FINITE_DIFFERENCES, routes: str = SECOND_ORDER_ROUTES):
+    r"""Decorate a custom ``backward`` whose result is not differentiable: a second derivative raises.
+
+    In place of ``once_differentiable``, which ties its error to fresh leaves that
+    ``torch.autograd.grad(outputs, inputs)`` prunes: a gradient of the gradient then gave None or 0
+    (``torch.autograd.functional.hessian``, ``jacrev(jacrev(f))``), silently. Here the backward runs without
+    a graph (:func:`first_order_only` first, for forward-mode AD); where a graph is built (``create_graph=True``,
+    as ``torch.func.grad`` always does), each result is tied by ``_Refused`` to the saved tensors and incoming
+    gradients that require grad, so the function must save the inputs it differentiates. First derivatives
+    are unchanged: the tie is an identity that only runs when differentiated. ``hint`` and ``routes`` word the
+    error (what to do instead; which calls raise).
+    """
+    def decorate(backward):
+        @functools.wraps(backward)
+        def wrapper(ctx, *grads):
+            first_order_only("backward", name, hint=hint, routes=routes)
+            with torch.no_grad():
+                result = backward(ctx, *grads)
+            if not torch.is_grad_enabled():
+                return result
+            ties = [t for t in (*ctx.saved_tensors, *grads) if isinstance(t, torch.Tensor) and t.requires_grad]
+            if not ties:
+                return result
+            message = _second_order_message(name, hint, routes)
+            tied = [r if r is None else _Refused.apply(r, message, *ties)
+                    for r in (result if isinstance(result, tuple) else (result,))]
+            return tuple(tied) if isinstance(result, tuple) else tied[0]
+        return wrapper
+    return decorate
 
 
 def dense_root_frechet(vecs: torch.Tensor, roots: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -176,14 +250,13 @@ class _PsdSqrt(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         _, vecs, roots = output
         ctx.mark_non_differentiable(vecs, roots)
-        ctx.save_for_backward(vecs, roots)
+        ctx.save_for_backward(vecs, roots, inputs[0])                 # rho: a second derivative raises
         ctx.save_for_forward(vecs, roots)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    @first_order_backward("the square root of a density matrix")
     def backward(ctx, grad_root, _grad_vecs, _grad_roots):
-        first_order_only("backward", "the square root of a density matrix")
-        vecs, roots = ctx.saved_tensors
+        vecs, roots, _ = ctx.saved_tensors
         return dense_root_frechet(vecs, roots, grad_root), None
 
     @staticmethod
@@ -349,7 +422,7 @@ class _RootOverlap(torch.autograd.Function):
         x, y, specs = inputs
         ctx.kinds, ctx.inputs = (specs[0][0], specs[1][0]), ((x.shape, x.dtype), (y.shape, y.dtype))
         ctx.mark_non_differentiable(*output[1:])
-        ctx.save_for_backward(*output[1:])
+        ctx.save_for_backward(*output[1:], x, y)                     # x, y: a second derivative raises
         ctx.save_for_forward(*output[1:])
 
     @staticmethod
@@ -361,10 +434,9 @@ class _RootOverlap(torch.autograd.Function):
         return full.squeeze(-1) if ctx.kinds[i] == "pure" else full
 
     @staticmethod
-    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    @first_order_backward("Tr sqrt(rho) sqrt(sigma)")
     def backward(ctx, grad, *_grad_decompositions):
-        first_order_only("backward", "Tr sqrt(rho) sqrt(sigma)")
-        saved = ctx.saved_tensors
+        saved = ctx.saved_tensors[:7]
         g = grad.to(saved[1].dtype)
         grads = [None, None, None]
         for i in range(2):

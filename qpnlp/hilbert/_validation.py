@@ -233,7 +233,15 @@ def has_values(*tensors: torch.Tensor | None) -> bool:
     The value checks (finite, unit norm, Hermitian, trace one, PSD, weights) pass such tensors, so that every
     function computes shapes on the meta device, and runs under ``vmap``, with validation on as with it off; the
     static checks (types, dtypes, shapes, devices) still run. ``None`` entries are skipped.
+
+    While torch.compile traces a :mod:`torch.func` transform, no tensor has values: a check's ``bool()`` breaks
+    the graph there, and dynamo cannot resume inside a transform (``torch.compile(vmap(grad(f)))`` failed with
+    "AssertionError: False != True" on the resumed tensors' ``is_leaf``; ``torch.compile(grad(f))`` ran eagerly,
+    compiling nothing). Dynamo traces ``_are_functorch_transforms_active`` but not the unwrapping that finds a
+    batch under ``grad`` (:func:`vmapped`), so such functions run unchecked, as compiled ones run.
     """
+    if torch.compiler.is_compiling() and _transforms_active():
+        return False
     return not any(isinstance(t, torch.Tensor) and (t.is_meta or vmapped(t)) for t in tensors)
 
 

@@ -19,7 +19,8 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._operands import factor_root_pushforward, first_order_only, hermitian_root_pullback, rank_tolerance
+from qpnlp.hilbert._operands import (factor_root_pushforward, first_order_backward, first_order_only,
+                                     hermitian_root_pullback, rank_tolerance)
 
 __all__ = ["kraus_update", "lueders_operator"]
 
@@ -51,14 +52,13 @@ class _FactorRoot(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(*output[1:])
-        ctx.save_for_backward(*output[1:])
+        ctx.save_for_backward(*output[1:], inputs[0])                 # the factor: a second derivative raises
         ctx.save_for_forward(*output[1:])
 
     @staticmethod
-    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    @first_order_backward("the square root of an effect")
     def backward(ctx, grad, *_grad_decomposition):
-        first_order_only("backward", "the square root of an effect")
-        u, s, xh = ctx.saved_tensors
+        u, s, xh, _ = ctx.saved_tensors
         return hermitian_root_pullback("factor", s, u, xh.mH, grad)
 
     @staticmethod

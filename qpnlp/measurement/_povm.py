@@ -26,7 +26,7 @@ import torch
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._batched import Batched
-from qpnlp.hilbert._operands import first_order_only, hermitian_root_pullback, rank_tolerance
+from qpnlp.hilbert._operands import first_order_backward, first_order_only, hermitian_root_pullback, rank_tolerance
 
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import _where, check_completeness, check_outcome
@@ -57,7 +57,7 @@ class _PolarFactor(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[1:])
+        ctx.save_for_backward(*inputs[1:], inputs[0])                # the frame: a second derivative raises
         ctx.save_for_forward(*inputs[1:])
 
     @staticmethod
@@ -70,10 +70,9 @@ class _PolarFactor(torch.autograd.Function):
         return inner + outer
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @first_order_backward("the polar factor of a frame")
     def backward(ctx, grad):
-        first_order_only("backward", "the polar factor of a frame")
-        return _PolarFactor._frechet(*ctx.saved_tensors, grad), None, None, None
+        return _PolarFactor._frechet(*ctx.saved_tensors[:3], grad), None, None, None
 
     @staticmethod
     def jvp(ctx, tangent, *_decomposition):                   # the SVD comes from the detached frame
@@ -114,14 +113,13 @@ class _EffectFactor(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(*output[1:])
-        ctx.save_for_backward(*output[1:])
+        ctx.save_for_backward(*output[1:], inputs[0])                 # the effects: a second derivative raises
         ctx.save_for_forward(*output[1:])
 
     @staticmethod
-    @torch.autograd.function.once_differentiable              # a double backward raises instead of going wrong
+    @first_order_backward("the factor vectors of dense effects")
     def backward(ctx, grad, *_grad_decomposition):
-        first_order_only("backward", "the factor vectors of dense effects")
-        u, roots = ctx.saved_tensors
+        u, roots, _ = ctx.saved_tensors
         return hermitian_root_pullback("dense", roots, u, None, grad.mT @ u.mH)          # the gradient of R
 
     @staticmethod

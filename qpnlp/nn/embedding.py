@@ -15,13 +15,13 @@ import math
 
 import torch
 from torch import nn
-from torch.autograd.function import once_differentiable
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._operands import first_order_backward
 from qpnlp.hilbert import masked_softmax
 
 from . import polar_rows
@@ -122,6 +122,13 @@ def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size,
     return dense
 
 
+#: The second derivatives refused by the fused functions of qpnlp.nn in eager mode, and the way to them.
+FUSED_ROUTES = "torch.autograd.functional.hessian, a gradient of a create_graph=True gradient"
+FUSED_HINT = ("under torch.func the modules run the plain torch graph of the same maths: take torch.func.hessian or "
+              "jacrev(jacrev(f)) of torch.func.functional_call(module, params, args), with dense tables "
+              "(qpnlp.training.dense_gradients(model))")
+
+
 def _sum_repeated(grad: torch.Tensor, inverse: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """``(n, ...)`` gradients of the looked-up rows summed per distinct row -> ``shape`` ``(rows, ...)``.
 
@@ -191,7 +198,7 @@ class _PolarLookup(torch.autograd.Function):
             if not distinct:
                 parts = parts.index_select(0, inverse)
             target_norms = norms if distinct else norms.index_select(0, inverse)
-        ctx.save_for_backward(rows, targets, r, unit, cos, sin, norms, scale)
+        ctx.save_for_backward(rows, targets, r, unit, cos, sin, norms, scale, amplitude, phase)  # tables: ties
         ctx.table_shapes = (amplitude.shape, phase.shape)
         ctx.options = (padding_idx, sparse_amplitude, sparse_phase, distinct)
         shape = (rows.numel(),) if distinct else tuple(ids.shape)
@@ -203,9 +210,9 @@ class _PolarLookup(torch.autograd.Function):
         return states, target_norms.view(shape), index
 
     @staticmethod
-    @once_differentiable
+    @first_order_backward("the fused lookup of ComplexWordEmbedding", FUSED_HINT, FUSED_ROUTES)
     def backward(ctx, g_states, g_norms, _g_index=None):
-        rows, targets, r, unit, cos, sin, norms, scale = ctx.saved_tensors
+        rows, targets, r, unit, cos, sin, norms, scale = ctx.saved_tensors[:8]
         padding_idx, sparse_amplitude, sparse_phase, distinct = ctx.options
         need_amplitude, need_phase = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         g_r = g_phi = None
@@ -245,8 +252,7 @@ class _RowLookup(torch.autograd.Function):
         return weight.index_select(0, rows).index_select(0, inverse).view(*ids.shape, *weight.shape[1:])
 
     @staticmethod
-    @once_differentiable
-    def backward(ctx, grad):
+    def backward(ctx, grad):               # linear in grad, of torch ops: autograd differentiates it (create_graph)
         if not ctx.needs_input_grad[1]:
             return None, None, None, None
         rows, inverse = ctx.saved_tensors

@@ -20,7 +20,6 @@ import math
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 from qpnlp._checks import is_real
 from qpnlp._trig import cos_sin
@@ -51,19 +50,22 @@ class _Polar(torch.autograd.Function):
     The autograd graph of ``torch.complex(r cos a, r sin a)`` evaluates the sine and cosine again in its backward
     and keeps four real products; this keeps cos and sin from the forward (complex-order FastText step,
     benchmarks/complex_order_step.py). torch.polar's own gradient is wrong for negative ``r`` (see
-    :data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`).
+    :data:`qpnlp.nn.embedding.TORCH_POLAR_GRADIENT`). The backward is of torch ops: with ``create_graph=True``
+    (a Hessian, a gradient penalty) autograd differentiates it, cos and sin then carrying the graph of the
+    angle (``_on_graph``).
     """
 
     @staticmethod
     def forward(ctx, r, angle):
         cos, sin = cos_sin(angle)                   # qpnlp._trig: one compiled loop for float32 CPU tensors
-        ctx.save_for_backward(r, cos, sin)
+        ctx.save_for_backward(r, cos, sin, angle if angle.requires_grad else None)
         return torch.complex(r * cos, r * sin)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, g):
-        r, cos, sin = ctx.saved_tensors
+        r, cos, sin, angle = ctx.saved_tensors
+        if torch.is_grad_enabled() and angle is not None:       # create_graph=True: d cos = -sin d angle, ...
+            cos, sin = _on_graph(cos, torch.cos(angle)), _on_graph(sin, torch.sin(angle))
         g_re, g_im = torch.view_as_real(g.resolve_conj()).unbind(-1)
         g_r = g_angle = None
         if ctx.needs_input_grad[0]:
@@ -71,6 +73,12 @@ class _Polar(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             g_angle = (r * (g_im * cos - g_re * sin)).sum_to_size(cos.shape)
         return g_r, g_angle
+
+
+def _on_graph(value: Tensor, recomputed: Tensor) -> Tensor:
+    """``value`` exactly, with the autograd graph of ``recomputed`` (the same function, evaluated again by torch):
+    a first derivative keeps the forward's values, a second one sees their dependence on the input."""
+    return value + (recomputed - recomputed.detach())
 
 
 def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positions: Tensor | None,

@@ -38,12 +38,11 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
-
 from qpnlp._trig import cos_sin
+from qpnlp.hilbert._operands import first_order_backward
 
 from . import order_mean_loop
-from .embedding import _table_gradient
+from .embedding import FUSED_HINT, FUSED_ROUTES, _table_gradient
 
 __all__ = ["complex_order_mean"]
 
@@ -66,7 +65,7 @@ class _OrderMean(torch.autograd.Function):
         if ctx.compiled:                                # one loop of qpnlp.nn.order_mean_loop (numba)
             pooled, scale, a, cos, sin = order_mean_loop.forward(ids, mask, keep, p, positions, amplitude,
                                                                  frequency, phase)
-            ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin)
+            ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin, amplitude, frequency, phase)
             return torch.view_as_complex(pooled)
         batch, length = ids.shape
         m = mask.unsqueeze(-1).to(amplitude.dtype)
@@ -85,16 +84,17 @@ class _OrderMean(torch.autograd.Function):
             angle = theta if angle is None else angle.add_(theta)
         cos, sin = cos_sin(a.new_zeros(a.shape) if angle is None else angle)
         pooled = torch.stack(((a * cos).view(shape).sum(1), (a * sin).view(shape).sum(1)), -1)
-        ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin)
+        ctx.save_for_backward(ids, mask, keep, scale, positions, a, cos, sin, amplitude, frequency, phase)
         return torch.view_as_complex(pooled.mul_(scale.unsqueeze(-1)))
 
     @staticmethod
-    @once_differentiable
+    @first_order_backward("the fused complex-order mean (ComplexOrderEmbedding.dropped_mean)", FUSED_HINT,
+                          FUSED_ROUTES)
     def backward(ctx, grad):
         padding_idx, sparse = ctx.options
         if ctx.compiled:
             return None, None, None, None, None, *_OrderMean._compiled_backward(ctx, grad, padding_idx, sparse), None
-        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors
+        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors[:8]
         need_r, need_omega, need_theta = ctx.needs_input_grad[5:8]
         amplitude_shape, frequency_shape, phase_shape = ctx.tables
         batch, length = ids.shape
@@ -126,7 +126,7 @@ class _OrderMean(torch.autograd.Function):
         """The three tables' gradients (None where none is needed) by the loops of :mod:`~qpnlp.nn.order_mean_loop`:
         the distinct ids but the padding one (a sparse set, no sort of the ids), then one pass over the positions
         into their (U + 1, D) sums (row U: the padding id's, dropped)."""
-        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors
+        ids, mask, keep, scale, positions, a, cos, sin = ctx.saved_tensors[:8]
         rows, inverse = order_mean_loop.distinct_ids(ids, min(s[0] for s in ctx.tables if s is not None),
                                                      padding_idx)
         sums = order_mean_loop.row_gradients(inverse, rows.numel() + 1, torch.view_as_real(grad.resolve_conj())

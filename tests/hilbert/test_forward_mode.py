@@ -89,6 +89,40 @@ def test_second_derivatives_refuse_instead_of_going_wrong(second):
         second(function)(_points(size)["generic"])
 
 
+def _double_backward(function, theta):
+    """The gradient of the sum of the gradient (create_graph=True), as a Hessian-vector product is taken."""
+    theta = theta.clone().requires_grad_()
+    (g,) = torch.autograd.grad(function(theta).sum(), theta, create_graph=True)
+    return torch.autograd.grad(g.square().sum(), theta, allow_unused=True)[0]
+
+
+REVERSE_SECOND = {
+    "autograd.functional.hessian": lambda f, t: torch.autograd.functional.hessian(f, t),
+    "grad of a create_graph grad": _double_backward,
+    "jacrev(jacrev)": lambda f, t: jacrev(jacrev(f))(t),
+}
+
+
+@pytest.mark.parametrize("second", sorted(REVERSE_SECOND))
+@pytest.mark.parametrize("name", ["fidelity of dense states", "hellinger_affinity, ensemble",
+                                  "relative_entropy, both"])
+def test_reverse_second_derivatives_refuse_instead_of_going_wrong(name, second):
+    """``once_differentiable`` tied its error to fresh leaves, which ``torch.autograd.grad(outputs, inputs)``
+    prunes: these gave None, or a Hessian without the custom rules' part (the one of the outer function only:
+    ``torch.autograd.functional.hessian`` of a fidelity was 0, silently). They raise, saying what to do."""
+    function, size = CASES[name]
+    with pytest.raises(NotImplementedError, match="second derivatives.*central differences of the gradient"):
+        REVERSE_SECOND[second](function, _points(size)["generic"])
+
+
+def test_a_create_graph_gradient_alone_keeps_its_values():
+    function, size = CASES["fidelity of two dense sides"]
+    theta = _points(size)["generic"].requires_grad_()
+    (want,) = torch.autograd.grad(function(theta), theta)
+    (got,) = torch.autograd.grad(function(theta), theta, create_graph=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_eager_forward_ad_equals_torch_func_and_refuses_a_gradient_of_the_tangent():
     function, size = CASES["hellinger_distance, two sides"]
     theta, v = _points(size)["generic"], torch.ones(size, dtype=torch.float64)

@@ -125,3 +125,32 @@ def test_torch_compile_of_a_vmapped_fidelity_is_one_graph():
         torch._dynamo.reset()
     torch.testing.assert_close(compiled, function(PSI, PHI))
     assert counter.frame_count == 1
+
+
+def _born_and_fidelity(theta: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """A Born probability and a fidelity of the state e^{i theta} / sqrt(D), validation on."""
+    import qpnlp.measurement as M
+    psi = PureState(torch.polar(torch.full_like(theta, D ** -0.5), theta))
+    born = M.word_probabilities(psi.data.unsqueeze(0), target.unsqueeze(0))[0, 0]
+    return born + H.fidelity(psi, PureState(target))
+
+
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason="this torch has no torch.compile")
+@pytest.mark.parametrize("transform", ["vmap(grad)", "grad"])
+def test_torch_compile_of_per_sample_gradients_is_one_graph(transform):
+    """``torch.compile(vmap(grad(f)))`` failed with "AssertionError: False != True" (dynamo resuming inside the
+    transform after a value check's graph break); ``torch.compile(grad(f))`` compiled nothing (frame_count 0).
+    While torch.compile traces a torch.func transform the value checks are skipped (``has_values``)."""
+    from torch._dynamo.testing import CompileCounter
+
+    theta = torch.randn(B, D, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    function = vmap(grad(_born_and_fidelity)) if transform == "vmap(grad)" else grad(_born_and_fidelity)
+    args = (theta, PHI) if transform == "vmap(grad)" else (theta[0], PHI[0])
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(function, backend=counter)(*args)
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(compiled, function(*args))
+    assert counter.frame_count == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.func import hessian
+from torch.func import hessian, jacrev
 
 import qpnlp.measurement as M
 from qpnlp.hilbert import DensityMatrix, PureState
@@ -75,3 +75,18 @@ def test_second_derivatives_refuse_instead_of_going_wrong():
     function, size = CASES["Lueders update of a dense state"]
     with pytest.raises(NotImplementedError, match="second derivatives"):
         hessian(function)(torch.zeros(size, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["from_effects probabilities, dense", "from_frame probabilities",
+                                  "Lueders update by a rank-1 effect"])
+@pytest.mark.parametrize("second", ["autograd.functional.hessian", "jacrev(jacrev)"])
+def test_reverse_second_derivatives_refuse_instead_of_going_wrong(name, second):
+    """``once_differentiable`` tied its error to fresh leaves, pruned by ``torch.autograd.grad(outputs, inputs)``:
+    the Hessian of a Lueders update missed the square root's part (equal to that of the outer function alone)."""
+    function, size = CASES[name]
+    theta = 0.02 * torch.randn(size, dtype=torch.float64, generator=torch.Generator().manual_seed(size))
+    scalar = lambda t: function(t).square().sum()                                       # noqa: E731
+    second_derivative = {"autograd.functional.hessian": lambda t: torch.autograd.functional.hessian(scalar, t),
+                         "jacrev(jacrev)": jacrev(jacrev(scalar))}[second]
+    with pytest.raises(NotImplementedError, match="second derivatives.*central differences"):
+        second_derivative(theta)
