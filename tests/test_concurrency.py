@@ -493,3 +493,46 @@ def test_torch_threads_blocks_nested_in_one_thread_each_put_back_the_count_they_
             assert torch.get_num_threads() == 3
             torch.set_num_threads(4)                   # set inside a block: the block ends by putting 2 back
         assert torch.get_num_threads() == 2
+
+
+def test_two_threads_predicting_with_one_model_at_once_both_score_in_eval_mode():
+    """``predict`` scores in eval mode and puts the caller's mode back after; two threads predicting with one
+    model in training mode at once (a thread pool serving queries): the first to end must not put the model back
+    in training mode (dropout on) while the second still scores. Only the last block open on a model puts back."""
+    from qpnlp.data import EncodedTexts
+    from qpnlp.models import QPDN, QPDNConfig
+    from qpnlp.training import predict
+
+    model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=4, num_measurements=3, dropout=0.5),
+                 generator=torch.Generator().manual_seed(0)).train()
+    data = EncodedTexts([[2, 3], [4, 5, 6], [7]], [0, 1, 0])
+    first_in, second_in, first_ended, seen, failures = (threading.Event(), threading.Event(), threading.Event(),
+                                                        {"first": [], "second": []}, [])
+
+    def forward_hook(module, args):
+        name = threading.current_thread().name
+        seen[name].append(module.training)
+        if name == "first" and len(seen[name]) == 1:
+            first_in.set()
+            assert second_in.wait(30)               # the second predict begins meanwhile ...
+        if name == "second" and len(seen[name]) == 1:
+            second_in.set()
+            assert first_ended.wait(30)             # ... and scores on after the first has ended
+
+    def run():
+        try:
+            predict(model, data, batch_size=1)
+        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+            failures.append(error)
+        if threading.current_thread().name == "first":
+            first_ended.set()
+
+    model.register_forward_pre_hook(forward_hook)
+    first, second = threading.Thread(target=run, name="first"), threading.Thread(target=run, name="second")
+    first.start()
+    assert first_in.wait(30)
+    second.start()
+    first.join(60)
+    second.join(60)
+    assert not failures and seen == {"first": [False] * 3, "second": [False] * 3}
+    assert model.training and model.dropout.training

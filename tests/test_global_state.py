@@ -169,3 +169,65 @@ def test_importing_the_subpackages_warns_of_nothing_and_changes_nothing():
                          capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode == 0 and not out.stderr, out.stderr
     assert json.loads(out.stdout) == {name: {} for name in SUBPACKAGES}
+
+
+def _model_state(model: torch.nn.Module) -> tuple:
+    """What a query must leave as it found it: each submodule's train/eval mode, each parameter's value and
+    ``requires_grad``, each buffer."""
+    return ({n: m.training for n, m in model.named_modules()},
+            {n: (p.detach().clone(), p.requires_grad) for n, p in model.named_parameters()},
+            {n: b.clone() for n, b in model.named_buffers()})
+
+
+def _same_model_state(a: tuple, b: tuple) -> bool:
+    return (a[0] == b[0] and a[1].keys() == b[1].keys() and a[2].keys() == b[2].keys()
+            and all(torch.equal(a[1][k][0], b[1][k][0]) and a[1][k][1] == b[1][k][1] for k in a[1])
+            and all(torch.equal(a[2][k], b[2][k]) for k in a[2]))
+
+
+def _queries(tmp_path) -> list:
+    """(name, model, call) for the functions a notebook calls between steps of its own experiment, each on a
+    model in training mode (dropout on) holding a submodule the caller switched to eval mode."""
+    from qpnlp import interpret
+    from qpnlp.data import EncodedTexts, Vocabulary
+    from qpnlp.evaluation import ranking_metrics
+    from qpnlp.models import CNM, CNMConfig, QPDN, QPDNConfig
+    from qpnlp.training import accuracy, load_checkpoint, predict, save_checkpoint
+    from qpnlp.training.matching import EncodedQA, evaluate_ranking
+
+    generator = torch.Generator().manual_seed(0)
+    qpdn = QPDN(QPDNConfig(num_words=12, num_classes=2, dim=4, num_measurements=3, dropout=0.3),
+                generator=generator).train()
+    vocab = Vocabulary.build([["cat", "dog", "fish", "bird"]])
+    cnm = CNM(CNMConfig(num_words=len(vocab), dim=4, num_measurements=3, windows=[1, 2], dropout=0.3),
+              generator=generator).train()
+    for model in (qpdn, cnm):
+        model.dropout.eval()
+    texts = EncodedTexts([[2, 3, 4], [5, 6], [7, 8, 9, 10]], [0, 1, 0])
+    qa = EncodedQA([[2, 3], [4]], [[2], [3, 5], [4], [2, 3]], np.array([0, 0, 1, 1]), np.array([1, 0, 0, 1]),
+                   (np.arange(2), np.arange(2, 4)))
+    words = [f"w{i}" for i in range(12)]
+    save_checkpoint(tmp_path / "qpdn", qpdn, vocabulary=None)
+    return [
+        ("predict", qpdn, lambda: predict(qpdn, texts)),
+        ("accuracy", qpdn, lambda: accuracy(qpdn, texts)),
+        ("evaluate_ranking", cnm, lambda: evaluate_ranking(cnm, qa)),
+        ("matching_patterns", cnm, lambda: interpret.matching_patterns(cnm, ["cat", "dog"], ["dog"], vocab)),
+        ("importance_table", qpdn, lambda: interpret.importance_table(qpdn, words)),
+        ("measurement_words", qpdn, lambda: interpret.measurement_words(qpdn, words, top=2)),
+        ("word_scores", qpdn, lambda: interpret.word_scores(qpdn)),
+        ("load_checkpoint", qpdn, lambda: load_checkpoint(tmp_path / "qpdn")),
+        ("ranking_metrics", qpdn, lambda: ranking_metrics(np.array([0.3, 0.1]), np.array([1, 0]), [np.arange(2)])),
+    ]
+
+
+def test_queries_leave_the_callers_random_streams_settings_and_model_as_they_were(tmp_path):
+    """Scoring, interpreting and loading change nothing of their caller's: not the random streams (loading a model
+    drew its placeholder initial values from torch's), not the process settings, not the model's modes (predict
+    left it in eval mode: the caller's own training went on without dropout), values or ``requires_grad``."""
+    for name, model, call in _queries(tmp_path):
+        expected = _after_seeding(lambda: None)
+        before, state = _settings(), _model_state(model)
+        assert _after_seeding(call) == expected, f"{name} drew from a global random stream"
+        assert _settings() == before, name
+        assert _same_model_state(_model_state(model), state), f"{name} changed the model's mode or parameters"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from qpnlp._modes import eval_mode
 from qpnlp.models.cnm import CNM
 from qpnlp.nn import window_weights
 
@@ -189,8 +190,8 @@ def matching_patterns(model: CNM, question, answer, vocab=None) -> MatchingPatte
     ----------
     model : CNM
         With ``head="measurement"``, ``mixture="local"`` and ``pooling="max"``
-        (what the thesis trains). Evaluated in eval mode (no dropout); its
-        training flag is restored afterwards.
+        (what the thesis trains). Evaluated in eval mode (no dropout); the
+        train/eval mode of each of its submodules is restored afterwards.
     question, answer : list of str or torch.LongTensor
         Tokens (encoded with ``vocab``) or 1-D ids without padding. Ids are
         accepted only as a LongTensor: a list of ints is a ``TypeError``
@@ -220,12 +221,8 @@ def matching_patterns(model: CNM, question, answer, vocab=None) -> MatchingPatte
                          f"head={c.head!r}, mixture={c.mixture!r}, pooling={c.pooling!r}")
     q_ids, q_tokens = _encode(question, vocab, "question")
     a_ids, a_tokens = _encode(answer, vocab, "answer")
-    training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         q, a = _side(model, q_ids), _side(model, a_ids)
-    finally:
-        model.train(training)
     eps = 1e-8                                              # as torch.nn.functional.cosine_similarity
     denominator = max(float(q["pooled"].norm()), eps) * max(float(a["pooled"].norm()), eps)
     contribution = q["pooled"] * a["pooled"] / denominator                                  # (W, k)

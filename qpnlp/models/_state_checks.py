@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from qpnlp.measurement._module import drawing_from
+
 from ._precision import recorded_precision
 
 __all__: list[str] = []
@@ -104,6 +106,21 @@ def _check_finite(path: Path, state: Mapping[str, torch.Tensor]) -> None:
     for key, value in state.items():
         if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
             raise ValueError(f"{path}: tensor {key!r} holds NaN or infinite values (a diverged or corrupt model)")
+
+
+@contextlib.contextmanager
+def _builds_a_model(config_path: Path | str, name: str) -> Iterator[None]:
+    """A config that passes ``from_dict`` but that the model's layers refuse: a ValueError naming the file.
+
+    The values the model is built with are placeholders that the saved ones replace: drawn from a generator of
+    their own (:func:`~qpnlp.measurement._module.drawing_from`), they leave the caller's global RNG as it was (a
+    notebook's draws after loading a model were shifted by its initialisation).
+    """
+    try:
+        with drawing_from(torch.Generator().manual_seed(0)):
+            yield
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{config_path}: the {name!r} config builds no model ({type(err).__name__}: {err})") from None
 
 
 def _meta_skeleton(klass: type, config):

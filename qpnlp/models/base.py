@@ -54,7 +54,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -62,7 +61,7 @@ import os
 import re
 import threading
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -82,8 +81,8 @@ from qpnlp.nn._checks import check_token_batch
 from ._precision import PrecisionMixin
 from ._config_types import _check_json_type
 from ._repr import config_repr
-from ._state_checks import (_check_before_allocation, _check_file_names, _check_finite, _check_savable, _check_shapes,
-                            _check_vocabulary, _meta_skeleton, _restored, _storable)
+from ._state_checks import (_builds_a_model, _check_before_allocation, _check_file_names, _check_finite, _check_savable,
+                            _check_shapes, _check_vocabulary, _meta_skeleton, _restored, _storable)
 
 __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
@@ -475,15 +474,6 @@ def _model_from_state(klass: type[Model], config, state: Mapping[str, torch.Tens
     _check_shapes(weights, model.state_dict(), state)
     model.load_state_dict(state)
     return model
-
-
-@contextlib.contextmanager
-def _builds_a_model(config_path: Path, name: str) -> Iterator[None]:
-    """A config that passes ``from_dict`` but that the model's layers refuse: a ValueError naming the file."""
-    try:
-        yield
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{config_path}: the {name!r} config builds no model ({type(err).__name__}: {err})") from None
 
 
 def read_model_header(directory: str | os.PathLike) -> dict:

@@ -35,6 +35,7 @@ from torch import nn
 
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
+from qpnlp._modes import eval_mode
 from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch,
                         with_pretrained_fallback)
 from qpnlp.data.vocab import UNK_ID
@@ -292,13 +293,14 @@ def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
 @torch.no_grad()
 def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, device="cpu",
                 max_len: int | None = None, length_chunks: int | None = DEFAULT_OVERHEAD) -> np.ndarray:
-    """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode; each batch in
-    length-sorted chunks, see :class:`~qpnlp.training.TrainConfig`).
+    """Scores ``(R,)`` of every (question, candidate) row, in row order (model in eval mode, then back in the
+    modes it had; each batch in length-sorted chunks, see :class:`~qpnlp.training.TrainConfig`).
 
     Parameters
     ----------
     model : torch.nn.Module
-        ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``; put in eval mode.
+        ``model(q_ids, q_mask, a_ids, a_mask) -> scores (B,)``; scored in eval mode, then back in the train/eval
+        modes it had (each submodule's), also when a batch raises.
     data : EncodedQA
         The rows scored.
     batch_size : int, default 256
@@ -311,13 +313,13 @@ def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, dev
         The cost of one more chunk, in padded positions (:func:`~qpnlp.training.length_chunks.chunked`); None:
         each batch whole.
     """
-    model.eval()
     out = []
-    for start in range(0, len(data), batch_size):
-        rows = np.arange(start, min(start + batch_size, len(data)))
-        q = _batch(data.questions, data.question_index[rows], device, max_len)
-        a = _batch(data.candidates, rows, device, max_len)
-        out.append(chunked(model, [q, a], length_chunks).double().cpu())
+    with eval_mode(model):
+        for start in range(0, len(data), batch_size):
+            rows = np.arange(start, min(start + batch_size, len(data)))
+            q = _batch(data.questions, data.question_index[rows], device, max_len)
+            a = _batch(data.candidates, rows, device, max_len)
+            out.append(chunked(model, [q, a], length_chunks).double().cpu())
     return torch.cat(out).numpy()
 
 
@@ -432,6 +434,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     forward = training_forward(model, config.compile)
 
     def evaluate() -> tuple[float, dict]:
+        model.eval()                                     # on_epoch sees it in eval mode, as before
         dev_metrics = metrics_dict(evaluate_ranking(model, dev, device=device, max_len=config.max_len,
                                                     length_chunks=config.length_chunks))
         return dev_metrics["map"], dict(dev=dev_metrics)

@@ -22,6 +22,7 @@ from torch import nn
 from qpnlp._checks import check_seed
 from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
+from qpnlp._modes import eval_mode
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 from qpnlp.hilbert import _validation as V
 
@@ -156,7 +157,8 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
     Parameters
     ----------
     model : torch.nn.Module
-        A classifier, ``model(ids, mask) -> (B, C)`` logits; put in eval mode.
+        A classifier, ``model(ids, mask) -> (B, C)`` logits; scored in eval mode, then back in the train/eval
+        modes it had (each submodule's), also when a batch raises.
     data : EncodedTexts
         The encoded texts (non-empty).
     batch_size : int, default 256
@@ -176,9 +178,9 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
     if length_chunks is not None and (not _is_integer(length_chunks) or length_chunks < 0):
         raise (ValueError if _is_integer(length_chunks) else TypeError)(
             f"length_chunks must be an integer >= 0 or None; got {length_chunks!r}")
-    model.eval()
-    out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
-           for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
+    with eval_mode(model):
+        out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
+               for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
 
 
@@ -342,6 +344,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
         return float(np.mean(losses))
 
     def evaluate() -> tuple[float, dict]:
+        model.eval()                                     # on_epoch sees it, and the model ends, in eval mode
         dev_acc = accuracy(model, dev, device=device, max_len=config.max_len, length_chunks=config.length_chunks)
         return dev_acc, dict(dev_accuracy=dev_acc)
 

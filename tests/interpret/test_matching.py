@@ -126,3 +126,18 @@ def test_errors(toy):
         matching_patterns(model, ["cat"], ["dog"])
     with pytest.raises(ValueError, match="1-D LongTensor"):
         matching_patterns(model, torch.tensor([[2]]), torch.tensor([3]))
+
+
+def test_the_mode_of_each_submodule_is_restored_also_when_scoring_fails(toy):
+    """Only ``model.training`` was put back, with ``model.train(flag)``: a dropout the caller had switched off
+    (``model.dropout.eval()``) came back in training mode, and dropped words of its next training steps."""
+    model, vocab = toy
+    model.train()
+    model.dropout.eval()
+    before = {name: m.training for name, m in model.named_modules()}
+    matching_patterns(model, ["cat", "cat"], ["dog", "cat"], vocab)
+    assert {name: m.training for name, m in model.named_modules()} == before
+    model.embedding.register_forward_pre_hook(lambda m, args: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        matching_patterns(model, ["cat"], ["dog"], vocab)
+    assert {name: m.training for name, m in model.named_modules()} == before

@@ -52,6 +52,18 @@ def test_a_generator_seeds_every_parameter_and_leaves_the_global_rng_alone(name,
     assert any(not torch.equal(a[k], v) for k, v in third.state_dict().items()), "the generator is ignored"
 
 
+@pytest.mark.parametrize("name, overrides", _cases())
+def test_loading_a_saved_model_leaves_the_global_rng_alone(name, overrides, tmp_path):
+    """from_pretrained built the model to load into with the global RNG (its placeholder initial values, torch's
+    orthogonal completion): a notebook's draws after loading a model were shifted, whatever it had seeded."""
+    saved = _build(name, torch.Generator().manual_seed(7), **overrides)
+    saved.save_pretrained(tmp_path / name)
+    before = torch.random.get_rng_state()
+    loaded = Model.from_pretrained(tmp_path / name)
+    assert torch.equal(torch.random.get_rng_state(), before), "loading drew from the global RNG"
+    assert all(torch.equal(v, loaded.state_dict()[k]) for k, v in saved.state_dict().items())
+
+
 def _inputs(model: Model):
     ids = torch.tensor([[2, 3, 4, 0], [5, 6, 0, 0]])
     if model.task == "temporal":

@@ -192,3 +192,21 @@ def test_matching_config_refuses_settings_that_overflow_float32(field, value, sh
 
 def test_repr_counts_the_questions_and_pairs_without_printing_the_id_lists():
     assert repr(_toy()) == "EncodedQA(questions=3, pairs=9, correct=5)"
+
+
+def test_scoring_puts_back_the_train_eval_mode_of_every_submodule_and_training_still_observes_in_eval_mode():
+    """``score_pairs`` (and so ``evaluate_ranking``) left the model in eval mode, for good: a caller's own training
+    steps after it ran without dropout. fit_matching's observer still sees the model in eval mode, as it ends."""
+    model = CNM(CNMConfig(num_words=20, dim=8, num_measurements=8, dropout=0.5),
+                generator=torch.Generator().manual_seed(0)).train()
+    model.dropout.eval()
+    before = {name: m.training for name, m in model.named_modules()}
+    seen = []
+    hook = model.register_forward_pre_hook(lambda m, args: seen.append(m.training))
+    assert score_pairs(model, _toy()).shape == (9,)
+    assert 0.0 <= evaluate_ranking(model, _toy()).map <= 1.0
+    assert seen and not any(seen) and {name: m.training for name, m in model.named_modules()} == before
+    hook.remove()
+    config = MatchingConfig(epochs=2, batch_size=4, progress=False)
+    result = fit_matching(model.train(), _toy(), _toy(), config, on_epoch=lambda m: dict(training=m.training))
+    assert [h["training"] for h in result.history] == [False, False] and not model.training

@@ -383,3 +383,27 @@ def test_training_without_progress_starts_no_tqdm_monitor_thread(trainer, monkey
                      MatchingConfig(epochs=1, batch_size=2, progress=False))
     started = [t.name for t in set(threading.enumerate()) - before]
     assert tqdm.auto.tqdm.monitor is None and not any("monitor" in name for name in started), started
+
+
+def _modes(model: torch.nn.Module) -> dict[str, bool]:
+    return {name: m.training for name, m in model.named_modules()}
+
+
+def test_predict_and_accuracy_put_back_the_train_eval_mode_of_every_submodule():
+    """``predict`` left the model in eval mode: a loop scoring dev accuracy between its own training steps trained on
+    without dropout. Each submodule's mode is put back, a dropout the caller switched off included, also when a
+    batch raises."""
+    from qpnlp.training.trainer import predict
+
+    model = _model(dropout=0.5).train()
+    model.dropout.eval()
+    before = _modes(model)
+    assert predict(model, _toy(n=20)).shape == (20, 2)
+    assert 0.0 <= accuracy(model, _toy(n=20)) <= 1.0
+    assert _modes(model) == before
+    seen = []
+    model.register_forward_pre_hook(lambda m, args: seen.append(m.training) or (_ for _ in ()).throw(
+        RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        predict(model, _toy(n=20))
+    assert seen == [False] and _modes(model) == before
