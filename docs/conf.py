@@ -108,7 +108,7 @@ nitpick_ignore_regex = [
     (r"py:class", r"Tensor|LongTensor|BoolTensor|Path|Axes|Qobj|SearchStrategy"),  # torch, pathlib, ... in short
 ]
 nitpick_ignore = [  # type variables of generic signatures (autodoc names them; they document nothing)
-    ("py:class", "qpnlp.models.base._ModelT"), ("py:class", "qpnlp.nn.recurrent.State"),
+    ("py:class", "qpnlp.models.base._ModelT"), ("py:class", "qpnlp.nn._scan.State"),
     ("py:class", "qpnlp.word2fun.distributed.T"),
 ]
 
@@ -125,9 +125,24 @@ pygments_dark_style = "monokai"
 
 # --- cross-references to re-exported names: ``:func:`qpnlp.interpret.helstrom``` links to the page of
 # ``qpnlp.interpret.optimal.helstrom``, where autodoc documented it (Sphinx alone leaves it as plain text).
+def _documented_at(module: str, qualname: str, rest: list[str]) -> list[str]:
+    """``module.qualname.rest``, or where ``module`` is private (``qpnlp.nn._scan``) that name in the public modules
+    whose ``__all__`` exports the object (``qpnlp.nn.recurrent``: autodoc documents it where it is re-exported)."""
+    import sys
+
+    if not any(part.startswith("_") for part in module.split(".")):
+        return [".".join([module, qualname, *rest])]
+    head = qualname.split(".")[0]
+    obj = getattr(sys.modules.get(module), head, None)
+    return [".".join([m, qualname, *rest]) for m, public in sorted(sys.modules.items())
+            if m.startswith("qpnlp.") and not any(part.startswith("_") for part in m.split("."))
+            and head in getattr(public, "__all__", ()) and getattr(public, head, None) is obj]
+
+
 def _homes(target: str) -> list[str]:
-    """Where ``target`` (``qpnlp.pkg.name[.attr]``) may be documented: its defining module, or for a constant the
-    public submodules of the package that export the same object."""
+    """Where ``target`` (``qpnlp.pkg.name[.attr]``) may be documented: its defining module (or the public modules
+    that re-export it from a private one), or for a constant the public submodules of the package that export the
+    same object."""
     import importlib
     import sys
 
@@ -141,13 +156,13 @@ def _homes(target: str) -> list[str]:
         for depth, part in enumerate(parts[split:], start=split):
             home = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
             if depth > split and all(isinstance(h, str) for h in home) and home[0].startswith("qpnlp."):
-                return [".".join([*home, *parts[depth:]])]   # a class or function: continue from where it lives
+                return _documented_at(*home, parts[depth:])   # a class or function: continue from where it lives
             if not hasattr(obj, part):
                 return []
             parent, obj = obj, getattr(obj, part)
         home = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
         if all(isinstance(h, str) for h in home):
-            return [".".join(home)] if home[0].startswith("qpnlp.") else []
+            return _documented_at(*home, []) if home[0].startswith("qpnlp.") else []
         prefix, name = f"{getattr(parent, '__name__', '')}.", parts[-1]
         if not prefix.startswith("qpnlp."):     # torch.float64 in a qpnlp module: torch.classes' __all__ is no list
             return []

@@ -12,7 +12,9 @@ ops as the fallback and asks this module whether to take the loop:
 * :func:`enabled`: installed, importable, and the loop's environment variable is not ``0`` (read at each call, by
   :func:`qpnlp._env.flag`: ``0``/``false``/``no``/``off`` turn a loop off);
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
-* :func:`jit`: the compiled loop (cached per function and on disk);
+* :func:`jit`: the compiled loop (cached per function and on disk; threads asking for one loop at once wait for
+  one compilation);
+* :func:`jit_calling`: a loop compiled after the helpers it calls are bound to their compiled versions;
 * :func:`check_rows`: a compiled loop that does not check its indices has
   their range checked before it runs, whatever the validation setting (the
   loops that check each index as they read, and stop, call it for the message).
@@ -30,11 +32,13 @@ from __future__ import annotations
 import functools
 import importlib.util
 import warnings
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
 
 from qpnlp import _env, _optional
+from qpnlp._cache import locked_cache
 from qpnlp._stacklevel import outside_qpnlp
 
 #: Whether numba (the extra ``fast``) is installed.
@@ -44,7 +48,8 @@ HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 SWITCHES = ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED", "QPNLP_SPARSE_ADAM_COMPILED", "QPNLP_LOOKUP_COMPILED",
             "QPNLP_ORDER_MEAN_COMPILED", "QPNLP_TRIG_COMPILED")
 
-__all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit", "check_rows"]
+__all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit", "jit_calling",
+           "check_rows"]
 
 def imports() -> bool:
     """Whether numba imports, tried once (``qpnlp._optional.imports``): an installed numba that fails to import
@@ -81,9 +86,14 @@ def scalar(t: torch.Tensor, value: float):
     return (np.float32 if t.dtype == torch.float32 else np.float64)(value)
 
 
-@functools.cache
+@locked_cache(maxsize=None)
 def jit(fn, fastmath: frozenset[str] = frozenset()):
     """``fn`` compiled by numba in nopython mode, without the GIL, cached on disk.
+
+    One dispatcher per process and arguments, also when threads ask for the same loop at once: the others wait for
+    the first (``qpnlp._cache.locked_cache``) and get its dispatcher, which numba compiles once per signature, at
+    its first call. With ``functools.cache`` each thread could make a dispatcher of its own, and each compiled (or
+    loaded from the disk cache) the loop again, seconds each.
 
     ``fastmath`` names the LLVM flags allowed (e.g. ``{"reassoc", "contract"}`` to vectorise a sum);
     empty, the loop keeps IEEE arithmetic operation for operation. Floating-point errors follow numpy (and
@@ -104,6 +114,25 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
             raise
         _warn_no_cache()
         return numba.njit(cache=False, **options)(fn)
+
+
+def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] = frozenset()):
+    """``loop`` compiled by :func:`jit` after each name of ``helpers`` is bound, in ``loop``'s module, to the given
+    function (the helper's compiled version): numba resolves a global when it compiles the function that calls it,
+    and a plain Python function there does not compile.
+
+    Parameters
+    ----------
+    loop : function
+        The loop to compile, defined at the top level of its module (its globals are that module's).
+    helpers : mapping of str to function
+        Global name of ``loop``'s module -> the compiled function it names from now on (``jit(helper)``, or a loop
+        compiled by another ``jit_calling``).
+    fastmath : frozenset of str
+        The LLVM flags allowed in ``loop`` (:func:`jit`).
+    """
+    loop.__globals__.update(helpers)
+    return jit(loop, fastmath)
 
 
 @functools.cache

@@ -343,6 +343,42 @@ def test_vectors_loaded_by_two_threads_at_once_are_read_once(tmp_path, monkeypat
     assert loaded["second"].vector("b").tolist() == [3.0, 4.0]
 
 
+def test_a_loop_two_threads_ask_for_at_once_is_compiled_once(monkeypatch):
+    """``qpnlp._numba.jit`` was a ``functools.cache``: two threads asking for one compiled loop at once (the first
+    steps of a thread pool) both found it missing and each made a numba dispatcher, each compiled at its first call
+    (seconds each). The second thread now waits for the first and gets its dispatcher (the fake numba lets the
+    first go on only once the second makes one too, or waits for the first)."""
+    import sys
+    import types
+
+    from qpnlp import _numba
+
+    compiled, first_compiling, second_arrived = [], threading.Event(), threading.Event()
+
+    def njit(**options):
+        def compile_loop(fn):
+            compiled.append(threading.current_thread())
+            if threading.current_thread() is second:
+                second_arrived.set()
+            else:
+                first_compiling.set()
+                assert second_arrived.wait(30)
+            return lambda x: fn(x)
+        return compile_loop
+
+    def add_one(x):  # a loop no other test compiled (jit caches per function)
+        return x + 1
+
+    monkeypatch.setitem(sys.modules, "numba", types.SimpleNamespace(njit=njit))
+    monkeypatch.setattr(_numba.jit, "new_lock", lambda: _AskProbe(lambda: second, second_arrived, True),
+                        raising=False)
+    loops = {}
+    first = threading.Thread(target=lambda: loops.setdefault("first", _numba.jit(add_one)))
+    second = threading.Thread(target=lambda: loops.setdefault("second", _numba.jit(add_one)))
+    _second_once_first_is_in(first, first_compiling, second)
+    assert compiled == [first] and loops["first"] is loops["second"] and loops["second"](2) == 3
+
+
 def test_two_threads_loading_two_vector_files_read_them_at_once(tmp_path, monkeypatch):
     """The cache of the vectors held one lock for every file: a thread loading small vectors waited until another
     had read large ones. Each file has its own lock now: the first thread's read goes on only once the second

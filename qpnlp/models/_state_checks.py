@@ -1,4 +1,4 @@
-"""The checks of a saved state dict, one home for saving and loading (:mod:`qpnlp.models.base`).
+"""The checks of a saved model, one home for saving and loading (:mod:`qpnlp.models.base`).
 
 :meth:`~qpnlp.models.Model.save_pretrained` runs the checks that
 :meth:`~qpnlp.models.Model.from_pretrained` runs, so a model is never saved
@@ -6,19 +6,25 @@ in a form its loader refuses: finite values, the tensor names, shapes and
 dtypes the config describes (compared on a ``meta`` skeleton, before any
 allocation), the precision the config records, and a vocabulary of one word
 per embedding row. Also here: the complex128 storage of safetensors (a
-float64 real view listed in the file's metadata).
+float64 real view listed in the file's metadata), the checks of the other
+arguments of a save (metadata, the directory's parents, further file names)
+and the checked rebuilding of a model from a loaded state
+(``_model_from_state``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import safe_open
 
+from qpnlp._atomic import existing_parent
 from qpnlp.measurement._module import drawing_from
 
 from ._precision import recorded_precision
@@ -90,6 +96,28 @@ def _check_file_names(where: str, files: Mapping[str, str] | None, own: tuple[st
         raise ValueError(f"{where}: {bad[0]!r} is not a name for one of its files (a plain file name other than the "
                          f"model's own {', '.join(own)})")
     return files
+
+
+def _metadata(metadata: Mapping[str, Any] | None) -> dict:
+    """``metadata`` as a dict (``{}`` for None); TypeError for a non-mapping or a key that is not a string.
+
+    JSON would turn a key ``1`` into ``"1"`` silently, and ``dict([1, 2])`` fails with a message naming no argument.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping (a dict of JSON values); got {type(metadata).__name__}")
+    bad = [key for key in metadata if not isinstance(key, str)]
+    if bad:
+        raise TypeError(f"metadata keys must be strings (JSON object keys); got {type(bad[0]).__name__} {bad[0]!r}")
+    return dict(metadata)
+
+
+def _check_parents(directory: str | os.PathLike) -> None:
+    """ValueError naming the path when a parent of ``directory`` is a file (``mkdir`` would say only "File exists")."""
+    parent = existing_parent(directory)
+    if not parent.is_dir():
+        raise ValueError(f"cannot save to {directory}: {parent} is a file, not a directory")
 
 
 def _check_vocabulary_size(where: str, vocabulary, config, *, rows_from: str) -> None:
@@ -180,3 +208,24 @@ def _check_shapes(path: Path, expected: Mapping[str, torch.Tensor], stored: Mapp
         if tuple(stored[key].shape) != tuple(tensor.shape) or stored[key].dtype != tensor.dtype:
             raise ValueError(f"{path}: tensor {key!r} is {tuple(stored[key].shape)} {stored[key].dtype} but the "
                              f"config describes {tuple(tensor.shape)} {tensor.dtype}")
+
+
+def _model_from_state(klass: type, config, state: Mapping[str, torch.Tensor], *, weights: Path | str,
+                      config_path: Path | str, name: str) -> torch.nn.Module:
+    """The ``klass`` model of ``config`` holding ``state``, checked before anything is allocated.
+
+    Finite values, then the tensor names, shapes and dtypes the config
+    describes (on a ``meta`` skeleton; ``_check_before_allocation``), so a
+    config inflated past its weights allocates nothing. Errors name
+    ``weights`` (tensors) or ``config_path`` (a config that builds no model).
+    :meth:`~qpnlp.models.Model.from_pretrained` and the qpnlp 0.1 converter both load this way.
+    """
+    _check_finite(weights, state)
+    with _builds_a_model(config_path, name):
+        skeleton = _meta_skeleton(klass, config)
+    _check_before_allocation(weights, skeleton, config, state)
+    with _builds_a_model(config_path, name):
+        model = klass.empty(config)
+    _check_shapes(weights, model.state_dict(), state)
+    model.load_state_dict(state)
+    return model

@@ -58,7 +58,6 @@ import dataclasses
 import importlib.metadata
 import json
 import os
-import re
 import threading
 import typing
 from collections.abc import Callable, Mapping
@@ -70,19 +69,20 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, check_header_size, existing_parent
+from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, check_header_size
 from qpnlp._device import resolve_device
 from qpnlp._errors import preview
 from qpnlp._safetensors import save_tensors
 from qpnlp.data.names import dataset_name
 from qpnlp.hilbert._validation import Validate
-from qpnlp.nn._checks import check_token_batch
 
+from ._batch import check_batch
 from ._precision import PrecisionMixin
 from ._config_types import _check_json_type
 from ._repr import config_repr
-from ._state_checks import (_builds_a_model, _check_before_allocation, _check_file_names, _check_finite, _check_savable,
-                            _check_shapes, _check_vocabulary, _meta_skeleton, _restored, _storable)
+from ._state_checks import (_check_file_names, _check_parents, _check_savable, _check_vocabulary, _metadata,
+                            _model_from_state, _restored, _storable)
+from ._versions import _newer_version_note, _version
 
 __all__ = ["FORMAT", "CONFIG_FILE", "WEIGHTS_FILE", "VOCABULARY_FILE", "TASKS", "ModelConfig", "Model",
            "check_batch", "register_model", "unregister_model", "get_model_class", "registered_models", "read_model_header",
@@ -455,27 +455,6 @@ class Model(PrecisionMixin, nn.Module):
         return typing.cast(_ModelT, model)     # klass is cls or a subclass (checked above)
 
 
-def _model_from_state(klass: type[Model], config, state: Mapping[str, torch.Tensor], *, weights: Path | str,
-                      config_path: Path | str, name: str) -> Model:
-    """The ``klass`` model of ``config`` holding ``state``, checked before anything is allocated.
-
-    Finite values, then the tensor names, shapes and dtypes the config
-    describes (on a ``meta`` skeleton; ``_check_before_allocation``), so a
-    config inflated past its weights allocates nothing. Errors name
-    ``weights`` (tensors) or ``config_path`` (a config that builds no model).
-    :meth:`Model.from_pretrained` and the qpnlp 0.1 converter both load this way.
-    """
-    _check_finite(weights, state)
-    with _builds_a_model(config_path, name):
-        skeleton = _meta_skeleton(klass, config)
-    _check_before_allocation(weights, skeleton, config, state)
-    with _builds_a_model(config_path, name):
-        model = klass.empty(config)
-    _check_shapes(weights, model.state_dict(), state)
-    model.load_state_dict(state)
-    return model
-
-
 def read_model_header(directory: str | os.PathLike) -> dict:
     """The parsed ``config.json`` of a saved model (format checked; model name, config, metadata).
 
@@ -513,78 +492,3 @@ def read_model_header(directory: str | os.PathLike) -> dict:
     if not isinstance(header.get("qpnlp_version", ""), str):
         raise ValueError(f"{path}: qpnlp_version must be a string; got {preview(header['qpnlp_version'])}")
     return header
-
-
-def _metadata(metadata: Mapping[str, Any] | None) -> dict:
-    """``metadata`` as a dict (``{}`` for None); TypeError for a non-mapping or a key that is not a string.
-
-    JSON would turn a key ``1`` into ``"1"`` silently, and ``dict([1, 2])`` fails with a message naming no argument.
-    """
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping (a dict of JSON values); got {type(metadata).__name__}")
-    bad = [key for key in metadata if not isinstance(key, str)]
-    if bad:
-        raise TypeError(f"metadata keys must be strings (JSON object keys); got {type(bad[0]).__name__} {bad[0]!r}")
-    return dict(metadata)
-
-
-def _check_parents(directory: str | os.PathLike) -> None:
-    """ValueError naming the path when a parent of ``directory`` is a file (``mkdir`` would say only "File exists")."""
-    parent = existing_parent(directory)
-    if not parent.is_dir():
-        raise ValueError(f"cannot save to {directory}: {parent} is a file, not a directory")
-
-
-def _newer_version_note(header: Mapping[str, Any]) -> str:
-    """A note for errors on a checkpoint saved by a newer qpnlp than this one ("" otherwise)."""
-    saved, installed = header.get("qpnlp_version"), _version()
-    if not isinstance(saved, str) or _release(saved) <= _release(installed):
-        return ""
-    return f" (saved by qpnlp {saved}, newer than this qpnlp {installed}: upgrade qpnlp to load it)"
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The release numbers of a version string: "0.2.0.dev0" -> (0, 2, 0); () if it has none."""
-    match = re.match(r"\d+(\.\d+)*", version.strip())
-    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
-
-
-def _version() -> str:
-    from qpnlp import __version__
-
-    return __version__
-
-
-# --------------------------------------------------------------------------- the batch contract
-def check_batch(ids: torch.Tensor, mask: torch.Tensor, *, num_words: int | None = None,
-                device: torch.device | None = None, names: tuple[str, str] = ("ids", "mask"),
-                validate: Validate = None) -> None:
-    """The batch contract: ``ids`` a ``(B, L)`` LongTensor, ``mask`` a bool tensor of the same shape.
-
-    Always checked (static): dtypes, shapes, one device (``device``: the
-    model's) and a non-empty batch. While validation is on
-    (:func:`qpnlp.hilbert.set_validation`, or ``validate=``): every sentence
-    has at least one unmasked word, no word sits at the padding id, and (with
-    ``num_words``) every id lies in the vocabulary; one host synchronisation
-    for all of them. Errors name the argument, the shape and the worst value.
-
-    Parameters
-    ----------
-    ids, mask : torch.Tensor
-        Long word ids ``(B, L)`` and a bool mask ``(B, L)``, True at words.
-    num_words : int, optional
-        The vocabulary size: ids must lie in ``[0, num_words)``. None: no upper bound.
-    device : torch.device, optional
-        The device the batch must be on (the model's). None: any, as long as ``ids`` and ``mask`` share it.
-    names : tuple of str
-        The names of ``ids`` and ``mask`` in the error messages (e.g. ``("q_ids", "q_mask")``).
-    validate : bool or "strict", optional
-        Run the value checks; None follows the global mode (:func:`qpnlp.hilbert.set_validation`).
-    """
-    check_token_batch(ids, mask, num_words if num_words is not None else _NO_LIMIT, names=names, device=device,
-                      validate=validate)
-
-
-_NO_LIMIT = 1 << 62

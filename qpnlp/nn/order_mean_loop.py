@@ -165,11 +165,10 @@ def _forward_loop(ids, mask, positions, keep, amplitude, frequency, phase, bound
 @functools.cache
 def _forward_kernel():
     """``_forward_loop`` compiled (on first use; cached on disk), ``_sincos`` bound to its compiled version first
-    (numba resolves a global when it compiles the caller), as ``qpnlp.word2fun._fused_kernel`` binds its helpers."""
+    (``qpnlp._numba.jit_calling``)."""
     from qpnlp import _elementary
 
-    globals()["_sincos"] = _numba.jit(_elementary.sincos)
-    return _numba.jit(_forward_loop)
+    return _numba.jit_calling(_forward_loop, {"_sincos": _numba.jit(_elementary.sincos)})
 
 
 def _distinct_loop(ids, padding, mark, rows, inverse):  # pragma: no cover - compiled

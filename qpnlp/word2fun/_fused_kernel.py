@@ -369,7 +369,7 @@ _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written
 
 @functools.cache
 def _kernel():
-    """``_step`` compiled (on first use; cached on disk), its helpers bound to their compiled versions."""
-    for name, fastmath in _HELPERS.items():
-        globals()[name] = _numba.jit(_PYTHON[name], fastmath)
-    return _numba.jit(_step, _FASTMATH)
+    """``_step`` compiled (on first use; cached on disk), its helpers bound to their compiled versions
+    (``qpnlp._numba.jit_calling``)."""
+    compiled = {name: _numba.jit(_PYTHON[name], fastmath) for name, fastmath in _HELPERS.items()}
+    return _numba.jit_calling(_step, compiled, _FASTMATH)

@@ -64,9 +64,8 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
 
 @functools.cache
 def _kernel():
-    """``_run`` compiled (on first use; cached on disk), calling the compiled step."""
-    globals()["_step"] = _fused_kernel._kernel()
-    return _numba.jit(_run, _fused_kernel._FASTMATH)
+    """``_run`` compiled (on first use; cached on disk), calling the compiled step (``qpnlp._numba.jit_calling``)."""
+    return _numba.jit_calling(_run, {"_step": _fused_kernel._kernel()}, _fused_kernel._FASTMATH)
 
 
 def compile_runs(step: FusedStep, negatives: int) -> None:
