@@ -12,6 +12,24 @@ def preview(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def newer_format_note(found: Any, expected: str) -> str:
+    """A note for the error on a file of format ``found`` where this qpnlp reads ``expected`` (``NAME/VERSION``):
+    that a newer qpnlp wrote it, when ``found`` is a later version of the same format; else "".
+
+    >>> newer_format_note("qpnlp-model/2", "qpnlp-model/1").startswith(" (written by a newer qpnlp than this one, ")
+    True
+    >>> newer_format_note("qpnlp-model/1", "qpnlp-model/1"), newer_format_note(3, "qpnlp-model/1")
+    ('', '')
+    """
+    from qpnlp import __version__
+
+    name, _, version = expected.rpartition("/")
+    later = found[len(name) + 1:] if isinstance(found, str) and found.startswith(name + "/") else ""
+    if not (later.isdigit() and version.isdigit() and int(later) > int(version)):
+        return ""
+    return f" (written by a newer qpnlp than this one, {__version__}: upgrade qpnlp to read it)"
+
+
 class TrainingDiverged(RuntimeError):
     """The loss or a parameter became NaN or infinite; what was saved before it is still good.
 

@@ -11,6 +11,10 @@ that ends it (:func:`records_error`): when a process other than the first
 fails, the first one fails too, with only its lost connection ("Connection
 closed by peer"), and the launcher puts the error recorded first, the real
 cause, in the report.
+
+Stopped (Ctrl-C, SIGTERM), a run of one process or of several says what ``--out`` keeps and how to continue
+(:func:`interrupted`); the launcher, whose processes end at once on its SIGTERM, reads it from the checkpoint
+on disk (``_kept_by_processes``).
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from pathlib import Path
 
 from qpnlp._atomic import atomic_write_text
 
-from ._errors import UsageError, sigterm_interrupts
+from ._console import status_line
+from ._errors import UsageError, how_stopped, interrupted_status, sigterm_interrupts
 from ._report import Report, run_outcome
 
-__all__ = ["ERROR_FILE_VARIABLE", "records_error", "run_in_processes"]
+__all__ = ["ERROR_FILE_VARIABLE", "interrupted", "records_error", "run_in_processes", "saved_epochs"]
 
 #: The environment variable naming the file where a process started by :func:`run_in_processes` records its error.
 ERROR_FILE_VARIABLE = "QPNLP_ERROR_FILE"
@@ -80,7 +85,7 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
     itself by SIGTERM (``kill``, ``timeout``), it stops them too
     (``_errors.sigterm_interrupts``) and exits with status 143; by Ctrl-C, with
     status 130; either way a report left "running" is finished as
-    interrupted.
+    interrupted, and one line says what ``--out`` keeps (:func:`interrupted`).
     """
     import subprocess
 
@@ -91,6 +96,7 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
     env = {"OMP_NUM_THREADS": "1", **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
            "WORLD_SIZE": str(args.processes), "LOCAL_WORLD_SIZE": str(args.processes), **(env or {})}
     report.write()                                # "running" until the first process rewrites it: never a stale one
+    before = _checkpoint_mark(args.out)
     procs: list = []
     with tempfile.TemporaryDirectory(prefix="qpnlp-processes-") as errors:
         files = [Path(errors) / f"process-{r}.json" for r in range(args.processes)]
@@ -104,11 +110,67 @@ def run_in_processes(args: argparse.Namespace, report: Report, env: dict[str, st
         except KeyboardInterrupt as stop:                     # Ctrl-C (SIGINT), or SIGTERM
             _stop(procs)                                      # the first process may not have finished the report
             _finish_report(report, "interrupted", f"{run_outcome(stop)[1]}; the processes were stopped", force=False)
-            raise
+            return interrupted(args, stop, _kept_by_processes(args, before))
         finally:
             _stop(procs)
         return 0 if failure is None else _record_failure(args, report, failure, len(procs),
                                                          _recorded_errors(files))
+
+
+def interrupted(args: argparse.Namespace, stop: KeyboardInterrupt, kept: int) -> int:
+    """Ctrl-C (or SIGTERM) while training or reporting: one line saying what ``--out`` keeps, exit 130 (143).
+
+    ``kept``: the epochs of the checkpoint in ``--out`` that this run wrote whole last (an epoch interrupted
+    while its checkpoint was written is not finished, the previous one's is kept) or, resumed, that it
+    started from; 0 for none.
+    """
+    message = f"{args.prog}: {how_stopped(stop)}"
+    if not args.out:
+        message += "; nothing saved (--out DIR keeps a checkpoint after every epoch)"
+    elif kept:
+        message += f"; the checkpoint of epoch {kept} (of {args.epochs}) is in {args.out}; continue with --resume"
+    else:
+        message += f"; no epoch finished, nothing saved in {args.out}"
+    status_line(message)
+    return interrupted_status(stop)
+
+
+def saved_epochs(checkpoint) -> int:
+    """The epochs done of the run saved at ``checkpoint``; 0 when none is there (or none readable)."""
+    from qpnlp.word2fun._run_state import saved_run
+
+    try:
+        run = saved_run(checkpoint)
+    except (OSError, ValueError):
+        return 0
+    return int(run.get("epochs_done", 0)) if run else 0
+
+
+def _checkpoint_mark(out) -> tuple[int, int] | None:
+    """What tells the checkpoint in ``out`` from the next one saved (each save writes a new ``config.json``): its
+    inode and modification time; None without one."""
+    from qpnlp.models.base import CONFIG_FILE
+
+    try:
+        stat = (Path(out) / CONFIG_FILE).stat() if out else None
+    except OSError:
+        return None
+    return None if stat is None else (stat.st_ino, stat.st_mtime_ns)
+
+
+def _kept_by_processes(args: argparse.Namespace, before: tuple[int, int] | None) -> int:
+    """The epochs of the checkpoint the stopped processes leave in ``--out`` (for :func:`interrupted`): the one
+    they saved last, put back first where the first process, killed while replacing it, left it aside (its
+    launcher holds ``--out`` locked and its processes have ended), or, resumed, the one the run started from;
+    0 when they saved none over an earlier run's checkpoint (``before``: :func:`_checkpoint_mark` of ``--out``
+    before they started)."""
+    from qpnlp._atomic import restore_replaced_directory
+
+    if not args.out:
+        return 0
+    with contextlib.suppress(OSError):            # several versions left aside: --resume names them
+        restore_replaced_directory(args.out)
+    return saved_epochs(args.out) if args.resume or _checkpoint_mark(args.out) != before else 0
 
 
 #: Seconds a process is given to end after SIGTERM before it is killed (SIGKILL).

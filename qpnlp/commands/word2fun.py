@@ -54,9 +54,9 @@ from qpnlp._threads import torch_threads
 
 from ._common import show_progress
 from ._console import result_line, status_line
-from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
+from ._errors import CommandFailed, UsageError
 from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
-from ._processes import records_error, run_in_processes
+from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_processes, saved_epochs
 from ._report import Report, epoch_logger
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
 
@@ -496,39 +496,9 @@ def _run(args: argparse.Namespace) -> int:
         with report.guard():
             return _train(args, report, corpus, cfg, options, vocabulary, words, main, finished)
     except KeyboardInterrupt as stop:
-        if not main:                              # the first process says what --out keeps
-            raise
-        return _interrupted(args, stop, finished)
-
-
-def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt, finished: list[int]) -> int:
-    """Ctrl-C (or SIGTERM) while training or reporting: one line saying what ``--out`` keeps, exit 130 (143).
-
-    ``--out`` keeps the checkpoint of the last epoch this run finished (``finished``: its checkpoint written whole),
-    else, resumed, the one the run started from; an epoch interrupted while its checkpoint was written is not
-    finished, and the previous one's checkpoint is kept.
-    """
-    kept = finished[-1] if finished else (_resumed_epochs(args.out) if args.resume else 0)
-    message = f"{args.prog}: {how_stopped(stop)}"
-    if not args.out:
-        message += "; nothing saved (--out DIR keeps a checkpoint after every epoch)"
-    elif kept:
-        message += f"; the checkpoint of epoch {kept} (of {args.epochs}) is in {args.out}; continue with --resume"
-    else:
-        message += f"; no epoch finished, nothing saved in {args.out}"
-    status_line(message)
-    return interrupted_status(stop)
-
-
-def _resumed_epochs(checkpoint) -> int:
-    """The epochs done of the run saved at ``checkpoint``; 0 when none is there (or none readable)."""
-    from qpnlp.word2fun._run_state import saved_run
-
-    try:
-        run = saved_run(checkpoint)
-    except (OSError, ValueError):
-        return 0
-    return int(run.get("epochs_done", 0)) if run else 0
+        if not main or os.environ.get(ERROR_FILE_VARIABLE):   # the first process, or the launcher, says what
+            raise                                             # --out keeps
+        return interrupted(args, stop, finished[-1] if finished else (saved_epochs(args.out) if args.resume else 0))
 
 
 def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool,
@@ -576,7 +546,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         status_line(f"grid of {len(top)} words written to {written}")
     info = result.corpus_info
     trained = stats.seconds > 0
-    report.data["config"]["model"] = vectors.model.config.to_dict()
+    report.data["config"].update(model=vectors.model.config.to_dict(), train=dataclasses.asdict(result.config))
     report.finish(
         split_counts=dict(corpus=dict(documents=info["documents"], tokens=info["tokens"])), n=info["tokens"],
         metrics=dict(train_loss=stats.epoch_loss[-1] if stats.epoch_loss else None,

@@ -71,7 +71,7 @@ from torch import nn
 
 from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, check_header_size
 from qpnlp._device import resolve_device
-from qpnlp._errors import preview
+from qpnlp._errors import newer_format_note, preview
 from qpnlp._safetensors import save_tensors
 from qpnlp.data.names import dataset_name
 from qpnlp.hilbert._validation import Validate
@@ -482,7 +482,7 @@ def read_model_header(directory: str | os.PathLike) -> dict:
         legacy_word2fun = isinstance(header, dict) and isinstance(header.get("model"), dict) \
             and "family" in header["model"]
         hint = f" (a Word2Fun directory from qpnlp 0.1: `qpnlp convert {directory} NEW_DIRECTORY`)" \
-            if legacy_word2fun else ""
+            if legacy_word2fun else newer_format_note(found, FORMAT)
         raise ValueError(f"{path} is not a {FORMAT} model config (format {preview(found)}){hint}")
     if not isinstance(header.get("config"), dict) or not isinstance(header.get("model"), str):
         raise ValueError(f"{path} lacks its model name or config")

@@ -290,7 +290,7 @@ def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, chec
 
     ValueError for a state of more epochs than ``config.epochs`` (model back at ``initial.state``) or an early stop."""
     progress, saved_best = load_training_state(checkpoint_dir, model=model, optimisers=optimisers.optimisers,
-                                               identity=identity, initial=initial)
+                                               identity=identity, initial=initial, config=config)
     if progress["epoch"] > config.epochs:
         model.load_state_dict(initial.state)          # the caller's model as it was given
         raise ValueError(f"cannot resume from {checkpoint_dir}: that run already trained {progress['epoch']} epochs, "

@@ -23,7 +23,8 @@ A training-state directory holds two files, written together atomically
   counters) and the run's identity: model name and config, the names of
   its trainable parameters, training settings and a fingerprint of the
   training and dev data; ``row_deltas`` (the base and shape of each tensor
-  stored as rows) and the fingerprint of the initial parameters.
+  stored as rows), the fingerprint of the initial parameters and the
+  ``qpnlp_version`` that wrote it.
 
 No pickle: loading never runs code. Resuming checks the identity first, so a
 state is never continued with other data, another model (or other
@@ -31,7 +32,9 @@ parameters frozen), a model that starts from other parameters (when the
 state holds rows against the initial ones) or other training settings
 (``epochs``, ``patience``, ``device``, ``progress``, ``compile`` and
 ``pad_to_multiple_of`` may change; ``epochs`` not below the epochs already
-trained).
+trained): a refusal names each model config field and training setting
+that differs, with both values. A field that a state of an earlier qpnlp
+does not record (added since) stands for its default, as for a saved model.
 
 A run that stopped early (``patience`` epochs without a better dev score)
 cannot continue with the same settings, so its state is then reduced to a
@@ -42,6 +45,7 @@ size), enough to give its result again on resume.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -56,9 +60,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from qpnlp._atomic import atomic_directory, check_header_size
-from qpnlp._errors import preview
+from qpnlp._errors import newer_format_note, preview
 from qpnlp._safetensors import save_tensors
-from qpnlp.models.base import _restored, _storable
+from qpnlp.models._config_types import field_default
+from qpnlp.models.base import _restored, _storable, _version
 
 from ._row_delta import decode_rows, encode_rows, fingerprint
 from .sparse_rmsprop import check_state_shapes
@@ -246,7 +251,7 @@ def save_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     """
     entries, current = _Entries(), model.state_dict()
     initial_state = None if initial is None else initial.state
-    header: dict = dict(format=STATE_FORMAT, identity=identity)
+    header: dict = dict(format=STATE_FORMAT, qpnlp_version=_version(), identity=identity)
     if initial is not None:
         header["initial_fingerprint"] = initial.fingerprint
     if final:
@@ -283,7 +288,7 @@ def _write(directory: str | os.PathLike, entries: _Entries, header: dict) -> Pat
 
 def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
                         optimisers: Sequence[torch.optim.Optimizer], identity: dict,
-                        initial: InitialParameters | None = None) -> tuple[dict, dict | None]:
+                        initial: InitialParameters | None = None, config=None) -> tuple[dict, dict | None]:
     """Restore the model's parameters, the optimisers' state and the RNG state saved in ``directory``.
 
     Returns ``(progress, best_state)`` (``best_state`` None: the restored
@@ -292,7 +297,9 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     naming the directory when the state is unreadable or belongs to another
     run (model, settings or data differ from ``identity``). ``initial``: the
     parameters the model starts from, as the loop already holds them
-    (default: the model's parameters as given).
+    (default: the model's parameters as given). A model config field or
+    training setting that the state does not record (an earlier qpnlp's)
+    is compared with its default (of ``model.config`` and ``config``).
 
     Parameters
     ----------
@@ -306,6 +313,8 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
         The run's :func:`run_identity`, compared with the saved one.
     initial : InitialParameters or None, default None
         The parameters the model starts from (above); None: the model's as given.
+    config : ~qpnlp.training.TrainConfig or None, default None
+        The run's training settings, whose field defaults stand for those the state does not record.
     """
     directory = Path(directory)
     try:
@@ -317,9 +326,12 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
         del mapped
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, SafetensorError) as err:
         raise ValueError(f"{directory}: not a readable training state ({err})") from None
-    if not isinstance(header, dict) or header.get("format") not in READABLE_FORMATS:
-        raise ValueError(f"{directory} is not a qpnlp training state (expected format {STATE_FORMAT!r})")
-    _check_identity(directory, header.get("identity", {}), identity)
+    found = header.get("format") if isinstance(header, dict) else None
+    if found not in READABLE_FORMATS:
+        raise ValueError(f"{directory} is not a qpnlp training state this qpnlp reads (format {preview(found)}, "
+                         f"expected {STATE_FORMAT!r}){newer_format_note(found, STATE_FORMAT)}")
+    defaults = dict(model_config=_field_defaults(getattr(model, "config", None)), settings=_field_defaults(config))
+    _check_identity(directory, header.get("identity", {}), identity, defaults)
     tensors = _rows_rebuilt(directory, tensors, header, model, initial)
     if header["progress"].get("final"):
         return header["progress"], _prefixed(tensors, "best")
@@ -404,18 +416,25 @@ def _prefixed(tensors: Mapping[str, torch.Tensor], prefix: str) -> dict[str, tor
     return {k[len(start):]: v for k, v in tensors.items() if k.startswith(start)}
 
 
-def _check_identity(directory: Path, saved: dict, current: dict) -> None:
+def _check_identity(directory: Path, saved: dict, current: dict, defaults: Mapping[str, Mapping]) -> None:
+    """Refuse (``ValueError``) a state whose run differs from ``current``, naming each field that differs in the
+    model config and the training settings, with both values. A field the state does not record (written by an
+    earlier qpnlp, before the field was added) stands for its default (``defaults["model_config"]`` /
+    ``defaults["settings"]``), as loading a saved model takes it (:meth:`~qpnlp.models.base.Model.from_pretrained`).
+    """
     current = json.loads(json.dumps(current))          # tuples -> lists, as stored
+    defaults = json.loads(json.dumps(defaults, default=repr))      # as stored; a default JSON lacks: its repr
     differences = []
-    if saved.get("model") != current["model"] or saved.get("model_config") != current["model_config"]:
-        differences.append(f"the model ({preview(saved.get('model'), 60)} {preview(saved.get('model_config'), 300)} "
-                           f"there, {current['model']} {current['model_config']} here)")
-    old, new = saved.get("settings", {}), current["settings"]
-    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    if changed:
-        differences.append("the training settings " + ", ".join(f"{k[:60]} ({preview(old.get(k))} -> "
-                                                                 f"{new.get(k)!r})" for k in changed[:10])
-                           + (f" and {len(changed) - 10} more" if len(changed) > 10 else ""))
+    if saved.get("model") != current["model"]:
+        differences.append(f"the model ({preview(saved.get('model'), 60)} there, {current['model']} here)")
+    elif isinstance(saved.get("model_config"), dict) and isinstance(current["model_config"], dict):
+        differences += _fields_differing("the model config", saved["model_config"], current["model_config"],
+                                         defaults.get("model_config", {}))
+    elif saved.get("model_config") != current["model_config"]:
+        differences.append(f"the model config ({preview(saved.get('model_config'), 300)} there, "
+                           f"{current['model_config']} here)")
+    old = {k: v for k, v in saved.get("settings", {}).items() if k not in RESUMABLE_CHANGES}
+    differences += _fields_differing("the training settings", old, current["settings"], defaults.get("settings", {}))
     # the optimisers' states are stored by parameter position: another set of trainable parameters would give
     # each one another's moments (states written before the field was recorded lack it)
     if "trainable" in saved and saved["trainable"] != current["trainable"]:
@@ -427,3 +446,23 @@ def _check_identity(directory: Path, saved: dict, current: dict) -> None:
     if differences:
         raise ValueError(f"cannot resume from {directory}: this run differs from the one that wrote it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change)")
+
+
+def _fields_differing(what: str, saved: Mapping, now: Mapping, defaults: Mapping, shown: int = 10) -> list[str]:
+    """``what`` and each key whose value differs between ``saved`` (a key it lacks: its ``defaults`` entry, else
+    None) and ``now``, ``key (there -> here)``, ``shown`` of them and how many more ([] if none differs)."""
+    there = {**{k: v for k, v in defaults.items() if k in now}, **saved}
+    changed = sorted(k for k in set(there) | set(now) if there.get(k) != now.get(k))
+    if not changed:
+        return []
+    named = ", ".join(f"{k[:60]} ({preview(there.get(k))} -> {now.get(k)!r})" for k in changed[:shown])
+    return [f"{what} {named}" + (f" and {len(changed) - shown} more" if len(changed) > shown else "")]
+
+
+def _field_defaults(config) -> dict:
+    """The default of each field of the dataclass instance ``config`` that has one ({} for anything else): what a
+    field a training state does not record stands for (:func:`load_training_state`)."""
+    if not dataclasses.is_dataclass(config):
+        return {}
+    found = {f.name: field_default(f) for f in dataclasses.fields(config)}
+    return {k: v for k, v in found.items() if v is not dataclasses.MISSING}

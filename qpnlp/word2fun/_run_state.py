@@ -23,6 +23,11 @@ would continue the run with another model, corpus, vocabulary or training
 settings than it was trained with, or with fewer epochs than it already
 trained.  A checkpoint that a process killed while replacing it left aside is
 put back first (:func:`restore_interrupted_checkpoint`).
+
+The settings whose None stands for the model's default (:data:`RESOLVED_DEFAULTS`) are recorded resolved
+(:func:`resolved_defaults`), and a resumed call that leaves them None continues with the run's own
+(:func:`with_saved_defaults`): a default changed by a later qpnlp never enters a run trained with the earlier one.
+A checkpoint of an earlier qpnlp that recorded them None is resumed with today's defaults (not compared).
 """
 
 from __future__ import annotations
@@ -38,17 +43,22 @@ import numpy as np
 import torch
 
 from qpnlp._atomic import restore_replaced_directory
+from qpnlp._errors import newer_format_note
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
-from qpnlp.word2fun.config import TrainConfig
+from qpnlp.word2fun.config import TrainConfig, resolve_penalty
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import TrainStats, negative_seeds
+from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields a resumed run may change: how long, where and in how
 #: many threads or pieces it trains.  Another ``epochs`` or ``chunk_tokens`` continues the run but not as the
 #: uninterrupted one would: the learning rate decays over ``epochs`` and ``chunk_tokens`` tokens are shuffled
 #: together.
 RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
+#: The :class:`~qpnlp.word2fun.config.TrainConfig` fields whose None stands for the model's default, resolved by
+#: :func:`~qpnlp.word2fun.train.fit` (:func:`resolved_defaults`).
+RESOLVED_DEFAULTS = ("roughness_penalty", "step_centre_lr")
 #: The checkpoint's file of every process's generator states (:func:`rng_file_text`), beside its ``config.json``.
 RNG_FILE = "rng_states.json"
 RNG_FORMAT = "qpnlp-word2fun-rng/1"
@@ -105,7 +115,8 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
     trained more epochs than ``cfg.epochs`` is refused too (:func:`check_epochs`).
     """
     check_epochs(checkpoint, saved, cfg)
-    training = {k: v for k, v in saved.get("training", {}).items() if k not in RESUMABLE_CHANGES}
+    training = {k: v for k, v in saved.get("training", {}).items()   # None: an earlier qpnlp's unresolved default
+                if k not in RESUMABLE_CHANGES and not (k in RESOLVED_DEFAULTS and v is None)}
     recorded_run = {k: saved[k] for k in run if k in saved}
     vocabulary = vocabulary_differences(*vocabularies)
     if vocabulary and "min_count" in run and "min_count" not in saved:     # written before min_count was recorded
@@ -119,6 +130,25 @@ def check_resume(checkpoint: str | os.PathLike, saved: Mapping[str, Any], model_
         raise ValueError(f"cannot resume the Word2Fun run saved at {checkpoint}: this call differs from it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change); "
                          "pass the run's own corpus and settings, or train afresh in another directory")
+
+
+def with_saved_defaults(cfg: TrainConfig, saved: Mapping[str, Any] | None) -> TrainConfig:
+    """``cfg`` with each setting of :data:`RESOLVED_DEFAULTS` it leaves None (the model's default) set to the one
+    the resumed run ``saved`` recorded (resolved when that run trained), so that a default changed since does not
+    enter the run; ``cfg`` itself without a saved run or where the checkpoint records None (an earlier qpnlp)."""
+    recorded = {} if saved is None else saved.get("training", {})
+    taken = {k: recorded[k] for k in RESOLVED_DEFAULTS if getattr(cfg, k) is None and recorded.get(k) is not None}
+    return dataclasses.replace(cfg, **taken) if taken else cfg
+
+
+def resolved_defaults(cfg: TrainConfig, family: str, logistic: bool) -> TrainConfig:
+    """``cfg`` with the model's defaults in place of None (:data:`RESOLVED_DEFAULTS`), as the loop trains with them:
+    the roughness penalty of ``family`` (:func:`~qpnlp.word2fun.config.resolve_penalty`) and, with the logistic
+    step, :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR` (``fit`` sets the change points' rate before)."""
+    cfg = resolve_penalty(cfg, family, logistic)
+    if logistic and cfg.step_centre_lr is None:
+        cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR)
+    return cfg
 
 
 def vocabulary_differences(saved: Vocabulary, now: Vocabulary, shown: int = 3) -> list[str]:
@@ -286,10 +316,11 @@ def _read_rng_file(path: Path) -> list[dict]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:                  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ValueError(f"{path}: not a readable file of generator states ({err})") from None
-    every = data.get("processes") if isinstance(data, dict) and data.get("format") == RNG_FORMAT else None
+    found = data.get("format") if isinstance(data, dict) else None
+    every = data.get("processes") if found == RNG_FORMAT else None
     if not isinstance(every, list) or not all(isinstance(s, dict) and {"numpy", "torch"} <= s.keys() for s in every):
         raise ValueError(f"{path} is not a {RNG_FORMAT} file of generator states (a list of each process's "
-                         f"'numpy' and 'torch' states under 'processes')")
+                         f"'numpy' and 'torch' states under 'processes'){newer_format_note(found, RNG_FORMAT)}")
     return every
 
 

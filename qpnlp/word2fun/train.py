@@ -127,6 +127,8 @@ class FitResult:
         Processes that trained (1 unless started by ``torchrun``).
     epochs_done : int
         Epochs the returned model has been trained for (resumed ones included).
+    config : TrainConfig or None
+        The settings it trained with, the model's defaults resolved (as its checkpoint records them).
     """
 
     vectors: KeyedVectors
@@ -135,6 +137,7 @@ class FitResult:
     corpus_info: dict = field(default_factory=dict)
     world_size: int = 1
     epochs_done: int = 0
+    config: TrainConfig | None = None
 
 
 def _count(docs) -> tuple[Counter, Counter, int, int, float, float]:
@@ -248,6 +251,8 @@ def fit(
         ``config.epochs`` (so more epochs change the remaining epochs' rates,
         not those already trained), and ``chunk_tokens`` tokens are shuffled
         together.  ``config.epochs`` must not be below the epochs already trained.
+        Settings left None (``roughness_penalty``, ``step_centre_lr``: the model's
+        defaults) continue with the run's own, never a default changed since.
     metadata : mapping, optional
         Extra JSON metadata for the checkpoint (the corpus size and the
         training settings are always recorded).
@@ -297,6 +302,7 @@ def fit(
     if resume:
         run_state.restore_interrupted_checkpoint(checkpoint, main_log)
     saved = run_state.saved_run_of_every_process(checkpoint) if resume else None
+    cfg = run_state.with_saved_defaults(cfg, saved)     # settings left to the model's default: the run's own
     options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
     vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
     built, rng_saved = vocab, None             # a resumed run checks it against its checkpoint's (check_resume)
@@ -318,6 +324,7 @@ def fit(
         compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
                                           rank, world, dev, progress)
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
+    cfg = run_state.resolved_defaults(cfg, model.family, model.logistic)     # recorded so in the checkpoint
     run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
     if saved is not None:                      # min_count does nothing beside a given vocabulary: not compared
         compared = {k: v for k, v in run.items() if k != "min_count" or vocabulary is None}
@@ -334,7 +341,7 @@ def fit(
     stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
                          on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()
-    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs))
+    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
 
 
 def _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,

@@ -9,6 +9,7 @@ import pytest
 
 from qpnlp.cli import main
 from qpnlp.data import TimestampedCorpus, write_tsv
+from qpnlp.models.base import read_model_header
 from qpnlp.word2fun import KeyedVectors
 
 PROG = "qpnlp train word2fun"
@@ -230,3 +231,16 @@ def test_a_report_that_cannot_be_written_after_an_epoch_stops_no_training(corpus
     written = json.loads(report.read_text())
     assert written["status"] == "completed" and [e["epoch"] for e in written["history"]] == [1, 2]
     assert KeyedVectors.from_pretrained(out).model.config.dim == 4
+
+
+@pytest.mark.parametrize("flag, step_centre_lr", [((), 0.01), (("--step-centres", "middle"), 0.03)])
+def test_the_report_records_the_settings_resolved_as_the_checkpoint(corpus_tsv, tmp_path, capsys, flag,
+                                                                       step_centre_lr):
+    # config.train recorded roughness_penalty and step_centre_lr None, the defaults of the qpnlp of the day
+    report, out = tmp_path / "r.json", tmp_path / "ck"
+    code = main(_argv(corpus_tsv, "--epochs", "1", "--min-count", "3", "--report", str(report), "--out", str(out),
+                      *flag))
+    assert code == 0, capsys.readouterr().err
+    train = json.loads(report.read_text())["config"]["train"]
+    assert train["roughness_penalty"] == 1e-4 and train["step_centre_lr"] == step_centre_lr
+    assert train == read_model_header(out)["metadata"]["training"]

@@ -6,6 +6,7 @@ import shutil
 import sys
 
 import pytest
+import torch
 
 from qpnlp._atomic import atomic_directory
 from qpnlp.data import TimestampedCorpus, Vocabulary
@@ -143,3 +144,39 @@ def test_several_checkpoints_left_aside_are_refused_naming_them(saved, monkeypat
                                               f"ck.earlier0.old/ck"):
         _resume(saved)
     assert not saved.exists() and len(list(saved.parent.glob(".ck.*.old/ck"))) == 2    # nothing moved
+
+
+def _same_parameters(a, b) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.vectors.model.parameters(), b.vectors.model.parameters()))
+
+
+@pytest.mark.parametrize("module, default, value", [
+    ("qpnlp.word2fun.config", "DEFAULT_ROUGHNESS_PENALTY", 0.5),                  # families II-IV, logistic step
+    ("qpnlp.word2fun.train", "STEP_CENTRE_LR_AT_CHANGE_POINTS", 0.7),            # steps at their change points
+])
+def test_a_run_resumed_after_a_default_changed_continues_with_its_own(saved, monkeypatch, module, default, value):
+    # roughness_penalty=None was recorded as None and the resumed epochs silently took the new default; the step
+    # centres' rate, recorded resolved, was refused (a setting the command line has no option for)
+    shutil.copytree(saved, saved.parent / "copy")
+    before = _resume(saved.parent / "copy")                                        # resumed under the old default
+    recorded = read_model_header(saved)["metadata"]["training"]
+    assert recorded["roughness_penalty"] == 1e-4 and recorded["step_centre_lr"] is not None     # resolved
+    monkeypatch.setattr(f"{module}.{default}", value)
+    resumed = _resume(saved)
+    assert _same_parameters(resumed, before)
+    assert resumed.config.roughness_penalty == 1e-4 and resumed.config.step_centre_lr == recorded["step_centre_lr"]
+
+
+def test_a_run_resumed_with_another_roughness_penalty_than_its_default_is_refused(saved):
+    with pytest.raises(ValueError, match=r"the training settings: roughness_penalty \(0.0001 there, 0.3 here\)"):
+        _resume(saved, config=TrainConfig(epochs=2, batch_size=256, sample=0, roughness_penalty=0.3))
+
+
+def test_a_checkpoint_that_recorded_the_defaults_unresolved_resumes_with_todays(saved):
+    # an earlier qpnlp recorded roughness_penalty None (and step_centre_lr None for mid-span steps)
+    header = json.loads((saved / CONFIG_FILE).read_text())
+    header["metadata"]["training"].update(roughness_penalty=None, step_centre_lr=None)
+    (saved / CONFIG_FILE).write_text(json.dumps(header))
+    resumed = _resume(saved)
+    assert resumed.config.roughness_penalty == 1e-4 and resumed.config.step_centre_lr is not None
+    assert read_model_header(saved)["metadata"]["training"]["roughness_penalty"] == 1e-4
