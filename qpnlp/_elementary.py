@@ -42,7 +42,8 @@ def sincos(x, s, c, fast):  # pragma: no cover - compiled
             m = q - t(4.0) * np.floor(q * t(0.25))  # the quadrant, 0..3 (NaN for NaN)
             odd = (m == t(1.0)) | (m == t(3.0))
             sv, cv = (cp, sp) if odd else (sp, cp)
-            s[j] = -sv if m >= t(2.0) else sv
+            sv = -sv if m >= t(2.0) else sv
+            s[j] = x[j] if x[j] == t(0.0) else sv  # sin(-0) = -0: the reduction r = x - q pi/2 makes it +0
             c[j] = -cv if (m == t(1.0)) | (m == t(2.0)) else cv
             big |= abs(x[j]) > t(POLY_MAX)
     if big or not fast:

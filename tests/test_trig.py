@@ -3,12 +3,16 @@ the same size; every test of the large-tensor paths runs on both."""
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 import warnings
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from qpnlp import _numba, _trig
 
@@ -38,6 +42,40 @@ def test_float32_values_are_within_an_ulp_of_one_of_the_float64_reference(limit,
         assert cos.dtype == sin.dtype == torch.float32 and cos.shape == sin.shape == x.shape
         assert float((cos.double() - torch.cos(x.double())).abs().max()) < ULP_OF_ONE
         assert float((sin.double() - torch.sin(x.double())).abs().max()) < ULP_OF_ONE
+
+
+def _near(base: float) -> st.SearchStrategy:
+    """float32 ``base`` and its two neighbours: where a reduction by pi/2 cancels most digits."""
+    b = np.float32(base)
+    return st.sampled_from([float(np.nextafter(b, np.float32(-np.inf))), float(b),
+                            float(np.nextafter(b, np.float32(np.inf)))])
+
+
+#: Angles where a polynomial sine hides its bugs: any float32 (signed zeros, subnormals, NaN, infinities, huge),
+#: near multiples of pi/2 up to the reduction's limit (8192) and beyond it, at +-2^k pi, and about [-pi/4, pi/4].
+ANGLES = st.one_of(
+    st.floats(width=32),
+    st.integers(-6000, 6000).flatmap(lambda k: _near(k * math.pi / 2)),
+    st.integers(-4, 16).flatmap(lambda k: _near(2.0 ** k * math.pi) | _near(-(2.0 ** k) * math.pi)),
+    st.floats(-1.0, 1.0, width=32),
+)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(ANGLES, min_size=1, max_size=64))
+@example(angles=[-0.0, 0.0, -1e-45])
+def test_fuzzed_angles_agree_with_the_float64_reference(path, angles):
+    """Within an ulp of one everywhere, within an ulp of the value on [-pi/4, pi/4] (no reduction there), NaN where
+    torch gives NaN and the sign of a zero sine as torch's: sin(-0) = -0 (the compiled loop's reduction gave +0)."""
+    x = torch.tensor(angles, dtype=torch.float32).repeat(-(-_trig.NUMPY_MIN_NUMEL // len(angles)))
+    cos, sin = _trig.cos_sin(x)
+    for got, fn in ((cos, torch.cos), (sin, torch.sin)):
+        want, exact = fn(x), fn(x.double())
+        assert torch.equal(got.isnan(), want.isnan())
+        assert float((got.double() - exact).abs().nan_to_num().max()) < ULP_OF_ONE
+        ulps = (got.double() - exact).abs() / (ULP_OF_ONE * exact.abs().clamp_min(torch.finfo(torch.float32).tiny))
+        assert float(torch.where(x.abs() <= math.pi / 4, ulps, 0).max()) <= 1.0
+        assert torch.equal(got[want == 0].signbit(), want[want == 0].signbit())
 
 
 def test_large_float32_cpu_tensors_get_a_new_tensor_and_torch_s_values_where_no_faster_path_applies(path):

@@ -291,6 +291,24 @@ def test_top_k_keeps_a_nan_score_above_a_tie_at_the_cut(device):
         assert values.isnan().tolist() == expected.values[:, :k].isnan().tolist()
 
 
+_TIED_SCORES = st.sampled_from([0.0, -0.0, 1.0, 2.0, 5e-324, float("nan"), float("inf"), -float("inf")])
+
+
+@given(st.integers(1, 70).flatmap(lambda n: st.tuples(st.lists(st.lists(_TIED_SCORES, min_size=n, max_size=n),
+                                                                 min_size=1, max_size=4), st.integers(1, n))),
+       st.sampled_from([torch.float32, torch.float64]))
+def test_fuzzed_top_k_is_a_stable_descending_sort(rows_and_k, dtype):
+    """Few distinct scores (ties everywhere, signed zeros, a subnormal, NaN, infinities), rows wider than the first
+    prefix of _cut_inside_tie (4 k), k up to the row's width: the columns of a stable descending sort."""
+    from qpnlp._top_k import top_k
+    rows, k = rows_and_k
+    scores = torch.tensor(rows, dtype=dtype)
+    expected = scores.sort(dim=-1, descending=True, stable=True)
+    values, columns = top_k(scores, k)
+    assert torch.equal(columns, expected.indices[:, :k])
+    torch.testing.assert_close(values, expected.values[:, :k], rtol=0, atol=0, equal_nan=True)
+
+
 def test_an_installed_faiss_that_does_not_import_leaves_auto_exact(monkeypatch):
     """An installed faiss that fails to import (built for another NumPy) is found by ``find_spec``: ``method="auto"``
     on a large vocabulary raised the index's ImportError instead of searching exactly."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import qpnlp.nn.embedding as embedding_module
 from qpnlp.nn import (ComplexMultiheadSelfAttention, ComplexWordEmbedding, WordWeighting, complex_dropout,
@@ -202,6 +204,38 @@ def test_the_compiled_lookup_equals_its_torch_ops(polar_gradient, dtype, monkeyp
         torch.testing.assert_close(compiled, ops, atol=tolerance, rtol=tolerance, equal_nan=True)
     nan = torch.isnan(runs["1"][0])                     # the NaN phase's coordinate, the NaN amplitude's row
     assert torch.equal(nan.any(-1), (ids == 12) | (ids == 13)) and nan[0, 2].all() and nan[0, 1].sum() == 1
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_fuzzed_lookups_equal_the_polar_graph(data):
+    """Random tables and batches for both backends: one word or one row, zero rows and zero coordinates, ids at
+    the last row, repeated ids, padding at either end, widths across the loops' vector tails; values and gradients
+    of the states and norms (or of the states alone) against ``torch.polar(r / ||r||, phi)``."""
+    draw = data.draw
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    V, d, B, L = draw(st.integers(2, 6)), draw(st.integers(1, 19)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 99)))
+    table = torch.randn(V, d, dtype=dtype, generator=gen) * draw(st.sampled_from([1.0, 1e-3, 1e3]))
+    table[torch.tensor(draw(st.lists(st.booleans(), min_size=V, max_size=V)))] = 0.0
+    padding = draw(st.sampled_from([None, 0, V - 1]))
+    ids = torch.tensor(draw(st.lists(st.integers(0, V - 1), min_size=B * L, max_size=B * L))).view(B, L)
+    g_states = torch.randn(B, L, d, dtype=dtype.to_complex(), generator=gen)
+    g_norms = torch.randn(B, L, dtype=dtype, generator=gen) if draw(st.booleans()) else torch.zeros(B, L, dtype=dtype)
+    runs = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedding_module, "TORCH_POLAR_GRADIENT", True)
+        for compiled in ("1", "0", None):
+            patch.setenv("QPNLP_LOOKUP_COMPILED", compiled or "0")
+            emb = ComplexWordEmbedding(V, d, pretrained=table, phase_init="uniform", padding_idx=padding,
+                                       dtype=dtype, generator=torch.Generator().manual_seed(1))
+            out = emb(ids) if compiled else _old_states(emb, ids)
+            runs.append([t.detach() for t in out] + _grads(emb, out, g_states, g_norms))
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    for run in runs[:2]:
+        for got, want in zip(run, runs[2]):
+            if want is not None:
+                torch.testing.assert_close(got, want, atol=tol, rtol=tol)
 
 
 def test_the_compiled_lookup_refuses_shapes_its_loops_would_read_past():

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qpnlp.nn import make_embedding, order_mean_loop
 from qpnlp.nn.position_mean import complex_order_mean
@@ -255,3 +257,23 @@ def test_the_loops_cosines_and_sines_are_within_an_ulp_of_one(trig, limit, monke
     ulp_of_one = torch.finfo(torch.float32).eps
     assert float((cos.double() - angle.cos()).abs().max()) < ulp_of_one
     assert float((sin.double() - angle.sin()).abs().max()) < ulp_of_one
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_fuzzed_batches_pool_and_differentiate_as_the_torch_ops(data):
+    """Random (B, L) batches, empty ones included: rows of padding only, masks of any pattern, repeated ids, the last
+    table row, the padding row at either end or none, every table layout, dtype and gradient kind."""
+    draw = data.draw
+    batch, length = draw(st.integers(0, 4)), draw(st.integers(0, 5))
+    ids = torch.tensor(draw(st.lists(st.integers(0, V - 1), min_size=batch * length, max_size=batch * length)),
+                       dtype=torch.long).view(batch, length)
+    mask = torch.tensor(draw(st.lists(st.booleans(), min_size=ids.numel(), max_size=ids.numel())),
+                        dtype=torch.bool).view(ids.shape)
+    dtype, seed = draw(st.sampled_from([torch.float32, torch.float64])), draw(st.integers(0, 99))
+    tables = _tables(dtype, draw(st.sampled_from(list(LAYOUTS))), seed)
+    options = dict(ids=ids, mask=mask, p=draw(st.sampled_from([0.0, 0.5])), sparse=draw(st.booleans()),
+                   padding_idx=draw(st.sampled_from([None, 0, V - 1])), seed=seed)
+    with pytest.MonkeyPatch.context() as patch:
+        compiled, reference = _run(True, patch, tables, **options), _run(False, patch, tables, **options)
+    _assert_same(compiled, reference, dtype, options["sparse"])

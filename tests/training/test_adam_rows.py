@@ -4,6 +4,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qpnlp import _numba
 from qpnlp.training import adam_rows
@@ -113,3 +115,24 @@ def test_rows_that_do_not_increase_are_refused_before_any_write():
                                        **options)
     assert all(torch.equal(t, b) for t, b in zip((param, exp_avg, exp_avg_sq), before))
     assert adam_rows.adam_rows(param, rows, values, exp_avg, exp_avg_sq, **options)
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_fuzzed_rows_update_as_the_torch_ops(data):
+    """Random rows (none, one, the table's last, all of them), widths of one and across vector tails, gradients of
+    zero, subnormal, tiny and huge size, float32 and float64: moments bit for bit, parameters to the square root's
+    rounding."""
+    draw = data.draw
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    V, D = draw(st.integers(1, 9)), draw(st.integers(1, 19))
+    rows = sorted(draw(st.sets(st.integers(0, V - 1), max_size=V)))
+    param, _, _, exp_avg, exp_avg_sq = _tables(V=V, D=D, R=0, dtype=dtype, seed=draw(st.integers(0, 99)))
+    values = torch.randn(len(rows), D, dtype=dtype) * draw(st.sampled_from([0.0, 1e-45, 1e-30, 1.0, 1e30]))
+    ours = [param, torch.tensor(rows, dtype=torch.long), values, exp_avg, exp_avg_sq]
+    theirs = [t.clone() for t in ours]
+    options = dict(step_size=draw(st.sampled_from([1e-3, 0.5])), beta1=0.9, beta2=0.999, eps=1e-8)
+    assert adam_rows.adam_rows(*ours, **options)
+    _torch_rows(*theirs, *options.values())
+    assert torch.equal(ours[3], theirs[3]) and torch.equal(ours[4], theirs[4])
+    assert (ours[0] - theirs[0]).abs().max() <= torch.finfo(dtype).eps * theirs[0].abs().max()

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qpnlp.data import TimestampedCorpus
 from qpnlp.word2fun import TrainConfig, fit, fused_step, loop, step_sizes
@@ -290,3 +292,34 @@ def test_batch_step_prepares_the_fused_step_only_where_it_takes_every_batch(make
     assert not isinstance(batch_step(_model(make), shared_negatives=True), fused_step.FusedStep)
     with pytest.raises(ValueError, match="takes_model"):
         fused_step.FusedStep(_model(make))
+
+
+def _ids(draw, bound, size):
+    return torch.tensor(draw(st.lists(st.integers(0, bound - 1), min_size=size, max_size=size)), dtype=torch.long)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])   # the switches: reset below
+@given(data=st.data())
+def test_fuzzed_batches_step_as_in_torch_ops(make, data):
+    """Random small batches: one word or one token, ids at the last row, repeated ids, pair counts across the
+    kernel's chunk of 256 and token and negative counts across its blocks of four, times at the span's ends."""
+    draw = data.draw
+    family, dtype = draw(st.sampled_from(["II", "III", "IV"])), draw(st.sampled_from([torch.float32, torch.float64]))
+    V, D, N, k = draw(st.integers(1, 9)), 2 * draw(st.integers(1, 4)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    B = draw(st.integers(1, 12) | st.sampled_from([255, 256, 257]))
+    times = torch.tensor(draw(st.lists(st.sampled_from([1900.0, 2000.0]) | st.floats(1900, 2000), min_size=N,
+                                       max_size=N)), dtype=torch.float64)
+    rough = draw(st.sampled_from([0.0, 0.01, "tensor"]))
+    batch = (_ids(draw, V, N), times, _ids(draw, N, B), _ids(draw, V, B), _ids(draw, V, k),
+             0.02 * torch.rand(N) if rough == "tensor" else rough, 1.0 + torch.rand(N) if draw(st.booleans()) else None)
+    kw = dict(family=family, dtype=dtype, logistic=draw(st.booleans()), frozen=draw(st.booleans()), V=V, D=D,
+              seed=draw(st.integers(0, 99)))
+    weight = draw(st.sampled_from([0.0, 1.5]))
+    with pytest.MonkeyPatch.context() as patch:                    # hypothesis runs the body once per example
+        got = _train(_model(make, **kw), [batch], True, weight)
+        patch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
+        want = _train(_model(make, **kw), [batch], False, weight)
+    tol = TOL[dtype]
+    assert float(got[0][0]) == pytest.approx(float(want[0][0]), rel=10 * tol, abs=tol)
+    for name, p in want[1].items():
+        assert float((got[1][name] - p).abs().max()) <= 10 * tol * (float(p.abs().max()) or 1.0), name

@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qpnlp import _numba
 from qpnlp.word2fun import pair_loop, sgd
@@ -107,3 +109,27 @@ def test_the_training_log_says_which_loop_runs(monkeypatch):
     assert pair_loop.describe("cpu") == "SGD step: torch ops (QPNLP_WORD2FUN_COMPILED=0)"
     monkeypatch.setattr(_numba, "HAVE_NUMBA", False)
     assert "qpnlp[fast]" in pair_loop.describe("cpu")
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_fuzzed_pairs_give_the_logistic_loss_and_gradients(data):
+    """Random small tables, no pair or pair counts across sgd.PAIR_CHUNK, one row, zero and large logits, positive
+    and negative pairs: the loop's g, g_f and loss against the plain formulas."""
+    draw = data.draw
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    N, V, D = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 9))
+    B = draw(st.integers(0, 9) | st.sampled_from([sgd.PAIR_CHUNK - 1, sgd.PAIR_CHUNK + 1]))
+    f, H, pc, ctx = _pairs(N=N, V=V, B=B, D=D, dtype=dtype, seed=draw(st.integers(0, 99)))
+    f = f * draw(st.sampled_from([0.0, 1.0, 1e3]))
+    positive = draw(st.booleans())
+    weight = 1.0 if positive else 0.4
+    g_f, g, loss = pair_loop.logistic_pairs(f, H, pc, ctx, positive=positive, weight=weight)
+    p = (f[pc] * H[ctx]).sum(-1, keepdim=True)
+    sign = 1 if positive else -1
+    want = weight * (torch.sigmoid(p) - 1 if positive else torch.sigmoid(p))
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert torch.allclose(g, want, atol=tol, rtol=tol)
+    assert torch.allclose(g_f, torch.zeros_like(f).index_add(0, pc, want * H[ctx]), atol=10 * tol, rtol=tol)
+    want_loss = -weight * torch.nn.functional.logsigmoid(sign * p).sum()
+    assert float(loss) == pytest.approx(float(want_loss), rel=tol, abs=tol)
