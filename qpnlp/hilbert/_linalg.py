@@ -11,6 +11,8 @@ Conventions
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._validation import (check_batch_shape, check_broadcast, check_dimension, check_finite, check_min_ndim,
@@ -127,6 +129,32 @@ def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
     return parts.square().sum((-2, -1)).unsqueeze(-1)
 
 
+def unreliable_norms(norms: torch.Tensor) -> torch.Tensor:
+    r"""Bool mask of the norms a sum of squares got wrong: below :math:`\sqrt{\text{tiny} / \epsilon}`, or inf.
+
+    Squares underflow for entries below about :math:`\sqrt{\text{tiny}}` (1e-19 in float32, 1e-154 in float64)
+    and overflow above :math:`\sqrt{\max}`: the norm then comes out too small, 0 or inf. NaN is not flagged.
+    """
+    info = torch.finfo(norms.dtype)
+    return (norms < math.sqrt(info.tiny / info.eps)) | (norms == math.inf)
+
+
+def rescaled_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
+    r"""``norms`` ``(..., 1)`` of real or complex ``(..., d)`` vectors, recomputed where :func:`unreliable_norms`.
+
+    There they are :math:`m \|v / m\|` with :math:`m = \max_j |v_j|` (no square under- or overflows), so that
+    :math:`v / \|v\|` stays a unit vector for a vector that weight decay shrank to 1e-25 (its squares vanish in
+    float32) or a large step grew to 1e20; elsewhere, and for zero, NaN or infinite entries, ``norms`` are kept
+    bit for bit. Branch-free (no host sync), differentiable (the gradient of either branch is :math:`v/\|v\|`).
+    """
+    largest = vectors.abs().amax(-1, keepdim=True)
+    divisor = torch.where(largest > 0, largest, torch.ones_like(largest))
+    scaled = vectors / divisor
+    rescaled = (safe_sqrt(squared_norms(scaled)) if vectors.is_complex()
+                else torch.linalg.vector_norm(scaled, dim=-1, keepdim=True)) * divisor
+    return torch.where(unreliable_norms(norms) & torch.isfinite(largest) & (largest > 0), rescaled, norms)
+
+
 def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None) -> torch.Tensor:
     """Divide ``(..., d)`` vectors by their L2 norm (zero and non-finite vectors raise ValueError).
 
@@ -140,7 +168,9 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         (``validate``, default the global mode of :func:`set_validation`),
         as are NaN and inf entries and norms that overflow: with it off a
         zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
-        Python branch depends on the values.
+        Python branch depends on the values. Norms whose squares under- or
+        overflow (entries of 1e-25 or 1e20 in float32) are computed
+        without them (:func:`rescaled_norms`): such a vector is normalised.
     validate : bool or "strict", optional
         Override the global validation mode for this call (None, the default: the global mode).
 
@@ -153,8 +183,11 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
     check_min_ndim("vectors", vectors, 1, "(..., d)")
     if not (vectors.is_complex() or vectors.is_floating_point()):     # torch's vector_norm RuntimeError
         raise TypeError(f"vectors must be a real floating or complex tensor; got {vectors.dtype}")
-    norms = squared_norms(vectors).sqrt() if vectors.is_complex() else torch.linalg.vector_norm(
+    # safe_sqrt: the sqrt's gradient at a sum of squares that underflowed to 0 is NaN, even where rescaled_norms
+    # replaces it (torch.where's backward multiplies it by 0)
+    norms = safe_sqrt(squared_norms(vectors)) if vectors.is_complex() else torch.linalg.vector_norm(
         vectors, dim=-1, keepdim=True)
+    norms = rescaled_norms(vectors, norms)          # squares that under- or overflow: no inf or NaN state
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
     if enabled(validate) and has_values(norms) and not bool(((norms > eps) & (norms < float("inf"))).all()):
         _refuse_norms(vectors, norms, eps)

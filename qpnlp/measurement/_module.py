@@ -119,7 +119,9 @@ class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
     ``torch.nn.utils.parametrizations.orthogonal`` (rows orthonormal).
     ``complete=True`` additionally requires ``num_outcomes == dim``, so the
     projectors resolve the identity and the probabilities sum to one
-    (thesis eq. 3.4 and the "complete measurement" of section 3.2.4).
+    (thesis eq. 3.4 and the "complete measurement" of section 3.2.4); orthonormality holds to the rounding of
+    torch's matrix exponential, which grows with the parameter after very large steps (see
+    :class:`~qpnlp.measurement.POVMMeasurement`).
 
     Parameters
     ----------

@@ -21,6 +21,7 @@ from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._linalg import rescaled_norms, unreliable_norms
 from qpnlp.hilbert._operands import first_order_backward
 from qpnlp.hilbert import masked_softmax
 
@@ -146,6 +147,8 @@ def _unit_rows(r, phi):
     ``qpnlp._trig`` (one compiled loop for float32 CPU tensors, with numba).
     """
     norms = torch.linalg.vector_norm(r, dim=-1)
+    if bool(unreliable_norms(norms).any()):         # squares that underflow (weight decay) or overflow
+        norms = rescaled_norms(r, norms.unsqueeze(-1)).squeeze(-1)
     scale = norms.clamp_min(torch.finfo(r.dtype).tiny)
     unit = r / scale.unsqueeze(-1)
     cos, sin = cos_sin(phi)
@@ -319,7 +322,9 @@ class ComplexWordEmbedding(nn.Module):
     r"""Word states :math:`|w\rangle = \sum_j \frac{r_j}{\|r\|} e^{i\phi_j}|e_j\rangle` (thesis eq. 3.2).
 
     Two real lookup tables of shape ``(V, d)``: amplitudes ``R`` and phases
-    ``Phi``. The state is unit-norm by construction (normalised in forward).
+    ``Phi``. The state is unit-norm by construction (normalised in forward), for every row of norm at least
+    ``finfo(dtype).tiny`` (1e-38 in float32), however small its squares; below that the norm is clamped there
+    (a zero row gives a zero state).
     The raw amplitude norm :math:`\|r\|` is returned as well: the papers' public
     code uses it as the (softmaxed) word weight. A negative amplitude is the same
     as a phase shifted by :math:`\pi`, so amplitudes are left signed.
@@ -433,7 +438,7 @@ class ComplexWordEmbedding(nn.Module):
             return _run(_PolarLookup.apply, ids, self.amplitude.weight, self.phase.weight, self.padding_idx,
                         self.amplitude.sparse, self.phase.sparse)
         r = self.amplitude(ids)                   # the same maths as one traceable graph (torch.compile)
-        norms = torch.linalg.vector_norm(r, dim=-1)
+        norms = rescaled_norms(r, torch.linalg.vector_norm(r, dim=-1, keepdim=True)).squeeze(-1)
         unit = r / norms.clamp_min(torch.finfo(r.dtype).tiny).unsqueeze(-1)
         phi = self.phase(ids)
         if TORCH_POLAR_GRADIENT:

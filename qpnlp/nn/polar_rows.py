@@ -62,13 +62,15 @@ def accepts(*tensors: torch.Tensor) -> bool:
     return available() and _numba.takes(*tensors)
 
 
-def _forward_loop(r, cos, sin, inverse, tiny, unit, norms, scale, states, position_norms):  # pragma: no cover
+def _forward_loop(r, cos, sin, inverse, tiny, low, unit, norms, scale, states, position_norms):  # pragma: no cover
     zero = tiny - tiny                                # 0 in the tables' dtype: no float64 promotion
     for u in range(r.shape[0]):
         total = zero
         for j in range(r.shape[1]):
             total += r[u, j] * r[u, j]
         n = math.sqrt(total)
+        if total < low or total == math.inf:          # squares under- or overflowed: m ||r / m||, m = max |r_j|
+            n = _row_norm(r[u], n, zero)
         s = tiny if n < tiny else n                   # clamp_min: NaN stays NaN
         norms[u], scale[u] = n, s
         for j in range(r.shape[1]):
@@ -79,6 +81,22 @@ def _forward_loop(r, cos, sin, inverse, tiny, unit, norms, scale, states, positi
         for j in range(r.shape[1]):
             states[p, j, 0] = cos[u, j] * unit[u, j]
             states[p, j, 1] = sin[u, j] * unit[u, j]
+
+
+def _rescaled_norm(row, n, zero):  # pragma: no cover - compiled
+    """``||row||`` without squaring its entries (``n``, the sum of squares' root, where an entry is infinite)."""
+    m = zero
+    for j in range(row.shape[0]):
+        m = max(m, abs(row[j]))
+    if not (zero < m < math.inf):                     # a zero row, or an infinite (NaN) entry: as summed
+        return n
+    total = zero
+    for j in range(row.shape[0]):
+        total += (row[j] / m) * (row[j] / m)
+    return m * math.sqrt(total)
+
+
+_row_norm = _rescaled_norm      # what _forward_loop calls: rebound to the compiled version by unit_states
 
 
 def _sum_per_row_loop(g, g_norms, with_norms, inverse, summed, summed_norms):  # pragma: no cover - compiled
@@ -153,9 +171,10 @@ def unit_states(r: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: 
     states = r.new_empty(inverse.shape[0], r.shape[1], 2)
     unit, norms, scale = torch.empty_like(r), r.new_empty(r.shape[0]), r.new_empty(r.shape[0])
     position_norms = r.new_empty(inverse.shape[0])
-    loop = _numba.jit(_forward_loop, _FASTMATH)
-    loop(r.numpy(), cos.numpy(), sin.numpy(), inverse.numpy(), _tiny(r), unit.numpy(), norms.numpy(), scale.numpy(),
-         states.numpy(), position_norms.numpy())
+    loop = _numba.jit_calling(_forward_loop, {"_row_norm": _numba.jit(_rescaled_norm)}, _FASTMATH)
+    info = torch.finfo(r.dtype)
+    loop(r.numpy(), cos.numpy(), sin.numpy(), inverse.numpy(), _tiny(r), _numba.scalar(r, info.tiny / info.eps),
+         unit.numpy(), norms.numpy(), scale.numpy(), states.numpy(), position_norms.numpy())
     return states, position_norms, unit, norms, scale
 
 

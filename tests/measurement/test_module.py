@@ -129,6 +129,24 @@ def test_vectors_check_for_zero_rows_only_where_validation_asks():
     assert torch.isnan(m.vectors(validate=False)[0]).all()
 
 
+@pytest.mark.parametrize("scale", [1e-25, 1e20])
+def test_vectors_whose_squares_underflow_or_overflow_still_measure(scale):
+    """Weight decay shrinks a non-orthonormal measurement vector geometrically where its loss gradient is small
+    (the Born probabilities do not depend on its length): in complex64 its squares underflow from about 1e-19,
+    and ``validate=False`` (the models' forward) divided it by a norm of 0, giving NaN probabilities and
+    gradients (1e20: squares that overflow, probabilities 0). Now unit vectors, probabilities in [0, 1],
+    finite gradients."""
+    m = ProjectiveMeasurement(3, 2, orthonormal=False)
+    with torch.no_grad():
+        m.weight.mul_(scale)
+    states = torch.nn.functional.normalize(torch.randn(4, 3, dtype=torch.complex64), dim=-1)
+    assert_pure_state(m.vectors(validate=False))
+    p = m(states, validate=False)
+    assert_probabilities(p)
+    p.sum().backward()
+    assert torch.isfinite(torch.view_as_real(m.weight.grad)).all()
+
+
 @pytest.mark.parametrize("kind", ["projective", "povm"])
 def test_a_module_measures_the_first_class_objects_as_their_tensors(kind):
     """``measurement(PureState | Ensemble | DensityMatrix)`` was a TypeError although ``post_measurement_state``

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import qpnlp.nn.embedding as embedding_module
 from qpnlp.nn import (ComplexMultiheadSelfAttention, ComplexWordEmbedding, WordWeighting, complex_dropout,
                       masked_max, masked_mean, part_mul, readout, split_activation, unit_rows)
+from qpnlp.testing import assert_allclose
 
 
 @pytest.fixture(params=["compiled", "torch ops"])
@@ -174,6 +175,26 @@ def test_the_graph_torch_compile_traces_equals_the_fused_lookup(polar_gradient, 
         torch.testing.assert_close(b.detach(), a.detach())
     for a, b in zip(_grads(emb, fused, g_states, g_norms), _grads(emb, traced, g_states, g_norms)):
         torch.testing.assert_close(b, a)
+
+
+@pytest.mark.usefixtures("lookup_backend")
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("dtype, small, large", [(torch.float32, 1e-25, 1e20), (torch.float64, 1e-170, 1e160)])
+def test_rows_whose_squares_underflow_or_overflow_give_unit_states(fused, dtype, small, large, monkeypatch):
+    """AdamW's decoupled weight decay shrinks a row that no training batch holds (the unknown word's, read at test
+    time) by 1 - lr wd per step: in float32 its squares underflow from about 1e-19, the norm came out too small
+    or 0, and r / max(||r||, tiny) had a norm up to 1e30 (QPDN gave Born probabilities of 1e30). Squares that
+    overflow (1e20) gave a zero state. Now unit states, the true norms and finite gradients, on every path."""
+    monkeypatch.setattr(embedding_module, "_fused", lambda *tables: fused)
+    emb = ComplexWordEmbedding(5, 4, phase_init="uniform", dtype=dtype, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        emb.amplitude.weight[2:4] = torch.tensor([[small], [large]], dtype=dtype) * torch.tensor(
+            [3.0, -4.0, 0.0, 12.0], dtype=dtype)                                     # norm 13 small, 13 large
+    states, norms = emb(torch.tensor([[2, 3, 4, 2]]))
+    assert_allclose(states.abs().square().sum(-1), torch.ones(1, 4, dtype=dtype))
+    assert_allclose(norms[0, :2] / torch.tensor([small, large], dtype=dtype), torch.full((2,), 13.0, dtype=dtype))
+    (states.real.sum() + norms.sum()).backward()
+    assert torch.isfinite(emb.amplitude.weight.grad.to_dense()).all()
 
 
 @pytest.mark.parametrize("polar_gradient", [False, True])
