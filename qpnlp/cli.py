@@ -180,6 +180,10 @@ def _main(argv: list[str]) -> int:
         raise SystemExit(2)
     args.debug = debug
     args.command_line = (["--debug"] if debug else []) + argv   # to start the command again (word2fun --processes)
+    if getattr(args, "resume", False):            # the options given: the others continue the saved run's
+        from qpnlp.commands._resume import GIVEN, given_options
+
+        setattr(args, GIVEN, given_options(parser, argv, args))
     from qpnlp.commands._errors import run_command
 
     return run_command(args)

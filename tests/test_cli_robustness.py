@@ -804,7 +804,7 @@ def test_resume_continues_to_the_result_of_an_uninterrupted_run(server, ws, tmp_
     score = re.compile(r"test accuracy [\d.]+ \(dev [\d.]+, epoch \d+|test: MAP [\d.]+ MRR [\d.]+ P@1 [\d.]+")
     assert score.findall(full_out) == score.findall(resumed_out) and score.findall(full_out)
     code, _, err = server.run(build("--epochs", "4", "--patience", "4", "--save", part, "--resume", "--lr", "0.5"))
-    assert code == 1 and "cannot resume" in err and "lr (0.01 -> 0.5)" in err
+    assert code == 2 and "--resume: this command line differs" in err and "--lr 0.5 here, 0.01 in the saved run" in err
 
 
 def test_a_run_without_resume_says_that_it_cleared_an_earlier_training_state(server, ws, tmp_path):
@@ -829,15 +829,17 @@ def _own_commands():
     return commands
 
 
-def test_the_help_of_resume_says_the_settings_are_given_again_and_compared():
-    """word2fun's --resume said "(its settings, next epoch)", as if the saved run's settings were taken; they must
-    be given again and are compared (check_resume), as the train commands' must (their identity)."""
+def test_the_help_of_resume_says_the_settings_not_given_are_the_runs_and_those_given_compared():
+    """word2fun's --resume said "(its settings, next epoch)" while the settings had to be given again; now the
+    options not given are the saved run's (``qpnlp.commands._resume``) and those given are compared, in every
+    train command."""
     parser = build_parser()
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     train = next(a for a in verbs.choices["train"]._actions if isinstance(a, argparse._SubParsersAction))
     for name in ("word2fun", "qpdn", "cnm"):
         text = train.choices[name]._option_string_actions["--resume"].help
-        assert "its settings, next epoch" not in text and "again" in text and "compared" in text, (name, text)
+        assert "not given here" in text and "is the" in text and "compared" in text and "both values" in text, \
+            (name, text)
         assert "--epochs" in text and "--device" in text, (name, text)
 
 

@@ -109,6 +109,18 @@ def load_cli_vectors(args: argparse.Namespace):
                            scale=args.vectors_scale, backoff=backoff)
 
 
+def vectors_scale(args: argparse.Namespace) -> float | None:
+    """The factor the run multiplies the vectors by: ``--vectors-scale``, or the library's for this model, vector
+    set and data set (:func:`qpnlp.training.defaults.default_vectors_scale`, what
+    :func:`~qpnlp.training.defaults.default_vectors` applies: the model's, else the set's own); None with
+    ``--no-pretrained`` (no vectors)."""
+    from qpnlp.training.defaults import default_vectors_scale
+
+    if args.vectors_scale is not None or getattr(args, "no_pretrained", False):
+        return args.vectors_scale
+    return default_vectors_scale(args.kind, vectors=args.vectors, dataset=args.dataset)
+
+
 def add_fallback_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pretrained-fallback", type=count_type(0), default=None, metavar="N",
                         help="append the N most frequent pretrained words to the training vocabulary, so unseen "

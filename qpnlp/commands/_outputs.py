@@ -102,32 +102,55 @@ def add_resume_options(parser: argparse.ArgumentParser) -> None:
                             "second run given it at the same time is refused")
     group.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its training state (--checkpoint-dir, or the one "
-                            "next to --save), given its data and options again: they are compared with the run's, "
-                            "a difference refused, named (of the model and training settings only --epochs, "
-                            "--patience, --device, --compile, --pad-to-multiple-of and --no-progress may change); "
-                            "same result as an uninterrupted run (without --resume, an earlier run's training "
-                            "state there is cleared)")
+                            "next to --save), given its --dataset: every option not given here is the run's (its "
+                            "model options, training settings and selection grid as the run resolved them, not "
+                            "today's defaults; --save, --report, --threads and --no-progress are this command "
+                            "line's); an option given is compared with the run's, a difference refused, named with "
+                            "both values (only --epochs, --patience, --device, --compile, --pad-to-multiple-of, "
+                            "--data and --max-splits may change); same result as an uninterrupted run (without "
+                            "--resume, an earlier run's training state there is cleared)")
     group.add_argument("--no-training-state", action="store_true",
                        help="keep no training state next to --save (saves a write per epoch of the parameters, best "
                             "parameters and optimiser moments that training changed, up to 4x the model's size "
                             "with Adam; --resume is then impossible; not with --checkpoint-dir)")
 
 
-def prepare_outputs(args: argparse.Namespace) -> Path | None:
+def state_directory(args: argparse.Namespace) -> str | None:
+    """The training-state directory of a ``train`` command: ``--checkpoint-dir``, else ``SAVE.training`` next to
+    ``--save`` (none under ``--no-training-state``), unchecked (:func:`prepare_outputs` checks it)."""
+    save = getattr(args, "save", None)
+    return getattr(args, "checkpoint_dir", None) or \
+        (f"{str(save).rstrip('/')}.training" if save and not getattr(args, "no_training_state", False) else None)
+
+
+def saved_run_file(args: argparse.Namespace) -> dict | None:
+    """Under ``--resume``, what the run that wrote the training state recorded in its :data:`RUN_FILE`: its
+    command line (``arguments``) and, from this version on, its resolved ``settings`` (model options, training
+    settings, selection grid; ``qpnlp.commands._resume``); None without ``--resume`` or a run file of qpnlp
+    (:func:`prepare_outputs` then refuses the resume)."""
+    state = state_directory(args) if getattr(args, "resume", False) else None
+    if state is None or not written_by_qpnlp(Path(state) / RUN_FILE):
+        return None
+    found = json.loads((Path(state) / RUN_FILE).read_text(encoding="utf-8"))
+    return found if isinstance(found.get("arguments"), dict) else None
+
+
+def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> Path | None:
     """Check ``--report``, ``--save`` and the training-state directory before any work; returns the state directory.
 
     Without ``--resume`` an earlier state in that directory is cleared; with
     it, the directory must hold one. The directory is locked until the
     command ends (:func:`lock_for_the_run`): a second run given it at the
-    same time is refused.
+    same time is refused. A new state directory records the command line and
+    ``settings`` (the run's resolved model options, training settings and
+    grid) in its :data:`RUN_FILE`, which ``--resume`` continues (:func:`saved_run_file`).
     """
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
         raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
                          "training state in that directory); give one of them")
     report = check_report_path(getattr(args, "report", None))
     save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
-    state = getattr(args, "checkpoint_dir", None) or \
-        (f"{str(save).rstrip('/')}.training" if save and not getattr(args, "no_training_state", False) else None)
+    state = state_directory(args)
     option = "--checkpoint-dir" if getattr(args, "checkpoint_dir", None) else "--save"
     resume = getattr(args, "resume", False)
     if resume and state is None:
@@ -159,9 +182,10 @@ def prepare_outputs(args: argparse.Namespace) -> Path | None:
                 f"training state kept in {root} after every epoch (--resume continues from it)")
     if not ours or not resume:
         root.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(root / RUN_FILE, json.dumps(dict(format="qpnlp-training-run/1", prog=args.prog,
-                                                           arguments=json_ready(arguments(args), "", [])),
-                                                      indent=2) + "\n")
+        recorded = dict(format="qpnlp-training-run/1", prog=args.prog, arguments=json_ready(arguments(args), "", []))
+        if settings is not None:
+            recorded["settings"] = json_ready(settings, "", [])
+        atomic_write_text(root / RUN_FILE, json.dumps(recorded, indent=2) + "\n")
     return root
 
 

@@ -32,8 +32,10 @@ REPORT_SCHEMA = "qpnlp-report/1"
 
 
 def arguments(args: argparse.Namespace) -> dict:
-    """The command-line settings of a run, as JSON (not what ``_errors.run_command`` adds: ``exit_stack``)."""
-    return {k: v for k, v in vars(args).items() if k not in ("func", "prog", "exit_stack") and not callable(v)}
+    """The command-line settings of a run, as JSON (not what ``_errors.run_command`` adds, ``exit_stack``, nor the
+    options a resumed run was given, ``given_options``)."""
+    return {k: v for k, v in vars(args).items()
+            if k not in ("func", "prog", "exit_stack", "given_options") and not callable(v)}
 
 
 def run_outcome(error: BaseException) -> tuple[str, str]:

@@ -27,10 +27,11 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      train_config)
+                      train_config, vectors_scale)
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger, run_outcome
+from ._resume import resume_training_run, resumed_training_settings
 from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
 from ._console import result_line, status_line
@@ -70,6 +71,8 @@ def register(subparsers: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    saved = resume_training_run(args)     # --resume: the options not given are the saved run's
+    args.vectors_scale = vectors_scale(args)                # the report (and a resumed run) records the scale used
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     # Everything the command line alone decides is checked before any file is read.
     notes: list[str] = []                 # said once the command line is known to be good: an error is one line
@@ -79,14 +82,14 @@ def run(args: argparse.Namespace) -> int:
     if candidates is not None and follows and "embedding_lr" not in explicit_options(args):   # each point's lr
         candidates = [{**c, "embedding_lr": c["lr"]} if "lr" in c and "embedding_lr" not in c else c
                       for c in candidates]
-    config = train_config(args)
-    options = config_options(args)
+    config, options, candidates, resumed = resumed_training_settings(args, saved, train_config(args),
+                                                                     config_options(args), candidates)
     check_model_options(args.kind, options)
     if candidates is not None:
         check_grid(args.kind, candidates, options, config)
-    for line in notes:
+    for line in notes if resumed is None else [resumed]:
         status_line(line)
-    state_root = prepare_outputs(args)
+    state_root = prepare_outputs(args, settings=dict(model=options, train=config.to_dict(), grid=candidates))
     report.update(config=dict(model=options, train=config.to_dict(), grid=candidates), split_unit="sentences",
                   split="test", training_state=None if state_root is None else str(state_root))
     with torch_threads(args.threads), report.guard():

@@ -14,15 +14,16 @@ from qpnlp.data import QA_DATASETS, pretrained_fallback_size
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.classification import DEFAULT_DIM, check_model_options
-from qpnlp.training.defaults import default_vectors_scale, training_settings
+from qpnlp.training.defaults import training_settings
 from qpnlp.training.matching import LOSSES
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
 from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
-                      train_config)
+                      train_config, vectors_scale)
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger, run_outcome
+from ._resume import resume_training_run, resumed_training_settings
 from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options, recorded
 from ._console import result_line, status_line
@@ -121,16 +122,6 @@ def check_effective_options(args: argparse.Namespace) -> None:
                          f"every question-candidate pair; the negatives are drawn for the triplets of --loss triplet")
 
 
-def vectors_scale(args: argparse.Namespace) -> float | None:
-    """The factor the run multiplies the vectors by: ``--vectors-scale``, or the library's for this model, vector
-    set and data set (:func:`qpnlp.training.defaults.default_vectors_scale`, what
-    :func:`~qpnlp.training.defaults.default_vectors` applies: the model's, else the set's own); None with
-    ``--no-pretrained`` (no vectors)."""
-    if args.vectors_scale is not None or args.no_pretrained:
-        return args.vectors_scale
-    return default_vectors_scale(args.kind, vectors=args.vectors, dataset=args.dataset)
-
-
 def check_train_split(args: argparse.Namespace) -> None:
     """Refuse a ``--train-split`` that the run also selects on (dev) or scores (test), a silent leak
     (``UsageError``)."""
@@ -152,6 +143,7 @@ def check_extra_train(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    saved = resume_training_run(args)     # --resume: the options not given are the saved run's
     check_effective_options(args)
     if args.no_pretrained and args.dim is None:
         args.dim = DEFAULT_DIM                              # the report records the dimension used
@@ -159,10 +151,12 @@ def run(args: argparse.Namespace) -> int:
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     check_train_split(args)
     check_extra_train(args)
-    config = train_config(args)
-    options = model_options(args)
+    config, options, _, resumed = resumed_training_settings(args, saved, train_config(args), model_options(args),
+                                                            None)
     check_model_options(args.kind, options)
-    state_root = prepare_outputs(args)
+    if resumed is not None:
+        status_line(resumed)
+    state_root = prepare_outputs(args, settings=dict(model=options, train=config.to_dict(), grid=None))
     report.update(config=dict(model=options, train=config.to_dict()), split_unit="questions", dataset=args.dataset,
                   training_state=None if state_root is None else str(state_root))
     with torch_threads(args.threads), report.guard():

@@ -58,6 +58,7 @@ from ._errors import CommandFailed, UsageError
 from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
 from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_processes, saved_epochs
 from ._report import Report, epoch_logger
+from ._resume_word2fun import continue_saved_run
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
 
 __all__ = ["register", "run"]
@@ -189,10 +190,12 @@ def register(subparsers: dict) -> None:
                         "locked while the run lasts by the file .NAME.lock beside it: a second run given it at the "
                         "same time is refused")
     o.add_argument("--resume", action="store_true",
-                   help="continue the run saved in --out at its next epoch; give its corpus and settings again: "
-                        "they are compared with the saved run's, a difference refused, named (of the model and "
-                        "training settings only --epochs, --device, --workers, --chunk-tokens, --sync-every and "
-                        "--processes may change)")
+                   help="continue the run saved in --out at its next epoch, given its corpus: every model and "
+                        "training setting not given here (--min-count, --dim, --lr, ...) is the saved run's, not "
+                        "today's default; one given is compared with the saved run's, a difference refused, named "
+                        "with both values (only --epochs, --device, --workers, --chunk-tokens, --sync-every and "
+                        "--processes may change); what the checkpoint does not record (--processes, --stream, "
+                        "--threads, the report and output options) is this command line's")
     o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch (a failed rewrite is a warning, said once: the training goes "
@@ -439,6 +442,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from qpnlp.word2fun import TrainConfig, Word2FunConfig
 
+    resumed = continue_saved_run(args)            # --resume: the settings not given are the saved run's
     _check_environment(args)
     report = Report(args, command="train word2fun", model="word2fun")
     main = _writes_report()
@@ -457,6 +461,8 @@ def _run(args: argparse.Namespace) -> int:
         # would be deleted by the next save of the model (--resume)
         raise UsageError(f"--export-npz {args.export_npz} and --out {args.out} overlap; write the grid outside the "
                          f"checkpoint directory, which every save replaces")
+    if resumed is not None and main and not os.environ.get(ERROR_FILE_VARIABLE):   # said once, not by each process
+        status_line(resumed)
     words = _report_words(args.words)
     try:                                          # a value the library refuses is a usage error (exit code 2)
         cfg = TrainConfig(
