@@ -19,6 +19,17 @@ ops as the fallback and asks this module whether to take the loop:
   their range checked before it runs, whatever the validation setting (the
   loops that check each index as they read, and stop, call it for the message).
 
+numba's disk cache reuses a loop's machine code while the loop's own source file is unchanged, also when a function
+it calls in another file has changed (the old one is inlined in it; numba's docs list this among the cache's
+limitations). So :func:`jit` gives a loop that reaches functions of other files (the Python functions, or numba
+dispatchers, that its code names as globals or closure variables, and theirs in turn: ``fused_runs._run`` ->
+``_fused_kernel._step`` -> ``_elementary.sincos``) a cache entry of its own per version of those files: it compiles
+a copy of the loop (the same code, globals and line) named ``<name>__callees_<hash>``, the hash of their sources,
+and numba names its cache files after that name. Changed helpers give a new name and a fresh compilation (the old
+entries stay in ``__pycache__``, unused, until deleted); unchanged, every process loads the loop from the cache.
+Not followed: a function reached as a module's attribute (``module.f`` in the loop) and a constant imported from
+another file.
+
 Users: :mod:`qpnlp.word2fun.pair_loop` (``QPNLP_WORD2FUN_COMPILED``),
 :mod:`qpnlp.training.adam_rows` (``QPNLP_SPARSE_ADAM_COMPILED``),
 :mod:`qpnlp.nn.polar_rows` (``QPNLP_LOOKUP_COMPILED``),
@@ -30,7 +41,10 @@ turns all of them off.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
+import inspect
+import types
 import warnings
 from collections.abc import Callable, Mapping
 
@@ -102,10 +116,12 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
     numba keeps its cache beside the module (``__pycache__``) or else in the user's cache directory, and writes it
     atomically (processes compiling at once each leave whole files). Where neither is writable (qpnlp installed
     by root, a read-only home) it refuses ``cache=True``: the loop is then compiled in every process, with a
-    warning (``_warn_no_cache``), instead of every compiled path raising RuntimeError.
+    warning (``_warn_no_cache``), instead of every compiled path raising RuntimeError. A loop that calls functions
+    of other files is cached under a name that carries their sources' hash (:func:`_keyed_by_callees`).
     """
     import numba
 
+    fn = _keyed_by_callees(fn)
     options = dict(nogil=True, error_model="numpy", fastmath=set(fastmath) or False)
     try:
         return numba.njit(cache=True, **options)(fn)
@@ -119,7 +135,8 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
 def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] = frozenset()):
     """``loop`` compiled by :func:`jit` after each name of ``helpers`` is bound, in ``loop``'s module, to the given
     function (the helper's compiled version): numba resolves a global when it compiles the function that calls it,
-    and a plain Python function there does not compile.
+    and a plain Python function there does not compile. The loop's disk cache follows the helpers' source files
+    (:func:`jit`): a changed helper compiles the loop again.
 
     Parameters
     ----------
@@ -133,6 +150,60 @@ def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] 
     """
     loop.__globals__.update(helpers)
     return jit(loop, fastmath)
+
+
+def _keyed_by_callees(fn):
+    """``fn``, or, where it reaches functions of other source files (:func:`_reached`), a copy of it (same code,
+    globals, defaults and first line: the same compiled code) whose ``__qualname__`` is
+    ``<qualname>__callees_<hash>``, the hash (SHA-256, 16 hex digits) of those files' sources.
+
+    numba names a function's cache files after its qualified name and line, and checks only its own file: the
+    copy's entry is found again while those files are unchanged, and a new one is compiled when any changes.
+    """
+    own = inspect.getfile(fn)
+    sources = sorted({_source(g) for g in _reached(fn) if inspect.getfile(g) != own})
+    if not sources:
+        return fn
+    digest = hashlib.sha256(b"".join(hashlib.sha256(s).digest() for s in sources)).hexdigest()[:16]
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__doc__ = fn.__kwdefaults__, fn.__doc__
+    copy.__qualname__ = f"{fn.__qualname__}__callees_{digest}"
+    return copy
+
+
+def _reached(fn) -> set:
+    """The Python functions ``fn`` calls, and those they call, transitively (:func:`_called`; ``fn`` too)."""
+    seen, todo = {fn}, [fn]
+    while todo:
+        for g in _called(todo.pop()):
+            if g not in seen:
+                seen.add(g)
+                todo.append(g)
+    return seen
+
+
+def _called(fn):
+    """The Python functions that ``fn``'s code (nested code too) names as globals, and those of its closure: a
+    numba dispatcher stands for the function it compiles (``py_func``). A name that is also an attribute's
+    (``np.empty``) is looked up too: a function found that way only adds to the hash."""
+    codes, names = [fn.__code__], set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    values = [fn.__globals__.get(name) for name in names]
+    values += [cell.cell_contents for cell in fn.__closure__ or ()]
+    values = [getattr(v, "py_func", v) for v in values]
+    return [v for v in values if isinstance(v, types.FunctionType)]
+
+
+def _source(fn) -> bytes:
+    """The source of ``fn``'s module (``inspect.getsource``, which also reads a zipped one), or ``fn``'s bytecode
+    where there is none (a function made by ``exec``)."""
+    try:
+        return inspect.getsource(inspect.getmodule(fn)).encode()
+    except (OSError, TypeError):
+        return fn.__code__.co_code
 
 
 @functools.cache

@@ -1,4 +1,9 @@
-"""qpnlp._numba: the switches of the compiled loops (numba) and their index guard."""
+"""qpnlp._numba: the switches of the compiled loops (numba), their index guard and their disk cache."""
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -85,3 +90,78 @@ def test_a_loop_compiles_without_a_writable_cache_directory(monkeypatch):
         loop = _numba.jit.__wrapped__(add_one)
     assert loop(2) == 3
     assert record[0].filename == __file__           # the caller's line, as qpnlp's other warnings name it
+
+
+#: A package of three modules, as qpnlp's word2fun loops: ``outer`` calls ``middle``'s compiled kernel
+#: (``fused_runs`` -> ``_fused_kernel``), whose own helper ``_inner`` calls ``helper.helper`` in a third file.
+_FILES = {
+    "__init__.py": "",
+    "helper.py": """
+        def helper(x):
+            return x + 1.0
+        """,
+    "middle.py": """
+        from qpnlp import _numba
+        from stale.helper import helper as _helper
+
+        def _inner(x):
+            return _helper(x) * 2.0
+
+        def middle(x):
+            return _inner(x) + 0.5
+
+        _PYTHON = {"_inner": _inner, "_helper": _helper}
+
+        def kernel():
+            return _numba.jit_calling(middle, {name: _numba.jit(f) for name, f in _PYTHON.items()})
+        """,
+    "outer.py": """
+        from qpnlp import _numba
+        from stale import middle
+        from stale.middle import middle as _middle
+
+        def outer(x):
+            return _middle(x) - 0.5
+
+        def kernel():
+            return _numba.jit_calling(outer, {"_middle": middle.kernel()})
+        """,
+}
+
+#: One process: the outer loop's result for 1.0, and whether it was loaded from the disk cache.
+_RUN = """
+from stale import outer
+k = outer.kernel()
+value = k(1.0)
+print(value, sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))
+"""
+
+
+def _run_in_new_process(root):
+    """``_RUN``'s three numbers in a new process (the package under ``root``, numba's cache in its
+    ``__pycache__``)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    env.pop("NUMBA_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-c", _RUN], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    value, hits, misses = out.stdout.split()
+    return float(value), int(hits), int(misses)
+
+
+def test_a_changed_helper_in_another_module_is_compiled_again(tmp_path):
+    """numba checks only the source file of the function it loads from its cache: a loop whose helper in another
+    module had changed kept the old helper's machine code, inlined, until its ``__pycache__`` entries were deleted
+    (seen with ``qpnlp._elementary.sincos`` under ``qpnlp.nn.order_mean_loop``). The loop's entry now follows the
+    helpers it reaches, also through another compiled loop; unchanged, the next process loads it from the cache."""
+    package = tmp_path / "stale"
+    package.mkdir()
+    for name, text in _FILES.items():
+        (package / name).write_text(textwrap.dedent(text))
+    assert _run_in_new_process(tmp_path) == (4.0, 0, 1)            # 2 * (1 + 1): compiled and saved
+    assert _run_in_new_process(tmp_path) == (4.0, 1, 0)            # nothing changed: loaded from the cache
+    helper = package / "helper.py"
+    helper.write_text(textwrap.dedent(_FILES["helper.py"]).replace("1.0", "2.0"))
+    stat = helper.stat()
+    os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))    # a later mtime, whatever the clock
+    assert _run_in_new_process(tmp_path) == (6.0, 0, 1)            # 2 * (1 + 2): the new helper, compiled again
+    assert _run_in_new_process(tmp_path) == (6.0, 1, 0)
