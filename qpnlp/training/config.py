@@ -178,7 +178,13 @@ class TrainConfig:
     patience : int, default 5
         Stop after this many epochs without a better dev score (>= 1).
     seed : int, default 0
-        Seeds the model's initialisation, the batch order and dropout (an integer in [0, 2**32)).
+        An integer in [0, 2**32). :func:`~qpnlp.training.fit` seeds each epoch's batch order with it
+        (:func:`~qpnlp.training.matching.fit_matching` its batches and triplets) and nothing else: dropout draws
+        from torch's global generator, which the caller seeds (:func:`~qpnlp.training.seed_everything` before
+        each call, as the model's own ``generator`` seeds its initialisation). The runs that build their model
+        (:func:`~qpnlp.training.classification.run_split`, :func:`~qpnlp.training.matching.run_matching`,
+        ``qpnlp train``) also seed the global generators with it, for the run only
+        (:func:`~qpnlp.training.trainer.seeded`): initialisation, dropout and batch order all follow it.
     device : str, default "cpu"
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``; the name is checked here, the machine when training starts.
     max_len : int or None, default None

@@ -424,6 +424,10 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     infinite loss raises :class:`~qpnlp.training.TrainingDiverged`,
     Ctrl-C :class:`~qpnlp.training.loop.TrainingInterrupted`, the model
     holding its best parameters so far.
+
+    ``config.seed`` seeds each epoch's triplets and batch order; dropout draws from torch's global generator,
+    which this function neither seeds nor puts back (seed it before each call to repeat a run, as
+    :func:`run_matching` does; :func:`~qpnlp.training.fit` says what else a bit-for-bit repeat needs).
     """
     for what, part in (("training", train), ("dev", dev)):
         if part.n_questions == 0:

@@ -294,6 +294,12 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     Its keys must not collide with the trainer's own (``epoch``,
     ``train_loss``, ``dev_accuracy``, ``seconds``).
 
+    Randomness: ``config.seed`` seeds each epoch's batch order (:func:`~qpnlp.data.batching.iterate_batches`);
+    dropout draws from torch's global generator, which ``fit`` neither seeds nor puts back. To repeat a run bit
+    for bit, seed it before each call (:func:`seed_everything`) and build the model from a seeded ``generator``,
+    as :func:`~qpnlp.training.classification.train_prepared` does for one run (:func:`seeded`), with the same
+    torch thread count and the same ``QPNLP_*_COMPILED`` switches (both change float rounding).
+
     A matching model (TypeError naming :func:`~qpnlp.training.matching.fit_matching`), ``train`` or ``dev``
     that is not an ``EncodedTexts`` and a ``config`` that is not a ``TrainConfig`` are refused first (TypeError).
 
@@ -304,7 +310,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     train, dev : EncodedTexts
         The training texts and the texts the epoch is selected on.
     config : qpnlp.training.TrainConfig
-        Epochs, batch size, learning rates, patience, device and seed.
+        Epochs, batch size, learning rates, patience, device and the seed of the batch order (above).
     on_epoch : callable, optional
         ``on_epoch(model) -> dict``, merged into each epoch's ``history`` entry (above).
     log : callable, optional
