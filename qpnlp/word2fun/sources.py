@@ -13,6 +13,11 @@ with the fraction of the epoch's tokens done, whichever the source.
   disk on every pass and encodes it in chunks of about ``chunk_tokens`` tokens
   (and at most ``chunk_tokens`` documents), so memory is bounded by the chunk,
   not the corpus.
+
+The chunks of a stream, concatenated, are the in-memory encoding's documents with a token
+(:meth:`~qpnlp.data.timestamped.TimestampedCorpus.encode`), each whole in one chunk; a stream that fits in
+one chunk (fewer in-vocabulary tokens and fewer documents than ``chunk_tokens``) yields the
+:class:`ArraySource`'s arrays themselves, so training on it is the same, bit for bit.
 """
 
 from __future__ import annotations

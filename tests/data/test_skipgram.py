@@ -1,5 +1,7 @@
 import numpy as np
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from qpnlp.data.skipgram import (
@@ -77,6 +79,21 @@ def test_centre_windows_are_the_skipgram_pairs_grouped_by_centre():
         assert sorted(zip(order[row].tolist(), ctx.tolist())) == sorted(zip(c.tolist(), x.tolist()))
     row, ctx = centre_windows(doc_ids, 3, np.random.default_rng(0), dynamic=False)
     assert sorted(zip(row.tolist(), ctx.tolist())) == reference_pairs(tokens, doc_ids, np.full(80, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(doc_ids=st.lists(st.integers(0, 4), max_size=20), window=st.integers(1, 6), seed=st.integers(0, 9),
+       dynamic=st.booleans(), shuffled=st.booleans())
+def test_centre_windows_equal_skipgram_pairs_on_any_stream(doc_ids, window, seed, dynamic, shuffled):
+    """Empty and one-token streams, one-token documents and windows longer than the documents too."""
+    doc_ids = np.sort(np.asarray(doc_ids, dtype=np.int64))
+    n = doc_ids.shape[0]
+    c, x = skipgram_pairs(np.arange(n), doc_ids, window, np.random.default_rng(seed), dynamic)
+    order = np.random.default_rng(seed + 1).permutation(n) if shuffled else None
+    row, ctx = centre_windows(doc_ids, window, np.random.default_rng(seed), order=order, dynamic=dynamic)
+    position = np.arange(n) if order is None else order
+    assert (np.diff(row) >= 0).all()
+    assert sorted(zip(position[row].tolist(), ctx.tolist())) == sorted(zip(c.tolist(), x.tolist()))
 
 
 def test_centre_batches_cover_pairs_with_document_times():

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_batches, iter_centre_runs
 from qpnlp.word2fun import fused_runs, fused_step, loop
@@ -89,6 +91,37 @@ def test_a_run_in_one_call_equals_its_batches_one_by_one(family, dtype, case, ma
     for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
         assert torch.equal(p, q), name
     assert not torch.equal(models[0].base.weight, _model(make, family, dtype).base.weight)  # it trained
+
+
+def _train(runs, make, family, dtype, weights, fused: bool):
+    """A model trained on ``runs`` for one epoch, by :func:`fused_runs.run_steps` or batch by batch, and its loss sum."""
+    m = _model(make, family, dtype)
+    step, gen, total, done = fused_step.FusedStep(m, 1.5), torch.Generator().manual_seed(5), 0.0, 0.0
+    sampler = NegativeSampler(np.arange(1, V + 1))
+    for run in runs:
+        lrs = fused_runs.learning_rates(0.05, 1, 0, done, run.progress)
+        total = (fused_runs.run_steps(step, run, sampler, gen, K, lrs, weights, total) if fused
+                 else _one_by_one(step, run, sampler, gen, lrs, weights, total))
+        done = float(run.progress[-1])
+    return m, total
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(per_run=st.integers(1, 17), batch_size=st.sampled_from([1, 5, 6, 7, 13, 64]),
+       chunk_tokens=st.sampled_from([1, 7, 16, 17, 10_000]), family=st.sampled_from(["II", "III", "IV"]),
+       dtype=st.sampled_from([torch.float32, torch.float64]), case=st.sampled_from(CASES), seed=st.integers(0, 5))
+def test_runs_of_any_length_equal_their_batches_one_by_one(make, per_run, batch_size, chunk_tokens, family, dtype,
+                                                          case, seed):
+    """Runs of 1..17 batches (around the loop's 16), batches of 1 pair to several centres, chunks cut anywhere."""
+    tokens, doc_ids, times = _corpus(seed, docs=25)
+    runs = list(iter_centre_runs(tokens, doc_ids, times, keep_prob=np.ones(V), window=3, batch_size=batch_size,
+                                 rng=np.random.default_rng(seed), chunk_tokens=chunk_tokens, batches_per_run=per_run))
+    assert all(1 <= len(r) <= per_run for r in runs)
+    weights = _weights(case)
+    (fused, total), (reference, want) = (_train(runs, make, family, dtype, weights, f) for f in (True, False))
+    assert np.isfinite(total) and total == want
+    for (name, p), q in zip(fused.named_parameters(), reference.parameters()):
+        assert torch.equal(p, q), name
 
 
 def test_learning_rates_decay_from_the_progress_before_each_batch():
