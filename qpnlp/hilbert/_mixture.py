@@ -87,6 +87,11 @@ def checked_observable(observable: torch.Tensor, data: torch.Tensor,
     return data, a
 
 
+#: Terms beyond which a sum over the members is torch's reduction, not a kernel that adds them one after the other
+#: (a matrix product in :func:`weighted_sum`, torch's softmax in :func:`masked_softmax`): below it the same values.
+SEQUENTIAL_MAX_TERMS = 4096
+
+
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *,
                    validate: V.Validate = None) -> torch.Tensor:
     r"""Softmax over ``dim`` restricted to ``mask`` (True = keep); masked entries get exactly 0.
@@ -94,7 +99,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     :math:`p_i = m_i e^{s_i} / \sum_j m_j e^{s_j}`. ``mask`` must be a bool
     tensor of the shape of ``scores``. While validation is on, a slice with no
     unmasked entry (an empty sentence has no mixture) and non-finite scores
-    raise ValueError; with it off they give NaN (no data-dependent branch).
+    raise ValueError; with it off they give NaN (no data-dependent branch). Over more than
+    :data:`SEQUENTIAL_MAX_TERMS` entries the exponentials are summed by torch's reduction (``_softmax``): float32
+    weights of :math:`10^6` words then sum to one within 1e-7, not 7e-5 as torch's softmax.
 
     Parameters
     ----------
@@ -131,7 +138,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     if mask is None:
         if V.enabled(validate):
             V.check_finite("scores", scores, event_ndim=1)
-        return torch.softmax(scores, dim=dim)
+        return _softmax(scores, dim)
     V.check_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
@@ -147,8 +154,18 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
                 raise ValueError(f"mask has no unmasked entry (an empty sentence) at batch index {where} "
                                  f"(mask shape {tuple(mask.shape)})")
             V.check_finite("scores", scores.masked_fill(~mask, 0), event_ndim=1)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=dim)
+    return _softmax(scores.masked_fill(~mask, float("-inf")), dim)
+
+
+def _softmax(scores: torch.Tensor, dim: int) -> torch.Tensor:
+    r"""``torch.softmax(scores, dim)``; over more than :data:`SEQUENTIAL_MAX_TERMS` entries
+    :math:`e^{s_i - \max s} / \sum_j e^{s_j - \max s}` with torch's sum: torch's CPU kernel adds the exponentials
+    one after the other (per SIMD lane), and float32 weights of 1e5 (1e6) entries summed to one only within 3e-6
+    (7e-5); this way within 1e-7. The max is a constant of the gradient (the softmax does not depend on it)."""
+    if scores.dim() == 0 or scores.shape[dim] <= SEQUENTIAL_MAX_TERMS:
+        return torch.softmax(scores, dim=dim)
+    e = torch.exp(scores - scores.amax(dim, keepdim=True).detach())   # -inf - -inf = NaN, as torch gives
+    return e / e.sum(dim, keepdim=True)
 
 
 def member_states(data: torch.Tensor, mask: torch.Tensor | None, validate: V.Validate,
@@ -221,6 +238,21 @@ def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tens
     if w.dtype == torch.float64 and data.dtype == torch.complex64:
         data = data.to(torch.complex128)  # never downcast the weights: widen the states
     return data, w.to(V.real_dtype_of(data.dtype))
+
+
+def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_i p_i v_{i\cdot}` over the members: weights ``(..., n)``, values ``(..., n, k)`` -> ``(..., k)``.
+
+    Batch dims broadcast (the weights are not expanded), one dtype. Up to :data:`SEQUENTIAL_MAX_TERMS` members
+    one matrix product (``einsum``, the same values as ``weights.unsqueeze(-2) @ values``); beyond, the products
+    summed by ``torch.sum``. A matrix-vector product on the CPU adds the n terms one after the other in each SIMD
+    lane, so its relative error grows as :math:`n\,\epsilon`: in float32, 7e-6 at n = 1e4, 1.2e-4 at 1e5 and
+    1.7e-3 at 1e6 (against float64), where torch's sum (pairwise on the CPU, a tree on a GPU) stays within a few
+    :math:`\epsilon` (2e-7 at 1e6): the Born probabilities of a mixture of a long document's words.
+    """
+    if values.shape[-2] <= SEQUENTIAL_MAX_TERMS:
+        return torch.einsum("...n,...nk->...k", weights, values)
+    return (weights.unsqueeze(-1) * values).sum(-2)
 
 
 def factor(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

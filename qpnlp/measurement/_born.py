@@ -28,6 +28,7 @@ import torch
 
 from qpnlp.hilbert import contract, promote
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._mixture import weighted_sum
 
 from . import _checks
 
@@ -145,8 +146,7 @@ def born_probabilities(states: torch.Tensor, weights: torch.Tensor | None, proje
     if weights.shape != states.shape[:-1]:
         raise ValueError(f"weights must have shape {tuple(states.shape[:-1])}; got {tuple(weights.shape)}")
     common = torch.promote_types(per_state.dtype, weights.dtype)  # widen, never narrow
-    per_state, weights = per_state.to(common), weights.to(common)
-    return (weights.unsqueeze(-2) @ per_state).squeeze(-2)
+    return weighted_sum(weights.to(common), per_state.to(common))      # pairwise over a long mixture
 
 
 def born_probabilities_dense(rho: torch.Tensor, projectors: torch.Tensor, *,
@@ -223,7 +223,7 @@ def povm_probabilities(states: torch.Tensor, weights: torch.Tensor | None, vecto
     if weights.shape != states.shape[:-1]:
         raise ValueError(f"weights must have shape {tuple(states.shape[:-1])}; got {tuple(weights.shape)}")
     common = torch.promote_types(per_state.dtype, weights.dtype)       # widen, never narrow
-    return torch.einsum("...n,...nk->...k", weights.to(common), per_state.to(common))   # weights not expanded
+    return weighted_sum(weights.to(common), per_state.to(common))      # weights not expanded
 
 
 def povm_probabilities_dense(rho: torch.Tensor, vectors: torch.Tensor, *, validate: V.Validate = None) -> torch.Tensor:

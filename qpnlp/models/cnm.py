@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from qpnlp.hilbert import masked_softmax
+from qpnlp.hilbert._mixture import weighted_sum
 from qpnlp.measurement import word_probabilities
 from qpnlp.nn import (DEFAULT_WINDOWS, PHASE_INITS, POOLINGS, WINDOW_PADDINGS, ComplexWordEmbedding, WordWeighting,
                       effective_word_weights, local_mixture, pool_positions, unit_rows, window_mask)
@@ -269,7 +270,7 @@ class CNM(Model):
         probs = self.word_probabilities(states, validate=False)       # unit (or zero) by construction
         if self.config.mixture == "global":
             weights = masked_softmax(scores, mask)
-            return (weights.unsqueeze(-2) @ probs.to(weights.dtype)).unsqueeze(1)
+            return weighted_sum(weights, probs.to(weights.dtype))[:, None, None]     # (B, 1, 1, k)
         return local_mixture(probs, scores, mask, self.config.windows, self.config.window_padding)
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ from torch import nn
 
 from qpnlp.hilbert import Ensemble
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._mixture import weighted_sum
 from qpnlp.nn import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting, seeded_linear
 
 from ._heads import MEASUREMENT_INITS, make_measurement, measurement_checks
@@ -220,7 +221,7 @@ class QPDN(Model):
         if self.config.head == "measurement" and not torch.compiler.is_compiling():
             per_word, index, weights = self._distinct_probabilities(ids, mask)
             per_position = per_word.index_select(0, index.reshape(-1)).view(*ids.shape, -1)   # (B, L, k)
-            return (weights.unsqueeze(-2) @ per_position).squeeze(-2)
+            return weighted_sum(weights, per_position)
         states, weights = self.mixture(ids, mask)
         if self.config.head == "measurement":
             return self.measurement(states, weights, validate=False)

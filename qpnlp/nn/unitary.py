@@ -248,6 +248,13 @@ class StateTransition(PicklableParametrizations, nn.Module):
     is_unitary : bool
         True for every mode except ``"free"``.
 
+    Notes
+    -----
+    Unitary to rounding: :func:`unitarity_error` about :math:`n\,\epsilon` (7e-7 in complex64 at n = 64, 4e-6
+    for ``"skew_expm"`` in float32), so :math:`\|W^L h\|` drifts from :math:`\|h\|` like a sum of L
+    roundings: 3e-4 to 2e-3 after :math:`L = 10^4` steps in complex64 / float32, 2e-13 to 6e-12 in complex128 / float64
+    (n = 64). Long recurrences that must keep the norm closer run in complex128.
+
     Examples
     --------
     >>> st = StateTransition(5, mode="expm", dtype=torch.complex128)

@@ -316,9 +316,10 @@ class Word2Fun(Model):
     # ---- the function f(u, t)
     def slice_of(self, tau: torch.Tensor) -> torch.Tensor:
         """Slice index of normalised times for the ``sliced`` family, (...,) int64; a time outside the span takes
-        the first or the last slice (no extrapolation: a slice is a constant)."""
-        s = torch.floor(tau / self.time_scale.scale * self.n_slices).long()
-        return s.clamp_(0, self.n_slices - 1)
+        the first or the last slice (no extrapolation: a slice is a constant). Clamped before the cast to int64: a
+        float beyond its range (a span of 1e-6 and a time of 1e12, tau 6e19) cast to the smallest int64."""
+        s = torch.floor(tau / self.time_scale.scale * self.n_slices).clamp_(0, self.n_slices - 1)
+        return s.long().clamp_(0, self.n_slices - 1)                 # NaN (validation off): as before, slice 0
 
     def tables(self, words: torch.Tensor, tau: torch.Tensor) -> dict:
         """The per-word parameter tables that :math:`f(u, \\tau)` reads: ``{name: (weight (rows, n), row ids (...,))}``."""

@@ -118,6 +118,20 @@ def test_sinusoidal_encoding_in_16_bits_is_the_float64_one_rounded(dtype):
     assert not torch.equal(out[256], out[257])
 
 
+@pytest.mark.parametrize("rows", [32, 128])         # 2048 and 8192 elements: torch's kernels, the compiled loop
+def test_float32_embedding_of_far_positions_is_within_the_documented_angle_rounding(rows):
+    """complex_order_embedding's Notes: float32 moves the angle by up to 2^-24 (|omega pos| + |alpha|) rad, the
+    float64 embedding of the same float32 tables is exact to float64 rounding, and |z| = |r| at any position."""
+    g = torch.Generator().manual_seed(0)
+    amp, omega, theta = torch.rand(3, rows, 64, generator=g) * torch.tensor([1.0, 2.0, 6.0]).view(3, 1, 1)
+    positions = torch.linspace(0, 1e6, rows, dtype=torch.float64).round()
+    z32 = complex_order_embedding(amp, omega, positions.float(), theta)
+    z64 = complex_order_embedding(amp.double(), omega.double(), positions, theta.double())
+    product = (omega.double() * positions.unsqueeze(-1)).abs()
+    bound = 2.0 ** -24 * (product + (product + theta.double().abs())) * amp.double() + 4e-7
+    assert bool(((z32.to(torch.complex128) - z64).abs() <= bound).all())
+    torch.testing.assert_close(z32.abs(), amp)
+
 @pytest.mark.parametrize("freq, amp, expected", [
     ("none", "none", 2 * V * D), ("word", "none", V * D + D), ("dimension", "none", V * D + V),
     ("none", "word", V * D + D), ("none", "dimension", V * D + V)])

@@ -57,6 +57,15 @@ def test_the_sliced_family_holds_its_end_slices_outside_the_span(make, randomise
     assert not torch.equal(m.vectors(words[:1], torch.tensor([1900.0])), m.vectors(words[:1], torch.tensor([2000.0])))
 
 
+def test_the_sliced_family_holds_its_end_slices_where_tau_exceeds_int64():
+    # a span of 1e-6 units and times of 1e12 (both accepted): tau = 6e19, whose cast to int64 gave slice 0
+    m = Word2Fun(Word2FunConfig(vocab_size=3, dim=2, family="sliced", span_start=0.0, span_end=1e-6, n_slices=4))
+    tau = m.normalised_times(torch.tensor([-1e11, 0.0, 1e-6, 1e11, 1e12, -1e12]))
+    assert tau.abs().max() > 2.0 ** 63
+    assert m.slice_of(tau).tolist() == [0, 0, 3, 3, 3, 0]
+    assert m.slice_of(torch.tensor([-math.inf, math.inf])).tolist() == [0, 3]
+
+
 def test_initialisation_starts_static_and_compass_zero(make):
     m = make(50, 10, family="IV", frequency_init="harmonic")
     a = m.vectors(torch.arange(50), torch.full((50,), 1900.0))
