@@ -43,6 +43,7 @@ import dataclasses
 import glob
 import inspect
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -180,7 +181,9 @@ def register(subparsers: dict) -> None:
     o.add_argument("--words", default="",
                    help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
                         "(seen at least --min-count times), matched as written, case included, after the Unicode "
-                        "normalisation the corpus gets (qpnlp.data.tokenize.normalize_text)")
+                        "normalisation the corpus gets (qpnlp.data.tokenize.normalize_text); a comma inside a word "
+                        "is written \\, (--words '1\\,725,war'), a backslash \\\\; --words=-x for a list that "
+                        "begins with '-'")
     o.add_argument("--eras", type=count_type(), default=None,
                    help="number of equal eras for the report, at most the number of distinct times of the corpus "
                         f"(default {DEFAULT_ERAS}, or that number when smaller)")
@@ -335,11 +338,23 @@ def _lock_out(args: argparse.Namespace, main: bool, device: str) -> dict[str, st
 
 
 def _report_words(spec: str) -> list[str]:
-    """The distinct words of ``--words``, normalised as the TSV reader normalises the corpus
-    (:func:`~qpnlp.data.tokenize.normalize_text`: ``café`` typed with a combining accent is the corpus's ``café``)."""
+    """The distinct words of ``--words``, split at commas (``\\,`` is a comma inside a word, ``\\\\`` a
+    backslash: ``1\\,725`` is the token ``1,725``), each normalised as the TSV reader normalises the corpus
+    (:func:`~qpnlp.data.tokenize.normalize_text`: ``café`` typed with a combining accent is the corpus's ``café``);
+    a value that names no word (``--words ,``) is a :class:`UsageError`, not a run that reports none."""
     from qpnlp.data.tokenize import normalize_text
 
-    return list(dict.fromkeys(w.strip() for w in normalize_text(spec).split(",") if w.strip()))
+    items = (_UNESCAPE.sub(r"\1", item) for item in _WORD_ITEM.findall(spec))
+    words = list(dict.fromkeys(w for w in (normalize_text(item).strip() for item in items) if w))
+    if spec.strip() and not words:
+        raise UsageError(f"--words {spec!r}: names no word (words are separated by commas; write a comma inside a "
+                         f"word as \\,)")
+    return words
+
+
+#: An item of ``--words``: up to an unescaped comma (``\\,`` and ``\\\\`` are a comma and a backslash of the word).
+_WORD_ITEM = re.compile(r"(?:\\[\\,]|[^,])+")
+_UNESCAPE = re.compile(r"\\([\\,])")
 
 
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):

@@ -420,11 +420,11 @@ def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
     """Write ``corpus`` in the format of :func:`read_tsv` (integral times without a decimal point).
 
     Raises ``ValueError`` for a token that would not read back as itself
-    (empty, containing whitespace: the reader splits on it, or not in the form
-    :func:`~qpnlp.data.tokenize.normalize_text` gives, which the reader applies); every document
-    is checked before the file is opened, so nothing is written then. The file is written atomically (a
-    temporary file of the same directory, created with its parents, renamed into place): an interrupted write
-    leaves the previous file, never a shorter corpus that reads without an error.
+    (empty, containing whitespace: the reader splits on it, containing a NUL: the reader refuses the file as a
+    binary one, or not in the form :func:`~qpnlp.data.tokenize.normalize_text` gives, which the reader applies),
+    naming it; every document is checked before the file is opened, so nothing is written then. The file is
+    written atomically (a temporary file of the same directory, created with its parents, renamed into place): an
+    interrupted write leaves the previous file, never a shorter corpus that reads without an error.
 
     Parameters
     ----------
@@ -441,10 +441,10 @@ def write_tsv(corpus: TimestampedCorpus, path: str | os.PathLike[str]) -> None:
 def _tsv_line(t: float, toks: list[str]) -> str:
     """The line of one document, ``TIME<TAB>tok tok\\n``; ``ValueError`` for a token that cannot be written."""
     text = " ".join(toks)
-    if normalize_text(text).split() != list(toks):
-        bad = next((w for w in toks if normalize_text(w).split() != [w]), text)
+    if normalize_text(text).split() != list(toks) or "\x00" in text:
+        bad = next((w for w in toks if normalize_text(w).split() != [w] or "\x00" in w), text)
         raise ValueError(f"token {bad!r} of the document of time {t:g} cannot be written to a TSV file "
-                         f"(empty, containing whitespace, or read back as {normalize_text(bad)!r}: "
-                         f"qpnlp.data.tokenize.normalize_text)")
+                         f"(empty, containing whitespace, containing a NUL, which the reader refuses as a binary "
+                         f"file's, or read back as {normalize_text(bad)!r}: qpnlp.data.tokenize.normalize_text)")
     ts = str(int(t)) if float(t).is_integer() else repr(float(t))
     return f"{ts}\t{text}\n"

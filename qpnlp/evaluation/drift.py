@@ -43,6 +43,7 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
+from qpnlp._checks import str_array
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
@@ -123,11 +124,14 @@ class DriftGrid:
 
     def save_npz(self, path) -> None:
         """Save every field (the context vectors too: without them :func:`evaluate_grid` changes space) to the
-        .npz file ``path`` exactly (:func:`numpy.savez` would append ``.npz`` to a name without it), atomically."""
+        .npz file ``path`` exactly (:func:`numpy.savez` would append ``.npz`` to a name without it), atomically.
+        ``ValueError`` for a word that ends in a NUL character, which the format cannot hold
+        (``qpnlp._checks.str_array``), before anything is written."""
         extra = {} if self.context is None else {"context": self.context.numpy(),
-                                                  "context_words": np.asarray(self.context_words, dtype=str)}
+                                                  "context_words": str_array(self.context_words, "context_words")}
+        words = str_array(self.words)                       # a ValueError before the file is opened
         with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
-            np.savez(handle, words=np.asarray(self.words), years=self.years, E=self.E.numpy(),
+            np.savez(handle, words=words, years=self.years, E=self.E.numpy(),
                      train_seconds=self.train_seconds, tokens_per_s=self.tokens_per_s, **extra)
 
     @classmethod

@@ -72,10 +72,17 @@ def temporal_referencing_grid(
     -------
     DriftGrid
         ``E`` of shape (n_bins, len(grid_words), dim), with static context (output) vectors of the non-probe grid words.
+
+    Raises
+    ------
+    ValueError
+        For a corpus token that is the tag of a probe (``war@3`` in a corpus whose probe is ``war``), named: it would
+        share the tagged probe's vector, silently.
     """
     y0, y1 = corpus.span
     bins = _bins(corpus.times, y0, y1, n_bins)
     ps = set(probes)
+    _refuse_tag_clashes(corpus, ps, n_bins)
     sents = [[f"{w}@{b}" if w in ps else w for w in d] for d, b in zip(corpus.docs, bins.tolist())]
     m, secs = _w2v(sents, dim, window, negative, sample, epochs, min_count, workers, seed)
     kv = m.wv
@@ -91,6 +98,17 @@ def temporal_referencing_grid(
     ntok = corpus.n_tokens
     return DriftGrid(torch.from_numpy(E), tuple(grid_words), centres, secs, ntok * epochs / secs,
                      torch.from_numpy(ctx.astype(np.float32)), tuple(ctx_words))
+
+
+def _refuse_tag_clashes(corpus: TimestampedCorpus, probes: set, n_bins: int) -> None:
+    """``ValueError`` naming a token of ``corpus`` that is already a tag ``probe@k`` (``k < n_bins``): temporal
+    referencing would merge it with the probe's occurrences in bin ``k``."""
+    tags = {f"{p}@{k}" for p in probes for k in range(n_bins)}
+    clash = next((w for d in corpus.docs if not tags.isdisjoint(d) for w in d if w in tags), None)
+    if clash is not None:
+        raise ValueError(f"the corpus holds the token {clash!r}, which is also the temporal-referencing tag of a "
+                         f"probe in one of the {n_bins} time bins (PROBE@BIN): the two would share one vector; "
+                         f"rename that token before training")
 
 
 def procrustes_grid(

@@ -124,11 +124,21 @@ class PositionalSensitivity:
                 f"largest={head(self.largest)}, smallest={head(self.smallest)})")
 
     def to_markdown(self) -> str:
+        """The table in Markdown, one row per rank; a word's ``|``, backslash and line ends are escaped
+        (``\\|``, ``\\\\``, ``\\n``), so that a word such as the token ``|`` stays in its column."""
         lines = ["| rank | largest delta | value | smallest delta | value |", "|---:|---|---:|---|---:|"]
         for r in self.rows():
-            lines.append(f"| {r['rank']} | {r['largest']} | {r['delta_largest']:.4g} | {r['smallest']} | "
-                         f"{r['delta_smallest']:.4g} |")
+            lines.append(f"| {r['rank']} | {_cell(r['largest'])} | {r['delta_largest']:.4g} | "
+                         f"{_cell(r['smallest'])} | {r['delta_smallest']:.4g} |")
         return "\n".join(lines)
+
+
+_CELL_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "\n": "\\n", "\r": "\\r"})
+
+
+def _cell(word: str) -> str:
+    """``word`` as the text of a Markdown table cell: its pipes, backslashes and line ends escaped."""
+    return word.translate(_CELL_ESCAPES)
 
 
 def positional_sensitivity(source: ComplexOrderEmbedding | nn.Module | Tensor, words: Sequence[str], *,

@@ -62,6 +62,7 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
+from qpnlp._checks import str_array
 from qpnlp._host import host_array
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.vocab import Vocabulary
@@ -405,7 +406,8 @@ class KeyedVectors:
         e.g. Unix seconds, or holds fewer than two integer times). The file is ``path`` exactly (:func:`numpy.savez`
         would append ``.npz`` to a name without it), written atomically (a
         temporary file in the same directory, renamed into place), with its
-        missing parent directories created; a directory is an error.
+        missing parent directories created; a directory is an error, and so is a word that ends in a NUL
+        character (``ValueError``: NumPy's strings drop trailing NULs, ``qpnlp._checks.str_array``).
         """
         path = Path(path)
         if path.is_dir():
@@ -416,9 +418,10 @@ class KeyedVectors:
             step = self.default_step()
             years = list(np.arange(math.ceil(start), math.floor(end) + 1) if step == 1.0
                          else self._times(start, end, step))
+        names = str_array(words)                    # a word the format cannot hold: refused before the grid
         E = self.grid(words, years).numpy()         # the model's dtype (a cast to float32 narrowed float64 ones)
         with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
-            np.savez(handle, words=np.asarray(words), years=np.asarray(years, dtype=np.float64), E=E)
+            np.savez(handle, words=names, years=np.asarray(years, dtype=np.float64), E=E)
         return path
 
     # ---- saving: the format of every qpnlp model

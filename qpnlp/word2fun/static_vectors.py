@@ -160,7 +160,9 @@ class StaticKeyedVectors:
         on Word2Fun's vectors at this time; the training counts are set as
         gensim's ``count`` attribute. A double model's vectors thus round-trip exactly through gensim's
         word2vec text format (``save_word2vec_format(path)``, then ``load_word2vec_format(path,
-        datatype=numpy.float64)``); the binary format holds float32 only.
+        datatype=numpy.float64)``); the binary format holds float32 only. Neither format holds a word with
+        whitespace (a space, a tab, a line end: the word ends at the first space) -- gensim writes such a word
+        unchecked; the object returned here holds every word exactly.
         """
         try:
             from gensim.models import KeyedVectors as GensimKeyedVectors

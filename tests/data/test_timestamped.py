@@ -3,6 +3,7 @@ import datetime
 import doctest
 import gc
 import gzip
+import re
 import warnings
 
 import numpy as np
@@ -35,6 +36,19 @@ def test_write_tsv_refuses_tokens_it_cannot_write(tmp_path):
     for bad in (["a b", "c"], ["x\ty"], ["a\nb"]):
         with pytest.raises(ValueError, match="cannot be written"):
             write_tsv(TimestampedCorpus.from_pairs([(1900, ["ok"]), (1901, bad)]), tmp_path / "c.tsv")
+
+
+def test_write_tsv_refuses_a_nul_token_that_read_tsv_would_refuse(tmp_path):
+    # tokenize() makes "\x00" a token of its own; write_tsv wrote it and read_tsv refused the file it wrote ("not a
+    # text file (a NUL byte ...)"): the corpus was lost at read time instead of refused at write time
+    assert tokenize("a \x00 b") == ["a", "\x00", "b"]
+    for bad in (["\x00"], ["a\x00b", "c"]):
+        with pytest.raises(ValueError, match=re.escape(f"token {bad[0]!r} ") + ".*cannot be written.*NUL"):
+            write_tsv(TimestampedCorpus.from_pairs([(1900, ["ok"]), (1901, bad)]), tmp_path / "c.tsv")
+        assert not (tmp_path / "c.tsv").exists()
+    separators = ["#", ",", '"', "-x", "--", "|", "\\", "1,725", "a\x01b"]   # what the format holds: read back as it is
+    write_tsv(TimestampedCorpus.from_pairs([(1900, separators)]), tmp_path / "c.tsv")
+    assert read_tsv(tmp_path / "c.tsv").docs == (separators,)
 
 
 def test_write_tsv_leaves_no_partial_file(tmp_path):

@@ -1,5 +1,6 @@
 import dataclasses
 import gc
+import re
 import warnings
 
 import numpy as np
@@ -162,6 +163,23 @@ def test_npz_round_trip_keeps_context_and_timings(tmp_path):
     plain.save_npz(tmp_path / "p.npz")
     again = DriftGrid.load_npz(tmp_path / "p.npz")
     assert again.context is None and again.context_words == () and np.isnan(again.train_seconds)
+
+
+def test_npz_keeps_words_with_separators_and_refuses_a_trailing_nul(tmp_path):
+    # NumPy's str arrays drop trailing NULs: "a\x00" was saved as "a", "\x00" as "", and the grid read back with
+    # another word in that column, silently (or "words must be distinct" when both were there)
+    odd = ("a b", "", "x\ty", "1,725", '"', "#", "-x", "a\x00b")
+    grid = DriftGrid(torch.zeros(2, len(odd), 3), odd, [1.0, 2.0], context=torch.zeros(1, 2, 3),
+                     context_words=("c,d", "\n"))
+    grid.save_npz(tmp_path / "g.npz")
+    back = DriftGrid.load_npz(tmp_path / "g.npz")
+    assert back.words == odd and back.context_words == ("c,d", "\n")
+    for words, context_words, named in ((("ok", "a\x00"), ("c",), "words[1]"),
+                                        (("ok", "a"), ("\x00",), "context_words[0]")):
+        bad = DriftGrid(torch.zeros(1, 2, 3), words, [1.0], context=torch.zeros(1, 1, 3), context_words=context_words)
+        with pytest.raises(ValueError, match=re.escape(named) + ".*ends in a NUL"):
+            bad.save_npz(tmp_path / "bad.npz")
+        assert not (tmp_path / "bad.npz").exists()
 
 
 def test_change_scores_reject_a_period_without_times():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -127,3 +129,14 @@ def test_repr_shows_the_first_words_of_each_list_not_the_whole_lists():
     small = positional_sensitivity(omega[:4], ["<pad>", "<unk>", "a", "b"], top=5)
     assert repr(small) == "PositionalSensitivity(n_words=4, top=2, largest=[('b', 6.5), ('a', 4.5)], " \
                           "smallest=[('a', 4.5), ('b', 6.5)])"
+
+
+def test_markdown_keeps_a_word_with_a_pipe_in_its_column():
+    # the tokenizer makes "|" a token; it was written into the row as it is and shifted the columns after it
+    words = ["<pad>", "<unk>", "|", "a\\b", "x|y", "new\nline"]
+    table = positional_sensitivity(torch.arange(12.0).reshape(6, 2), words, top=4)
+    rows = table.to_markdown().splitlines()[2:]
+    assert len(rows) == 4
+    cells = [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
+    assert all(len(row) == 5 for row in cells), cells
+    assert [row[1] for row in cells] == ["new\\nline", "x\\|y", "a\\\\b", "\\|"]

@@ -93,6 +93,24 @@ def test_an_unknown_word_is_a_usage_error_before_training(corpus_tsv, tmp_path, 
     assert "epoch" not in stdout + stderr.replace(lines[0], "") and not out.exists() and not report.exists()
 
 
+@pytest.mark.parametrize("words, fragment", [
+    ("1\\,725,nope", "not in the vocabulary (9 words seen at least --min-count 5 times): 'nope' (not in the corpus)"),
+    (",", "--words ',': names no word (words are separated by commas; write a comma inside a word as \\,)"),
+])
+def test_a_comma_inside_a_word_is_escaped_and_a_list_of_no_word_is_refused(tmp_path, capsys, words, fragment):
+    # --words split "1,725" (a token of the PTB tokenizer) into '1' and '725', which the vocabulary lacked (or
+    # reported two other words); "--words ," reported no word at all, silently
+    rng = np.random.default_rng(0)
+    corpus = tmp_path / "c.tsv"
+    write_tsv(TimestampedCorpus.from_pairs([(1900 + i % 20, list(rng.choice([*WORDS, "1,725"], 8)))
+                                            for i in range(300)]), corpus)
+    code = main(_argv(corpus, "--words", words, "--out", str(tmp_path / "ck")))
+    stdout, stderr = capsys.readouterr()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and fragment in lines[0], stderr
+    assert "epoch" not in stdout + stderr and not (tmp_path / "ck").exists()
+
+
 def test_a_lower_min_count_admits_the_rare_word(corpus_tsv, tmp_path, capsys):
     report = tmp_path / "r.json"
     code = main(_argv(corpus_tsv, "--epochs", "1", "--words", "rare", "--min-count", "2", "--eras", "2",

@@ -65,6 +65,16 @@ def test_queries_and_npz_export(tmp_path, make, randomise):
         e.get_vector("zz", 1900)
 
 
+def test_npz_export_refuses_a_word_ending_in_nul(tmp_path, make):
+    # np.asarray dropped the NUL: the grid's column of "a\x00" read back as "a" (another word of the vocabulary)
+    e = keyed(make(3, 4, family="II"), ["a", "a\x00", "b,c"])
+    with pytest.raises(ValueError, match=r"words\[1\] is 'a\\x00'.*ends in a NUL"):
+        e.export_npz(tmp_path / "g.npz")
+    assert not (tmp_path / "g.npz").exists()
+    e.export_npz(tmp_path / "g.npz", ["b,c", "a"], [1900])
+    assert np.load(tmp_path / "g.npz")["words"].tolist() == ["b,c", "a"]
+
+
 def brute_force(vectors, year, positive, negative):
     """gensim's rule by hand: cosine with the mean of the +-unit vectors, query words left out."""
     E = vectors.grid(vectors.index_to_key, [year])[0].double()
