@@ -137,10 +137,13 @@ def continued_settings(args: argparse.Namespace, saved: Mapping[str, Any], now: 
     A model option (``--NAME``, destination ``config__NAME``) or training setting given with a value other than the
     run's, a ``--select``/``--no-select`` that gives another grid, or a given option that is an axis of the run's
     grid (the run selects it on dev) is refused (:class:`UsageError`, named with both values). A setting the saved
-    run does not record (added to qpnlp since) is this invocation's.
+    run does not record (added to qpnlp since) is this invocation's; one it records that this qpnlp lacks (removed
+    since) is left out, for the training state's identity check to name (it was passed on to ``TrainConfig``: a
+    TypeError "unexpected keyword argument").
     """
     given = getattr(args, GIVEN, None) or {}
     conflicts = []
+    saved = {**saved, **{part: {k: v for k, v in saved[part].items() if k in now[part]} for part in ("model", "train")}}
     train = {**now["train"], **saved["train"], "progress": now["train"].get("progress")}
     for name, value in now["train"].items():
         if name not in given or name not in saved["train"]:

@@ -142,16 +142,22 @@ def unreliable_norms(norms: torch.Tensor) -> torch.Tensor:
 def rescaled_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
     r"""``norms`` ``(..., 1)`` of real or complex ``(..., d)`` vectors, recomputed where :func:`unreliable_norms`.
 
-    There they are :math:`m \|v / m\|` with :math:`m = \max_j |v_j|` (no square under- or overflows), so that
-    :math:`v / \|v\|` stays a unit vector for a vector that weight decay shrank to 1e-25 (its squares vanish in
-    float32) or a large step grew to 1e20; elsewhere, and for zero, NaN or infinite entries, ``norms`` are kept
-    bit for bit. Branch-free (no host sync), differentiable (the gradient of either branch is :math:`v/\|v\|`).
+    There they are :math:`m \|v / m\|` with :math:`m = \max_j \max(|\Re v_j|, |\Im v_j|)` (no square under- or
+    overflows), so that :math:`v / \|v\|` stays a unit vector for a vector that weight decay shrank to 1e-25 (its
+    squares vanish in float32) or a large step grew to 1e20; elsewhere, and for zero, NaN or infinite entries,
+    ``norms`` are kept bit for bit. Differentiable (the gradient of either branch is :math:`v/\|v\|`), and no
+    host sync: on the CPU, where reading a value costs none, and outside torch.compile and vmap, the rescaling
+    passes run only when some norm needs them (``normalize`` in a forward pass: four passes over the vectors
+    less); elsewhere the function is branch-free. Complex vectors are rescaled on their real view (no complex
+    ``abs`` or division).
     """
-    largest = vectors.abs().amax(-1, keepdim=True)
+    if vectors.device.type == "cpu" and has_values(vectors, norms) and not torch.compiler.is_compiling() \
+            and not bool(unreliable_norms(norms).any()):
+        return norms
+    parts = torch.view_as_real(vectors.resolve_conj()) if vectors.is_complex() else vectors.unsqueeze(-1)
+    largest = parts.abs().amax((-2, -1)).unsqueeze(-1)                               # (..., 1): m
     divisor = torch.where(largest > 0, largest, torch.ones_like(largest))
-    scaled = vectors / divisor
-    rescaled = (safe_sqrt(squared_norms(scaled)) if vectors.is_complex()
-                else torch.linalg.vector_norm(scaled, dim=-1, keepdim=True)) * divisor
+    rescaled = torch.linalg.vector_norm(parts / divisor.unsqueeze(-1), dim=(-2, -1)).unsqueeze(-1) * divisor
     return torch.where(unreliable_norms(norms) & torch.isfinite(largest) & (largest > 0), rescaled, norms)
 
 
@@ -168,9 +174,9 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         (``validate``, default the global mode of :func:`set_validation`),
         as are NaN and inf entries and norms that overflow: with it off a
         zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
-        Python branch depends on the values. Norms whose squares under- or
+        host sync waits for the values. Norms whose squares under- or
         overflow (entries of 1e-25 or 1e20 in float32) are computed
-        without them (:func:`rescaled_norms`): such a vector is normalised.
+        without them (``rescaled_norms``): such a vector is normalised.
     validate : bool or "strict", optional
         Override the global validation mode for this call (None, the default: the global mode).
 
@@ -183,15 +189,21 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
     check_min_ndim("vectors", vectors, 1, "(..., d)")
     if not (vectors.is_complex() or vectors.is_floating_point()):     # torch's vector_norm RuntimeError
         raise TypeError(f"vectors must be a real floating or complex tensor; got {vectors.dtype}")
-    # safe_sqrt: the sqrt's gradient at a sum of squares that underflowed to 0 is NaN, even where rescaled_norms
-    # replaces it (torch.where's backward multiplies it by 0)
-    norms = safe_sqrt(squared_norms(vectors)) if vectors.is_complex() else torch.linalg.vector_norm(
-        vectors, dim=-1, keepdim=True)
+    norms = _complex_norms(vectors) if vectors.is_complex() else torch.linalg.vector_norm(vectors, dim=-1,
+                                                                                        keepdim=True)
     norms = rescaled_norms(vectors, norms)          # squares that under- or overflow: no inf or NaN state
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
     if enabled(validate) and has_values(norms) and not bool(((norms > eps) & (norms < float("inf"))).all()):
         _refuse_norms(vectors, norms, eps)
     return vectors / norms
+
+
+def _complex_norms(vectors: torch.Tensor) -> torch.Tensor:
+    """The norms ``(..., 1)`` of complex ``(..., d)`` vectors from their squares (:func:`squared_norms`): NaN for a
+    NaN entry, as ``vector_norm`` of real ones, and a gradient of 0, not NaN, where the squares sum to 0 (the
+    sqrt's NaN would survive ``rescaled_norms``' ``torch.where``, whose backward multiplies it by 0)."""
+    squares = squared_norms(vectors)
+    return torch.where(torch.isnan(squares), squares, safe_sqrt(squares))
 
 
 def _refuse_norms(vectors: torch.Tensor, norms: torch.Tensor, eps: float) -> None:

@@ -100,7 +100,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
     tensor of the shape of ``scores``. While validation is on, a slice with no
     unmasked entry (an empty sentence has no mixture) and non-finite scores
     raise ValueError; with it off they give NaN (no data-dependent branch). Over more than
-    :data:`SEQUENTIAL_MAX_TERMS` entries the exponentials are summed by torch's reduction (``_softmax``): float32
+    ``SEQUENTIAL_MAX_TERMS`` (4096) entries the exponentials are summed by torch's reduction (``_softmax``): float32
     weights of :math:`10^6` words then sum to one within 1e-7, not 7e-5 as torch's softmax.
 
     Parameters
@@ -158,7 +158,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: 
 
 
 def _softmax(scores: torch.Tensor, dim: int) -> torch.Tensor:
-    r"""``torch.softmax(scores, dim)``; over more than :data:`SEQUENTIAL_MAX_TERMS` entries
+    r"""``torch.softmax(scores, dim)``; over more than ``SEQUENTIAL_MAX_TERMS`` (4096) entries
     :math:`e^{s_i - \max s} / \sum_j e^{s_j - \max s}` with torch's sum: torch's CPU kernel adds the exponentials
     one after the other (per SIMD lane), and float32 weights of 1e5 (1e6) entries summed to one only within 3e-6
     (7e-5); this way within 1e-7. The max is a constant of the gradient (the softmax does not depend on it)."""
@@ -243,7 +243,7 @@ def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tens
 def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     r""":math:`\sum_i p_i v_{i\cdot}` over the members: weights ``(..., n)``, values ``(..., n, k)`` -> ``(..., k)``.
 
-    Batch dims broadcast (the weights are not expanded), one dtype. Up to :data:`SEQUENTIAL_MAX_TERMS` members
+    Batch dims broadcast (the weights are not expanded), one dtype. Up to ``SEQUENTIAL_MAX_TERMS`` (4096) members
     one matrix product (``einsum``, the same values as ``weights.unsqueeze(-2) @ values``); beyond, the products
     summed by ``torch.sum``. A matrix-vector product on the CPU adds the n terms one after the other in each SIMD
     lane, so its relative error grows as :math:`n\,\epsilon`: in float32, 7e-6 at n = 1e4, 1.2e-4 at 1e5 and

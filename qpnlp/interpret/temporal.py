@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from qpnlp._host import float64_values
+
 from . import _checks
 
 __all__ = ["equal_eras", "era_label", "similarity_trajectories", "nearest_by_era", "change_ranking"]
@@ -37,10 +39,7 @@ __all__ = ["equal_eras", "era_label", "similarity_trajectories", "nearest_by_era
 def _times(times) -> list[float]:
     if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__"):
         raise TypeError(f"times must be a sequence of numbers; got {type(times).__name__}")
-    try:
-        values = np.asarray(list(times), dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"times must be a sequence of numbers ({error})") from None
+    values = float64_values(times, "times")     # any tensor; complex: a TypeError, not their real part
     if values.ndim != 1:                        # a (2, 2) table of times used to be read row by row
         raise ValueError(f"times must be 1-D, one number per time; got shape {values.shape}")
     if values.size == 0:

@@ -21,7 +21,7 @@ from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._linalg import rescaled_norms, unreliable_norms
+from qpnlp.hilbert._linalg import rescaled_norms
 from qpnlp.hilbert._operands import first_order_backward
 from qpnlp.hilbert import masked_softmax
 
@@ -146,9 +146,8 @@ def _unit_rows(r, phi):
     (trigonometry not vectorised in the fused loop; benchmarks/results/SPEED.md). cos and sin come from
     ``qpnlp._trig`` (one compiled loop for float32 CPU tensors, with numba).
     """
-    norms = torch.linalg.vector_norm(r, dim=-1)
-    if bool(unreliable_norms(norms).any()):         # squares that underflow (weight decay) or overflow
-        norms = rescaled_norms(r, norms.unsqueeze(-1)).squeeze(-1)
+    # squares that underflow (weight decay) or overflow: rescaled (on the CPU only where a row needs it)
+    norms = rescaled_norms(r, torch.linalg.vector_norm(r, dim=-1, keepdim=True)).squeeze(-1)
     scale = norms.clamp_min(torch.finfo(r.dtype).tiny)
     unit = r / scale.unsqueeze(-1)
     cos, sin = cos_sin(phi)

@@ -63,7 +63,7 @@ import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
 from qpnlp._checks import str_array
-from qpnlp._host import host_array
+from qpnlp._host import float64_values, host_array
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
@@ -197,15 +197,10 @@ class KeyedVectors:
         (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`); the model casts the times to its dtype.
         """
         times = host_array(times)                       # any tensor: grad, device, conj/neg bits, bfloat16
-        if isinstance(times, np.ndarray) and times.dtype.kind == "c":   # a cast kept the real part, with a warning
-            raise TypeError(f"{name} must be real raw times; got an array of {times.dtype}")
         if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or np.ndim(times) == 0 and \
                 not hasattr(times, "__next__"):   # one time, not a sequence (generators are read once, below)
             raise TypeError(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got {times!r}")
-        try:
-            array = np.asarray(list(times), dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be a sequence of numbers (raw times); {err}") from None
+        array = float64_values(times, name, not_numbers=ValueError)     # complex: a TypeError, not the real part
         if array.ndim != 1:
             raise ValueError(f"{name} must be one-dimensional (T,); got shape {array.shape}")
         start, end = self.time_span

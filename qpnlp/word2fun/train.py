@@ -127,7 +127,7 @@ class FitResult:
         Processes that trained (1 unless started by ``torchrun``).
     epochs_done : int
         Epochs the returned model has been trained for (resumed ones included).
-    config : TrainConfig or None
+    config : qpnlp.word2fun.config.TrainConfig or None
         The settings it trained with, the model's defaults resolved (as its checkpoint records them).
     """
 

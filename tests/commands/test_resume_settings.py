@@ -135,6 +135,22 @@ def test_an_option_given_with_another_value_is_refused_naming_both(kind, tree, t
     assert code == 0, err
 
 
+def test_a_saved_setting_this_qpnlp_lacks_does_not_break_the_resume(tree, tmp_path, capsys):
+    """A setting the saved run recorded that a later qpnlp removed went into ``TrainConfig(**settings)``: the resume
+    failed with "TypeError: TrainConfig.__init__() got an unexpected keyword argument". It is left out (the
+    training state's identity check names it where the run trained with it)."""
+    from qpnlp.commands._outputs import RUN_FILE
+
+    _first_epoch("qpdn", tree, tmp_path, capsys)
+    path = tmp_path / "state" / RUN_FILE
+    run = json.loads(path.read_text())
+    run["settings"]["train"]["retired_setting"], run["settings"]["model"]["retired_option"] = 1, 2
+    path.write_text(json.dumps(run))
+    code, _, err = _run(COMMANDS["qpdn"](tree, "--epochs", "2", "--checkpoint-dir", tmp_path / "state", "--resume"),
+                        capsys)
+    assert code == 0 and "retired" not in err, err
+
+
 def test_a_given_option_that_the_saved_run_selects_on_dev_is_refused(tree, tmp_path, capsys):
     code, _, err = _run(_classify(tree, "--select", "dropout=0,0.3", "--epochs", "1", "--checkpoint-dir",
                                   tmp_path / "state"), capsys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -102,6 +103,16 @@ def test_times_must_be_a_flat_sequence_of_numbers(embeddings):
     with pytest.raises(TypeError, match="times must be a sequence of numbers"):
         similarity_trajectories(embeddings, "a", ["b"], ["x"])
     assert similarity_trajectories(embeddings, "a", ["b"], torch.tensor([0.0, 1.0])).index.tolist() == [0.0, 1.0]
+
+
+def test_complex_times_are_an_error_and_tensors_of_any_layout_are_their_values(embeddings):
+    """Complex times were cast to their real part with only a numpy warning (as ``KeyedVectors.query_times`` did);
+    a tensor that requires grad raised torch's "Can't call numpy() on Tensor that requires grad"."""
+    for times in (torch.tensor([0.0 + 1j]), np.array([0.5 + 1j]), [0.5 + 1j]):
+        with pytest.raises(TypeError, match="times must be real numbers; got complex"):
+            similarity_trajectories(embeddings, "a", ["b"], times)
+    times = torch.tensor([0.0, 1.0], requires_grad=True)
+    assert similarity_trajectories(embeddings, "a", ["b"], times).index.tolist() == [0.0, 1.0]
 
 
 def test_eras_and_periods_of_the_wrong_type_name_the_argument(embeddings):

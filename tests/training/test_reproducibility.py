@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import qpnlp
+from qpnlp._threads import torch_threads
 from qpnlp.data import ClassificationDataset, EncodedTexts, iterate_batches
 from qpnlp.data.protocols import Split
 from qpnlp.models import OrderClassifier, OrderClassifierConfig
@@ -99,13 +100,16 @@ def _toy_split():
 
 
 def _split_digests() -> dict[str, str]:
-    """run_split with the command's defaults for order_classifier, each network, the caller's RNGs disturbed."""
+    """run_split with the command's defaults for order_classifier, each network, the caller's RNGs disturbed, on one
+    torch thread (the documented condition: the CNN's convolution sums in another order on two)."""
     data, split = _toy_split()
     config = default_train_config("order_classifier", epochs=2, batch_size=8, seed=3)
     out = {}
     for network in NETWORKS:
         torch.rand(3)                                       # the caller's draws do not reach the run
-        result, model, *_ = run_split("order_classifier", data, split, None, dict(network=network, **OPTIONS), config)
+        with torch_threads(1):
+            result, model, *_ = run_split("order_classifier", data, split, None, dict(network=network, **OPTIONS),
+                                          config)
         out[network] = f"{_digest(model)} {result.dev_accuracy} {[h['train_loss'] for h in result.history]}"
     return out
 

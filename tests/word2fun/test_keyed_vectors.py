@@ -474,8 +474,9 @@ def test_query_times_of_any_tensor_layout_are_the_plain_times(vectors, real_layo
 
 def test_complex_query_times_are_an_error_not_their_real_part(vectors):
     # the cast to float64 kept the real part with only a warning
-    for times in (torch.tensor([1950.0 + 3j]), np.array([1950.0 + 3j])):
-        with pytest.raises(TypeError, match="times must be real raw times; got an array of complex"):
+    for times in (torch.tensor([1950.0 + 3j]), np.array([1950.0 + 3j]), [np.complex128(1950.0 + 3j)], [1950.0 + 3j],
+                  iter(np.array([1950.0 + 3j]))):      # lists of numpy's or Python's complex numbers too
+        with pytest.raises(TypeError, match="times must be real numbers; got complex"):
             vectors.query_times(times)
 
 
