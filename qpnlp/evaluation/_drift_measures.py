@@ -17,13 +17,15 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer
+from qpnlp._host import float64_values
 
 __all__ = ["change_scores", "context_change_scores", "noise_corrected", "change_points", "auc", "nearest_topic"]
 
 
 def _years(years, T: int, increasing: bool = False) -> np.ndarray:
-    """``years`` as float64 (T,), finite (and strictly increasing if asked); ValueError naming the problem."""
-    y = np.asarray(years, dtype=np.float64)
+    """``years`` as float64 (T,), finite (and strictly increasing if asked); ValueError naming the problem (complex
+    years: TypeError, not their real part)."""
+    y = float64_values(years, "years", not_numbers=ValueError)
     if y.shape != (T,):
         raise ValueError(f"years must have shape ({T},), one time per grid row; got {y.shape}")
     if not np.isfinite(y).all():

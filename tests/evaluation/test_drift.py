@@ -48,6 +48,16 @@ def test_change_scores_and_context_scores():
     assert context_change_scores(P, years, (0, 1), (2, 3)).item() == pytest.approx(0.5, abs=1e-6)
 
 
+def test_years_of_any_layout_are_their_values_and_complex_years_an_error():
+    E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[1.0, 1.0]], [[0.0, 1.0]]])
+    plain = change_scores(E, np.arange(4.0), (0, 1), (2, 3))
+    grad_years = torch.arange(4.0, requires_grad=True)             # np.asarray raised torch's "requires grad"
+    assert torch.equal(change_scores(E, grad_years, (0, 1), (2, 3)), plain)
+    for complex_years in (np.arange(4.0) + 1j, [0, 1, 2, 3 + 1j]):  # were cut to their real part
+        with pytest.raises(TypeError, match="years must be real"):
+            change_scores(E, complex_years, (0, 1), (2, 3))
+
+
 def test_change_points_finds_planted_splits():
     T, D = 50, 6
     years = np.arange(1900.0, 1950.0)
