@@ -41,10 +41,15 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
     def decorate(fn: Callable[..., T]) -> Callable[..., T]:
         cached = functools.lru_cache(maxsize=maxsize)(fn)
         guard, held = threading.Lock(), {}          # arguments -> [their lock, the calls holding or awaiting it]
+        # unbounded: the values computed, read without a lock (a dict read is atomic): a hit costs a lookup, not a
+        # lock made and two taken (2.4 us against 0.07 for ``qpnlp._numba.jit``, called in every training step)
+        done: dict | None = {} if maxsize is None else None
 
         @functools.wraps(fn)
         def once(*args, **kwargs):
             key = (args, tuple(kwargs.items()))     # unhashable arguments: lru_cache's TypeError, from here
+            if done is not None and key in done:
+                return done[key]
             with guard:
                 entry = held.get(key)
                 if entry is None:
@@ -52,14 +57,22 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
                 entry[1] += 1
             try:
                 with entry[0]:
-                    return cached(*args, **kwargs)
+                    value = cached(*args, **kwargs)
+                    if done is not None:
+                        done[key] = value
+                    return value
             finally:
                 with guard:
                     entry[1] -= 1
                     if not entry[1]:
                         del held[key]
 
-        once.new_lock, once.cache_clear, once.cache_info = threading.RLock, cached.cache_clear, cached.cache_info
+        def cache_clear() -> None:
+            cached.cache_clear()
+            if done is not None:
+                done.clear()
+
+        once.new_lock, once.cache_clear, once.cache_info = threading.RLock, cache_clear, cached.cache_info
         return once
 
     return decorate

@@ -244,13 +244,17 @@ def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     r""":math:`\sum_i p_i v_{i\cdot}` over the members: weights ``(..., n)``, values ``(..., n, k)`` -> ``(..., k)``.
 
     Batch dims broadcast (the weights are not expanded), one dtype. Up to ``SEQUENTIAL_MAX_TERMS`` (4096) members
-    one matrix product (``einsum``, the same values as ``weights.unsqueeze(-2) @ values``); beyond, the products
+    one matrix product (``weights.unsqueeze(-2) @ values`` where the batch dims agree, about 30 us cheaper forward
+    and backward than ``einsum`` at QPDN's (32, 50) x (32, 50, 50); ``einsum``, the same values, where they
+    broadcast); beyond, the products
     summed by ``torch.sum``. A matrix-vector product on the CPU adds the n terms one after the other in each SIMD
     lane, so its relative error grows as :math:`n\,\epsilon`: in float32, 7e-6 at n = 1e4, 1.2e-4 at 1e5 and
     1.7e-3 at 1e6 (against float64), where torch's sum (pairwise on the CPU, a tree on a GPU) stays within a few
     :math:`\epsilon` (2e-7 at 1e6): the Born probabilities of a mixture of a long document's words.
     """
     if values.shape[-2] <= SEQUENTIAL_MAX_TERMS:
+        if weights.shape[:-1] == values.shape[:-2]:
+            return (weights.unsqueeze(-2) @ values).squeeze(-2)
         return torch.einsum("...n,...nk->...k", weights, values)
     return (weights.unsqueeze(-1) * values).sum(-2)
 
