@@ -18,6 +18,8 @@ __all__ = ["locked_cache"]
 
 T = TypeVar("T")
 
+_MISSING = object()     # a value no function returns: "not computed yet" in the fast path of ``locked_cache``
+
 
 def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """``functools.lru_cache(maxsize)`` whose calls hold one lock per arguments: a value missing from the cache is
@@ -25,7 +27,9 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
     asking for other values (another vectors file) go on at the same time (one lock per function made a thread
     reading a small file wait for another reading a large one).
 
-    The wrapper keeps ``cache_clear``, ``cache_info`` and ``__wrapped__`` (the function itself) of ``lru_cache``.
+    The wrapper keeps ``cache_clear``, ``cache_info`` and ``__wrapped__`` (the function itself) of ``lru_cache``;
+    an unbounded cache (``maxsize=None``) answers a hit from a dict of its own, without a lock, so its
+    ``cache_info().hits`` counts only the hits that waited for a computation.
     The lock of given arguments lives while a call with them runs or waits; ``new_lock`` makes it, a reentrant
     one: the function may call itself (with a plain lock a recursive call waited for its own caller for ever).
     Two such functions that call each other from two threads could still wait on each other; none of qpnlp's do.
@@ -48,8 +52,10 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
         @functools.wraps(fn)
         def once(*args, **kwargs):
             key = (args, tuple(kwargs.items()))     # unhashable arguments: lru_cache's TypeError, from here
-            if done is not None and key in done:
-                return done[key]
+            if done is not None:
+                value = done.get(key, _MISSING)     # one read: a cache_clear between a test and a read: KeyError
+                if value is not _MISSING:
+                    return value
             with guard:
                 entry = held.get(key)
                 if entry is None:

@@ -24,3 +24,28 @@ def test_a_cached_function_may_call_itself():
     assert not worker.is_alive(), "the recursive call waited for the lock its caller holds"
     assert result == [6765] and sorted(calls) == list(range(21))                      # each value computed once
     assert fib.cache_info().currsize == 21 and fib.__wrapped__ is not fib
+
+
+def test_a_hit_survives_a_cache_clear_between_its_reads():
+    """The unbounded cache's fast path tested ``key in done`` and then read ``done[key]``: a ``cache_clear`` from
+    another thread between the two raised KeyError. Here the clear runs inside the second key comparison (where
+    another thread could run), deterministically."""
+    @locked_cache(maxsize=None)
+    def size(key) -> int:
+        return 7
+
+    class Key:
+        """An argument equal to every Key; its second comparison clears the cache, as another thread could."""
+        compared = 0
+
+        def __hash__(self) -> int:
+            return 1
+
+        def __eq__(self, other) -> bool:
+            Key.compared += 1
+            if Key.compared == 2:
+                size.cache_clear()
+            return isinstance(other, Key)
+
+    assert size(Key()) == 7
+    assert size(Key()) == 7                     # an equal argument, not the same object: compared, not identical

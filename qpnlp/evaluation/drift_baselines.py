@@ -102,8 +102,9 @@ def temporal_referencing_grid(
 
 def _refuse_tag_clashes(corpus: TimestampedCorpus, probes: set, n_bins: int) -> None:
     """``ValueError`` naming a token of ``corpus`` that is already a tag ``probe@k`` (``k < n_bins``): temporal
-    referencing would merge it with the probe's occurrences in bin ``k``."""
-    tags = {f"{p}@{k}" for p in probes for k in range(n_bins)}
+    referencing would merge it with the probe's occurrences in bin ``k``. A token that is itself a probe
+    (``war@1`` beside ``war``) is tagged in its turn (``war@1@k``), so it keeps a key of its own."""
+    tags = {f"{p}@{k}" for p in probes for k in range(n_bins)} - probes
     clash = next((w for d in corpus.docs if not tags.isdisjoint(d) for w in d if w in tags), None)
     if clash is not None:
         raise ValueError(f"the corpus holds the token {clash!r}, which is also the temporal-referencing tag of a "
