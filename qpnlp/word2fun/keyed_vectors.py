@@ -197,8 +197,8 @@ class KeyedVectors:
         (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`); the model casts the times to its dtype.
         """
         times = host_array(times)                       # any tensor: grad, device, conj/neg bits, bfloat16
-        if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or np.ndim(times) == 0 and \
-                not hasattr(times, "__next__"):   # one time, not a sequence (generators are read once, below)
+        # one time, not a sequence: a 0-d array has __iter__ (np.ndim would read a list of grad tensors, and fail)
+        if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or getattr(times, "ndim", 1) == 0:
             raise TypeError(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got {times!r}")
         array = float64_values(times, name, not_numbers=ValueError)     # complex: a TypeError, not the real part
         if array.ndim != 1:
@@ -217,9 +217,12 @@ class KeyedVectors:
 
         A time outside the training span warns (the functions extrapolate there).
         """
-        times = torch.as_tensor(self.query_times(times))
+        return self._grid(words, self.query_times(times))
+
+    def _grid(self, words: Sequence[str], times: np.ndarray) -> torch.Tensor:
+        """:meth:`grid` at ``times`` (T,) that :meth:`query_times` has read already (so a generator is read once)."""
         dev = self._device()
-        return self.model.grid(self._ids(words).to(dev), times.to(dev)).cpu()
+        return self.model.grid(self._ids(words).to(dev), torch.as_tensor(times).to(dev)).cpu()
 
     def get_vector(self, key: str, year: float) -> torch.Tensor:
         """:math:`f(u, t)` of ``key`` at raw time ``year``, shape (D,)."""
@@ -414,9 +417,10 @@ class KeyedVectors:
             years = list(np.arange(math.ceil(start), math.floor(end) + 1) if step == 1.0
                          else self._times(start, end, step))
         names = str_array(words)                    # a word the format cannot hold: refused before the grid
-        E = self.grid(words, years).numpy()         # the model's dtype (a cast to float32 narrowed float64 ones)
+        years = self.query_times(years, "years")    # read once: a generator gave the grid its years, the file none
+        E = self._grid(words, years).numpy()        # the model's dtype (a cast to float32 narrowed float64 ones)
         with atomic_file(path, "wb") as handle:             # a file object: numpy appends no suffix to it
-            np.savez(handle, words=names, years=np.asarray(years, dtype=np.float64), E=E)
+            np.savez(handle, words=names, years=years, E=E)
         return path
 
     # ---- saving: the format of every qpnlp model

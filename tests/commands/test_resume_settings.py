@@ -162,6 +162,18 @@ def test_a_given_option_that_the_saved_run_selects_on_dev_is_refused(tree, tmp_p
     assert code == 2 and "--no-select: no grid here, the grid [{" in err, err
 
 
+def test_a_resume_says_the_grid_notes_and_what_it_continues(tree, tmp_path, capsys):
+    # the resume status line replaced the notes: "default selection grid without dropout" was not said on resume
+    first = _classify(tree, "--dropout", "0.2", "--batch-size=4", "--epochs", "1", "--checkpoint-dir",
+                      tmp_path / "state")
+    code, _, err = _run(first, capsys)
+    assert code == 0 and "default selection grid without dropout" in err, err
+    code, _, err = _run(_classify(tree, "--dropout", "0.2", "--epochs", "2", "--checkpoint-dir", tmp_path / "state",
+                                  "--resume"), capsys)
+    assert code == 0, err
+    assert "default selection grid without dropout" in err and "continuing with the saved run's --batch-size 4" in err
+
+
 # --------------------------------------------------------------------------- word2fun
 WORDS = ["war", "peace", "trade", "army", "navy", "tax", "bank", "union"]
 W2F_SETTINGS = ["--dim", "4", "--batch-size", "256", "--negatives", "2", "--min-count=1", "--lr", "0.03",

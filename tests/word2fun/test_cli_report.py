@@ -111,6 +111,22 @@ def test_a_comma_inside_a_word_is_escaped_and_a_list_of_no_word_is_refused(tmp_p
     assert "epoch" not in stdout + stderr and not (tmp_path / "ck").exists()
 
 
+def test_a_corpus_path_keeps_its_backslashes_but_an_escaped_comma():
+    from qpnlp.commands.word2fun import _corpus_parts
+
+    assert [part for part, _ in _corpus_parts(r"\\server\share\a.tsv,b\,c.tsv,d.tsv")] == [
+        r"\\server\share\a.tsv", "b,c.tsv", "d.tsv"]
+
+
+def test_a_comma_inside_a_corpus_path_is_escaped(corpus_tsv, tmp_path, capsys):
+    # --corpus split every path at its commas: 'a,b.tsv' was the files 'a' and 'b.tsv', neither there
+    (tmp_path / "a,b.tsv").write_bytes(corpus_tsv.read_bytes())
+    report = tmp_path / "r.json"
+    code = main(_argv(f"{tmp_path}/a\\,b.tsv,{corpus_tsv}", "--epochs", "1", "--report", str(report)))
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(report.read_text())["split_counts"] == {"corpus": {"documents": 600, "tokens": 4800}}
+
+
 def test_a_lower_min_count_admits_the_rare_word(corpus_tsv, tmp_path, capsys):
     report = tmp_path / "r.json"
     code = main(_argv(corpus_tsv, "--epochs", "1", "--words", "rare", "--min-count", "2", "--eras", "2",

@@ -75,6 +75,17 @@ def test_npz_export_refuses_a_word_ending_in_nul(tmp_path, make):
     assert np.load(tmp_path / "g.npz")["words"].tolist() == ["b,c", "a"]
 
 
+def test_npz_export_reads_years_once(tmp_path, make, randomise):
+    # grid() consumed a generator of years, and np.asarray(years) then wrote an empty (or object) years array
+    e = keyed(randomise(make(3, 4, family="II"), seed=1), ["a", "b", "c"])
+    e.export_npz(tmp_path / "g.npz", ["a", "c"], (y for y in (1900, 1950, 2000)))
+    e.export_npz(tmp_path / "t.npz", ["a", "c"], [torch.tensor(y, requires_grad=True) for y in (1900., 1950., 2000.)])
+    for name in ("g.npz", "t.npz"):
+        z = np.load(tmp_path / name)
+        assert z["years"].tolist() == [1900.0, 1950.0, 2000.0] and z["E"].shape == (3, 2, 4)
+        assert np.allclose(z["E"], e.grid(["a", "c"], [1900, 1950, 2000]).numpy())
+
+
 def brute_force(vectors, year, positive, negative):
     """gensim's rule by hand: cosine with the mean of the +-unit vectors, query words left out."""
     E = vectors.grid(vectors.index_to_key, [year])[0].double()
