@@ -25,7 +25,7 @@ trained.  A checkpoint that a process killed while replacing it left aside is
 put back first (:func:`restore_interrupted_checkpoint`).
 
 The settings whose None stands for the model's default (:data:`RESOLVED_DEFAULTS`) are recorded resolved
-(:func:`resolved_defaults`), and a resumed call that leaves them None continues with the run's own
+(:func:`~qpnlp.word2fun.loop.resolved_defaults`), and a resumed call that leaves them None continues with the run's own
 (:func:`with_saved_defaults`): a default changed by a later qpnlp never enters a run trained with the earlier one.
 A checkpoint of an earlier qpnlp that recorded them None is resumed with today's defaults (not compared).
 """
@@ -46,10 +46,9 @@ from qpnlp._atomic import restore_replaced_directory
 from qpnlp._errors import newer_format_note
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.word2fun import distributed as dist
-from qpnlp.word2fun.config import TrainConfig, resolve_penalty
+from qpnlp.word2fun.config import TrainConfig
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.loop import TrainStats, negative_seeds
-from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields a resumed run may change: how long, where and in how
 #: many threads or pieces it trains.  Another ``epochs`` or ``chunk_tokens`` continues the run but not as the
@@ -57,7 +56,7 @@ from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
 #: together.
 RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields whose None stands for the model's default, resolved by
-#: :func:`~qpnlp.word2fun.train.fit` (:func:`resolved_defaults`).
+#: :func:`~qpnlp.word2fun.train.fit` (:func:`~qpnlp.word2fun.loop.resolved_defaults`).
 RESOLVED_DEFAULTS = ("roughness_penalty", "step_centre_lr")
 #: The checkpoint's file of every process's generator states (:func:`rng_file_text`), beside its ``config.json``.
 RNG_FILE = "rng_states.json"
@@ -139,16 +138,6 @@ def with_saved_defaults(cfg: TrainConfig, saved: Mapping[str, Any] | None) -> Tr
     recorded = {} if saved is None else saved.get("training", {})
     taken = {k: recorded[k] for k in RESOLVED_DEFAULTS if getattr(cfg, k) is None and recorded.get(k) is not None}
     return dataclasses.replace(cfg, **taken) if taken else cfg
-
-
-def resolved_defaults(cfg: TrainConfig, family: str, logistic: bool) -> TrainConfig:
-    """``cfg`` with the model's defaults in place of None (:data:`RESOLVED_DEFAULTS`), as the loop trains with them:
-    the roughness penalty of ``family`` (:func:`~qpnlp.word2fun.config.resolve_penalty`) and, with the logistic
-    step, :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR` (``fit`` sets the change points' rate before)."""
-    cfg = resolve_penalty(cfg, family, logistic)
-    if logistic and cfg.step_centre_lr is None:
-        cfg = dataclasses.replace(cfg, step_centre_lr=STEP_CENTRE_LR)
-    return cfg
 
 
 def vocabulary_differences(saved: Vocabulary, now: Vocabulary, shown: int = 3) -> list[str]:

@@ -47,7 +47,7 @@ import queue
 import threading
 import time as _time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -430,12 +430,22 @@ def _compile_step(model, cfg: TrainConfig) -> float:
     return _time.perf_counter() - t0
 
 
+def resolved_defaults(cfg: TrainConfig, family: str, logistic: bool) -> TrainConfig:
+    """``cfg`` with the model's defaults in place of None, as the loop trains with them: the roughness penalty of
+    ``family`` (:func:`~qpnlp.word2fun.config.resolve_penalty`) and, with the logistic step,
+    :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR` (``fit`` records them so in its checkpoint)."""
+    cfg = resolve_penalty(cfg, family, logistic)
+    if logistic and cfg.step_centre_lr is None:
+        cfg = replace(cfg, step_centre_lr=STEP_CENTRE_LR)
+    return cfg
+
+
 def _resolved_config(config: TrainConfig | None, model) -> TrainConfig:
-    """``config`` (default ``TrainConfig()``) with the model's default roughness penalty (:func:`resolve_penalty`).
+    """``config`` (default ``TrainConfig()``) with the model's defaults (:func:`resolved_defaults`).
 
     A roughness penalty needs a sinusoidal family: refused for the others.
     """
-    cfg = resolve_penalty(config or TrainConfig(), model.family, model.logistic)
+    cfg = resolved_defaults(config or TrainConfig(), model.family, model.logistic)
     if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     return cfg

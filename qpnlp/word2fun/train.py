@@ -46,7 +46,7 @@ from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.config import TrainConfig
-from qpnlp.word2fun.loop import TrainStats, train_source
+from qpnlp.word2fun.loop import TrainStats, resolved_defaults, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.step_sizes import step_bounds
 from qpnlp.word2fun.sources import ArraySource, StreamSource
@@ -324,7 +324,7 @@ def fit(
         compass_stats = _pretrain_compass(model, source, counts, dataclasses.replace(cfg, epochs=compass_epochs),
                                           rank, world, dev, progress)
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
-    cfg = run_state.resolved_defaults(cfg, model.family, model.logistic)     # recorded so in the checkpoint
+    cfg = resolved_defaults(cfg, model.family, model.logistic)     # recorded so in the checkpoint
     run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
     if saved is not None:                      # min_count does nothing beside a given vocabulary: not compared
         compared = {k: v for k, v in run.items() if k != "min_count" or vocabulary is None}
