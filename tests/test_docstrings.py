@@ -41,18 +41,28 @@ def test_every_public_function_and_class_has_a_summary_line():
     assert not bare, f"public names without a docstring: {bare}"
 
 
-def _documented_parameters(doc: str, section: str = "Parameters") -> set[str]:
-    """The names of the entries of a numpydoc section, ``Parameters`` by default (``a, b : type`` names two)."""
+def _section_entries(doc: str, section: str = "Parameters") -> list[tuple[list[str], str, str]]:
+    """The entries of a numpydoc section, ``Parameters`` by default: ``(names, type, description)`` each, the names
+    of ``a, b : type`` being ``["a", "b"]``, the type what follows `` : `` and the description its indented lines
+    joined by spaces."""
     header = r"\n[ \t]*[A-Z]\w*( \w+)*\n[ \t]*-{3,}\n"
     match = re.search(rf"\n([ \t]*){section}\n[ \t]*-{{3,}}\n(.*?)(?={header}|\Z)", doc, re.S)
     if not match:
-        return set()
+        return []
     indent = match.group(1)
-    names = set()
+    entries = []
     for line in match.group(2).splitlines():
         if line.startswith(indent) and line[len(indent):len(indent) + 1] not in (" ", ""):
-            names.update(n.strip().lstrip("*") for n in line.split(" : ")[0].split(","))
-    return names
+            names, _, kind = line[len(indent):].partition(" : ")
+            entries.append(([n.strip().lstrip("*") for n in names.split(",")], kind.strip(), []))
+        elif entries and line.strip():
+            entries[-1][2].append(line.strip())
+    return [(names, kind, " ".join(lines)) for names, kind, lines in entries]
+
+
+def _documented_parameters(doc: str, section: str = "Parameters") -> set[str]:
+    """The names of the entries of a numpydoc section, ``Parameters`` by default (``a, b : type`` names two)."""
+    return {name for names, _, _ in _section_entries(doc, section) for name in names}
 
 
 def _constructor_is_qpnlp(cls: type) -> bool:
@@ -169,6 +179,8 @@ def test_the_parameter_reader_reads_numpydoc_entries():
     """
     assert _documented_parameters(doc) == {"rho", "sigma", "base"}
     assert _documented_parameters(doc, "Attributes") == {"value"}
+    assert _section_entries(doc) == [(["rho", "sigma"], "PureState", "States."), (["base"], "float, optional",
+                                                                                   "Base.")]
     assert _documented_parameters(doc, "Returns") == set()
     assert _documented_parameters("Summary without sections.") == set()
 

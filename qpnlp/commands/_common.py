@@ -13,7 +13,7 @@ import dataclasses
 import sys
 
 from qpnlp.training import TrainConfig
-from qpnlp.training.compiled import COMPILE_MODES
+from qpnlp.training.compiled import COMPILE_MODES, CUDA_GRAPHS_PAD_MULTIPLE
 
 from ._config_options import explicit_options, recorded
 from ._types import DEVICE_HELP, chunk_overhead_type, count_type, device_type, path_type, rate_type, seed_type
@@ -69,8 +69,8 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
     group.add_argument("--pad-to-multiple-of", action=given, type=count_type(), default=defaults["pad_to_multiple_of"],
                        metavar="N",
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
-                            "(default: 8 under --compile reduce-overhead or max-autotune on a GPU, whose CUDA graphs "
-                            "are recorded per length; else the longest text)")
+                            f"(default: {CUDA_GRAPHS_PAD_MULTIPLE} under --compile reduce-overhead or max-autotune on "
+                            "a GPU, whose CUDA graphs are recorded per length; else the longest text)")
     group.add_argument("--no-progress", action="store_true",
                        help="no progress bars (shown only when stderr is a terminal; the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json", type=path_type,

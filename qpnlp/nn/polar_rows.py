@@ -187,9 +187,9 @@ def unit_states_backward(g: torch.Tensor, g_norms: torch.Tensor | None, inverse:
     ----------
     g : torch.Tensor, shape (N, d, 2)
         The [Re, Im] gradient of the states at the positions.
-    g_norms : torch.Tensor, shape (N,), optional
+    g_norms : torch.Tensor or None, shape (N,)
         The gradient of the position norms; None when the norms were not used.
-    inverse : torch.Tensor, shape (N,), int64, optional
+    inverse : torch.Tensor or None, shape (N,), int64
         The distinct row of each position, as :func:`unit_states` had it; None: one position per row (N = U,
         nothing to sum).
     r, cos, sin : torch.Tensor, shape (U, d)

@@ -88,9 +88,9 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
     Parameters
     ----------
     amplitude : Tensor, real, shape (..., D) (or broadcastable)
-    frequency : Tensor, real, shape broadcastable to (..., D), optional
+    frequency : Tensor or None, real, shape broadcastable to (..., D)
         ``None`` means no position term (complex-vanilla).
-    positions : Tensor, real, shape (...,), optional
+    positions : Tensor or None, real, shape (...,)
         Required when ``frequency`` is given; broadcast over the last dim.
     phase : Tensor, real, shape broadcastable to (..., D), optional
         Initial phases :math:`\theta` (zero when omitted).

@@ -148,7 +148,7 @@ def complex_order_mean(ids: Tensor, mask: Tensor, positions: Tensor | None, ampl
         Rows of the tables (valid ids; not checked here).
     mask : BoolTensor, shape (B, L)
         True at the words that count.
-    positions : Tensor, real, shape (B, L), optional
+    positions : Tensor or None, real, shape (B, L)
         Required with ``frequency``.
     amplitude, frequency, phase : Tensor, real, shape (V, D)
         The tables :math:`r`, :math:`\omega` (None: no position term) and :math:`\theta` (None: zero).

@@ -164,7 +164,9 @@ class TrainConfig:
     negative_weight : float, default 5.0
         :math:`c > 0`, the weight of the negative term.
     step_centre_lr : float or None, default None
-        The factor of the logistic steps' centres' learning rate (>= 0); None: ``STEP_CENTRE_LR``, 0.03.
+        The factor of the logistic steps' centres' learning rate (>= 0); None: ``STEP_CENTRE_LR``, 0.03, for
+        steps that start mid-span, and ``STEP_CENTRE_LR_AT_CHANGE_POINTS``, 0.01, for steps that :func:`fit
+        <qpnlp.word2fun.train.fit>` starts at their change points (its default).
     """
 
     epochs: int = 7
