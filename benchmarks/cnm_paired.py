@@ -1,10 +1,11 @@
 """Paired comparison of ``reproduce_cnm.py`` runs: each variant against a reference variant, seed by seed.
 
 Reads the ``.json`` files ``reproduce_cnm.py`` writes (any number: runs of other variants, seeds or sessions),
-pairs the runs by (data set, seed), and for every variant but ``--reference`` prints the mean MAP over the paired
-seeds, the mean paired difference (reference minus variant), on how many seeds the reference is better, and the
-two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``, as ``_stats.signed_rank_p``; with at least 5
-pairs). The split is test where the runs scored one, else dev (TREC-QA here). A later file's run replaces an
+pairs the runs by (data set, seed, split), and for every variant but ``--reference`` prints the mean MAP over the
+paired seeds, the mean paired difference (reference minus variant), on how many seeds the reference is better, and
+the two-sided Wilcoxon signed-rank p-value (``scipy.stats.wilcoxon``, as ``_stats.signed_rank_p``; with at least 5
+pairs). The split is test where the runs scored one, else dev (TREC-QA here); a seed is paired only when both
+runs report the same split (one row per split), never a test MAP with a dev MAP. A later file's run replaces an
 earlier one of the same (data set, variant, seed).
 
 Usage::
@@ -42,15 +43,20 @@ def comparison(runs: dict, reference: str) -> list[str]:
         ref = runs.get((dataset, reference))
         if variant == reference or ref is None:
             continue
-        common = sorted(set(seeds) & set(ref))
-        if not common:
-            continue
-        a, b = [ref[s][0] for s in common], [seeds[s][0] for s in common]
-        diffs = [x - y for x, y in zip(a, b)]
-        p = f"{signed_rank_p(diffs):.4f}" if len(common) >= 5 else "-"
-        rows.append(f"| {dataset} | {variant} | {seeds[common[0]][1]} | {len(common)} | {statistics.mean(b):.4f} | "
-                    f"{statistics.mean(a):.4f} | {statistics.mean(diffs):+.4f} | {sum(d > 0 for d in diffs)} | {p} |")
+        for split in ("test", "dev"):
+            common = sorted(s for s in set(seeds) & set(ref) if seeds[s][1] == ref[s][1] == split)
+            if common:
+                rows.append(_row(dataset, variant, split, common, [ref[s][0] for s in common],
+                                 [seeds[s][0] for s in common]))
     return rows
+
+
+def _row(dataset: str, variant: str, split: str, seeds: list[int], a: list[float], b: list[float]) -> str:
+    """One markdown row: reference MAPs ``a`` against the variant's ``b`` on the same ``seeds`` and ``split``."""
+    diffs = [x - y for x, y in zip(a, b)]
+    p = f"{signed_rank_p(diffs):.4f}" if len(seeds) >= 5 else "-"
+    return (f"| {dataset} | {variant} | {split} | {len(seeds)} | {statistics.mean(b):.4f} | {statistics.mean(a):.4f} | "
+            f"{statistics.mean(diffs):+.4f} | {sum(d > 0 for d in diffs)} | {p} |")
 
 
 def main(argv=None) -> None:

@@ -1,10 +1,13 @@
 """Paired comparison of two sets of ``reproduce_qpdn.py`` runs: per data set, mean +- std, paired difference, wins.
 
 Each side is one or more run directories (their ``results.json``; several directories = several seeds of the
-fixed-split data sets). Splits are paired by (data set, split name, seed), so only splits both sides ran are
-compared. The last columns choose, in every split, the side with the better dev accuracy (ties: the first side)
-and score that side's test accuracy: the two runs as one dev-selected grid. The Wilcoxon signed-rank test over the paired splits is ``scipy.stats.wilcoxon`` (two-sided, on the exact differences of correct/n; reported
-where there are at least 5 pairs, as the complex-order paper does over folds/seeds).
+fixed-split data sets). Splits are paired by (data set, split name, seed, number of folds), so only splits both
+sides ran are compared ("fold 1" of 10-fold and of 5-fold CV hold other texts: never paired); a data set without
+a split in common is named under the table. Means +- sample standard deviations (n - 1) are over the paired
+splits. The last columns choose, in every split, the side with the better dev accuracy (ties: the first side) and
+score that side's test accuracy: the two runs as one dev-selected grid. The Wilcoxon signed-rank test over the
+paired splits is ``scipy.stats.wilcoxon`` (two-sided, on the exact differences of correct/n; reported where there
+are at least 5 pairs, as the complex-order paper does over folds/seeds).
 
 Usage::
 
@@ -26,17 +29,18 @@ ORDER = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
 
 
 def test_accuracies(directories: list[str], model: str) -> dict[str, dict[tuple, tuple[float, float]]]:
-    """``{dataset: {(split, seed): (test accuracy, dev accuracy)}}`` over the runs in ``directories``."""
-    out: dict[str, dict[tuple, float]] = {}
+    """``{dataset: {(split, seed, folds): (test accuracy, dev accuracy)}}`` over the runs in ``directories``
+    (``folds``: the run's ``--folds`` for a cross-validation fold, None for a fixed split)."""
+    out: dict[str, dict[tuple, tuple[float, float]]] = {}
     for directory in directories:
         run = json.loads((Path(directory) / "results.json").read_text())
-        seed = run["args"]["seed"]
+        seed, folds = run["args"]["seed"], run["args"].get("folds")
         for row in run["rows"]:
             if model not in row:
                 continue
             for split in row[model]["per_split"]:
-                out.setdefault(row["dataset"], {})[(split["split"], seed)] = (split["test_accuracy"],
-                                                                              split["dev_accuracy"])
+                key = (split["split"], seed, folds if split["split"].startswith("fold") else None)
+                out.setdefault(row["dataset"], {})[key] = (split["test_accuracy"], split["dev_accuracy"])
     return out
 
 
@@ -49,8 +53,12 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
     lines = [f"| data set | {labels[0]} | {labels[1]} | {labels[1]} − {labels[0]} (paired) | "
              f"{labels[1]} better / worse / tied | Wilcoxon p | splits | selected on dev | {labels[1]} chosen |",
              "|---|---|---|---|---|---|---|---|---|"]
+    unpaired = []
     for dataset in sorted(set(a) & set(b), key=lambda d: ORDER.index(d) if d in ORDER else len(ORDER)):
-        keys = sorted(set(a[dataset]) & set(b[dataset]))
+        keys = sorted(set(a[dataset]) & set(b[dataset]), key=str)  # (split, seed, folds or None)
+        if not keys:
+            unpaired.append(f"{dataset} ({len(a[dataset])} and {len(b[dataset])} splits)")
+            continue
         xs, ys = [a[dataset][k][0] for k in keys], [b[dataset][k][0] for k in keys]
         b_chosen = [b[dataset][k][1] > a[dataset][k][1] for k in keys]
         selected = [y if chosen else x for x, y, chosen in zip(xs, ys, b_chosen)]
@@ -63,6 +71,8 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
                      f"{100 * (statistics.stdev(diffs) if len(diffs) > 1 else 0):.1f} | {better} / {worse} / "
                      f"{len(diffs) - better - worse} | {p} | {len(keys)} | {_mean_std(selected)} | "
                      f"{sum(b_chosen)} of {len(keys)} |")
+    if unpaired:
+        lines += ["", f"No split in common (other seeds or fold counts): {', '.join(unpaired)}."]
     return "\n".join(lines) + "\n"
 
 

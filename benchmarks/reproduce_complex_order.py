@@ -84,7 +84,7 @@ from qpnlp.training.classification import parse_grid, prepare
 from qpnlp.training import ConfigError, TrainingDiverged
 from qpnlp.training.length_chunks import DEFAULT_OVERHEAD
 
-from _stats import exact_accuracy, signed_rank_p  # benchmarks/ (this script's folder)
+from _stats import exact_accuracy, signed_rank_p, signed_rank_sums  # benchmarks/ (this script's folder)
 
 TIMINGS: list[dict] = []
 SENSITIVITY: list[tuple[str, str]] = []
@@ -380,8 +380,10 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
 
     Runs are paired by (split, seed); ``margin`` is the mean paired difference
     of test accuracy (complex-order minus the other), ``p`` the two-sided
-    Wilcoxon signed-rank test on the pairs (None under MIN_PAIRS pairs).
-    Verdict "holds": every margin > 0; "significant": also every p < 0.05;
+    Wilcoxon signed-rank test on the pairs (None under MIN_PAIRS pairs),
+    ``favoured``: R+ > R- (:func:`_stats.signed_rank_sums`). Verdict "holds":
+    every margin > 0; "significant": also every p < 0.05 and favoured (one
+    large win and many small losses give a positive mean and ranks against);
     else "no". Only cells where all five variants share at least one pair.
     """
     acc = {}
@@ -401,15 +403,18 @@ def claims(records: list[dict], networks, datasets) -> list[dict]:
             out.append(dict(network=network, dataset=d, complex_order_mean=float(sum(co.values()) / len(co)),
                             pairs=min(a["pairs"] for a in against.values()), against=against, worst_variant=worst,
                             worst_margin=against[worst]["margin"], max_p=None if None in ps else max(ps),
-                            verdict="no" if not holds else "significant" if all(p is not None and p < 0.05
-                                                                                for p in ps) else "holds"))
+                            verdict="no" if not holds else "significant" if all(
+                                a["p"] is not None and a["p"] < 0.05 and a["favoured"] for a in against.values())
+                            else "holds"))
     return out
 
 
 def _paired(ours: dict, other: dict) -> dict:
     exact = [ours[k] - other[k] for k in sorted(set(ours) & set(other))]
     p = signed_rank_p(exact) if len(exact) >= MIN_PAIRS else None
-    return dict(pairs=len(exact), margin=float(sum(exact) / len(exact)) if exact else None, p=p)
+    r_plus, r_minus = signed_rank_sums(exact)
+    return dict(pairs=len(exact), margin=float(sum(exact) / len(exact)) if exact else None, p=p,
+                favoured=r_plus > r_minus)
 
 
 def _claims_table(verdicts: list[dict]) -> list[str]:
@@ -418,7 +423,8 @@ def _claims_table(verdicts: list[dict]) -> list[str]:
              "Wilcoxon signed-rank p on the pairs (scipy.stats.wilcoxon on the exact differences of correct/n; zero "
              "differences dropped; exact null distribution, over all sign flips when differences tie or are zero; "
              f"'-' under {MIN_PAIRS} pairs). Verdict: "
-             "'holds' = complex-order's mean above all four, 'significant' = also every p < 0.05, else 'no'. "
+             "'holds' = complex-order's mean above all four, 'significant' = also every p < 0.05 with the signed "
+             "ranks on complex-order's side (R+ > R-), else 'no'. "
              "With 5 pairs the smallest two-sided exact p is 0.0625, so 5 seeds on one split can never be "
              "'significant'; it takes at least 6 pairs (e.g. 10 folds, or 6 seeds).", "",
              "| network | data set | pairs | " + " | ".join(f"vs {VARIANT_NAMES[v]}" for v in OTHERS)

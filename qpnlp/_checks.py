@@ -9,12 +9,13 @@ was read. Also :func:`str_array`, the words of an ``.npz`` file, checked before 
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real", "str_array"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real", "runaway_limit", "str_array"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -24,6 +25,17 @@ FLOAT32_MAX = 3.4028234663852886e38
 #: ``torch.Generator.manual_seed`` (below 2**64) and ``np.random.default_rng`` take these too, with room for the
 #: offsets of its per-worker and per-process seeds.
 SEEDS = 2 ** 32
+
+
+def runaway_limit(largest: float) -> float:
+    r"""The magnitude past which a trained parameter has run away, for every trainer: :math:`10^{-3}\sqrt{m}`, ``m``
+    the largest value of its dtype (``largest``, e.g. ``torch.finfo(p.dtype).max``): 1.8e16 in float32, where a
+    product of two such values (a dot product, a norm) is near overflow.
+
+    >>> f"{runaway_limit(FLOAT32_MAX):.3g}"
+    '1.84e+16'
+    """
+    return 1e-3 * math.sqrt(largest)
 
 
 def is_integer(value) -> bool:

@@ -31,7 +31,7 @@ def newer_format_note(found: Any, expected: str) -> str:
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss or a parameter became NaN or infinite; what was saved before it is still good.
+    """The loss, a parameter or a trainer's dev score became NaN or infinite; what was saved before it is still good.
 
     The trainers of :mod:`qpnlp.training` restore the best parameters so far
     before raising; Word2Fun raises before the epoch's ``on_epoch`` call, so a

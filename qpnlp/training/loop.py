@@ -4,8 +4,8 @@
 and :func:`qpnlp.training.matching.fit_matching`: early stopping on a dev
 score, the best-dev parameters restored at the end, a per-epoch ``log``, the
 per-epoch training state for resuming (:mod:`qpnlp.training.state`), a clean
-stop on divergence (:class:`~qpnlp.training.TrainingDiverged`: a non-finite loss or
-parameter, :func:`check_loss`, :func:`runaway_parameter`) and on Ctrl-C
+stop on divergence (:class:`~qpnlp.training.TrainingDiverged`: a non-finite loss,
+parameter or dev score, :func:`check_loss`, :func:`runaway_parameter`) and on Ctrl-C
 (:class:`TrainingInterrupted`, a ``KeyboardInterrupt`` that carries the model
 restored to its best epoch so far).
 """
@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from qpnlp._atomic import check_replaceable
+from qpnlp._checks import runaway_limit
 from qpnlp._errors import TrainingDiverged
 
 from .config import TrainConfig
@@ -134,6 +135,29 @@ def check_loss(loss: float, epoch: int, batch: int, config: TrainConfig) -> None
                                epoch=epoch, batch=batch, loss=loss)
 
 
+def _check_score(score: float, epoch: int, config: TrainConfig) -> None:
+    """Raise :class:`TrainingDiverged` for a dev score that is NaN or infinite.
+
+    Such a score cannot rank the epoch: NaN is neither better nor worse than any other (``nan > best`` is False, so
+    it would be passed over without a word, and an epoch of a NaN score would never count as the first), and
+    ``+inf`` would win over every later epoch. The loop stops there, naming the epoch, before the epoch's
+    training state is written.
+
+    Parameters
+    ----------
+    score : float
+        The epoch's dev score (higher is better).
+    epoch : int
+        The epoch (1-based), named in the error.
+    config : ~qpnlp.training.TrainConfig
+        Its learning rates are named in the error.
+    """
+    if not math.isfinite(score):
+        raise TrainingDiverged(f"training diverged in epoch {epoch}: the dev score is {score}, which ranks no epoch; "
+                               f"check the model's output on the dev data, or try smaller learning rates "
+                               f"(lr {config.lr:g}, embedding_lr {config.embedding_lr:g})", epoch=epoch)
+
+
 def runaway_parameter(model: nn.Module) -> str | None:
     r"""What is wrong with the first parameter that holds a NaN or an infinity, or values so large that a product
     of two overflows (above :math:`10^{-3}\sqrt{\text{max}}` of its dtype, e.g. 1.8e16 in float32); else None.
@@ -150,7 +174,7 @@ def runaway_parameter(model: nn.Module) -> str | None:
             largest = float(param.abs().max())
             if not math.isfinite(largest):
                 return f"parameter {name} holds NaN or infinite values"
-            if largest > 1e-3 * math.sqrt(torch.finfo(param.dtype).max):
+            if largest > runaway_limit(torch.finfo(param.dtype).max):
                 return f"parameter {name} reached {largest:.3g} in magnitude (overflow is near)"
     return None
 
@@ -171,7 +195,8 @@ class LoopResult:
     Parameters
     ----------
     best_epoch : int
-        The epoch whose parameters the model holds at the end (0 when no epoch gave a finite score).
+        The epoch whose parameters the model holds at the end (every dev score is finite: one that is not stops
+        the loop with :class:`TrainingDiverged`).
     best_score : float
         The dev score of ``best_epoch`` (higher is better).
     best_details : dict or None
@@ -204,7 +229,8 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         ``train_epoch(epoch) -> mean loss``; raises :class:`TrainingDiverged`
         on a non-finite batch loss (:func:`check_loss`).
     evaluate : callable
-        ``evaluate() -> (dev score, history fields)``; a higher score is better.
+        ``evaluate() -> (dev score, history fields)``; a higher score is better. A score that is NaN or infinite
+        raises :class:`TrainingDiverged` naming the epoch (it ranks no epoch), the model at its best epoch so far.
     on_epoch : callable, optional
         An observer ``on_epoch(model) -> dict`` merged into each epoch's history.
     log : callable, optional
@@ -308,11 +334,13 @@ def _resumed(model: nn.Module, config: TrainConfig, optimisers: Optimisers, chec
 
 def _train_and_score(model: nn.Module, config: TrainConfig, epoch: int, train_epoch: Callable[[int], float],
                      evaluate: Callable[[], tuple[float, dict]]) -> tuple[float, float, dict]:
-    """``(mean loss, dev score, history fields)`` of one epoch; a run-away parameter makes it TrainingDiverged."""
+    """``(mean loss, dev score, history fields)`` of one epoch; a run-away parameter or a dev score that is not
+    finite (:func:`_check_score`) makes it TrainingDiverged."""
     try:
         loss = train_epoch(epoch)
         _diverged(model, epoch, config)
         score, fields = evaluate()
+        _check_score(score, epoch, config)
     except (ValueError, RuntimeError) as err:
         if isinstance(err, TrainingDiverged):
             raise
@@ -323,9 +351,9 @@ def _train_and_score(model: nn.Module, config: TrainConfig, epoch: int, train_ep
 
 def _keep_best(model: nn.Module, progress: dict, epoch: int, score: float, fields: dict, best_state: dict) -> dict:
     """Advance ``progress`` to ``epoch`` (in place); returns the best parameters so far."""
-    # the first finite score is the best so far whatever its sign: the initial best_score (-1) is a
+    # the first score (finite: _check_score) is the best so far whatever its sign: the initial best_score (-1) is a
     # placeholder that a negative score (a negative dev loss, a log-likelihood) would never beat
-    if score > progress["best_score"] or (progress["best_epoch"] == 0 and math.isfinite(score)):
+    if score > progress["best_score"] or progress["best_epoch"] == 0:
         best_state = copy.deepcopy(model.state_dict())
         progress.update(epoch=epoch, best_score=score, best_epoch=epoch, best_details=fields, waited=0)
     else:

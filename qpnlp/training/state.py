@@ -318,7 +318,8 @@ def load_training_state(directory: str | os.PathLike, *, model: torch.nn.Module,
     """
     directory = Path(directory)
     try:
-        header = json.loads((directory / JSON_FILE).read_text(encoding="utf-8"))
+        # strict, as written: a NaN best score (an edited file) would never be beaten, and fail the next save
+        header = _strict_json((directory / JSON_FILE).read_text(encoding="utf-8"))
         # copies: load_file's tensors map the file, and the optimisers and the best parameters keep them; Windows
         # refuses to move or delete a mapped file, and so the next epoch's save, which replaces this directory
         mapped = load_file(str(directory / TENSORS_FILE), device="cpu")
@@ -402,6 +403,15 @@ def _rebuilt_entry(directory: Path, tensors: Mapping[str, torch.Tensor], key: st
                            max_elements)
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise ValueError(f"{directory}: damaged training state ({key}: {err})") from None
+
+
+def _strict_json(text: str):
+    """``text`` read as strict JSON, as :func:`save_training_state` writes it: ``NaN``, ``Infinity`` and
+    ``-Infinity`` (which ``json.loads`` takes) are a ``json.JSONDecodeError`` at their first place in ``text``."""
+    def refuse(constant: str):
+        raise json.JSONDecodeError(f"{constant} is not a JSON number", text, max(text.find(constant), 0))
+
+    return json.loads(text, parse_constant=refuse)
 
 
 def _plain(value):

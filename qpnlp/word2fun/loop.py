@@ -16,8 +16,9 @@ fraction of the training tokens done before it,
 
 in epoch :math:`e` (from 0) of :math:`E`, :math:`x` the fraction of the
 epoch's tokens done, whichever the source.  An epoch whose mean loss is NaN or
-infinite, or after which a parameter is (the loss of a batch is computed before
-its update, so the last update of an epoch shows in no loss), raises
+infinite, or after which a parameter is, or is past the classifiers' run-away
+limit (``qpnlp._checks.runaway_limit``, 1.8e16 in float32; the loss of a batch is
+computed before its update, so the last update of an epoch shows in no loss), raises
 :class:`~qpnlp.word2fun.TrainingDiverged`; an epoch that drew no skip-gram pair
 at all (``no_pairs``) raises ``ValueError``: it would leave the vectors as
 initialised.
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from qpnlp._checks import FLOAT32_MAX, runaway_limit
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
@@ -104,8 +106,9 @@ class TrainStats:
 
 def diverged(epoch: int, loss: float, cfg: TrainConfig, parameters: bool = False) -> TrainingDiverged:
     """The error for an epoch whose mean loss became NaN or infinite, or (``parameters``) after which a parameter
-    is NaN or infinite while its mean loss was finite (``epoch`` counts from 1)."""
-    what = (f"a parameter became NaN or infinite; the mean loss before the epoch's last update was {loss}"
+    is NaN, infinite or run away (``_all_finite``) while its mean loss was finite (``epoch`` counts from 1)."""
+    what = (f"a parameter became NaN or infinite, or so large that a product of two nears overflow (above "
+            f"{runaway_limit(FLOAT32_MAX):.2g} in float32); the mean loss before the epoch's last update was {loss}"
             if parameters else f"mean loss {loss}")
     return TrainingDiverged(
         f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} ({what}): the summed updates "
@@ -134,8 +137,10 @@ def no_pairs(epoch: int, tokens: int, cfg: TrainConfig) -> ValueError:
 
 
 def _all_finite(model) -> bool:
-    """Whether every parameter of ``model`` is finite: one pass over the parameters, one read on the host."""
-    flags = [torch.isfinite(p).all() for p in model.parameters()]
+    """Whether every parameter of ``model`` is finite and not run away (at most
+    ``qpnlp._checks.runaway_limit`` of its dtype in magnitude, the classifiers' rule: 1.8e16 in float32,
+    where a dot product of two overflows): one pass over the parameters, one read on the host."""
+    flags = [p.abs().amax() <= runaway_limit(torch.finfo(p.dtype).max) for p in model.parameters() if p.numel()]
     return bool(torch.stack(flags).all()) if flags else True
 
 
@@ -516,7 +521,8 @@ def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Te
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
     ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, ``_loss_sum``);
-    ``finite`` says whether this process's parameters are all finite after the epoch (``_all_finite``).
+    ``finite`` says whether this process's parameters are all finite and not run away after the epoch
+    (``_all_finite``).
     With ``sync`` the counts, the loss and the processes with a non-finite parameter are summed over the
     processes and the time is the slowest one's, so every process raises, or none: :func:`diverged` for a
     NaN or infinite mean loss or a non-finite parameter, :func:`no_pairs`

@@ -1,5 +1,6 @@
 """The statistics of the benchmark tables (``benchmarks/_stats.py``, ``benchmarks/paired_runs.py``)."""
 
+import json
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -94,3 +95,68 @@ def test_signed_rank_p_is_exact_where_its_docstring_says_and_approximate_beyond(
     assert _stats.signed_rank_p(fourteen) == pytest.approx(0.0007, abs=5e-5)
     assert _stats.signed_rank_p([1] * 5) == pytest.approx(2 / 2 ** 5) and _stats.signed_rank_p([1] * 6) == 2 / 2 ** 6
     assert "up to 13 differences" in _stats.signed_rank_p.__doc__
+
+
+def _benchmark(name):
+    """A script of benchmarks/ as a module (its own folder on the path, for ``_stats``)."""
+    import importlib
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _qpdn_run(directory, seed, folds, splits):
+    """A results.json of reproduce_qpdn.py with QPDN's ``{split name: (correct, n)}`` on CR."""
+    per_split = [dict(split=name, test_accuracy=_f32(*score), dev_accuracy=0.5) for name, score in splits.items()]
+    directory.mkdir()
+    (directory / "results.json").write_text(json.dumps(dict(
+        args=dict(seed=seed, folds=folds), rows=[dict(dataset="CR", qpdn=dict(per_split=per_split))])))
+    return str(directory)
+
+
+def test_paired_table_never_pairs_folds_of_other_fold_counts_and_survives_no_common_split(paired_runs, tmp_path):
+    # "fold 1" of 10-fold CV and of 5-fold CV are other texts; with no split in common the table raised
+    # statistics.StatisticsError (fmean of no data), e.g. TREC seed 0 against TREC seed 1
+    folds = {f"fold {i}": (700 + i, 1000) for i in range(1, 6)}
+    a = paired_runs.test_accuracies([_qpdn_run(tmp_path / "a", 0, 10, folds)], "qpdn")
+    b = paired_runs.test_accuracies([_qpdn_run(tmp_path / "b", 0, 5, folds)], "qpdn")
+    lines = paired_runs.table(a, b, ("A", "B")).splitlines()
+    assert len(lines) == 4 and lines[-1] == "No split in common (other seeds or fold counts): CR (5 and 5 splits)."
+    other_seed = paired_runs.test_accuracies([_qpdn_run(tmp_path / "d", 1, 10, folds)], "qpdn")
+    assert paired_runs.table(a, other_seed, ("A", "B")).splitlines()[-1].startswith("No split in common")
+    same = paired_runs.test_accuracies([_qpdn_run(tmp_path / "c", 0, 10, folds)], "qpdn")
+    row = paired_runs.table(a, same, ("A", "B")).splitlines()[2].split(" | ")
+    assert row[4] == "0 / 0 / 5" and row[6] == "5"
+
+
+def test_complex_order_claim_is_not_significant_when_the_signed_ranks_favour_the_other_variant():
+    """Complex-order one text in 100 worse on 19 of 20 pairs and 30 in 100 better on one: the mean margin is +0.55
+    points, and the two-sided p (0.0004) is the signed ranks leaning against complex-order (R+ 20, R- 190); the
+    verdict was "significant"."""
+    rco = _benchmark("reproduce_complex_order")
+    records = []
+    for i in range(20):
+        split, seed = f"fold {i % 10 + 1}", i // 10
+        ours, theirs = (80, 50) if i == 0 else (79, 80)
+        for variant in rco.OTHERS + ["complex_order"]:
+            records.append(dict(network="cnn", dataset="CR", variant=variant, split=split, seed=seed,
+                                test_accuracy=_f32(ours if variant == "complex_order" else theirs, 100)))
+    (claim,) = rco.claims(records, ["cnn"], ["CR"])
+    against = claim["against"]["pe"]
+    assert against["margin"] == pytest.approx(0.0055) and against["p"] < 0.001
+    assert claim["verdict"] == "holds" and not against["favoured"]
+    assert sys.modules["_stats"].signed_rank_sums([Fraction(-1)] * 19 + [Fraction(30)]) == (20.0, 190.0)
+
+
+def test_cnm_paired_never_pairs_a_test_map_with_a_dev_map():
+    # the reference scored test on seeds 0-4, the variant only dev: the rows compared test MAP with dev MAP
+    cnm_paired = _benchmark("cnm_paired")
+    runs = {("trecqa", "cnm"): {s: (0.78, "test") for s in range(5)},
+            ("trecqa", "cnm-real"): {s: (0.80, "dev") for s in range(5)}}
+    assert cnm_paired.comparison(runs, "cnm")[2:] == []
+    runs[("trecqa", "cnm-real")].update({s: (0.77, "test") for s in range(3)})
+    (row,) = cnm_paired.comparison(runs, "cnm")[2:]
+    assert row == "| trecqa | cnm-real | test | 3 | 0.7700 | 0.7800 | +0.0100 | 3 | - |"

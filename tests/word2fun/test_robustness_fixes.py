@@ -120,6 +120,17 @@ def test_a_parameter_made_non_finite_by_the_last_update_is_divergence():
     assert seen == []                    # raised before on_epoch: a checkpoint keeps the last finite parameters
 
 
+def test_parameters_run_past_the_overflow_limit_are_divergence_too():
+    """At lr 1e6 the parameters grew past 1e30 while finite (the loss 1e23): the run ended without an error and
+    its model's queries overflowed. The classifiers' run-away limit (1.8e16 in float32) now stops it."""
+    seen = []
+    with pytest.raises(TrainingDiverged, match=r"a product of two nears overflow \(above 1.8e\+16 in float32\)"
+                       ) as err:
+        _fit(DOCS, TrainConfig(epochs=4, lr=1e6, sample=0), on_epoch=lambda e, s: seen.append(e))
+    assert np.isfinite(err.value.loss) and seen == list(range(err.value.epoch - 1))
+    _fit(DOCS, TrainConfig(epochs=4, sample=0))           # the default lr trains as before
+
+
 @pytest.mark.parametrize("theirs, raises", [(1, True), (0, False)])
 def test_a_non_finite_parameter_in_any_process_makes_every_process_raise(monkeypatch, theirs, raises):
     monkeypatch.setattr(distributed, "all_sum", _OtherProcess(30, 40, 160.0, theirs))
