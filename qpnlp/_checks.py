@@ -4,7 +4,9 @@
 into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
 ``--seed`` go through :func:`check_seed`, so that one rule says which seeds
 qpnlp takes and a bad one fails when the config is made, not after the data
-was read. Also :func:`str_array`, the words of an ``.npz`` file, checked before it is written.
+was read. Also :func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
+:func:`time_values`, the one reader of a sequence of times (the query times of ``KeyedVectors``, the times of
+``Word2Fun.indicators``, the years of the drift measures, the times of the temporal plots).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real", "runaway_limit", "str_array"]
+from qpnlp._host import float64_values, host_array
+
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -73,3 +77,37 @@ def str_array(words: Sequence[str], name: str = "words") -> np.ndarray:
                          f"an .npz file (NumPy drops trailing NULs: it would read back as "
                          f"{words[bad].rstrip(chr(0))!r})")
     return np.asarray(words, dtype=str)
+
+
+def time_values(times, name: str = "times", *, not_a_sequence: type[Exception] = TypeError,
+                not_numbers: type[Exception] = TypeError, allow_empty: bool = True, finite: bool = True) -> np.ndarray:
+    """``times`` (any iterable of real numbers: a list, a generator read once, a numpy array, a tensor of any
+    layout) as a float64 array of shape (T,).
+
+    Errors name ``name``: ``not_a_sequence`` (the caller's ``TypeError`` or ``ValueError``) for one number or a
+    string instead of a sequence, ``not_numbers`` for items that are no numbers
+    (:func:`~qpnlp._host.float64_values`), ``TypeError`` for complex numbers (never their real part), ``ValueError``
+    for another shape than (T,), for no time at all (unless ``allow_empty``) and for a NaN or an infinite time (if
+    ``finite``; else they are the caller's to refuse).
+
+    >>> time_values(t for t in (1950, 1960.5)).tolist()
+    [1950.0, 1960.5]
+    >>> time_values(1950, "years")
+    Traceback (most recent call last):
+    ...
+    TypeError: years must be a sequence of raw times (e.g. [1950]); got int 1950
+    """
+    times = host_array(times)                       # any tensor: grad, device, conj/neg bits, bfloat16
+    # one time, not a sequence: a 0-d array has __iter__ (np.ndim would read a list of grad tensors, and fail)
+    if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or getattr(times, "ndim", 1) == 0:
+        raise not_a_sequence(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got "
+                             f"{type(times).__name__} {times!r}")
+    values = float64_values(times, name, not_numbers=not_numbers)
+    if values.ndim != 1:                            # a (2, 2) table of times was read row by row, or flattened
+        raise ValueError(f"{name} must be one-dimensional (T,), one number per time; got shape {values.shape}")
+    if not allow_empty and values.size == 0:
+        raise ValueError(f"{name} is empty: give one or more times")
+    bad = np.flatnonzero(~np.isfinite(values)) if finite else ()
+    if len(bad):
+        raise ValueError(f"{name} must be finite; got {values[bad[0]]} at index {int(bad[0])}")
+    return values

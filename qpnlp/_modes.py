@@ -2,9 +2,11 @@
 
 :func:`~qpnlp.training.predict`, :func:`~qpnlp.training.matching.score_pairs` and
 :func:`~qpnlp.interpret.matching_patterns` score a model in eval mode. They left it there: a notebook that scored
-its model between steps of its own training loop trained on without dropout from then on. ``model.train(mode)``
-sets every submodule alike, so putting back ``model.training`` alone would also set a submodule the caller kept in
-eval mode (a frozen dropout or normalisation) back to training: the modes are put back module by module.
+its model between steps of its own training loop trained on without dropout from then on. A
+:class:`~qpnlp.word2fun.KeyedVectors` queries its Word2Fun the same way (making one put the caller's model in eval
+mode). ``model.train(mode)`` sets every submodule alike, so putting back ``model.training`` alone would also set a
+submodule the caller kept in eval mode (a frozen dropout or normalisation) back to training: the modes are put back
+module by module.
 
 Two threads scoring one model at once (a thread pool serving queries): the first block to end would put a model
 in training mode back to training while the other still scores. The blocks open on a module are counted, as

@@ -49,3 +49,22 @@ def test_a_hit_survives_a_cache_clear_between_its_reads():
 
     assert size(Key()) == 7
     assert size(Key()) == 7                     # an equal argument, not the same object: compared, not identical
+
+
+def test_an_unbounded_cache_holds_each_value_once():
+    """The unbounded cache kept its values twice, in ``lru_cache`` and in a dict of its own for lock-free hits (two
+    structures that a ``cache_clear`` between the two stores left apart); one dict now, whose ``cache_info`` counts
+    the computations and the calls that waited for one."""
+    import gc
+
+    value = ["vectors"]                                # a list: dicts that hold it are tracked by gc
+
+    @locked_cache(maxsize=None)
+    def make(n: int) -> object:
+        return value
+
+    assert make(1) is value and make(1) is value                      # the second: a hit without a lock
+    assert len([r for r in gc.get_referrers(value) if isinstance(r, dict)]) == 1
+    assert make.cache_info() == (0, 1, None, 1) and make.cache_info().currsize == 1
+    make.cache_clear()
+    assert make.cache_info().currsize == 0 and not [r for r in gc.get_referrers(value) if isinstance(r, dict)]

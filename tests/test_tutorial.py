@@ -27,6 +27,16 @@ def test_the_model_file_is_about_fifty_lines():
     assert len(code) <= 60
 
 
+def test_the_tutorial_encodes_new_text_as_the_training_texts_were_read():
+    """Split at spaces, "What is the capital of Peru?" reached the model as unknown words (`What`, `Peru?`)."""
+    from qpnlp.data import tokenize
+
+    (code,) = _blocks(r"\{code-block\} python")
+    text = re.search(r'tokenize\("([^"]+)"\)', code)
+    assert text is not None and ".split()" not in code
+    assert tokenize(text.group(1)) == ["what", "is", "the", "capital", "of", "peru", "?"]
+
+
 @pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows: symlinks need Developer Mode or administrator rights")

@@ -20,7 +20,8 @@ def register(subparsers: dict) -> None:
     p.add_argument("checkpoint", help="directory written by `qpnlp train ... --save`")
     p.add_argument("--dataset", help="data set of the checkpoint's task (default: the one it was trained on); "
                                      "required for Word2Fun: 'sotu' or a TSV corpus (YEAR<TAB>tokens) whose held-out "
-                                     "log-likelihood is scored")
+                                     "log-likelihood is scored (its words lowercased where the model's training "
+                                     "stream lowercased them)")
     p.add_argument("--split", default=None,
                    help=f"classification: one of {', '.join(CLASSIFICATION_SPLITS)} of the training protocol's split "
                         "(CV: the fold the model was trained on); matching: any split file of the QA data set; "

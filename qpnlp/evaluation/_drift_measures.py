@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from qpnlp._checks import is_integer
-from qpnlp._host import float64_values
+from qpnlp._checks import is_integer, time_values
 
 __all__ = ["change_scores", "context_change_scores", "noise_corrected", "change_points", "auc", "nearest_topic"]
 
@@ -25,11 +24,9 @@ __all__ = ["change_scores", "context_change_scores", "noise_corrected", "change_
 def _years(years, T: int, increasing: bool = False) -> np.ndarray:
     """``years`` as float64 (T,), finite (and strictly increasing if asked); ValueError naming the problem (complex
     years: TypeError, not their real part)."""
-    y = float64_values(years, "years", not_numbers=ValueError)
+    y = time_values(years, "years", not_a_sequence=ValueError, not_numbers=ValueError)
     if y.shape != (T,):
         raise ValueError(f"years must have shape ({T},), one time per grid row; got {y.shape}")
-    if not np.isfinite(y).all():
-        raise ValueError(f"years must be finite; got {y[~np.isfinite(y)][0]} at index {int(np.flatnonzero(~np.isfinite(y))[0])}")
     if increasing and (np.diff(y) <= 0).any():
         i = int(np.flatnonzero(np.diff(y) <= 0)[0])
         raise ValueError(f"years must be strictly increasing; got {y[i]:g} then {y[i + 1]:g} at index {i + 1}")

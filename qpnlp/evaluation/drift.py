@@ -43,8 +43,7 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
-from qpnlp._checks import str_array
-from qpnlp._host import float64_values
+from qpnlp._checks import str_array, time_values
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
@@ -93,10 +92,8 @@ class DriftGrid:
         object.__setattr__(self, "E", E)
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "context_words", tuple(self.context_words))
-        years = float64_values(self.years, "years", not_numbers=ValueError)   # read once: a generator, grad tensors
+        years = time_values(self.years, "years", not_a_sequence=ValueError, not_numbers=ValueError)   # read once
         object.__setattr__(self, "years", years)
-        if years.ndim != 1:
-            raise ValueError(f"years must be 1-D (T,); got shape {years.shape}")
         if E.dim() != 3 or E.shape[0] != years.shape[0] or E.shape[1] != len(self.words):
             raise ValueError(f"E must be (T={years.shape[0]}, W={len(self.words)}, D); got {tuple(E.shape)}")
         _years(years, E.shape[0], increasing=True)

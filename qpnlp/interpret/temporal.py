@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from qpnlp._host import float64_values
+from qpnlp._checks import time_values
 
 from . import _checks
 
@@ -37,16 +37,8 @@ __all__ = ["equal_eras", "era_label", "similarity_trajectories", "nearest_by_era
 
 
 def _times(times) -> list[float]:
-    if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__"):
-        raise TypeError(f"times must be a sequence of numbers; got {type(times).__name__}")
-    values = float64_values(times, "times")     # any tensor; complex: a TypeError, not their real part
-    if values.ndim != 1:                        # a (2, 2) table of times used to be read row by row
-        raise ValueError(f"times must be 1-D, one number per time; got shape {values.shape}")
-    if values.size == 0:
-        raise ValueError("times is empty")
-    if not np.isfinite(values).all():
-        raise ValueError(f"times must be finite; got {values[~np.isfinite(values)][0]}")
-    return values.tolist()
+    """``times`` as a list of one or more finite floats (any tensor; complex: a TypeError, not their real part)."""
+    return time_values(times, "times", allow_empty=False).tolist()
 
 
 #: What every function asks of the embeddings (``_known``): ``word in embeddings`` and ``len(embeddings)``.

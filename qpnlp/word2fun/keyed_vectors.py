@@ -22,7 +22,9 @@ word ``index_to_key[i]``). Its queries take words and raw times (years):
 
 Similarities are cosines. ``most_similar`` follows gensim: the query is the
 mean of the unit vectors of the positive words and of the negated unit
-vectors of the negative words; the query words are never returned. An
+vectors of the negative words; the query words are never returned. A word
+is looked up as written, else in the Unicode form the corpus readers give
+it (:func:`~qpnlp.data.tokenize.normalize_text`; case kept). An
 unknown word raises ``KeyError`` naming it; a query that is the zero vector
 (positive and negative words that cancel) raises ``ValueError``.
 
@@ -62,16 +64,16 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp._atomic import atomic_file
-from qpnlp._checks import str_array
-from qpnlp._host import float64_values, host_array
+from qpnlp._checks import str_array, time_values
+from qpnlp._modes import eval_mode
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.vocab import Vocabulary
 from qpnlp.models.base import VOCABULARY_FILE
 from qpnlp.word2fun.convert import is_legacy_word2fun, legacy_error
 from qpnlp.word2fun.functions import MAX_ABS_TIME, TimeScale
 from qpnlp.word2fun.model import Word2Fun
-from qpnlp.word2fun.static_vectors import (StaticKeyedVectors, _is_vector, _missing, _plain_state, _query_list,
-                                           _unit, _word_list)
+from qpnlp.word2fun.static_vectors import (StaticKeyedVectors, _index_of, _is_vector, _missing, _plain_state,
+                                           _query_list, _unit, _word_list)
 
 __all__ = ["KeyedVectors"]
 
@@ -131,7 +133,7 @@ class KeyedVectors:
             raise TypeError("vocabulary must be a Vocabulary without special tokens (Vocabulary.build(..., specials=False))")
         if len(vocabulary) != model.vocab_size:
             raise ValueError(f"{len(vocabulary)} words for a model of vocabulary {model.vocab_size}")
-        self.model = model.eval()
+        self.model = model           # queried in eval mode (eval_mode), its modes put back after each query
         self.vocabulary = vocabulary
         self.index_to_key = tuple(vocabulary.words)
         self.key_to_index = vocabulary.index
@@ -141,7 +143,7 @@ class KeyedVectors:
         return len(self.index_to_key)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self.key_to_index
+        return _index_of(self.key_to_index, key) is not None
 
     def __repr__(self) -> str:
         start, end = self.time_span
@@ -169,8 +171,10 @@ class KeyedVectors:
 
     # ---- look-ups
     def get_index(self, key: str) -> int:
-        """The id of ``key``; ``KeyError`` naming it when unknown."""
-        index = self.key_to_index.get(key) if isinstance(key, str) else None
+        """The id of ``key`` (as written, else in the corpus's Unicode form,
+        :func:`~qpnlp.data.tokenize.normalize_text`: ``union’s`` is ``union's``); ``KeyError`` naming it when
+        unknown."""
+        index = _index_of(self.key_to_index, key)
         if index is None:
             raise _missing(key, len(self))
         return index
@@ -196,13 +200,7 @@ class KeyedVectors:
         Non-finite and huge times are the model's errors, when it is queried
         (:meth:`~qpnlp.word2fun.model.Word2Fun.normalised_times`); the model casts the times to its dtype.
         """
-        times = host_array(times)                       # any tensor: grad, device, conj/neg bits, bfloat16
-        # one time, not a sequence: a 0-d array has __iter__ (np.ndim would read a list of grad tensors, and fail)
-        if isinstance(times, (str, bytes)) or not hasattr(times, "__iter__") or getattr(times, "ndim", 1) == 0:
-            raise TypeError(f"{name} must be a sequence of raw times (e.g. [{times!r}]); got {times!r}")
-        array = float64_values(times, name, not_numbers=ValueError)     # complex: a TypeError, not the real part
-        if array.ndim != 1:
-            raise ValueError(f"{name} must be one-dimensional (T,); got shape {array.shape}")
+        array = time_values(times, name, not_numbers=ValueError, finite=False)    # complex: a TypeError
         start, end = self.time_span
         tol = 1e-9 * (end - start)
         outside = array[(array < start - tol) | (array > end + tol)]
@@ -222,7 +220,8 @@ class KeyedVectors:
     def _grid(self, words: Sequence[str], times: np.ndarray) -> torch.Tensor:
         """:meth:`grid` at ``times`` (T,) that :meth:`query_times` has read already (so a generator is read once)."""
         dev = self._device()
-        return self.model.grid(self._ids(words).to(dev), torch.as_tensor(times).to(dev)).cpu()
+        with eval_mode(self.model):
+            return self.model.grid(self._ids(words).to(dev), torch.as_tensor(times).to(dev)).cpu()
 
     def get_vector(self, key: str, year: float) -> torch.Tensor:
         """:math:`f(u, t)` of ``key`` at raw time ``year``, shape (D,)."""
@@ -288,12 +287,13 @@ class KeyedVectors:
         ids = self._ids([word, *others])                    # the KeyError naming an unknown word, before any grid
         dev = self._device()
         times = torch.as_tensor(self.query_times(times)).to(dev)
-        u = _unit(self.model.grid(ids[:1].to(dev), times).cpu())                     # (T, 1, D)
-        out = torch.empty(len(times), len(others), dtype=u.dtype)
-        chunk = max(1, CONTEXT_CHUNK_VALUES // max(len(times) * self.vector_size, 1))
-        for start in range(1, len(ids), chunk):            # ids[start:start + chunk]: a chunk of others
-            G = _unit(self.model.grid(ids[start:start + chunk].to(dev), times).cpu())
-            out[:, start - 1:start - 1 + G.shape[1]] = (u * G).sum(-1)
+        with eval_mode(self.model):
+            u = _unit(self.model.grid(ids[:1].to(dev), times).cpu())                     # (T, 1, D)
+            out = torch.empty(len(times), len(others), dtype=u.dtype)
+            chunk = max(1, CONTEXT_CHUNK_VALUES // max(len(times) * self.vector_size, 1))
+            for start in range(1, len(ids), chunk):            # ids[start:start + chunk]: a chunk of others
+                G = _unit(self.model.grid(ids[start:start + chunk].to(dev), times).cpu())
+                out[:, start - 1:start - 1 + G.shape[1]] = (u * G).sum(-1)
         return out
 
     def default_step(self, points: int = 1000) -> float:
@@ -391,7 +391,8 @@ class KeyedVectors:
                 raise ValueError(f"span must be a (start, end) pair of raw times; got {span!r}")
             span = (float(bounds[0]), float(bounds[1]))
         times = None if times is None else self.query_times(times)
-        ind = self.model.indicators(self._ids(words).to(self._device()), span, p=p, times=times)
+        with eval_mode(self.model):
+            ind = self.model.indicators(self._ids(words).to(self._device()), span, p=p, times=times)
         return {k: dict(zip(words, v.cpu().tolist())) for k, v in ind.items()}
 
     def export_npz(self, path: str | os.PathLike, words: Sequence[str] | None = None,

@@ -54,6 +54,7 @@ import torch
 from torch import nn
 
 from qpnlp import _trig as trig
+from qpnlp._checks import is_real, time_values
 from qpnlp.hilbert import get_validation
 from qpnlp.models.base import Model, ModelConfig, register_model
 from qpnlp.word2fun.functions import (
@@ -586,9 +587,8 @@ class Word2Fun(Model):
 
 
 def _indicator_times(times) -> torch.Tensor:
-    """``times`` of :meth:`Word2Fun.indicators` as a float64 (T,) tensor: one or more finite raw times."""
-    raw = torch.as_tensor(times)
-    ts = raw.detach().to("cpu", torch.float64).reshape(-1)
-    if raw.dim() > 1 or ts.numel() == 0 or not bool(torch.isfinite(ts).all()):
-        raise ValueError(f"times must be one or more finite times (a 1-D sequence); got {times!r}")
-    return ts
+    """``times`` of :meth:`Word2Fun.indicators` as a float64 (T,) tensor: one or more finite raw times (one number
+    is one time), ``ValueError`` otherwise (complex times: ``TypeError``)."""
+    one = is_real(times) or getattr(times, "ndim", None) == 0
+    return torch.from_numpy(time_values([times] if one else times, "times", not_a_sequence=ValueError,
+                                        not_numbers=ValueError, allow_empty=False))

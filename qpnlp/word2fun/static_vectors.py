@@ -8,7 +8,7 @@ negative), ``similarity``, indexing by a word or a list of words, ``to_gensim()`
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -16,6 +16,7 @@ import torch
 from qpnlp._checks import is_integer
 from qpnlp._host import host_array
 from qpnlp._top_k import top_k
+from qpnlp.data.tokenize import normalize_text
 
 __all__ = ["StaticKeyedVectors"]
 
@@ -45,6 +46,22 @@ def _query_list(items) -> list:
     if _is_vector(items) and items.ndim in (1, 2):
         return [items] if items.ndim == 1 else list(items)
     return _word_list(items)
+
+
+def _index_of(key_to_index: Mapping[str, int], key: object) -> int | None:
+    """The id of the word ``key`` as written, else as the corpus readers write it, None when neither is known.
+
+    :func:`~qpnlp.data.timestamped.read_tsv` and :func:`~qpnlp.data.tokenize.tokenize` give every training word
+    :func:`~qpnlp.data.tokenize.normalize_text`'s form (NFKC, curly quotes straightened, format characters deleted;
+    case kept), as ``qpnlp train word2fun --words`` reads its words: ``union’s`` typed with a curly apostrophe, or
+    ``café`` with a combining accent, is the corpus's ``union's`` and ``café``, not an unknown word.
+    """
+    if not isinstance(key, str):
+        return None
+    index = key_to_index.get(key)
+    if index is None and not key.isascii():      # ASCII text is its own normal form
+        index = key_to_index.get(normalize_text(key))
+    return index
 
 
 def _missing(word, n: int) -> KeyError:
@@ -115,7 +132,7 @@ class StaticKeyedVectors:
         return len(self.index_to_key)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self.key_to_index
+        return _index_of(self.key_to_index, key) is not None
 
     def __getitem__(self, key_or_keys: str | Iterable[str]) -> np.ndarray:
         """The vector of one word, shape (D,); the vectors of an iterable of W words stacked, shape (W, D) (gensim's
@@ -141,8 +158,9 @@ class StaticKeyedVectors:
         return int(self.vectors.shape[1])
 
     def get_index(self, key: str) -> int:
-        """The row of ``key``; ``KeyError`` naming it when unknown."""
-        index = self.key_to_index.get(key) if isinstance(key, str) else None
+        """The row of ``key`` (as written, else in the corpus's Unicode form: ``_index_of``); ``KeyError`` naming it
+        when unknown."""
+        index = _index_of(self.key_to_index, key)
         if index is None:
             raise _missing(key, len(self))
         return index

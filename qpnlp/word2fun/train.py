@@ -254,7 +254,8 @@ def fit(
         Settings left None (``roughness_penalty``, ``step_centre_lr``: the model's
         defaults) continue with the run's own, never a default changed since.
     metadata : mapping, optional
-        Extra JSON metadata for the checkpoint (the corpus size and the
+        Extra JSON metadata for the checkpoint (the corpus size, a
+        :class:`~qpnlp.data.timestamped.TsvStream`'s ``lowercase`` and the
         training settings are always recorded).
     progress : bool
         Show tqdm bars.
@@ -429,8 +430,9 @@ def _first_difference(ours: dict, theirs: dict) -> str:
 
 def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabulary | None,
                                 min_count: int) -> tuple[Vocabulary, dict, tuple, Counter]:
-    """The vocabulary, the corpus size ``{documents, tokens, span}``, the span ``(t0, t1)`` and this shard's
-    word counts, counted over every shard (empty counts for one process holding the corpus in memory).
+    """The vocabulary, the corpus size ``{documents, tokens, span}`` (and a stream's ``lowercase``), the span
+    ``(t0, t1)`` and this shard's word counts, counted over every shard (empty counts for one process holding the
+    corpus in memory).
 
     Without ``vocabulary``, the words seen ``min_count`` times (``_checked_size`` checks there are two).
     """
@@ -451,6 +453,8 @@ def _vocabulary_and_corpus_info(corpus, local, world: int, vocabulary: Vocabular
         info = {"documents": n_docs, "tokens": n_tokens}
         vocab = _merged_vocabulary(wf, df, n_docs, min_count) if vocabulary is None else vocabulary
     info["span"] = list(span)
+    if isinstance(corpus, TsvStream):      # how its words were read: `qpnlp evaluate` reads a corpus file the same way
+        info["lowercase"] = corpus.lowercase
     return vocab, info, span, local_counts
 
 

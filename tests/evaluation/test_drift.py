@@ -299,7 +299,7 @@ def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
         DriftGrid(torch.ones(2, 2, 3), ["a", "a"], [0, 1])
     with pytest.raises(ValueError, match="strictly increasing"):
         DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [1, 0])
-    with pytest.raises(ValueError, match=r"years must be 1-D"):
+    with pytest.raises(ValueError, match=r"years must be one-dimensional \(T,\)"):
         DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [[0, 1]])
     grid = DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [0, 1])
     with pytest.raises(KeyError, match=r"not in the grid \(2 words\): 'c', 'd'"):

@@ -96,9 +96,9 @@ def test_equal_eras_and_errors(embeddings):
 
 
 def test_times_must_be_a_flat_sequence_of_numbers(embeddings):
-    with pytest.raises(ValueError, match=r"times must be 1-D, one number per time; got shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"times must be one-dimensional \(T,\), one number per time; got shape \(2, 2\)"):
         similarity_trajectories(embeddings, "a", ["b"], [[0.0, 1.0], [0.5, 1.0]])    # was flattened silently
-    with pytest.raises(TypeError, match="times must be a sequence of numbers; got float"):
+    with pytest.raises(TypeError, match=r"times must be a sequence of raw times \(e.g. \[0.5\]\); got float"):
         similarity_trajectories(embeddings, "a", ["b"], 0.5)                         # "'float' object is not iterable"
     with pytest.raises(TypeError, match="times must be a sequence of numbers"):
         similarity_trajectories(embeddings, "a", ["b"], ["x"])

@@ -41,3 +41,26 @@ def test_a_model_on_the_gpu_scores_the_cpu_pairs(corpus):
             p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(0)))
     expect = word2fun_log_likelihood(model, pairs)
     assert word2fun_log_likelihood(model.to("cuda"), pairs) == pytest.approx(expect, rel=1e-5)
+
+
+def test_evaluate_reads_a_corpus_file_as_the_training_stream_read_it(tmp_path):
+    """A model trained on a lowercased stream is scored on the file's words lowercased: read as written, its
+    capitalised words were out of the vocabulary and half the pairs silently left out of the score."""
+    from qpnlp.data import read_tsv
+    from qpnlp.data.timestamped import TsvStream
+    from qpnlp.training.evaluate import evaluate_checkpoint
+    from qpnlp.word2fun import KeyedVectors
+    from qpnlp.word2fun.config import TrainConfig
+    from qpnlp.word2fun.train import fit
+
+    path = tmp_path / "c.tsv"
+    words = ["War", "peace", "Trade", "tax", "Energy", "oil"]
+    path.write_text("".join(f"{1900 + i % 10}\t" + " ".join(words[(i + j) % 6] for j in range(8)) + "\n"
+                            for i in range(40)))
+    fit(TsvStream([path], lowercase=True), TrainConfig(epochs=1, batch_size=64), family="linear", dim=4,
+        min_count=1, checkpoint=tmp_path / "ck")
+    vectors = KeyedVectors.from_pretrained(tmp_path / "ck")
+    pairs = heldout_pairs(read_tsv(path, lowercase=True), vectors.vocabulary, seed=0)
+    result = evaluate_checkpoint(tmp_path / "ck", dataset=str(path))
+    assert result["n"] == len(pairs)
+    assert result["metrics"]["log_likelihood"] == word2fun_log_likelihood(vectors.model, pairs)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from qpnlp.data import Vocabulary
+from qpnlp.data import Vocabulary, read_tsv
 from qpnlp.models.base import Model, read_model_header
 from qpnlp.word2fun import KeyedVectors, StaticKeyedVectors, TimeScale, Word2Fun, convert_legacy_word2fun
 
@@ -163,6 +163,22 @@ def test_the_query_objects_pickle_and_copy(vectors, how):
             kv.key_to_index["z"] = 0
     with pytest.raises(ValueError, match="read-only"):
         back.vectors[0, 0] = 1.0
+
+
+def test_words_typed_in_another_unicode_form_are_the_corpus_words(tmp_path, make, randomise):
+    """The corpus readers normalise every word (read_tsv, tokenize: NFKC, curly quotes straightened), as
+    `qpnlp train word2fun --words` does; a query typed with a curly apostrophe or a combining accent was a KeyError."""
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("1900\tunion\u2019s cafe\u0301 war\n1950\tunion's war\n", encoding="utf-8")
+    words = sorted({w for _, doc in read_tsv(corpus) for w in doc})
+    assert words == ["caf\u00e9", "union's", "war"]
+    vectors = keyed(randomise(make(3, 4, family="IV"), seed=1), words)
+    for typed, word in (("union\u2019s", "union's"), ("cafe\u0301", "caf\u00e9")):
+        assert typed in vectors and typed in vectors.at(1950)
+        assert vectors.get_index(typed) == vectors.at(1950).get_index(typed) == vectors.key_to_index[word]
+        assert torch.equal(vectors.get_vector(typed, 1950), vectors.get_vector(word, 1950))
+    assert "Union's" not in vectors                                      # case is kept, as the readers keep it
+    assert vectors.similarity("union\u2019s", "war", year=1950) == vectors.similarity("union's", "war", year=1950)
 
 
 def test_unknown_words_and_missing_years_are_errors(vectors):
@@ -503,3 +519,17 @@ def test_vectors_at_a_year_round_trip_through_word2vec_text_format(tmp_path, mak
     back = gensim.models.KeyedVectors.load_word2vec_format(tmp_path / "vectors.txt", datatype=static.vectors.dtype.type)
     assert list(back.index_to_key) == list(static.index_to_key)
     assert np.array_equal(back.vectors, static.vectors)
+
+
+def test_the_query_object_leaves_the_callers_modes_as_they_were(make, randomise, monkeypatch):
+    # KeyedVectors(model, vocab) called model.eval(): a model still being trained lost its training mode
+    model = randomise(make(6, 4, family="IV"), seed=2).train()
+    model.compass.eval()                                   # a submodule the caller keeps in eval mode
+    modes = [m.training for m in model.modules()]
+    seen, grid = [], model.grid
+    monkeypatch.setattr(model, "grid", lambda *a: seen.append(model.training) or grid(*a))
+    vectors = keyed(model, list("abcdef"))
+    assert [m.training for m in model.modules()] == modes
+    vectors.similarity_over_time("a", "b", [1950.0]), vectors.at(1950.0), vectors.indicators(["a"])
+    assert seen and not any(seen)                          # queried in eval mode
+    assert [m.training for m in model.modules()] == modes

@@ -135,7 +135,7 @@ def test_indicators_derivative_as_table_5_28(make):
     for bad in (0, -1, float("nan"), True):
         with pytest.raises(ValueError, match="p must be"):
             m.indicators(torch.tensor([0]), p=bad)
-    with pytest.raises(ValueError, match="times must be"):
+    with pytest.raises(ValueError, match="times is empty: give one or more times"):
         m.indicators(torch.tensor([0]), times=[])
 
 

@@ -190,3 +190,35 @@ def test_query_times_is_the_public_check_of_times(vectors):
     with pytest.warns(UserWarning, match=r"time 1800 lies outside the training span \[1900, 2000\]"):
         assert vectors.query_times(torch.tensor([1800, 1950])).tolist() == [1800.0, 1950.0]
     assert "query_times" in type(vectors).__doc__           # documented where the class is
+
+
+def test_every_reader_of_times_refuses_the_same_times_naming_its_argument(vectors):
+    """Four readers of times (``query_times``, ``Word2Fun.indicators``, the drift measures' years, the temporal
+    trajectories' times) checked them four ways (``indicators`` took complex times as their real part and no
+    generator, messages differed): one reader, ``qpnlp._checks.time_values``, now."""
+    from qpnlp.evaluation.drift import change_scores
+    from qpnlp.interpret import similarity_trajectories
+    ids = torch.tensor([0, 1])
+    readers = {   # each caller's own error types: (one number, items that are no numbers)
+        "query_times": (lambda t: vectors.query_times(t), (TypeError, ValueError), "times"),
+        "indicators": (lambda t: vectors.model.indicators(ids, times=t), (None, ValueError), "times"),
+        "drift": (lambda t: change_scores(torch.ones(2, 2, 3), t, (0, 0), (1, 1)), (ValueError, ValueError), "years"),
+        "temporal": (lambda t: similarity_trajectories(vectors, "war", ["army"], t), (TypeError, TypeError), "times"),
+    }
+    for name, (read, (one, not_numbers), arg) in readers.items():
+        with pytest.raises(TypeError, match=f"{arg} must be real numbers; got complex128"):
+            read([1950 + 1j, 1960])
+        with pytest.raises(ValueError, match=fr"{arg} must be one-dimensional \(T,\), one number per time; got shape"):
+            read([[1950.0, 1960.0]])
+        with pytest.raises(not_numbers, match=f"{arg} must be a sequence of numbers"):
+            read(["1950s", "1960s"])
+        if one is not None:
+            with pytest.raises(one, match=fr"{arg} must be a sequence of raw times \(e.g. \[1950\]\)"):
+                read(1950)
+        if name != "query_times":                          # non-finite query times are the model's errors
+            with pytest.raises(ValueError, match=f"{arg} must be finite; got nan at index 1"):
+                read([1950.0, float("nan")])
+    year = 1950.1
+    expected = vectors.model.indicators(ids, times=np.array([year]))["mean_abs_derivative"]
+    for times in ([year], (t for t in [year]), year, torch.tensor(year, dtype=torch.float64)):
+        assert torch.equal(vectors.model.indicators(ids, times=times)["mean_abs_derivative"], expected)
