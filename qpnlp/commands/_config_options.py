@@ -8,7 +8,9 @@ model added to the registry is trainable from the command line without
 touching the CLI.
 
 Types: ``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``;
-``list``/``tuple`` of ints as ``nargs="+"``; ``dict`` as a JSON object.
+``list``/``tuple`` as ``nargs="+"`` (of ints, or of floats or strings where the annotation says so:
+``list[float]``); ``dict`` as a JSON object. Annotations read the same with or without ``from __future__ import
+annotations``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import inspect
 import json
 import re
 
-from qpnlp.models._config_types import field_default
+from qpnlp.models._config_types import field_annotation, field_default
 
 __all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "grid_less_given", "recorded"]
 
@@ -65,6 +67,13 @@ def _json_object(text: str) -> dict:
     return value
 
 
+def _item_type(annotation: str) -> type:
+    """The type of the items of a ``list[...]`` / ``tuple[...]`` field's option: float or str where the annotation
+    says so (``list[float]``, ``tuple[str, ...]``), else int (``list[int]``, a bare ``tuple``)."""
+    inner = annotation[annotation.find("[") + 1:].split(",")[0].strip(" ]") if "[" in annotation else ""
+    return {"float": float, "str": str}.get(inner, int)
+
+
 def _default(field: dataclasses.Field):
     """The option's default: the field's (``qpnlp.models._config_types.field_default``), None without one."""
     default = field_default(field)
@@ -88,13 +97,14 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
             flag = "--model-" + field.name.replace("_", "-")
         default = _default(field)
         text = (helps.get(field.name, "").replace("%", "%%") + " (default %(default)s)").strip()
-        annotation = str(field.type)
+        annotation = field_annotation(field)       # "int" with or without `from __future__ import annotations`
         kwargs: dict = dict(dest=f"config__{field.name}", default=default, help=text)
         # every action also records that its option was given (a default grid then leaves its axis out)
         if annotation == "bool":
             kwargs["action"] = recorded(argparse.BooleanOptionalAction)          # --flag / --no-flag
         elif annotation.startswith(("list", "tuple")):
-            kwargs.update(nargs="+", type=int, default=list(default) if default is not None else None)
+            kwargs.update(nargs="+", type=_item_type(annotation),
+                          default=list(default) if default is not None else None)
         elif annotation.startswith("dict"):
             kwargs.update(type=_json_object, metavar="JSON")
         elif annotation in ("int", "float", "str"):

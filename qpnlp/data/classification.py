@@ -74,7 +74,7 @@ class ClassificationDataset:
     name : str
         Data set name (e.g. ``"MR"``).
     texts : list of list of str
-        N tokenised texts (each non-empty).
+        N tokenised texts (each non-empty; a string is refused, TypeError).
     labels : numpy.ndarray
         int64, shape (N,), values in ``0 .. C-1``.
     label_names : tuple of str
@@ -111,6 +111,10 @@ class ClassificationDataset:
         C = len(self.label_names)
         if labels.size and (labels.min() < 0 or labels.max() >= C):
             raise ValueError(f"labels must lie in 0..{C - 1}, got range {labels.min()}..{labels.max()}")
+        text = next((i for i, t in enumerate(self.texts) if isinstance(t, str)), None)
+        if text is not None:            # a reader of one's own that did not tokenise (else: at Vocabulary.build)
+            raise TypeError(f"text {text} of {self.name} is a string; texts must be token lists "
+                            f"(qpnlp.data.tokenize(text) splits one)")
         empty = next((i for i, t in enumerate(self.texts) if len(t) == 0), None)
         if empty is not None:
             raise ValueError(f"text {empty} of {self.name} is empty")

@@ -87,7 +87,7 @@ class PretrainedVectors:
         if vectors.ndim != 2:
             raise ValueError(f"vectors must have shape (N, dim); got shape {vectors.shape}")
         if vectors.dtype != np.float32:
-            raise ValueError(f"vectors must be float32, got {vectors.dtype}")
+            raise ValueError(f"vectors must be float32, got {vectors.dtype} (from_matrix(words, matrix) converts)")
         if self.rows is None:
             if vectors.shape[0] != len(self.words):
                 raise ValueError(f"{len(self.words)} words but {vectors.shape[0]} vector rows")

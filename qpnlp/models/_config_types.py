@@ -25,13 +25,21 @@ def field_default(field: dataclasses.Field) -> Any:
 _JSON_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}
 
 
-def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
-    """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
-    hint = field.type                   # a string under `from __future__ import annotations`, else a type object
+def field_annotation(field: dataclasses.Field) -> str:
+    """The annotation of a dataclass ``field`` as written in source: ``"int"``, ``"list[int]"``,
+    ``"float | None"``, whether the module has ``from __future__ import annotations`` (a string) or not (a type
+    object: ``int``, ``list[int]``, ``typing.Optional[float]``)."""
+    hint = field.type
     annotation = hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else \
         str(hint).replace("typing.", "").replace("NoneType", "None")
     if annotation.startswith("Optional[") and annotation.endswith("]"):
         annotation = f"{annotation[9:-1]} | None"
+    return annotation
+
+
+def _check_json_type(owner: str, name: str, field: dataclasses.Field, value: Any) -> None:
+    """Refuse a config value whose JSON type does not match the field's annotation (scalars and lists)."""
+    annotation = field_annotation(field)
     parts = [part.strip() for part in annotation.split("|")]
     base, optional = next((part for part in parts if part != "None"), ""), "None" in parts
     if value is None and optional:

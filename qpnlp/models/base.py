@@ -181,7 +181,9 @@ def register_model(name: str) -> Callable[[type[_ModelT]], type[_ModelT]]:
         if not (isinstance(cls, type) and issubclass(cls, Model)):
             raise TypeError(f"register_model({name!r}) needs a Model subclass; got {cls!r}")
         if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"a model named {name!r} is already registered ({_REGISTRY[name].__qualname__})")
+            raise ValueError(f"a model named {name!r} is already registered ({_REGISTRY[name].__qualname__}); choose "
+                             f"another name, or unregister_model({name!r}) first to replace it (a notebook cell "
+                             f"run again)")
         other = next((n for n, c in _REGISTRY.items() if c is cls and n != name), None)
         if other is not None:               # one class, one name: the first would save under the second
             raise ValueError(f"{cls.__qualname__} is already registered as {other!r}; unregister_model({other!r}) "

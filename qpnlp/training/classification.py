@@ -131,10 +131,7 @@ def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_opti
     filled = dict(num_words=len(prepared.vocab), num_classes=num_classes)
     if prepared.pretrained_matrix is not None:
         filled["dim"] = prepared.pretrained_matrix.shape[1]
-    try:
-        config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
-    except (ValueError, TypeError) as err:
-        raise ConfigError(str(err)) from None
+    config = config_from_data(klass, model_options, filled)
     model = klass.build(config, vocabulary=prepared.vocab, pretrained=prepared.pretrained_matrix, generator=gen)
     return model, config.to_dict()
 
@@ -289,6 +286,25 @@ def with_data_fields(model_options: dict, filled: dict) -> dict:
                           "data, which sets " + ", ".join(f"{k}={filled[k]!r}" for k in clash) + " (vocabulary "
                           "size, number of classes, pretrained vectors' width); leave them out")
     return {**model_options, **filled}
+
+
+def config_from_data(klass: type[Model], model_options: dict, filled: dict):
+    """``klass``'s config from ``model_options`` and the fields the data decides (``filled``: ``num_words``,
+    ``num_classes``, ``dim``), those of them its config declares; ``dim`` defaults to :data:`DEFAULT_DIM`.
+
+    A config of a user's model without a ``dim`` field (a width of its own, or none) gets no ``dim``: the
+    pretrained matrix, if any, still reaches the model's ``build``. A config that refuses the values is a
+    :class:`~qpnlp.training.config.ConfigError`.
+    """
+    fields = {f.name for f in dataclasses.fields(klass.config_class)}
+    width = {"dim": DEFAULT_DIM} if "dim" in fields else {}
+    try:
+        return klass.config_class.from_dict(
+            {**width, **with_data_fields(model_options, {k: v for k, v in filled.items() if k in fields})})
+    except (ValueError, TypeError) as err:
+        raise ConfigError(str(err)) from None
+
+
 # Placeholders for those fields when options are checked before any data is read: permissive values, several
 # widths (a check such as "dim divisible by heads" must pass for one of them).
 _PLACEHOLDER_DIMS = (720720, 50, 100, 300)

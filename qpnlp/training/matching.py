@@ -522,7 +522,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     from qpnlp.data import concat_qa, load_qa
     from qpnlp.models import get_model_class
 
-    from .classification import DEFAULT_DIM, with_data_fields
+    from .classification import config_from_data
     from .trainer import seeded
 
     with seeded(config.seed):     # the caller's global RNGs are put back afterwards
@@ -547,10 +547,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         if klass.task != "matching":
             raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
         filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
-        try:
-            cnm_config = klass.config_class.from_dict({"dim": DEFAULT_DIM, **with_data_fields(model_options, filled)})
-        except (ValueError, TypeError) as err:
-            raise ConfigError(str(err)) from None
+        cnm_config = config_from_data(klass, model_options, filled)
         model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
                             generator=torch.Generator().manual_seed(config.seed))
         n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))

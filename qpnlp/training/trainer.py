@@ -122,7 +122,8 @@ def train_step(model: Callable[..., torch.Tensor], optimisers: Optimisers, ids, 
     """
     labels = _batch_labels(labels, ids)
     optimisers.zero_grad()
-    loss = nn.functional.cross_entropy(chunked(model, [(ids, mask)], length_chunks, pad_to_multiple_of), labels)
+    logits = chunked(_checked_logits(model), [(ids, mask)], length_chunks, pad_to_multiple_of)
+    loss = nn.functional.cross_entropy(logits, labels)
     loss.backward()
     optimisers.step()
     return float(loss.detach())
@@ -179,7 +180,8 @@ def predict(model: nn.Module, data: EncodedTexts, *, batch_size: int = 256, devi
         raise (ValueError if _is_integer(length_chunks) else TypeError)(
             f"length_chunks must be an integer >= 0 or None; got {length_chunks!r}")
     with eval_mode(model):
-        out = [_at_least_float32(chunked(model, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
+        forward = _checked_logits(model)
+        out = [_at_least_float32(chunked(forward, [(ids.to(device), mask.to(device))], length_chunks)).cpu()
                for ids, mask, _ in iterate_batches(data, batch_size, max_len=max_len)]
     return torch.cat(out)
 
@@ -202,6 +204,42 @@ def _check_classifier(model: nn.Module, entry: str) -> None:
         trainer = " (Word2Fun trains with qpnlp.word2fun.fit)" if task == "temporal" else ""
         raise TypeError(f"{type(model).__name__} is a {task!r} model; {entry}() takes classifiers "
                         f"(task 'classification'){trainer}")
+
+
+def _checked_logits(model: Callable[..., torch.Tensor]) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``model(ids, mask)`` with its output checked against the classification contract (metadata only, no sync).
+
+    The logits must be one real floating-point tensor ``(B, C)``, B the rows of ``ids`` and C the config's
+    ``num_classes`` where the model declares one (:func:`model_classes`); otherwise TypeError or ValueError naming
+    the model and the shapes. Without the check a model of one's own that returned ``(B,)``, complex or integer
+    values failed inside ``cross_entropy`` naming none of them, and one with an extra column trained a class that
+    does not exist.
+
+    Parameters
+    ----------
+    model : callable
+        The classifier, or ``torch.compile`` of it (its ``_orig_mod`` names it).
+    """
+    owner = getattr(model, "_orig_mod", model)
+    classes = model_classes(owner) if isinstance(owner, nn.Module) else None
+    where = f"{type(owner).__name__}.forward(ids, mask)"
+
+    def forward(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        logits = model(ids, mask)
+        if not isinstance(logits, torch.Tensor):
+            raise TypeError(f"{where} must return the logits as one tensor (B, C); got {type(logits).__name__}")
+        if not logits.is_floating_point():
+            hint = " (a complex model ends with a real read-out: Born probabilities, |z|^2, torch.view_as_real)" \
+                if logits.is_complex() else ""
+            raise TypeError(f"{where} must return real floating-point logits; got {logits.dtype}{hint}")
+        expected = (ids.shape[0], "C" if classes is None else classes)
+        if logits.dim() != 2 or logits.shape[0] != ids.shape[0] or classes not in (None, logits.shape[1]):
+            declared = "" if classes is None else f", C the num_classes={classes} of its config"
+            raise ValueError(f"{where} must return logits of shape (B, C) = ({expected[0]}, {expected[1]}) for ids "
+                             f"of shape {tuple(ids.shape)}{declared}; got shape {tuple(logits.shape)}")
+        return logits
+
+    return forward
 
 
 def _check_encoded(name: str, data) -> None:

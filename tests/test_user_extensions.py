@@ -1,0 +1,158 @@
+"""A researcher's own components through the public extension points, as a newcomer writes them.
+
+Each test failed before its fix: a model config without a ``dim`` field could not be trained (``unknown ...
+keys: ['dim']``, a field the user never gave), a config module without ``from __future__ import annotations``
+lost every option of its ``qpnlp train`` command, a model's output of the wrong shape or type failed inside
+``cross_entropy`` (or trained a class that does not exist), a taken model name did not say how to replace it, a
+vector set whose loader returned a tuple failed with an AttributeError, and a data set of untokenised strings was
+accepted (the run failed later, building the vocabulary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from qpnlp.commands._config_options import add_config_options, config_options
+from qpnlp.data import ClassificationDataset, splits
+from qpnlp.data.pretrained import from_matrix
+from qpnlp.data.vectors import VECTOR_SETS, VectorSet, load_vectors
+from qpnlp.models import Model, ModelConfig, register_model, unregister_model
+from qpnlp.training import TrainConfig
+from qpnlp.training.classification import run_split
+
+CONFIG = TrainConfig(epochs=1, batch_size=8, progress=False)
+
+
+def _dataset() -> ClassificationDataset:
+    rng = np.random.default_rng(0)
+    texts = [[f"w{rng.integers(6)}" for _ in range(3)] + (["good"] if i % 2 else ["bad"]) for i in range(40)]
+    return ClassificationDataset("toy", texts, np.arange(40) % 2, ("neg", "pos"))
+
+
+@dataclasses.dataclass
+class HiddenConfig(ModelConfig):
+    num_words: int
+    num_classes: int
+    hidden: int = 4                       # a width of its own: no `dim` field
+
+
+class HiddenBow(Model):
+    config_class = HiddenConfig
+
+    def __init__(self, config, *, pretrained=None, generator=None):
+        super().__init__(config)
+        self.embedding = nn.EmbeddingBag(config.num_words, config.hidden, mode="sum")
+        self.out = nn.Linear(config.hidden, config.num_classes)
+
+    def forward(self, ids, mask):
+        return self.out(self.embedding(ids, per_sample_weights=mask.float()))
+
+
+@pytest.fixture
+def registered():
+    """Register ``cls`` under a throwaway name for one test."""
+    names = []
+
+    def register(cls, name="test_user_model"):
+        names.append(name)
+        return register_model(name)(cls)
+
+    yield register
+    for name in names:
+        unregister_model(name)
+
+
+@pytest.mark.parametrize("vectors", [None, from_matrix(["good", "bad"], np.eye(2, 6))])
+def test_a_config_without_dim_trains(registered, vectors):
+    registered(HiddenBow)
+    dataset = _dataset()
+    result, model, _, config = run_split("test_user_model", dataset, next(iter(splits(dataset, seed=0))), vectors,
+                                         {"hidden": 3}, CONFIG)
+    assert config == {"num_words": len(model.embedding.weight), "num_classes": 2, "hidden": 3}
+    assert 0.0 <= result.test_accuracy <= 1.0
+
+
+def test_config_options_without_future_annotations():
+    """Without ``from __future__ import annotations`` the annotations are types (``int``, not ``"int"``)."""
+    namespace: dict = {}
+    exec("import dataclasses\nfrom qpnlp.models import ModelConfig\n"
+         "@dataclasses.dataclass\nclass Plain(ModelConfig):\n    num_words: int\n    hidden: int = 4\n"
+         "    scale: float = 1.0\n    bias: bool = True\n    name: str = 'x'\n    sizes: list[int] = None\n"
+         "    rates: list[float] = None\n", namespace)
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, namespace["Plain"])
+    args = parser.parse_args(["--hidden", "8", "--scale", "0.5", "--no-bias", "--name", "y", "--sizes", "1", "2",
+                              "--rates", "0.5", "0.25"])
+    assert config_options(args) == dict(hidden=8, scale=0.5, bias=False, name="y", sizes=[1, 2], rates=[0.5, 0.25])
+
+
+def _returning(output):
+    class Wrong(HiddenBow):
+        def forward(self, ids, mask):
+            return output(super().forward(ids, mask))
+    return Wrong
+
+
+@pytest.mark.parametrize("output, error, message", [
+    (lambda z: z[:, 0], ValueError, r"shape \(B, C\) = \(8, 2\) .*num_classes=2 of its config; got shape \(8,\)"),
+    (lambda z: torch.cat([z, z[:, :1]], 1), ValueError, r"got shape \(8, 3\)"),
+    (lambda z: z.to(torch.complex64), TypeError, r"real floating-point logits; got torch.complex64 .*read-out"),
+    (lambda z: z.long(), TypeError, r"real floating-point logits; got torch.int64"),
+    (lambda z: (z, None), TypeError, r"as one tensor \(B, C\); got tuple"),
+])
+def test_wrong_logits_are_named(registered, output, error, message):
+    registered(_returning(output))
+    dataset = _dataset()
+    with pytest.raises(error, match=r"Wrong\.forward\(ids, mask\) must return .*" + message):
+        run_split("test_user_model", dataset, next(iter(splits(dataset, seed=0))), None, {}, CONFIG)
+
+
+def test_a_taken_name_says_how_to_replace_it(registered):
+    registered(HiddenBow)
+    with pytest.raises(ValueError, match=r"already registered \(HiddenBow\); .*unregister_model\('test_user_model'\)"):
+        register_model("test_user_model")(_returning(lambda z: z))
+
+
+@pytest.fixture
+def vector_set():
+    yield VECTOR_SETS
+    VECTOR_SETS.pop("test-user-set", None)
+
+
+@pytest.mark.parametrize("loaded", [(["a"], np.ones((1, 2), np.float32)), np.ones((1, 2), np.float32), None])
+def test_a_vector_loader_must_return_pretrained_vectors(vector_set, loaded):
+    vector_set["test-user-set"] = VectorSet(lambda: loaded, "mine")
+    with pytest.raises(TypeError, match=r"loader of the vector set 'test-user-set' must return PretrainedVectors"):
+        load_vectors("test-user-set")
+    vector_set["test-user-set"] = lambda: from_matrix(["a"], np.ones((1, 2)))      # not a VectorSet
+    with pytest.raises(TypeError, match=r"VECTOR_SETS\['test-user-set'\] must be a VectorSet"):
+        load_vectors("test-user-set")
+
+
+def test_a_registered_vector_set_loads_with_its_settings(vector_set):
+    vector_set["test-user-set"] = VectorSet(lambda: from_matrix(["a", "b"], np.ones((2, 2))), "mine", scale=0.5,
+                                            fallback=1)
+    vectors = load_vectors("test-user-set")
+    assert vectors.vector("b").tolist() == [0.5, 0.5] and vectors.fallback == 1
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(scale=0.0), ValueError, "VectorSet.scale must be a positive finite number; got 0.0"),
+    (dict(scale=float("nan")), ValueError, "VectorSet.scale must be"),
+    (dict(fallback=-1), ValueError, "fallback must be an integer >= 0"),
+    (dict(loader=from_matrix(["a"], np.ones((1, 2)))), TypeError, "VectorSet.loader must be a function"),
+])
+def test_a_vector_set_is_checked_when_made(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        VectorSet(**{"loader": lambda: from_matrix(["a"], np.ones((1, 2))), "description": "mine", **kwargs})
+
+
+def test_a_data_set_of_untokenised_strings_is_refused():
+    with pytest.raises(TypeError, match=r"text 1 of mine is a string; texts must be token lists .*tokenize"):
+        ClassificationDataset("mine", [["a", "b"], "c d"], [0, 1], ("x", "y"))
