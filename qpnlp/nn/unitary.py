@@ -305,7 +305,7 @@ def split_cayley_step_parameters(module: nn.Module) -> tuple[list[Tensor], list[
     ----------
     module : torch.nn.Module
         A model or layer; the ``weight`` of each :class:`StateTransition` in mode ``"cayley_step"`` among its
-        submodules goes to the first list.
+        submodules goes to the first list, once (also when several transitions share it).
 
     Examples
     --------
@@ -314,9 +314,9 @@ def split_cayley_step_parameters(module: nn.Module) -> tuple[list[Tensor], list[
     >>> len(stiefel), len(other)
     (1, 0)
     """
-    stiefel = [
-        m.weight for m in module.modules() if isinstance(m, StateTransition) and m.mode == "cayley_step"
-    ]
+    # by identity, in order: a matrix tied to several transitions is listed (and stepped) once
+    stiefel = list({id(m.weight): m.weight for m in module.modules()
+                    if isinstance(m, StateTransition) and m.mode == "cayley_step"}.values())
     ids = {id(p) for p in stiefel}
     return stiefel, [p for p in module.parameters() if id(p) not in ids]
 

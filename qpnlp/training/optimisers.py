@@ -1,8 +1,10 @@
 """The trainers' optimisers: sparse-aware Adam or RMSprop, one ``step()`` and ``zero_grad()`` for the whole model.
 
-Embedding tables with sparse gradients (``nn.Embedding(sparse=True)``) get a
+Embedding tables with sparse gradients (``nn.Embedding(sparse=True)`` or
+``nn.EmbeddingBag(sparse=True)``) get a
 row-sparse optimiser, the unitary matrices of ``transition="cayley_step"``
-their Cayley step, every other parameter the dense one; an optimiser of
+their Cayley step, every other parameter the dense one; each parameter goes to
+exactly one of them once, also when modules share it (tied tables); an optimiser of
 ``torch.optim`` that cannot take sparse gradients is refused up front
 (:func:`check_optimizer`).
 """
@@ -21,6 +23,9 @@ __all__ = ["Optimisers", "sparse_tables", "dense_gradients", "check_optimizer", 
 
 #: RMSprop's settings in Keras (the papers' public code), for ``TrainConfig(optimizer="rmsprop")``.
 KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
+
+# The table modules whose ``sparse=True`` gives sparse gradients (rows of the batch only).
+_TABLE_TYPES = (nn.Embedding, nn.EmbeddingBag)
 
 
 class Optimisers:
@@ -52,11 +57,13 @@ class Optimisers:
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig) -> None:
-        tables, phases = [], []
-        for name, module in model.named_modules():
-            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad:
-                is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
-                (phases if is_phase else tables).append(module.weight)
+        tables, phases, seen = [], [], set()
+        for name, module in _sparse_table_modules(model):
+            if id(module.weight) in seen:     # a table tied to an earlier module's: listed twice, it stepped twice
+                continue
+            seen.add(id(module.weight))
+            is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
+            (phases if is_phase else tables).append(module.weight)
         if config.phase_lr is not None and not phases:
             raise ConfigError(f"phase_lr (--phase-lr) {config.phase_lr:g} would be ignored: {type(model).__name__} "
                               "has no trainable phase table (a sparse embedding named 'phase'); leave it unset")
@@ -91,15 +98,21 @@ SPARSE_CAPABLE = (torch.optim.SparseAdam, torch.optim.SGD, torch.optim.Adagrad, 
 
 
 def sparse_tables(model: nn.Module) -> list[str]:
-    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding(sparse=True)``).
+    """Names of the trainable embedding tables with sparse gradients (``nn.Embedding`` or ``nn.EmbeddingBag`` with ``sparse=True``).
 
     Parameters
     ----------
     model : torch.nn.Module
         The model searched, submodules included.
     """
-    return [f"{name}.weight" if name else "weight" for name, module in model.named_modules()
-            if isinstance(module, nn.Embedding) and module.sparse and module.weight.requires_grad]
+    return [f"{name}.weight" if name else "weight" for name, module in _sparse_table_modules(model)]
+
+
+def _sparse_table_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``(name, module)`` of each ``nn.Embedding`` or ``nn.EmbeddingBag`` of ``model`` with ``sparse=True`` and a trainable
+    weight (a weight tied to several modules comes once per module)."""
+    return [(name, module) for name, module in model.named_modules()
+            if isinstance(module, _TABLE_TYPES) and module.sparse and module.weight.requires_grad]
 
 
 def dense_gradients(model: nn.Module) -> nn.Module:
@@ -115,10 +128,10 @@ def dense_gradients(model: nn.Module) -> nn.Module:
     Parameters
     ----------
     model : torch.nn.Module
-        The model; every ``nn.Embedding`` in it is set to ``sparse=False``.
+        The model; every ``nn.Embedding`` and ``nn.EmbeddingBag`` in it is set to ``sparse=False``.
     """
     for module in model.modules():
-        if isinstance(module, nn.Embedding):
+        if isinstance(module, _TABLE_TYPES):
             module.sparse = False
     return model
 
