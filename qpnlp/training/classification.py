@@ -102,6 +102,7 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     if len(present) < 2:
         raise ValueError(f"the training part of {dataset.name} {split.name} holds only the class "
                          f"{[dataset.label_names[i] for i in present]}; a classifier needs at least two")
+    _warn_unseen_classes(dataset, split, present, dev=dev.labels, test=test.labels)
     vocab = with_pretrained_fallback(Vocabulary.build(train.texts, min_freq=min_freq), pretrained,
                                      pretrained_fallback)
     encode = lambda part: EncodedTexts(vocab.encode_many(part.texts), part.labels)  # noqa: E731
@@ -111,6 +112,30 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
         warn_low_coverage(report)
         matrix, oov = torch.from_numpy(array), report.rate
     return Prepared(vocab, encode(train), encode(dev), encode(test), matrix, oov)
+
+
+def _warn_unseen_classes(dataset: ClassificationDataset, split: Split, trained: np.ndarray,
+                        **parts: np.ndarray) -> None:
+    """Warn, for each part (``dev=labels``, ``test=labels``), of its items whose class the training part lacks
+    (``trained``, the classes present): the classifier cannot predict them, so they cap the part's accuracy.
+
+    >>> ds = ClassificationDataset("toy", [["w"]] * 3, np.array([0, 1, 2]), ("a", "b", "c"))
+    >>> split = Split("fixed", np.arange(2), np.arange(0), np.arange(2, 3))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     _warn_unseen_classes(ds, split, np.array([0, 1]), test=np.array([2, 0]))
+    >>> str(seen[0].message).split(":")[0]
+    "the test part of toy fixed holds 1 of its 2 items in a class that its training part lacks ('c' 1)"
+    """
+    for part, labels in parts.items():
+        unseen = ~np.isin(labels, trained)
+        if unseen.any():
+            counts = np.bincount(labels[unseen], minlength=dataset.n_classes)
+            which = ", ".join(f"{dataset.label_names[k]!r} {n}" for k, n in enumerate(counts) if n)
+            warnings.warn(f"the {part} part of {dataset.name} {split.name} holds {int(unseen.sum())} of its "
+                          f"{len(labels)} items in a class that its training part lacks ({which}): no classifier "
+                          f"trained on it can predict them, so its {part} accuracy is at most "
+                          f"{1 - unseen.mean():.4f}", UserWarning, stacklevel=outside_qpnlp())
 
 
 def build_classifier(kind: str, prepared: Prepared, num_classes: int, model_options: dict,

@@ -206,6 +206,24 @@ def sample_triplets(data: EncodedQA, rng: np.random.Generator, negatives: int = 
     return np.asarray(out, dtype=np.int64)
 
 
+def _count_triplets(train: QADataset, config: MatchingConfig, where: str) -> int:
+    """The triplets of one epoch (:func:`sample_triplets`: ``config.negatives`` per correct candidate of a question
+    that has a wrong one too), or ``ValueError`` naming ``where`` (the training file) when ``train`` gives
+    ``config.loss`` nothing to learn: no such question (triplet), no correct or no wrong candidate (pointwise)."""
+    both = [g for g in train.groups if 0 < train.labels[g].sum() < len(g)]
+    n_correct, rows, n_questions = int(train.labels.sum()), len(train.labels), len(train.groups)
+    if config.loss == "pointwise" and not 0 < n_correct < rows:
+        raise ValueError(f"{where}: all {rows} candidates are {'correct' if n_correct else 'wrong'}; the pointwise "
+                         "loss needs correct and wrong candidates to learn from")
+    if config.loss == "triplet" and not both:
+        no_correct = sum(1 for g in train.groups if not train.labels[g].any())
+        raise ValueError(f"{where}: none of its {n_questions} question(s) has both a correct and a wrong candidate "
+                         f"({no_correct} without a correct, {n_questions - no_correct} without a wrong one), so the "
+                         "triplet loss has no triplet to train on; train on questions with both (another training "
+                         "file, more questions) or, with correct and wrong candidates, with the pointwise loss")
+    return sum(int(train.labels[g].sum()) for g in both) * config.negatives
+
+
 def triplet_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.1) -> torch.Tensor:
     r"""Mean triplet hinge loss :math:`\max(0, \alpha - s^+ + s^-)` over the batch.
 
@@ -454,15 +472,25 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
                              seconds=out.seconds, history=out.history)
 
 
-def default_train_split(name: str, root=None) -> str:
-    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL; or ``.tsv.gz``, as
-    :func:`~qpnlp.data.load_qa` reads it), else ``train``. ``name`` as :func:`~qpnlp.data.load_qa` takes it."""
+def _qa_file(name: str, split: str, root=None):
+    """The file of ``split`` of QA data set ``name`` where :func:`~qpnlp.data.load_qa` reads it (or ``.tsv.gz``)."""
     from qpnlp.data import data_root
     from qpnlp.data.paths import find_file
     from qpnlp.data.qa import qa_folder_name
 
-    folder = data_root(root) / "qa" / qa_folder_name(name)
-    return "train-all" if find_file(folder, "train-all.tsv").is_file() else "train"
+    return find_file(data_root(root) / "qa" / qa_folder_name(name), f"{split}.tsv")
+
+
+def default_train_split(name: str, root=None) -> str:
+    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL; or ``.tsv.gz``, as
+    :func:`~qpnlp.data.load_qa` reads it), else ``train``. ``name`` as :func:`~qpnlp.data.load_qa` takes it."""
+    return "train-all" if _qa_file(name, "train-all", root).is_file() else "train"
+
+
+def _training_data(name: str, split: str, root, max_questions: int | None, extra: tuple[str, ...]) -> str:
+    """The training data as an error names it: its file, the data sets added, the questions used."""
+    first = "" if max_questions is None else f" (first {max_questions} questions of each)"
+    return f"{_qa_file(name, split, root)}{''.join(f' + the {other} training file' for other in extra)}{first}"
 
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
@@ -533,6 +561,7 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
                                              filter_questions=False), max_questions) for other in extra_train]
             # training files of different names (train-all, train) are all training data
             train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
+        n_triplets = _count_triplets(train, config, _training_data(name, train_split, root, max_questions, extra_train))
         dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
         others = {"dev": dev}
         for split in (*eval_splits, *observe_splits):
@@ -550,7 +579,6 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         cnm_config = config_from_data(klass, model_options, filled)
         model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
                             generator=torch.Generator().manual_seed(config.seed))
-        n_triplets = len(sample_triplets(encoded["train"], np.random.default_rng(0), config.negatives))
         def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
             return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device,
                                                          max_len=config.max_len, length_chunks=config.length_chunks))

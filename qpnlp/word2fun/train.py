@@ -317,7 +317,7 @@ def fit(
         counts = vocab.counts
         source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
         if saved is None and world == 1:
-            _check_some_token_in_vocabulary(source, vocab)
+            _check_some_token_in_vocabulary(source, vocab, isinstance(time_scale, TimeScale))
         if main_log is not None:
             print(_corpus_summary(info, vocab, world, isinstance(corpus, TsvStream), dev), file=main_log)
     compass_stats = None
@@ -533,11 +533,17 @@ def _token_source(local, vocab: Vocabulary, chunk_tokens: int, local_counts: Cou
     return ArraySource(enc.tokens, enc.doc_ids, enc.times)
 
 
-def _check_some_token_in_vocabulary(source, vocab: Vocabulary) -> None:
-    """Refuse a corpus none of whose tokens is in ``vocab`` (else an epoch of nothing gives "trained" vectors)."""
+def _check_some_token_in_vocabulary(source, vocab: Vocabulary, scaled: bool) -> None:
+    """Refuse a corpus none of whose tokens is in ``vocab`` (else an epoch of nothing gives "trained" vectors), and,
+    without a ``TimeScale`` (``scaled``), one in memory whose tokens in ``vocab`` have a single time."""
     if source.n_tokens == 0:
         raise ValueError(f"no token of the corpus is in the vocabulary ({len(vocab)} words, e.g. "
                          f"{list(vocab.words[:3])}): pass the corpus's own vocabulary, or none")
+    times = np.unique(source.doc_times[source.doc_ids]) if isinstance(source, ArraySource) and not scaled else ()
+    if len(times) == 1:
+        raise ValueError(f"every token of the vocabulary ({len(vocab)} words) is dated {times[0]:g}: the documents "
+                         f"of other times hold none (empty, or words seen fewer than min_count times); Word2Fun "
+                         f"needs tokens of at least two times")
 
 
 def _corpus_summary(info: dict, vocab: Vocabulary, world: int, streamed: bool, dev) -> str:

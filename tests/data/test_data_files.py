@@ -3,6 +3,7 @@
 import bz2
 import gzip
 import lzma
+import re
 import zipfile
 
 import numpy as np
@@ -121,6 +122,28 @@ def test_a_training_part_with_one_class_is_refused():
     data = ClassificationDataset("toy", [["a"], ["b"], ["c"], ["d"]], np.array([0, 0, 1, 1]), ("n", "p"))
     with pytest.raises(ValueError, match=r"training part of toy s holds only the class \['n'\]"):
         prepare(data, Split("s", np.array([0, 1]), np.array([2]), np.array([3])), None)
+
+
+def test_a_test_class_that_training_lacks_is_warned_about(fake_root):
+    """TREC's test here holds DESC, which its training file lacks: it trained silently, the item unpredictable."""
+    import warnings
+
+    from qpnlp.training.classification import prepare
+
+    trec = load_classification("TREC", root=fake_root)
+    split = next(splits(trec))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        prepare(trec, split, None)
+    said = sorted(str(w.message) for w in seen if issubclass(w.category, UserWarning))
+    assert said[0].startswith("the dev part of TREC fixed holds 1 of its 1 items in a class that its training part "
+                              "lacks ('NUM' 1)")                 # the one NUM question was carved into dev
+    assert re.fullmatch(r"the test part of TREC fixed holds 1 of its 2 items in a class that its training part lacks "
+                        r"\('DESC' 1\): .* test accuracy is at most 0.5000", said[1])
+    sst2 = load_classification("SST2", root=fake_root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # every dev and test class is trained: no warning
+        prepare(sst2, next(splits(sst2)), None)
 
 
 def test_protocols_on_tiny_sets_give_clear_errors(fake_root):

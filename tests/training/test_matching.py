@@ -11,8 +11,8 @@ import torch
 from qpnlp.cli import main
 from qpnlp.models.cnm import CNM, CNMConfig
 from qpnlp.training import ConfigError
-from qpnlp.training.matching import (EncodedQA, MatchingConfig, default_train_split, evaluate_ranking, fit_matching,
-                                     pointwise_loss, sample_triplets, score_pairs, triplet_loss)
+from qpnlp.training.matching import (EncodedQA, MatchingConfig, _count_triplets, default_train_split, evaluate_ranking,
+                                     fit_matching, pointwise_loss, sample_triplets, score_pairs, triplet_loss)
 from qpnlp.training.matching_results import MatchingFitResult, MatchingRun
 
 
@@ -210,3 +210,43 @@ def test_scoring_puts_back_the_train_eval_mode_of_every_submodule_and_training_s
     config = MatchingConfig(epochs=2, batch_size=4, progress=False)
     result = fit_matching(model.train(), _toy(), _toy(), config, on_epoch=lambda m: dict(training=m.training))
     assert [h["training"] for h in result.history] == [False, False] and not model.training
+
+
+def _qa_root(tmp_path, train_labels):
+    """A WikiQA folder whose training question i has the 0/1 labels ``train_labels[i]``; dev and test rankable."""
+    folder = tmp_path / "qa" / "wikiqa"
+    folder.mkdir(parents=True)
+    rows = [f"question {i} about film ?\tanswer {j} plot\t{y}" for i, ys in enumerate(train_labels)
+            for j, y in enumerate(ys)]
+    (folder / "train.tsv").write_text("\n".join(rows) + "\n")
+    for split in ("dev", "test"):
+        (folder / f"{split}.tsv").write_text("what film ?\ta film .\t1\nwhat film ?\ta plot .\t0\n")
+    return tmp_path
+
+
+def test_count_triplets_is_what_sample_triplets_draws():
+    data, config = _toy(), MatchingConfig(negatives=2)
+    assert _count_triplets(data, config, "toy") == len(sample_triplets(data, np.random.default_rng(0), 2)) == 6
+
+
+def test_pointwise_loss_trains_on_questions_with_one_kind_of_candidate_only(tmp_path):
+    """Every training question all correct or all wrong: the pointwise loss has both labels to learn from, but the
+    run was refused with the triplet loss's "no triplet to train on", whatever the loss."""
+    from qpnlp.training.matching import run_matching
+
+    root = _qa_root(tmp_path, [[1, 1], [0, 0], [1, 1], [0, 0]])
+    config = MatchingConfig(epochs=1, batch_size=4, progress=False, loss="pointwise")
+    run = run_matching("wikiqa", dict(dim=4, num_measurements=4), config, pretrained=None, root=root)
+    assert run.train_questions == 4 and run.train_triplets == 0 and run.evaluation["test"]["questions"] == 1
+    train_file = re.escape(str(root / "qa" / "wikiqa" / "train.tsv"))
+    with pytest.raises(ValueError, match=train_file + r": none of its 4 question\(s\) has both a correct and a "
+                                         r"wrong candidate \(2 without a correct, 2 without a wrong one\)"):
+        run_matching("wikiqa", {}, MatchingConfig(epochs=1, progress=False), pretrained=None, root=root)
+
+
+def test_training_file_without_a_correct_candidate_is_refused_naming_it(tmp_path, capsys):
+    root = _qa_root(tmp_path, [[0, 0, 0], [0, 0]])
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--data", str(root), "--no-pretrained", "--dim", "4",
+                 "--loss", "pointwise", "--epochs", "1", "--no-progress", "--no-training-state"]) == 1
+    err = capsys.readouterr().err
+    assert "train.tsv: all 5 candidates are wrong; the pointwise loss needs correct and wrong candidates" in err
