@@ -61,7 +61,9 @@ def test_a_stream_reads_counts_and_encodes_the_corpus_in_memory(tmp_path_factory
     built = Vocabulary.build(memory.docs, min_freq=min_count, specials=False)    # fit's vocabulary in memory
     vocab, info, span, counts = train_module._vocabulary_and_corpus_info(stream, stream, 1, None, min_count)
     assert vocab.words == built.words and vocab.counts.tolist() == built.counts.tolist()
-    assert info == {"documents": len(memory), "tokens": memory.n_tokens, "span": list(memory.span)}
+    # a stream also records how its words were read (evaluate reads a scored file the same way)
+    assert info == {"documents": len(memory), "tokens": memory.n_tokens, "span": list(memory.span),
+                    "lowercase": False}
     assert span == memory.span
     enc = memory.encode(built)
     source = train_module._token_source(stream, built, chunk, counts)
@@ -125,7 +127,7 @@ def test_a_corpus_in_one_chunk_trains_the_same_streamed_or_in_memory(tmp_path, f
     memory = fit(corpus, cfg, family=family, dim=4, min_count=1)
     streamed = fit(TsvStream([tmp_path / "part-0.tsv", tmp_path / "part-1.tsv.gz"]), cfg, family=family, dim=4,
                    min_count=1)
-    assert streamed.corpus_info == memory.corpus_info
+    assert streamed.corpus_info == {**memory.corpus_info, "lowercase": False}     # a stream records its casing
     assert streamed.vectors.vocabulary.words == memory.vectors.vocabulary.words
     assert streamed.stats.epoch_loss == memory.stats.epoch_loss and streamed.stats.pairs == memory.stats.pairs
     for p, q in zip(_parameters(streamed), _parameters(memory)):
