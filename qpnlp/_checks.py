@@ -4,22 +4,27 @@
 into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
 ``--seed`` go through :func:`check_seed`, so that one rule says which seeds
 qpnlp takes and a bad one fails when the config is made, not after the data
-was read. Also :func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
+was read. Also :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
+:func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
 :func:`time_values`, the one reader of a sequence of times (the query times of ``KeyedVectors``, the times of
 ``Word2Fun.indicators``, the years of the drift measures, the times of the temporal plots).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "checked_copy", "is_integer", "is_real", "runaway_limit", "str_array",
+           "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -29,6 +34,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 #: ``torch.Generator.manual_seed`` (below 2**64) and ``np.random.default_rng`` take these too, with room for the
 #: offsets of its per-worker and per-process seeds.
 SEEDS = 2 ** 32
+
+_ConfigT = TypeVar("_ConfigT")
 
 
 def runaway_limit(largest: float) -> float:
@@ -57,6 +64,25 @@ def check_seed(seed) -> int:
     if not is_integer(seed) or not 0 <= seed < SEEDS:
         raise ValueError(f"seed must be an integer in [0, 2**32 - 1]; got {seed!r}")
     return seed
+
+
+def checked_copy(config: _ConfigT) -> _ConfigT:
+    """A deep copy of the dataclass ``config``, made by its constructor: its checks (``__post_init__``) run again.
+
+    A config is checked when it is made; a field set afterwards (``config.epochs = 0`` in a notebook) was not.
+    The trainers and the models keep this copy instead of the caller's object: a bad value fails there, naming
+    the field, and later changes to ``config`` (or to a list it holds) reach neither a running training nor a
+    built model, whose ``save_pretrained`` would otherwise write the settings of another model.
+
+    Parameters
+    ----------
+    config : dataclass instance
+        A training or model config (another object is deep-copied only: it has no fields to check).
+    """
+    if not dataclasses.is_dataclass(config):
+        return copy.deepcopy(config)
+    values = {f.name: copy.deepcopy(getattr(config, f.name)) for f in dataclasses.fields(config) if f.init}
+    return dataclasses.replace(config, **values)
 
 
 def str_array(words: Sequence[str], name: str = "words") -> np.ndarray:

@@ -246,6 +246,18 @@ def _no_token(text: str) -> bool:
     return not text.strip() or (not text.isascii() and not tokenize(text))
 
 
+def qa_file(name: str, split: str, root=None) -> Path:
+    """The file of ``split`` of QA data set ``name`` where :func:`load_qa` reads it (or ``.tsv.gz``), whether or not
+    it exists; ``name`` as :func:`load_qa` takes it."""
+    return find_file(data_root(root) / "qa" / qa_folder_name(name), f"{split}.tsv")
+
+
+def default_train_split(name: str, root=None) -> str:
+    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL; or ``.tsv.gz``, as
+    :func:`load_qa` reads it), else ``train``. ``name`` as :func:`load_qa` takes it."""
+    return "train-all" if qa_file(name, "train-all", root).is_file() else "train"
+
+
 def load_qa(
     name: str,
     split: str,

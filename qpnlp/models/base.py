@@ -70,6 +70,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from qpnlp._atomic import MAX_CONFIG_BYTES, atomic_directory, atomic_write_text, check_header_size
+from qpnlp._checks import checked_copy
 from qpnlp._device import resolve_device
 from qpnlp._errors import newer_format_note, preview
 from qpnlp._safetensors import save_tensors
@@ -289,7 +290,10 @@ class Model(PrecisionMixin, nn.Module):
     Parameters
     ----------
     config : ModelConfig
-        An instance of the class's ``config_class`` (TypeError otherwise), kept as ``self.config``.
+        An instance of the class's ``config_class`` (TypeError otherwise). ``self.config`` is a copy made by
+        the config's constructor: a field set after the config was made is checked here, and the caller's later
+        changes to ``config`` (to build the next model of a notebook) leave this model's, and so what its
+        ``save_pretrained`` writes, as it was built.
     """
 
     name: ClassVar[str] = ""
@@ -311,7 +315,7 @@ class Model(PrecisionMixin, nn.Module):
         super().__init__()
         if not isinstance(config, self.config_class):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}; got {type(config).__name__}")
-        self.config = config
+        self.config = checked_copy(config)
 
     def extra_repr(self) -> str:
         """The config's settings that differ from their defaults, first in ``print(model)`` (``config_repr``)."""
@@ -385,6 +389,8 @@ class Model(PrecisionMixin, nn.Module):
         dtypes, the recorded precision), a vocabulary whose size is not the config's ``num_words``, a
         ``config.json`` over ``MAX_CONFIG_BYTES``, a file name that is not a plain name of its own, a path below a
         file; a vocabulary that is not a Vocabulary, metadata that is not a mapping with string keys (TypeError).
+        A directory that holds a saved qpnlp model (its ``config.json``) is replaced whole, whatever model it held
+        (none of its files is left beside the new ones); any other non-empty directory is refused (FileExistsError).
         """
         if not self.name or _REGISTRY.get(self.name) is not type(self):
             # a subclass inherits its registered base's name: saved under it, it would load as the base class

@@ -33,11 +33,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from qpnlp._checks import checked_copy
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._modes import eval_mode
 from qpnlp.data import (PretrainedVectors, QADataset, Vocabulary, embedding_matrix_for, pad_batch,
                         with_pretrained_fallback)
+from qpnlp.data.qa import default_train_split, qa_file
 from qpnlp.data.vocab import UNK_ID
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
@@ -48,7 +50,7 @@ from .config import MAX_RATE, ConfigError, TrainConfig, check_integers, check_re
 from .loop import TrainingInterrupted, check_loss, early_stopping, epoch_bar
 from .matching_results import MatchingFitResult, MatchingRun
 from .optimisers import Optimisers
-from .trainer import training_chunks
+from .trainer import _check_matcher, training_chunks
 
 #: The training losses of answer selection (``loss=``).
 LOSSES = ("triplet", "pointwise")
@@ -303,6 +305,13 @@ class MatchingConfig(TrainConfig):
         self._check_overflow(dict(margin=MAX_RATE, pointwise_scale=MAX_RATE), "the loss")
 
 
+def _check_qa(what: str, data) -> None:
+    """TypeError unless ``data`` (the ``what`` set) is an :class:`EncodedQA` (:func:`encode_qa` makes one)."""
+    if not isinstance(data, EncodedQA):
+        raise TypeError(f"the {what} set must be an EncodedQA (qpnlp.training.matching.encode_qa(dataset, vocab)); "
+                        f"got {type(data).__name__}")
+
+
 def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
     ids, mask = pad_batch([texts[i] for i in index], max_len=max_len, multiple_of=multiple_of)
     return ids.to(device), mask.to(device)
@@ -331,6 +340,8 @@ def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, dev
         The cost of one more chunk, in padded positions (:func:`~qpnlp.training.length_chunks.chunked`); None:
         each batch whole.
     """
+    _check_matcher(model, "score_pairs")
+    _check_qa("scored", data)
     out = []
     with eval_mode(model):
         for start in range(0, len(data), batch_size):
@@ -446,8 +457,16 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     ``config.seed`` seeds each epoch's triplets and batch order; dropout draws from torch's global generator,
     which this function neither seeds nor puts back (seed it before each call to repeat a run, as
     :func:`run_matching` does; :func:`~qpnlp.training.fit` says what else a bit-for-bit repeat needs).
+
+    TypeError for a classifier, a ``config`` not a :class:`MatchingConfig`, data not an :class:`EncodedQA`. ``config``
+    is read through a checked copy; a second call continues from the parameters (as :func:`~qpnlp.training.fit`).
     """
+    _check_matcher(model, "fit_matching")
+    if not isinstance(config, MatchingConfig):        # a TrainConfig has no loss
+        raise TypeError(f"config must be a MatchingConfig; got {type(config).__name__} (no matching loss)")
+    config = checked_copy(config)                     # a field set since the config was made is checked now
     for what, part in (("training", train), ("dev", dev)):
+        _check_qa(what, part)
         if part.n_questions == 0:
             raise ValueError(f"the {what} set has no question")
     device = resolve_device(config.device)
@@ -472,25 +491,10 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
                              seconds=out.seconds, history=out.history)
 
 
-def _qa_file(name: str, split: str, root=None):
-    """The file of ``split`` of QA data set ``name`` where :func:`~qpnlp.data.load_qa` reads it (or ``.tsv.gz``)."""
-    from qpnlp.data import data_root
-    from qpnlp.data.paths import find_file
-    from qpnlp.data.qa import qa_folder_name
-
-    return find_file(data_root(root) / "qa" / qa_folder_name(name), f"{split}.tsv")
-
-
-def default_train_split(name: str, root=None) -> str:
-    """``train-all`` when the data set folder has ``train-all.tsv`` (TREC-QA's TRAIN-ALL; or ``.tsv.gz``, as
-    :func:`~qpnlp.data.load_qa` reads it), else ``train``. ``name`` as :func:`~qpnlp.data.load_qa` takes it."""
-    return "train-all" if _qa_file(name, "train-all", root).is_file() else "train"
-
-
 def _training_data(name: str, split: str, root, max_questions: int | None, extra: tuple[str, ...]) -> str:
     """The training data as an error names it: its file, the data sets added, the questions used."""
     first = "" if max_questions is None else f" (first {max_questions} questions of each)"
-    return f"{_qa_file(name, split, root)}{''.join(f' + the {other} training file' for other in extra)}{first}"
+    return f"{qa_file(name, split, root)}{''.join(f' + the {other} training file' for other in extra)}{first}"
 
 
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from qpnlp._checks import check_seed
+from qpnlp._checks import check_seed, checked_copy
 from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
 from qpnlp._modes import eval_mode
@@ -242,6 +242,23 @@ def _checked_logits(model: Callable[..., torch.Tensor]) -> Callable[[torch.Tenso
     return forward
 
 
+def _check_matcher(model: nn.Module, entry: str) -> None:
+    """TypeError unless ``model`` is an ``nn.Module`` that scores question / answer pairs (``task`` "matching", or
+    no ``task``: a user's own module), ``forward(q_ids, q_mask, a_ids, a_mask) -> (B,)``.
+
+    A classifier is named with its trainer, instead of failing inside the first batch with "forward() takes 3
+    positional arguments but 5 were given".
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{entry}() needs a matching model (a torch.nn.Module); got {type(model).__name__}")
+    task = getattr(model, "task", "matching")
+    if task != "matching":
+        trainer = {"classification": "qpnlp.training.fit, scored with predict / accuracy",
+                   "temporal": "qpnlp.word2fun.fit"}.get(task, "its own trainer")
+        raise TypeError(f"{type(model).__name__} is a {task!r} model; {entry}() takes matching models (task "
+                        f"'matching': forward(q_ids, q_mask, a_ids, a_mask)). Train it with {trainer}")
+
+
 def _check_encoded(name: str, data) -> None:
     """TypeError unless ``data`` is an :class:`~qpnlp.data.batching.EncodedTexts`."""
     if not isinstance(data, EncodedTexts):
@@ -340,6 +357,15 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
 
     A matching model (TypeError naming :func:`~qpnlp.training.matching.fit_matching`), ``train`` or ``dev``
     that is not an ``EncodedTexts`` and a ``config`` that is not a ``TrainConfig`` are refused first (TypeError).
+    ``config`` is read once, through a copy made by its constructor: a field set after it was made
+    (``config.epochs = 0``) is checked as the constructor checks it (``ConfigError``), and later changes to it do
+    not reach the run.
+
+    Calling ``fit`` again on the same model continues from the parameters it holds (its best epoch) with fresh
+    optimiser state (Adam's or RMSprop's running averages start from zero), the epochs counted from 1 again (the
+    batch orders of the first call repeat) and the best epoch chosen among the new epochs only: a result that
+    differs from one longer run. To continue a run as if uninterrupted, train with ``checkpoint_dir`` and call
+    again with ``resume=True`` and more ``epochs``.
 
     Parameters
     ----------
@@ -361,6 +387,7 @@ def fit(model: nn.Module, train: EncodedTexts, dev: EncodedTexts, config: TrainC
     _check_classifier(model, "fit")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig (qpnlp.training.TrainConfig(...)); got {type(config).__name__}")
+    config = checked_copy(config)          # a field set since the config was made is checked now
     for name, argument, part in (("training", "train", train), ("dev", "dev", dev)):
         _check_encoded(argument, part)
         if len(part) == 0:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from qpnlp._checks import FLOAT32_MAX, runaway_limit
+from qpnlp._checks import FLOAT32_MAX, checked_copy, runaway_limit
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
@@ -389,6 +389,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     """
     with fail_together("preparing its training", together=sync is not None):
         cfg = _resolved_config(config, model)
+        _check_frozen(model)
         dev = resolve_device(cfg.device)
         model.to(dev)
         rng = rng if rng is not None else np.random.default_rng(cfg.seed)
@@ -446,14 +447,34 @@ def resolved_defaults(cfg: TrainConfig, family: str, logistic: bool) -> TrainCon
 
 
 def _resolved_config(config: TrainConfig | None, model) -> TrainConfig:
-    """``config`` (default ``TrainConfig()``) with the model's defaults (:func:`resolved_defaults`).
+    """A checked copy of ``config`` (default ``TrainConfig()``, made by its constructor) with the
+    model's defaults (:func:`resolved_defaults`).
 
     A roughness penalty needs a sinusoidal family: refused for the others.
     """
-    cfg = resolved_defaults(config or TrainConfig(), model.family, model.logistic)
+    cfg = resolved_defaults(TrainConfig() if config is None else checked_copy(config), model.family, model.logistic)
     if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
     return cfg
+
+
+def _check_frozen(model) -> None:
+    """ValueError for a parameter whose ``requires_grad`` says other than what the step does with it.
+
+    The SGD step is written by hand: it trains every table but a compass the config freezes
+    (``freeze_compass``, :meth:`~qpnlp.word2fun.model.Word2Fun.set_compass`) and reads no ``requires_grad``, which
+    a distributed run reads to choose the tables it sums. ``requires_grad_(False)`` froze nothing, without a word.
+    """
+    for name, param in model.named_parameters():
+        trained = not (name == "compass.weight" and model.freeze_compass)
+        if param.requires_grad == trained:
+            continue
+        if name != "compass.weight":
+            raise ValueError(f"parameter {name} has requires_grad=False, but Word2Fun's SGD step trains every table: "
+                             f"only the compass can be frozen (model.set_compass(h, freeze=True))")
+        raise ValueError(f"the compass has requires_grad={param.requires_grad} but the model's config says "
+                         f"freeze_compass={model.freeze_compass}, which the SGD step follows; set both with "
+                         f"model.set_compass(model.compass.weight.detach(), freeze={not param.requires_grad})")
 
 
 def _worker_count(cfg: TrainConfig) -> int:

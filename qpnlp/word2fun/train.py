@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from qpnlp._atomic import check_replaceable
-from qpnlp._checks import is_integer
+from qpnlp._checks import checked_copy, is_integer
 from qpnlp._device import resolve_device
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
@@ -186,7 +186,7 @@ def fit(
         or read from disk on every epoch in chunks of ``config.chunk_tokens``
         tokens (memory bounded by the chunk; one counting pass first).
     config : qpnlp.word2fun.config.TrainConfig, optional
-        SGD settings (default ``TrainConfig()``); ``config.seed`` also seeds
+        SGD settings (default ``TrainConfig()``; a checked copy is read); ``config.seed`` also seeds
         the initialisation of the model (and of the static compass model).
     family, dim, n_slices, frequency_init, max_periods
         The model (:class:`~qpnlp.word2fun.model.Word2FunConfig`).  The
@@ -295,7 +295,7 @@ def fit(
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
-    cfg = config or TrainConfig()
+    cfg = TrainConfig() if config is None else checked_copy(config)     # a field set since it was made: checked
     dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
     world, rank = dist.setup(cfg.device), dist.rank()
     main_log = log if rank == 0 else None

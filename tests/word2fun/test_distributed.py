@@ -65,7 +65,8 @@ def test_a_streamed_fit_learns_the_planted_drift(tmp_path, tiny_drift):
     corpus, truth = tiny_drift
     write_tsv(corpus, tmp_path / "c.tsv")
     result = fit(TsvStream([tmp_path / "c.tsv"]), TrainConfig(epochs=3, chunk_tokens=20_000), dim=20, min_count=3)
-    assert result.corpus_info == {"documents": len(corpus), "tokens": corpus.n_tokens, "span": list(corpus.span)}
+    assert result.corpus_info == {"documents": len(corpus), "tokens": corpus.n_tokens, "span": list(corpus.span),
+                                  "lowercase": False}                # a stream records how its words were read
     v = result.vectors
     words = list(truth.words) + [w for tw in truth.topic_words for w in tw]
     r = evaluate_grid(DriftGrid(v.grid(words, truth.years), words, truth.years), truth)
