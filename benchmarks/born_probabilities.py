@@ -83,7 +83,8 @@ def peak_memory(path: str, dim: int, args) -> int:
                                          "--length", str(args.length), "--outcomes", str(args.outcomes)])
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[50, 100, 200, 300])
     parser.add_argument("--batch", type=int, default=32)
@@ -92,7 +93,11 @@ def main(argv=None) -> None:
     parser.add_argument("--min-run-time", type=float, default=1.0, help="seconds per timing")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--child", nargs=2, metavar=("PATH", "DIM"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     if args.child:
         peak_memory_child(args.child[0], int(args.child[1]), args.batch, args.length, args.outcomes)
         return

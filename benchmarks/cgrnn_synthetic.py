@@ -200,7 +200,8 @@ def smooth(values, k):
     return out
 
 
-def main(argv=None):
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tasks", nargs="+", default=["adding", "memory"], choices=list(TASKS))
     p.add_argument("--T", type=int, default=250, help="sequence length / delay (default 250, as in the poster)")
@@ -227,7 +228,11 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "cgrnn")
     p.add_argument("--replot", action="store_true",
                    help="only redraw the PNGs and the table from OUT/results.json (no training)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     if args.replot:
         return replot(args.out)
     torch.set_num_threads(args.threads)

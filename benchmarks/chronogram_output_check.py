@@ -58,7 +58,8 @@ json.dump({"pairs": pairs,
 '''
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", default="/tmp/qpnlp-bench-venvs/chronogram",
                     help="chronogram's environment (created when missing: pip install 'numpy<2' chronogram==0.2.0)")
@@ -68,7 +69,11 @@ def main() -> None:
     ap.add_argument("--min-count", type=int, default=20)
     ap.add_argument("--pairs", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     python = ensure_venv(args.venv, CHRONOGRAM_PACKAGES)
     corpus = load_sotu(unit="sentence")
     order = np.random.default_rng(args.seed).permutation(len(corpus.docs))[: args.sentences]

@@ -44,12 +44,17 @@ def one_run(tree: Path) -> dict:
     return {"wall_s": wall, "cpu_s": cpu, "dynamo": proc.stderr.strip().endswith("dynamo True")}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline-rev", default="", help="a git revision of this repository to compare with")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", default="")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     trees = {"this tree": ROOT, **({"baseline": extract_package(args.baseline_rev)} if args.baseline_rev else {})}
     runs: dict = {name: [] for name in trees}
     for tree in trees.values():                 # not counted: writes the trees' __pycache__

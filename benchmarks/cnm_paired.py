@@ -59,11 +59,16 @@ def _row(dataset: str, variant: str, split: str, seeds: list[int], a: list[float
             f"{statistics.mean(diffs):+.4f} | {sum(d > 0 for d in diffs)} | {p} |")
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="reproduce_cnm.py .json outputs")
     parser.add_argument("--reference", default="cnm", help="the variant the others are compared with (default cnm)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     print("\n".join(comparison(map_by_run(args.files), args.reference)))
 
 

@@ -85,7 +85,8 @@ def make_steps(args, base, num_words, data):
     return out, gap
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--outcomes", type=int, default=300)
@@ -98,7 +99,11 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--profile", metavar="TXT")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     load_start = uptime()
     base = load_baseline(args.baseline_rev)

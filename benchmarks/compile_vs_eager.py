@@ -166,7 +166,8 @@ def explain(fn, inputs) -> tuple[int | None, int | None, list[str]]:
             sorted({str(b.reason).splitlines()[0] for b in explained.break_reasons}))
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--threads", type=int, default=1)
@@ -181,7 +182,11 @@ def main(argv=None) -> None:
                         help="compile and time under the trainers' settings of a compiled epoch "
                              "(qpnlp.training.compiled.compiled_steps: inductor's fallback_random on)")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     set_validation(False)
     load_start = uptime()

@@ -209,7 +209,8 @@ def table(counts: dict, times: dict | None) -> list[str]:
     return rows
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="SST2")
     parser.add_argument("--networks", nargs="+", default=["fasttext", "cnn", "transformer"])
@@ -218,7 +219,11 @@ def main(argv=None) -> None:
     parser.add_argument("--times", metavar="JSON", help="complex_order_step.py's --json output: measured ratios")
     parser.add_argument("--out", metavar="TXT")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     set_validation(False)
     batches, sizes = sst2_batches(args.dataset, args.batch_size, args.batches)
     times = json.loads(Path(args.times).read_text())["results"] if args.times else None

@@ -94,7 +94,8 @@ def layer_variants(rows: int, length: int, gen) -> dict:
     return out
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="SST2")
     parser.add_argument("--networks", nargs="+", default=["fasttext", "cnn", "transformer"])
@@ -110,7 +111,11 @@ def main(argv=None) -> None:
                         help="also time PE at twice the width (D=100), the real network with as many numbers")
     parser.add_argument("--profile", metavar="TXT")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     load_start = uptime()
     base = load_baseline(args.baseline_rev)

@@ -173,7 +173,8 @@ def time_group(name: str, variants: dict, args, device, results: dict, pairs=())
         print(f"  {label:<32} {r:6.2f}x", flush=True)
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dim", type=int, default=300)
@@ -192,7 +193,11 @@ def main(argv=None) -> None:
     parser.add_argument("--parts", nargs="+", default=["qpdn", "cnm", "order", "fit", "word2fun"])
     parser.add_argument("--quick", action="store_true", help="small sizes, one round: a check of the script")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     if args.quick:
         args.dim, args.vocab, args.rounds, args.min_run_time, args.word2fun_tokens = 32, 2000, 1, 0.05, 400_000
         args.fit_dims = []

@@ -134,7 +134,8 @@ def epoch_cpu_seconds(tree: str, root: Path, args: list[str], data: Path, thread
     return (runs[1] - runs[0]) / (epochs - 1), runs[0]
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -146,6 +147,11 @@ def main() -> None:
                         help="compare the working tree without and with these flags (e.g. '--compile default') "
                              "instead of two trees")
     parser.add_argument("--json", type=Path)
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     if args.data is None:
         parser.error("set QPNLP_DATA or pass --data")

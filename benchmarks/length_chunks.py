@@ -97,7 +97,8 @@ def order_steps(args, case: str):
     return classifier_run(model, optimisers, data), len(data)
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=["cnm", "qpdn-50", "qpdn-300"],
                         choices=["cnm", "qpdn-50", "qpdn-300", *ORDER_CASES], metavar="CASE")
@@ -105,7 +106,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
     set_validation(False)
     print(f"load before: {uptime()}", flush=True)

@@ -94,7 +94,8 @@ def check_agreement(dim: int, args) -> float:
         return float((forward("lazy", inputs) - forward("dense", inputs)).abs().max())
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[200])
     parser.add_argument("--batch", type=int, default=32)
@@ -104,7 +105,11 @@ def main(argv=None) -> None:
     parser.add_argument("--min-run-time", type=float, default=2.0, help="seconds per timing")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--child", nargs=2, metavar=("PATH", "DIM"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.child:
         peak_memory_child(args.child[0], int(args.child[1]), args.batch, args.length, args.outcomes)

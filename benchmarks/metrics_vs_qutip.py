@@ -150,7 +150,8 @@ def markdown(rows: list[dict], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--dim", type=int, default=300)
@@ -162,7 +163,11 @@ def main(argv=None) -> None:
     parser.add_argument("--loose-atol", type=float, default=1e-3,
                         help="square-root metrics on rank-deficient sentences (QuTiP loses digits there)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS, help="where metrics_vs_qutip.{json,md} go")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     header = (f"B={args.batch} d={args.dim} (bipartite {args.dims[0]} x {args.dims[1]}, sentences of {args.words} "
               f"words), torch {torch.__version__} ({torch.get_num_threads()} threads), qutip {qutip.__version__}")
     print(header)

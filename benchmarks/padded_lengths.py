@@ -25,14 +25,19 @@ def epoch_lengths(dataset: EncodedTexts, batch_size: int, seed: int, epoch: int,
                                                                     epoch=epoch, multiple_of=multiple)])
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["SST2"])
     parser.add_argument("--multiples", nargs="+", type=int, default=[1, 8, 16])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     print("| data set | multiple | distinct lengths per epoch | mean padded length | vs exact padding |")
     print("|---|---:|---|---:|---:|")
     for name in args.datasets:

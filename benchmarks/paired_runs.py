@@ -76,13 +76,18 @@ def table(a: dict, b: dict, labels: tuple[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--a", nargs="+", required=True, help="run directories of the first side")
     parser.add_argument("--b", nargs="+", required=True, help="run directories of the second side")
     parser.add_argument("--labels", nargs=2, default=("A", "B"))
     parser.add_argument("--model", default="qpdn", choices=("qpdn", "real_bow"))
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     print(table(test_accuracies(args.a, args.model), test_accuracies(args.b, args.model), tuple(args.labels)),
           end="")
 

@@ -31,11 +31,16 @@ def shared_row_matches(questions, candidates, groups, row_of: dict[str, int]) ->
     return count / max(pairs, 1)
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", nargs="+", default=["wikiqa:test", "trecqa:dev"])
     parser.add_argument("--vectors", nargs="+", default=["glove-6b-50d", "spacy-md-300d"])
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     print("| data set | split | vectors | words | with a vector | OOV | distinct vectors | shared-row matches per pair |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for spec in args.splits:

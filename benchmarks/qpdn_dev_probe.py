@@ -37,7 +37,8 @@ DEFAULT_TRAIN = dict({k: training_settings("qpdn")[k] for k in ("epochs", "batch
                                                                "patience")}, seed=0, progress=False)
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", type=str.upper)
     parser.add_argument("kind", choices=("qpdn", "real_bow"))
@@ -48,7 +49,11 @@ def main(argv=None) -> None:
     parser.add_argument("--vectors-scale", type=float, default=None, help="factor applied to the vectors")
     parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
                         help="look missing words up by other spellings and compound parts (default: off)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     base = dict(weighting="amplitude_norm", **({"num_measurements": 50} if args.kind == "qpdn" else {}))
     options, config = apply_setting(json.loads(args.options), base, TrainConfig(**DEFAULT_TRAIN))

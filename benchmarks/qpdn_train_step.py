@@ -136,7 +136,8 @@ def make_qnn_torch(args, path: str):
     return step
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=300)
     parser.add_argument("--vocab", type=int, default=20000)
@@ -155,7 +156,11 @@ def main(argv=None) -> None:
     parser.add_argument("--qnn-torch-rounds", type=int, default=3)
     parser.add_argument("--profile", metavar="TXT", help="write the top operators of before/after steps here")
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     load_start = uptime()
     base = load_baseline(args.baseline_rev)

@@ -68,7 +68,8 @@ PUBLISHED_ABLATION_TREC = {"cnm-real": (0.7112, 0.7922), "cnm-global": (0.6968, 
                            "cnm": (0.7701, 0.8591)}
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["wikiqa", "trecqa"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
@@ -111,7 +112,11 @@ def main(argv=None) -> None:
     parser.add_argument("--tag", default="reproduce_cnm", help="output file stem (default reproduce_cnm)")
     parser.add_argument("--summarise", nargs="+", metavar="RUN_JSON",
                         help="print the mean +- std over seeds of these earlier runs' results, no training")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     if args.summarise:
         for path in args.summarise:
             print(f"{path}:\n" + "\n".join(_seed_means(json.loads(Path(path).read_text())["runs"])))

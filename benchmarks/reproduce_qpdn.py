@@ -154,7 +154,8 @@ def _best_cell(row: dict, kind: str) -> str:
     return f"{100 * best['mean']:.1f} ± {100 * best['std']:.1f}" if best else "-"
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", type=str.upper, default=list(PUBLISHED))
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
@@ -194,6 +195,11 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="benchmarks/results/qpdn")
     parser.add_argument("--vectors-backoff", choices=("on", "off"), default=None,
                         help="look missing words up by other spellings and compound parts (default: off)")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     args.grid_specs = dict(qpdn=None, real_bow=None) if args.no_selection else dict(qpdn=args.qpdn_grid,
                                                                                     real_bow=args.real_grid)

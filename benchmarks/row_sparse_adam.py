@@ -51,14 +51,19 @@ def sparse_gradients(n: int, vocab: int, dim: int, ids: int, gen: torch.Generato
     return grads
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocab", type=int, default=20_000)
     parser.add_argument("--dim", type=int, default=300)
     parser.add_argument("--ids", type=int, default=32 * 50)
     parser.add_argument("--baseline-rev", default="b116a5e")
     parser.add_argument("--rounds", type=int, default=10)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(0)
     grads = sparse_gradients(16, args.vocab, args.dim, args.ids, gen)

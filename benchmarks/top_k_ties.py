@@ -23,13 +23,18 @@ from _bench import interleaved, ratio, summary, uptime  # benchmarks/ is on sys.
 from qpnlp._top_k import top_k
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=160)
     ap.add_argument("--columns", type=int, default=100_000)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
     print(uptime())
     shape = (args.rows, args.columns)

@@ -54,12 +54,18 @@ def one_run(tree: Path, out: Path, epochs: int, keep_state: bool) -> dict:
                 test_accuracy=report["metrics"]["accuracy_mean"])
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline-rev", required=True, help="the revision to compare with (e.g. 7df25d6)")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the runs and medians here")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     if not os.environ.get("QPNLP_DATA"):
         parser.error("set QPNLP_DATA to the benchmark data (the TREC question classification set)")

@@ -32,12 +32,17 @@ SIZES = {"QPDN/CNM rows (1540, 300)": (1540, 300), "complex-order batch (32, 50,
          "Word2Fun IV batch (1024, 50)": (1024, 50), "threshold (4096,)": (_trig.NUMPY_MIN_NUMEL,)}
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} thread(s), {platform.processor()}")
     print("load before:", uptime())

@@ -94,14 +94,19 @@ def run(args) -> dict:
     return out
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
     ap.add_argument("--baseline-rev", default="", help="a git revision of this repository to compare with")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)  # the worker's corpus
     ap.add_argument("--json", default="")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.mode == "worker":
         print(json.dumps(worker(args.corpus)))
         return

@@ -103,7 +103,8 @@ def meets(key, v) -> bool:
     return {">=": v >= t, "<=": v <= t, "|x|<=": abs(v) <= t}[op]
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=1_000_000)
     ap.add_argument("--years", type=int, default=100)
@@ -149,7 +150,11 @@ def main() -> None:
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
     ap.add_argument("--tag", default="drift")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
     spec = drift_spec(args.variant, n_tokens=args.tokens, n_years=args.years, n_drift=args.targets, seed=args.seed)

@@ -59,14 +59,19 @@ def trained(corpus, truth, seed: int, step_centres: str, negative_weight: float 
     return grid, fitted["result"].vectors
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variant", default="low-frequency", choices=list(VARIANTS))
     parser.add_argument("--step-centres", default=drift.FIT["step_centres"], choices=STEP_CENTRES)
     parser.add_argument("--negative-weight", type=float, default=drift.TRAIN["negative_weight"],
                         help="weight of the negative term (1: the thesis loss)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = _parser().parse_args(argv)
     torch.set_num_threads(1)
     corpus, truth = generate_drift_corpus(drift_spec(args.variant, n_tokens=1_000_000, n_years=100, n_drift=60,
                                                      seed=args.seed))

@@ -298,7 +298,8 @@ def score_cade(train, vocab, pairs, args):
     return score_binned(W, C, pairs, t0, args.bin_years), secs, train.n_tokens * args.epochs / secs
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heldout", type=float, default=0.1, help="fraction of each year's sentences held out")
     ap.add_argument("--min-count", type=int, default=10)
@@ -323,7 +324,11 @@ def main() -> None:
                     help="created when missing (pip install 'numpy<2' chronogram==0.2.0)")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
     ap.add_argument("--tag", default="heldout")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
     corpus = load_sotu(unit="sentence")
     train, held = split_by_year(corpus, args.heldout, args.seed)

@@ -42,7 +42,8 @@ def timed_run(corpus, args, pinned: bool) -> dict:
     return {**row, "tokens_per_cpu_s": row["tokens_per_s"] / row["cores_used"]}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=750_000)
     ap.add_argument("--dim", type=int, default=100)
@@ -50,7 +51,11 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="benchmarks/results/word2fun/pinning")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     args.negatives, args.workers = 5, 1                      # what speed.word2fun reads (shared negatives: unused)
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     print("warm-up (not counted)", round(speed.word2fun(corpus, args, True, workers=1)), flush=True)

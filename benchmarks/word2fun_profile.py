@@ -24,13 +24,18 @@ from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
 from qpnlp.word2fun import TrainConfig, fit
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--tokens", type=int, default=200_000)
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--out")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
     corpus, _ = generate_drift_corpus(drift_spec(seed=0, n_tokens=args.tokens))
     config = dataclasses.replace(TrainConfig(device=args.device, seed=0), epochs=1)

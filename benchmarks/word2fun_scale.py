@@ -125,7 +125,8 @@ def processes(args) -> dict:
             "rows": rows}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=["memory", "processes", "child", "worker"])
     ap.add_argument("--tokens", type=int, default=1_000_000)
@@ -140,7 +141,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--result", default="")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.mode == "child":
         return child(args)
     if args.mode == "worker":

@@ -40,7 +40,8 @@ FIT = {k: p.default for k, p in inspect.signature(fit).parameters.items() if p.d
 STABLE = ["president", "congress", "year", "war", "law", "money", "constitution", "treaty"]
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", default=FIT["family"])
     ap.add_argument("--dim", type=int, default=FIT["dim"])
@@ -55,7 +56,11 @@ def main() -> None:
     ap.add_argument("--topk", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/word2fun")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(args.threads)
     corpus = load_sotu()
     t0, t1 = corpus.span

@@ -191,7 +191,8 @@ def slowdown_parts(idle: dict, loaded: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "profile", "parts"])
     ap.add_argument("--json", help="with parts: the JSON of an earlier run")
@@ -214,7 +215,11 @@ def main() -> None:
                          "loops (cached on disk) and each process loads them, which the timed runs should not count")
     ap.add_argument("--out", default="benchmarks/results/word2fun")
     ap.add_argument("--tag", default="speed")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.mode == "worker":
         return worker(args)
     if args.mode == "parts":

@@ -152,7 +152,8 @@ def run_tree(tree: str, args, pair_chunk: int = 0) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line, apart from main() so that tests/test_documented_commands.py parses documented runs."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker", "threads"])
     ap.add_argument("--baseline-tree", default="", help="a directory holding another version's qpnlp package")
@@ -165,7 +166,11 @@ def main() -> None:
                     help="time this tree with each of these pairs per pass of the positive term instead")
     ap.add_argument("--pair-chunk", type=int, default=0, help=argparse.SUPPRESS)  # the worker's one value
     ap.add_argument("--json", default="")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.mode == "worker":
         print(json.dumps(worker(args)))
         return

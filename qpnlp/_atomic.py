@@ -10,7 +10,9 @@ replacing a directory, ``.NAME.XXXXXXXX.old`` (the previous version moved aside:
 which :func:`restore_replaced_directory` handles, else part of it, deleted halfway). Nothing removes them
 automatically: while another process saves the same ``NAME`` the same names are its work in progress, and
 telling a dead writer's from a live one's would need a lock that not every file system keeps. Delete them once
-no process saves ``NAME``.
+no process saves ``NAME``. Two callers know: resuming a training state puts back a ``.NAME.*.old/NAME`` where
+``NAME`` is missing (``qpnlp.training.loop``, as ``qpnlp.word2fun`` does its checkpoint), and ``qpnlp train MODEL
+--resume`` deletes the others from the training-state directory that it holds locked (``qpnlp.commands._outputs``).
 
 A write that fails (disk full, permission denied, an I/O error, a file system gone) leaves ``NAME`` as it was and
 no temporary behind; its OSError names ``NAME``, not the temporary that failed (``_naming``).

@@ -139,7 +139,8 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     """Check ``--report``, ``--save`` and the training-state directory before any work; returns the state directory.
 
     Without ``--resume`` an earlier state in that directory is cleared; with
-    it, the directory must hold one. The directory is locked until the
+    it, the directory must hold one, and the unfinished writes of a killed run are removed
+    (:func:`_remove_leftovers`). The directory is locked until the
     command ends (:func:`lock_for_the_run`): a second run given it at the
     same time is refused. A new state directory records the command line and
     ``settings`` (the run's resolved model options, training settings and
@@ -178,6 +179,10 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
         _clear(root)
         status_line(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the "
                     f"run starts afresh)")
+    left = _remove_leftovers(root) if resume and ours else []
+    if left:
+        status_line(f"{option}: removed {len(left)} unfinished write(s) of a killed run from {root}: "
+                    + ", ".join(str(p.relative_to(root)) for p in left[:3]) + (" ..." if len(left) > 3 else ""))
     status_line(f"resuming from the training state in {root}" if resume else
                 f"training state kept in {root} after every epoch (--resume continues from it)")
     if not ours or not resume:
@@ -212,6 +217,25 @@ def _clear(root: Path) -> None:
     for entry in entries:
         if entry.name != LOCK_FILE:
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+
+
+def _remove_leftovers(root: Path) -> list[Path]:
+    """Delete, from the locked training-state directory ``root`` and its split directories, what a killed run's
+    atomic writes left (``qpnlp._atomic``): ``.NAME.XXXXXXXX.tmp`` (an unfinished write) and ``.NAME.XXXXXXXX.old``
+    beside an existing ``NAME`` (a replaced state, deleted halfway). An ``.old`` whose ``NAME`` is missing is kept:
+    resuming puts it back (``qpnlp.training.loop``). Under the lock no other process writes there, so these are
+    no one's work in progress; each is a state's size, and every kill left one more. Returns the paths removed."""
+    removed = []
+    for folder in [root, *(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]:
+        for entry in sorted(folder.iterdir()):
+            name, kind = entry.name, entry.name.rpartition(".")[2]
+            target = name[1:].rsplit(".", 2)[0]
+            if not name.startswith(".") or name == LOCK_FILE or kind not in ("tmp", "old") or \
+                    (kind == "old" and not (folder / target).exists()):
+                continue
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            removed.append(entry)
+    return removed
 
 
 def check_report_apart(report: Path | None, outputs: dict[str, str | os.PathLike | None],

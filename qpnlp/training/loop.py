@@ -16,14 +16,16 @@ import copy
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import torch
 from torch import nn
 
-from qpnlp._atomic import check_replaceable
+from qpnlp._atomic import check_replaceable, restore_replaced_directory
 from qpnlp._checks import runaway_limit
 from qpnlp._errors import TrainingDiverged
+from qpnlp._stacklevel import outside_qpnlp
 
 from .config import TrainConfig
 from .optimisers import Optimisers
@@ -244,7 +246,9 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     resume : bool, default False
         Continue from the state in ``checkpoint_dir`` if there is one: the
         result equals that of an uninterrupted run. Needs ``checkpoint_dir``;
-        a state of more epochs than ``config.epochs`` is refused.
+        a state of more epochs than ``config.epochs`` is refused. A state that a process killed while replacing
+        it left aside (``checkpoint_dir`` missing) is put back first, with a RuntimeWarning; several such
+        leftovers are refused (FileExistsError naming them).
     data : sequence
         The training and dev data, fingerprinted so that a state is only
         resumed on the same data.
@@ -300,12 +304,20 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
 
 def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str | os.PathLike | None, resume: bool,
                       data: Sequence) -> dict | None:
-    """The run's identity (:func:`~qpnlp.training.state.run_identity`) if a state is kept, else None."""
+    """The run's identity (:func:`~qpnlp.training.state.run_identity`) if a state is kept, else None.
+
+    ``resume`` first puts back the state that a process killed between the two renames of its replacement left
+    aside (``.NAME.*.old/NAME``, ``checkpoint_dir`` missing; :func:`~qpnlp._atomic.restore_replaced_directory`),
+    with a RuntimeWarning naming both paths: without it the run started afresh and the state stayed aside."""
     from .state import data_fingerprint
     if resume and checkpoint_dir is None:
         raise ValueError("resume=True needs checkpoint_dir (the directory of the training state to continue from)")
     if checkpoint_dir is None:
         return None
+    restored = restore_replaced_directory(checkpoint_dir) if resume else None
+    if restored is not None:
+        warnings.warn(f"{checkpoint_dir}: put back the training state of the last epoch saved, from {restored}, where "
+                      f"a process killed while replacing it had left it", RuntimeWarning, stacklevel=outside_qpnlp())
     check_replaceable(checkpoint_dir, replaces=JSON_FILE)     # a user's own directory, or a state without its JSON
     return run_identity(model, config, data_fingerprint(*data))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 
 import numpy as np
@@ -172,6 +173,41 @@ def test_a_resume_says_the_grid_notes_and_what_it_continues(tree, tmp_path, caps
                                   "--resume"), capsys)
     assert code == 0, err
     assert "default selection grid without dropout" in err and "continuing with the saved run's --batch-size 4" in err
+
+
+def _killed_writes(state):
+    """What runs SIGKILLed while writing the state of ``state`` (``qpnlp._atomic``) leave: an unfinished write of
+    candidate 0 and of the run file, a replaced candidate 1 deleted halfway, and candidate 0 moved aside between the
+    two renames of its replacement (``candidate-0`` missing)."""
+    fold = state / "fold-1"
+    shutil.copytree(fold / "candidate-0", fold / ".candidate-0.k1lled00.tmp")
+    (state / ".training-run.json.k1lled01.tmp").write_text("{")
+    shutil.copytree(fold / "candidate-1", fold / ".candidate-1.k1lled02.old" / "candidate-1")
+    (fold / ".candidate-0.k1lled03.old").mkdir()
+    (fold / "candidate-0").rename(fold / ".candidate-0.k1lled03.old" / "candidate-0")
+
+
+def test_a_resume_removes_the_unfinished_writes_of_a_killed_run_and_puts_back_a_state_left_aside(
+        tree, tmp_path, capsys):
+    # every kill left a copy of a candidate's state in the locked state directory, which --resume kept (a fresh run
+    # alone cleared it); a state moved aside by a kill between two renames was trained afresh and kept aside too
+    grid = ("--select", "dropout=0,0.3", "--batch-size=4")
+    code, expected, err = _run(_classify(tree, *grid, "--epochs", "2", "--checkpoint-dir", tmp_path / "whole"), capsys)
+    assert code == 0, err
+    code, _, err = _run(_classify(tree, *grid, "--epochs", "1", "--checkpoint-dir", tmp_path / "state"), capsys)
+    assert code == 0, err
+    _killed_writes(tmp_path / "state")
+    code, out, err = _run(_classify(tree, "--epochs", "2", "--checkpoint-dir", tmp_path / "state", "--resume",
+                                    "--report", tmp_path / "r.json"), capsys)
+    assert code == 0, err
+    assert "removed 3 unfinished write(s) of a killed run" in err and "put back the training state" in err, err
+    seconds = re.compile(r", \d+s\)")
+    assert seconds.sub(")", out) == seconds.sub(")", expected)             # the uninterrupted run's results
+    restored = [(e["candidate"], e["epoch"]) for e in json.loads((tmp_path / "r.json").read_text())["history"]
+                if e.get("restored")]
+    assert restored == [(0, 1), (1, 1)]                                      # candidate 0 resumed, not retrained
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == [".lock", "fold-1", "training-run.json"]
+    assert sorted(p.name for p in (tmp_path / "state" / "fold-1").iterdir()) == ["candidate-0", "candidate-1"]
 
 
 # --------------------------------------------------------------------------- word2fun
