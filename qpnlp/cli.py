@@ -26,6 +26,7 @@ traceback. ``python -m qpnlp`` is the same command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -78,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the traceback of an error (may also be given after the command)")
     parser.add_argument("--import", dest="plugins", action="append", default=[], metavar="MODULE|FILE.py",
                         help="import this module or Python file first, so the models it registers get a "
-                             "`qpnlp train` command (repeatable; installed packages can instead declare a "
-                             "'qpnlp.models' entry point)")
+                             "`qpnlp train` command (repeatable; a file imports the modules next to it, as "
+                             "`python FILE.py` does: its directory is first on sys.path while it loads; installed "
+                             "packages can instead declare a 'qpnlp.models' entry point)")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="{demo,train,evaluate,convert}")
     train = verbs.add_parser("train", help="train a model").add_subparsers(
         dest="model", required=True, metavar="MODEL"
@@ -120,12 +122,32 @@ def import_plugins(argv: list[str]) -> None:
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
             try:
-                spec.loader.exec_module(module)
+                with _importable_from(path.resolve().parent):
+                    spec.loader.exec_module(module)
             except BaseException:
                 del sys.modules[spec.name]
                 raise
         else:
             importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def _importable_from(directory: Path):
+    """``directory`` first on ``sys.path`` while the block runs, as ``python FILE.py`` puts the file's directory
+    (symbolic links resolved), so that a plugin file imports the modules next to it; then taken off again if it was
+    not there before, so that ``main`` leaves ``sys.path`` as it found it (the modules imported meanwhile stay in
+    ``sys.modules``, as every import does; a plugin that imports a sibling only later, inside a function, finds it
+    only if it imported it at load time)."""
+    entry = str(directory)
+    if entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):         # the plugin may have taken it off itself
+            sys.path.remove(entry)
 
 
 def _same_file(module, path: Path) -> bool:

@@ -402,6 +402,27 @@ def test_import_takes_two_plugin_files_of_the_same_name(tmp_path):
                 del sys.modules[name]
 
 
+def test_an_imported_plugin_file_imports_its_sibling_module(tmp_path):
+    """``--import dir/plugin.py`` whose ``import sibling`` found no module: unlike ``python dir/plugin.py``, the
+    file's directory was not on ``sys.path``. It is while the file loads, and is taken off again."""
+    import sys
+
+    from qpnlp.cli import import_plugins
+
+    (tmp_path / "qpnlp_test_sibling_helper.py").write_text("VALUE = 'from the helper'\n")
+    plugin = tmp_path / "sibling_plugin.py"
+    plugin.write_text("from qpnlp_test_sibling_helper import VALUE\nWHICH = VALUE\n")
+    path, before = list(sys.path), set(sys.modules)
+    try:
+        import_plugins(["--import", str(plugin)])
+        assert sys.modules["qpnlp_plugin_sibling_plugin"].WHICH == "from the helper"
+        assert sys.path == path                                           # left as it was found
+    finally:
+        for name in set(sys.modules) - before:
+            if name.startswith(("qpnlp_plugin_", "qpnlp_test_sibling")):
+                del sys.modules[name]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows: the job runner is a bash script")
 def test_the_job_runner_keeps_each_runs_log_and_walltime(tmp_path):
     """benchmarks/parallel_jobs.sh appends to a job's log (a resumable job run again keeps its earlier output) and

@@ -7,6 +7,7 @@ import argparse
 from qpnlp.training.evaluate import CLASSIFICATION_SPLITS, evaluate_checkpoint
 
 from ._console import result_line
+from .match import questions_phrase
 from ._outputs import prepare_outputs
 from ._report import Report
 from ._types import DEVICE_HELP, count_type, device_type, path_type
@@ -61,10 +62,13 @@ def _counts(result: dict) -> tuple[str, dict, str | None]:
     """What the metrics were computed on: the words of the printed line, the report's split counts and unit.
 
     Ranking metrics (MAP, MRR, P@1) average over questions, as training counts them; ``n`` stays the number of
-    items scored (a matcher: candidate answers, one question-candidate pair each).
+    items scored (a matcher: candidate answers, one question-candidate pair each); the words say how many
+    questions the split's filter removed (:func:`~qpnlp.commands.match.questions_phrase`).
     """
     questions = result["metrics"].get("questions")
     if questions is None:
         return f"{result['n']} items", {"items": result["n"]}, None
     counts = {"questions": questions, "candidates": result["n"]}
-    return f"{questions} questions, {result['n']} candidate answers", counts, "questions, candidates"
+    removed = result.get("questions_removed", {}).get(result["split"])
+    return (f"{questions_phrase(questions, removed)}, {result['n']} candidate answers", counts,
+            "questions, candidates")

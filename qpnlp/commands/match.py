@@ -192,15 +192,23 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
                                train_questions=result.train_questions, train_triplets=result.train_triplets,
                                oov_rate=result.oov_rate, extra_train=list(args.extra_train),
                                pretrained_fallback=pretrained_fallback_size(pretrained, args.pretrained_fallback),
-                               vocabulary_size=len(result.vocab),
+                               vocabulary_size=len(result.vocab), questions_removed=result.questions_removed,
                                model_config=result.model_config))
     # the results last: a reader of stdout that leaves early (`| head -1`) loses neither --save nor --report
     result_line(f"{result.dataset} dev (selection, epoch {result.best_epoch}): MAP {result.dev['map']:.4f} "
-                f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on {result.dev['questions']} questions")
+                f"MRR {result.dev['mrr']:.4f} P@1 {result.dev['p_at_1']:.4f} on "
+                f"{questions_phrase(result.dev['questions'], result.questions_removed.get('dev'))}")
     for split, m in result.evaluation.items():
         result_line(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
-                    f"on {m['questions']} questions")
+                    f"on {questions_phrase(m['questions'], result.questions_removed.get(split))}")
     return 0
+
+
+def questions_phrase(questions: int, removed: dict | None) -> str:
+    """``"65 questions"`` with, for a filtered split, the questions its filter removed from the file (``removed``:
+    :meth:`~qpnlp.data.QADataset.filter_counts`): ``"65 questions (the 'clean' filter removed 14)"``."""
+    note = "" if removed is None else f" (the {removed['filter']!r} filter removed {removed['removed']})"
+    return f"{questions} questions{note}"
 
 
 def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> None:

@@ -47,7 +47,9 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     model they do not apply to (a Word2Fun model is scored on its whole corpus; only matching models have questions).
 
     Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
-    ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``.
+    ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``; for a
+    matching model also ``questions_removed``, ``{split: {"filter": ..., "removed": ...}}``: the question filter
+    of the split's file and how many questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`).
 
     Parameters
     ----------
@@ -191,7 +193,8 @@ def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, m
     encoded = encode_qa(data, checkpoint.vocabulary)
     metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                                             length_chunks=_length_chunks(meta)))
-    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded))
+    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded),
+                questions_removed={split: data.filter_counts()})
 
 
 def _length_chunks(meta: dict) -> int | None:

@@ -29,8 +29,8 @@ from qpnlp._stacklevel import outside_qpnlp
 
 from .config import TrainConfig
 from .optimisers import Optimisers
-from .state import (JSON_FILE, InitialParameters, has_training_state, load_training_state, run_identity,
-                    save_training_state)
+from .state import (JSON_FILE, InitialParameters, has_training_state, load_training_state, non_finite_value,
+                    run_identity, save_training_state)
 
 __all__ = ["TrainingInterrupted", "LoopResult", "early_stopping", "check_loss", "runaway_parameter",
            "merge_observation", "epoch_bar"]
@@ -234,7 +234,9 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
         ``evaluate() -> (dev score, history fields)``; a higher score is better. A score that is NaN or infinite
         raises :class:`TrainingDiverged` naming the epoch (it ranks no epoch), the model at its best epoch so far.
     on_epoch : callable, optional
-        An observer ``on_epoch(model) -> dict`` merged into each epoch's history.
+        An observer ``on_epoch(model) -> dict`` merged into each epoch's history. With ``checkpoint_dir``, a NaN
+        or infinite value in it is a ``ValueError`` naming its key and the epoch (the state is strict JSON), raised
+        before the epoch's state is written, the model at its best epoch so far.
     log : callable, optional
         Called with each epoch's history entry (after ``on_epoch`` and after
         the training state is saved); on resume first with each restored
@@ -274,7 +276,7 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
             loss, score, fields = _train_and_score(model, config, epoch, train_epoch, evaluate)
             entry = dict(epoch=epoch, train_loss=loss, **fields, seconds=time.perf_counter() - start)
             if on_epoch is not None:
-                merge_observation(entry, on_epoch(model))
+                _observe(model, entry, on_epoch(model), best_state, checkpoint_dir)
             best_state = _keep_best(model, progress, epoch, score, fields, best_state)
             history.append(entry)
             if checkpoint_dir is not None:
@@ -380,6 +382,24 @@ def _save_epoch(checkpoint_dir: str | os.PathLike, model: nn.Module, best_state:
     save_training_state(checkpoint_dir, model=model,
                         best_state=None if progress["best_epoch"] == progress["epoch"] else best_state,
                         optimisers=optimisers.optimisers, progress=progress, identity=identity, initial=initial)
+
+
+def _observe(model: nn.Module, entry: dict, observed: dict, best_state: dict,
+             checkpoint_dir: str | os.PathLike | None) -> None:
+    """Merge the observer's values into ``entry`` (:func:`merge_observation`); a ``ValueError`` (a key the trainer
+    writes, or, with ``checkpoint_dir``, a value that the state's strict JSON cannot hold: NaN or infinite) is
+    raised before the epoch's state is written, the model restored to its best epoch so far, as for a non-finite
+    dev score (:func:`_check_score`)."""
+    try:
+        bad = None if checkpoint_dir is None else non_finite_value(observed)
+        if bad is not None:
+            raise ValueError(f"on_epoch returned {bad[1]} for {bad[0]!r} in epoch {entry['epoch']}: the training "
+                             f"state in {checkpoint_dir} is written as strict JSON, which has no NaN or infinity; "
+                             f"return a finite number or None there")
+        merge_observation(entry, observed)
+    except ValueError:
+        model.load_state_dict(best_state)
+        raise
 
 
 def merge_observation(entry: dict, observed: dict) -> None:

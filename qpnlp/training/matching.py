@@ -50,7 +50,7 @@ from .config import MAX_RATE, ConfigError, TrainConfig, check_integers, check_re
 from .loop import TrainingInterrupted, check_loss, early_stopping, epoch_bar
 from .matching_results import MatchingFitResult, MatchingRun
 from .optimisers import Optimisers
-from .trainer import _check_matcher, training_chunks
+from .trainer import _check_matcher, checked_scores, training_chunks
 
 #: The training losses of answer selection (``loss=``).
 LOSSES = ("triplet", "pointwise")
@@ -308,8 +308,7 @@ class MatchingConfig(TrainConfig):
 def _check_qa(what: str, data) -> None:
     """TypeError unless ``data`` (the ``what`` set) is an :class:`EncodedQA` (:func:`encode_qa` makes one)."""
     if not isinstance(data, EncodedQA):
-        raise TypeError(f"the {what} set must be an EncodedQA (qpnlp.training.matching.encode_qa(dataset, vocab)); "
-                        f"got {type(data).__name__}")
+        raise TypeError(f"the {what} set must be an EncodedQA (encode_qa(dataset, vocab)); got {type(data).__name__}")
 
 
 def _batch(texts: list[list[int]], index, device, max_len, multiple_of=None):
@@ -348,7 +347,7 @@ def score_pairs(model: nn.Module, data: EncodedQA, *, batch_size: int = 256, dev
             rows = np.arange(start, min(start + batch_size, len(data)))
             q = _batch(data.questions, data.question_index[rows], device, max_len)
             a = _batch(data.candidates, rows, device, max_len)
-            out.append(chunked(model, [q, a], length_chunks).double().cpu())
+            out.append(chunked(checked_scores(model), [q, a], length_chunks).double().cpu())
     return torch.cat(out).numpy()
 
 
@@ -472,7 +471,7 @@ def fit_matching(model: nn.Module, train: EncodedQA, dev: EncodedQA, config: Mat
     device = resolve_device(config.device)
     model.to(device)
     optimisers = Optimisers(model, config)
-    forward = training_forward(model, config.compile)
+    forward = checked_scores(training_forward(model, config.compile))
 
     def evaluate() -> tuple[float, dict]:
         model.eval()                                     # on_epoch sees it in eval mode, as before
@@ -597,4 +596,5 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
             raise
         evaluation = score(model, eval_splits)
         return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
-                           cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split)
+                           cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split,
+                           {split: d.filter_counts() for split, d in others.items() if d.filtered})

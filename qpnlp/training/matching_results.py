@@ -81,6 +81,9 @@ class MatchingRun:
         ``negatives``); counted for the pointwise loss too.
     train_split : str, default "train"
         The training file of the data set (``"train-all"`` for TREC-QA's TRAIN-ALL).
+    questions_removed : dict of str -> dict, default {}
+        Per filtered split scored (dev, evaluation and observed splits), the question filter of its file and the
+        questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`): ``{"filter": "clean", "removed": 14}``.
     """
 
     dataset: str
@@ -96,3 +99,4 @@ class MatchingRun:
     train_questions: int
     train_triplets: int
     train_split: str = "train"
+    questions_removed: dict = field(default_factory=dict)

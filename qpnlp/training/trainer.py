@@ -225,13 +225,7 @@ def _checked_logits(model: Callable[..., torch.Tensor]) -> Callable[[torch.Tenso
     where = f"{type(owner).__name__}.forward(ids, mask)"
 
     def forward(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        logits = model(ids, mask)
-        if not isinstance(logits, torch.Tensor):
-            raise TypeError(f"{where} must return the logits as one tensor (B, C); got {type(logits).__name__}")
-        if not logits.is_floating_point():
-            hint = " (a complex model ends with a real read-out: Born probabilities, |z|^2, torch.view_as_real)" \
-                if logits.is_complex() else ""
-            raise TypeError(f"{where} must return real floating-point logits; got {logits.dtype}{hint}")
+        logits = _real_output(model(ids, mask), where, "logits", "(B, C)")
         expected = (ids.shape[0], "C" if classes is None else classes)
         if logits.dim() != 2 or logits.shape[0] != ids.shape[0] or classes not in (None, logits.shape[1]):
             declared = "" if classes is None else f", C the num_classes={classes} of its config"
@@ -257,6 +251,45 @@ def _check_matcher(model: nn.Module, entry: str) -> None:
                    "temporal": "qpnlp.word2fun.fit"}.get(task, "its own trainer")
         raise TypeError(f"{type(model).__name__} is a {task!r} model; {entry}() takes matching models (task "
                         f"'matching': forward(q_ids, q_mask, a_ids, a_mask)). Train it with {trainer}")
+
+
+def checked_scores(model: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``model(q_ids, q_mask, a_ids, a_mask)`` with its output checked against the matching contract (metadata
+    only, no sync), as :func:`_checked_logits` checks a classifier's.
+
+    The scores must be one real floating-point tensor ``(B,)``, B the rows of ``q_ids`` (and of ``a_ids``): one
+    score per question / answer pair; otherwise TypeError or ValueError naming the model and the shapes. Without
+    the check a model of one's own that returned ``(B, 1)`` made the pointwise loss compare every score with every
+    label (a ``(B, B)`` broadcast), and complex or integer scores failed inside the loss naming none of them.
+
+    Parameters
+    ----------
+    model : callable
+        The matching model, or ``torch.compile`` of it (its ``_orig_mod`` names it).
+    """
+    where = f"{type(getattr(model, '_orig_mod', model)).__name__}.forward(q_ids, q_mask, a_ids, a_mask)"
+
+    def forward(q_ids: torch.Tensor, q_mask: torch.Tensor, a_ids: torch.Tensor, a_mask: torch.Tensor) -> torch.Tensor:
+        scores = _real_output(model(q_ids, q_mask, a_ids, a_mask), where, "scores", "(B,)")
+        if scores.shape != q_ids.shape[:1]:
+            raise ValueError(f"{where} must return scores of shape (B,) = ({q_ids.shape[0]},), one per question / "
+                             f"answer pair, for q_ids of shape {tuple(q_ids.shape)} and a_ids of shape "
+                             f"{tuple(a_ids.shape)}; got shape {tuple(scores.shape)}")
+        return scores
+
+    return forward
+
+
+def _real_output(out, where: str, what: str, shape: str) -> torch.Tensor:
+    """``out`` if it is one real floating-point tensor; else TypeError naming ``where`` (the model's forward),
+    ``what`` it returns (``"logits"``, ``"scores"``) and their ``shape`` (e.g. ``"(B, C)"``)."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{where} must return the {what} as one tensor {shape}; got {type(out).__name__}")
+    if not out.is_floating_point():
+        hint = " (a complex model ends with a real read-out: Born probabilities, |z|^2, torch.view_as_real)" \
+            if out.is_complex() else ""
+        raise TypeError(f"{where} must return real floating-point {what}; got {out.dtype}{hint}")
+    return out
 
 
 def _check_encoded(name: str, data) -> None:

@@ -104,14 +104,20 @@ class TrainStats:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
 
-def diverged(epoch: int, loss: float, cfg: TrainConfig, parameters: bool = False) -> TrainingDiverged:
+#: The ``phase`` of :func:`train_source` that pre-trains the static model of ``compass="frozen"``.
+COMPASS_PHASE = "compass pretraining"
+
+
+def diverged(epoch: int, loss: float, cfg: TrainConfig, parameters: bool = False,
+             phase: str = "training") -> TrainingDiverged:
     """The error for an epoch whose mean loss became NaN or infinite, or (``parameters``) after which a parameter
-    is NaN, infinite or run away (``_all_finite``) while its mean loss was finite (``epoch`` counts from 1)."""
+    is NaN, infinite or run away (``_all_finite``) while its mean loss was finite (``epoch`` counts from 1);
+    ``phase`` names the run (:data:`COMPASS_PHASE`: the compass's, of ``cfg.epochs = compass_epochs``)."""
     what = (f"a parameter became NaN or infinite, or so large that a product of two nears overflow (above "
             f"{runaway_limit(FLOAT32_MAX):.2g} in float32); the mean loss before the epoch's last update was {loss}"
             if parameters else f"mean loss {loss}")
     return TrainingDiverged(
-        f"Word2Fun training diverged in epoch {epoch} of {cfg.epochs} ({what}): the summed updates "
+        f"Word2Fun {phase} diverged in epoch {epoch} of {cfg.epochs} ({what}): the summed updates "
         f"of a batch are too large for lr {cfg.lr} with {cfg.batch_size} pairs per batch and negative_weight "
         f"{cfg.negative_weight}; lower lr or batch_size (defaults {TrainConfig.lr} and {TrainConfig.batch_size}, "
         f"with negative_weight {TrainConfig.negative_weight}: the negative steps grow with it)", epoch=epoch, loss=loss)
@@ -345,7 +351,8 @@ def _epoch_runs(source, cfg, rng, keep, dev):
 
 def train_source(model, source, counts: np.ndarray, config: TrainConfig | None = None, *, progress: bool = False,
                  on_epoch=None, start_epoch: int = 0, rng: np.random.Generator | None = None,
-                 generators: list | None = None, sync=None, stats: TrainStats | None = None) -> TrainStats:
+                 generators: list | None = None, sync=None, stats: TrainStats | None = None,
+                 phase: str = "training") -> TrainStats:
     """Train ``model`` by skip-gram with negative sampling on the chunks of ``source``, epochs ``start_epoch..``.
 
     See :func:`~qpnlp.word2fun.train.train_word2fun` for the schedule and the
@@ -381,6 +388,9 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
         None: a single process.
     stats : TrainStats, optional
         The statistics to add the epochs to (a resumed run's); None: new ones.
+    phase : str, default "training"
+        What the run is, named by a divergence error (:func:`diverged`): :data:`COMPASS_PHASE` for the static
+        pre-training of ``compass="frozen"``.
 
     Returns
     -------
@@ -407,7 +417,8 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
                 runs = _epoch_runs(source, cfg, rng, keep, dev)
                 total, nb = _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync)
                 seconds = _time.perf_counter() - t0
-                _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model))
+                _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model),
+                              phase)
                 _show_epoch(bar, source, stats)
                 if on_epoch is not None:
                     on_epoch(epoch, stats)
@@ -538,12 +549,12 @@ def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple
 
 
 def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Tensor, seconds: float, sync,
-                  epoch: int, cfg: TrainConfig, finite: bool = True) -> None:
+                  epoch: int, cfg: TrainConfig, finite: bool = True, phase: str = "training") -> None:
     """Add an epoch's tokens, pairs, time and mean loss ``loss_sum / pairs`` to ``stats``; raise if it diverged.
 
     ``loss_sum`` is read on the host here, once per epoch (a tensor on the model's device, ``_loss_sum``);
     ``finite`` says whether this process's parameters are all finite and not run away after the epoch
-    (``_all_finite``).
+    (``_all_finite``); ``phase`` is named by :func:`diverged`.
     With ``sync`` the counts, the loss and the processes with a non-finite parameter are summed over the
     processes and the time is the slowest one's, so every process raises, or none: :func:`diverged` for a
     NaN or infinite mean loss or a non-finite parameter, :func:`no_pairs`
@@ -563,9 +574,9 @@ def _record_epoch(stats: TrainStats, tokens: int, pairs: int, loss_sum: torch.Te
     stats.tokens += tokens
     stats.epoch_loss.append(loss_sum / pairs)
     if not math.isfinite(stats.epoch_loss[-1]):      # the same sums in every process: all raise
-        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg)
+        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg, phase=phase)
     if bad:
-        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg, parameters=True)
+        raise diverged(epoch + 1, stats.epoch_loss[-1], cfg, parameters=True, phase=phase)
 
 
 def _show_epoch(bar, source, stats: TrainStats) -> None:

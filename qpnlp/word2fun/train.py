@@ -46,7 +46,7 @@ from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.config import TrainConfig
-from qpnlp.word2fun.loop import TrainStats, resolved_defaults, train_source
+from qpnlp.word2fun.loop import COMPASS_PHASE, TrainStats, resolved_defaults, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.step_sizes import step_bounds
 from qpnlp.word2fun.sources import ArraySource, StreamSource
@@ -591,7 +591,7 @@ def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainCon
     gens = run_state.negative_generators(cfg.seed, rank, cfg.workers, dev)  # before: all drew from cfg.seed
     stats = train_source(static, source, counts, dataclasses.replace(cfg, roughness_penalty=0.0), progress=progress,
                          sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
-                         rng=run_state.data_rng(cfg.seed, rank, 0), generators=gens)
+                         rng=run_state.data_rng(cfg.seed, rank, 0), generators=gens, phase=COMPASS_PHASE)
     model.set_compass(static.compass.weight.detach(), freeze=True)
     with torch.no_grad():  # start the static part (every slice of it) from the static model as well
         model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // V, 1))

@@ -250,3 +250,57 @@ def test_training_file_without_a_correct_candidate_is_refused_naming_it(tmp_path
                  "--loss", "pointwise", "--epochs", "1", "--no-progress", "--no-training-state"]) == 1
     err = capsys.readouterr().err
     assert "train.tsv: all 5 candidates are wrong; the pointwise loss needs correct and wrong candidates" in err
+
+
+def _scoring(output):
+    class WrongScores(CNM):
+        def forward(self, q_ids, q_mask, a_ids, a_mask):
+            return output(super().forward(q_ids, q_mask, a_ids, a_mask))
+    return WrongScores(CNMConfig(num_words=20, dim=4, num_measurements=4), generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("output, error, message", [
+    (lambda s: s[:, None], ValueError, r"scores of shape \(B,\) = \(4,\), one per question / answer pair, for q_ids "
+                                       r"of shape \(4, \d\) and a_ids of shape \(4, \d\); got shape \(4, 1\)"),
+    (lambda s: s[:2], ValueError, r"got shape \(2,\)"),
+    (lambda s: s.to(torch.complex64), TypeError, r"real floating-point scores; got torch.complex64 .*read-out"),
+    (lambda s: s.long(), TypeError, r"real floating-point scores; got torch.int64"),
+    (lambda s: (s, None), TypeError, r"the scores as one tensor \(B,\); got tuple"),
+])
+def test_wrong_scores_of_a_matching_model_are_named(output, error, message):
+    """A user's matching model returning (B, 1) scores trained with the pointwise loss broadcast to (B, B); others
+    failed inside the loss naming neither the model nor the shapes."""
+    data = _toy()
+    pattern = r"WrongScores\.forward\(q_ids, q_mask, a_ids, a_mask\) must return .*" + message
+    config = MatchingConfig(epochs=1, batch_size=4, loss="pointwise", progress=False, length_chunks=None)
+    with pytest.raises(error, match=pattern):
+        fit_matching(_scoring(output), data, data, config)
+    with pytest.raises(error, match=pattern):
+        score_pairs(_scoring(output), data, batch_size=4, length_chunks=None)
+
+
+def test_reports_say_how_many_questions_the_filter_removed(tmp_path, capsys):
+    """The results said "on 2 questions" only; how many the papers' filter took out of the file was not told."""
+    root = _qa_root(tmp_path, [[1, 0], [0, 1], [1, 0, 0]])
+    good = [f"what film {i} ?\ta film .\t1\nwhat film {i} ?\ta plot .\t0\n" for i in range(3)]
+    folder = root / "qa" / "wikiqa"
+    (folder / "dev.tsv").write_text(good[0] + "no answer ?\ta plot .\t0\n")                    # 1 of 2 removed
+    (folder / "test.tsv").write_text("".join(good[1:]) + "none ?\tx .\t0\nnone 2 ?\ty .\t0\nall ?\tz .\t1\n")
+    ckpt, report, evaluated = tmp_path / "m", tmp_path / "train.json", tmp_path / "eval.json"
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--data", str(root), "--no-pretrained", "--dim", "4",
+                 "--epochs", "1", "--no-progress", "--no-training-state", "--save", str(ckpt),
+                 "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"dev \(selection, epoch 1\): .* on 1 questions \(the 'no-correct' filter removed 1\)$", out,
+                     re.M), out
+    assert re.search(r"wikiqa test: .* on 3 questions \(the 'no-correct' filter removed 2\)$", out, re.M), out
+    data = json.loads(report.read_text())
+    assert data["details"]["questions_removed"] == {"dev": {"filter": "no-correct", "removed": 1},
+                                                    "test": {"filter": "no-correct", "removed": 2}}
+    assert data["metrics"]["test"]["questions"] == 3                                 # as before
+    assert main(["evaluate", str(ckpt), "--data", str(root), "--report", str(evaluated)]) == 0
+    out = capsys.readouterr().out
+    assert "on 3 questions (the 'no-correct' filter removed 2), 5 candidate answers (cnm)" in out, out
+    data = json.loads(evaluated.read_text())
+    assert data["details"]["questions_removed"] == {"test": {"filter": "no-correct", "removed": 2}}
+    assert data["split_counts"] == {"test": {"questions": 3, "candidates": 5}}      # as before

@@ -10,6 +10,7 @@ edited to hold a NaN best score was resumed, and no later epoch could beat it.
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -19,9 +20,9 @@ from qpnlp.training.state import JSON_FILE
 NAN, INF = float("nan"), float("inf")
 
 
-def _run(scores, checkpoint_dir=None, resume=False, epochs=None):
+def _run(scores, checkpoint_dir=None, resume=False, epochs=None, on_epoch=None, catch=TrainingDiverged):
     """``early_stopping`` of a 1-parameter model whose weight is -1 before training and the epoch after each
-    epoch, with these dev scores in turn; the model is returned with the result or the error."""
+    epoch, with these dev scores in turn; the model is returned with the result or the error (of type ``catch``)."""
     model = torch.nn.Linear(1, 1, bias=False)
     torch.nn.init.constant_(model.weight, -1.0)
     config = TrainConfig(epochs=epochs or len(scores), patience=10, progress=False)
@@ -38,8 +39,9 @@ def _run(scores, checkpoint_dir=None, resume=False, epochs=None):
 
     try:
         return model, early_stopping(model, config, Optimisers(model, config), train_epoch=train_epoch,
-                                     evaluate=evaluate, checkpoint_dir=checkpoint_dir, resume=resume)
-    except TrainingDiverged as err:
+                                     evaluate=evaluate, checkpoint_dir=checkpoint_dir, resume=resume,
+                                     on_epoch=on_epoch)
+    except catch as err:
         return model, err
 
 
@@ -75,3 +77,22 @@ def test_a_state_holding_a_nan_best_score_is_refused_on_resume(tmp_path):
     with pytest.raises(ValueError, match=r"not a readable training state \(NaN is not a JSON number"):
         _run([0.1, 0.1, 0.1], checkpoint_dir=tmp_path, resume=True, epochs=4)
     assert math.isnan(json.loads(path.read_text())["progress"]["best_score"])     # left as it was
+
+
+@pytest.mark.parametrize("bad", [NAN, np.float32(INF), torch.tensor(-INF)])
+def test_a_non_finite_observation_is_refused_before_the_state_is_written(tmp_path, bad):
+    """An observer's NaN made the JSON writer fail after the epoch ("Out of range float values are not JSON
+    compliant", no key, no epoch), the model left at that epoch's parameters."""
+    observations = iter([{"test": {"map": 0.5}}, {"test": {"map": 0.6}}, {"test": {"map": 0.7, "mrr": bad}}])
+    model, err = _run([0.2, 0.4, 0.3], checkpoint_dir=tmp_path, on_epoch=lambda m: next(observations),
+                      catch=ValueError)
+    assert isinstance(err, ValueError) and not isinstance(err, TrainingDiverged), err
+    assert f"on_epoch returned {float(bad)} for 'test.mrr' in epoch 3" in str(err) and "strict JSON" in str(err)
+    assert model.weight.item() == 2.0                          # the best epoch's parameters
+    state = json.loads((tmp_path / JSON_FILE).read_text(), parse_constant=pytest.fail)
+    assert state["progress"]["epoch"] == 2 and state["progress"]["history"][-1]["test"] == {"map": 0.6}
+
+
+def test_a_non_finite_observation_without_a_state_joins_the_history():
+    _, result = _run([0.2, 0.4], on_epoch=lambda m: {"x": NAN})
+    assert [math.isnan(e["x"]) for e in result.history] == [True, True]

@@ -131,6 +131,16 @@ def test_parameters_run_past_the_overflow_limit_are_divergence_too():
     _fit(DOCS, TrainConfig(epochs=4, sample=0))           # the default lr trains as before
 
 
+def test_divergence_in_the_compass_pretraining_says_so():
+    """With compass="frozen" a divergence of the static pre-training read "Word2Fun training diverged in epoch 1 of
+    2", as if the main training (of 5 epochs) had diverged."""
+    with pytest.raises(TrainingDiverged, match=r"^Word2Fun compass pretraining diverged in epoch 1 of 2 \(") as err:
+        _fit(DOCS, TrainConfig(epochs=5, lr=3e38, sample=0), compass="frozen", compass_epochs=2)
+    assert err.value.epoch == 1
+    with pytest.raises(TrainingDiverged, match=r"^Word2Fun training diverged in epoch 1 of 5 \("):
+        _fit(DOCS, TrainConfig(epochs=5, lr=3e38, sample=0))
+
+
 @pytest.mark.parametrize("theirs, raises", [(1, True), (0, False)])
 def test_a_non_finite_parameter_in_any_process_makes_every_process_raise(monkeypatch, theirs, raises):
     monkeypatch.setattr(distributed, "all_sum", _OtherProcess(30, 40, 160.0, theirs))
