@@ -150,18 +150,26 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
         results.append(result)
         report.data["split_counts"][split.name] = dict(train=len(prepared.train), dev=len(prepared.dev),
                                                        test=len(prepared.test))
+        # each finished split's result joins the report at once: a run stopped in a later split (Ctrl-C, divergence)
+        # keeps in its report every result it printed
+        report.update(details=dict(splits=split_rows(results)))
         if args.save and i == 0:            # the files before the results: a reader of stdout that leaves loses none
             _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
         chosen = "" if result.selected is None else f", selected {result.selected}"
         result_line(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
                     f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)")
     summary = summarise(results)
-    splits_done = [{k: v for k, v in r.items() if k != "history"} for r in summary["per_split"]]
     report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
-                  n=sum(c["test"] for c in report.data["split_counts"].values()), details=dict(splits=splits_done))
+                  n=sum(c["test"] for c in report.data["split_counts"].values()))
     result_line(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
                 f"split(s), seed {args.seed}")
     return 0
+
+
+def split_rows(results: list) -> list[dict]:
+    """The report's ``details.splits``: each split's :class:`~qpnlp.training.classification.SplitResult` as a dict,
+    without its ``history`` (the report's ``history`` holds every epoch)."""
+    return [{k: v for k, v in vars(r).items() if k != "history"} for r in results]
 
 
 def protocol_folds(args: argparse.Namespace, dataset) -> int | None:

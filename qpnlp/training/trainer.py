@@ -255,7 +255,7 @@ def _check_matcher(model: nn.Module, entry: str) -> None:
 
 def checked_scores(model: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
     """``model(q_ids, q_mask, a_ids, a_mask)`` with its output checked against the matching contract (metadata
-    only, no sync), as :func:`_checked_logits` checks a classifier's.
+    only, no sync), as ``_checked_logits`` checks a classifier's.
 
     The scores must be one real floating-point tensor ``(B,)``, B the rows of ``q_ids`` (and of ``a_ids``): one
     score per question / answer pair; otherwise TypeError or ValueError naming the model and the shapes. Without

@@ -1,0 +1,89 @@
+"""The figures of a run agree wherever they appear: the results on stdout, the report (``--report``), its history
+and the documented schema (docs/api/cli.rst)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import qpnlp.commands.classify as classify
+from qpnlp.cli import main
+from qpnlp.commands._report import Report
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "api" / "cli.rst"
+SPLIT_LINE = re.compile(r"CR (fold \d+): test accuracy (\S+) \(dev (\S+), epoch (\d+), (\d+)s\)")
+
+
+def _cr(tmp_path: Path) -> list[str]:
+    """A tiny CR data root (two separated classes of 40 sentences) and 4-d vectors of its words: the command's
+    options for a 3-fold run of 2 epochs of real-bow on it."""
+    folder = tmp_path / "classification" / "CR"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name, words in (("custrev.pos", "good great fine nice"), ("custrev.neg", "bad poor awful sad")):
+        lines = [" ".join(rng.choice(words.split() + ["the", "phone"], 6)) for _ in range(40)]
+        (folder / name).write_text("\n".join(lines) + "\n")
+    vectors = tmp_path / "v.vec"
+    vectors.write_text("".join(f"{w} " + " ".join(f"{x:.3f}" for x in rng.normal(size=4)) + "\n"
+                               for w in "good great fine nice bad poor awful sad the phone".split()))
+    return ["train", "real-bow", "--dataset", "CR", "--data", str(tmp_path), "--vectors", str(vectors), "--folds", "3",
+            "--epochs", "2", "--no-select", "--no-progress", "--report", str(tmp_path / "r.json")]
+
+
+def test_the_printed_results_are_the_reports(tmp_path, capsys):
+    """Each split's line and the summary on stdout are the report's figures rounded to four decimals; the best
+    epoch is the first argmax of the split's dev accuracies in the history; the std is the sample std."""
+    assert main(_cr(tmp_path)) == 0
+    out = capsys.readouterr().out.splitlines()
+    report = json.loads((tmp_path / "r.json").read_text())
+    splits = report["details"]["splits"]
+    assert [SPLIT_LINE.match(line).groups() for line in out[:-1]] == [
+        (s["split"], f"{s['test_accuracy']:.4f}", f"{s['dev_accuracy']:.4f}", str(s["best_epoch"]),
+         f"{s['seconds']:.0f}") for s in splits]
+    for s in splits:
+        dev = [e["dev_accuracy"] for e in report["history"] if e["split"] == s["split"]]
+        assert dev.index(max(dev)) + 1 == s["best_epoch"] and max(dev) == s["dev_accuracy"]
+    accuracies = [s["test_accuracy"] for s in splits]
+    metrics = report["metrics"]
+    assert metrics["accuracy_mean"] == pytest.approx(statistics.fmean(accuracies), abs=1e-12)
+    assert metrics["accuracy_std"] == pytest.approx(statistics.stdev(accuracies), abs=1e-12)
+    assert out[-1] == (f"CR: test accuracy {metrics['accuracy_mean']:.4f} +- {metrics['accuracy_std']:.4f} over 3 "
+                       f"split(s), seed 0")
+    assert report["n"] == sum(c["test"] for c in report["split_counts"].values())
+    assert list(report["split_counts"]) == [s["split"] for s in splits]
+
+
+def test_a_run_stopped_in_a_later_split_keeps_the_results_it_printed(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in fold 2 printed fold 1's test accuracy on stdout, but the report (interrupted) held no result of
+    fold 1 (``details`` empty): its result was only in the console."""
+    logger = classify.epoch_logger
+
+    def stop_in_fold_2(report, label, **context):
+        log = logger(report, label, **context)
+        return (lambda entry: (_ for _ in ()).throw(KeyboardInterrupt)) if context["split"] == "fold 2" else log
+
+    monkeypatch.setattr(classify, "epoch_logger", stop_in_fold_2)
+    assert main(_cr(tmp_path)) == 130
+    printed = SPLIT_LINE.match(capsys.readouterr().out.splitlines()[0]).groups()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["status"] == "interrupted" and report["metrics"] == {}
+    [kept] = report["details"]["splits"]
+    assert (kept["split"], f"{kept['test_accuracy']:.4f}", kept["best_epoch"]) == \
+        (printed[0], printed[1], int(printed[3]))
+
+
+def test_the_documented_report_keys_are_the_keys_written():
+    """The schema of docs/api/cli.rst (and of the Report docstring) lists every key a report holds, in order."""
+    text = DOCS.read_text()
+    listed = text.split(".. report-keys")[1].split(".. end of report-keys")[0]
+    documented = [key for line in listed.splitlines() if line.startswith("- ")
+                  for key in re.findall(r"``(\w+)``", line.split(":")[0])]
+    written = list(Report(argparse.Namespace(), command="evaluate").data)
+    assert documented == written
+    assert set(re.findall(r"``(\w+)``", Report.__doc__.split("Keys:")[1].split("The JSON")[0])) >= set(written)
