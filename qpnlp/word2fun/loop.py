@@ -81,7 +81,8 @@ class TrainStats:
     Parameters
     ----------
     tokens : int, default 0
-        Corpus tokens processed, times the epochs (all processes).
+        Corpus tokens processed (those in the vocabulary: words below ``min_count`` are not read), times the epochs
+        (all processes).
     pairs : int, default 0
         (centre, context) pairs trained on (all processes).
     seconds : float, default 0.0

@@ -102,8 +102,8 @@ def train_word2fun(
     Returns
     -------
     TrainStats
-        ``tokens_per_s`` counts corpus tokens times epochs over the training
-        wall time (pair generation, negatives and updates included).
+        ``tokens_per_s`` counts in-vocabulary corpus tokens times epochs over the
+        training wall time (pair generation, negatives and updates included).
     """
     return train_source(model, ArraySource(tokens, doc_ids, doc_times), counts, config, progress=progress,
                         on_epoch=on_epoch)
