@@ -146,7 +146,9 @@ def splits(
         Number of cross-validation folds, an integer >= 2 (ignored for fixed splits).
     dev_fraction : float, default 0.1
         Fraction of the training part used as dev where no dev split is given.
-        The dev of fold i is carved with seed ``(seed + i) mod 2**32``.
+        The dev of the k-th fold (``"fold k"``, k from 1) is carved with seed ``(seed + k - 1) mod 2**32``, so
+        fold k + 1 of ``seed`` and fold k of ``seed + 1`` carve with one seed (docs/getting-started.md,
+        "How each stream is derived").
 
     Yields
     ------
