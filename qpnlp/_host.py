@@ -45,7 +45,8 @@ def float64_values(values, name: str, *, not_numbers: type[Exception] = TypeErro
     values.
 
     Raises TypeError naming ``name`` for complex numbers (numpy's cast to float64 keeps the real part with only a
-    ComplexWarning), and ``not_numbers`` (the caller's TypeError or ValueError) for items that are no numbers.
+    ComplexWarning), and ``not_numbers`` (the caller's TypeError or ValueError) for items that are no numbers,
+    NumPy datetimes and timedeltas included (their cast gives units since 1970: ``datetime64('1950')`` as -20).
 
     >>> float64_values(torch.tensor([1990.0, 2000.5], requires_grad=True), "times").tolist()
     [1990.0, 2000.5]
@@ -58,6 +59,9 @@ def float64_values(values, name: str, *, not_numbers: type[Exception] = TypeErro
     """
     try:
         raw = np.asarray([host_array(item) for item in host_array(values)])    # np.asarray(tensor) refuses grad
+        if raw.dtype.kind in "mM":      # astype would give units since 1970: datetime64('1950') as -20.0
+            raise TypeError(f"got {raw.dtype} values; give numbers such as years "
+                            f"(dates.astype('datetime64[Y]').astype(int) + 1970)")
         array = None if raw.dtype.kind == "c" else raw.astype(np.float64)
     except (TypeError, ValueError) as err:
         raise not_numbers(f"{name} must be a sequence of numbers ({err})") from None

@@ -92,6 +92,22 @@ def test_config_options_without_future_annotations():
     assert config_options(args) == dict(hidden=8, scale=0.5, bias=False, name="y", sizes=[1, 2], rates=[0.5, 0.25])
 
 
+@pytest.mark.parametrize("future", [True, False])
+def test_optional_list_options_read_their_item_type(future):
+    """``list[float] | None`` (and ``Optional[...]``, ``tuple[str, ...] | None``) read their items as written, as
+    ``list[float]`` does; they were read as ints ("invalid int value: '0.5'")."""
+    namespace: dict = {}
+    exec(("from __future__ import annotations\n" if future else "") +
+         "import dataclasses\nfrom typing import Optional\nfrom qpnlp.models import ModelConfig\n"
+         "@dataclasses.dataclass\nclass Opt(ModelConfig):\n    num_words: int\n    rates: list[float] | None = None\n"
+         "    scales: Optional[list[float]] = None\n    names: tuple[str, ...] | None = None\n"
+         "    sizes: list[int] | None = None\n", namespace)
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, namespace["Opt"])
+    args = parser.parse_args(["--rates", "0.5", "0.25", "--scales", "1.5", "--names", "a", "b", "--sizes", "3"])
+    assert config_options(args) == dict(rates=[0.5, 0.25], scales=[1.5], names=["a", "b"], sizes=[3])
+
+
 def _returning(output):
     class Wrong(HiddenBow):
         def forward(self, ids, mask):

@@ -67,11 +67,16 @@ def _json_object(text: str) -> dict:
     return value
 
 
+# The first item type of a list or tuple annotation: "float" in "list[float] | None", "str" in "tuple[str, ...]".
+_ITEM_TYPE = re.compile(r"(?:list|tuple)\[\s*(\w+)")
+
+
 def _item_type(annotation: str) -> type:
     """The type of the items of a ``list[...]`` / ``tuple[...]`` field's option: float or str where the annotation
-    says so (``list[float]``, ``tuple[str, ...]``), else int (``list[int]``, a bare ``tuple``)."""
-    inner = annotation[annotation.find("[") + 1:].split(",")[0].strip(" ]") if "[" in annotation else ""
-    return {"float": float, "str": str}.get(inner, int)
+    says so (``list[float]``, ``tuple[str, ...]``, also optional: ``list[float] | None``), else int (``list[int]``,
+    a bare ``tuple``)."""
+    match = _ITEM_TYPE.match(annotation)
+    return {"float": float, "str": str}.get(match[1] if match else "", int)
 
 
 def _default(field: dataclasses.Field):

@@ -58,6 +58,11 @@ class ArraySource:
     def chunks(self, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         yield self.tokens, self.doc_ids, self.doc_times
 
+    def token_times(self) -> np.ndarray:
+        """The distinct times of the documents that hold a token, sorted, shape (T,): one pass over ``doc_ids``
+        (``bincount``), memory per document (not a time per token)."""
+        return np.unique(self.doc_times[np.bincount(self.doc_ids, minlength=len(self.doc_times)) > 0])
+
 
 def _ids(name: str, values) -> np.ndarray:
     """``values`` as an int64 array (no copy when it is one); TypeError naming ``name`` unless they are integers."""

@@ -539,7 +539,7 @@ def _check_some_token_in_vocabulary(source, vocab: Vocabulary, scaled: bool) -> 
     if source.n_tokens == 0:
         raise ValueError(f"no token of the corpus is in the vocabulary ({len(vocab)} words, e.g. "
                          f"{list(vocab.words[:3])}): pass the corpus's own vocabulary, or none")
-    times = np.unique(source.doc_times[source.doc_ids]) if isinstance(source, ArraySource) and not scaled else ()
+    times = source.token_times() if isinstance(source, ArraySource) and not scaled else ()
     if len(times) == 1:
         raise ValueError(f"every token of the vocabulary ({len(vocab)} words) is dated {times[0]:g}: the documents "
                          f"of other times hold none (empty, or words seen fewer than min_count times); Word2Fun "

@@ -226,6 +226,10 @@ def test_every_reader_of_times_refuses_the_same_times_naming_its_argument(vector
             read([[1950.0, 1960.0]])
         with pytest.raises(not_numbers, match=f"{arg} must be a sequence of numbers"):
             read(["1950s", "1960s"])
+        # NumPy dates were read as units since 1970 (1950 as -20.0; indicators took them so too)
+        for dates in (np.array(["1950", "1960"], dtype="datetime64[Y]"), [np.datetime64("1950-05-01")] * 2):
+            with pytest.raises(not_numbers, match=fr"{arg} must be a sequence of numbers \(got datetime64"):
+                read(dates)
         if one is not None:
             with pytest.raises(one, match=fr"{arg} must be a sequence of raw times \(e.g. \[1950\]\)"):
                 read(1950)
