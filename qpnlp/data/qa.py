@@ -148,7 +148,7 @@ class QADataset:
     def n_questions_removed(self) -> int:
         """Questions of the file that :attr:`question_filter` removed: those without a correct candidate
         (``"no-correct"``), and without a wrong one too (``"clean"``); 0 unfiltered. A count of the file, as
-        :attr:`n_questions_raw`: a data set cut to its first questions keeps it."""
+        ``n_questions_raw``: a data set cut to its first questions keeps it."""
         return (self.n_no_correct if self.filtered else 0) + (self.n_no_wrong if self.question_filter == "clean" else 0)
 
     def filter_counts(self) -> dict | None:

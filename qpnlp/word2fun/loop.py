@@ -390,7 +390,7 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     stats : TrainStats, optional
         The statistics to add the epochs to (a resumed run's); None: new ones.
     phase : str, default "training"
-        What the run is, named by a divergence error (:func:`diverged`): :data:`COMPASS_PHASE` for the static
+        What the run is, named by a divergence error (``diverged``): ``COMPASS_PHASE`` for the static
         pre-training of ``compass="frozen"``.
 
     Returns
