@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
 from qpnlp.training import TrainConfig
@@ -154,3 +155,19 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     return default_train_config(kind, dataset=args.dataset, vectors=vectors, **given, **run)
 
 
+
+
+def inputs_used(args: argparse.Namespace) -> dict:
+    """The report's ``details.vectors`` and ``details.data_root``: what the run read, whatever the flags' interplay.
+
+    ``vectors`` is the registered set's name, or the absolute path of a vectors file or directory, and None with
+    ``--no-pretrained`` (``arguments.vectors`` keeps its default there); ``data_root`` is the absolute data folder,
+    ``--data`` or else ``$QPNLP_DATA`` (:func:`qpnlp.data.data_root`; ``arguments.data`` is null then).
+    """
+    from qpnlp.data import data_root
+    from qpnlp.data.vectors import VECTOR_SETS
+
+    vectors = None if getattr(args, "no_pretrained", False) else str(args.vectors)
+    if vectors is not None and vectors not in VECTOR_SETS:
+        vectors = os.path.abspath(os.path.expanduser(vectors))
+    return dict(vectors=vectors, data_root=str(data_root(args.data)))

@@ -26,7 +26,7 @@ from qpnlp.training.classification import (apply_setting, check_grid, check_mode
                                            run_split_selected, summarise)
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
-from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
+from ._common import (add_fallback_option, add_training_options, add_vectors_option, inputs_used, load_cli_vectors,
                       train_config, vectors_scale)
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
@@ -119,13 +119,14 @@ def _train(args, report: Report, config, options: dict, candidates, state_root) 
     dataset = load_classification(args.dataset, root=args.data)
     args.folds = protocol_folds(args, dataset)
     pretrained = load_cli_vectors(args)
-    report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds})
+    report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds},
+                  details=inputs_used(args))
     with warnings.catch_warnings():
         return _train_splits(args, report, config, options, candidates, state_root, dataset, pretrained)
 
 
 def _train_splits(args, report: Report, config, options: dict, candidates, state_root, dataset, pretrained) -> int:
-    results = []
+    results, oov_rates = [], []
     for i, split in enumerate(splits(dataset, seed=args.seed, n_folds=args.folds or DEFAULT_FOLDS)):
         if args.max_splits is not None and i >= args.max_splits:
             break
@@ -148,11 +149,12 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
             report.finish("diverged", error=str(err))
             raise CommandFailed(f"{dataset.name} {split.name}: {err}") from None
         results.append(result)
+        oov_rates.append(prepared.oov_rate)
         report.data["split_counts"][split.name] = dict(train=len(prepared.train), dev=len(prepared.dev),
                                                        test=len(prepared.test))
         # each finished split's result joins the report at once: a run stopped in a later split (Ctrl-C, divergence)
         # keeps in its report every result it printed
-        report.update(details=dict(splits=split_rows(results)))
+        report.update(details={**report.data["details"], "splits": split_rows(results, oov_rates)})
         if args.save and i == 0:            # the files before the results: a reader of stdout that leaves loses none
             _save(args, report, model, prepared.vocab, dataset, split.name, config, result.selected)
         chosen = "" if result.selected is None else f", selected {result.selected}"
@@ -166,10 +168,13 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
     return 0
 
 
-def split_rows(results: list) -> list[dict]:
+def split_rows(results: list, oov_rates: list) -> list[dict]:
     """The report's ``details.splits``: each split's :class:`~qpnlp.training.classification.SplitResult` as a dict,
-    without its ``history`` (the report's ``history`` holds every epoch)."""
-    return [{k: v for k, v in vars(r).items() if k != "history"} for r in results]
+    without its ``history`` (the report's ``history`` holds every epoch), with ``oov_rate``: the fraction of the
+    split's training words without a vector (``Prepared.oov_rate``; None without vectors), as the matching report's
+    ``details.oov_rate``."""
+    return [{**{k: v for k, v in vars(r).items() if k != "history"}, "oov_rate": oov}
+            for r, oov in zip(results, oov_rates, strict=True)]
 
 
 def protocol_folds(args: argparse.Namespace, dataset) -> int | None:

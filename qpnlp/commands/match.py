@@ -18,7 +18,7 @@ from qpnlp.training.defaults import training_settings
 from qpnlp.training.matching import LOSSES
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 
-from ._common import (add_fallback_option, add_training_options, add_vectors_option, load_cli_vectors,
+from ._common import (add_fallback_option, add_training_options, add_vectors_option, inputs_used, load_cli_vectors,
                       train_config, vectors_scale)
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
@@ -167,6 +167,7 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     from qpnlp.training.matching import run_matching
 
     pretrained = None if args.no_pretrained else load_cli_vectors(args)
+    report.update(details=inputs_used(args))
     try:
         result = run_matching(args.dataset, options, config, pretrained=pretrained, model=args.kind,
                               root=args.data, max_questions=args.max_questions,
@@ -188,7 +189,8 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     report.finish(dataset=result.dataset, split=",".join(result.evaluation) or "dev",
                   split_counts={"fixed": counts}, metrics=dict(dev=result.dev, **result.evaluation),
                   n=sum(m["questions"] for m in result.evaluation.values()) or result.dev["questions"],
-                  details=dict(best_epoch=result.best_epoch, train_split=result.train_split,
+                  details=dict(**report.data["details"], best_epoch=result.best_epoch, seconds=result.seconds,
+                               train_split=result.train_split,
                                train_questions=result.train_questions, train_triplets=result.train_triplets,
                                oov_rate=result.oov_rate, extra_train=list(args.extra_train),
                                pretrained_fallback=pretrained_fallback_size(pretrained, args.pretrained_fallback),
@@ -205,9 +207,11 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
 
 
 def questions_phrase(questions: int, removed: dict | None) -> str:
-    """``"65 questions"`` with, for a filtered split, the questions its filter removed from the file (``removed``:
-    :meth:`~qpnlp.data.QADataset.filter_counts`): ``"65 questions (the 'clean' filter removed 14)"``."""
-    note = "" if removed is None else f" (the {removed['filter']!r} filter removed {removed['removed']})"
+    """``"65 questions"`` with, for a filtered split, the questions its filter removed from the whole file
+    (``removed``: :meth:`~qpnlp.data.QADataset.filter_counts`), which ``--max-questions`` may then have cut:
+    ``"65 questions (the 'clean' filter removed 14 of the file's 243)"``."""
+    note = "" if removed is None else (f" (the {removed['filter']!r} filter removed {removed['removed']} of the "
+                                       f"file's {removed['file_questions']})")
     return f"{questions} questions{note}"
 
 

@@ -152,9 +152,11 @@ class QADataset:
         return (self.n_no_correct if self.filtered else 0) + (self.n_no_wrong if self.question_filter == "clean" else 0)
 
     def filter_counts(self) -> dict | None:
-        """``{"filter": question_filter, "removed": n_questions_removed}`` for a filtered data set, else None (the
-        reports' ``questions_removed`` of a split)."""
-        return dict(filter=self.question_filter, removed=self.n_questions_removed) if self.filtered else None
+        """``{"filter": question_filter, "removed": n_questions_removed, "file_questions": n_questions_raw}`` for a
+        filtered data set, else None (the reports' ``questions_removed`` of a split). Both counts are the whole
+        file's, also for a data set cut to its first questions (``--max-questions``)."""
+        return (dict(filter=self.question_filter, removed=self.n_questions_removed, file_questions=self.n_questions_raw)
+                if self.filtered else None)
 
     def __repr__(self) -> str:
         return (

@@ -48,8 +48,9 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
 
     Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
     ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``; for a
-    matching model also ``questions_removed``, ``{split: {"filter": ..., "removed": ...}}``: the question filter
-    of the split's file and how many questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`).
+    matching model also ``questions_removed``, ``{split: {"filter": ..., "removed": ..., "file_questions": ...}}``:
+    the question filter of the split's file, how many questions it removed and how many the file holds
+    (:meth:`~qpnlp.data.QADataset.filter_counts`).
 
     Parameters
     ----------

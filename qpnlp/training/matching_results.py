@@ -83,7 +83,8 @@ class MatchingRun:
         The training file of the data set (``"train-all"`` for TREC-QA's TRAIN-ALL).
     questions_removed : dict of str -> dict, default {}
         Per filtered split scored (dev, evaluation and observed splits), the question filter of its file and the
-        questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`): ``{"filter": "clean", "removed": 14}``.
+        questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`), counts of the whole file (before
+        ``max_questions``): ``{"filter": "clean", "removed": 14, "file_questions": 243}``.
     """
 
     dataset: str

@@ -87,3 +87,58 @@ def test_the_documented_report_keys_are_the_keys_written():
     written = list(Report(argparse.Namespace(), command="evaluate").data)
     assert documented == written
     assert set(re.findall(r"``(\w+)``", Report.__doc__.split("Keys:")[1].split("The JSON")[0])) >= set(written)
+
+
+def test_a_classifier_reports_the_vectors_oov_rate_and_the_inputs_it_read(tmp_path, capsys, monkeypatch):
+    """The classification report dropped each split's OOV rate (the matching one had it) and never named the data
+    folder when ``$QPNLP_DATA`` gave it (``arguments.data`` null)."""
+    argv = _cr(tmp_path)
+    vectors = tmp_path / "v.vec"
+    vectors.write_text("".join(line + "\n" for line in vectors.read_text().splitlines()
+                               if not line.startswith("phone ")))          # 1 of the 10 training words left out
+    assert argv[4:8] == ["--data", str(tmp_path), "--vectors", str(vectors)]
+    monkeypatch.setenv("QPNLP_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv[:4], "--vectors", "v.vec", *argv[8:]]) == 0                     # no --data, a relative file
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["arguments"]["data"] is None and report["arguments"]["vectors"] == "v.vec"
+    details = report["details"]
+    assert details["data_root"] == str(tmp_path.resolve()) and details["vectors"] == str(vectors.resolve())
+    assert [s["oov_rate"] for s in details["splits"]] == [pytest.approx(0.1)] * 3
+
+
+def _wikiqa(root: Path) -> Path:
+    """A WikiQA folder: 4 training questions; dev and test files of 5 questions, 2 without a correct answer."""
+    folder = root / "qa" / "wikiqa"
+    folder.mkdir(parents=True)
+    ranked = "".join(f"what film {i} ?\ta film .\t1\nwhat film {i} ?\ta plot .\t0\n" for i in range(3))
+    (folder / "train.tsv").write_text(ranked + "what plot ?\ta plot .\t1\nwhat plot ?\ta film .\t0\n")
+    for split in ("dev", "test"):
+        (folder / f"{split}.tsv").write_text("none ?\tx .\t0\n" + ranked + "none 2 ?\ty .\t0\n")
+    return root
+
+
+def test_a_matcher_reports_its_seconds_and_the_inputs_it_read(tmp_path, capsys, monkeypatch):
+    """With --no-pretrained the report said ``vectors: glove-6b-50d`` only (no vectors were used); with
+    ``$QPNLP_DATA`` it named no data folder; its training seconds were dropped (a classifier's are reported)."""
+    monkeypatch.setenv("QPNLP_DATA", str(_wikiqa(tmp_path)))
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--no-pretrained", "--dim", "4", "--epochs", "2",
+                 "--no-progress", "--no-training-state", "--report", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["arguments"]["vectors"] == "glove-6b-50d" and report["arguments"]["data"] is None   # as typed
+    details = report["details"]
+    assert details["vectors"] is None and details["data_root"] == str(tmp_path.resolve())
+    assert details["seconds"] >= report["history"][-1]["seconds"] > 0
+
+
+def test_the_questions_a_filter_removed_are_said_of_the_whole_file(tmp_path, capsys):
+    """--max-questions 2 printed "on 2 questions (the 'no-correct' filter removed 2)", as if from those 2 questions;
+    the 2 are of the file's 5."""
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--data", str(_wikiqa(tmp_path)), "--no-pretrained",
+                 "--dim", "4", "--epochs", "1", "--max-questions", "2", "--no-progress", "--no-training-state",
+                 "--report", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^wikiqa test: .* on 2 questions \(the 'no-correct' filter removed 2 of the file's 5\)$", out,
+                     re.M), out
+    removed = json.loads((tmp_path / "r.json").read_text())["details"]["questions_removed"]
+    assert removed["test"] == {"filter": "no-correct", "removed": 2, "file_questions": 5}

@@ -291,16 +291,18 @@ def test_reports_say_how_many_questions_the_filter_removed(tmp_path, capsys):
                  "--epochs", "1", "--no-progress", "--no-training-state", "--save", str(ckpt),
                  "--report", str(report)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"dev \(selection, epoch 1\): .* on 1 questions \(the 'no-correct' filter removed 1\)$", out,
+    assert re.search(r"dev \(selection, epoch 1\): .* on 1 questions "
+                     r"\(the 'no-correct' filter removed 1 of the file's 2\)$", out, re.M), out
+    assert re.search(r"wikiqa test: .* on 3 questions \(the 'no-correct' filter removed 2 of the file's 5\)$", out,
                      re.M), out
-    assert re.search(r"wikiqa test: .* on 3 questions \(the 'no-correct' filter removed 2\)$", out, re.M), out
     data = json.loads(report.read_text())
-    assert data["details"]["questions_removed"] == {"dev": {"filter": "no-correct", "removed": 1},
-                                                    "test": {"filter": "no-correct", "removed": 2}}
+    assert data["details"]["questions_removed"] == {"dev": {"filter": "no-correct", "removed": 1, "file_questions": 2},
+                                                    "test": {"filter": "no-correct", "removed": 2,
+                                                             "file_questions": 5}}
     assert data["metrics"]["test"]["questions"] == 3                                 # as before
     assert main(["evaluate", str(ckpt), "--data", str(root), "--report", str(evaluated)]) == 0
     out = capsys.readouterr().out
-    assert "on 3 questions (the 'no-correct' filter removed 2), 5 candidate answers (cnm)" in out, out
+    assert "on 3 questions (the 'no-correct' filter removed 2 of the file's 5), 5 candidate answers (cnm)" in out, out
     data = json.loads(evaluated.read_text())
-    assert data["details"]["questions_removed"] == {"test": {"filter": "no-correct", "removed": 2}}
+    assert data["details"]["questions_removed"] == {"test": {"filter": "no-correct", "removed": 2, "file_questions": 5}}
     assert data["split_counts"] == {"test": {"questions": 3, "candidates": 5}}      # as before
