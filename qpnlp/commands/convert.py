@@ -13,7 +13,8 @@ from ._outputs import check_output_path
 
 def register(subparsers: dict) -> None:
     p = subparsers["root"].add_parser(
-        "convert", help="convert a qpnlp 0.1 checkpoint (a --save file, or a Word2Fun directory) to a model directory")
+        "convert", help="convert a qpnlp 0.1 checkpoint (a file of `qpnlp train ... --save`, or a Word2Fun directory) "
+                        "to a model directory")
     p.add_argument("old", help="a qpnlp 0.1 checkpoint file, or a qpnlp 0.1 Word2Fun directory")
     p.add_argument("new", help="directory to write (config.json + model.safetensors + vocabulary.json); a saved "
                                "qpnlp model there is replaced, any other non-empty directory refused")
