@@ -18,7 +18,7 @@ import argparse
 import warnings
 
 from qpnlp._threads import torch_threads
-from qpnlp.data import DATASETS, load_classification, splits
+from qpnlp.data import DATASETS, ClassificationDataset, load_classification, splits
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.defaults import default_embedding_lr
@@ -120,7 +120,7 @@ def _train(args, report: Report, config, options: dict, candidates, state_root) 
     args.folds = protocol_folds(args, dataset)
     pretrained = load_cli_vectors(args)
     report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds},
-                  details=inputs_used(args))
+                  details={**inputs_used(args), **repeated_texts(dataset)})
     with warnings.catch_warnings():
         return _train_splits(args, report, config, options, candidates, state_root, dataset, pretrained)
 
@@ -175,6 +175,19 @@ def split_rows(results: list, oov_rates: list) -> list[dict]:
     ``details.oov_rate``."""
     return [{**{k: v for k, v in vars(r).items() if k != "history"}, "oov_rate": oov}
             for r, oov in zip(results, oov_rates, strict=True)]
+
+
+def repeated_texts(dataset: ClassificationDataset) -> dict:
+    """The report's ``details.n_duplicates`` and ``details.n_conflicting`` of ``dataset``
+    (:class:`~qpnlp.data.ClassificationDataset`), said in one stderr line when either is not 0: the repeated
+    (text, label) items kept as distributed (a cross-validation fold may test a text it trained on) and the texts
+    that occur with more than one label (MPQA 98, SST2 5), which no classifier can get right both times."""
+    counts = dict(n_duplicates=dataset.n_duplicates, n_conflicting=dataset.n_conflicting)
+    if any(counts.values()):
+        status_line(f"{dataset.name}: {dataset.n_duplicates} repeated (text, label) items kept as distributed, "
+                    f"{dataset.n_conflicting} texts with more than one label (report: details.n_duplicates, "
+                    f"details.n_conflicting)")
+    return counts
 
 
 def protocol_folds(args: argparse.Namespace, dataset) -> int | None:

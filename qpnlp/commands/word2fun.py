@@ -504,8 +504,7 @@ def _run(args: argparse.Namespace) -> int:
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
                    logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,
-                   compass=args.compass,
-                   compass_epochs=args.compass_epochs)
+                   compass=args.compass, compass_epochs=args.compass_epochs)
     locked = _lock_out(args, main, cfg.device)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
@@ -537,9 +536,13 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     from qpnlp.word2fun.distributed import is_main_process, shutdown
 
     on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
-    result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
-                 metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
-                 log=sys.stderr)
+    try:
+        result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
+                     metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
+                     log=sys.stderr)
+    except ValueError as err:                     # fit refuses a corpus of one time without the files that hold it
+        files = ", ".join(str(p) for _, paths in _corpus_parts(args.corpus) for p in paths) or args.corpus
+        raise ValueError(f"--corpus {files}: {err}") if str(err).startswith("every token of the vocab") else err
     main = is_main_process()
     shutdown()  # every process leaves the group together; the first one reports
     if not main:

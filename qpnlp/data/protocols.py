@@ -1,7 +1,11 @@
 """Evaluation protocols of the classification papers.
 
 * CR, MPQA, MR, SUBJ (no fixed split): stratified k-fold cross-validation
-  (k = 10), shuffled with a seed.
+  (k = 10), shuffled with a seed. A class of fewer than k items (a user's
+  data set) is warned of, with its name and count: some test folds hold none
+  of it. As for a fixed training split, only a training part of fewer than
+  two classes is refused (``qpnlp.training.classification.prepare``); one
+  that lacks a class is warned of there.
 * SST2: the fixed train / dev / test split.
 * TREC: the fixed train / test split; dev is carved from train.
 
@@ -15,12 +19,14 @@ once per split (the mean over folds for CV).
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from qpnlp._checks import SEEDS, check_seed, is_integer
+from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.classification import ClassificationDataset, row_indices
 
 __all__ = ["DEFAULT_FOLDS", "Split", "carve_dev", "splits"]
@@ -154,6 +160,13 @@ def splits(
     ------
     Split
 
+    Warns
+    -----
+    UserWarning
+        When a class holds fewer items than ``n_folds`` (but at least one), naming the data set, the class, its
+        count and the folds: some test folds then hold none of its items (sklearn's own "least populated class"
+        warning, which names neither, is not repeated). Too few items for any fold is a ``ValueError``.
+
     Examples
     --------
     >>> ds = ClassificationDataset("toy", [["w"]] * 40, np.array([0, 1] * 20), ("a", "b"))
@@ -183,9 +196,37 @@ def splits(
         sizes = ", ".join(f"{name!r} {n}" for name, n in zip(dataset.label_names, counts))
         raise ValueError(f"{dataset.name} is too small for {n_folds}-fold cross-validation ({len(labels)} items: "
                          f"{sizes}); use fewer folds")
+    _warn_small_classes(dataset, counts, n_folds)
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    for i, (train, test) in enumerate(skf.split(np.zeros(len(labels)), labels)):
+    with warnings.catch_warnings():         # sklearn's "least populated class" warning, said above with the names
+        warnings.filterwarnings("ignore", message="The least populated class in y", category=UserWarning)
+        folds = list(skf.split(np.zeros(len(labels)), labels))
+    for i, (train, test) in enumerate(folds):
         train, dev = carve_dev(train, labels, dev_fraction, (seed + i) % SEEDS)
         yield Split(f"fold {i + 1}", train, dev, np.sort(test).astype(np.int64))
+
+
+def _warn_small_classes(dataset: ClassificationDataset, counts: np.ndarray, n_folds: int) -> None:
+    """Warn of the classes of ``dataset`` that hold fewer items than ``n_folds`` (``counts``: (C,) items per class).
+
+    Stratified folds put the c < k items of such a class into c different folds, so k - c test folds hold none of
+    them; the training part of every fold still holds one unless c = 1 (the fold that tests that item then trains
+    without its class: ``prepare`` warns that it caps the test accuracy, and refuses a training part of one class,
+    as :func:`~qpnlp.data.classification.load_classification` refuses a fixed training split of one class).
+
+    >>> ds = ClassificationDataset("toy", [["w"]] * 13, np.array([0] * 10 + [1] * 3), ("a", "b"))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     folds = list(splits(ds, n_folds=5))
+    >>> [str(w.message).split(";")[0] for w in seen]
+    ["toy has fewer items than the 5 cross-validation folds in the class 'b' (3 items)"]
+    """
+    small = [(name, int(n)) for name, n in zip(dataset.label_names, counts) if 0 < n < n_folds]
+    if small:
+        which = ", ".join(f"{name!r} ({n} item{'s' * (n > 1)})" for name, n in small)
+        warnings.warn(f"{dataset.name} has fewer items than the {n_folds} cross-validation folds in the "
+                      f"class{'es' * (len(small) > 1)} {which}; each of its items is tested in a different "
+                      f"fold, so some folds test none of them (fewer folds test every class in every fold)",
+                      UserWarning, stacklevel=outside_qpnlp())

@@ -107,6 +107,33 @@ def test_a_classifier_reports_the_vectors_oov_rate_and_the_inputs_it_read(tmp_pa
     assert [s["oov_rate"] for s in details["splits"]] == [pytest.approx(0.1)] * 3
 
 
+def test_a_classifier_reports_its_repeated_and_conflicting_texts(tmp_path, capsys):
+    """``ClassificationDataset.n_duplicates`` and ``n_conflicting`` were counted but shown nowhere (MPQA has 98 texts
+    with both labels); the report's details hold them, as documented, and one stderr line says them (never stdout)."""
+    argv = _cr(tmp_path)
+    folder = tmp_path / "classification" / "CR"
+    pos, neg = ((folder / name).read_text().splitlines() for name in ("custrev.pos", "custrev.neg"))
+    (folder / "custrev.pos").write_text("\n".join([*pos, pos[0], neg[0]]) + "\n")   # a repeat, a text of both labels
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    details = json.loads((tmp_path / "r.json").read_text())["details"]
+    assert (details["n_duplicates"], details["n_conflicting"]) == (1, 1)
+    said = [line for line in err.splitlines() if "repeated (text, label)" in line]
+    assert said == ["CR: 1 repeated (text, label) items kept as distributed, 1 texts with more than one label "
+                    "(report: details.n_duplicates, details.n_conflicting)"]
+    assert "repeated" not in out and len(out.splitlines()) == 4                # 3 folds and the summary
+    train_sections = DOCS.read_text().split("``train`` (both kinds")[1].split("``train`` a matcher")[0]
+    documented = re.findall(r"``details\.(\w+)``", train_sections)
+    assert set(documented) == set(details) == {"vectors", "data_root", "splits", "n_duplicates", "n_conflicting"}
+
+
+def test_a_classifier_without_repeated_texts_says_nothing_of_them(tmp_path, capsys):
+    assert main(_cr(tmp_path)) == 0
+    assert "repeated (text, label)" not in capsys.readouterr().err
+    details = json.loads((tmp_path / "r.json").read_text())["details"]
+    assert (details["n_duplicates"], details["n_conflicting"]) == (0, 0)
+
+
 def _wikiqa(root: Path) -> Path:
     """A WikiQA folder: 4 training questions; dev and test files of 5 questions, 2 without a correct answer."""
     folder = root / "qa" / "wikiqa"

@@ -1,5 +1,8 @@
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.model_selection import StratifiedKFold
 
 from qpnlp.data.classification import ClassificationDataset, load_classification
 from qpnlp.data.protocols import Split, carve_dev, splits
@@ -87,6 +90,30 @@ def test_carve_dev_with_a_singleton_class_falls_back_to_unstratified():
     labels = np.array([0] * 10 + [1])
     tr, dev = carve_dev(np.arange(11), labels, 0.2, seed=0)
     assert len(tr) + len(dev) == 11 and not set(tr) & set(dev)
+
+
+def test_a_class_smaller_than_the_folds_is_named_once_by_qpnlp():
+    """sklearn's "The least populated class in y has only 3 members, which is less than n_splits=10" named neither
+    the data set nor the class; qpnlp's warning names both, the count and the folds, and sklearn's is not repeated.
+    The folds are sklearn's, unchanged; the filter does not outlive the call."""
+    ds = ClassificationDataset("mine", [[str(i)] for i in range(25)], np.array([0] * 10 + [1] * 3 + [2] * 12),
+                               ("a", "b", "c"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        folds = list(splits(ds, seed=0, n_folds=10))
+    assert [str(w.message).split(";")[0] for w in seen] == [
+        "mine has fewer items than the 10 cross-validation folds in the class 'b' (3 items)"]
+    assert seen[0].category is UserWarning and seen[0].filename == __file__
+    with pytest.warns(UserWarning, match="The least populated class in y has only 3 members"):    # sklearn's own
+        expected = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(25), ds.labels))
+    assert [s.test.tolist() for s in folds] == [sorted(test.tolist()) for _, test in expected]
+
+
+def test_classes_as_large_as_the_folds_warn_of_nothing():
+    ds = ClassificationDataset("mine", [[str(i)] for i in range(25)], np.array([0] * 15 + [1] * 10), ("a", "b"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(splits(ds, n_folds=10))) == 10
 
 
 def test_split_subsets():

@@ -196,6 +196,19 @@ def test_a_failed_run_finishes_its_report_with_the_error(corpus_tsv, tmp_path, c
     assert data["status"] == "failed" and "Word2Fun needs at least two" in data["error"] and data["history"] == []
 
 
+def test_a_corpus_whose_vocabulary_has_one_time_is_refused_naming_its_files(tmp_path, capsys):
+    """fit's refusal "every token of the vocabulary ... is dated 1900" named no file: with a glob of shards the user
+    could not tell which file held the other times' too rare words."""
+    (tmp_path / "a.tsv").write_text("1900\twar tax peace war tax peace\n")
+    (tmp_path / "b.tsv").write_text("1950\tnavy\n")
+    report = tmp_path / "r.json"
+    code = main(_argv(f"{tmp_path}/*.tsv", "--min-count", "2", "--words", "war", "--report", str(report)))
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert code == 1 and error.startswith(f"{PROG}: error: --corpus {tmp_path}/a.tsv, {tmp_path}/b.tsv: every token "
+                                          f"of the vocabulary (3 words) is dated 1900: "), error
+    assert json.loads(report.read_text())["error"] == error.removeprefix(f"{PROG}: error: ")
+
+
 @pytest.mark.parametrize("flag, expected", [((), True), (("--no-logistic",), False), (("--logistic",), True)])
 def test_the_logistic_step_is_on_by_default_for_family_iv_and_can_be_switched_off(corpus_tsv, tmp_path, capsys,
                                                                                   flag, expected):
