@@ -218,6 +218,22 @@ def _placeholders_accepted() -> Iterator[None]:
         cls._get_value, cls._check_value, cls._get_option_tuples = get, check, prefixes
 
 
+def json_verdicts(script: Path) -> tuple[dict, ...]:
+    """``script --json`` (this checker, or benchmarks/hinted_names.py) run in a fresh process without
+    ``QPNLP_DATA``, as the tests run it: the plugins and argparse patches it imports stay out of the caller's
+    process. Its verdicts, one dict per command or hint; RuntimeError with its stderr if it did not run."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env.pop("QPNLP_DATA", None)
+    proc = subprocess.run([sys.executable, str(script), "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    if proc.returncode not in (0, 1) or not proc.stdout:
+        raise RuntimeError(f"{script.name} --json exited {proc.returncode}: {proc.stderr[-3000:]}")
+    return tuple(json.loads(proc.stdout))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     shown = parser.add_mutually_exclusive_group()

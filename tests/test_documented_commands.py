@@ -9,9 +9,6 @@ on the same page, and an entry that no longer fails must go.
 
 import functools
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -50,12 +47,7 @@ def _key(command: dict) -> tuple[str, str]:
 @functools.cache
 def _checked() -> tuple[dict, ...]:
     """Every documented command with its verdict (benchmarks/documented_commands.py --json)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    env.pop("QPNLP_DATA", None)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode in (0, 1) and proc.stdout, proc.stderr[-3000:]
-    return tuple(json.loads(proc.stdout))
+    return DOCUMENTED.json_verdicts(SCRIPT)
 
 
 def _failures() -> dict[tuple[str, str], dict]:

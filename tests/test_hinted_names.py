@@ -10,9 +10,6 @@ longer fails must go.
 
 import functools
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -46,12 +43,7 @@ EXEMPT = {
 @functools.cache
 def _checked() -> tuple[dict, ...]:
     """Every hint with its verdict (benchmarks/hinted_names.py --json)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    env.pop("QPNLP_DATA", None)
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode in (0, 1) and proc.stdout, proc.stderr[-3000:]
-    return tuple(json.loads(proc.stdout))
+    return HINTED.DOCUMENTED.json_verdicts(SCRIPT)
 
 
 def _stale() -> list[dict]:
