@@ -5,6 +5,8 @@ check that nothing in a training epoch, the dev scoring, a checkpoint round
 trip or a resumed run leaves a tensor on the wrong device.
 """
 
+import importlib.util
+from pathlib import Path
 import dataclasses
 import warnings
 
@@ -12,32 +14,19 @@ import numpy as np
 import pytest
 import torch
 
-from qpnlp.data import EncodedTexts
 from qpnlp.models import CNM, QPDN, CNMConfig, Model, QPDNConfig
 from qpnlp.models.order_classifier import OrderClassifier, OrderClassifierConfig
 from qpnlp.training import TrainConfig, fit, predict
-from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching, score_pairs
+from qpnlp.training.matching import MatchingConfig, fit_matching, score_pairs
+
+_SPEC = importlib.util.spec_from_file_location("_qpnlp_tiny_runs", Path(__file__).with_name("_tiny_runs.py"))
+TINY = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(TINY)        # the shared tiny data and models (tests/training/_tiny_runs.py)
+_qa = TINY.qa
 
 
 def _texts(n=96, seed=0):
-    """Class 0 uses words 2..9, class 1 words 10..17."""
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, n)
-    return EncodedTexts([list(rng.integers(2 + 8 * y, 10 + 8 * y, rng.integers(2, 7))) for y in labels], labels)
-
-
-def _qa(seed=0, questions=8):
-    rng = np.random.default_rng(seed)
-    qs, cands, qidx, labels, groups = [], [], [], [], []
-    for q in range(questions):
-        qs.append(list(rng.integers(2, 20, 3)))
-        start = len(cands)
-        for j in range(3):
-            cands.append(list(rng.integers(2, 20, rng.integers(2, 5))))
-            qidx.append(q)
-            labels.append(int(j == 0))
-        groups.append(np.arange(start, len(cands)))
-    return EncodedQA(qs, cands, np.array(qidx), np.array(labels), tuple(groups))
+    return TINY.texts(n, seed)
 
 
 CLASSIFIERS = {

@@ -7,49 +7,26 @@ far, every optimiser's state (dense and sparse) and the RNG states (dropout
 draws from torch's global generator).
 """
 
+import importlib.util
+from pathlib import Path
 import json
 
-import numpy as np
 import pytest
 import torch
 
 from qpnlp.data import EncodedTexts
-from qpnlp.models import CNM, QPDN, CNMConfig, OrderClassifier, OrderClassifierConfig, QPDNConfig
+from qpnlp.models import QPDN, OrderClassifier, OrderClassifierConfig, QPDNConfig
 from qpnlp.training import Optimisers, TrainConfig, fit
-from qpnlp.training.matching import EncodedQA, MatchingConfig, fit_matching
+from qpnlp.training.matching import MatchingConfig, fit_matching
 from qpnlp.training.state import JSON_FILE, TENSORS_FILE
 from qpnlp.training import TrainingDiverged, TrainingInterrupted
 from qpnlp.training import check_optimizer, dense_gradients, sparse_tables, train_step
 
-
-def _texts(n=120, seed=0):
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, n)
-    return EncodedTexts([list(rng.integers(2 + 8 * y, 10 + 8 * y, rng.integers(2, 7))) for y in labels], labels)
-
-
-def _qpdn(seed):
-    return QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4, dropout=0.3,
-                           weighting="trainable"), generator=torch.Generator().manual_seed(seed))
-
-
-def _qa(seed=0, questions=8):
-    rng = np.random.default_rng(seed)
-    qs, cands, qidx, labels, groups = [], [], [], [], []
-    for q in range(questions):
-        qs.append(list(rng.integers(2, 20, 3)))
-        start = len(cands)
-        for j in range(3):
-            cands.append(list(rng.integers(2, 20, rng.integers(2, 5))))
-            qidx.append(q)
-            labels.append(int(j == 0))
-        groups.append(np.arange(start, len(cands)))
-    return EncodedQA(qs, cands, np.array(qidx), np.array(labels), tuple(groups))
-
-
-def _cnm(seed):
-    return CNM(CNMConfig(num_words=20, dim=6, num_measurements=6, dropout=0.2),
-               generator=torch.Generator().manual_seed(seed))
+_SPEC = importlib.util.spec_from_file_location("_qpnlp_tiny_runs", Path(__file__).with_name("_tiny_runs.py"))
+TINY = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(TINY)        # the shared tiny data and models (tests/training/_tiny_runs.py)
+_texts, _qpdn, _qa, _cnm = TINY.texts, TINY.qpdn, TINY.qa, TINY.cnm
+_equal_states, _without_seconds = TINY.equal_states, TINY.without_seconds
 
 
 def _order_transformer(seed):
@@ -79,15 +56,6 @@ TASKS = {
     "matching": (lambda seed: _cnm(seed), lambda **kw: MatchingConfig(**kw),
                  lambda m, cfg, **kw: fit_matching(m, _qa(), _qa(seed=1), cfg, **kw)),
 }
-
-
-def _equal_states(a, b):
-    sa, sb = a.state_dict(), b.state_dict()
-    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
-
-
-def _without_seconds(history):
-    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
@@ -215,7 +183,6 @@ def test_an_early_stopped_run_keeps_a_small_final_state_and_resumes_to_its_resul
     with pytest.raises(ValueError, match="stopped early .* cannot continue with patience 5"):
         fit(_qpdn(2), _texts(), _texts(seed=1), TrainConfig(**{**config.to_dict(), "patience": 5}),
             checkpoint_dir=tmp_path, resume=True)
-
 
 
 def test_ctrl_c_while_the_final_state_of_an_early_stop_is_written_is_a_training_interruption(tmp_path, monkeypatch):
