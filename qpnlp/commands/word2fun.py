@@ -40,10 +40,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import inspect
 import os
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -61,6 +59,7 @@ from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_
 from ._report import Report, epoch_logger
 from ._resume_word2fun import continue_saved_run
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
+from ._word2fun_corpus import _comma_items, _corpus_parts, _load_corpus
 
 __all__ = ["register", "run"]
 
@@ -212,50 +211,6 @@ def register(subparsers: dict) -> None:
     p.set_defaults(func=run)
 
 
-def _corpus_parts(spec: str) -> list[tuple[str, list[str]]]:
-    """The comma-separated parts of ``--corpus`` (none for ``sotu``; ``\\,`` is a comma inside a path, every other
-    backslash a backslash, so that a Windows path ``\\\\server\\share`` is typed as it is: :func:`_comma_items`),
-    each with the paths it names (a glob's matches, else the part itself)."""
-    parts = [] if spec == "sotu" else [os.path.expanduser(s) for s in _comma_items(spec, backslash=False)]
-    return [(part, sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]) for part in parts]
-
-
-def _corpus_paths(spec: str) -> list[Path]:
-    paths: list[Path] = []
-    for part, matches in _corpus_parts(spec):
-        if not matches:
-            raise FileNotFoundError(f"--corpus {part}: no file matches")
-        for m in matches:
-            path = Path(m)
-            if path.is_dir():
-                raise ValueError(f"--corpus {m} is a directory; give a TSV file, a comma-separated list of files "
-                                 f"or a quoted glob such as '{m}/*.tsv'")
-            if not path.is_file():
-                raise FileNotFoundError(f"corpus file {m} does not exist (use 'sotu' or a TSV file)")
-            paths.append(path)
-    if not paths:
-        raise ValueError("--corpus is empty")
-    return paths
-
-
-def _load_corpus(spec: str, stream: bool):
-    from qpnlp.data import load_sotu, read_tsv
-    from qpnlp.data.timestamped import TsvStream, concatenate
-
-    if spec == "sotu":
-        if stream:
-            raise ValueError("--stream reads TSV files; the sotu corpus is loaded in memory")
-        return load_sotu()
-    paths = _corpus_paths(spec)
-    if stream:
-        return TsvStream(paths)
-    corpus = concatenate([read_tsv(path) for path in paths])
-    if corpus.n_tokens == 0:
-        raise ValueError(f"--corpus {spec}: no token in {', '.join(map(str, paths))} (empty files, blank lines or "
-                         f"times without text; each line is 'TIME<TAB>tokens')")
-    return corpus
-
-
 def _writes_report() -> bool:
     """Whether this process writes the report and prints the epoch lines: the only one, or rank 0 under torchrun.
 
@@ -351,18 +306,6 @@ def _report_words(spec: str) -> list[str]:
         raise UsageError(f"--words {spec!r}: names no word (words are separated by commas; write a comma inside a "
                          f"word as \\,)")
     return words
-
-
-#: An item of ``--words``: up to an unescaped comma (``\\,`` and ``\\\\`` are a comma and a backslash of the item);
-#: of ``--corpus``: ``\\,`` alone is an escape (a path keeps its backslashes).
-_COMMA_ITEM = {True: re.compile(r"(?:\\[\\,]|[^,])+"), False: re.compile(r"(?:\\,|[^,])+")}
-_UNESCAPE = {True: re.compile(r"\\([\\,])"), False: re.compile(r"\\(,)")}
-
-
-def _comma_items(spec: str, backslash: bool = True) -> list[str]:
-    """The non-empty items of the comma-separated ``spec``, unescaped: ``a\\,b,c`` is ``["a,b", "c"]``; with
-    ``backslash``, ``\\\\`` is a backslash too (a lone backslash before another character stays as typed)."""
-    return [_UNESCAPE[backslash].sub(r"\1", item) for item in _COMMA_ITEM[backslash].findall(spec)]
 
 
 def _checked_vocabulary(args: argparse.Namespace, corpus, words: list[str]):
@@ -533,6 +476,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
            finished: list[int]) -> int:
     from qpnlp.interpret.temporal import equal_eras, era_label
     from qpnlp.word2fun import fit
+    from qpnlp.word2fun._corpus_checks import OneTimeCorpus
     from qpnlp.word2fun.distributed import is_main_process, shutdown
 
     on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
@@ -540,9 +484,9 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
                      metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
                      log=sys.stderr)
-    except ValueError as err:                     # fit refuses a corpus of one time without the files that hold it
+    except OneTimeCorpus as err:                  # fit refuses a corpus of one time without the files that hold it
         files = ", ".join(str(p) for _, paths in _corpus_parts(args.corpus) for p in paths) or args.corpus
-        raise ValueError(f"--corpus {files}: {err}") if str(err).startswith("every token of the vocab") else err
+        raise ValueError(f"--corpus {files}: {err}")
     main = is_main_process()
     shutdown()  # every process leaves the group together; the first one reports
     if not main:

@@ -10,7 +10,7 @@ import torch
 from qpnlp.data import TimestampedCorpus
 from qpnlp.word2fun import _run_state, distributed
 from qpnlp.word2fun.distributed import ProcessFailed, gather_together
-from qpnlp.word2fun.train import _check_one_corpus
+from qpnlp.word2fun._corpus_checks import _check_one_corpus
 
 
 @pytest.fixture

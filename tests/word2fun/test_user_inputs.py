@@ -156,12 +156,16 @@ def test_fit_refuses_a_vocabulary_none_of_whose_words_the_corpus_has():
 @pytest.mark.parametrize("other", [[], ["zz"]])
 def test_fit_refuses_a_corpus_whose_trained_tokens_have_one_time(other):
     """Every word of the vocabulary in 1950, and in 1990 a document without a token (or only a word below min_count):
-    it passed the single-time refusal and trained a drift over 1950-1990 from 1950's tokens alone."""
+    it passed the single-time refusal and trained a drift over 1950-1990 from 1950's tokens alone.  The refusal is
+    its own ValueError, which ``qpnlp train word2fun`` catches by type (it matched the message's start) to name the
+    corpus's files."""
     from qpnlp.word2fun import TimeScale
+    from qpnlp.word2fun._corpus_checks import OneTimeCorpus
 
     corpus = TimestampedCorpus.from_pairs([(1950, ["war", "tax", "peace"] * 2)] * 5 + [(1990, other)])
-    with pytest.raises(ValueError, match=r"every token of the vocabulary \(3 words\) is dated 1950: the documents "
-                                         r"of other times hold none"):
+    assert issubclass(OneTimeCorpus, ValueError)
+    with pytest.raises(OneTimeCorpus, match=r"every token of the vocabulary \(3 words\) is dated 1950: the "
+                                            r"documents of other times hold none"):
         fit(corpus, CONFIG, dim=4, family="linear", min_count=2)
     scaled = fit(corpus, CONFIG, dim=4, family="linear", min_count=2, time_scale=TimeScale(1900, 2000, 30.0))
     assert scaled.vectors.time_span == (1900.0, 2000.0)         # a given time scale may hold one time's data
