@@ -1,17 +1,19 @@
 """A researcher's own components through the public extension points, as a newcomer writes them.
 
-Each test failed before its fix: a model config without a ``dim`` field could not be trained (``unknown ...
-keys: ['dim']``, a field the user never gave), a config module without ``from __future__ import annotations``
-lost every option of its ``qpnlp train`` command, a model's output of the wrong shape or type failed inside
-``cross_entropy`` (or trained a class that does not exist), a taken model name did not say how to replace it, a
-vector set whose loader returned a tuple failed with an AttributeError, and a data set of untokenised strings was
-accepted (the run failed later, building the vocabulary).
+Each test failed before its fix: a model config without a ``dim`` field could not be trained (``unknown ... keys:
+['dim']``, a field the user never gave), a config module without ``from __future__ import annotations`` lost every
+option of its ``qpnlp train`` command, a model's output of the wrong shape or type failed inside ``cross_entropy``
+(or trained a class that does not exist), a field spelt ``Union[X, None]`` or of a type without a command-line form
+(``set[int]``) had no option and no word about it, a taken model name did not say how to replace it, a vector set
+whose loader returned a tuple failed with an AttributeError, and a data set of untokenised strings was accepted (the
+run failed later, building the vocabulary).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -23,6 +25,7 @@ from qpnlp.data import ClassificationDataset, splits
 from qpnlp.data.pretrained import from_matrix
 from qpnlp.data.vectors import VECTOR_SETS, VectorSet, load_vectors
 from qpnlp.models import Model, ModelConfig, register_model, unregister_model
+from qpnlp.models._config_types import field_annotation
 from qpnlp.training import TrainConfig
 from qpnlp.training.classification import run_split
 
@@ -106,6 +109,50 @@ def test_optional_list_options_read_their_item_type(future):
     add_config_options(parser, namespace["Opt"])
     args = parser.parse_args(["--rates", "0.5", "0.25", "--scales", "1.5", "--names", "a", "b", "--sizes", "3"])
     assert config_options(args) == dict(rates=[0.5, 0.25], scales=[1.5], names=["a", "b"], sizes=[3])
+
+
+@pytest.mark.parametrize("future", [True, False])
+def test_every_spelling_of_an_optional_field_gives_its_option(future):
+    """``Union[X, None]``, ``Union[None, X]``, ``None | X`` and ``Optional[X]`` give the option of ``X | None``; with
+    ``from __future__ import annotations`` the first three gave no option at all (``unrecognized arguments``), and
+    an optional scalar (``int | None``) never had one."""
+    namespace: dict = {}
+    exec(("from __future__ import annotations\n" if future else "") +
+         "import dataclasses\nfrom typing import List, Optional, Union\nfrom qpnlp.models import ModelConfig\n"
+         "@dataclasses.dataclass\nclass Spelt(ModelConfig):\n    num_words: int\n"
+         "    a: Union[list[float], None] = None\n    b: None | list[float] = None\n"
+         "    c: Union[None, tuple[str, ...]] = None\n    d: Optional[int] = None\n    e: List[float] = None\n"
+         "    f: Union[dict[str, int], None] = None\n", namespace)
+    fields = {f.name: field_annotation(f) for f in dataclasses.fields(namespace["Spelt"])}
+    assert fields == dict(num_words="int", a="list[float] | None", b="list[float] | None",
+                          c="tuple[str, ...] | None", d="int | None", e="list[float]", f="dict[str, int] | None")
+    parser = argparse.ArgumentParser()
+    add_config_options(parser, namespace["Spelt"])
+    args = parser.parse_args(["--a", "0.5", "--b", "1.5", "--c", "x", "y", "--d", "3", "--e", "2.5",
+                              "--f", '{"k": 1}'])
+    assert config_options(args) == dict(a=[0.5], b=[1.5], c=["x", "y"], d=3, e=[2.5], f={"k": 1})
+    assert config_options(parser.parse_args([])) == dict.fromkeys("abcdef")
+    with pytest.raises(ValueError, match=r"Spelt\.a must be list\[float\] \| None; got str"):
+        namespace["Spelt"].from_dict({"num_words": 3, "a": "0.5"})     # was not type-checked: no known spelling
+
+
+def test_a_field_without_a_command_line_form_says_so(capsys):
+    """A ``set[int]`` field (or ``int | str``) was dropped from the options silently; it is listed in ``--help`` as
+    not settable on the command line, and refused by name when given."""
+    @dataclasses.dataclass
+    class Odd(ModelConfig):
+        num_words: int
+        tags: set[int] = dataclasses.field(default_factory=set)
+        either: int | str = 1
+    parser = argparse.ArgumentParser(prog="qpnlp train odd")
+    add_config_options(parser, Odd)
+    assert config_options(parser.parse_args([])) == {}                # the config keeps its defaults
+    assert "--tags" in parser.format_help() and "not settable on the command line" in parser.format_help()
+    for flag, annotation in (("--tags", r"set\[int\]"), ("--either", r"int \| str")):
+        with pytest.raises(SystemExit):
+            parser.parse_args([flag, "1"])
+        assert re.search(rf"error: {flag}: Odd\.{flag[2:]} is annotated {annotation}, which has no command-line form",
+                         capsys.readouterr().err)
 
 
 def _returning(output):

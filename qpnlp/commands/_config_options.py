@@ -9,8 +9,11 @@ touching the CLI.
 
 Types: ``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``;
 ``list``/``tuple`` as ``nargs="+"`` (of ints, or of floats or strings where the annotation says so:
-``list[float]``); ``dict`` as a JSON object. Annotations read the same with or without ``from __future__ import
-annotations``.
+``list[float]``); ``dict`` as a JSON object; each also optional (``X | None``, ``Optional[X]``, ``Union[X, None]``,
+``None | X``: one spelling, :func:`~qpnlp.models._config_types.field_annotation`), the default then None.
+Annotations read the same with or without ``from __future__ import annotations``. A field of any other annotation
+(``set[int]``, ``int | str``) is not left out silently: its option is listed in ``--help`` as not settable on the
+command line and refused by name when given; the model keeps the field's default.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import inspect
 import json
 import re
 
-from qpnlp.models._config_types import field_annotation, field_default
+from qpnlp.models._config_types import field_annotation, field_default, optional_base
 
 __all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "grid_less_given", "recorded"]
 
@@ -103,23 +106,48 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
         default = _default(field)
         text = (helps.get(field.name, "").replace("%", "%%") + " (default %(default)s)").strip()
         annotation = field_annotation(field)       # "int" with or without `from __future__ import annotations`
-        kwargs: dict = dict(dest=f"config__{field.name}", default=default, help=text)
-        # every action also records that its option was given (a default grid then leaves its axis out)
-        if annotation == "bool":
-            kwargs["action"] = recorded(argparse.BooleanOptionalAction)          # --flag / --no-flag
-        elif annotation.startswith(("list", "tuple")):
-            kwargs.update(nargs="+", type=_item_type(annotation),
-                          default=list(default) if default is not None else None)
-        elif annotation.startswith("dict"):
-            kwargs.update(type=_json_object, metavar="JSON")
-        elif annotation in ("int", "float", "str"):
-            kwargs["type"] = {"int": int, "float": float, "str": str}[annotation]
-        else:
+        kwargs = _typed(annotation, default)
+        if kwargs is None:                         # no command-line form: an option that says so when given
+            group.add_argument(flag, **_refused(config_class, field.name, annotation, default, helps))
             continue
-        if annotation != "bool":
+        kwargs.update(dest=f"config__{field.name}", default=default, help=text)
+        if "type" in kwargs:                      # a value to read (a bool is --flag / --no-flag)
             kwargs.setdefault("metavar", field.name.upper())
-            kwargs["action"] = recorded(argparse._StoreAction)
         group.add_argument(flag, **kwargs)
+
+
+def _typed(annotation: str, default) -> dict | None:
+    """The ``add_argument`` keywords of a field of this :func:`field_annotation` (``X`` or ``X | None`` alike), or
+    None where it has no command-line form (``set[int]``, ``int | str``). Every action also records that its
+    option was given (a default grid then leaves its axis out)."""
+    base, _ = optional_base(annotation)
+    if base == "bool":
+        return dict(action=recorded(argparse.BooleanOptionalAction))          # --flag / --no-flag
+    stored = dict(action=recorded(argparse._StoreAction))
+    if base in ("list", "tuple") or base.startswith(("list[", "tuple[")):
+        return dict(stored, nargs="+", type=_item_type(base), default=list(default) if default is not None else None)
+    if base == "dict" or base.startswith("dict["):
+        return dict(stored, type=_json_object, metavar="JSON")
+    if base in ("int", "float", "str"):
+        return dict(stored, type={"int": int, "float": float, "str": str}[base])
+    return None
+
+
+def _refused(config_class: type, name: str, annotation: str, default, helps: dict[str, str]) -> dict:
+    """The ``add_argument`` keywords of a field without a command-line form: listed in ``--help`` as such, and
+    refused by name when given (it was silently left out: ``unrecognized arguments``). The config keeps its
+    default."""
+    why = (f"{config_class.__name__}.{name} is annotated {annotation}, which has no command-line form (int, float, "
+           f"str, bool, a list or tuple of them, a dict as JSON, each optionally | None); the model keeps its default "
+           f"{default!r}")
+
+    class Refused(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            parser.error(f"{option_string}: {why}")
+
+    text = f"{helps.get(name, '')} (not settable on the command line: {why})".strip()
+    return dict(action=Refused, nargs="*", dest=f"unsettable__{name}", default=argparse.SUPPRESS,
+                metavar=name.upper(), help=text.replace("%", "%%"))
 
 
 def recorded(base: type) -> type:

@@ -206,7 +206,8 @@ def _save(args, report: Report, model, vocab, dataset, split: str, config, selec
     save_checkpoint(args.save, model, vocabulary=vocab,
                     metadata=dict(dataset=dataset.name, split=split, seed=args.seed, folds=args.folds,
                                   label_names=list(dataset.label_names), train=used.to_dict(), max_len=args.max_len,
-                                  selected=selected, task="classification", **extra))
+                                  selected=selected, task="classification", vectors=inputs_used(args)["vectors"],
+                                  **extra))
     report.update(checkpoint=str(args.save))
     status_line(f"checkpoint written to {args.save}")
 

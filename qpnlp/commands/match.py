@@ -219,7 +219,8 @@ def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> 
     save_checkpoint(args.save, model, vocabulary=vocab,
                     metadata=dict(dataset=dataset, seed=args.seed, train=config.to_dict(),
                                   label_names=["wrong", "correct"], max_len=args.max_len,
-                                  max_questions=args.max_questions, task="matching", **extra))
+                                  max_questions=args.max_questions, task="matching",
+                                  vectors=inputs_used(args)["vectors"], **extra))
     report.update(checkpoint=str(args.save))
     status_line(f"checkpoint written to {args.save}")
 

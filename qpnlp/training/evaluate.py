@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from qpnlp._checks import check_seed, is_integer
 from qpnlp._errors import preview
-from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, load_classification, load_qa, splits
+from qpnlp.data import DATASETS, QA_DATASETS, EncodedTexts, data_root, load_classification, load_qa, splits
 from qpnlp.data.qa import STANDARD_FILTERS, qa_folder_name
 from qpnlp.models.base import CONFIG_FILE
 
@@ -46,7 +46,10 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     ``split`` defaults to ``"test"``; ``split`` and ``max_questions`` are refused (:class:`ConfigError`) for a
     model they do not apply to (a Word2Fun model is scored on its whole corpus; only matching models have questions).
 
-    Returns a report dict: ``checkpoint``, ``model``, ``dataset``, ``split``, ``metrics``, ``n``,
+    Returns a report dict: ``checkpoint``, ``model``, ``vectors`` (the vectors the model was trained with, as its
+    metadata records them: a registered name or an absolute path, null without vectors or where not recorded),
+    ``data_root`` (the absolute data folder read: ``root``, else ``QPNLP_DATA``; None for Word2Fun, whose corpus is
+    the data set), ``dataset``, ``split``, ``metrics``, ``n``,
     ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``; for a
     matching model also ``questions_removed``, ``{split: {"filter": ..., "removed": ..., "file_questions": ...}}``:
     the question filter of the split's file, how many questions it removed and how many the file holds
@@ -85,8 +88,9 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     report = _EVALUATORS[task](checkpoint, dataset=dataset, split=split, root=root, device=device,
                                max_questions=max_questions)
     config = dict(model=checkpoint.model.config.to_dict(), train=checkpoint.metadata.get("train"))
-    return dict(checkpoint=str(directory), model=checkpoint.name, **report, seed=checkpoint.metadata.get("seed"),
-                config=config, wall_seconds=time.perf_counter() - start)
+    read = dict(vectors=checkpoint.metadata.get("vectors"), data_root=report.pop("data_root"))
+    return dict(checkpoint=str(directory), model=checkpoint.name, **read, **report,
+                seed=checkpoint.metadata.get("seed"), config=config, wall_seconds=time.perf_counter() - start)
 
 
 def _text(value) -> bool:
@@ -114,7 +118,7 @@ _METADATA_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
     "task": (_text, "a string"), "dataset": (_text, "a data set name (a string)"), "split": (_text, "a string"),
     "seed": (_seed, "an integer in [0, 2**32 - 1]"), "folds": (_count(2), "an integer >= 2"),
     "max_len": (_count(1), "an integer >= 1"), "max_questions": (_count(1), "an integer >= 1"),
-    "label_names": (_texts, "a list of strings"),
+    "label_names": (_texts, "a list of strings"), "vectors": (_text, "a vector set's name or a path (a string)"),
 }
 
 
@@ -181,7 +185,8 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
     encoded = EncodedTexts(checkpoint.vocabulary.encode_many(part.texts), part.labels)
     acc = accuracy(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                    length_chunks=_length_chunks(meta))
-    return dict(dataset=name, split=f"{chosen.name} {split}", metrics=dict(accuracy=acc), n=len(encoded))
+    return dict(dataset=name, split=f"{chosen.name} {split}", metrics=dict(accuracy=acc), n=len(encoded),
+                data_root=str(data_root(root)))
 
 
 def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, max_questions) -> dict:
@@ -194,7 +199,7 @@ def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, m
     encoded = encode_qa(data, checkpoint.vocabulary)
     metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                                             length_chunks=_length_chunks(meta)))
-    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded),
+    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded), data_root=str(data_root(root)),
                 questions_removed={split: data.filter_counts()})
 
 
@@ -219,7 +224,7 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
     _warn_outside_span(checkpoint, pairs.times)
     score = word2fun_log_likelihood(checkpoint.model.to(device), pairs)
-    return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs))
+    return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs), data_root=None)
 
 
 def _read_lowercased(meta: dict) -> bool:

@@ -169,3 +169,45 @@ def test_the_questions_a_filter_removed_are_said_of_the_whole_file(tmp_path, cap
                      re.M), out
     removed = json.loads((tmp_path / "r.json").read_text())["details"]["questions_removed"]
     assert removed["test"] == {"filter": "no-correct", "removed": 2, "file_questions": 5}
+
+
+def _evaluate_section() -> set[str]:
+    """The ``details`` keys documented for ``evaluate`` in docs/api/cli.rst."""
+    section = DOCS.read_text().split("\n``evaluate``\n")[1].split("\n``demo``\n")[0]
+    return set(re.findall(r"``details\.(\w+)``", section))
+
+
+def test_evaluate_reports_the_vectors_and_the_data_folder(tmp_path, capsys, monkeypatch):
+    """An evaluate report named neither the data folder it read (with ``$QPNLP_DATA``, ``arguments.data`` null) nor
+    the vectors the model was trained with (``train`` reports both); a checkpoint that does not record its vectors
+    gives null, not a guess."""
+    argv = _cr(tmp_path)
+    monkeypatch.setenv("QPNLP_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv[:4], "--vectors", "v.vec", *argv[8:], "--save", "m"]) == 0        # a relative vectors file
+    assert main(["evaluate", "m", "--report", "e.json"]) == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["arguments"]["data"] is None
+    details = report["details"]
+    assert details == {"vectors": str((tmp_path / "v.vec").resolve()), "data_root": str(tmp_path.resolve())}
+    assert _evaluate_section() >= set(details)
+    config = tmp_path / "m" / "config.json"
+    header = json.loads(config.read_text())
+    del header["metadata"]["vectors"]                                      # a checkpoint of an earlier qpnlp
+    config.write_text(json.dumps(header))
+    assert main(["evaluate", "m", "--report", "e.json"]) == 0
+    assert json.loads((tmp_path / "e.json").read_text())["details"]["vectors"] is None
+
+
+def test_evaluate_reports_a_matcher_and_its_vectors(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("QPNLP_DATA", str(_wikiqa(tmp_path)))
+    vectors = tmp_path / "v.vec"
+    vectors.write_text("".join(f"{w} 0.1 0.2 0.3 {i}\n" for i, w in enumerate("what film plot a ? .".split())))
+    for pretrained in (["--vectors", str(vectors)], ["--no-pretrained", "--dim", "4"]):
+        assert main(["train", "cnm", "--dataset", "wikiqa", *pretrained, "--epochs", "1", "--no-progress",
+                     "--no-training-state", "--save", str(tmp_path / "m")]) == 0
+        assert main(["evaluate", str(tmp_path / "m"), "--report", str(tmp_path / "e.json")]) == 0
+        details = json.loads((tmp_path / "e.json").read_text())["details"]
+        assert details["data_root"] == str(tmp_path.resolve())
+        assert details["vectors"] == (str(vectors) if pretrained[0] == "--vectors" else None)
+        assert set(details) == _evaluate_section() == {"vectors", "data_root", "questions_removed"}
