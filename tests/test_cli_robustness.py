@@ -84,7 +84,6 @@ for line in sys.stdin:
 '''
 
 
-
 class Server:
     """``run(argv, env=..., unset=...) -> (code, stdout, stderr)`` in a process forked from a warm ``qpnlp``."""
 

@@ -96,7 +96,6 @@ def _constructor_docs(cls: type) -> list[str]:
     return [doc for doc in [vars(c).get("__doc__") for c in same] + [init.__doc__ for init in inits] if doc]
 
 
-
 def _is_record(cls) -> bool:
     """Whether ``cls`` is a dataclass or a named tuple: a class whose constructor's parameters are its fields."""
     return dataclasses.is_dataclass(cls) or (inspect.isclass(cls) and issubclass(cls, tuple)
@@ -138,7 +137,6 @@ CALLABLES = _public_callables()
 def test_every_public_function_and_class_describes_every_parameter(path):
     missing = _missing_parameters(CALLABLES[path])
     assert not missing, f"{path}: parameters missing from its Parameters section: {missing}"
-
 
 
 def test_every_record_field_is_documented_once():

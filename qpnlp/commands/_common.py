@@ -155,8 +155,6 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     return default_train_config(kind, dataset=args.dataset, vectors=vectors, **given, **run)
 
 
-
-
 def inputs_used(args: argparse.Namespace) -> dict:
     """The report's ``details.vectors`` and ``details.data_root``: what the run read, whatever the flags' interplay.
 

@@ -53,7 +53,6 @@ def _initial_amplitude(num_words: int, dim: int, pretrained: torch.Tensor | None
     return pretrained.detach().to(dtype).clone()
 
 
-
 def _real_word_table(num_words: int, dim: int, pretrained: torch.Tensor | None, dtype: torch.dtype,
                      generator: torch.Generator | None = None) -> nn.Embedding:
     """The real ``(V, 2d)`` sparse word table of the real baselines and ablations (real BoW, CNM-Real,

@@ -210,7 +210,6 @@ def test_change_points_need_two_times():
     assert change_points(E, np.array([2000.0, 2001.0])).tolist() == [2000.5]
 
 
-
 def test_change_points_and_scores_stay_on_the_device_of_the_trajectories(device):
     # change_points built its split sizes and the years on the CPU: a CUDA E failed on mixing devices
     E = torch.tensor([[[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 1.0]]], dtype=torch.float64, device=device)
@@ -304,7 +303,6 @@ def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
     grid = DriftGrid(torch.ones(2, 2, 3), ["a", "b"], [0, 1])
     with pytest.raises(KeyError, match=r"not in the grid \(2 words\): 'c', 'd'"):
         grid.columns(["a", "c", "d"])
-
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -50,7 +50,6 @@ def test_counts_filter_and_dimension_sharing():
     torch.testing.assert_close(table.delta, emb.frequency.weight.detach().abs().squeeze(-1))
 
 
-
 def test_counts_filter_on_the_device_of_the_embedding(device):
     """Counts are a CPU list; the frequencies may be on CUDA (run with --device cuda)."""
     emb = _embedding().to(device)

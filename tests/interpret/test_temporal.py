@@ -60,7 +60,6 @@ def test_change_ranking(embeddings):
     assert only["word"].tolist() == ["b", "c"]
 
 
-
 @pytest.mark.parametrize("measure", ["cosine", "context"])
 def test_change_ranking_is_the_change_degree_of_each_word(embeddings, measure):
     # one batched change_degrees call; the reference asks change_degree word by word, as the ranking did

@@ -13,8 +13,6 @@ from qpnlp.nn import (EMBEDDING_KINDS, ComplexOrderEmbedding, RealPositionalEmbe
                       default_positions, make_embedding, sinusoidal_frequencies, sinusoidal_position_encoding)
 
 
-
-
 V, D = 9, 6
 IDS = torch.tensor([[2, 3, 4, 5], [6, 7, 8, 0]])
 SCHEMES = ["none", "word", "dimension"]

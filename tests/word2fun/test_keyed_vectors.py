@@ -209,7 +209,6 @@ def test_change_degree_refuses_a_reversed_period(vectors):
         vectors.change_degree("a", (1900, 1950), (2000, float("nan")), step=10)
 
 
-
 def _change_reference(e, word, period_a, period_b, step, measure):
     """The change degree of one word, straight from its definition (two grid calls for the word alone)."""
     a, b = (e.grid([word], np.arange(start, end + 1e-9, step))[:, 0] for start, end in (period_a, period_b))
@@ -273,7 +272,6 @@ def test_context_change_degree_holds_no_times_x_vocabulary_matrix(make, randomis
     H = e.model.compass.weight.detach()
     expect = (torch.sigmoid(a @ H.T).mean(0) - torch.sigmoid(b @ H.T).mean(0)).abs().mean()
     assert got == pytest.approx(float(expect), rel=1e-5)
-
 
 
 @pytest.mark.parametrize("seed", range(4))
