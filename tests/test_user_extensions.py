@@ -5,8 +5,9 @@ Each test failed before its fix: a model config without a ``dim`` field could no
 option of its ``qpnlp train`` command, a model's output of the wrong shape or type failed inside ``cross_entropy``
 (or trained a class that does not exist), a field spelt ``Union[X, None]`` or of a type without a command-line form
 (``set[int]``) had no option and no word about it, a taken model name did not say how to replace it, a vector set
-whose loader returned a tuple failed with an AttributeError, and a data set of untokenised strings was accepted (the
-run failed later, building the vocabulary).
+whose loader returned a tuple failed with an AttributeError, a data set of untokenised strings was accepted (the
+run failed later, building the vocabulary), and the options of annotations read from their text were wrong: a
+``list[bool]`` field's items were ints, a ``list[list[int]]`` one a flat list and a ``Literal`` one refused.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import sys
+import types
+from typing import Literal
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from qpnlp.cli import build_parser
 from qpnlp.commands._config_options import add_config_options, config_options
 from qpnlp.data import ClassificationDataset, splits
 from qpnlp.data.pretrained import from_matrix
@@ -123,7 +128,8 @@ def test_every_spelling_of_an_optional_field_gives_its_option(future):
          "    a: Union[list[float], None] = None\n    b: None | list[float] = None\n"
          "    c: Union[None, tuple[str, ...]] = None\n    d: Optional[int] = None\n    e: List[float] = None\n"
          "    f: Union[dict[str, int], None] = None\n", namespace)
-    fields = {f.name: field_annotation(f) for f in dataclasses.fields(namespace["Spelt"])}
+    spelt = namespace["Spelt"]
+    fields = {f.name: field_annotation(spelt, f.name) for f in dataclasses.fields(spelt)}
     assert fields == dict(num_words="int", a="list[float] | None", b="list[float] | None",
                           c="tuple[str, ...] | None", d="int | None", e="list[float]", f="dict[str, int] | None")
     parser = argparse.ArgumentParser()
@@ -154,6 +160,87 @@ def test_a_field_without_a_command_line_form_says_so(capsys):
         assert re.search(rf"error: {flag}: Odd\.{flag[2:]} is annotated {annotation}, which has no command-line form",
                          capsys.readouterr().err)
 
+
+
+@dataclasses.dataclass
+class TypedConfig(HiddenConfig):
+    """A user's config of the annotations the hand-written reading of annotation strings got wrong."""
+    flags: list[bool] = dataclasses.field(default_factory=lambda: [True])
+    pooling: Literal["sum", "mean"] = "sum"
+    order: Literal[1, 2] = 1
+    pairs: list[list[int]] = dataclasses.field(default_factory=lambda: [[0, 1]])
+
+
+class TypedBow(HiddenBow):
+    config_class = TypedConfig
+
+
+def _typed_options(argv: list[str]) -> dict:
+    """The model options of ``qpnlp train test-user-model ARGV``, the registered :class:`TypedBow`."""
+    return config_options(build_parser().parse_args(["train", "test-user-model", "--dataset", "mr", *argv]))
+
+
+def test_a_list_of_bool_field_reads_true_and_false(registered, capsys):
+    """``list[bool]`` items were read as ints (``invalid int value: 'true'``); they are true/false, as a grid's."""
+    registered(TypedBow)
+    options = _typed_options(["--flags", "true", "false", "True"])
+    assert options["flags"] == [True, False, True] and TypedConfig.from_dict({"num_words": 3, "num_classes": 2,
+                                                                              **options}).flags == [True, False, True]
+    with pytest.raises(SystemExit):
+        _typed_options(["--flags", "1"])
+    assert "argument --flags: expected true or false; got '1'" in capsys.readouterr().err
+
+
+def test_a_literal_field_gets_its_choices(registered, capsys):
+    """A ``Literal`` field was refused (no command-line form); it is an option of its choices, read as the literal's
+    type (``--order 2`` is the int 2)."""
+    registered(TypedBow)
+    options = _typed_options(["--pooling", "mean", "--order", "2"])
+    assert (options["pooling"], options["order"]) == ("mean", 2) and type(options["order"]) is int
+    assert TypedConfig.from_dict({"num_words": 3, "num_classes": 2, **options}).order == 2
+    for argv, choices in ((["--pooling", "max"], r"'max' \(choose from '?sum'?, '?mean'?\)"),
+                          (["--order", "3"], r"'3' \(choose from 1, 2\)")):
+        with pytest.raises(SystemExit):
+            _typed_options(argv)
+        assert re.search(f"argument --{argv[0][2:]}: invalid choice: {choices}", capsys.readouterr().err)
+    with pytest.raises(ValueError, match=r"TypedConfig.order must be Literal\[1, 2\]; got str '2'"):
+        TypedConfig.from_dict({"num_words": 3, "num_classes": 2, "order": "2"})
+    with pytest.raises(SystemExit):
+        _typed_options(["--help"])
+    assert "--pooling {sum,mean}" in capsys.readouterr().out
+
+
+def test_a_list_of_lists_field_is_refused_not_flattened(registered, capsys):
+    """``list[list[int]]`` read as a flat ``list[int]`` (``--pairs 1 2`` gave ``[1, 2]``, which the config's type
+    check let through); the option says it has no command-line form, and the config refuses flat items."""
+    registered(TypedBow)
+    assert "pairs" not in _typed_options([])
+    with pytest.raises(SystemExit):
+        _typed_options(["--pairs", "1", "2"])
+    assert re.search(r"error: --pairs: TypedConfig\.pairs is annotated list\[list\[int\]\], which has no "
+                     r"command-line form", capsys.readouterr().err)
+    with pytest.raises(ValueError, match=r"TypedConfig.pairs must be list\[list\[int\]\]; got list \[1, 2\]"):
+        TypedConfig.from_dict({"num_words": 3, "num_classes": 2, "pairs": [1, 2]})
+
+
+def test_a_field_whose_annotation_does_not_resolve_is_refused_and_the_others_kept(capsys, monkeypatch):
+    """A name only imported for type checkers leaves that field without an option (saying why); the other fields
+    still get theirs and are still type-checked."""
+    module = types.ModuleType("qpnlp_test_unresolved")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = vars(module)
+    exec("from __future__ import annotations\nimport dataclasses\nfrom qpnlp.models import ModelConfig\n"
+         "@dataclasses.dataclass\nclass Hidden(ModelConfig):\n    num_words: int\n"
+         "    vectors: NotImported | None = None\n    hidden: int = 4\n", namespace)
+    parser = argparse.ArgumentParser(prog="qpnlp train hidden")
+    add_config_options(parser, namespace["Hidden"])
+    assert config_options(parser.parse_args(["--hidden", "8"])) == {"hidden": 8}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--vectors", "x"])
+    assert re.search(r"error: --vectors: Hidden\.vectors is annotated NotImported \| None, which could not be "
+                     r"resolved \(NameError: name 'NotImported' is not defined\)", capsys.readouterr().err)
+    with pytest.raises(ValueError, match="Hidden.hidden must be int; got str"):
+        namespace["Hidden"].from_dict({"num_words": 3, "hidden": "8"})
 
 def _returning(output):
     class Wrong(HiddenBow):

@@ -7,13 +7,16 @@ text of the field from the config's numpydoc ``Attributes`` section. So a
 model added to the registry is trainable from the command line without
 touching the CLI.
 
-Types: ``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``;
-``list``/``tuple`` as ``nargs="+"`` (of ints, or of floats or strings where the annotation says so:
-``list[float]``); ``dict`` as a JSON object; each also optional (``X | None``, ``Optional[X]``, ``Union[X, None]``,
-``None | X``: one spelling, :func:`~qpnlp.models._config_types.field_annotation`), the default then None.
-Annotations read the same with or without ``from __future__ import annotations``. A field of any other annotation
-(``set[int]``, ``int | str``) is not left out silently: its option is listed in ``--help`` as not settable on the
-command line and refused by name when given; the model keeps the field's default.
+Types, read from the annotations as :func:`typing.get_type_hints` resolves them
+(:func:`~qpnlp.models._config_types.field_hints`, the same with or without ``from __future__ import annotations``):
+``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``; a ``Literal`` of ints, floats or strings as
+an option of those ``choices`` (``--pooling {sum,mean}``, the value of the literal's type); ``list[X]``,
+``tuple[X, ...]`` as ``nargs="+"`` of such ``X`` (a bare ``list``/``tuple`` of ints; ``list[bool]`` items are
+``true``/``false``); ``dict`` as a JSON object; each also optional (``X | None``, ``Optional[X]``,
+``Union[X, None]``), the default then None. A field of any other annotation (``set[int]``, ``int | str``,
+``list[list[int]]``, or one that does not resolve) is not left out silently, nor read as something else: its option
+is listed in ``--help`` as not settable on the command line and refused by name when given; the model keeps the
+field's default.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import dataclasses
 import inspect
 import json
 import re
+import typing
 
-from qpnlp.models._config_types import field_annotation, field_default, optional_base
+from qpnlp.models._config_types import (Unresolved, field_default, field_hints, item_hints, optional_base,
+                                         spelling)
 
 __all__ = ["add_config_options", "config_options", "explicit_options", "field_help", "grid_less_given", "recorded"]
 
@@ -70,16 +75,26 @@ def _json_object(text: str) -> dict:
     return value
 
 
-# The first item type of a list or tuple annotation: "float" in "list[float] | None", "str" in "tuple[str, ...]".
-_ITEM_TYPE = re.compile(r"(?:list|tuple)\[\s*(\w+)")
+def _boolean(text: str) -> bool:
+    """A ``list[bool]`` item: ``true`` or ``false`` (any case), as JSON and a selection grid spell them."""
+    value = {"true": True, "false": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false; got {text!r}")
+    return value
 
 
-def _item_type(annotation: str) -> type:
-    """The type of the items of a ``list[...]`` / ``tuple[...]`` field's option: float or str where the annotation
-    says so (``list[float]``, ``tuple[str, ...]``, also optional: ``list[float] | None``), else int (``list[int]``,
-    a bare ``tuple``)."""
-    match = _ITEM_TYPE.match(annotation)
-    return {"float": float, "str": str}.get(match[1] if match else "", int)
+def _scalar(hint) -> dict | None:
+    """The ``type`` (and ``choices``) keywords of a value of type ``hint``: ``int``, ``float``, ``str``, ``bool``
+    (``true``/``false``: a list item) or a ``Literal`` of ints, floats or strings; None for any other."""
+    if hint in (int, float, str):
+        return dict(type=hint)
+    if hint is bool:
+        return dict(type=_boolean)
+    values = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
+    if not values or not all(type(v) in (int, float, str) for v in values):
+        return None
+    spelt = {str(v): v for v in values}
+    return dict(type=lambda text: spelt.get(text, text), choices=values)   # an unknown text: "invalid choice"
 
 
 def _default(field: dataclasses.Field):
@@ -105,40 +120,44 @@ def add_config_options(parser: argparse.ArgumentParser, config_class: type, *,
             flag = "--model-" + field.name.replace("_", "-")
         default = _default(field)
         text = (helps.get(field.name, "").replace("%", "%%") + " (default %(default)s)").strip()
-        annotation = field_annotation(field)       # "int" with or without `from __future__ import annotations`
-        kwargs = _typed(annotation, default)
+        hint = field_hints(config_class)[field.name]  # int, with or without `from __future__ import annotations`
+        kwargs = _typed(hint, default)
         if kwargs is None:                         # no command-line form: an option that says so when given
-            group.add_argument(flag, **_refused(config_class, field.name, annotation, default, helps))
+            group.add_argument(flag, **_refused(config_class, field.name, hint, default, helps))
             continue
         kwargs.update(dest=f"config__{field.name}", default=default, help=text)
-        if "type" in kwargs:                      # a value to read (a bool is --flag / --no-flag)
+        if "type" in kwargs and "choices" not in kwargs:   # a value to read (a bool is --flag / --no-flag)
             kwargs.setdefault("metavar", field.name.upper())
         group.add_argument(flag, **kwargs)
 
 
-def _typed(annotation: str, default) -> dict | None:
-    """The ``add_argument`` keywords of a field of this :func:`field_annotation` (``X`` or ``X | None`` alike), or
-    None where it has no command-line form (``set[int]``, ``int | str``). Every action also records that its
-    option was given (a default grid then leaves its axis out)."""
-    base, _ = optional_base(annotation)
-    if base == "bool":
+def _typed(hint, default) -> dict | None:
+    """The ``add_argument`` keywords of a field of this resolved annotation (``X`` or ``X | None`` alike), or None
+    where it has no command-line form (``set[int]``, ``int | str``, ``list[list[int]]``). Every action also records
+    that its option was given (a default grid then leaves its axis out)."""
+    base, _ = optional_base(hint)
+    if base is bool:
         return dict(action=recorded(argparse.BooleanOptionalAction))          # --flag / --no-flag
     stored = dict(action=recorded(argparse._StoreAction))
-    if base in ("list", "tuple") or base.startswith(("list[", "tuple[")):
-        return dict(stored, nargs="+", type=_item_type(base), default=list(default) if default is not None else None)
-    if base == "dict" or base.startswith("dict["):
+    items = item_hints(base)
+    if items is not None:
+        item = _scalar(items[0]) if len(set(items)) == 1 else dict(type=int) if not items else None
+        return None if item is None else \
+            dict(stored, nargs="+", **item, default=list(default) if default is not None else None)
+    if dict in (base, typing.get_origin(base)):
         return dict(stored, type=_json_object, metavar="JSON")
-    if base in ("int", "float", "str"):
-        return dict(stored, type={"int": int, "float": float, "str": str}[base])
-    return None
+    scalar = _scalar(base)
+    return None if scalar is None else dict(stored, **scalar)
 
 
-def _refused(config_class: type, name: str, annotation: str, default, helps: dict[str, str]) -> dict:
+def _refused(config_class: type, name: str, hint, default, helps: dict[str, str]) -> dict:
     """The ``add_argument`` keywords of a field without a command-line form: listed in ``--help`` as such, and
     refused by name when given (it was silently left out: ``unrecognized arguments``). The config keeps its
     default."""
-    why = (f"{config_class.__name__}.{name} is annotated {annotation}, which has no command-line form (int, float, "
-           f"str, bool, a list or tuple of them, a dict as JSON, each optionally | None); the model keeps its default "
+    what = (f"could not be resolved ({hint.reason})" if isinstance(hint, Unresolved) else
+            "has no command-line form (int, float, str, bool, a Literal of them, a list or tuple of them, a dict as "
+            "JSON, each optionally | None)")
+    why = (f"{config_class.__name__}.{name} is annotated {spelling(hint)}, which {what}; the model keeps its default "
            f"{default!r}")
 
     class Refused(argparse.Action):

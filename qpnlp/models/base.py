@@ -138,7 +138,7 @@ class ModelConfig:
     def _check_types(self) -> None:
         """Refuse field values of the wrong type (the JSON types of :meth:`from_dict`), naming the field."""
         for field in dataclasses.fields(self):
-            _check_json_type(type(self).__name__, field.name, field, getattr(self, field.name))
+            _check_json_type(type(self), field.name, getattr(self, field.name))
 
     @staticmethod
     def _require(checks) -> None:
@@ -159,7 +159,7 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown {cls.__name__} keys: {preview(sorted(unknown), 200)}")
         for name, value in values.items():
-            _check_json_type(cls.__name__, name, fields[name], value)
+            _check_json_type(cls, name, value)
         return cls(**values)
 
 
