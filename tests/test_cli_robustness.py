@@ -1034,11 +1034,12 @@ def test_evaluate_of_a_matcher_counts_questions_as_training_does(server, ws, tmp
                      r", 12 candidate answers \(cnm\)$", stdout, re.M), stdout
     data = json.loads(report.read_text())
     assert data["n"] == 12 and data["metrics"]["questions"] == 4
-    assert data["split_counts"] == {"test": {"questions": 4, "candidates": 12}}
+    assert data["split_counts"] == {"test": {"questions": 4, "candidates": 12}} and data["counts"] == {
+        "questions": 4, "candidates": 12}
     assert data["split_unit"] == "questions, candidates"
     code, stdout, stderr = server.run(["evaluate", ws["clf"], "--data", ws["root"], "--report", report])
-    assert code == 0 and re.search(r" on 3 items \(qpdn\)$", stdout, re.M), stdout + stderr   # a classifier: as before
-    assert json.loads(report.read_text())["split_counts"] == {"fold 1 test": {"items": 3}}
+    assert code == 0 and re.search(r" on 3 sentences \(qpdn\)$", stdout, re.M), stdout + stderr  # as train counts
+    assert json.loads(report.read_text())["split_counts"] == {"fold 1 test": {"sentences": 3}}
 
 
 def test_import_of_a_missing_file_has_one_prefix(server, ws, tmp_path):

@@ -75,7 +75,9 @@ def test_a_bad_world_size_names_the_variable(monkeypatch):
 
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("QPNLP_DIST_BACKEND", "foo", "QPNLP_DIST_BACKEND must be 'nccl' or 'gloo'; got 'foo'"),
-    ("QPNLP_DIST_TIMEOUT", "soon", "QPNLP_DIST_TIMEOUT must be a number of seconds > 0; got 'soon'"),
+    ("QPNLP_DIST_TIMEOUT", "soon", "QPNLP_DIST_TIMEOUT must be a number of seconds > 0 (at most 86399999913600); "
+                                   "got 'soon'"),
+    ("QPNLP_DIST_TIMEOUT", "1e14", "QPNLP_DIST_TIMEOUT must be a number of seconds > 0"),   # was OverflowError, 1
     ("WORLD_SIZE", "two", "WORLD_SIZE must be a whole number >= 0; got 'two'"),
     ("QPNLP_COMPILED", "maybe", "QPNLP_COMPILED must be 0 or 1"),
 ])

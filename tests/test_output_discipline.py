@@ -136,7 +136,7 @@ def test_train_and_evaluate_write_only_their_results_on_stdout(tmp_path, capsys)
                  f"report written to {report}"):
         assert line in err, (line, err)
     out, err = _run(capsys, ["evaluate", model, "--data", root, "--report", tmp_path / "e.json"])
-    assert len(out) == 1 and re.fullmatch(r"CR fold 1 test: accuracy [\d.]+ on \d+ items \(qpdn\)", out[0]), out
+    assert len(out) == 1 and re.fullmatch(r"CR fold 1 test: accuracy [\d.]+ on \d+ sentences \(qpdn\)", out[0]), out
     assert err == f"report written to {tmp_path / 'e.json'}\n", err
 
 

@@ -58,7 +58,9 @@ class Report:
     ``model``, ``dataset``, ``split``, ``split_counts`` (split -> part ->
     items), ``split_unit``, ``seed``, ``config`` (model options, training
     settings), ``arguments`` (the command line), ``metrics``, ``n`` (items
-    the metrics were computed on), ``history`` (one entry per epoch),
+    the metrics were computed on), ``counts`` (what ``n`` counts, by name:
+    unit -> count, the same names and values in ``train`` and ``evaluate``
+    of one split), ``history`` (one entry per epoch),
     ``checkpoint``, ``training_state``, ``error``, ``warnings``,
     ``details`` (what only this command has).
 
@@ -88,7 +90,7 @@ class Report:
             torch_version=torch.__version__, python_version=platform.python_version(),
             started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), written=None, wall_seconds=0.0, model=model, dataset=None,
             split=None, split_counts={}, split_unit=None, seed=getattr(args, "seed", None), config={},
-            arguments=arguments(args), metrics={}, n=None, history=[], checkpoint=None, training_state=None,
+            arguments=arguments(args), metrics={}, n=None, counts={}, history=[], checkpoint=None, training_state=None,
             error=None, warnings=[], details={})
 
     def update(self, **fields) -> None:

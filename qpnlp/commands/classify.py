@@ -161,8 +161,9 @@ def _train_splits(args, report: Report, config, options: dict, candidates, state
         result_line(f"{dataset.name} {split.name}: test accuracy {result.test_accuracy:.4f} "
                     f"(dev {result.dev_accuracy:.4f}, epoch {result.best_epoch}{chosen}, {result.seconds:.0f}s)")
     summary = summarise(results)
+    tested = sum(c["test"] for c in report.data["split_counts"].values())
     report.finish(metrics=dict(accuracy_mean=summary["mean"], accuracy_std=summary["std"], splits=summary["n"]),
-                  n=sum(c["test"] for c in report.data["split_counts"].values()))
+                  n=tested, counts=dict(sentences=tested))
     result_line(f"{dataset.name}: test accuracy {summary['mean']:.4f} +- {summary['std']:.4f} over {summary['n']} "
                 f"split(s), seed {args.seed}")
     return 0

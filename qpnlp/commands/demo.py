@@ -62,7 +62,8 @@ def _demo(args, report: Report, config, options: dict, start: float) -> int:
     report.finish(metrics=dict(accuracy=result.test_accuracy, dev_accuracy=result.dev_accuracy),
                   split_counts={split.name: dict(train=len(prepared.train), dev=len(prepared.dev),
                                                  test=len(prepared.test))},
-                  n=len(prepared.test), details=dict(best_epoch=result.best_epoch, measurements=measurements))
+                  split_unit="sentences", n=len(prepared.test), counts=dict(sentences=len(prepared.test)),
+                  details=dict(best_epoch=result.best_epoch, measurements=measurements))
     # the results after the report: a reader of stdout that leaves early (`| head -1`) does not fail it
     result_line(f"test accuracy {result.test_accuracy:.4f} on {len(prepared.test)} sentences "
                 f"(dev {result.dev_accuracy:.4f}, best epoch {result.best_epoch}, seed {args.seed})")

@@ -14,6 +14,9 @@ from ._types import DEVICE_HELP, count_type, device_type, path_type
 
 
 LABELS = {"map": "MAP", "mrr": "MRR", "p_at_1": "P@1"}
+#: The report's ``counts`` keys in words (its ``split_unit``, the printed line).
+UNITS = {"sentences": "sentences", "questions": "questions", "candidates": "candidates",
+         "skipgram_pairs": "skip-gram pairs"}
 
 
 def register(subparsers: dict) -> None:
@@ -47,28 +50,25 @@ def _evaluate(args, report: Report) -> int:
     result = evaluate_checkpoint(args.checkpoint, dataset=args.dataset, split=args.split, root=args.data,
                                  device=args.device, max_questions=args.max_questions)
     metrics = " ".join(f"{LABELS.get(k, k)} {v:.4f}" for k, v in result["metrics"].items() if isinstance(v, float))
-    counted, counts, unit = _counts(result)
     report.finish(model=result["model"], dataset=result["dataset"], split=result["split"], metrics=result["metrics"],
-                  n=result["n"], seed=result["seed"], checkpoint=result["checkpoint"],
-                  split_counts={result["split"]: counts}, split_unit=unit, config=result.get("config", {}),
+                  n=result["n"], counts=result["counts"], seed=result["seed"], checkpoint=result["checkpoint"],
+                  split_counts={result["split"]: result["counts"]}, split_unit=", ".join(UNITS[k] for k in
+                                                                                   result["counts"]),
+                  config=result.get("config", {}),
                   details={k: v for k, v in result.items() if k not in
-                           ("model", "dataset", "split", "metrics", "n", "seed", "checkpoint", "wall_seconds",
-                            "config")})
-    result_line(f"{result['dataset']} {result['split']}: {metrics} on {counted} ({result['model']})")   # after --report
+                           ("model", "dataset", "split", "metrics", "n", "counts", "seed", "checkpoint",
+                            "wall_seconds", "config")})
+    result_line(f"{result['dataset']} {result['split']}: {metrics} on {_counted(result)} ({result['model']})")
     return 0
 
 
-def _counts(result: dict) -> tuple[str, dict, str | None]:
-    """What the metrics were computed on: the words of the printed line, the report's split counts and unit.
-
-    Ranking metrics (MAP, MRR, P@1) average over questions, as training counts them; ``n`` stays the number of
-    items scored (a matcher: candidate answers, one question-candidate pair each); the words say how many
-    questions the split's filter removed (:func:`~qpnlp.commands.match.questions_phrase`).
-    """
-    questions = result["metrics"].get("questions")
-    if questions is None:
-        return f"{result['n']} items", {"items": result["n"]}, None
-    counts = {"questions": questions, "candidates": result["n"]}
+def _counted(result: dict) -> str:
+    """What the metrics were computed on, in words: ``"3 sentences"``, ``"812 skip-gram pairs"``, or a matcher's
+    questions, over which the ranking metrics (MAP, MRR, P@1) average, as training counts them, with how many its
+    split's filter removed (:func:`~qpnlp.commands.match.questions_phrase`), and its candidate answers (``n``: one
+    question-candidate pair each): ``"4 questions (...), 12 candidate answers"``."""
+    counts = result["counts"]
+    if "questions" not in counts:
+        return ", ".join(f"{v} {UNITS[k]}" for k, v in counts.items())
     removed = result.get("questions_removed", {}).get(result["split"])
-    return (f"{questions_phrase(questions, removed)}, {result['n']} candidate answers", counts,
-            "questions, candidates")
+    return f"{questions_phrase(counts['questions'], removed)}, {counts['candidates']} candidate answers"

@@ -186,9 +186,10 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
         _save(args, report, result.model, result.vocab, result.dataset, config)
     counts = {result.train_split: result.train_questions, "dev": result.dev["questions"],
               **{split: m["questions"] for split, m in result.evaluation.items()}}
+    scored = scored_counts(result)
     report.finish(dataset=result.dataset, split=",".join(result.evaluation) or "dev",
                   split_counts={"fixed": counts}, metrics=dict(dev=result.dev, **result.evaluation),
-                  n=sum(m["questions"] for m in result.evaluation.values()) or result.dev["questions"],
+                  n=scored["questions"], counts=scored,
                   details=dict(**report.data["details"], best_epoch=result.best_epoch, seconds=result.seconds,
                                train_split=result.train_split,
                                train_questions=result.train_questions, train_triplets=result.train_triplets,
@@ -204,6 +205,15 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
         result_line(f"{result.dataset} {split}: MAP {m['map']:.4f} MRR {m['mrr']:.4f} P@1 {m['p_at_1']:.4f} "
                     f"on {questions_phrase(m['questions'], result.questions_removed.get(split))}")
     return 0
+
+
+def scored_counts(result) -> dict:
+    """The report's ``counts`` of a matching run (:class:`~qpnlp.training.matching.MatchingRun`): the ``questions``
+    and the ``candidates`` (question-candidate pairs) of the evaluation splits, of dev without one, as ``qpnlp
+    evaluate`` counts the split it scores; ``n`` is the questions."""
+    metrics = result.evaluation or {"dev": result.dev}
+    return dict(questions=sum(m["questions"] for m in metrics.values()),
+                candidates=sum(result.candidates[split] for split in metrics))
 
 
 def questions_phrase(questions: int, removed: dict | None) -> str:

@@ -478,6 +478,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     from qpnlp.word2fun import fit
     from qpnlp.word2fun._corpus_checks import OneTimeCorpus
     from qpnlp.word2fun.distributed import is_main_process, shutdown
+    from qpnlp.word2fun.train import loss_growth
 
     on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
     try:
@@ -492,6 +493,9 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     if not main:
         return 0
     vectors, stats = result.vectors, result.stats
+    grown = loss_growth(stats, result.config)     # fit's warning said it on stderr; the report keeps it
+    if grown is not None:
+        report.data["warnings"].append(grown)
     _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
     status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
     missing = [w for w in words if w not in vectors]
@@ -525,6 +529,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     report.data["config"].update(model=vectors.model.config.to_dict(), train=dataclasses.asdict(result.config))
     report.finish(
         split_counts=dict(corpus=dict(documents=info["documents"], tokens=info["tokens"])), n=info["tokens"],
+        counts=dict(tokens=info["tokens"]),
         metrics=dict(train_loss=stats.epoch_loss[-1] if stats.epoch_loss else None,
                      tokens_per_s=stats.tokens_per_s if trained else None, pairs=stats.pairs,
                      vocabulary_size=len(vectors), epochs=result.epochs_done),

@@ -334,9 +334,13 @@ _COLUMN_SEPARATOR = re.compile(r"[ \t]+")
 
 
 def _parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
-    """The float32 values of a split vector line ``[word, v_1, ..., v_d]``; errors name the line."""
+    """The float32 values of a split vector line ``[word, v_1, ..., v_d]``; errors name the line.
+
+    A value beyond float32 (``1e39``) becomes inf without numpy's "overflow encountered in cast" warning: the
+    caller's finiteness check refuses it, naming the line."""
     try:
-        vec = np.asarray(parts[1:], dtype=np.float32)
+        with np.errstate(over="ignore"):
+            vec = np.asarray(parts[1:], dtype=np.float32)
     except ValueError:
         bad = next(p for p in parts[1:] if not _is_float(p))
         raise ValueError(f"{path}:{lineno}: non-numeric value {preview(bad)} for word {preview(parts[0])}") from None

@@ -55,8 +55,14 @@ _thread = threading.local()
 _OUTSIDE = object()                     # no validation block in this thread
 
 
+def _is_mode(mode: object) -> bool:
+    """Whether ``mode`` is one of :data:`_MODES` itself: ``1``, ``0`` and ``1.0`` equal True and False but are no
+    mode (``mode in _MODES`` took them), nor is a tensor or an array (whose ``==`` is elementwise)."""
+    return mode is False or mode is True or (type(mode) is str and mode == "strict")
+
+
 def _check_mode(mode: Validate) -> None:
-    if mode not in _MODES:
+    if not _is_mode(mode):
         raise ValueError(f"validation mode must be one of {_MODES}; got {mode!r}")
 
 
@@ -122,7 +128,7 @@ def resolve(validate: Validate) -> Validate:
     """Per-call ``validate`` if given, else the mode in force (:func:`get_validation`)."""
     if validate is None:
         return get_validation()
-    if validate not in _MODES:
+    if not _is_mode(validate):
         raise ValueError(f"validate must be one of {_MODES} or None; got {validate!r}")
     return validate
 

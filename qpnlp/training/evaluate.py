@@ -49,9 +49,11 @@ def evaluate_checkpoint(directory: str | os.PathLike, *, dataset: str | None = N
     Returns a report dict: ``checkpoint``, ``model``, ``vectors`` (the vectors the model was trained with, as its
     metadata records them: a registered name or an absolute path, null without vectors or where not recorded),
     ``data_root`` (the absolute data folder read: ``root``, else ``QPNLP_DATA``; None for Word2Fun, whose corpus is
-    the data set), ``dataset``, ``split``, ``metrics``, ``n``,
-    ``seed``, ``config`` (the model's config and the training settings saved with it), ``wall_seconds``; for a
-    matching model also ``questions_removed``, ``{split: {"filter": ..., "removed": ..., "file_questions": ...}}``:
+    the data set), ``dataset``, ``split``, ``metrics``, ``n`` (the items scored: sentences, candidate answers or
+    skip-gram pairs), ``counts`` (``n`` by name, as ``train`` reports them: ``{"sentences": n}``, ``{"questions":
+    Q, "candidates": n}`` or ``{"skipgram_pairs": n}``), ``seed``, ``config`` (the model's config and the
+    training settings saved with it), ``wall_seconds``; for a matching model also ``questions_removed``,
+    ``{split: {"filter": ..., "removed": ..., "file_questions": ...}}``:
     the question filter of the split's file, how many questions it removed and how many the file holds
     (:meth:`~qpnlp.data.QADataset.filter_counts`).
 
@@ -186,7 +188,7 @@ def _evaluate_classifier(checkpoint: Checkpoint, *, dataset, split, root, device
     acc = accuracy(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                    length_chunks=_length_chunks(meta))
     return dict(dataset=name, split=f"{chosen.name} {split}", metrics=dict(accuracy=acc), n=len(encoded),
-                data_root=str(data_root(root)))
+                counts=dict(sentences=len(encoded)), data_root=str(data_root(root)))
 
 
 def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, max_questions) -> dict:
@@ -199,7 +201,8 @@ def _evaluate_matcher(checkpoint: Checkpoint, *, dataset, split, root, device, m
     encoded = encode_qa(data, checkpoint.vocabulary)
     metrics = metrics_dict(evaluate_ranking(checkpoint.model, encoded, device=device, max_len=meta.get("max_len"),
                                             length_chunks=_length_chunks(meta)))
-    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded), data_root=str(data_root(root)),
+    return dict(dataset=data.name, split=split, metrics=metrics, n=len(encoded),
+                counts=dict(questions=metrics["questions"], candidates=len(encoded)), data_root=str(data_root(root)),
                 questions_removed={split: data.filter_counts()})
 
 
@@ -224,7 +227,8 @@ def _evaluate_temporal(checkpoint: Checkpoint, *, dataset, split, root, device, 
     pairs = heldout_pairs(corpus, checkpoint.vocabulary, seed=checkpoint.metadata.get("seed", 0) or 0)
     _warn_outside_span(checkpoint, pairs.times)
     score = word2fun_log_likelihood(checkpoint.model.to(device), pairs)
-    return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs), data_root=None)
+    return dict(dataset=str(dataset), split="all", metrics=dict(log_likelihood=score), n=len(pairs),
+                counts=dict(skipgram_pairs=len(pairs)), data_root=None)
 
 
 def _read_lowercased(meta: dict) -> bool:

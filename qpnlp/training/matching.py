@@ -447,4 +447,5 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
         evaluation = score(model, eval_splits)
         return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
                            cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split,
-                           {split: d.filter_counts() for split, d in others.items() if d.filtered})
+                           {split: d.filter_counts() for split, d in others.items() if d.filtered},
+                           {split: len(rows) for split, rows in encoded.items()})

@@ -85,6 +85,10 @@ class MatchingRun:
         Per filtered split scored (dev, evaluation and observed splits), the question filter of its file and the
         questions it removed (:meth:`~qpnlp.data.QADataset.filter_counts`), counts of the whole file (before
         ``max_questions``): ``{"filter": "clean", "removed": 14, "file_questions": 243}``.
+    candidates : dict of str -> int, default {}
+        The candidate answers of each split read, one question-candidate pair each (the rows scored, what
+        ``qpnlp evaluate`` reports as ``n``): dev, the evaluation and observed splits, and the training data as
+        ``"train"``.
     """
 
     dataset: str
@@ -101,3 +105,4 @@ class MatchingRun:
     train_triplets: int
     train_split: str = "train"
     questions_removed: dict = field(default_factory=dict)
+    candidates: dict = field(default_factory=dict)

@@ -110,6 +110,8 @@ def is_main_process() -> bool:
 BACKEND_VARIABLE = "QPNLP_DIST_BACKEND"
 #: The environment variable giving the seconds a collective waits for the other processes before it fails.
 TIMEOUT_VARIABLE = "QPNLP_DIST_TIMEOUT"
+#: The longest timeout in whole days that a ``datetime.timedelta`` holds (about 8.6e13 seconds).
+_MAX_TIMEOUT = float(datetime.timedelta.max.days * 86400)
 
 
 def setup(device: str = "cpu") -> int:
@@ -176,8 +178,9 @@ def _timeout() -> datetime.timedelta | None:
         seconds = float(value)
     except ValueError:
         seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
-        raise ValueError(f"{TIMEOUT_VARIABLE} must be a number of seconds > 0; got {value!r}")
+    if not 0 < seconds <= _MAX_TIMEOUT:       # inf, and 1e14 (timedelta's OverflowError named no variable)
+        raise ValueError(f"{TIMEOUT_VARIABLE} must be a number of seconds > 0 (at most {_MAX_TIMEOUT:.0f}); "
+                         f"got {value!r}")
     return datetime.timedelta(seconds=seconds)
 
 

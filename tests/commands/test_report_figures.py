@@ -211,3 +211,32 @@ def test_evaluate_reports_a_matcher_and_its_vectors(tmp_path, capsys, monkeypatc
         assert details["data_root"] == str(tmp_path.resolve())
         assert details["vectors"] == (str(vectors) if pretrained[0] == "--vectors" else None)
         assert set(details) == _evaluate_section() == {"vectors", "data_root", "questions_removed"}
+
+
+def test_train_and_evaluate_of_a_classifier_count_one_split_alike(tmp_path, capsys):
+    """``n`` of a classifier's split: sentences in train's report, "items" in evaluate's (``split_counts``
+    ``{"items": n}``, no ``split_unit``); both now name them, ``counts.sentences``, with one value for one split."""
+    assert main([*_cr(tmp_path), "--max-splits", "1", "--save", str(tmp_path / "m")]) == 0
+    trained = json.loads((tmp_path / "r.json").read_text())
+    assert main(["evaluate", str(tmp_path / "m"), "--data", str(tmp_path), "--report", str(tmp_path / "e.json")]) == 0
+    scored = json.loads((tmp_path / "e.json").read_text())
+    assert trained["counts"] == scored["counts"] == {"sentences": trained["split_counts"]["fold 1"]["test"]}
+    assert trained["n"] == scored["n"] == scored["counts"]["sentences"]
+    assert trained["split_unit"] == scored["split_unit"] == "sentences"
+    assert scored["split_counts"] == {"fold 1 test": scored["counts"]}
+    assert capsys.readouterr().out.splitlines()[-1].endswith(f" on {scored['n']} sentences (real_bow)")
+
+
+def test_train_and_evaluate_of_a_matcher_count_one_split_alike(tmp_path, capsys):
+    """``n`` of a matcher's test split was its questions in train's report but its candidate answers in evaluate's;
+    both reports now name both, ``counts.questions`` and ``counts.candidates``, with one value each; ``n`` is kept."""
+    root = _wikiqa(tmp_path)
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--data", str(root), "--no-pretrained", "--dim", "4",
+                 "--epochs", "1", "--no-progress", "--no-training-state", "--save", str(tmp_path / "m"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    trained = json.loads((tmp_path / "r.json").read_text())
+    assert main(["evaluate", str(tmp_path / "m"), "--data", str(root), "--report", str(tmp_path / "e.json")]) == 0
+    scored = json.loads((tmp_path / "e.json").read_text())
+    assert trained["counts"] == scored["counts"] == {"questions": 3, "candidates": 6}   # 2 of 5 filtered out
+    assert (trained["n"], scored["n"]) == (3, 6)
+    assert trained["metrics"]["test"]["questions"] == scored["metrics"]["questions"] == 3

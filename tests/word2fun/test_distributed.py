@@ -270,7 +270,7 @@ def test_the_group_timeout_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("QPNLP_DIST_TIMEOUT", "90")
     assert distributed._timeout() == datetime.timedelta(seconds=90)
     monkeypatch.setenv("WORLD_SIZE", "2")
-    for bad in ("soon", "0", "-5", "nan"):
+    for bad in ("soon", "0", "-5", "nan", "inf", "1e14"):      # 1e14: timedelta's OverflowError named no variable
         monkeypatch.setenv("QPNLP_DIST_TIMEOUT", bad)
         with pytest.raises(ValueError, match="QPNLP_DIST_TIMEOUT must be a number of seconds > 0"):
             distributed.setup("cpu")
