@@ -7,12 +7,14 @@ command line's reports.  A directory whose replacement a killed process left hal
 A process killed while saving may leave hidden siblings of the path it saved, ``NAME``: ``.NAME.XXXXXXXX.tmp``
 (a new version not yet renamed into place; a file's is a file, a directory's a directory) and, killed while
 replacing a directory, ``.NAME.XXXXXXXX.old`` (the previous version moved aside: whole where ``NAME`` is missing,
-which :func:`restore_replaced_directory` handles, else part of it, deleted halfway). Nothing removes them
-automatically: while another process saves the same ``NAME`` the same names are its work in progress, and
-telling a dead writer's from a live one's would need a lock that not every file system keeps. Delete them once
-no process saves ``NAME``. Two callers know: resuming a training state puts back a ``.NAME.*.old/NAME`` where
-``NAME`` is missing (``qpnlp.training.loop``, as ``qpnlp.word2fun`` does its checkpoint), and ``qpnlp train MODEL
---resume`` deletes the others from the training-state directory that it holds locked (``qpnlp.commands._outputs``).
+which :func:`restore_replaced_directory` handles, else part of it, deleted halfway); :func:`leftover_of` reads
+these names back, :func:`leftovers` lists those of one ``NAME``. A save never removes them: while another process
+saves the same ``NAME`` the same names are its work in progress, and telling a dead writer's from a live one's
+would need a lock that not every file system keeps. Delete them once no process saves ``NAME``. The callers that
+know: resuming a training state puts back a ``.NAME.*.old/NAME`` where ``NAME`` is missing
+(``qpnlp.training.loop``, as ``qpnlp.word2fun`` does its checkpoint); ``qpnlp train MODEL --resume`` deletes the
+others from the training-state directory that it holds locked, and every ``qpnlp train`` those of its ``--save``
+(``--out`` for Word2Fun), locked beside it (``qpnlp.commands._outputs``).
 
 A write that fails (disk full, permission denied, an I/O error, a file system gone) leaves ``NAME`` as it was and
 no temporary behind; its OSError names ``NAME``, not the temporary that failed (``_naming``).
@@ -31,9 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -44,8 +46,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["MAX_CONFIG_BYTES", "atomic_directory", "atomic_file", "atomic_write_text", "check_header_size",
-           "check_replaceable", "current_umask", "existing_parent", "give_default_mode", "LOCK_FILE", "lock_file_of",
-           "locked_directory", "restore_replaced_directory", "written_by_qpnlp"]
+           "check_replaceable", "current_umask", "existing_parent", "give_default_mode", "leftover_of", "leftovers",
+           "LOCK_FILE", "lock_file_of", "locked_directory", "restore_replaced_directory", "written_by_qpnlp"]
 
 # qpnlp's JSON headers (a model's config.json, a training state's state.json, training-run.json) are a few
 # kilobytes: a larger file is never read whole (read_model_header refuses it, written_by_qpnlp counts it a user's).
@@ -108,6 +110,44 @@ def _fsync_directory(path: Path) -> None:
             os.close(fd)
 
 
+def _sibling(target: Path, kind: str) -> dict:
+    """The arguments of :func:`tempfile.mkstemp` / :func:`tempfile.mkdtemp` that make the hidden sibling of
+    ``target`` in which a save works: ``.NAME.XXXXXXXX.KIND`` in its parent (``kind`` "tmp": the new version being
+    written; "old": the previous one moved aside). :func:`leftover_of` reads these names back."""
+    return dict(prefix=f".{target.name}.", suffix=f".{kind}", dir=target.parent)
+
+
+# What _sibling's names look like: tempfile puts 8 characters of [a-z0-9_] between the prefix and the suffix.
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.(?:tmp|old)", re.DOTALL)
+
+
+def leftover_of(path: str | os.PathLike) -> Path | None:
+    """The path whose save made ``path`` (:func:`atomic_file`, :func:`atomic_directory`), if ``path`` is named as
+    a save's hidden sibling, ``.NAME.XXXXXXXX.tmp`` or ``.NAME.XXXXXXXX.old``: ``NAME`` in the same directory;
+    else None. What it was is its suffix (``.tmp``: an unfinished write; ``.old``: a replaced directory moved
+    aside). Only the name is read.
+
+    >>> leftover_of("runs/.model.k1lled00.old") == Path("runs/model")
+    True
+    >>> leftover_of("runs/.model.lock"), leftover_of("runs/model.k1lled00.tmp"), leftover_of("runs/.model.x.tmp")
+    (None, None, None)
+    """
+    path = Path(path)
+    found = _LEFTOVER.fullmatch(path.name)
+    return None if found is None else path.parent / found["name"]
+
+
+def leftovers(path: str | os.PathLike) -> list[Path]:
+    """The hidden siblings that saves of ``path`` left (:func:`leftover_of`; a file or directory each), sorted;
+    none where its parent is missing. Only those of this exact name: never another file, nor those of ``NAME.x``."""
+    target = Path(path)
+    try:
+        entries = list(target.parent.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(p for p in entries if (of := leftover_of(p)) is not None and of.name == target.name)
+
+
 def _replace_directory(new: Path, target: Path) -> None:
     """Rename the directory ``new`` onto the existing directory ``target``; on any exception ``target`` stays.
 
@@ -123,7 +163,7 @@ def _replace_directory(new: Path, target: Path) -> None:
     leaves it aside (``.NAME.*.old/NAME``, with ``target`` missing):
     :func:`restore_replaced_directory` puts it back.
     """
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    aside = Path(tempfile.mkdtemp(**_sibling(target, "old")))
     old = aside / target.name
     try:
         os.rename(target, old)
@@ -159,8 +199,7 @@ def restore_replaced_directory(directory: str | os.PathLike) -> Path | None:
     target = Path(directory)
     if os.path.lexists(target):
         return None
-    pattern = f".{glob.escape(target.name)}.*.old"
-    left = sorted(p / target.name for p in target.parent.glob(pattern) if (p / target.name).is_dir())
+    left = [p / target.name for p in leftovers(target) if p.suffix == ".old" and (p / target.name).is_dir()]
     if len(left) > 1:
         raise FileExistsError(f"{target} is missing and {len(left)} earlier versions of it were left aside by "
                               f"processes killed while replacing it: {', '.join(map(str, left))}; move the one to "
@@ -275,7 +314,7 @@ def atomic_directory(directory: str | os.PathLike, *, replaces: str | None = Non
     target = check_replaceable(directory, replaces=replaces)
     with _naming(target):
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        tmp = Path(tempfile.mkdtemp(**_sibling(target, "tmp")))
     try:
         give_default_mode(tmp, directory=True)                          # 0o755 under umask 0o022, not mkdtemp's 0o700
         with _naming(target):
@@ -319,7 +358,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator:
     path = Path(path)
     with _naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(**_sibling(path, "tmp"))
     try:
         give_default_mode(fd)                                          # 0o644 under umask 0o022, not mkstemp's 0o600
         with _naming(path):

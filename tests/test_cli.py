@@ -139,6 +139,19 @@ def test_threads_hold_while_the_run_trains_and_are_restored(monkeypatch, capsys,
     assert exc.value.code == 2 and "--threads" in capsys.readouterr().err
 
 
+def test_demo_threads_hold_while_the_demo_trains_and_are_restored(monkeypatch):
+    """``qpnlp demo --threads 2`` trained on torch's threads: the option, listed in its help, was left unused."""
+    import torch
+
+    from qpnlp.commands import demo
+
+    seen = []
+    monkeypatch.setattr(demo, "_demo", lambda *args: seen.append(torch.get_num_threads()) or 0)
+    before = torch.get_num_threads()
+    assert main(["demo", "--threads", "2"]) == 0
+    assert seen == [2] and torch.get_num_threads() == before
+
+
 def test_word2fun_threads_hold_while_the_command_runs_and_are_restored(monkeypatch):
     import torch
 
@@ -180,6 +193,17 @@ def test_train_save_and_evaluate_round_trip(data_root, tmp_path, extra):
     assert evaluated["metrics"]["accuracy"] == pytest.approx(trained["details"]["splits"][0]["test_accuracy"],
                                                              abs=1e-6)
     assert trained["metrics"]["accuracy_mean"] > 1 / 6
+
+
+def test_folds_on_a_fixed_split_are_refused_before_any_file_is_read_or_written(tmp_path, capsys):
+    """Refused once TREC was read (here: a failure to read it, exit code 1), after the training state next to --save
+    was cleared and a failed report written."""
+    report = tmp_path / "r.json"
+    code = main(["train", "qpdn", "--dataset", "trec", "--data", str(tmp_path / "nowhere"), "--folds", "3",
+                 "--save", str(tmp_path / "model"), "--report", str(report), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--folds 3: TREC has a fixed split, not cross-validation folds" in err and not report.exists()
 
 
 def test_select_with_a_malformed_axis_is_a_clear_error(tmp_path, capsys):
@@ -351,7 +375,10 @@ def test_the_embedding_lr_follows_each_grid_points_lr_by_default(monkeypatch, mo
 @pytest.mark.parametrize("extra, fragment", [
     (["--lr", "0"], "must be positive and finite: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
     (["--time-scale", "-1"], "time_scale must be positive"), (["--dim", "7", "--family", "IV"], "even dim"),
-    (["--max-periods", "-2"], "max_periods must be positive")])
+    (["--max-periods", "-2"], "max_periods must be positive"),
+    # a penalty given to a family without one: refused by fit after the corpus was read (exit code 1)
+    (["--family", "static", "--roughness-penalty", "0.5"], "(--roughness-penalty) 0.5 needs a sinusoidal family"),
+    (["--family", "sliced", "--roughness-penalty", "1e-4"], "got 'sliced'")])
 def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, capsys, extra, fragment):
     corpus = tmp_path / "c.tsv"
     corpus.write_text("1900\ta b c\n2000\tb c d\n")

@@ -89,14 +89,14 @@ def _corpus(n=120):
 
 
 def _recording_train_source(monkeypatch):
-    seen, real = [], w2f_train.train_source
+    seen, real = [], w2f_train._train_checked
 
     def recording(model, source, counts, cfg, **kw):
         seen.append(dict(base=model.base.weight.detach().clone(), rng=kw["rng"].bit_generator.state,
                          gens=[g.get_state() for g in kw["generators"]]))
         return real(model, source, counts, cfg, **kw)
 
-    monkeypatch.setattr(w2f_train, "train_source", recording)
+    monkeypatch.setattr(w2f_train, "_train_checked", recording)
     return seen
 
 

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from qpnlp._atomic import (LOCK_FILE, atomic_write_text, check_replaceable, existing_parent, locked_directory,
-                           written_by_qpnlp)
+from qpnlp._atomic import (LOCK_FILE, atomic_write_text, check_replaceable, existing_parent, leftover_of, leftovers,
+                           locked_directory, written_by_qpnlp)
 from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
@@ -142,9 +142,11 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     it, the directory must hold one, and the unfinished writes of a killed run are removed
     (:func:`_remove_leftovers`). The directory is locked until the
     command ends (:func:`lock_for_the_run`): a second run given it at the
-    same time is refused. A new state directory records the command line and
-    ``settings`` (the run's resolved model options, training settings and
-    grid) in its :data:`RUN_FILE`, which ``--resume`` continues (:func:`saved_run_file`).
+    same time is refused. So is ``--save``, and what killed saves of it
+    left beside it is removed (:func:`_hold_save`). A new state directory
+    records the command line and ``settings`` (the run's resolved model
+    options, training settings and grid) in its :data:`RUN_FILE`, which
+    ``--resume`` continues (:func:`saved_run_file`).
     """
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
         raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
@@ -160,6 +162,7 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     kept = option if option == "--checkpoint-dir" else "the training state next to --save"
     check_report_apart(report, {"--save": save, kept: state}, read_paths(args))
     if state is None:
+        _hold_save(args, save)
         return None
     if save is not None and overlapping(save, Path(state)):
         # Saving the model replaces the --save directory (and a rerun clears the state directory): one inside
@@ -170,6 +173,7 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     if root.is_dir() and any(p.name != LOCK_FILE for p in root.iterdir()) and not written_by_qpnlp(root / RUN_FILE):
         raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
                          f"use it (choose a new --checkpoint-dir)")
+    _hold_save(args, save)
     lock_for_the_run(args, root, option)
     ours = written_by_qpnlp(root / RUN_FILE)
     if resume and not ours:
@@ -180,9 +184,7 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
         status_line(f"{option}: the training state of an earlier run in {root} was cleared (without --resume the "
                     f"run starts afresh)")
     left = _remove_leftovers(root) if resume and ours else []
-    if left:
-        status_line(f"{option}: removed {len(left)} unfinished write(s) of a killed run from {root}: "
-                    + ", ".join(str(p.relative_to(root)) for p in left[:3]) + (" ..." if len(left) > 3 else ""))
+    _say_removed(option, root, [str(p.relative_to(root)) for p in left])
     status_line(f"resuming from the training state in {root}" if resume else
                 f"training state kept in {root} after every epoch (--resume continues from it)")
     if not ours or not resume:
@@ -195,20 +197,45 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
 
 
 def lock_for_the_run(args: argparse.Namespace, root: str | os.PathLike, option: str, *, beside: bool = False,
-                     keeps: str = "its training state") -> None:
+                     keeps: str = "its training state") -> bool:
     """Hold the directory ``root`` until the command ends (``qpnlp._atomic.locked_directory``, ``beside`` it for
     a directory that every save replaces, entered on ``args.exit_stack``, which ``qpnlp.commands._errors.run_command``
     closes; no lock without one): a second run given the same directory while this one runs (folds started at
     once with one ``--save``) would clear or resume this run's files (``keeps``) and mix its own into them; it is
-    refused (:class:`CommandFailed`, one line naming the holder) before any work."""
+    refused (:class:`CommandFailed`, one line naming the holder) before any work. Returns whether a lock is held
+    (not without ``args.exit_stack``, nor where the file system keeps no locks)."""
     stack = getattr(args, "exit_stack", None)
     if stack is None:
-        return
+        return False
     try:
-        stack.enter_context(locked_directory(root, beside=beside))
+        return stack.enter_context(locked_directory(root, beside=beside))
     except BlockingIOError as err:
         raise CommandFailed(f"{option}: {err.strerror}: another run keeps {keeps} there; wait for it to end, or "
                             f"give this run another {option}") from None
+
+
+def _hold_save(args: argparse.Namespace, save: Path | None) -> None:
+    """Lock ``--save`` for the run (beside it: every save replaces the directory) and, once held, delete what a
+    killed run's saves of it left beside it (:func:`remove_leftovers_of`)."""
+    if save is not None and lock_for_the_run(args, save, "--save", beside=True, keeps="its saved model"):
+        remove_leftovers_of(save, "--save")
+
+
+def remove_leftovers_of(path: str | os.PathLike, option: str) -> list[Path]:
+    """Delete the hidden siblings that killed saves of ``path`` left beside it (``qpnlp._atomic.leftovers``: only
+    ``.NAME.XXXXXXXX.tmp``, and ``.NAME.XXXXXXXX.old`` beside an existing ``NAME``, never another file), said in
+    one line naming ``option``; returns them. Only for a run that holds ``path`` locked (:func:`lock_for_the_run`,
+    ``beside``): no other process saves it, so these are no one's work in progress."""
+    left = _remove_stale(leftovers(path))
+    _say_removed(option, Path(path).parent, [p.name for p in left])
+    return left
+
+
+def _say_removed(option: str, where: Path, names: list[str]) -> None:
+    """The line that says the unfinished writes of a killed run (``names``, in ``where``) were removed, if any."""
+    if names:
+        status_line(f"{option}: removed {len(names)} unfinished write(s) of a killed run from {where}: "
+                    + ", ".join(names[:3]) + (" ..." if len(names) > 3 else ""))
 
 
 def _clear(root: Path) -> None:
@@ -227,14 +254,20 @@ def _remove_leftovers(root: Path) -> list[Path]:
     no one's work in progress; each is a state's size, and every kill left one more. Returns the paths removed."""
     removed = []
     for folder in [root, *(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]:
-        for entry in sorted(folder.iterdir()):
-            name, kind = entry.name, entry.name.rpartition(".")[2]
-            target = name[1:].rsplit(".", 2)[0]
-            if not name.startswith(".") or name == LOCK_FILE or kind not in ("tmp", "old") or \
-                    (kind == "old" and not (folder / target).exists()):
-                continue
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-            removed.append(entry)
+        removed += _remove_stale(entry for entry in sorted(folder.iterdir()) if leftover_of(entry) is not None)
+    return removed
+
+
+def _remove_stale(entries: Iterable[Path]) -> list[Path]:
+    """Delete each of ``entries`` (hidden siblings of saves, ``qpnlp._atomic.leftover_of``) but an ``.old`` whose
+    ``NAME`` is missing (the previous version of ``NAME``, which resuming or the user puts back); returns those
+    deleted."""
+    removed = []
+    for entry in entries:
+        if entry.suffix == ".old" and not leftover_of(entry).exists():
+            continue
+        shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        removed.append(entry)
     return removed
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from qpnlp._atomic import atomic_write_text
+from qpnlp._json import map_leaves
 
 from ._console import status_line
 from ._errors import error_line, stopped_by_sigterm
@@ -207,24 +208,24 @@ def json_ready(value, where: str, bad: list[str]):
     values become their Python scalars, and anything else that is not ``None``, a bool, int, float or str
     (a path, say) becomes its ``str``. A non-finite float (NaN, infinity) becomes ``None`` and its location
     is appended to ``bad``: ``where`` names ``value`` itself, and nested locations are built from it as
-    ``key.sub`` and ``key[i]`` (pass ``""`` at the top level). ``value`` is not modified.
+    ``key.sub`` and ``key[i]`` (pass ``""`` at the top level; ``qpnlp._json.map_leaves`` walks it). ``value`` is
+    not modified.
 
     >>> bad = []
     >>> json_ready({"a": (1, float("nan")), "b": {"c": float("inf")}}, "", bad), bad
     ({'a': [1, None], 'b': {'c': None}}, ['a[1]', 'b.c'])
     """
-    if isinstance(value, dict):
-        return {str(k): json_ready(v, f"{where}.{k}" if where else str(k), bad) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v, f"{where}[{i}]", bad) for i, v in enumerate(value)]
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        bad.append(where)
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
+    def ready(path: str, leaf):
+        if hasattr(leaf, "item") and getattr(leaf, "ndim", 0) == 0 and not isinstance(leaf, (str, bytes)):
+            leaf = leaf.item()
+        if isinstance(leaf, float) and not math.isfinite(leaf):
+            bad.append(path)
+            return None
+        if leaf is None or isinstance(leaf, (bool, int, float, str)):
+            return leaf
+        return str(leaf)
+
+    return map_leaves(value, ready, where)
 
 
 def _flatten(entry: dict, prefix: str = "") -> dict:

@@ -26,7 +26,7 @@ from typing import Any
 from ._errors import UsageError
 
 __all__ = ["given_options", "continue_saved", "continued_settings", "said_continued", "resume_training_run",
-           "resumed_training_settings"]
+           "resumed_training_settings", "saved_defaults"]
 
 #: Namespace attribute holding :func:`given_options` (set by ``qpnlp.cli`` under ``--resume``).
 GIVEN = "given_options"
@@ -88,7 +88,8 @@ def _shown(value: Any) -> str:
 
 def continue_saved(args: argparse.Namespace, saved: Mapping[str, Any], *, changeable: Collection[str] = (),
                    own: Collection[str] = (), compared_later: Collection[str] = (),
-                   resolved_later: Collection[str] = (), where: str) -> dict[str, Any]:
+                   resolved_later: Collection[str] = (), defaults: Mapping[str, Any] | None = None,
+                   where: str) -> dict[str, Any]:
     """Give every option of ``args`` that the command line does not give (:data:`GIVEN`) the saved run's value
     (``saved``: destination -> value, as JSON); refuse (:class:`UsageError`, each one named with both values)
     an option given with another value, unless it is ``changeable``.
@@ -96,7 +97,9 @@ def continue_saved(args: argparse.Namespace, saved: Mapping[str, Any], *, change
     ``own``: the options of this invocation alone (its outputs, its threads): neither taken nor compared.
     ``compared_later``: options whose given value is compared with the run's resolved settings instead
     (:func:`continued_settings`; the saved command line holds a default unresolved). A saved None (a default
-    resolved later, or an option the run did not have) is taken but never refused. ``where`` names the saved run
+    resolved later, or an option the run did not have) is taken but never refused, unless ``defaults`` says what it
+    stood for in the run (``--folds`` unset: 10 folds): a given value other than that is refused, named with the
+    default. ``where`` names the saved run
     in the message. Returns ``{dest: value}`` of the options taken whose value differs from this command line's
     (not those of ``resolved_later`` left None here: a default the command resolves, whose saved value is the
     resolved one). Without :data:`GIVEN` (``args`` not parsed by ``qpnlp.cli``) nothing is taken: every option
@@ -114,8 +117,13 @@ def continue_saved(args: argparse.Namespace, saved: Mapping[str, Any], *, change
             if now != value and not (now is None and dest in resolved_later):
                 taken[dest] = value
             setattr(args, dest, value)
-        elif now != value and value is not None and dest not in changeable and dest not in compared_later:
+        elif dest in changeable or dest in compared_later:
+            continue
+        elif now != value and value is not None:
             conflicts.append(f"{given[dest]} {_shown(now)} here, {_shown(value)} in the saved run")
+        elif value is None and dest in (defaults or {}) and now != _as_stored(defaults[dest]):
+            conflicts.append(f"{given[dest]} {_shown(now)} here, the default ({_shown(defaults[dest])}) in the "
+                             f"saved run")
     _refuse(conflicts, where)
     return taken
 
@@ -222,11 +230,37 @@ def resume_training_run(args: argparse.Namespace) -> dict | None:
         {dest for dest in vars(args) if dest.startswith("config__")}
     taken = continue_saved(args, arguments, changeable=TRAINING_CHANGEABLE | RESUMABLE_CHANGES, own=TRAINING_OWN,
                            compared_later=resolved, resolved_later=("vectors_scale", "dim"),
-                           where=str(state_directory(args)))
+                           defaults=saved_defaults(args, arguments), where=str(state_directory(args)))
     if getattr(args, GIVEN, None) is not None:
         earlier = [name for name in arguments.get("explicit_options") or [] if name not in explicit_options(args)]
         args.explicit_options = explicit_options(args) + earlier
     return {**saved, "taken": taken}
+
+
+def saved_defaults(args: argparse.Namespace, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """What the options that ``qpnlp train MODEL`` resolves only once it reads the data or the vectors stood for in
+    the saved run (its command line, ``arguments``) where it left them unset: ``--folds`` the protocol's
+    :data:`~qpnlp.data.protocols.DEFAULT_FOLDS`, ``--vectors-backoff`` off, ``--pretrained-fallback`` the vectors'
+    own (:func:`~qpnlp.data.vectors.recommended_fallback`; 0 with ``--no-pretrained``), ``--max-questions`` all
+    and ``--train-split`` the data set's default (:func:`~qpnlp.data.qa.default_train_split`, in this run's data
+    root). :func:`continue_saved` refuses another value given on the resuming command line, named with the
+    default (it passed, and the run failed once the data and vectors were loaded, on a training state whose
+    vocabulary or data differed, without naming the option)."""
+    from qpnlp.data.protocols import DEFAULT_FOLDS
+    from qpnlp.data.qa import default_train_split
+    from qpnlp.data.vectors import recommended_fallback
+
+    vectors = None if arguments.get("no_pretrained") else arguments.get("vectors")
+    found = dict(folds=DEFAULT_FOLDS, vectors_backoff="off", max_questions="all",
+                 pretrained_fallback=0 if vectors is None else recommended_fallback(vectors))
+    given = getattr(args, GIVEN, None) or {}
+    if "train_split" in given and arguments.get("dataset"):
+        try:
+            root = args.data if "data" in given else arguments.get("data")
+            found["train_split"] = default_train_split(arguments["dataset"], root)
+        except (OSError, ValueError):         # no data root: the run's loading says so
+            pass
+    return found
 
 
 def resumed_training_settings(args: argparse.Namespace, saved: dict | None, config, options: dict,

@@ -19,6 +19,7 @@ import warnings
 
 from qpnlp._threads import torch_threads
 from qpnlp.data import DATASETS, ClassificationDataset, load_classification, splits
+from qpnlp.data.classification import CV_DATASETS
 from qpnlp.models import get_model_class, registered_models
 from qpnlp.training import save_checkpoint
 from qpnlp.training.defaults import default_embedding_lr
@@ -62,7 +63,8 @@ def register(subparsers: dict) -> None:
                        help="train the given setting only (no selection grid)")
         p.add_argument("--save", metavar="DIRECTORY", type=path_type,
                        help="save the model of the first split run to this directory; a saved qpnlp model there is "
-                            "replaced, any other non-empty directory refused (default: not saved)")
+                            "replaced, any other non-empty directory refused (default: not saved); locked while the "
+                            "run lasts: a second run given it at the same time is refused")
         add_fallback_option(p)
         add_training_options(p, name)
         add_resume_options(p)
@@ -71,6 +73,7 @@ def register(subparsers: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    protocol_folds(args)                  # --folds on a fixed split: refused before a file is read or cleared
     saved = resume_training_run(args)     # --resume: the options not given are the saved run's
     args.vectors_scale = vectors_scale(args)                # the report (and a resumed run) records the scale used
     report = Report(args, command=f"train {args.kind}", model=args.kind)
@@ -117,10 +120,15 @@ def selection_grid(args: argparse.Namespace, notes: list[str]) -> list[str]:
 
 def _train(args, report: Report, config, options: dict, candidates, state_root) -> int:
     dataset = load_classification(args.dataset, root=args.data)
-    args.folds = protocol_folds(args, dataset)
+    args.folds = protocol_folds(args)
     pretrained = load_cli_vectors(args)
+    repeated = repeated_texts(dataset)
+    if any(repeated.values()):
+        status_line(f"{dataset.name}: {repeated['n_duplicates']} repeated (text, label) items kept as distributed, "
+                    f"{repeated['n_conflicting']} texts with more than one label (report: details.n_duplicates, "
+                    f"details.n_conflicting)")
     report.update(dataset=dataset.name, arguments={**report.data["arguments"], "folds": args.folds},
-                  details={**inputs_used(args), **repeated_texts(dataset)})
+                  details={**inputs_used(args), **repeated})           # the checkpoint's vectors too (_save)
     with warnings.catch_warnings():
         return _train_splits(args, report, config, options, candidates, state_root, dataset, pretrained)
 
@@ -180,35 +188,34 @@ def split_rows(results: list, oov_rates: list) -> list[dict]:
 
 def repeated_texts(dataset: ClassificationDataset) -> dict:
     """The report's ``details.n_duplicates`` and ``details.n_conflicting`` of ``dataset``
-    (:class:`~qpnlp.data.ClassificationDataset`), said in one stderr line when either is not 0: the repeated
-    (text, label) items kept as distributed (a cross-validation fold may test a text it trained on) and the texts
-    that occur with more than one label (MPQA 98, SST2 5), which no classifier can get right both times."""
-    counts = dict(n_duplicates=dataset.n_duplicates, n_conflicting=dataset.n_conflicting)
-    if any(counts.values()):
-        status_line(f"{dataset.name}: {dataset.n_duplicates} repeated (text, label) items kept as distributed, "
-                    f"{dataset.n_conflicting} texts with more than one label (report: details.n_duplicates, "
-                    f"details.n_conflicting)")
-    return counts
+    (:class:`~qpnlp.data.ClassificationDataset`), which the command says in one stderr line when either is not 0:
+    the repeated (text, label) items kept as distributed (a cross-validation fold may test a text it trained on) and
+    the texts that occur with more than one label (MPQA 98, SST2 5), which no classifier can get right both times."""
+    return dict(n_duplicates=dataset.n_duplicates, n_conflicting=dataset.n_conflicting)
 
 
-def protocol_folds(args: argparse.Namespace, dataset) -> int | None:
-    """The folds the run uses: ``--folds`` (default 10) for a CV data set, None for a fixed split, where
-    ``--folds`` is a usage error."""
-    if dataset.fixed_splits is None:
+def protocol_folds(args: argparse.Namespace) -> int | None:
+    """The folds the run uses: ``--folds`` (default 10) for a cross-validation data set
+    (:data:`~qpnlp.data.classification.CV_DATASETS`), None for a fixed split, where ``--folds`` is a usage error,
+    known from the name alone (it was said once the data set was read, after an earlier run's training state was
+    cleared and a failed report written)."""
+    if args.dataset in CV_DATASETS:
         return args.folds or DEFAULT_FOLDS
     if args.folds is not None:
-        raise UsageError(f"--folds {args.folds}: {dataset.name} has a fixed split, not cross-validation folds; "
+        raise UsageError(f"--folds {args.folds}: {args.dataset} has a fixed split, not cross-validation folds; "
                          f"leave --folds out")
     return None
 
 
 def _save(args, report: Report, model, vocab, dataset, split: str, config, selected, **extra) -> None:
+    """Save ``model`` to ``--save``; its metadata's ``vectors`` is the report's ``details.vectors``
+    (``inputs_used``, worked out once by ``_train``)."""
     used = config if selected is None else apply_setting(selected, {}, config)[1]
     save_checkpoint(args.save, model, vocabulary=vocab,
                     metadata=dict(dataset=dataset.name, split=split, seed=args.seed, folds=args.folds,
                                   label_names=list(dataset.label_names), train=used.to_dict(), max_len=args.max_len,
-                                  selected=selected, task="classification", vectors=inputs_used(args)["vectors"],
-                                  **extra))
+                                  selected=selected, task="classification",
+                                  vectors=report.data["details"]["vectors"], **extra))
     report.update(checkpoint=str(args.save))
     status_line(f"checkpoint written to {args.save}")
 

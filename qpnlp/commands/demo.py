@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from qpnlp._threads import torch_threads
 from qpnlp.training.classification import run_split
 
 from ._common import add_training_options, train_config
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     options = dict(num_measurements=args.num_measurements, weighting="trainable", orthonormal=True)
     prepare_outputs(args)
     report.update(config=dict(model=options, train=config.to_dict()), split_unit="sentences", split="test")
-    with report.guard():
+    with torch_threads(args.threads), report.guard():     # --threads, as every train command holds it
         return _demo(args, report, config, options, start)
 
 

@@ -61,7 +61,8 @@ def register(subparsers: dict) -> None:
                        help="use only the first N questions of each split (quick runs, tests; default: all)")
         p.add_argument("--save", metavar="DIRECTORY", type=path_type,
                        help="save the selected model to this directory; a saved qpnlp model there is replaced, any "
-                            "other non-empty directory refused (default: not saved)")
+                            "other non-empty directory refused (default: not saved); locked while the run lasts: a "
+                            "second run given it at the same time is refused")
         p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
                        help="add these data sets' train splits to the training data (transfer); dev and test stay "
                             "--dataset's (default: none)")
@@ -167,7 +168,7 @@ def _train(args, report: Report, config, options: dict, state_root) -> int:
     from qpnlp.training.matching import run_matching
 
     pretrained = None if args.no_pretrained else load_cli_vectors(args)
-    report.update(details=inputs_used(args))
+    report.update(details=inputs_used(args))                  # the checkpoint's vectors too (_save)
     try:
         result = run_matching(args.dataset, options, config, pretrained=pretrained, model=args.kind,
                               root=args.data, max_questions=args.max_questions,
@@ -226,11 +227,13 @@ def questions_phrase(questions: int, removed: dict | None) -> str:
 
 
 def _save(args, report: Report, model, vocab, dataset: str, config, **extra) -> None:
+    """Save ``model`` to ``--save``; its metadata's ``vectors`` is the report's ``details.vectors``
+    (``inputs_used``, worked out once by ``_train``)."""
     save_checkpoint(args.save, model, vocabulary=vocab,
                     metadata=dict(dataset=dataset, seed=args.seed, train=config.to_dict(),
                                   label_names=["wrong", "correct"], max_len=args.max_len,
                                   max_questions=args.max_questions, task="matching",
-                                  vectors=inputs_used(args)["vectors"], **extra))
+                                  vectors=report.data["details"]["vectors"], **extra))
     report.update(checkpoint=str(args.save))
     status_line(f"checkpoint written to {args.save}")
 

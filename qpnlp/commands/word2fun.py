@@ -54,7 +54,8 @@ from qpnlp._threads import torch_threads
 from ._common import show_progress
 from ._console import result_line, status_line
 from ._errors import CommandFailed, UsageError
-from ._outputs import check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping
+from ._outputs import (check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping,
+                       remove_leftovers_of)
 from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_processes, saved_epochs
 from ._report import Report, epoch_logger
 from ._resume_word2fun import continue_saved_run
@@ -266,7 +267,9 @@ def _lock_out(args: argparse.Namespace, main: bool, device: str) -> dict[str, st
     ``device`` (``fit`` then finds it open) and tells the others in one
     collective whether it holds the lock: refused, every process ends with
     the same line, instead of the others reading the corpus and waiting for
-    the first one in ``fit`` until torchrun stopped them.
+    the first one in ``fit`` until torchrun stopped them. Once held, what a
+    killed run's saves of ``--out`` left beside it is deleted
+    (``qpnlp.commands._outputs.remove_leftovers_of``).
     """
     from qpnlp._atomic import lock_file_of
     from qpnlp.word2fun import distributed as dist
@@ -280,9 +283,11 @@ def _lock_out(args: argparse.Namespace, main: bool, device: str) -> dict[str, st
     def refusal() -> str | None:
         if main:
             try:
-                lock_for_the_run(args, args.out, "--out", beside=True, keeps="its checkpoints")
+                held = lock_for_the_run(args, args.out, "--out", beside=True, keeps="its checkpoints")
             except CommandFailed as err:
                 return str(err)
+            if held:                    # no one else's saves of --out: a killed run's leftovers are stale
+                remove_leftovers_of(args.out, "--out")
         return None
 
     if _env.count("WORLD_SIZE", 1) > 1:
@@ -407,6 +412,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from qpnlp.word2fun import TrainConfig, Word2FunConfig
+    from qpnlp.word2fun.config import check_penalty_family
 
     resumed = continue_saved_run(args)            # --resume: the settings not given are the saved run's
     _check_environment(args)
@@ -442,6 +448,7 @@ def _run(args: argparse.Namespace) -> int:
         Word2FunConfig(vocab_size=1, dim=args.dim, family=args.family, time_scale=args.time_scale,
                        n_slices=args.slices, frequency_init=args.frequency_init,
                        max_periods=args.max_periods or None, logistic=bool(args.logistic))
+        check_penalty_family(cfg, args.family)    # fit's own check, before the corpus is read
     except ValueError as err:
         raise UsageError(" ".join(str(err).split())) from None
     options = dict(family=args.family, dim=args.dim, time_scale=args.time_scale, n_slices=args.slices,

@@ -56,6 +56,7 @@ from qpnlp.data.paths import data_root, find_file, read_lines
 from qpnlp.data.tokenize import tokenize
 
 __all__ = [
+    "CV_DATASETS",
     "DATASETS",
     "ClassificationDataset",
     "load_classification",
@@ -320,6 +321,9 @@ _LABEL_FILES = {
 }
 #: Names accepted by :func:`load_classification` (case-insensitive).
 DATASETS = ("CR", "MPQA", "MR", "SUBJ", "SST2", "TREC")
+#: The names of :data:`DATASETS` under the cross-validation protocol (``fixed_splits=None``: two label files); SST2
+#: and TREC have fixed splits.
+CV_DATASETS = tuple(_LABEL_FILES)
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from qpnlp._cache import locked_cache
 from qpnlp._checks import is_integer
 from qpnlp._errors import preview
 from qpnlp._host import host_array
+from qpnlp.data._vector_lines import COLUMN_SEPARATOR, header_line, parse_vector, stacked_vectors, vector_columns
 from qpnlp.data.backoff import backoff_keys, backoff_vector  # noqa: F401 - backoff_keys: re-exported
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
@@ -286,73 +286,25 @@ def load_glove_text(
     announced, n_vectors, linenos = None, 0, []
     dim_from = "" if dim is None else "passed as dim"     # where the dimension came from, for the errors
     for lineno, line in iter_lines(path, encoding):
-        parts = _COLUMN_SEPARATOR.split(line.rstrip("\r\n").rstrip(" \t"))  # a tab is no part of a word
+        parts = COLUMN_SEPARATOR.split(line.rstrip("\r\n").rstrip(" \t"))  # a tab is no part of a word
         if parts == [""]:
             continue
         if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-            announced, header_dim = int(parts[0]), int(parts[1])
-            if header_dim < 1:
-                raise ValueError(f"{path}:1: the header 'N dim' says dim {header_dim}; expected dim >= 1")
-            if dim is not None and dim != header_dim:
-                raise ValueError(f"{path}:1: header says dim {header_dim}, expected {dim}")
-            dim, dim_from = header_dim, "read from the header 'N dim' on line 1"
+            announced, dim = header_line(parts, path, dim)
+            dim_from = "read from the header 'N dim' on line 1"
             continue
         if dim is None:
             dim, dim_from = len(parts) - 1, f"taken from line {lineno}, the first vector line"
-            if dim < 1:
-                raise ValueError(f"{path}:{lineno}: expected 'word v_1 ... v_d', got a single column")
-        if len(parts) > dim + 1 and not _is_float(parts[-dim - 1]):  # a word holding spaces (GloVe 840B's ". . .")
-            parts = [" ".join(parts[:-dim]), *parts[-dim:]]
-        if len(parts) != dim + 1:
-            raise ValueError(
-                f"{path}:{lineno}: expected {dim + 1} space-separated columns (word + {dim} values), "
-                f"got {len(parts)} (the dimension {dim} was {dim_from})"
-            )
+        parts = vector_columns(parts, dim, dim_from, path, lineno)
         n_vectors += 1
         word = parts[0]
         if word in seen or (keep is not None and word not in keep):
             continue
         out_words.append(word)
-        rows.append(_parse_vector(parts, path, lineno))
+        rows.append(parse_vector(parts, path, lineno))
         linenos.append(lineno)
         seen.add(word)
-    if n_vectors == 0:  # an empty file, blank lines, or a header alone
-        raise ValueError(f"{path}: no vectors found (expected lines 'word v_1 ... v_d')")
-    if announced is not None and announced != n_vectors:
-        raise ValueError(f"{path}: the header announces {announced} vectors, the file has {n_vectors}"
-                         f"{' (truncated?)' if n_vectors < announced else ''}")
-    matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-    finite = np.isfinite(matrix).all(1)
-    if not finite.all():
-        row = int(np.argmin(finite))
-        raise ValueError(f"{path}:{linenos[row]}: non-finite value for word {preview(out_words[row])}")
-    return from_matrix(out_words, matrix)
-
-
-#: What separates the columns of a vectors text file: spaces or tabs (GloVe writes one space, some exports a tab).
-_COLUMN_SEPARATOR = re.compile(r"[ \t]+")
-
-
-def _parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
-    """The float32 values of a split vector line ``[word, v_1, ..., v_d]``; errors name the line.
-
-    A value beyond float32 (``1e39``) becomes inf without numpy's "overflow encountered in cast" warning: the
-    caller's finiteness check refuses it, naming the line."""
-    try:
-        with np.errstate(over="ignore"):
-            vec = np.asarray(parts[1:], dtype=np.float32)
-    except ValueError:
-        bad = next(p for p in parts[1:] if not _is_float(p))
-        raise ValueError(f"{path}:{lineno}: non-numeric value {preview(bad)} for word {preview(parts[0])}") from None
-    return vec
-
-
-def _is_float(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
+    return from_matrix(out_words, stacked_vectors(path, rows, dim, n_vectors, announced, linenos, out_words))
 
 
 @dataclass(frozen=True)
@@ -525,15 +477,30 @@ def embedding_matrix_for(
     for name, value, kind in (("vocab", vocab, Vocabulary), ("pretrained", pretrained, PretrainedVectors)):
         if not isinstance(value, kind):       # an AttributeError of the first attribute read, naming no argument
             raise TypeError(f"{name} must be a {kind.__name__}; got {type(value).__name__} {preview(value)}")
-    words = vocab.words
-    V, dim = len(words), pretrained.dim
     first = 2 if vocab.specials else 0  # the first regular word's id
-    matrix = np.zeros((V, dim), dtype=np.float32)
+    backoff = pretrained.backoff if backoff is None else backoff
+    matrix, random_rows, oov, n_backoff = _pretrained_rows(vocab, pretrained, first, backoff)
+    rng = np.random.default_rng(seed)
+    matrix[random_rows] = _random_vectors(unk_init, rng, (len(random_rows), pretrained.dim), scale)
+    if vocab.specials:
+        matrix[PAD_ID] = 0.0
+    return matrix, _oov_report(vocab, first, oov, n_backoff)
+
+
+def _pretrained_rows(vocab: Vocabulary, pretrained: PretrainedVectors, first: int,
+                     backoff: bool) -> tuple[np.ndarray, list[int], list[str], int]:
+    """The rows of :func:`embedding_matrix_for` that pretrained vectors give, the words from id ``first`` on.
+
+    Returns the float32 (V, dim) matrix holding them (zeros elsewhere), the ids left to random vectors (UNK
+    first, with special tokens, then the words without a vector in id order), those words, and the number of
+    words whose vector came from :func:`~qpnlp.data.backoff.backoff_vector` (with ``backoff`` only).
+    """
+    words = vocab.words
+    matrix = np.zeros((len(words), pretrained.dim), dtype=np.float32)
     random_rows = [UNK_ID] if vocab.specials else []
     oov: list[str] = []
-    backoff = pretrained.backoff if backoff is None else backoff
     n_backoff = 0
-    for i in range(first, V):
+    for i in range(first, len(words)):
         row = pretrained.index.get(words[i])
         vector = pretrained.vectors[row] if row is not None else \
             backoff_vector(pretrained, words[i]) if backoff else None
@@ -543,8 +510,13 @@ def embedding_matrix_for(
         else:
             matrix[i] = vector
             n_backoff += row is None
-    rng = np.random.default_rng(seed)
-    shape = (len(random_rows), dim)
+    return matrix, random_rows, oov, n_backoff
+
+
+def _random_vectors(unk_init: str | UnkInit, rng: np.random.Generator, shape: tuple[int, int],
+                    scale: float) -> np.ndarray:
+    """``shape`` (n, dim) vectors of :func:`embedding_matrix_for`'s ``unk_init`` drawn from ``rng``: U(-scale,
+    scale), N(0, scale^2), zeros, or ``unk_init(rng, shape)`` (ValueError for another shape or name)."""
     if callable(unk_init):
         init = np.asarray(unk_init(rng, shape), dtype=np.float32)
         if init.shape != shape:
@@ -557,15 +529,19 @@ def embedding_matrix_for(
         init = np.zeros(shape)
     else:
         raise ValueError(f"unk_init must be 'uniform', 'normal', 'zeros' or a callable, got {unk_init!r}")
-    matrix[random_rows] = init
-    if vocab.specials:
-        matrix[PAD_ID] = 0.0
+    return init
+
+
+def _oov_report(vocab: Vocabulary, first: int, oov: list[str], n_backoff: int) -> OOVReport:
+    """The :class:`OOVReport` of the words of ``vocab`` from id ``first`` on, ``oov`` of them without a vector (the
+    report counts those seen in training only) and ``n_backoff`` found by back-off."""
+    words = vocab.words
     oov = [w for w in oov if vocab.word_freq(w) > 0]  # the report covers the training words (OOVReport)
     n_words = sum(vocab.word_freq(w) > 0 for w in words[first:])
     total = sum(vocab.word_freq(w) for w in words[first:])
     oov_tokens = sum(vocab.word_freq(w) for w in oov)
     examples = tuple(sorted(oov, key=lambda w: (-vocab.word_freq(w), w))[:10])
-    report = OOVReport(
+    return OOVReport(
         n_words=n_words,
         n_oov=len(oov),
         rate=len(oov) / n_words if n_words else 0.0,
@@ -573,4 +549,3 @@ def embedding_matrix_for(
         examples=examples,
         n_backoff=n_backoff,
     )
-    return matrix, report

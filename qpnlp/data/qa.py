@@ -204,37 +204,10 @@ def read_qa_tsv(
     """
     how = question_filter(filter_questions)
     path = Path(path)
-    by_question: dict[str, list[tuple[str, int]]] = {}
-    for lineno, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) != 3 or fields[2].strip() not in ("0", "1"):
-            raise ValueError(
-                f"{path}:{lineno}: expected 'question<TAB>candidate<TAB>label' with label 0/1, "
-                f"got {len(fields)} field(s): {line[:80]!r}"
-            )
-        q, c, y = fields
-        if _no_token(q) or _no_token(c):
-            raise ValueError(f"{path}:{lineno}: empty question or candidate (no token in {line[:80]!r})")
-        by_question.setdefault(q, []).append((c, int(y)))
-    if not by_question:
-        raise ValueError(f"{path}: no question in the file (empty or blank lines only)")
+    by_question = _rows_by_question(path)
     n_no_correct = sum(1 for rows in by_question.values() if not any(y for _, y in rows))
     n_no_wrong = sum(1 for rows in by_question.values() if all(y for _, y in rows))
-    questions, candidates, labels, qidx, groups = [], [], [], [], []
-    for q, rows in by_question.items():
-        n_pos = sum(y for _, y in rows)
-        if (how != "none" and n_pos == 0) or (how == "clean" and n_pos == len(rows)):
-            continue
-        start = len(candidates)
-        qid = len(questions)
-        questions.append(q)
-        for c, y in rows:
-            candidates.append(c)
-            labels.append(y)
-            qidx.append(qid)
-        groups.append(np.arange(start, len(candidates), dtype=np.int64))
+    questions, candidates, labels, qidx, groups = _kept_questions(by_question, how)
     if not questions:
         raise ValueError(f"{path}: none of its {len(by_question)} question(s) is left after the filter {how!r}, "
                          f"so nothing is left to rank ({n_no_correct} without a correct, {n_no_wrong} without a "
@@ -252,6 +225,48 @@ def read_qa_tsv(
         n_no_wrong=n_no_wrong,
         question_filter=how,
     )
+
+
+def _rows_by_question(path: Path) -> dict[str, list[tuple[str, int]]]:
+    """The ``(candidate, label)`` rows of each question of a ``question<TAB>candidate<TAB>label`` file, in file
+    order; ValueError naming the line for a malformed one, and for a file without any question."""
+    by_question: dict[str, list[tuple[str, int]]] = {}
+    for lineno, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3 or fields[2].strip() not in ("0", "1"):
+            raise ValueError(
+                f"{path}:{lineno}: expected 'question<TAB>candidate<TAB>label' with label 0/1, "
+                f"got {len(fields)} field(s): {line[:80]!r}"
+            )
+        q, c, y = fields
+        if _no_token(q) or _no_token(c):
+            raise ValueError(f"{path}:{lineno}: empty question or candidate (no token in {line[:80]!r})")
+        by_question.setdefault(q, []).append((c, int(y)))
+    if not by_question:
+        raise ValueError(f"{path}: no question in the file (empty or blank lines only)")
+    return by_question
+
+
+def _kept_questions(by_question: dict[str, list[tuple[str, int]]], how: str) -> tuple[list, list, list, list, list]:
+    """The questions that the filter ``how`` (:data:`QUESTION_FILTERS`) keeps, flattened: the Q questions, the R
+    candidates and their labels (0/1) and question index (in [0, Q)), and each question's (n_q,) int64 candidate
+    rows."""
+    questions, candidates, labels, qidx, groups = [], [], [], [], []
+    for q, rows in by_question.items():
+        n_pos = sum(y for _, y in rows)
+        if (how != "none" and n_pos == 0) or (how == "clean" and n_pos == len(rows)):
+            continue
+        start = len(candidates)
+        qid = len(questions)
+        questions.append(q)
+        for c, y in rows:
+            candidates.append(c)
+            labels.append(y)
+            qidx.append(qid)
+        groups.append(np.arange(start, len(candidates), dtype=np.int64))
+    return questions, candidates, labels, qidx, groups
 
 
 def _no_token(text: str) -> bool:

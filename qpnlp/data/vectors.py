@@ -339,8 +339,23 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None, gzipped: b
     ``1 100000000000`` asked for 400 GB), so a plain file costs at most its size in buffer; a gzip file
     (``gzipped``) may announce a dimension of at most :data:`MAX_GZIP_WORD2VEC_DIM`.
     """
-    out_words, chunks = [], []
-    pending, entries = [], []            # the vector bytes of the block's kept entries, and their numbers i + 1
+    n, dim = _word2vec_header(path, handle, gzipped)
+    blocks = _Word2VecBlocks(path, handle, n, dim)
+    for i in range(n):
+        text, data = blocks.entry(i)
+        if keep is None or text in keep:
+            blocks.words.append(text)
+            blocks.pending.append(data)
+            blocks.entries.append(i + 1)
+    blocks.check_pending()
+    blocks.check_end()
+    matrix = np.concatenate(blocks.chunks) if blocks.chunks else np.zeros((0, dim), dtype=np.float32)
+    return _first_occurrences(blocks.words, matrix)
+
+
+def _word2vec_header(path: Path, handle, gzipped: bool) -> tuple[int, int]:
+    """The number of entries N and the dimension d of the header line ``N d`` of a word2vec binary file; ValueError
+    for another line, N or d below 1, or a gzip file (``gzipped``) of d above :data:`MAX_GZIP_WORD2VEC_DIM`."""
     header = handle.readline().split()
     if len(header) != 2 or not all(h.isdigit() for h in header):
         raise ValueError(f"{path}:1: expected a word2vec binary header 'N d'; got {b' '.join(header)[:40]!r}")
@@ -348,74 +363,82 @@ def _read_word2vec_entries(path: Path, handle, keep: set[str] | None, gzipped: b
     if n < 1 or dim < 1:
         raise ValueError(f"{path}:1: the header announces {n} vectors of dimension {dim}; expected at least one "
                          f"vector of dimension >= 1")
-    width = 4 * dim
     if gzipped and dim > MAX_GZIP_WORD2VEC_DIM:
         raise ValueError(f"{path}:1: the header announces vectors of dimension {dim}; a gzip-compressed word2vec "
                          f"file is read up to dimension {MAX_GZIP_WORD2VEC_DIM} (decompress it to read it)")
+    return n, dim
 
-    def check_pending() -> None:
+
+class _Word2VecBlocks:
+    """The entries of an open word2vec binary file of ``n`` vectors of dimension ``dim``, after its header, read in
+    blocks (:func:`_read_word2vec_entries`): the bytes read and not yet parsed are ``buf[pos:]``; the kept words,
+    ``words``, have their (k, d) float32 vectors checked in ``chunks`` and the bytes of the block's in ``pending``
+    (their entry numbers i + 1 in ``entries``)."""
+
+    def __init__(self, path: Path, handle, n: int, dim: int) -> None:
+        self.path, self.handle, self.n, self.dim, self.width = path, handle, n, dim, 4 * dim
+        self.words, self.chunks, self.pending, self.entries = [], [], [], []
+        self.buf, self.pos = bytearray(), 0
+
+    def check_pending(self) -> None:
         """Stack the kept vectors read so far, (k, d), into ``chunks``; ``ValueError`` for a non-finite value."""
-        if pending:
-            chunk = np.frombuffer(b"".join(pending), dtype="<f4").reshape(len(pending), dim)
+        if self.pending:
+            chunk = np.frombuffer(b"".join(self.pending), dtype="<f4").reshape(len(self.pending), self.dim)
             finite = np.isfinite(chunk).all(axis=1)
             if not finite.all():
                 j = int(np.argmin(finite))
-                raise ValueError(f"{path}: entry {entries[j]} of {n} ({out_words[len(out_words) - len(pending) + j]!r})"
-                                 f" has a non-finite value")
-            chunks.append(chunk)
-            pending.clear()
-            entries.clear()
+                raise ValueError(f"{self.path}: entry {self.entries[j]} of {self.n} "
+                                 f"({self.words[len(self.words) - len(self.pending) + j]!r}) has a non-finite value")
+            self.chunks.append(chunk)
+            self.pending.clear()
+            self.entries.clear()
 
-    buf, pos = bytearray(), 0            # the bytes read and not yet parsed start at buf[pos]
-
-    def refill() -> bool:
+    def refill(self) -> bool:
         """Drop the parsed bytes, ``buf[:pos]``, and append the next block; False at the end of the file."""
-        nonlocal pos
-        check_pending()
-        del buf[:pos]                    # a bytearray moves its start: no copy of the rest
-        block = handle.read1(_BLOCK)
-        buf.extend(block)
-        pos = 0
+        self.check_pending()
+        del self.buf[:self.pos]          # a bytearray moves its start: no copy of the rest
+        block = self.handle.read1(_BLOCK)
+        self.buf.extend(block)
+        self.pos = 0
         return bool(block)
 
-    for i in range(n):
-        space = buf.find(b" ", pos)
+    def entry(self, i: int) -> tuple[str, bytearray]:
+        """The word and the 4 d value bytes of entry ``i`` (0-based); ValueError naming the entry where the file
+        ends in it or its word is not UTF-8, and where the first entry's values are written as text."""
+        buf, width = self.buf, self.width     # buf: one bytearray, which refill changes in place
+        space = buf.find(b" ", self.pos)
         while space < 0:                 # the word goes on in the next block
-            scanned = len(buf) - pos
-            if not refill():
-                raise ValueError(f"{path}: file ends in entry {i + 1} of {n}")
+            scanned = len(buf) - self.pos
+            if not self.refill():
+                raise ValueError(f"{self.path}: file ends in entry {i + 1} of {self.n}")
             space = buf.find(b" ", scanned)
-        word = buf[pos:space].replace(b"\n", b"").lstrip(b"\r")    # the line end (\n or \r\n) before it, if any
-        pos = space + 1
-        while len(buf) - pos < width and refill():
+        word = buf[self.pos:space].replace(b"\n", b"").lstrip(b"\r")   # the line end (\n or \r\n) before it
+        self.pos = space + 1
+        while len(buf) - self.pos < width and self.refill():
             pass
-        data = buf[pos:pos + width]
-        pos += len(data)
+        data = buf[self.pos:self.pos + width]
+        self.pos += len(data)
         if i == 0 and _values_are_text(data):
-            raise ValueError(f"{path}: the first vector is written as text ({bytes(data[:40])!r}), not as {dim} "
-                             f"binary float32 values: a word2vec text file (load_vectors reads it as text)")
+            raise ValueError(f"{self.path}: the first vector is written as text ({bytes(data[:40])!r}), not as "
+                             f"{self.dim} binary float32 values: a word2vec text file (load_vectors reads it as text)")
         if len(data) != width:
-            check_pending()
-            raise ValueError(f"{path}: entry {i + 1} of {n} has {len(data)} of {width} vector bytes")
+            self.check_pending()
+            raise ValueError(f"{self.path}: entry {i + 1} of {self.n} has {len(data)} of {width} vector bytes")
         try:
-            text = word.decode("utf-8")
+            return word.decode("utf-8"), data
         except UnicodeDecodeError as err:
-            check_pending()
-            raise ValueError(f"{path}: entry {i + 1} is not UTF-8 ({err}), or the dimension in the header "
-                             f"'N D' does not match the vectors (the header says D = {dim}: {width} bytes per "
-                             f"vector)") from None
-        if keep is None or text in keep:
-            out_words.append(text)
-            pending.append(data)
-            entries.append(i + 1)
-    check_pending()
-    while len(buf) - pos < 4096 and refill():
-        pass
-    if buf[pos:pos + 4096].strip():
-        raise ValueError(f"{path}: the header announces {n} vectors but the file goes on after entry {n} "
-                         f"(wrong header, or a dimension other than {dim}?)")
-    matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), dtype=np.float32)
-    return _first_occurrences(out_words, matrix)
+            self.check_pending()
+            raise ValueError(f"{self.path}: entry {i + 1} is not UTF-8 ({err}), or the dimension in the header "
+                             f"'N D' does not match the vectors (the header says D = {self.dim}: {width} bytes "
+                             f"per vector)") from None
+
+    def check_end(self) -> None:
+        """ValueError when the file goes on after its ``n`` entries: the next 4096 bytes hold more than blanks."""
+        while len(self.buf) - self.pos < 4096 and self.refill():
+            pass
+        if self.buf[self.pos:self.pos + 4096].strip():
+            raise ValueError(f"{self.path}: the header announces {self.n} vectors but the file goes on after entry "
+                             f"{self.n} (wrong header, or a dimension other than {self.dim}?)")
 
 
 def _first_occurrences(words: list[str], matrix: np.ndarray) -> PretrainedVectors:

@@ -183,38 +183,14 @@ def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decad
     if not (decades > 0 and math.isfinite(decades)):
         raise ValueError(f"decades must be positive and finite; got {decades!r}")
     matrix = _density(rho)
-    modulus = np.abs(matrix).astype(np.float64)
-    top = float(modulus.max())
-    floor = top * 10.0 ** -decades
-    if top == 0:                                        # no colour scale to draw (matplotlib: "Invalid vmin")
-        raise ValueError("rho is the zero matrix: there is nothing to draw")
-    if not floor >= np.finfo(np.float64).tiny * 1e3:   # the log scale would start at 0 (or a denormal)
-        raise ValueError(f"decades={decades!r} puts the bottom of the colour scale below the float64 range "
-                         f"(largest |rho_ij| {top:.3g})")
+    modulus, top, floor = _modulus_range(matrix, decades)
     ax = _single_axes(ax, (5, 4.2))
-    extend = "neither"
     if part == "modulus":
-        cmap = _cmap("viridis")
-        if scale == "log":                                      # below the scale: the bottom colour
-            norm, extend = colors.LogNorm(vmin=floor, vmax=top, clip=False), "min"
-            shown = np.maximum(modulus, floor * 1e-3)          # zeros are below the scale, not invalid
-        else:
-            norm, shown = colors.Normalize(vmin=0.0, vmax=top), modulus
-        label = r"$|\rho_{ij}|$" + (" (log scale)" if scale == "log" else "")
+        shown, cmap, norm, extend, label = _modulus_colours(modulus, scale, top, floor)
     elif part == "phase":
-        cmap, norm = _cmap("twilight"), colors.Normalize(vmin=-math.pi, vmax=math.pi)
-        shown = np.angle(matrix).astype(np.float64)
-        shown[modulus < floor] = np.nan
-        shown = np.ma.masked_invalid(shown)
-        label = r"$\arg\,\rho_{ij}$ (rad)"
+        shown, cmap, norm, extend, label = _phase_colours(matrix, modulus, floor)
     else:
-        shown = (matrix.real if part == "real" else matrix.imag).astype(np.float64)
-        bound = max(float(np.abs(shown).max()), np.finfo(np.float64).tiny)
-        cmap = _cmap("RdBu_r")
-        norm = (colors.SymLogNorm(linthresh=floor, vmin=-bound, vmax=bound, base=10) if scale == "log"
-                else colors.Normalize(vmin=-bound, vmax=bound))
-        label = (r"Re $\rho_{ij}$" if part == "real" else r"Im $\rho_{ij}$") + (" (symmetric log)"
-                                                                                   if scale == "log" else "")
+        shown, cmap, norm, extend, label = _signed_colours(matrix, part, scale, floor)
     image = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest")
     bar = root_figure(ax).colorbar(image, ax=ax, shrink=0.85, extend=extend)
     bar.set_label(label)
@@ -228,6 +204,56 @@ def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decad
                "real": r"real part of $\rho$", "imag": r"imaginary part of $\rho$"}[part]
     ax.set_title(title or default)
     return ax
+
+
+def _modulus_range(matrix: np.ndarray, decades: float) -> tuple[np.ndarray, float, float]:
+    r"""The float64 modulus :math:`|\rho_{ij}|` (d, d) of ``matrix``, its largest entry ``top`` and the bottom of the
+    colour scales, :math:`\text{top} \cdot 10^{-\text{decades}}`; ValueError for a zero matrix or a bottom
+    below the float64 range."""
+    modulus = np.abs(matrix).astype(np.float64)
+    top = float(modulus.max())
+    floor = top * 10.0 ** -decades
+    if top == 0:                                        # no colour scale to draw (matplotlib: "Invalid vmin")
+        raise ValueError("rho is the zero matrix: there is nothing to draw")
+    if not floor >= np.finfo(np.float64).tiny * 1e3:   # the log scale would start at 0 (or a denormal)
+        raise ValueError(f"decades={decades!r} puts the bottom of the colour scale below the float64 range "
+                         f"(largest |rho_ij| {top:.3g})")
+    return modulus, top, floor
+
+
+def _modulus_colours(modulus: np.ndarray, scale: str, top: float, floor: float) -> tuple:
+    r"""``(shown, cmap, norm, extend, label)`` of :math:`|\rho_{ij}|` (d, d): viridis, from ``floor`` to ``top`` on
+    a log ``scale`` (smaller entries in the bottom colour, the bar's arrow), else linear from 0."""
+    extend = "neither"
+    if scale == "log":                                      # below the scale: the bottom colour
+        norm, extend = colors.LogNorm(vmin=floor, vmax=top, clip=False), "min"
+        shown = np.maximum(modulus, floor * 1e-3)          # zeros are below the scale, not invalid
+    else:
+        norm, shown = colors.Normalize(vmin=0.0, vmax=top), modulus
+    label = r"$|\rho_{ij}|$" + (" (log scale)" if scale == "log" else "")
+    return shown, _cmap("viridis"), norm, extend, label
+
+
+def _phase_colours(matrix: np.ndarray, modulus: np.ndarray, floor: float) -> tuple:
+    r"""``(shown, cmap, norm, extend, label)`` of :math:`\arg\rho_{ij}` (d, d): cyclic on :math:`[-\pi, \pi]`,
+    masked where :math:`|\rho_{ij}|` (``modulus``) is below ``floor``."""
+    shown = np.angle(matrix).astype(np.float64)
+    shown[modulus < floor] = np.nan
+    label = r"$\arg\,\rho_{ij}$ (rad)"
+    return (np.ma.masked_invalid(shown), _cmap("twilight"), colors.Normalize(vmin=-math.pi, vmax=math.pi),
+            "neither", label)
+
+
+def _signed_colours(matrix: np.ndarray, part: str, scale: str, floor: float) -> tuple:
+    r"""``(shown, cmap, norm, extend, label)`` of Re or Im :math:`\rho_{ij}` (``part``, (d, d)): diverging and
+    symmetric about 0, linear within ``floor`` of 0 and logarithmic beyond on a log ``scale``."""
+    shown = (matrix.real if part == "real" else matrix.imag).astype(np.float64)
+    bound = max(float(np.abs(shown).max()), np.finfo(np.float64).tiny)
+    norm = (colors.SymLogNorm(linthresh=floor, vmin=-bound, vmax=bound, base=10) if scale == "log"
+            else colors.Normalize(vmin=-bound, vmax=bound))
+    label = (r"Re $\rho_{ij}$" if part == "real" else r"Im $\rho_{ij}$") + (" (symmetric log)"
+                                                                               if scale == "log" else "")
+    return shown, _cmap("RdBu_r"), norm, "neither", label
 
 
 def _cmap(name: str) -> colors.Colormap:

@@ -163,6 +163,22 @@ def _resolve_positions(ids: Tensor, mask: Tensor, positions: Tensor | None, dtyp
     return positions.to(dtype)
 
 
+def _amplitude_table(num_words: int, dim: int, sharing: str, pretrained: Tensor | None, sparse: bool, freeze: bool,
+                     dtype: torch.dtype, generator: torch.Generator | None) -> nn.Embedding | nn.Parameter:
+    r"""The amplitudes :math:`r` of a Table 4 ``sharing`` scheme: a (V, D) table (``pretrained`` or
+    :math:`\mathcal{N}(0, 1/D)`), a shared (D,) vector of :math:`1/\sqrt{D}`, or a (V, 1) table of ones; the
+    tables' padding row is zero. ``freeze`` keeps them at these values."""
+    if sharing == "none":
+        amp = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
+        amp[PAD_ID] = 0
+        return nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
+    if sharing == "word":
+        return nn.Parameter(torch.full((dim,), 1 / math.sqrt(dim), dtype=dtype), requires_grad=not freeze)
+    amp = torch.ones(num_words, 1, dtype=dtype)
+    amp[PAD_ID] = 0
+    return nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
+
+
 # ----------------------------------------------------------------------------------------------- modules
 
 class ComplexOrderEmbedding(nn.Module):
@@ -238,40 +254,31 @@ class ComplexOrderEmbedding(nn.Module):
         self.num_words, self.dim = num_words, dim
         self.frequency_sharing, self.amplitude_sharing = frequency_sharing, amplitude_sharing
         self.frequency_init, self.has_initial_phase = frequency_init, initial_phase
-        # amplitudes
-        if amplitude_sharing == "none":
-            amp = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
-            amp[PAD_ID] = 0
-            self.amplitude = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=amp,
-                                          _freeze=freeze_amplitude)
-        elif amplitude_sharing == "word":
-            self.amplitude = nn.Parameter(torch.full((dim,), 1 / math.sqrt(dim), dtype=dtype),
-                                          requires_grad=not freeze_amplitude)
-        else:
-            amp = torch.ones(num_words, 1, dtype=dtype)
-            amp[PAD_ID] = 0
-            self.amplitude = nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse, _weight=amp,
-                                          _freeze=freeze_amplitude)
-        # frequencies
-        self.frequency = None
-        if frequency_sharing is not None:
-            shape = {"none": (num_words, dim), "word": (dim,), "dimension": (num_words, 1)}[frequency_sharing]
-            omega = self._initial_frequency(shape, frequency_sharing, frequency_init, frequency_scale, dtype,
-                                            generator)
-            if not bool(torch.isfinite(omega).all()):       # once, at construction
-                raise ValueError(f"frequency_scale {frequency_scale:g} overflows {dtype} (initial frequencies "
-                                 f"are infinite); use a smaller scale")
-            if frequency_sharing == "word":
-                self.frequency = nn.Parameter(omega)
-            else:
-                omega[PAD_ID] = 0
-                self.frequency = nn.Embedding(*shape, padding_idx=PAD_ID, sparse=sparse, _weight=omega)
-        # initial phases (complex-vanilla always has them: it is r e^{i theta})
+        # the random draws in the documented order: amplitudes, frequencies, phases
+        self.amplitude = _amplitude_table(num_words, dim, amplitude_sharing, pretrained, sparse, freeze_amplitude,
+                                          dtype, generator)
+        self.frequency = None if frequency_sharing is None else self._frequency_table(
+            num_words, dim, frequency_sharing, frequency_init, frequency_scale, sparse, dtype, generator)
         self.phase = None
-        if initial_phase or frequency_sharing is None:
+        if initial_phase or frequency_sharing is None:  # complex-vanilla always has phases: it is r e^{i theta}
             theta = (torch.rand(num_words, dim, dtype=dtype, generator=generator) * 2 - 1) * math.pi
             theta[PAD_ID] = 0
             self.phase = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=theta)
+
+    @classmethod
+    def _frequency_table(cls, num_words: int, dim: int, sharing: str, init: str, scale: float, sparse: bool,
+                         dtype: torch.dtype, generator: torch.Generator | None) -> nn.Embedding | nn.Parameter:
+        r"""The trainable :math:`\omega` of a Table 4 ``sharing`` scheme: a shared (D,) parameter (``"word"``), or a
+        (V, D) or (V, 1) table with a zero padding row; ValueError where ``scale`` overflows ``dtype``."""
+        shape = {"none": (num_words, dim), "word": (dim,), "dimension": (num_words, 1)}[sharing]
+        omega = cls._initial_frequency(shape, sharing, init, scale, dtype, generator)
+        if not bool(torch.isfinite(omega).all()):       # once, at construction
+            raise ValueError(f"frequency_scale {scale:g} overflows {dtype} (initial frequencies are infinite); use "
+                             f"a smaller scale")
+        if sharing == "word":
+            return nn.Parameter(omega)
+        omega[PAD_ID] = 0
+        return nn.Embedding(*shape, padding_idx=PAD_ID, sparse=sparse, _weight=omega)
 
     @staticmethod
     def _initial_frequency(shape, sharing, init, scale, dtype, generator) -> Tensor:

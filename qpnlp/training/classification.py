@@ -425,11 +425,9 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
     start, best, dev_accuracies, diverged = time.perf_counter(), None, [], None
     for i, setting in enumerate(candidates):
         options, config = apply_setting(setting, model_options, train_config)
-        tagged = None if log is None else (lambda entry, i=i, setting=setting:
-                                           log({**entry, "candidate": i, "setting": dict(setting)}))
         try:
             fitted, model, model_config = train_prepared(
-                kind, prepared, dataset.n_classes, options, config, log=tagged,
+                kind, prepared, dataset.n_classes, options, config, log=_tagged_log(log, i, setting),
                 checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir) / f"candidate-{i}",
                 resume=resume)
         except TrainingDiverged as err:
@@ -437,11 +435,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
             diverged = err
             continue
         except TrainingInterrupted as err:
-            if best is not None and best[0].best_dev_accuracy >= err.best_score:
-                err.model, err.best_epoch, err.best_score = best[1], best[0].best_epoch, best[0].best_dev_accuracy
-                err.context["selected"] = dict(best[3])
-            else:
-                err.context["selected"] = dict(setting)
+            _attach_best_candidate(err, best, setting)
             err.context.update(prepared=prepared, split=split.name)
             raise
         dev_accuracies.append(fitted.best_dev_accuracy)
@@ -458,6 +452,24 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                          time.perf_counter() - start, fitted.history, selected=dict(setting),
                          candidate_dev_accuracies=dev_accuracies)
     return result, model, prepared, model_config
+
+
+def _tagged_log(log: Callable[[dict], None] | None, i: int, setting: dict) -> Callable[[dict], None] | None:
+    """``log`` for candidate ``i`` of a selection: each epoch's entry gets its ``candidate`` index and ``setting``."""
+    if log is None:
+        return None
+    return lambda entry: log({**entry, "candidate": i, "setting": dict(setting)})
+
+
+def _attach_best_candidate(err: TrainingInterrupted, best: tuple | None, setting: dict) -> None:
+    """Make a Ctrl-C in the candidate ``setting`` carry the best model over the candidates: ``best`` (fit result,
+    model, config, setting, training config) when its dev accuracy is at least the interrupted one's best, else
+    the interrupted model; its setting goes into ``err.context["selected"]``."""
+    if best is not None and best[0].best_dev_accuracy >= err.best_score:
+        err.model, err.best_epoch, err.best_score = best[1], best[0].best_epoch, best[0].best_dev_accuracy
+        err.context["selected"] = dict(best[3])
+    else:
+        err.context["selected"] = dict(setting)
 
 
 def mean_std(values) -> dict:

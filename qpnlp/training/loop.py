@@ -260,13 +260,8 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     The model ends with its best-dev parameters, also when the loop stops on
     divergence (:class:`TrainingDiverged`) or Ctrl-C (:class:`TrainingInterrupted`).
     """
-    progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
-    identity = _checked_identity(model, config, checkpoint_dir, resume, data)
-    # a kept state stores the large parameters as the rows that differ from the initial ones
-    initial = None if checkpoint_dir is None else InitialParameters.of(model)
-    best_state = copy.deepcopy(model.state_dict()) if initial is None else initial.state
-    if resume and has_training_state(checkpoint_dir):
-        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, initial, log)
+    progress, best_state, identity, initial = _starting_point(model, config, optimisers, checkpoint_dir, resume,
+                                                              data, log)
     history = progress["history"]
     start = time.perf_counter() - progress["elapsed"]
     saved = progress["epoch"]                        # the last epoch whose training state is written whole
@@ -302,6 +297,22 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
     model.load_state_dict(best_state)
     return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
                       time.perf_counter() - start, history)
+
+
+def _starting_point(model: nn.Module, config: TrainConfig, optimisers: Optimisers,
+                    checkpoint_dir: str | os.PathLike | None, resume: bool, data: Sequence,
+                    log: Callable[[dict], None] | None) -> tuple[dict, dict, dict | None, InitialParameters | None]:
+    """Where :func:`early_stopping` starts: ``(progress, best parameters, run identity, initial parameters)``,
+    before epoch 1 with the model's parameters as the best, or as resumed from ``checkpoint_dir``
+    (:func:`_resumed`); the identity and the initial parameters only where a state is kept."""
+    progress = dict(epoch=0, best_score=-1.0, best_epoch=0, best_details=None, waited=0, history=[], elapsed=0.0)
+    identity = _checked_identity(model, config, checkpoint_dir, resume, data)
+    # a kept state stores the large parameters as the rows that differ from the initial ones
+    initial = None if checkpoint_dir is None else InitialParameters.of(model)
+    best_state = copy.deepcopy(model.state_dict()) if initial is None else initial.state
+    if resume and has_training_state(checkpoint_dir):
+        progress, best_state = _resumed(model, config, optimisers, checkpoint_dir, identity, initial, log)
+    return progress, best_state, identity, initial
 
 
 def _checked_identity(model: nn.Module, config: TrainConfig, checkpoint_dir: str | os.PathLike | None, resume: bool,

@@ -37,7 +37,7 @@ from qpnlp._checks import checked_copy
 from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._modes import eval_mode
-from qpnlp.data import PretrainedVectors, QADataset, pad_batch
+from qpnlp.data import PretrainedVectors, QADataset, Vocabulary, pad_batch
 from qpnlp.data.qa import default_train_split, qa_file
 from qpnlp.evaluation import RankingResult, ranking_metrics
 
@@ -346,6 +346,62 @@ def _training_data(name: str, split: str, root, max_questions: int | None, extra
     return f"{qa_file(name, split, root)}{''.join(f' + the {other} training file' for other in extra)}{first}"
 
 
+def _training_set(name: str, train_split: str, root, max_questions: int | None,
+                  extra_train: tuple[str, ...]) -> QADataset:
+    """``name``'s training file ``train_split``, unfiltered, followed by the training files of the ``extra_train``
+    data sets (all as split ``"train"``); the first ``max_questions`` questions of each (None: all)."""
+    from qpnlp.data import concat_qa, load_qa
+
+    train = limit_questions(load_qa(name, train_split, root=root, filter_questions=False), max_questions)
+    if extra_train:
+        extra = [limit_questions(load_qa(other, default_train_split(other, root), root=root,
+                                         filter_questions=False), max_questions) for other in extra_train]
+        # training files of different names (train-all, train) are all training data
+        train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
+    return train
+
+
+def _scored_sets(name: str, root, max_questions: int | None, splits: tuple[str, ...]) -> dict[str, QADataset]:
+    """``name``'s dev set and those of ``splits`` whose file exists (a split without one is skipped), filtered
+    (:func:`~qpnlp.data.load_qa`), the first ``max_questions`` questions of each; by split, dev first."""
+    from qpnlp.data import load_qa
+
+    others = {"dev": limit_questions(load_qa(name, "dev", root=root), max_questions)}
+    for split in splits:
+        if split not in others:
+            try:
+                others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
+            except FileNotFoundError:
+                continue
+    return others
+
+
+def _build_matcher(kind: str, model_options: dict, vocab: Vocabulary, matrix: torch.Tensor | None,
+                   seed: int) -> tuple:
+    """A fresh matching model registered as ``kind`` for ``vocab`` (its size filled in) and the (V, d) pretrained
+    ``matrix`` (its width ``d`` filled in; None: random embeddings), seeded by ``seed``, and its config; ValueError
+    for a model of another task."""
+    from qpnlp.models import get_model_class
+
+    from .classification import config_from_data
+
+    klass = get_model_class(kind)
+    if klass.task != "matching":
+        raise ValueError(f"{kind!r} is a {klass.task} model, not a matching model")
+    filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
+    config = config_from_data(klass, model_options, filled)
+    model = klass.build(config, vocabulary=vocab, pretrained=matrix, generator=torch.Generator().manual_seed(seed))
+    return model, config
+
+
+def _score_splits(model: nn.Module, encoded: dict[str, EncodedQA], splits: tuple[str, ...],
+                  config: MatchingConfig) -> dict:
+    """The ranking metrics (:func:`metrics_dict`) of ``model`` on each of ``splits`` that ``encoded`` holds."""
+    return {split: metrics_dict(evaluate_ranking(model, encoded[split], device=config.device, max_len=config.max_len,
+                                                 length_chunks=config.length_chunks))
+            for split in splits if split in encoded}
+
+
 def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pretrained: PretrainedVectors | None,
                  model: str = "cnm",
                  root=None, eval_splits: tuple[str, ...] = ("test",), max_questions: int | None = None,
@@ -400,51 +456,24 @@ def run_matching(name: str, model_options: dict, config: MatchingConfig, *, pret
     resume : bool, default False
         Continue from the training state in ``checkpoint_dir`` (:func:`fit_matching`).
     """
-    from qpnlp.data import concat_qa, load_qa
-    from qpnlp.models import get_model_class
-
-    from .classification import config_from_data
     from .trainer import seeded
 
     with seeded(config.seed):     # the caller's global RNGs are put back afterwards
         train_split = train_split or default_train_split(name, root)
-        train = limit_questions(load_qa(name, train_split, root=root, filter_questions=False), max_questions)
-        if extra_train:
-            extra = [limit_questions(load_qa(other, default_train_split(other, root), root=root,
-                                             filter_questions=False), max_questions) for other in extra_train]
-            # training files of different names (train-all, train) are all training data
-            train = concat_qa([dataclasses.replace(d, split="train") for d in (train, *extra)], name=train.name)
+        train = _training_set(name, train_split, root, max_questions, extra_train)
         n_triplets = _count_triplets(train, config, _training_data(name, train_split, root, max_questions, extra_train))
-        dev = limit_questions(load_qa(name, "dev", root=root), max_questions)
-        others = {"dev": dev}
-        for split in (*eval_splits, *observe_splits):
-            if split not in others:
-                try:
-                    others[split] = limit_questions(load_qa(name, split, root=root), max_questions)
-                except FileNotFoundError:
-                    continue
+        others = _scored_sets(name, root, max_questions, (*eval_splits, *observe_splits))
         vocab, encoded, matrix, oov = prepare_qa(train, others, pretrained, seed=config.seed,
                                                  pretrained_fallback=pretrained_fallback)
-        klass = get_model_class(model)
-        if klass.task != "matching":
-            raise ValueError(f"{model!r} is a {klass.task} model, not a matching model")
-        filled = dict(num_words=len(vocab), **({} if matrix is None else dict(dim=matrix.shape[1])))
-        cnm_config = config_from_data(klass, model_options, filled)
-        model = klass.build(cnm_config, vocabulary=vocab, pretrained=matrix,
-                            generator=torch.Generator().manual_seed(config.seed))
-        def score(m: nn.Module, splits: tuple[str, ...]) -> dict:
-            return {split: metrics_dict(evaluate_ranking(m, encoded[split], device=config.device,
-                                                         max_len=config.max_len, length_chunks=config.length_chunks))
-                    for split in splits if split in encoded}
-
-        observer = (lambda m: score(m, observe_splits)) if observe_splits else None
+        model, cnm_config = _build_matcher(model, model_options, vocab, matrix, config.seed)
+        observer = (lambda m: _score_splits(m, encoded, observe_splits, config)) if observe_splits else None
         try:
             fit = fit_matching(model, encoded["train"], encoded["dev"], config, log=log, on_epoch=observer,
                                checkpoint_dir=checkpoint_dir, resume=resume)
         except (TrainingInterrupted, TrainingDiverged) as err:
             err.context.update(vocab=vocab, dataset=train.name, train_split=train_split)
             raise
-        evaluation = score(model, eval_splits)
+        evaluation = _score_splits(model, encoded, eval_splits, config)
         return MatchingRun(train.name, fit.best_dev, evaluation, fit.best_epoch, fit.seconds, fit.history, model, vocab,
                            cnm_config.to_dict(), oov, train.n_questions, n_triplets, train_split,
                            {split: d.filter_counts() for split, d in others.items() if d.filtered},

@@ -61,6 +61,7 @@ from safetensors.torch import load_file
 
 from qpnlp._atomic import atomic_directory, check_header_size
 from qpnlp._errors import newer_format_note, preview
+from qpnlp._json import leaves
 from qpnlp._safetensors import save_tensors
 from qpnlp.models._config_types import field_default
 from qpnlp.models.base import _restored, _storable, _version
@@ -425,21 +426,19 @@ def non_finite_value(value, where: str = "") -> tuple[str, float] | None:
     """``(location, number)`` of the first NaN or infinity in ``value``, else None: what the strict JSON of
     ``state.json`` (``json.dumps(..., allow_nan=False)``) refuses in a history entry.
 
-    ``value`` is looked through as the writer reads it: dicts (``where.key``), lists and tuples (``where[i]``),
-    Python floats and zero-dimensional NumPy / torch numbers (:func:`_plain`). ``where`` names ``value`` itself.
+    ``value`` is looked through as the writer reads it (``qpnlp._json.leaves``): dicts (``where.key``), lists and
+    tuples (``where[i]``), Python floats and zero-dimensional NumPy / torch numbers (:func:`_plain`). ``where``
+    names ``value`` itself.
 
     >>> non_finite_value({"test": {"map": 0.5, "mrr": float("nan")}})
     ('test.mrr', nan)
     """
-    if isinstance(value, dict):
-        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
-    else:
-        if isinstance(value, (np.generic, torch.Tensor)) and getattr(value, "ndim", 0) == 0:
-            value = value.item()
-        return (where, value) if isinstance(value, float) and not np.isfinite(value) else None
-    return next((found for key, v in items if (found := non_finite_value(v, key)) is not None), None)
+    for path, leaf in leaves(value, where):
+        if isinstance(leaf, (np.generic, torch.Tensor)) and getattr(leaf, "ndim", 0) == 0:
+            leaf = leaf.item()
+        if isinstance(leaf, float) and not np.isfinite(leaf):
+            return path, leaf
+    return None
 
 
 def _prefixed(tensors: Mapping[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:

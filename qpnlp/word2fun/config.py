@@ -45,8 +45,8 @@ from qpnlp._checks import FLOAT32_MAX, check_seed, is_integer
 from qpnlp._device import resolve_device
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 
-__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "resolve_penalty",
-           "word_weights"]
+__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "check_penalty_family",
+           "resolve_penalty", "word_weights"]
 
 
 #: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
@@ -240,6 +240,25 @@ def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> Tra
     if family not in SINUSOIDAL_FAMILIES:
         return replace(cfg, roughness_penalty=0.0)
     return replace(cfg, roughness_penalty=DEFAULT_ROUGHNESS_PENALTY if logistic else DEFAULT_ROUGHNESS_PENALTY_NO_STEP)
+
+
+def check_penalty_family(cfg: TrainConfig, family: str) -> None:
+    """ValueError for a roughness penalty :math:`\\lambda > 0` on a family without one.
+
+    The penalty :math:`\\rho(u)`, the mean squared speed of :math:`f(u, \\cdot)`, is that of the sinusoidal
+    families II-IV (:data:`~qpnlp.word2fun.functions.SINUSOIDAL_FAMILIES`). ``fit`` checks it, and ``qpnlp train
+    word2fun`` before it reads the corpus (a usage error; it was a failure once the corpus was read).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The settings; ``roughness_penalty`` None (the family's default, :func:`resolve_penalty`) and 0 pass.
+    family : str
+        The model's function family, one of :data:`~qpnlp.word2fun.functions.FAMILIES`.
+    """
+    if cfg.roughness_penalty and family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"roughness_penalty (--roughness-penalty) {cfg.roughness_penalty:g} needs a sinusoidal "
+                         f"family (II, III, IV); got {family!r} (leave it unset, or 0, for the other families)")
 
 
 def word_weights(counts: np.ndarray, cfg: TrainConfig, device,

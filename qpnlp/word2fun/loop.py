@@ -58,9 +58,8 @@ from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
-from qpnlp.word2fun.config import TrainConfig, resolve_penalty, word_weights
+from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, word_weights
 from qpnlp.word2fun.distributed import fail_together
-from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.fused_runs import compile_runs, learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.sgd import batch_step
@@ -398,6 +397,15 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     TrainStats
         ``stats``, with the epochs trained here added.
     """
+    checked = TrainConfig() if config is None else checked_copy(config)   # a field set since it was made: checked
+    return _train_checked(model, source, counts, checked, progress=progress, on_epoch=on_epoch,
+                          start_epoch=start_epoch, rng=rng, generators=generators, sync=sync, stats=stats, phase=phase)
+
+
+def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, progress: bool = False, on_epoch=None,
+                   start_epoch: int = 0, rng: np.random.Generator | None = None, generators: list | None = None,
+                   sync=None, stats: TrainStats | None = None, phase: str = "training") -> TrainStats:
+    """:func:`train_source` for a ``config`` checked and copied already (``fit``'s own copy: checked once)."""
     with fail_together("preparing its training", together=sync is not None):
         cfg = _resolved_config(config, model)
         _check_frozen(model)
@@ -458,15 +466,11 @@ def resolved_defaults(cfg: TrainConfig, family: str, logistic: bool) -> TrainCon
     return cfg
 
 
-def _resolved_config(config: TrainConfig | None, model) -> TrainConfig:
-    """A checked copy of ``config`` (default ``TrainConfig()``, made by its constructor) with the
-    model's defaults (:func:`resolved_defaults`).
-
-    A roughness penalty needs a sinusoidal family: refused for the others.
-    """
-    cfg = resolved_defaults(TrainConfig() if config is None else checked_copy(config), model.family, model.logistic)
-    if cfg.roughness_penalty > 0 and model.family not in SINUSOIDAL_FAMILIES:
-        raise ValueError(f"roughness_penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+def _resolved_config(config: TrainConfig, model) -> TrainConfig:
+    """The checked ``config`` with the model's defaults (:func:`resolved_defaults`); a roughness penalty needs a
+    sinusoidal family: refused for the others."""
+    cfg = resolved_defaults(config, model.family, model.logistic)
+    check_penalty_family(cfg, model.family)
     return cfg
 
 

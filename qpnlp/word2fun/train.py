@@ -48,7 +48,7 @@ from qpnlp.word2fun.changepoint import STEP_CENTRE_LR_AT_CHANGE_POINTS, initial_
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES, TimeScale
 from qpnlp.word2fun.keyed_vectors import KeyedVectors
 from qpnlp.word2fun.config import TrainConfig
-from qpnlp.word2fun.loop import COMPASS_PHASE, TrainStats, resolved_defaults, train_source
+from qpnlp.word2fun.loop import COMPASS_PHASE, TrainStats, _train_checked, resolved_defaults, train_source
 from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.step_sizes import step_bounds
 from qpnlp.word2fun.sources import ArraySource, StreamSource
@@ -294,7 +294,8 @@ def fit(
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
-    cfg = TrainConfig() if config is None else checked_copy(config)     # a field set since it was made: checked
+    # a field set since the config was made is checked, here only: the loop takes this copy (_train_checked)
+    cfg = TrainConfig() if config is None else checked_copy(config)
     dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
     world, rank = dist.setup(cfg.device), dist.rank()
     main_log = log if rank == 0 else None
@@ -338,8 +339,8 @@ def fit(
     run_info = run_state.run_info(info, cfg, run, world, metadata)
     end_of_epoch = run_state.end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
     sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
-    stats = train_source(model, source, counts, cfg, progress=progress and dist.is_main_process(),
-                         on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
+    stats = _train_checked(model, source, counts, cfg, progress=progress and dist.is_main_process(),
+                           on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()
     grown = loss_growth(stats, cfg)
     if grown is not None and rank == 0:              # said once, not by every process
@@ -518,9 +519,9 @@ def _pretrain_compass(model: Word2Fun, source, counts: np.ndarray, cfg: TrainCon
                                      span_start=model.time_scale.start, span_end=model.time_scale.end,
                                      time_scale=model.time_scale.scale), seed=cfg.seed)
     gens = run_state.negative_generators(cfg.seed, rank, cfg.workers, dev)  # before: all drew from cfg.seed
-    stats = train_source(static, source, counts, dataclasses.replace(cfg, roughness_penalty=0.0), progress=progress,
-                         sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
-                         rng=run_state.data_rng(cfg.seed, rank, 0), generators=gens, phase=COMPASS_PHASE)
+    stats = _train_checked(static, source, counts, dataclasses.replace(cfg, roughness_penalty=0.0),
+                           progress=progress, sync=dist.ParameterSync(static.to(dev)) if world > 1 else None,
+                           rng=run_state.data_rng(cfg.seed, rank, 0), generators=gens, phase=COMPASS_PHASE)
     model.set_compass(static.compass.weight.detach(), freeze=True)
     with torch.no_grad():  # start the static part (every slice of it) from the static model as well
         model.base.weight.copy_(static.base.weight.repeat(model.base.weight.shape[0] // V, 1))

@@ -39,8 +39,8 @@ _ACTIONS = {
     "saves an epoch": "shutil.copytree(saved, out)",
     "saves nothing": "pass",
     # killed between the two renames of the next save: --out missing, its last checkpoint aside in .out.*.old/out
-    "is killed while replacing it": "shutil.copytree(saved, out); (out.parent / '.out.x1.old').mkdir(); "
-                                    "os.rename(out, out.parent / '.out.x1.old' / 'out')",
+    "is killed while replacing it": "shutil.copytree(saved, out); (out.parent / '.out.k1lled00.old').mkdir(); "
+                                    "os.rename(out, out.parent / '.out.k1lled00.old' / 'out')",
 }
 
 

@@ -134,6 +134,34 @@ def test_a_classifier_without_repeated_texts_says_nothing_of_them(tmp_path, caps
     assert (details["n_duplicates"], details["n_conflicting"]) == (0, 0)
 
 
+def test_repeated_texts_returns_its_counts_and_prints_nothing(tmp_path, capsys):
+    """The helper printed the command's stderr line itself; the command now says it (the test above)."""
+    from qpnlp.data import load_classification
+
+    argv = _cr(tmp_path)
+    folder = tmp_path / "classification" / "CR"
+    pos, neg = ((folder / name).read_text().splitlines() for name in ("custrev.pos", "custrev.neg"))
+    (folder / "custrev.pos").write_text("\n".join([*pos, pos[0], neg[0]]) + "\n")
+    dataset = load_classification("CR", root=argv[argv.index("--data") + 1])
+    capsys.readouterr()
+    assert classify.repeated_texts(dataset) == dict(n_duplicates=1, n_conflicting=1)
+    assert capsys.readouterr() == ("", "")
+
+
+def _counting_inputs_used(monkeypatch, module) -> list:
+    calls, real = [], module.inputs_used
+    monkeypatch.setattr(module, "inputs_used", lambda args: calls.append(args) or real(args))
+    return calls
+
+
+def test_a_classifier_works_out_the_inputs_it_read_once_for_its_report_and_its_checkpoint(tmp_path, monkeypatch):
+    calls = _counting_inputs_used(monkeypatch, classify)
+    assert main([*_cr(tmp_path), "--max-splits", "1", "--no-training-state", "--save", str(tmp_path / "m")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["metadata"]
+    assert len(calls) == 1 and saved["vectors"] == report["details"]["vectors"] == str(tmp_path / "v.vec")
+
+
 def _wikiqa(root: Path) -> Path:
     """A WikiQA folder: 4 training questions; dev and test files of 5 questions, 2 without a correct answer."""
     folder = root / "qa" / "wikiqa"
@@ -156,6 +184,18 @@ def test_a_matcher_reports_its_seconds_and_the_inputs_it_read(tmp_path, capsys, 
     details = report["details"]
     assert details["vectors"] is None and details["data_root"] == str(tmp_path.resolve())
     assert details["seconds"] >= report["history"][-1]["seconds"] > 0
+
+
+def test_a_matcher_works_out_the_inputs_it_read_once_for_its_report_and_its_checkpoint(tmp_path, monkeypatch):
+    import qpnlp.commands.match as match
+
+    calls = _counting_inputs_used(monkeypatch, match)
+    assert main(["train", "cnm", "--dataset", "wikiqa", "--data", str(_wikiqa(tmp_path)), "--no-pretrained", "--dim",
+                 "4", "--epochs", "1", "--no-progress", "--no-training-state", "--report", str(tmp_path / "r.json"),
+                 "--save", str(tmp_path / "m")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["metadata"]
+    assert len(calls) == 1 and saved["vectors"] is None and report["details"]["vectors"] is None
 
 
 def test_the_questions_a_filter_removed_are_said_of_the_whole_file(tmp_path, capsys):

@@ -136,6 +136,33 @@ def test_an_option_given_with_another_value_is_refused_naming_both(kind, tree, t
     assert code == 0, err
 
 
+# options the run left unset, which the command resolves once it reads the data or the vectors: another value given
+# on resume, and what the unset option stood for
+DEFAULTED = {"qpdn": ([(["--folds", "3"], "--folds 3 here, the default (10)"),
+                       (["--pretrained-fallback", "5"], "--pretrained-fallback 5 here, the default (0)"),
+                       (["--vectors-backoff", "on"], "--vectors-backoff on here, the default (off)")],
+                      ["--folds", "10", "--pretrained-fallback", "0", "--vectors-backoff", "off"]),
+             "cnm": ([(["--max-questions", "2"], "--max-questions 2 here, the default (all)"),
+                      (["--train-split", "train-all"], "--train-split train-all here, the default (train)")],
+                     ["--train-split", "train"])}
+
+
+@pytest.mark.parametrize("kind", ["qpdn", "cnm"])
+def test_an_option_the_run_left_unset_is_compared_with_what_it_stood_for(kind, tree, tmp_path, capsys):
+    """The saved command line holds these options as None, which passed every value given on resume: the run then
+    failed once it had loaded the data and the vectors, on a training state whose data differed ("... differs from
+    the one that wrote it in the model config num_words", exit code 1, the option not named), or
+    continued under a value it did not train with (--vectors-backoff on, the report recording it)."""
+    _first_epoch(kind, tree, tmp_path, capsys)
+    resume = COMMANDS[kind](tree, "--epochs", "2", "--checkpoint-dir", tmp_path / "state", "--resume")
+    refused, same = DEFAULTED[kind]
+    for extra, said in refused:
+        code, _, err = _run([*resume, *extra], capsys)
+        assert code == 2 and f"{said} in the saved run" in err and err.count("\n") == 1, err
+    code, _, err = _run([*resume, *same], capsys)                 # the value the unset option stood for
+    assert code == 0, err
+
+
 def test_a_saved_setting_this_qpnlp_lacks_does_not_break_the_resume(tree, tmp_path, capsys):
     """A setting the saved run recorded that a later qpnlp removed went into ``TrainConfig(**settings)``: the resume
     failed with "TypeError: TrainConfig.__init__() got an unexpected keyword argument". It is left out (the

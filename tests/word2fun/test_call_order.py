@@ -54,3 +54,39 @@ def test_a_table_frozen_with_requires_grad_is_refused_not_trained(make):
     model.set_compass(before, freeze=True)                 # the way that the step and the config both know
     train_word2fun(model, *_encoded(vocab), config)
     assert torch.equal(model.compass.weight.detach(), before)
+
+
+@pytest.mark.parametrize("compass", ["trainable", "frozen"])
+def test_fit_checks_and_copies_its_config_once(monkeypatch, compass):
+    """``fit`` checked its config (``checked_copy``) and handed the copy to ``train_source``, which checked and
+    copied it again (twice more with a frozen compass's pre-training)."""
+    from qpnlp import _checks
+    from qpnlp.word2fun import loop, train
+
+    seen = []
+
+    def counting(config):
+        seen.append(config)
+        return _checks.checked_copy(config)
+
+    for module in (train, loop):
+        monkeypatch.setattr(module, "checked_copy", counting)
+    config = TrainConfig(epochs=1, batch_size=256)
+    fit(TimestampedCorpus.from_pairs(DOCS), config, dim=4, min_count=1, compass=compass, compass_epochs=1)
+    assert seen == [config] and seen[0] is config
+
+
+@pytest.mark.parametrize("field, value", [("lr", -1.0), ("workers", 0)])
+def test_the_loop_entered_directly_checks_a_config_changed_after_it_was_made(make, field, value):
+    from qpnlp.word2fun.loop import train_source
+    from qpnlp.word2fun.sources import ArraySource
+
+    vocab = Vocabulary.build([doc for _, doc in DOCS], specials=False)
+    tokens, doc_ids, times, counts = _encoded(vocab)
+    config = TrainConfig(epochs=1, batch_size=256, roughness_penalty=0.0)
+    setattr(config, field, value)
+    for train in (lambda: train_source(make(len(vocab), 4, family="linear"), ArraySource(tokens, doc_ids, times),
+                                       counts, config),
+                  lambda: train_word2fun(make(len(vocab), 4, family="linear"), tokens, doc_ids, times, counts, config)):
+        with pytest.raises(ValueError, match=rf"must be positive and finite: \{{'{field}'"):
+            train()

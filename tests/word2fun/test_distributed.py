@@ -115,13 +115,13 @@ def test_resuming_with_another_number_of_workers_continues_the_data_order(tmp_pa
         fit(corpus, TrainConfig(epochs=3, seed=1, batch_size=512, workers=before), **opts, on_epoch=interrupt)
     state = _run_state.saved_rng(tmp_path / "ck", read_model_header(tmp_path / "ck")["metadata"], 0)
     assert len(state["torch"]) == before
-    seen, real = {}, train.train_source
+    seen, real = {}, train._train_checked
 
     def spy(model, source, counts, cfg, **kw):
         seen.update(rng=kw["rng"].bit_generator.state, gens=[g.get_state() for g in kw["generators"]])
         return real(model, source, counts, cfg, **kw)
 
-    monkeypatch.setattr(train, "train_source", spy)
+    monkeypatch.setattr(train, "_train_checked", spy)
     resumed = fit(corpus, TrainConfig(epochs=3, seed=1, batch_size=512, workers=after), **opts, resume=True)
     assert resumed.epochs_done == 3
     assert seen["rng"] == state["numpy"]  # not default_rng(seed) again

@@ -128,7 +128,7 @@ def test_fit_refuses_a_checkpoint_it_could_not_write_before_training(tmp_path, m
     def never(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(train, "train_source", never)
+    monkeypatch.setattr(train, "_train_checked", never)
     own = tmp_path / "notes"
     own.mkdir()
     (own / "todo.txt").write_text("mine")
