@@ -1,5 +1,6 @@
-"""A file of a later format version (a newer qpnlp's) is refused alike by models, training states and Word2Fun runs:
-the error names the format and says to upgrade; the training state records the qpnlp that wrote it."""
+"""A file of a later format version (a newer qpnlp's) is refused alike by models, vocabularies, training states
+(and their run files) and Word2Fun runs: the error names the format and says to upgrade; the training state records
+the qpnlp that wrote it."""
 
 import json
 
@@ -45,3 +46,28 @@ def test_the_generator_states_of_a_newer_word2fun_run_say_so(tmp_path):
     (tmp_path / _run_state.RNG_FILE).write_text(json.dumps({"format": "qpnlp-word2fun-rng/2", "processes": []}))
     with pytest.raises(ValueError, match=r"is not a qpnlp-word2fun-rng/1 file .*'processes'\) \(" + NEWER):
         _run_state.saved_rng(tmp_path, {}, 0)
+
+
+def test_the_run_file_of_a_newer_training_state_says_so_before_its_options_are_taken(tmp_path):
+    # its options were taken as this qpnlp's (a newer one may have renamed or redefined them)
+    import argparse
+
+    from qpnlp.commands._errors import UsageError
+    from qpnlp.commands._outputs import RUN_FILE, RUN_FORMAT, saved_run_file
+
+    args = argparse.Namespace(resume=True, checkpoint_dir=str(tmp_path))
+    (tmp_path / RUN_FILE).write_text(json.dumps({"format": RUN_FORMAT, "arguments": {"lr": 0.1}}))
+    assert saved_run_file(args)["arguments"] == {"lr": 0.1}
+    _rewritten(tmp_path / RUN_FILE, format="qpnlp-training-run/2")
+    with pytest.raises(UsageError, match=r"is not a qpnlp-training-run/1 file \(format 'qpnlp-training-run/2'\) \("
+                                         + NEWER):
+        saved_run_file(args)
+
+
+def test_a_vocabulary_of_a_newer_format_says_so():
+    # "not a serialised Vocabulary: format is 'qpnlp.Vocabulary/2'": as if it were no vocabulary of qpnlp's
+    from qpnlp.data import Vocabulary
+
+    data = {**Vocabulary.build([["a", "b"]]).to_dict(), "format": "qpnlp.Vocabulary/2"}
+    with pytest.raises(ValueError, match=r"format is 'qpnlp.Vocabulary/2', expected 'qpnlp.Vocabulary/1' \(" + NEWER):
+        Vocabulary.from_dict(data)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from qpnlp._atomic import (LOCK_FILE, atomic_write_text, check_replaceable, existing_parent, leftover_of, leftovers,
                            locked_directory, written_by_qpnlp)
+from qpnlp._errors import newer_format_note, preview
 from qpnlp.models.base import CONFIG_FILE
 
 from ._console import status_line
@@ -92,6 +93,8 @@ def _not_replaceable(option: str, path: str | os.PathLike) -> UsageError:
 
 
 RUN_FILE = "training-run.json"
+#: The ``format`` of :data:`RUN_FILE`.
+RUN_FORMAT = "qpnlp-training-run/1"
 
 
 def add_resume_options(parser: argparse.ArgumentParser) -> None:
@@ -127,11 +130,16 @@ def saved_run_file(args: argparse.Namespace) -> dict | None:
     """Under ``--resume``, what the run that wrote the training state recorded in its :data:`RUN_FILE`: its
     command line (``arguments``) and, from this version on, its resolved ``settings`` (model options, training
     settings, selection grid; ``qpnlp.commands._resume``); None without ``--resume`` or a run file of qpnlp
-    (:func:`prepare_outputs` then refuses the resume)."""
+    (:func:`prepare_outputs` then refuses the resume). A run file of a later format (a newer qpnlp's, whose
+    options may mean otherwise) is refused (:class:`UsageError`), before its options are taken."""
     state = state_directory(args) if getattr(args, "resume", False) else None
     if state is None or not written_by_qpnlp(Path(state) / RUN_FILE):
         return None
     found = json.loads((Path(state) / RUN_FILE).read_text(encoding="utf-8"))
+    note = newer_format_note(found["format"], RUN_FORMAT)
+    if note:
+        raise UsageError(f"--resume: {Path(state) / RUN_FILE} is not a {RUN_FORMAT} file (format "
+                         f"{preview(found['format'])}){note}")
     return found if isinstance(found.get("arguments"), dict) else None
 
 
@@ -189,7 +197,7 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
                 f"training state kept in {root} after every epoch (--resume continues from it)")
     if not ours or not resume:
         root.mkdir(parents=True, exist_ok=True)
-        recorded = dict(format="qpnlp-training-run/1", prog=args.prog, arguments=json_ready(arguments(args), "", []))
+        recorded = dict(format=RUN_FORMAT, prog=args.prog, arguments=json_ready(arguments(args), "", []))
         if settings is not None:
             recorded["settings"] = json_ready(settings, "", [])
         atomic_write_text(root / RUN_FILE, json.dumps(recorded, indent=2) + "\n")

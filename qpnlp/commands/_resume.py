@@ -25,8 +25,8 @@ from typing import Any
 
 from ._errors import UsageError
 
-__all__ = ["given_options", "continue_saved", "continued_settings", "said_continued", "resume_training_run",
-           "resumed_training_settings", "saved_defaults"]
+__all__ = ["given_options", "continue_saved", "taken_from_saved_run", "continued_settings", "said_continued",
+           "resume_training_run", "resumed_training_settings", "saved_defaults"]
 
 #: Namespace attribute holding :func:`given_options` (set by ``qpnlp.cli`` under ``--resume``).
 GIVEN = "given_options"
@@ -128,6 +128,19 @@ def continue_saved(args: argparse.Namespace, saved: Mapping[str, Any], *, change
     return taken
 
 
+def taken_from_saved_run(args: argparse.Namespace, dest: str) -> bool:
+    """Whether ``args.<dest>`` holds the saved run's value: ``--resume`` took it (:func:`continue_saved`), the
+    command line not giving it.
+
+    For the options that the commands refuse where the others leave them without effect: an earlier qpnlp
+    recorded its defaults whatever the other options (``--folds 10`` of a fixed split, ``--dim 50`` beside
+    pretrained vectors, ``--margin 0.1`` with the pointwise loss) and trained without them, so a resumed run
+    continues without refusing them (an option this command line does not give).
+    """
+    given = getattr(args, GIVEN, None)
+    return given is not None and dest not in given and getattr(args, dest, None) is not None
+
+
 def _refuse(conflicts: Sequence[str], where: str) -> None:
     """:class:`UsageError` naming each of the ``conflicts`` (option, both values) with the run saved ``where``."""
     if conflicts:
@@ -215,7 +228,12 @@ def resume_training_run(args: argparse.Namespace) -> dict | None:
     """Under ``--resume``, give ``qpnlp train MODEL``'s options that the command line does not give the values of
     the run that wrote the training state (:func:`continue_saved` on its recorded command line, the options it was
     given counting as given here too: ``explicit_options``); returns that run's record
-    (``qpnlp.commands._outputs.saved_run_file``) with ``taken`` (the options taken), None without one."""
+    (``qpnlp.commands._outputs.saved_run_file``) with ``taken`` (the options taken), None without one.
+
+    The record of an earlier qpnlp holds no resolved settings (``settings``): the training settings taken from its
+    command line count as given too, so that the run continues them rather than today's defaults for the model
+    and data set (``--margin 0.1`` recorded by a qpnlp whose default it was, not WikiQA's 0.02 of today).
+    """
     from qpnlp.training.defaults import train_config_class
     from qpnlp.training.state import RESUMABLE_CHANGES
 
@@ -232,8 +250,11 @@ def resume_training_run(args: argparse.Namespace) -> dict | None:
                            compared_later=resolved, resolved_later=("vectors_scale", "dim"),
                            defaults=saved_defaults(args, arguments), where=str(state_directory(args)))
     if getattr(args, GIVEN, None) is not None:
-        earlier = [name for name in arguments.get("explicit_options") or [] if name not in explicit_options(args)]
-        args.explicit_options = explicit_options(args) + earlier
+        settings = {f.name for f in dataclasses.fields(train_config_class(args.kind))} - {"progress"}
+        earlier = [*(arguments.get("explicit_options") or []),
+                   *([] if "settings" in saved else [dest for dest in taken if dest in settings])]
+        args.explicit_options = explicit_options(args) + [name for name in dict.fromkeys(earlier)
+                                                          if name not in explicit_options(args)]
     return {**saved, "taken": taken}
 
 

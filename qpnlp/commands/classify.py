@@ -32,7 +32,7 @@ from ._common import (add_fallback_option, add_training_options, add_vectors_opt
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger, run_outcome
-from ._resume import resume_training_run, resumed_training_settings
+from ._resume import resume_training_run, resumed_training_settings, taken_from_saved_run
 from ._types import count_type, path_type
 from ._config_options import add_config_options, config_options, explicit_options, grid_less_given
 from ._console import result_line, status_line
@@ -198,10 +198,12 @@ def protocol_folds(args: argparse.Namespace) -> int | None:
     """The folds the run uses: ``--folds`` (default 10) for a cross-validation data set
     (:data:`~qpnlp.data.classification.CV_DATASETS`), None for a fixed split, where ``--folds`` is a usage error,
     known from the name alone (it was said once the data set was read, after an earlier run's training state was
-    cleared and a failed report written)."""
+    cleared and a failed report written); but not for a ``--folds`` that ``--resume`` took from the run it
+    continues: an earlier qpnlp recorded its default 10 for every data set
+    (``qpnlp.commands._resume.taken_from_saved_run``)."""
     if args.dataset in CV_DATASETS:
         return args.folds or DEFAULT_FOLDS
-    if args.folds is not None:
+    if args.folds is not None and not taken_from_saved_run(args, "folds"):
         raise UsageError(f"--folds {args.folds}: {args.dataset} has a fixed split, not cross-validation folds; "
                          f"leave --folds out")
     return None

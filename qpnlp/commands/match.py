@@ -23,7 +23,7 @@ from ._common import (add_fallback_option, add_training_options, add_vectors_opt
 from ._errors import CommandFailed, UsageError, how_stopped, interrupted_status
 from ._outputs import add_resume_options, prepare_outputs, state_subdir
 from ._report import Report, epoch_logger, run_outcome
-from ._resume import resume_training_run, resumed_training_settings
+from ._resume import resume_training_run, resumed_training_settings, taken_from_saved_run
 from ._types import count_type, path_type, rate_type
 from ._config_options import add_config_options, config_options, explicit_options, recorded
 from ._console import result_line, status_line
@@ -101,7 +101,11 @@ def check_effective_options(args: argparse.Namespace) -> None:
     their width); ``--vectors``, ``--vectors-scale``, ``--vectors-backoff``
     and a ``--pretrained-fallback`` above 0 need vectors (not
     ``--no-pretrained``); ``--margin`` is the triplet loss's (not ``--loss
-    pointwise``), and so is ``--negatives``. Runs before any file is read.
+    pointwise``), and so is ``--negatives``. Runs before any file is read. A ``--dim`` or ``--margin`` without
+    effect that ``--resume`` took from the run it continues is not refused
+    (``qpnlp.commands._resume.taken_from_saved_run``: an earlier qpnlp recorded their defaults, 50 and 0.1,
+    whatever the vectors and the loss): the dimension is left out (the vectors give it), the margin kept (the
+    training state records it).
     """
     if args.no_pretrained:
         unused = [("--vectors", "vectors" in explicit_options(args)),
@@ -112,10 +116,12 @@ def check_effective_options(args: argparse.Namespace) -> None:
             if given:
                 raise UsageError(f"{flag} has no effect with --no-pretrained (random amplitudes, no vectors); "
                                  f"leave out one of {flag} and --no-pretrained")
+    elif taken_from_saved_run(args, "dim"):
+        args.dim = None
     elif args.dim is not None:
         raise UsageError(f"--dim {args.dim} has no effect with --vectors {args.vectors}: the model takes the "
                          f"vectors' width; --dim sets the dimension with --no-pretrained only")
-    if args.margin is not None and args.loss != "triplet":
+    if args.margin is not None and args.loss != "triplet" and not taken_from_saved_run(args, "margin"):
         raise UsageError(f"--margin {args.margin:g} has no effect with --loss {args.loss}: the margin is the "
                          f"triplet loss's (--loss triplet)")
     if "negatives" in explicit_options(args) and args.loss != "triplet":

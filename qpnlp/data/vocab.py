@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer
-from qpnlp._errors import preview
+from qpnlp._errors import newer_format_note, preview
 
 __all__ = ["PAD", "PAD_ID", "UNK", "UNK_ID", "Vocabulary"]
 
@@ -463,7 +463,7 @@ class Vocabulary:
                             f"'word_freq', 'doc_freq', 'n_docs'); got {type(data).__name__} {preview(data)}")
         if data.get("format") != _FORMAT:
             raise ValueError(f"not a serialised Vocabulary: format is {preview(data.get('format'))}, expected "
-                             f"{_FORMAT!r}")
+                             f"{_FORMAT!r}{newer_format_note(data.get('format'), _FORMAT)}")
         missing = [key for key in _KEYS if key not in data]
         if missing:
             raise ValueError(f"a serialised Vocabulary lacks the key(s) {missing}; it has "

@@ -472,7 +472,8 @@ def _check_identity(directory: Path, saved: dict, current: dict, defaults: Mappi
         differences.append(f"the trainable parameters (only there: {preview(sorted(set(there) - set(here)), 300)}, "
                            f"only here: {sorted(set(here) - set(there))})")
     if saved.get("data") != current["data"]:
-        differences.append("the training or dev data")
+        differences.append("the training or dev data (as read: other files, or the same files read otherwise, "
+                           "e.g. a data set's filter or the tokenizer changed by a later qpnlp; train afresh)")
     if differences:
         raise ValueError(f"cannot resume from {directory}: this run differs from the one that wrote it in "
                          + "; ".join(differences) + f" (only {', '.join(sorted(RESUMABLE_CHANGES))} may change)")

@@ -369,9 +369,9 @@ def loss_growth(stats: TrainStats, cfg: TrainConfig) -> str | None:
 
     Parameters
     ----------
-    stats : TrainStats
+    stats : qpnlp.word2fun.loop.TrainStats
         The run's statistics (its ``epoch_loss``, one mean per epoch).
-    cfg : TrainConfig
+    cfg : qpnlp.word2fun.config.TrainConfig
         The settings it trained with (named in the warning).
 
     Examples
