@@ -29,3 +29,20 @@ __all__ = ["Model", "ModelConfig", "check_batch", "register_model", "unregister_
            "registered_models", "read_model_header", "QPDN", "QPDNConfig", "RealBagOfWords", "RealBagOfWordsConfig",
            "CNM", "CNMConfig", "CNMReal", "CNMRealConfig", "FastTextMaxPool", "FastTextMaxPoolConfig",
            "OrderClassifier", "OrderClassifierConfig", "CGRNNClassifier", "CGRNNClassifierConfig"]
+
+#: Building blocks that qpnlp 0.1 exported from :mod:`qpnlp.models` and that now live in :mod:`qpnlp.nn`; still
+#: importable from here, with a DeprecationWarning naming the new place (to be removed in 0.3).
+_MOVED_TO_NN = ("CGRNN", "CGRNNCell", "ComplexOrderEmbedding", "ComplexWordEmbedding", "Hirose", "ModReLU",
+               "RealPositionalEmbedding", "StateTransition", "WordWeighting", "hirose", "make_embedding", "modrelu")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_NN:
+        import warnings
+
+        from qpnlp import nn
+
+        warnings.warn(f"qpnlp.models.{name} moved to qpnlp.nn.{name} in qpnlp 0.2; import it from qpnlp.nn "
+                      f"(the old name goes in 0.3)", DeprecationWarning, stacklevel=2)
+        return getattr(nn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
