@@ -25,15 +25,29 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
     (:func:`qpnlp.training.defaults.training_settings`: the model's ``training_defaults`` over the training config's
     own), so the command and a Python user train alike. ``kind=None``: :class:`TrainConfig`'s defaults, replaced by
     ``overrides`` (``qpnlp demo``'s short run)."""
+    defaults, embedding_lr = _training_defaults(kind, overrides)
+    group = parser.add_argument_group("training")
+    given = recorded(argparse._StoreAction)   # a default selection grid leaves out the axes given (explicit_options)
+    _add_optimiser_options(group, given, defaults, embedding_lr)
+    _add_run_options(group, defaults)
+    _add_batching_options(group, given, defaults)
+    _add_output_options(group)
+
+
+def _training_defaults(kind: str | None, overrides: dict) -> tuple[dict, float | None]:
+    """``(the defaults of the training options, --embedding-lr's default)`` of ``add_training_options``: the
+    library's for the model ``kind``, or :class:`TrainConfig`'s with ``overrides`` (``kind=None``); an
+    ``--embedding-lr`` default of None follows ``--lr``."""
     from qpnlp.training.defaults import default_embedding_lr, training_settings
 
     if kind is None:
-        defaults, embedding_lr = {**TrainConfig().to_dict(), **overrides}, None   # None: follows --lr
-    else:
-        defaults = {**training_settings(kind), **overrides}
-        embedding_lr = default_embedding_lr(kind)                                  # None: follows --lr
-    group = parser.add_argument_group("training")
-    given = recorded(argparse._StoreAction)   # a default selection grid leaves out the axes given (explicit_options)
+        return {**TrainConfig().to_dict(), **overrides}, None
+    return {**training_settings(kind), **overrides}, default_embedding_lr(kind)
+
+
+def _add_optimiser_options(group, given: type, defaults: dict, embedding_lr: float | None) -> None:
+    """Epochs, batch size, learning rates, weight decay and patience, into ``group``; each recorded when given
+    (``given``, :func:`~qpnlp.commands._config_options.recorded`)."""
     group.add_argument("--epochs", action=given, type=count_type(), default=defaults["epochs"],
                        help="maximum epochs (default %(default)s)")
     group.add_argument("--batch-size", action=given, type=count_type(), default=defaults["batch_size"],
@@ -49,6 +63,10 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
                        help="L2 on dense parameters (default %(default)s)")
     group.add_argument("--patience", action=given, type=count_type(), default=defaults["patience"],
                        help="early-stopping patience on the dev score (default %(default)s)")
+
+
+def _add_run_options(group, defaults: dict) -> None:
+    """Seed, device, threads and truncation of the texts, into ``group``."""
     group.add_argument("--seed", type=seed_type, default=defaults["seed"],
                        help="seed of folds, initialisation and shuffling (default %(default)s)")
     group.add_argument("--device", type=device_type, default=defaults["device"], help=DEVICE_HELP)
@@ -57,6 +75,10 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
                             "cores other jobs keep busy, where more threads wait on each other; default %(default)s)")
     group.add_argument("--max-len", type=count_type(), default=defaults["max_len"],
                        help="truncate texts to their first N tokens (default: no truncation)")
+
+
+def _add_batching_options(group, given: type, defaults: dict) -> None:
+    """How batches are cut, padded and compiled, into ``group``; each recorded when given (``given``)."""
     group.add_argument("--length-chunks", action=given, type=chunk_overhead_type, default=defaults["length_chunks"],
                        metavar="N|off",
                        help="cut batches into length-sorted chunks, each padded to its own longest text; N = the cost "
@@ -72,6 +94,10 @@ def add_training_options(parser: argparse.ArgumentParser, kind: str | None, **ov
                        help="pad training batches to a multiple of N tokens, so that they come in a few lengths "
                             f"(default: {CUDA_GRAPHS_PAD_MULTIPLE} under --compile reduce-overhead or max-autotune on "
                             "a GPU, whose CUDA graphs are recorded per length; else the longest text)")
+
+
+def _add_output_options(group) -> None:
+    """Progress bars and the report, into ``group``."""
     group.add_argument("--no-progress", action="store_true",
                        help="no progress bars (shown only when stderr is a terminal; the per-epoch lines stay)")
     group.add_argument("--report", metavar="FILE.json", type=path_type,

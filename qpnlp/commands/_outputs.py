@@ -156,6 +156,23 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     options, training settings and grid) in its :data:`RUN_FILE`, which
     ``--resume`` continues (:func:`saved_run_file`).
     """
+    save, state, option = _checked_paths(args)
+    if state is None:
+        _hold_save(args, save)
+        return None
+    root = _checked_state_directory(state, save, option)
+    _hold_save(args, save)
+    lock_for_the_run(args, root, option)
+    resume = getattr(args, "resume", False)
+    ours = _resume_or_clear(root, option, resume)
+    if not ours or not resume:
+        _record_run(args, root, settings)
+    return root
+
+
+def _checked_paths(args: argparse.Namespace) -> tuple[Path | None, str | None, str]:
+    """``(--save, the training-state directory, the option that names it)``, with ``--report``, refused
+    (:class:`UsageError`) where they contradict each other or overlap, before any work."""
     if getattr(args, "checkpoint_dir", None) and getattr(args, "no_training_state", False):
         raise UsageError("--no-training-state and --checkpoint-dir ask for opposite things (no training state, a "
                          "training state in that directory); give one of them")
@@ -163,15 +180,17 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     save = check_output_path(getattr(args, "save", None), "--save", directory=True, model=True)
     state = state_directory(args)
     option = "--checkpoint-dir" if getattr(args, "checkpoint_dir", None) else "--save"
-    resume = getattr(args, "resume", False)
-    if resume and state is None:
+    if getattr(args, "resume", False) and state is None:
         raise UsageError("--resume needs --checkpoint-dir or --save (the training state is kept next to it), "
                          "and not --no-training-state")
     kept = option if option == "--checkpoint-dir" else "the training state next to --save"
     check_report_apart(report, {"--save": save, kept: state}, read_paths(args))
-    if state is None:
-        _hold_save(args, save)
-        return None
+    return save, state, option
+
+
+def _checked_state_directory(state: str, save: Path | None, option: str) -> Path:
+    """The training-state directory ``state`` (named by ``option``), refused (:class:`UsageError`) where it overlaps
+    ``--save``, cannot be written or is a directory of something else than a qpnlp training state."""
     if save is not None and overlapping(save, Path(state)):
         # Saving the model replaces the --save directory (and a rerun clears the state directory): one inside
         # the other would lose the training state (or the saved model).
@@ -181,8 +200,13 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     if root.is_dir() and any(p.name != LOCK_FILE for p in root.iterdir()) and not written_by_qpnlp(root / RUN_FILE):
         raise UsageError(f"{option}: {root} exists and is not a qpnlp training-state directory; refusing to "
                          f"use it (choose a new --checkpoint-dir)")
-    _hold_save(args, save)
-    lock_for_the_run(args, root, option)
+    return root
+
+
+def _resume_or_clear(root: Path, option: str, resume: bool) -> bool:
+    """Whether the locked directory ``root`` holds a training state of qpnlp; with ``resume`` it must
+    (:class:`CommandFailed`), and the unfinished writes of a killed run are removed; without, it is cleared.
+    Says what it did, in status lines."""
     ours = written_by_qpnlp(root / RUN_FILE)
     if resume and not ours:
         raise CommandFailed(f"nothing to resume: {root} holds no training state (give the --save or "
@@ -195,13 +219,17 @@ def prepare_outputs(args: argparse.Namespace, settings: dict | None = None) -> P
     _say_removed(option, root, [str(p.relative_to(root)) for p in left])
     status_line(f"resuming from the training state in {root}" if resume else
                 f"training state kept in {root} after every epoch (--resume continues from it)")
-    if not ours or not resume:
-        root.mkdir(parents=True, exist_ok=True)
-        recorded = dict(format=RUN_FORMAT, prog=args.prog, arguments=json_ready(arguments(args), "", []))
-        if settings is not None:
-            recorded["settings"] = json_ready(settings, "", [])
-        atomic_write_text(root / RUN_FILE, json.dumps(recorded, indent=2) + "\n")
-    return root
+    return ours
+
+
+def _record_run(args: argparse.Namespace, root: Path, settings: dict | None) -> None:
+    """Write the :data:`RUN_FILE` of a new training state in ``root`` (created): the command line and the run's
+    resolved ``settings``, which ``--resume`` continues."""
+    root.mkdir(parents=True, exist_ok=True)
+    recorded = dict(format=RUN_FORMAT, prog=args.prog, arguments=json_ready(arguments(args), "", []))
+    if settings is not None:
+        recorded["settings"] = json_ready(settings, "", [])
+    atomic_write_text(root / RUN_FILE, json.dumps(recorded, indent=2) + "\n")
 
 
 def lock_for_the_run(args: argparse.Namespace, root: str | os.PathLike, option: str, *, beside: bool = False,

@@ -30,56 +30,80 @@ from ._console import result_line, status_line
 
 
 def register(subparsers: dict) -> None:
+    """Add one command per matching model of the registry under ``subparsers["train"]``."""
     for name in registered_models("matching"):
         p = subparsers["train"].add_parser(
             name.replace("_", "-"), help=f"train {name} on an answer-selection data set",
             description=f"{_summary(name)}. Trains {name} on the train split, selects the epoch on dev MAP, and "
                         "scores the test split once when the data set has one (TREC-QA here ships train/dev only: dev "
                         "is reported).")
-        p.add_argument("--dataset", required=True, type=str.lower, choices=QA_DATASETS, help="trecqa or wikiqa")
-        p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
-        add_vectors_option(p)
-        p.add_argument("--no-pretrained", action="store_true", help="random amplitudes instead of GloVe (tests)")
-        p.add_argument("--dim", type=count_type(), default=None,
-                       help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
         settings = training_settings(name)              # the library's defaults (qpnlp.training.defaults)
-        given = recorded(argparse._StoreAction)     # a setting given; the others are the library's (train_config)
-        p.add_argument("--loss", action=given, choices=LOSSES, default=settings["loss"], help="(default %(default)s)")
-        defaults = get_model_class(name).training_defaults
-        margins = "".join(f"{k}: {v['margin']:g}; " for k, v in defaults.get("per_dataset", {}).items()
-                          if "margin" in v)
-        p.add_argument("--margin", action=given, type=rate_type(zero=True), default=None,
-                       help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
-                            f"{margins}else {settings['margin']:g})")
-        p.add_argument("--negatives", action=given, type=count_type(),
-                       default=settings["negatives"],
-                       help="wrong candidates drawn per correct one; --loss triplet only (default %(default)s)")
-        p.add_argument("--train-split", default=None, metavar="SPLIT",
-                       help="training file of the data set (default: train-all where present, i.e. TREC-QA's "
-                            "TRAIN-ALL as in the papers, else train; 'train' = TREC-QA's small TRAIN)")
-        p.add_argument("--max-questions", type=count_type(), default=None,
-                       help="use only the first N questions of each split (quick runs, tests; default: all)")
-        p.add_argument("--save", metavar="DIRECTORY", type=path_type,
-                       help="save the selected model to this directory; a saved qpnlp model there is replaced, any "
-                            "other non-empty directory refused (default: not saved); locked while the run lasts: a "
-                            "second run given it at the same time is refused")
-        p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
-                       help="add these data sets' train splits to the training data (transfer); dev and test stay "
-                            "--dataset's (default: none)")
+        _add_data_options(p)
+        _add_loss_options(p, name, settings)
+        _add_split_and_save_options(p)
         add_fallback_option(p)
         add_training_options(p, name)
         p.set_defaults(lr=None)          # resolved per data set (train_config): TREC-QA and WikiQA differ
-        scoped = [f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v]
-        scoped += [f"with {k}: {v['lr']}" for k, v in defaults.get("per_vectors", {}).items() if "lr" in v]
-        p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
-                                                 f"{settings['lr']}{''.join('; ' + x for x in scoped)})")
-        scales = [f"{k}: {v['vectors_scale']:g}" for k, v in defaults.get("per_vectors", {}).items()
-                  if "vectors_scale" in v]
-        if scales:
-            p._option_string_actions["--vectors-scale"].help += f"; for {name}: {', '.join(scales)}"
+        _say_scoped_defaults(p, name, settings)
         add_resume_options(p)
         add_config_options(p, get_model_class(name).config_class)
         p.set_defaults(func=run, kind=name)
+
+
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    """The data set, its root, the vectors and the dimension of random amplitudes."""
+    p.add_argument("--dataset", required=True, type=str.lower, choices=QA_DATASETS, help="trecqa or wikiqa")
+    p.add_argument("--data", metavar="PATH", help="data root (default: $QPNLP_DATA)")
+    add_vectors_option(p)
+    p.add_argument("--no-pretrained", action="store_true", help="random amplitudes instead of GloVe (tests)")
+    p.add_argument("--dim", type=count_type(), default=None,
+                   help=f"dimension with --no-pretrained; with vectors it is their width (default {DEFAULT_DIM})")
+
+
+def _add_loss_options(p: argparse.ArgumentParser, name: str, settings: dict) -> None:
+    """``--loss``, ``--margin`` and ``--negatives``, with the library's defaults ``settings`` for the model ``name``
+    (:func:`~qpnlp.training.defaults.training_settings`; the margin's per data set named in its help)."""
+    given = recorded(argparse._StoreAction)     # a setting given; the others are the library's (train_config)
+    p.add_argument("--loss", action=given, choices=LOSSES, default=settings["loss"], help="(default %(default)s)")
+    defaults = get_model_class(name).training_defaults
+    margins = "".join(f"{k}: {v['margin']:g}; " for k, v in defaults.get("per_dataset", {}).items()
+                      if "margin" in v)
+    p.add_argument("--margin", action=given, type=rate_type(zero=True), default=None,
+                   help="triplet hinge margin; --loss triplet only (default: the model's for the data set, "
+                        f"{margins}else {settings['margin']:g})")
+    p.add_argument("--negatives", action=given, type=count_type(),
+                   default=settings["negatives"],
+                   help="wrong candidates drawn per correct one; --loss triplet only (default %(default)s)")
+
+
+def _add_split_and_save_options(p: argparse.ArgumentParser) -> None:
+    """The training split, the questions used, ``--save`` and the extra training data sets."""
+    p.add_argument("--train-split", default=None, metavar="SPLIT",
+                   help="training file of the data set (default: train-all where present, i.e. TREC-QA's "
+                        "TRAIN-ALL as in the papers, else train; 'train' = TREC-QA's small TRAIN)")
+    p.add_argument("--max-questions", type=count_type(), default=None,
+                   help="use only the first N questions of each split (quick runs, tests; default: all)")
+    p.add_argument("--save", metavar="DIRECTORY", type=path_type,
+                   help="save the selected model to this directory; a saved qpnlp model there is replaced, any "
+                        "other non-empty directory refused (default: not saved); locked while the run lasts: a "
+                        "second run given it at the same time is refused")
+    p.add_argument("--extra-train", nargs="+", default=[], metavar="DATASET", choices=sorted(QA_DATASETS),
+                   help="add these data sets' train splits to the training data (transfer); dev and test stay "
+                        "--dataset's (default: none)")
+
+
+def _say_scoped_defaults(p: argparse.ArgumentParser, name: str, settings: dict) -> None:
+    """The helps of ``--lr`` and ``--vectors-scale`` name the model's defaults (``settings``) and those it has per
+    data set and per vector set."""
+    defaults = get_model_class(name).training_defaults
+    scoped = [f"{k}: {v['lr']}" for k, v in defaults.get("per_dataset", {}).items() if "lr" in v]
+    scoped += [f"with {k}: {v['lr']}" for k, v in defaults.get("per_vectors", {}).items() if "lr" in v]
+    p._option_string_actions["--lr"].help = (f"Adam learning rate, dense parameters (default "
+                                             f"{settings['lr']}{''.join('; ' + x for x in scoped)})")
+    scales = [f"{k}: {v['vectors_scale']:g}" for k, v in defaults.get("per_vectors", {}).items()
+              if "vectors_scale" in v]
+    if scales:
+        p._option_string_actions["--vectors-scale"].help += f"; for {name}: {', '.join(scales)}"
 
 
 def _summary(name: str) -> str:

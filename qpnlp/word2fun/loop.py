@@ -44,10 +44,8 @@ the updates of all processes are summed every ``sync_every`` batches
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time as _time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -58,6 +56,7 @@ from qpnlp._device import resolve_device
 from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
+from qpnlp.word2fun._hogwild import prefetch, run_workers
 from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, word_weights
 from qpnlp.word2fun.distributed import fail_together
 from qpnlp.word2fun.fused_runs import compile_runs, learning_rates, run_steps
@@ -207,59 +206,10 @@ def _train_run(step, run: CentreRun, sampler, gen, cfg, lrs: list[float], weight
     return total
 
 
-def _prefetch(batches, stop, depth: int = 16) -> tuple[Iterator, threading.Event]:
-    """An iterator over ``batches``, produced ``depth`` ahead by a background thread (numpy and torch release the
-    GIL), and an event set when that thread has ended.
-
-    The producer gives up when the ``stop`` event is set (a consumer failed),
-    and so does the iterator: it sends no more batches, and never waits for
-    one the stopped producer will not send. The producer never waits on a full
-    queue once ``stop`` is set either, its end mark and its error included: a
-    failure with the queue full left it blocked for good, holding its batches.
-    """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    end = object()
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def produce():
-        try:
-            for b in batches:
-                if not put(b):
-                    return
-            put(end)
-        except BaseException as e:  # handed to the consumers
-            put(e)
-        finally:
-            ended.set()
-
-    def consume():
-        while not stop.is_set():
-            try:
-                b = q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if b is end:
-                return
-            if isinstance(b, BaseException):
-                raise b
-            yield b
-
-    ended = threading.Event()
-    threading.Thread(target=produce, name="qpnlp-word2fun-prefetch", daemon=True).start()
-    return consume(), ended
-
-
 def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(None, None),
                             progress=None) -> tuple[torch.Tensor, int]:
-    """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream.
+    """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream
+    (:func:`~qpnlp.word2fun._hogwild.run_workers`).
 
     Like word2vec's threads, concurrent updates of the same rows are not
     synchronised (an update may occasionally be lost), so results vary from
@@ -267,49 +217,27 @@ def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(Non
     """
     lock, stop = threading.Lock(), threading.Event()
     last = [0.0 if progress is None else progress[0]]
+    prefetched, produced = prefetch(runs, stop)
+    stream = _noting_progress(prefetched, last)
 
-    def seen(it):
-        for run in it:
-            last[0] = float(run.progress[-1])
-            yield run
+    def train(w):
+        return _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock, weights,
+                              None if progress is None else [progress[0]])
 
-    prefetched, produced = _prefetch(runs, stop)
-    stream = seen(prefetched)
-    out: list = [None] * len(gens)
-    go, ended = threading.Event(), [threading.Event() for _ in gens]
-
-    def work(w):
-        try:
-            go.wait()              # once all have started: a worker Ctrl-C cut short in start() sees stop and ends
-            out[w] = _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock, weights,
-                                    None if progress is None else [progress[0]])
-        except BaseException as e:
-            stop.set()
-            out[w] = e
-        finally:
-            ended[w].set()
-
-    threads, started = [threading.Thread(target=work, args=(w,)) for w in range(len(gens))], 0
-    try:
-        for t in threads:
-            t.start()
-            started += 1
-        go.set()
-        for t in threads:
-            t.join()
-    finally:
-        stop.set()
-        go.set()
-        # Ctrl-C too waits for the threads to end: none trains the model on after the call has raised. Events, not
-        # join: a join that Ctrl-C interrupted takes its running thread for ended (Python < 3.13, bpo-45274).
-        for event in (*ended[:started], produced):
-            event.wait()
+    out = run_workers(train, len(gens), stop, produced)
     for r in out:
         if isinstance(r, BaseException):
             raise r
     if progress is not None:
         progress[0] = max(progress[0], last[0])
     return sum((t for t, _ in out), _loss_sum(model)), sum(n for _, n in out)
+
+
+def _noting_progress(runs, last: list[float]):
+    """``runs``, each noting in ``last[0]`` the fraction of the epoch done at its end as it goes by."""
+    for run in runs:
+        last[0] = float(run.progress[-1])
+        yield run
 
 
 class _Segments:

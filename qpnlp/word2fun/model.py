@@ -207,59 +207,56 @@ class Word2Fun(Model):
 
     def __init__(self, config: Word2FunConfig, *, seed: int = 0, generator: torch.Generator | None = None):
         super().__init__(config)
-        family = config.family
         self.time_scale = config.timescale
         g = generator if generator is not None else torch.Generator().manual_seed(seed)
-        V, D, h = config.vocab_size, config.dim, config.dim // 2
         # the tables are made in the model's dtype, so the constants below (frequencies, the step's initial rate)
         # are computed in it: float32 ones cast to float64 were off by about 1e-8
         real = torch.float64 if config.precision == "double" else torch.float32
+        self._add_static_tables(config, g, real)
+        omega = fixed_frequencies(config.dim, dtype=real) if config.dim % 2 == 0 else None
+        self._add_family_tables(config, omega, real)
+        if config.logistic:  # A_u (sigma(k_u (s - c_u)) - 1/2): zero amplitude, centre mid-span, a slow rate
+            V = config.vocab_size
+            self.step_amplitude = _table(V, config.dim, real)
+            self.step_centre, self.step_rate = _table(V, 1, real), _table(V, 1, real)
+            with torch.no_grad():
+                self.step_centre.weight.fill_(0.5)
+                self.step_rate.weight.fill_(math.log(STEP_RATE_INIT))
 
-        def emb(rows, cols, init="zero"):
-            # _weight skips nn.Embedding's default init, which would draw from the global RNG; the draw is in the
-            # model's dtype, as torch.nn.init draws a float64 parameter (float32 draws cast to float64 had float32
-            # resolution); a float32 model's draw is the one it always was
-            if init == "uniform":
-                return nn.Embedding(rows, cols, _weight=(torch.rand(rows, cols, generator=g, dtype=real) - 0.5) / D)
-            return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols, dtype=real))
-
-        rows = V * config.n_slices if family == "sliced" else V
-        self.base = emb(rows, D, "uniform")
-        if family == "sliced":
+    def _add_static_tables(self, config: Word2FunConfig, g: torch.Generator, real: torch.dtype) -> None:
+        """``base`` (:math:`B_u`, one row per word and slice, drawn from ``g``) and the ``compass`` (zero)."""
+        V, D = config.vocab_size, config.dim
+        self.base = _table(V * config.n_slices if config.family == "sliced" else V, D, real, generator=g)
+        if config.family == "sliced":
             # every slice starts from the same vector so slices are comparable from the start
             with torch.no_grad():
                 w0 = self.base.weight[:V].clone()
                 self.base.weight.copy_(w0.repeat(config.n_slices, 1))
-        self.compass = emb(V, D, "zero")
+        self.compass = _table(V, D, real)
         self.compass.weight.requires_grad_(not config.freeze_compass)
-        omega = fixed_frequencies(D, dtype=real) if D % 2 == 0 else None
+
+    def _add_family_tables(self, config: Word2FunConfig, omega: torch.Tensor | None, real: torch.dtype) -> None:
+        """The tables of the family's time dependence (zero, but the frequencies), ``omega`` the fixed frequencies
+        (:func:`~qpnlp.word2fun.functions.fixed_frequencies`, None for an odd dimension)."""
+        family, V, D, h = config.family, config.vocab_size, config.dim, config.dim // 2
         if family == "linear":
-            self.slope = emb(V, D)
+            self.slope = _table(V, D, real)
         if family == "time2fun":
             # shared frequencies, sin(Omega tau) starts at 0 for tau = 0
             full = torch.cat([omega, omega]) if omega is not None else torch.ones(D, dtype=real)
             self.omega = nn.Parameter(full.clone())
         if family in SINUSOIDAL_FAMILIES:
-            self.amplitude = emb(V, D)
+            self.amplitude = _table(V, D, real)
             self.register_buffer("omega_fixed", omega)
         if family in ("III", "IV"):
-            self.omega1 = emb(V, h)
-            self.omega2 = emb(V, h)
+            self.omega1, self.omega2 = _table(V, h, real), _table(V, h, real)
             init = omega if config.frequency_init == "fixed" else harmonic_frequencies(D, self.time_scale.scale,
                                                                                       config.max_periods, dtype=real)
             with torch.no_grad():
                 self.omega1.weight.copy_(init.expand(V, h))
                 self.omega2.weight.copy_(init.expand(V, h))
         if family == "IV":
-            self.theta1 = emb(V, h)
-            self.theta2 = emb(V, h)
-        if config.logistic:  # A_u (sigma(k_u (s - c_u)) - 1/2): zero amplitude, centre mid-span, a slow rate
-            self.step_amplitude = emb(V, D)
-            self.step_centre = emb(V, 1)
-            self.step_rate = emb(V, 1)
-            with torch.no_grad():
-                self.step_centre.weight.fill_(0.5)
-                self.step_rate.weight.fill_(math.log(STEP_RATE_INIT))
+            self.theta1, self.theta2 = _table(V, h, real), _table(V, h, real)
 
     @classmethod
     def build(cls, config, *, vocabulary=None, pretrained=None, generator=None) -> Word2Fun:
@@ -592,3 +589,12 @@ def _indicator_times(times) -> torch.Tensor:
     one = is_real(times) or getattr(times, "ndim", None) == 0
     return torch.from_numpy(time_values([times] if one else times, "times", not_a_sequence=ValueError,
                                         not_numbers=ValueError, allow_empty=False))
+
+
+def _table(rows: int, cols: int, dtype: torch.dtype, generator: torch.Generator | None = None) -> nn.Embedding:
+    """A (rows, cols) table of ``dtype``: zero, or uniform in [-1/2, 1/2) / cols drawn from ``generator`` in ``dtype``
+    (as torch.nn.init draws a float64 parameter: float32 draws cast to float64 had float32 resolution); ``_weight``
+    skips nn.Embedding's default init, which would draw from the global RNG."""
+    if generator is None:
+        return nn.Embedding(rows, cols, _weight=torch.zeros(rows, cols, dtype=dtype))
+    return nn.Embedding(rows, cols, _weight=(torch.rand(rows, cols, generator=generator, dtype=dtype) - 0.5) / cols)

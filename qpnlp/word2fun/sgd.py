@@ -400,23 +400,49 @@ def centre_sgd_step_tensor(
     chunk = _pair_chunk(B, f.device)
     g_f, gp, loss = _positive_term(f, H, pair_centre, context, chunk)
     if negatives.dim() == 1:
-        k = negatives.shape[0]
-        hn = H.index_select(0, negatives)  # (k, D)
-        q = f @ hn.T  # (N, k)
-        # pairs per centre / k; counted by index_add_, not bincount, which reads its size on the host (a GPU sync)
-        w = f.new_zeros(N).index_add_(0, pair_centre, f.new_ones(B)) / k
-        if negative_weight != 1.0:
-            w = w * negative_weight
-        loss -= (F.logsigmoid(-q).sum(-1) * w).sum()
-        gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
-        g_f.addmm_(gn, hn)
-        if train_h:
-            _scatter_rows(H, negatives, gn.T @ f, -lr)
+        loss -= _shared_negatives(f, H, g_f, pair_centre, (N, B), negatives, negative_weight, lr, train_h)
     else:
         loss += _per_pair_negatives(f, H, g_f, pair_centre, negatives, negative_weight, lr if train_h else 0.0)
     if train_h:  # positives last
         _add_positive_compass(H, f, pair_centre, context, gp.mul_(-lr), chunk)
-    row, rough = row_step_scales(roughness_penalty, row_lr, lr, f.dtype)
+    _step_function_rows(model, tabs, rows, vjp, g_f, lr, roughness_penalty, row_lr, centre_lr, B)
+    return loss
+
+
+def _shared_negatives(f: torch.Tensor, H: torch.Tensor, g_f: torch.Tensor, pair_centre: torch.Tensor,
+                      sizes: tuple[int, int], negatives: torch.Tensor, weight: float, lr: float, step_compass: bool) -> torch.Tensor:
+    """The negative term with ``k`` negatives shared by the batch, once per centre token weighted by its pairs:
+    returns :math:`\\sum_n \\frac{c\\,m_n}{k}\\sum_i \\log\\sigma(-q_{ni})`, minus the term's loss.
+
+    Adds :math:`\\partial L/\\partial f` into ``g_f`` (N, D) and, with ``step_compass``, steps the negatives'
+    compass rows by :math:`-\\eta\\,\\partial L/\\partial h` (gradients at the compass before this step).
+    ``negatives`` is (k,), :math:`m_n` the number of the ``B`` pairs (``pair_centre``) of centre token ``n``,
+    :math:`c` the ``weight``; ``sizes`` is ``(N, B)``, the centre tokens and the pairs of the batch.
+    """
+    (N, B), k = sizes, negatives.shape[0]
+    hn = H.index_select(0, negatives)  # (k, D)
+    q = f @ hn.T  # (N, k)
+    # pairs per centre / k; counted by index_add_, not bincount, which reads its size on the host (a GPU sync)
+    w = f.new_zeros(N).index_add_(0, pair_centre, f.new_ones(B)) / k
+    if weight != 1.0:
+        w = w * weight
+    summed = (F.logsigmoid(-q).sum(-1) * w).sum()
+    gn = torch.sigmoid(q).mul_(w[:, None])  # dL/dq
+    g_f.addmm_(gn, hn)
+    if step_compass:
+        _scatter_rows(H, negatives, gn.T @ f, -lr)
+    return summed
+
+
+def _step_function_rows(model: Word2Fun, tabs: dict, rows: dict, vjp, g_f: torch.Tensor, lr: float,
+                        roughness_penalty: float | torch.Tensor, row_lr: torch.Tensor | None, centre_lr: float,
+                        B: int) -> None:
+    """Step the rows of :math:`f(u_n, \\cdot)` that the batch read (``tabs``, gathered as ``rows``) by
+    :math:`-\\eta\\,\\partial L/\\partial f` (``g_f`` (N, D), scaled per row by ``row_lr``; overwritten) pulled back
+    by ``vjp``, with the roughness penalty's steps, each table at its own rate; shared parameters step by their
+    mean over the ``B`` pairs, and the logistic steps are projected onto their ranges.
+    """
+    row, rough = row_step_scales(roughness_penalty, row_lr, lr, g_f.dtype)
     row_steps, shared = vjp(g_f.mul_(row if row_lr is None else row[:, None]))  # the VJP is linear: pull back -lr dL/df
     if rough is not None and model.family in SINUSOIDAL_FAMILIES:
         _add_roughness_steps(model, rows, row_steps, rough)
@@ -429,7 +455,6 @@ def centre_sgd_step_tensor(
         getattr(model, name).add_(g, alpha=1.0 / B)
     if model.logistic:
         _project_step(model, tabs)
-    return loss
 
 
 def _project_step(model: Word2Fun, tabs: dict) -> None:

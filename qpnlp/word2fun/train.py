@@ -300,18 +300,14 @@ def fit(
     world, rank = dist.setup(cfg.device), dist.rank()
     main_log = log if rank == 0 else None
     local = _shard(corpus, rank, world)
-    if resume:
-        run_state.restore_interrupted_checkpoint(checkpoint, main_log)
-    saved = run_state.saved_run_of_every_process(checkpoint) if resume else None
+    saved = _saved_run(checkpoint, main_log) if resume else None
     cfg = run_state.with_saved_defaults(cfg, saved)     # settings left to the model's default: the run's own
     options = _model_options(family, dim, time_scale, n_slices, frequency_init, max_periods, logistic)
     vocab, info, span, local_counts = _vocabulary_and_corpus_info(corpus, local, world, vocabulary, min_count)
     built, rng_saved = vocab, None             # a resumed run checks it against its checkpoint's (check_resume)
     with dist.fail_together("preparing its model and its shard"):     # no process left waiting for a failed one
         if saved is not None:
-            vectors = KeyedVectors.from_pretrained(checkpoint, device=cfg.device)
-            vocab, model = vectors.vocabulary, vectors.model.train()
-            rng_saved = run_state.saved_rng(checkpoint, saved, rank)
+            model, vocab, rng_saved = _saved_model(checkpoint, saved, cfg.device, rank)
         else:
             model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
         counts = vocab.counts
@@ -327,25 +323,66 @@ def fit(
     cfg = _start_steps_at_change_points(model, source, vocab, cfg, step_centres, saved is None, world, main_log)
     cfg = resolved_defaults(cfg, model.family, model.logistic)     # recorded so in the checkpoint
     run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
-    if saved is not None:                      # min_count does nothing beside a given vocabulary: not compared
-        compared = {k: v for k, v in run.items() if k != "min_count" or vocabulary is None}
-        with dist.fail_together("checking the run it resumes"):    # a process given other settings: all raise
-            run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options},
-                                   cfg, info, compared, (vocab, built))
+    if saved is not None:
+        _check_resumed_run(checkpoint, saved, options, model, cfg, info, run, vocabulary is not None, (vocab, built))
     vectors = KeyedVectors(model, vocab)
+    run_info = run_state.run_info(info, cfg, run, world, metadata)
+    start, stats = _train_model(vectors, source, cfg, saved, rng_saved, run_info, checkpoint, on_epoch, rank, world,
+                                dev, progress)
+    _warn_loss_growth(stats, cfg, rank)
+    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
+
+
+def _saved_run(checkpoint: str | os.PathLike, log: TextIO | None) -> dict | None:
+    """What the run saved at ``checkpoint`` recorded (``qpnlp.word2fun._run_state.saved_run_of_every_process``;
+    None: nothing saved there), once a checkpoint that a process killed while replacing it left aside is put back
+    (said on ``log``)."""
+    run_state.restore_interrupted_checkpoint(checkpoint, log)
+    return run_state.saved_run_of_every_process(checkpoint)
+
+
+def _saved_model(checkpoint: str | os.PathLike, saved: dict, device: str, rank: int):
+    """``(model, vocabulary, generators' states of process rank)`` of the run saved at ``checkpoint``, the model on
+    ``device`` in training mode."""
+    vectors = KeyedVectors.from_pretrained(checkpoint, device=device)
+    vocab, model = vectors.vocabulary, vectors.model.train()
+    return model, vocab, run_state.saved_rng(checkpoint, saved, rank)
+
+
+def _check_resumed_run(checkpoint, saved: dict, options: dict, model: Word2Fun, cfg: TrainConfig, info: dict,
+                       run: dict, vocabulary_given: bool, vocabs: tuple[Vocabulary, Vocabulary]) -> None:
+    """Refuse to resume the run ``saved`` at ``checkpoint`` with other settings (``ValueError`` in every process,
+    naming each difference: ``qpnlp.word2fun._run_state.check_resume``); ``min_count`` does nothing beside a given
+    vocabulary, whose words are compared instead."""
+    compared = {k: v for k, v in run.items() if k != "min_count" or not vocabulary_given}
+    with dist.fail_together("checking the run it resumes"):    # a process given other settings: all raise
+        run_state.check_resume(checkpoint, saved, options, {k: getattr(model.config, k) for k in options},
+                               cfg, info, compared, vocabs)
+
+
+def _train_model(vectors: KeyedVectors, source, cfg: TrainConfig, saved: dict | None, rng_saved: dict | None,
+                 run_info: dict, checkpoint, on_epoch, rank: int, world: int, dev,
+                 progress: bool) -> tuple[int, TrainStats]:
+    """``(epochs done before, stats)``: the model of ``vectors`` trained from the epoch after those ``saved`` (with
+    their generators' states ``rng_saved``; a fresh run from epoch 0), saved at ``checkpoint`` with ``run_info``
+    after every epoch, by process ``rank`` of ``world`` on the device ``dev``; left in eval mode."""
+    model = vectors.model
     model.train()
     start, stats = run_state.epochs_done_and_losses(saved)
     rng, gens = run_state.training_generators(cfg, rank, dev, rng_saved, start)
-    run_info = run_state.run_info(info, cfg, run, world, metadata)
     end_of_epoch = run_state.end_of_epoch(checkpoint, vectors, run_info, rng, gens, world, on_epoch)
     sync = dist.ParameterSync(model.to(dev), bounds=step_bounds(model)) if world > 1 else None
-    stats = _train_checked(model, source, counts, cfg, progress=progress and dist.is_main_process(),
+    stats = _train_checked(model, source, vectors.vocabulary.counts, cfg, progress=progress and dist.is_main_process(),
                            on_epoch=end_of_epoch, start_epoch=start, rng=rng, generators=gens, sync=sync, stats=stats)
     model.eval()
+    return start, stats
+
+
+def _warn_loss_growth(stats: TrainStats, cfg: TrainConfig, rank: int) -> None:
+    """:func:`loss_growth`'s warning (``RuntimeWarning``), said once: by the first process."""
     grown = loss_growth(stats, cfg)
     if grown is not None and rank == 0:              # said once, not by every process
         warnings.warn(grown, RuntimeWarning, stacklevel=outside_qpnlp())
-    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
 
 
 def loss_growth(stats: TrainStats, cfg: TrainConfig) -> str | None:
