@@ -376,7 +376,7 @@ def test_the_embedding_lr_follows_each_grid_points_lr_by_default(monkeypatch, mo
     (["--lr", "0"], "must be positive and finite: {'lr': 0.0}"), (["--sample", "-1"], "sample and roughness_penalty"),
     (["--time-scale", "-1"], "time_scale must be positive"), (["--dim", "7", "--family", "IV"], "even dim"),
     (["--max-periods", "-2"], "max_periods must be positive"),
-    # a penalty given to a family without one: refused by fit after the corpus was read (exit code 1)
+    # a penalty given to a family without one: refused before the corpus is read (was: by fit, once it was read)
     (["--family", "static", "--roughness-penalty", "0.5"], "(--roughness-penalty) 0.5 needs a sinusoidal family"),
     (["--family", "sliced", "--roughness-penalty", "1e-4"], "got 'sliced'")])
 def test_word2fun_option_values_the_library_refuses_are_usage_errors(tmp_path, capsys, extra, fragment):

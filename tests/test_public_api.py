@@ -13,7 +13,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
 import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,5 +68,26 @@ def test_the_public_api_is_the_listed_one():
                              f"replacement), then run `python tests/test_public_api.py`:\n{diff}")
 
 
+def main(argv: list[str]) -> None:
+    """Rewrite the list (or the file ``argv[0]``) from this checkout's qpnlp: ``python tests/test_public_api.py``
+    puts ``tests/`` first on ``sys.path``, not the checkout, so qpnlp came from wherever it was installed (another
+    checkout's editable install: its surface was written here), or did not import at all."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import qpnlp
+
+    out = Path(argv[0]) if argv else LISTED
+    out.write_text("\n".join(surface()) + "\n", encoding="utf-8")
+    print(f"wrote the public API of {Path(qpnlp.__file__).parent} to {out}")
+
+
+def test_the_list_is_rewritten_from_this_checkout(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, __file__, str(tmp_path / "api.txt")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    here = Path(__file__).resolve().parents[1] / "qpnlp"
+    assert done.returncode == 0 and f"wrote the public API of {here} to" in done.stdout, done.stderr
+    assert (tmp_path / "api.txt").read_text(encoding="utf-8").splitlines() == surface()
+
+
 if __name__ == "__main__":
-    LISTED.write_text("\n".join(surface()) + "\n", encoding="utf-8")
+    main(sys.argv[1:])
