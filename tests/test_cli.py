@@ -206,6 +206,30 @@ def test_folds_on_a_fixed_split_are_refused_before_any_file_is_read_or_written(t
     assert "--folds 3: TREC has a fixed split, not cross-validation folds" in err and not report.exists()
 
 
+@pytest.mark.parametrize("kind, dataset, extra", [
+    ("real-bow", "trec", ["--no-select"]), ("order-classifier", "trec", []),
+    ("cnm-real", "wikiqa", []), ("fasttext-maxpool", "trecqa", []),
+    ("real-bow", "trec", ["--select", "phase_lr=0.01,0.001"]),            # each candidate of a grid is checked
+])
+def test_phase_lr_without_a_phase_table_is_refused_before_any_file_is_read_or_written(tmp_path, capsys, kind,
+                                                                                         dataset, extra):
+    """Refused by the optimiser once the data and vectors were read, after the training state beside --save was
+    cleared and a report written: now a usage error from the command line alone, with the same message."""
+    report, save = tmp_path / "r.json", tmp_path / "model"
+    code = main(["train", kind, "--dataset", dataset, "--data", str(tmp_path / "nowhere"), "--phase-lr", "0.01",
+                 "--save", str(save), "--report", str(report), "--no-progress", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "phase_lr (--phase-lr) 0.01 would be ignored: " in err and "has no trainable phase table" in err
+    assert sorted(tmp_path.iterdir()) == []                         # no report, no model, no training state
+
+
+def test_phase_lr_of_a_model_with_a_phase_table_is_not_refused(tmp_path, capsys):
+    code = main(["train", "qpdn", "--dataset", "trec", "--data", str(tmp_path / "nowhere"), "--phase-lr", "0.01",
+                 "--no-select", "--no-progress"])
+    assert code == 1 and "would be ignored" not in capsys.readouterr().err     # it got as far as reading the data
+
+
 def test_select_with_a_malformed_axis_is_a_clear_error(tmp_path, capsys):
     code = main(["train", "qpdn", "--dataset", "trec", "--data", str(tmp_path / "nowhere"), "--epochs", "1",
                  "--no-progress", "--select", "dropout"])

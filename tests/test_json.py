@@ -49,3 +49,19 @@ def test_json_ready_and_non_finite_value_name_the_same_places():
     assert where == bad[0] and math.isnan(number) and type(number) is float       # the NumPy scalar's item()
     assert non_finite_value(NESTED["losses"], "history[3]") == ("history[3][1][1]", math.inf)    # a torch scalar
     assert non_finite_value({"a": [1.0, (2, "x")]}) is None
+
+
+def test_a_zero_dimensional_array_is_a_number_to_the_training_state_as_to_the_report():
+    """``np.array(x)`` (0-d, not a NumPy scalar) was a number to the report but not to the training state: its NaN
+    went unnamed by non_finite_value and its value made the state's JSON a TypeError (one scalar test now, _number)."""
+    import json
+
+    from qpnlp.training.state import _plain
+
+    entry = {"dev": {"map": np.array(0.5), "mrr": np.array(float("nan"))}}
+    bad = []
+    json_ready(entry, "", bad)
+    where, number = non_finite_value(entry)
+    assert [where] == bad == ["dev.mrr"] and math.isnan(number) and type(number) is float
+    assert json.loads(json.dumps({"map": np.array(0.5), "loss": torch.tensor(2.0)}, default=_plain)) == \
+        {"map": 0.5, "loss": 2.0}

@@ -59,6 +59,17 @@ def status_line(line: str) -> None:
     stream.flush()
 
 
+def warning_text(prog: str, message: str) -> str:
+    """A warning as every command says it, as the errors are said: ``PROG: warning: MESSAGE`` on one line
+    (``qpnlp train word2fun: warning: ...``)."""
+    return f"{prog}: warning: {' '.join(str(message).split())}"
+
+
+def warning_line(prog: str, message: str) -> None:
+    """Say a warning (:func:`warning_text`) on stderr, a :func:`status_line`."""
+    status_line(warning_text(prog, message))
+
+
 class ClosedStdout(io.TextIOBase):
     """``sys.stdout`` of a command started with stdout closed: what is written to it is counted (``lost``), not kept."""
 

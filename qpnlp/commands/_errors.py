@@ -18,7 +18,7 @@ import warnings
 from qpnlp._stacklevel import raised_by_qpnlp
 from qpnlp.training.config import ConfigError
 
-from ._console import results_lost, status_line
+from ._console import results_lost, warning_line, warning_text
 
 
 class UsageError(ValueError):
@@ -157,11 +157,10 @@ def one_line_warnings(prog: str):
     """Warnings shown as the errors are, one line on stderr (``qpnlp train qpdn: warning: ...``), while the command
     runs: the default form names a file and a line of code (a command's user wrote neither) on two lines."""
     def show(message, category, filename, lineno, file=None, line=None):
-        text = f"{prog}: warning: {' '.join(str(message).split())}"
         if file is None or file is sys.stderr:
-            status_line(text)                          # around a progress bar, as the other status lines
+            warning_line(prog, message)                # around a progress bar, as the other status lines
         else:
-            print(text, file=file, flush=True)
+            print(warning_text(prog, message), file=file, flush=True)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ._types import DEVICE_HELP, count_type, device_type, finite_type, path_type, rate_type
+from ._word2fun_ignored import GIVEN
 
 DEFAULT_ERAS = 4  # eras of the report when --eras is not given (fewer for a corpus of fewer distinct times)
 
@@ -54,24 +55,25 @@ def _add_model_options(m, fk: dict) -> None:
     m.add_argument("--dim", type=count_type(), default=fk["dim"], help="(default %(default)s)")
     m.add_argument("--time-scale", type=float, default=fk["time_scale"],
                    help="normalised time range [0, S] of the corpus span (default %(default)s)")
-    m.add_argument("--frequency-init", default=fk["frequency_init"], choices=list(FREQUENCY_INITS),
+    m.add_argument("--frequency-init", action=GIVEN, default=fk["frequency_init"], choices=list(FREQUENCY_INITS),
                    help="initial per-word frequencies of families III and IV (default %(default)s)")
-    m.add_argument("--max-periods", type=float, default=fk["max_periods"] or 0.0,
+    m.add_argument("--max-periods", action=GIVEN, type=float, default=fk["max_periods"] or 0.0,
                    help="harmonic init: fastest frequency in periods over the span (0 = the full ladder, D/8 "
                         "periods; default %(default)s)")
     m.add_argument("--logistic", action=argparse.BooleanOptionalAction, default=fk["logistic"],
                    help="add one logistic step per word, A_u (sigmoid(k_u (s - c_u)) - 1/2), that every coordinate "
                         "follows at once (default: on for families II-IV, off for the others)")
-    m.add_argument("--step-centres", default=fk["step_centres"], choices=list(STEP_CENTRES),
+    m.add_argument("--step-centres", action=GIVEN, default=fk["step_centres"], choices=list(STEP_CENTRES),
                    help="where the logistic steps start: each word's change point of its contexts (one extra pass "
                         "over the corpus) or mid-span (default %(default)s)")
-    m.add_argument("--slices", type=count_type(), default=fk["n_slices"],
+    m.add_argument("--slices", action=GIVEN, type=count_type(), default=fk["n_slices"],
                    help="time slices of the 'sliced' family (default %(default)s)")
     m.add_argument("--min-count", type=count_type(), default=fk["min_count"], help="(default %(default)s)")
     m.add_argument("--compass", default=fk["compass"], choices=list(COMPASS_MODES),
                    help="frozen: first train a static model for --compass-epochs, then freeze its target vectors "
                         "(default %(default)s)")
-    m.add_argument("--compass-epochs", type=count_type(), default=fk["compass_epochs"], help="(default %(default)s)")
+    m.add_argument("--compass-epochs", action=GIVEN, type=count_type(), default=fk["compass_epochs"],
+                   help="(default %(default)s)")
 
 
 def _add_sgd_options(t, train: dict) -> None:
@@ -97,7 +99,7 @@ def _add_sgd_options(t, train: dict) -> None:
     t.add_argument("--roughness-penalty", type=finite_type, default=train["roughness_penalty"],
                    help="families II-IV: weight of the mean squared speed of f(u, .), 0 = off (default "
                         f"{_penalty_default()})")
-    t.add_argument("--roughness-power", type=finite_type, default=train["roughness_power"],
+    t.add_argument("--roughness-power", action=GIVEN, type=finite_type, default=train["roughness_power"],
                    help="a word's penalty scales as (--frequency-reference / its occurrences per million tokens) ** "
                         "power: 0 = the same per "
                         "occurrence, 1 = the same per word (default %(default)s)")
@@ -105,8 +107,9 @@ def _add_sgd_options(t, train: dict) -> None:
                    help="a word's learning rate is multiplied by (--frequency-reference / its occurrences per million "
                         "tokens) ** power, "
                         "between 1 and --rare-lr-max (default %(default)s)")
-    t.add_argument("--rare-lr-max", type=finite_type, default=train["rare_lr_max"], help="(default %(default)s)")
-    t.add_argument("--frequency-reference", type=float, default=train["frequency_reference"],
+    t.add_argument("--rare-lr-max", action=GIVEN, type=finite_type, default=train["rare_lr_max"],
+                   help="(default %(default)s)")
+    t.add_argument("--frequency-reference", action=GIVEN, type=float, default=train["frequency_reference"],
                    help="occurrences per million tokens below which a word counts as rare (default %(default)s)")
 
 
@@ -122,7 +125,7 @@ def _add_run_options(t, train: dict) -> None:
                    help="train in this many processes on this machine, started as torchrun would start them "
                         "(gloo on CPU; one process per core is about as fast as --workers on idle cores and faster "
                         "beside busy processes; see the distributed-training docs page; default %(default)s)")
-    t.add_argument("--sync-every", type=count_type(), default=train["sync_every"],
+    t.add_argument("--sync-every", action=GIVEN, type=count_type(), default=train["sync_every"],
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")
     t.add_argument("--threads", type=count_type(0), default=0,
@@ -146,7 +149,8 @@ def _add_report_options(o) -> None:
     o.add_argument("--eras", type=count_type(), default=None,
                    help="number of equal eras for the report, at most the number of distinct times of the corpus "
                         f"(default {DEFAULT_ERAS}, or that number when smaller)")
-    o.add_argument("--topk", type=count_type(), default=8, help="nearest words per era (default %(default)s)")
+    o.add_argument("--topk", action=GIVEN, type=count_type(), default=8,
+                   help="nearest words per era (default %(default)s)")
 
 
 def _add_file_options(o) -> None:
@@ -169,5 +173,5 @@ def _add_file_options(o) -> None:
     o.add_argument("--export-npz", default=None, metavar="FILE", type=path_type,
                    help="write words, years, E (years x words x dim) to this .npz file (this name exactly; its "
                         "missing directories are created, as for --report)")
-    o.add_argument("--npz-words", type=count_type(), default=2000,
+    o.add_argument("--npz-words", action=GIVEN, type=count_type(), default=2000,
                    help="most frequent words in the .npz grid (default %(default)s)")

@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
                       for c in candidates]
     config, options, candidates, resumed = resumed_training_settings(args, saved, train_config(args),
                                                                      config_options(args), candidates)
-    check_model_options(args.kind, options)
+    # --phase-lr too, before any file is read or written (with a grid, check_grid checks each candidate's)
+    check_model_options(args.kind, options, config if candidates is None else None)
     if candidates is not None:
         check_grid(args.kind, candidates, options, config)
     for line in notes if resumed is None else [*notes, resumed]:     # a resume says its grid notes too

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     check_extra_train(args)
     config, options, _, resumed = resumed_training_settings(args, saved, train_config(args), model_options(args),
                                                             None)
-    check_model_options(args.kind, options)
+    check_model_options(args.kind, options, config)     # --phase-lr too: before any file is read or written
     if resumed is not None:
         status_line(resumed)
     state_root = prepare_outputs(args, settings=dict(model=options, train=config.to_dict(), grid=None))

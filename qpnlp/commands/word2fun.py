@@ -26,6 +26,11 @@ starts N such processes on this machine itself.  With ``--out`` the
 vectors are saved there after every epoch, atomically, by the first process
 only; ``--resume`` continues from that checkpoint.
 
+An option given where the others leave it without effect (``--slices`` with
+another family than ``sliced``, ``--step-centres`` with ``--no-logistic``, ...:
+``qpnlp.commands._word2fun_ignored``) is a warning, on stderr and in the
+report's ``warnings``, not an error.
+
 Options are checked before training: the output paths, and, for a corpus in
 memory, the ``--words`` against the vocabulary (a streamed or resumed run,
 whose vocabulary is known only inside ``fit``, warns after training) and
@@ -52,7 +57,7 @@ from qpnlp import _env
 from qpnlp._threads import torch_threads
 
 from ._common import show_progress
-from ._console import result_line, status_line
+from ._console import result_line, status_line, warning_line
 from ._errors import CommandFailed, UsageError
 from ._outputs import (check_output_path, check_report_apart, check_report_path, lock_for_the_run, overlapping,
                        remove_leftovers_of)
@@ -60,6 +65,7 @@ from ._processes import ERROR_FILE_VARIABLE, interrupted, records_error, run_in_
 from ._report import Report, epoch_logger
 from ._resume_word2fun import continue_saved_run
 from ._word2fun_corpus import _comma_items, _corpus_parts, _load_corpus
+from ._word2fun_ignored import ignored_options
 from ._word2fun_options import DEFAULT_ERAS, add_word2fun_options
 
 __all__ = ["register", "run"]
@@ -300,6 +306,9 @@ def _run(args: argparse.Namespace) -> int:
         status_line(resumed)
     words = _report_words(args.words)
     cfg, options = _checked_settings(args)
+    report.data["warnings"] += ignored_options(args)     # said once (not by each process), kept in the report
+    for warning in report.data["warnings"] if main and not os.environ.get(ERROR_FILE_VARIABLE) else ():
+        warning_line(args.prog, warning)
     locked = _lock_out(args, main, cfg.device)
     report.update(dataset=args.corpus, split="corpus", split_unit="documents, tokens",
                   config=dict(model=None, train=dataclasses.asdict(cfg), fit=options),
@@ -381,7 +390,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     """Train (:func:`_fit`); then the first process reports the ``--words`` per era, writes the grid and the
     report, and prints the results last."""
     from qpnlp.word2fun.distributed import is_main_process, shutdown
-    from qpnlp.word2fun.train import loss_growth
+    from qpnlp.word2fun.train import loss_growths
 
     result = _fit(args, report, corpus, cfg, options, vocabulary, main, finished)
     main = is_main_process()
@@ -389,9 +398,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     if not main:
         return 0
     vectors, stats = result.vectors, result.stats
-    grown = loss_growth(stats, result.config)     # fit's warning said it on stderr; the report keeps it
-    if grown is not None:
-        report.data["warnings"].append(grown)
+    report.data["warnings"] += loss_growths(result)   # fit's warnings said them on stderr; the report keeps them
     _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
     status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
     words = _words_in_vocabulary(args, report, vectors, words)
@@ -432,7 +439,7 @@ def _words_in_vocabulary(args: argparse.Namespace, report: Report, vectors, word
         named = ", ".join(w + (f" (the vocabulary has {cased[w]!r})" if w in cased else "") for w in missing)
         warning = f"--words not in the vocabulary (min count {args.min_count}): {named}"
         report.data["warnings"].append(warning)
-        status_line(f"warning: {warning}")
+        warning_line(args.prog, warning)
     return [w for w in words if w not in missing]
 
 

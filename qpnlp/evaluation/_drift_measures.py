@@ -33,11 +33,12 @@ def _years(years, T: int, increasing: bool = False) -> np.ndarray:
     return y
 
 
-def _trajectories(X, name: str) -> torch.Tensor:
-    """``X`` as a finite (T, W, D) tensor (ValueError otherwise)."""
+def _trajectories(X, name: str, axes: str = "(T, W, D)") -> torch.Tensor:
+    """``X`` as a finite real tensor of the three ``axes`` (ValueError otherwise, naming them as the caller's
+    docstring does: ``(T, W, C)`` for profiles over C contexts)."""
     X = torch.as_tensor(X)
     if X.dim() != 3 or X.is_complex() or not X.is_floating_point():
-        raise ValueError(f"{name} must be a real floating (T, W, D) tensor; got {X.dtype} {tuple(X.shape)}")
+        raise ValueError(f"{name} must be a real floating {axes} tensor; got {X.dtype} {tuple(X.shape)}")
     if not bool(torch.isfinite(X).all()):
         raise ValueError(f"{name} contains NaN or inf (first at index {tuple(torch.nonzero(~torch.isfinite(X))[0].tolist())})")
     return X
@@ -266,7 +267,7 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
     >>> round(context_change_scores(P, np.array([0.0, 1.0]), (0, 0), (1, 1)).item(), 6)
     0.4
     """
-    P = _trajectories(P, "P")
+    P = _trajectories(P, "P", "(T, W, C)")
     years = _years(years, P.shape[0])
     a, b = _period_mean(P, years, early, "early"), _period_mean(P, years, late, "late")
     return (a - b).abs().mean(-1)

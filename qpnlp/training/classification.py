@@ -29,9 +29,11 @@ from qpnlp.models import Model, get_model_class, registered_models
 
 from qpnlp._errors import TrainingDiverged
 from qpnlp._stacklevel import outside_qpnlp
+from qpnlp.measurement._module import drawing_from
 
 from .config import ConfigError, TrainConfig
 from .loop import TrainingInterrupted
+from .optimisers import check_phase_lr
 from .trainer import FitResult, accuracy, fit, seeded
 
 
@@ -335,25 +337,53 @@ def config_from_data(klass: type[Model], model_options: dict, filled: dict):
 _PLACEHOLDER_DIMS = (720720, 50, 100, 300)
 
 
-def check_model_options(kind: str, model_options: dict) -> None:
+def check_model_options(kind: str, model_options: dict, train_config: TrainConfig | None = None) -> None:
     """Raise :class:`~qpnlp.training.config.ConfigError` if ``model_options`` cannot configure a ``kind`` model.
 
     Checked before any data is read: unknown options, values of the wrong
     type and values the model's config refuses, with the trainer-filled
-    fields (vocabulary size, classes, width) at permissive placeholders.
+    fields (vocabulary size, classes, width) at permissive placeholders; with
+    ``train_config``, also a ``phase_lr`` that the model would ignore
+    (:func:`~qpnlp.training.optimisers.check_phase_lr`, asked of the model
+    built with 4 words: it was refused once the data and vectors were read).
     """
+    _placeholder_config(kind, model_options, 1 << 20, _PLACEHOLDER_DIMS)
+    if train_config is not None and train_config.phase_lr is not None:
+        small = _placeholder_config(kind, model_options, 4, _PLACEHOLDER_DIMS[1:], refuse=False)
+        model = None if small is None else _placeholder_model(kind, small)
+        if model is not None:             # else the trainer's Optimisers refuses it, with the data
+            check_phase_lr(model, train_config.phase_lr)
+
+
+def _placeholder_config(kind: str, model_options: dict, num_words: int, dims: Sequence[int], refuse: bool = True):
+    """The config of a ``kind`` model of ``model_options`` with the trainer-filled fields at placeholders:
+    ``num_words`` words, 2 classes and the first width of ``dims`` that the config takes (``dim`` as given
+    when it is an option); the config's error as a ConfigError when none does (None unless ``refuse``)."""
     klass = get_model_class(kind)
     fields = {f.name for f in dataclasses.fields(klass.config_class)}
-    filled = {k: v for k, v in {"num_words": 1 << 20, "num_classes": 2}.items() if k in fields}
-    widths = [{}] if "dim" in model_options or "dim" not in fields else [{"dim": d} for d in _PLACEHOLDER_DIMS]
+    filled = {k: v for k, v in {"num_words": num_words, "num_classes": 2}.items() if k in fields}
+    widths = [{}] if "dim" in model_options or "dim" not in fields else [{"dim": d} for d in dims]
     first = None
     for width in widths:
         try:
-            klass.config_class.from_dict({**model_options, **filled, **width})
-            return
+            return klass.config_class.from_dict({**model_options, **filled, **width})
         except (ValueError, TypeError) as err:
             first = first or err
-    raise ConfigError(f"{kind}: {first}") from None
+    if refuse:
+        raise ConfigError(f"{kind}: {first}") from None
+    return None
+
+
+def _placeholder_model(kind: str, config) -> Model | None:
+    """A ``kind`` model of ``config`` (:meth:`~qpnlp.models.base.Model.empty`), its draws from a generator of its
+    own (the global RNG, and so the training that follows, as it was) and its warnings unsaid (the real model
+    says them); None where the placeholder sizes build none (the real model, of the data's sizes, may)."""
+    try:
+        with drawing_from(torch.Generator().manual_seed(0)), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return get_model_class(kind).empty(config)
+    except (ValueError, TypeError, RuntimeError):
+        return None
 
 
 def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train_config: TrainConfig) -> None:
@@ -380,9 +410,9 @@ def check_grid(kind: str, candidates: Sequence[dict], model_options: dict, train
         raise ConfigError(f"unknown selection key(s) {unknown} for {kind}: a key is a model option or a training "
                           f"setting, one of {', '.join(options)}")
     for setting in candidates:
-        options, _ = apply_setting(setting, model_options, train_config)
+        options, config = apply_setting(setting, model_options, train_config)
         try:
-            check_model_options(kind, options)
+            check_model_options(kind, options, config)
         except ConfigError as err:
             raise ConfigError(f"selection candidate {setting}: {err}") from None
 

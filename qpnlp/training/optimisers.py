@@ -19,7 +19,7 @@ from qpnlp.nn.unitary import CayleyStepSGD, split_cayley_step_parameters
 from .config import ConfigError, TrainConfig
 from .sparse_rmsprop import RowSparseAdam, SparseRMSprop
 
-__all__ = ["Optimisers", "sparse_tables", "dense_gradients", "check_optimizer", "KERAS_RMSPROP"]
+__all__ = ["Optimisers", "sparse_tables", "dense_gradients", "check_optimizer", "check_phase_lr", "KERAS_RMSPROP"]
 
 #: RMSprop's settings in Keras (the papers' public code), for ``TrainConfig(optimizer="rmsprop")``.
 KERAS_RMSPROP = dict(alpha=0.9, eps=1e-7)
@@ -57,16 +57,14 @@ class Optimisers:
     """
 
     def __init__(self, model: nn.Module, config: TrainConfig) -> None:
+        check_phase_lr(model, config.phase_lr)
         tables, phases, seen = [], [], set()
         for name, module in _sparse_table_modules(model):
             if id(module.weight) in seen:     # a table tied to an earlier module's: listed twice, it stepped twice
                 continue
             seen.add(id(module.weight))
-            is_phase = config.phase_lr is not None and name.rsplit(".", 1)[-1] == "phase"
+            is_phase = config.phase_lr is not None and _is_phase_table(name)
             (phases if is_phase else tables).append(module.weight)
-        if config.phase_lr is not None and not phases:
-            raise ConfigError(f"phase_lr (--phase-lr) {config.phase_lr:g} would be ignored: {type(model).__name__} "
-                              "has no trainable phase table (a sparse embedding named 'phase'); leave it unset")
         stiefel = [w for w in split_cayley_step_parameters(model)[0] if w.requires_grad]
         own_ids = {id(p) for p in tables + phases + stiefel}
         dense = [p for p in model.parameters() if p.requires_grad and id(p) not in own_ids]
@@ -106,6 +104,29 @@ def sparse_tables(model: nn.Module) -> list[str]:
         The model searched, submodules included.
     """
     return [f"{name}.weight" if name else "weight" for name, module in _sparse_table_modules(model)]
+
+
+def check_phase_lr(model: nn.Module, phase_lr: float | None) -> None:
+    """:class:`~qpnlp.training.config.ConfigError` for a ``phase_lr`` set for a model without a trainable phase
+    table (a sparse embedding named ``phase``), which :class:`Optimisers` would otherwise ignore. The commands ask
+    it of a model built at placeholder sizes before any data is read
+    (:func:`~qpnlp.training.classification.check_model_options`).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to train.
+    phase_lr : float or None
+        ``TrainConfig.phase_lr``; None (the phase tables, if any, take ``embedding_lr``) passes.
+    """
+    if phase_lr is not None and not any(_is_phase_table(name) for name, _ in _sparse_table_modules(model)):
+        raise ConfigError(f"phase_lr (--phase-lr) {phase_lr:g} would be ignored: {type(model).__name__} has no "
+                          "trainable phase table (a sparse embedding named 'phase'); leave it unset")
+
+
+def _is_phase_table(name: str) -> bool:
+    """Whether the module named ``name`` (``model.named_modules()``) is a phase table."""
+    return name.rsplit(".", 1)[-1] == "phase"
 
 
 def _sparse_table_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:

@@ -415,11 +415,21 @@ def _strict_json(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-def _plain(value):
-    """JSON for NumPy and torch scalars in a history entry (an observer may return them)."""
-    if isinstance(value, (np.generic, torch.Tensor)) and getattr(value, "ndim", 0) == 0:
+def _number(value):
+    """The Python number of a zero-dimensional NumPy or torch value (``np.float32(0.5)``, ``np.array(0.5)``,
+    ``torch.tensor(0.5)``: what an observer may return), else ``value`` itself."""
+    if isinstance(value, (np.generic, np.ndarray, torch.Tensor)) and value.ndim == 0:
         return value.item()
-    raise TypeError(f"a {type(value).__name__} is not JSON; history entries must be numbers, strings, lists or dicts")
+    return value
+
+
+def _plain(value):
+    """JSON for NumPy and torch scalars in a history entry (:func:`_number`); TypeError for anything else."""
+    number = _number(value)
+    if number is value:
+        raise TypeError(f"a {type(value).__name__} is not JSON; history entries must be numbers, strings, lists or "
+                        f"dicts")
+    return number
 
 
 def non_finite_value(value, where: str = "") -> tuple[str, float] | None:
@@ -427,15 +437,14 @@ def non_finite_value(value, where: str = "") -> tuple[str, float] | None:
     ``state.json`` (``json.dumps(..., allow_nan=False)``) refuses in a history entry.
 
     ``value`` is looked through as the writer reads it (``qpnlp._json.leaves``): dicts (``where.key``), lists and
-    tuples (``where[i]``), Python floats and zero-dimensional NumPy / torch numbers (:func:`_plain`). ``where``
+    tuples (``where[i]``), Python floats and zero-dimensional NumPy / torch numbers (:func:`_number`). ``where``
     names ``value`` itself.
 
     >>> non_finite_value({"test": {"map": 0.5, "mrr": float("nan")}})
     ('test.mrr', nan)
     """
     for path, leaf in leaves(value, where):
-        if isinstance(leaf, (np.generic, torch.Tensor)) and getattr(leaf, "ndim", 0) == 0:
-            leaf = leaf.item()
+        leaf = _number(leaf)
         if isinstance(leaf, float) and not np.isfinite(leaf):
             return path, leaf
     return None

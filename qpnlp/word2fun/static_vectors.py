@@ -42,8 +42,13 @@ def _is_vector(item) -> bool:
 
 def _query_list(items) -> list:
     """The words and vectors of a ``most_similar`` argument, as gensim reads them: a word or a vector (D,) is one
-    item, a matrix (n, D) its n rows, anything else an iterable of items (words or vectors)."""
-    if _is_vector(items) and items.ndim in (1, 2):
+    item, a matrix (n, D) its n rows, anything else an iterable of items (words or vectors). A vector of another
+    number of dimensions is a ValueError naming its shape (a (1, 1, D) array was read as one row (1, D), whose shape
+    the error then named)."""
+    if _is_vector(items):
+        if items.ndim not in (1, 2):
+            raise ValueError(f"query vectors must be one vector (D,) or a matrix (n, D) of n vectors; got shape "
+                             f"{tuple(items.shape)}")
         return [items] if items.ndim == 1 else list(items)
     return _word_list(items)
 
@@ -203,9 +208,12 @@ class StaticKeyedVectors:
         if vector.dtype.kind == "c":               # the cast below kept the real part with only a numpy warning
             raise TypeError(f"a query vector must be real; got {vector.dtype}")
         vector = np.asarray(vector, dtype=self._unit.dtype)
-        if vector.shape != (self.vector_size,) or not np.isfinite(vector).all():
-            raise ValueError(f"a query vector must be finite with shape ({self.vector_size},); got shape "
-                             f"{vector.shape}")
+        if vector.shape != (self.vector_size,):
+            raise ValueError(f"a query vector must have shape ({self.vector_size},); got shape {vector.shape}")
+        bad = np.flatnonzero(~np.isfinite(vector))
+        if bad.size:
+            raise ValueError(f"a query vector must be finite; got {vector[bad[0]]} at index {bad[0]} ({bad.size} "
+                             f"of its {self.vector_size} values are NaN or infinite)")
         return vector
 
     def most_similar(self, positive: str | Iterable[str] | None = None, negative: str | Iterable[str] | None = None,
@@ -239,9 +247,11 @@ class StaticKeyedVectors:
             For a complex vector (its imaginary part would be dropped).
         ValueError
             Without any word or vector, for ``topn`` or ``min_count`` that are not
-            integers (``topn`` >= 1, ``min_count`` >= 0), for a vector not of
-            shape (D,) or not finite, or when the query is the zero vector
-            (e.g. the same word positive and negative): it ranks nothing.
+            integers (``topn`` >= 1, ``min_count`` >= 0), for an array that is
+            neither a vector (D,) nor a matrix (n, D) (the shape given is named),
+            for a vector not of shape (D,), for a vector with a NaN or an infinite
+            value (the first is named, with its index), or when the query is the
+            zero vector (e.g. the same word positive and negative): it ranks nothing.
         """
         pos, neg = _query_list(positive), _query_list(negative)
         if not pos and not neg:

@@ -53,7 +53,8 @@ from qpnlp.word2fun.model import Word2Fun, Word2FunConfig
 from qpnlp.word2fun.step_sizes import step_bounds
 from qpnlp.word2fun.sources import ArraySource, StreamSource
 
-__all__ = ["COMPASS_MODES", "LOSS_GROWTH_LIMIT", "FitResult", "fit", "loss_growth", "train_word2fun"]
+__all__ = ["COMPASS_MODES", "COMPASS_PRETRAINING", "LOSS_GROWTH_LIMIT", "FitResult", "fit", "loss_growth",
+           "loss_growths", "train_word2fun"]
 # TrainConfig: .config, TrainStats: .loop
 
 #: Whether the compass (the time-independent part) keeps training (``compass=``).
@@ -62,6 +63,8 @@ COMPASS_MODES = ("trainable", "frozen")
 STEP_CENTRES = ("changepoint", "middle")
 #: A run whose last epoch's mean loss exceeds this many times its first epoch's has diverged (:func:`loss_growth`).
 LOSS_GROWTH_LIMIT = 10.0
+#: The loss that :func:`loss_growth` names for the static pre-training of ``compass="frozen"`` (:func:`loss_growths`).
+COMPASS_PRETRAINING = "the mean loss of the compass pre-training (compass='frozen', a static model)"
 
 
 def train_word2fun(
@@ -290,7 +293,9 @@ def fit(
     -----
     RuntimeWarning
         When the last epoch's mean loss is more than :data:`LOSS_GROWTH_LIMIT` (10) times the first's, a divergence
-        that raised nothing (:func:`loss_growth`); in a distributed run by the first process only.
+        that raised nothing (:func:`loss_growth`); in a distributed run by the first process only. The static
+        pre-training of ``compass="frozen"``, a run of its own, is held to the same rule and warns on its own
+        (:func:`loss_growths`).
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
@@ -329,8 +334,9 @@ def fit(
     run_info = run_state.run_info(info, cfg, run, world, metadata)
     start, stats = _train_model(vectors, source, cfg, saved, rng_saved, run_info, checkpoint, on_epoch, rank, world,
                                 dev, progress)
-    _warn_loss_growth(stats, cfg, rank)
-    return FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
+    result = FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
+    _warn_loss_growths(result, rank)
+    return result
 
 
 def _saved_run(checkpoint: str | os.PathLike, log: TextIO | None) -> dict | None:
@@ -378,14 +384,29 @@ def _train_model(vectors: KeyedVectors, source, cfg: TrainConfig, saved: dict | 
     return start, stats
 
 
-def _warn_loss_growth(stats: TrainStats, cfg: TrainConfig, rank: int) -> None:
-    """:func:`loss_growth`'s warning (``RuntimeWarning``), said once: by the first process."""
-    grown = loss_growth(stats, cfg)
-    if grown is not None and rank == 0:              # said once, not by every process
+def _warn_loss_growths(result: FitResult, rank: int) -> None:
+    """:func:`loss_growths`'s warnings (``RuntimeWarning``), said once: by the first process."""
+    for grown in loss_growths(result) if rank == 0 else ():      # said once, not by every process
         warnings.warn(grown, RuntimeWarning, stacklevel=outside_qpnlp())
 
 
-def loss_growth(stats: TrainStats, cfg: TrainConfig) -> str | None:
+def loss_growths(result: FitResult) -> list[str]:
+    """The :func:`loss_growth` warnings of the training runs of a :func:`fit`: the static pre-training of the frozen
+    compass (``compass="frozen"``, a run of its own with its own losses, :attr:`FitResult.compass_stats`), then the
+    model's; empty when neither grew.
+
+    Parameters
+    ----------
+    result : FitResult
+        What :func:`fit` returned (its ``compass_stats``, ``stats`` and ``config``).
+    """
+    runs = [(result.compass_stats, COMPASS_PRETRAINING), (result.stats, "Word2Fun's mean loss")]
+    found = [loss_growth(stats, result.config or TrainConfig(), what=what) for stats, what in runs
+             if stats is not None]
+    return [warning for warning in found if warning is not None]
+
+
+def loss_growth(stats: TrainStats, cfg: TrainConfig, *, what: str = "Word2Fun's mean loss") -> str | None:
     r"""The warning for a run whose loss ran away below the divergence checks of the loop, else None.
 
     The loop stops a run whose loss becomes NaN or infinite or whose parameters pass the run-away limit
@@ -410,6 +431,8 @@ def loss_growth(stats: TrainStats, cfg: TrainConfig) -> str | None:
         The run's statistics (its ``epoch_loss``, one mean per epoch).
     cfg : qpnlp.word2fun.config.TrainConfig
         The settings it trained with (named in the warning).
+    what : str, default "Word2Fun's mean loss"
+        The loss the warning names (:data:`COMPASS_PRETRAINING` for the frozen compass's pre-training).
 
     Examples
     --------
@@ -421,7 +444,7 @@ def loss_growth(stats: TrainStats, cfg: TrainConfig) -> str | None:
     losses = stats.epoch_loss
     if len(losses) < 2 or not losses[0] > 0 or not losses[-1] > LOSS_GROWTH_LIMIT * losses[0]:
         return None
-    return (f"Word2Fun's mean loss grew from {losses[0]:.4g} in epoch 1 to {losses[-1]:.4g} in epoch "
+    return (f"{what} grew from {losses[0]:.4g} in epoch 1 to {losses[-1]:.4g} in epoch "
             f"{len(losses)}, more than {LOSS_GROWTH_LIMIT:g} times: the training diverged (without a NaN or a "
             f"parameter past the run-away limit, which stop it) and its vectors are likely meaningless; lower lr "
             f"({cfg.lr:g}; default {TrainConfig.lr:g}) or batch_size ({cfg.batch_size}; default "

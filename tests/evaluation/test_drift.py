@@ -284,6 +284,11 @@ def test_change_scores_check_years_and_vectors():
         context_change_scores(P, np.array([0.0, 1.0, np.nan, 3.0]), (0, 1), (2, 3))
     with pytest.raises(ValueError, match="P contains NaN"):
         context_change_scores(torch.full((4, 2, 3), float("nan")), np.arange(4.0), (0, 1), (2, 3))
+    # profiles over C contexts, as the docstring names them; the message said (T, W, D)
+    with pytest.raises(ValueError, match=r"P must be a real floating \(T, W, C\) tensor; got torch.float32 \(4, 3\)"):
+        context_change_scores(torch.full((4, 3), 0.5), np.arange(4.0), (0, 1), (2, 3))
+    with pytest.raises(ValueError, match=r"E must be a real floating \(T, W, D\) tensor"):
+        change_scores(torch.ones(4, 3), np.arange(4.0), (0, 1), (2, 3))
 
 
 def test_auc_names_the_side_with_a_nan():

@@ -302,6 +302,23 @@ def test_phase_lr_for_a_model_without_a_phase_table_is_refused_not_ignored():
     Optimisers(model, TrainConfig())
 
 
+def test_phase_lr_is_checked_with_the_model_options_before_any_data():
+    """check_model_options (and check_grid, per candidate) ask the optimiser's question of the model built at
+    placeholder sizes: whether it has a phase table depends on its options; the global RNG is left as it was."""
+    from qpnlp.training.classification import check_grid, check_model_options
+
+    phases, none = {"embedding_options": {"initial_phase": True}}, {"embedding_options": {"initial_phase": False}}
+    state = torch.random.get_rng_state()
+    check_model_options("order_classifier", phases, TrainConfig(phase_lr=1e-2))
+    check_model_options("order_classifier", none, TrainConfig())                 # phase_lr unset: nothing to refuse
+    assert torch.equal(torch.random.get_rng_state(), state)
+    with pytest.raises(ConfigError, match=r"phase_lr \(--phase-lr\) 0.01 would be ignored: OrderClassifier has no"):
+        check_model_options("order_classifier", none, TrainConfig(phase_lr=1e-2))
+    with pytest.raises(ConfigError, match=r"selection candidate \{'embedding_options': \{'initial_phase': False\}\}: "
+                                          r"phase_lr \(--phase-lr\) 0.01 would be ignored"):
+        check_grid("order_classifier", [phases, none], {}, TrainConfig(phase_lr=1e-2))
+
+
 def test_load_checkpoint_refuses_a_vocabulary_smaller_than_the_model(tmp_path):
     """Ids beyond the vocabulary would have no word: the vocabulary does not belong to the model."""
     model = QPDN(QPDNConfig(num_words=20, num_classes=2, dim=6, num_measurements=4))

@@ -531,3 +531,19 @@ def test_the_query_object_leaves_the_callers_modes_as_they_were(make, randomise,
     vectors.similarity_over_time("a", "b", [1950.0]), vectors.at(1950.0), vectors.indicators(["a"])
     assert seen and not any(seen)                          # queried in eval mode
     assert [m.training for m in model.modules()] == modes
+
+
+@pytest.mark.parametrize("query, fragment", [
+    (np.array([np.nan, 0.25]), r"must be finite; got nan at index 0 \(1 of its 2 values"),
+    (torch.tensor([float("inf"), float("-inf")]), r"must be finite; got inf at index 0 \(2 of its 2"),
+    (np.ones((1, 1, 2)), r"one vector \(D,\) or a matrix \(n, D\) of n vectors; got shape \(1, 1, 2\)"),
+    (torch.ones(()), r"got shape \(\)"),
+    (np.ones(3), r"must have shape \(2,\); got shape \(3,\)"),
+])
+def test_a_bad_query_vector_is_named_for_what_is_wrong(query, fragment):
+    # a NaN query said "must be finite with shape (2,); got shape (2,)"; a (1, 1, 2) array named the (1, 2) row
+    kv = StaticKeyedVectors(list("abcd"), X4.numpy())
+    with pytest.raises(ValueError, match=fragment):
+        kv.most_similar(query)
+    with pytest.raises(ValueError, match=fragment):
+        kv.most_similar(["a"], query)
