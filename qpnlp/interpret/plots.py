@@ -23,9 +23,11 @@ modulus, a symmetric scale for signed parts, a cyclic one for phases).
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import matplotlib
 import numpy as np
@@ -52,6 +54,10 @@ MARKERS = ("o", "s", "^", "D")
 
 
 # --------------------------------------------------------------------------- axes and figures
+#: The figures :func:`_new_axes` opened in this thread during the plotting call running (``figures``, a list).
+_opened = threading.local()
+
+
 def _new_axes(n: int, panel: tuple[float, float], ncols: int | None = None) -> list[Axes]:
     """``n`` Axes of ``panel`` inches each, ``ncols`` to a row, in a new pyplot figure (now the current one)."""
     import matplotlib.pyplot as plt
@@ -60,10 +66,36 @@ def _new_axes(n: int, panel: tuple[float, float], ncols: int | None = None) -> l
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows), layout="constrained",
                              squeeze=False)
+    if getattr(_opened, "figures", None) is not None:
+        _opened.figures.append(fig)
     axes = list(axes.ravel())
     for extra in axes[n:]:
         fig.delaxes(extra)
     return axes[:n]
+
+
+def _closing_on_error(plot: Callable) -> Callable:
+    """``plot`` closing the figures it opened itself (``ax`` not given) when it raises, and only those.
+
+    A figure left half-drawn in pyplot by a call that failed (labels of the wrong length, Ctrl-C) stayed open:
+    the next ``plt.show()``, a notebook cell's inline output and ``plt.gcf()`` showed it, and it was never freed.
+    """
+    @functools.wraps(plot)
+    def closing(*args, **kwargs):
+        outer, opened = getattr(_opened, "figures", None), []
+        _opened.figures = opened
+        try:
+            return plot(*args, **kwargs)
+        except BaseException:
+            if opened:
+                import matplotlib.pyplot as plt
+
+                for fig in opened:
+                    plt.close(fig)
+            raise
+        finally:
+            _opened.figures = outer
+    return closing
 
 
 def _single_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -130,6 +162,7 @@ def _tick_labels(ax: Axes, labels, d: int) -> None:
 
 
 # --------------------------------------------------------------------------- density matrices
+@_closing_on_error
 def plot_density_matrix(rho, *, part: str = "modulus", scale: str = "log", decades: float = 3.0,
                         labels: Sequence[str] | None = None, ax: Axes | None = None,
                         title: str | None = None) -> Axes:
@@ -260,6 +293,7 @@ def _cmap(name: str) -> colors.Colormap:
     return matplotlib.colormaps[name]
 
 
+@_closing_on_error
 def plot_density_matrix_parts(rho, *, parts: Sequence[str] = ("modulus", "phase"), scale: str = "log",
                               decades: float = 3.0, labels: Sequence[str] | None = None,
                               ax: Sequence[Axes] | None = None, axes: Sequence[Axes] | None = None,
@@ -294,6 +328,7 @@ def plot_density_matrix_parts(rho, *, parts: Sequence[str] = ("modulus", "phase"
 
 
 # --------------------------------------------------------------------------- measurements
+@_closing_on_error
 def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | None = None, top: int | None = None,
                                    ax: Axes | None = None, title: str | None = None) -> Axes:
     r"""Bar chart of Born probabilities :math:`p_k = \operatorname{Tr}(\rho\,|v_k\rangle\langle v_k|)`.
@@ -340,6 +375,7 @@ def plot_measurement_probabilities(probabilities, *, labels: Sequence[str] | Non
 
 
 # --------------------------------------------------------------------------- word states
+@_closing_on_error
 def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None = None,
                      ax: Axes | Sequence[Axes] | None = None, ncols: int = 2,
                      title: str | None = None) -> np.ndarray:
@@ -411,6 +447,7 @@ def plot_word_states(states, words: Sequence[str], *, dims: Sequence[int] | None
 
 
 # --------------------------------------------------------------------------- Word2Fun and periods
+@_closing_on_error
 def plot_similarity_over_time(table: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,
                               ylabel: str = "cosine similarity") -> Axes:
     """One line per column of a times x words table (e.g. :func:`~qpnlp.interpret.similarity_trajectories`).
@@ -486,6 +523,7 @@ def _legend_rows(ax: Axes, fontsize) -> int:
     return max(1, int(height / (size * (1.2 + matplotlib.rcParams["legend.labelspacing"]))))
 
 
+@_closing_on_error
 def plot_period_histogram(periods, *, bins: int = 40, log: bool = True, reference: float | None = None,
                           ax: Axes | None = None, title: str | None = None,
                           ylabel: str = "frequencies per bin (one per word and dimension)") -> Axes:
