@@ -1,5 +1,6 @@
 """qpnlp._env: the environment variables, read one way (blank = unset, a bad value an error naming it), and listed."""
 
+import argparse
 import ast
 import re
 from pathlib import Path
@@ -31,6 +32,34 @@ def test_a_bad_switch_names_the_variable_and_the_values(monkeypatch, value):
     monkeypatch.setenv("QPNLP_SOME_SWITCH", value)
     with pytest.raises(ValueError, match=rf"QPNLP_SOME_SWITCH must be 0 or 1 .*off/on\); got '{value}'"):
         _env.flag("QPNLP_SOME_SWITCH", True)
+
+
+@pytest.mark.parametrize("spelt", [*_env.SWITCHES, "TRUE", " Off ", "Yes", "nO"])
+def test_every_reader_of_a_switch_takes_the_same_spellings(monkeypatch, spelt):
+    """Three readers had three sets: QPNLP_* took 0/1, false/true, no/yes, off/on; a ``list[bool]`` option's items
+    true/false only (``--flags 1``: "expected true or false"); a selection grid lower-case true/false only
+    (``complete=True`` reached the model as the string 'True', "must be bool")."""
+    from qpnlp.commands._config_options import _boolean
+    from qpnlp.training.classification import parse_grid
+
+    expected = _env.SWITCHES[spelt.strip().lower()]
+    monkeypatch.setenv("QPNLP_SOME_SWITCH", spelt)
+    assert _env.flag("QPNLP_SOME_SWITCH", not expected) is expected
+    assert _boolean(spelt) is expected
+    in_grid = parse_grid([f"complete={spelt}"])[0]["complete"]
+    assert in_grid is expected if spelt.strip() not in ("0", "1") else in_grid == int(spelt)   # a grid's numbers
+
+
+def test_a_bad_switch_is_refused_naming_the_spellings_wherever_it_is_read():
+    from qpnlp.commands._config_options import _boolean
+    from qpnlp.training.classification import parse_grid
+
+    with pytest.raises(argparse.ArgumentTypeError, match=r"each item must be 0 or 1 \(or false/true, no/yes, "
+                                                          r"off/on\); got 'maybe'"):
+        _boolean("maybe")
+    with pytest.raises(ValueError, match=r"--x must be 0 or 1 \(or false/true, no/yes, off/on\); got 'ja'"):
+        _env.boolean("ja", "--x")
+    assert parse_grid(["weighting=maybe"]) == [dict(weighting="maybe")]        # a string, as any other word
 
 
 def test_qpnlp_compiled_off_turns_the_loops_off(monkeypatch):

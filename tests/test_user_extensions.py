@@ -181,14 +181,17 @@ def _typed_options(argv: list[str]) -> dict:
 
 
 def test_a_list_of_bool_field_reads_true_and_false(registered, capsys):
-    """``list[bool]`` items were read as ints (``invalid int value: 'true'``); they are true/false, as a grid's."""
+    """``list[bool]`` items were read as ints (``invalid int value: 'true'``); they are switches, spelt as every
+    other (``qpnlp._env.boolean``)."""
     registered(TypedBow)
     options = _typed_options(["--flags", "true", "false", "True"])
     assert options["flags"] == [True, False, True] and TypedConfig.from_dict({"num_words": 3, "num_classes": 2,
                                                                               **options}).flags == [True, False, True]
+    assert _typed_options(["--flags", "1", "no", "OFF"])["flags"] == [True, False, False]   # as QPNLP_* switches
     with pytest.raises(SystemExit):
-        _typed_options(["--flags", "1"])
-    assert "argument --flags: expected true or false; got '1'" in capsys.readouterr().err
+        _typed_options(["--flags", "maybe"])
+    assert "argument --flags: each item must be 0 or 1 (or false/true, no/yes, off/on); got 'maybe'" in \
+        capsys.readouterr().err
 
 
 def test_a_literal_field_gets_its_choices(registered, capsys):

@@ -12,8 +12,8 @@ Types, read from the annotations as :func:`typing.get_type_hints` resolves them
 ``int``, ``float``, ``str`` as such; ``bool`` as ``--flag/--no-flag``; a ``Literal`` of ints, floats or strings as
 an option of those ``choices`` (``--pooling {sum,mean}``, the value of the literal's type); ``list[X]``,
 ``tuple[X, ...]`` as ``nargs="+"`` of such ``X`` (a bare ``list``/``tuple`` of ints; ``list[bool]`` items are
-``true``/``false``); ``dict`` as a JSON object; each also optional (``X | None``, ``Optional[X]``,
-``Union[X, None]``), the default then None. A field of any other annotation (``set[int]``, ``int | str``,
+switches, ``true``/``false`` or ``1``/``0``, ``yes``/``no``, ``on``/``off``); ``dict`` as a JSON object; each also
+optional (``X | None``, ``Optional[X]``, ``Union[X, None]``), the default then None. A field of any other annotation (``set[int]``, ``int | str``,
 ``list[list[int]]``, or one that does not resolve) is not left out silently, nor read as something else: its option
 is listed in ``--help`` as not settable on the command line and refused by name when given; the model keeps the
 field's default.
@@ -28,6 +28,7 @@ import json
 import re
 import typing
 
+from qpnlp._env import boolean
 from qpnlp.models._config_types import (Unresolved, field_default, field_hints, item_hints, optional_base,
                                          spelling)
 
@@ -76,16 +77,17 @@ def _json_object(text: str) -> dict:
 
 
 def _boolean(text: str) -> bool:
-    """A ``list[bool]`` item: ``true`` or ``false`` (any case), as JSON and a selection grid spell them."""
-    value = {"true": True, "false": False}.get(text.lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected true or false; got {text!r}")
-    return value
+    """A ``list[bool]`` item: a switch as every other is spelt (:func:`qpnlp._env.boolean`: ``1``/``0``,
+    ``true``/``false``, ``yes``/``no``, ``on``/``off``, any case)."""
+    try:
+        return boolean(text, "each item")
+    except ValueError as err:                    # argparse would say "invalid _boolean value"
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _scalar(hint) -> dict | None:
     """The ``type`` (and ``choices``) keywords of a value of type ``hint``: ``int``, ``float``, ``str``, ``bool``
-    (``true``/``false``: a list item) or a ``Literal`` of ints, floats or strings; None for any other."""
+    (a switch: a list item, :func:`_boolean`) or a ``Literal`` of ints, floats or strings; None for any other."""
     if hint in (int, float, str):
         return dict(type=hint)
     if hint is bool:

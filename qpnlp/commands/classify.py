@@ -75,6 +75,8 @@ def register(subparsers: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     protocol_folds(args)                  # --folds on a fixed split: refused before a file is read or cleared
     saved = resume_training_run(args)     # --resume: the options not given are the saved run's
+    if saved is not None and args.dataset not in CV_DATASETS:   # an earlier qpnlp's --folds 10, unused here:
+        saved["taken"].pop("folds", None)                       # not said as continued (protocol_folds)
     args.vectors_scale = vectors_scale(args)                # the report (and a resumed run) records the scale used
     report = Report(args, command=f"train {args.kind}", model=args.kind)
     # Everything the command line alone decides is checked before any file is read.

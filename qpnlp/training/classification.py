@@ -27,6 +27,7 @@ from qpnlp.data import (ClassificationDataset, EncodedTexts, OOVReport, Pretrain
                         embedding_matrix_for, with_pretrained_fallback)
 from qpnlp.models import Model, get_model_class, registered_models
 
+from qpnlp._env import SWITCHES
 from qpnlp._errors import TrainingDiverged
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.measurement._module import drawing_from
@@ -242,10 +243,14 @@ def grid(**axes: Sequence) -> list[dict]:
 
 
 def parse_grid(specs: Sequence[str]) -> list[dict]:
-    """Settings from command-line axes ``"name=v1,v2,..."`` (values read as JSON where they parse, else strings).
+    """Settings from command-line axes ``"name=v1,v2,..."`` (values read as JSON where they parse, else a switch
+    as every switch is spelt, ``True``, ``no``, ``OFF`` (as the ``QPNLP_*`` variables; ``0`` and ``1`` are numbers
+    here), else strings).
 
     >>> parse_grid(["dropout=0,0.3", "weighting=amplitude_norm,trainable"])[3]
     {'dropout': 0.3, 'weighting': 'trainable'}
+    >>> parse_grid(["complete=True,no"])
+    [{'complete': True}, {'complete': False}]
     >>> parse_grid([])
     [{}]
     """
@@ -261,12 +266,12 @@ def parse_grid(specs: Sequence[str]) -> list[dict]:
 
 
 def _grid_value(name: str, text: str):
-    """``text`` as JSON where it parses, else as a string; a number that is not finite (``nan``, ``inf``, JSON's
-    ``NaN``) is refused here, naming the axis (as a string it reached the configs as "must be a number")."""
+    """``text`` as JSON where it parses, else as a switch or a string; a number that is not finite (``nan``, ``inf``,
+    JSON's ``NaN``) is refused here, naming the axis (as a string it reached the configs as "must be a number")."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
-        value = text
+    except json.JSONDecodeError:                   # True, yes, OFF: a switch (qpnlp._env.SWITCHES) as spelt elsewhere
+        value = SWITCHES.get(text.strip().lower(), text)
     try:
         number = float(value) if not isinstance(value, bool) else 0.0
     except (TypeError, ValueError):
@@ -462,7 +467,7 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                 resume=resume)
         except TrainingDiverged as err:
             dev_accuracies.append(None)
-            diverged = err
+            diverged = _without_locals(err)     # kept for the end, not the candidate's model and optimiser state
             continue
         except TrainingInterrupted as err:
             _attach_best_candidate(err, best, setting)
@@ -482,6 +487,25 @@ def run_split_selected(kind: str, dataset: ClassificationDataset, split: Split,
                          time.perf_counter() - start, fitted.history, selected=dict(setting),
                          candidate_dev_accuracies=dev_accuracies)
     return result, model, prepared, model_config
+
+
+def _without_locals(err: BaseException) -> BaseException:
+    """``err`` without its traceback, nor those of its cause and context: what it says stays (message, epoch,
+    history), and ``raise`` gives it a traceback from there.
+
+    A diverged candidate's error is kept until the grid ends (raised if every candidate diverges); its traceback's
+    frames, and the trainer's closures they run, held the candidate's model and optimiser state meanwhile (Adam's
+    two moments, each as large as the parameters). Clearing the frames' locals is not enough: a finished frame
+    keeps its function, and so a closure's cells."""
+    seen: set[int] = set()
+    pending = [err]
+    while pending:
+        found = pending.pop()
+        if found is not None and id(found) not in seen:
+            seen.add(id(found))
+            found.__traceback__ = None
+            pending += [found.__cause__, found.__context__]
+    return err
 
 
 def _tagged_log(log: Callable[[dict], None] | None, i: int, setting: dict) -> Callable[[dict], None] | None:

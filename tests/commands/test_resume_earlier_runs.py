@@ -74,6 +74,8 @@ def test_a_fixed_split_run_that_recorded_the_default_folds_resumes(tree, tmp_pat
     code, err = _run(_command("qpdn", tree, tmp_path / "state", "--epochs", "2", "--resume", "--report",
                               tmp_path / "r.json"), capsys)
     assert code == 0, err
+    # said "continuing with the saved run's --folds 10": a fixed split has no folds to continue
+    assert "continuing with the saved run's --no-select" in err and "--folds" not in err, err
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["arguments"]["folds"] is None and [e["epoch"] for e in report["history"]] == [1, 2]
     code, err = _run(_command("qpdn", tree, tmp_path / "other", "--folds", "10", "--epochs", "1"), capsys)

@@ -1,6 +1,8 @@
 """Hyper-parameter selection on dev inside a split (the papers' parameter pool, without looking at test)."""
 
+import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import qpnlp.training.classification as classification
 import qpnlp.training.trainer as trainer
 from qpnlp.data import ClassificationDataset, from_matrix
 from qpnlp.data.protocols import Split
-from qpnlp.training import ConfigError, TrainConfig
+from qpnlp.training import ConfigError, TrainConfig, TrainingDiverged
 from qpnlp.training.classification import (apply_setting, build_classifier, grid, parse_grid, prepare, run_split,
                                            run_split_selected, summarise)
 
@@ -111,6 +113,38 @@ def test_ties_keep_the_earliest_candidate():
     assert result.selected == dict(patience=5)
     with pytest.raises(ValueError, match="at least one setting"):
         run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [])
+
+
+def test_a_diverged_candidate_frees_its_model_and_optimiser_state_before_the_next_candidate(monkeypatch):
+    # the divergence kept for the end of the grid held, through its traceback, the candidate's frames: its model and
+    # its optimisers (Adam's moments, each as large as the parameters) lived on while every later candidate trained
+    built = []
+    real_optimisers, real_build = trainer.Optimisers, classification.build_classifier
+
+    def tracked_optimisers(model, config):
+        optimisers = real_optimisers(model, config)
+        built.append(weakref.ref(optimisers))
+        return optimisers
+
+    def building(*args, **kwargs):
+        gc.collect()                                    # only what is still referenced stays
+        alive.append([ref() is not None for ref in built])
+        model, config = real_build(*args, **kwargs)
+        built.append(weakref.ref(model))
+        return model, config
+
+    alive: list[list[bool]] = []
+    monkeypatch.setattr(trainer, "Optimisers", tracked_optimisers)
+    monkeypatch.setattr(classification, "build_classifier", building)
+    data, split = _toy_dataset()
+    explodes = dict(lr=1e30, embedding_lr=1e30)
+    result, *_ = run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [explodes, {}, dict(lr=0.01)])
+    assert result.candidate_dev_accuracies[0] is None and result.selected == {}
+    # before candidate 1: nothing of candidate 0; before candidate 2: the best so far's model (1), not its optimisers
+    assert alive == [[], [False, False], [False, False, True, False]]
+    with pytest.raises(TrainingDiverged, match="training diverged in epoch 1") as raised:   # each diverges: raised
+        run_split_selected("qpdn", data, split, None, OPTIONS, CONFIG, [explodes, dict(explodes, lr=1e31)])
+    assert raised.value.context["split"] == "fixed" and "lr 1e+31" in str(raised.value)
 
 
 def test_test_scoring_uses_the_configured_length_chunks(monkeypatch):
