@@ -390,7 +390,6 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     """Train (:func:`_fit`); then the first process reports the ``--words`` per era, writes the grid and the
     report, and prints the results last."""
     from qpnlp.word2fun.distributed import is_main_process, shutdown
-    from qpnlp.word2fun.train import loss_growths
 
     result = _fit(args, report, corpus, cfg, options, vocabulary, main, finished)
     main = is_main_process()
@@ -398,7 +397,7 @@ def _train(args, report: Report, corpus, cfg, options: dict, vocabulary, words: 
     if not main:
         return 0
     vectors, stats = result.vectors, result.stats
-    report.data["warnings"] += loss_growths(result)   # fit's warnings said them on stderr; the report keeps them
+    report.data["warnings"] += result.warnings    # fit said them on stderr; the report keeps them
     _restored_epochs(report, stats, len(stats.epoch_loss))   # a resumed run that had no epoch left
     status_line(f"vocabulary {len(vectors)} words (min count {args.min_count})")
     words = _words_in_vocabulary(args, report, vectors, words)

@@ -27,7 +27,10 @@ put back first (:func:`restore_interrupted_checkpoint`).
 The settings whose None stands for the model's default (:data:`RESOLVED_DEFAULTS`) are recorded resolved
 (:func:`~qpnlp.word2fun.loop.resolved_defaults`), and a resumed call that leaves them None continues with the run's own
 (:func:`with_saved_defaults`): a default changed by a later qpnlp never enters a run trained with the earlier one.
-A checkpoint of an earlier qpnlp that recorded them None is resumed with today's defaults (not compared).
+A checkpoint of an earlier qpnlp that recorded them None is resumed with today's defaults (not compared), the
+defaults it trained with.  A checkpoint written before a setting existed does not record it: the resumed epochs
+train with the call's value, and :func:`unrecorded_settings` names those that train otherwise than the run did
+(:data:`EARLIER_VALUES`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,14 @@ RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "s
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields whose None stands for the model's default, resolved by
 #: :func:`~qpnlp.word2fun.train.fit` (:func:`~qpnlp.word2fun.loop.resolved_defaults`).
 RESOLVED_DEFAULTS = ("roughness_penalty", "step_centre_lr")
+#: The :class:`~qpnlp.word2fun.config.TrainConfig` fields added after runs were first checkpointed (their
+#: checkpoints record the earlier fields only), each with the value that trains as the earlier qpnlp did: no per-word
+#: roughness weights or learning-rate factors (powers 0; the ``frequency_reference`` and ``rare_lr_max`` added with
+#: them then have no effect), the thesis loss's negative term (weight 1) and the logistic steps' centres at 0.03
+#: (``STEP_CENTRE_LR`` before ``step_centre_lr``).
+EARLIER_VALUES = {"roughness_power": 0.0, "rare_lr_power": 0.0, "negative_weight": 1.0, "step_centre_lr": 0.03}
+#: Fields that only shape the per-word factors of :data:`EARLIER_VALUES`' powers: without effect at those powers.
+SHAPING_THE_POWERS = ("frequency_reference", "rare_lr_max")
 #: The checkpoint's file of every process's generator states (:func:`rng_file_text`), beside its ``config.json``.
 RNG_FILE = "rng_states.json"
 RNG_FORMAT = "qpnlp-word2fun-rng/1"
@@ -138,6 +149,30 @@ def with_saved_defaults(cfg: TrainConfig, saved: Mapping[str, Any] | None) -> Tr
     recorded = {} if saved is None else saved.get("training", {})
     taken = {k: recorded[k] for k in RESOLVED_DEFAULTS if getattr(cfg, k) is None and recorded.get(k) is not None}
     return dataclasses.replace(cfg, **taken) if taken else cfg
+
+
+def unrecorded_settings(checkpoint: str | os.PathLike, saved: Mapping[str, Any], cfg: TrainConfig) -> str | None:
+    """The warning for resuming the run ``saved`` at ``checkpoint`` with training settings its checkpoint, of an
+    earlier qpnlp, does not record, where they train otherwise than the run did; None where none does.
+
+    The settings that :func:`check_resume` cannot compare, those of ``cfg`` (resolved, as the resumed epochs train
+    with them) that the saved ``training`` lacks, :data:`RESUMABLE_CHANGES` aside; a value of None has no effect (the
+    centres' rate without the logistic step).  Said when one of them differs from its :data:`EARLIER_VALUES` entry,
+    or has none, naming each setting with the value used and, where known, the run's; once, as the resumed run's
+    checkpoint records them.
+    """
+    training = saved.get("training", {})
+    used = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+            if f.name not in training and f.name not in RESUMABLE_CHANGES and getattr(cfg, f.name) is not None}
+    changed = [k for k in used if k not in SHAPING_THE_POWERS
+               and (k not in EARLIER_VALUES or used[k] != EARLIER_VALUES[k])]
+    if not changed:
+        return None
+    named = ", ".join(f"{k} {v!r}" + (f" (the run: {EARLIER_VALUES[k]!r})" if k in changed and k in EARLIER_VALUES
+                                      else "") for k, v in used.items())
+    return (f"the Word2Fun run saved at {checkpoint} does not record the settings {', '.join(used)} (an earlier "
+            f"qpnlp wrote it, before they existed); the resumed epochs train with {named}: pass the run's values to "
+            f"continue it as it trained")
 
 
 def vocabulary_differences(saved: Vocabulary, now: Vocabulary, shown: int = 3) -> list[str]:
@@ -297,6 +332,13 @@ def saved_rng(checkpoint: str | os.PathLike, saved: Mapping[str, Any], rank: int
     else:
         every = saved.get("rng_by_rank") or []
     return every[rank] if rank < len(every) else None
+
+
+def saved_model(checkpoint: str | os.PathLike, saved: Mapping[str, Any], device: str, rank: int) -> tuple:
+    """``(model, vocabulary, generators' states of process rank)`` of the run ``saved`` at ``checkpoint``
+    (:func:`saved_rng`), the model on ``device`` in training mode."""
+    vectors = KeyedVectors.from_pretrained(checkpoint, device=device)
+    return vectors.model.train(), vectors.vocabulary, saved_rng(checkpoint, saved, rank)
 
 
 def _read_rng_file(path: Path) -> list[dict]:

@@ -246,8 +246,9 @@ def check_penalty_family(cfg: TrainConfig, family: str) -> None:
     """ValueError for a roughness penalty :math:`\\lambda > 0` on a family without one.
 
     The penalty :math:`\\rho(u)`, the mean squared speed of :math:`f(u, \\cdot)`, is that of the sinusoidal
-    families II-IV (:data:`~qpnlp.word2fun.functions.SINUSOIDAL_FAMILIES`). ``fit`` checks it, and ``qpnlp train
-    word2fun`` before it reads the corpus (a usage error; it was a failure once the corpus was read).
+    families II-IV (:data:`~qpnlp.word2fun.functions.SINUSOIDAL_FAMILIES`). ``fit`` checks it, ``qpnlp train
+    word2fun`` before it reads the corpus (a usage error; it was a failure once the corpus was read), and the SGD
+    step for a penalty given to it directly (:func:`check_penalty`, the same message).
 
     Parameters
     ----------
@@ -256,8 +257,22 @@ def check_penalty_family(cfg: TrainConfig, family: str) -> None:
     family : str
         The model's function family, one of :data:`~qpnlp.word2fun.functions.FAMILIES`.
     """
-    if cfg.roughness_penalty and family not in SINUSOIDAL_FAMILIES:
-        raise ValueError(f"roughness_penalty (--roughness-penalty) {cfg.roughness_penalty:g} needs a sinusoidal "
+    check_penalty(cfg.roughness_penalty, family)
+
+
+def check_penalty(penalty: float | None, family: str) -> None:
+    """:func:`check_penalty_family` for a penalty value: the SGD step's check of a penalty given to it directly
+    (:func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`), with the same message.
+
+    Parameters
+    ----------
+    penalty : float or None
+        :math:`\\lambda`; None and 0 pass for every family.
+    family : str
+        The model's function family, one of :data:`~qpnlp.word2fun.functions.FAMILIES`.
+    """
+    if penalty and family not in SINUSOIDAL_FAMILIES:
+        raise ValueError(f"roughness_penalty (--roughness-penalty) {penalty:g} needs a sinusoidal "
                          f"family (II, III, IV); got {family!r} (leave it unset, or 0, for the other families)")
 
 

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from qpnlp.word2fun import fused_step, pair_loop
+from qpnlp.word2fun.config import check_penalty
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 from qpnlp.word2fun.model import Word2Fun
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
@@ -44,6 +45,18 @@ __all__ = ["roughness", "sgd_step", "centre_sgd_step", "centre_sgd_step_tensor",
 def _check_sinusoidal(model: Word2Fun) -> None:
     if model.family not in SINUSOIDAL_FAMILIES:
         raise ValueError(f"the roughness penalty needs a sinusoidal family (II, III, IV); got {model.family!r}")
+
+
+def _check_penalty(model: Word2Fun, roughness_penalty: float | torch.Tensor) -> None:
+    """A positive penalty on a family without a roughness term refused before the step writes anything, as ``fit``
+    refuses it (:func:`~qpnlp.word2fun.config.check_penalty_family`'s message); zero penalties pass.  A tensor is
+    read (its largest value, a device read) only for those families."""
+    if model.family in SINUSOIDAL_FAMILIES:
+        return
+    if isinstance(roughness_penalty, torch.Tensor):
+        roughness_penalty = float(roughness_penalty.max()) if roughness_penalty.numel() else 0.0
+    if roughness_penalty > 0:
+        check_penalty(roughness_penalty, model.family)
 
 
 def _span_frequencies(model: Word2Fun, rows: dict) -> torch.Tensor:
@@ -369,7 +382,9 @@ def centre_sgd_step_tensor(
     roughness_penalty : float or torch.Tensor of shape (N,)
         :math:`\\lambda`: adds :math:`\\lambda\\,\\rho(u_n)` (:func:`roughness`) per centre
         token to the loss (families II-IV); its gradient joins the rows' steps.
-        A tensor gives each centre token its own weight :math:`\\lambda_n`.
+        A tensor gives each centre token its own weight :math:`\\lambda_n`.  A positive one on another
+        family is a ``ValueError`` (``fit``'s, :func:`~qpnlp.word2fun.config.check_penalty_family`), raised
+        before anything is written.
     negative_weight : float, default 1.0
         Weight :math:`c` of the negative term, :math:`-c \\cdot \\frac1k \\sum_i \\log\\sigma(-q_i)`:
         1 is the thesis loss (the mean over the negatives), ``c = k`` word2vec's
@@ -387,6 +402,7 @@ def centre_sgd_step_tensor(
         device: nothing waits for the step to finish until the caller reads it
         (:func:`centre_sgd_step` reads it at once).
     """
+    _check_penalty(model, roughness_penalty)
     if fused_step.accepts(model, negatives, words, times, pair_centre, context, roughness_penalty, row_lr):
         return fused_step.fused_sgd_step(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
                                          row_lr, negative_weight, centre_lr)
@@ -444,10 +460,8 @@ def _step_function_rows(model: Word2Fun, tabs: dict, rows: dict, vjp, g_f: torch
     """
     row, rough = row_step_scales(roughness_penalty, row_lr, lr, g_f.dtype)
     row_steps, shared = vjp(g_f.mul_(row if row_lr is None else row[:, None]))  # the VJP is linear: pull back -lr dL/df
-    if rough is not None and model.family in SINUSOIDAL_FAMILIES:
+    if rough is not None and model.family in SINUSOIDAL_FAMILIES:  # other families: zero penalties (_check_penalty)
         _add_roughness_steps(model, rows, row_steps, rough)
-    elif rough is not None and (not isinstance(rough, torch.Tensor) or bool((roughness_penalty > 0).any())):
-        _check_sinusoidal(model)  # a penalty the family has no roughness for
     scale = model.time_scale.scale
     for name, (w_, i) in tabs.items():
         _scatter_rows(w_, i, row_steps[name], table_lr_factor(name, scale, centre_lr))

@@ -137,6 +137,10 @@ class FitResult:
         Epochs the returned model has been trained for (resumed ones included).
     config : qpnlp.word2fun.config.TrainConfig or None
         The settings it trained with, the model's defaults resolved (as its checkpoint records them).
+    warnings : list of str
+        The warnings :func:`fit` gave in this process, in order (see its Warns; in a distributed run the loss
+        growths and a resume's unrecorded settings are said by the first process only): ``qpnlp train word2fun``
+        keeps them in its report.
     """
 
     vectors: KeyedVectors
@@ -146,6 +150,7 @@ class FitResult:
     world_size: int = 1
     epochs_done: int = 0
     config: TrainConfig | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def fit(
@@ -296,6 +301,10 @@ def fit(
         that raised nothing (:func:`loss_growth`); in a distributed run by the first process only. The static
         pre-training of ``compass="frozen"``, a run of its own, is held to the same rule and warns on its own
         (:func:`loss_growths`).
+    UserWarning
+        A ``resume`` of a checkpoint that an earlier qpnlp wrote before some training settings existed, which the
+        resumed epochs train with other values than the run did (``qpnlp.word2fun._run_state.unrecorded_settings``:
+        once, the new checkpoint records them); a ``TimeScale`` that does not cover the corpus.
     """
     _check_fit_arguments(corpus, config, vocabulary, min_count, compass, compass_epochs, step_centres, checkpoint,
                          resume)
@@ -303,7 +312,7 @@ def fit(
     cfg = TrainConfig() if config is None else checked_copy(config)
     dev = resolve_device(cfg.device)           # a device this machine lacks fails here, before any work
     world, rank = dist.setup(cfg.device), dist.rank()
-    main_log = log if rank == 0 else None
+    main_log, said = (log if rank == 0 else None), []                # said: the warnings given (FitResult.warnings)
     local = _shard(corpus, rank, world)
     saved = _saved_run(checkpoint, main_log) if resume else None
     cfg = run_state.with_saved_defaults(cfg, saved)     # settings left to the model's default: the run's own
@@ -312,9 +321,9 @@ def fit(
     built, rng_saved = vocab, None             # a resumed run checks it against its checkpoint's (check_resume)
     with dist.fail_together("preparing its model and its shard"):     # no process left waiting for a failed one
         if saved is not None:
-            model, vocab, rng_saved = _saved_model(checkpoint, saved, cfg.device, rank)
+            model, vocab, rng_saved = run_state.saved_model(checkpoint, saved, cfg.device, rank)
         else:
-            model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options)
+            model = _new_model(_checked_size(vocab, min_count), span, time_scale, cfg.seed, options, said)
         counts = vocab.counts
         source = _token_source(local, vocab, cfg.chunk_tokens, local_counts)
         if saved is None and world == 1:
@@ -330,13 +339,15 @@ def fit(
     run = _run_settings(compass, compass_epochs, step_centres if model.logistic else None, min_count)
     if saved is not None:
         _check_resumed_run(checkpoint, saved, options, model, cfg, info, run, vocabulary is not None, (vocab, built))
+        if rank == 0 and int(saved.get("epochs_done", 0)) < cfg.epochs:      # said once, where epochs are left
+            _warn(said, [run_state.unrecorded_settings(checkpoint, saved, cfg)], UserWarning)
     vectors = KeyedVectors(model, vocab)
     run_info = run_state.run_info(info, cfg, run, world, metadata)
     start, stats = _train_model(vectors, source, cfg, saved, rng_saved, run_info, checkpoint, on_epoch, rank, world,
                                 dev, progress)
     result = FitResult(vectors, stats, compass_stats, info, world, max(start, cfg.epochs), cfg)
-    _warn_loss_growths(result, rank)
-    return result
+    _warn(said, loss_growths(result) if rank == 0 else [], RuntimeWarning)    # said once, not by every process
+    return dataclasses.replace(result, warnings=said)
 
 
 def _saved_run(checkpoint: str | os.PathLike, log: TextIO | None) -> dict | None:
@@ -345,14 +356,6 @@ def _saved_run(checkpoint: str | os.PathLike, log: TextIO | None) -> dict | None
     (said on ``log``)."""
     run_state.restore_interrupted_checkpoint(checkpoint, log)
     return run_state.saved_run_of_every_process(checkpoint)
-
-
-def _saved_model(checkpoint: str | os.PathLike, saved: dict, device: str, rank: int):
-    """``(model, vocabulary, generators' states of process rank)`` of the run saved at ``checkpoint``, the model on
-    ``device`` in training mode."""
-    vectors = KeyedVectors.from_pretrained(checkpoint, device=device)
-    vocab, model = vectors.vocabulary, vectors.model.train()
-    return model, vocab, run_state.saved_rng(checkpoint, saved, rank)
 
 
 def _check_resumed_run(checkpoint, saved: dict, options: dict, model: Word2Fun, cfg: TrainConfig, info: dict,
@@ -384,10 +387,12 @@ def _train_model(vectors: KeyedVectors, source, cfg: TrainConfig, saved: dict | 
     return start, stats
 
 
-def _warn_loss_growths(result: FitResult, rank: int) -> None:
-    """:func:`loss_growths`'s warnings (``RuntimeWarning``), said once: by the first process."""
-    for grown in loss_growths(result) if rank == 0 else ():      # said once, not by every process
-        warnings.warn(grown, RuntimeWarning, stacklevel=outside_qpnlp())
+def _warn(said: list[str], messages: list[str | None], category: type[Warning]) -> None:
+    """Give each message of ``messages`` but None as a warning of ``category`` at the caller's line, and add it to
+    ``said`` (``FitResult.warnings``)."""
+    for message in filter(None, messages):
+        warnings.warn(message, category, stacklevel=outside_qpnlp())
+        said.append(message)
 
 
 def loss_growths(result: FitResult) -> list[str]:
@@ -499,9 +504,10 @@ def _run_settings(compass: str, compass_epochs: int, step_centres: str | None, m
             "step_centres": step_centres, "min_count": min_count}
 
 
-def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, options: dict) -> Word2Fun:
+def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int, options: dict,
+               said: list[str]) -> Word2Fun:
     """A freshly initialised Word2Fun model of ``vocab`` over the corpus ``span`` with the model ``options``
-    (``_model_options``).
+    (``_model_options``); a time scale that does not cover the span is a warning (:func:`_warn`, into ``said``).
 
     ``time_scale`` is ``S`` over ``span = (t0, t1)`` (refused when ``t1 <= t0``) or a full
     :class:`~qpnlp.word2fun.functions.TimeScale`, checked to resolve the times in float32.
@@ -509,10 +515,10 @@ def _new_model(vocab: Vocabulary, span, time_scale: float | TimeScale, seed: int
     if isinstance(time_scale, TimeScale):
         ts = time_scale
         if span[0] < ts.start or span[1] > ts.end:      # trained silently where the queries warn
-            warnings.warn(f"the corpus spans [{span[0]:g}, {span[1]:g}], beyond the time scale's [{ts.start:g}, "
-                          f"{ts.end:g}]: its times outside train the functions where they extrapolate; pass "
-                          f"TimeScale({span[0]:g}, {span[1]:g}, {ts.scale:g}) or time_scale={ts.scale:g} to cover "
-                          f"the corpus", UserWarning, stacklevel=outside_qpnlp())
+            _warn(said, [f"the corpus spans [{span[0]:g}, {span[1]:g}], beyond the time scale's [{ts.start:g}, "
+                         f"{ts.end:g}]: its times outside train the functions where they extrapolate; pass "
+                         f"TimeScale({span[0]:g}, {span[1]:g}, {ts.scale:g}) or time_scale={ts.scale:g} to cover "
+                         f"the corpus"], UserWarning)
     else:
         t0, t1 = span
         if t1 <= t0:

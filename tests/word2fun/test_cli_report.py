@@ -175,6 +175,25 @@ def test_resume_reports_every_epoch(corpus_tsv, tmp_path, capsys):
         ["word2fun epoch 1", "word2fun epoch 2"]          # the first run's line, then the resumed run's
 
 
+def test_resume_of_a_run_that_did_not_record_settings_says_so_once_and_reports_it(corpus_tsv, tmp_path, capsys):
+    # a checkpoint written before negative_weight existed resumed with today's 5.0 (the run had the thesis loss's
+    # 1.0) and nothing said so; the report kept only the loss growths (recomputed), not fit's other warnings
+    out, report = tmp_path / "ck", tmp_path / "r.json"
+    assert main(_argv(corpus_tsv, "--epochs", "1", "--out", str(out))) == 0
+    header = json.loads((out / "config.json").read_text())
+    del header["metadata"]["training"]["negative_weight"]
+    (out / "config.json").write_text(json.dumps(header))
+    capsys.readouterr()
+    assert main(_argv(corpus_tsv, "--out", str(out), "--resume", "--report", str(report))) == 0
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "does not record" in line]
+    assert line.startswith(f"{PROG}: warning: the Word2Fun run saved at {out} does not record the settings "
+                           "negative_weight (an earlier qpnlp wrote it, before they existed); the resumed epochs "
+                           "train with negative_weight 5.0 (the run: 1.0)"), line
+    assert json.loads(report.read_text())["warnings"] == [line.split("warning: ", 1)[1]]
+    assert main(_argv(corpus_tsv, "--epochs", "3", "--out", str(out), "--resume")) == 0
+    assert "does not record" not in capsys.readouterr().err                         # recorded by the resumed run
+
+
 def test_resume_with_another_min_count_is_refused_naming_both_values(corpus_tsv, tmp_path, capsys):
     # --resume went on with the checkpoint's vocabulary and said nothing of the --min-count it ignored; left out,
     # --min-count is now the saved run's (tests/commands/test_resume_settings.py)

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import sys
+import warnings
 
 import pytest
 import torch
@@ -71,7 +72,51 @@ def test_a_checkpoint_of_an_earlier_version_is_compared_on_what_it_records(saved
     del header["metadata"]["min_count"]
     (saved / CONFIG_FILE).write_text(json.dumps(header))
     config = TrainConfig(epochs=2, batch_size=256, sample=0, negative_weight=2.0)
-    assert _resume(saved, config=config, min_count=2).epochs_done == 2     # the same vocabulary
+    with pytest.warns(UserWarning, match=r"does not record the settings negative_weight .* negative_weight 2.0 \(the "
+                                         r"run: 1.0\)"):
+        assert _resume(saved, config=config, min_count=2).epochs_done == 2     # the same vocabulary
+
+
+#: The training settings a checkpoint of qpnlp before 2026-11-24 (080337a) records: those of its TrainConfig.
+FIRST_RECORDED = ("epochs", "batch_size", "lr", "negatives", "shared_negatives", "window", "sample", "seed",
+                  "chunk_tokens", "device", "workers", "roughness_penalty")
+
+
+def _written_before_the_settings_existed(saved) -> None:
+    header = json.loads((saved / CONFIG_FILE).read_text())
+    training = header["metadata"]["training"]
+    header["metadata"]["training"] = {k: training[k] for k in FIRST_RECORDED}
+    (saved / CONFIG_FILE).write_text(json.dumps(header))
+
+
+def test_a_checkpoint_written_before_settings_existed_says_once_what_the_resume_trains_with(saved):
+    # it resumed with today's negative_weight 5, rare_lr_power 0.5, ... where the run trained with the thesis loss
+    # and no per-word factors, and nothing said so
+    _written_before_the_settings_existed(saved)
+    with pytest.warns(UserWarning) as seen:
+        result = _resume(saved)
+    [said] = [str(w.message) for w in seen if "does not record" in str(w.message)]
+    assert said.startswith(f"the Word2Fun run saved at {saved} does not record the settings roughness_power, "
+                           "frequency_reference, rare_lr_power, rare_lr_max, negative_weight, step_centre_lr (an "
+                           "earlier qpnlp wrote it, before they existed); the resumed epochs train with "
+                           "roughness_power 0.5 (the run: 0.0), frequency_reference 4000.0, rare_lr_power 0.5 (the "
+                           "run: 0.0), rare_lr_max 4.0, negative_weight 5.0 (the run: 1.0), step_centre_lr 0.01 (the "
+                           "run: 0.03): pass the run's values"), said
+    assert result.warnings == [said]
+    assert set(read_model_header(saved)["metadata"]["training"]) > set(FIRST_RECORDED)     # recorded now: once
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _resume(saved, config=TrainConfig(epochs=3, batch_size=256, sample=0))
+
+
+def test_a_checkpoint_written_before_settings_existed_resumed_as_it_trained_says_nothing(saved):
+    _written_before_the_settings_existed(saved)
+    as_before = TrainConfig(epochs=2, batch_size=256, sample=0, roughness_power=0.0, rare_lr_power=0.0,
+                            rare_lr_max=2.0, negative_weight=1.0, step_centre_lr=0.03)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _resume(saved, config=TrainConfig(epochs=1, batch_size=256, sample=0)).warnings == []  # none trains
+        assert _resume(saved, config=as_before).warnings == []
 
 
 def test_a_checkpoint_of_an_earlier_version_resumed_with_another_min_count_says_it_may_be_the_cause(saved):

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from qpnlp.word2fun import FAMILIES, TimeScale, centre_sgd_step, harmonic_frequencies, roughness, sgd_step, word2fun_loss
+from qpnlp.word2fun.config import TrainConfig, check_penalty_family
 
 TS = TimeScale(1900.0, 2000.0, 60.0)
 
@@ -153,16 +154,25 @@ def test_the_weighted_negative_term_is_sgd_on_the_weighted_loss(shared, make, ra
     _assert_autograd_sgd_step(m, ref, expected, lr)
 
 
-@pytest.mark.parametrize("family", ["static", "linear"])
-def test_per_token_penalties_on_a_family_without_roughness(family, make):
+@pytest.mark.parametrize("family", ["static", "linear", "sliced", "time2fun"])
+@pytest.mark.parametrize("shared", [True, False])
+def test_per_token_penalties_on_a_family_without_roughness(family, shared, make):
     """Zero per-token penalties step a family without a roughness term (the host decides, no device read of them
-    for the sinusoidal families); a positive one is the family's error, as a positive float is."""
+    for the sinusoidal families); a positive one, per token or a float, is ``fit``'s error
+    (``check_penalty_family``'s message), raised before the step writes anything (it stepped the compass first)."""
     words, times = torch.tensor([2, 5]), torch.tensor([1910.0, 1990.0])
-    pc, ctx, neg = torch.tensor([0, 1, 1]), torch.tensor([1, 3, 4]), torch.tensor([6, 7])
+    pc, ctx = torch.tensor([0, 1, 1]), torch.tensor([1, 3, 4])
+    neg = torch.tensor([6, 7]) if shared else torch.tensor([[6, 7], [7, 8], [8, 6]])
     m = make(9, 4, family=family)
     loss = centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=torch.zeros(2))
     assert math.isfinite(loss)
-    with pytest.raises(ValueError, match="roughness penalty needs a sinusoidal family"):
-        centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=torch.tensor([0.0, 0.01]))
-    with pytest.raises(ValueError, match="roughness penalty needs a sinusoidal family"):
-        centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=0.01)
+    with torch.no_grad():
+        m.compass.weight.normal_(generator=torch.Generator().manual_seed(0))
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    with pytest.raises(ValueError) as fit_error:
+        check_penalty_family(TrainConfig(roughness_penalty=0.01), family)
+    for penalty in (torch.tensor([0.0, 0.01]), 0.01):
+        with pytest.raises(ValueError) as error:
+            centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=penalty)
+        assert str(error.value) == str(fit_error.value)
+        assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
