@@ -38,6 +38,7 @@ import torch
 
 from qpnlp._checks import is_real
 from qpnlp._errors import preview
+from qpnlp._repr import record_repr
 
 __all__ = [
     "keep_probabilities",
@@ -174,6 +175,10 @@ class NegativeSampler:
         cdf[-1] = 1.0
         self._cdf = cdf
         self.device = torch.device(device)
+        self.power = power
+
+    def __repr__(self) -> str:
+        return f"NegativeSampler(n_words={self.probs.shape[0]}, power={self.power}, device={self.device})"
 
     def sample(self, shape: tuple, generator: torch.Generator | None = None) -> torch.Tensor:
         """Word ids, ``shape``, int64, on ``self.device``."""
@@ -268,7 +273,7 @@ def centre_windows(
     return rows.astype(np.int64, copy=False), pos[rows] + offsets[cols]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tensors and raised
 class CentreBatch:
     """A minibatch of centre tokens with all their pairs.
 
@@ -287,8 +292,10 @@ class CentreBatch:
     context: torch.Tensor
     progress: float
 
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class CentreRun:
     """Consecutive minibatches of one chunk, held as the chunk's arrays and each batch's ranges in them.
 
@@ -313,6 +320,8 @@ class CentreRun:
     rows: np.ndarray
     pairs: np.ndarray
     progress: np.ndarray
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
     def __post_init__(self):
         """Refuse ranges outside the arrays: a compiled loop reads them without bounds checks."""

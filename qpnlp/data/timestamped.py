@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared arrays and raised
 class TimestampedCorpus:
     """Documents with one time each.
 
@@ -230,7 +230,7 @@ def _time(value, i: int) -> float:
     return time
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared arrays and raised
 class EncodedCorpus:
     """Flat integer form of a corpus.
 

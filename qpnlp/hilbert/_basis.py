@@ -178,4 +178,5 @@ class SememeBasis:
         return f.conj() @ e.mT
 
     def __repr__(self) -> str:
-        return f"SememeBasis(dim={self.dim}, labelled={self._labels is not None}, dtype={self.dtype})"
+        return (f"SememeBasis(dim={self.dim}, labelled={self._labels is not None}, dtype={self.dtype}, "
+                f"device={self.device})")

@@ -23,6 +23,8 @@ from typing import NamedTuple, Sequence
 
 import torch
 
+from qpnlp._repr import record_repr
+
 from . import _validation as V
 from ._composite import partial_trace
 from ._entropy import _xlogx, log_base, von_neumann_entropy
@@ -43,6 +45,14 @@ class SchmidtDecomposition(NamedTuple):
     r"""The orthonormal :math:`|a_k\rangle`, batch shape ``(..., r)``, dimension :math:`d_A`."""
     right: PureState
     r"""The orthonormal :math:`|b_k\rangle`, batch shape ``(..., r)``, dimension :math:`d_B`."""
+
+    def __repr__(self) -> str:
+        """The fields' shapes and dtypes, never their values (``record_repr``)."""
+        return record_repr(self)
+
+    # ``==`` of a tuple compares the tensors, which raises ("Boolean value of Tensor with more than one value is
+    # ambiguous"): identity instead, as for PureState (compare values field by field, e.g. with ``equal``).
+    __eq__, __ne__, __hash__ = object.__eq__, object.__ne__, object.__hash__
 
 
 def _dims(dims: Sequence[int], total: int) -> tuple[int, int]:

@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import torch
 
+from qpnlp._repr import record_repr
+
 from ._povm import POVM
 from ._projector import Projector
 
@@ -37,6 +39,14 @@ class NaimarkDilation(NamedTuple):
     """Batch ``(k,)`` of rank-r projectors on ``C^{k r}`` (blocks of canonical basis vectors), summing to I."""
     unitary: torch.Tensor | None
     """Complex ``(..., k r, k r)`` whose first d columns are the isometry (``unitary=True``), else None."""
+
+    def __repr__(self) -> str:
+        """The fields' shapes and dtypes, never their values (``record_repr``)."""
+        return record_repr(self)
+
+    # ``==`` of a tuple compares the tensors, which raises ("Boolean value of Tensor with more than one value is
+    # ambiguous"): identity instead, as for PureState (compare values field by field, e.g. with ``equal``).
+    __eq__, __ne__, __hash__ = object.__eq__, object.__ne__, object.__hash__
 
 
 def naimark_dilation(povm: POVM, *, unitary: bool = False) -> NaimarkDilation:

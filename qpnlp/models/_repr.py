@@ -12,28 +12,24 @@ import dataclasses
 from typing import Any
 
 from qpnlp._errors import preview
+from qpnlp._repr import RawText, value_repr
 
 from ._config_types import field_default
 
 __all__ = ["config_repr"]
 
-#: Characters at most of one value (a long list is cut, ``...``) and of the whole line.
-VALUE_LIMIT, LINE_LIMIT = 40, 240
+#: Characters at most of the whole line (each value: :data:`qpnlp._repr.VALUE_LIMIT`).
+LINE_LIMIT = 240
 
 
 def config_repr(config: Any) -> str:
     """``name=value`` of the fields of the dataclass ``config`` that differ from their defaults (and those without
-    one, such as ``num_words``), comma-separated: each value at most :data:`VALUE_LIMIT` characters (``_value``),
-    the line at most :data:`LINE_LIMIT` (cut with ``...``). A tuple equal to a default list counts as the default."""
-    parts = [f"{f.name}={_value(getattr(config, f.name))}" for f in dataclasses.fields(config)
+    one, such as ``num_words``), comma-separated: each value at most :data:`~qpnlp._repr.VALUE_LIMIT` characters
+    (``value_repr``), the line at most :data:`LINE_LIMIT` (cut with ``...``). A tuple equal to a default list
+    counts as the default."""
+    parts = [f"{f.name}={value_repr(getattr(config, f.name))}" for f in dataclasses.fields(config)
              if f.repr and not _is_default(f, getattr(config, f.name))]
-    return preview(_Raw(", ".join(parts)), LINE_LIMIT)
-
-
-def _value(value: Any) -> str:
-    """``repr(value)`` cut to :data:`VALUE_LIMIT` characters, with the length of a list or dict that was cut."""
-    text = preview(value, VALUE_LIMIT)
-    return f"{text} ({len(value)} items)" if text.endswith("...") and isinstance(value, (list, tuple, dict)) else text
+    return preview(RawText(", ".join(parts)), LINE_LIMIT)
 
 
 def _is_default(field: dataclasses.Field, value: Any) -> bool:
@@ -43,10 +39,3 @@ def _is_default(field: dataclasses.Field, value: Any) -> bool:
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return list(value) == list(default)
     return type(value) is type(default) and value == default
-
-
-class _Raw(str):
-    """A string whose ``repr`` is itself (:func:`preview` cuts the line without quoting it)."""
-
-    def __repr__(self) -> str:
-        return str(self)

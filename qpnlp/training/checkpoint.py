@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from qpnlp._repr import record_repr
 from qpnlp.data import Vocabulary
 from qpnlp.models import Model, get_model_class
 from qpnlp.models._state_checks import _check_vocabulary_size
@@ -47,6 +48,8 @@ class Checkpoint:
     model: Model
     vocabulary: Vocabulary | None
     metadata: dict = field(default_factory=dict)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
     @property
     def name(self) -> str:

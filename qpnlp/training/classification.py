@@ -29,6 +29,7 @@ from qpnlp.models import Model, get_model_class, registered_models
 
 from qpnlp._env import SWITCHES
 from qpnlp._errors import TrainingDiverged
+from qpnlp._repr import record_repr
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.measurement._module import drawing_from
 
@@ -60,7 +61,7 @@ def warn_low_coverage(report: OOVReport) -> None:
                       f"case)?", UserWarning, stacklevel=outside_qpnlp())
 
 
-@dataclass
+@dataclass(eq=False)                     # == is identity: the generated one compared tensors and raised
 class Prepared:
     """A split encoded with a vocabulary built from its training part."""
 
@@ -70,6 +71,8 @@ class Prepared:
     test: EncodedTexts
     pretrained_matrix: torch.Tensor | None
     oov_rate: float | None
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 @dataclass
@@ -82,6 +85,8 @@ class SplitResult:
     history: list = field(default_factory=list)
     selected: dict | None = None
     candidate_dev_accuracies: list[float] | None = None
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 def prepare(dataset: ClassificationDataset, split: Split, pretrained: PretrainedVectors | None, *,

@@ -25,6 +25,7 @@ from torch import nn
 from qpnlp._atomic import check_replaceable, restore_replaced_directory
 from qpnlp._checks import runaway_limit
 from qpnlp._errors import TrainingDiverged
+from qpnlp._repr import record_repr
 from qpnlp._stacklevel import outside_qpnlp
 
 from .config import TrainConfig
@@ -214,6 +215,8 @@ class LoopResult:
     best_details: dict | None
     seconds: float
     history: list[dict]
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers, *,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qpnlp._repr import record_repr
 from qpnlp.data import Vocabulary
 from qpnlp.models import Model
 
@@ -43,6 +44,8 @@ class MatchingFitResult:
     best_dev: dict
     seconds: float
     history: list[dict] = field(default_factory=list)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 @dataclass
@@ -106,3 +109,5 @@ class MatchingRun:
     train_split: str = "train"
     questions_removed: dict = field(default_factory=dict)
     candidates: dict = field(default_factory=dict)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut

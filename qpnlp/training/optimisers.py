@@ -82,6 +82,10 @@ class Optimisers:
         if stiefel:
             self.optimisers.append(CayleyStepSGD(stiefel, lr=config.lr))
 
+    def __repr__(self) -> str:
+        """Each optimiser's class, parameter count and learning rates (torch prints every setting over lines)."""
+        return f"Optimisers({', '.join(_optimiser_text(opt) for opt in self.optimisers)})"
+
     def zero_grad(self) -> None:
         for opt in self.optimisers:
             opt.zero_grad(set_to_none=True)
@@ -89,6 +93,13 @@ class Optimisers:
     def step(self) -> None:
         for opt in self.optimisers:
             opt.step()
+
+
+def _optimiser_text(optimiser: torch.optim.Optimizer) -> str:
+    """``Adam(params=5, lr=0.01)``: the class, the number of parameter tensors, the learning rate of each group."""
+    lrs = [group["lr"] for group in optimiser.param_groups]
+    params = sum(len(group["params"]) for group in optimiser.param_groups)
+    return f"{type(optimiser).__name__}(params={params}, lr={lrs[0] if len(lrs) == 1 else lrs})"
 
 
 # Optimisers of torch.optim that accept sparse gradients (the others raise at their first step).

@@ -23,6 +23,7 @@ from qpnlp._checks import check_seed, checked_copy
 from qpnlp._checks import is_integer as _is_integer
 from qpnlp._device import resolve_device
 from qpnlp._modes import eval_mode
+from qpnlp._repr import record_repr
 from qpnlp.data.batching import EncodedTexts, iterate_batches
 from qpnlp.hilbert import _validation as V
 
@@ -55,6 +56,8 @@ class FitResult:
     best_dev_accuracy: float
     seconds: float
     history: list[dict] = field(default_factory=list)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 def seed_everything(seed: int) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from qpnlp._repr import record_repr
 from qpnlp.data import NegativeSampler, TimestampedCorpus, Vocabulary
 from qpnlp.data.skipgram import skipgram_pairs
 
@@ -31,7 +32,7 @@ from .model import Word2Fun
 __all__ = ["HeldOutPairs", "heldout_pairs", "pair_log_likelihood", "word2fun_log_likelihood"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tensors and raised
 class HeldOutPairs:
     """Skip-gram pairs of a corpus with their times and fixed negatives (all int64 / float64 tensors).
 
@@ -51,6 +52,8 @@ class HeldOutPairs:
     context: torch.Tensor     # (P,)
     times: torch.Tensor       # (P,)
     negatives: torch.Tensor   # (P, k)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
     def __len__(self) -> int:
         return int(self.centre.shape[0])

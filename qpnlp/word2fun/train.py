@@ -35,6 +35,7 @@ import torch
 from qpnlp._atomic import check_replaceable
 from qpnlp._checks import checked_copy, is_integer
 from qpnlp._device import resolve_device
+from qpnlp._repr import record_repr
 from qpnlp._stacklevel import outside_qpnlp
 from qpnlp.data.timestamped import TimestampedCorpus, TsvStream
 from qpnlp.data.vocab import Vocabulary
@@ -151,6 +152,8 @@ class FitResult:
     epochs_done: int = 0
     config: TrainConfig | None = None
     warnings: list[str] = field(default_factory=list)
+
+    __repr__ = record_repr        # one line: tensors as their shapes, long lists (histories) cut
 
 
 def fit(
