@@ -145,17 +145,18 @@ def rescaled_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
     There they are :math:`m \|v / m\|` with :math:`m = \max_j \max(|\Re v_j|, |\Im v_j|)` (no square under- or
     overflows), so that :math:`v / \|v\|` stays a unit vector for a vector that weight decay shrank to 1e-25 (its
     squares vanish in float32) or a large step grew to 1e20; elsewhere, and for zero, NaN or infinite entries,
-    ``norms`` are kept bit for bit. Differentiable (the gradient of either branch is :math:`v/\|v\|`), and no
-    host sync: on the CPU, where reading a value costs none, and outside torch.compile and vmap, the rescaling
-    passes run only when some norm needs them (``normalize`` in a forward pass: four passes over the vectors
-    less); elsewhere the function is branch-free. Complex vectors are rescaled on their real view (no complex
+    ``norms`` are kept bit for bit. Differentiable (the gradient of either branch is :math:`v/\|v\|`; m is held
+    constant, as :math:`m \|v / m\|` does not depend on it: through m, a subnormal vector's gradient was
+    :math:`\infty - \infty`, NaN), and no host sync: on the CPU, where reading a value costs none, and outside
+    torch.compile and vmap, the rescaling passes run only when some norm needs them (``normalize`` in a forward
+    pass: four passes over the vectors less); elsewhere the function is branch-free. Complex vectors are rescaled on their real view (no complex
     ``abs`` or division).
     """
     if vectors.device.type == "cpu" and has_values(vectors, norms) and not torch.compiler.is_compiling() \
             and not bool(unreliable_norms(norms).any()):
         return norms
     parts = torch.view_as_real(vectors.resolve_conj()) if vectors.is_complex() else vectors.unsqueeze(-1)
-    largest = parts.abs().amax((-2, -1)).unsqueeze(-1)                               # (..., 1): m
+    largest = parts.abs().amax((-2, -1)).unsqueeze(-1).detach()                      # (..., 1): m, a constant
     divisor = torch.where(largest > 0, largest, torch.ones_like(largest))
     rescaled = torch.linalg.vector_norm(parts / divisor.unsqueeze(-1), dim=(-2, -1)).unsqueeze(-1) * divisor
     return torch.where(unreliable_norms(norms) & torch.isfinite(largest) & (largest > 0), rescaled, norms)

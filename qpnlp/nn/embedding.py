@@ -229,7 +229,10 @@ class _PolarLookup(torch.autograd.Function):
             g_r, g_phi = _unit_rows_backward(g, unit, cos, sin, norms, scale, TORCH_POLAR_GRADIENT)
         if g_norms is not None and need_amplitude:
             g_n = g_norms.reshape(-1) if distinct else _sum_repeated(g_norms, targets, norms.shape)
-            radial = r * (g_n / norms).masked_fill(norms == 0, 0).unsqueeze(-1)   # vector_norm's zero convention
+            # r / ||r||; below tiny as unit * (scale / norms), where g_n / norms overflows (bit for bit as before above)
+            normal = (norms >= torch.finfo(norms.dtype).tiny).unsqueeze(-1)
+            radial = torch.where(normal, r * (g_n / norms).unsqueeze(-1), unit * (scale / norms * g_n).unsqueeze(-1))
+            radial = radial.masked_fill((norms == 0).unsqueeze(-1), 0)                 # vector_norm's 0 at 0
             g_r = radial if g_r is None else g_r + radial
         amplitude_shape, phase_shape = ctx.table_shapes
         if need_amplitude and g_r is None:

@@ -125,11 +125,13 @@ def _backward_loop(summed, summed_norms, with_norms, r, unit, cos, sin, norms, s
             radial += a * unit[u, j]
         if not norms[u] >= tiny:                      # the clamp passes no gradient to the norm
             radial = radial * zero
+        normal = norms[u] >= tiny                     # r / ||r||; below tiny as unit (scale / norm): no overflow
         through_norm = zero
         if with_norms and norms[u] != zero:
-            through_norm = summed_norms[u] / norms[u]
+            through_norm = summed_norms[u] / norms[u] if normal else scale[u] / norms[u] * summed_norms[u]
         for j in range(dim):
-            g_r[u, j] = (g_r[u, j] - unit[u, j] * radial) / scale[u] + r[u, j] * through_norm
+            along = r[u, j] if normal else unit[u, j]
+            g_r[u, j] = (g_r[u, j] - unit[u, j] * radial) / scale[u] + along * through_norm
 
 
 def _tiny(r: torch.Tensor):
