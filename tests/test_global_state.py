@@ -231,3 +231,13 @@ def test_queries_leave_the_callers_random_streams_settings_and_model_as_they_wer
         assert _after_seeding(call) == expected, f"{name} drew from a global random stream"
         assert _settings() == before, name
         assert _same_model_state(_model_state(model), state), f"{name} changed the model's mode or parameters"
+
+
+def test_importing_qpnlp_leaves_a_plain_sparse_embedding_with_adam_to_torch():
+    """qpnlp's optimiser step hook acts on its own tables only (tests/nn/test_embedding.py has the cases)."""
+    table = torch.nn.Embedding(5, 3, sparse=True)
+    table(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match=r"^Adam does not support sparse gradients, please consider SparseAdam "
+                                           r"instead$") as raised:
+        torch.optim.Adam(table.parameters()).step()
+    assert type(raised.value) is RuntimeError

@@ -15,7 +15,6 @@ import math
 
 import torch
 from torch import nn
-from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
@@ -27,6 +26,7 @@ from qpnlp.hilbert import masked_softmax
 
 from . import polar_rows
 from ._checks import check_ids, check_int, check_mask
+from ._tables import lookup_table
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
 
@@ -62,7 +62,8 @@ def _real_word_table(num_words: int, dim: int, pretrained: torch.Tensor | None, 
     if pretrained is not None:
         table[:, :dim] = _initial_amplitude(num_words, dim, pretrained, dtype)
     table[PAD_ID] = 0
-    return nn.Embedding(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+    return lookup_table(num_words, 2 * dim, padding_idx=PAD_ID, sparse=True, _weight=table)
+
 
 #: Use torch.polar's gradient with respect to the modulus, :math:`\Re(\bar g \operatorname{sgn} z)`, instead of
 #: the derivative: it is the derivative only where the amplitude is positive; it is 0 at a zero amplitude and has
@@ -72,35 +73,6 @@ def _real_word_table(num_words: int, dim: int, pretrained: torch.Tensor | None, 
 #: ``torch.polar``); on TREC (seed 0, dev-selected grid) the exact derivative gave the same dev accuracy with sign
 #: phases and +1.3 points of dev accuracy with uniform phases (benchmarks/results/qpdn/polar-gradient/).
 TORCH_POLAR_GRADIENT = False
-
-
-# torch.optim classes that raise on a sparse gradient at their first step (exact types: a subclass may cope).
-_DENSE_ONLY_OPTIMIZERS = tuple(getattr(torch.optim, name) for name in (
-    "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "Adadelta", "LBFGS")
-    if hasattr(torch.optim, name))
-
-
-def _refuse_sparse_gradients(optimizer: torch.optim.Optimizer, args, kwargs) -> None:
-    """Global ``Optimizer.step`` pre-hook: a dense-only optimiser meeting a sparse gradient gets qpnlp's ways out.
-
-    The tables of :mod:`qpnlp.nn` give sparse gradients (only the rows of the batch). Without this hook
-    ``torch.optim.Adam(model.parameters())`` fails inside its step with a hint to use SparseAdam, which cannot
-    update the dense parameters either. Cost: one pass over the parameters' ``grad`` attributes per step,
-    for the dense-only optimisers only.
-    """
-    if type(optimizer) not in _DENSE_ONLY_OPTIMIZERS:
-        return
-    shapes = [tuple(p.shape) for group in optimizer.param_groups for p in group["params"]
-              if p.grad is not None and p.grad.is_sparse]
-    if shapes:
-        kind = type(optimizer).__name__
-        raise TypeError(f"torch.optim.{kind} cannot update parameters with sparse gradients (embedding tables of "
-                        f"shapes {shapes}). Use qpnlp.training.Optimisers(model, TrainConfig(...)) (SparseAdam on "
-                        f"the tables, Adam on the rest), or call qpnlp.training.dense_gradients(model) before the "
-                        f"first step to train every parameter with {kind}")
-
-
-register_optimizer_step_pre_hook(_refuse_sparse_gradients)
 
 
 def _table_gradient(values: torch.Tensor, rows: torch.Tensor, shape: torch.Size, padding_idx: int | None,
@@ -395,9 +367,9 @@ class ComplexWordEmbedding(nn.Module):
         amplitude[padding_idx] = 0
         phase[padding_idx] = 0
         self.padding_idx = padding_idx
-        self.amplitude = nn.Embedding(num_words, dim, padding_idx=padding_idx, sparse=sparse, _weight=amplitude,
+        self.amplitude = lookup_table(num_words, dim, padding_idx=padding_idx, sparse=sparse, _weight=amplitude,
                                       _freeze=freeze_amplitude)
-        self.phase = nn.Embedding(num_words, dim, padding_idx=padding_idx, sparse=sparse, _weight=phase,
+        self.phase = lookup_table(num_words, dim, padding_idx=padding_idx, sparse=sparse, _weight=phase,
                                   _freeze=freeze_phase)
 
     @staticmethod
@@ -550,7 +522,7 @@ class WordWeighting(nn.Module):
             raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {scheme!r}")
         self.scheme, self.num_words = scheme, check_int("num_words", num_words)
         if scheme == "trainable":
-            self.table = nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse,
+            self.table = lookup_table(num_words, 1, padding_idx=PAD_ID, sparse=sparse,
                                       _weight=torch.zeros(num_words, 1, dtype=dtype))
         if scheme == "idf":
             if idf is None or idf.shape != (num_words,):

@@ -96,6 +96,7 @@ from qpnlp.hilbert import _validation as V
 from ._checks import check_ids, check_int, check_mask
 from ._embedding_options import (FREQUENCY_INITS, SHARING_SCHEMES, check_embedding_options, check_flag,
                                  check_frequency_scale)
+from ._tables import lookup_table
 from .embedding import _initial_amplitude, _run, _sparse_backward
 from .functional import complex_dropout, dropout_keep, masked_mean
 from .position_functional import (TPE_BASE, complex_order_embedding, default_positions,  # noqa: F401
@@ -171,12 +172,12 @@ def _amplitude_table(num_words: int, dim: int, sharing: str, pretrained: Tensor 
     if sharing == "none":
         amp = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
         amp[PAD_ID] = 0
-        return nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
+        return lookup_table(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
     if sharing == "word":
         return nn.Parameter(torch.full((dim,), 1 / math.sqrt(dim), dtype=dtype), requires_grad=not freeze)
     amp = torch.ones(num_words, 1, dtype=dtype)
     amp[PAD_ID] = 0
-    return nn.Embedding(num_words, 1, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
+    return lookup_table(num_words, 1, padding_idx=PAD_ID, sparse=sparse, _weight=amp, _freeze=freeze)
 
 
 # ----------------------------------------------------------------------------------------------- modules
@@ -263,7 +264,7 @@ class ComplexOrderEmbedding(nn.Module):
         if initial_phase or frequency_sharing is None:  # complex-vanilla always has phases: it is r e^{i theta}
             theta = (torch.rand(num_words, dim, dtype=dtype, generator=generator) * 2 - 1) * math.pi
             theta[PAD_ID] = 0
-            self.phase = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=theta)
+            self.phase = lookup_table(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=theta)
 
     @classmethod
     def _frequency_table(cls, num_words: int, dim: int, sharing: str, init: str, scale: float, sparse: bool,
@@ -278,7 +279,7 @@ class ComplexOrderEmbedding(nn.Module):
         if sharing == "word":
             return nn.Parameter(omega)
         omega[PAD_ID] = 0
-        return nn.Embedding(*shape, padding_idx=PAD_ID, sparse=sparse, _weight=omega)
+        return lookup_table(*shape, padding_idx=PAD_ID, sparse=sparse, _weight=omega)
 
     @staticmethod
     def _initial_frequency(shape, sharing, init, scale, dtype, generator) -> Tensor:
@@ -455,7 +456,7 @@ class RealPositionalEmbedding(nn.Module):
         self.num_words, self.dim, self.position, self.max_len = num_words, dim, position, max_len
         w = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
         w[PAD_ID] = 0
-        self.word = nn.Embedding(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=w)
+        self.word = lookup_table(num_words, dim, padding_idx=PAD_ID, sparse=sparse, _weight=w)
         self.pe = None
         if position == "pe":
             self.pe = nn.Embedding(max_len, dim, _weight=torch.randn(max_len, dim, dtype=dtype,

@@ -80,3 +80,87 @@ def test_pretrained_tables_refuse_arrays_and_complex_values_naming_pretrained(ma
     with pytest.raises(TypeError, match="pretrained must hold real amplitudes.*complex64"):
         make(torch.randn(4, 3, dtype=torch.complex64))
     make(torch.randn(4, 3, dtype=torch.float64).t().contiguous().t())     # real, any float dtype and strides: fine
+
+
+# --------------------------------------------------------------------------- dense optimisers, qpnlp's tables
+def _sparse_step(module: torch.nn.Module, optimizer_type=torch.optim.Adam, forward=None):
+    """One backward through ``module`` (its tables' gradients sparse), then a step of ``optimizer_type`` on every
+    parameter: the exception raised (None if the step ran) and whether any parameter changed."""
+    ids = torch.tensor([[3, 4, 0]])
+    out = forward(ids) if forward is not None else module(ids)
+    sum(t.abs().sum() for t in (out if isinstance(out, tuple) else (out,))).backward()
+    assert any(p.grad is not None and p.grad.is_sparse for p in module.parameters())
+    before = [p.detach().clone() for p in module.parameters()]
+    try:
+        optimizer_type(module.parameters(), lr=0.1).step()
+    except Exception as error:          # noqa: BLE001 -- what a user's except clause would see
+        return error, any(not torch.equal(b, p) for b, p in zip(before, module.parameters()))
+    return None, True
+
+
+def test_a_plain_sparse_embedding_with_adam_gets_torchs_own_error_after_importing_qpnlp():
+    # qpnlp's global step hook raised its TypeError for ANY sparse gradient: a user's own nn.Embedding(sparse=True)
+    # with Adam got a message naming qpnlp.training.Optimisers, and `except RuntimeError` no longer caught it
+    import qpnlp.models  # noqa: F401 -- every table module and the hook loaded
+
+    error, _ = _sparse_step(torch.nn.Embedding(5, 3, sparse=True))
+    assert type(error) is RuntimeError
+    assert str(error) == "Adam does not support sparse gradients, please consider SparseAdam instead"
+    error, _ = _sparse_step(torch.nn.Embedding(5, 3, sparse=True), torch.optim.RMSprop)
+    assert type(error) is RuntimeError and "qpnlp" not in str(error)
+
+
+def _copies():
+    """Ways a user rebuilds or moves a model; each keeps qpnlp's tables known as such."""
+    import copy
+    import pickle
+
+    def overwritten(module):               # torch's opt-in: .to() puts new Parameter objects in the module
+        torch.__future__.set_overwrite_module_params_on_conversion(True)
+        try:
+            return module.to(torch.float64)
+        finally:
+            torch.__future__.set_overwrite_module_params_on_conversion(False)
+
+    def assigned(module):                  # load_state_dict(assign=True) puts the state dict's tensors in
+        module.load_state_dict({k: v.clone() for k, v in module.state_dict().items()}, assign=True)
+        return module
+
+    return {"itself": lambda m: m, "deepcopy": copy.deepcopy, "pickle": lambda m: pickle.loads(pickle.dumps(m)),
+            "to float64": lambda m: m.to("cpu", torch.float64), "overwritten on conversion": overwritten,
+            "load_state_dict assign": assigned}
+
+
+@pytest.mark.parametrize("rebuild", list(_copies()))
+@pytest.mark.parametrize("make", [lambda: ComplexWordEmbedding(6, 2), lambda: ComplexOrderEmbedding(6, 2),
+                                  lambda: RealPositionalEmbedding(6, 2)], ids=["word", "order", "positional"])
+def test_qpnlps_tables_still_get_qpnlps_hint_with_a_dense_only_optimizer(make, rebuild):
+    from qpnlp.nn._tables import SparseGradientsError
+
+    module = _copies()[rebuild](make())
+    forward = (lambda ids: module(ids, ids != 0)) if not isinstance(module, ComplexWordEmbedding) else None
+    error, changed = _sparse_step(module, forward=forward)
+    assert isinstance(error, SparseGradientsError) and isinstance(error, TypeError) and isinstance(error, RuntimeError)
+    assert "torch.optim.Adam cannot update parameters with sparse gradients" in str(error)
+    assert "qpnlp.training.Optimisers" in str(error) and not changed          # refused before any update
+
+
+def test_a_qpnlp_table_under_functional_call_gets_qpnlps_hint():
+    module = ComplexWordEmbedding(6, 2)
+    params = dict(module.named_parameters())
+    error, _ = _sparse_step(module, forward=lambda ids: torch.func.functional_call(module, params, (ids,)))
+    assert "qpnlp.training.Optimisers" in str(error)
+
+
+def test_a_dropped_table_leaves_the_registry():
+    import gc
+    import weakref
+
+    from qpnlp.nn import _tables
+
+    module = ComplexWordEmbedding(6, 2)
+    table = weakref.ref(module.amplitude)
+    assert module.amplitude in _tables._TABLES
+    del module
+    gc.collect()
+    assert table() is None

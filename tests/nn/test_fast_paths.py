@@ -253,10 +253,15 @@ def test_fuzzed_lookups_equal_the_polar_graph(data):
             out = emb(ids) if compiled else _old_states(emb, ids)
             runs.append([t.detach() for t in out] + _grads(emb, out, g_states, g_norms))
     tol = 1e-5 if dtype == torch.float32 else 1e-12
+    # the gradients of r / ||r|| are of size |g| / ||r||, and so is the reference's rounding (d = 1 at scale 1e-3:
+    # 2.4e-4 where the exact value is 0): their tolerance grows as the smallest nonzero row shrinks
+    norms = table.norm(dim=-1)
+    grad_tol = tol * max(1.0, 1.0 / float(norms[norms > 0].min())) if bool((norms > 0).any()) else tol
     for run in runs[:2]:
-        for got, want in zip(run, runs[2]):
+        for i, (got, want) in enumerate(zip(run, runs[2])):
             if want is not None:
-                torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+                atol = tol if i < 2 else grad_tol                   # states and norms, then the two gradients
+                torch.testing.assert_close(got, want, atol=atol, rtol=tol)
 
 
 def test_the_compiled_lookup_refuses_shapes_its_loops_would_read_past():

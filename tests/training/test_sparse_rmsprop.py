@@ -117,7 +117,7 @@ def test_a_coalesced_gradient_is_built_without_torch_2_11s_invariant_warning(mon
     """torch 2.11 warns even when check_invariants=False is explicit; the CLI printed it beside its error line."""
     import warnings
 
-    from qpnlp._sparse import coalesced_coo
+    from qpnlp import _sparse
     from qpnlp.training.sparse_rmsprop import coalesced
 
     original = torch.sparse_coo_tensor
@@ -128,13 +128,33 @@ def test_a_coalesced_gradient_is_built_without_torch_2_11s_invariant_warning(mon
         return original(*args, **kwargs)
 
     monkeypatch.setattr(torch, "sparse_coo_tensor", warning_like_torch_2_11)
+    monkeypatch.setattr(_sparse, "_SILENCE", _sparse._warns_despite_opt_out())     # what the import probe finds
+    assert _sparse._SILENCE
     rows, values = torch.tensor([[0, 2]]), torch.ones(2, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        grad = coalesced_coo(rows, values, (4, 3))
+        grad = _sparse.coalesced_coo(rows, values, (4, 3))
         unmarked = original(rows, values, (4, 3), check_invariants=True)
         assert coalesced(unmarked).is_coalesced()         # the optimiser's path goes through coalesced_coo too
     assert grad.is_coalesced() and torch.equal(grad.to_dense()[2], torch.ones(3))
+
+
+def test_a_torch_without_the_invariant_warning_builds_gradients_without_catch_warnings(monkeypatch):
+    # every sparse gradient of the tables entered warnings.catch_warnings (not thread-safe: it swaps the
+    # process-wide filters; and time on a hot path) to silence a warning that torch 2.13 does not give
+    import warnings
+
+    from qpnlp import _sparse
+
+    assert not _sparse._warns_despite_opt_out() and not _sparse._SILENCE      # the pinned torch 2.13
+
+    def refused(*args, **kwargs):
+        raise AssertionError("catch_warnings entered")
+
+    monkeypatch.setattr(warnings, "catch_warnings", refused)
+    grad = _sparse.coalesced_coo(torch.tensor([[1, 3]]), torch.arange(4.0).view(2, 2), (5, 2))
+    assert grad.is_coalesced() and torch.equal(grad._indices(), torch.tensor([[1, 3]]))
+    assert torch.equal(grad.to_dense(), torch.tensor([[0.0, 0], [0, 1], [0, 0], [2, 3], [0, 0]]))
 
 
 @pytest.mark.parametrize("bad", [dict(lr=float("nan")), dict(lr=float("inf")), dict(eps=float("nan")),
