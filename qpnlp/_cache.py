@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -65,6 +66,12 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
     one: the function may call itself (with a plain lock a recursive call waited for its own caller for ever).
     Two such functions that call each other from two threads could still wait on each other; none of qpnlp's do.
 
+    A child process made by ``os.fork`` (a DataLoader worker, a ``multiprocessing`` pool on Linux) holds a copy of
+    every lock as it was, but only the thread that forked: the lock of a value another thread was computing at
+    that moment stayed held for ever there, and the child's first call for that value waited for ever. The child
+    starts with no locks held (``os.register_at_fork``), and computes such a value itself. The registration keeps
+    the wrapper alive: decorate module-level functions, not a function made per call.
+
     >>> calls = []
     >>> @locked_cache(maxsize=1)
     ... def answer():
@@ -100,9 +107,19 @@ def locked_cache(maxsize: int | None) -> Callable[[Callable[..., T]], Callable[.
             finally:
                 with guard:
                     entry[1] -= 1
-                    if not entry[1]:
+                    if not entry[1] and held.get(key) is entry:     # a forked child may have made a new one
                         del held[key]
 
+        def forget_locks() -> None:
+            """In a forked child: the locks of the calls the parent's other threads ran (not in the child) let go."""
+            nonlocal guard
+            guard = threading.Lock()
+            held.clear()
+            if isinstance(cached, _Unbounded):
+                cached.lock = threading.Lock()
+
+        if hasattr(os, "register_at_fork"):         # POSIX
+            os.register_at_fork(after_in_child=forget_locks)
         once.new_lock, once.cache_clear, once.cache_info = threading.RLock, cached.cache_clear, cached.cache_info
         return once
 

@@ -118,6 +118,16 @@ def outer(ket: torch.Tensor, bra: torch.Tensor | None = None) -> torch.Tensor:
     return ket.unsqueeze(-1) * bra.conj().unsqueeze(-2)
 
 
+def adjoint_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    r""":math:`A^\dagger B` ``(..., r, m)`` of ``a`` ``(..., d, r)`` and ``b`` ``(..., d, m)``, batch dims broadcasting.
+
+    Through ``einsum``, which contracts a broadcast batch without copying an operand: ``a.mH @ b`` (matmul)
+    expands both to the broadcast batch first, so a ``(V, 1)`` batch of pure states against ``(B,)`` ensembles
+    copied every ensemble's d x n factor V times (memory O(V B d n) for a result of O(V B n)).
+    """
+    return torch.einsum("...dr,...dm->...rm", a.conj(), b)
+
+
 def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
     """Squared L2 norms ``(..., 1)`` over the last dim of real or complex ``(..., d)`` vectors.
 

@@ -33,7 +33,7 @@ import torch
 
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt
+from ._linalg import adjoint_product, promote, safe_sqrt
 from ._operands import as_density_tensor, check_pair, root_overlap, sqrt_factor
 from ._states import DensityMatrix, PureState
 
@@ -63,6 +63,21 @@ def _is_dense(x) -> bool:
 
 def _factor_side(x) -> bool:
     return isinstance(x, (PureState, Ensemble))
+
+
+def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Tensor:
+    r""":math:`\langle\psi|\sigma|\psi\rangle` ``(...)`` of a :class:`PureState` and any state, batch dims broadcasting.
+
+    :math:`\sum_j |\langle\psi|b_j\rangle|^2` from a factor :math:`\sigma = BB^\dagger` (a pure state or an
+    ensemble), or :math:`\langle\psi|` times the d x d matrix times :math:`|\psi\rangle` for a dense side (or
+    ``dense=True``). Either way through ``einsum``, so memory is O(d + r) per pair of the broadcast batch besides the
+    operands: ``@`` copied every ensemble's factor (every dense matrix) once per pure state of a ``(V, 1)`` batch.
+    """
+    if dense or _is_dense(sigma):
+        state, s = promote(psi.data, as_density_tensor(sigma, "sigma"))
+        return (torch.einsum("...d,...de->...e", state.conj(), s) * state).sum(-1).real
+    a, b = promote(sqrt_factor(psi), sqrt_factor(sigma))
+    return _squared_modulus(adjoint_product(a, b)).sum((-2, -1))
 
 
 def _pure_infidelity(rho, sigma) -> torch.Tensor | None:
@@ -143,16 +158,10 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     if isinstance(sigma, PureState) and not isinstance(rho, PureState):
         rho, sigma = sigma, rho                                   # the pure side first
     if isinstance(rho, PureState):
-        if _is_dense(sigma):
-            psi, s = promote(rho.data, as_density_tensor(sigma, "sigma"))
-            f = (psi.conj().unsqueeze(-2) @ s @ psi.unsqueeze(-1)).squeeze(-1).squeeze(-1).real
-        else:
-            a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
-            f = _squared_modulus(a.mH @ b).sum((-2, -1))
-        f = f.clamp(0.0, 1.0)
+        f = _pure_expectation(rho, sigma).clamp(0.0, 1.0)
         return f if squared else safe_sqrt(f)
     a, b = promote(sqrt_factor(rho, "rho"), sqrt_factor(sigma, "sigma"))
-    root = torch.linalg.svdvals(a.mH @ b).sum(-1).clamp(max=1.0)
+    root = torch.linalg.svdvals(adjoint_product(a, b)).sum(-1).clamp(max=1.0)
     return root.square() if squared else root
 
 
@@ -392,13 +401,18 @@ def _cross_is_larger(rho, sigma) -> bool:
 
 def _trace_product(rho, sigma) -> torch.Tensor:
     r""":math:`\operatorname{Tr}\rho\sigma`: :math:`\|A^\dagger B\|_F^2` from factors ``(d, n)``, ``(d, m)``, unless a
-    side is dense or n m > d^2 (``_cross_is_larger``): memory O(min(n m, d^2)) besides the states."""
+    side is dense or n m > d^2 (``_cross_is_larger``): memory O(min(n m, d^2)) besides the states. With a pure side
+    it is :math:`\langle\psi|\sigma|\psi\rangle` (``_pure_expectation``), never :math:`|\psi\rangle\langle\psi|`."""
+    if isinstance(rho, PureState) or isinstance(sigma, PureState):
+        _check_dims(rho, sigma)
+        psi, other = (rho, sigma) if isinstance(rho, PureState) else (sigma, rho)
+        return _pure_expectation(psi, other, dense=_cross_is_larger(rho, sigma))
     if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
     a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
-    return _squared_modulus(a.mH @ b).sum((-2, -1))
+    return _squared_modulus(adjoint_product(a, b)).sum((-2, -1))
 
 
 def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
@@ -410,7 +424,7 @@ def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
         return (r * s.mT).sum((-2, -1)).real, (m * m.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
     a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
-    x = a.mH @ b                                                   # (..., n, m)
+    x = adjoint_product(a, b)                                      # (..., n, m)
     return _squared_modulus(x).sum((-2, -1)), _squared_modulus(x @ x.mH).sum((-2, -1))
 
 

@@ -35,7 +35,7 @@ from torch.autograd import forward_ad
 from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt
+from ._linalg import adjoint_product, promote, safe_sqrt
 from ._states import DensityMatrix, PureState
 
 #: Eigenvalues of a dense state below ``RANK_FACTOR * sqrt(d) * eps * lambda_max`` are zero.
@@ -411,7 +411,7 @@ class _RootOverlap(torch.autograd.Function):
         (lam_x, u, right_x), (lam_y, v, right_y) = (_eigen(kind, z, name) for (kind, name), z in zip(specs, (x, y)))
         u, v = promote(u, v)
         right_x, right_y = (u.new_empty(0) if w is None else w.to(u.dtype) for w in (right_x, right_y))
-        overlap = u.mH @ v                                                           # (..., r, m)
+        overlap = adjoint_product(u, v)                         # (..., r, m); no factor copied per pair of a batch
         squares = overlap.real.square() + overlap.imag.square()
         s, t = safe_sqrt(lam_x).to(squares.dtype), safe_sqrt(lam_y).to(squares.dtype)
         value = (s.unsqueeze(-2) @ squares @ t.unsqueeze(-1)).squeeze(-1).squeeze(-1)

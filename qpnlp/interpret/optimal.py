@@ -44,7 +44,7 @@ import torch
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote, tolerance
 from qpnlp.hilbert._operands import as_density_tensor
 from qpnlp.hilbert._validation import check_dimension, check_same_device
-from qpnlp.measurement import POVM, Projector, povm_probabilities_dense
+from qpnlp.measurement import POVM, Projector, born_probabilities_dense, povm_probabilities_dense
 
 __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_averages", "measurement_bound",
            "single_shot_accuracy"]
@@ -192,8 +192,10 @@ def pretty_good_measurement(class_states, priors=None) -> OptimalMeasurement:
     extra = torch.zeros_like(x.mT)
     extra[..., 0, :, :] = kernel
     vectors = torch.cat([x.mT, extra], dim=-2)                                          # (..., C, 2d, d)
-    probs = povm_probabilities_dense(wide, vectors.unsqueeze(-4), validate=False)       # inputs checked on entry
-    success = (p * torch.diagonal(probs, dim1=-2, dim2=-1)).sum(-1).to(p_in.dtype)
+    # Tr(rho_c E_c), each class with its own effect only (one effect of rank 2d per class): (..., C, 2d, d) in
+    # memory, not the (..., C, C, 2d, d) of every class with every effect, whose diagonal alone was read
+    own = povm_probabilities_dense(wide, vectors.unsqueeze(-3), validate=False).squeeze(-1)   # inputs checked
+    success = (p * own).sum(-1).to(p_in.dtype)
     return OptimalMeasurement("pretty-good", success, success.clamp_min(0).sqrt(),
                               POVM(vectors.to(rho_c.dtype), validate=False), p_in, DensityMatrix._trusted(data=rho_c))
 
@@ -341,6 +343,21 @@ def _measurement_rows(projectors: Projector) -> torch.Tensor:
     return vectors
 
 
+def _projector_joint(vectors: torch.Tensor, rho_c: torch.Tensor) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}(\rho_c P_k)` ``(C, k)`` of orthonormal projector rows ``(k, r, d)`` and states
+    ``(C, d, d)``, with the column :math:`\operatorname{Tr}\rho_c - \sum_k \operatorname{Tr}(\rho_c P_k)` of the rest
+    of the space, :math:`I - \sum_k P_k`, appended when the k r rows do not span :math:`\mathbb{C}^d`.
+
+    From the rows (:func:`~qpnlp.measurement.born_probabilities_dense`, O(C k r d) memory), never the k
+    d x d matrices :math:`P_k` (a complete measurement of d = 256 outcomes held 256^3 entries).
+    """
+    joint = born_probabilities_dense(rho_c, vectors, validate=False)                      # rows checked by the caller
+    if vectors.shape[0] * vectors.shape[1] < vectors.shape[-1]:                           # incomplete: add I - sum P_k
+        trace = torch.diagonal(rho_c, dim1=-2, dim2=-1).sum(-1).real.to(joint.dtype)
+        joint = torch.cat([joint, (trace - joint.sum(-1)).unsqueeze(-1)], dim=-1)
+    return joint
+
+
 def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Accuracy :math:`\sum_k \max_c p_c\operatorname{Tr}(\bar\rho_c E_k)` of a measurement whose outcome k is read as its best class.
 
@@ -380,12 +397,7 @@ def single_shot_accuracy(measurement, class_states, priors=None) -> tuple[torch.
         raise ValueError(f"dimension mismatch: the measurement acts on C^{measurement.vectors.shape[-1]} but "
                          f"class_states have d={rho_c.shape[-1]}")
     if isinstance(measurement, Projector):
-        vectors = _measurement_rows(measurement)
-        effects = vectors.mT @ vectors.conj()
-        if vectors.shape[0] * vectors.shape[1] < vectors.shape[-1]:                    # incomplete: add I - sum P_k
-            rest = torch.eye(vectors.shape[-1], dtype=vectors.dtype, device=vectors.device) - effects.sum(0)
-            effects = torch.cat([effects, rest[None]])
-        joint = torch.einsum("kde,ced->ck", *promote(effects, rho_c)).real
+        joint = _projector_joint(_measurement_rows(measurement), rho_c)
     elif isinstance(measurement, POVM):
         joint = povm_probabilities_dense(rho_c, measurement.vectors)                         # (C, k)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from typing import overload
@@ -26,6 +27,18 @@ INITS = ("orthogonal", "identity", "random")
 #: Held while a :func:`drawing_from` block runs the global RNG from its seed: the RNG is one per process, so two
 #: blocks of two threads at once (models built in a thread pool) each drew from the other's seed.
 _GLOBAL_RNG_LOCK = threading.RLock()
+
+
+def _new_rng_lock() -> None:
+    """In a child made by ``os.fork`` (a DataLoader worker, a ``multiprocessing`` pool on Linux): a fresh lock. The
+    copy of one that another thread of the parent held at the fork stays held for ever there (that thread is not
+    in the child), and the child's first model built from a generator waited for ever."""
+    global _GLOBAL_RNG_LOCK
+    _GLOBAL_RNG_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):         # POSIX
+    os.register_at_fork(after_in_child=_new_rng_lock)
 
 
 def _initial_vectors(init: str, k: int, d: int, dtype, device, generator) -> torch.Tensor:

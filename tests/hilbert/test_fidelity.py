@@ -181,3 +181,27 @@ def test_dense_fidelity_gradient_is_finite_at_repeated_eigenvalues(spectrum):
     t = 1e-6
     numeric = (fidelity(DensityMatrix(rho0 + t * h), sigma) - fidelity(DensityMatrix(rho0 - t * h), sigma)) / (2 * t)
     assert abs(float(numeric) - float((x.grad.conj() * h).sum().real)) < 1e-7
+
+
+@pytest.mark.parametrize("kind", ["ensemble", "dense"])
+def test_pure_states_against_a_batch_never_copy_the_batch_once_per_state(kind, largest_tensor):
+    """``(V, 1)`` pure states against ``(B,)`` mixtures (every word with every sentence): ``a.mH @ b`` and
+    ``psi @ sigma @ psi`` went through matmul, which copies each mixture's d x n factor (d x d matrix) once per
+    word, V B n d (V B d^2) entries; einsum contracts the broadcast batch without copying either side."""
+    from qpnlp.hilbert import hellinger_affinity, sub_fidelity, super_fidelity
+    V, B, n, d = 40, 16, 12, 64
+    gen = torch.Generator().manual_seed(8)
+    words = random_pure_state(d, batch_shape=(V, 1), dtype=torch.complex128, generator=gen)
+    members = random_pure_state(d, batch_shape=(B, n), dtype=torch.complex128, generator=gen)
+    mixtures = Ensemble(members, torch.softmax(torch.randn(B, n, dtype=torch.float64, generator=gen), -1))
+    other = mixtures if kind == "ensemble" else mixtures.dense()
+    with largest_tensor() as seen:
+        values = [f(words, other) for f in (fidelity, sub_fidelity, super_fidelity, hellinger_affinity)]
+    operand = B * d * d if kind == "dense" else B * n * d
+    assert seen.largest <= 2 * operand + V * B * d, seen.largest        # never V B n d (V B d^2)
+    psi, factor = words.data.unsqueeze(-1), mixtures.factor()             # the previous computation, expanded
+    expected = (psi.mH @ factor).abs().square().sum((-2, -1))
+    for value in values[:3]:
+        assert_allclose(value, expected)
+    u, s, _ = torch.linalg.svd(factor, full_matrices=False)             # Tr sqrt(|psi><psi|) sqrt(sigma)
+    assert_allclose(values[3], ((psi.mH @ u).abs().square().squeeze(-2) * s).sum(-1), atol=1e-9)

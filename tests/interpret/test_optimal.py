@@ -217,3 +217,38 @@ def test_priors_on_another_device_are_named_not_copied():
     with pytest.raises(ValueError, match="rho0 on cpu, prior0 on meta"):
         helstrom(a, b, elsewhere)
     assert float(helstrom(a, b, torch.tensor(0.5)).success_probability) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("outcomes", [128, 96])                   # complete, and incomplete (the rest outcome)
+def test_single_shot_accuracy_of_projectors_never_builds_their_d_x_d_matrices(outcomes, largest_tensor):
+    """The projector path stacked every P_k as a d x d matrix: k d^2 entries (2.1M here, 16.8M at d = 256);
+    now Tr(rho_c P_k) comes from the rows, and the rest outcome from Tr rho_c - sum_k Tr(rho_c P_k)."""
+    from qpnlp.measurement import Projector
+    d, num = 128, 3
+    gen = _gen(5)
+    rho_c = random_density_matrix(d, batch_shape=(num,), dtype=torch.complex128, generator=gen)
+    rows = random_unitary(d, dtype=torch.complex128, generator=gen)[:outcomes]
+    priors = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    with largest_tensor() as seen:
+        accuracy, assignment = single_shot_accuracy(Projector(rows.unsqueeze(-2)), rho_c, priors)
+    assert seen.largest <= 2 * num * d * d, seen.largest               # the class states, never k d^2
+    effects = rows.unsqueeze(-1) * rows.conj().unsqueeze(-2)           # the previous computation: P_k (k, d, d)
+    if outcomes < d:
+        effects = torch.cat([effects, (torch.eye(d, dtype=rows.dtype) - effects.sum(0))[None]])
+    best, expected = (priors.unsqueeze(-1) * torch.einsum("kde,ced->ck", effects, rho_c.data).real).max(0)
+    assert_allclose(accuracy, best.sum())
+    assert torch.equal(assignment, expected)
+
+
+def test_pretty_good_measurement_reads_each_class_only_with_its_own_effect(largest_tensor):
+    """The success probability needs Tr(rho_c E_c); every class with every effect, (C, C, 2d, d), was computed
+    for its diagonal: C times the memory of the measurement itself."""
+    from qpnlp.measurement import povm_probabilities_dense
+    num, d = 8, 32
+    states = random_density_matrix(d, batch_shape=(num,), dtype=torch.complex128, generator=_gen(6))
+    priors = torch.softmax(torch.randn(num, dtype=torch.float64, generator=_gen(7)), -1)
+    with largest_tensor() as seen:
+        result = pretty_good_measurement(states, priors)
+    assert seen.largest <= num * 2 * d * d, seen.largest               # the measurement's (C, 2d, d) vectors
+    every = povm_probabilities_dense(states.data, result.measurement.vectors.unsqueeze(-4), validate=False)
+    assert_allclose(result.success_probability, (priors * torch.diagonal(every)).sum())
