@@ -248,7 +248,7 @@ def check_penalty_family(cfg: TrainConfig, family: str) -> None:
     The penalty :math:`\\rho(u)`, the mean squared speed of :math:`f(u, \\cdot)`, is that of the sinusoidal
     families II-IV (:data:`~qpnlp.word2fun.functions.SINUSOIDAL_FAMILIES`). ``fit`` checks it, ``qpnlp train
     word2fun`` before it reads the corpus (a usage error; it was a failure once the corpus was read), and the SGD
-    step for a penalty given to it directly (:func:`check_penalty`, the same message).
+    step for a penalty given to it directly (``check_penalty``, the same message).
 
     Parameters
     ----------

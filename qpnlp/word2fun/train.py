@@ -400,7 +400,7 @@ def _warn(said: list[str], messages: list[str | None], category: type[Warning]) 
 
 def loss_growths(result: FitResult) -> list[str]:
     """The :func:`loss_growth` warnings of the training runs of a :func:`fit`: the static pre-training of the frozen
-    compass (``compass="frozen"``, a run of its own with its own losses, :attr:`FitResult.compass_stats`), then the
+    compass (``compass="frozen"``, a run of its own with its own losses, ``FitResult.compass_stats``), then the
     model's; empty when neither grew.
 
     Parameters
