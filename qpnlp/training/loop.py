@@ -287,19 +287,26 @@ def early_stopping(model: nn.Module, config: TrainConfig, optimisers: Optimisers
             save_training_state(checkpoint_dir, model=model, best_state=best_state, optimisers=optimisers.optimisers,
                                 progress=progress, identity=identity, final=True, initial=initial)
     except KeyboardInterrupt:
-        model.load_state_dict(best_state)
+        _end_at_best(model, best_state)
         # Ctrl-C while epoch k's state is written leaves k - 1's on disk: --resume redoes k, so k is not finished
         finished = progress["epoch"] if checkpoint_dir is None else saved
         raise TrainingInterrupted(model=model, epoch=finished, best_epoch=progress["best_epoch"],
                                   best_score=progress["best_score"], history=history,
                                   checkpoint_dir=checkpoint_dir) from None
     except TrainingDiverged as err:
-        model.load_state_dict(best_state)
+        _end_at_best(model, best_state)
         err.history = history
         raise
-    model.load_state_dict(best_state)
+    _end_at_best(model, best_state)
     return LoopResult(progress["best_epoch"], progress["best_score"], progress["best_details"],
                       time.perf_counter() - start, history)
+
+
+def _end_at_best(model: nn.Module, best_state: dict) -> None:
+    """``model`` with its best epoch's parameters and no gradients: the last batch's ``.grad`` belongs to the last
+    epoch's parameters, not these, and holds a model-sized copy in memory (set to None, as ``zero_grad`` does)."""
+    model.load_state_dict(best_state)
+    model.zero_grad(set_to_none=True)
 
 
 def _starting_point(model: nn.Module, config: TrainConfig, optimisers: Optimisers,
@@ -412,7 +419,7 @@ def _observe(model: nn.Module, entry: dict, observed: dict, best_state: dict,
                              f"return a finite number or None there")
         merge_observation(entry, observed)
     except ValueError:
-        model.load_state_dict(best_state)
+        _end_at_best(model, best_state)
         raise
 
 

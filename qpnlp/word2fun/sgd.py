@@ -30,6 +30,8 @@ A training loop takes its step from :func:`batch_step`, which prepares the compi
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -50,7 +52,10 @@ def _check_sinusoidal(model: Word2Fun) -> None:
 def _check_penalty(model: Word2Fun, roughness_penalty: float | torch.Tensor) -> None:
     """A positive penalty on a family without a roughness term refused before the step writes anything, as ``fit``
     refuses it (:func:`~qpnlp.word2fun.config.check_penalty_family`'s message); zero penalties pass.  A tensor is
-    read (its largest value, a device read) only for those families."""
+    read (its largest value, a device read) only for those families.  A float penalty that is negative, infinite
+    or NaN is refused, as ``TrainConfig`` refuses it (a negative one used to be taken as 0: no roughness step)."""
+    if not isinstance(roughness_penalty, torch.Tensor) and not 0 <= roughness_penalty < math.inf:
+        raise ValueError(f"roughness_penalty must be finite and >= 0; got {roughness_penalty!r}")
     if model.family in SINUSOIDAL_FAMILIES:
         return
     if isinstance(roughness_penalty, torch.Tensor):

@@ -92,3 +92,21 @@ def test_a_state_keeps_one_directory_replaced_each_epoch_not_one_per_epoch(tmp_p
         assert sorted(sizes[epochs]) == [JSON_FILE, TENSORS_FILE]
     assert sizes[5][TENSORS_FILE] <= 1.5 * sizes[1][TENSORS_FILE]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e1", "e5"]           # no temporary left beside them
+
+
+@pytest.mark.parametrize("task", sorted(RUNS))
+def test_the_trained_model_holds_no_gradients_of_its_last_batch(task):
+    """The model ends at its best epoch without the last batch's ``.grad`` (a model-sized copy, of other
+    parameters than the ones it ends with), on return and when an observer's error stops the loop."""
+    make, config, run = RUNS[task]
+    model = make(0)
+    run(model, config(epochs=3, patience=3, batch_size=16, seed=0, progress=False))
+    assert all(p.grad is None for p in model.parameters())
+
+    def bad_observer(m):
+        return {"epoch": 0}                     # a key the trainer writes: a ValueError after epoch 1's training
+
+    model = make(0)
+    with pytest.raises(ValueError):
+        run(model, config(epochs=3, patience=3, batch_size=16, seed=0, progress=False), on_epoch=bad_observer)
+    assert all(p.grad is None for p in model.parameters())

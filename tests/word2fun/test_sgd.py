@@ -176,3 +176,19 @@ def test_per_token_penalties_on_a_family_without_roughness(family, shared, make)
             centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=penalty)
         assert str(error.value) == str(fit_error.value)
         assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
+
+
+@pytest.mark.parametrize("family", ["IV", "static"])
+@pytest.mark.parametrize("penalty", [-0.01, math.inf, math.nan])
+def test_a_negative_or_non_finite_float_penalty_is_refused_before_the_step(family, penalty, make):
+    """A float penalty outside [0, inf) is ``TrainConfig``'s error in the step too (a negative one was taken as 0:
+    no roughness step, silently), on every family, before anything is written."""
+    words, times = torch.tensor([2, 5]), torch.tensor([1910.0, 1990.0])
+    pc, ctx, neg = torch.tensor([0, 1, 1]), torch.tensor([1, 3, 4]), torch.tensor([6, 7])
+    m = make(9, 4, family=family)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        TrainConfig(roughness_penalty=penalty)
+    with pytest.raises(ValueError, match="roughness_penalty must be finite and >= 0"):
+        centre_sgd_step(m, words, times, pc, ctx, neg, 0.05, roughness_penalty=penalty)
+    assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
