@@ -206,7 +206,28 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
     if enabled(validate) and has_values(norms) and not bool(((norms > eps) & (norms < float("inf"))).all()):
         _refuse_norms(vectors, norms, eps)
-    return vectors / norms
+    return divided_by_norms(vectors, norms)
+
+
+def divided_by_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
+    r"""``vectors / norms`` for ``(..., d)`` vectors and their real ``(..., 1)`` norms, finite for subnormal norms.
+
+    torch's complex division gives NaN or inf for a divisor below ``finfo.tiny`` (1e-38 in float32), so complex
+    vectors with such a norm are divided on their real view (real divisions are exact to rounding there); every
+    other vector is divided as before, bit for bit (the real view rounds differently). The gradient there, of size
+    :math:`1/\|v\|`, overflows for real and complex vectors alike. As :func:`rescaled_norms`, no host sync: on the
+    CPU outside torch.compile and vmap the second pass runs only when some norm needs it.
+    """
+    if not vectors.is_complex():
+        return vectors / norms
+    subnormal = norms < torch.finfo(norms.dtype).tiny
+    if vectors.device.type == "cpu" and has_values(vectors, norms) and not torch.compiler.is_compiling() \
+            and not bool(subnormal.any()):
+        return vectors / norms
+    ones = torch.ones_like(norms)                        # each branch a safe divisor: no NaN in the other's gradient
+    ordinary = vectors / torch.where(subnormal, ones, norms)
+    parts = torch.view_as_real(vectors.resolve_conj()) / torch.where(subnormal, norms, ones).unsqueeze(-1)
+    return torch.where(subnormal, torch.view_as_complex(parts), ordinary)
 
 
 def _complex_norms(vectors: torch.Tensor) -> torch.Tensor:

@@ -56,3 +56,18 @@ def test_an_embedding_row_below_tiny_has_finite_gradients_on_every_path(fused, c
     grads = [p.grad.to_dense() for p in (emb.amplitude.weight, emb.phase.weight)]
     assert all(torch.isfinite(g).all() for g in grads)
     assert_allclose(norms[0, 0] / scale, torch.tensor(5.0, dtype=dtype), rtol=0.05, atol=0)
+
+
+@pytest.mark.parametrize("dtype, scale", SCALES)
+def test_normalize_without_validation_gives_the_unit_vector_of_a_tiny_complex_vector(dtype, scale):
+    """A complex vector of subnormal norm normalised (validation off, which documents such vectors as normalised):
+    torch's complex division by the subnormal norm gave inf and NaN entries. Ordinary rows beside it: bit for bit
+    what they give alone (without a subnormal norm the division is the one it always was)."""
+    from qpnlp.hilbert import normalize
+
+    complex_dtype = dtype.to_complex()
+    tiny = torch.tensor([3.0 + 0j, -4.0j], dtype=complex_dtype) * scale
+    ordinary = torch.randn(4, 2, dtype=complex_dtype, generator=torch.Generator().manual_seed(0))
+    out = normalize(torch.cat([tiny[None], ordinary]), validate=False)
+    assert_allclose(out[0], torch.tensor([0.6 + 0j, -0.8j], dtype=complex_dtype), atol=0.05, rtol=0)
+    assert torch.equal(out[1:], normalize(ordinary, validate=False))
