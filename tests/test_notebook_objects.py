@@ -284,6 +284,60 @@ def test_records_of_tensors_compare_by_identity(case):
     assert obj == obj and obj != again and len({obj, again, obj}) == 2
 
 
+def _more_records() -> dict:
+    """Records of tensors, arrays or tables outside :data:`CASES`, built small."""
+    import pandas as pd
+
+    from qpnlp.data.synthetic_drift import PlantedDrift
+    from qpnlp.evaluation import RankingResult
+    from qpnlp.evaluation.drift import DriftGrid
+    from qpnlp.interpret import MatchingPatterns, PositionalSensitivity, pretty_good_measurement
+
+    two = np.array([0.5, 1.0])
+    return {"DriftGrid": DriftGrid(torch.zeros(2, 3, DIM), ("a", "b", "c"), [1900, 1950]),
+            "RankingResult": RankingResult(0.75, 0.75, 0.5, 2, two, two, np.array([0.0, 1.0]), "average"),
+            "PlantedDrift": PlantedDrift(("a", "b"), ("shift", "shift"), two, two, two, two, two, ("t",), two),
+            "MatchingPatterns": MatchingPatterns(0.5, ("a",), ("b",), pd.DataFrame({"x": [1, 2]}),
+                                                 pd.DataFrame({"y": [1, 2]})),
+            "PositionalSensitivity": PositionalSensitivity(torch.zeros(3), [("a", 1.0)], [("b", 0.0)]),
+            "OptimalMeasurement": pretty_good_measurement(H.random_pure_state(3, batch_shape=(2, 2),
+                                                                              generator=_gen()).proj())}
+
+
+@pytest.mark.parametrize("case", ["DriftGrid", "RankingResult", "PlantedDrift", "MatchingPatterns",
+                                  "PositionalSensitivity", "OptimalMeasurement"])
+def test_more_records_of_tensors_compare_by_identity(case):
+    # their generated == compared arrays, tensors (a batch of success probabilities) or DataFrames, and raised
+    obj = _more_records()[case]
+    again = copy.deepcopy(obj)
+    assert obj == obj and obj != again and len({obj, again, obj}) == 2
+
+
+def test_no_dataclass_of_tensors_compares_by_value():
+    """Every dataclass of qpnlp with a field annotated as a tensor, an array, a table or a state has the ``==`` of
+    ``object``: a generated ``==`` compares those fields and raises on values of more than one element (a record
+    added later without ``eq=False`` fails here). Modules needing an extra that is not installed are passed over."""
+    import dataclasses
+    import importlib
+    import pkgutil
+    import re
+
+    import qpnlp
+
+    held = re.compile(r"Tensor|ndarray|DataFrame|PureState|DensityMatrix|Ensemble")
+    by_value = []
+    for info in pkgutil.walk_packages(qpnlp.__path__, "qpnlp."):
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+        for obj in vars(module).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == info.name \
+                    and obj.__dataclass_params__.eq and any(held.search(str(f.type)) for f in dataclasses.fields(obj)):
+                by_value.append(f"{info.name}.{obj.__name__}")
+    assert by_value == []
+
+
 def test_named_tuples_still_unpack():
     coefficients, left, right = _schmidt()
     assert coefficients.shape == (2, 2) and left.batch_shape == (2, 2) and right.dim == 3

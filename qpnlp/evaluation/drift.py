@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tensors and raised
 class DriftGrid:
     """Time-specific vectors of a model, the object every metric reads.
 

@@ -218,7 +218,7 @@ def precision_at_1(scores, labels, ties: str = "pessimistic") -> float:
     return float(_ranks_of_correct(scores, labels, ties)[0] == 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared arrays and raised
 class RankingResult:
     """Ranking metrics over a set of questions.
 

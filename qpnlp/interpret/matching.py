@@ -38,7 +38,7 @@ __all__ = ["MatchingPatterns", "matching_patterns"]
 _COLOUR = "255, 140, 0"     # orange highlight, alpha = attribution / largest attribution
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tables and raised
 class MatchingPatterns:
     """Result of :func:`matching_patterns`.
 

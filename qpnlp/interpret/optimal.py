@@ -50,7 +50,7 @@ __all__ = ["OptimalMeasurement", "helstrom", "pretty_good_measurement", "class_a
            "single_shot_accuracy"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tensors and raised
 class OptimalMeasurement:
     """The best single-shot discrimination of class states: the accuracy and the measurement reaching it.
 

@@ -82,7 +82,7 @@ JSON_FILE = "state.json"
 RESUMABLE_CHANGES = frozenset({"epochs", "patience", "progress", "device", "compile", "pad_to_multiple_of"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)          # == and hash of object: its generated == compared tensors
 class InitialParameters:
     """A copy of a model's parameters before training, and their fingerprint.
 
