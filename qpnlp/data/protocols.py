@@ -197,15 +197,25 @@ def splits(
         raise ValueError(f"{dataset.name} is too small for {n_folds}-fold cross-validation ({len(labels)} items: "
                          f"{sizes}); use fewer folds")
     _warn_small_classes(dataset, counts, n_folds)
-    from sklearn.model_selection import StratifiedKFold
-
-    skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    with warnings.catch_warnings():         # sklearn's "least populated class" warning, said above with the names
-        warnings.filterwarnings("ignore", message="The least populated class in y", category=UserWarning)
-        folds = list(skf.split(np.zeros(len(labels)), labels))
+    folds = _stratified_folds(labels, n_folds, seed, quiet=bool(counts.min() < n_folds))
     for i, (train, test) in enumerate(folds):
         train, dev = carve_dev(train, labels, dev_fraction, (seed + i) % SEEDS)
         yield Split(f"fold {i + 1}", train, dev, np.sort(test).astype(np.int64))
+
+
+def _stratified_folds(labels: np.ndarray, n_folds: int, seed: int, quiet: bool) -> list:
+    """sklearn's ``StratifiedKFold`` splits of ``labels`` (n,), a list of (train, test) index arrays. ``quiet``
+    (a class smaller than ``n_folds``): its "least populated class" warning is silenced, as
+    :func:`_warn_small_classes` says it with the class names. Only then: ``warnings.catch_warnings`` changes the
+    filters of every thread of the process while it is open."""
+    from sklearn.model_selection import StratifiedKFold
+
+    skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    if not quiet:
+        return list(skf.split(np.zeros(len(labels)), labels))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class in y", category=UserWarning)
+        return list(skf.split(np.zeros(len(labels)), labels))
 
 
 def _warn_small_classes(dataset: ClassificationDataset, counts: np.ndarray, n_folds: int) -> None:

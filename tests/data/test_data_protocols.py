@@ -137,3 +137,19 @@ def test_real_protocols(data_root):
     sst2 = load_classification("SST2", root=data_root)
     (s,) = list(splits(sst2))
     assert (len(s.train), len(s.dev), len(s.test)) == (67349, 872, 1821)
+
+
+def test_folds_of_classes_as_large_as_the_folds_leave_the_warning_filters_alone(monkeypatch):
+    """``warnings.catch_warnings`` swaps the filters of every thread while it is open (a warning another thread
+    says meanwhile may be lost or filtered wrongly): the folds open it only to silence sklearn's warning of a
+    small class, not for every cross-validation."""
+    import types
+
+    from qpnlp.data import protocols
+
+    opened = []
+    monkeypatch.setattr(protocols, "warnings", types.SimpleNamespace(
+        warn=warnings.warn, filterwarnings=warnings.filterwarnings, catch_warnings=lambda: opened.append(1)))
+    ds = ClassificationDataset("mine", [[str(i)] for i in range(25)], np.array([0] * 15 + [1] * 10), ("a", "b"))
+    assert len(list(splits(ds, seed=0, n_folds=10))) == 10
+    assert opened == []
