@@ -25,10 +25,10 @@ import torch
 from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
-from ._linalg import promote
+from ._linalg import adjoint_product, promote
 from ._metrics import infidelity
 from ._operands import (as_density_tensor, check_pair, first_order_backward, first_order_only, rank_tolerance,
-                        spectrum)
+                        spectrum, sqrt_factor)
 from ._states import DensityMatrix, PureState
 
 __all__ = ["von_neumann_entropy", "purity", "linear_entropy", "renyi_entropy", "relative_entropy",
@@ -306,7 +306,10 @@ def _as_ensemble(obj) -> Ensemble | None:
 
 
 def _average(rho, sigma):
-    """The equal mixture (rho + sigma) / 2: an Ensemble of both member lists when neither side is dense."""
+    """The equal mixture (rho + sigma) / 2: an Ensemble of both member lists when neither side is dense.
+
+    The member lists are concatenated per pair of the broadcast batch, ``(..., n + m, d)``: ``_mixed_spectrum``
+    uses it only where the spectrum goes through the d x d matrix anyway (n + m >= d, or a dense side)."""
     a, b = _as_ensemble(rho), _as_ensemble(sigma)
     if a is not None and b is not None:
         batch = torch.broadcast_shapes(a.batch_shape, b.batch_shape)
@@ -317,6 +320,44 @@ def _average(rho, sigma):
         return Ensemble._trusted(states=states, weights=weights)
     r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
     return DensityMatrix._trusted(data=0.5 * (r + s))
+
+
+def _width(obj) -> int:
+    """Columns of the factor of a :class:`PureState` (1) or an :class:`Ensemble` (n)."""
+    return 1 if isinstance(obj, PureState) else obj.num_states
+
+
+def _average_gram(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    r"""Gram matrix ``(..., n + m, n + m)`` of the factor :math:`[A, B]/\sqrt2` of :math:`(\rho + \sigma)/2`.
+
+    From factors :math:`\rho = AA^\dagger` ``(..., d, n)`` and :math:`\sigma = BB^\dagger` ``(..., d, m)``, batch
+    dims broadcasting, block by block:
+
+    .. math:: G = \tfrac12\begin{pmatrix} A^\dagger A & A^\dagger B \\ B^\dagger A & B^\dagger B \end{pmatrix},
+
+    which has the nonzero eigenvalues of :math:`(\rho + \sigma)/2` (equal to the Gram matrix of the concatenated
+    factors up to round-off). The products go through ``adjoint_product``, so neither factor is copied per pair of
+    the broadcast batch: memory O(N (n + m)^2) for N pairs besides the factors and their own Gram matrices, where
+    concatenating :math:`[A, B]` held ``(N, d, n + m)`` (one state against N ensembles: a copy of the whole batch).
+    """
+    a, b = promote(a, b)
+    cross = adjoint_product(a, b)                                                   # (..., n, m)
+    batch = cross.shape[:-2]
+    rows = ((adjoint_product(a, a), cross), (cross.mH, adjoint_product(b, b)))
+    full = [torch.cat([x.expand(*batch, *x.shape[-2:]) for x in row], -1) for row in rows]
+    return 0.5 * torch.cat(full, -2)
+
+
+def _mixed_spectrum(rho, sigma) -> torch.Tensor:
+    r"""Eigenvalues ``(..., k)`` of :math:`(\rho + \sigma)/2` clamped at zero, not validated.
+
+    Two pure states or ensembles with n + m < d members: from ``_average_gram``; otherwise from the
+    d x d matrix (``_average``), as ``spectrum`` reads a state.
+    """
+    if isinstance(rho, (PureState, Ensemble)) and isinstance(sigma, (PureState, Ensemble)):
+        if _width(rho) + _width(sigma) < rho.dim:
+            return torch.linalg.eigvalsh(_average_gram(sqrt_factor(rho), sqrt_factor(sigma))).clamp_min(0)
+    return spectrum(_average(rho, sigma), validate=False)
 
 
 def _pure_divergence(rho: PureState, sigma: PureState) -> torch.Tensor:
@@ -339,7 +380,9 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     Rev. A 72, 052310 (2005)); its square root is a metric on states
     (Virosztek, Adv. Math. 380, 107595 (2021)). For two pure states or
     ensembles the average is the ensemble of both member lists, so the
-    spectrum comes from an (n + m) x (n + m) Gram matrix. Real ``(...)``,
+    spectrum comes from an (n + m) x (n + m) Gram matrix when n + m < d (else from the d x d matrix), built
+    block by block from the two factors (``_average_gram``): one state against a batch of N is never copied
+    N times, nor is the batch concatenated with it (no ``(N, d, n + m)`` tensor). Real ``(...)``,
     nats by default. Gradients as in :func:`von_neumann_entropy` (zero eigenvalues
     contribute 0): finite for pure, equal and orthogonal states, 0 at :math:`\rho = \sigma`. Two pure
     states: the binary entropy of :math:`(1 - \sqrt F)/2` with :math:`1 - F` free of cancellation
@@ -365,5 +408,5 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     # each side is checked at its own dtype; their average is then a state, and checking it again would hold
     # a complex64 side promoted to complex128 to the float64 tolerance
     own = -(_xlogx(spectrum(rho, "rho")).sum(-1) + _xlogx(spectrum(sigma, "sigma")).sum(-1))
-    mixed = -_xlogx(spectrum(_average(rho, sigma), validate=False)).sum(-1)
+    mixed = -_xlogx(_mixed_spectrum(rho, sigma)).sum(-1)
     return ((mixed - 0.5 * own) / log_base(base)).clamp_min(0)

@@ -10,8 +10,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, linear_entropy, quantum_jensen_shannon_divergence,
-                           random_density_matrix, random_unitary, relative_entropy, renyi_entropy, von_neumann_entropy)
+from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, linear_entropy, masked_softmax,
+                           quantum_jensen_shannon_divergence, random_density_matrix, random_pure_state, random_unitary,
+                           relative_entropy, renyi_entropy, von_neumann_entropy)
 from qpnlp.testing import assert_allclose, density_matrices, ensembles
 
 DTYPES = st.sampled_from([torch.complex64, torch.complex128])
@@ -267,3 +268,89 @@ def test_relative_entropy_gradient_in_rho_where_rho_leaves_an_eigenvector_of_sig
     rotate = lambda *diag: u @ torch.diag(torch.tensor(diag, dtype=torch.complex128)) @ u.mH  # noqa: E731
     r0, s0 = rotate(0.6, 0.4, 0.0), rotate(0.5, 0.3, 0.2)
     _assert_gradients_match_the_reference(r0, s0, atol=1e-10)
+
+
+# --- QJSD of one state against a batch: the (n + m) x (n + m) Gram matrix from blocks ------------------------------
+# The average (rho + sigma)/2 was the Ensemble of both member lists, concatenated per pair of the broadcast batch:
+# one state against N ensembles built (N, n + m, d) and then its factor (N, d, n + m), twice the batch.
+
+def _qjsd_through_the_concatenated_ensemble(rho, sigma):
+    """The previous computation: the spectrum of the Ensemble of both member lists (``_average``)."""
+    from qpnlp.hilbert._entropy import _average, _xlogx
+    from qpnlp.hilbert._operands import spectrum
+    own = -(_xlogx(spectrum(rho)).sum(-1) + _xlogx(spectrum(sigma)).sum(-1))
+    mixed = -_xlogx(spectrum(_average(rho, sigma), validate=False)).sum(-1)
+    return (mixed - 0.5 * own).clamp_min(0)
+
+
+def _one_and_batch(kind, layout, dtype, d=40, m=6, n=3, seed=3):
+    gen = torch.Generator().manual_seed(seed)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    one_shape, batch_shape = ((), (12,)) if layout == "one" else ((5, 1), (7,))
+    if kind == "pure":
+        one = random_pure_state(d, batch_shape=one_shape, dtype=dtype, generator=gen)
+    else:
+        members = random_pure_state(d, batch_shape=one_shape + (n,), dtype=dtype, generator=gen)
+        one = Ensemble(members, torch.softmax(torch.randn(one_shape + (n,), generator=gen, dtype=real), -1))
+    members = random_pure_state(d, batch_shape=batch_shape + (m,), dtype=dtype, generator=gen)
+    mask = torch.ones(batch_shape + (m,), dtype=torch.bool)
+    mask[..., -2:] = False                                                      # padding: weight exactly 0
+    batch = Ensemble(members, masked_softmax(torch.randn(batch_shape + (m,), generator=gen, dtype=real), mask))
+    return one, batch
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
+@pytest.mark.parametrize("layout", ["one", "broadcast"])
+@pytest.mark.parametrize("kind", ["pure", "ensemble"])
+def test_qjsd_against_a_batch_never_concatenates_the_factors(kind, layout, dtype, largest_tensor):
+    """No (..., d, n + m) tensor: the Gram matrix of [A, B] from A^H A, A^H B and B^H B; same values as the
+    concatenated ensemble and the dense matrices."""
+    one, batch = _one_and_batch(kind, layout, dtype)
+    width = 1 if kind == "pure" else one.num_states
+    with largest_tensor() as seen:
+        value = quantum_jensen_shannon_divergence(one, batch)
+    pairs = math.prod(torch.broadcast_shapes(one.batch_shape, batch.batch_shape))
+    assert seen.largest < pairs * batch.dim * (width + batch.num_states), seen.largest
+    atol = 1e-12 if dtype == torch.complex128 else 2e-6
+    assert_allclose(value, _qjsd_through_the_concatenated_ensemble(one, batch), atol=atol, rtol=0)
+    assert_allclose(quantum_jensen_shannon_divergence(batch, one), value, atol=atol, rtol=0)
+    dense = quantum_jensen_shannon_divergence(one.dense() if kind == "ensemble" else one.proj(), batch.dense())
+    assert_allclose(value, dense, atol=1e-10 if dtype == torch.complex128 else 2e-5, rtol=0)
+
+
+def test_qjsd_of_a_complex64_state_against_a_complex128_batch_agrees_with_the_concatenated_ensemble():
+    one, batch = _one_and_batch("ensemble", "one", torch.complex128)
+    low = Ensemble(one.states.data.to(torch.complex64), one.weights.float())
+    value = quantum_jensen_shannon_divergence(low, batch)
+    assert value.dtype == torch.float64
+    assert_allclose(value, _qjsd_through_the_concatenated_ensemble(low, batch), atol=2e-7, rtol=0)
+
+
+@pytest.mark.parametrize("case", ["equal", "orthogonal", "padded"])
+def test_qjsd_gradient_through_the_block_gram_matrix_is_finite(case):
+    """Equal ensembles (J = 0, the average has the eigenvalues of each, repeated), orthogonal members, and
+    padding (weights exactly 0, where sqrt(p) has an infinite slope): finite gradients, 0 at equality."""
+    gen = torch.Generator().manual_seed(5)
+    eye = torch.eye(8, dtype=torch.complex128)
+    states = torch.randn(3, 8, dtype=torch.complex128, generator=gen)
+    other = eye[3:5] if case == "orthogonal" else torch.randn(2, 8, dtype=torch.complex128, generator=gen)
+    logits = torch.randn(3, dtype=torch.float64, generator=gen, requires_grad=True)
+    raw = states.clone().requires_grad_(True)
+    mask = torch.tensor([True, True, case != "padded"])
+
+    def divergence(raw, logits):
+        rho = Ensemble(torch.nn.functional.normalize(raw if case != "orthogonal" else raw * 0 + eye[:3], dim=-1),
+                       masked_softmax(logits, mask))
+        sigma = rho if case == "equal" else Ensemble(torch.nn.functional.normalize(other, dim=-1))
+        return quantum_jensen_shannon_divergence(rho, sigma)
+
+    value = divergence(raw, logits)
+    value.backward()
+    assert torch.isfinite(raw.grad).all() and torch.isfinite(logits.grad).all()
+    if case == "equal":
+        assert abs(float(value.detach())) < 1e-12
+        assert float(raw.grad.abs().max()) < 1e-6 and float(logits.grad.abs().max()) < 1e-6
+    if case == "orthogonal":
+        assert abs(float(value.detach()) - math.log(2)) < 1e-12
+    if case == "padded":
+        assert float(logits.grad[2]) == 0.0

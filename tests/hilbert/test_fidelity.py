@@ -205,3 +205,56 @@ def test_pure_states_against_a_batch_never_copy_the_batch_once_per_state(kind, l
         assert_allclose(value, expected)
     u, s, _ = torch.linalg.svd(factor, full_matrices=False)             # Tr sqrt(|psi><psi|) sqrt(sigma)
     assert_allclose(values[3], ((psi.mH @ u).abs().square().squeeze(-2) * s).sum(-1), atol=1e-9)
+
+
+def _storages_of_at_least(nbytes: int):
+    """A dispatch mode collecting the distinct storages of at least ``nbytes`` that operations return (``.seen``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class Mode(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() >= nbytes:
+                    self.seen.add(t.untyped_storage().data_ptr())
+            return out
+
+    return Mode()
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
+def test_pure_infidelity_against_a_batch_builds_one_residual_per_pair(dtype):
+    """``(V, 1)`` pure states against ``(B,)`` ensembles: 1 - F needs the residual P_perp B per pair (V B d m
+    entries), and builds nothing else that large but its square: ``psi.mH @ b`` (matmul) copied B once per word,
+    ``b - psi @ c`` held the product beside the residual, and the squared modulus three real halves."""
+    from qpnlp.hilbert import infidelity
+    V, B, m, d = 6, 5, 7, 32
+    gen = torch.Generator().manual_seed(11)
+    words = random_pure_state(d, batch_shape=(V, 1), dtype=dtype, generator=gen)
+    members = random_pure_state(d, batch_shape=(B, m), dtype=dtype, generator=gen)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    mixtures = Ensemble(members, torch.softmax(torch.randn(B, m, dtype=real, generator=gen), -1))
+    mode = _storages_of_at_least(V * B * d * m * members.data.element_size())
+    with mode:
+        value = infidelity(words, mixtures)
+    assert len(mode.seen) <= 2, len(mode.seen)                     # the residual and its square
+    psi, b = words.data.unsqueeze(-1), mixtures.factor()            # the previous computation
+    residual = b - psi @ ((psi.mH @ b) / (psi.mH @ psi).real)
+    expected = residual.abs().square().sum((-2, -1)) / b.abs().square().sum((-2, -1))
+    assert_allclose(value, expected.clamp(0, 1), rtol=1e-12 if dtype == torch.complex128 else 1e-5, atol=0)
+
+
+def test_pure_infidelity_reads_lazy_conjugate_views():
+    """A PureState may hold a lazy ``conj()`` view; the squared norms of ``view_as_real`` resolve it first."""
+    from qpnlp.hilbert import infidelity
+    gen = torch.Generator().manual_seed(12)
+    a, b = (random_pure_state(6, batch_shape=(3,), dtype=torch.complex128, generator=gen) for _ in range(2))
+    lazy, plain = PureState(b.data.conj()), PureState(b.data.conj().resolve_conj())
+    assert lazy.data.is_conj()
+    assert_allclose(infidelity(a, lazy), infidelity(a, plain), rtol=1e-14, atol=0)
+    assert_allclose(infidelity(lazy, a), 1 - fidelity(plain, a), rtol=1e-12, atol=0)
