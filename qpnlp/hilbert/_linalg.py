@@ -256,6 +256,73 @@ def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.T
     return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
 
 
+class _Modulus(torch.autograd.Function):
+    r""":math:`|z|` of a complex ``z``, torch's ``z.abs()``, with the gradient :math:`g\, z/|z|` finite for all z.
+
+    torch's backward is ``grad * z.sgn()``, and ``sgn`` divides by :math:`|z|` in complex arithmetic, which gives NaN
+    for a divisor below ``finfo.tiny`` (1e-38 in float32, 2e-308 in float64), although :math:`z/|z|` has modulus 1.
+    Here the phase is :func:`modulus_phase`: ``z.sgn()`` for :math:`|z| \ge` tiny (so the gradient is torch's, bit
+    for bit), real divisions below (0 at z = 0). The forward sets nothing on ``ctx`` (``setup_context`` does), so
+    ``torch.func`` transforms and ``vmap`` run it; the backward is differentiable torch ops (second derivatives are
+    torch's). No ``jvp``: dynamo refuses a Function that defines one, so torch.compile traces this class and eager
+    code :class:`_ModulusWithJvp`.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(z):
+        return z.abs()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], output)
+        ctx.save_for_forward(inputs[0], output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        z, r = ctx.saved_tensors
+        return grad * modulus_phase(z, r)
+
+
+class _ModulusWithJvp(_Modulus):
+    r""":class:`_Modulus` with forward-mode AD: :math:`\operatorname{Re}(\bar{\dot z}\, z/|z|)`, torch's rule."""
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        z, r = ctx.saved_tensors
+        return (tangent.conj() * modulus_phase(z, r)).real
+
+
+def modulus(z: torch.Tensor) -> torch.Tensor:
+    r"""Element-wise modulus :math:`|z|` ``(...) -> (...)``, real; a finite gradient where :math:`|z|` is subnormal.
+
+    The values are ``z.abs()``'s, bit for bit, and so are the gradients (reverse and forward mode) wherever torch's
+    are finite; for a complex ``z`` whose modulus is below ``finfo.tiny`` (1e-40 (3 + 4i) in complex64) torch's
+    gradient is NaN, this one :math:`z/|z|` (:class:`_Modulus`). A real ``z`` gives ``z.abs()``.
+    """
+    if not z.is_complex() or not torch.is_grad_enabled():     # no graph: torch's abs, without the Function's call
+        return z.abs()
+    return _Modulus.apply(z) if torch.compiler.is_compiling() else _ModulusWithJvp.apply(z)
+
+
+def modulus_phase(z: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    r"""The phase :math:`z/|z|` ``(...)`` of complex ``z`` from its modulus ``r`` = ``z.abs()``, 0 at z = 0.
+
+    ``z.sgn()`` (the same bits) where :math:`r \ge` ``finfo.tiny``; below, where torch's complex division gives
+    NaN, the real and imaginary parts are divided by r apart. No host sync: on the CPU outside torch.compile and
+    vmap the second pass runs only when some modulus needs it. Each branch sees a safe input, so that neither puts
+    a NaN into the other's gradient.
+    """
+    small = r < torch.finfo(r.dtype).tiny
+    if z.device.type == "cpu" and has_values(z, r) and not torch.compiler.is_compiling() and not bool(small.any()):
+        return z.sgn()
+    ordinary = torch.where(small, torch.ones_like(z), z).sgn()
+    divisor = torch.where(small & (r > 0), r, torch.ones_like(r))
+    scaled = torch.where(r > 0, torch.complex(z.real / divisor, z.imag / divisor), torch.zeros_like(z))
+    return torch.where(small, scaled, ordinary)
+
+
 def trace(matrices: torch.Tensor) -> torch.Tensor:
     """Trace over the last two dims, ``(..., d, d) -> (...)``.
 

@@ -41,6 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._linalg import modulus
 
 from ._checks import check_int, check_real
 
@@ -104,7 +105,7 @@ def hirose(z: Tensor, m: float | Tensor = 1.0) -> Tensor:
         _check_scale(m)
     elif m.device != z.device:                  # never copied to z's device silently (a 0-dim m may be a CPU scalar)
         V.check_same_device(("z", z), ("Hirose scale m", m))
-    r = z.abs()
+    r = modulus(z)
     m2 = torch.as_tensor(m, dtype=r.dtype, device=r.device) ** 2
     x = r / m2
     # Below this x, tanh(x)/x = 1 - x^2/3 + O(x^4) is exact to machine precision.
@@ -121,7 +122,8 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
 
     The phase of ``z`` is kept and the modulus is shifted by the (real) bias
     ``b`` and clipped at 0. Where :math:`|z| + b \le 0` the output and its
-    gradient are 0.
+    gradient are 0, also for a subnormal :math:`|z|` (below ``finfo.tiny``); a live unit there has a
+    non-finite gradient (of size :math:`b/|z|`, which overflows; at :math:`b = 0` too, though it is 1 there).
 
     Parameters
     ----------
@@ -157,18 +159,20 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     _check_bias(b, z)
     if scale_first:
         V.check_tensor("z", z)
-        r = z.abs()
+        r = modulus(z)
         positive = r > 0                    # the mask makes the gradient at z = 0 zero; other values: same bits
         return z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
     _check_complex(z)
-    r = z.abs()
+    r = modulus(z)
     b = torch.as_tensor(b, dtype=r.dtype, device=r.device)
     positive = r > 0
-    r_safe = torch.where(positive, r, torch.ones_like(r))
-    # relu(r + b) * (z / r): real divisions, since torch's complex division
-    # returns NaN for subnormal divisors.
+    amplitude = torch.relu(r + b)
+    # relu(r + b) * (z / r): real divisions, since torch's complex division returns NaN for subnormal divisors.
+    # A dead unit (amplitude 0) divides by 1: its output is the same 0, and its gradient 0, where 0 times the
+    # divisor's gradient, of size 1/r^2, was NaN for a subnormal r.
+    r_safe = torch.where(positive & (amplitude > 0), r, torch.ones_like(r))
     phase = torch.complex(z.real / r_safe, z.imag / r_safe) * positive
-    return torch.relu(r + b) * phase
+    return amplitude * phase
 
 
 def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._linalg import squared_norms
+from qpnlp.hilbert._linalg import modulus, squared_norms
 from qpnlp.hilbert._validation import real_dtype_of
 
 __all__ = [
@@ -281,7 +281,7 @@ def readout(z: Tensor, kind: str = "modulus") -> Tensor:
     if not z.is_complex():
         return z
     if kind == "modulus":
-        return z.abs()
+        return modulus(z)
     if kind == "squared_modulus":
         return _parts(z).square().sum(-1)
     return torch.cat([z.real, z.imag], dim=-1)
@@ -488,4 +488,4 @@ def hermitian_attention_scores(q: Tensor, k: Tensor) -> Tensor:
     V.check_broadcast("q", q.shape[:-2], "k", k.shape[:-2])
     n = q.shape[-1]
     z = q @ k.conj().transpose(-1, -2) if q.is_complex() else q @ k.transpose(-1, -2)
-    return (z.abs() if z.is_complex() else z) / math.sqrt(n)
+    return (modulus(z) if z.is_complex() else z) / math.sqrt(n)

@@ -71,3 +71,119 @@ def test_normalize_without_validation_gives_the_unit_vector_of_a_tiny_complex_ve
     out = normalize(torch.cat([tiny[None], ordinary]), validate=False)
     assert_allclose(out[0], torch.tensor([0.6 + 0j, -0.8j], dtype=complex_dtype), atol=0.05, rtol=0)
     assert torch.equal(out[1:], normalize(ordinary, validate=False))
+
+
+#: Per complex dtype: scales whose modulus falls below ``finfo.tiny`` (1e-38 in float32, 2e-308 in float64).
+SUBNORMAL = [(torch.complex64, 1e-39), (torch.complex64, 1e-43), (torch.complex128, 1e-310)]
+
+
+def _tiny_entries(dtype, scale):
+    """``[3 + 4i, -4i, 0] * scale`` (a leaf), and its phases ``z/|z|`` (0 at 0)."""
+    z = (torch.tensor([3 + 4j, -4j, 0j], dtype=dtype) * scale).requires_grad_(True)
+    return z, torch.tensor([0.6 + 0.8j, -1j, 0j], dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype, scale", SUBNORMAL)
+def test_the_gradient_of_a_subnormal_modulus_is_its_phase(dtype, scale):
+    r"""torch's backward of ``z.abs()`` is ``grad * z.sgn()``, and ``sgn``'s complex division is NaN for a modulus
+    below ``finfo.tiny``; :func:`modulus` gives :math:`z/|z|` there, in reverse mode, forward mode and under
+    ``torch.func.grad`` and ``vmap``, with ``z.abs()``'s values."""
+    import torch.autograd.forward_ad as fwAD
+
+    from qpnlp.hilbert._linalg import modulus
+
+    z, phase = _tiny_entries(dtype, scale)
+    r = modulus(z)
+    assert torch.equal(r, z.abs())
+    r.sum().backward()
+    assert_allclose(z.grad, phase, atol=0.05, rtol=0)
+    assert_allclose(torch.func.vmap(torch.func.grad(modulus))(z.detach()), phase, atol=0.05, rtol=0)
+    with fwAD.dual_level():
+        tangent = fwAD.unpack_dual(modulus(fwAD.make_dual(z.detach(), torch.ones_like(z)))).tangent
+    assert_allclose(tangent, phase.real, atol=0.05, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_modulus_is_z_abs_bit_for_bit_where_torch_is_finite(dtype):
+    """Values, gradients, second derivatives (``create_graph``) and tangents of :func:`modulus` equal those of
+    ``z.abs()`` bit for bit for every modulus at or above ``tiny`` (zero included), whatever the length."""
+    import torch.autograd.forward_ad as fwAD
+
+    from qpnlp.hilbert._linalg import modulus
+
+    generator = torch.Generator().manual_seed(0)
+    for n in (0, 1, 2, 3, 7, 16, 33, 100, 257, 1000):
+        for scale in (1.0, 1e-3, 1e-18, 1e18):
+            z = torch.randn(n, dtype=dtype, generator=generator) * scale
+            z[: n // 7] = 0
+            weights = torch.randn(n, dtype=z.real.dtype, generator=generator)
+            tangent = torch.randn(n, dtype=dtype, generator=generator)
+            results = []
+            for function in (torch.abs, modulus):
+                leaf = z.clone().requires_grad_(True)
+                r = function(leaf)
+                (grad,) = torch.autograd.grad((r * weights).sum(), leaf, create_graph=True)
+                (second,) = torch.autograd.grad(torch.view_as_real(grad).sum(), leaf) if n else (grad,)
+                with fwAD.dual_level():
+                    dot = fwAD.unpack_dual(function(fwAD.make_dual(z, tangent))).tangent
+                results.append((r, grad, second, dot))
+            for plain, ours in zip(*results):
+                assert torch.equal(plain, ours), (n, scale)
+
+
+@pytest.mark.parametrize("dtype, scale", SUBNORMAL)
+def test_readout_hirose_and_attention_scores_of_subnormal_entries_have_finite_gradients(dtype, scale, monkeypatch):
+    """``readout(z, "modulus")``, ``hirose`` and ``hermitian_attention_scores`` take the modulus of complex
+    features: through ``z.abs()`` an entry of subnormal modulus got a NaN gradient (its true gradient is bounded:
+    the phase; Hirose's ``tanh(x)/x`` is smooth at 0). Ordinary entries beside it: bit for bit what ``z.abs()``
+    gave them (torch's vectorised ``sgn`` rounds, and fails, by position in a vector: the reference is the same
+    vector, through ``z.abs()``)."""
+    import qpnlp.nn.activation as activation
+    import qpnlp.nn.functional as functional
+
+    z, phase = _tiny_entries(dtype, scale)
+    functional.readout(z, "modulus").sum().backward()
+    assert_allclose(z.grad, phase, atol=0.05, rtol=0)
+    z.grad = None
+    activation.hirose(z).real.sum().backward()
+    assert_allclose(z.grad, torch.tensor([1, 1, 1], dtype=dtype), atol=0.05, rtol=0)
+    q = z.detach().reshape(3, 1).requires_grad_(True)
+    functional.hermitian_attention_scores(q, torch.ones(1, 1, dtype=dtype)).sum().backward()
+    assert_allclose(q.grad.reshape(3), phase, atol=0.05, rtol=0)
+    rows = torch.cat([torch.randn(5, dtype=dtype, generator=torch.Generator().manual_seed(1)), z.detach()])
+    grads = []
+    for plain in (False, True):
+        if plain:                               # the code before: torch's z.abs()
+            monkeypatch.setattr(functional, "modulus", torch.abs)
+            monkeypatch.setattr(activation, "modulus", torch.abs)
+        leaf = rows.clone().requires_grad_(True)
+        (functional.readout(leaf, "modulus").sum() + activation.hirose(leaf).real.sum()).backward()
+        grads.append(leaf.grad)
+    assert torch.isfinite(torch.view_as_real(grads[0])).all()
+    assert torch.equal(grads[0][:5], grads[1][:5])
+
+
+@pytest.mark.parametrize("scale_first", [False, True])
+@pytest.mark.parametrize("dtype, scale", SUBNORMAL)
+def test_a_dead_modrelu_unit_of_subnormal_modulus_has_a_zero_gradient(dtype, scale, scale_first):
+    """With :math:`|z| + b \\le 0` modReLU's output and gradient are 0; a subnormal z gave NaN (``z.abs()``'s
+    backward, and, without ``scale_first``, 0 times the divisor's gradient :math:`\\propto 1/|z|^2`, infinite)."""
+    from qpnlp.nn.activation import modrelu
+
+    z, _ = _tiny_entries(dtype, scale)
+    out = modrelu(z, -0.01, scale_first=scale_first)
+    out.real.sum().backward()
+    assert torch.equal(out, torch.zeros_like(out))
+    assert torch.equal(z.grad, torch.zeros_like(z))
+
+
+def test_the_compiled_readout_of_a_subnormal_entry_has_the_eager_gradient():
+    """torch.compile traces :func:`modulus` (dynamo refuses a Function with a custom ``jvp``, so it traces the
+    one without) in one graph, backward included; the gradient is eager's."""
+    from qpnlp.nn.functional import readout
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda z: readout(z, "modulus").sum(), backend="aot_eager", fullgraph=True)
+    z, phase = _tiny_entries(torch.complex64, 1e-40)
+    compiled(z).backward()
+    assert_allclose(z.grad, phase, atol=0.05, rtol=0)
