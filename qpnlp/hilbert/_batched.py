@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import torch
 
 from ._validation import complex_dtype_of, real_dtype_of
+from ._widen import widening
 
 
 def to_arguments(args: tuple, device=None, dtype=None) -> tuple:
@@ -119,6 +120,10 @@ class Batched:
 
         ``to(torch.float64)`` and ``to(torch.complex128)`` both give complex128
         states (and float64 weights); lower precision is only used when asked for.
+        From single to double precision the object is projected back onto its
+        invariants (unit norm, weights summing to one, Hermitian of trace one)
+        where float32's round-off broke them, so that it passes its own checks
+        at float64's tolerance (see :meth:`_widened`).
         """
         device, dtype = to_arguments(args, device, dtype)
         wide = None if dtype is None else complex_dtype_of(dtype)      # an Ensemble's weights follow its states
@@ -127,7 +132,15 @@ class Batched:
             t = getattr(self, "_" + name)
             target = None if wide is None else wide if t.is_complex() else real_dtype_of(wide)
             moved[name] = t.to(device=device, dtype=target)
+        if wide is not None and widening(self.dtype, wide):
+            moved = self._widened(moved)
         return self._trusted(**moved)
+
+    @classmethod
+    def _widened(cls, fields: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The fields just cast from single to double precision, without float32's round-off (default: as they
+        are; the states, ensembles and density matrices rescale, see ``qpnlp.hilbert._widen``)."""
+        return fields
 
     def detach(self):
         return self._trusted(**{n: getattr(self, "_" + n).detach() for n in self._fields})

@@ -6,6 +6,7 @@ import torch
 
 from . import _mixture as M
 from . import _validation as V
+from . import _widen
 from ._batched import Batched
 from ._linalg import promote
 from ._mixture import masked_softmax
@@ -61,6 +62,11 @@ class Ensemble(Batched):
         data, w = M.mixture(states.data if trusted else states, weights, mask, validate, trusted)
         object.__setattr__(self, "_states", data)
         object.__setattr__(self, "_weights", w)
+
+    @classmethod
+    def _widened(cls, fields):
+        """States of unit norm and weights summing to one where float32's round-off left them off one."""
+        return {"states": _widen.unit_rows(fields["states"]), "weights": _widen.unit_sums(fields["weights"])}
 
     @property
     def states(self) -> PureState:

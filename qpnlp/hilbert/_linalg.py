@@ -11,6 +11,7 @@ Conventions
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -126,6 +127,20 @@ def adjoint_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     copied every ensemble's d x n factor V times (memory O(V B d n) for a result of O(V B n)).
     """
     return torch.einsum("...dr,...dm->...rm", a.conj(), b)
+
+
+def without_autocast(device_type: str):
+    """A region where ``torch.autocast`` is off on ``device_type`` when it is on there, else a no-op context.
+
+    For the real matrix products that stand for a complex one or for a sum (the Born rule's
+    ``squared_overlaps``, :func:`~qpnlp.hilbert._mixture.weighted_sum`): autocast lowers a float32 matrix product
+    to bfloat16, never a complex one nor a sum, so they keep their inputs' precision as those would.
+    """
+    try:
+        enabled = torch.is_autocast_enabled(device_type)
+    except RuntimeError:                                     # a device autocast does not know (meta): never on
+        return contextlib.nullcontext()
+    return torch.autocast(device_type, enabled=False) if enabled else contextlib.nullcontext()
 
 
 def squared_norms(vectors: torch.Tensor) -> torch.Tensor:

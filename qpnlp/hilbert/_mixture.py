@@ -21,7 +21,8 @@ import operator
 import torch
 
 from . import _validation as V
-from ._linalg import promote, safe_sqrt, squared_norms
+from ._linalg import promote, safe_sqrt, squared_norms, without_autocast
+from ._widen import unit_rows, unit_sums
 
 
 def check_state_tensor(name: str, data: torch.Tensor, validate: V.Validate) -> None:
@@ -225,7 +226,9 @@ def mixture_weights(states: torch.Tensor, weights: torch.Tensor | None, mask: to
 
 def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tensor | None,
             validate: V.Validate, trusted: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Checked ``(states (..., n, d), weights (..., n))`` of one dtype family (the states widen, never the weights).
+    """Checked ``(states (..., n, d), weights (..., n))`` of one dtype family (the states widen, never the weights;
+    widened complex64 states are rescaled to unit norm in float64, and bfloat16 or float16 weights divided by their
+    sum in float32, so that the mixture's trace is one to the round-off of its own dtype, as its checks want).
 
     ``trusted`` states (a :class:`~qpnlp.hilbert.PureState`) are checked only where they carry weight, while
     validation is on: a PureState may hold zero rows (``Ensemble.states`` at its padding), and uniform weights
@@ -236,8 +239,11 @@ def mixture(states: torch.Tensor, weights: torch.Tensor | None, mask: torch.Tens
     if trusted and V.resolve(validate):
         V.check_unit_norm("states", data, where=w.detach() != 0)
     if w.dtype == torch.float64 and data.dtype == torch.complex64:
-        data = data.to(torch.complex128)  # never downcast the weights: widen the states
-    return data, w.to(V.real_dtype_of(data.dtype))
+        data = unit_rows(data.to(torch.complex128))  # never downcast the weights: widen the states, unit in float64
+    real = V.real_dtype_of(data.dtype)
+    if torch.finfo(w.dtype).bits < torch.finfo(real).bits:        # bfloat16 / float16 weights: sum one in float32
+        return data, unit_sums(w.to(real), source=w.dtype)
+    return data, w.to(real)
 
 
 def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -250,13 +256,16 @@ def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     summed by ``torch.sum``. A matrix-vector product on the CPU adds the n terms one after the other in each SIMD
     lane, so its relative error grows as :math:`n\,\epsilon`: in float32, 7e-6 at n = 1e4, 1.2e-4 at 1e5 and
     1.7e-3 at 1e6 (against float64), where torch's sum (pairwise on the CPU, a tree on a GPU) stays within a few
-    :math:`\epsilon` (2e-7 at 1e6): the Born probabilities of a mixture of a long document's words.
+    :math:`\epsilon` (2e-7 at 1e6): the Born probabilities of a mixture of a long document's words. Inside
+    ``torch.autocast`` the product keeps the inputs' dtype, as the sum does (float32 values: a float32 result
+    whatever n, not bfloat16 up to 4096 members).
     """
-    if values.shape[-2] <= SEQUENTIAL_MAX_TERMS:
+    if values.shape[-2] > SEQUENTIAL_MAX_TERMS:
+        return (weights.unsqueeze(-1) * values).sum(-2)
+    with without_autocast(values.device.type):      # a sum: autocast lowers the product, never torch.sum
         if weights.shape[:-1] == values.shape[:-2]:
             return (weights.unsqueeze(-2) @ values).squeeze(-2)
         return torch.einsum("...n,...nk->...k", weights, values)
-    return (weights.unsqueeze(-1) * values).sum(-2)
 
 
 def factor(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

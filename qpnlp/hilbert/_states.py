@@ -13,6 +13,7 @@ import torch
 
 from . import _mixture as M
 from . import _validation as V
+from . import _widen
 from ._batched import Batched
 from ._linalg import inner, normalize, outer, promote, trace
 
@@ -109,6 +110,11 @@ class PureState(Batched):
         data = torch.zeros(dim, dtype=V.complex_dtype_of(dtype), device=device)
         data[position] = 1
         return cls._trusted(data=data)
+
+    @classmethod
+    def _widened(cls, fields):
+        """Rows rescaled to unit norm where float32's round-off left them off one (zero rows kept)."""
+        return {"data": _widen.unit_rows(fields["data"])}
 
     # -- accessors ---------------------------------------------------------
     @property
@@ -234,6 +240,11 @@ class DensityMatrix(Batched):
         dim, batch_shape = V.check_dimension("dim", dim), V.check_batch_shape(batch_shape)
         eye = torch.eye(dim, dtype=V.complex_dtype_of(dtype), device=device) / dim
         return cls._trusted(data=eye.expand(*batch_shape, dim, dim).clone())
+
+    @classmethod
+    def _widened(cls, fields):
+        """The Hermitian part over its trace where float32's round-off left it off (other matrices kept)."""
+        return {"data": _widen.unit_trace_hermitian(fields["data"])}
 
     # -- accessors -----------------------------------------------------------
     @property

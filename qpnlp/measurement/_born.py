@@ -28,6 +28,7 @@ import torch
 
 from qpnlp.hilbert import contract, promote
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._linalg import without_autocast
 from qpnlp.hilbert._mixture import weighted_sum
 
 from . import _checks
@@ -64,15 +65,18 @@ def squared_overlaps(states: torch.Tensor, vectors: torch.Tensor) -> torch.Tenso
     ``(*S, n, d)``, vectors ``(*P, m, d)``) broadcast through ``einsum``, which never copies the states once per
     vector batch nor the vectors once per state batch as ``matmul`` does (it expands both operands to
     ``broadcast_shapes(S, P)``).
+    Inside ``torch.autocast`` the real products stay in the states' precision, as the complex product does
+    (autocast lowers real float32 matrix products only): complex64 states give float32 probabilities there too.
     """
     v = torch.view_as_real(vectors.resolve_conj())                          # (..., m, d, 2)
     imaginary_rows = torch.stack((-v[..., 1], v[..., 0]), -1)
     rows = torch.cat((v.flatten(-2), imaginary_rows.flatten(-2)), -2)     # (..., 2m, 2d)
     real = torch.view_as_real(states.resolve_conj()).flatten(-2)          # (..., 2d)
-    if rows.dim() > 2 and real.dim() > 1 and real.shape[:-2] != rows.shape[:-2]:
-        parts = torch.einsum("...nc,...mc->...nm", real, rows)            # broadcast without expanding
-    else:
-        parts = real @ rows.mT                                            # (..., 2m): Re, then Im
+    with without_autocast(states.device.type):
+        if rows.dim() > 2 and real.dim() > 1 and real.shape[:-2] != rows.shape[:-2]:
+            parts = torch.einsum("...nc,...mc->...nm", real, rows)        # broadcast without expanding
+        else:
+            parts = real @ rows.mT                                        # (..., 2m): Re, then Im
     return parts.unflatten(-1, (2, vectors.shape[-2])).square().sum(-2)
 
 

@@ -461,3 +461,49 @@ def test_a_single_precision_state_cast_to_double_is_refused_with_its_distance_fr
             build()
     with pytest.raises(ValueError, match=r"got norm 5 \(shape"):                     # a visible error: as before
         PureState(torch.tensor([3.0, 4.0], dtype=torch.complex64))
+
+
+def test_single_precision_objects_moved_to_double_pass_their_own_checks():
+    """to(torch.float64) kept float32's round-off (|norm - 1| ~ 1e-7, |A - A^dagger| ~ 1e-8), a million times
+    float64's tolerance: PureState(s.data), Ensemble(...), DensityMatrix(rho.data) and the Born rule refused the
+    moved objects ("float32 round-off ... normalise after the cast"); now they are projected back after the cast."""
+    from qpnlp.hilbert import DensityMatrix, Ensemble, random_pure_state
+    from qpnlp.measurement import born_probabilities, born_probabilities_dense
+    g = torch.Generator().manual_seed(3)
+    states = random_pure_state(5, batch_shape=(8, 5), generator=g)
+    mix = Ensemble(states.data, torch.softmax(torch.randn(8, 5, generator=g), -1))
+    s64, mix64, rho64 = states.to(torch.float64), mix.to(torch.float64), mix.dense().to(torch.complex128)
+    eye = torch.eye(5, dtype=torch.complex128)
+    PureState(s64.data)
+    Ensemble(mix64.states.data, mix64.weights)
+    DensityMatrix(rho64.data)
+    lazy, dense = born_probabilities(mix64.states.data, mix64.weights, eye), born_probabilities_dense(rho64.data, eye)
+    assert lazy.dtype == dense.dtype == torch.float64
+    assert_allclose(lazy, dense, atol=1e-6)                          # two single-precision roads to one mixture
+    assert_allclose(s64.data, states.data.to(torch.complex128), atol=1e-6)           # round-off only
+    assert_allclose(rho64.data, mix.dense().data.to(torch.complex128), atol=1e-6)
+
+
+def test_widening_keeps_zero_rows_and_what_is_more_than_round_off():
+    """Only float32's round-off is removed: a zero row (padding) and a row built with validate=False stay as they
+    were."""
+    data = torch.tensor([[0.6, 0.8j], [0.0, 0.0], [2.0, 0.0]], dtype=torch.complex64)
+    moved = PureState(data, validate=False).to(torch.float64).data
+    assert torch.equal(moved[1:], data[1:].to(torch.complex128))
+    assert_allclose(moved[0], data[0].to(torch.complex128), atol=1e-7)
+    PureState(moved[:1])                                                   # the unit row: unit in float64
+
+
+@pytest.mark.parametrize("weights_dtype", [torch.float64, torch.bfloat16, torch.float16])
+def test_a_mixture_of_mixed_precisions_passes_its_own_checks(weights_dtype):
+    """complex64 states with float64 weights made a complex128 mixture of trace one to float32's round-off only,
+    and bfloat16/float16 weights a complex64 one of trace 1.002: DensityMatrix(rho.data) refused both."""
+    from qpnlp.hilbert import DensityMatrix, Ensemble, random_pure_state
+    g = torch.Generator().manual_seed(4)
+    states = random_pure_state(4, batch_shape=(6, 3), generator=g).data
+    weights = torch.softmax(torch.randn(6, 3, dtype=torch.float64, generator=g), -1).to(weights_dtype)
+    rho = DensityMatrix.from_ensemble(states, weights)
+    DensityMatrix(rho.data)
+    mix = Ensemble(states, weights)
+    Ensemble(mix.states.data, mix.weights)
+    assert rho.dtype == (torch.complex128 if weights_dtype == torch.float64 else torch.complex64)

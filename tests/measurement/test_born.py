@@ -177,3 +177,24 @@ def test_a_mask_on_another_device_than_the_weights_is_named():
     mask = torch.ones(2, 3, dtype=torch.bool, device="meta")
     with pytest.raises(ValueError, match="arguments must be on one device; got weights on cpu, mask on meta"):
         ProjectiveMeasurement(3, 2)(states, torch.full((2, 3), 1 / 3), mask)
+
+
+@pytest.mark.parametrize("members", [3, 5000])                       # a matrix product, then torch's sum
+def test_born_rule_keeps_the_states_precision_under_autocast(members):
+    """Under CPU bfloat16 autocast the real-view product of squared_overlaps and the product of weighted_sum were
+    lowered to bfloat16 (word/born/povm probabilities of complex64 states off by 4e-3, born_probabilities bfloat16
+    up to 4096 members and float32 beyond); a complex product is never lowered: now float32 and the same values."""
+    from qpnlp.measurement import povm_probabilities
+    g = torch.Generator().manual_seed(0)
+    states = torch.randn(2, members, 6, dtype=torch.complex64, generator=g)
+    states = states / states.norm(dim=-1, keepdim=True)
+    weights = torch.softmax(torch.randn(2, members, generator=g, dtype=torch.float64), -1).float()
+    basis = torch.linalg.qr(torch.randn(6, 6, dtype=torch.complex64, generator=g))[0]
+    calls = [lambda: word_probabilities(states, basis), lambda: born_probabilities(states, weights, basis),
+             lambda: povm_probabilities(states, weights, basis.unsqueeze(1))]
+    for call in calls:
+        plain = call()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lowered = call()
+        assert lowered.dtype == torch.float32
+        torch.testing.assert_close(lowered, plain, rtol=0, atol=0)

@@ -581,3 +581,26 @@ def test_save_pretrained_writes_further_files_with_the_model_and_refuses_names_o
         with pytest.raises(ValueError, match="is not a name for one of its files"):
             model.save_pretrained(tmp_path / "bad", files={name: "x"})
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_model_runs_in_float64_refuses_half_and_runs_under_bfloat16_autocast(name):
+    """The dtype contract (the h53 survey): double() gives float64 outputs and float64/complex128 gradients,
+    half and bfloat16 a TypeError naming the dtype, and CPU bfloat16 autocast finite outputs near float32's."""
+    plain = _outputs(_small_model(name)).detach()
+    model = _small_model(name).double()
+    out = _outputs(model)
+    assert out.dtype == torch.float64
+    out.sum().backward()
+    for p in model.parameters():
+        if p.grad is not None:
+            grad = p.grad.coalesce().values() if p.grad.is_sparse else p.grad
+            assert p.grad.dtype in (torch.float64, torch.complex128) and bool(torch.isfinite(grad).all())
+    torch.testing.assert_close(out.detach().float(), plain, rtol=1e-4, atol=1e-5)
+    for dtype in (torch.bfloat16, torch.float16):
+        with pytest.raises(TypeError, match=str(dtype)):
+            _small_model(name).to(dtype)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = _outputs(_small_model(name))
+    assert bool(torch.isfinite(low).all())
+    torch.testing.assert_close(low.detach().float(), plain, rtol=0.05, atol=0.05)
