@@ -177,14 +177,23 @@ def rescaled_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
     pass: four passes over the vectors less); elsewhere the function is branch-free. Complex vectors are rescaled on their real view (no complex
     ``abs`` or division).
     """
-    if vectors.device.type == "cpu" and has_values(vectors, norms) and not torch.compiler.is_compiling() \
-            and not bool(unreliable_norms(norms).any()):
+    unreliable = unreliable_norms(norms)
+    if none_needs_the_second_pass(unreliable, vectors, norms):
         return norms
     parts = torch.view_as_real(vectors.resolve_conj()) if vectors.is_complex() else vectors.unsqueeze(-1)
     largest = parts.abs().amax((-2, -1)).unsqueeze(-1).detach()                      # (..., 1): m, a constant
     divisor = torch.where(largest > 0, largest, torch.ones_like(largest))
     rescaled = torch.linalg.vector_norm(parts / divisor.unsqueeze(-1), dim=(-2, -1)).unsqueeze(-1) * divisor
-    return torch.where(unreliable_norms(norms) & torch.isfinite(largest) & (largest > 0), rescaled, norms)
+    return torch.where(unreliable & torch.isfinite(largest) & (largest > 0), rescaled, norms)
+
+
+def none_needs_the_second_pass(needs: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """Whether the pass for rare entries (``needs``, a bool mask) can be skipped: on the CPU, where reading a value
+    costs no host sync, for ``tensors`` with values (not meta, not under vmap), outside torch.compile, and when no
+    entry needs it. Elsewhere the callers (:func:`rescaled_norms`, :func:`divided_by_norms`,
+    :func:`modulus_phase`) run branch-free, the pass's results kept only where ``needs``."""
+    return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling() \
+        and not bool(needs.any())
 
 
 def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None) -> torch.Tensor:
@@ -236,8 +245,7 @@ def divided_by_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor
     if not vectors.is_complex():
         return vectors / norms
     subnormal = norms < torch.finfo(norms.dtype).tiny
-    if vectors.device.type == "cpu" and has_values(vectors, norms) and not torch.compiler.is_compiling() \
-            and not bool(subnormal.any()):
+    if none_needs_the_second_pass(subnormal, vectors, norms):
         return vectors / norms
     ones = torch.ones_like(norms)                        # each branch a safe divisor: no NaN in the other's gradient
     ordinary = vectors / torch.where(subnormal, ones, norms)
@@ -330,7 +338,7 @@ def modulus_phase(z: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     a NaN into the other's gradient.
     """
     small = r < torch.finfo(r.dtype).tiny
-    if z.device.type == "cpu" and has_values(z, r) and not torch.compiler.is_compiling() and not bool(small.any()):
+    if none_needs_the_second_pass(small, z, r):
         return z.sgn()
     ordinary = torch.where(small, torch.ones_like(z), z).sgn()
     divisor = torch.where(small & (r > 0), r, torch.ones_like(r))
