@@ -7,6 +7,7 @@ from typing import Sequence, overload
 import torch
 
 from . import _validation as V
+from . import _widen
 from ._batched import to_arguments
 from ._linalg import promote, random_unitary
 from ._states import DensityMatrix, PureState
@@ -110,10 +111,18 @@ class SememeBasis:
         return self._vectors.device
 
     def to(self, *args, device=None, dtype=None) -> "SememeBasis":
-        """Move to a device and/or dtype; a real dtype gives its complex one, as for the states (float64 -> complex128)."""
+        """Move to a device and/or dtype; a real dtype gives its complex one, as for the states (float64 -> complex128).
+
+        From single to double precision the vectors are re-orthonormalised where float32's round-off left them
+        off (``qpnlp.hilbert._widen.orthonormal_rows``), so the moved basis passes its own check at float64's
+        tolerance.
+        """
         device, dtype = to_arguments(args, device, dtype)
         target = None if dtype is None else V.complex_dtype_of(dtype)
-        return SememeBasis(self._vectors.to(device=device, dtype=target), self._labels, validate=False)
+        vectors = self._vectors.to(device=device, dtype=target)
+        if target is not None and _widen.widening(self.dtype, target):
+            vectors = _widen.orthonormal_rows(vectors)
+        return SememeBasis(vectors, self._labels, validate=False)
 
     def _position(self, j) -> int:
         """Basis index ``j`` in ``[0, d)``: Python's rules (``-1`` is the last), IndexError outside ``[-d, d)``.

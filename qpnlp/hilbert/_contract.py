@@ -12,6 +12,8 @@ import functools
 import opt_einsum
 import torch
 
+from ._validation import check_complex_width
+
 
 @functools.lru_cache(maxsize=512)
 def _expression(equation: str, shapes: tuple[tuple[int, ...], ...]):
@@ -27,7 +29,7 @@ def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
         Einstein-summation equation, e.g. ``"kd,...de,ke->...k"``.
     *operands : torch.Tensor
         Tensors of any shapes consistent with the equation; an equation that does not fit them is a ValueError
-        (whatever the number of operands).
+        (whatever the number of operands), a complex32 operand a TypeError (convert it to complex64).
 
     Examples
     --------
@@ -35,6 +37,8 @@ def contract(equation: str, *operands: torch.Tensor) -> torch.Tensor:
     >>> contract("ij,jk,kl->il", a, b, c).shape
     torch.Size([2, 5])
     """
+    for i, op in enumerate(operands):
+        check_complex_width(f"operands[{i}]", op)
     if len(operands) < 3:
         try:
             return torch.einsum(equation, *operands)

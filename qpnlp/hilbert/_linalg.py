@@ -16,17 +16,20 @@ import math
 
 import torch
 
-from ._validation import (check_batch_shape, check_broadcast, check_dimension, check_finite, check_min_ndim,
-                          check_same_device, check_tensor, complex_dtype_of, enabled, has_values, real_dtype_of,
-                          tolerance)
+from ._validation import (check_batch_shape, check_broadcast, check_complex_width, check_dimension, check_finite,
+                          check_min_ndim, check_same_device, check_tensor, complex_dtype_of, enabled, has_values,
+                          real_dtype_of, tolerance)
 
 
 def _check_vectors(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
-    """ValueError unless ``a`` and ``b`` are ``(..., d)`` vectors of one d, broadcastable batch shapes, one device.
+    """ValueError unless ``a`` and ``b`` are ``(..., d)`` vectors of one d, broadcastable batch shapes, one device;
+    TypeError for a complex32 one (:func:`~qpnlp.hilbert._validation.check_complex_width`).
 
-    Hot path: two shape comparisons and a device comparison; ``check_broadcast`` and ``check_same_device`` run
-    only when they differ.
+    Hot path: two shape comparisons, a device and two dtype comparisons; ``check_broadcast`` and
+    ``check_same_device`` run only when they differ.
     """
+    check_complex_width(name_a, a)
+    check_complex_width(name_b, b)
     if a.dim() == 0 or b.dim() == 0:
         raise ValueError(f"{name_a} and {name_b} must be vectors (..., d) of one dimension d; got shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
@@ -221,6 +224,7 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         ``(..., d)``, of unit L2 norm along the last dim.
     """
     check_tensor("vectors", vectors)
+    check_complex_width("vectors", vectors)
     check_min_ndim("vectors", vectors, 1, "(..., d)")
     if not (vectors.is_complex() or vectors.is_floating_point()):     # torch's vector_norm RuntimeError
         raise TypeError(f"vectors must be a real floating or complex tensor; got {vectors.dtype}")
@@ -359,6 +363,7 @@ def trace(matrices: torch.Tensor) -> torch.Tensor:
     torch.Tensor
         ``(...)``, the sum of the diagonal.
     """
+    check_complex_width("matrices", matrices)
     if matrices.dim() < 2 or matrices.shape[-1] != matrices.shape[-2]:
         raise ValueError(f"trace takes square matrices (..., d, d); got shape {tuple(matrices.shape)}")
     return torch.diagonal(matrices, dim1=-2, dim2=-1).sum(-1)
@@ -382,6 +387,8 @@ def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     torch.Tensor
         ``(..., m p, n q)``.
     """
+    check_complex_width("a", a)
+    check_complex_width("b", b)
     if a.dim() < 2 or b.dim() < 2:
         raise ValueError(f"kron takes matrices (..., m, n); got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[:-2] != b.shape[:-2]:

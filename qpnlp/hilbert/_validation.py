@@ -293,8 +293,25 @@ def check_tensor(name: str, value: object) -> torch.Tensor:
     return value
 
 
+def check_complex_width(name: str, tensor: torch.Tensor) -> None:
+    """Raise TypeError naming ``name`` when ``tensor`` is complex32 (``torch.chalf``); a static check, always on.
+
+    The batched complex maths of :mod:`qpnlp.hilbert` (``inner``, ``outer``, ``normalize``, ``trace``, ``kron``,
+    ``contract``, and every constructor through :func:`check_complex`) compute in complex64 and complex128 only:
+    torch has few complex32 kernels (on the CPU a sum, a division or a matrix product raised ``"sum_cpu" not
+    implemented for 'ComplexHalf'``), and where one runs its float16 parts keep three digits (eps 9.8e-4, against
+    float32's 1.2e-7 that the checks' tolerances scale with). ``.to(torch.complex64)`` is exact: the error says
+    to convert.
+    """
+    if getattr(tensor, "dtype", None) == torch.complex32:
+        raise TypeError(f"{name} is complex32 (torch.chalf), which qpnlp.hilbert does not compute in (torch has few "
+                        f"complex32 kernels, and its float16 parts keep 3 digits); convert it with "
+                        f"{name}.to(torch.complex64), which is exact")
+
+
 def check_complex(name: str, tensor: torch.Tensor) -> None:
-    """Raise TypeError unless the tensor is complex64 or complex128."""
+    """Raise TypeError unless the tensor is complex64 or complex128 (complex32: :func:`check_complex_width`)."""
+    check_complex_width(name, tensor)
     if tensor.dtype not in (torch.complex64, torch.complex128):
         raise TypeError(
             f"{name} must be complex64 or complex128; got {tensor.dtype} "

@@ -6,6 +6,10 @@ arguments refused ``state.to(torch.float64).data`` ("float32 round-off ... norma
 function here removes an error of that size only: an entry (a row, a mixture, a matrix) whose error is within
 the float32 tolerance is projected back (rescaled, or its Hermitian part taken), any other entry (a zero row at
 padding, an object built with ``validate=False``) is kept as it is.
+
+Measurements hold orthonormal rows (a projector's, a sememe basis') or an isometry (a POVM's stacked factor
+vectors, :math:`\sum_k E_k = V^\dagger V = I`): float32's round-off leaves :math:`\max|V^\dagger V - I|
+\approx 10^{-7}` there too, and :func:`orthonormal_columns` re-orthonormalises them.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from . import _validation as V
-from ._linalg import dagger, squared_norms
+from ._linalg import adjoint_product, dagger, haar_orthonormalize, squared_norms
 
 
 def _single_round_off(error: torch.Tensor, dim: int, source: torch.dtype = torch.float32) -> torch.Tensor:
@@ -46,6 +50,36 @@ def unit_trace_hermitian(matrices: torch.Tensor) -> torch.Tensor:
     near = _single_round_off(torch.maximum(skew, (traces - 1).abs()), d)[..., None, None]
     scale = torch.where(near, traces[..., None, None], torch.ones_like(traces[..., None, None]))
     return torch.where(near, hermitian, matrices) / scale.to(matrices.dtype)
+
+
+def orthonormal_columns(matrices: torch.Tensor) -> torch.Tensor:
+    r"""Q of :math:`A = QR` (R of positive diagonal) for the ``(..., m, n)`` matrices A, m >= n, whose columns are
+    orthonormal to float32's round-off, :math:`\max|A^\dagger A - I|` within twice its tolerance at max(m, n)
+    (that of a POVM's completeness check); other matrices, and all of them when m < n or n = 0, are kept.
+
+    Why a QR (``torch.linalg.qr``, Householder) rather than a polar factor or Newton-Schulz steps: it is one
+    backward-stable library call, orthonormal to float64's round-off whatever the error it starts from, with
+    no step count to choose; for such an A, R is I to float32's round-off, so :math:`Q = A R^{-1}` moves A by
+    that much only (the phases of R's diagonal are moved into Q by
+    :func:`~qpnlp.hilbert._linalg.haar_orthonormalize`: LAPACK's R may have -1 there). The polar factor, the nearest
+    isometry, comes from an SVD whose backward divides by differences of singular values, all about one here
+    (NaN for an exactly orthonormal A); the QR's backward needs only R invertible, so the move stays
+    differentiable. Matrices that are not re-orthonormalised enter the QR as the identity, so a rank-deficient
+    or NaN one puts no NaN into the gradient.
+    """
+    m, n = matrices.shape[-2:]
+    if n == 0 or m < n:
+        return matrices
+    eye = torch.eye(m, n, dtype=matrices.dtype, device=matrices.device)
+    error = (adjoint_product(matrices, matrices) - eye[:n]).abs().amax((-2, -1))
+    near = _single_round_off(error / 2, max(m, n))[..., None, None]
+    return torch.where(near, haar_orthonormalize(torch.where(near, matrices, eye)), matrices)
+
+
+def orthonormal_rows(matrices: torch.Tensor) -> torch.Tensor:
+    r""":func:`orthonormal_columns` for rows: ``(..., r, d)`` matrices with :math:`V V^\dagger = I` to float32's
+    round-off (a projector's vectors, a sememe basis) re-orthonormalised; others kept."""
+    return orthonormal_columns(matrices.mT).mT
 
 
 def widening(old: torch.dtype, new: torch.dtype) -> bool:

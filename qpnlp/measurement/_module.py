@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
@@ -123,7 +124,7 @@ def object_inputs(system, weights: torch.Tensor | None, mask: torch.Tensor | Non
     return "states", (system.data, None)
 
 
-class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
+class ProjectiveMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn.Module):
     r"""k trainable rank-1 measurements :math:`P_k = |v_k\rangle\langle v_k|` on :math:`\mathbb{C}^d`.
 
     The measurement vectors are unit-norm *by construction*: either a free
@@ -152,7 +153,10 @@ class ProjectiveMeasurement(PicklableParametrizations, nn.Module):
     trainable : bool
         ``False`` freezes the vectors (the "fixed projectors" ablation).
     dtype : torch.dtype
-        complex64 or complex128.
+        complex64 or complex128. A move reads a dtype as a precision and keeps the vectors complex:
+        ``to(torch.float64)`` and ``double()`` give complex128, ``to(torch.float32)`` and ``float()`` complex64
+        (``nn.Module.to(torch.float64)`` dropped the imaginary parts, ``double()`` did nothing); half precisions
+        are refused (``qpnlp._module_precision``).
     device : torch.device or str, optional
         Where the vectors are made and live (default: the default device).
     generator : torch.Generator, optional

@@ -25,6 +25,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert import _widen
 from qpnlp.hilbert._batched import Batched
 from qpnlp.hilbert._operands import first_order_backward, first_order_only, hermitian_root_pullback, rank_tolerance
 
@@ -169,6 +170,14 @@ class POVM(Batched):
             V.check_finite("vectors", vectors, event_ndim=3)
             check_completeness("POVM", vectors)
         object.__setattr__(self, "_vectors", vectors)
+
+    @classmethod
+    def _widened(cls, fields):
+        r"""Factor vectors whose stack is an isometry, :math:`\sum_k E_k = V^\dagger V = I`, to float64's round-off
+        where float32's round-off left it off (``qpnlp.hilbert._widen.orthonormal_columns``: a QR)."""
+        vectors = fields["vectors"]
+        stacked = _widen.orthonormal_columns(vectors.flatten(-3, -2))   # rows v_ks, (..., k r, d): V conjugated
+        return {"vectors": stacked.reshape(vectors.shape)}
 
     # -- constructors -------------------------------------------------------
     @classmethod

@@ -8,6 +8,7 @@ from typing import overload
 import torch
 from torch import nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
@@ -21,7 +22,7 @@ from ._povm import POVM
 INITS = ("orthogonal", "identity")
 
 
-class POVMMeasurement(PicklableParametrizations, nn.Module):
+class POVMMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn.Module):
     r"""k trainable effects :math:`E_k = V_k^\dagger V_k` on :math:`\mathbb{C}^d` that always sum to the identity.
 
     The parameter is an isometry :math:`V \in \mathbb{C}^{kr \times d}`,
@@ -62,7 +63,10 @@ class POVMMeasurement(PicklableParametrizations, nn.Module):
     trainable : bool
         ``False`` freezes the measurement.
     dtype : torch.dtype
-        complex64 or complex128.
+        complex64 or complex128. A move reads a dtype as a precision and keeps the vectors complex:
+        ``to(torch.float64)`` and ``double()`` give complex128, ``to(torch.float32)`` and ``float()`` complex64
+        (``nn.Module.to(torch.float64)`` dropped the imaginary parts, ``double()`` did nothing); half precisions
+        are refused (``qpnlp._module_precision``).
     device : torch.device or str, optional
         Where the isometry is made and lives (default: the default device).
     generator : torch.Generator, optional

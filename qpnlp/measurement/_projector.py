@@ -6,6 +6,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert import _widen
 from qpnlp.hilbert._batched import Batched
 
 from ._born import born_probabilities, povm_probabilities, povm_probabilities_dense
@@ -74,6 +75,12 @@ class Projector(Batched):
             V.check_finite("vectors", vectors, event_ndim=2)
             check_projectors("vectors", vectors)     # unit (rank 1) or orthonormal rows
         object.__setattr__(self, "_vectors", vectors)
+
+    @classmethod
+    def _widened(cls, fields):
+        """Rows orthonormal (unit for rank 1) to float64's round-off where float32's round-off left them off
+        (``qpnlp.hilbert._widen.orthonormal_rows``: a QR; rows further off, built with ``validate=False``, kept)."""
+        return {"vectors": _widen.orthonormal_rows(fields["vectors"])}
 
     @classmethod
     def from_state(cls, state: PureState) -> "Projector":

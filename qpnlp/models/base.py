@@ -78,7 +78,7 @@ from qpnlp.data.names import dataset_name
 from qpnlp.hilbert._validation import Validate
 
 from ._batch import check_batch
-from ._precision import PrecisionMixin
+from ._precision import PrecisionMixin, check_one_precision
 from ._config_types import _check_json_type
 from ._repr import config_repr
 from ._state_checks import (_check_file_names, _check_parents, _check_savable, _check_vocabulary, _metadata,
@@ -340,10 +340,13 @@ class Model(PrecisionMixin, nn.Module):
 
     # ------------------------------------------------------------------ inputs
     def check_batch(self, ids: torch.Tensor, mask: torch.Tensor, names: tuple[str, str] = ("ids", "mask")) -> None:
-        """:func:`check_batch` against this model: its vocabulary size, its device and its ``validate`` mode."""
+        """:func:`check_batch` against this model: its vocabulary size, its device and its ``validate`` mode; while
+        validation is on, also one precision for all its tensors (a submodule moved alone with its own
+        ``double()``: TypeError naming it, ``qpnlp.models._precision.check_one_precision``)."""
         first = next(self.parameters(), None)
         check_batch(ids, mask, num_words=getattr(self.config, "num_words", None),
                     device=None if first is None else first.device, names=names, validate=self.validate)
+        check_one_precision(self, self.validate)
 
     def check_pair(self, q_ids: torch.Tensor, q_mask: torch.Tensor, a_ids: torch.Tensor, a_mask: torch.Tensor) -> None:
         """The matching contract: both batches checked (:meth:`check_batch`, names ``q_ids`` / ``a_ids`` ...) and of

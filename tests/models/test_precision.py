@@ -36,3 +36,43 @@ def test_real_order_classifiers_run_under_cpu_autocast(network, embedding):
         logits = model(ids, mask)
     assert logits.dtype == torch.bfloat16 and bool(torch.isfinite(logits).all())
     torch.testing.assert_close(logits.float(), model(ids, mask), atol=0.5, rtol=0.1)
+
+
+def _small(name):
+    from qpnlp.models import get_model_class
+
+    sizes = {"qpdn": dict(num_classes=3, dim=6, num_measurements=4), "real_bow": dict(num_classes=3, dim=6),
+             "cgrnn_classifier": dict(num_classes=3, dim=4, hidden=5), "fasttext_maxpool": dict(dim=3)}
+    klass = get_model_class(name)
+    return klass(klass.config_class(num_words=20, **sizes[name]), generator=torch.Generator().manual_seed(0)).eval()
+
+
+def _run(model):
+    ids = torch.tensor([[2, 3, 4], [5, 6, 0]])
+    if model.task == "matching":
+        return model(ids, ids != 0, ids.flip(0), ids.flip(0) != 0)
+    return model(ids, ids != 0)
+
+
+@pytest.mark.parametrize("name, moved, dtype", [("qpdn", "embedding", torch.float64),
+                                                ("qpdn", "measurement", torch.complex128),
+                                                ("real_bow", "classifier", torch.float64),
+                                                ("cgrnn_classifier", "rnn", torch.float64),
+                                                ("fasttext_maxpool", "embedding", torch.float64)])
+def test_a_submodule_moved_alone_is_named_by_the_batch_check_while_validation_is_on(name, moved, dtype):
+    """model.<layer>.double() (nn.Module's, on one layer) left the rest in float32: QPDN raised torch's "expected
+    scalar type Float but found Double", CGRNN "x has dtype torch.float64 but the layer is torch.complex64", and
+    RealBagOfWords / FastTextMaxPool ran with part of the model widened. Model.check_batch now names the
+    submodule and both precisions (qpnlp.models._precision.check_one_precision) while validation is on."""
+    from qpnlp.hilbert import validation
+
+    model = _small(name)
+    model.get_submodule(moved).double()               # nn.Module's; the measurement's keeps it complex (complex128)
+    with pytest.raises(TypeError, match=rf"holds tensors of two precisions: {moved}\.\S+ \(submodule {moved}"
+                                        rf"(\.\w+)*\) is {dtype}, but the model is float32/complex64 .*model.double"):
+        _run(model)
+    from qpnlp.models._precision import check_one_precision
+    with validation(False):
+        check_one_precision(model)                              # off: not checked (nor paid for) at all
+    model.double()                                              # the whole model: one precision again
+    assert _run(model).dtype == torch.float64

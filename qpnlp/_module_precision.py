@@ -1,0 +1,101 @@
+"""Precision moves of modules that hold complex tensors: ``to(dtype)``, ``type()``, ``double()``, ``float()``.
+
+``torch.nn.Module.to(torch.float64)`` casts complex parameters to float64,
+dropping their imaginary parts (with a warning only: "Casting complex values
+to real discards the imaginary part"), and ``double()`` / ``float()`` leave
+them untouched, so a complex128 measurement moved with ``to(torch.float64)``
+became a real one, and a complex64 one moved with ``double()`` stayed
+complex64. :class:`ComplexPrecisionMixin` reads a dtype as a precision and
+maps it to both families instead (``double()`` asks for double precision, not
+for a real module): float32 and complex64 give float32 / complex64, float64
+and complex128 give float64 / complex128, as the states' own ``to`` reads a
+dtype (:meth:`qpnlp.hilbert.PureState.to`). Half precisions have no complex
+counterpart and are refused (TypeError), rather than leaving the complex
+tensors as they were.
+
+The trainable measurements (:class:`~qpnlp.measurement.ProjectiveMeasurement`,
+:class:`~qpnlp.measurement.POVMMeasurement`) use it, and so do the models, whose
+:class:`~qpnlp.models._precision.PrecisionMixin` also records the precision in
+their config.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["ComplexPrecisionMixin", "precision_of"]
+
+
+class ComplexPrecisionMixin:
+    """``to`` / ``type`` / ``double`` / ``float`` / ``half`` of an ``nn.Module`` (a base before it) that keep complex
+    tensors complex (see the module docstring)."""
+
+    def to(self, *args, **kwargs):
+        """``nn.Module.to`` that keeps complex tensors in step with the real ones.
+
+        A floating or complex ``dtype`` sets the precision: float32 (or complex64) moves real tensors to float32
+        and complex ones to complex64; float64 (or complex128) to float64 and complex128. Half precisions have no
+        complex counterpart and raise TypeError. A move without a dtype is ``nn.Module.to``'s.
+        """
+        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if dtype is None:
+            return super().to(*args, **kwargs)
+        real = precision_of(dtype, type(self).__name__)
+        if self._at_precision(real):               # all there already (a submodule moved alone is moved back)
+            return super().to(device=device, non_blocking=non_blocking) if device is not None else self
+        self._move_to_precision(device, real, non_blocking)
+        return self
+
+    def _move_to_precision(self, device, real: torch.dtype, non_blocking: bool) -> None:
+        """Move every real floating tensor to ``real`` and every complex one to its complex dtype (and ``device``)."""
+        cplx = torch.complex128 if real == torch.float64 else torch.complex64
+        self._apply(lambda t: t.to(device, real if t.is_floating_point() else cplx if t.is_complex() else None,
+                                   non_blocking))
+        for module in self.modules():                      # layers that remember their dtype
+            held = module.__dict__.get("dtype")
+            if isinstance(held, torch.dtype) and (held.is_complex or held.is_floating_point):
+                module.__dict__["dtype"] = cplx if held.is_complex else real
+
+    def type(self, dst_type):
+        """``nn.Module.type`` through :meth:`to`: a dtype or a tensor type name such as ``"torch.DoubleTensor"``
+        (``nn.Module.type`` itself casts complex parameters to the real type, dropping their imaginary parts)."""
+        if isinstance(dst_type, torch.dtype):
+            return self.to(dst_type)
+        probe = torch.empty(0).type(dst_type)              # the device and dtype the name stands for
+        return self.to(probe.device, probe.dtype)
+
+    def double(self):
+        """Move to float64 / complex128 (see :meth:`to`)."""
+        return self.to(torch.float64)
+
+    def float(self):
+        """Move to float32 / complex64 (see :meth:`to`)."""
+        return self.to(torch.float32)
+
+    def half(self):
+        """Refused: half precision has no complex counterpart (see :meth:`to`)."""
+        raise TypeError(f"{type(self).__name__} supports float32/complex64 and float64/complex128 only "
+                        f"(half precision has no complex counterpart)")
+
+    bfloat16 = half
+
+    def _at_precision(self, real: torch.dtype) -> bool:
+        """Whether every floating and complex parameter and buffer is at precision ``real`` already."""
+        return all((t.real.dtype if t.is_complex() else t.dtype) == real for t in (*self.parameters(), *self.buffers())
+                   if t.is_floating_point() or t.is_complex())
+
+    def _real_dtype(self) -> torch.dtype | None:
+        """The real dtype of the first floating or complex parameter or buffer (None without one)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            if t.is_floating_point() or t.is_complex():
+                return t.real.dtype if t.is_complex() else t.dtype
+        return None
+
+
+def precision_of(dtype: torch.dtype, owner: str) -> torch.dtype:
+    """float32 or float64 for a floating or complex target dtype; TypeError naming ``owner`` for anything else."""
+    if dtype in (torch.float32, torch.complex64):
+        return torch.float32
+    if dtype in (torch.float64, torch.complex128):
+        return torch.float64
+    raise TypeError(f"{owner} supports float32/complex64 and float64/complex128 only; got {dtype}")
