@@ -4,13 +4,19 @@ One state (a pure state, or an ensemble of n words) against N ensembles of m wor
 (complex128), under ``torch.no_grad``:
 
 * ``qjsd``: :func:`qpnlp.hilbert.quantum_jensen_shannon_divergence`. qpnlp builds the (n + m) x (n + m) Gram
-  matrix of the average from the blocks ``A^H A``, ``A^H B``, ``B^H B`` of the two factors; the baseline
-  concatenates the two member lists per pair, ``(N, d, n + m)`` (what qpnlp did before 0.2.0, and what a direct
-  implementation of "the average is the ensemble of both member lists" does), and takes the eigenvalues of its Gram
-  matrix.
+  matrix of the average from the blocks ``A^H A``, ``A^H B``, ``B^H B``, overlaps of the member states scaled by
+  the roots of the weights (no factor built); the baseline concatenates the two member lists per pair,
+  ``(N, d, n + m)`` (what qpnlp did before 0.2.0, and what a direct implementation of "the average is the ensemble
+  of both member lists" does), and takes the eigenvalues of its Gram matrix.
 * ``infidelity``: :func:`qpnlp.hilbert.infidelity` of a pure state (``1 - F`` from the component of the batch's
-  factor orthogonal to it, free of cancellation). The baseline is the same formula with ``@`` products and the
-  product tensor ``psi (psi^H B)`` before the subtraction.
+  states orthogonal to it, free of cancellation, slice by slice of the batch). The baseline is the same formula on
+  the factor with ``@`` products and the product tensor ``psi (psi^H B)`` before the subtraction.
+* ``trace``: :func:`qpnlp.hilbert.trace_distance` of an ensemble against the batch (the eigenvalues of ``R J R^H``
+  from the QR of ``F = [A, B]``, written once from the states and taken slice by slice of the batch). The baseline
+  concatenates the factors per pair, ``(N, d, n + m)``, and QR copies it (what qpnlp did before).
+* ``purity``: ``Ensemble.purity`` of the batch (the Frobenius norm of its Gram matrix, from the overlaps of its
+  states). The baseline is the Gram matrix ``A^H A`` of the factor ``A`` (a scaled copy of the states; torch's CPU
+  ``bmm`` copies the conjugate operand too), what qpnlp did before.
 
 Memory: the peak resident memory one call adds, in a fresh subprocess per (metric, side, path), measured with
 ``benchmarks/_peak_memory.py`` (/proc/self/clear_refs and VmHWM). The two paths' values are compared (max |diff|).
@@ -30,10 +36,10 @@ import torch
 
 from _peak_memory import peak_added_bytes, peak_in_subprocess  # benchmarks/ is on sys.path as a script
 
-from qpnlp.hilbert import Ensemble, infidelity, quantum_jensen_shannon_divergence, random_pure_state
+from qpnlp.hilbert import Ensemble, infidelity, quantum_jensen_shannon_divergence, random_pure_state, trace_distance
 from qpnlp.hilbert._entropy import _xlogx
 
-CASES = (("qjsd", "pure"), ("qjsd", "ensemble"), ("infidelity", "pure"))
+CASES = (("qjsd", "pure"), ("qjsd", "ensemble"), ("infidelity", "pure"), ("trace", "ensemble"), ("purity", "none"))
 PATHS = ("qpnlp", "concatenated")
 
 
@@ -42,7 +48,7 @@ def make_inputs(side: str, dim: int, batch: int, members: int, own: int, seed: i
     gen = torch.Generator().manual_seed(seed)
     states = random_pure_state(dim, batch_shape=(batch, members), dtype=torch.complex128, generator=gen)
     weights = torch.softmax(torch.randn(batch, members, generator=gen, dtype=torch.float64), -1)
-    if side == "pure":
+    if side in ("pure", "none"):                     # "none": a metric of the batch alone (the state is unused)
         one = random_pure_state(dim, dtype=torch.complex128, generator=gen)
     else:
         one = Ensemble(random_pure_state(dim, batch_shape=(own,), dtype=torch.complex128, generator=gen))
@@ -73,11 +79,29 @@ def concatenated_infidelity(one, batch: Ensemble) -> torch.Tensor:
     return residual.abs().square().sum((-2, -1)) / b.abs().square().sum((-2, -1))
 
 
+def concatenated_trace_distance(one, batch: Ensemble) -> torch.Tensor:
+    """``T`` from ``R J R^H`` of the QR of ``[A, B]`` concatenated per pair, ``(N, d, n + m)``."""
+    a, b = _factor(one), _factor(batch)
+    r = torch.linalg.qr(torch.cat([a.expand(b.shape[0], *a.shape[-2:]), b], -1), mode="r").R
+    signs = torch.cat((r.new_ones(a.shape[-1]), -r.new_ones(b.shape[-1])))
+    return 0.5 * torch.linalg.eigvalsh((r * signs) @ r.mH).abs().sum(-1)
+
+
+def factor_purity(_one, batch: Ensemble) -> torch.Tensor:
+    """``||A^H A||_F^2`` of the batch's factor ``A``."""
+    a = batch.factor()
+    return (a.mH @ a).abs().square().sum((-2, -1))
+
+
+METRICS = {"qjsd": (quantum_jensen_shannon_divergence, concatenated_qjsd),
+           "infidelity": (infidelity, concatenated_infidelity),
+           "trace": (trace_distance, concatenated_trace_distance),
+           "purity": (lambda _one, batch: batch.purity(), factor_purity)}
+
+
 def evaluate(metric: str, path: str, one, batch: Ensemble) -> torch.Tensor:
     with torch.no_grad():
-        if metric == "qjsd":
-            return (quantum_jensen_shannon_divergence if path == "qpnlp" else concatenated_qjsd)(one, batch)
-        return (infidelity if path == "qpnlp" else concatenated_infidelity)(one, batch)
+        return METRICS[metric][PATHS.index(path)](one, batch)
 
 
 def peak_memory_child(metric: str, side: str, path: str, args) -> None:

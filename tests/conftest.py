@@ -76,9 +76,25 @@ def single_thread():
         yield
 
 
+def _copied_inside(func, args) -> list:
+    """The inputs that ``func`` copies whole inside its kernel, where a dispatch mode does not see the copy: torch's
+    CPU ``bmm`` resolves a conjugate view before it multiplies, and ``linalg_qr`` factors a copy of its input."""
+    aten = torch.ops.aten
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if func in (aten.bmm.default, aten.baddbmm.default):
+        return [t for t in tensors if t.is_conj()]
+    return tensors[:1] if func is aten.linalg_qr.default else []
+
+
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
 class _LargestTensor:
-    """A dispatch mode recording the most entries of any tensor an operation returns while active (``.largest``):
-    the tests that a computation never builds a large intermediate (a d x d density matrix, an n x n Gram)."""
+    """A dispatch mode recording the most entries of any tensor an operation makes while active (``.largest``): a
+    result that is not a view of an input, or a copy the kernel makes inside (``_copied_inside``). The tests that a
+    computation never builds a large intermediate (a d x d density matrix, an n x n Gram, a copy of a batch of
+    states); views (``.mT``, ``view_as_real``, slices) allocate nothing and do not count."""
 
     def __new__(cls):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -91,8 +107,10 @@ class _LargestTensor:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
-                sizes = [t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-                self.largest = max([self.largest, *sizes])
+                inputs = {_storage(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+                made = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and _storage(t) not in inputs]
+                made += _copied_inside(func, args)
+                self.largest = max([self.largest, *(t.numel() for t in made)])
                 return out
 
         return Mode()

@@ -29,12 +29,17 @@ matrices are factored through ``eigh``, with eigenvalues below
 
 from __future__ import annotations
 
+import functools
+import math
+
 import torch
 
+from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import adjoint_product, promote, safe_sqrt
-from ._operands import as_density_tensor, check_pair, root_overlap, sqrt_factor
+from ._linalg import promote, safe_sqrt
+from ._operands import as_density_tensor, check_pair, factor_product, members, root_overlap
+from ._overlaps import in_slices, overlaps
 from ._states import DensityMatrix, PureState
 
 __all__ = ["fidelity", "infidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
@@ -45,9 +50,14 @@ def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
     return z.real.square() + z.imag.square()
 
 
-def _squared_frobenius(x: torch.Tensor) -> torch.Tensor:
-    r""":math:`\|X\|_F^2` ``(...)`` of complex ``(..., r, c)`` matrices, with one real temporary of X's size."""
-    return torch.view_as_real(x.resolve_conj().resolve_neg()).square().sum((-3, -2, -1))     # a lazy view: resolved
+def _squared_row_norms(rows: torch.Tensor) -> torch.Tensor:
+    r""":math:`\|w_j\|^2` ``(..., m)`` of complex rows ``(..., m, d)``, without a temporary of their size.
+
+    ``vector_norm`` of the real view, squared (a sum of squares held a real tensor of the rows' size); the norm is
+    that of the conjugate, so a lazy ``conj()`` view is read through its base, not copied.
+    """
+    plain = rows.conj() if rows.is_conj() else rows
+    return torch.linalg.vector_norm(torch.view_as_real(plain.resolve_neg()), dim=(-2, -1)).square()
 
 
 def _check_dims(rho, sigma) -> None:
@@ -81,40 +91,56 @@ def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Te
     if dense or _is_dense(sigma):
         state, s = promote(psi.data, as_density_tensor(sigma, "sigma"))
         return (torch.einsum("...d,...de->...e", state.conj(), s) * state).sum(-1).real
-    a, b = promote(sqrt_factor(psi), sqrt_factor(sigma))
-    return _squared_modulus(adjoint_product(a, b)).sum((-2, -1))
+    return _squared_modulus(factor_product(psi, sigma)).sum((-2, -1))
+
+
+def _residual_norms(rows: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+    r""":math:`\|P_\perp w_j\|^2` ``(..., m)`` of rows ``(..., m, d)`` against :math:`\psi` ``(..., 1, d)``.
+
+    :math:`P_\perp w_j = w_j - \psi\,\langle\psi|w_j\rangle/\|\psi\|^2`, subtracted elementwise (``addcmul``, no
+    product tensor); exactly 0 for a row equal to :math:`\psi` (its coefficient is exactly 1).
+    """
+    coefficients = overlaps(psi, rows) / overlaps(psi, psi).real                # (..., 1, m)
+    return _squared_row_norms(torch.addcmul(rows, coefficients.mT, psi, value=-1))
 
 
 def _pure_infidelity(rho, sigma) -> torch.Tensor | None:
     r""":math:`1 - F` of a :class:`PureState` and a pure state or ensemble without cancellation, or None.
 
-    With :math:`\sigma = BB^\dagger` (``sqrt_factor``, d x m) and :math:`P_\perp = I - \psi\psi^\dagger/\|\psi\|^2`,
+    With :math:`\sigma = \sum_j q_j |w_j\rangle\langle w_j|` (``members``; a pure state: one row, weight one) and
+    :math:`P_\perp = I - \psi\psi^\dagger/\|\psi\|^2`,
 
-    .. math:: 1 - F = \frac{\|P_\perp B\|_F^2}{\|B\|_F^2}
+    .. math:: 1 - F = \frac{\sum_j q_j \|P_\perp w_j\|^2}{\sum_j q_j \|w_j\|^2}
               = \frac{\operatorname{Tr}\sigma - \langle\psi|\sigma|\psi\rangle/\|\psi\|^2}{\operatorname{Tr}\sigma},
 
     exact for states (unit :math:`\psi`, :math:`\operatorname{Tr}\sigma = 1`), O(d m) and scale-invariant for
-    two pure states (rays: their norms' round-off does not enter). :math:`P_\perp B` is small for close
+    two pure states (rays: their norms' round-off does not enter). :math:`P_\perp w_j` is small for close
     states and comes with an absolute error of a few :math:`\epsilon`, so :math:`1 - F` keeps its relative
     accuracy down to about :math:`\epsilon^2`, where ``1 - fidelity(...)`` is round-off below about
     :math:`\epsilon` (float32: states closer than an angle of ~3e-4 came out equal). None (the caller's
-    general route) unless one side is a PureState and the other a PureState or an Ensemble.
+    general route) unless one side is a PureState and the other a PureState or an Ensemble. The weights enter
+    linearly (the factor :math:`[\sqrt{q_j} w_j]` is not built), so the gradient at a zero weight is its derivative.
 
-    Memory: :math:`P_\perp B` ``(..., d, m)`` per pair of the broadcast batch, as the accuracy needs, and no other
-    tensor of that size but one of its squares: :math:`\langle\psi|B` goes through ``adjoint_product`` (``@``
-    copied B once per state of a ``(V, 1)`` batch of pure states) and :math:`\psi\,(\langle\psi|B)` is
-    subtracted elementwise (``addcmul``, no product tensor).
+    Memory: the residual rows ``(..., m, d)`` of one slice of the batch at a time (``in_slices``), and their
+    norms; :math:`\langle\psi|w_j\rangle` through ``overlaps`` (no copy of the states). The whole residual
+    per pair of the broadcast batch, the factor (a scaled copy of the states) and a real square of each held three
+    times the batch (one pure state against 2000 ensembles of 20 words, d = 300, complex128: 38 MiB added at the
+    peak, was 551 MiB; ``benchmarks/metric_memory.py``).
     """
     check_pair(rho, sigma)
     if isinstance(sigma, PureState) and not isinstance(rho, PureState):
         rho, sigma = sigma, rho
     if not (isinstance(rho, PureState) and _factor_side(sigma)):
         return None
-    psi, b = promote(rho.data.unsqueeze(-1), sqrt_factor(sigma))              # (..., d, 1), (..., d, m)
-    total = _squared_frobenius(b)
-    coefficients = adjoint_product(psi, b) / (psi.mH @ psi).real  # as <psi|b>: exactly 1 (residual 0) when b is psi
-    residual = torch.addcmul(b, psi, coefficients, value=-1)               # P_perp B, (..., d, 1) x (..., 1, m)
-    return (_squared_frobenius(residual) / total).clamp(0.0, 1.0)
+    (psi, _), (rows, weights) = members(rho), members(sigma)
+    psi, rows = promote(psi, rows)                                          # (..., 1, d), (..., m, d)
+    pairs = math.prod(torch.broadcast_shapes(psi.shape[:-2], rows.shape[:-2]))
+    copies = pairs * rows.shape[-2] * rows.shape[-1] * rows.element_size()          # the residual
+    residual = in_slices(_residual_norms, rows, psi, copies=copies)
+    total = _squared_row_norms(rows)
+    if weights is not None:
+        residual, total = residual * weights, total * weights
+    return (residual.sum(-1) / total.sum(-1)).clamp(0.0, 1.0)
 
 
 def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
@@ -171,8 +197,7 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     if isinstance(rho, PureState):
         f = _pure_expectation(rho, sigma).clamp(0.0, 1.0)
         return f if squared else safe_sqrt(f)
-    a, b = promote(sqrt_factor(rho, "rho"), sqrt_factor(sigma, "sigma"))
-    root = torch.linalg.svdvals(adjoint_product(a, b)).sum(-1).clamp(max=1.0)
+    root = torch.linalg.svdvals(factor_product(rho, sigma)).sum(-1).clamp(max=1.0)
     return root.square() if squared else root
 
 
@@ -241,39 +266,91 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     check_pair(rho, sigma)
     if isinstance(rho, PureState) and isinstance(sigma, PureState):
         return safe_sqrt(_pure_infidelity(rho, sigma))                         # T = sqrt(1 - F) for pure states
-    low_rank = _low_rank_difference(rho, sigma)
+    return _norm_of_difference(rho, sigma, _half_trace_norm)
+
+
+def _half_trace_norm(x: torch.Tensor) -> torch.Tensor:
+    r""":math:`\tfrac12\|X\|_1` ``(...)`` of Hermitian ``(..., k, k)`` matrices: half the sum of :math:`|\lambda_k|`."""
+    return 0.5 * torch.linalg.eigvalsh(x).abs().sum(-1)
+
+
+def _frobenius_norm(x: torch.Tensor) -> torch.Tensor:
+    r""":math:`\|X\|_F` ``(...)`` of ``(..., k, k)`` matrices, with gradient 0 at X = 0 (``safe_sqrt``)."""
+    return safe_sqrt(_squared_modulus(x).sum((-2, -1)))
+
+
+def _norm_of_difference(rho, sigma, norm) -> torch.Tensor:
+    r"""A unitarily invariant ``norm`` of :math:`\rho - \sigma`: of the small :math:`RJR^\dagger`
+    (``_low_rank_difference``, slice by slice of the batch) where it applies, else of the dense difference."""
+    low_rank = _low_rank_difference(rho, sigma, norm)
     if low_rank is not None:
-        return 0.5 * torch.linalg.eigvalsh(low_rank).abs().sum(-1)
+        return low_rank
     r, s = _dense_pair(rho, sigma)
-    return 0.5 * torch.linalg.eigvalsh(r - s).abs().sum(-1)
+    return norm(r - s)
 
 
-def _low_rank_difference(rho, sigma) -> torch.Tensor | None:
-    r"""A small Hermitian ``(..., k, k)`` with the nonzero spectrum of :math:`\rho - \sigma`, or None.
+def _stacked_rows(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_roots: torch.Tensor) -> torch.Tensor:
+    r"""The columns of :math:`F = [A, B]` as rows ``(..., n + m, d)``: :math:`\sqrt{p_i} a_i`, :math:`\sqrt{q_j} b_j`.
+
+    States ``(..., n, d)``, ``(..., m, d)`` of one dtype and the roots of their weights ``(..., n, 1)``,
+    ``(..., m, 1)`` (or 0-dim ones), written once into one tensor of the broadcast batch and scaled in place (no
+    scaled copy of a side, no concatenation; not differentiable, for ``_low_rank_difference``).
+    """
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    n = a.shape[-2]
+    rows = a.new_empty(*batch, n + b.shape[-2], a.shape[-1])
+    for part, states, roots in ((rows[..., :n, :], a, a_roots), (rows[..., n:, :], b, b_roots)):
+        part.copy_(states).mul_(roots)                                             # broadcast into its place
+    return rows
+
+
+def _signed_gram_of_r(reduce, a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor,
+                      b_roots: torch.Tensor) -> torch.Tensor:
+    r""":math:`R J R^\dagger` ``(..., k, k)`` of the thin QR :math:`F = QR` of :math:`F = [A, B]` (``_stacked_rows``),
+    :math:`J = I_n \oplus -I_m`, or ``reduce`` of it (None: the matrix)."""
+    r = torch.linalg.qr(_stacked_rows(a, a_roots, b, b_roots).mT, mode="r").R       # (..., k, k)
+    signs = torch.cat((r.new_ones(a.shape[-2]), -r.new_ones(b.shape[-2])))
+    signed = (r * signs) @ r.mH
+    return signed if reduce is None else reduce(signed)
+
+
+def _column_roots(weights: torch.Tensor | None, states: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sqrt{p_i}` ``(..., n, 1)`` of the states' dtype (``safe_sqrt``), a 0-dim one for None (``members``)."""
+    return states.new_ones(()) if weights is None else M.root_weights(weights, states.dtype)
+
+
+def _low_rank_difference(rho, sigma, reduce=None) -> torch.Tensor | None:
+    r"""A small Hermitian ``(..., k, k)`` with the nonzero spectrum of :math:`\rho - \sigma` (or ``reduce`` of it).
 
     With factors :math:`\rho = AA^\dagger` (d x n) and :math:`\sigma = BB^\dagger` (d x m) of two pure states or
     ensembles, :math:`\rho - \sigma = F J F^\dagger` for :math:`F = [A, B]`, :math:`J = I_n \oplus -I_m`; with
     the thin QR :math:`F = QR`, it is :math:`Q (R J R^\dagger) Q^\dagger`, so :math:`RJR^\dagger` (k = n + m)
-    has its nonzero eigenvalues. Backward stable (no squared singular values), so exact to the dtype's
-    precision like the dense route, at O(d k^2) instead of O(d^3). F is built per pair of the broadcast batch on
-    purpose: R from the Cholesky factor of the Gram matrix :math:`F^\dagger F` (from blocks, without F) squares
-    the singular values, so T of close states came out with absolute errors of ~:math:`\sqrt\epsilon` (float32,
-    T = 1e-3: 31% off, QR 4e-5) and a repeated word's singular Gram has no Cholesky factor; and one small state
-    against a batch adds only its n columns per pair to the batch's own factor B. None (use the dense route) for a dense
-    side, when k >= d, or when autograd needs the result: QR's backward is undefined for the rank-deficient
-    F of a sentence that repeats a word, where ``eigvalsh``'s is not.
+    has its nonzero eigenvalues and the Frobenius norm of :math:`\rho - \sigma`. Backward stable (no squared
+    singular values), so exact to the dtype's precision like the dense route, at O(d k^2) instead of O(d^3). F is
+    built per pair of the broadcast batch on purpose: R from the Cholesky factor of the Gram matrix
+    :math:`F^\dagger F` (from blocks, without F) squares the singular values, so T of close states came out with
+    absolute errors of ~:math:`\sqrt\epsilon` (float32, T = 1e-3: 31% off, QR 4e-5) and a repeated word's singular
+    Gram has no Cholesky factor. F is written once, from the states and weights (``_stacked_rows``), and QR (which
+    copies its input) and ``reduce`` (a norm: the result is then ``(...)``) take it one slice of the batch at a time
+    (``in_slices``): memory F and QR's copy of a slice, where the ensemble's factor, the concatenated F and QR's
+    copy of it held the batch three times over (one ensemble of 5 words against 2000 of 20, d = 300, complex128:
+    ``trace_distance`` adds 107 MiB at the peak, was 681 MiB; ``benchmarks/metric_memory.py``). None (use the dense
+    route) for a dense side, when k >= d, or when autograd needs the result: QR's backward is undefined for the
+    rank-deficient F of a sentence that repeats a word, where ``eigvalsh``'s is not.
     """
     if _is_dense(rho) or _is_dense(sigma):
         return None
-    a, b = promote(sqrt_factor(rho, "rho"), sqrt_factor(sigma, "sigma"))
-    k = a.shape[-1] + b.shape[-1]
-    if k >= a.shape[-2] or (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+    check_pair(rho, sigma)
+    (a, p), (b, q) = members(rho, "rho"), members(sigma, "sigma")
+    a, b = promote(a, b)
+    k = a.shape[-2] + b.shape[-2]
+    weights = [w for w in (p, q) if w is not None]
+    if k >= a.shape[-1] or (torch.is_grad_enabled() and any(t.requires_grad for t in (a, b, *weights))):
         return None
-    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    f = torch.cat((a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])), dim=-1)
-    r = torch.linalg.qr(f, mode="r").R                                              # (..., k, k)
-    signs = torch.cat((r.new_ones(a.shape[-1]), -r.new_ones(b.shape[-1])))
-    return (r * signs) @ r.mH
+    pairs = math.prod(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    copies = pairs * k * a.shape[-1] * a.element_size()                           # F (and QR's copy of it)
+    slice_result = functools.partial(_signed_gram_of_r, reduce)
+    return in_slices(slice_result, a, _column_roots(p, a), b, _column_roots(q, b), copies=copies)
 
 
 def bures_distance(rho, sigma) -> torch.Tensor:
@@ -385,9 +462,11 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     The Frobenius norm of the difference (Bengtsson & Zyczkowski eq. 9.20),
     a metric with values in :math:`[0, \sqrt2]`. Note that QuTiP's
     ``hilbert_dist`` returns its square, :math:`\operatorname{Tr}(\rho-\sigma)^2`.
-    Computed from the dense difference (a Gram formula would cancel
-    digits for close states). At :math:`\rho = \sigma` (the kink of the norm) the gradient is 0,
-    as ``torch.linalg.norm``'s.
+    Not from a Gram formula (:math:`\operatorname{Tr}\rho^2 + \operatorname{Tr}\sigma^2 - 2\operatorname{Tr}\rho\sigma`
+    cancels digits for close states): two pure states or ensembles with n + m < d words go through the
+    (n+m) x (n+m) matrix of :func:`trace_distance` when no gradient is needed (``_low_rank_difference``, backward
+    stable, never a d x d matrix per pair), else through the dense difference. At :math:`\rho = \sigma` (the kink
+    of the norm) the gradient is 0, as ``torch.linalg.norm``'s.
 
     Parameters
     ----------
@@ -400,9 +479,7 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
     2.0
     """
-    r, s = _dense_pair(rho, sigma)
-    diff = r - s
-    return safe_sqrt(_squared_modulus(diff).sum((-2, -1)))
+    return _norm_of_difference(rho, sigma, _frobenius_norm)
 
 
 def _cross_is_larger(rho, sigma) -> bool:
@@ -426,8 +503,7 @@ def _trace_product(rho, sigma) -> torch.Tensor:
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
-    a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
-    return _squared_modulus(adjoint_product(a, b)).sum((-2, -1))
+    return _squared_modulus(factor_product(rho, sigma)).sum((-2, -1))
 
 
 def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
@@ -438,8 +514,7 @@ def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
         m = r @ s
         return (r * s.mT).sum((-2, -1)).real, (m * m.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
-    a, b = promote(sqrt_factor(rho), sqrt_factor(sigma))
-    x = adjoint_product(a, b)                                      # (..., n, m)
+    x = factor_product(rho, sigma)                                 # (..., n, m)
     return _squared_modulus(x).sum((-2, -1)), _squared_modulus(x @ x.mH).sum((-2, -1))
 
 

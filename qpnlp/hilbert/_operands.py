@@ -10,6 +10,8 @@ into what a formula needs, as cheaply and as exactly as the kind allows:
 * :func:`sqrt_factor` - a factor :math:`A` with :math:`\rho = A A^\dagger`:
   exact for pure states (:math:`A = |\psi\rangle`, d x 1) and ensembles
   (:math:`A = [\sqrt{p_i}\,w_i]`, d x n), from ``eigh`` otherwise;
+* :func:`members` and :func:`factor_product` - the states and weights of a factor's columns, and
+  :math:`A^\dagger B` of two factors from their overlaps, without building an ensemble's factor;
 * :func:`eigen_factor` - :math:`\rho = U \operatorname{diag}(\lambda) U^\dagger`,
   from the thin SVD of :math:`A` for ensembles (no d x d matrix);
 * :func:`root_overlap` - :math:`\operatorname{Tr}\sqrt\rho\sqrt\sigma` from
@@ -36,6 +38,7 @@ from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
 from ._linalg import adjoint_product, promote, safe_sqrt
+from ._overlaps import scaled_overlaps
 from ._states import DensityMatrix, PureState
 
 #: Eigenvalues of a dense state below ``RANK_FACTOR * sqrt(d) * eps * lambda_max`` are zero.
@@ -280,6 +283,33 @@ def sqrt_factor(obj, name: str = "rho") -> torch.Tensor:
     if isinstance(obj, Ensemble):
         return obj.factor()
     return _PsdSqrt.apply(as_density_tensor(obj, name), name)[0]
+
+
+def members(obj, name: str = "rho") -> tuple[torch.Tensor, torch.Tensor | None]:
+    r"""States ``(..., r, d)`` and weights ``(..., r)`` with :math:`\rho = \sum_i p_i |a_i\rangle\langle a_i|`.
+
+    A PureState: its vector (r = 1) and None (weight one); an Ensemble: its states and weights, not copied; dense:
+    the columns of :func:`sqrt_factor` as rows (r = d) and None. The factor of :func:`sqrt_factor` is
+    :math:`[\sqrt{p_i}\,a_i]`; :func:`factor_product` uses it without building it.
+    """
+    if isinstance(obj, PureState):
+        return obj.data.unsqueeze(-2), None
+    if isinstance(obj, Ensemble):
+        return obj.states.data, obj.weights
+    return sqrt_factor(obj, name).mT, None
+
+
+def factor_product(rho, sigma, names: tuple[str, str] = ("rho", "sigma")) -> torch.Tensor:
+    r""":math:`A^\dagger B` ``(..., r, m)`` of the factors :math:`\rho = AA^\dagger`, :math:`\sigma = BB^\dagger` of
+    :func:`sqrt_factor`, batch dims broadcasting.
+
+    From :func:`members` (``scaled_overlaps``): :math:`\sqrt{p_i q_j}\langle a_i|b_j\rangle`, so neither a PureState
+    nor an Ensemble is copied (``adjoint_product`` of the factors held the scaled copy of an ensemble's states, and
+    ``A^\dagger A`` of a batch a second one, the conjugate view ``bmm`` copies).
+    """
+    (a, p), (b, q) = members(rho, names[0]), members(sigma, names[1])
+    a, b = promote(a, b)
+    return scaled_overlaps(a, p, b, q)
 
 
 def root_operand(obj, name: str = "rho") -> tuple[str, torch.Tensor]:

@@ -1,0 +1,130 @@
+"""Overlaps of batches of states, products of mixtures' factors and slices of a batch (qpnlp.hilbert._overlaps), and
+the metrics that read a batch of ensembles through them without copying its states."""
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from qpnlp.hilbert import (Ensemble, PureState, hilbert_schmidt_distance, infidelity, quantum_jensen_shannon_divergence,
+                           random_pure_state, trace_distance)
+from qpnlp.hilbert import _overlaps
+
+
+@pytest.fixture
+def one_entry_slices(monkeypatch):
+    """``in_slices`` cuts every batch it is given into slices of one entry (SLICE_BYTES = 1)."""
+    monkeypatch.setattr(_overlaps, "SLICE_BYTES", 1)
+
+
+def _batch(dtype=torch.complex128, batch=(9,), n=4, d=64, seed=0, requires_grad=False) -> Ensemble:
+    gen = torch.Generator().manual_seed(seed)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    logits = torch.randn(*batch, n, dtype=real, generator=gen).requires_grad_(requires_grad)
+    mask = torch.ones(*batch, n, dtype=torch.bool)
+    mask[..., -1] = False                                                      # padding: a weight exactly 0
+    states = random_pure_state(d, batch_shape=(*batch, n), dtype=dtype, generator=gen)
+    return Ensemble(states, torch.softmax(logits.masked_fill(~mask, float("-inf")), -1))
+
+
+def _states_entries(ensemble: Ensemble) -> int:
+    return ensemble.states.data.numel()
+
+
+def test_the_mode_sees_the_copies_bmm_and_qr_make_inside_their_kernels(largest_tensor):
+    """torch's CPU bmm copies a conjugate operand whole, and linalg_qr its input: the fixture counts them."""
+    x = torch.randn(10, 4, 30, dtype=torch.complex128)
+    with largest_tensor() as seen:
+        x.conj() @ x.mT
+    assert seen.largest == x.numel()
+    with largest_tensor() as seen:
+        torch.linalg.qr(x.mT, mode="r")
+    assert seen.largest == x.numel()
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
+def test_gram_and_purity_of_a_batch_never_copy_its_states(dtype, one_entry_slices, largest_tensor):
+    """The Gram matrix from the overlaps of the states, slice by slice: ``a.mH @ a`` of the factor held a scaled copy
+    of every state and, the conjugate operand of bmm, a second one. Values as the factor's Gram matrix."""
+    batch = _batch(dtype)
+    with largest_tensor() as seen:
+        gram, purity = batch.gram(), batch.purity()
+    assert seen.largest <= _states_entries(batch) // 9, seen.largest          # one entry's states; the result is less
+    factor = batch.factor()
+    expected = factor.mH @ factor
+    tol = dict(rtol=0, atol=1e-15) if dtype == torch.complex128 else dict(rtol=0, atol=5e-7)
+    assert_close(gram, expected, **tol)
+    assert_close(purity, expected.abs().square().sum((-2, -1)), **tol)
+    assert torch.equal(gram, gram.mH)                                                         # exactly Hermitian
+
+
+def test_slices_give_the_values_and_gradients_of_one_product(monkeypatch):
+    batch = _batch(batch=(5, 3), requires_grad=True)
+    logits = batch.weights
+    whole = batch.gram()
+    grad_whole, = torch.autograd.grad(whole.abs().square().sum() + whole.real.sum(), logits)
+    monkeypatch.setattr(_overlaps, "SLICE_BYTES", 1)
+    sliced = batch.gram()
+    grad_sliced, = torch.autograd.grad(sliced.abs().square().sum() + sliced.real.sum(), logits)
+    assert_close(sliced, whole, rtol=0, atol=1e-15)
+    assert_close(grad_sliced, grad_whole, rtol=0, atol=1e-14)
+    assert torch.isfinite(grad_sliced).all()                                   # the padding's zero weights
+
+
+def test_overlaps_conjugate_the_smaller_side_and_broadcast_without_expanding(largest_tensor):
+    gen = torch.Generator().manual_seed(3)
+    a = random_pure_state(16, batch_shape=(4, 1, 2), dtype=torch.complex128, generator=gen).data
+    b = random_pure_state(16, batch_shape=(7, 5), dtype=torch.complex128, generator=gen).data
+    with largest_tensor() as seen:
+        forward, backward = _overlaps.overlaps(a, b), _overlaps.overlaps(b, a)
+    assert seen.largest <= 4 * 7 * 2 * 5, seen.largest                         # the results: no operand expanded
+    expected = a.conj() @ b.mT
+    assert_close(forward, expected, rtol=0, atol=1e-15)
+    assert_close(backward, expected.mH, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["pure", "ensemble"])
+def test_qjsd_against_a_batch_never_copies_its_states(kind, one_entry_slices, largest_tensor):
+    """The blocks of the average's Gram matrix from overlaps: no factor of the batch, no conjugate copy of it."""
+    batch = _batch()
+    gen = torch.Generator().manual_seed(4)
+    one = (random_pure_state(64, dtype=torch.complex128, generator=gen) if kind == "pure"
+           else Ensemble(random_pure_state(64, batch_shape=(3,), dtype=torch.complex128, generator=gen)))
+    with largest_tensor() as seen:
+        value = quantum_jensen_shannon_divergence(one, batch)
+    assert seen.largest < _states_entries(batch) // 4, seen.largest           # Gram matrices (9, 7, 7) at most
+    expected = quantum_jensen_shannon_divergence(one.dense() if kind == "ensemble" else one.proj(), batch.dense())
+    assert_close(value, expected, rtol=0, atol=1e-12)
+
+
+def test_infidelity_against_a_batch_holds_the_residual_of_one_slice(one_entry_slices, largest_tensor):
+    """1 - F from the residual of the states orthogonal to psi, slice by slice: the residual of the whole batch, the
+    factor and their real squares held the batch three times over. Values as the factor formula."""
+    batch = _batch()
+    psi = random_pure_state(64, dtype=torch.complex128, generator=torch.Generator().manual_seed(5))
+    with largest_tensor() as seen:
+        value = infidelity(psi, batch)
+    assert seen.largest <= _states_entries(batch) // 9, seen.largest
+    column, factor = psi.data.unsqueeze(-1), batch.factor()                    # the previous computation
+    residual = factor - column @ ((column.mH @ factor) / (column.mH @ column).real)
+    expected = residual.abs().square().sum((-2, -1)) / factor.abs().square().sum((-2, -1))
+    assert_close(value, expected, rtol=1e-12, atol=0)
+    assert_close(infidelity(batch, psi), value, rtol=0, atol=0)
+
+
+def test_infidelity_of_equal_pure_states_in_slices_is_exactly_zero(one_entry_slices):
+    states = random_pure_state(64, batch_shape=(6,), dtype=torch.complex64, generator=torch.Generator().manual_seed(6))
+    assert torch.equal(infidelity(states, PureState(states.data.clone())), torch.zeros(6))
+
+
+@pytest.mark.parametrize("distance", [trace_distance, hilbert_schmidt_distance])
+def test_distances_of_ensembles_hold_one_slice_of_the_stacked_factor(distance, one_entry_slices, largest_tensor):
+    """F = [A, B] written once per slice and QR's copy of it; never a d x d matrix per pair (the Hilbert-Schmidt
+    distance built the dense difference), nor a factor of the batch, nor F of the whole batch."""
+    batch = _batch()
+    one = _batch(batch=(), n=3, seed=7)
+    with torch.no_grad(), largest_tensor() as seen:
+        value = distance(one, batch)
+    k, d = 3 + 4, 64
+    assert seen.largest <= k * d, seen.largest                                  # one pair's F
+    expected = distance(one.dense(), batch.dense())
+    assert_close(value, expected, rtol=0, atol=1e-13)
