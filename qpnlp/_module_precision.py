@@ -13,20 +13,27 @@ dtype (:meth:`qpnlp.hilbert.PureState.to`). Half precisions have no complex
 counterpart and are refused (TypeError), rather than leaving the complex
 tensors as they were.
 
-The trainable measurements (:class:`~qpnlp.measurement.ProjectiveMeasurement`,
-:class:`~qpnlp.measurement.POVMMeasurement`) use it, and so do the models, whose
-:class:`~qpnlp.models._precision.PrecisionMixin` also records the precision in
-their config.
+Every public module of :mod:`qpnlp.nn` and the trainable measurements
+(:class:`~qpnlp.measurement.ProjectiveMeasurement`,
+:class:`~qpnlp.measurement.POVMMeasurement`) use it (torch's own
+``to(torch.complex128)`` also made the real parameters of the real layers
+complex: a ``ModReLU`` bias, a ``RealPositionalEmbedding`` table), and so do
+the models, whose :class:`~qpnlp.models._precision.PrecisionMixin` also records
+the precision in their config. ``double()`` and ``float()`` come from
+:class:`~qpnlp._precision_shortcuts.PrecisionShortcuts`, shared with the
+first-class objects of :mod:`qpnlp.hilbert` and :mod:`qpnlp.measurement`.
 """
 
 from __future__ import annotations
 
 import torch
 
+from qpnlp._precision_shortcuts import PrecisionShortcuts
+
 __all__ = ["ComplexPrecisionMixin", "precision_of"]
 
 
-class ComplexPrecisionMixin:
+class ComplexPrecisionMixin(PrecisionShortcuts):
     """``to`` / ``type`` / ``double`` / ``float`` / ``half`` of an ``nn.Module`` (a base before it) that keep complex
     tensors complex (see the module docstring)."""
 
@@ -63,14 +70,6 @@ class ComplexPrecisionMixin:
             return self.to(dst_type)
         probe = torch.empty(0).type(dst_type)              # the device and dtype the name stands for
         return self.to(probe.device, probe.dtype)
-
-    def double(self):
-        """Move to float64 / complex128 (see :meth:`to`)."""
-        return self.to(torch.float64)
-
-    def float(self):
-        """Move to float32 / complex64 (see :meth:`to`)."""
-        return self.to(torch.float32)
 
     def half(self):
         """Refused: half precision has no complex counterpart (see :meth:`to`)."""

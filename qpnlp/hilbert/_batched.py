@@ -6,6 +6,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from qpnlp._precision_shortcuts import PrecisionShortcuts
+
 from ._validation import complex_dtype_of, real_dtype_of
 from ._widen import widening
 
@@ -52,7 +54,7 @@ def batch_index(index, batch_shape: tuple[int, ...], owner: str) -> tuple:
     return items
 
 
-class Batched:
+class Batched(PrecisionShortcuts):
     """Base of the first-class objects: one or more tensors sharing batch dims.
 
     Subclasses list their tensor fields in ``_fields`` and how many trailing
@@ -65,6 +67,11 @@ class Batched:
     object is a dict key or set member by identity (its tensors are not
     hashed). Two objects holding the same values are compared with
     :meth:`equal` or :meth:`allclose`.
+
+    ``to``, ``cpu``, ``double``, ``float``, ``detach`` and ``clone`` are the tensor methods, except that a dtype is
+    read as a precision: ``double()`` is ``to(torch.float64)``, complex128 states with float64 weights
+    (``torch.Tensor.double()`` of a complex tensor would drop its imaginary part;
+    :class:`~qpnlp._precision_shortcuts.PrecisionShortcuts`).
     """
 
     _fields: ClassVar[tuple[str, ...]] = ()

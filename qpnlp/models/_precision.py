@@ -9,7 +9,7 @@ trainable measurements use too): float32 <-> complex64, float64 <->
 complex128, records it in the config (``complex128`` or ``precision``
 field), and refuses half precisions and configs that cannot record it.
 :func:`check_one_precision` finds a model whose submodules were moved apart
-(``model.embedding.double()``, ``nn.Module.double`` on one layer).
+(``model.embedding.double()``: one layer moved on its own).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._linalg import modulus
 
@@ -270,7 +271,7 @@ def _check_alpha(alpha: float) -> float:
     return alpha
 
 
-class Hirose(nn.Module):
+class Hirose(ComplexPrecisionMixin, nn.Module):
     r"""Module form of :func:`hirose` with a fixed (or optionally learnable) scale ``m``.
 
     Parameters
@@ -296,7 +297,7 @@ class Hirose(nn.Module):
         return f"m={float(self.m.detach()):g}, learnable={isinstance(self.m, nn.Parameter)}"
 
 
-class ModReLU(nn.Module):
+class ModReLU(ComplexPrecisionMixin, nn.Module):
     r"""Module form of :func:`modrelu` with a learnable real bias per feature.
 
     Parameters
@@ -348,7 +349,7 @@ class ModReLU(nn.Module):
         return f"num_features={self.bias.shape[0]}" + (", scale_first=True" if self.scale_first else "")
 
 
-class SumGate(nn.Module):
+class SumGate(ComplexPrecisionMixin, nn.Module):
     r"""Module form of :func:`gate_sum`.
 
     Parameters
@@ -389,7 +390,7 @@ class SumGate(nn.Module):
         return f"alpha={float(alpha):g}, learnable={self.learnable}"
 
 
-class ProdGate(nn.Module):
+class ProdGate(ComplexPrecisionMixin, nn.Module):
     r"""Module form of :func:`gate_prod`."""
 
     def forward(self, z: Tensor) -> Tensor:

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_int, check_mask
@@ -33,7 +34,7 @@ from .linear import ComplexLinear, _check_dtype
 __all__ = ["ComplexMultiheadSelfAttention"]
 
 
-class ComplexMultiheadSelfAttention(nn.Module):
+class ComplexMultiheadSelfAttention(ComplexPrecisionMixin, nn.Module):
     r"""Multi-head self-attention with the paper's eq. 13-14 (see the module docstring).
 
     Padded keys get zero weight. For a real dtype, the standard scaled

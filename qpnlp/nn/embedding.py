@@ -16,6 +16,7 @@ import math
 import torch
 from torch import nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._sparse import coalesced_coo
 from qpnlp._trig import cos_sin
 from qpnlp.data.vocab import PAD_ID
@@ -291,7 +292,7 @@ def _lookup(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
     return _run(_RowLookup.apply, ids, table.weight, table.padding_idx, table.sparse)
 
 
-class ComplexWordEmbedding(nn.Module):
+class ComplexWordEmbedding(ComplexPrecisionMixin, nn.Module):
     r"""Word states :math:`|w\rangle = \sum_j \frac{r_j}{\|r\|} e^{i\phi_j}|e_j\rangle` (thesis eq. 3.2).
 
     Two real lookup tables of shape ``(V, d)``: amplitudes ``R`` and phases
@@ -472,7 +473,7 @@ def _check_weighting_inputs(ids: torch.Tensor, mask: torch.Tensor, norms: torch.
                          f"(shape {tuple(mask.shape)}): an empty sentence has no mixture weights")
 
 
-class WordWeighting(nn.Module):
+class WordWeighting(ComplexPrecisionMixin, nn.Module):
     r"""Mixture weights :math:`p_i` over the words of each sentence (padding excluded).
 
     Schemes

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_int
@@ -77,7 +78,7 @@ def _shared_parts(weight: Tensor, bias: Tensor | None, dtype: torch.dtype) -> tu
     return weight * one_i, None if bias is None else bias * one_i
 
 
-class ComplexLinear(nn.Module):
+class ComplexLinear(ComplexPrecisionMixin, nn.Module):
     r"""Dense layer :math:`z = W x + b` (paper eq. 10 before :math:`\sigma`).
 
     Parameters
@@ -156,7 +157,7 @@ def _block_conv1d(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     return torch.view_as_complex(y.transpose(-1, -2).contiguous().unflatten(-1, (w.shape[0], 2)))
 
 
-class ComplexConv1d(nn.Module):
+class ComplexConv1d(ComplexPrecisionMixin, nn.Module):
     r"""Narrow 1-d convolution over a sequence with complex kernels (Trabelsi et al., 2017; paper app. B).
 
     :math:`y_t = \sum_{s=0}^{k-1} W_s x_{t+s} + b`, :math:`t = 0..L-k`.
@@ -214,7 +215,7 @@ class ComplexConv1d(nn.Module):
         return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, dtype={self.dtype}"
 
 
-class ComplexFeedForward(nn.Module):
+class ComplexFeedForward(ComplexPrecisionMixin, nn.Module):
     r"""Position-wise feed-forward block :math:`W_2\, f(W_1 z + b_1) + b_2` with the per-part activation :math:`f`.
 
     Parameters

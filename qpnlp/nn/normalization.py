@@ -14,13 +14,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
+
 from ._checks import check_int, check_real
 from .linear import _check_dtype, _check_input
 
 __all__ = ["PartLayerNorm"]
 
 
-class PartLayerNorm(nn.Module):
+class PartLayerNorm(ComplexPrecisionMixin, nn.Module):
     r"""Layer normalisation of the real and imaginary parts separately, each with its own affine map.
 
     For a real dtype, an ordinary ``nn.LayerNorm``. Inputs follow

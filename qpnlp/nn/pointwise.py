@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
+
 from .functional import READOUTS, complex_dropout, readout
 
 __all__ = ["ComplexDropout", "Readout"]
 
 
-class ComplexDropout(nn.Module):
+class ComplexDropout(ComplexPrecisionMixin, nn.Module):
     """Module form of :func:`~qpnlp.nn.functional.complex_dropout` (one real mask for both parts).
 
     A dropped unit is zero in both parts; the phase of the kept units is
@@ -48,7 +50,7 @@ class ComplexDropout(nn.Module):
         return f"p={self.p}"
 
 
-class Readout(nn.Module):
+class Readout(ComplexPrecisionMixin, nn.Module):
     """Module form of :func:`~qpnlp.nn.functional.readout`.
 
     Parameters

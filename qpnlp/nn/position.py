@@ -90,6 +90,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
@@ -182,7 +183,7 @@ def _amplitude_table(num_words: int, dim: int, sharing: str, pretrained: Tensor 
 
 # ----------------------------------------------------------------------------------------------- modules
 
-class ComplexOrderEmbedding(nn.Module):
+class ComplexOrderEmbedding(ComplexPrecisionMixin, nn.Module):
     r"""General complex-order embedding :math:`f(j, \mathrm{pos}) = r_j e^{i(\omega_j \mathrm{pos} + \theta_j)}`.
 
     Parameters
@@ -403,7 +404,7 @@ class ComplexOrderEmbedding(nn.Module):
                 f"frequency_init={self.frequency_init!r}")
 
 
-class RealPositionalEmbedding(nn.Module):
+class RealPositionalEmbedding(ComplexPrecisionMixin, nn.Module):
     r"""Real baselines: word embedding plus an optional additive position embedding.
 
     .. math::

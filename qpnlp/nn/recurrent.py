@@ -57,6 +57,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_int
@@ -68,7 +69,7 @@ from .unitary import StateTransition
 
 __all__ = ["masked_scan", "ComplexLSTMCell", "URNNCell", "ComplexRNN", "cgrnn_step", "CGRNNCell", "CGRNN"]
 
-class ComplexLSTMCell(nn.Module):
+class ComplexLSTMCell(ComplexPrecisionMixin, nn.Module):
     r"""Complex LSTM cell with the paper's split gates (app. B, "complex-valued gates ... as in (12)").
 
     .. math::
@@ -146,7 +147,7 @@ class ComplexLSTMCell(nn.Module):
         return self.step(xp, tuple(state))
 
 
-class URNNCell(nn.Module):
+class URNNCell(ComplexPrecisionMixin, nn.Module):
     r"""uRNN-style cell (Arjovsky et al., 2016): :math:`h_t = \operatorname{modReLU}(W h_{t-1} + V x_t + b)`.
 
     :math:`W = \exp(S - S^\dagger)` is unitary by construction (orthogonal for
@@ -215,7 +216,7 @@ class URNNCell(nn.Module):
         return self.step(xp, h)
 
 
-class ComplexRNN(nn.Module):
+class ComplexRNN(ComplexPrecisionMixin, nn.Module):
     r"""A :class:`ComplexLSTMCell` (``cell="lstm"``) or :class:`URNNCell` (``cell="urnn"``) over masked sequences.
 
     At a padded step the state is carried over unchanged (:func:`masked_scan`),
@@ -303,7 +304,7 @@ def _randn(shape, dtype, device, generator: torch.Generator | None) -> Tensor:
     return torch.randn(shape, dtype=dtype, device=generator.device, generator=generator).to(device)
 
 
-class CGRNNCell(nn.Module):
+class CGRNNCell(ComplexPrecisionMixin, nn.Module):
     r"""Gated complex recurrent cell (poster eqs. 4-9).
 
     Parameters
@@ -400,7 +401,7 @@ class CGRNNCell(nn.Module):
     extra_repr = _cell_repr
 
 
-class CGRNN(nn.Module):
+class CGRNN(ComplexPrecisionMixin, nn.Module):
     r"""Gated complex recurrent layer over a batch of (optionally padded) sequences.
 
     Parameters

@@ -68,6 +68,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 
+from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import random_unitary
@@ -222,7 +223,7 @@ class CayleyStepSGD(torch.optim.Optimizer):
         return loss
 
 
-class StateTransition(PicklableParametrizations, nn.Module):
+class StateTransition(PicklableParametrizations, ComplexPrecisionMixin, nn.Module):
     r"""Square complex state-transition matrix, unitary by construction or free.
 
     ``forward()`` takes no input and returns the current matrix, so a layer

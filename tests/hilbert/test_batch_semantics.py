@@ -192,6 +192,20 @@ def test_clone_holds_its_own_memory_and_cpu_keeps_the_values(data):
         assert getattr(moved, "_" + name).device.type == "cpu"
 
 
+@given(st.data())
+def test_double_and_float_are_to_read_as_a_precision(data):
+    """``double()`` / ``float()`` are ``to(torch.float64)`` / ``to(torch.float32)``: complex128 (complex64) states,
+    projectors and POVMs with float64 (float32) weights, never torch.Tensor.double()'s cast of complex to real."""
+    obj = data.draw(_objects(data.draw(SHAPES)))
+    for move, real in ((obj.double, torch.float64), (obj.float, torch.float32)):
+        moved = move()
+        assert type(moved) is type(obj) and moved.equal(obj.to(real)) and moved.dtype == real.to_complex()
+        for name in obj._fields:
+            field = getattr(moved, "_" + name)
+            assert field.is_complex() == getattr(obj, "_" + name).is_complex()
+            assert (field.real if field.is_complex() else field).dtype == real
+
+
 def test_clone_is_differentiable():
     data = torch.randn(2, 3, dtype=torch.complex128, requires_grad=True)
     state = PureState(data / data.abs().pow(2).sum(-1, keepdim=True).sqrt())

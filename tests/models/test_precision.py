@@ -57,7 +57,7 @@ def _run(model):
 @pytest.mark.parametrize("name, moved, dtype", [("qpdn", "embedding", torch.float64),
                                                 ("qpdn", "measurement", torch.complex128),
                                                 ("real_bow", "classifier", torch.float64),
-                                                ("cgrnn_classifier", "rnn", torch.float64),
+                                                ("cgrnn_classifier", "rnn", torch.complex128),
                                                 ("fasttext_maxpool", "embedding", torch.float64)])
 def test_a_submodule_moved_alone_is_named_by_the_batch_check_while_validation_is_on(name, moved, dtype):
     """model.<layer>.double() (nn.Module's, on one layer) left the rest in float32: QPDN raised torch's "expected
@@ -67,7 +67,7 @@ def test_a_submodule_moved_alone_is_named_by_the_batch_check_while_validation_is
     from qpnlp.hilbert import validation
 
     model = _small(name)
-    model.get_submodule(moved).double()               # nn.Module's; the measurement's keeps it complex (complex128)
+    model.get_submodule(moved).double()     # the layer's own: complex layers and measurements stay complex (complex128)
     with pytest.raises(TypeError, match=rf"holds tensors of two precisions: {moved}\.\S+ \(submodule {moved}"
                                         rf"(\.\w+)*\) is {dtype}, but the model is float32/complex64 .*model.double"):
         _run(model)
