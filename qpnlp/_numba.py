@@ -22,7 +22,7 @@ ops as the fallback and asks this module whether to take the loop:
 numba's disk cache reuses a loop's machine code while the loop's own source file is unchanged, also when a function
 it calls in another file has changed (the old one is inlined in it; numba's docs list this among the cache's
 limitations). So :func:`jit` gives a loop that reaches functions of other files (the Python functions, or numba
-dispatchers, that its code names as globals or closure variables, and theirs in turn: ``fused_runs._run`` ->
+dispatchers, that its code names as globals or closure variables, and theirs in turn: ``_fused_kernel._run`` ->
 ``_fused_kernel._step`` -> ``_elementary.sincos``) a cache entry of its own per version of those files: it compiles
 a copy of the loop (the same code, globals and line) named ``<name>__callees_<hash>``, the hash of their sources,
 and numba names its cache files after that name. Changed helpers give a new name and a fresh compilation (the old

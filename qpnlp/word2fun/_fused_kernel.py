@@ -1,9 +1,15 @@
 """The compiled kernel of :mod:`qpnlp.word2fun.fused_step`: Word2Fun's whole SGD step as numba loops.
 
-The steps 1-7 that :mod:`qpnlp.word2fun.fused_step`'s docstring writes out, as plain loops over arrays, and
-``_kernel``, which compiles them on first use.  :class:`~qpnlp.word2fun.fused_step.FusedStep` holds the arrays
-and calls the kernel; :mod:`qpnlp.word2fun.fused_runs` calls ``_step`` batch after batch from its own compiled
-loop.  Private: nothing here checks its arguments (the callers check shapes and ids before they call).
+The steps 1-7 that :mod:`qpnlp.word2fun.fused_step`'s docstring writes out, as plain loops over arrays (``_step``),
+``_run``, which takes a run of batches one ``_step`` after another, and ``_kernel``, which compiles ``_run`` on
+first use.  :class:`~qpnlp.word2fun.fused_step.FusedStep` holds the arrays and calls the kernel, with a run of one
+batch per step, and :func:`~qpnlp.word2fun.fused_runs.run_steps` with a run of up to 16: the one compiled entry
+point, so that a batch stepped alone and in a run is the same machine code.  Two entry points (``_step`` for a
+batch, ``_run`` for a run) were not: numba links a copy of each helper into every loop that calls it (LLVM's
+``linkonce_odr``, optimised again there, which under ``reassoc`` may sum in another order) and the process binds
+each call to the copy it loaded first, so which copy each entry point ran depended on what the process had
+compiled or loaded from the disk cache before (a run and its batches one by one differed in the last bit).
+Private: nothing here checks its arguments (the callers check shapes and ids before they call).
 """
 
 from __future__ import annotations
@@ -357,6 +363,33 @@ def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, f
     return loss, 0
 
 
+def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
+         rough, factors, present, base, total):  # pragma: no cover - compiled
+    """The batches of a run, one ``_step`` each: ``(total + their losses, -1)``, or, when batch ``i``'s ids do not
+    fit their tables, ``(total + the losses before it, i)`` with batch ``i`` not applied.
+
+    Token arrays (``words``, ``order``, ``times``, ``row_mult``, ``rough``) cover the run's tokens; batch ``i``'s
+    are ``rows[i, 0]:rows[i, 1]`` of them (``row_mult``, ``rough`` of one value: that value for every token); its
+    pairs ``pairs[i, 0]:pairs[i, 1]`` of the chunk's ``pair_row`` (rows of the chunk: minus ``base``, the run's
+    first) and ``context``, its negatives ``negatives[i]`` and learning rate ``lrs[i]`` (written into ``nums``).
+    """
+    t = H.dtype.type
+    for i in range(rows.shape[0]):
+        r0, r1, p0, p1 = rows[i, 0], rows[i, 1], pairs[i, 0], pairs[i, 1]
+        pc = np.empty(p1 - p0, np.int64)
+        for b in range(p1 - p0):
+            pc[b] = pair_row[p0 + b] - base - r0
+        nums[_LR] = lrs[i]
+        rm = row_mult if row_mult.shape[0] == 1 else row_mult[r0:r1]
+        rg = rough if rough.shape[0] == 1 else rough[r0:r1]
+        loss, bad = _step(tabs, H, words[r0:r1], order[r0:r1], times[r0:r1], pc, context[p0:p1], negatives[i],
+                          nums, flags, rm, rg, factors, present)
+        if bad:
+            return total, i
+        total += float(t(loss))  # the batch's loss in the model's dtype, as the loop adds it
+    return total, -1
+
+
 #: The compiled functions the step calls and their fast-math flags: ``_kernel`` binds each name to its
 #: compiled version before it compiles ``_step`` (numba resolves a global when it compiles the caller).
 _HELPERS = {name: _FASTMATH for name in (
@@ -369,7 +402,7 @@ _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written
 
 @functools.cache
 def _kernel():
-    """``_step`` compiled (on first use; cached on disk), its helpers bound to their compiled versions
-    (``qpnlp._numba.jit_calling``)."""
+    """``_run`` compiled (on first use; cached on disk), calling ``_step`` compiled with its helpers bound to their
+    compiled versions (``qpnlp._numba.jit_calling``; ``_step`` is rebound too)."""
     compiled = {name: _numba.jit(_PYTHON[name], fastmath) for name, fastmath in _HELPERS.items()}
-    return _numba.jit_calling(_step, compiled, _FASTMATH)
+    return _numba.jit_calling(_run, {"_step": _numba.jit_calling(_step, compiled, _FASTMATH)}, _FASTMATH)

@@ -12,76 +12,41 @@ defaults that was about 0.9 ms a batch beside 1.6 ms of compiled step (a profile
 * the step factors of all its tokens (:func:`~qpnlp.word2fun.step_sizes.row_step_scales` with a learning rate
   per token) in a few vectorised ops, rounded as the per-batch factors are;
 * the stable word order of every batch (:math:`\\mathrm{argsort}` of ``(batch, word)``) in one sort;
-* one compiled call (``_run``) that takes the batches one after another, each through
-  ``qpnlp.word2fun._fused_kernel._step``, without the GIL, and adds their losses, rounded to the model's
-  dtype, to the running float64 sum as the batch-by-batch loop does.
+* one compiled call (:meth:`FusedStep.run_batches <qpnlp.word2fun.fused_step.FusedStep.run_batches>`) that
+  takes the batches one after another, each through the compiled step, without the GIL, and adds their losses,
+  rounded to the model's dtype, to the running float64 sum as the batch-by-batch loop does.
 
-So the parameters and the loss equal the batch-by-batch loop's bit for bit (tests).  The loop does this
+A :class:`~qpnlp.word2fun.fused_step.FusedStep` called on one batch is a run of that batch through the same
+compiled call, the same machine code, so the parameters and the loss equal the batch-by-batch loop's bit for bit
+(tests), whatever the process compiled or loaded before.  The loop does this
 wherever it trains with a :class:`~qpnlp.word2fun.fused_step.FusedStep` (``fit``'s defaults on CPU).
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import torch
 
-from qpnlp import _numba
 from qpnlp.data.skipgram import CentreRun, NegativeSampler
-from qpnlp.word2fun import _fused_kernel
-from qpnlp.word2fun._fused_kernel import _LR, _step  # _step: rebound to its compiled version
 from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.step_sizes import row_step_scales
 
 __all__ = ["compile_runs", "learning_rates", "run_steps"]
 
 
-def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
-         rough, factors, present, base, total):  # pragma: no cover - compiled
-    """The batches of a run, one ``qpnlp.word2fun._fused_kernel._step`` each: ``(total + their losses, -1)``,
-    or, when batch ``i``'s ids do not fit their tables, ``(total + the losses before it, i)`` with batch ``i``
-    not applied.
-
-    Token arrays (``words``, ``order``, ``times``, ``row_mult``, ``rough``) cover the run's tokens; batch ``i``'s
-    are ``rows[i, 0]:rows[i, 1]`` of them, its pairs ``pairs[i, 0]:pairs[i, 1]`` of the chunk's ``pair_row``
-    (rows of the chunk: minus ``base``, the run's first) and ``context``.
-    """
-    t = H.dtype.type
-    for i in range(rows.shape[0]):
-        r0, r1, p0, p1 = rows[i, 0], rows[i, 1], pairs[i, 0], pairs[i, 1]
-        pc = np.empty(p1 - p0, np.int64)
-        for b in range(p1 - p0):
-            pc[b] = pair_row[p0 + b] - base - r0
-        nums[_LR] = lrs[i]
-        loss, bad = _step(tabs, H, words[r0:r1], order[r0:r1], times[r0:r1], pc, context[p0:p1], negatives[i],
-                          nums, flags, row_mult[r0:r1], rough[r0:r1], factors, present)
-        if bad:
-            return total, i
-        total += float(t(loss))  # the batch's loss in the model's dtype, as the loop adds it
-    return total, -1
-
-
-@functools.cache
-def _kernel():
-    """``_run`` compiled (on first use; cached on disk), calling the compiled step (``qpnlp._numba.jit_calling``)."""
-    return _numba.jit_calling(_run, {"_step": _fused_kernel._kernel()}, _fused_kernel._FASTMATH)
-
-
 def compile_runs(step: FusedStep, negatives: int) -> None:
-    """Compile the run kernel for ``step``'s argument types (loaded from numba's cache on disk after the first
-    run of an install) by running it on a run of no batches: a training loop calls this before its clock.
+    """Compile the kernel :func:`run_steps` calls for ``step``'s argument types (loaded from numba's cache on disk
+    after the first run of an install): :meth:`FusedStep.compile <qpnlp.word2fun.fused_step.FusedStep.compile>`,
+    since a step and a run are one kernel (:meth:`~qpnlp.word2fun.fused_step.FusedStep.run_batches`).
 
     Parameters
     ----------
     step : FusedStep
         The prepared step (its tables' dtype and flags); nothing of it is changed.
     negatives : int
-        The negatives per batch (the width of the negatives' array).
+        The negatives per batch (the width of the negatives' array; the kernel's types do not depend on it).
     """
-    ids, values, no_pairs = np.empty(0, np.int64), np.empty(0, step.H.dtype), np.empty((0, 2), np.int64)
-    _kernel()(step.tabs, step.H, ids, ids, values, ids, ids, no_pairs, no_pairs, np.empty((0, negatives), np.int64),
-              values, step.nums.copy(), step.flags + (False,), values, values, step.factors, step.present, 0, 0.0)
+    step.compile()
 
 
 def learning_rates(lr: float, epochs: int, epoch: int, done: float, progress: np.ndarray) -> list[float]:
@@ -184,11 +149,9 @@ def run_steps(step: FusedStep, run: CentreRun, sampler: NegativeSampler, generat
     words = run.words[start:stop].numpy()
     rows = np.ascontiguousarray(run.rows - start)
     times = run.time[start:stop].to(step.dtype).contiguous().numpy()
-    nums = step.nums.copy()
-    total, bad = _kernel()(step.tabs, step.H, words, _word_order(words, run.rows, start), times,
-                           run.pair_row.numpy(), run.context.numpy(), rows, np.ascontiguousarray(run.pairs),
-                           neg.numpy(), np.asarray(lrs, step.H.dtype), nums, step.flags + (smooth,), row_mult, rough,
-                           step.factors, step.present, start, total)
+    total, bad = step.run_batches(words, _word_order(words, run.rows, start), times, run.pair_row.numpy(),
+                                  run.context.numpy(), rows, np.ascontiguousarray(run.pairs), neg.numpy(),
+                                  np.asarray(lrs, step.H.dtype), smooth, row_mult, rough, start, total)
     if bad >= 0:
         b = run.batch(bad)
         step.check_ids(b.words, b.pair_centre, b.context, neg[bad])

@@ -49,7 +49,10 @@ the projection keeps a NaN).  CPU time per step of ``fit``'s defaults: about 0.8
 with the compiled pair loop (``benchmarks/word2fun_step.py``, on a loaded machine).
 
 The kernel (the loops above, compiled: ``qpnlp.word2fun._fused_kernel``) checks every id against its table
-before it writes anything.  :class:`FusedStep` holds what
+before it writes anything.  It takes a run of batches (:meth:`FusedStep.run_batches`): a call of
+:class:`FusedStep` is a run of one batch, :func:`~qpnlp.word2fun.fused_runs.run_steps` a run of several, through
+the same machine code, so that the two agree bit for bit (the module docstring of ``_fused_kernel`` says why two
+compiled loops did not).  :class:`FusedStep` holds what
 does not change between batches (the tables as arrays, the flags, step factors and bounds), so that a
 training loop (:func:`~qpnlp.word2fun.sgd.batch_step`) pays per batch only for the batch;
 :func:`fused_sgd_step` builds one for a single step.
@@ -68,7 +71,7 @@ import torch
 from qpnlp import _numba
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
-from qpnlp.word2fun._fused_kernel import _LR, _kernel
+from qpnlp.word2fun._fused_kernel import _kernel
 from qpnlp.word2fun.model import Word2Fun
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
 
@@ -191,24 +194,59 @@ class FusedStep:
         self.kernel = _kernel()
 
     def compile(self) -> None:
-        """Compile the kernel for the argument types of this step's calls, without running it: loaded from numba's
-        cache on disk, or compiled (about half a minute) on the first run after an install.  A training loop calls
-        this before it starts its clock (:func:`~qpnlp.word2fun.loop.train_source`); a call compiles if this was not
-        done.  Nothing to do under ``NUMBA_DISABLE_JIT=1`` (numba's debugging switch: the kernel is the Python
-        function)."""
+        """Compile the kernel for the argument types of this step's calls and runs (one kernel,
+        :meth:`run_batches`), without running it: loaded from numba's cache on disk, or compiled (about half a
+        minute) on the first run after an install.  A training loop calls this before it starts its clock
+        (:func:`~qpnlp.word2fun.loop.train_source`); a call compiles if this was not done.  Nothing to do under
+        ``NUMBA_DISABLE_JIT=1`` (numba's debugging switch: the kernel is the Python function)."""
         if not hasattr(self.kernel, "compile"):
             return
         import numba
 
-        ids, values = np.empty(0, np.int64), np.empty(0, self.H.dtype)
-        args = self._kernel_args(ids, ids, values, ids, ids, ids, self.nums, False, values, values)
+        ids, values, ranges = np.empty(0, np.int64), np.empty(0, self.H.dtype), np.empty((0, 2), np.int64)
+        args = self._kernel_args(ids, ids, values, ids, ids, ranges, ranges, ranges, values, False, values, values,
+                                 0, 0.0)
         self.kernel.compile(tuple(numba.typeof(a) for a in args))
 
-    def _kernel_args(self, words, order, times, pair_centre, context, negatives, nums, smooth, row_mult,
-                     rough) -> tuple:
-        """The kernel's arguments in ``_step``'s order: the batch's arrays with what this step holds."""
-        return (self.tabs, self.H, words, order, times, pair_centre, context, negatives, nums, self.flags + (smooth,),
-                row_mult, rough, self.factors, self.present)
+    def _kernel_args(self, words, order, times, pair_row, context, rows, pairs, negatives, lrs, smooth, row_mult,
+                     rough, base, total) -> tuple:
+        """The kernel's arguments in ``_run``'s order: the batches' arrays with what this step holds."""
+        return (self.tabs, self.H, words, order, times, pair_row, context, rows, pairs, negatives, lrs,
+                self.nums.copy(), self.flags + (smooth,), row_mult, rough, self.factors, self.present, base, total)
+
+    def run_batches(self, words: np.ndarray, order: np.ndarray, times: np.ndarray, pair_row: np.ndarray,
+                    context: np.ndarray, rows: np.ndarray, pairs: np.ndarray, negatives: np.ndarray,
+                    lrs: np.ndarray, smooth: bool, row_mult: np.ndarray, rough: np.ndarray, base: int,
+                    total: float) -> tuple[float, int]:
+        """Step ``n_b`` batches one after another in one compiled call (the kernel that every step of this
+        :class:`FusedStep` runs, one batch or a run: the same machine code, so the same rounding): ``(total + their
+        losses, each rounded to the model's dtype, -1)``, or ``(total + the losses before it, i)`` when batch ``i``'s
+        ids do not fit their tables (it is not applied, nor those after it).  Nothing is checked here:
+        a call of this step and :func:`~qpnlp.word2fun.fused_runs.run_steps` check and convert their arguments.
+
+        Parameters
+        ----------
+        words, order, times, row_mult, rough : numpy.ndarray
+            (n,) over the batches' tokens: word ids and times, each batch's stable word order counted from its
+            first token (int64), the row step factors and roughness weights (``_row_scales``; of one value: that
+            value for every token) in the model's dtype.
+        pair_row, context : numpy.ndarray
+            (P,) int64: each pair's centre token, as a row counted from ``base``, and its context word.
+        rows, pairs : numpy.ndarray
+            (n_b, 2) int64: batch ``i``'s tokens ``rows[i, 0]:rows[i, 1]`` (counted from ``base``) and pairs.
+        negatives : numpy.ndarray
+            (n_b, k) int64: each batch's shared negatives.
+        lrs : numpy.ndarray
+            (n_b,) each batch's learning rate, in the model's dtype.
+        smooth : bool
+            Whether roughness steps are taken.
+        base : int
+            The row of the first token.
+        total : float
+            The running sum the losses are added to.
+        """
+        return self.kernel(*self._kernel_args(words, order, times, pair_row, context, rows, pairs, negatives, lrs,
+                                              smooth, row_mult, rough, base, total))
 
     def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
                  negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor = 0.0,
@@ -221,12 +259,12 @@ class FusedStep:
         ids = (_index(words, "word"), _index(pair_centre, "centre token"), _index(context, "context word"),
                _index(negatives, "negative"))
         row_mult, rough, smooth = _row_scales(roughness_penalty, row_lr, lr, N, self.dtype, self.H.dtype)
-        nums = self.nums.copy()
-        nums[_LR] = lr
         order = _array(torch.sort(words, stable=True).indices)  # sorted here: numba's argsort compiles for seconds
-        loss, bad = self.kernel(*self._kernel_args(ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1],
-                                                   ids[2], ids[3], nums, smooth, row_mult, rough))
-        if bad:  # nothing was written: name the ids
+        bounds = np.array([[0, N], [0, B]], np.int64)             # a run of one batch: its tokens, its pairs
+        loss, bad = self.run_batches(ids[0], order, _array(times.to(self.dtype).contiguous()), ids[1], ids[2],
+                                     bounds[:1], bounds[1:], ids[3].reshape(1, -1), np.array([lr], self.H.dtype),
+                                     smooth, row_mult, rough, 0, 0.0)
+        if bad >= 0:  # nothing was written: name the ids
             self.check_ids(words, pair_centre, context, negatives)
         return torch.tensor(loss, dtype=self.dtype)
 

@@ -59,7 +59,7 @@ from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, ke
 from qpnlp.word2fun._hogwild import prefetch, run_workers
 from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, word_weights
 from qpnlp.word2fun.distributed import fail_together
-from qpnlp.word2fun.fused_runs import compile_runs, learning_rates, run_steps
+from qpnlp.word2fun.fused_runs import learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.sgd import batch_step
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
@@ -373,14 +373,13 @@ def _run_step(model, cfg: TrainConfig):
 
 
 def _compile_step(model, cfg: TrainConfig) -> float:
-    """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile` and
-    :func:`~qpnlp.word2fun.fused_runs.compile_runs`, where it is the compiled one), so that the epochs' clock does
-    not count it; its seconds."""
+    """Compile the step the epochs will take (:meth:`~qpnlp.word2fun.fused_step.FusedStep.compile`, where it is
+    the compiled one: its batches and runs are one kernel), so that the epochs' clock does not count it; its
+    seconds."""
     t0 = _time.perf_counter()
     step = _run_step(model, cfg)
     if isinstance(step, FusedStep):
         step.compile()
-        compile_runs(step, cfg.negatives)
     return _time.perf_counter() - t0
 
 

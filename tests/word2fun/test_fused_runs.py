@@ -1,5 +1,10 @@
 """A run of batches in one compiled call against the same batches stepped one by one: equal bit for bit."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -91,6 +96,28 @@ def test_a_run_in_one_call_equals_its_batches_one_by_one(family, dtype, case, ma
     for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
         assert torch.equal(p, q), name
     assert not torch.equal(models[0].base.weight, _model(make, family, dtype).base.weight)  # it trained
+
+
+@pytest.mark.slow
+def test_a_run_equals_its_batches_whatever_the_process_loaded_before(tmp_path):
+    """numba links a copy of each helper of the compiled step into every loop that calls it, optimised again there
+    (under ``reassoc`` it may sum in another order), and a process binds each call to the copy it loaded first. The
+    step for one batch and the run of batches were two compiled loops: in a process that had loaded the run, then the
+    step's helpers (from numba's cache, as an earlier test leaves them), then the step, the two ran other copies of
+    ``_negatives`` and differed (loss sums 178686161059.13104 and 178686161059.2171, the parameters too; the full
+    suite failed so, two workers sharing fresh caches). A batch is now a run of one batch: one compiled loop.
+
+    ``fused_load_order.py`` compiles into a fresh cache in one process, then loads in that order in another."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "QPNLP_WORD2FUN_COMPILED": "1",
+           "QPNLP_COMPILED": "1", "OMP_NUM_THREADS": "1"}
+    worker, signatures = Path(__file__).with_name("fused_load_order.py"), tmp_path / "signatures.pkl"
+    for stage in ("compile", "compare"):
+        out = subprocess.run([sys.executable, str(worker), stage, str(signatures)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+    fused, one_by_one, same, helpers_from_cache = out.stdout.split()
+    assert int(helpers_from_cache) > 0                              # the order that made the two differ
+    assert fused == one_by_one and same == "True"
 
 
 def _train(runs, make, family, dtype, weights, fused: bool):
