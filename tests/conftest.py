@@ -18,7 +18,8 @@ from qpnlp.testing import default_atol
 
 # The suite's profile draws the same 40 examples per property on every run (derandomize: a seed from the test's
 # source), so a run's verdict is the code's, not the draw's; "explore" draws 500 fresh ones per run to look for
-# counterexamples: HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest -n auto --dist loadscope
+# counterexamples (a test whose @settings sets max_examples keeps its own count):
+#     HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest -n auto --dist loadscope
 settings.register_profile(
     "qpnlp", max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )

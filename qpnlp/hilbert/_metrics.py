@@ -279,10 +279,17 @@ def _frobenius_norm(x: torch.Tensor) -> torch.Tensor:
     return safe_sqrt(_squared_modulus(x).sum((-2, -1)))
 
 
-def _norm_of_difference(rho, sigma, norm) -> torch.Tensor:
+#: The least dimension d at which the Hilbert-Schmidt distance of pure states or ensembles takes the QR route: below
+#: it the dense d x d difference is small and faster (one thread, complex64, one pair: d = 8 48 us dense, 110 us
+#: QR; d = 32 120 us, 190 us; d = 50 305 us, 187 us; d = 300 20.2 ms, 3.0 ms).
+HILBERT_SCHMIDT_LOW_RANK_FROM = 40
+
+
+def _norm_of_difference(rho, sigma, norm, low_rank_from: int = 0) -> torch.Tensor:
     r"""A unitarily invariant ``norm`` of :math:`\rho - \sigma`: of the small :math:`RJR^\dagger`
-    (``_low_rank_difference``, slice by slice of the batch) where it applies, else of the dense difference."""
-    low_rank = _low_rank_difference(rho, sigma, norm)
+    (``_low_rank_difference``, slice by slice of the batch) where it applies and d >= ``low_rank_from``, else of the
+    dense difference."""
+    low_rank = _low_rank_difference(rho, sigma, norm, low_rank_from)
     if low_rank is not None:
         return low_rank
     r, s = _dense_pair(rho, sigma)
@@ -319,7 +326,7 @@ def _column_roots(weights: torch.Tensor | None, states: torch.Tensor) -> torch.T
     return states.new_ones(()) if weights is None else M.root_weights(weights, states.dtype)
 
 
-def _low_rank_difference(rho, sigma, reduce=None) -> torch.Tensor | None:
+def _low_rank_difference(rho, sigma, reduce=None, least_dim: int = 0) -> torch.Tensor | None:
     r"""A small Hermitian ``(..., k, k)`` with the nonzero spectrum of :math:`\rho - \sigma` (or ``reduce`` of it).
 
     With factors :math:`\rho = AA^\dagger` (d x n) and :math:`\sigma = BB^\dagger` (d x m) of two pure states or
@@ -335,8 +342,8 @@ def _low_rank_difference(rho, sigma, reduce=None) -> torch.Tensor | None:
     (``in_slices``): memory F and QR's copy of a slice, where the ensemble's factor, the concatenated F and QR's
     copy of it held the batch three times over (one ensemble of 5 words against 2000 of 20, d = 300, complex128:
     ``trace_distance`` adds 107 MiB at the peak, was 681 MiB; ``benchmarks/metric_memory.py``). None (use the dense
-    route) for a dense side, when k >= d, or when autograd needs the result: QR's backward is undefined for the
-    rank-deficient F of a sentence that repeats a word, where ``eigvalsh``'s is not.
+    route) for a dense side, when k >= d or d < ``least_dim``, or when autograd needs the result: QR's backward is
+    undefined for the rank-deficient F of a sentence that repeats a word, where ``eigvalsh``'s is not.
     """
     if _is_dense(rho) or _is_dense(sigma):
         return None
@@ -345,7 +352,8 @@ def _low_rank_difference(rho, sigma, reduce=None) -> torch.Tensor | None:
     a, b = promote(a, b)
     k = a.shape[-2] + b.shape[-2]
     weights = [w for w in (p, q) if w is not None]
-    if k >= a.shape[-1] or (torch.is_grad_enabled() and any(t.requires_grad for t in (a, b, *weights))):
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (a, b, *weights))
+    if k >= a.shape[-1] or a.shape[-1] < least_dim or needs_grad:
         return None
     pairs = math.prod(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     copies = pairs * k * a.shape[-1] * a.element_size()                           # F (and QR's copy of it)
@@ -463,7 +471,7 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     a metric with values in :math:`[0, \sqrt2]`. Note that QuTiP's
     ``hilbert_dist`` returns its square, :math:`\operatorname{Tr}(\rho-\sigma)^2`.
     Not from a Gram formula (:math:`\operatorname{Tr}\rho^2 + \operatorname{Tr}\sigma^2 - 2\operatorname{Tr}\rho\sigma`
-    cancels digits for close states): two pure states or ensembles with n + m < d words go through the
+    cancels digits for close states): two pure states or ensembles with n + m < d words and d >= 40 go through the
     (n+m) x (n+m) matrix of :func:`trace_distance` when no gradient is needed (``_low_rank_difference``, backward
     stable, never a d x d matrix per pair), else through the dense difference. At :math:`\rho = \sigma` (the kink
     of the norm) the gradient is 0, as ``torch.linalg.norm``'s.
@@ -479,7 +487,7 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
     2.0
     """
-    return _norm_of_difference(rho, sigma, _frobenius_norm)
+    return _norm_of_difference(rho, sigma, _frobenius_norm, HILBERT_SCHMIDT_LOW_RANK_FROM)
 
 
 def _cross_is_larger(rho, sigma) -> bool:
