@@ -62,20 +62,25 @@ def _setup(args) -> tuple:
     step = getattr(sgd, "centre_sgd_step_tensor", sgd.centre_sgd_step)
     corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     seen = {}
-    real = train.train_source
+    entry = "_train_checked" if hasattr(train, "_train_checked") else "train_source"   # what fit calls
+    real = getattr(train, entry)
 
     def capture(model, source, counts, cfg, **kw):  # fit's model, corpus and settings, as it trains them
         seen.update(model=model, source=source, counts=counts, cfg=cfg)
         seen.setdefault("state", copy.deepcopy(model.state_dict()))
         return real(model, source, counts, cfg, **kw)
 
-    train.train_source = capture
+    setattr(train, entry, capture)
     fit(corpus, TrainConfig(epochs=1, workers=1, seed=0), dim=args.dim)
     model = seen["model"]
     model.load_state_dict(seen["state"])
     cfg = config.resolve_penalty(seen["cfg"], model.family, model.logistic)
     keep = keep_probabilities(seen["counts"], cfg.sample)
-    batches = list(loop._epoch_batches(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu")))
+    if hasattr(loop, "_epoch_batches"):
+        batches = list(loop._epoch_batches(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu")))
+    else:                       # the loop's runs of batches (CentreRun), batch by batch
+        runs = loop._epoch_runs(seen["source"], cfg, np.random.default_rng(0), keep, torch.device("cpu"))
+        batches = [b for run in runs for b in run.batches()]
     batches = batches[:args.steps]
     gen = torch.Generator().manual_seed(0)
     negatives = [NegativeSampler(seen["counts"], 0.75).sample((cfg.negatives,), generator=gen) for _ in batches]

@@ -14,7 +14,7 @@ ops as the fallback and asks this module whether to take the loop:
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
 * :func:`jit`: the compiled loop (cached per function and on disk; threads asking for one loop at once wait for
   one compilation);
-* :func:`jit_calling`: a loop compiled after the helpers it calls are bound to their compiled versions;
+* :func:`jit_calling`: a loop compiled after the helpers it calls are bound to their compiled (or inlined) versions;
 * :func:`check_rows`: a compiled loop that does not check its indices has
   their range checked before it runs, whatever the validation setting (the
   loops that check each index as they read, and stop, call it for the message).
@@ -101,7 +101,7 @@ def scalar(t: torch.Tensor, value: float):
 
 
 @locked_cache(maxsize=None)
-def jit(fn, fastmath: frozenset[str] = frozenset()):
+def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False):
     """``fn`` compiled by numba in nopython mode, without the GIL, cached on disk.
 
     One dispatcher per process and arguments, also when threads ask for the same loop at once: the others wait for
@@ -118,11 +118,19 @@ def jit(fn, fastmath: frozenset[str] = frozenset()):
     by root, a read-only home) it refuses ``cache=True``: the loop is then compiled in every process, with a
     warning (``_warn_no_cache``), instead of every compiled path raising RuntimeError. A loop that calls functions
     of other files is cached under a name that carries their sources' hash (:func:`_keyed_by_callees`).
+
+    ``inline``: a helper that numba inlines where a loop calls it (``inline="always"``: its IR is pasted into the
+    caller's before typing, and compiled with the caller's ``fastmath``), instead of a function compiled on its own.
+    numba links a copy of a function compiled on its own into each loop that calls it, optimised again there, and a
+    process binds each call to the copy it loaded first: under ``reassoc`` or ``contract`` the copies may round
+    differently, so a process that compiled a loop and one that loaded it from the disk cache could differ in the
+    last bits. An inlined helper has no copy of its own: the loop is one function, the same code in every process.
     """
     import numba
 
     fn = _keyed_by_callees(fn)
-    options = dict(nogil=True, error_model="numpy", fastmath=set(fastmath) or False)
+    options = dict(nogil=True, error_model="numpy", fastmath=set(fastmath) or False,
+                   inline="always" if inline else "never")
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError as error:           # numba's "cannot cache function ...: no locator available for file ..."

@@ -165,3 +165,23 @@ def test_a_changed_helper_in_another_module_is_compiled_again(tmp_path):
     os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))    # a later mtime, whatever the clock
     assert _run_in_new_process(tmp_path) == (6.0, 0, 1)            # 2 * (1 + 2): the new helper, compiled again
     assert _run_in_new_process(tmp_path) == (6.0, 1, 0)
+
+
+def test_an_inlined_helper_is_compiled_only_inside_its_loop(tmp_path, monkeypatch):
+    """A helper compiled on its own is linked into each loop that calls it and optimised again there; a process binds
+    calls to the copy it loaded first, so under fast-math flags a process that compiled a loop and one that loaded it
+    from the cache could round differently. An inlined helper (``jit(..., inline=True)``) has no copy of its own."""
+    (tmp_path / "inlined_loop.py").write_text(textwrap.dedent("""
+        def _helper(x):
+            return x * 2.0
+
+        def loop(x):
+            return _helper(x) + 1.0
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import inlined_loop
+
+    helper = _numba.jit(inlined_loop._helper, frozenset({"reassoc", "contract"}), inline=True)
+    loop = _numba.jit_calling(inlined_loop.loop, {"_helper": helper}, frozenset({"reassoc", "contract"}))
+    assert loop(1.5) == 4.0
+    assert loop.signatures and not helper.signatures

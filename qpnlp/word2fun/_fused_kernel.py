@@ -4,11 +4,13 @@ The steps 1-7 that :mod:`qpnlp.word2fun.fused_step`'s docstring writes out, as p
 ``_run``, which takes a run of batches one ``_step`` after another, and ``_kernel``, which compiles ``_run`` on
 first use.  :class:`~qpnlp.word2fun.fused_step.FusedStep` holds the arrays and calls the kernel, with a run of one
 batch per step, and :func:`~qpnlp.word2fun.fused_runs.run_steps` with a run of up to 16: the one compiled entry
-point, so that a batch stepped alone and in a run is the same machine code.  Two entry points (``_step`` for a
-batch, ``_run`` for a run) were not: numba links a copy of each helper into every loop that calls it (LLVM's
-``linkonce_odr``, optimised again there, which under ``reassoc`` may sum in another order) and the process binds
-each call to the copy it loaded first, so which copy each entry point ran depended on what the process had
-compiled or loaded from the disk cache before (a run and its batches one by one differed in the last bit).
+point, so that a batch stepped alone and in a run is the same machine code.  ``_step`` and its fast-math helpers
+are inlined into ``_run`` (numba's ``inline="always"``), so that this machine code is also the same in a process
+that compiles it and in one that loads it from the disk cache.  Compiled apart, they were not: numba links a copy
+of each helper into every loop that calls it (LLVM's ``linkonce_odr``, optimised again there, which under
+``reassoc`` may sum in another order) and the process binds each call to the copy it loaded first, so which copy
+ran depended on what the process had compiled or loaded before (two entry points, ``_step`` for a batch and
+``_run`` for a run, differed in the last bit; a process that compiled the kernel and one that loaded it too).
 Private: nothing here checks its arguments (the callers check shapes and ids before they call).
 """
 
@@ -390,19 +392,27 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
     return total, -1
 
 
-#: The compiled functions the step calls and their fast-math flags: ``_kernel`` binds each name to its
-#: compiled version before it compiles ``_step`` (numba resolves a global when it compiles the caller).
+#: The functions ``_run`` calls and their fast-math flags: ``_kernel`` binds each name to its numba dispatcher
+#: before it compiles ``_run`` (numba resolves a global when it compiles the caller). Those under ``_FASTMATH``
+#: (``_step`` and its helpers) are inlined into ``_run``; ``_sincos`` and ``_exp_minus_abs``, IEEE operation for
+#: operation, are compiled on their own (a copy optimised again rounds the same).
 _HELPERS = {name: _FASTMATH for name in (
-    "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives", "_negatives_of",
-    "_outer4", "_negatives", "_compass", "_token_sums", "_word_sums", "_add_harmonics", "_add_steps", "_project",
-    "_update_rows", "_first_bad_ids")}
+    "_step", "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives",
+    "_negatives_of", "_outer4", "_negatives", "_compass", "_token_sums", "_word_sums", "_add_harmonics", "_add_steps",
+    "_project", "_update_rows", "_first_bad_ids")}
 _HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
 _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written (the names get rebound)
 
 
 @functools.cache
 def _kernel():
-    """``_run`` compiled (on first use; cached on disk), calling ``_step`` compiled with its helpers bound to their
-    compiled versions (``qpnlp._numba.jit_calling``; ``_step`` is rebound too)."""
-    compiled = {name: _numba.jit(_PYTHON[name], fastmath) for name, fastmath in _HELPERS.items()}
-    return _numba.jit_calling(_run, {"_step": _numba.jit_calling(_step, compiled, _FASTMATH)}, _FASTMATH)
+    """``_run`` compiled (on first use; cached on disk) with ``_step`` and its fast-math helpers inlined
+    (``qpnlp._numba.jit`` with ``inline``): one function, so that a process that compiles it and one that loads it
+    from the cache run the same machine code (compiled apart, each helper's copy linked into the step was optimised
+    again there, and processes bound calls to different copies: their losses differed in the last bits)."""
+    return _numba.jit_calling(_run, _dispatchers(), _FASTMATH)
+
+
+def _dispatchers() -> dict:
+    """The numba dispatcher of each name of ``_HELPERS``: inlined where compiled with ``_FASTMATH``."""
+    return {name: _numba.jit(_PYTHON[name], fastmath, inline=bool(fastmath)) for name, fastmath in _HELPERS.items()}
