@@ -18,7 +18,7 @@ from qpnlp.testing import default_atol
 
 # The suite's profile draws the same 40 examples per property on every run (derandomize: a seed from the test's
 # source), so a run's verdict is the code's, not the draw's; "explore" draws 500 fresh ones per run to look for
-# counterexamples (a test whose @settings sets max_examples keeps its own count):
+# counterexamples (a property's own smaller max_examples is raised to it: pytest_collection_modifyitems):
 #     HYPOTHESIS_PROFILE=explore .venv/bin/python -m pytest -n auto --dist loadscope
 settings.register_profile(
     "qpnlp", max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -27,6 +27,24 @@ settings.register_profile(
     "explore", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "qpnlp"))
+
+
+def pytest_collection_modifyitems(items):
+    """Under "explore" every property draws the profile's examples. hypothesis keeps a test's own
+    ``@settings(max_examples=...)`` over any profile's, and 19 properties size themselves for the suite's run (3 to
+    60 examples), so explore drew 25 fresh ones for the fused SGD step, whose too-tight bound took some 4000 to show."""
+    if os.environ.get("HYPOTHESIS_PROFILE") == "explore":
+        for item in items:
+            _draw_the_profiles_examples(getattr(item, "function", None))
+
+
+def _draw_the_profiles_examples(test) -> None:
+    """Raise a property's ``max_examples`` to the loaded profile's; its other settings stay. hypothesis reads a
+    property's settings from the attribute ``_hypothesis_internal_use_settings`` at each call (it has no public way
+    to put a profile above a test's own settings); tests/test_property_tests.py checks that this still works."""
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is not None and own.max_examples < settings.default.max_examples:
+        test._hypothesis_internal_use_settings = settings(own, max_examples=settings.default.max_examples)
 
 
 def pytest_addoption(parser):

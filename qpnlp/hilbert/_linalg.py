@@ -194,9 +194,19 @@ def none_needs_the_second_pass(needs: torch.Tensor, *tensors: torch.Tensor) -> b
     """Whether the pass for rare entries (``needs``, a bool mask) can be skipped: on the CPU, where reading a value
     costs no host sync, for ``tensors`` with values (not meta, not under vmap), outside torch.compile, and when no
     entry needs it. Elsewhere the callers (:func:`rescaled_norms`, :func:`divided_by_norms`,
-    :func:`modulus_phase`) run branch-free, the pass's results kept only where ``needs``."""
-    return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling() \
-        and not bool(needs.any())
+    :func:`modulus_phase`, :func:`unit_phases`) run branch-free, the pass's results kept only where ``needs``."""
+    return _values_readable(*tensors) and not bool(needs.any())
+
+
+def none_subnormal(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """:func:`none_needs_the_second_pass` for the mask ``r < finfo.tiny`` of real moduli ``r`` (a subnormal modulus),
+    in one reduction instead of the mask and its ``any`` (on the CPU, 1.8 instead of 6.9 us for 4096 entries)."""
+    return _values_readable(r, *tensors) and not (r.numel() and float(r.detach().amin()) < torch.finfo(r.dtype).tiny)
+
+
+def _values_readable(*tensors: torch.Tensor) -> bool:
+    """On the CPU (reading a value costs no host sync), with values (not meta, not under vmap), not compiling."""
+    return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling()
 
 
 def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None) -> torch.Tensor:
@@ -337,17 +347,35 @@ def modulus_phase(z: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     r"""The phase :math:`z/|z|` ``(...)`` of complex ``z`` from its modulus ``r`` = ``z.abs()``, 0 at z = 0.
 
     ``z.sgn()`` (the same bits) where :math:`r \ge` ``finfo.tiny``; below, where torch's complex division gives
-    NaN, the real and imaginary parts are divided by r apart. No host sync: on the CPU outside torch.compile and
-    vmap the second pass runs only when some modulus needs it. Each branch sees a safe input, so that neither puts
-    a NaN into the other's gradient.
+    NaN, the real and imaginary parts are divided by r apart, and the quotient by its modulus (:func:`unit_phases`:
+    r holds few bits there). No host sync: on the CPU outside torch.compile and vmap the second pass runs only when
+    some modulus needs it. Each branch sees a safe input, so that neither puts a NaN into the other's gradient.
     """
-    small = r < torch.finfo(r.dtype).tiny
-    if none_needs_the_second_pass(small, z, r):
+    if none_subnormal(r, z):
         return z.sgn()
+    small = r < torch.finfo(r.dtype).tiny
     ordinary = torch.where(small, torch.ones_like(z), z).sgn()
     divisor = torch.where(small & (r > 0), r, torch.ones_like(r))
     scaled = torch.where(r > 0, torch.complex(z.real / divisor, z.imag / divisor), torch.zeros_like(z))
-    return torch.where(small, scaled, ordinary)
+    return torch.where(small, unit_phases(scaled, small & (r > 0)), ordinary)
+
+
+def unit_phases(phases: torch.Tensor, rescale: torch.Tensor) -> torch.Tensor:
+    r"""Complex ``phases`` ``(...)`` divided by their modulus where the bool mask ``rescale`` is set, elsewhere the
+    same bits.
+
+    For the phase :math:`z/|z|` of a z whose modulus is subnormal, divided part by part by ``z.abs()``: z's parts
+    are exact, so the quotient points the right way, but the modulus, rounded to the subnormal grid, holds few bits
+    (``z.abs()`` of :math:`5 \cdot 10^{-324} (1 + i)` is :math:`5 \cdot 10^{-324}`), and the quotient missed modulus
+    1 by its rounding (:math:`1 + i`, 1.41). The quotient's parts are normal numbers, so its own modulus is exact to
+    rounding, and so is the phase divided by it. As :func:`modulus_phase`, no host sync: on the CPU outside
+    torch.compile and vmap the pass runs only when some entry needs it.
+    """
+    if none_needs_the_second_pass(rescale, phases):
+        return phases
+    safe = torch.where(rescale, phases, torch.ones_like(phases))      # no 0 or subnormal divisor in either branch
+    size = safe.abs()
+    return torch.where(rescale, torch.complex(safe.real / size, safe.imag / size), phases)
 
 
 def trace(matrices: torch.Tensor) -> torch.Tensor:

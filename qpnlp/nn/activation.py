@@ -42,7 +42,7 @@ from torch import Tensor, nn
 
 from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._linalg import modulus
+from qpnlp.hilbert._linalg import modulus, none_subnormal, unit_phases
 
 from ._checks import check_int, check_real
 
@@ -143,7 +143,9 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
         first, then ``z`` times it, which is how the uRNN cell
         (:class:`~qpnlp.nn.recurrent.URNNCell`) has always computed it; kept
         so that its results are reproduced to the last bit. Same function,
-        same value at 0, results equal up to rounding.
+        same value at 0, results equal up to rounding. Where :math:`|z|` is
+        subnormal, both take the phase first and divide it by its own modulus
+        as well (the subnormal :math:`|z|` holds few bits; the scale overflowed).
 
     Returns
     -------
@@ -160,20 +162,42 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     _check_bias(b, z)
     if scale_first:
         V.check_tensor("z", z)
-        r = modulus(z)
-        positive = r > 0                    # the mask makes the gradient at z = 0 zero; other values: same bits
-        return z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
+        return _modrelu_scale_first(z, modulus(z), b)
     _check_complex(z)
-    r = modulus(z)
+    return _modrelu_phase_first(z, modulus(z), b)
+
+
+def _modrelu_phase_first(z: Tensor, r: Tensor, b: float | Tensor) -> Tensor:
+    """``relu(r + b) * (z / r)`` for complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0.
+
+    Real divisions, since torch's complex division returns NaN for subnormal divisors; where r is subnormal the
+    quotient is divided by its own modulus as well (``unit_phases``: r holds few bits there). A dead unit (amplitude
+    0) divides by 1: its output is the same 0, and its gradient 0, where 0 times the divisor's gradient, of size
+    1/r^2, was NaN for a subnormal r.
+    """
     b = torch.as_tensor(b, dtype=r.dtype, device=r.device)
     positive = r > 0
     amplitude = torch.relu(r + b)
-    # relu(r + b) * (z / r): real divisions, since torch's complex division returns NaN for subnormal divisors.
-    # A dead unit (amplitude 0) divides by 1: its output is the same 0, and its gradient 0, where 0 times the
-    # divisor's gradient, of size 1/r^2, was NaN for a subnormal r.
-    r_safe = torch.where(positive & (amplitude > 0), r, torch.ones_like(r))
+    live = positive & (amplitude > 0)
+    r_safe = torch.where(live, r, torch.ones_like(r))
     phase = torch.complex(z.real / r_safe, z.imag / r_safe) * positive
-    return amplitude * phase
+    if none_subnormal(r, z):                                        # the CPU without a subnormal r: one test
+        return amplitude * phase
+    return amplitude * unit_phases(phase, live & (r < torch.finfo(r.dtype).tiny))
+
+
+def _modrelu_scale_first(z: Tensor, r: Tensor, b: float | Tensor) -> Tensor:
+    """``z * (relu(r + b) / r)`` for real or complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0.
+
+    Where r is subnormal and the unit live, the quotient overflowed (inf, and NaN at a zero part): there the phase
+    comes first (:func:`_modrelu_phase_first`; ``sign(z)`` for real ``z``), elsewhere the same bits.
+    """
+    positive = r > 0                        # the mask makes the gradient at z = 0 zero; other values: same bits
+    scaled = z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
+    if none_subnormal(r, z):
+        return scaled
+    first = _modrelu_phase_first(z, r, b) if z.is_complex() else torch.sign(z) * torch.relu(r + b)
+    return torch.where(positive & (r < torch.finfo(r.dtype).tiny), first, scaled)
 
 
 def gate_sum(z: Tensor, alpha: float | Tensor = 0.5) -> Tensor:

@@ -177,6 +177,31 @@ def test_a_dead_modrelu_unit_of_subnormal_modulus_has_a_zero_gradient(dtype, sca
     assert torch.equal(z.grad, torch.zeros_like(z))
 
 
+#: Per complex dtype: one unit in the last place of its smallest subnormal.
+SMALLEST = [(torch.complex64, 1e-45), (torch.complex128, 5e-324)]
+
+
+@pytest.mark.parametrize("dtype, unit", SMALLEST)
+def test_the_phase_of_a_modulus_of_a_few_bits_has_modulus_one(dtype, unit):
+    """z = (1 + i), (2 + i), (3 + 2i) units of the smallest subnormal: ``z.abs()`` rounds to 1, 2 and 4 units (it
+    holds a bit or two there), and z divided by it gave phases of modulus 1.41, 1.12 and 0.90: the gradient of
+    :func:`modulus` and modReLU's output (1.5 (1 + i) for b = 1.5); ``scale_first``'s ReLU(|z| + b) / |z|
+    overflowed to inf. The phases have modulus 1 to rounding now, and modReLU's outputs 1.5 times them."""
+    from qpnlp.hilbert._linalg import modulus
+    from qpnlp.nn.activation import modrelu
+
+    parts = torch.tensor([1 + 1j, 2 + 1j, 3 + 2j], dtype=torch.complex128)
+    phases = (parts / parts.abs()).to(dtype)
+    eps = torch.finfo(dtype.to_real()).eps
+    z = (parts.to(dtype) * unit).requires_grad_(True)
+    modulus(z).sum().backward()
+    assert_allclose(z.grad, phases, atol=4 * eps, rtol=0)
+    for scale_first in (False, True):
+        assert_allclose(modrelu(z.detach(), 1.5, scale_first=scale_first), 1.5 * phases, atol=8 * eps, rtol=0)
+    real = torch.tensor([1.0, -3.0], dtype=dtype.to_real()) * unit
+    assert torch.equal(modrelu(real, 1.5, scale_first=True), torch.tensor([1.5, -1.5], dtype=real.dtype))
+
+
 def test_the_compiled_readout_of_a_subnormal_entry_has_the_eager_gradient():
     """torch.compile traces :func:`modulus` (dynamo refuses a Function with a custom ``jvp``, so it traces the
     one without) in one graph, backward included; the gradient is eager's."""

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.hilbert import Ensemble, PureState
 from qpnlp.measurement import (Projector, ProjectiveMeasurement, born_probabilities, born_probabilities_dense,
                                word_probabilities)
 from qpnlp.testing import (assert_allclose, assert_probabilities, ensembles, projectors, pure_states,
@@ -58,9 +58,9 @@ def test_invariance_under_global_phase_and_joint_unitary(data):
     assert_allclose(word_probabilities(rotated_w, rotated_v), p)
 
 
-@given(pure_states(dim=4, batch_shape=(3,)))
-def test_rank_r_projector_probability_equals_sum_of_rank_one(w):
-    v = torch.linalg.qr(torch.randn(4, 4, dtype=w.dtype))[0].mT[:3]
+@given(pure_states(dim=4, batch_shape=(3,)), st.integers(0, 2**32 - 1))
+def test_rank_r_projector_probability_equals_sum_of_rank_one(w, seed):
+    v = torch.linalg.qr(torch.randn(4, 4, dtype=w.dtype, generator=torch.Generator().manual_seed(seed)))[0].mT[:3]
     rank3 = born_probabilities(w.data, None, v.unsqueeze(0))
     assert_allclose(rank3[..., 0], word_probabilities(w.data, v).sum(-1))
 

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qpnlp.nn import (
@@ -70,14 +70,23 @@ def test_hirose_hand_values(z, m, expected, cdtype, device, tol):
     assert abs(out.item() - expected) <= tol(10)
 
 
+def _modrelu_reference(z: complex, b: float) -> complex:
+    """ReLU(|z| + b) z/|z| in Python floats, the phase taken of z scaled by 2^60 (exactly): a subnormal z's modulus
+    holds few bits (abs(5e-324 (1 + 1j)) is 5e-324), and ``(r + b) * z / r`` rounds ``(r + b) * z`` to the
+    subnormal grid first (1.5 * 5e-324 is 1e-323: 2 where the value is 1.5)."""
+    r = abs(z)
+    return max(r + b, 0.0) * (z * 2.0 ** 60 / abs(z * 2.0 ** 60)) if r > 0 else 0j
+
+
 @settings(max_examples=40, deadline=None)
 @given(zs=complex_lists, b=finite)
+@example(zs=[5e-324 + 0j], b=1.5)           # found by HYPOTHESIS_PROFILE=explore: the old reference gave 2
+@example(zs=[5e-324 + 5e-324j, 1e-323 + 5e-324j, 1.5e-323 + 1e-323j], b=1.5)      # phases of modulus 1.41, 1.12, 0.90
 def test_modrelu_matches_definition(zs, b):
     z = torch.tensor(zs, dtype=torch.complex128)
     out = modrelu(z, b)
     for zi, oi in zip(zs, out.tolist()):
-        r = abs(zi)
-        expected = max(r + b, 0.0) * zi / r if r > 0 else 0j
+        expected = _modrelu_reference(zi, b)
         assert abs(oi - expected) <= 1e-12 * max(1.0, abs(expected))
 
 

@@ -150,7 +150,9 @@ def test_fuzzed_rows_update_as_the_torch_ops(data):
     V, D = draw(st.integers(1, 9)), draw(st.integers(1, 19))
     rows = sorted(draw(st.sets(st.integers(0, V - 1), max_size=V)))
     param, _, _, exp_avg, exp_avg_sq = _tables(V=V, D=D, R=0, dtype=dtype, seed=draw(st.integers(0, 99)))
-    values = torch.randn(len(rows), D, dtype=dtype) * draw(st.sampled_from([0.0, 1e-45, 1e-30, 1.0, 1e30]))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
+    size = draw(st.sampled_from([0.0, 1e-45, 1e-30, 1.0, 1e30]))
+    values = torch.randn(len(rows), D, dtype=dtype, generator=gen) * size
     ours = [param, torch.tensor(rows, dtype=torch.long), values, exp_avg, exp_avg_sq]
     theirs, before = [t.clone() for t in ours], param.clone()
     options = dict(step_size=draw(st.sampled_from([1e-3, 0.5])), beta1=0.9, beta2=0.999, eps=1e-8)

@@ -79,10 +79,37 @@ def _assert_same(make, monkeypatch, kw, batch_kw, negative_weight=1.5):
     for a, b in zip(got[0], want[0]):
         assert a.dtype == dtype and a.shape == ()
         assert float(a) == pytest.approx(float(b), rel=tol)
-    for name, p in want[1].items():
-        scale = float(p.abs().max()) or 1.0
-        assert float((got[1][name] - p).abs().max()) <= 10 * tol * scale, name
+    _assert_parameters_agree(got[1], want[1], _model(make, **kw), tol)
 
+
+def _assert_parameters_agree(got: dict, want: dict, start, tol: float) -> None:
+    """Each parameter of the two runs within ``10 tol`` of the largest magnitude its steps compute with: the
+    parameter before them plus its change. The steps round in proportion to their own size, which can exceed the
+    parameter's after them (theta2 0.121 -> 0.00087 on one step of -0.120, the runs 9.3e-8 apart: 9e-4 of the
+    parameter after, 8e-7 of the step; HYPOTHESIS_PROFILE=explore found it)."""
+    for name, before in start.named_parameters():
+        p = want[name]
+        scale = float(before.detach().abs().max()) + float((p - before.detach()).abs().max()) or 1.0
+        assert float((got[name] - p).abs().max()) <= 10 * tol * scale, name
+
+
+
+def test_a_step_that_cancels_a_parameter_agrees_to_the_steps_rounding(make, monkeypatch):
+    """Family IV in float32, one word, 256 pairs of 7 tokens: theta2 goes from -0.121 to -5.9e-5, and the compiled
+    step and the torch ops agree to 7.3e-8, 6e-7 of the step but 1.2e-3 of the parameter after it, the old bound's
+    scale (1e-4 allowed; HYPOTHESIS_PROFILE=explore found such batches)."""
+    times = torch.tensor([1941.5188435519347, 1900.0, 2000.0, 2000.0, 1900.0, 1917.140444699468, 1900.0],
+                         dtype=torch.float64)
+    tokens = torch.randint(0, 7, (256,), generator=torch.Generator().manual_seed(118))
+    batch = (torch.zeros(7, dtype=torch.long), times, tokens, torch.zeros(256, dtype=torch.long),
+             torch.zeros(6, dtype=torch.long), 0.0, None)
+    kw = dict(family="IV", dtype=torch.float32, logistic=False, V=1, D=2, seed=0)
+    got = _train(_model(make, **kw), [batch], True, 0.0)
+    monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
+    want = _train(_model(make, **kw), [batch], False, 0.0)
+    start = _model(make, **kw)
+    assert float(want[1]["theta2.weight"].abs().max()) < 1e-3 * float(start.theta2.weight.detach().abs().max())
+    _assert_parameters_agree(got[1], want[1], start, TOL[torch.float32])
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("family", ["III", "IV", "II"])
@@ -310,8 +337,10 @@ def test_fuzzed_batches_step_as_in_torch_ops(make, data):
     times = torch.tensor(draw(st.lists(st.sampled_from([1900.0, 2000.0]) | st.floats(1900, 2000), min_size=N,
                                        max_size=N)), dtype=torch.float64)
     rough = draw(st.sampled_from([0.0, 0.01, "tensor"]))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
     batch = (_ids(draw, V, N), times, _ids(draw, N, B), _ids(draw, V, B), _ids(draw, V, k),
-             0.02 * torch.rand(N) if rough == "tensor" else rough, 1.0 + torch.rand(N) if draw(st.booleans()) else None)
+             0.02 * torch.rand(N, generator=gen) if rough == "tensor" else rough,
+             1.0 + torch.rand(N, generator=gen) if draw(st.booleans()) else None)
     kw = dict(family=family, dtype=dtype, logistic=draw(st.booleans()), frozen=draw(st.booleans()), V=V, D=D,
               seed=draw(st.integers(0, 99)))
     weight = draw(st.sampled_from([0.0, 1.5]))
@@ -321,5 +350,4 @@ def test_fuzzed_batches_step_as_in_torch_ops(make, data):
         want = _train(_model(make, **kw), [batch], False, weight)
     tol = TOL[dtype]
     assert float(got[0][0]) == pytest.approx(float(want[0][0]), rel=10 * tol, abs=tol)
-    for name, p in want[1].items():
-        assert float((got[1][name] - p).abs().max()) <= 10 * tol * (float(p.abs().max()) or 1.0), name
+    _assert_parameters_agree(got[1], want[1], _model(make, **kw), tol)
