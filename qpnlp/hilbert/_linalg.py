@@ -204,6 +204,14 @@ def none_subnormal(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
     return _values_readable(r, *tensors) and not (r.numel() and float(r.detach().amin()) < torch.finfo(r.dtype).tiny)
 
 
+def none_subnormal_nonzero(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """:func:`none_subnormal` with 0 allowed: no real modulus of ``r`` in (0, ``finfo.tiny``), where torch's complex
+    ``sgn`` gives NaN (it gives 0 at 0). One reduction when no modulus is below tiny; the mask only when some is."""
+    if none_subnormal(r, *tensors):
+        return True
+    return _values_readable(r, *tensors) and not bool(((r > 0) & (r < torch.finfo(r.dtype).tiny)).any())
+
+
 def _values_readable(*tensors: torch.Tensor) -> bool:
     """On the CPU (reading a value costs no host sync), with values (not meta, not under vmap), not compiling."""
     return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling()
@@ -336,11 +344,17 @@ def modulus(z: torch.Tensor) -> torch.Tensor:
 
     The values are ``z.abs()``'s, bit for bit, and so are the gradients (reverse and forward mode) wherever torch's
     are finite; for a complex ``z`` whose modulus is below ``finfo.tiny`` (1e-40 (3 + 4i) in complex64) torch's
-    gradient is NaN, this one :math:`z/|z|` (:class:`_Modulus`). A real ``z`` gives ``z.abs()``.
+    gradient is NaN, this one :math:`z/|z|` (:class:`_Modulus`). A real ``z`` gives ``z.abs()``. Where no modulus
+    is subnormal (on the CPU, outside torch.compile and vmap) the graph records torch's own ``abs``.
     """
     if not z.is_complex() or not torch.is_grad_enabled():     # no graph: torch's abs, without the Function's call
         return z.abs()
-    return _Modulus.apply(z) if torch.compiler.is_compiling() else _ModulusWithJvp.apply(z)
+    if torch.compiler.is_compiling():
+        return _Modulus.apply(z)
+    r = z.abs()
+    # torch's own gradient where it is finite: one reduction instead of the Function's Python forward and backward
+    # (on the CPU about 50 us a call, 4% of a complex-order FastText step).
+    return r if none_subnormal_nonzero(r, z) else _ModulusWithJvp.apply(z)
 
 
 def modulus_phase(z: torch.Tensor, r: torch.Tensor) -> torch.Tensor:

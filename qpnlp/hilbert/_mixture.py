@@ -285,9 +285,14 @@ def root_weights(weights: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def dense(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    r""":math:`\rho = \sum_i p_i |w_i\rangle\langle w_i|` ``(..., d, d)`` from states ``(..., n, d)`` and weights ``(..., n)``."""
-    weighted = states * weights.to(states.dtype).unsqueeze(-1)
-    return weighted.mT @ states.conj()
+    r""":math:`\rho = \sum_i p_i |w_i\rangle\langle w_i|` ``(..., d, d)`` from states ``(..., n, d)`` and weights ``(..., n)``.
+
+    :math:`\rho_{ab} = \sum_i w_{ia}\, p_i \bar w_{ib}`: the transposed states times the weighted conjugates, one
+    copy of the states; ``weighted.mT @ states.conj()`` made two, as torch's CPU ``bmm`` copies a conjugate view
+    (N = 200 mixtures of 200 states, d = 300, complex128: 641 MiB at the peak, now 458 MiB, the 275 MiB result
+    included).
+    """
+    return states.mT @ (states.conj() * weights.to(states.dtype).unsqueeze(-1))
 
 
 def gram(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
