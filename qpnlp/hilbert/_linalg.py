@@ -200,8 +200,11 @@ def none_needs_the_second_pass(needs: torch.Tensor, *tensors: torch.Tensor) -> b
 
 def none_subnormal(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
     """:func:`none_needs_the_second_pass` for the mask ``r < finfo.tiny`` of real moduli ``r`` (a subnormal modulus),
-    in one reduction instead of the mask and its ``any`` (on the CPU, 1.8 instead of 6.9 us for 4096 entries)."""
-    return _values_readable(r, *tensors) and not (r.numel() and float(r.detach().amin()) < torch.finfo(r.dtype).tiny)
+    in one reduction instead of the mask and its ``any`` (on the CPU, 1.8 instead of 6.9 us for 4096 entries). A NaN
+    in ``r`` makes ``amin`` NaN, which hides the others: then the pass runs (it keeps NaN where it is)."""
+    if not _values_readable(r, *tensors):
+        return False
+    return r.numel() == 0 or float(r.detach().amin()) >= torch.finfo(r.dtype).tiny            # NaN: False
 
 
 def none_subnormal_nonzero(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
@@ -232,7 +235,8 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         zero vector gives NaN, a NaN or an infinite entry NaN or 0, and no
         host sync waits for the values. Norms whose squares under- or
         overflow (entries of 1e-25 or 1e20 in float32) are computed
-        without them (``rescaled_norms``): such a vector is normalised.
+        without them (``rescaled_norms``): such a vector is normalised,
+        a subnormal one too (``divided_by_norms``).
     validate : bool or "strict", optional
         Override the global validation mode for this call (None, the default: the global mode).
 
@@ -248,31 +252,48 @@ def normalize(vectors: torch.Tensor, eps: float | None = None, *, validate=None)
         raise TypeError(f"vectors must be a real floating or complex tensor; got {vectors.dtype}")
     norms = _complex_norms(vectors) if vectors.is_complex() else torch.linalg.vector_norm(vectors, dim=-1,
                                                                                         keepdim=True)
-    norms = rescaled_norms(vectors, norms)          # squares that under- or overflow: no inf or NaN state
+    # One test for both rare passes: a subnormal norm is one whose squares underflow (unreliable_norms).
+    rare = not none_needs_the_second_pass(unreliable_norms(norms), vectors, norms)
+    if rare:
+        norms = rescaled_norms(vectors, norms)      # squares that under- or overflow: no inf or NaN state
     eps = tolerance(vectors.dtype, 1) if eps is None else eps
     if enabled(validate) and has_values(norms) and not bool(((norms > eps) & (norms < float("inf"))).all()):
         _refuse_norms(vectors, norms, eps)
-    return divided_by_norms(vectors, norms)
+    return divided_by_norms(vectors, norms) if rare else vectors / norms
 
 
 def divided_by_norms(vectors: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
-    r"""``vectors / norms`` for ``(..., d)`` vectors and their real ``(..., 1)`` norms, finite for subnormal norms.
+    r"""``vectors / norms`` for ``(..., d)`` vectors and their real ``(..., 1)`` norms; unit vectors for subnormal ones.
 
-    torch's complex division gives NaN or inf for a divisor below ``finfo.tiny`` (1e-38 in float32), so complex
-    vectors with such a norm are divided on their real view (real divisions are exact to rounding there); every
-    other vector is divided as before, bit for bit (the real view rounds differently). The gradient there, of size
-    :math:`1/\|v\|`, overflows for real and complex vectors alike. As :func:`rescaled_norms`, no host sync: on the
-    CPU outside torch.compile and vmap the second pass runs only when some norm needs it.
+    A norm below ``finfo.tiny`` (1e-38 in float32, 2e-308 in float64) holds few bits (the subnormal grid), so a
+    vector divided by it missed norm 1 by that rounding (:math:`10^{-45} (1, 1)` in float32: norm :math:`10^{-45}`,
+    quotient (1, 1) of norm 1.41), and torch's complex division by it gives NaN or inf. Such a vector is divided by
+    its largest part m first and then by the norm of the quotient, whose parts are normal numbers
+    (:func:`unit_vectors_of_tiny_norm`); every other vector is divided as before, bit for bit. The gradient there,
+    of size :math:`1/\|v\|`, overflows for real and complex vectors alike. As :func:`rescaled_norms`, no host sync:
+    on the CPU outside torch.compile and vmap the second pass runs only when some norm needs it.
     """
-    if not vectors.is_complex():
+    if none_subnormal(norms, vectors):
         return vectors / norms
-    subnormal = norms < torch.finfo(norms.dtype).tiny
-    if none_needs_the_second_pass(subnormal, vectors, norms):
-        return vectors / norms
-    ones = torch.ones_like(norms)                        # each branch a safe divisor: no NaN in the other's gradient
-    ordinary = vectors / torch.where(subnormal, ones, norms)
-    parts = torch.view_as_real(vectors.resolve_conj()) / torch.where(subnormal, norms, ones).unsqueeze(-1)
-    return torch.where(subnormal, torch.view_as_complex(parts), ordinary)
+    subnormal = norms < torch.finfo(norms.dtype).tiny     # zero too: 0 / 0, NaN, as the plain division gives
+    ordinary = vectors / torch.where(subnormal, torch.ones_like(norms), norms)  # a safe divisor in either branch
+    return torch.where(subnormal, unit_vectors_of_tiny_norm(vectors, subnormal), ordinary)
+
+
+def unit_vectors_of_tiny_norm(vectors: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    r""":math:`u / \|u\|` with :math:`u = v / m`, :math:`m = \max_j \max(|\Re v_j|, |\Im v_j|)`, of real or complex
+    ``(..., d)`` vectors where the bool mask ``rows`` ``(..., 1)`` is set (elsewhere those of ones, to be discarded).
+
+    The unit vector :math:`v / \|v\|` of a vector too small for its norm to be held (subnormal): the parts of u lie
+    in [-1, 1], the largest :math:`\pm 1`, so neither its squares nor its norm underflow, and the quotient is exact to
+    rounding. m is held constant (:math:`u / \|u\|` does not depend on it). A zero vector gives NaN (0 / 0).
+    Complex vectors are divided on their real view (no complex division).
+    """
+    safe = torch.where(rows, vectors, torch.ones_like(vectors))     # no 0 or subnormal divisor in the other rows
+    parts = torch.view_as_real(safe.resolve_conj()) if safe.is_complex() else safe.unsqueeze(-1)
+    scaled = parts / parts.abs().amax((-2, -1), keepdim=True).detach()
+    unit = scaled / torch.linalg.vector_norm(scaled, dim=(-2, -1), keepdim=True)
+    return torch.view_as_complex(unit) if safe.is_complex() else unit.squeeze(-1)
 
 
 def _complex_norms(vectors: torch.Tensor) -> torch.Tensor:
@@ -296,9 +317,10 @@ def _refuse_norms(vectors: torch.Tensor, norms: torch.Tensor, eps: float) -> Non
 
 
 def safe_sqrt(values: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
-    """``sqrt`` of values clamped at zero, with gradient 0 (not NaN) where a value is dropped or <= 0."""
-    keep = values > 0 if keep is None else keep & (values > 0)
-    return torch.where(keep, torch.where(keep, values, torch.ones_like(values)).sqrt(), torch.zeros_like(values))
+    """``sqrt`` of values clamped at zero, with gradient 0 (not NaN) where a value is dropped (``keep`` False) or
+    <= 0; NaN stays NaN, dropped or not (it read as 0: a NaN state had a Hilbert-Schmidt distance of 0)."""
+    dropped = values <= 0 if keep is None else (values <= 0) | ~(keep | torch.isnan(values))     # NaN: never
+    return torch.where(dropped, torch.zeros_like(values), torch.where(dropped, torch.ones_like(values), values).sqrt())
 
 
 class _Modulus(torch.autograd.Function):

@@ -87,11 +87,18 @@ def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Te
     ensemble), or :math:`\langle\psi|` times the d x d matrix times :math:`|\psi\rangle` for a dense side (or
     ``dense=True``). Either way through ``einsum``, so memory is O(d + r) per pair of the broadcast batch besides the
     operands: ``@`` copied every ensemble's factor (every dense matrix) once per pure state of a ``(V, 1)`` batch.
+    An ensemble's weights enter linearly, :math:`\sum_j q_j |\langle\psi|w_j\rangle|^2` (not through the factor's
+    :math:`\sqrt{q_j}`, whose gradient at a zero weight is taken as 0): the gradient at a zero weight is its
+    derivative :math:`|\langle\psi|w_j\rangle|^2`, as :func:`_pure_infidelity`'s.
     """
     if dense or _is_dense(sigma):
         state, s = promote(psi.data, as_density_tensor(sigma, "sigma"))
         return (torch.einsum("...d,...de->...e", state.conj(), s) * state).sum(-1).real
-    return _squared_modulus(factor_product(psi, sigma)).sum((-2, -1))
+    (state, _), (rows, weights) = members(psi), members(sigma, "sigma")
+    squares = _squared_modulus(overlaps(*promote(state, rows)))                   # (..., 1, m)
+    if weights is not None:
+        squares = squares * weights.to(squares.dtype).unsqueeze(-2)
+    return squares.sum((-2, -1))
 
 
 def _residual_norms(rows: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
@@ -173,7 +180,10 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     perturbation that raises its rank (an infinite slope): those directions
     (between eigenvalues below the rank tolerance) get gradient 0. Where
     :math:`A^\dagger B` is rank-deficient (e.g. orthogonal states), the sum of
-    its singular values has a kink and the SVD's subgradient is taken.
+    its singular values has a kink and the SVD's subgradient is taken. With a pure side, an ensemble's weights
+    enter linearly: the gradient at a zero weight :math:`q_j` is the derivative
+    :math:`|\langle\psi|w_j\rangle|^2`, as :func:`infidelity`'s; between two ensembles (the factors'
+    :math:`\sqrt{q_j}`, an infinite slope there) it is taken as 0.
 
     Parameters
     ----------

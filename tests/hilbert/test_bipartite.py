@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, PureState, conditional_entropy, log_negativity, mutual_information,
                            negativity, partial_trace, partial_transpose, random_density_matrix, random_pure_state,
-                           schmidt_decomposition, tensor_product, von_neumann_entropy)
+                           schmidt_decomposition, tensor_product)
 from qpnlp.testing import assert_allclose, assert_pure_state, density_matrices, pure_states
 
 DIMS = (2, 3)

@@ -314,3 +314,50 @@ def test_sub_fidelity_with_a_pure_side_is_the_fidelity_to_the_dtype(kind):
     raw = torch.randn(2, 4, dtype=torch.complex128, generator=gen, requires_grad=True)
     assert torch.autograd.gradcheck(
         lambda p: sub_fidelity(PureState(torch.nn.functional.normalize(p, dim=-1)), sigma), (raw,))
+
+
+def _nan_pairs():
+    """Pairs with a NaN state or a NaN weight (validation off), on every route of the metrics below."""
+    eye = torch.eye(4, dtype=torch.complex128)
+    nan_state = PureState(torch.tensor([math.nan, 1, 0, 0], dtype=torch.complex128), validate=False)
+    nan_weights = Ensemble(eye[:3], torch.tensor([math.nan, 0.5, 0.5], dtype=torch.float64), validate=False)
+    ensemble = Ensemble(eye[1:], torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64))
+    nan_dense = DensityMatrix(torch.full((4, 4), math.nan, dtype=torch.complex128), validate=False)
+    pure = PureState(eye[0])
+    return {"pure-pure": (nan_state, pure), "pure-ensemble": (nan_state, ensemble),
+            "weights-pure": (nan_weights, pure), "dense-pure": (nan_dense, pure),
+            "weights-ensemble": (nan_weights, ensemble)}
+
+
+@pytest.mark.parametrize("pair", list(_nan_pairs()))
+@pytest.mark.parametrize("metric", [hilbert_schmidt_distance, bures_distance, bures_angle, fidelity,
+                                    sub_fidelity, super_fidelity, "trace_distance"])
+def test_a_nan_state_or_weight_gives_nan_not_a_plausible_number(metric, pair):
+    """With validation off ``safe_sqrt`` read NaN as 0: a NaN state had a Hilbert-Schmidt distance of 0 to every
+    state (the dense difference's squared norm, NaN, rooted to 0), a Bures distance of 0 (1.41 for a NaN density
+    matrix), a NaN weight of an ensemble read as 0 (fidelity 0 against a pure state, Hilbert-Schmidt distance 0 to
+    another ensemble). NaN now, as for any other NaN input; eigen-decompositions that refuse NaN (``eigvalsh`` of
+    the trace distance's dense route, the SVD of two ensembles) raise instead, never a number."""
+    from qpnlp.hilbert import trace_distance
+
+    metric = trace_distance if metric == "trace_distance" else metric
+    rho, sigma = _nan_pairs()[pair]
+    try:
+        value = metric(rho, sigma)
+    except torch.linalg.LinAlgError:
+        return
+    assert torch.isnan(value).all(), float(value)
+
+
+def test_safe_sqrt_keeps_nan_and_a_zero_gradient_at_zero():
+    """NaN stays NaN, kept or dropped; the gradient at 0 and at a dropped value is 0, as before."""
+    from qpnlp.hilbert._linalg import safe_sqrt
+
+    values = torch.tensor([math.nan, -1.0, 0.0, 4.0, 9.0], dtype=torch.float64, requires_grad=True)
+    out = safe_sqrt(values)
+    assert torch.isnan(out[0]) and torch.equal(out[1:], torch.tensor([0.0, 0.0, 2.0, 3.0], dtype=torch.float64))
+    out[1:].sum().backward()
+    assert torch.equal(values.grad[1:], torch.tensor([0.0, 0.0, 0.25, 1 / 6], dtype=torch.float64))
+    dropped = safe_sqrt(values.detach(), torch.tensor([False, True, True, True, False]))
+    assert torch.isnan(dropped[0]) and torch.equal(dropped[1:], torch.tensor([0.0, 0.0, 2.0, 0.0],
+                                                                             dtype=torch.float64))

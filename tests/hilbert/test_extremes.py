@@ -227,3 +227,34 @@ def test_the_compiled_readout_of_a_subnormal_entry_has_the_eager_gradient():
     z, phase = _tiny_entries(torch.complex64, 1e-40)
     compiled(z).backward()
     assert_allclose(z.grad, phase, atol=0.05, rtol=0)
+
+
+#: Per dtype: one unit in the last place of its smallest subnormal.
+SMALLEST_REAL_AND_COMPLEX = [(torch.float32, 1e-45), (torch.float64, 5e-324), (torch.complex64, 1e-45),
+                             (torch.complex128, 5e-324)]
+
+
+@pytest.mark.parametrize("dtype, unit", SMALLEST_REAL_AND_COMPLEX)
+def test_normalize_of_a_subnormal_vector_is_a_unit_vector(dtype, unit):
+    r"""Vectors of a few units of the smallest subnormal, (1, 1), (2, 3), (1, 2, -1, 1), normalised with validation
+    off: their norm, rounded to the subnormal grid, holds a bit or two, and v divided by it had norm 1.41, 0.90 and
+    0.88 ((1, 1) stayed (1, 1)), in every dtype. Now unit vectors in v's direction, to rounding, in a batch (with
+    ordinary rows, kept bit for bit, and a NaN row, whose NaN minimum hid the subnormal norms from the test for
+    them), alone, and under vmap (branch-free)."""
+    from qpnlp.hilbert import normalize
+
+    units = torch.tensor([[1, 1, 0, 0], [2, 3, 0, 0], [1, 2, -1, 1]], dtype=torch.float64)
+    expected = (units / torch.linalg.vector_norm(units, dim=-1, keepdim=True)).to(dtype)
+    tiny = (units.to(dtype) * unit) * (1j if dtype.is_complex else 1)
+    expected = expected * (1j if dtype.is_complex else 1)
+    ordinary = torch.randn(2, 4, dtype=dtype, generator=torch.Generator().manual_seed(0))
+    nan = torch.full((1, 4), float("nan"), dtype=dtype)
+    eps = torch.finfo(dtype.to_real()).eps
+    batch = normalize(torch.cat([tiny, ordinary, nan]), validate=False)
+    for out in (batch[:3], normalize(tiny, validate=False), torch.vmap(lambda v: normalize(v, validate=False))(tiny)):
+        assert_allclose(out, expected, atol=4 * eps, rtol=0)
+        assert_allclose(torch.linalg.vector_norm(out, dim=-1), torch.ones(3, dtype=dtype.to_real()), atol=4 * eps,
+                        rtol=0)
+    assert torch.equal(batch[3:5], normalize(ordinary, validate=False))
+    assert torch.isnan(batch[5]).all()
+    assert torch.isnan(normalize(torch.zeros(2, 4, dtype=dtype), validate=False)).all()     # 0 / 0, as before

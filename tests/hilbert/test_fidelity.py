@@ -258,3 +258,32 @@ def test_pure_infidelity_reads_lazy_conjugate_views():
     assert lazy.data.is_conj()
     assert_allclose(infidelity(a, lazy), infidelity(a, plain), rtol=1e-14, atol=0)
     assert_allclose(infidelity(lazy, a), 1 - fidelity(plain, a), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_the_gradient_of_fidelity_at_a_zero_weight_is_its_derivative(dtype):
+    r"""F of a pure state against an ensemble is linear in the weights, :math:`\sum_j q_j |\langle\psi|w_j\rangle|^2`,
+    but went through the factor's :math:`\sqrt{q_j}`, whose gradient at a zero weight is taken as 0: dF/dq_3 was
+    0 where it is :math:`|\langle\psi|w_3\rangle|^2` (complex128: 0.276), while :func:`infidelity`
+    (``_pure_infidelity``, linear in the weights) had the true derivative, so along a direction of the simplex that
+    raises the zero weight, :math:`q + t (e_3 - e_1)`, F's slope was -0.18 and 1 - F's -0.09, not its negative.
+    Now the derivative, and the slopes of F and 1 - F are opposite; sub- and super-fidelity (F for a pure side)
+    take the same route."""
+    from qpnlp.hilbert import infidelity, sub_fidelity, super_fidelity
+
+    gen = torch.Generator().manual_seed(0)
+    states = torch.nn.functional.normalize(torch.randn(3, 5, dtype=dtype, generator=gen), dim=-1)
+    psi = PureState(torch.nn.functional.normalize(torch.randn(5, dtype=dtype, generator=gen), dim=-1))
+    real = dtype.to_real()
+    tol = dict(atol=1e-6, rtol=0) if dtype == torch.complex64 else dict(atol=1e-14, rtol=0)
+    direction = torch.tensor([-1.0, 0.0, 1.0], dtype=real)
+
+    def gradient(function):
+        weights = torch.tensor([0.4, 0.6, 0.0], dtype=real, requires_grad=True)
+        function(psi, Ensemble(states, weights)).backward()
+        return weights.grad
+
+    expected = (states.conj() @ psi.data).abs().square()
+    for function in (fidelity, sub_fidelity, super_fidelity):
+        assert_allclose(gradient(function), expected, **tol)
+    assert_allclose(gradient(fidelity) @ direction, -(gradient(infidelity) @ direction), **tol)
