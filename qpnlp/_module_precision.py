@@ -54,14 +54,30 @@ class ComplexPrecisionMixin(PrecisionShortcuts):
         return self
 
     def _move_to_precision(self, device, real: torch.dtype, non_blocking: bool) -> None:
-        """Move every real floating tensor to ``real`` and every complex one to its complex dtype (and ``device``)."""
+        """Move every real floating tensor to ``real`` and every complex one to its complex dtype (and ``device``);
+        then each submodule moved from single to double precision takes its :meth:`_widened` step."""
         cplx = torch.complex128 if real == torch.float64 else torch.complex64
+        widened = [m for m in self.modules() if isinstance(m, ComplexPrecisionMixin) and m._widens_to(real)]
         self._apply(lambda t: t.to(device, real if t.is_floating_point() else cplx if t.is_complex() else None,
                                    non_blocking))
         for module in self.modules():                      # layers that remember their dtype
             held = module.__dict__.get("dtype")
             if isinstance(held, torch.dtype) and (held.is_complex or held.is_floating_point):
                 module.__dict__["dtype"] = cplx if held.is_complex else real
+        for module in widened:
+            module._widened()
+
+    def _widened(self) -> None:
+        """Hook after a move from single to double precision: remove float32's round-off from the tensors that
+        hold an invariant (an orthonormal base), as the first-class objects' ``_widened`` does
+        (``qpnlp.hilbert._widen``); the default does nothing. Runs for every submodule the move widened, also
+        when the move is a parent's (``model.double()``)."""
+
+    def _widens_to(self, real: torch.dtype) -> bool:
+        """Whether a move to precision ``real`` takes this module from single to double precision and its class
+        has a :meth:`_widened` step."""
+        return (real == torch.float64 and type(self)._widened is not ComplexPrecisionMixin._widened
+                and self._real_dtype() == torch.float32)
 
     def type(self, dst_type):
         """``nn.Module.type`` through :meth:`to`: a dtype or a tensor type name such as ``"torch.DoubleTensor"``

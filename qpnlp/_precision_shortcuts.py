@@ -6,7 +6,8 @@ dtype as a precision.
 instead: float32 (or complex64) moves real tensors to float32 and complex ones to complex64, float64 (or
 complex128) to float64 and complex128. :class:`PrecisionShortcuts` gives ``double()`` and ``float()`` that
 meaning in one place, for the modules (:class:`qpnlp._module_precision.ComplexPrecisionMixin`) and the
-first-class objects (:class:`qpnlp.hilbert._batched.Batched`) alike; each owner's ``to`` does the move.
+first-class objects (:class:`qpnlp.hilbert._batched.Batched`, :class:`qpnlp.hilbert.SememeBasis`) alike; each
+owner's ``to`` does the move.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from typing import Sequence, overload
 
 import torch
 
+from qpnlp._precision_shortcuts import PrecisionShortcuts
+
 from . import _validation as V
 from . import _widen
 from ._batched import to_arguments
@@ -13,12 +15,13 @@ from ._linalg import promote, random_unitary
 from ._states import DensityMatrix, PureState
 
 
-class SememeBasis:
+class SememeBasis(PrecisionShortcuts):
     r"""An orthonormal basis :math:`\{|e_j\rangle\}_{j=1}^d` of :math:`\mathbb{C}^d`, optionally labelled.
 
     In the papers the basis vectors are sememes, the minimal units of meaning
     (thesis section 3.2.1); words are superpositions of them. ``vectors[j]``
-    is :math:`|e_j\rangle` written in the canonical basis.
+    is :math:`|e_j\rangle` written in the canonical basis. ``double()`` and ``float()`` are
+    ``to(torch.float64)`` and ``to(torch.float32)``, as for the states (``qpnlp._precision_shortcuts``).
 
     Parameters
     ----------

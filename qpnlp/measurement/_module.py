@@ -16,6 +16,7 @@ from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert import _widen
 
 from ._born import born_probabilities, born_probabilities_dense
 from . import _checks
@@ -101,6 +102,22 @@ def orthogonal_weight(module: nn.Module, initial: torch.Tensor, generator: torch
         orthogonal(module, "weight")
         with torch.no_grad():
             module.weight = initial
+
+
+def widen_orthogonal_base(module: nn.Module) -> None:
+    r"""Re-orthonormalise the base :math:`W_0` of ``module.weight``'s ``orthogonal`` parametrisation, just moved
+    from single to double precision.
+
+    torch's parametrisation returns :math:`W = W_0 \exp(A)` (columns, or rows for a wide weight), with the
+    unitary ``(n, n)`` buffer :math:`W_0` fixed when the weight was assigned (the trivialisation) and the
+    skew-Hermitian :math:`A` from the parameter. Cast from complex64, :math:`\exp(A)` is unitary to float64's
+    round-off but :math:`W_0` keeps float32's, :math:`\max|W_0^\dagger W_0 - I| \approx 10^{-7}`, and so does
+    :math:`W`; a QR (``qpnlp.hilbert._widen.orthonormal_columns``) moves :math:`W_0` by that much only and leaves
+    it unitary to float64's round-off (a base further off is kept).
+    """
+    parametrization = module.parametrizations.weight[0]
+    with torch.no_grad():
+        parametrization.base = _widen.orthonormal_columns(parametrization.base)
 
 
 def object_inputs(system, weights: torch.Tensor | None, mask: torch.Tensor | None):
@@ -200,6 +217,12 @@ class ProjectiveMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, num_outcomes={self.num_outcomes}, complete={self.complete}, "
                 f"orthonormal={self.orthonormal}, dtype={self.weight.dtype}")
+
+    def _widened(self) -> None:
+        """After ``double()`` (also a model's): orthonormal vectors to float64's round-off, not float32's
+        (:func:`widen_orthogonal_base`; ~1e-7 before)."""
+        if self.orthonormal:
+            widen_orthogonal_base(self)
 
     def vectors(self, *, validate: V.Validate = None) -> torch.Tensor:
         """The unit measurement vectors ``(k, d)`` (differentiable); ``validate`` checks for zero rows (a Python

@@ -71,3 +71,16 @@ def test_only_float32_round_off_is_removed_and_the_move_stays_differentiable():
         x = start.clone().requires_grad_()
         (orthonormal_columns(x).abs().square() * torch.arange(3.0)).sum().backward()
         assert bool(torch.isfinite(torch.view_as_real(x.grad)).all())
+
+
+def test_a_sememe_basis_has_the_states_double_and_float():
+    """SememeBasis had ``to`` but no ``double()`` / ``float()`` (AttributeError) while the states, projectors and
+    POVMs have them; they are now ``to(torch.float64)`` / ``to(torch.float32)``, re-orthonormalised as ``to`` is,
+    and keep the vectors complex and the labels."""
+    basis = SememeBasis.random(6, labels="abcdef", generator=torch.Generator().manual_seed(3))
+    wide = basis.double()
+    assert wide.dtype == torch.complex128 and wide.labels == basis.labels
+    assert torch.equal(wide.vectors, basis.to(torch.float64).vectors)
+    assert float((wide.vectors @ wide.vectors.mH - torch.eye(6, dtype=torch.complex128)).abs().amax()) < 1e-14
+    narrow = wide.float()
+    assert narrow.dtype == torch.complex64 and torch.equal(narrow.vectors, wide.to(torch.float32).vectors)

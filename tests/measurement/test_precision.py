@@ -68,3 +68,29 @@ def test_measurement_modules_read_a_dtype_as_a_precision_and_stay_complex(build)
     for refused in (lambda: single.half(), lambda: single.to(torch.float16), lambda: single.bfloat16()):
         with pytest.raises(TypeError, match="half precision has no complex counterpart|float64/complex128 only"):
             refused()
+
+
+def _orthonormality_error(vectors: torch.Tensor) -> float:
+    """max |V V^dagger - I| of the rows ``(k, d)``."""
+    vectors = vectors.detach()
+    return float((vectors @ vectors.mH - torch.eye(vectors.shape[0], dtype=vectors.dtype)).abs().amax())
+
+
+@pytest.mark.parametrize("k", [3, 5], ids=["k < d", "complete"])
+def test_an_orthonormal_measurement_moved_to_double_is_orthonormal_to_float64s_precision(k):
+    """An orthonormal ProjectiveMeasurement is W = W_0 exp(A), torch's orthogonal parametrisation, with the base
+    W_0 a buffer; double() (the module's or a model's) cast W_0 with float32's round-off, max |V V^dagger - I|
+    1e-7 to 4e-7 at d = 5, a million times float64's. The base is now re-orthonormalised (a QR) as the move widens
+    it: ~4e-16, the vectors and the probabilities within float32's round-off of the single-precision ones."""
+    from qpnlp.models import QPDN, QPDNConfig
+
+    states = random_pure_state(5, batch_shape=(4,), dtype=torch.complex128, generator=torch.Generator().manual_seed(4))
+    single = ProjectiveMeasurement(5, k, orthonormal=True, generator=torch.Generator().manual_seed(k))
+    before, expected = single.vectors().detach(), single(states.to(torch.complex64)).detach()
+    assert single.double() is single
+    assert _orthonormality_error(single.vectors()) < 1e-14
+    assert float((single.vectors().detach() - before.to(torch.complex128)).abs().amax()) <= tolerance(torch.float32, 5)
+    torch.testing.assert_close(single(states).float(), expected, rtol=0, atol=1e-6)
+    assert _orthonormality_error(single.float().vectors()) < 1e-5          # narrowing: a cast, as before
+    model = QPDN(QPDNConfig(num_words=6, num_classes=2, dim=5, num_measurements=k, orthonormal=True))
+    assert _orthonormality_error(model.double().measurement.vectors()) < 1e-14

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -166,6 +168,73 @@ def test_part_layer_norm(cdtype, device, tol):
                                    rtol=0)
         torch.testing.assert_close(part.var(-1, unbiased=False), torch.ones(3, dtype=part.dtype, device=device),
                                    atol=1e-3, rtol=0)
+
+
+def _layer_norm_with_affine(dim, dtype, eps=1e-5):
+    """A PartLayerNorm whose affine maps are not the identity (the reference: torch's layer_norm of each part)."""
+    norm = PartLayerNorm(dim, eps=eps, dtype=dtype)
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for part in (norm.norm_re, norm.norm_im):
+            part.weight.copy_(torch.randn(dim, generator=g) + 1)
+            part.bias.copy_(torch.randn(dim, generator=g))
+    return norm
+
+
+def _reference(norm, z):
+    return torch.complex(*(nn.functional.layer_norm(part, p.normalized_shape, p.weight, p.bias, p.eps)
+                           for part, p in ((z.real, norm.norm_re), (z.imag, norm.norm_im))))
+
+
+@pytest.mark.parametrize("eps", [1e-5, 0.0, 1.0])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_part_layer_norm_is_torchs_layer_norm_bit_for_bit_for_ordinary_inputs(dtype, eps):
+    """Rows below 2^44 (float32; 2^492 in float64) are not shrunk: torch's layer_norm of each part, bit for bit,
+    also where eps matters (rows of scale 1e-3 with eps = 1), for eps = 0, for zero and constant rows."""
+    norm = _layer_norm_with_affine(6, dtype, eps)
+    g = torch.Generator().manual_seed(0)
+    scales = torch.tensor([1e-3, 1.0, 1e3, 1e12, 0.0]).repeat_interleave(4)[:, None]
+    z = (torch.randn(20, 6, dtype=torch.complex128, generator=g) * scales + 3 * scales).to(dtype)
+    constant = torch.full((2, 6), 0.3 - 0.1j, dtype=dtype)
+    z = torch.cat([z, constant]) if eps else z[:16]         # eps = 0: zero and constant rows are 0 / 0, as torch's
+    z.requires_grad_()
+    out, expected = norm(z), _reference(norm, z)
+    assert torch.equal(out, expected)
+    weights = torch.randn(out.shape, dtype=dtype, generator=g)
+    assert torch.equal(*(torch.autograd.grad((y * weights).real.sum(), z)[0] for y in (out, expected)))
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e30, 3e38])
+def test_part_layer_norm_is_finite_and_right_for_large_float32_inputs(scale):
+    """torch's LayerNorm squares x - mean in float32: NaN outputs (and gradients) for rows near 1e30, the variance
+    overflowing from about 1e19; now the values and gradients of the float64 layer norm of the same inputs, to
+    float32's round-off, and a constant row of such values is 0."""
+    norm = _layer_norm_with_affine(5, torch.complex64)
+    z = torch.complex(torch.tensor([[1.0, -0.5, 0.25, 1e-3, -1.0], [1.0, 1.0, 1.0, 1.0, 1.0]]),
+                      torch.tensor([[-0.3, 0.9, 0.1, -1.0, 0.0], [0.2, -0.7, 0.5, 0.0, -1.0]])) * scale
+    wide, z_wide = copy.deepcopy(norm).double(), z.to(torch.complex128).requires_grad_()
+    z.requires_grad_()
+    out, expected = norm(z), _reference(wide, z_wide)
+    assert bool(torch.isfinite(torch.view_as_real(out)).all())
+    assert torch.equal(out[1].real, norm.norm_re.bias)                         # the constant row: 0, then the bias
+    torch.testing.assert_close(out.to(torch.complex128), expected, rtol=1e-5, atol=1e-5)
+    weights = torch.randn(out.shape, dtype=torch.complex128, generator=torch.Generator().manual_seed(2))
+    gradient = torch.autograd.grad((out * weights.to(out.dtype)).real.sum(), z)[0]
+    reference = torch.autograd.grad((expected * weights).real.sum(), z_wide)[0]          # about 1 / scale
+    torch.testing.assert_close(gradient.to(torch.complex128) * scale, reference * scale, rtol=1e-5, atol=1e-5)
+
+
+def test_part_layer_norm_gradient_is_that_of_the_layer_norm():
+    """gradcheck in double of rows of very different scales, a constant row, and rows beyond 2^492, where the
+    layer shrinks them by a power of two held fixed in the backward pass (the layer is scale invariant but for
+    eps: u -> LN(2^600 u) is the layer norm of u, with eps / 4^600)."""
+    norm = _layer_norm_with_affine(4, torch.complex128)
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(4, 4, dtype=torch.complex128, generator=g) * torch.tensor([[1e-2], [1.0], [1e2], [0.0]])
+    z[3] = 0.7 - 0.2j
+    _gc(norm, z.requires_grad_())
+    u = torch.randn(3, 4, dtype=torch.complex128, generator=g).requires_grad_()
+    _gc(lambda v: norm(v * 2.0 ** 600), u)
 
 
 def test_part_layer_norm_follows_the_layers_input_rule(cdtype):
