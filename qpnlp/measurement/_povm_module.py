@@ -16,7 +16,7 @@ from qpnlp.hilbert import _validation as V
 from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import masked_weights
-from ._module import object_inputs, orthogonal_weight
+from ._module import object_inputs, orthogonal_weight, widen_orthogonal_base
 from ._povm import POVM
 
 INITS = ("orthogonal", "identity")
@@ -112,6 +112,11 @@ class POVMMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn.Modul
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, num_outcomes={self.num_outcomes}, rank={self.rank}, dtype={self.weight.dtype}"
+
+    def _widened(self) -> None:
+        r"""After ``double()`` (also a model's): :math:`V^\dagger V = I` to float64's round-off, not float32's
+        (:func:`~qpnlp.measurement._module.widen_orthogonal_base`; ~2e-7 before)."""
+        widen_orthogonal_base(self)
 
     def isometry(self) -> torch.Tensor:
         r"""The isometry :math:`V` ``(k r, d)``, :math:`V^\dagger V = I` (differentiable)."""

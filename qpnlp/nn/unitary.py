@@ -72,6 +72,7 @@ from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import random_unitary
+from qpnlp.measurement._module import widen_orthogonal_base
 
 from ._checks import check_int, check_real
 from .linear import _init_weight
@@ -294,6 +295,12 @@ class StateTransition(PicklableParametrizations, ComplexPrecisionMixin, nn.Modul
 
     def extra_repr(self) -> str:
         return f"n={self.n}, mode={self.mode!r}"
+
+    def _widened(self) -> None:
+        r"""After ``double()`` (also a model's, e.g. a CGRNN's): ``"expm"`` and ``"cayley"`` unitary to float64's
+        round-off, not float32's (:func:`~qpnlp.measurement._module.widen_orthogonal_base`; ~3e-7 before)."""
+        if self.mode in ("expm", "cayley"):
+            widen_orthogonal_base(self)
 
 
 def split_cayley_step_parameters(module: nn.Module) -> tuple[list[Tensor], list[Tensor]]:

@@ -76,3 +76,20 @@ def test_a_submodule_moved_alone_is_named_by_the_batch_check_while_validation_is
         check_one_precision(model)                              # off: not checked (nor paid for) at all
     model.double()                                              # the whole model: one precision again
     assert _run(model).dtype == torch.float64
+
+
+@pytest.mark.parametrize("transition", ["expm", "cayley"])
+def test_a_cgrnn_moved_to_double_has_a_transition_unitary_to_float64s_precision(transition):
+    """CGRNNClassifier.double() moved its StateTransition's parametrisation base W_0 (W = W_0 Q(A)) with float32's
+    round-off, unitarity error ~5e-7 at hidden = 5; the widening move now re-orthonormalises it: < 1e-14, the
+    logits within float32's round-off of the single-precision ones."""
+    from qpnlp.nn import StateTransition, unitarity_error
+
+    config = CGRNNClassifierConfig(num_words=20, num_classes=3, dim=4, hidden=5, transition=transition)
+    model = CGRNNClassifier(config, generator=torch.Generator().manual_seed(0)).eval()
+    ids = torch.tensor([[2, 3, 4], [5, 6, 0]])
+    expected = model(ids, ids != 0).detach()
+    assert model.double() is model
+    transitions = [m for m in model.modules() if isinstance(m, StateTransition)]
+    assert transitions and all(unitarity_error(m().detach()) < 1e-14 for m in transitions)
+    torch.testing.assert_close(model(ids, ids != 0).float(), expected, rtol=1e-5, atol=1e-5)

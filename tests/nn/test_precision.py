@@ -14,11 +14,13 @@ import warnings
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils import parametrizations
 
 import qpnlp.measurement
 import qpnlp.nn
 from qpnlp import nn as qn
 from qpnlp._module_precision import ComplexPrecisionMixin
+from qpnlp.hilbert import tolerance
 from qpnlp.measurement import POVMMeasurement, ProjectiveMeasurement
 
 IDS = torch.tensor([[2, 3, 4, 0], [5, 1, 0, 0]])
@@ -69,7 +71,10 @@ CASES = {
                                 lambda m, r: m(IDS, MASK)),
     "ProjectiveMeasurement": (lambda g: ProjectiveMeasurement(4, 3, init="random", generator=g),
                               lambda m, r: m(_states(r))),
+    "ProjectiveMeasurement orthonormal": (lambda g: ProjectiveMeasurement(4, 3, orthonormal=True, generator=g),
+                                          lambda m, r: m(_states(r))),
     "POVMMeasurement": (lambda g: POVMMeasurement(4, 6, generator=g), lambda m, r: m(_states(r))),
+    "POVMMeasurement square": (lambda g: POVMMeasurement(4, 2, generator=g), lambda m, r: m(_states(r))),
 }
 
 MOVES = {"double()": lambda m: m.double(), "to(torch.float64)": lambda m: m.to(torch.float64),
@@ -103,10 +108,26 @@ def _outputs(result) -> list[torch.Tensor]:
     return [t for t in (result if isinstance(result, tuple) else (result,)) if t.is_floating_point() or t.is_complex()]
 
 
+def _orthogonal_bases(module) -> set[str]:
+    """Names of the bases :math:`W_0` of the module's torch ``orthogonal`` parametrisations, :math:`W = W_0 Q(A)`
+    (an orthonormal ProjectiveMeasurement, a POVMMeasurement, a StateTransition ``"expm"`` / ``"cayley"``)."""
+    return {f"{name}.base" for name, sub in module.named_modules()
+            if isinstance(sub, parametrizations._Orthogonal) and getattr(sub, "base", None) is not None}
+
+
+def _unitarity_error(base: torch.Tensor) -> float:
+    """max |W_0^dagger W_0 - I| of a square base."""
+    return float((base.mH @ base - torch.eye(base.shape[-1], dtype=base.dtype)).abs().amax())
+
+
 def _assert_moved(module, before: dict[str, torch.Tensor], real: torch.dtype) -> None:
-    """Every complex tensor still complex, every tensor at precision ``real``, the values those of ``before``
-    (exact: float32 values are float64 values), the dtype a layer remembers moved with them."""
-    after = _tensors(module)
+    """Every complex tensor still complex, every tensor at precision ``real``, the dtype a layer remembers moved
+    with them, and the values those of ``before``: exact (float32 values are float64 values) for every tensor but
+    the bases of the registered orthogonal / unitary parametrisations (:func:`_orthogonal_bases`). Those are
+    re-orthonormalised when the move widens them (as Projector and SememeBasis are): after ``double()`` unitary to
+    float64's round-off (max |W_0^dagger W_0 - I| < 1e-14), and both ways within float32's tolerance of the
+    single-precision values (a round trip gives them back to float32's round-off, not bit for bit)."""
+    after, bases = _tensors(module), _orthogonal_bases(module)
     assert after.keys() == before.keys()
     for name, t in after.items():
         old = before[name]
@@ -114,7 +135,11 @@ def _assert_moved(module, before: dict[str, torch.Tensor], real: torch.dtype) ->
             assert t.dtype == old.dtype, name
             continue
         assert t.is_complex() == old.is_complex() and _precision(t.dtype) == real, (name, old.dtype, t.dtype)
-        torch.testing.assert_close(t, old.to(t.dtype), rtol=0, atol=0, msg=name)
+        exact = name not in bases
+        atol = 0 if exact else tolerance(torch.float32, t.shape[-1])
+        torch.testing.assert_close(t, old.to(t.dtype), rtol=0, atol=atol, msg=name)
+        if not exact and real == torch.float64:
+            assert _unitarity_error(t) < 1e-14, (name, _unitarity_error(t))
     held = module.__dict__.get("dtype")
     if isinstance(held, torch.dtype):
         assert _precision(held) == real, held

@@ -186,3 +186,16 @@ def test_unitarity_error_refuses_what_is_not_a_batch_of_square_matrices(w, shape
         unitarity_error([[1.0, 0.0], [0.0, 1.0]])
     assert unitarity_error(torch.ones(0, 3, 3)) == 0.0          # was "max(): Expected reduction dim" on no matrix
     assert unitarity_error(torch.eye(2, dtype=torch.long)) == 0.0 and isinstance(unitarity_error(torch.eye(2)), float)
+
+
+@pytest.mark.parametrize("mode", ["expm", "cayley"])
+def test_a_transition_moved_to_double_is_unitary_to_float64s_precision(mode):
+    """torch's orthogonal parametrisation gives W = W_0 Q(A) with a fixed base W_0 (a buffer); double() kept
+    float32's round-off there, unitarity_error ~3e-7 at n = 8. The base is now re-orthonormalised as the move widens
+    it: < 1e-14, W within float32's round-off of the single-precision matrix (a model's move: tests/models)."""
+    st = StateTransition(N, mode, generator=torch.Generator().manual_seed(5))
+    before = st().detach()
+    assert st.double() is st
+    w = st().detach()
+    assert w.dtype == torch.complex128 and unitarity_error(w) < 1e-14
+    assert float((w - before.to(torch.complex128)).abs().amax()) <= tolerance(torch.float32, N)
