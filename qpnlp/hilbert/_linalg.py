@@ -215,6 +215,18 @@ def none_subnormal_nonzero(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
     return _values_readable(r, *tensors) and not bool(((r > 0) & (r < torch.finfo(r.dtype).tiny)).any())
 
 
+def none_above(x: torch.Tensor, bound: float) -> bool:
+    """Whether every entry of the real tensor ``x`` has modulus below ``bound``, where reading that is free (on the
+    CPU, not meta, not under vmap, outside torch.compile; elsewhere False, and the callers run branch-free). One
+    ``aminmax`` pass, nothing allocated. A NaN entry makes the extremes NaN: False."""
+    if not _values_readable(x):
+        return False
+    if x.numel() == 0:
+        return True
+    low, high = torch.aminmax(x.detach())
+    return -float(low) < bound and float(high) < bound
+
+
 def _values_readable(*tensors: torch.Tensor) -> bool:
     """On the CPU (reading a value costs no host sync), with values (not meta, not under vmap), not compiling."""
     return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling()
