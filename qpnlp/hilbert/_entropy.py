@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from . import _mixture as M
 from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
@@ -306,22 +307,26 @@ def _as_ensemble(obj) -> Ensemble | None:
     return None
 
 
-def _average(rho, sigma):
-    """The equal mixture (rho + sigma) / 2: an Ensemble of both member lists when neither side is dense.
+def _dense_at(obj, name: str, dtype: torch.dtype) -> torch.Tensor:
+    """The d x d matrix of a state at the complex ``dtype``, at its own batch shape: a pure state's or an
+    ensemble's from its members widened first (:func:`~qpnlp.hilbert._mixture.dense`), a dense one widened."""
+    a = _as_ensemble(obj)
+    if a is None:
+        return as_density_tensor(obj, name).to(dtype)
+    return M.dense(a._states.to(dtype), a.weights.to(V.real_dtype_of(dtype)))
 
-    The member lists are concatenated per pair of the broadcast batch, ``(..., n + m, d)``: the divergence uses it
-    only where the spectrum goes through the d x d matrix anyway (n + m >= d, or a dense side: ``_factor_spectra``
-    is None)."""
-    a, b = _as_ensemble(rho), _as_ensemble(sigma)
-    if a is not None and b is not None:
-        batch = torch.broadcast_shapes(a.batch_shape, b.batch_shape)
-        sa, sb = promote(a._states, b._states)
-        states = torch.cat([sa.expand(*batch, *sa.shape[-2:]), sb.expand(*batch, *sb.shape[-2:])], -2)
-        wa, wb = (w.to(V.real_dtype_of(states.dtype)) for w in (a.weights, b.weights))
-        weights = 0.5 * torch.cat([wa.expand(*batch, wa.shape[-1]), wb.expand(*batch, wb.shape[-1])], -1)
-        return Ensemble._trusted(states=states, weights=weights)
-    r, s = promote(as_density_tensor(rho, "rho"), as_density_tensor(sigma, "sigma"))
-    return DensityMatrix._trusted(data=0.5 * (r + s))
+
+def _average(rho, sigma) -> DensityMatrix:
+    r"""The equal mixture :math:`(\rho + \sigma)/2` ``(..., d, d)``, batch dims broadcasting, at the common dtype.
+
+    Each side's d x d matrix once at its own batch shape (:func:`_dense_at`), then one broadcast sum, halved in
+    place: neither side is expanded to the other's batch. The divergence uses it only where the spectrum goes
+    through the d x d matrix anyway (n + m >= d, or a dense side: ``_factor_spectra`` is None). It concatenated the
+    member lists per pair of the broadcast batch, ``(..., n + m, d)``: one state against N ensembles was copied N
+    times with every ensemble's states before the d x d matrices were built."""
+    dtype = torch.promote_types(rho.dtype, sigma.dtype)
+    total = _dense_at(rho, "rho", dtype) + _dense_at(sigma, "sigma", dtype)
+    return DensityMatrix._trusted(data=total.mul_(0.5))
 
 
 def _width(obj) -> int:
@@ -392,7 +397,9 @@ def quantum_jensen_shannon_divergence(rho, sigma, *, base: float = math.e) -> to
     Rev. A 72, 052310 (2005)); its square root is a metric on states
     (Virosztek, Adv. Math. 380, 107595 (2021)). For two pure states or
     ensembles the average is the ensemble of both member lists, so the
-    spectrum comes from an (n + m) x (n + m) Gram matrix when n + m < d (else from the d x d matrix), built
+    spectrum comes from an (n + m) x (n + m) Gram matrix when n + m < d (else from the d x d matrix, each side's
+    own summed with broadcasting, ``_average``: one pure state against 500 ensembles of 40 states, d = 32,
+    complex128, adds 20 MiB at the peak, 31 MiB through the member lists concatenated per pair), built
     block by block from the overlaps of the member states (``_factor_spectra``): one state against a batch of N
     is never copied N times, nor is the batch concatenated with it (no ``(N, d, n + m)`` tensor), nor are the
     factors built (one pure state against 2000 ensembles of 20 words, d = 300, complex128: 54 MiB at the peak,

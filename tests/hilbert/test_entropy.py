@@ -274,12 +274,24 @@ def test_relative_entropy_gradient_in_rho_where_rho_leaves_an_eigenvector_of_sig
 # The average (rho + sigma)/2 was the Ensemble of both member lists, concatenated per pair of the broadcast batch:
 # one state against N ensembles built (N, n + m, d) and then its factor (N, d, n + m), twice the batch.
 
+def _concatenated_ensemble(rho, sigma) -> Ensemble:
+    """The Ensemble of both member lists, concatenated per pair of the broadcast batch (``_average`` before it built
+    the d x d matrix of each side)."""
+    from qpnlp.hilbert._entropy import _as_ensemble
+    from qpnlp.hilbert._linalg import promote
+    a, b = _as_ensemble(rho), _as_ensemble(sigma)
+    batch = torch.broadcast_shapes(a.batch_shape, b.batch_shape)
+    states = torch.cat([s.expand(*batch, *s.shape[-2:]) for s in promote(a.states.data, b.states.data)], -2)
+    weights = [w.to(states.real.dtype).expand(*batch, w.shape[-1]) for w in (a.weights, b.weights)]
+    return Ensemble._trusted(states=states, weights=0.5 * torch.cat(weights, -1))
+
+
 def _qjsd_through_the_concatenated_ensemble(rho, sigma):
-    """The previous computation: the spectrum of the Ensemble of both member lists (``_average``)."""
-    from qpnlp.hilbert._entropy import _average, _xlogx
+    """The previous computation: the spectrum of the Ensemble of both member lists."""
+    from qpnlp.hilbert._entropy import _xlogx
     from qpnlp.hilbert._operands import spectrum
     own = -(_xlogx(spectrum(rho)).sum(-1) + _xlogx(spectrum(sigma)).sum(-1))
-    mixed = -_xlogx(spectrum(_average(rho, sigma), validate=False)).sum(-1)
+    mixed = -_xlogx(spectrum(_concatenated_ensemble(rho, sigma), validate=False)).sum(-1)
     return (mixed - 0.5 * own).clamp_min(0)
 
 

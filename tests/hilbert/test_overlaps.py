@@ -206,3 +206,22 @@ def test_the_hilbert_schmidt_distance_takes_the_qr_route_from_d_40(monkeypatch, 
     assert_close(got, dense, rtol=1e-12, atol=1e-12)
     assert_close(trace_distance(rho, sigma), 0.5 * torch.linalg.matrix_norm(rho.dense().data - sigma.dense().data,
                                                                              "nuc"), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["pure", "ensemble"])
+def test_qjsd_through_the_dense_average_never_expands_one_side_to_the_batch(kind, largest_tensor):
+    """n + m >= d: the average's d x d matrix is each side's own, summed with broadcasting; the member lists were
+    concatenated per pair, (9, n + m, d): the state copied 9 times with the batch's states. Values and gradients as
+    the dense formula."""
+    batch = _batch(n=12, d=8, requires_grad=True)
+    gen = torch.Generator().manual_seed(6)
+    one = (random_pure_state(8, dtype=torch.complex128, generator=gen) if kind == "pure"
+           else Ensemble(random_pure_state(8, batch_shape=(3,), dtype=torch.complex128, generator=gen)))
+    with largest_tensor() as seen:
+        value = quantum_jensen_shannon_divergence(one, batch)
+    assert seen.largest <= _states_entries(batch), seen.largest      # Ensemble.dense's weighted copy of the batch
+    expected = quantum_jensen_shannon_divergence(one.dense() if kind == "ensemble" else one.proj(), batch.dense())
+    assert_close(value, expected, rtol=0, atol=1e-14)
+    grad, = torch.autograd.grad(value.sum(), batch.weights)
+    grad_expected, = torch.autograd.grad(expected.sum(), batch.weights)
+    assert_close(grad, grad_expected, rtol=0, atol=1e-13)
