@@ -14,7 +14,9 @@ training vocabulary.
 from __future__ import annotations
 
 import copy
+import functools
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from qpnlp._host import host_array
 from qpnlp.data._vector_lines import COLUMN_SEPARATOR, header_line, parse_vector, stacked_vectors, vector_columns
 from qpnlp.data.backoff import backoff_keys, backoff_vector  # noqa: F401 - backoff_keys: re-exported
 from qpnlp.data.paths import iter_lines
+from qpnlp.data.tokenize import tokenize
 from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
 
 __all__ = [
@@ -66,7 +69,7 @@ class PretrainedVectors:
         training entry points are given ``pretrained_fallback=None`` (their
         default; :func:`pretrained_fallback_size`). :func:`~qpnlp.data.vectors.load_vectors`
         sets the registered set's own (:class:`fallback <qpnlp.data.vectors.VectorSet>`:
-        400000 = all of ``glove-6b-50d``, chosen on dev in
+        400000 = all of ``glove-6b-50d`` (the 394,689 words the tokenizer can produce), chosen on dev in
         benchmarks/results/qpdn/SELECTION.md; 0 for ``spacy-md-300d``);
         default 0 (vectors read from a file, :func:`from_matrix`,
         :func:`load_glove_50d`).
@@ -162,12 +165,33 @@ class PretrainedVectors:
             object.__setattr__(out, "fallback", int(fallback))
         return out
 
+    @functools.cached_property
+    def _token_words(self) -> list[str]:
+        """The words :func:`~qpnlp.data.tokenize.tokenize` can produce (:func:`_is_token`), in the order of ``words``.
+
+        Computed once per object (0.15 s for GloVe's 400k words) and shared by :meth:`with_settings`'s copies.
+        """
+        return [w for w in self.words if _is_token(w)]
+
     def vector(self, word: str) -> np.ndarray:
         """The vector of ``word``, shape (dim,); KeyError when absent."""
         try:
             return self.vectors[self.index[word]]
         except KeyError:
             raise KeyError(f"{word!r} has no pretrained vector") from None
+
+
+#: Words that tokenize to themselves for certain (ASCII lower-case letters, digits, underscores: one ``\\w`` run, no
+#: clitic, escape or normalisation applies): 327k of GloVe's 400k, tested without calling the tokenizer.
+_PLAIN_TOKEN = re.compile(r"[a-z0-9_]+")
+
+
+def _is_token(word: str) -> bool:
+    """Whether the default ("ptb") :func:`~qpnlp.data.tokenize.tokenize` maps ``word`` to exactly ``[word]``.
+
+    Only such a word can ever be a token of a text, hence be looked up in a vocabulary built from tokenised text.
+    """
+    return _PLAIN_TOKEN.fullmatch(word) is not None or tokenize(word) == [word]
 
 
 def from_matrix(words: Sequence[str], matrix: np.ndarray) -> PretrainedVectors:
@@ -392,6 +416,15 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
     For GloVe the first words are the most frequent. Dev and test words unseen
     in training then keep their pretrained vectors instead of ``<unk>``; no dev
     or test text is used (:meth:`~qpnlp.data.vocab.Vocabulary.with_extra_words`).
+
+    Only the pretrained words ``w`` that the tokenizer can produce are
+    candidates: those with ``tokenize(w) == [w]`` (:func:`~qpnlp.data.tokenize.tokenize`,
+    the default "ptb" style that tokenises the training, dev and test texts).
+    The others (GloVe 6B 50d: 5,311 of its 400,000 words, e.g. ``u.s.``
+    split into ``u.s .``, ``&amp;`` into ``& amp ;``, ``’s`` normalised to
+    ``'s``; cased words of cased vectors, lowercased by the tokenizer) could
+    never be looked up: they would only take rows of the embedding table.
+    The candidates keep their pretrained order, and ``n`` counts candidates.
     ``n = None``: the vectors' own size, :class:`PretrainedVectors.fallback <PretrainedVectors>`
     (:func:`pretrained_fallback_size`). ``n = 0`` returns ``vocab`` itself.
 
@@ -402,7 +435,7 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
     pretrained : PretrainedVectors or None
         The vectors whose first words are appended; None only with ``n`` 0 or None.
     n : int or None, default None
-        How many words to append (fewer when the vectors have fewer new words); None:
+        How many words to append (fewer when the vectors have fewer new words the tokenizer can produce); None:
         :func:`pretrained_fallback_size` (the vectors' ``fallback``, 0 without vectors).
 
     Returns
@@ -419,7 +452,7 @@ def with_pretrained_fallback(vocab: Vocabulary, pretrained: PretrainedVectors | 
         return vocab
     if pretrained is None:
         raise ValueError("pretrained_fallback needs pretrained vectors")
-    return vocab.with_extra_words(pretrained.words, max_new=n)
+    return vocab.with_extra_words(pretrained._token_words, max_new=n)
 
 
 def embedding_matrix_for(

@@ -94,13 +94,14 @@ def prepare(dataset: ClassificationDataset, split: Split, pretrained: Pretrained
     """Vocabulary from the training texts, encoded splits, and the aligned pretrained matrix.
 
     ``pretrained_fallback = n > 0`` appends n more words, the first (for GloVe:
-    most frequent) pretrained words the training vocabulary lacks
-    (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`); ``None`` (the
+    most frequent) pretrained words the training vocabulary lacks, of those the
+    tokenizer can produce (:func:`~qpnlp.data.pretrained.with_pretrained_fallback`); ``None`` (the
     default) takes the vectors' own n, :class:`PretrainedVectors.fallback
     <qpnlp.data.pretrained.PretrainedVectors>` (400000 for
     ``load_vectors("glove-6b-50d")``, 0 for other vectors and without
     vectors), as ``qpnlp train`` does without ``--pretrained-fallback``. The
-    vocabulary then holds V = (training words) + n ids and the pretrained
+    vocabulary then holds V <= (training words) + n ids (GloVe: 394,689
+    words at most, the tokenizer's of its 400,000) and the pretrained
     matrix is (V, d). Vectors that
     cover almost none of the training words are warned about
     (:func:`warn_low_coverage`).

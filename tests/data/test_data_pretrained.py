@@ -214,6 +214,38 @@ def test_oov_report_covers_the_training_words_not_the_fallback(toy):
     assert padded.token_rate == plain.token_rate and "2/4" in str(padded)
 
 
+def test_fallback_appends_only_words_the_tokenizer_can_produce(toy):
+    # GloVe 6B 50d's 400k words hold 5,311 that tokenize() never writes ("u.s." -> "u.s ." , "&amp;" -> "& amp ;",
+    # "\u2019s" -> "'s"): the fallback gave them rows nothing could look up. The others keep their order and vectors,
+    # and n counts them.
+    vocab, _ = toy
+    words = ["the", "u.s.", "The", "&amp;", "\u2019s", "don't", "-lrb-", "u.s", "'s", "n't", ",", "dual-layer",
+             "caf\u00e9"]
+    pv = from_matrix(words, np.arange(2.0 * len(words)).reshape(-1, 2))
+    kept = ["the", "u.s", "'s", "n't", ",", "dual-layer", "caf\u00e9"]
+    full = with_pretrained_fallback(vocab, pv, len(words))
+    assert full.words[len(vocab):] == kept
+    assert with_pretrained_fallback(vocab, pv, 3).words[len(vocab):] == kept[:3]
+    matrix, _ = embedding_matrix_for(full, pv)
+    for word in kept:
+        np.testing.assert_array_equal(matrix[full.id_of(word)], pv.vector(word))
+
+
+def test_every_fallback_word_round_trips_through_the_tokenizer(tmp_path):
+    from qpnlp.data.tokenize import tokenize
+
+    lines = ["the", "U.S.", "u.s.", "st.", "&amp;", "\u2018", "\u2019ll", "n\u2019t", "\u2026", "...", "--", "``",
+             "-rrb-", "can't", "it's", "1,725", "3.5", "1/2x", "o'neill", "at&t", "\uff45nergy", "a\u200bb",
+             "cafe\u0301", "Scorsese", "\u00e9t\u00e9", "_", "<unk>", "<pad>"]
+    path = _write(tmp_path, "".join(f"{w} {i} 1\n" for i, w in enumerate(lines)))
+    pv = load_glove_text(path)
+    vocab = with_pretrained_fallback(Vocabulary.build([["film"]]), pv, len(pv))
+    appended = vocab.words[3:]
+    assert appended and all(tokenize(w) == [w] for w in appended)
+    assert appended == [w for w in pv.words if tokenize(w) == [w] and w not in ("<unk>", "<pad>")]
+    assert {"u.s.", "U.S.", "&amp;", "can't", "-rrb-", "\uff45nergy", "Scorsese"}.isdisjoint(appended)
+
+
 def test_glove_50d_package():
     pv = load_glove_50d()
     assert isinstance(pv, PretrainedVectors)
