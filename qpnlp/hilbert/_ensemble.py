@@ -8,7 +8,7 @@ from . import _mixture as M
 from . import _validation as V
 from . import _widen
 from ._batched import Batched
-from ._linalg import promote
+from ._linalg import promote, squared_frobenius_norm
 from ._mixture import masked_softmax
 from ._states import DensityMatrix, PureState
 
@@ -144,7 +144,7 @@ class Ensemble(Batched):
         O(min(n, d)^2) besides the states.
         """
         g = self.gram() if self.num_states < self.dim else self.dense().data
-        return (g.real.square() + g.imag.square()).sum((-2, -1))
+        return squared_frobenius_norm(g)
 
     def eigvals(self) -> torch.Tensor:
         """The non-zero spectrum of rho (padded with zeros): real ``(..., min(n, d))``, ascending."""

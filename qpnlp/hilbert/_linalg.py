@@ -157,6 +157,17 @@ def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
     return parts.square().sum((-2, -1)).unsqueeze(-1)
 
 
+def squared_modulus(z: torch.Tensor) -> torch.Tensor:
+    r""":math:`|z|^2` element-wise, real ``(...)``, of complex ``z`` from its parts: no square root, so a finite
+    gradient at 0."""
+    return z.real.square() + z.imag.square()
+
+
+def squared_frobenius_norm(x: torch.Tensor) -> torch.Tensor:
+    r""":math:`\|X\|_F^2` ``(...)`` of complex ``(..., k, l)`` matrices (:func:`squared_modulus` summed)."""
+    return squared_modulus(x).sum((-2, -1))
+
+
 def unreliable_norms(norms: torch.Tensor) -> torch.Tensor:
     r"""Bool mask of the norms a sum of squares got wrong: below :math:`\sqrt{\text{tiny} / \epsilon}`, or inf.
 

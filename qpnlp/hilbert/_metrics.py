@@ -29,25 +29,21 @@ matrices are factored through ``eigh``, with eigenvalues below
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 
-from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt
+from ._linalg import promote, safe_sqrt, squared_frobenius_norm, squared_modulus
+from ._low_rank import half_trace_norm as _half_trace_norm
+from ._low_rank import low_rank_hilbert_schmidt, low_rank_trace_distance
 from ._operands import as_density_tensor, check_pair, factor_product, members, root_overlap
 from ._overlaps import in_slices, overlaps
 from ._states import DensityMatrix, PureState
 
 __all__ = ["fidelity", "infidelity", "trace_distance", "bures_distance", "bures_angle", "hellinger_affinity",
            "hellinger_distance", "hilbert_schmidt_distance", "sub_fidelity", "super_fidelity"]
-
-
-def _squared_modulus(z: torch.Tensor) -> torch.Tensor:
-    return z.real.square() + z.imag.square()
 
 
 def _squared_row_norms(rows: torch.Tensor) -> torch.Tensor:
@@ -95,7 +91,7 @@ def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Te
         state, s = promote(psi.data, as_density_tensor(sigma, "sigma"))
         return (torch.einsum("...d,...de->...e", state.conj(), s) * state).sum(-1).real
     (state, _), (rows, weights) = members(psi), members(sigma, "sigma")
-    squares = _squared_modulus(overlaps(*promote(state, rows)))                   # (..., 1, m)
+    squares = squared_modulus(overlaps(*promote(state, rows)))                   # (..., 1, m)
     if weights is not None:
         squares = squares * weights.to(squares.dtype).unsqueeze(-2)
     return squares.sum((-2, -1))
@@ -253,14 +249,15 @@ def trace_distance(rho, sigma) -> torch.Tensor:
 
     A metric on states with values in [0, 1] (Nielsen & Chuang eq. 9.11;
     QuTiP's ``tracedist``). Real ``(...)``. Two pure states or ensembles
-    with n + m < d words go through an (n+m) x (n+m) matrix when no gradient
-    is needed (``_low_rank_difference``), else through ``eigvalsh`` of
+    with n + m < d words go through an (n+m) x (n+m) matrix, with or without autograd
+    (``qpnlp.hilbert._low_rank.low_rank_trace_distance``: never a d x d matrix), other pairs through ``eigvalsh`` of
     the dense difference. Gradient: :math:`\tfrac12 U\operatorname{sign}(\Lambda)U^\dagger`
     from the eigen-decomposition of :math:`\rho - \sigma`, finite at repeated eigenvalues; a
-    zero eigenvalue (the kink of :math:`|\cdot|`) contributes 0, so at :math:`\rho = \sigma`
-    the gradient is 0. Two pure states: :math:`T = \sqrt{1 - F}` from the component of one orthogonal to
-    the other (``_pure_infidelity``), accurate in float32 down to distances of ~1e-6 (a 1e-3 relative
-    error at 1e-5); the eigenvalue routes resolve :math:`T` to a few :math:`\epsilon` absolute.
+    zero eigenvalue (the kink of :math:`|\cdot|`; on the small route, one within the QR's round-off of 0)
+    contributes 0, so at :math:`\rho = \sigma` the gradient is 0. Two pure states: :math:`T = \sqrt{1 - F}` from
+    the component of one orthogonal to the other (``_pure_infidelity``), accurate in float32 down to distances of
+    ~1e-6 (a 1e-3 relative error at 1e-5); the eigenvalue routes resolve :math:`T` to a few :math:`\epsilon`
+    absolute.
 
     Parameters
     ----------
@@ -276,99 +273,22 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     check_pair(rho, sigma)
     if isinstance(rho, PureState) and isinstance(sigma, PureState):
         return safe_sqrt(_pure_infidelity(rho, sigma))                         # T = sqrt(1 - F) for pure states
-    return _norm_of_difference(rho, sigma, _half_trace_norm)
-
-
-def _half_trace_norm(x: torch.Tensor) -> torch.Tensor:
-    r""":math:`\tfrac12\|X\|_1` ``(...)`` of Hermitian ``(..., k, k)`` matrices: half the sum of :math:`|\lambda_k|`."""
-    return 0.5 * torch.linalg.eigvalsh(x).abs().sum(-1)
+    low_rank = low_rank_trace_distance(rho, sigma)
+    if low_rank is not None:
+        return low_rank
+    r, s = _dense_pair(rho, sigma)
+    return _half_trace_norm(r - s)
 
 
 def _frobenius_norm(x: torch.Tensor) -> torch.Tensor:
     r""":math:`\|X\|_F` ``(...)`` of ``(..., k, k)`` matrices, with gradient 0 at X = 0 (``safe_sqrt``)."""
-    return safe_sqrt(_squared_modulus(x).sum((-2, -1)))
+    return safe_sqrt(squared_frobenius_norm(x))
 
 
 #: The least dimension d at which the Hilbert-Schmidt distance of pure states or ensembles takes the QR route: below
 #: it the dense d x d difference is small and faster (one thread, complex64, one pair: d = 8 48 us dense, 110 us
 #: QR; d = 32 120 us, 190 us; d = 50 305 us, 187 us; d = 300 20.2 ms, 3.0 ms).
 HILBERT_SCHMIDT_LOW_RANK_FROM = 40
-
-
-def _norm_of_difference(rho, sigma, norm, low_rank_from: int = 0) -> torch.Tensor:
-    r"""A unitarily invariant ``norm`` of :math:`\rho - \sigma`: of the small :math:`RJR^\dagger`
-    (``_low_rank_difference``, slice by slice of the batch) where it applies and d >= ``low_rank_from``, else of the
-    dense difference."""
-    low_rank = _low_rank_difference(rho, sigma, norm, low_rank_from)
-    if low_rank is not None:
-        return low_rank
-    r, s = _dense_pair(rho, sigma)
-    return norm(r - s)
-
-
-def _stacked_rows(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_roots: torch.Tensor) -> torch.Tensor:
-    r"""The columns of :math:`F = [A, B]` as rows ``(..., n + m, d)``: :math:`\sqrt{p_i} a_i`, :math:`\sqrt{q_j} b_j`.
-
-    States ``(..., n, d)``, ``(..., m, d)`` of one dtype and the roots of their weights ``(..., n, 1)``,
-    ``(..., m, 1)`` (or 0-dim ones), written once into one tensor of the broadcast batch and scaled in place (no
-    scaled copy of a side, no concatenation; not differentiable, for ``_low_rank_difference``).
-    """
-    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    n = a.shape[-2]
-    rows = a.new_empty(*batch, n + b.shape[-2], a.shape[-1])
-    for part, states, roots in ((rows[..., :n, :], a, a_roots), (rows[..., n:, :], b, b_roots)):
-        part.copy_(states).mul_(roots)                                             # broadcast into its place
-    return rows
-
-
-def _signed_gram_of_r(reduce, a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor,
-                      b_roots: torch.Tensor) -> torch.Tensor:
-    r""":math:`R J R^\dagger` ``(..., k, k)`` of the thin QR :math:`F = QR` of :math:`F = [A, B]` (``_stacked_rows``),
-    :math:`J = I_n \oplus -I_m`, or ``reduce`` of it (None: the matrix)."""
-    r = torch.linalg.qr(_stacked_rows(a, a_roots, b, b_roots).mT, mode="r").R       # (..., k, k)
-    signs = torch.cat((r.new_ones(a.shape[-2]), -r.new_ones(b.shape[-2])))
-    signed = (r * signs) @ r.mH
-    return signed if reduce is None else reduce(signed)
-
-
-def _column_roots(weights: torch.Tensor | None, states: torch.Tensor) -> torch.Tensor:
-    r""":math:`\sqrt{p_i}` ``(..., n, 1)`` of the states' dtype (``safe_sqrt``), a 0-dim one for None (``members``)."""
-    return states.new_ones(()) if weights is None else M.root_weights(weights, states.dtype)
-
-
-def _low_rank_difference(rho, sigma, reduce=None, least_dim: int = 0) -> torch.Tensor | None:
-    r"""A small Hermitian ``(..., k, k)`` with the nonzero spectrum of :math:`\rho - \sigma` (or ``reduce`` of it).
-
-    With factors :math:`\rho = AA^\dagger` (d x n) and :math:`\sigma = BB^\dagger` (d x m) of two pure states or
-    ensembles, :math:`\rho - \sigma = F J F^\dagger` for :math:`F = [A, B]`, :math:`J = I_n \oplus -I_m`; with
-    the thin QR :math:`F = QR`, it is :math:`Q (R J R^\dagger) Q^\dagger`, so :math:`RJR^\dagger` (k = n + m)
-    has its nonzero eigenvalues and the Frobenius norm of :math:`\rho - \sigma`. Backward stable (no squared
-    singular values), so exact to the dtype's precision like the dense route, at O(d k^2) instead of O(d^3). F is
-    built per pair of the broadcast batch on purpose: R from the Cholesky factor of the Gram matrix
-    :math:`F^\dagger F` (from blocks, without F) squares the singular values, so T of close states came out with
-    absolute errors of ~:math:`\sqrt\epsilon` (float32, T = 1e-3: 31% off, QR 4e-5) and a repeated word's singular
-    Gram has no Cholesky factor. F is written once, from the states and weights (``_stacked_rows``), and QR (which
-    copies its input) and ``reduce`` (a norm: the result is then ``(...)``) take it one slice of the batch at a time
-    (``in_slices``): memory F and QR's copy of a slice, where the ensemble's factor, the concatenated F and QR's
-    copy of it held the batch three times over (one ensemble of 5 words against 2000 of 20, d = 300, complex128:
-    ``trace_distance`` adds 107 MiB at the peak, was 681 MiB; ``benchmarks/metric_memory.py``). None (use the dense
-    route) for a dense side, when k >= d or d < ``least_dim``, or when autograd needs the result: QR's backward is
-    undefined for the rank-deficient F of a sentence that repeats a word, where ``eigvalsh``'s is not.
-    """
-    if _is_dense(rho) or _is_dense(sigma):
-        return None
-    check_pair(rho, sigma)
-    (a, p), (b, q) = members(rho, "rho"), members(sigma, "sigma")
-    a, b = promote(a, b)
-    k = a.shape[-2] + b.shape[-2]
-    weights = [w for w in (p, q) if w is not None]
-    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (a, b, *weights))
-    if k >= a.shape[-1] or a.shape[-1] < least_dim or needs_grad:
-        return None
-    pairs = math.prod(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    copies = pairs * k * a.shape[-1] * a.element_size()                           # F (and QR's copy of it)
-    slice_result = functools.partial(_signed_gram_of_r, reduce)
-    return in_slices(slice_result, a, _column_roots(p, a), b, _column_roots(q, b), copies=copies)
 
 
 def bures_distance(rho, sigma) -> torch.Tensor:
@@ -482,9 +402,10 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     ``hilbert_dist`` returns its square, :math:`\operatorname{Tr}(\rho-\sigma)^2`.
     Not from a Gram formula (:math:`\operatorname{Tr}\rho^2 + \operatorname{Tr}\sigma^2 - 2\operatorname{Tr}\rho\sigma`
     cancels digits for close states): two pure states or ensembles with n + m < d words and d >= 40 go through the
-    (n+m) x (n+m) matrix of :func:`trace_distance` when no gradient is needed (``_low_rank_difference``, backward
-    stable, never a d x d matrix per pair), else through the dense difference. At :math:`\rho = \sigma` (the kink
-    of the norm) the gradient is 0, as ``torch.linalg.norm``'s.
+    (n+m) x (n+m) matrix of :func:`trace_distance` (backward stable, never a d x d matrix per pair), with or without
+    autograd: the gradient is analytic, from overlaps (``qpnlp.hilbert._low_rank.low_rank_hilbert_schmidt``; finite
+    for a sentence that repeats a word, where QR's backward is not). Other pairs go through the dense difference. At
+    :math:`\rho = \sigma` (the kink of the norm) the gradient is 0, as ``torch.linalg.norm``'s.
 
     Parameters
     ----------
@@ -497,7 +418,11 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
     2.0
     """
-    return _norm_of_difference(rho, sigma, _frobenius_norm, HILBERT_SCHMIDT_LOW_RANK_FROM)
+    low_rank = low_rank_hilbert_schmidt(rho, sigma, HILBERT_SCHMIDT_LOW_RANK_FROM)
+    if low_rank is not None:
+        return low_rank
+    r, s = _dense_pair(rho, sigma)
+    return _frobenius_norm(r - s)
 
 
 def _cross_is_larger(rho, sigma) -> bool:
@@ -521,7 +446,7 @@ def _trace_product(rho, sigma) -> torch.Tensor:
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
-    return _squared_modulus(factor_product(rho, sigma)).sum((-2, -1))
+    return squared_frobenius_norm(factor_product(rho, sigma))
 
 
 def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
@@ -533,14 +458,14 @@ def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
         return (r * s.mT).sum((-2, -1)).real, (m * m.mT).sum((-2, -1)).real
     _check_dims(rho, sigma)
     x = factor_product(rho, sigma)                                 # (..., n, m)
-    return _squared_modulus(x).sum((-2, -1)), _squared_modulus(x @ x.mH).sum((-2, -1))
+    return squared_frobenius_norm(x), squared_frobenius_norm(x @ x.mH)
 
 
 def _purity(obj) -> torch.Tensor:
     if isinstance(obj, PureState):
         return torch.ones(obj.batch_shape, dtype=V.real_dtype_of(obj.dtype), device=obj.device)
     if isinstance(obj, torch.Tensor):
-        return _squared_modulus(as_density_tensor(obj)).sum((-2, -1))
+        return squared_frobenius_norm(as_density_tensor(obj))
     return obj.purity()
 
 

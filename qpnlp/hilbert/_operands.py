@@ -37,7 +37,7 @@ from torch.autograd import forward_ad
 from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import adjoint_product, promote, safe_sqrt
+from ._linalg import adjoint_product, promote, safe_sqrt, squared_modulus
 from ._overlaps import scaled_overlaps
 from ._states import DensityMatrix, PureState
 
@@ -442,7 +442,7 @@ class _RootOverlap(torch.autograd.Function):
         u, v = promote(u, v)
         right_x, right_y = (u.new_empty(0) if w is None else w.to(u.dtype) for w in (right_x, right_y))
         overlap = adjoint_product(u, v)                         # (..., r, m); no factor copied per pair of a batch
-        squares = overlap.real.square() + overlap.imag.square()
+        squares = squared_modulus(overlap)
         s, t = safe_sqrt(lam_x).to(squares.dtype), safe_sqrt(lam_y).to(squares.dtype)
         value = (s.unsqueeze(-2) @ squares @ t.unsqueeze(-1)).squeeze(-1).squeeze(-1)
         return value, s, u, right_x, t, v, right_y, overlap

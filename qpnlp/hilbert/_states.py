@@ -15,7 +15,7 @@ from . import _mixture as M
 from . import _validation as V
 from . import _widen
 from ._batched import Batched
-from ._linalg import inner, normalize, outer, promote, trace
+from ._linalg import inner, normalize, outer, promote, squared_frobenius_norm, squared_modulus, trace
 
 
 class PureState(Batched):
@@ -145,11 +145,11 @@ class PureState(Batched):
     def overlap(self, other: "PureState") -> torch.Tensor:
         r"""Transition probabilities :math:`|\langle self|other\rangle|^2`, real ``(...)``."""
         amp = self.inner(other)
-        return amp.real.square() + amp.imag.square()
+        return squared_modulus(amp)
 
     def probabilities(self) -> torch.Tensor:
         """Born probabilities ``|w_j|^2`` in the canonical (sememe) basis, real ``(..., d)``."""
-        return self._data.real.square() + self._data.imag.square()
+        return squared_modulus(self._data)
 
     def proj(self) -> DensityMatrix:
         r"""The density matrix :math:`|w\rangle\langle w|` ``(..., d, d)``."""
@@ -262,7 +262,7 @@ class DensityMatrix(Batched):
 
     def purity(self) -> torch.Tensor:
         r"""Purity :math:`\operatorname{Tr}\rho^2 = \sum_{ij} |\rho_{ij}|^2` in :math:`[1/d, 1]`, real ``(...)``."""
-        return (self._data.real.square() + self._data.imag.square()).sum((-2, -1))
+        return squared_frobenius_norm(self._data)
 
     def eigh(self) -> tuple[torch.Tensor, PureState]:
         r"""Eigen-decomposition ``rho = sum_k lambda_k |v_k><v_k|``.

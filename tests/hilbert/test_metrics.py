@@ -182,7 +182,7 @@ def test_torch_func_grad_and_vmap_run_the_custom_gradients(fn):
 def test_trace_distance_of_sentences_uses_the_small_matrix_and_equals_the_dense_route(cdtype, repeat_a_word):
     """Ensembles with n + m < d: the spectrum of rho - sigma from the (n+m) x (n+m) matrix R J R^dagger."""
     from qpnlp.hilbert import Ensemble, random_pure_state
-    from qpnlp.hilbert._metrics import _low_rank_difference
+    from qpnlp.hilbert._low_rank import low_rank_difference as _low_rank_difference
 
     gen = torch.Generator().manual_seed(7)
     words_a = random_pure_state(40, batch_shape=(6, 4), dtype=cdtype, generator=gen)
@@ -200,14 +200,16 @@ def test_trace_distance_of_sentences_uses_the_small_matrix_and_equals_the_dense_
     assert_allclose(trace_distance(pure, b), trace_distance(pure.proj(), b.dense()), atol=tol)
 
 
-def test_trace_distance_with_gradients_takes_the_dense_route():
+def test_trace_distance_with_gradients_takes_the_small_matrix_without_qrs_backward():
     from qpnlp.hilbert import Ensemble
-    from qpnlp.hilbert._metrics import _low_rank_difference
+    from qpnlp.hilbert._low_rank import low_rank_difference as _low_rank_difference
+    from qpnlp.hilbert._low_rank import low_rank_trace_distance
 
     raw = torch.randn(2, 3, 8, dtype=torch.complex128, generator=torch.Generator().manual_seed(1), requires_grad=True)
     a = Ensemble(PureState(raw[:, :2] / torch.linalg.vector_norm(raw[:, :2], dim=-1, keepdim=True)))
     b = Ensemble(PureState(raw[:, 2:] / torch.linalg.vector_norm(raw[:, 2:], dim=-1, keepdim=True)))
     assert _low_rank_difference(a, b) is None                                 # QR's backward is not used
+    assert low_rank_trace_distance(a, b) is not None                          # the analytic backward instead
     trace_distance(a, b).sum().backward()
     assert raw.grad is not None and torch.isfinite(raw.grad).all()
     with torch.no_grad():

@@ -195,10 +195,10 @@ def test_the_gram_matrix_of_a_small_ensemble_costs_what_the_factors_product_did(
 def test_the_hilbert_schmidt_distance_takes_the_qr_route_from_d_40(monkeypatch, d, low_rank):
     """Below d = 40 the dense d x d difference is the faster route (d = 8: 48 us against 110 us with the QR); from
     there the (n+m) x (n+m) matrix; the same distance either way."""
-    from qpnlp.hilbert import _metrics
+    from qpnlp.hilbert import _low_rank
 
-    calls, small = [], _metrics._signed_gram_of_r
-    monkeypatch.setattr(_metrics, "_signed_gram_of_r", lambda *a, **k: calls.append(1) or small(*a, **k))
+    calls, small = [], _low_rank._signed_gram_of_r
+    monkeypatch.setattr(_low_rank, "_signed_gram_of_r", lambda *a, **k: calls.append(1) or small(*a, **k))
     rho, sigma = _batch(batch=(3,), n=3, d=d, seed=1), _batch(batch=(3,), n=2, d=d, seed=2)
     got = hilbert_schmidt_distance(rho, sigma)
     assert bool(calls) == low_rank
