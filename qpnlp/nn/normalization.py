@@ -8,7 +8,7 @@ each :math:`\operatorname{LN}` with its own affine map. The paper normalises
 the parts separately with batch normalisation; layer normalisation is used
 here so that padding in the batch cannot influence any output.
 
-Each part is normalised as :func:`scale_free_layer_norm` computes it: a row of very large entries is divided by a
+Each part is normalised as ``scale_free_layer_norm`` computes it: a row of very large entries is divided by a
 power of two first, so that its variance cannot overflow (``nn.LayerNorm`` gave NaN for float32 rows near 1e30).
 """
 
@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert._linalg import none_above
+from qpnlp.hilbert._validation import real_dtype_of
 
 from ._checks import check_int, check_real
 from .linear import _check_dtype, _check_input
@@ -32,7 +33,7 @@ class PartLayerNorm(ComplexPrecisionMixin, nn.Module):
     r"""Layer normalisation of the real and imaginary parts separately, each with its own affine map.
 
     For a real dtype, one part. Each part is ``nn.LayerNorm``'s normalisation, kept finite for very large entries
-    (:func:`scale_free_layer_norm`). Inputs follow
+    (``scale_free_layer_norm``). Inputs follow
     :func:`~qpnlp.nn.functional.as_complex_input` with ``upcast=False``, as
     in :class:`~qpnlp.nn.linear.ComplexLinear`.
 
@@ -78,8 +79,8 @@ class PartLayerNorm(ComplexPrecisionMixin, nn.Module):
 
 
 def _shrink_bound(dtype: torch.dtype) -> int:
-    """:math:`b` of :func:`scale_free_layer_norm`: half the exponent range of (the real part of) ``dtype``, less 20."""
-    return int(math.log2(torch.finfo(dtype.to_real()).max)) // 2 - 20
+    """:math:`b` of ``scale_free_layer_norm``: half the exponent range of (the real part of) ``dtype``, less 20."""
+    return int(math.log2(torch.finfo(real_dtype_of(dtype)).max)) // 2 - 20       # not to_real: dynamo breaks there
 
 
 def scale_free_layer_norm(x: Tensor, norm: nn.LayerNorm, *, ordinary: bool | None = None) -> Tensor:
