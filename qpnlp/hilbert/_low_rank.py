@@ -138,7 +138,18 @@ def _difference_on(x: torch.Tensor, a: torch.Tensor, p: torch.Tensor, b: torch.T
     return applied, expectation
 
 
-class _SquaredHilbertSchmidt(torch.autograd.Function):
+class _OfMembers(torch.autograd.Function):
+    """A function of the members ``a``, ``p``, ``b``, ``q`` of two states (:func:`_low_rank_operands`) whose backward
+    needs them all: saved by ``setup_context`` (so that ``torch.func`` transforms and ``vmap`` run it)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+
+class _SquaredHilbertSchmidt(_OfMembers):
     r""":math:`\|\rho - \sigma\|_F^2` ``(...)`` of states ``a`` ``(..., n, d)``, ``b`` ``(..., m, d)`` (one complex
     dtype) and real weights ``p`` ``(..., n)``, ``q`` ``(..., m)`` (None: a pure state, weight one).
 
@@ -154,15 +165,9 @@ class _SquaredHilbertSchmidt(torch.autograd.Function):
     The backward is torch ops of the saved inputs, so it is itself differentiable.
     """
 
-    generate_vmap_rule = True
-
     @staticmethod
     def forward(a, p, b, q):
         return _reduced_in_slices(squared_frobenius_norm, a, p, b, q)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
 
     @staticmethod
     def backward(ctx, grad):
@@ -219,7 +224,7 @@ def _sign_on_members(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_
     return torch.cat(columns, -1).mT
 
 
-class _TraceDistance(torch.autograd.Function):
+class _TraceDistance(_OfMembers):
     r""":math:`T = \tfrac12\|\rho - \sigma\|_1` ``(...)`` of states ``a`` ``(..., n, d)``, ``b`` ``(..., m, d)`` and
     real weights ``p``, ``q`` (None: a pure state), as :class:`_SquaredHilbertSchmidt`.
 
@@ -234,15 +239,9 @@ class _TraceDistance(torch.autograd.Function):
     takes ``eigh`` without its own gradient in mind); finite where F is rank-deficient.
     """
 
-    generate_vmap_rule = True
-
     @staticmethod
     def forward(a, p, b, q):
         return _reduced_in_slices(half_trace_norm, a, p, b, q)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
