@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import torch
 
+from qpnlp.hilbert._widen import orthonormal_columns
+
 from qpnlp._precision_shortcuts import PrecisionShortcuts
 
 __all__ = ["ComplexPrecisionMixin", "precision_of"]
@@ -114,3 +116,23 @@ def precision_of(dtype: torch.dtype, owner: str) -> torch.dtype:
     if dtype in (torch.float64, torch.complex128):
         return torch.float64
     raise TypeError(f"{owner} supports float32/complex64 and float64/complex128 only; got {dtype}")
+
+
+def widen_orthogonal_base(module: torch.nn.Module) -> None:
+    r"""Re-orthonormalise the base :math:`W_0` of ``module.weight``'s ``orthogonal`` parametrisation, just moved
+    from single to double precision.
+
+    torch's parametrisation returns :math:`W = W_0 Q(A)` (columns, or rows for a wide weight), :math:`Q(A)` the
+    matrix exponential :math:`\exp(A)` or the Cayley map of the skew-Hermitian :math:`A` from the parameter, with
+    the unitary ``(p, p)`` buffer :math:`W_0`, p the larger side of the ``(m, n)`` weight, fixed when the weight
+    was assigned (the trivialisation). So one step serves every module that holds such a weight: the orthonormal
+    :class:`~qpnlp.measurement.ProjectiveMeasurement` (rows), the isometry of a :class:`~qpnlp.measurement.POVMMeasurement`
+    (columns) and the unitary :class:`~qpnlp.nn.StateTransition` (``"expm"``, ``"cayley"``; square). Cast from
+    complex64, :math:`Q(A)` is unitary to float64's round-off but :math:`W_0` keeps float32's,
+    :math:`\max|W_0^\dagger W_0 - I| \approx 10^{-7}`, and so does :math:`W`; a QR
+    (``qpnlp.hilbert._widen.orthonormal_columns``) moves :math:`W_0` by that much only and leaves it unitary to
+    float64's round-off (a base further off is kept).
+    """
+    parametrization = module.parametrizations.weight[0]
+    with torch.no_grad():
+        parametrization.base = orthonormal_columns(parametrization.base)

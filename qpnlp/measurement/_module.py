@@ -12,11 +12,10 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from qpnlp._module_precision import ComplexPrecisionMixin
+from qpnlp._module_precision import ComplexPrecisionMixin, widen_orthogonal_base
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, normalize, random_unitary
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert import _widen
 
 from ._born import born_probabilities, born_probabilities_dense
 from . import _checks
@@ -102,26 +101,6 @@ def orthogonal_weight(module: nn.Module, initial: torch.Tensor, generator: torch
         orthogonal(module, "weight")
         with torch.no_grad():
             module.weight = initial
-
-
-def widen_orthogonal_base(module: nn.Module) -> None:
-    r"""Re-orthonormalise the base :math:`W_0` of ``module.weight``'s ``orthogonal`` parametrisation, just moved
-    from single to double precision.
-
-    torch's parametrisation returns :math:`W = W_0 Q(A)` (columns, or rows for a wide weight), :math:`Q(A)` the
-    matrix exponential :math:`\exp(A)` or the Cayley map of the skew-Hermitian :math:`A` from the parameter, with
-    the unitary ``(p, p)`` buffer :math:`W_0`, p the larger side of the ``(m, n)`` weight, fixed when the weight
-    was assigned (the trivialisation). So one step serves every module that holds such a weight: the orthonormal
-    :class:`ProjectiveMeasurement` (rows), the isometry of a :class:`~qpnlp.measurement.POVMMeasurement`
-    (columns) and the unitary :class:`~qpnlp.nn.StateTransition` (``"expm"``, ``"cayley"``; square). Cast from
-    complex64, :math:`Q(A)` is unitary to float64's round-off but :math:`W_0` keeps float32's,
-    :math:`\max|W_0^\dagger W_0 - I| \approx 10^{-7}`, and so does :math:`W`; a QR
-    (``qpnlp.hilbert._widen.orthonormal_columns``) moves :math:`W_0` by that much only and leaves it unitary to
-    float64's round-off (a base further off is kept).
-    """
-    parametrization = module.parametrizations.weight[0]
-    with torch.no_grad():
-        parametrization.base = _widen.orthonormal_columns(parametrization.base)
 
 
 def object_inputs(system, weights: torch.Tensor | None, mask: torch.Tensor | None):
@@ -224,7 +203,7 @@ class ProjectiveMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn
 
     def _widened(self) -> None:
         """After ``double()`` (also a model's): orthonormal vectors to float64's round-off, not float32's
-        (:func:`widen_orthogonal_base`; ~1e-7 before)."""
+        (``qpnlp._module_precision.widen_orthogonal_base``; ~1e-7 before)."""
         if self.orthonormal:
             widen_orthogonal_base(self)
 

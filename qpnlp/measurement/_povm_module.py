@@ -8,7 +8,7 @@ from typing import overload
 import torch
 from torch import nn
 
-from qpnlp._module_precision import ComplexPrecisionMixin
+from qpnlp._module_precision import ComplexPrecisionMixin, widen_orthogonal_base
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
@@ -16,7 +16,7 @@ from qpnlp.hilbert import _validation as V
 from . import _checks
 from ._born import povm_probabilities, povm_probabilities_dense
 from ._checks import masked_weights
-from ._module import object_inputs, orthogonal_weight, widen_orthogonal_base
+from ._module import object_inputs, orthogonal_weight
 from ._povm import POVM
 
 INITS = ("orthogonal", "identity")
@@ -115,7 +115,7 @@ class POVMMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn.Modul
 
     def _widened(self) -> None:
         r"""After ``double()`` (also a model's): :math:`V^\dagger V = I` to float64's round-off, not float32's
-        (:func:`~qpnlp.measurement._module.widen_orthogonal_base`; ~2e-7 before)."""
+        (``qpnlp._module_precision.widen_orthogonal_base``; ~2e-7 before)."""
         widen_orthogonal_base(self)
 
     def isometry(self) -> torch.Tensor:

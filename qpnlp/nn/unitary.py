@@ -68,11 +68,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 
-from qpnlp._module_precision import ComplexPrecisionMixin
+from qpnlp._module_precision import ComplexPrecisionMixin, widen_orthogonal_base
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import random_unitary
-from qpnlp.measurement._module import widen_orthogonal_base
 
 from ._checks import check_int, check_real
 from .linear import _init_weight
@@ -298,7 +297,7 @@ class StateTransition(PicklableParametrizations, ComplexPrecisionMixin, nn.Modul
 
     def _widened(self) -> None:
         r"""After ``double()`` (also a model's, e.g. a CGRNN's): ``"expm"`` and ``"cayley"`` unitary to float64's
-        round-off, not float32's (:func:`~qpnlp.measurement._module.widen_orthogonal_base`; ~3e-7 before)."""
+        round-off, not float32's (``qpnlp._module_precision.widen_orthogonal_base``; ~3e-7 before)."""
         if self.mode in ("expm", "cayley"):
             widen_orthogonal_base(self)
 
