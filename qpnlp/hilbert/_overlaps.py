@@ -19,7 +19,7 @@ import itertools
 
 import torch
 
-from ._linalg import adjoint_product, safe_sqrt
+from ._linalg import adjoint_product, hermitian_part, safe_sqrt
 
 #: The least bytes that a slice of :func:`in_slices` copies (slices copy this to twice this): just above glibc's largest
 #: mmap threshold (32 MiB), so that each slice's copy is mapped apart and unmapped when freed. Smaller slices come from
@@ -71,25 +71,14 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     and the product runs over slices of the batch where it is large (:func:`in_slices`): torch's CPU ``bmm`` copies a
     conjugate view whole, so the Gram matrix of N mixtures held a copy of all their states. Memory: the
     ``(..., n, m)`` result and the copy of one slice (33 to 66 MiB). The overlaps of ``a`` with itself (a Gram
-    matrix) are exactly Hermitian (:func:`_hermitian_part`).
+    matrix) are exactly Hermitian (``hermitian_part``).
     """
     if b.numel() < a.numel():
         return overlaps(b, a).mH
     ndim, size = _leading((a, b))
     sliced = a.dim() == ndim and a.shape[0] == size            # else every slice would copy the whole of a
     product = in_slices(_conjugate_product, a, b, copies=a.numel() * a.element_size() if sliced else 0)
-    return _hermitian_part(product) if a is b else product
-
-
-def _hermitian_part(matrices: torch.Tensor) -> torch.Tensor:
-    r""":math:`(G + G^\dagger)/2` of square ``(..., n, n)`` matrices: exactly Hermitian, a real diagonal.
-
-    A BLAS ``gemm`` need not compute :math:`\langle a_j|a_i\rangle` as the conjugate of :math:`\langle a_i|a_j\rangle`
-    bit for bit: with fused multiply-adds (Intel's MKL kernels), the diagonal of a Gram matrix got imaginary parts of
-    1e-19 and mirrored entries differed in the last bit. Both mirrored sums round the same two numbers, so they are
-    conjugates; the change is round-off, and costs one n x n pass.
-    """
-    return (matrices + matrices.mH) / 2
+    return hermitian_part(product) if a is b else product
 
 
 def _root_products(p: torch.Tensor | None, q: torch.Tensor | None) -> torch.Tensor | None:

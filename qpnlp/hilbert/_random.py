@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from ._linalg import ginibre, haar_orthonormalize, normalize, random_unitary
+from ._linalg import ginibre, haar_orthonormalize, hermitian_part, normalize, random_unitary
 from ._states import DensityMatrix, PureState
 from ._validation import check_batch_shape, check_dimension, complex_dtype_of
 
@@ -101,7 +101,7 @@ def random_density_matrix(dim: int, *, rank: int | None = None, measure: str = "
         g = (torch.eye(dim, dtype=cdtype, device=device) + u) @ g
     rho = g @ g.mH
     rho = rho / torch.diagonal(rho, dim1=-2, dim2=-1).sum(-1).real[..., None, None]
-    return DensityMatrix._trusted(data=0.5 * (rho + rho.mH))            # exactly Hermitian after rounding
+    return DensityMatrix._trusted(data=hermitian_part(rho))              # exactly Hermitian after rounding
 
 
 def random_isometry(rows: int, cols: int, *, batch_shape=(), dtype=torch.complex64, device=None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from . import _validation as V
-from ._linalg import adjoint_product, dagger, haar_orthonormalize, squared_norms
+from ._linalg import adjoint_product, haar_orthonormalize, hermitian_part, squared_norms
 
 
 def _single_round_off(error: torch.Tensor, dim: int, source: torch.dtype = torch.float32) -> torch.Tensor:
@@ -44,7 +44,7 @@ def unit_trace_hermitian(matrices: torch.Tensor) -> torch.Tensor:
     r""":math:`H / \operatorname{Tr} H`, :math:`H = (A + A^\dagger) / 2`, of ``(..., d, d)`` matrices that are
     Hermitian and of trace one to float32's round-off; other matrices kept."""
     d = matrices.shape[-1]
-    hermitian = (matrices + dagger(matrices)) / 2
+    hermitian = hermitian_part(matrices)
     skew = (matrices - hermitian).abs().amax((-2, -1))
     traces = torch.diagonal(hermitian, dim1=-2, dim2=-1).sum(-1).real
     near = _single_round_off(torch.maximum(skew, (traces - 1).abs()), d)[..., None, None]

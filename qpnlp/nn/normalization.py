@@ -107,8 +107,9 @@ def scale_free_layer_norm(x: Tensor, norm: nn.LayerNorm, *, ordinary: bool | Non
 
     ``ordinary``: whether every entry of ``x`` is known to be below :math:`2^b` (the caller checked, as
     :class:`PartLayerNorm` does once for both parts); None checks here, where reading it is free (one ``aminmax`` on
-    the CPU, ``none_above``). Then ``x`` goes to torch as it is: the per-row scales (six ops over ``x``, 2% of a
-    complex-order Transformer step) only for an input with a large entry, and under torch.compile, vmap or on a GPU.
+    the CPU, ``none_above``). Then ``x`` goes to torch as it is: the per-row scales (six ops over ``x``, four calls
+    per complex-order Transformer step) only for an input with a large entry, and under torch.compile, vmap or on
+    a GPU.
     """
     bound = _shrink_bound(x.dtype)
     if none_above(x, 2.0 ** bound) if ordinary is None else ordinary:      # every entry below 2^b: torch's, as is

@@ -181,11 +181,11 @@ def test_the_gram_matrix_of_a_small_ensemble_costs_what_the_factors_product_did(
     3 states in C^8 dispatched 32 torch ops, 41 us against 15 us for ``f.mH @ f`` of the factor (13 ops); now ``@``
     and one root per weight, one op more than the factor's product made exactly Hermitian as the Gram matrix is.
     Values as before (broadcast batches keep ``einsum``)."""
-    from qpnlp.hilbert._overlaps import _hermitian_part
+    from qpnlp.hilbert._linalg import hermitian_part
 
     mix = _batch(torch.complex64, batch=batch, n=3, d=8)
     ops = _dispatched_ops(mix.gram)
-    factors_product = _dispatched_ops(lambda: (lambda f: _hermitian_part(f.mH @ f))(mix.factor()))
+    factors_product = _dispatched_ops(lambda: (lambda f: hermitian_part(f.mH @ f))(mix.factor()))
     assert len(ops) <= len(factors_product) + 1 and ops.count("aten.sqrt.default") == 1, (ops, factors_product)
     factor = mix.factor()
     assert_close(mix.gram(), factor.mH @ factor, rtol=0, atol=5e-7)

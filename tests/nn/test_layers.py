@@ -188,8 +188,8 @@ def _reference(norm, z):
 
 def test_part_layer_norm_of_ordinary_inputs_runs_torchs_layer_norm_alone():
     """On the CPU an input below 2^44 goes to torch's layer_norm as it is, after one ``aminmax`` over both parts:
-    the per-row scales (abs, amax, log2, floor, exp2, a product over the input) ran for every input and were 2% of
-    a complex-order Transformer step. An input with a large entry still takes them (and stays finite)."""
+    the per-row scales (abs, amax, log2, floor, exp2, a product over the input) ran for every input, four times per
+    complex-order Transformer step. An input with a large entry still takes them (and stays finite)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Ops(TorchDispatchMode):
