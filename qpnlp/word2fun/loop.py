@@ -33,8 +33,14 @@ intra-op threads of tiny operations only add barriers, and when the machine
 is shared a descheduled OpenMP thread leaves the others spinning at every
 operation (the collapse under load); the count is put back after the training
 (``qpnlp._threads.torch_threads``, also when trainings of several threads
-overlap).  ``workers`` > 1 trains with that many hogwild threads fed by one
-pair-generating thread.
+overlap).  The pairs are drawn by a thread of their own
+(``qpnlp.word2fun._hogwild.prefetch``), up to an epoch ahead of the
+training, from a copy of the pair generator whose state the caller's generator
+takes at each epoch's end (``_one_epoch``; a checkpoint saves it): the
+same batches in the same order as drawn in the training thread, so one worker
+trains as deterministically as before, while the draws (about a tenth of its
+time) run on another core.  ``workers`` > 1 trains with that many hogwild
+threads fed by that stream.
 
 **Several processes.**  With a :class:`~qpnlp.word2fun.distributed.ParameterSync`
 the updates of all processes are summed every ``sync_every`` batches
@@ -43,6 +49,7 @@ the updates of all processes are summed every ``sync_every`` batches
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time as _time
@@ -208,8 +215,9 @@ def _train_run(step, run: CentreRun, sampler, gen, cfg, lrs: list[float], weight
 
 def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(None, None),
                             progress=None) -> tuple[torch.Tensor, int]:
-    """Hogwild: ``len(gens)`` threads share the model and a prefetched batch stream
-    (:func:`~qpnlp.word2fun._hogwild.run_workers`).
+    """Hogwild: ``len(gens)`` threads share the model and the stream ``runs`` (taken under a lock; the epoch's
+    stream is prefetched by :func:`_train_epoch`), started and awaited by
+    :func:`~qpnlp.word2fun._hogwild.run_workers`; once a worker has failed the others take no more runs.
 
     Like word2vec's threads, concurrent updates of the same rows are not
     synchronised (an update may occasionally be lost), so results vary from
@@ -217,20 +225,27 @@ def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(Non
     """
     lock, stop = threading.Lock(), threading.Event()
     last = [0.0 if progress is None else progress[0]]
-    prefetched, produced = prefetch(runs, stop)
-    stream = _noting_progress(prefetched, last)
+    stream = _noting_progress(_until(stop, runs), last)
 
     def train(w):
         return _train_batches(model, stream, sampler, gens[w], cfg, epoch, lock, weights,
                               None if progress is None else [progress[0]])
 
-    out = run_workers(train, len(gens), stop, produced)
+    out = run_workers(train, len(gens), stop)
     for r in out:
         if isinstance(r, BaseException):
             raise r
     if progress is not None:
         progress[0] = max(progress[0], last[0])
     return sum((t for t, _ in out), _loss_sum(model)), sum(n for _, n in out)
+
+
+def _until(stop: threading.Event, runs):
+    """``runs`` until ``stop`` is set."""
+    for run in runs:
+        if stop.is_set():
+            return
+        yield run
 
 
 def _noting_progress(runs, last: list[float]):
@@ -347,12 +362,13 @@ def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, pr
         stats = stats if stats is not None else TrainStats()
         stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
+    stop = threading.Event()
+    stream, produced = prefetch(_epochs_ahead(source, cfg, rng, keep, dev, start_epoch), stop)
     try:
         with torch_threads(1 if dev.type == "cpu" else 0):  # one OpenMP thread per worker (module docstring)
             for epoch in range(start_epoch, cfg.epochs):
                 t0 = _time.perf_counter()
-                runs = _epoch_runs(source, cfg, rng, keep, dev)
-                total, nb = _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync)
+                total, nb = _train_epoch(model, _one_epoch(stream, rng), sampler, gens, cfg, epoch, weights, sync)
                 seconds = _time.perf_counter() - t0
                 _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model),
                               phase)
@@ -360,9 +376,37 @@ def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, pr
                 if on_epoch is not None:
                     on_epoch(epoch, stats)
     finally:
+        stop.set()
+        produced.wait()         # no thread draws pairs once the call has returned or raised
         if bar is not None:
             bar.close()
     return stats
+
+
+@dataclass(frozen=True)
+class _EpochEnd:
+    """The mark :func:`_epochs_ahead` puts after an epoch's runs: the pair generator's state at that point."""
+
+    rng_state: dict
+
+
+def _epochs_ahead(source, cfg, rng, keep, dev, start_epoch: int):
+    """The runs of epochs ``start_epoch..``, each epoch's followed by an :class:`_EpochEnd`, drawn from a copy of
+    ``rng`` (the caller's generator is left to :func:`_one_epoch`)."""
+    ahead = copy.deepcopy(rng)
+    for _ in range(start_epoch, cfg.epochs):
+        yield from _epoch_runs(source, cfg, ahead, keep, dev)
+        yield _EpochEnd(ahead.bit_generator.state)
+
+
+def _one_epoch(stream, rng: np.random.Generator):
+    """The runs of ``stream`` (:func:`_epochs_ahead`) up to the next epoch's end; there ``rng`` takes the state
+    the copy had after drawing them, as if it had drawn them itself (a checkpoint saves it)."""
+    for item in stream:
+        if isinstance(item, _EpochEnd):
+            rng.bit_generator.state = item.rng_state
+            return
+        yield item
 
 
 def _run_step(model, cfg: TrainConfig):
@@ -465,6 +509,12 @@ def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple
     """
     if sync is None:
         return _run_batches(model, runs, sampler, gens, cfg, epoch, weights)
+    return _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync)
+
+
+def _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
+    """:func:`_train_epoch` of a distributed run: segments of ``cfg.sync_every`` batches, each followed by
+    ``sync.step``."""
     total, nb, more, done = _loss_sum(model), 0, True, [0.0]
     segments = _Segments(runs, cfg.sync_every)
     while True:
