@@ -110,6 +110,8 @@ from qpnlp.word2fun import TrainConfig, fit
 corpus = read_tsv(sys.argv[1])
 # the CLI of that tree: workers 1, torch's default intra-op threads, its own defaults (negatives 32 since 2026-11-28;
 # this line passed negatives=64 until 2026-11-30)
+import qpnlp
+print(qpnlp.__file__)
 print(fit(corpus, TrainConfig(epochs=int(sys.argv[2]), workers=1), dim=int(sys.argv[3])).stats.tokens_per_s)
 '''
 
@@ -121,9 +123,14 @@ def word2fun_baseline(path, args) -> float:
 
     env = {**os.environ, "PYTHONPATH": args.baseline_tree}
     env.pop("OMP_NUM_THREADS", None)
+    # cwd: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH, so started from the
+    # repository root this row imported the tree under test (every "CLI before" row until 2026-12-02)
     out = subprocess.run([sys.executable, "-c", BASELINE, str(path), str(args.epochs), str(args.dim)], env=env,
-                         check=True, capture_output=True, text=True).stdout
-    return float(out.strip().splitlines()[-1])
+                         cwd=args.baseline_tree, check=True, capture_output=True, text=True).stdout
+    imported, tokens_per_s = out.strip().splitlines()[-2:]
+    if not Path(imported).resolve().is_relative_to(Path(args.baseline_tree).resolve()):
+        raise RuntimeError(f"the baseline row imported {imported}, not the qpnlp of {args.baseline_tree}")
+    return float(tokens_per_s)
 
 
 def word2fun_processes(path, args, tree: str = "") -> float:
