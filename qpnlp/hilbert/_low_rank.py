@@ -3,9 +3,11 @@ r"""The difference :math:`\rho - \sigma` of two low-rank states through an (n+m)
 With factors :math:`\rho = AA^\dagger` (d x n) and :math:`\sigma = BB^\dagger` (d x m) of two pure states or
 ensembles, :math:`\rho - \sigma = F J F^\dagger` for :math:`F = [A, B]`, :math:`J = I_n \oplus -I_m`; with the thin
 QR :math:`F = QR` it is :math:`Q (R J R^\dagger) Q^\dagger`, so the small :math:`RJR^\dagger` (k = n + m) has the
-nonzero eigenvalues and the Frobenius norm of :math:`\rho - \sigma` (:func:`low_rank_difference`). QR's backward
-is undefined at the rank-deficient F of a sentence that repeats a word, so the Hilbert-Schmidt distance
-(:func:`low_rank_hilbert_schmidt`) takes its gradient from overlaps instead (:class:`_SquaredHilbertSchmidt`).
+nonzero eigenvalues and the Frobenius norm of :math:`\rho - \sigma` (Q has orthonormal columns), at O(d k^2)
+instead of O(d^3) and backward stable (no squared singular values; ``_reduced_in_slices``). QR's backward is
+undefined at the rank-deficient F of a sentence that repeats a word, so the Hilbert-Schmidt and trace distances
+(:func:`low_rank_hilbert_schmidt`, :func:`low_rank_trace_distance`) take their gradients from the members instead
+(:class:`_SquaredHilbertSchmidt`, :class:`_TraceDistance`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def _stacked_rows(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_roo
 
     States ``(..., n, d)``, ``(..., m, d)`` of one dtype and the roots of their weights ``(..., n, 1)``,
     ``(..., m, 1)`` (or 0-dim ones), written once into one tensor of the broadcast batch and scaled in place (no
-    scaled copy of a side, no concatenation; not differentiable, for :func:`low_rank_difference`).
+    scaled copy of a side, no concatenation; not differentiable: for the forward and backward of the Functions below).
     """
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n = a.shape[-2]
@@ -40,12 +42,11 @@ def _stacked_rows(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_roo
 
 def _signed_gram_of_r(reduce, a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor,
                       b_roots: torch.Tensor) -> torch.Tensor:
-    r""":math:`R J R^\dagger` ``(..., k, k)`` of the thin QR :math:`F = QR` of :math:`F = [A, B]` (``_stacked_rows``),
-    :math:`J = I_n \oplus -I_m`, or ``reduce`` of it (None: the matrix)."""
+    r"""``reduce`` ``(..., k, k) -> (...)`` of :math:`R J R^\dagger` ``(..., k, k)``, R of the thin QR :math:`F = QR`
+    of :math:`F = [A, B]` (``_stacked_rows``), :math:`J = I_n \oplus -I_m`."""
     r = torch.linalg.qr(_stacked_rows(a, a_roots, b, b_roots).mT, mode="r").R       # (..., k, k)
     signs = torch.cat((r.new_ones(a.shape[-2]), -r.new_ones(b.shape[-2])))
-    signed = (r * signs) @ r.mH
-    return signed if reduce is None else reduce(signed)
+    return reduce((r * signs) @ r.mH)
 
 
 def _column_roots(weights: torch.Tensor | None, states: torch.Tensor) -> torch.Tensor:
@@ -69,7 +70,7 @@ def _low_rank_operands(rho, sigma, least_dim: int):
 
 def _reduced_in_slices(reduce, a: torch.Tensor, p: torch.Tensor | None, b: torch.Tensor,
                        q: torch.Tensor | None) -> torch.Tensor:
-    r"""``reduce`` of :math:`RJR^\dagger` (None: the matrix), one slice of the broadcast batch at a time.
+    r"""``reduce`` ``(..., k, k) -> (...)`` of :math:`RJR^\dagger`, one slice of the broadcast batch at a time.
 
     F is built per pair of the broadcast batch on purpose: R from the Cholesky factor of the Gram matrix
     :math:`F^\dagger F` squares the singular values, so T of close states came out with absolute errors of
@@ -86,29 +87,13 @@ def _reduced_in_slices(reduce, a: torch.Tensor, p: torch.Tensor | None, b: torch
     return in_slices(slice_result, a, _column_roots(p, a), b, _column_roots(q, b), copies=copies)
 
 
-def low_rank_difference(rho, sigma, reduce=None, least_dim: int = 0) -> torch.Tensor | None:
-    r"""A small Hermitian ``(..., k, k)`` with the nonzero spectrum of :math:`\rho - \sigma` (or ``reduce`` of it).
-
-    :math:`RJR^\dagger` (module docstring) of two pure states or ensembles, k = n + m: backward stable (no squared
-    singular values), so exact to the dtype's precision like the dense route, at O(d k^2) instead of O(d^3)
-    (``_reduced_in_slices``). None (use the dense route) for a dense side, when k >= d or d < ``least_dim``, or when
-    autograd needs the result: QR's backward is undefined for the rank-deficient F of a sentence that repeats a
-    word, where ``eigvalsh``'s is not.
-    """
-    operands = _low_rank_operands(rho, sigma, least_dim)
-    if operands is None:
-        return None
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in operands):
-        return None
-    return _reduced_in_slices(reduce, *operands)
-
-
 def low_rank_hilbert_schmidt(rho, sigma, least_dim: int = 0) -> torch.Tensor | None:
     r""":math:`\|\rho - \sigma\|_F` ``(...)`` of two pure states or ensembles from :math:`RJR^\dagger`, or None.
 
-    The value is :func:`low_rank_difference`'s (bit for bit); with autograd the gradient comes from overlaps
-    (:class:`_SquaredHilbertSchmidt`), so no d x d matrix is built with or without it. The root is ``safe_sqrt``:
-    gradient 0 where the computed square is 0. None (the dense route) as :func:`low_rank_difference` without grad.
+    The value is :math:`\|RJR^\dagger\|_F = \|\rho - \sigma\|_F` (``_reduced_in_slices``); with autograd the
+    gradient comes from overlaps (:class:`_SquaredHilbertSchmidt`), so no d x d matrix is built with or without it.
+    The root is ``safe_sqrt``: gradient 0 where the computed square is 0. None (the dense route) for a dense side,
+    k = n + m >= d or d < ``least_dim``.
     """
     operands = _low_rank_operands(rho, sigma, least_dim)
     return None if operands is None else safe_sqrt(_SquaredHilbertSchmidt.apply(*operands))
@@ -195,7 +180,8 @@ def half_trace_norm(x: torch.Tensor) -> torch.Tensor:
 def low_rank_trace_distance(rho, sigma) -> torch.Tensor | None:
     r""":math:`\tfrac12\|\rho - \sigma\|_1` ``(...)`` of two pure states or ensembles from :math:`RJR^\dagger`, or None.
 
-    The value is :func:`low_rank_difference`'s (bit for bit); with autograd the gradient is
+    The value is :math:`\tfrac12\sum_j|\lambda_j(RJR^\dagger)|`: the nonzero eigenvalues of :math:`\rho - \sigma =
+    Q(RJR^\dagger)Q^\dagger` are those of :math:`RJR^\dagger` (``_reduced_in_slices``). With autograd the gradient is
     :math:`\tfrac12\operatorname{sign}(\rho - \sigma)` applied to the members (:class:`_TraceDistance`), so no d x d
     matrix is built with or without it. None (the dense route) for a dense side or k = n + m >= d.
     """

@@ -68,6 +68,15 @@ def _dense_pair(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
     return r, s
 
 
+def _low_rank_or_dense(low_rank: torch.Tensor | None, rho, sigma, norm) -> torch.Tensor:
+    r"""A distance ``(...)``: ``low_rank`` (the (n+m) x (n+m) route's value), or where it is None (the dense route)
+    ``norm`` of the dense difference :math:`\rho - \sigma` ``(..., d, d)`` (``_dense_pair``)."""
+    if low_rank is not None:
+        return low_rank
+    r, s = _dense_pair(rho, sigma)
+    return norm(r - s)
+
+
 def _is_dense(x) -> bool:
     return isinstance(x, (DensityMatrix, torch.Tensor))
 
@@ -273,11 +282,7 @@ def trace_distance(rho, sigma) -> torch.Tensor:
     check_pair(rho, sigma)
     if isinstance(rho, PureState) and isinstance(sigma, PureState):
         return safe_sqrt(_pure_infidelity(rho, sigma))                         # T = sqrt(1 - F) for pure states
-    low_rank = low_rank_trace_distance(rho, sigma)
-    if low_rank is not None:
-        return low_rank
-    r, s = _dense_pair(rho, sigma)
-    return _half_trace_norm(r - s)
+    return _low_rank_or_dense(low_rank_trace_distance(rho, sigma), rho, sigma, _half_trace_norm)
 
 
 def _frobenius_norm(x: torch.Tensor) -> torch.Tensor:
@@ -418,11 +423,8 @@ def hilbert_schmidt_distance(rho, sigma) -> torch.Tensor:
     >>> round(float(hilbert_schmidt_distance(a, b)) ** 2, 6)
     2.0
     """
-    low_rank = low_rank_hilbert_schmidt(rho, sigma, HILBERT_SCHMIDT_LOW_RANK_FROM)
-    if low_rank is not None:
-        return low_rank
-    r, s = _dense_pair(rho, sigma)
-    return _frobenius_norm(r - s)
+    return _low_rank_or_dense(low_rank_hilbert_schmidt(rho, sigma, HILBERT_SCHMIDT_LOW_RANK_FROM), rho, sigma,
+                              _frobenius_norm)
 
 
 def _cross_is_larger(rho, sigma) -> bool:

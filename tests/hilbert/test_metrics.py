@@ -179,41 +179,54 @@ def test_torch_func_grad_and_vmap_run_the_custom_gradients(fn):
 
 
 @pytest.mark.parametrize("repeat_a_word", [False, True])
-def test_trace_distance_of_sentences_uses_the_small_matrix_and_equals_the_dense_route(cdtype, repeat_a_word):
-    """Ensembles with n + m < d: the spectrum of rho - sigma from the (n+m) x (n+m) matrix R J R^dagger."""
-    from qpnlp.hilbert import Ensemble, random_pure_state
-    from qpnlp.hilbert._low_rank import low_rank_difference as _low_rank_difference
+def test_trace_distance_of_sentences_uses_the_small_matrix_and_equals_the_dense_route(cdtype, repeat_a_word,
+                                                                                     monkeypatch, largest_tensor):
+    """Ensembles with n + m < d: the spectrum of rho - sigma from the (n+m) x (n+m) matrix R J R^dagger, never a
+    d x d matrix (slices of one pair: F is 9 x 40, the dense route's difference 6 x 40 x 40)."""
+    from qpnlp.hilbert import Ensemble, _overlaps, random_pure_state
+    from qpnlp.hilbert._low_rank import low_rank_trace_distance
 
     gen = torch.Generator().manual_seed(7)
-    words_a = random_pure_state(40, batch_shape=(6, 4), dtype=cdtype, generator=gen)
-    words_b = random_pure_state(40, batch_shape=(6, 5), dtype=cdtype, generator=gen)
+    d = 40
+    words_a = random_pure_state(d, batch_shape=(6, 4), dtype=cdtype, generator=gen)
+    words_b = random_pure_state(d, batch_shape=(6, 5), dtype=cdtype, generator=gen)
     words_b.data[:, 1] = words_a.data[:, 0]                                   # a shared word
     if repeat_a_word:
         words_a.data[:, 3] = words_a.data[:, 2]                               # rank-deficient factor
     a, b = Ensemble(words_a), Ensemble(words_b)
-    small = _low_rank_difference(a, b)
-    assert small is not None and small.shape == (6, 9, 9)
+    monkeypatch.setattr(_overlaps, "SLICE_BYTES", 1)                          # one pair of the batch at a time
+    with largest_tensor() as seen:
+        trace_distance(a, b)
+    assert seen.largest < d * d, seen.largest
+    value = trace_distance(a, b)
+    assert value.shape == (6,) and torch.equal(value, low_rank_trace_distance(a, b))
     tol = 1e-5 if cdtype == torch.complex64 else 1e-12
-    assert_allclose(trace_distance(a, b), trace_distance(a.dense(), b.dense()), atol=tol)
+    assert_allclose(value, trace_distance(a.dense(), b.dense()), atol=tol)
     assert float(trace_distance(a, a).abs().max()) <= tol                    # exact zero, not sqrt(eps)
     pure = PureState(words_a.data[:, 0])
     assert_allclose(trace_distance(pure, b), trace_distance(pure.proj(), b.dense()), atol=tol)
 
 
 def test_trace_distance_with_gradients_takes_the_small_matrix_without_qrs_backward():
+    """Under autograd the value is the no-grad one bit for bit, its backward the analytic one (``_TraceDistance``,
+    never QR's, undefined at a repeated word's rank-deficient F), with the dense route's gradient."""
     from qpnlp.hilbert import Ensemble
-    from qpnlp.hilbert._low_rank import low_rank_difference as _low_rank_difference
-    from qpnlp.hilbert._low_rank import low_rank_trace_distance
+    from qpnlp.hilbert._low_rank import _TraceDistance
 
     raw = torch.randn(2, 3, 8, dtype=torch.complex128, generator=torch.Generator().manual_seed(1), requires_grad=True)
-    a = Ensemble(PureState(raw[:, :2] / torch.linalg.vector_norm(raw[:, :2], dim=-1, keepdim=True)))
-    b = Ensemble(PureState(raw[:, 2:] / torch.linalg.vector_norm(raw[:, 2:], dim=-1, keepdim=True)))
-    assert _low_rank_difference(a, b) is None                                 # QR's backward is not used
-    assert low_rank_trace_distance(a, b) is not None                          # the analytic backward instead
-    trace_distance(a, b).sum().backward()
-    assert raw.grad is not None and torch.isfinite(raw.grad).all()
+
+    def sides(raw):
+        words = raw / torch.linalg.vector_norm(raw, dim=-1, keepdim=True)
+        return Ensemble(PureState(words[:, :2])), Ensemble(PureState(words[:, 2:]))
+
+    value = trace_distance(*sides(raw))
+    assert type(value.grad_fn).__name__ == f"{_TraceDistance.__name__}Backward"    # the analytic backward
     with torch.no_grad():
-        assert _low_rank_difference(a, b) is not None
+        assert torch.equal(value, trace_distance(*sides(raw)))
+    grad, = torch.autograd.grad(value.sum(), raw)
+    dense, = torch.autograd.grad(trace_distance(*(x.dense() for x in sides(raw))).sum(), raw)
+    assert torch.isfinite(grad).all()
+    assert_allclose(grad, dense, atol=1e-10)
 
 
 @pytest.mark.parametrize("fn", [relative_entropy, quantum_jensen_shannon_divergence])
