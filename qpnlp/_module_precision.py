@@ -27,6 +27,7 @@ first-class objects of :mod:`qpnlp.hilbert` and :mod:`qpnlp.measurement`.
 from __future__ import annotations
 
 import torch
+from torch.nn.utils import parametrize
 
 from qpnlp.hilbert._widen import orthonormal_columns
 
@@ -133,6 +134,19 @@ def widen_orthogonal_base(module: torch.nn.Module) -> None:
     (``qpnlp.hilbert._widen.orthonormal_columns``) moves :math:`W_0` by that much only and leaves it unitary to
     float64's round-off (a base further off is kept).
     """
-    parametrization = module.parametrizations.weight[0]
+    parametrization = orthogonal_parametrization(module)
     with torch.no_grad():
         parametrization.base = orthonormal_columns(parametrization.base)
+
+
+def orthogonal_parametrization(module: torch.nn.Module) -> torch.nn.Module | None:
+    r"""The ``orthogonal`` parametrisation of ``module.weight`` that holds a base :math:`W_0` (its ``base``
+    buffer, :func:`widen_orthogonal_base`), or None: no parametrised weight, another parametrisation (the
+    ``"skew_expm"`` exponential), or an orthogonal one without a base (``use_trivialization=False``).
+
+    Found through torch's public API (``parametrize.is_parametrized`` and the documented
+    ``module.parametrizations.weight[0].base``), not by the class, which torch keeps private (``_Orthogonal``)."""
+    if not parametrize.is_parametrized(module, "weight"):
+        return None
+    parametrization = module.parametrizations.weight[0]
+    return parametrization if isinstance(getattr(parametrization, "base", None), torch.Tensor) else None

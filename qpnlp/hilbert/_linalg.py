@@ -230,12 +230,11 @@ def none_subnormal(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
     return r.numel() == 0 or float(r.detach().amin()) >= torch.finfo(r.dtype).tiny            # NaN: False
 
 
-def none_subnormal_nonzero(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
-    """:func:`none_subnormal` with 0 allowed: no real modulus of ``r`` in (0, ``finfo.tiny``), where torch's complex
-    ``sgn`` gives NaN (it gives 0 at 0). One reduction when no modulus is below tiny; the mask only when some is."""
-    if none_subnormal(r, *tensors):
-        return True
-    return _values_readable(r, *tensors) and not bool(((r > 0) & (r < torch.finfo(r.dtype).tiny)).any())
+def _none_nonzero_subnormal(r: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """No real modulus of ``r`` in (0, ``finfo.tiny``), where torch's complex ``sgn`` gives NaN (it gives 0 at 0),
+    read from the mask (:func:`none_needs_the_second_pass`). :func:`modulus_checked` asks it only after
+    :func:`none_subnormal` (one reduction, the answer where no modulus is below tiny) said False."""
+    return none_needs_the_second_pass((r > 0) & (r < torch.finfo(r.dtype).tiny), r, *tensors)
 
 
 def none_above(x: torch.Tensor, bound: float) -> bool:
@@ -404,14 +403,23 @@ def modulus(z: torch.Tensor) -> torch.Tensor:
     gradient is NaN, this one :math:`z/|z|` (:class:`_Modulus`). A real ``z`` gives ``z.abs()``. Where no modulus
     is subnormal (on the CPU, outside torch.compile and vmap) the graph records torch's own ``abs``.
     """
+    return modulus_checked(z)[0]
+
+
+def modulus_checked(z: torch.Tensor) -> tuple[torch.Tensor, bool | None]:
+    r""":func:`modulus` ``r`` of ``z`` ``(...)`` and :func:`none_subnormal` ``(r, z)`` where choosing r's graph
+    answered it (complex ``z`` with gradients on), else None: a caller that needs the answer too (modReLU) reads
+    it here instead of a second reduction over r; with None it runs :func:`none_subnormal` itself."""
     if not z.is_complex() or not torch.is_grad_enabled():     # no graph: torch's abs, without the Function's call
-        return z.abs()
-    if torch.compiler.is_compiling():
-        return _Modulus.apply(z)
+        return z.abs(), None
+    if torch.compiler.is_compiling():                         # none_subnormal is False here: no values to read
+        return _Modulus.apply(z), False
     r = z.abs()
     # torch's own gradient where it is finite: one reduction instead of the Function's Python forward and backward
     # (on the CPU about 50 us a call, 4% of a complex-order FastText step).
-    return r if none_subnormal_nonzero(r, z) else _ModulusWithJvp.apply(z)
+    if none_subnormal(r, z):
+        return r, True
+    return (r if _none_nonzero_subnormal(r, z) else _ModulusWithJvp.apply(z)), False
 
 
 def modulus_phase(z: torch.Tensor, r: torch.Tensor) -> torch.Tensor:

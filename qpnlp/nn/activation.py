@@ -42,7 +42,7 @@ from torch import Tensor, nn
 
 from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
-from qpnlp.hilbert._linalg import modulus, none_subnormal, unit_phases
+from qpnlp.hilbert._linalg import modulus, modulus_checked, none_subnormal, unit_phases
 
 from ._checks import check_int, check_real
 
@@ -162,13 +162,14 @@ def modrelu(z: Tensor, b: float | Tensor = 0.0, *, scale_first: bool = False) ->
     _check_bias(b, z)
     if scale_first:
         V.check_tensor("z", z)
-        return _modrelu_scale_first(z, modulus(z), b)
+        return _modrelu_scale_first(z, *modulus_checked(z), b)
     _check_complex(z)
-    return _modrelu_phase_first(z, modulus(z), b)
+    return _modrelu_phase_first(z, *modulus_checked(z), b)
 
 
-def _modrelu_phase_first(z: Tensor, r: Tensor, b: float | Tensor) -> Tensor:
-    """``relu(r + b) * (z / r)`` for complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0.
+def _modrelu_phase_first(z: Tensor, r: Tensor, ordinary: bool | None, b: float | Tensor) -> Tensor:
+    """``relu(r + b) * (z / r)`` for complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0; ``ordinary`` is
+    :func:`~qpnlp.hilbert._linalg.none_subnormal` of r where :func:`modulus_checked` read it (None: read here).
 
     Real divisions, since torch's complex division returns NaN for subnormal divisors; where r is subnormal the
     quotient is divided by its own modulus as well (``unit_phases``: r holds few bits there). A dead unit (amplitude
@@ -181,22 +182,23 @@ def _modrelu_phase_first(z: Tensor, r: Tensor, b: float | Tensor) -> Tensor:
     live = positive & (amplitude > 0)
     r_safe = torch.where(live, r, torch.ones_like(r))
     phase = torch.complex(z.real / r_safe, z.imag / r_safe) * positive
-    if none_subnormal(r, z):                                        # the CPU without a subnormal r: one test
+    if none_subnormal(r, z) if ordinary is None else ordinary:      # the CPU without a subnormal r: one test
         return amplitude * phase
     return amplitude * unit_phases(phase, live & (r < torch.finfo(r.dtype).tiny))
 
 
-def _modrelu_scale_first(z: Tensor, r: Tensor, b: float | Tensor) -> Tensor:
-    """``z * (relu(r + b) / r)`` for real or complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0.
+def _modrelu_scale_first(z: Tensor, r: Tensor, ordinary: bool | None, b: float | Tensor) -> Tensor:
+    """``z * (relu(r + b) / r)`` for real or complex ``z`` and its modulus ``r`` (``(...)``), 0 at z = 0; ``ordinary``
+    as in :func:`_modrelu_phase_first`.
 
     Where r is subnormal and the unit live, the quotient overflowed (inf, and NaN at a zero part): there the phase
     comes first (:func:`_modrelu_phase_first`; ``sign(z)`` for real ``z``), elsewhere the same bits.
     """
     positive = r > 0                        # the mask makes the gradient at z = 0 zero; other values: same bits
     scaled = z * (torch.relu(r + b) / torch.where(positive, r, torch.ones_like(r)) * positive)
-    if none_subnormal(r, z):
+    if none_subnormal(r, z) if ordinary is None else ordinary:
         return scaled
-    first = _modrelu_phase_first(z, r, b) if z.is_complex() else torch.sign(z) * torch.relu(r + b)
+    first = _modrelu_phase_first(z, r, False, b) if z.is_complex() else torch.sign(z) * torch.relu(r + b)
     return torch.where(positive & (r < torch.finfo(r.dtype).tiny), first, scaled)
 
 

@@ -14,12 +14,11 @@ import warnings
 import pytest
 import torch
 from torch import nn
-from torch.nn.utils import parametrizations
 
 import qpnlp.measurement
 import qpnlp.nn
 from qpnlp import nn as qn
-from qpnlp._module_precision import ComplexPrecisionMixin
+from qpnlp._module_precision import ComplexPrecisionMixin, orthogonal_parametrization
 from qpnlp.hilbert import tolerance
 from qpnlp.measurement import POVMMeasurement, ProjectiveMeasurement
 
@@ -110,24 +109,48 @@ def _outputs(result) -> list[torch.Tensor]:
 
 def _orthogonal_bases(module) -> set[str]:
     """Names of the bases :math:`W_0` of the module's torch ``orthogonal`` parametrisations, :math:`W = W_0 Q(A)`
-    (an orthonormal ProjectiveMeasurement, a POVMMeasurement, a StateTransition ``"expm"`` / ``"cayley"``)."""
-    return {f"{name}.base" for name, sub in module.named_modules()
-            if isinstance(sub, parametrizations._Orthogonal) and getattr(sub, "base", None) is not None}
+    (an orthonormal ProjectiveMeasurement, a POVMMeasurement, a StateTransition ``"expm"`` / ``"cayley"``), found
+    as the library finds the one it widens (``qpnlp._module_precision.orthogonal_parametrization``)."""
+    found = {id(p) for sub in module.modules() if (p := orthogonal_parametrization(sub)) is not None}
+    return {f"{name}.base" for name, sub in module.named_modules() if id(sub) in found}
+
+
+#: The cases that hold torch ``orthogonal`` parametrisations with a base, and the bases' names (others: none).
+ORTHOGONAL_BASES = {**{case: {"parametrizations.weight.0.base"} for case in (
+                        "StateTransition expm", "StateTransition cayley", "ProjectiveMeasurement orthonormal",
+                        "POVMMeasurement", "POVMMeasurement square")},
+                    "CGRNNCell": {"transition.parametrizations.weight.0.base"},
+                    "CGRNN": {"cell.transition.parametrizations.weight.0.base"}}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_orthogonal_bases_are_found_without_torchs_private_class(case):
+    """:func:`_orthogonal_bases` found the bases by torch's private ``parametrizations._Orthogonal``; it asks the
+    library's :func:`~qpnlp._module_precision.orthogonal_parametrization` (public torch API) now, and finds the
+    same bases: those of every orthogonal parametrisation, none where a module has none (``"skew_expm"``'s
+    exponential, ``"cayley_step"``, a plain weight)."""
+    module = CASES[case][0](torch.Generator().manual_seed(0))
+    assert _orthogonal_bases(module) == ORTHOGONAL_BASES.get(case, set())
+    assert orthogonal_parametrization(qn.StateTransition(3, "skew_expm")) is None
 
 
 def _unitarity_error(base: torch.Tensor) -> float:
-    """max |W_0^dagger W_0 - I| of a square base."""
+    """max |W_0^dagger W_0 - I| of a square base (or a ``"cayley_step"`` weight)."""
+    base = base.detach()                        # a parameter (the "cayley_step" weight): no scalar-of-grad warning
     return float((base.mH @ base - torch.eye(base.shape[-1], dtype=base.dtype)).abs().amax())
 
 
 def _assert_moved(module, before: dict[str, torch.Tensor], real: torch.dtype) -> None:
     """Every complex tensor still complex, every tensor at precision ``real``, the dtype a layer remembers moved
     with them, and the values those of ``before``: exact (float32 values are float64 values) for every tensor but
-    the bases of the registered orthogonal / unitary parametrisations (:func:`_orthogonal_bases`). Those are
-    re-orthonormalised when the move widens them (as Projector and SememeBasis are): after ``double()`` unitary to
-    float64's round-off (max |W_0^dagger W_0 - I| < 1e-14), and both ways within float32's tolerance of the
-    single-precision values (a round trip gives them back to float32's round-off, not bit for bit)."""
-    after, bases = _tensors(module), _orthogonal_bases(module)
+    the bases of the registered orthogonal / unitary parametrisations (:func:`_orthogonal_bases`) and the plain
+    unitary weight of a ``"cayley_step"`` StateTransition. Those are re-orthonormalised when the move widens them
+    (as Projector and SememeBasis are): after ``double()`` unitary to float64's round-off (max |W_0^dagger W_0 - I|
+    < 1e-14), and both ways within float32's tolerance of the single-precision values (a round trip gives them
+    back to float32's round-off, not bit for bit)."""
+    after = _tensors(module)
+    bases = _orthogonal_bases(module) | {f"{name}.weight".lstrip(".") for name, sub in module.named_modules()
+                                         if isinstance(sub, qn.StateTransition) and sub.mode == "cayley_step"}
     assert after.keys() == before.keys()
     for name, t in after.items():
         old = before[name]
