@@ -45,3 +45,20 @@ def resolve_device(value: str | torch.device, *, available: bool = True, cpu: st
     if available and device.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"{str(value)!r} requested but MPS is not available on this machine")
     return device
+
+
+def with_current_index(device: torch.device) -> torch.device:
+    """``device`` with its index named: a bare ``cuda`` becomes ``cuda:N``, ``N`` the calling thread's current CUDA
+    device; other devices are returned as they are.
+
+    The current CUDA device is the calling thread's own (``cudaSetDevice``): ``torch.cuda.set_device`` in the main
+    thread (``qpnlp.word2fun.distributed.setup``: process ``LOCAL_RANK``'s GPU) leaves a thread it starts on
+    ``cuda:0``, where a bare ``cuda`` would put that thread's tensors. A training whose threads make tensors
+    (Word2Fun's drawing thread, its hogwild workers) names the index in the thread that set it.
+
+    >>> with_current_index(torch.device("cpu"))
+    device(type='cpu')
+    """
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device

@@ -59,7 +59,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import FLOAT32_MAX, checked_copy, runaway_limit
-from qpnlp._device import resolve_device
+from qpnlp._device import resolve_device, with_current_index
 from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
@@ -322,7 +322,9 @@ def train_source(model, source, counts: np.ndarray, config: TrainConfig | None =
     start_epoch : int, default 0
         The first epoch to train (a resumed run's); the learning rate decays as if the earlier ones were trained.
     rng : numpy.random.Generator, optional
-        Draws the pairs and the subsampling; None: seeded with ``config.seed``.
+        Draws the pairs and the subsampling; None: seeded with ``config.seed``. A copy draws them, on the drawing
+        thread, up to an epoch ahead; ``rng`` takes the copy's state at each epoch's end (before ``on_epoch``), so
+        what an ``on_epoch`` draws from it does not reach later epochs.
     generators : list of torch.Generator, optional
         Draw the negatives, one per hogwild worker, on the training device; None: seeded from ``config.seed``
         (``negative_seeds`` of the first process).
@@ -352,7 +354,7 @@ def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, pr
     with fail_together("preparing its training", together=sync is not None):
         cfg = _resolved_config(config, model)
         _check_frozen(model)
-        dev = resolve_device(cfg.device)
+        dev = with_current_index(resolve_device(cfg.device))   # "cuda" is cuda:0 in the threads it starts
         model.to(dev)
         rng = rng if rng is not None else np.random.default_rng(cfg.seed)
         gens = generators or _default_generators(cfg, dev)

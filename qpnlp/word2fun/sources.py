@@ -12,7 +12,8 @@ with the fraction of the epoch's tokens done, whichever the source.
 * :class:`StreamSource` reads a :class:`~qpnlp.data.timestamped.TsvStream` from
   disk on every pass and encodes it in chunks of about ``chunk_tokens`` tokens
   (and at most ``chunk_tokens`` documents), so memory is bounded by the chunk,
-  not the corpus.
+  not the corpus (the loop holds about two: one trained while its drawing thread
+  prepares the next, and at most 16 runs of batches between them).
 
 The chunks of a stream, concatenated, are the in-memory encoding's documents with a token
 (:meth:`~qpnlp.data.timestamped.TimestampedCorpus.encode`), each whole in one chunk; a stream that fits in

@@ -121,6 +121,8 @@ def failing_runs(folder: str, out: str, checkpoint: str) -> None:
     run("options", lambda: fit(corpus, TrainConfig(epochs=1), dim=4 if r == 0 else 0, min_count=1))
     run("batches", lambda: fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1),
         [(loop, "_run_batches", fail)] if r == 1 else [])
+    run("drawing", lambda: fit(corpus, TrainConfig(epochs=1), dim=4, min_count=1),    # on the drawing thread
+        [(loop, "iter_centre_runs", fail)] if r == 1 else [])
     run("Ctrl-C in batches", ctrl_c, [(loop, "_run_batches", interrupted if r == 1 else slow)])
     run("checkpoint", lambda: fit(corpus, TrainConfig(epochs=1), **opts),
         [(KeyedVectors, "save_pretrained", fail)] if r == 0 else [])

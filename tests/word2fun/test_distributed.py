@@ -217,10 +217,11 @@ def test_processes_given_the_files_in_another_order_are_refused(tmp_path, tiny_d
 
 def test_a_process_that_fails_alone_fails_every_process_at_once(tmp_path):
     """One process fails between two collectives (a missing file, a bad line of its shard, other options, its
-    batches, writing or putting back the checkpoint, on_epoch) and catches its error, as a program calling
-    shutdown() does: the other process waited for it in the next collective until the group's timeout (30 min),
-    or, where it exited, failed with only "Connection closed by peer"; now every process raises at once, the
-    failing one its own error, the others one naming it, and the group stays usable (shutdown() passes)."""
+    batches, drawing its pairs on the drawing thread, writing or putting back the checkpoint, on_epoch) and catches
+    its error, as a program calling shutdown() does: the other process waited for it in the next collective until
+    the group's timeout (30 min), or, where it exited, failed with only "Connection closed by peer"; now every
+    process raises at once, the failing one its own error, the others one naming it, and the group stays usable
+    (shutdown() passes)."""
     import json
 
     good = "".join(f"{1900 + i % 20}\twar peace trade army navy\n" for i in range(300))
@@ -234,6 +235,7 @@ def test_a_process_that_fails_alone_fails_every_process_at_once(tmp_path):
                             "counting its shard of the corpus"),
                "options": (1, "ValueError: dim must be >= 1; got 0", "preparing its model and its shard"),
                "batches": (1, "OSError: [Errno 28] No space left on device", "training its batches"),
+               "drawing": (1, "OSError: [Errno 28] No space left on device", "training its batches"),
                "checkpoint": (0, "OSError: [Errno 28] No space left on device", f"writing the checkpoint {ck}"),
                "on_epoch": (1, "KeyboardInterrupt", "in on_epoch after epoch 1"),
                "Ctrl-C in batches": (1, "KeyboardInterrupt", "training its batches"),

@@ -96,3 +96,104 @@ def test_no_thread_draws_pairs_once_a_run_has_raised_between_epochs(make, worker
         time.sleep(0.05)
         left = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
     assert left == []
+
+
+def test_a_ctrl_c_while_a_chunk_is_drawn_returns_once_the_drawing_thread_has_stopped(make, monkeypatch):
+    """Ctrl-C in the training thread while the drawing thread is in the middle of a chunk (here asleep in it): the
+    call raises only once that thread has ended, and nothing is drawn after it."""
+    drawing, drawn, real_runs, real_epoch = threading.Event(), [], loop._epoch_runs, loop._one_epoch
+
+    def slow_runs(*args):
+        for i, run in enumerate(real_runs(*args)):
+            if i == 2:
+                drawing.set()
+                time.sleep(0.5)
+            drawn.append(i)
+            yield run
+
+    def interrupted(stream, rng):
+        for i, run in enumerate(real_epoch(stream, rng)):
+            if i == 1:
+                assert drawing.wait(5.0)
+                raise KeyboardInterrupt
+            yield run
+
+    monkeypatch.setattr(loop, "_epoch_runs", slow_runs)
+    monkeypatch.setattr(loop, "_one_epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _train(make)
+    seen = len(drawn)
+    assert seen >= 3, "the call returned while the drawing thread was still in its chunk"
+    time.sleep(0.3)
+    assert len(drawn) == seen, "the drawing thread drew on after the call had returned"
+
+
+def test_the_drawing_thread_holds_about_two_chunks_however_many_the_epochs_have(make, monkeypatch):
+    """The bound of ``docs/word2fun-at-scale.md``: the chunk trained and the next, drawn ahead (chunks of 18 runs
+    or more, so that the 16 runs kept ready hold one chunk at most), not every chunk of the epochs ahead: nine
+    chunks (three epochs of three), each chunk's tensors counted from their making to their release."""
+    import weakref
+
+    alive, peak, runs, real_runs, real_epoch = set(), [0], {}, loop.iter_centre_runs, loop._one_epoch
+
+    def counted(*args, **kwargs):
+        for run in real_runs(*args, **kwargs):
+            key = id(run.words)
+            if key not in alive:
+                alive.add(key)
+                weakref.finalize(run.words, alive.discard, key)
+            peak[0], runs[key] = max(peak[0], len(alive)), runs.get(key, 0) + 1
+            yield run
+
+    def slow(stream, rng):           # the drawing thread fills its queue
+        for run in real_epoch(stream, rng):
+            time.sleep(0.001)
+            yield run
+
+    monkeypatch.setattr(loop, "iter_centre_runs", counted)
+    monkeypatch.setattr(loop, "_one_epoch", slow)
+    _train(make, config=replace(CFG, sample=0.0))
+    assert len(runs) == 9 and min(runs.values()) >= 18
+    assert 1 <= peak[0] <= 3
+
+
+class _MovedTo(Exception):
+    """Raised by a model's ``to`` in place of moving it: the device the loop trains on."""
+
+
+def test_a_bare_cuda_device_is_the_calling_threads_gpu_in_the_threads_the_loop_starts(make, monkeypatch):
+    """The current CUDA device is each thread's own: ``distributed.setup`` sets process ``LOCAL_RANK``'s in the main
+    thread, and the drawing thread (and a hogwild worker), on ``cuda:0``, made a bare ``"cuda"``'s pairs there, beside
+    a model on ``cuda:LOCAL_RANK`` (a process but the first of a run on several GPUs failed in its first step). The
+    loop trains on ``cuda:N``, ``N`` the calling thread's device, which every thread it starts reads the same."""
+    from qpnlp import _device
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert _device.with_current_index(torch.device("cuda")) == torch.device("cuda", 3)
+    assert _device.with_current_index(torch.device("cuda", 1)) == torch.device("cuda", 1)
+    assert _device.with_current_index(torch.device("cpu")) == torch.device("cpu")
+    monkeypatch.setattr(loop, "resolve_device", lambda value: torch.device("cuda"))    # no GPU needed
+    model = make(50, 8, family="IV")
+
+    def moved_to(device):
+        raise _MovedTo(device)
+
+    monkeypatch.setattr(model, "to", moved_to)
+    source, counts = _source()
+    with pytest.raises(_MovedTo) as moved:
+        loop.train_source(model, source, counts, CFG)
+    assert moved.value.args[0] == torch.device("cuda", 3)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_a_run_on_the_second_gpu_by_set_device_trains_there(make):
+    """What ``distributed.setup`` does in process 1 of a node of GPUs: ``set_device(1)``, then ``device="cuda"``."""
+    previous = torch.cuda.current_device()
+    torch.cuda.set_device(1)
+    try:
+        source, counts = _source()
+        model = make(50, 8, family="IV")
+        loop.train_source(model, source, counts, replace(CFG, device="cuda", epochs=1))
+        assert {p.device for p in model.parameters()} == {torch.device("cuda", 1)}
+    finally:
+        torch.cuda.set_device(previous)
