@@ -57,8 +57,11 @@ from qpnlp.data.skipgram import keep_probabilities
 
 __all__ = ["STEP_CENTRE_LR_AT_CHANGE_POINTS", "STEP_RATE_AT_CHANGE_POINTS", "context_sketch_sums", "best_splits", "initial_step_centres"]
 
-#: Tokens per block of the sketch pass (bounds its memory at ``BLOCK_TOKENS x m`` floats).
-BLOCK_TOKENS = 1 << 20
+#: Tokens per block of the sketch pass (bounds its memory at ``BLOCK_TOKENS x m`` floats). Small: with 2^20 a block
+#: made about 350 MiB of transient tensors (float64 prefix sums and their two gathers, m = 16), and glibc kept part
+#: of each chunk's in its heap, so the peak grew with the corpus (a streamed 1M-token pass 590 MiB, 10M tokens 920
+#: MiB; 2^14: 280 and 287 MiB, and faster, the block in cache; the same sums bit for bit).
+BLOCK_TOKENS = 1 << 14
 #: Initial rate :math:`k_u` of the steps that start at the change points: a 10-90% rise over 0.15 of the span
 #: (mid-span starts use :data:`~qpnlp.word2fun.model.STEP_RATE_INIT`, 10, a rise over 0.44: a slow step reaches
 #: further from a centre that may be far from the switch). Selected on the drift benchmark's selection seeds

@@ -110,6 +110,19 @@ def test_the_sketch_pass_of_a_corpus_in_memory_holds_a_block_not_the_corpus(monk
     assert int(counts.sum()) == n
 
 
+def test_the_sketch_pass_makes_no_tensor_larger_than_a_block_of_the_default_size(largest_tensor):
+    """With 2^20 tokens a block (the default until 2026-12-02) a chunk of 200k tokens was one block, and its float64
+    prefix sums and their gathers (n, m) tensors of the whole chunk: about 350 MiB at 1M tokens, which glibc left
+    in its heap chunk after chunk (a streamed pass's peak grew with the corpus)."""
+    n, dim = 200_000, 16
+    rng = np.random.default_rng(0)
+    source = ArraySource(rng.integers(0, 50, n), np.repeat(np.arange(n // 100), 100), np.linspace(1900, 2000, n // 100))
+    with largest_tensor() as seen:
+        _, counts = cp.context_sketch_sums(source, 50, np.ones(50), 1900.0, 2000.0, bins=4, dim=dim)
+    assert int(counts.sum()) == n
+    assert seen.largest <= (cp.BLOCK_TOKENS + 16) * dim < n * dim      # (n, m): the chunk
+
+
 def test_the_split_finds_the_switch_of_a_word_and_skips_rare_words():
     source = _source()
     sums, counts = cp.context_sketch_sums(source, 10, np.ones(10), 1900.0, 2000.0, window=4, bins=20, dim=16)
