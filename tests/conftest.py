@@ -135,6 +135,32 @@ class _LargestTensor:
         return Mode()
 
 
+class _DispatchedOps:
+    """A dispatch mode noting the name of every torch op run inside (``.names``: ``func.__name__``, e.g.
+    ``"amin.default"``)."""
+
+    def __new__(cls):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Mode(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.names = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                self.names.append(func.__name__)
+                return func(*args, **(kwargs or {}))
+
+        return Mode()
+
+
+@pytest.fixture
+def dispatched_ops():
+    """``with dispatched_ops() as ops: ...``, then ``ops.names``: the torch ops run inside, by name
+    (``"aminmax.default"``)."""
+    return _DispatchedOps
+
+
 @pytest.fixture
 def largest_tensor():
     """``with largest_tensor() as seen: ...``, then ``seen.largest``: the most entries of a tensor made inside."""

@@ -130,24 +130,6 @@ def test_distances_of_ensembles_hold_one_slice_of_the_stacked_factor(distance, o
     assert_close(value, expected, rtol=0, atol=1e-13)
 
 
-def _dispatched_ops(call) -> list[str]:
-    """The torch ops ``call()`` dispatches, by name."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Ops() as mode:
-        call()
-    return mode.names
-
-
 @pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
 def test_the_dense_matrix_of_an_ensemble_hands_bmm_no_conjugate_view(dtype):
     """``weighted.mT @ states.conj()`` held the weighted states and, the conjugate operand of bmm, a copy of the
@@ -175,7 +157,7 @@ def test_the_dense_matrix_of_an_ensemble_hands_bmm_no_conjugate_view(dtype):
 
 
 @pytest.mark.parametrize("batch", [(), (32,)])
-def test_the_gram_matrix_of_a_small_ensemble_costs_what_the_factors_product_did(batch):
+def test_the_gram_matrix_of_a_small_ensemble_costs_what_the_factors_product_did(batch, dispatched_ops):
     """Small inputs: ``overlaps`` went through ``einsum`` also for equal batch shapes (its operands permuted and
     viewed around one ``bmm``) and ``scaled_overlaps(a, p, a, p)`` took the roots of p twice, so ``Ensemble.gram`` of
     3 states in C^8 dispatched 32 torch ops, 41 us against 15 us for ``f.mH @ f`` of the factor (13 ops); now ``@``
@@ -184,9 +166,13 @@ def test_the_gram_matrix_of_a_small_ensemble_costs_what_the_factors_product_did(
     from qpnlp.hilbert._linalg import hermitian_part
 
     mix = _batch(torch.complex64, batch=batch, n=3, d=8)
-    ops = _dispatched_ops(mix.gram)
-    factors_product = _dispatched_ops(lambda: (lambda f: hermitian_part(f.mH @ f))(mix.factor()))
-    assert len(ops) <= len(factors_product) + 1 and ops.count("aten.sqrt.default") == 1, (ops, factors_product)
+    with dispatched_ops() as gram:
+        mix.gram()
+    with dispatched_ops() as product:
+        f = mix.factor()
+        hermitian_part(f.mH @ f)
+    ops, factors_product = gram.names, product.names
+    assert len(ops) <= len(factors_product) + 1 and ops.count("sqrt.default") == 1, (ops, factors_product)
     factor = mix.factor()
     assert_close(mix.gram(), factor.mH @ factor, rtol=0, atol=5e-7)
 

@@ -158,22 +158,11 @@ def test_modrelu_scale_first_has_the_zero_gradient_at_zero(cdtype, device):
     assert torch.equal(modrelu(z, bias, scale_first=True), z * (torch.relu(r + bias) / r))   # values: the same bits
 
 @pytest.mark.parametrize("scale_first", [False, True])
-def test_modrelu_reads_the_moduli_once_where_modulus_has_checked_them(scale_first):
+def test_modrelu_reads_the_moduli_once_where_modulus_has_checked_them(scale_first, dispatched_ops):
     """With gradients on, :func:`~qpnlp.hilbert._linalg.modulus` takes one ``amin`` over the moduli (is one below
     ``finfo.tiny``?) to choose its graph, and modReLU took a second over the same moduli for the same question;
     it reads modulus's answer now (one ``amin``), zero moduli and a subnormal one included, without gradients
     (no check in modulus) too; values and gradients are unchanged (the subnormal tests in tests/hilbert)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.__name__)
-            return func(*args, **(kwargs or {}))
-
     z = torch.randn(4, 8, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
     zero, tiny = z.clone(), z.clone()
     zero[1, 2] = 0
@@ -181,7 +170,7 @@ def test_modrelu_reads_the_moduli_once_where_modulus_has_checked_them(scale_firs
     b = torch.linspace(-1, 1, 8)
     for entries in (z, zero, tiny):
         for grad in (True, False):
-            with torch.set_grad_enabled(grad), Ops() as ops:
+            with torch.set_grad_enabled(grad), dispatched_ops() as ops:
                 modrelu(entries.clone().requires_grad_(grad), b, scale_first=scale_first)
             assert ops.names.count("amin.default") == 1, (grad, ops.names)
 

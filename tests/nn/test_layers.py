@@ -186,29 +186,18 @@ def _reference(norm, z):
                            for part, p in ((z.real, norm.norm_re), (z.imag, norm.norm_im))))
 
 
-def test_part_layer_norm_of_ordinary_inputs_runs_torchs_layer_norm_alone():
+def test_part_layer_norm_of_ordinary_inputs_runs_torchs_layer_norm_alone(dispatched_ops):
     """On the CPU an input below 2^44 goes to torch's layer_norm as it is, after one ``aminmax`` over both parts:
     the per-row scales (abs, amax, log2, floor, exp2, a product over the input) ran for every input, four times per
     complex-order Transformer step. An input with a large entry still takes them (and stays finite)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.names = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.names.append(func.__name__)
-            return func(*args, **(kwargs or {}))
-
     norm = _layer_norm_with_affine(8, torch.complex64)
     z = torch.randn(4, 8, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
-    with Ops() as ops:
+    with dispatched_ops() as ops:
         norm(z)
     assert ops.names.count("aminmax.default") == 1 and "amax.default" not in ops.names, ops.names
     large = z.clone()
     large[2, 3] = 1e30
-    with Ops() as ops:
+    with dispatched_ops() as ops:
         out = norm(large)
     assert ops.names.count("amax.default") == 2 and torch.isfinite(torch.view_as_real(out)).all()
 
