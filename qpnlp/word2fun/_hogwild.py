@@ -62,14 +62,13 @@ def prefetch(batches, stop: threading.Event, depth: int = 16) -> tuple[Iterator,
     return consume(), ended
 
 
-def run_workers(task: Callable[[int], object], n: int, stop: threading.Event,
-                produced: threading.Event | None = None) -> list:
+def run_workers(task: Callable[[int], object], n: int, stop: threading.Event) -> list:
     """``task(w)`` for ``w`` in ``range(n)``, each in a thread of its own; their results, or the error each raised.
 
     The threads start working once all have started (a worker that Ctrl-C cut short in ``start()`` sees ``stop``
-    and ends); a worker that fails sets ``stop``, so the others and the producer of their stream give up.  The call
-    returns, or raises (Ctrl-C), only once every started thread and the producer of their stream (``produced``,
-    the event of :func:`prefetch`, if given) have ended: none trains the model on after it.
+    and ends); a worker that fails sets ``stop``, so the others give up (the caller stops the producer of their
+    stream, and awaits it).  The call returns, or raises (Ctrl-C), only once every started thread has ended: none
+    trains the model on after it.
     """
     out: list = [None] * n
     go, ended = threading.Event(), [threading.Event() for _ in range(n)]
@@ -97,6 +96,6 @@ def run_workers(task: Callable[[int], object], n: int, stop: threading.Event,
         go.set()
         # Ctrl-C too waits for the threads to end: none trains the model on after the call has raised. Events, not
         # join: a join that Ctrl-C interrupted takes its running thread for ended (Python < 3.13, bpo-45274).
-        for event in (*ended[:started], *([] if produced is None else [produced])):
+        for event in ended[:started]:
             event.wait()
     return out

@@ -215,8 +215,8 @@ def _train_run(step, run: CentreRun, sampler, gen, cfg, lrs: list[float], weight
 
 def _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights=(None, None),
                             progress=None) -> tuple[torch.Tensor, int]:
-    """Hogwild: ``len(gens)`` threads share the model and the stream ``runs`` (taken under a lock; the epoch's
-    stream is prefetched by :func:`_train_epoch`), started and awaited by
+    """Hogwild: ``len(gens)`` threads share the model and the stream ``runs`` (taken under a lock; drawn ahead by
+    the thread that ``_train_checked`` starts), started and awaited by
     :func:`~qpnlp.word2fun._hogwild.run_workers`; once a worker has failed the others take no more runs.
 
     Like word2vec's threads, concurrent updates of the same rows are not
