@@ -135,11 +135,11 @@ def test_the_drawing_thread_holds_about_two_chunks_however_many_the_epochs_have(
     import weakref
 
     alive, peak, runs, real_runs, real_epoch = set(), [0], {}, loop.iter_centre_runs, loop._one_epoch
-
     def counted(*args, **kwargs):
         for run in real_runs(*args, **kwargs):
-            key = id(run.words)
-            if key not in alive:
+            key = getattr(run.words, "chunk_number", None)    # not id(): a freed chunk's id is reused
+            if key is None:
+                key = run.words.chunk_number = len(runs)
                 alive.add(key)
                 weakref.finalize(run.words, alive.discard, key)
             peak[0], runs[key] = max(peak[0], len(alive)), runs.get(key, 0) + 1
