@@ -28,6 +28,7 @@ from qpnlp._repr import record_repr
 from . import _validation as V
 from ._composite import partial_trace
 from ._entropy import _xlogx, log_base, von_neumann_entropy
+from ._linalg import decompose
 from ._operands import as_density_tensor
 from ._states import PureState
 
@@ -99,7 +100,7 @@ def schmidt_decomposition(state, dims: Sequence[int]) -> SchmidtDecomposition:
     """
     data = state.data if isinstance(state, PureState) else PureState(state).data
     da, db = _dims(dims, data.shape[-1])
-    u, c, wh = torch.linalg.svd(data.reshape(*data.shape[:-1], da, db), full_matrices=False)
+    u, c, wh = decompose(torch.linalg.svd, data.reshape(*data.shape[:-1], da, db), full_matrices=False)
     return SchmidtDecomposition(c, PureState._trusted(data=u.mT), PureState._trusted(data=wh))
 
 
@@ -142,7 +143,7 @@ def partial_transpose(rho, dims: Sequence[int], subsystem: int = 1) -> torch.Ten
 def _trace_norm_of_partial_transpose(rho, dims: Sequence[int]) -> torch.Tensor:
     if isinstance(rho, PureState):
         return schmidt_decomposition(rho, dims).coefficients.sum(-1).square()
-    return torch.linalg.eigvalsh(partial_transpose(rho, dims)).abs().sum(-1)
+    return decompose(torch.linalg.eigvalsh, partial_transpose(rho, dims)).abs().sum(-1)
 
 
 def negativity(rho, dims: Sequence[int]) -> torch.Tensor:

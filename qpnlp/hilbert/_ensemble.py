@@ -8,7 +8,7 @@ from . import _mixture as M
 from . import _validation as V
 from . import _widen
 from ._batched import Batched
-from ._linalg import promote, squared_frobenius_norm
+from ._linalg import decompose, promote, squared_frobenius_norm
 from ._mixture import masked_softmax
 from ._states import DensityMatrix, PureState
 
@@ -149,5 +149,5 @@ class Ensemble(Batched):
     def eigvals(self) -> torch.Tensor:
         """The non-zero spectrum of rho (padded with zeros): real ``(..., min(n, d))``, ascending."""
         if self.num_states < self.dim:
-            return torch.linalg.eigvalsh(self.gram())
-        return torch.linalg.eigvalsh(self.dense().data)
+            return decompose(torch.linalg.eigvalsh, self.gram())
+        return decompose(torch.linalg.eigvalsh, self.dense().data)

@@ -26,7 +26,7 @@ from . import _mixture as M
 from . import _validation as V
 from ._contract import contract
 from ._ensemble import Ensemble
-from ._linalg import promote
+from ._linalg import decompose, promote
 from ._metrics import infidelity
 from ._operands import (as_density_tensor, check_pair, first_order_backward, first_order_only, members,
                         rank_tolerance, spectrum)
@@ -46,7 +46,10 @@ def log_base(base: float) -> float:
 
 
 def _xlogx(lam: torch.Tensor) -> torch.Tensor:
-    return torch.where(lam > 0, lam * torch.log(lam.clamp_min(torch.finfo(lam.dtype).tiny)), torch.zeros_like(lam))
+    r""":math:`\lambda\log\lambda` element-wise, 0 at :math:`\lambda \le 0`; NaN stays NaN (validation off: a NaN
+    state's spectrum, :func:`~qpnlp.hilbert._linalg.decompose`), never a plausible 0."""
+    kept = (lam > 0) | torch.isnan(lam)
+    return torch.where(kept, lam * torch.log(lam.clamp_min(torch.finfo(lam.dtype).tiny)), torch.zeros_like(lam))
 
 
 def von_neumann_entropy(rho, *, base: float = math.e) -> torch.Tensor:
@@ -154,11 +157,11 @@ def renyi_entropy(rho, alpha: float, *, base: float = math.e) -> torch.Tensor:
         value = -torch.log(lam.amax(-1))
     elif alpha == 0.0:
         rank = (lam > rank_tolerance(lam, lam.shape[-1])).sum(-1)
-        value = torch.log(rank.to(lam.dtype))
+        value = torch.where(torch.isnan(lam).any(-1), math.nan, torch.log(rank.to(lam.dtype)))    # NaN: no rank
     else:
         # below 1, lambda^alpha would turn round-off eigenvalues of a rank-deficient state (~eps) into
         # errors of eps^alpha; they are zero, as for alpha = 0
-        positive = lam > (rank_tolerance(lam, lam.shape[-1]) if alpha < 1 else 0)
+        positive = (lam > (rank_tolerance(lam, lam.shape[-1]) if alpha < 1 else 0)) | torch.isnan(lam)
         powers = torch.where(positive, torch.where(positive, lam, torch.ones_like(lam)) ** alpha,
                              torch.zeros_like(lam))
         value = torch.log(powers.sum(-1)) / (1.0 - alpha)
@@ -215,11 +218,12 @@ class _TraceLog(torch.autograd.Function):
 
     @staticmethod
     def forward(r, s, tol):
-        mu, vecs = torch.linalg.eigh(s)
+        mu, vecs = decompose(torch.linalg.eigh, s)
         populations = contract("...ak,...ab,...bk->...k", vecs.conj(), r, vecs).real
         log_mu = torch.log(mu.clamp_min(tol))
-        terms = torch.where(populations > tol, log_mu, torch.zeros_like(mu))
-        cross = torch.where(populations > tol, populations * log_mu, torch.zeros_like(mu)).sum(-1)
+        kept = (populations > tol) | torch.isnan(populations)        # a NaN sigma (validation off): NaN, not 0
+        terms = torch.where(kept, log_mu, torch.zeros_like(mu))
+        cross = torch.where(kept, populations * log_mu, torch.zeros_like(mu)).sum(-1)
         return cross, mu, populations, vecs, terms
 
     @staticmethod
@@ -369,11 +373,11 @@ def _factor_spectra(rho, sigma) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
         return None
     (a, p), (b, q) = members(rho), members(sigma)
     grams = scaled_overlaps(a, p, a, p), scaled_overlaps(b, q, b, q)
-    own = [spectrum(x) if isinstance(x, PureState) else torch.linalg.eigvalsh(g).clamp_min(0)
+    own = [spectrum(x) if isinstance(x, PureState) else decompose(torch.linalg.eigvalsh, g).clamp_min(0)
            for x, g in zip((rho, sigma), grams)]
     a, b = promote(a, b)
     aa, bb = (g if g.dtype == x.dtype else scaled_overlaps(x, w, x, w) for g, x, w in zip(grams, (a, b), (p, q)))
-    average = 0.5 * torch.linalg.eigvalsh(_average_gram(aa, scaled_overlaps(a, p, b, q), bb)).clamp_min(0)
+    average = 0.5 * decompose(torch.linalg.eigvalsh, _average_gram(aa, scaled_overlaps(a, p, b, q), bb)).clamp_min(0)
     return own[0], own[1], average
 
 

@@ -249,6 +249,27 @@ def none_above(x: torch.Tensor, bound: float) -> bool:
     return -float(low) < bound and float(high) < bound
 
 
+def decompose(decomposition, matrices: torch.Tensor, **kwargs):
+    r"""``decomposition(matrices, **kwargs)`` (``torch.linalg.eigh``, ``eigvalsh``, ``svd`` or ``svdvals``) of
+    ``(..., m, n)`` matrices, every output NaN ``(..., *)`` for a batch element with a NaN or infinite entry.
+
+    LAPACK and cuSOLVER do not converge on such an element, and torch raises ``LinAlgError`` for the whole batch
+    ("linalg.eigh: (Batch element 1): The algorithm failed to converge"); with validation off a NaN input gives NaN
+    elsewhere in qpnlp, as in torch. Here those elements are decomposed as zero matrices and their outputs replaced
+    by NaN: the other elements' values and gradients are the decomposition's own, bit for bit (a NaN element's
+    gradient through the decomposition is 0). One pass over the matrices (``isfinite``) besides; no host sync: on
+    the CPU outside torch.compile and vmap the masked pass runs only when some element needs it
+    (:func:`none_needs_the_second_pass`), elsewhere branch-free. The outputs are a tensor or a tuple, as torch's.
+    """
+    bad = ~torch.isfinite(matrices).flatten(-2).all(-1)                              # (...)
+    if none_needs_the_second_pass(bad, matrices):
+        return decomposition(matrices, **kwargs)
+    out = decomposition(torch.where(bad[..., None, None], torch.zeros_like(matrices), matrices), **kwargs)
+    parts = (out,) if isinstance(out, torch.Tensor) else tuple(out)
+    nan = [torch.where(bad.reshape(bad.shape + (1,) * (t.dim() - bad.dim())), math.nan, t) for t in parts]
+    return nan[0] if isinstance(out, torch.Tensor) else tuple(nan)
+
+
 def _values_readable(*tensors: torch.Tensor) -> bool:
     """On the CPU (reading a value costs no host sync), with values (not meta, not under vmap), not compiling."""
     return tensors[0].device.type == "cpu" and has_values(*tensors) and not torch.compiler.is_compiling()

@@ -19,7 +19,7 @@ import torch
 
 from . import _mixture as M
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt, squared_frobenius_norm, squared_modulus
+from ._linalg import decompose, promote, safe_sqrt, squared_frobenius_norm, squared_modulus
 from ._operands import check_pair, members
 from ._overlaps import in_slices, overlaps
 from ._states import PureState
@@ -174,7 +174,7 @@ class _SquaredHilbertSchmidt(_OfMembers):
 
 def half_trace_norm(x: torch.Tensor) -> torch.Tensor:
     r""":math:`\tfrac12\|X\|_1` ``(...)`` of Hermitian ``(..., k, k)`` matrices: half the sum of :math:`|\lambda_k|`."""
-    return 0.5 * torch.linalg.eigvalsh(x).abs().sum(-1)
+    return 0.5 * decompose(torch.linalg.eigvalsh, x).abs().sum(-1)
 
 
 def low_rank_trace_distance(rho, sigma) -> torch.Tensor | None:
@@ -203,7 +203,7 @@ def _sign_on_members(a: torch.Tensor, a_roots: torch.Tensor, b: torch.Tensor, b_
     tolerance = k * torch.finfo(f.dtype).eps * squared_modulus(f).sum((-2, -1), keepdim=True)   # (..., 1, 1)
     basis, r = torch.linalg.qr(f.mT)                                               # (..., d, k), (..., k, k)
     signs = torch.cat((r.new_ones(a.shape[-2]), -r.new_ones(b.shape[-2])))
-    values, vectors = torch.linalg.eigh((r * signs) @ r.mH)
+    values, vectors = decompose(torch.linalg.eigh, (r * signs) @ r.mH)
     kept = torch.where(values.abs().unsqueeze(-2) > tolerance, values.sgn().unsqueeze(-2), 0)   # (..., 1, k)
     small = (vectors * kept.to(vectors.dtype)) @ vectors.mH                        # sign of R J R^dagger
     columns = [basis @ (small @ (basis.mH @ x.mT)) for x in (a, b)]                # (..., d, n), (..., d, m)

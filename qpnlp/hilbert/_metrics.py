@@ -35,7 +35,7 @@ import torch
 
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import promote, safe_sqrt, squared_frobenius_norm, squared_modulus
+from ._linalg import decompose, promote, safe_sqrt, squared_frobenius_norm, squared_modulus
 from ._low_rank import half_trace_norm as _half_trace_norm
 from ._low_rank import low_rank_hilbert_schmidt, low_rank_trace_distance
 from ._operands import as_density_tensor, check_pair, factor_product, members, root_overlap
@@ -212,7 +212,7 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     if isinstance(rho, PureState):
         f = _pure_expectation(rho, sigma).clamp(0.0, 1.0)
         return f if squared else safe_sqrt(f)
-    root = torch.linalg.svdvals(factor_product(rho, sigma)).sum(-1).clamp(max=1.0)
+    root = decompose(torch.linalg.svdvals, factor_product(rho, sigma)).sum(-1).clamp(max=1.0)
     return root.square() if squared else root
 
 

@@ -37,7 +37,7 @@ from torch.autograd import forward_ad
 from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
-from ._linalg import adjoint_product, promote, safe_sqrt, squared_modulus
+from ._linalg import adjoint_product, decompose, promote, safe_sqrt, squared_modulus
 from ._overlaps import scaled_overlaps
 from ._states import DensityMatrix, PureState
 
@@ -87,7 +87,7 @@ def spectrum(obj, name: str = "rho", validate: V.Validate = None) -> torch.Tenso
         return torch.ones(obj.batch_shape + (1,), dtype=V.real_dtype_of(obj.dtype), device=obj.device)
     if isinstance(obj, Ensemble):
         return obj.eigvals().clamp_min(0)
-    lam = obj.eigvals() if isinstance(obj, DensityMatrix) else torch.linalg.eigvalsh(
+    lam = obj.eigvals() if isinstance(obj, DensityMatrix) else decompose(torch.linalg.eigvalsh,
         as_density_tensor(obj, name, validate))
     if V.enabled(validate):
         V.check_spectrum(name, lam, lam.shape[-1])
@@ -102,7 +102,7 @@ def rank_tolerance(eigenvalues: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def _dense_eigen(rho: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    lam, vecs = torch.linalg.eigh(rho)
+    lam, vecs = decompose(torch.linalg.eigh, rho)
     if V.enabled():
         V.check_spectrum(name, lam, rho.shape[-1])                    # free: the eigenvalues are here
     keep = lam > rank_tolerance(lam, rho.shape[-1])
@@ -326,7 +326,7 @@ def _eigen(kind: str, x: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.T
     if kind == "pure":
         return torch.ones(x.shape[:-1] + (1,), dtype=V.real_dtype_of(x.dtype), device=x.device), x.unsqueeze(-1), None
     if kind == "factor":
-        u, s, wh = torch.linalg.svd(x, full_matrices=False)
+        u, s, wh = decompose(torch.linalg.svd, x, full_matrices=False)
         return s.square(), u, wh.mH
     lam, vecs, keep = _dense_eigen(x, name)
     return torch.where(keep, lam, torch.zeros_like(lam)), vecs, None

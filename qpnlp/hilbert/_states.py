@@ -15,7 +15,7 @@ from . import _mixture as M
 from . import _validation as V
 from . import _widen
 from ._batched import Batched
-from ._linalg import inner, normalize, outer, promote, squared_frobenius_norm, squared_modulus, trace
+from ._linalg import decompose, inner, normalize, outer, promote, squared_frobenius_norm, squared_modulus, trace
 
 
 class PureState(Batched):
@@ -274,12 +274,12 @@ class DensityMatrix(Batched):
         eigenstates : PureState
             Batch shape ``(..., d)``: ``eigenstates[..., k]`` is :math:`|v_k\rangle`.
         """
-        values, vectors = torch.linalg.eigh(self._data)
+        values, vectors = decompose(torch.linalg.eigh, self._data)
         return values, PureState._trusted(data=vectors.mT)
 
     def eigvals(self) -> torch.Tensor:
         """Eigenvalues, real ``(..., d)`` ascending."""
-        return torch.linalg.eigvalsh(self._data)
+        return decompose(torch.linalg.eigvalsh, self._data)
 
     def expectation(self, observable: torch.Tensor) -> torch.Tensor:
         r""":math:`\operatorname{Tr}(\rho A)` for Hermitian ``A`` ``(..., d, d)``; real ``(...)``.

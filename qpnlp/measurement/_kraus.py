@@ -19,6 +19,7 @@ import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote
 from qpnlp.hilbert import _validation as V
+from qpnlp.hilbert._linalg import decompose
 from qpnlp.hilbert._operands import (factor_root_pushforward, first_order_backward, first_order_only,
                                      hermitian_root_pullback, rank_tolerance)
 
@@ -45,7 +46,7 @@ class _FactorRoot(torch.autograd.Function):
 
     @staticmethod
     def forward(factor):
-        u, s, xh = torch.linalg.svd(factor, full_matrices=False)
+        u, s, xh = decompose(torch.linalg.svd, factor, full_matrices=False)
         resolved = torch.where(s > rank_tolerance(s, factor.shape[-2]), s, torch.zeros_like(s))   # round-off: 0
         return (u * s.to(u.dtype).unsqueeze(-2)) @ u.mH, u, resolved, xh
 

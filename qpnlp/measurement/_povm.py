@@ -27,6 +27,7 @@ from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, random_isometry
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import _widen
 from qpnlp.hilbert._batched import Batched
+from qpnlp.hilbert._linalg import decompose
 from qpnlp.hilbert._operands import first_order_backward, first_order_only, hermitian_root_pullback, rank_tolerance
 
 from ._born import povm_probabilities, povm_probabilities_dense
@@ -106,7 +107,7 @@ class _EffectFactor(torch.autograd.Function):
 
     @staticmethod
     def forward(effects):
-        lam, u = torch.linalg.eigh(effects)
+        lam, u = decompose(torch.linalg.eigh, effects)
         roots = lam.clamp_min(0).sqrt()                                   # negative round-off clamped to zero
         resolved = torch.where(lam > rank_tolerance(lam, lam.shape[-1]), roots, torch.zeros_like(roots))
         return (u * roots.to(u.dtype).unsqueeze(-2)).mT, u, resolved     # row s: sqrt(lam_s) u_s
@@ -242,7 +243,7 @@ class POVM(Batched):
         V.check_min_ndim("frame", frame, 2, "(..., k, d)")
         if V.resolve(validate):
             V.check_finite("frame", frame, event_ndim=2)
-        u, sv, vh = torch.linalg.svd(frame.detach(), full_matrices=False)
+        u, sv, vh = decompose(torch.linalg.svd, frame.detach(), full_matrices=False)
         smallest = (sv[..., -1] / sv[..., 0].clamp_min(torch.finfo(sv.dtype).tiny)).reshape(-1)
         tol = V.tolerance(frame.dtype, frame.shape[-1])
         degenerate = smallest.numel() and V.has_values(smallest) and float(smallest.min()) <= tol  # meta: no values

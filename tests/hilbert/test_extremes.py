@@ -1,11 +1,15 @@
-"""Numerical extremes of the maths: subnormal, tiny and huge amplitudes, in float32 and float64."""
+"""Numerical extremes of the maths: subnormal, tiny and huge amplitudes, in float32 and float64; NaN and inf entries
+with validation off."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
 import qpnlp.nn.embedding as embedding_module
+from qpnlp.hilbert import validation
 from qpnlp.hilbert._linalg import rescaled_norms
 from qpnlp.nn import ComplexWordEmbedding
 from qpnlp.testing import assert_allclose
@@ -258,3 +262,123 @@ def test_normalize_of_a_subnormal_vector_is_a_unit_vector(dtype, unit):
     assert torch.equal(batch[3:5], normalize(ordinary, validate=False))
     assert torch.isnan(batch[5]).all()
     assert torch.isnan(normalize(torch.zeros(2, 4, dtype=dtype), validate=False)).all()     # 0 / 0, as before
+
+
+def _batch(kind: str, dtype: torch.dtype) -> torch.Tensor:
+    """Three healthy operands of one kind (d = 4), from one seeded generator: dense states, ensembles' states, pure
+    states, POVM effects, frames."""
+    from qpnlp.hilbert import random_density_matrix, random_pure_state
+    from qpnlp.measurement import random_povm
+
+    gen = torch.Generator().manual_seed(1)
+    if kind == "dense":
+        return random_density_matrix(4, batch_shape=(3,), dtype=dtype, generator=gen).data
+    if kind == "states":
+        return random_pure_state(4, batch_shape=(3, 3), dtype=dtype, generator=gen).data
+    if kind == "pure":
+        return random_pure_state(4, batch_shape=(3,), dtype=dtype, generator=gen).data
+    if kind == "effects":
+        return random_povm(4, 3, rank=2, batch_shape=(3,), dtype=dtype, generator=gen).effects()
+    return torch.randn(3, 5, 4, dtype=dtype, generator=gen)                                  # a frame
+
+
+def _broken(x: torch.Tensor, kind: str, value: float) -> torch.Tensor:
+    """A copy of the batch ``x`` with one entry of its element 1 set to ``value`` (of each of its effects: every
+    effect is decomposed on its own)."""
+    x = x.clone()
+    if kind == "effects":
+        x[1, :, 0, 0] = value
+    else:
+        x.view(3, -1)[1, 0] = value
+    return x
+
+
+def _decomposed_cases():
+    """``(name, kind, f)``: a public function whose input reaches an eigen-decomposition or an SVD, as a function of
+    a batch of three operands of ``kind`` (:func:`_batch`), the others healthy states of its dtype."""
+    import qpnlp.hilbert as H
+    from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+    from qpnlp.measurement import POVM
+
+    def other(x):
+        return H.random_density_matrix(4, dtype=x.dtype, generator=torch.Generator().manual_seed(2))
+
+    dense = [("von_neumann_entropy", H.von_neumann_entropy), ("negativity", lambda r: H.negativity(r, (2, 2))),
+             ("mutual_information", lambda r: H.mutual_information(r, (2, 2))),
+             ("conditional_entropy", lambda r: H.conditional_entropy(r, (2, 2))),
+             ("DensityMatrix.eigvals", lambda r: r.eigvals()), ("DensityMatrix.eigh", lambda r: r.eigh()[0])]
+    dense += [(f"renyi_entropy-{a}", lambda r, a=a: H.renyi_entropy(r, a)) for a in (0, 0.5, 2, math.inf)]
+    dense += [(f.__name__, lambda r, f=f: f(r, other(r.data))) for f in (
+        H.fidelity, H.infidelity, H.trace_distance, H.bures_distance, H.bures_angle, H.hellinger_distance,
+        H.hellinger_affinity, H.relative_entropy, H.quantum_jensen_shannon_divergence)]
+    dense += [("relative_entropy-sigma", lambda r: H.relative_entropy(other(r.data), r))]
+    ensembles = [("von_neumann_entropy", H.von_neumann_entropy), ("Ensemble.eigvals", lambda e: e.eigvals())]
+    ensembles += [(f.__name__, lambda e, f=f: f(e, Ensemble(_batch("states", e.dtype).flip(0)))) for f in (
+        H.fidelity, H.trace_distance, H.quantum_jensen_shannon_divergence)]
+    pure = [("schmidt_decomposition", lambda p: H.schmidt_decomposition(p, (2, 2)).coefficients)]
+    pure += [(f.__name__, lambda p, f=f: f(p, other(p.data))) for f in (
+        H.trace_distance, H.quantum_jensen_shannon_divergence)]
+    return ([(name, "dense", lambda x, f=f: f(DensityMatrix(x))) for name, f in dense]
+            + [(name, "states", lambda x, f=f: f(Ensemble(x))) for name, f in ensembles]
+            + [(name, "pure", lambda x, f=f: f(PureState(x))) for name, f in pure]
+            + [("POVM.from_effects", "effects", lambda x: POVM.from_effects(x).vectors),
+               ("POVM.from_frame", "frame", lambda x: POVM.from_frame(x).vectors),
+               ("POVM.post_measurement_state-povm", "effects",
+                lambda x: POVM.from_effects(x).post_measurement_state(other(x), 0).data)])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name, kind, f", _decomposed_cases(), ids=[c[0] + "-" + c[1] for c in _decomposed_cases()])
+def test_a_non_finite_batch_element_gives_nan_there_and_the_others_their_values(name, kind, f, dtype, bad):
+    r"""With validation off a NaN or infinite entry reaching ``eigh``, ``eigvalsh``, ``svd`` or ``svdvals`` raised
+    torch's ``LinAlgError`` ("linalg.eigh: (Batch element 1): The algorithm failed to converge") and lost the whole
+    batch, where qpnlp's other functions give NaN for such an input. Now
+    :func:`~qpnlp.hilbert._linalg.decompose` gives NaN for that element (the entropies, whose masks read NaN as 0,
+    keep it: not a plausible 0 or inf), and the other elements their values bit for bit."""
+    healthy = _batch(kind, dtype)
+    broken = _broken(healthy, kind, bad)
+    with validation(False):
+        good, out = f(healthy), f(broken)
+    assert torch.isnan(out[1]).all(), out[1]
+    assert torch.equal(out[0::2], good[0::2])
+    assert not torch.isnan(good).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name, kind, f", [c for c in _decomposed_cases() if c[0] in (
+    "von_neumann_entropy", "fidelity", "trace_distance", "quantum_jensen_shannon_divergence", "relative_entropy",
+    "relative_entropy-sigma", "bures_distance")], ids=lambda c: c if isinstance(c, str) else "")
+def test_the_healthy_elements_beside_a_nan_one_keep_their_gradients(name, kind, f, dtype):
+    """The gradient of the healthy elements' sum with respect to their inputs is the one without the NaN element, bit
+    for bit (``torch.where`` routes none of the NaN element's into theirs)."""
+    grads = []
+    for value in (None, math.nan):
+        x = _batch(kind, dtype)
+        x = (x if value is None else _broken(x, kind, value)).requires_grad_(True)
+        with validation(False):
+            f(x)[0::2].sum().backward()
+        grads.append(x.grad[0::2])
+    assert torch.isfinite(grads[1]).all() and torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_decompose_is_the_same_branch_free_as_on_a_gpu_and_under_vmap(dtype, monkeypatch):
+    """On a GPU, under torch.compile and under vmap ``decompose`` cannot read whether an element is bad (a host
+    sync, or no value): it masks every batch. NaN for the bad element there too, and the other elements' values
+    bit for bit those of the healthy batch on the same route (vmap's differ from the batched ones by round-off)."""
+    import qpnlp.hilbert as H
+    from qpnlp.hilbert import _linalg
+
+    healthy = _batch("dense", dtype)
+    x = _broken(healthy, "dense", math.nan)
+    sigma = H.random_density_matrix(4, dtype=dtype, generator=torch.Generator().manual_seed(2)).data
+    metrics = (H.von_neumann_entropy, lambda r: H.trace_distance(r, sigma), lambda r: H.fidelity(r, sigma))
+    with validation(False):
+        references = [[f(healthy) for f in metrics], [torch.vmap(f)(healthy) for f in metrics]]
+        mapped = [torch.vmap(f)(x) for f in metrics]
+        monkeypatch.setattr(_linalg, "none_needs_the_second_pass", lambda needs, *tensors: False)
+        masked = [f(x) for f in metrics]
+    for out, expected in zip((masked, mapped), references):
+        for value, reference in zip(out, expected):
+            assert torch.isnan(value[1]) and torch.equal(value[0::2], reference[0::2])
