@@ -205,7 +205,9 @@ def _subsampled_chunks(tokens: np.ndarray, doc_ids: np.ndarray, n_docs: int, *, 
         idx = np.repeat(starts[docs], dl) + np.arange(dl.sum()) - np.repeat(np.cumsum(dl) - dl, dl)
         tok, did = tokens[idx], doc_ids[idx]
         keep = subsample_mask(tok, keep_prob, rng)
-        yield int(dl.sum()), tok[keep], did[keep]
+        kept = int(dl.sum()), tok[keep], did[keep]
+        del idx, tok, did, keep               # not held while the chunk trains
+        yield kept
 
 
 def centre_windows(
@@ -264,13 +266,29 @@ def centre_windows(
             ok[:-a, j] = same & (b[:-a] >= a)
         else:  # centre i, context i - a
             ok[a:, j] = same & (b[a:] >= a)
-    if order is None:
-        pos = np.arange(n, dtype=np.int64)
-    else:
-        pos = np.asarray(order, dtype=np.int64)
-        ok = ok[pos]
-    rows, cols = np.nonzero(ok)
-    return rows.astype(np.int64, copy=False), pos[rows] + offsets[cols]
+    pos = np.arange(n, dtype=np.int64) if order is None else np.asarray(order, dtype=np.int64)
+    return _pairs_by_row(ok, pos, offsets)
+
+
+#: Rows (centre tokens) of :func:`centre_windows`'s pairs made at a time: its temporaries are of a block, not the chunk.
+ROW_BLOCK = 1 << 14
+
+
+def _pairs_by_row(ok: np.ndarray, pos: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(pair_row, context_pos)`` of :func:`centre_windows`: the ``True`` cells of ``ok[pos]`` (n, 2W) in row-major
+    order, row ``r``'s context at ``pos[r] + offsets[col]``, written :data:`ROW_BLOCK` rows at a time into two int64
+    arrays of the ``P`` pairs (a ``nonzero`` of the whole chunk made a (P, 2) array and three more of P: its peak was
+    about 4.6 times the two outputs)."""
+    n_pairs = int(np.count_nonzero(ok))
+    rows, ctx = np.empty(n_pairs, np.int64), np.empty(n_pairs, np.int64)
+    at = 0
+    for lo in range(0, pos.shape[0], ROW_BLOCK):
+        block = pos[lo:lo + ROW_BLOCK]
+        r, c = np.nonzero(ok[block])
+        rows[at:at + r.shape[0]] = r + lo
+        ctx[at:at + r.shape[0]] = block[r] + offsets[c]
+        at += r.shape[0]
+    return rows, ctx
 
 
 @dataclass(frozen=True, eq=False)        # == is identity: the generated one compared tensors and raised
@@ -404,12 +422,28 @@ def iter_centre_runs(
 def _chunk_runs(tok, did, doc_times, counts, *, window, batch_size, rng, device, batches_per_run):
     """The runs of one subsampled chunk (``tok``, ``did`` (n,)); ``counts`` = (tokens done before the chunk,
     after it, in the epoch)."""
-    done, chunk_done, total = counts
     n = tok.shape[0]
     perm = rng.permutation(n)
     row, ctx = centre_windows(did, window, rng, order=perm)
     if row.size == 0:
         return
+    cw = torch.from_numpy(tok[perm]).to(device)
+    ct = torch.from_numpy(doc_times[did[perm]].astype(np.float64)).to(device)  # the model casts to its dtype
+    del perm                                  # the frame holds what the runs do while the chunk trains
+    px = torch.from_numpy(_take_in_place(tok, ctx)).to(device)
+    rows, pairs, progress = _batch_ranges(row, n, batch_size, counts)
+    pr = torch.from_numpy(row).to(device)
+    del row, ctx                              # on the CPU pr's and px's memory; on a GPU host copies
+    for lo in range(0, rows.shape[0], batches_per_run):
+        hi = lo + batches_per_run
+        yield CentreRun(cw, ct, pr, px, rows[lo:hi], pairs[lo:hi], progress[lo:hi])
+
+
+def _batch_ranges(row: np.ndarray, n: int, batch_size: int, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, pairs, progress)`` of a chunk's batches, as :class:`CentreRun` holds them: its ``n`` rows cut at
+    centre boundaries once ``batch_size`` pairs are reached (``row`` (P,), each pair's row, non-decreasing), the
+    batches without a pair left out; ``counts`` as for ``_chunk_runs``."""
+    done, chunk_done, total = counts
     # first pair of each row (rows without pairs start where the next row does)
     row_start = np.searchsorted(row, np.arange(n + 1))
     cuts = np.searchsorted(row_start, np.arange(batch_size, row.size, batch_size), side="left")
@@ -418,14 +452,18 @@ def _chunk_runs(tok, did, doc_times, counts, *, window, batch_size, rng, device,
     pairs = row_start[rows]
     progress = (done + (chunk_done - done) * rows[:, 1] / n) / total
     keep = pairs[:, 1] > pairs[:, 0]  # a batch without pairs is skipped
-    rows, pairs, progress = rows[keep], pairs[keep], progress[keep]
-    cw = torch.from_numpy(tok[perm]).to(device)
-    ct = torch.from_numpy(doc_times[did[perm]].astype(np.float64)).to(device)  # the model casts to its dtype
-    pr = torch.from_numpy(np.ascontiguousarray(row)).to(device)  # np.nonzero gave a strided view
-    px = torch.from_numpy(tok[ctx]).to(device)
-    for lo in range(0, rows.shape[0], batches_per_run):
-        hi = lo + batches_per_run
-        yield CentreRun(cw, ct, pr, px, rows[lo:hi], pairs[lo:hi], progress[lo:hi])
+    return rows[keep], pairs[keep], progress[keep]
+
+
+def _take_in_place(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``values[idx]`` for int64 ``idx`` (P,): written over ``idx`` :data:`ROW_BLOCK` entries at a time and returned
+    when ``values`` are int64 too (the pairs' context words without a third array of the chunk's pairs beside their
+    rows and positions), a new array otherwise (its dtype is ``values``')."""
+    if values.dtype != idx.dtype:
+        return values[idx]
+    for lo in range(0, idx.shape[0], ROW_BLOCK):
+        idx[lo:lo + ROW_BLOCK] = values[idx[lo:lo + ROW_BLOCK]]
+    return idx
 
 
 def iter_centre_batches(

@@ -107,6 +107,8 @@ class StreamSource:
         return self._n_tokens
 
     def chunks(self, rng: np.random.Generator | None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The chunks' ``(tokens, doc_ids, doc_times)``; the lists they are gathered in are dropped before a chunk
+        is yielded (the suspended generator held them, 8 bytes a token, while the chunk trained)."""
         index, ids, lens, times = self.index, [], [], []
         for t, toks in self.stream:
             row = [index[w] for w in toks if w in index]
@@ -114,11 +116,15 @@ class StreamSource:
             lens.append(len(row))
             times.append(t)
             if len(ids) >= self.chunk_tokens or len(lens) >= self.chunk_tokens:
-                if ids:                       # documents without a word of the vocabulary: nothing to train on
-                    yield self._arrays(ids, lens, times)
-                ids, lens, times = [], [], []
+                chunk = self._arrays(ids, lens, times) if ids else None   # no word of the vocabulary: nothing to train
+                ids, lens, times, row = [], [], [], None
+                if chunk is not None:
+                    yield chunk
+                    chunk = None
         if ids:
-            yield self._arrays(ids, lens, times)
+            chunk = self._arrays(ids, lens, times)
+            del ids, lens, times
+            yield chunk
 
     @staticmethod
     def _arrays(ids, lens, times):

@@ -150,3 +150,26 @@ def test_fit_with_one_worker_is_the_same_on_one_or_two_torch_threads(compass):
     assert results[0].stats.epoch_loss == results[1].stats.epoch_loss
     for p, q in zip(_parameters(results[0]), _parameters(results[1])):
         assert torch.equal(p, q)
+
+
+def test_a_stream_holds_no_list_of_a_chunks_ids_while_the_chunk_trains():
+    """The lists of a chunk's ids, documents and times were held by the suspended generator beside the chunk's
+    arrays while the chunk trained (and the next was prepared); now they are dropped before the chunk is yielded:
+    what the generator holds beyond the arrays it yielded is small."""
+    import tracemalloc
+
+    class Index:                                       # the Vocabulary's ``index`` (word -> id) of 1000 words
+        index = {str(w): w for w in range(1000)}
+
+    rng = np.random.default_rng(0)
+    docs = [(1900.0, [str(w) for w in rng.integers(0, 1000, 100)]) for _ in range(2000)]
+    chunks = StreamSource(docs, Index, chunk_tokens=100_000).chunks(None)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        chunk = next(chunks)
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert chunk[0].shape[0] == 100_000 and chunk[0].tolist()[:3] == [int(w) for w in docs[0][1][:3]]
+    assert held - sum(a.nbytes for a in chunk) < 100_000            # bytes; was 0.85 MB (the lists)
