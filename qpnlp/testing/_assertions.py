@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState
+from qpnlp.hilbert._linalg import hermitian_part
 from qpnlp.hilbert._operands import as_density_tensor
 
 from ._tolerances import default_atol
@@ -140,7 +141,7 @@ def assert_density_matrix(rho, *, atol: float | None = None) -> None:
     err = float((trace - 1).abs().max())
     if not (err <= atol):
         raise AssertionError(f"trace differs from 1 by {err:.3g} > {atol:.2g}")
-    smallest = float(torch.linalg.eigvalsh(0.5 * (data + data.mH))[..., 0].min())
+    smallest = float(torch.linalg.eigvalsh(hermitian_part(data))[..., 0].min())
     if not (smallest >= -atol):
         raise AssertionError(f"not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}")
 
@@ -233,7 +234,7 @@ def assert_povm(povm, *, atol: float | None = None) -> None:
     herm = float((effects - effects.mH).abs().max())
     if not (herm <= atol):
         raise AssertionError(f"effects not Hermitian: max |E - E^dagger| = {herm:.3g} > {atol:.2g}")
-    smallest = float(torch.linalg.eigvalsh(0.5 * (effects + effects.mH))[..., 0].min())
+    smallest = float(torch.linalg.eigvalsh(hermitian_part(effects))[..., 0].min())
     if not (smallest >= -atol):
         raise AssertionError(f"effects not positive semi-definite: eigenvalue {smallest:.3g} < -{atol:.2g}")
     eye = torch.eye(d, dtype=effects.dtype, device=effects.device)
