@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from qpnlp.hilbert import DensityMatrix, Ensemble, PureState, promote, tolerance
+from qpnlp.hilbert._linalg import decompose
 from qpnlp.hilbert._operands import as_density_tensor
 from qpnlp.hilbert._validation import check_dimension, check_same_device
 from qpnlp.measurement import POVM, Projector, born_probabilities_dense, povm_probabilities_dense
@@ -137,7 +138,7 @@ def helstrom(rho0, rho1, prior0: float | torch.Tensor = 0.5) -> OptimalMeasureme
     if not bool(((p0 >= 0) & (p0 <= 1)).all()):                       # NaN fails too
         raise ValueError(f"prior0 must be in [0, 1]; got {p0.tolist()}")
     gamma = p0[..., None, None] * r0 - (1 - p0)[..., None, None] * r1
-    lam, u = torch.linalg.eigh(gamma)
+    lam, u = decompose(torch.linalg.eigh, gamma)
     success = 0.5 * (1 + lam.abs().sum(-1))
     rows = u.mT                                                     # row s: eigenvector s
     positive = (lam > 0).unsqueeze(-1).to(rows.dtype)
@@ -181,11 +182,11 @@ def pretty_good_measurement(class_states, priors=None) -> OptimalMeasurement:
     support_tol = tolerance(rho_c.dtype, d)
     wide, p = rho_c.to(torch.complex128), p_in.to(torch.float64)
     average = (p.to(wide.dtype)[..., None, None] * wide).sum(-3)
-    mu, w = torch.linalg.eigh(average)
+    mu, w = decompose(torch.linalg.eigh, average)
     support = mu > support_tol * mu.amax(-1, keepdim=True)
     inv_sqrt = torch.where(support, torch.where(support, mu, torch.ones_like(mu)).rsqrt(), torch.zeros_like(mu))
     root_inv = (w * inv_sqrt.to(w.dtype).unsqueeze(-2)) @ w.mH                           # rho^{-1/2}
-    lam, u = torch.linalg.eigh(wide)
+    lam, u = decompose(torch.linalg.eigh, wide)
     factors = u * lam.clamp_min(0).sqrt().to(u.dtype).unsqueeze(-2)                    # rho_c = A A^dagger
     x = root_inv.unsqueeze(-3) @ factors * p.sqrt().to(u.dtype)[..., None, None]       # E_c = X X^dagger
     kernel = (w * (~support).to(w.dtype).unsqueeze(-2)).mT                              # rows: kernel vectors

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, random_density_matrix, random_pure_state,
-                           random_unitary)
+                           random_unitary, validation)
 from qpnlp.interpret import (class_averages, helstrom, measurement_bound, pretty_good_measurement,
                              single_shot_accuracy)
 from qpnlp.measurement import POVMMeasurement, ProjectiveMeasurement
@@ -202,6 +202,33 @@ def test_nan_priors_are_an_error_not_a_nan_bound():
         pretty_good_measurement(classes, [float("nan"), 0.5])
     with pytest.raises(ValueError, match="priors must be"):
         single_shot_accuracy(helstrom(a, b).measurement, classes, [float("nan"), 1.0])
+
+
+_OPTIMAL = {"helstrom": lambda s: helstrom(s[:, 0], s[:, 1], 0.3), "pretty_good_measurement": pretty_good_measurement}
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("name", list(_OPTIMAL))
+def test_a_nan_batch_element_gives_nan_there_and_the_others_their_values(cdtype, name, bad):
+    """A NaN or infinite class state is a ValueError while validation is on; with it off, helstrom and the
+    pretty-good measurement called ``torch.linalg.eigh`` and lost the whole batch to its ``LinAlgError``
+    ("linalg.eigh: (Batch element 1): The algorithm failed to converge"). Now NaN for that element (success and
+    measurement) and the other elements their values bit for bit, as everywhere in qpnlp (``decompose``). The
+    batch: three pairs of class states ``(3, 2, 4, 4)``, one entry of element 1 bad."""
+    def f(states):
+        result = _OPTIMAL[name](states)
+        return result.success_probability, result.measurement.vectors
+
+    healthy = random_density_matrix(4, batch_shape=(3, 2), dtype=cdtype, generator=_gen(1)).data
+    broken = healthy.clone()
+    broken[1, 0, 0, 0] = bad
+    with pytest.raises(ValueError, match="finite"):
+        f(broken)
+    with validation(False):
+        (good, good_vectors), (out, vectors) = f(healthy), f(broken)
+    assert torch.isnan(out[1]) and torch.isnan(vectors[1]).any(), name      # pgm pads with zero rows
+    assert torch.equal(out[0::2], good[0::2]) and torch.equal(vectors[0::2], good_vectors[0::2])
+    assert torch.isfinite(good).all() and torch.isfinite(good_vectors).all()
 
 
 def test_priors_on_another_device_are_named_not_copied():
