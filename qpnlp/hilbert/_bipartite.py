@@ -25,6 +25,7 @@ import torch
 
 from qpnlp._repr import record_repr
 
+from . import _mixture as M
 from . import _validation as V
 from ._composite import partial_trace
 from ._entropy import _xlogx, log_base, von_neumann_entropy
@@ -98,7 +99,11 @@ def schmidt_decomposition(state, dims: Sequence[int]) -> SchmidtDecomposition:
     >>> schmidt_decomposition(bell, (2, 2)).coefficients
     tensor([0.7071, 0.7071])
     """
-    data = state.data if isinstance(state, PureState) else PureState(state).data
+    if isinstance(state, PureState):
+        data = state.data
+    else:                                       # checked as PureState(state) is, with errors naming "state"
+        M.check_state_tensor("state", state, None)
+        data = state
     da, db = _dims(dims, data.shape[-1])
     u, c, wh = decompose(torch.linalg.svd, data.reshape(*data.shape[:-1], da, db), full_matrices=False)
     return SchmidtDecomposition(c, PureState._trusted(data=u.mT), PureState._trusted(data=wh))

@@ -86,10 +86,11 @@ class OptimalMeasurement:
 
 
 def _dense(obj, name: str) -> torch.Tensor:
-    """Dense ``(..., d, d)`` of a state object, or of a tensor checked as :class:`DensityMatrix` (else TypeError)."""
-    if isinstance(obj, (DensityMatrix, PureState, Ensemble)):
-        return as_density_tensor(obj)
-    return DensityMatrix(obj).data if isinstance(obj, torch.Tensor) else _type_error(name, obj)
+    """Dense ``(..., d, d)`` of a state object, or of a tensor checked as a density matrix whose errors name the
+    caller's argument ``name``, not ``rho`` (else TypeError)."""
+    if isinstance(obj, (DensityMatrix, PureState, Ensemble, torch.Tensor)):
+        return as_density_tensor(obj, name)
+    return _type_error(name, obj)
 
 
 def _type_error(name: str, obj):

@@ -97,6 +97,18 @@ def test_bounds(data):
     assert bool((negativity(rho, DIMS) >= 0).all()) and bool((log_negativity(rho, DIMS) >= 0).all())
 
 
+def test_a_bad_state_tensor_is_named_as_the_argument():
+    """A tensor ``state`` was checked through ``PureState(state)``, whose errors name ``states`` (its own
+    argument); they name ``state`` now, the rest of the message as before."""
+    bell = torch.tensor([1, 0, 0, 1], dtype=torch.complex128) / math.sqrt(2)
+    with pytest.raises(ValueError, match=r"^state must have unit norm along the last dim; got norm 2"):
+        schmidt_decomposition(bell * 2, (2, 2))
+    with pytest.raises(ValueError, match=r"^state must be finite; got \(nan\+0j\)"):
+        schmidt_decomposition(torch.full((4,), math.nan, dtype=torch.complex128), (2, 2))
+    with pytest.raises(TypeError, match="^state must be a torch.Tensor"):
+        schmidt_decomposition([1, 0, 0, 1], (2, 2))
+
+
 def test_argument_errors():
     rho = DensityMatrix.maximally_mixed(6)
     with pytest.raises(ValueError, match="multiply to 4"):

@@ -231,6 +231,27 @@ def test_a_nan_batch_element_gives_nan_there_and_the_others_their_values(cdtype,
     assert torch.isfinite(good).all() and torch.isfinite(good_vectors).all()
 
 
+_NAMED = {"rho0": lambda bad, ok: helstrom(bad, ok), "rho1": lambda bad, ok: helstrom(ok, bad),
+          "class_states": lambda bad, ok: pretty_good_measurement(torch.stack([ok, bad], -3))}
+
+
+@pytest.mark.parametrize("what", ["must be finite", "must be Hermitian"])
+@pytest.mark.parametrize("name", list(_NAMED))
+def test_a_bad_tensor_is_named_as_the_argument(cdtype, name, what):
+    """A NaN or non-Hermitian tensor passed as ``rho0``, ``rho1`` or ``class_states`` was checked through
+    ``DensityMatrix(x)`` and the error named ``rho`` ("rho must be finite; got (nan+0j) at batch index (1,)"), an
+    argument the caller never passed; now it names theirs, the rest of the message as before."""
+    ok = random_density_matrix(3, batch_shape=(2,), dtype=cdtype, generator=_gen(2)).data
+    bad = ok.clone()
+    if what == "must be finite":
+        bad[1, 0, 0] = math.nan
+    else:
+        bad[1, 0, 1] += 0.25
+    with pytest.raises(ValueError, match=rf"^{name} {what}") as info:
+        _NAMED[name](bad, ok)
+    assert "batch index" in str(info.value) and "shape" in str(info.value)
+
+
 def test_priors_on_another_device_are_named_not_copied():
     """A (C,) tensor of priors (or a (B,) prior0) was copied to the states' device silently
     (``torch.as_tensor(priors, device=...)``); a 0-dim prior0 may be a CPU scalar, as in torch's operators."""
