@@ -56,7 +56,7 @@ from qpnlp.data.synthetic_drift import VARIANTS, drift_spec, generate_drift_corp
 from qpnlp.evaluation.drift import DriftGrid, evaluate_grid
 from qpnlp.evaluation.drift_baselines import procrustes_grid, temporal_referencing_grid
 from qpnlp.word2fun import SINUSOIDAL_FAMILIES, TrainConfig, fit
-from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP
+from qpnlp.word2fun.config import DEFAULT_ROUGHNESS_PENALTY, DEFAULT_ROUGHNESS_PENALTY_NO_STEP, PARALLEL_MODES
 from qpnlp.word2fun.train import STEP_CENTRES
 
 # every Word2Fun default of this script is the library's (the defaults of fit() and TrainConfig)
@@ -72,7 +72,7 @@ def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
     penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0  # None: the library's default
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
                       step_centre_lr=args.step_centre_lr, shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
-                      roughness_penalty=penalty, roughness_power=args.roughness_power,
+                      parallel=args.parallel, replica_sync_every=args.replica_sync_every, roughness_penalty=penalty, roughness_power=args.roughness_power,
                       rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
                       frequency_reference=args.frequency_reference, negative_weight=args.negative_weight)
     result = fit(corpus, cfg, family=family, dim=args.dim, time_scale=args.time_scale,
@@ -144,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="weight of Word2Fun's negative term (1: the thesis loss)")
     ap.add_argument("--bins", type=int, default=10, help="time bins of the gensim baselines")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--parallel", choices=PARALLEL_MODES, default=TRAIN["parallel"],
+                    help="how Word2Fun's --threads workers share the training (TrainConfig.parallel)")
+    ap.add_argument("--replica-sync-every", type=int, default=TRAIN["replica_sync_every"])
     ap.add_argument("--seed", type=int, default=0, help="generator (and training) seed; 1-4 were used for selection")
     ap.add_argument("--models", default="word2fun,static_tr,procrustes")
     ap.add_argument("--no-control", action="store_true")

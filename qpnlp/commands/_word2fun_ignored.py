@@ -14,7 +14,8 @@ no effect with --family IV: ...``), and kept in the report's ``warnings`` (:func
 - ``--roughness-power`` without a roughness penalty (a family other than II-IV, ``--roughness-penalty 0``);
 - ``--rare-lr-max`` with ``--rare-lr-power 0``, and ``--frequency-reference`` where neither per-word weight
   depends on it (:func:`qpnlp.word2fun.config.word_weights`);
-- ``--sync-every`` in a run of one process;
+- ``--sync-every`` in a run of one process, ``--parallel`` with one worker, ``--replica-sync-every`` without
+  ``--parallel replicas`` and ``--workers`` > 1;
 - ``--npz-words`` without ``--export-npz``, ``--topk`` without ``--words``.
 """
 
@@ -58,6 +59,7 @@ def _reasons(args: argparse.Namespace) -> dict[str, str | None]:
                   else "with --roughness-penalty 0" if penalty is not None and penalty == 0 else None)
     weights = (no_penalty is not None or args.roughness_power == 0) and args.rare_lr_power == 0
     one_process = args.processes <= 1 and _env.count("WORLD_SIZE", 1) <= 1
+    replicas = args.parallel == "replicas" and args.workers > 1
     return {
         "slices": None if family == "sliced" else (f"with --family {family}: only the 'sliced' family has time "
                                                    f"slices"),
@@ -76,6 +78,9 @@ def _reasons(args: argparse.Namespace) -> dict[str, str | None]:
                                "--rare-lr-power 0)" if weights else None,
         "sync_every": "in a run of one process (it counts the batches between two synchronisations of --processes "
                       "or torchrun's processes)" if one_process else None,
+        "parallel": "with --workers 1 (it says how several workers share the training)" if args.workers <= 1
+                    else None,
+        "replica_sync_every": None if replicas else "without --parallel replicas and --workers > 1",
         "npz_words": None if args.export_npz else "without --export-npz",
         "topk": None if args.words.strip() else "without --words",
     }

@@ -116,11 +116,20 @@ def _add_sgd_options(t, train: dict) -> None:
 def _add_run_options(t, train: dict) -> None:
     """How the run trains (chunks, threads, processes, device, seed, progress bars), into the group ``t``, with the
     field defaults ``train`` of :class:`qpnlp.word2fun.TrainConfig`."""
+    from qpnlp.word2fun.config import PARALLEL_MODES
+
     t.add_argument("--chunk-tokens", type=count_type(), default=train["chunk_tokens"],
                    help="tokens shuffled together (and held in memory with --stream; default %(default)s)")
     t.add_argument("--workers", type=count_type(), default=train["workers"],
-                   help="hogwild training threads, one torch thread each (> 1 is not deterministic; default "
-                        "%(default)s)")
+                   help="training threads, one torch thread each (default %(default)s); how they share the "
+                        "training: --parallel")
+    t.add_argument("--parallel", action=GIVEN, choices=PARALLEL_MODES, default=train["parallel"],
+                   help="with --workers > 1: hogwild threads sharing one model (not deterministic), or replicas, "
+                        "one copy per thread, their updates summed every --replica-sync-every batches of each "
+                        "(deterministic; default %(default)s)")
+    t.add_argument("--replica-sync-every", action=GIVEN, type=count_type(), default=train["replica_sync_every"],
+                   help="--parallel replicas: batches each replica trains between two sums of their updates "
+                        "(default %(default)s)")
     t.add_argument("--processes", type=count_type(), default=1,
                    help="train in this many processes on this machine, started as torchrun would start them "
                         "(gloo on CPU; one process per core is about as fast as --workers on idle cores and faster "

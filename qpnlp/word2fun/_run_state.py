@@ -57,7 +57,8 @@ from qpnlp.word2fun.loop import TrainStats, negative_seeds
 #: many threads or pieces it trains.  Another ``epochs`` or ``chunk_tokens`` continues the run but not as the
 #: uninterrupted one would: the learning rate decays over ``epochs`` and ``chunk_tokens`` tokens are shuffled
 #: together.
-RESUMABLE_CHANGES = frozenset({"epochs", "workers", "device", "chunk_tokens", "sync_every"})
+RESUMABLE_CHANGES = frozenset({"epochs", "workers", "parallel", "device", "chunk_tokens", "sync_every",
+                               "replica_sync_every"})
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields whose None stands for the model's default, resolved by
 #: :func:`~qpnlp.word2fun.train.fit` (:func:`~qpnlp.word2fun.loop.resolved_defaults`).
 RESOLVED_DEFAULTS = ("roughness_penalty", "step_centre_lr")

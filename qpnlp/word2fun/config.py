@@ -45,8 +45,8 @@ from qpnlp._checks import FLOAT32_MAX, check_seed, is_integer
 from qpnlp._device import resolve_device
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 
-__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "TrainConfig", "check_penalty_family",
-           "resolve_penalty", "word_weights"]
+__all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "PARALLEL_MODES", "TrainConfig",
+           "check_penalty_family", "resolve_penalty", "word_weights"]
 
 
 #: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
@@ -54,6 +54,10 @@ __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "Tr
 DEFAULT_ROUGHNESS_PENALTY = 1e-4
 #: The same for a model without the logistic step (``fit(logistic=False)``; the default before the step).
 DEFAULT_ROUGHNESS_PENALTY_NO_STEP = 2e-5
+
+
+#: How several workers share the training (``TrainConfig.parallel``): one model (hogwild) or summed replicas.
+PARALLEL_MODES = ("hogwild", "replicas")
 
 
 @dataclass
@@ -64,8 +68,15 @@ class TrainConfig:
     ``negatives`` are drawn per pair, or once per batch and shared by its
     pairs with ``shared_negatives`` (an unbiased estimate of the same mean
     over negatives, one matrix product).  ``workers`` > 1 trains with that
-    many hogwild threads of one torch thread each, fed by a background thread
-    that generates the pairs (faster on several cores, not deterministic).
+    many threads of one torch thread each, fed by a background thread that
+    generates the pairs: with ``parallel="hogwild"`` they share the model, as
+    word2vec's threads do (faster on several cores, not deterministic); with
+    ``parallel="replicas"`` each trains its own copy on its part of every
+    ``workers x replica_sync_every`` batches, all from the same parameters
+    :math:`\\theta_s`, and the model continues from
+    :math:`\\theta_s + \\sum_w (\\theta_w - \\theta_s)`, as the processes of a
+    distributed run do (:mod:`qpnlp.word2fun.distributed`): the same model bit
+    for bit in every run with the same ``workers``.
 
     ``roughness_penalty`` :math:`\\lambda \\ge 0` (families II-IV) adds
     :math:`\\lambda_u\\, \\rho(u)` (:func:`~qpnlp.word2fun.sgd.roughness`, the
@@ -148,7 +159,7 @@ class TrainConfig:
     device : str, default "cpu"
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     workers : int, default 1
-        Hogwild threads training at once.
+        Threads training at once.
     roughness_penalty : float or None, default None
         :math:`\\lambda \\ge 0` of the roughness prior; None: :func:`resolve_penalty`.
     roughness_power : float, default 0.5
@@ -167,6 +178,12 @@ class TrainConfig:
         The factor of the logistic steps' centres' learning rate (>= 0); None: ``STEP_CENTRE_LR``, 0.03, for
         steps that start mid-span, and ``STEP_CENTRE_LR_AT_CHANGE_POINTS``, 0.01, for steps that :func:`fit
         <qpnlp.word2fun.train.fit>` starts at their change points (its default).
+    parallel : {"hogwild", "replicas"}, default "hogwild"
+        How ``workers`` > 1 share the training: one model updated by all (not deterministic), or a copy each,
+        their updates summed every ``replica_sync_every`` batches of each (deterministic).
+    replica_sync_every : int, default 32
+        With ``parallel="replicas"``: the batches each replica trains between two sums of their updates (in a
+        distributed run, within each process's ``sync_every`` batches).
     """
 
     epochs: int = 7
@@ -188,11 +205,14 @@ class TrainConfig:
     sync_every: int = 128
     negative_weight: float = 5.0
     step_centre_lr: float | None = None
+    parallel: str = "hogwild"
+    replica_sync_every: int = 32
 
     def __post_init__(self) -> None:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
                         window=self.window, chunk_tokens=self.chunk_tokens, workers=self.workers,
-                        frequency_reference=self.frequency_reference, sync_every=self.sync_every)
+                        frequency_reference=self.frequency_reference, sync_every=self.sync_every,
+                        replica_sync_every=self.replica_sync_every)
         bad = {k: v for k, v in positive.items() if not 0 < v < math.inf}
         if bad:
             raise ValueError(f"these training settings must be positive and finite: {bad}")
@@ -208,6 +228,8 @@ class TrainConfig:
         if self.step_centre_lr is not None and not 0 <= self.step_centre_lr < math.inf:
             raise ValueError(f"step_centre_lr must be finite and >= 0 (or None); got {self.step_centre_lr}")
         resolve_device(self.device, available=False)          # the name; fit() checks this machine has it
+        if self.parallel not in PARALLEL_MODES:
+            raise ValueError(f"parallel must be one of {PARALLEL_MODES}; got {self.parallel!r}")
         penalty = 0.0 if self.roughness_penalty is None else self.roughness_penalty
         # written so that NaN fails each comparison (inf fails the isfinite ones)
         if not (0 <= self.sample < math.inf and 0 <= penalty < math.inf and 1 <= self.rare_lr_max < math.inf):

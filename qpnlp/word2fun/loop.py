@@ -40,7 +40,10 @@ takes at each epoch's end (``_one_epoch``; a checkpoint saves it): the
 same batches in the same order as drawn in the training thread, so one worker
 trains as deterministically as before, while the draws (about a tenth of its
 time) run on another core.  ``workers`` > 1 trains with that many hogwild
-threads fed by that stream.
+threads fed by that stream or, with ``parallel="replicas"``, with as many
+threads on copies of the model that train their parts of each segment of
+the stream and sum their updates (``qpnlp.word2fun._replicas``): the same
+model in every run.
 
 **Several processes.**  With a :class:`~qpnlp.word2fun.distributed.ParameterSync`
 the updates of all processes are summed every ``sync_every`` batches
@@ -64,12 +67,14 @@ from qpnlp._errors import TrainingDiverged
 from qpnlp._threads import torch_threads
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, keep_probabilities
 from qpnlp.word2fun._hogwild import prefetch, run_workers
+from qpnlp.word2fun._replicas import Replicas
+from qpnlp.word2fun._segments import Segments, split_runs
 from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, word_weights
 from qpnlp.word2fun.distributed import fail_together
 from qpnlp.word2fun.fused_runs import learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
 from qpnlp.word2fun.sgd import batch_step
-from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR
+from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, step_bounds
 from qpnlp.word2fun.sources import ArraySource
 
 __all__ = ["TrainStats", "train_source"]
@@ -255,27 +260,6 @@ def _noting_progress(runs, last: list[float]):
         yield run
 
 
-class _Segments:
-    """The runs of an epoch in segments of ``size`` batches: a run across a segment's end is split there."""
-
-    def __init__(self, runs, size: int):
-        self.runs, self.size, self.held = runs, size, None
-
-    def next_segment(self) -> tuple[list, int]:
-        """The next segment's runs, and how many batches they hold (``size`` unless the epoch ran out)."""
-        out, left = [], self.size
-        while left > 0:
-            run = self.held if self.held is not None else next(self.runs, None)
-            self.held = None
-            if run is None:
-                break
-            if len(run) > left:
-                run, self.held = run.split(left)
-            out.append(run)
-            left -= len(run)
-        return out, self.size - left
-
-
 def _epoch_runs(source, cfg, rng, keep, dev):
     """The epoch's runs of batches over all chunks of ``source``, ``progress`` as a fraction of the epoch's tokens."""
     total = max(source.n_tokens, 1)
@@ -363,6 +347,7 @@ def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, pr
         weights = word_weights(counts, cfg, dev, model.dtype)
         stats = stats if stats is not None else TrainStats()
         stats.compile_seconds += _compile_step(model, cfg)  # before the progress bar's clock and the epochs' clock
+        replicas = Replicas(model, _worker_count(cfg), step_bounds(model)) if _replicated(cfg) else None
     bar = _progress_bar((cfg.epochs - start_epoch) * source.n_tokens, model.family) if progress else None
     stop = threading.Event()
     stream, produced = prefetch(_epochs_ahead(source, cfg, rng, keep, dev, start_epoch), stop)
@@ -370,7 +355,8 @@ def _train_checked(model, source, counts: np.ndarray, config: TrainConfig, *, pr
         with torch_threads(1 if dev.type == "cpu" else 0):  # one OpenMP thread per worker (module docstring)
             for epoch in range(start_epoch, cfg.epochs):
                 t0 = _time.perf_counter()
-                total, nb = _train_epoch(model, _one_epoch(stream, rng), sampler, gens, cfg, epoch, weights, sync)
+                total, nb = _train_epoch(model, _one_epoch(stream, rng), sampler, gens, cfg, epoch, weights, sync,
+                                         replicas)
                 seconds = _time.perf_counter() - t0
                 _record_epoch(stats, source.n_tokens, nb, total, seconds, sync, epoch, cfg, _all_finite(model),
                               phase)
@@ -467,8 +453,13 @@ def _check_frozen(model) -> None:
 
 
 def _worker_count(cfg: TrainConfig) -> int:
-    """The hogwild workers of ``cfg`` (at least one)."""
+    """The workers of ``cfg`` (at least one)."""
     return max(1, int(cfg.workers))
+
+
+def _replicated(cfg: TrainConfig) -> bool:
+    """Whether ``cfg``'s workers train replicas whose updates are summed (``parallel="replicas"``, more than one)."""
+    return _worker_count(cfg) > 1 and cfg.parallel == "replicas"
 
 
 def negative_seeds(seed: int, rank: int, workers: int) -> list[int]:
@@ -489,42 +480,72 @@ def _progress_bar(total_tokens: int, family: str):
     return tqdm(total=total_tokens, unit="tok", unit_scale=True, desc=f"word2fun {family}")
 
 
-def _run_batches(model, runs, sampler, gens, cfg, epoch, weights, progress=None) -> tuple[torch.Tensor, int]:
-    """The loss sum (on the model's device) and the pairs of the batches of ``runs``: trained by one worker, or by
-    ``len(gens)`` hogwild threads.
+def _run_batches(model, runs, sampler, gens, cfg, epoch, weights, progress=None,
+                 replicas=None) -> tuple[torch.Tensor, int]:
+    """The loss sum (on the model's device) and the pairs of the batches of ``runs``: trained by one worker, by
+    ``len(gens)`` hogwild threads, or, with ``replicas``, by as many threads on their own copies of the model
+    (:func:`_train_replicas`).
 
     ``progress`` carries the epoch's progress across calls (see ``_train_batches``).
     """
+    if replicas is not None:
+        return _train_replicas(replicas, runs, sampler, gens, cfg, epoch, weights, progress)
     if _worker_count(cfg) == 1:
         return _train_batches(model, runs, sampler, gens[0], cfg, epoch, weights=weights, progress=progress)
     return _train_batches_threaded(model, runs, sampler, gens, cfg, epoch, weights, progress)
 
 
-def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
+def _train_replicas(replicas: Replicas, runs, sampler, gens, cfg, epoch, weights,
+                    progress=None) -> tuple[torch.Tensor, int]:
+    """The batches of ``runs`` in segments of ``workers x replica_sync_every`` batches, each cut into one part per
+    worker (``split_runs``), part ``w`` trained on replica ``w`` with generator ``gens[w]`` and the updates summed
+    (``qpnlp.word2fun._replicas.Replicas``): the loss sum and the pairs, added up in worker order.
+
+    Each part's learning rates decay from the epoch's progress before its first batch, as one worker's would.
+    """
+    total, nb, done = _loss_sum(replicas.models[0]), 0, 0.0 if progress is None else progress[0]
+    segments = Segments(runs, len(gens) * cfg.replica_sync_every)
+    while seg := segments.next_segment()[0]:
+        parts, starts = split_runs(seg, len(gens)), []
+        for part in parts:
+            starts.append(done)
+            done = float(part[-1].progress[-1]) if part else done
+        out = replicas.train(parts, lambda model, part, w: _train_batches(
+            model, iter(part), sampler, gens[w], cfg, epoch, weights=weights, progress=[starts[w]]))
+        total, nb = total + sum(t for t, _ in out), nb + sum(n for _, n in out)
+    if progress is not None:
+        progress[0] = done
+    return total, nb
+
+
+def _train_epoch(model, runs, sampler, gens, cfg, epoch, weights, sync,
+                 replicas=None) -> tuple[torch.Tensor, int]:
     """The loss sum (on the model's device) and the pairs of one epoch's ``runs`` of batches, synchronised with
     the other processes by ``sync``.
 
     Without ``sync`` the batches run in one go; with it, in segments of ``cfg.sync_every`` batches, each
     followed by ``sync.step``; a process that has run out of batches keeps joining the synchronisations
     until every process has (``sync.step`` returns False).  A segment that raises (its shard unreadable, out of
-    memory) is passed to ``sync.step``, which raises in every process.
+    memory) is passed to ``sync.step``, which raises in every process.  ``replicas`` train the batches, or each
+    segment's, in segments of their own (:func:`_train_replicas`).
     """
     if sync is None:
-        return _run_batches(model, runs, sampler, gens, cfg, epoch, weights)
-    return _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync)
+        return _run_batches(model, runs, sampler, gens, cfg, epoch, weights, replicas=replicas)
+    return _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync, replicas)
 
 
-def _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync) -> tuple[torch.Tensor, int]:
+def _train_segments(model, runs, sampler, gens, cfg, epoch, weights, sync,
+                    replicas=None) -> tuple[torch.Tensor, int]:
     """:func:`_train_epoch` of a distributed run: segments of ``cfg.sync_every`` batches, each followed by
     ``sync.step``."""
     total, nb, more, done = _loss_sum(model), 0, True, [0.0]
-    segments = _Segments(runs, cfg.sync_every)
+    segments = Segments(runs, cfg.sync_every)
     while True:
         error = None
         if more:
             try:
                 seg, n_batches = segments.next_segment()
-                t, n = _run_batches(model, iter(seg), sampler, gens, cfg, epoch, weights, done)
+                t, n = _run_batches(model, iter(seg), sampler, gens, cfg, epoch, weights, done, replicas)
                 total, nb, more = total + t, nb + n, n_batches == cfg.sync_every
             except BaseException as failure:       # the others would wait for it in sync.step: all raise there
                 error, more = failure, False

@@ -36,6 +36,9 @@ PROG = "qpnlp train word2fun"
     (["--family", "linear", "--rare-lr-power", "0", "--frequency-reference", "100"],
      "--frequency-reference 100 has no effect with no per-word weight"),
     (["--sync-every", "4"], "--sync-every 4 has no effect in a run of one process"),
+    (["--parallel", "replicas"], "--parallel replicas has no effect with --workers 1"),
+    (["--workers", "2", "--replica-sync-every", "8"],
+     "--replica-sync-every 8 has no effect without --parallel replicas and --workers > 1"),
     (["--npz-words", "10"], "--npz-words 10 has no effect without --export-npz"),
     (["--topk", "3"], "--topk 3 has no effect without --words"),
 ])
@@ -55,6 +58,7 @@ def test_an_option_given_without_effect_is_a_warning_said_and_reported(tmp_path,
     ["--family", "III", "--frequency-init", "harmonic", "--max-periods", "3", "--step-centres", "middle"],
     ["--family", "static", "--logistic", "--step-centres", "middle", "--rare-lr-power", "0.5", "--rare-lr-max", "2"],
     ["--processes", "2", "--sync-every", "4"], ["--words", "war", "--topk", "3"],
+    ["--workers", "2", "--parallel", "replicas", "--replica-sync-every", "8"],
     ["--roughness-power", "1", "--frequency-reference", "100"],
 ])
 def test_an_option_left_at_its_default_or_with_an_effect_says_nothing(tmp_path, capsys, given):

@@ -73,9 +73,11 @@ def test_a_streamed_fit_learns_the_planted_drift(tmp_path, tiny_drift):
     assert r["auc"] >= 0.8 and r["acc_after"] >= 0.6
 
 
-def test_resuming_from_a_checkpoint_continues_the_run(tmp_path, tiny_drift):
+@pytest.mark.parametrize("workers", [{}, {"workers": 2, "parallel": "replicas", "replica_sync_every": 2}])
+def test_resuming_from_a_checkpoint_continues_the_run(tmp_path, tiny_drift, workers):
+    """One worker, or replicas (equal after every epoch, each with its negatives' stream), resume bit for bit."""
     corpus, truth = tiny_drift
-    cfg = dict(seed=2, batch_size=2048)
+    cfg = dict(seed=2, batch_size=2048, **workers)
     whole = fit(corpus, TrainConfig(epochs=3, **cfg), dim=8, min_count=3).vectors
 
     def interrupt(epoch, stats):  # the run is killed after its first epoch
@@ -494,6 +496,28 @@ def test_the_segmented_loop_of_distributed_runs_trains_like_the_plain_loop(tiny_
     assert a.epoch_loss == b.epoch_loss  # the same learning-rate schedule and the same updates
     for p, q in zip(plain.parameters(), segmented.parameters()):
         assert torch.equal(p, q)
+
+
+def test_replicas_in_a_distributed_run_share_each_process_segment(tiny_drift, make):
+    """Each process's ``sync_every`` batches are trained by its replicas in segments of their own: with
+    ``sync_every`` a multiple of ``workers x replica_sync_every`` the segments are those of a run of one process."""
+    from qpnlp.data import Vocabulary
+    from qpnlp.word2fun.loop import train_source
+    from qpnlp.word2fun.sources import ArraySource
+
+    corpus, _ = tiny_drift
+    vocab = Vocabulary.build(corpus.docs, min_freq=3, specials=False)
+    enc = corpus.encode(vocab)
+    source = ArraySource(enc.tokens, enc.doc_ids, enc.times)
+    cfg = TrainConfig(epochs=2, batch_size=256, seed=1, workers=2, parallel="replicas", replica_sync_every=2,
+                      sync_every=8)
+    plain, segmented = make(len(vocab), 8, family="IV", seed=1), make(len(vocab), 8, family="IV", seed=1)
+    a = train_source(plain, source, vocab.counts, cfg)
+    sync = _LocalSync()
+    b = train_source(segmented, source, vocab.counts, cfg, sync=sync)
+    assert sync.rounds > 8
+    assert a.epoch_loss == b.epoch_loss
+    assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), segmented.parameters()))
 
 
 def test_a_bad_backend_name_is_refused(monkeypatch):

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_batches, iter_centre_runs
-from qpnlp.word2fun import fused_runs, fused_step, loop
+from qpnlp.word2fun import fused_runs, fused_step
+from qpnlp.word2fun._segments import Segments
 from qpnlp.word2fun.step_sizes import row_step_scales
 
 pytest.importorskip("numba", reason="the compiled step needs numba (the extra 'fast', in 'test')")
@@ -217,7 +218,7 @@ def test_runs_hold_the_batches_of_iter_centre_batches():
 def test_segments_cut_runs_at_every_sync():
     runs = _runs(batch_size=4, batches_per_run=5)
     want = [b.context.tolist() for r in runs for b in r.batches()]
-    seg = loop._Segments(iter(runs), 7)
+    seg = Segments(iter(runs), 7)
     got, sizes = [], []
     while True:
         part, n = seg.next_segment()

@@ -1,0 +1,146 @@
+"""Several workers as replicas (``TrainConfig(workers=W, parallel="replicas")``): each thread trains its own copy on
+its part of every segment of batches and their updates are summed, so the run is the same bit for bit every time.
+
+Before ``parallel`` existed, ``workers`` > 1 always meant hogwild threads sharing one model: a run was not
+repeatable (updates raced), and the first tests failed (no such setting).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from qpnlp.word2fun import KeyedVectors, TrainConfig, loop
+from qpnlp.word2fun._replicas import Replicas
+from qpnlp.word2fun._segments import split_runs
+from qpnlp.word2fun.sources import ArraySource
+
+CFG = TrainConfig(epochs=2, batch_size=64, chunk_tokens=4000, seed=3, workers=2, parallel="replicas",
+                  replica_sync_every=4)
+
+
+def _source(n_docs: int = 120):
+    rs = np.random.default_rng(0)
+    tokens = rs.integers(0, 50, n_docs * 100)
+    return ArraySource(tokens, np.repeat(np.arange(n_docs), 100), 1900.0 + np.arange(n_docs) % 100), \
+        np.bincount(tokens, minlength=50)
+
+
+def _train(make, config=CFG):
+    source, counts = _source()
+    model = make(50, 8, family="IV", logistic=True)
+    stats = loop.train_source(model, source, counts, config, rng=np.random.default_rng(11))
+    return [p.detach().clone() for p in model.parameters()], stats
+
+
+def test_replicas_train_the_same_model_in_every_run(make):
+    first, stats = _train(make)
+    second, _ = _train(make)
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    one, one_stats = _train(make, replace(CFG, workers=1))
+    assert not all(torch.equal(a, b) for a, b in zip(first, one))       # the threads trained, summed
+    assert stats.pairs == one_stats.pairs and stats.tokens == one_stats.tokens   # every batch, once
+    assert np.allclose(stats.epoch_loss, one_stats.epoch_loss, rtol=0.05)
+
+
+def test_every_worker_trains_its_own_part_of_each_segment(make, monkeypatch):
+    seen = []
+    real = loop._train_batches
+
+    def noting(model, runs, *args, **kwargs):
+        runs = list(runs)
+        seen.append((threading.current_thread().name, id(model), sum(len(r) for r in runs)))
+        return real(model, iter(runs), *args, **kwargs)
+
+    monkeypatch.setattr(loop, "_train_batches", noting)
+    _train(make, replace(CFG, epochs=1))
+    assert len({name for name, _, _ in seen}) > 2               # threads started per segment
+    assert len({model for _, model, _ in seen}) == 2            # two replicas, the same in every segment
+    assert max(n for _, _, n in seen) == CFG.replica_sync_every  # each part's batches (the last: fewer)
+
+
+def test_split_runs_keeps_every_batch_in_order(make):
+    source, counts = _source()
+    runs = list(loop._epoch_runs(source, replace(CFG, batch_size=32), np.random.default_rng(0),
+                                 np.ones(50), torch.device("cpu")))
+    parts = split_runs(runs, 3)
+    sizes = [sum(len(r) for r in part) for part in parts]
+    total = sum(len(r) for r in runs)
+    assert sum(sizes) == total and max(sizes) - min(sizes) <= 2
+    joined = np.concatenate([r.progress for part in parts for r in part])
+    assert np.array_equal(joined, np.concatenate([r.progress for r in runs]))
+    assert [sum(len(r) for r in p) for p in split_runs(runs[:1], 4)][-1] <= len(runs[0])
+
+
+def _toy():
+    model = torch.nn.Linear(3, 2)
+    torch.nn.init.zeros_(model.weight)
+    torch.nn.init.zeros_(model.bias)
+    return model
+
+
+def test_the_updates_are_summed_and_clipped():
+    model = _toy()
+    replicas = Replicas(model, 3, {"bias": (-1.0, 2.5)})
+
+    def task(replica, part, w):
+        with torch.no_grad():
+            replica.weight.add_(part)
+            replica.bias.add_(part)
+        return w
+
+    assert replicas.train([1.0, 2.0, 3.0], task) == [0, 1, 2]
+    assert torch.equal(model.weight, torch.full((2, 3), 6.0))    # 0 + 1 + 2 + 3
+    assert torch.equal(model.bias, torch.full((2,), 2.5))        # clipped
+    replicas.train([0.5, 0.0, 0.0], task)                        # every replica starts from the sum
+    assert torch.equal(model.weight, torch.full((2, 3), 6.5))
+
+
+def test_a_failing_worker_keeps_nothing_of_the_segment():
+    model = _toy()
+    replicas = Replicas(model, 2)
+
+    def task(replica, part, w):
+        with torch.no_grad():
+            replica.weight.add_(1.0)
+        if w == 1:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        replicas.train([None, None], task)
+    assert torch.equal(model.weight, torch.zeros(2, 3))
+
+
+def test_parallel_is_checked():
+    with pytest.raises(ValueError, match="parallel must be one of"):
+        TrainConfig(parallel="threads")
+
+
+
+def test_the_command_line_trains_replicas_the_same_twice(tmp_path):
+    from qpnlp.cli import main
+    from qpnlp.data import TimestampedCorpus, write_tsv
+
+    rng = np.random.default_rng(0)
+    corpus = tmp_path / "c.tsv"
+    write_tsv(TimestampedCorpus.from_pairs([(1900 + i % 20, list(rng.choice(["war", "peace", "tax", "bank"], 8)))
+                                            for i in range(200)]), corpus)
+    runs = []
+    for name in ("a", "b"):
+        report = tmp_path / f"{name}.json"
+        assert main(["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--epochs", "2", "--min-count", "1",
+                     "--sample", "0", "--batch-size", "64", "--no-progress", "--workers", "2", "--parallel",
+                     "replicas", "--replica-sync-every", "2", "--out", str(tmp_path / name),
+                     "--report", str(report)]) == 0
+        data = json.loads(report.read_text())
+        assert data["config"]["train"]["parallel"] == "replicas"
+        assert data["config"]["train"]["replica_sync_every"] == 2
+        runs.append([epoch["train_loss"] for epoch in data["history"]])
+    assert runs[0] == runs[1]
+    assert all(torch.equal(a, b) for a, b in zip(*(KeyedVectors.from_pretrained(tmp_path / name).grid(
+        ["war", "tax"], [1900.0, 1910.0]) for name in ("a", "b"))))
