@@ -172,8 +172,8 @@ def _add_file_options(o) -> None:
                    help="continue the run saved in --out at its next epoch, given its corpus: every model and "
                         "training setting not given here (--min-count, --dim, --lr, ...) is the saved run's, not "
                         "today's default; one given is compared with the saved run's, a difference refused, named "
-                        "with both values (only --epochs, --device, --workers, --chunk-tokens, --sync-every and "
-                        "--processes may change); what the checkpoint does not record (--processes, --stream, "
+                        "with both values (only --epochs, --device, --workers, --parallel, --replica-sync-every, "
+                        "--chunk-tokens, --sync-every and --processes may change); what the checkpoint does not record (--processes, --stream, "
                         "--threads, the report and output options) is this command line's")
     o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "

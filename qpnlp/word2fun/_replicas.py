@@ -2,8 +2,9 @@
 each train a copy of the model on their own batches, and their updates are summed.
 
 A segment of consecutive batches of the epoch's stream is cut into ``W`` consecutive parts (``qpnlp.word2fun.loop``:
-as equal in batches as they go, a run of batches split where a part ends); thread ``w`` trains part ``w`` on replica ``w`` (replica 0 is
-the model itself), all starting from the same parameters :math:`\\theta_s`, and then the model continues from
+as equal in batches as they go, a run of batches split where a part ends); thread ``w`` trains part ``w`` on
+replica ``w`` (replica 0 is the model itself), all starting from the same parameters :math:`\\theta_s`, and then the
+model continues from
 
 .. math:: \\theta_s + \\sum_{w} (\\theta_w - \\theta_s),
 
@@ -15,8 +16,9 @@ its own negatives' generator, so a run is the same bit for bit every time (for a
 one-worker run, whose every batch sees all earlier updates).
 
 The threads are started for every segment and awaited together (:func:`~qpnlp.word2fun._hogwild.run_workers`); the
-cost of a segment's sum is about ``2 W`` passes over the trained parameters, small against the ``sync_every``
-batches each thread trains in between.
+cost of a segment's sum is about ``2 W`` passes over the trained parameters, small against the
+``replica_sync_every`` batches each thread trains in between (4% of a 2-replica run at the defaults,
+``benchmarks/results/word2fun/replicas/``).
 """
 
 from __future__ import annotations

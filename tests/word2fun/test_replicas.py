@@ -38,11 +38,13 @@ def _train(make, config=CFG):
     return [p.detach().clone() for p in model.parameters()], stats
 
 
-def test_replicas_train_the_same_model_in_every_run(make):
-    first, stats = _train(make)
-    second, _ = _train(make)
+@pytest.mark.parametrize("shared_negatives", [True, False])      # the compiled step, and the torch ops
+def test_replicas_train_the_same_model_in_every_run(make, shared_negatives):
+    cfg = replace(CFG, shared_negatives=shared_negatives, negatives=5)
+    first, stats = _train(make, cfg)
+    second, _ = _train(make, cfg)
     assert all(torch.equal(a, b) for a, b in zip(first, second))
-    one, one_stats = _train(make, replace(CFG, workers=1))
+    one, one_stats = _train(make, replace(cfg, workers=1))
     assert not all(torch.equal(a, b) for a, b in zip(first, one))       # the threads trained, summed
     assert stats.pairs == one_stats.pairs and stats.tokens == one_stats.tokens   # every batch, once
     assert np.allclose(stats.epoch_loss, one_stats.epoch_loss, rtol=0.05)
