@@ -8,6 +8,7 @@ import torch
 
 from qpnlp._precision_shortcuts import PrecisionShortcuts
 
+from . import _mixture as M
 from . import _validation as V
 from . import _widen
 from ._batched import to_arguments
@@ -177,7 +178,12 @@ class SememeBasis(PrecisionShortcuts):
                             f"{type(coordinates).__name__}")
         c = coordinates.data if isinstance(coordinates, PureState) else coordinates
         e, c = promote(self._vectors, c)
-        return PureState(c @ e)
+        if not isinstance(coordinates, PureState):
+            # The coordinates are checked, not the state built from them: the basis is orthonormal, so
+            # ||c @ e|| = ||c|| and a NaN stays at its batch index, and the error names the caller's argument and
+            # shows the value passed (checking c @ e named "states" and showed inf * 0 = nan for an inf).
+            M.check_state_tensor("coordinates", c, None)
+        return PureState._trusted(data=c @ e)
 
     def change_of_basis(self, other: "SememeBasis") -> torch.Tensor:
         r"""Unitary ``U`` ``(d, d)`` with :math:`U_{kj} = \langle f_k|e_j\rangle`.

@@ -464,10 +464,15 @@ def _overlap_moments(rho, sigma) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _purity(obj) -> torch.Tensor:
+    r""":math:`\operatorname{Tr}\rho^2` ``(...)`` of a state :func:`super_fidelity` has read through ``_trace_product``.
+
+    A raw tensor is read as is: ``_trace_product``, which :func:`super_fidelity` calls first, has checked it as a
+    density matrix (a second check here repeated that work and could only pass).
+    """
     if isinstance(obj, PureState):
         return torch.ones(obj.batch_shape, dtype=V.real_dtype_of(obj.dtype), device=obj.device)
     if isinstance(obj, torch.Tensor):
-        return squared_frobenius_norm(as_density_tensor(obj))
+        return squared_frobenius_norm(obj)
     return obj.purity()
 
 
@@ -517,4 +522,5 @@ def super_fidelity(rho, sigma) -> torch.Tensor:
     >>> round(float(super_fidelity(a, a)), 6)
     1.0
     """
-    return _trace_product(rho, sigma) + safe_sqrt((1.0 - _purity(rho)) * (1.0 - _purity(sigma)))
+    overlap = _trace_product(rho, sigma)                  # checks a raw tensor, once: _purity reads it unchecked
+    return overlap + safe_sqrt((1.0 - _purity(rho)) * (1.0 - _purity(sigma)))

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import _mixture as M
 from . import _validation as V
 from ._ensemble import Ensemble
 from ._states import DensityMatrix, PureState
@@ -157,4 +158,8 @@ def from_qutip(qobj, *, dtype: torch.dtype = torch.complex128, device: torch.dev
         raise ValueError(f"the Qobj of a batch must have one shape; got {sorted(shapes)}")
     data = torch.from_numpy(np.stack(arrays) if not isinstance(qobj, qutip.Qobj) else arrays[0])
     data = data.to(device=device, dtype=dtype)
-    return PureState(data, validate=validate) if kinds == "ket" else DensityMatrix(data, validate=validate)
+    if kinds == "ket":                      # the constructors' checks, with errors naming "qobj", not "states"/"rho"
+        M.check_state_tensor("qobj", data, validate)
+        return PureState._trusted(data=data)
+    M.check_density_tensor("qobj", data, validate)
+    return DensityMatrix._trusted(data=data)

@@ -211,6 +211,15 @@ def _as_labels(labels, n: int) -> torch.Tensor:
     return labels.long()
 
 
+def _checked(obj, name: str):
+    """A state object as it is, or a tensor checked once as a density matrix named ``name`` and wrapped unchecked.
+
+    ``class_averages`` checks ``sentences`` whole before splitting it by class, so that an error gives the user's
+    batch index and shape, not those within a class's sub-batch; the sub-batches are then not checked again.
+    """
+    return DensityMatrix._trusted(data=_dense(obj, name)) if isinstance(obj, torch.Tensor) else obj
+
+
 def _contribution(obj) -> torch.Tensor:
     """Sum over the batch of the dense states of one sentence object (batch shape (m,) or ())."""
     if isinstance(obj, Ensemble):
@@ -275,6 +284,10 @@ def class_averages(sentences, labels, num_classes: int | None = None) -> tuple[D
     if counts.numel() > num or bool((counts == 0).any()):
         raise ValueError(f"every class in [0, {num}) needs a sentence and labels must be < {num}; "
                          f"counts per class {counts.tolist()}")
+    if items is not None:
+        items = [_checked(x, f"sentences[{i}]") for i, x in enumerate(items)]
+    else:
+        sentences = _checked(sentences, "sentences")
     sums = []
     for c in range(num):
         chosen = (labels == c).nonzero().squeeze(-1)

@@ -121,6 +121,29 @@ def test_known_values(cdtype, tol):
         assert abs(float(value) - expected) <= tol(2), (value, expected)
 
 
+def test_super_fidelity_checks_each_raw_tensor_once(monkeypatch, cdtype, tol):
+    """A raw tensor was checked as a density matrix in ``_trace_product`` and again, as ``rho``, in ``_purity``: the
+    work twice, the second check unable to fail. Now once per argument, the messages and values as before."""
+    from qpnlp.hilbert import _mixture
+
+    gen = torch.Generator().manual_seed(4)
+    rho, sigma = (random_density_matrix(3, batch_shape=(2,), dtype=cdtype, generator=gen) for _ in range(2))
+    mix = Ensemble(random_pure_state(3, batch_shape=(2, 2), dtype=cdtype, generator=gen).data)
+    expected = {"dense": super_fidelity(rho, sigma), "ensemble": super_fidelity(rho, mix)}
+    bad = rho.data.clone()
+    bad[1, 0, 0] = math.nan
+    checked, check = [], _mixture.check_density_tensor
+    monkeypatch.setattr(_mixture, "check_density_tensor",
+                        lambda name, data, validate: checked.append(name) or check(name, data, validate))
+    assert_allclose(super_fidelity(rho.data, sigma.data), expected["dense"], atol=tol(2))
+    assert checked == ["rho", "sigma"]
+    checked.clear()
+    assert_allclose(super_fidelity(rho.data, mix), expected["ensemble"], atol=tol(2))
+    assert checked == ["rho"]
+    with pytest.raises(ValueError, match=r"^rho must be finite; got \(nan\+0j\) at batch index \(1,\)"):
+        super_fidelity(bad, sigma.data)
+
+
 def _full_rank(raw):
     d = raw.shape[-1]
     m = raw @ raw.mH + 0.2 * torch.diag(torch.arange(1, d + 1, dtype=torch.float64)).to(raw.dtype)

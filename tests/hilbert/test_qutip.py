@@ -96,6 +96,18 @@ def test_from_qutip_validates_like_the_constructors():
     assert from_qutip(qutip.Qobj(np.eye(2)), validate=False).dim == 2
 
 
+def test_a_bad_qobj_is_named_as_the_argument():
+    """The checks ran through ``PureState(data)`` / ``DensityMatrix(data)``, whose errors name their own arguments
+    ("states must have unit norm ...", "rho must be Hermitian ..."); they name ``qobj`` now, the rest as before."""
+    with pytest.raises(ValueError, match=r"^qobj must have unit norm along the last dim; got norm 2 at batch index "
+                                         r"\(1,\) \(shape \(2, 3\)"):
+        from_qutip([qutip.basis(3, 0), 2 * qutip.basis(3, 1)])
+    with pytest.raises(ValueError, match=r"^qobj must be Hermitian \(equal to its conjugate transpose\)"):
+        from_qutip(qutip.Qobj(np.array([[1.0, 1.0], [0.0, 0.0]])))
+    with pytest.raises(ValueError, match=r"^qobj must have trace one; got trace 2"):
+        from_qutip(qutip.Qobj(np.eye(2)))
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda: to_qutip(torch.eye(2)), TypeError, "PureState, DensityMatrix or Ensemble"),
     (lambda: to_qutip(DensityMatrix.maximally_mixed(4), dims=[3, 2]), ValueError, "multiply to 6"),

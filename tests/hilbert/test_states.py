@@ -179,6 +179,17 @@ class TestSememeBasis:
         assert_pure_state(coords)
         assert_allclose(basis.from_coordinates(coords).data, w.data)
 
+    @pytest.mark.parametrize("bad, what", [(2.0, r"must have unit norm along the last dim; got norm 2"),
+                                           (math.inf, r"must be finite; got \(inf\+0j\)")])
+    def test_bad_coordinates_are_named_as_the_argument(self, cdtype, bad, what):
+        """from_coordinates(c) checked ``PureState(c @ e)``: the error named ``states`` and, for an inf, showed the
+        nan of inf * 0 in the product; the coordinates are checked now, under their name, with the value passed."""
+        basis = SememeBasis.canonical(3, dtype=cdtype)
+        coords = torch.eye(3, dtype=cdtype)[:2].clone()
+        coords[1, 1] = bad
+        with pytest.raises(ValueError, match=rf"^coordinates {what} at batch index \(1,\) \(shape \(2, 3\)"):
+            basis.from_coordinates(coords)
+
     def test_change_of_basis_maps_coordinates(self, cdtype):
         gen = torch.Generator().manual_seed(1)
         e = SememeBasis.random(5, dtype=cdtype, generator=gen)

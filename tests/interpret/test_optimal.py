@@ -252,6 +252,32 @@ def test_a_bad_tensor_is_named_as_the_argument(cdtype, name, what):
     assert "batch index" in str(info.value) and "shape" in str(info.value)
 
 
+@pytest.mark.parametrize("bound", [class_averages, measurement_bound])
+def test_a_bad_sentence_is_reported_at_its_index_in_sentences(monkeypatch, cdtype, bound):
+    """A tensor ``sentences`` was checked per class, after the split: a NaN sentence at index 2 of 4 with labels
+    [0, 1, 0, 1] was reported "at batch index (1,) (shape (2, 3, 3))", its place in class 0's sub-batch. It is
+    checked whole before the split now (each sentence once); a list's tensors are named ``sentences[i]``."""
+    from qpnlp.hilbert import _mixture
+
+    good = random_density_matrix(3, batch_shape=(4,), dtype=cdtype, generator=_gen(3)).data
+    bad = good.clone()
+    bad[2, 0, 0] = math.nan
+    with pytest.raises(ValueError, match=r"^sentences must be finite; got \(nan\+0j\) at batch index \(2,\) "
+                                         r"\(shape \(4, 3, 3\)\)$"):
+        bound(bad, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^sentences\[2\] must be finite; got \(nan\+0j\) \(shape \(3, 3\)\)$"):
+        bound(list(bad), [0, 1, 0, 1])
+    checked, check = [], _mixture.check_density_tensor
+    monkeypatch.setattr(_mixture, "check_density_tensor",
+                        lambda name, data, validate: checked.append((name, tuple(data.shape))) or
+                        check(name, data, validate))
+    bound(good, [0, 1, 0, 1])
+    assert checked == [("sentences", (4, 3, 3))]
+    checked.clear()
+    bound(list(good), [0, 1, 0, 1])
+    assert checked == [(f"sentences[{i}]", (3, 3)) for i in range(4)]
+
+
 def test_priors_on_another_device_are_named_not_copied():
     """A (C,) tensor of priors (or a (B,) prior0) was copied to the states' device silently
     (``torch.as_tensor(priors, device=...)``); a 0-dim prior0 may be a CPU scalar, as in torch's operators."""
