@@ -172,7 +172,10 @@ class SememeBasis(PrecisionShortcuts):
         return DensityMatrix._trusted(data=e.conj() @ rho @ e.mT)
 
     def from_coordinates(self, coordinates: PureState | torch.Tensor) -> PureState:
-        r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis."""
+        r"""The state :math:`\sum_j c_j |e_j\rangle` from coordinates ``(..., d)`` in this basis.
+
+        ValueError for coordinates whose last dim is not the basis's d (its number of vectors).
+        """
         if not isinstance(coordinates, (PureState, torch.Tensor)):
             raise TypeError(f"from_coordinates() takes a PureState or a complex tensor (..., d); got "
                             f"{type(coordinates).__name__}")
@@ -183,6 +186,7 @@ class SememeBasis(PrecisionShortcuts):
             # ||c @ e|| = ||c|| and a NaN stays at its batch index, and the error names the caller's argument and
             # shows the value passed (checking c @ e named "states" and showed inf * 0 = nan for an inf).
             M.check_state_tensor("coordinates", c, None)
+        V.check_dims_match("coordinates", c.shape[-1], "the basis", self.dim)   # not torch's "mat1 and mat2 shapes"
         return PureState._trusted(data=c @ e)
 
     def change_of_basis(self, other: "SememeBasis") -> torch.Tensor:

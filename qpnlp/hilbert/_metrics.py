@@ -85,7 +85,13 @@ def _factor_side(x) -> bool:
     return isinstance(x, (PureState, Ensemble))
 
 
-def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Tensor:
+def _pure_first(rho, sigma) -> tuple[PureState, object, str]:
+    """``(psi, other, name)``: the :class:`PureState` of a pair (``rho`` when both are), the other state, and the
+    user's name of that other state (``"sigma"``, or ``"rho"`` when the roles swap), for ``_pure_expectation``."""
+    return (rho, sigma, "sigma") if isinstance(rho, PureState) else (sigma, rho, "rho")
+
+
+def _pure_expectation(psi: PureState, sigma, *, dense: bool = False, name: str = "sigma") -> torch.Tensor:
     r""":math:`\langle\psi|\sigma|\psi\rangle` ``(...)`` of a :class:`PureState` and any state, batch dims broadcasting.
 
     :math:`\sum_j |\langle\psi|b_j\rangle|^2` from a factor :math:`\sigma = BB^\dagger` (a pure state or an
@@ -94,12 +100,13 @@ def _pure_expectation(psi: PureState, sigma, *, dense: bool = False) -> torch.Te
     operands: ``@`` copied every ensemble's factor (every dense matrix) once per pure state of a ``(V, 1)`` batch.
     An ensemble's weights enter linearly, :math:`\sum_j q_j |\langle\psi|w_j\rangle|^2` (not through the factor's
     :math:`\sqrt{q_j}`, whose gradient at a zero weight is taken as 0): the gradient at a zero weight is its
-    derivative :math:`|\langle\psi|w_j\rangle|^2`, as :func:`_pure_infidelity`'s.
+    derivative :math:`|\langle\psi|w_j\rangle|^2`, as :func:`_pure_infidelity`'s. ``name`` is the user's name
+    of ``sigma`` in its errors (``"rho"`` when the caller swapped the roles: ``_pure_first``).
     """
     if dense or _is_dense(sigma):
-        state, s = promote(psi.data, as_density_tensor(sigma, "sigma"))
+        state, s = promote(psi.data, as_density_tensor(sigma, name))
         return (torch.einsum("...d,...de->...e", state.conj(), s) * state).sum(-1).real
-    (state, _), (rows, weights) = members(psi), members(sigma, "sigma")
+    (state, _), (rows, weights) = members(psi), members(sigma, name)
     squares = squared_modulus(overlaps(*promote(state, rows)))                   # (..., 1, m)
     if weights is not None:
         squares = squares * weights.to(squares.dtype).unsqueeze(-2)
@@ -207,10 +214,9 @@ def fidelity(rho, sigma, *, squared: bool = True) -> torch.Tensor:
     0.5
     """
     _check_dims(rho, sigma)
-    if isinstance(sigma, PureState) and not isinstance(rho, PureState):
-        rho, sigma = sigma, rho                                   # the pure side first
-    if isinstance(rho, PureState):
-        f = _pure_expectation(rho, sigma).clamp(0.0, 1.0)
+    if isinstance(rho, PureState) or isinstance(sigma, PureState):
+        psi, other, name = _pure_first(rho, sigma)                # the pure side first
+        f = _pure_expectation(psi, other, name=name).clamp(0.0, 1.0)
         return f if squared else safe_sqrt(f)
     root = decompose(torch.linalg.svdvals, factor_product(rho, sigma)).sum(-1).clamp(max=1.0)
     return root.square() if squared else root
@@ -442,8 +448,8 @@ def _trace_product(rho, sigma) -> torch.Tensor:
     it is :math:`\langle\psi|\sigma|\psi\rangle` (``_pure_expectation``), never :math:`|\psi\rangle\langle\psi|`."""
     if isinstance(rho, PureState) or isinstance(sigma, PureState):
         _check_dims(rho, sigma)
-        psi, other = (rho, sigma) if isinstance(rho, PureState) else (sigma, rho)
-        return _pure_expectation(psi, other, dense=_cross_is_larger(rho, sigma))
+        psi, other, name = _pure_first(rho, sigma)
+        return _pure_expectation(psi, other, dense=_cross_is_larger(rho, sigma), name=name)
     if _is_dense(rho) or _is_dense(sigma) or _cross_is_larger(rho, sigma):
         r, s = _dense_pair(rho, sigma)
         return (r * s.mT).sum((-2, -1)).real

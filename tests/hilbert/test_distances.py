@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qpnlp.hilbert import (DensityMatrix, Ensemble, PureState, bures_angle, bures_distance, fidelity,
-                           hellinger_affinity, hellinger_distance, hilbert_schmidt_distance, masked_softmax,
+                           hellinger_affinity, hellinger_distance, hilbert_schmidt_distance, infidelity, masked_softmax,
                            random_density_matrix, random_pure_state, sub_fidelity, super_fidelity)
 from qpnlp.testing import assert_allclose, density_matrices, ensembles
 
@@ -142,6 +142,18 @@ def test_super_fidelity_checks_each_raw_tensor_once(monkeypatch, cdtype, tol):
     assert checked == ["rho"]
     with pytest.raises(ValueError, match=r"^rho must be finite; got \(nan\+0j\) at batch index \(1,\)"):
         super_fidelity(bad, sigma.data)
+
+
+@pytest.mark.parametrize("metric", [fidelity, infidelity, bures_distance, bures_angle, sub_fidelity, super_fidelity])
+def test_bad_tensor_against_a_pure_state_is_named_as_passed(metric, cdtype):
+    """With a :class:`PureState` ``sigma`` the pair was swapped for ``_pure_expectation``, which named its dense
+    operand ``sigma``: a NaN tensor passed as ``rho`` was reported as ``sigma``. It keeps the user's name now."""
+    bad = torch.full((2, 2), math.nan, dtype=cdtype)
+    psi = PureState.basis_state(0, 2, dtype=cdtype)
+    with pytest.raises(ValueError, match=r"^rho must be finite; got \(nan\+0j\)"):
+        metric(bad, psi)
+    with pytest.raises(ValueError, match=r"^sigma must be finite; got \(nan\+0j\)"):
+        metric(psi, bad)
 
 
 def _full_rank(raw):

@@ -190,6 +190,18 @@ class TestSememeBasis:
         with pytest.raises(ValueError, match=rf"^coordinates {what} at batch index \(1,\) \(shape \(2, 3\)"):
             basis.from_coordinates(coords)
 
+    @pytest.mark.parametrize("shape", [(2,), (4, 2)])
+    def test_coordinates_of_the_wrong_dimension_are_named(self, cdtype, shape):
+        """Coordinates whose last dim is not the basis's d gave torch's "mat1 and mat2 shapes cannot be multiplied"
+        (a RuntimeError); a ValueError names ``coordinates``, their d and the basis's, as ``coordinates()`` does."""
+        basis = SememeBasis.canonical(3, dtype=cdtype)
+        coords = torch.zeros(shape, dtype=cdtype)
+        coords[..., 0] = 1.0
+        with pytest.raises(ValueError, match=r"^dimension mismatch: coordinates has d=2 but the basis has d=3$"):
+            basis.from_coordinates(coords)
+        with pytest.raises(ValueError, match=r"^dimension mismatch: coordinates has d=2 but the basis has d=3$"):
+            basis.from_coordinates(PureState(coords))
+
     def test_change_of_basis_maps_coordinates(self, cdtype):
         gen = torch.Generator().manual_seed(1)
         e = SememeBasis.random(5, dtype=cdtype, generator=gen)
