@@ -53,6 +53,7 @@ import torch
 
 from qpnlp.data import TimestampedCorpus, Vocabulary, load_sotu
 from qpnlp.word2fun import TrainConfig, fit
+from qpnlp.word2fun.config import PARALLEL_MODES
 from qpnlp.word2fun.evaluate import heldout_pairs, pair_log_likelihood, word2fun_log_likelihood
 
 
@@ -314,6 +315,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="batch (pairs) of the Word2Fun rows with the library's loss (default: the library's)")
     ap.add_argument("--w2v-loss-batch", type=int, default=2048, help="batch (pairs) of the word2fun-*-w2v-loss rows")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--parallel", choices=PARALLEL_MODES, default=TrainConfig.parallel,
+                    help="how the Word2Fun rows' --threads workers share the training (TrainConfig.parallel)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models", default="word2fun-II,word2fun-III,word2fun-IV,word2fun-II-w2v-loss,"
                                         "word2fun-III-w2v-loss,word2fun-IV-w2v-loss,static,per_period,"
@@ -340,7 +343,7 @@ def main() -> None:
     def word2fun(family, **kw):
         def run(train, vocab, pairs, args):
             w2v = kw.pop("w2v_loss", False)  # word2vec's objective: args.negatives per pair, summed
-            cfg = TrainConfig(epochs=args.epochs, seed=args.seed, workers=args.threads,
+            cfg = TrainConfig(epochs=args.epochs, seed=args.seed, workers=args.threads, parallel=args.parallel,
                               **(dict(negatives=args.negatives, shared_negatives=False, lr=args.w2v_loss_lr,
                                       batch_size=args.w2v_loss_batch, negative_weight=float(args.negatives))
                                  if w2v else dict(batch_size=args.batch_size)))

@@ -16,9 +16,10 @@ its own negatives' generator, so a run is the same bit for bit every time (for a
 one-worker run, whose every batch sees all earlier updates).
 
 The threads are started for every segment and awaited together (:func:`~qpnlp.word2fun._hogwild.run_workers`); the
-cost of a segment's sum is about ``2 W`` passes over the trained parameters, small against the
-``replica_sync_every`` batches each thread trains in between (4% of a 2-replica run at the defaults,
-``benchmarks/results/word2fun/replicas/``).
+cost of a segment's sum is about ``2 W`` passes over every trained table, whatever rows the segment touched: 4% of
+a 2-replica run on the 1,090 words of the 750k-token drift corpus, but most of the threads' gain on the 7,960 words
+of the State of the Union corpus (``benchmarks/results/word2fun/replicas/``; summing only the touched rows with
+torch's gathers and scatters was slower still).
 """
 
 from __future__ import annotations
