@@ -192,10 +192,12 @@ class SememeBasis(PrecisionShortcuts):
     def change_of_basis(self, other: "SememeBasis") -> torch.Tensor:
         r"""Unitary ``U`` ``(d, d)`` with :math:`U_{kj} = \langle f_k|e_j\rangle`.
 
-        Coordinates in ``self`` map to coordinates in ``other`` by ``c' = U c``.
+        Coordinates in ``self`` map to coordinates in ``other`` by ``c' = U c``. ``other`` must be a
+        :class:`SememeBasis` of the same dimension (else TypeError, ValueError).
         """
-        if other.dim != self.dim:
-            raise ValueError(f"dimension mismatch: {self.dim} vs {other.dim}")
+        if not isinstance(other, SememeBasis):
+            raise TypeError(f"other must be a SememeBasis; got {type(other).__name__}")
+        V.check_dims_match("other", other.dim, "this basis", self.dim)
         e, f = promote(self._vectors, other.vectors)
         return f.conj() @ e.mT
 

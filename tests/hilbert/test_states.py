@@ -202,6 +202,15 @@ class TestSememeBasis:
         with pytest.raises(ValueError, match=r"^dimension mismatch: coordinates has d=2 but the basis has d=3$"):
             basis.from_coordinates(PureState(coords))
 
+    def test_change_of_basis_names_a_bad_other(self, cdtype):
+        """A basis of another dimension said "dimension mismatch: 3 vs 2"; a tensor compared its ``dim`` method with
+        an int and said the same with a bound method."""
+        basis = SememeBasis.canonical(3, dtype=cdtype)
+        with pytest.raises(ValueError, match=r"^dimension mismatch: other has d=2 but this basis has d=3$"):
+            basis.change_of_basis(SememeBasis.canonical(2, dtype=cdtype))
+        with pytest.raises(TypeError, match="other must be a SememeBasis; got Tensor"):
+            basis.change_of_basis(torch.eye(3, dtype=cdtype))
+
     def test_change_of_basis_maps_coordinates(self, cdtype):
         gen = torch.Generator().manual_seed(1)
         e = SememeBasis.random(5, dtype=cdtype, generator=gen)
