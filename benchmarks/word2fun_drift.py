@@ -71,8 +71,10 @@ def load() -> list[float]:
 def word2fun_grid(corpus, truth, args, family: str) -> DriftGrid:
     penalty = args.roughness_penalty if family in SINUSOIDAL_FAMILIES else 0.0  # None: the library's default
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
-                      step_centre_lr=args.step_centre_lr, shared_negatives=True, window=5, sample=1e-3, seed=args.seed, workers=args.threads,
-                      parallel=args.parallel, replica_sync_every=args.replica_sync_every, roughness_penalty=penalty, roughness_power=args.roughness_power,
+                      step_centre_lr=args.step_centre_lr, shared_negatives=True, window=5, sample=1e-3,
+                      seed=args.seed, workers=args.threads, parallel=args.parallel,
+                      replica_sync_every=args.replica_sync_every, roughness_penalty=penalty,
+                      roughness_power=args.roughness_power,
                       rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
                       frequency_reference=args.frequency_reference, negative_weight=args.negative_weight)
     result = fit(corpus, cfg, family=family, dim=args.dim, time_scale=args.time_scale,

@@ -173,8 +173,9 @@ def _add_file_options(o) -> None:
                         "training setting not given here (--min-count, --dim, --lr, ...) is the saved run's, not "
                         "today's default; one given is compared with the saved run's, a difference refused, named "
                         "with both values (only --epochs, --device, --workers, --parallel, --replica-sync-every, "
-                        "--chunk-tokens, --sync-every and --processes may change); what the checkpoint does not record (--processes, --stream, "
-                        "--threads, the report and output options) is this command line's")
+                        "--chunk-tokens, --sync-every and --processes may change); what the checkpoint does not "
+                        "record (--processes, --stream, --threads, the report and output options) is this command "
+                        "line's")
     o.add_argument("--report", default=None, metavar="FILE.json", type=path_type,
                    help="write the report (metrics, history, settings, the --words results) to this JSON file, "
                         "rewritten after every epoch (a failed rewrite is a warning, said once: the training goes "

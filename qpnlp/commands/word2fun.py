@@ -353,7 +353,8 @@ def _checked_settings(args: argparse.Namespace):
         cfg = TrainConfig(
             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives,
             shared_negatives=args.shared_negatives, window=args.window, sample=args.sample, seed=args.seed,
-            device=args.device, workers=args.workers, parallel=args.parallel, roughness_penalty=args.roughness_penalty,
+            device=args.device, workers=args.workers, parallel=args.parallel,
+            roughness_penalty=args.roughness_penalty,
             roughness_power=args.roughness_power, frequency_reference=args.frequency_reference,
             rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
             chunk_tokens=args.chunk_tokens, sync_every=args.sync_every,
