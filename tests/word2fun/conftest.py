@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from qpnlp.data.synthetic_drift import DriftSpec, generate_drift_corpus
 from qpnlp.word2fun import TimeScale, Word2Fun, Word2FunConfig
+from qpnlp.word2fun.sources import ArraySource
 
 TS = TimeScale(1900.0, 2000.0, 60.0)
 
@@ -37,6 +39,20 @@ def _randomise(model, seed=0):
 def randomise():
     """``randomise(model, seed)``: every parameter set to standard normal values, in place."""
     return _randomise
+
+
+def _random_source(n_docs: int = 120):
+    rs = np.random.default_rng(0)
+    tokens = rs.integers(0, 50, n_docs * 100)
+    return ArraySource(tokens, np.repeat(np.arange(n_docs), 100), 1900.0 + np.arange(n_docs) % 100), \
+        np.bincount(tokens, minlength=50)
+
+
+@pytest.fixture
+def random_source():
+    """``random_source(n_docs=120) -> (ArraySource, counts)``: ``n_docs`` documents of 100 uniform draws from 50
+    words (seed 0), dated 1900 + d % 100, and the words' counts."""
+    return _random_source
 
 
 @pytest.fixture(scope="session")

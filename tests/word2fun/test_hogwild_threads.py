@@ -12,18 +12,9 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from qpnlp.word2fun import TrainConfig, loop
-from qpnlp.word2fun.sources import ArraySource
-
-
-def _source(n_docs: int = 200):
-    rs = np.random.default_rng(0)
-    tokens = rs.integers(0, 50, n_docs * 100)
-    return ArraySource(tokens, np.repeat(np.arange(n_docs), 100), 1900.0 + np.arange(n_docs) % 100), \
-        np.bincount(tokens, minlength=50)
 
 
 def _threads_left(before: set, within: float = 5.0) -> list[str]:
@@ -34,7 +25,7 @@ def _threads_left(before: set, within: float = 5.0) -> list[str]:
     return sorted(t.name for t in left)
 
 
-def test_a_worker_failing_with_the_queue_full_leaves_no_producer_behind(make, monkeypatch):
+def test_a_worker_failing_with_the_queue_full_leaves_no_producer_behind(make, random_source, monkeypatch):
     exhausted = threading.Event()
     real_runs = loop._epoch_runs
 
@@ -51,7 +42,7 @@ def test_a_worker_failing_with_the_queue_full_leaves_no_producer_behind(make, mo
 
     monkeypatch.setattr(loop, "_epoch_runs", eighteen_runs)
     monkeypatch.setattr(loop, "batch_step", failing_steps)
-    source, counts = _source()
+    source, counts = random_source(200)
     before = set(threading.enumerate())
     with pytest.raises(RuntimeError, match="boom"):
         loop.train_source(make(50, 8, family="IV"), source, counts, TrainConfig(epochs=1, batch_size=64, workers=2))
@@ -61,7 +52,7 @@ def test_a_worker_failing_with_the_queue_full_leaves_no_producer_behind(make, mo
 
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows: no pthread_kill or pthread_sigmask to send a Ctrl-C")
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="Ctrl-C goes to the main thread")
-def test_ctrl_c_returns_once_the_workers_have_stopped_training(make, monkeypatch):
+def test_ctrl_c_returns_once_the_workers_have_stopped_training(make, random_source, monkeypatch):
     real, calls = loop.batch_step, [0]
 
     def steps(*args, **kwargs):
@@ -80,7 +71,7 @@ def test_ctrl_c_returns_once_the_workers_have_stopped_training(make, monkeypatch
     # a harness may start the suite with SIGINT blocked (as the signal tests of test_distributed.py allow for): the
     # Ctrl-C would stay pending and train_source end normally
     mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    source, counts = _source()
+    source, counts = random_source(200)
     before = set(threading.enumerate())
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -18,39 +18,31 @@ import torch
 from qpnlp.word2fun import KeyedVectors, TrainConfig, loop
 from qpnlp.word2fun._replicas import Replicas
 from qpnlp.word2fun._segments import split_runs
-from qpnlp.word2fun.sources import ArraySource
 
 CFG = TrainConfig(epochs=2, batch_size=64, chunk_tokens=4000, seed=3, workers=2, parallel="replicas",
                   replica_sync_every=4)
 
 
-def _source(n_docs: int = 120):
-    rs = np.random.default_rng(0)
-    tokens = rs.integers(0, 50, n_docs * 100)
-    return ArraySource(tokens, np.repeat(np.arange(n_docs), 100), 1900.0 + np.arange(n_docs) % 100), \
-        np.bincount(tokens, minlength=50)
-
-
-def _train(make, config=CFG):
-    source, counts = _source()
+def _train(make, random_source, config=CFG):
+    source, counts = random_source()
     model = make(50, 8, family="IV", logistic=True)
     stats = loop.train_source(model, source, counts, config, rng=np.random.default_rng(11))
     return [p.detach().clone() for p in model.parameters()], stats
 
 
 @pytest.mark.parametrize("shared_negatives", [True, False])      # the compiled step, and the torch ops
-def test_replicas_train_the_same_model_in_every_run(make, shared_negatives):
+def test_replicas_train_the_same_model_in_every_run(make, random_source, shared_negatives):
     cfg = replace(CFG, shared_negatives=shared_negatives, negatives=5)
-    first, stats = _train(make, cfg)
-    second, _ = _train(make, cfg)
+    first, stats = _train(make, random_source, cfg)
+    second, _ = _train(make, random_source, cfg)
     assert all(torch.equal(a, b) for a, b in zip(first, second))
-    one, one_stats = _train(make, replace(cfg, workers=1))
+    one, one_stats = _train(make, random_source, replace(cfg, workers=1))
     assert not all(torch.equal(a, b) for a, b in zip(first, one))       # the threads trained, summed
     assert stats.pairs == one_stats.pairs and stats.tokens == one_stats.tokens   # every batch, once
     assert np.allclose(stats.epoch_loss, one_stats.epoch_loss, rtol=0.05)
 
 
-def test_every_worker_trains_its_own_part_of_each_segment(make, monkeypatch):
+def test_every_worker_trains_its_own_part_of_each_segment(make, random_source, monkeypatch):
     seen = []
     real = loop._train_batches
 
@@ -60,14 +52,14 @@ def test_every_worker_trains_its_own_part_of_each_segment(make, monkeypatch):
         return real(model, iter(runs), *args, **kwargs)
 
     monkeypatch.setattr(loop, "_train_batches", noting)
-    _train(make, replace(CFG, epochs=1))
+    _train(make, random_source, replace(CFG, epochs=1))
     assert len({name for name, _, _ in seen}) > 2               # threads started per segment
     assert len({model for _, model, _ in seen}) == 2            # two replicas, the same in every segment
     assert max(n for _, _, n in seen) == CFG.replica_sync_every  # each part's batches (the last: fewer)
 
 
-def test_split_runs_keeps_every_batch_in_order(make):
-    source, counts = _source()
+def test_split_runs_keeps_every_batch_in_order(random_source):
+    source, counts = random_source()
     runs = list(loop._epoch_runs(source, replace(CFG, batch_size=32), np.random.default_rng(0),
                                  np.ones(50), torch.device("cpu")))
     parts = split_runs(runs, 3)
