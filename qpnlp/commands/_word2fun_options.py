@@ -125,10 +125,10 @@ def _add_run_options(t, train: dict) -> None:
                         "training: --parallel")
     t.add_argument("--parallel", action=GIVEN, choices=PARALLEL_MODES, default=train["parallel"],
                    help="with --workers > 1: hogwild threads sharing one model (not deterministic), or replicas, "
-                        "one copy per thread, their updates summed every --replica-sync-every batches of each "
+                        "one copy per thread, their updates merged every --replica-sync-every batches of each "
                         "(deterministic; default %(default)s)")
     t.add_argument("--replica-sync-every", action=GIVEN, type=count_type(), default=train["replica_sync_every"],
-                   help="--parallel replicas: batches each replica trains between two sums of their updates "
+                   help="--parallel replicas: batches each replica trains between two merges of their updates "
                         "(default %(default)s)")
     t.add_argument("--processes", type=count_type(), default=1,
                    help="train in this many processes on this machine, started as torchrun would start them "

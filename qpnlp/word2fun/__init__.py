@@ -26,7 +26,7 @@ Modules, one job each:
 * :mod:`~qpnlp.word2fun.train` -- :func:`fit`, the one entry point (corpus
   in, vectors out; checkpoints and resuming);
 * :mod:`~qpnlp.word2fun.distributed` -- several processes (``torchrun``):
-  shards, one vocabulary, summed updates, one checkpoint;
+  shards, one vocabulary, merged updates, one checkpoint;
 * :mod:`~qpnlp.word2fun.keyed_vectors` -- :class:`KeyedVectors`, the query
   object (gensim's ``most_similar``, ``similarity``, ``at(year)``, plus
   trajectories over time);

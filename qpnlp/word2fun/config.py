@@ -56,7 +56,7 @@ DEFAULT_ROUGHNESS_PENALTY = 1e-4
 DEFAULT_ROUGHNESS_PENALTY_NO_STEP = 2e-5
 
 
-#: How several workers share the training (``TrainConfig.parallel``): one model (hogwild) or summed replicas.
+#: How several workers share the training (``TrainConfig.parallel``): one model (hogwild) or merged replicas.
 PARALLEL_MODES = ("hogwild", "replicas")
 
 
@@ -73,10 +73,11 @@ class TrainConfig:
     word2vec's threads do (faster on several cores, not deterministic); with
     ``parallel="replicas"`` each trains its own copy on its part of every
     ``workers x replica_sync_every`` batches, all from the same parameters
-    :math:`\\theta_s`, and the model continues from
-    :math:`\\theta_s + \\sum_w (\\theta_w - \\theta_s)`, as the processes of a
-    distributed run do (:mod:`qpnlp.word2fun.distributed`): the same model bit
-    for bit in every run with the same ``workers``.
+    :math:`\\theta_s`, and the model continues from their merged updates (row
+    by row, the sum of the updates :math:`\\theta_w - \\theta_s` of a row that one
+    or two copies changed, ``2 / k`` of it for a row that ``k`` > 2 changed), as
+    the processes of a distributed run do (:mod:`qpnlp.word2fun.distributed`):
+    the same model bit for bit in every run with the same ``workers``.
 
     ``roughness_penalty`` :math:`\\lambda \\ge 0` (families II-IV) adds
     :math:`\\lambda_u\\, \\rho(u)` (:func:`~qpnlp.word2fun.sgd.roughness`, the
@@ -180,9 +181,9 @@ class TrainConfig:
         <qpnlp.word2fun.train.fit>` starts at their change points (its default).
     parallel : {"hogwild", "replicas"}, default "hogwild"
         How ``workers`` > 1 share the training: one model updated by all (not deterministic), or a copy each,
-        their updates summed every ``replica_sync_every`` batches of each (deterministic).
+        their updates merged every ``replica_sync_every`` batches of each (deterministic).
     replica_sync_every : int, default 32
-        With ``parallel="replicas"``: the batches each replica trains between two sums of their updates (in a
+        With ``parallel="replicas"``: the batches each replica trains between two merges of their updates (in a
         distributed run, within each process's ``sync_every`` batches).
     """
 

@@ -15,20 +15,23 @@ every ``world``-th document of a corpus in memory), and the processes keep
   spans, every process initialises the model from the same seed (and rank
   0's parameters are broadcast once), and the context sketches that start
   the logistic steps at their change points are summed over the processes;
-* **summed updates** (:class:`ParameterSync`) -- every ``sync_every`` batches
+* **merged updates** (:class:`ParameterSync`) -- every ``sync_every`` batches
   each process computes what it changed since the last synchronisation,
-  :math:`\\Delta_r = \\theta_r - \\theta_{sync}`, the changes are summed with one
-  ``all_reduce`` and every process continues from
-  :math:`\\theta_{sync} + \\sum_r \\Delta_r`.  All parameter tables take part:
+  :math:`\\Delta_r = \\theta_r - \\theta_{sync}`, the changes and, per row of every table, the number of
+  processes that changed it (:math:`k`) are summed with one ``all_reduce``, and every process continues from
+  :math:`\\theta_{sync} + \\sum_r \\Delta_r / \\max(k / 2, 1)` row by row (``qpnlp.word2fun._merge``, the rule
+  of the replicas in one process too).  All parameter tables take part:
   the word functions (:math:`B, R, \\Omega, \\Theta`, and the logistic step's
-  :math:`A, c, k`) and the compass (unless frozen).  Summing the updates (not averaging the parameters) keeps word2vec's
-  learning rate: ``W`` processes that each see ``1/W`` of the data apply the
-  same updates as one process seeing all of it, only up to ``sync_every``
-  batches late (the hogwild staleness of word2vec's threads, across
-  processes).  The sum is the same on every process, so the models agree
+  :math:`A, c, k`) and the compass (unless frozen).  Summing the updates (not averaging the parameters) keeps
+  word2vec's learning rate: ``W`` processes that each see ``1/W`` of the data apply the same updates as one process
+  seeing all of it, only up to ``sync_every`` batches late (the hogwild staleness of word2vec's threads, across
+  processes).  But a frequent row that every process carried most of the way to its optimum would overshoot it
+  ``k``-fold, and from three processes the overshoot grows (three processes ended their first epoch on the State of
+  the Union corpus at 5x the loss of one): a row that more than two processes changed takes ``2 / k`` of their summed
+  update, which never overshoots more than it corrects.  The merge is the same on every process, so the models agree
   bit for bit after each synchronisation.  Parameters that the
   SGD step keeps in a range (the logistic step's centre and rate, projected
-  SGD) are projected again after the sum: each process's update stays in the
+  SGD) are projected again after the merge: each process's update stays in the
   range, but the sum of ``W`` of them need not;
 * **uneven shards** -- a process that has finished its shard keeps joining
   the synchronisations with a zero change until every process has finished
@@ -60,7 +63,7 @@ every ``world``-th document of a corpus in memory), and the processes keep
 
 The cost of a synchronisation is one ``all_reduce`` of all parameters
 (about ``6 V D`` numbers for family IV with the logistic step and a
-trainable compass); choose ``sync_every`` so that it stays small against
+trainable compass, and a count per row of each table); choose ``sync_every`` so that it stays small against
 the ``sync_every`` batches of work in between.
 """
 
@@ -76,6 +79,7 @@ from typing import Callable, Mapping, TypeVar
 import torch
 
 from qpnlp import _env
+from qpnlp.word2fun._merge import changed_rows, merge_rows, rows
 
 T = TypeVar("T")
 
@@ -428,14 +432,14 @@ def shutdown() -> None:
 
 
 class ParameterSync:
-    """Sum the processes' parameter updates every few batches (see the module docstring).
+    """Merge the processes' parameter updates every few batches (see the module docstring).
 
     Parameters
     ----------
     model : torch.nn.Module
         Its parameters that require gradients take part (a frozen compass does not).
     bounds : mapping, optional
-        ``{parameter name: (lo, hi)}``: the summed values of these parameters are
+        ``{parameter name: (lo, hi)}``: the merged values of these parameters are
         clipped to ``[lo, hi]`` (:func:`~qpnlp.word2fun.step_sizes.step_bounds`).
     """
 
@@ -459,7 +463,7 @@ class ParameterSync:
 
     @torch.no_grad()
     def step(self, has_more: bool, error: BaseException | None = None) -> bool:
-        """Add up the updates since the last call; returns whether any process has batches left.
+        """Merge the updates since the last call; returns whether any process has batches left.
 
         Every process must call it the same number of times: call it after
         every ``sync_every`` batches and, once the shard is finished, with
@@ -472,19 +476,18 @@ class ParameterSync:
             raise_together(error, "training its batches")     # alone: raises this process's error, if any
             return has_more
         flags = [1.0 if has_more else 0.0, 0.0 if error is None else 1.0]
-        flat = torch.cat([(p.detach() - s).reshape(-1) for p, s in zip(self.params, self.snapshot)]
+        deltas = [rows(p.detach() - s) for p, s in zip(self.params, self.snapshot)]
+        flat = torch.cat([d.reshape(-1) for d in deltas] + [changed_rows(d) for d in deltas]
                          + [torch.tensor(flags, dtype=self.params[0].dtype, device=self.params[0].device)])
         d.all_reduce(flat)
         if flat[-1] > 0:                   # a process failed: every process raises, none updates
             raise_together(error, "training its batches")
         flat = flat[:-1]
-        i = 0
-        for p, s, bound in zip(self.params, self.snapshot, self.bounds):
-            n = p.numel()
-            s.add_(flat[i:i + n].view_as(s))
-            if bound is not None:  # the same clip in every process: the models stay equal
-                s.clamp_(*bound)
+        sizes = [d.numel() for d in deltas]
+        totals = flat[:sum(sizes)].split(sizes)
+        changed = flat[sum(sizes):-1].split([d.shape[0] for d in deltas])      # per row: how many processes
+        for p, s, total, k, bound in zip(self.params, self.snapshot, totals, changed, self.bounds):
+            merge_rows(rows(s), total.view(k.shape[0], -1), k, bound)   # the same in every process: models stay equal
             p.copy_(s)
-            i += n
         self.rounds += 1
         return bool(flat[-1] > 0)

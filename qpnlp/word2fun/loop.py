@@ -42,11 +42,11 @@ trains as deterministically as before, while the draws (about a tenth of its
 time) run on another core.  ``workers`` > 1 trains with that many hogwild
 threads fed by that stream or, with ``parallel="replicas"``, with as many
 threads on copies of the model that train their parts of each segment of
-the stream and sum their updates (``qpnlp.word2fun._replicas``): the same
+the stream and merge their updates (``qpnlp.word2fun._replicas``): the same
 model in every run.
 
 **Several processes.**  With a :class:`~qpnlp.word2fun.distributed.ParameterSync`
-the updates of all processes are summed every ``sync_every`` batches
+the updates of all processes are merged every ``sync_every`` batches
 (:mod:`qpnlp.word2fun.distributed`).
 """
 
@@ -458,7 +458,7 @@ def _worker_count(cfg: TrainConfig) -> int:
 
 
 def _replicated(cfg: TrainConfig) -> bool:
-    """Whether ``cfg``'s workers train replicas whose updates are summed (``parallel="replicas"``, more than one)."""
+    """Whether ``cfg``'s workers train replicas whose updates are merged (``parallel="replicas"``, more than one)."""
     return _worker_count(cfg) > 1 and cfg.parallel == "replicas"
 
 
@@ -498,13 +498,14 @@ def _run_batches(model, runs, sampler, gens, cfg, epoch, weights, progress=None,
 def _train_replicas(replicas: Replicas, runs, sampler, gens, cfg, epoch, weights,
                     progress=None) -> tuple[torch.Tensor, int]:
     """The batches of ``runs`` in segments of ``workers x replica_sync_every`` batches, each cut into one part per
-    worker (``split_runs``), part ``w`` trained on replica ``w`` with generator ``gens[w]`` and the updates summed
+    worker (``split_runs``), part ``w`` trained on replica ``w`` with generator ``gens[w]`` and the updates merged
     (``qpnlp.word2fun._replicas.Replicas``): the loss sum and the pairs, added up in worker order.
 
     Each part's learning rates decay from the epoch's progress before its first batch, as one worker's would.
     """
     total, nb, done = _loss_sum(replicas.models[0]), 0, 0.0 if progress is None else progress[0]
     segments = Segments(runs, len(gens) * cfg.replica_sync_every)
+    replicas.reload()                               # the model may have changed since the last run (e.g. a sync)
     while seg := segments.next_segment()[0]:
         parts, starts = split_runs(seg, len(gens)), []
         for part in parts:

@@ -109,7 +109,7 @@ def step_bounds(model: Word2Fun) -> dict:
     (:data:`~qpnlp.word2fun.model.STEP_RATE_MIN`, :data:`~qpnlp.word2fun.model.STEP_RATE_MAX`). A centre outside
     the span or a rate below the minimum would make the step a constant (absorbed by :math:`B_u`) or a slope:
     the logistic term stays an S-shaped change inside the span, at most as slow as it starts. A distributed run
-    projects the summed updates again (:class:`~qpnlp.word2fun.distributed.ParameterSync`).
+    projects the merged updates again (:class:`~qpnlp.word2fun.distributed.ParameterSync`).
 
     Parameters
     ----------

@@ -553,11 +553,14 @@ def test_the_collectives_reduce_cpu_values_under_nccl(tmp_path, device):
         dist.destroy_process_group()
 
 
-class _TwoEqualProcesses:
-    """A stand-in for a group of two processes that made the same update: ``all_reduce`` doubles it."""
+class _EqualProcesses:
+    """A stand-in for a group of ``n`` processes that made the same update: ``all_reduce`` multiplies it by ``n``."""
+
+    def __init__(self, n: int = 2):
+        self.n = n
 
     def all_reduce(self, tensor, op=None):
-        tensor.mul_(2)
+        tensor.mul_(self.n)
 
     def broadcast(self, tensor, src=0):
         pass
@@ -571,7 +574,7 @@ def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeyp
     from qpnlp.word2fun.model import STEP_RATE_MAX, STEP_RATE_MIN
     from qpnlp.word2fun.step_sizes import step_bounds
 
-    monkeypatch.setattr(distributed, "_dist", lambda: _TwoEqualProcesses())
+    monkeypatch.setattr(distributed, "_dist", lambda: _EqualProcesses())
     model = make(3, 4, family="IV", logistic=True)
     log = lambda *k: torch.tensor([[math.log(x)] for x in k])  # noqa: E731
     with torch.no_grad():  # the synchronised state
@@ -587,6 +590,24 @@ def test_the_summed_updates_keep_the_logistic_steps_in_their_range(make, monkeyp
     for p, s in zip(sync.params, sync.snapshot):  # the next round starts from the projected values
         assert torch.equal(p, s)
     assert step_bounds(make(3, 4, family="IV")) == {}
+
+
+@pytest.mark.parametrize("processes, factor", [(2, 2.0), (3, 2.0), (4, 2.0)])
+def test_a_row_more_than_two_processes_changed_takes_two_of_their_updates(make, monkeypatch, processes, factor):
+    """Summed, the same update of three processes moved a row three times as far (four: four times), and
+    training on the State of the Union corpus overshot (5x the loss of one process in the first epoch); now a row
+    that ``k`` > 2 processes changed takes ``2 / k`` of the sum, rows that none changed stay."""
+    from qpnlp.word2fun import distributed
+
+    monkeypatch.setattr(distributed, "_dist", lambda: _EqualProcesses(processes))
+    model = make(3, 4, family="IV")
+    sync = distributed.ParameterSync(model)
+    before = model.base.weight.detach().clone()
+    with torch.no_grad():
+        model.base.weight[0] += 0.5
+    assert sync.step(False) is False
+    torch.testing.assert_close(model.base.weight[0], before[0] + factor * 0.5, rtol=0, atol=1e-6)
+    assert torch.equal(model.base.weight[1:], before[1:])
 
 
 @pytest.mark.skipif(sys.platform == "win32",

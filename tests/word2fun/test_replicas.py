@@ -1,5 +1,6 @@
 """Several workers as replicas (``TrainConfig(workers=W, parallel="replicas")``): each thread trains its own copy on
-its part of every segment of batches and their updates are summed, so the run is the same bit for bit every time.
+its part of every segment of batches and their updates are merged row by row (``qpnlp.word2fun._merge``), so the
+run is the same bit for bit every time.
 
 Before ``parallel`` existed, ``workers`` > 1 always meant hogwild threads sharing one model: a run was not
 repeatable (updates raced), and the first tests failed (no such setting).
@@ -37,7 +38,7 @@ def test_replicas_train_the_same_model_in_every_run(make, random_source, shared_
     second, _ = _train(make, random_source, cfg)
     assert all(torch.equal(a, b) for a, b in zip(first, second))
     one, one_stats = _train(make, random_source, replace(cfg, workers=1))
-    assert not all(torch.equal(a, b) for a, b in zip(first, one))       # the threads trained, summed
+    assert not all(torch.equal(a, b) for a, b in zip(first, one))       # the threads trained, merged
     assert stats.pairs == one_stats.pairs and stats.tokens == one_stats.tokens   # every batch, once
     assert np.allclose(stats.epoch_loss, one_stats.epoch_loss, rtol=0.05)
 
@@ -78,21 +79,60 @@ def _toy():
     return model
 
 
-def test_the_updates_are_summed_and_clipped():
+def test_a_row_takes_the_summed_updates_of_two_replicas_and_two_thirds_of_three():
     model = _toy()
     replicas = Replicas(model, 3, {"bias": (-1.0, 2.5)})
+    steps = {0: [1.0, 0.0], 1: [2.0, 4.0], 2: [6.0, 3.0]}               # row 0: all three; row 1: two of them
 
     def task(replica, part, w):
         with torch.no_grad():
-            replica.weight.add_(part)
-            replica.bias.add_(part)
+            replica.weight.add_(torch.tensor(steps[w])[:, None] * part)
+            replica.bias.add_(torch.tensor(steps[w]) * part)
         return w
 
-    assert replicas.train([1.0, 2.0, 3.0], task) == [0, 1, 2]
-    assert torch.equal(model.weight, torch.full((2, 3), 6.0))    # 0 + 1 + 2 + 3
-    assert torch.equal(model.bias, torch.full((2,), 2.5))        # clipped
-    replicas.train([0.5, 0.0, 0.0], task)                        # every replica starts from the sum
-    assert torch.equal(model.weight, torch.full((2, 3), 6.5))
+    assert replicas.train([1.0, 1.0, 1.0], task) == [0, 1, 2]
+    assert torch.equal(model.weight, torch.tensor([[6.0] * 3, [7.0] * 3]))  # (1 + 2 + 6) * 2 / 3; 4 + 3
+    assert torch.equal(model.bias, torch.tensor([2.5, 2.5]))                # clipped
+    replicas.train([0.5, 0.0, 0.0], task)                                   # every replica starts from the merge
+    assert torch.equal(model.weight, torch.tensor([[6.5] * 3, [7.0] * 3]))  # one replica changed row 0 alone
+
+
+def test_the_compiled_merge_equals_the_torch_ops(monkeypatch):
+    from qpnlp.word2fun import _merge, pair_loop
+    if not pair_loop.available():
+        pytest.skip("needs numba (the extra 'fast') for the compiled merge")
+    gen = torch.Generator().manual_seed(0)
+    start = torch.randn(40, 7, generator=gen)
+    tables = [start + torch.randn(40, 7, generator=gen) * (torch.rand(40, 1, generator=gen) < 0.6) for _ in range(4)]
+    tables[1][3, 2] = float("nan")
+    results = []
+    for compiled in (True, False):
+        monkeypatch.setattr(pair_loop, "accepts", lambda *t, compiled=compiled: compiled)
+        copies, s = [t.clone() for t in tables], start.clone()
+        _merge.merge_replicas(copies[0], copies[1:], s, (-1.5, 2.0))
+        assert all(torch.equal(c.nan_to_num(), s.nan_to_num()) for c in copies)    # every copy holds the merge
+        results.append(s)
+    assert torch.equal(results[0].nan_to_num(), results[1].nan_to_num())          # bit for bit
+    assert results[0][3, 2].isnan() and results[0].isnan().sum() == 1            # NaN stays where it was
+    changed = torch.stack([(t != start).any(dim=1) for t in tables]).sum(dim=0)
+    assert set(changed.tolist()) >= {0, 1, 2, 3}
+    summed = sum(t - start for t in tables)
+    expected = (start + summed / (changed[:, None] / 2).clamp(min=1)).clamp(-1.5, 2.0)
+    assert torch.allclose(results[0], expected, equal_nan=True)
+
+
+def test_three_replicas_train_where_summed_updates_diverge(make, random_source, monkeypatch):
+    """Summed, the updates of three replicas overshoot the rows all of them changed (each update computed from the
+    same parameters) and training diverges; merged, they train like one worker."""
+    from qpnlp._errors import TrainingDiverged
+    from qpnlp.word2fun import _merge
+    cfg = replace(CFG, workers=3, lr=0.1, replica_sync_every=16, epochs=3)
+    _, merged = _train(make, random_source, cfg)
+    _, one = _train(make, random_source, replace(cfg, workers=1))
+    assert merged.epoch_loss[-1] < 1.02 * one.epoch_loss[-1]
+    monkeypatch.setattr(_merge, "divisors", lambda copies, dtype: torch.ones(copies, dtype=dtype))   # the sum
+    with pytest.raises(TrainingDiverged):
+        _train(make, random_source, cfg)
 
 
 def test_a_failing_worker_keeps_nothing_of_the_segment():
