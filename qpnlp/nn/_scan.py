@@ -16,6 +16,8 @@ from torch import Tensor, nn
 
 from qpnlp.hilbert import _validation as V
 
+from .functional import as_complex_input
+
 __all__ = ["masked_scan"]
 
 State = TypeVar("State", Tensor, tuple)
@@ -123,10 +125,12 @@ def _cell_repr(cell: nn.Module) -> str:
     return f"{cell.input_size}, {cell.hidden_size}, dtype={cell.dtype}"
 
 
-def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...], x: Tensor) -> None:
-    """A cell's state given to its ``forward``: a tensor of the shape ``(B, hidden)`` of its input ``x``, on its
-    device."""
+def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...], x: Tensor) -> Tensor:
+    """A cell's state given to its ``forward``, checked: a tensor of the shape ``(B, hidden)`` of its projected
+    input ``x``, on its device, in its dtype by the layers' input rule (``as_complex_input`` with ``upcast=False``:
+    TypeError naming the state; a complex128 or an integer state met torch's matmul error, or one named ``x``)."""
     if not isinstance(state, Tensor) or state.shape != shape:
         got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
         raise ValueError(f"{name} must be a tensor of shape {tuple(shape)} (batch, hidden); got {got}")
     V.check_same_device(("x", x), (name, state))
+    return as_complex_input(state, x.dtype, name, upcast=False)

@@ -61,6 +61,7 @@ import torch
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert import contract
 
+from ._checks import check_int
 from .functional import masked_max, masked_mean
 
 __all__ = [
@@ -76,13 +77,23 @@ POOLINGS = ("max", "mean")
 WINDOW_PADDINGS = ("end", "both")
 
 
+def _window_size(name: str, window: object) -> int:
+    """One window size ``window`` as an int >= 1: TypeError for a float (2.5 was truncated to 2) or a bool
+    (:func:`~qpnlp.nn._checks.check_int`), ValueError below 1; ``name`` names it."""
+    window = check_int(name, window)
+    if window < 1:
+        raise ValueError(f"window sizes must be >= 1; got {window} ({name})")
+    return window
+
+
 def _window_sizes(windows: Sequence[int]) -> tuple[int, ...]:
-    """The window sizes as a non-empty tuple of ints >= 1 (ValueError otherwise)."""
-    windows = tuple(int(w) for w in windows)
+    """The window sizes as a non-empty tuple of ints >= 1 (each checked by :func:`_window_size`)."""
+    if isinstance(windows, (str, bytes)) or not hasattr(windows, "__iter__"):
+        raise TypeError(f"windows must be a sequence of window sizes (e.g. [{windows!r}]); got "
+                        f"{type(windows).__name__} {windows!r}")
+    windows = tuple(_window_size(f"windows[{i}]", w) for i, w in enumerate(windows))
     if not windows:
         raise ValueError("need at least one window size")
-    if min(windows) < 1:
-        raise ValueError(f"window sizes must be >= 1; got {min(windows)}")
     return windows
 
 
@@ -93,13 +104,15 @@ def _check_mask(mask: torch.Tensor, padding: str) -> None:
         raise TypeError(f"mask must be a bool tensor; got {mask.dtype}")
 
 
-def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> None:
-    _window_sizes((window,))
+def _check(scores: torch.Tensor, mask: torch.Tensor, window: int, padding: str = "end") -> int:
+    """The window size as an int (:func:`_window_size`), after checking the mask, the padding and the scores."""
+    window = _window_size("window", window)
     _check_mask(mask, padding)
     if scores.shape != mask.shape:
         raise ValueError(f"scores and mask must have the same shape (..., L); got {tuple(scores.shape)} "
                          f"and {tuple(mask.shape)}")
     V.check_same_device(("scores", scores), ("mask", mask))
+    return window
 
 
 def _padded_end(x: torch.Tensor, n: int, dim: int, fill: float | bool = 0) -> torch.Tensor:
@@ -158,7 +171,7 @@ def window_weights(scores: torch.Tensor, mask: torch.Tensor, window: int, paddin
     >>> window_weights(torch.zeros(1, 2), torch.tensor([[True, True]]), 2, padding="both")[0].tolist()
     [[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]]
     """
-    _check(scores, mask, window, padding)
+    window = _check(scores, mask, window, padding)
     if not scores.is_floating_point():          # an integer softmax failed deep inside masked_fill
         raise TypeError(f"scores must be a real floating tensor; got {scores.dtype}")
     if padding == "both":
@@ -240,8 +253,10 @@ def local_mixture(word_probs: torch.Tensor, scores: torch.Tensor, mask: torch.Te
     >>> local_mixture(probs, torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool), (1, 2))[0].tolist()
     [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.0, 1.0]]]
     """
+    V.check_tensor("word_probs", word_probs)
     if word_probs.shape[:-1] != scores.shape:
         raise ValueError(f"word_probs must have shape {tuple(scores.shape)} + (k,); got {tuple(word_probs.shape)}")
+    V.check_real("word_probs", word_probs)     # complex ones made the real scores complex, then named scores
     V.check_same_device(("word_probs", word_probs), ("scores", scores))
     windows = _window_sizes(windows)
     _check(scores, mask, min(windows), padding)
@@ -328,6 +343,7 @@ def effective_word_weights(scores: torch.Tensor, mask: torch.Tensor, window: int
     padding : {"end", "both"}
         The window edge convention (module docstring).
     """
+    window = _window_size("window", window)
     if padding == "both":
         weights = window_weights(scores, mask, window, "both")                        # (..., L + l - 1, l)
         length = mask.shape[-1]

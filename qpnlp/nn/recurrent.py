@@ -142,9 +142,8 @@ class ComplexLSTMCell(ComplexPrecisionMixin, nn.Module):
             return self.step(xp, self.initial_state(x.shape[0], xp))
         if not (isinstance(state, (tuple, list)) and len(state) == 2):   # a tensor would unpack along dim 0
             raise TypeError(f"state must be a pair (h, c) of tensors; got {type(state).__name__}")
-        for name, part in zip("hc", state):
-            _check_cell_state(name, part, xp.shape[:-1] + (self.hidden_size,), xp)
-        return self.step(xp, tuple(state))
+        shape = xp.shape[:-1] + (self.hidden_size,)
+        return self.step(xp, tuple(_check_cell_state(name, part, shape, xp) for name, part in zip("hc", state)))
 
 
 class URNNCell(ComplexPrecisionMixin, nn.Module):
@@ -212,8 +211,7 @@ class URNNCell(ComplexPrecisionMixin, nn.Module):
         xp = self.input_proj(_cell_input(x, self.input_size))
         if h is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
-        _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,), xp)
-        return self.step(xp, h)
+        return self.step(xp, _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,), xp))
 
 
 class ComplexRNN(ComplexPrecisionMixin, nn.Module):

@@ -1,5 +1,8 @@
 """Lazy local mixtures (CNM windows) against explicitly built window density matrices."""
 
+import re
+
+import numpy as np
 import pytest
 import torch
 
@@ -168,6 +171,29 @@ def test_bad_inputs_are_rejected():
         window_weights(torch.zeros(1, 3), torch.ones(1, 3), 2)
     with pytest.raises(ValueError, match="word_probs must have shape"):
         local_mixture(torch.zeros(1, 4, 2), torch.zeros(1, 3), torch.ones(1, 3, dtype=torch.bool))
+
+
+def test_window_sizes_that_are_not_integers_are_refused_not_truncated():
+    # windows=(2.5,) ran as window 2 and True as window 1, silently; window=2.0 failed inside torch (new_full)
+    probs, scores, mask = torch.rand(1, 4, 2), torch.zeros(1, 4), torch.ones(1, 4, dtype=torch.bool)
+    for windows, name in (((2.5,), "windows[0]"), ((1, True), "windows[1]")):
+        with pytest.raises(TypeError, match=rf"^{re.escape(name)} must be an integer"):
+            local_mixture(probs, scores, mask, windows)
+        with pytest.raises(TypeError, match=re.escape(name)):
+            window_mask(mask, windows)
+    for function in (window_weights, effective_word_weights):
+        with pytest.raises(TypeError, match="^window must be an integer; got float 2.0"):
+            function(scores, mask, 2.0)
+    with pytest.raises(TypeError, match=r"^windows must be a sequence of window sizes \(e.g. \[3\]\)"):
+        window_mask(mask, 3)
+    assert torch.equal(local_mixture(probs, scores, mask, (np.int64(2),)), local_mixture(probs, scores, mask, (2,)))
+
+
+def test_complex_word_probs_are_named():
+    # they made the real scores complex, and the error named scores
+    with pytest.raises(TypeError, match="^word_probs must have a real floating dtype; got torch.complex64"):
+        local_mixture(torch.zeros(1, 3, 2, dtype=torch.complex64), torch.zeros(1, 3),
+                      torch.ones(1, 3, dtype=torch.bool))
 
 
 # ------------------------------------------------------------------ padding="both": the symmetric edge convention

@@ -450,3 +450,18 @@ def test_cell_refuses_a_state_that_would_broadcast_against_the_batch():
             cell(x, h)
     assert cell(x, torch.zeros(4, 3)).shape == (4, 3)                            # a real state is promoted
     assert cell(x[0], torch.zeros(3, dtype=torch.complex64)).shape == (3,)      # one unbatched step
+
+
+@pytest.mark.parametrize("cell, state", [
+    (ComplexLSTMCell(2, 3), lambda h: (h, torch.zeros(4, 3, dtype=torch.complex64))),
+    (URNNCell(2, 3), lambda h: h)])
+def test_the_lstm_and_urnn_cells_name_a_state_of_the_wrong_dtype(cell, state):
+    # the LSTM cell's error named x, the uRNN cell's was torch's matmul RuntimeError ("expected m1 and m2 ...")
+    x = torch.randn(4, 2, dtype=torch.complex64)
+    for h, message in ((torch.zeros(4, 3, dtype=torch.complex128), "h has dtype torch.complex128"),
+                       (torch.zeros(4, 3, dtype=torch.float64), "h has dtype torch.float64"),
+                       (torch.zeros(4, 3, dtype=torch.long), "h must be a real floating or complex tensor")):
+        with pytest.raises(TypeError, match=re.escape(message)):
+            cell(x, state(h))
+    out = cell(x, state(torch.zeros(4, 3)))                 # a real state of the cell's precision is promoted
+    assert (out[0] if isinstance(out, tuple) else out).dtype == torch.complex64
