@@ -144,6 +144,8 @@ def born_inputs(states: torch.Tensor, weights: torch.Tensor | None, vectors: tor
     """
     check_states(states, weights)
     V.check_dims_match("states", states.shape[-1], vectors_name, vectors.shape[-1])
+    if povm:                                        # batches of POVMs broadcast with the states' batch dims
+        V.check_broadcast("states", states.shape[:-1 if weights is None else -2], vectors_name, vectors.shape[:-3])
     V.check_same_device(("states", states), ("weights", weights), (vectors_name, vectors))
     if not V.enabled(validate):
         return
@@ -185,6 +187,8 @@ def dense_inputs(rho: torch.Tensor, vectors: torch.Tensor, validate: V.Validate,
     V.check_tensor("rho", rho)
     V.check_square("rho", rho)
     V.check_dims_match("rho", rho.shape[-1], vectors_name, vectors.shape[-1])
+    if povm:
+        V.check_broadcast("rho", rho.shape[:-2], vectors_name, vectors.shape[:-3])
     check_density_tensor("rho", rho, validate)
     V.check_same_device(("rho", rho), (vectors_name, vectors))
     if check_vectors and V.enabled(validate):

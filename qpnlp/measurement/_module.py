@@ -177,9 +177,8 @@ class ProjectiveMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn
                  orthonormal: bool | None = None, init: str = "orthogonal", trainable: bool = True,
                  dtype: torch.dtype = torch.complex64, device=None, generator: torch.Generator | None = None):
         super().__init__()
-        k = dim if num_outcomes is None else int(num_outcomes)
-        if dim < 1 or k < 1:
-            raise ValueError(f"dim and num_outcomes must be >= 1; got dim={dim}, num_outcomes={k}")
+        dim = V.check_dimension("dim", dim)                     # 2.5 or True refused, not truncated
+        k = dim if num_outcomes is None else V.check_dimension("num_outcomes", num_outcomes)
         if dtype not in (torch.complex64, torch.complex128):
             raise TypeError(f"dtype must be complex64 or complex128; got {dtype}")
         if complete and k != dim:

@@ -194,8 +194,10 @@ class POVM(Batched):
         :math:`E_k = V_k^\dagger V_k` with :math:`V_k` the k-th block of r rows.
         """
         V.check_tensor("isometry", isometry)
+        V.check_min_ndim("isometry", isometry, 2, "(..., k r, d)")
+        num_outcomes = V.check_dimension("num_outcomes", num_outcomes)      # 2.0 or True: not torch's reshape error
         rows, d = isometry.shape[-2:]
-        if num_outcomes < 1 or rows % num_outcomes:
+        if rows % num_outcomes:
             raise ValueError(f"the {rows} rows of the isometry must split into num_outcomes={num_outcomes} "
                              f"equal blocks")
         ops = isometry.reshape(*isometry.shape[:-2], num_outcomes, rows // num_outcomes, d)

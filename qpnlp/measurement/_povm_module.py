@@ -89,11 +89,10 @@ class POVMMeasurement(PicklableParametrizations, ComplexPrecisionMixin, nn.Modul
                  init: str = "orthogonal", trainable: bool = True, dtype: torch.dtype = torch.complex64,
                  device=None, generator: torch.Generator | None = None):
         super().__init__()
-        k = dim if num_outcomes is None else int(num_outcomes)
-        if dim < 1 or k < 1:
-            raise ValueError(f"dim and num_outcomes must be >= 1; got dim={dim}, num_outcomes={k}")
-        r = math.ceil(dim / k) if rank is None else int(rank)
-        if r < 1 or k * r < dim:
+        dim = V.check_dimension("dim", dim)                     # 2.5 or True refused, not truncated
+        k = dim if num_outcomes is None else V.check_dimension("num_outcomes", num_outcomes)
+        r = math.ceil(dim / k) if rank is None else V.check_dimension("rank", rank)
+        if k * r < dim:
             raise ValueError(f"num_outcomes * rank must be >= dim for the effects to sum to the identity; "
                              f"got {k} * {r} < {dim}")
         if dtype not in (torch.complex64, torch.complex128):

@@ -58,6 +58,9 @@ def test_initialisations(cdtype):
     (dict(dim=4, dtype=torch.float32), TypeError, "complex64 or complex128"),
     (dict(dim=0), ValueError, ">= 1"),
     (dict(dim=2, num_outcomes=3, init="identity"), ValueError, "num_outcomes <= dim"),
+    (dict(dim=4, num_outcomes=2.5), ValueError, "num_outcomes must be an integer >= 1; got float 2.5"),   # was 2
+    (dict(dim=4, num_outcomes=True), ValueError, "num_outcomes must be an integer >= 1; got bool"),     # was 1
+    (dict(dim="4"), ValueError, "dim must be an integer >= 1; got str '4'"),
 ])
 def test_bad_configuration(kwargs, error, pattern):
     with pytest.raises(error, match=pattern):

@@ -308,6 +308,33 @@ def test_random_povm_takes_an_int_batch_shape():
         random_povm(3, 4, batch_shape=2.5)
 
 
+def test_povm_probabilities_of_batches_that_do_not_broadcast_name_both():
+    # was einsum's RuntimeError ("dimension 0 covered by ellipsis ..."); POVM.probabilities already named both
+    povms = random_povm(3, 4, batch_shape=(3,), generator=torch.Generator().manual_seed(0))
+    states = random_pure_state(3, batch_shape=(4, 2), generator=torch.Generator().manual_seed(1))
+    pattern = r"batch shapes do not broadcast: {} has batch shape \(4,\) and vectors has batch shape \(3,\)"
+    for validate in (True, False):
+        with pytest.raises(ValueError, match=pattern.format("states")):
+            povm_probabilities(states.data[:, 0], None, povms.vectors, validate=validate)
+        with pytest.raises(ValueError, match=pattern.format("states")):
+            povm_probabilities(states.data, torch.full((4, 2), 0.5), povms.vectors, validate=validate)
+        with pytest.raises(ValueError, match=pattern.format("rho")):
+            povm_probabilities_dense(Ensemble(states).dense().data, povms.vectors, validate=validate)
+    assert povm_probabilities(states.data[:, None, 0], None, povms.vectors).shape == (4, 3, 4)   # (4, 1) with (3,)
+
+
+def test_from_isometry_refuses_a_non_integer_number_of_outcomes():
+    # 2.0 and True were torch's "reshape() takes 1 positional argument but 3 were given", a vector Python's
+    # "not enough values to unpack"
+    isometry = random_povm(2, 2, generator=torch.Generator().manual_seed(0)).isometry()
+    for bad in (2.0, True, "2"):
+        with pytest.raises(ValueError, match=f"num_outcomes must be an integer >= 1; got {type(bad).__name__}"):
+            POVM.from_isometry(isometry, bad)
+    with pytest.raises(ValueError, match=r"isometry must have shape \(\.\.\., k r, d\); got shape \(2,\)"):
+        POVM.from_isometry(isometry[0], 2)
+    assert POVM.from_isometry(isometry, np.int64(2)).num_outcomes == 2
+
+
 def test_post_measurement_state_refuses_a_non_integer_outcome_as_the_projective_measurement_does():
     # POVM's was torch's IndexError ("only integers, slices ..."), ProjectiveMeasurement's a TypeError
     from qpnlp.measurement import ProjectiveMeasurement

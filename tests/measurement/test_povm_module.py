@@ -98,6 +98,9 @@ def test_initialisations_and_reproducibility(cdtype):
     (dict(dim=4, init="bogus"), ValueError, "init must be one of"),
     (dict(dim=4, dtype=torch.float32), TypeError, "complex64 or complex128"),
     (dict(dim=0), ValueError, ">= 1"),
+    (dict(dim=4, num_outcomes=2.5), ValueError, "num_outcomes must be an integer >= 1; got float 2.5"),   # was 2
+    (dict(dim=4, num_outcomes=4, rank=1.5), ValueError, "rank must be an integer >= 1; got float 1.5"),  # was 1
+    (dict(dim=4.0), ValueError, "dim must be an integer >= 1; got float 4.0"),                          # was cols
 ])
 def test_constructor_errors(kwargs, error, pattern):
     with pytest.raises(error, match=pattern):
