@@ -15,9 +15,10 @@ Why not the sum for every row: each copy computes its update from :math:`\\theta
 a frequent row a fraction :math:`a` of the way to its optimum (the compass's rows and the frequent words' functions,
 early in an epoch: ``a`` near 1), the sum of ``k`` such updates leaves it :math:`(1 - k a)` times as far on the other
 side: a distance that can grow for ``k = 3`` and more.  Three replicas on the State of the Union corpus diverged
-(NaN) at the default learning rate, three processes ended their first epoch at 5x the loss of one.  Scaled by
-``2 / k`` the distance is :math:`(1 - 2 a)` times: it never grows, for any ``k``, and no smaller factor would keep
-more of a row's progress where its steps are small (``a`` near 0, where the sum is right).  The mean over the copies
+(NaN) at the default learning rate; three processes ended their first epoch at 5.4x the loss of one, four diverged.
+Scaled by ``2 / k`` the distance is :math:`(1 - 2 a)` times: it never grows, for any ``k`` and ``a`` in [0, 1], and
+``2 / k`` is the largest share with that property, so it keeps the most of a row's progress where its steps are
+small (``a`` near 0, where the sum is right).  The mean over the copies
 that changed a row (``1 / k``) is stable too but halves the progress of every row two copies share: on the State of
 the Union corpus two replicas' held-out log-likelihood fell from -2.502 (the sum) to -2.530, three replicas' was
 -2.557 against -2.517 with ``2 / k`` (``benchmarks/results/word2fun/replicas/``).

@@ -20,8 +20,9 @@ with all of them equal and copies nothing (:meth:`Replicas.reload` copies the mo
 have changed between two runs, e.g. a distributed process's sync).  The merge is one pass over every trained table
 (compiled; torch's elementwise ops where numba is missing), whatever rows the segment touched, shared by the
 threads.  Before, one thread summed and the next segment first copied the model to every replica: on the 7,960 words
-of the State of the Union corpus those copies and the sum took a sixth of a two-replica run (summing only the
-touched rows with torch's gathers and scatters was slower still).
+of the State of the Union corpus a profile put those copies and the sum at a sixth of a two-replica run, but the
+run measured quiet gained only 3-4% (``benchmarks/results/word2fun/replicas/merge/``; summing only the touched rows
+with torch's gathers and scatters was slower still).
 """
 
 from __future__ import annotations
