@@ -28,8 +28,8 @@ every ``world``-th document of a corpus in memory), and the processes keep
   processes).  But a frequent row that every process carried most of the way to its optimum would overshoot it
   ``k``-fold, and from three processes the overshoot grows (three processes ended their first epoch on the State of
   the Union corpus at 5.4x the loss of one, four diverged): a row that more than two processes changed takes
-  ``2 / k`` of their summed update, which never overshoots more than it corrects.  The merge is the same on every process, so the models agree
-  bit for bit after each synchronisation.  Parameters that the
+  ``2 / k`` of their summed update, which never overshoots more than it corrects.  The merge is the same on every
+  process, so the models agree bit for bit after each synchronisation.  Parameters that the
   SGD step keeps in a range (the logistic step's centre and rate, projected
   SGD) are projected again after the merge: each process's update stays in the
   range, but the sum of ``W`` of them need not;
