@@ -135,6 +135,30 @@ def test_three_replicas_train_where_summed_updates_diverge(make, random_source, 
         _train(make, random_source, cfg)
 
 
+def test_a_model_changed_between_runs_is_reloaded_into_every_replica(make, random_source, monkeypatch):
+    """The replicas keep the merge and copy nothing between segments; a change made to the model in between (a
+    distributed process's sync) reaches them through ``reload``, which the loop calls before every run."""
+    model = _toy()
+    replicas = Replicas(model, 3)
+
+    def task(replica, part, w):
+        with torch.no_grad():
+            replica.weight.add_(w + 1.0)
+
+    replicas.train([None] * 3, task)
+    assert torch.equal(model.weight, torch.full((2, 3), 4.0))      # (1 + 2 + 3) * 2 / 3
+    with torch.no_grad():
+        model.weight.fill_(10.0)                                    # e.g. the processes' merge
+    replicas.reload()
+    replicas.train([None] * 3, task)
+    assert torch.equal(model.weight, torch.full((2, 3), 14.0))     # without reload: 4 + (7 + 2 + 3) * 2 / 3 = 12
+
+    calls, real_reload = [], Replicas.reload
+    monkeypatch.setattr(Replicas, "reload", lambda self: calls.append(1) or real_reload(self))
+    _train(make, random_source, replace(CFG, epochs=2))
+    assert len(calls) == 2                                          # one run per epoch in a single process
+
+
 def test_a_failing_worker_keeps_nothing_of_the_segment():
     model = _toy()
     replicas = Replicas(model, 2)
