@@ -4,7 +4,8 @@
 into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
 ``--seed`` go through :func:`check_seed`, so that one rule says which seeds
 qpnlp takes and a bad one fails when the config is made, not after the data
-was read. Also :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
+was read. Also :func:`check_flag`, the one check of a True/False option (a string ``"no"`` is truthy), for
+every layer; :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
 :func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
 :func:`time_values`, the one reader of a sequence of times (the query times of ``KeyedVectors``, the times of
 ``Word2Fun.indicators``, the years of the drift measures, the times of the temporal plots).
@@ -23,8 +24,8 @@ import numpy as np
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_seed", "checked_copy", "is_integer", "is_real", "runaway_limit", "str_array",
-           "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_flag", "check_seed", "checked_copy", "is_integer", "is_real", "runaway_limit",
+           "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -57,6 +58,19 @@ def is_integer(value) -> bool:
 def is_real(value) -> bool:
     """Whether ``value`` is a real number, a Python or a NumPy one (a bool is not, nor a list or an array)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool; TypeError naming ``name`` otherwise (``"no"`` or 1 would be truthy).
+
+    >>> check_flag("unitary", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: unitary must be True or False; got str 'no'
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return value
 
 
 def check_seed(seed) -> int:

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from qpnlp._checks import checked_copy
+from qpnlp._checks import check_flag, checked_copy
 
 
 @dataclasses.dataclass
@@ -30,3 +30,10 @@ def test_checked_copy_runs_the_check_once_and_copies_deeply():
     with pytest.raises(ValueError, match="epochs must be >= 1; got 0"):
         checked_copy(config)
     assert _Counted.runs == 2
+
+
+def test_check_flag_takes_bools_only():
+    assert check_flag("sparse", True) is True and check_flag("sparse", False) is False
+    for bad in ("no", 1, 0.0, None):
+        with pytest.raises(TypeError, match=f"sparse must be True or False; got {type(bad).__name__}"):
+            check_flag("sparse", bad)

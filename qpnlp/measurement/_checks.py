@@ -91,14 +91,16 @@ def check_projectors(name: str, vectors: torch.Tensor) -> None:
                          f"(shape {tuple(vectors.shape)}, tolerance {tol:.2g})")
 
 
-def check_states(states: torch.Tensor, weights: torch.Tensor | None, *, pure_ndim: int = 1) -> None:
-    """Static checks of states ``(..., n, d)`` (or pure ``(..., d)``) and their weights ``(..., n)``."""
+def check_states(states: torch.Tensor, weights: torch.Tensor | None) -> None:
+    """Static checks of states ``(..., n, d)`` and their weights ``(..., n)``, or of pure states ``(..., d)``
+    (``weights=None``): the shape error shows the layout that was asked for."""
     V.check_tensor("states", states)
     if not (states.is_complex() or states.dtype.is_floating_point):
         raise TypeError(f"states must be a complex (or real floating) tensor; got {states.dtype}")
-    V.check_min_ndim("states", states, pure_ndim if weights is None else 2, "(..., n, d)")
     if weights is None:
+        V.check_min_ndim("states", states, 1, "(..., d)")
         return
+    V.check_min_ndim("states", states, 2, "(..., n, d)")
     V.check_nonempty("states", states, -2, "member states (n = 0: an empty mixture)")
     V.check_tensor("weights", weights)
     if weights.is_complex() or not weights.dtype.is_floating_point:

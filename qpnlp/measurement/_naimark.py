@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import torch
 
+from qpnlp._checks import check_flag
 from qpnlp._repr import record_repr
 
 from ._povm import POVM
@@ -59,6 +60,7 @@ def naimark_dilation(povm: POVM, *, unitary: bool = False) -> NaimarkDilation:
     unitary : bool
         Also complete the isometry to a unitary (its last k r - d columns
         span the orthogonal complement of the range of V, from a complete QR).
+        True or False only (TypeError for ``"no"``, which is truthy).
 
     Returns
     -------
@@ -78,6 +80,7 @@ def naimark_dilation(povm: POVM, *, unitary: bool = False) -> NaimarkDilation:
     """
     if not isinstance(povm, POVM):
         raise TypeError(f"naimark_dilation takes a POVM; got {type(povm).__name__}")
+    unitary = check_flag("unitary", unitary)
     v = povm.isometry()
     k, r, big = povm.num_outcomes, povm.rank, povm.num_outcomes * povm.rank
     blocks = torch.eye(big, dtype=v.dtype, device=v.device).reshape(k, r, big)

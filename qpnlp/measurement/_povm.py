@@ -218,6 +218,7 @@ class POVM(Batched):
         V.check_complex("effects", effects)
         V.check_square("effects", effects)
         V.check_min_ndim("effects", effects, 3, "(..., k, d, d)")
+        V.check_nonempty("effects", effects, -1, "dimensions (d = 0)")         # not torch's IndexError in eigh
         mode = V.resolve(validate)
         if mode:
             V.check_finite("effects", effects, event_ndim=3)
@@ -243,6 +244,8 @@ class POVM(Batched):
         V.check_tensor("frame", frame)
         V.check_complex("frame", frame)
         V.check_min_ndim("frame", frame, 2, "(..., k, d)")
+        V.check_nonempty("frame", frame, -1, "dimensions (d = 0)")             # sv[..., -1] below needs k, d >= 1
+        V.check_nonempty("frame", frame, -2, "vectors (k = 0)")
         if V.resolve(validate):
             V.check_finite("frame", frame, event_ndim=2)
         u, sv, vh = decompose(torch.linalg.svd, frame.detach(), full_matrices=False)
@@ -261,6 +264,9 @@ class POVM(Batched):
     @classmethod
     def from_projectors(cls, projectors: Projector, *, validate: V.Validate = None) -> "POVM":
         """A projective measurement: a :class:`Projector` batch ``(..., k)`` whose projectors sum to I."""
+        if not isinstance(projectors, Projector):
+            raise TypeError(f"from_projectors takes a Projector (a batch of k projectors); got "
+                            f"{type(projectors).__name__} (vectors (..., k, r, d): POVM(...) or from_kraus)")
         if not projectors.batch_shape:
             raise ValueError("from_projectors needs a batch of k projectors (batch shape (..., k)); got one")
         return cls(projectors.vectors, validate=validate)

@@ -16,7 +16,7 @@ import torch
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-__all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_token_batch"]
+__all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_table_dtype", "check_token_batch"]
 
 
 def check_int(name: str, value: object) -> int:
@@ -32,6 +32,13 @@ def check_int(name: str, value: object) -> int:
     if size is None:
         raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
     return size
+
+
+def check_table_dtype(dtype: object) -> None:
+    """TypeError unless ``dtype`` is float32 or float64, the dtypes of the real lookup tables (amplitudes, phases,
+    frequencies, word weights): an integer dtype failed in torch's ``requires_grad``, a complex one later."""
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
 
 
 def check_real(name: str, value: object, what: str = "a finite number", *, tensors: bool = True) -> float:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from qpnlp._checks import check_flag
+
 from ._checks import check_real
 
-__all__ = ["COMPLEX_ORDER_OPTIONS", "FREQUENCY_INITS", "SHARING_SCHEMES", "check_embedding_options", "check_flag",
+__all__ = ["COMPLEX_ORDER_OPTIONS", "FREQUENCY_INITS", "SHARING_SCHEMES", "check_embedding_options",
            "check_frequency_scale"]
 
 #: Sharing schemes of the frequencies and amplitudes (paper Table 4; :mod:`qpnlp.nn.position`).
@@ -24,13 +26,6 @@ FREQUENCY_INITS = ("normal", "uniform", "sinusoidal", "zero")
 #: The options of ``make_embedding("complex_order", ...)``; every kind takes ``sparse`` too.
 COMPLEX_ORDER_OPTIONS = ("frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init",
                          "frequency_scale")
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is a bool; TypeError naming ``name`` otherwise (``"no"`` or 1 would be truthy)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
-    return value
 
 
 def check_frequency_scale(name: str, value: object) -> float:

@@ -26,7 +26,7 @@ from qpnlp.hilbert._operands import first_order_backward
 from qpnlp.hilbert import masked_softmax
 
 from . import polar_rows
-from ._checks import check_ids, check_int, check_mask
+from ._checks import check_ids, check_int, check_mask, check_table_dtype
 from ._tables import lookup_table
 
 __all__ = ["PHASE_INITS", "WEIGHTINGS", "ComplexWordEmbedding", "WordWeighting"]
@@ -356,8 +356,7 @@ class ComplexWordEmbedding(ComplexPrecisionMixin, nn.Module):
             raise ValueError(f"need num_words >= 2 (padding and unknown) and dim >= 1; got {num_words}, {dim}")
         if phase_init not in PHASE_INITS:
             raise ValueError(f"phase_init must be one of {PHASE_INITS}; got {phase_init!r}")
-        if dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
+        check_table_dtype(dtype)
         amplitude = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
         if unit_amplitudes:  # a zero row divided by the clamped norm stays zero
             amplitude = amplitude / torch.linalg.vector_norm(amplitude, dim=-1, keepdim=True).clamp_min(
@@ -473,6 +472,24 @@ def _check_weighting_inputs(ids: torch.Tensor, mask: torch.Tensor, norms: torch.
                          f"(shape {tuple(mask.shape)}): an empty sentence has no mixture weights")
 
 
+def _checked_idf(idf: object, num_words: int) -> torch.Tensor:
+    """``idf`` if it is a real tensor ``(V,)`` (V = ``num_words``) of positive, finite values; else an error naming it.
+
+    TypeError for no tensor (a list) and for a complex one (``idf > 0`` is not defined there), ValueError for another
+    shape and for values that are not positive and finite (NaN and inf would give NaN weights).
+    """
+    if idf is not None:
+        V.check_tensor("idf", idf)
+        if idf.is_complex():
+            raise TypeError(f"idf must be a real tensor (IDF values); got {idf.dtype}")
+    if idf is None or idf.shape != (num_words,):
+        raise ValueError(f"weighting='idf' needs idf of shape ({num_words},); "
+                         f"got {None if idf is None else tuple(idf.shape)}")
+    if not bool(((idf > 0) & torch.isfinite(idf)).all()):
+        raise ValueError("idf values must be positive and finite")
+    return idf
+
+
 class WordWeighting(ComplexPrecisionMixin, nn.Module):
     r"""Mixture weights :math:`p_i` over the words of each sentence (padding excluded).
 
@@ -502,11 +519,12 @@ class WordWeighting(ComplexPrecisionMixin, nn.Module):
     scheme : {"amplitude_norm", "trainable", "idf", "uniform"}
         One of the schemes above.
     idf : torch.Tensor, optional
-        ``(V,)`` positive, finite IDF values; required by ``"idf"`` (ValueError), ignored by the others.
+        Real ``(V,)`` positive, finite IDF values; required by ``"idf"`` (ValueError), ignored by the others.
     sparse : bool
         Sparse gradients of the ``"trainable"`` table (only the rows in the batch).
     dtype : torch.dtype
-        Real dtype of the table or of the stored IDF (float64 for complex128 models).
+        float32 or float64 (TypeError else): the dtype of the table or of the stored IDF (float64 for complex128
+        models).
 
     Examples
     --------
@@ -522,16 +540,14 @@ class WordWeighting(ComplexPrecisionMixin, nn.Module):
         if scheme not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {scheme!r}")
         self.scheme, self.num_words = scheme, check_int("num_words", num_words)
+        if self.num_words < 1:
+            raise ValueError(f"num_words must be >= 1 (the vocabulary size); got {self.num_words}")
+        check_table_dtype(dtype)
         if scheme == "trainable":
             self.table = lookup_table(num_words, 1, padding_idx=PAD_ID, sparse=sparse,
                                       _weight=torch.zeros(num_words, 1, dtype=dtype))
         if scheme == "idf":
-            if idf is None or idf.shape != (num_words,):
-                raise ValueError(f"weighting='idf' needs idf of shape ({num_words},); "
-                                 f"got {None if idf is None else tuple(idf.shape)}")
-            if not bool(((idf > 0) & torch.isfinite(idf)).all()):     # NaN and inf would give NaN weights
-                raise ValueError("idf values must be positive and finite")
-            self.register_buffer("idf", idf.to(dtype))
+            self.register_buffer("idf", _checked_idf(idf, self.num_words).to(dtype))
 
     def extra_repr(self) -> str:
         return f"{self.num_words}, scheme={self.scheme!r}"

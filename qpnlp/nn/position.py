@@ -90,13 +90,13 @@ import math
 import torch
 from torch import Tensor, nn
 
+from qpnlp._checks import check_flag
 from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-from ._checks import check_ids, check_int, check_mask
-from ._embedding_options import (FREQUENCY_INITS, SHARING_SCHEMES, check_embedding_options, check_flag,
-                                 check_frequency_scale)
+from ._checks import check_ids, check_int, check_mask, check_table_dtype
+from ._embedding_options import FREQUENCY_INITS, SHARING_SCHEMES, check_embedding_options, check_frequency_scale
 from ._tables import lookup_table
 from .embedding import _initial_amplitude, _run, _sparse_backward
 from .functional import complex_dropout, dropout_keep, masked_mean
@@ -248,8 +248,7 @@ class ComplexOrderEmbedding(ComplexPrecisionMixin, nn.Module):
         frequency_scale = check_frequency_scale("frequency_scale", frequency_scale)
         initial_phase, sparse, freeze_amplitude = (check_flag(n, v) for n, v in (
             ("initial_phase", initial_phase), ("sparse", sparse), ("freeze_amplitude", freeze_amplitude)))
-        if dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
+        check_table_dtype(dtype)
         if pretrained is not None and amplitude_sharing != "none":
             raise ValueError("pretrained amplitudes need amplitude_sharing='none' (one vector per word); "
                              f"got {amplitude_sharing!r}")
@@ -452,8 +451,7 @@ class RealPositionalEmbedding(ComplexPrecisionMixin, nn.Module):
         sparse = check_flag("sparse", sparse)
         if num_words < 2 or dim < 1 or max_len < 1:
             raise ValueError(f"need num_words >= 2, dim >= 1, max_len >= 1; got {num_words}, {dim}, {max_len}")
-        if dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"dtype must be float32 or float64; got {dtype}")
+        check_table_dtype(dtype)
         self.num_words, self.dim, self.position, self.max_len = num_words, dim, position, max_len
         w = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
         w[PAD_ID] = 0

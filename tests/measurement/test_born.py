@@ -97,6 +97,17 @@ def test_shape_and_dtype_errors():
                            torch.ones(2, 4, dtype=torch.complex64))
 
 
+def test_shape_errors_show_the_layout_asked_for():
+    # pure states (no weights) were told to have shape (..., n, d)
+    eye = torch.eye(2, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=r"states must have shape \(\.\.\., d\); got shape \(\)"):
+        word_probabilities(torch.tensor(1 + 0j), eye)
+    with pytest.raises(ValueError, match=r"states must have shape \(\.\.\., d\); got shape \(\)"):
+        born_probabilities(torch.tensor(1 + 0j), None, eye)
+    with pytest.raises(ValueError, match=r"states must have shape \(\.\.\., n, d\); got shape \(2,\)"):
+        born_probabilities(eye[0], torch.ones(()), eye)
+
+
 def test_no_downcast_when_mixing_precisions():
     states = torch.eye(2, dtype=torch.complex64)
     p = born_probabilities(states, torch.tensor([0.5, 0.5], dtype=torch.float64), torch.eye(2, dtype=torch.complex64))

@@ -300,6 +300,32 @@ def test_a_povm_of_dimension_zero_is_a_clear_error():
         POVM(torch.zeros(4, 1, 0, dtype=torch.complex64))
 
 
+def test_from_projectors_refuses_a_raw_tensor():
+    # was AttributeError: 'Tensor' object has no attribute 'batch_shape'
+    with pytest.raises(TypeError, match="from_projectors takes a Projector .*; got Tensor"):
+        POVM.from_projectors(torch.eye(2, dtype=torch.complex64))
+
+
+def test_naimark_dilation_refuses_a_unitary_flag_that_is_no_bool():
+    # "no" is truthy: it was read as unitary=True
+    povm = random_povm(2, 3, generator=torch.Generator().manual_seed(0))
+    for bad in ("no", 1, None):
+        with pytest.raises(TypeError, match=f"unitary must be True or False; got {type(bad).__name__}"):
+            naimark_dilation(povm, unitary=bad)
+
+
+def test_from_frame_and_from_effects_of_dimension_zero_are_clear_errors():
+    # were torch's IndexError ("index -1 is out of bounds", "amax(): Expected reduction dim -2 ..."), with and
+    # without validation
+    for validate in (True, False):
+        with pytest.raises(ValueError, match=r"frame is empty: it has no dimensions \(d = 0\) \(shape \(3, 0\)\)"):
+            POVM.from_frame(torch.zeros(3, 0, dtype=torch.complex64), validate=validate)
+        with pytest.raises(ValueError, match=r"frame is empty: it has no vectors \(k = 0\) \(shape \(0, 2\)\)"):
+            POVM.from_frame(torch.zeros(0, 2, dtype=torch.complex64), validate=validate)
+        with pytest.raises(ValueError, match=r"effects is empty: it has no dimensions \(d = 0\) \(shape \(3, 0, 0\)\)"):
+            POVM.from_effects(torch.zeros(3, 0, 0, dtype=torch.complex64), validate=validate)
+
+
 def test_random_povm_takes_an_int_batch_shape():
     # was "Value after * must be an iterable, not int"
     assert random_povm(3, 4, batch_shape=2).batch_shape == (2,)

@@ -67,6 +67,21 @@ def test_idf_weighting_refuses_nan_and_infinite_idf(bad):
         WordWeighting(3, "idf", idf=torch.tensor([1.0, bad, 2.0]))
 
 
+@pytest.mark.parametrize("kwargs, error, pattern", [
+    (dict(num_words=0), ValueError, r"num_words must be >= 1 \(the vocabulary size\); got 0"),     # was accepted
+    (dict(num_words=-1, scheme="trainable"), ValueError, "num_words must be >= 1"),   # was torch's RuntimeError
+    (dict(scheme="idf", idf=[1.0, 1.0, 2.0]), TypeError, "idf must be a torch.Tensor; got list"),  # AttributeError
+    (dict(scheme="idf", idf=torch.ones(3, dtype=torch.complex64)), TypeError,          # was NotImplementedError
+     "idf must be a real tensor .*; got torch.complex64"),
+    (dict(scheme="trainable", dtype=torch.long), TypeError,                            # was torch's RuntimeError
+     "dtype must be float32 or float64 .*; got torch.int64"),
+    (dict(dtype=torch.complex64), TypeError, "dtype must be float32 or float64"),     # was accepted
+])
+def test_word_weighting_names_a_bad_argument(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        WordWeighting(**{"num_words": 3, **kwargs})
+
+
 @pytest.mark.parametrize("make", [
     lambda p: ComplexWordEmbedding(4, 3, pretrained=p),
     lambda p: ComplexOrderEmbedding(4, 3, pretrained=p),
