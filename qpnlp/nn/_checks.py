@@ -16,7 +16,8 @@ import torch
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-__all__ = ["check_ids", "check_int", "check_mask", "check_real", "check_table_dtype", "check_token_batch"]
+__all__ = ["check_dropout", "check_ids", "check_int", "check_mask", "check_real", "check_table_dtype",
+           "check_token_batch"]
 
 
 def check_int(name: str, value: object) -> int:
@@ -65,6 +66,21 @@ def check_real(name: str, value: object, what: str = "a finite number", *, tenso
     if not math.isfinite(number):
         raise ValueError(f"{name} must be {what}; got {value!r}")
     return number
+
+
+def check_dropout(name: str, value: object) -> float:
+    r"""``value`` as a float if it is a dropout probability :math:`p \in [0, 1)`, else an error naming it.
+
+    The one check of the dropout of the layers (:func:`~qpnlp.nn.functional.complex_dropout`,
+    :class:`~qpnlp.nn.ComplexDropout`, the attention's ``dropout``, ``ComplexOrderEmbedding.dropped_mean``):
+    :func:`check_real` (TypeError for a string, a bool, a complex number or a tensor of more than one element;
+    ValueError for NaN and infinities), then ValueError outside [0, 1) (:math:`p = 1` would divide by
+    :math:`1 - p = 0`). A string such as ``"0.1"`` met Python's comparison TypeError, which named no argument.
+    """
+    p = check_real(name, value, "a dropout probability in [0, 1)")
+    if not 0 <= p < 1:
+        raise ValueError(f"{name} must be a dropout probability in [0, 1); got {value!r}")
+    return p
 
 
 def _index(flat: int, shape) -> tuple[int, ...]:

@@ -98,10 +98,12 @@ def masked_scan(step: Callable[[Tensor, State], State], inputs: Tensor, state: S
     ([1.0, 1.0, 2.0, 2.0], 2.0)
     """
     V.check_tensor("inputs", inputs)
+    V.check_min_ndim("inputs", inputs, 2, "(B, T, ...)")     # unbind(1) raised torch's IndexError
     if mask is not None:
         V.check_tensor("mask", mask)
         if mask.dtype != torch.bool:            # torch.where's own error named no argument
             raise TypeError(f"mask must be a bool tensor (True at real steps); got {mask.dtype}")
+        _check_mask(mask, *inputs.shape[:2])    # (B, T) of inputs, not torch.where's broadcast error
         V.check_same_device(("inputs", inputs), ("mask", mask))
     output = (lambda s: s) if output is None else output
     masks = mask.unsqueeze(-1).unbind(1) if mask is not None else None

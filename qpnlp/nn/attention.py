@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 
-from ._checks import check_int, check_mask
+from ._checks import check_dropout, check_int, check_mask
 from .functional import _from_parts, _parts, hermitian_attention_scores
 from .linear import ComplexLinear, _check_dtype
 
@@ -66,9 +66,8 @@ class ComplexMultiheadSelfAttention(ComplexPrecisionMixin, nn.Module):
         dim, heads = check_int("dim", dim), check_int("heads", heads)
         if heads < 1 or dim % heads:
             raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1); got {dropout}")
-        self.dim, self.heads, self.dropout, self.dtype = dim, heads, dropout, _check_dtype(dtype)
+        self.dropout = check_dropout("dropout", dropout)
+        self.dim, self.heads, self.dtype = dim, heads, _check_dtype(dtype)
         make = lambda: ComplexLinear(dim, dim, dtype=dtype, share_parts=share_parts, generator=generator)  # noqa
         self.q, self.k, self.v, self.out = make(), make(), make(), make()
 

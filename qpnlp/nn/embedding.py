@@ -292,6 +292,18 @@ def _lookup(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
     return _run(_RowLookup.apply, ids, table.weight, table.padding_idx, table.sparse)
 
 
+def _check_padding_idx(padding_idx: object, num_words: int) -> int:
+    """``padding_idx`` as a row of a table of ``num_words`` rows, in [0, num_words): an integer in
+    [-num_words, num_words), a negative one counted from the end, as ``torch.nn.Embedding`` takes it (TypeError for
+    anything else, None included; ValueError outside). A float or an id past the end met
+    ``amplitude[padding_idx] = 0``'s IndexError, and None zeroed every row of both tables."""
+    index = check_int("padding_idx", padding_idx)
+    if not -num_words <= index < num_words:
+        raise ValueError(f"padding_idx must be in [-num_words, num_words) = [{-num_words}, {num_words}); "
+                         f"got {index}")
+    return index % num_words
+
+
 class ComplexWordEmbedding(ComplexPrecisionMixin, nn.Module):
     r"""Word states :math:`|w\rangle = \sum_j \frac{r_j}{\|r\|} e^{i\phi_j}|e_j\rangle` (thesis eq. 3.2).
 
@@ -331,6 +343,7 @@ class ComplexWordEmbedding(ComplexPrecisionMixin, nn.Module):
     padding_idx : int
         Row kept at zero amplitude and never trained; padded positions must be
         masked by the caller (they produce the zero vector, not a state).
+        In [-num_words, num_words), a negative one counted from the end (as ``torch.nn.Embedding``).
     generator : torch.Generator, optional
         Seeds the initial amplitudes (unless ``pretrained``), then the uniform
         phases; None: the global generator.
@@ -357,6 +370,7 @@ class ComplexWordEmbedding(ComplexPrecisionMixin, nn.Module):
         if phase_init not in PHASE_INITS:
             raise ValueError(f"phase_init must be one of {PHASE_INITS}; got {phase_init!r}")
         check_table_dtype(dtype)
+        padding_idx = _check_padding_idx(padding_idx, num_words)
         amplitude = _initial_amplitude(num_words, dim, pretrained, dtype, generator)
         if unit_amplitudes:  # a zero row divided by the clamped norm stays zero
             amplitude = amplitude / torch.linalg.vector_norm(amplitude, dim=-1, keepdim=True).clamp_min(

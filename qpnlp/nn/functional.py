@@ -35,6 +35,8 @@ from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._linalg import modulus, squared_norms
 from qpnlp.hilbert._validation import real_dtype_of
 
+from ._checks import check_dropout
+
 __all__ = [
     "READOUTS",
     "SPLIT_ACTIVATIONS",
@@ -215,8 +217,7 @@ def complex_dropout(z: Tensor, p: float, training: bool = True, generator: torch
     -------
     Tensor, shape and dtype of ``z``.
     """
-    if not 0 <= p < 1:
-        raise ValueError(f"dropout probability must be in [0, 1); got {p}")
+    p = check_dropout("p", p)
     V.check_tensor("z", z)
     if not (z.is_floating_point() or z.is_complex()):    # torch.rand would fail on an integer dtype
         raise TypeError(f"z must be a real floating or complex tensor; got {z.dtype}")

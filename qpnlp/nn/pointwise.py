@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from qpnlp._module_precision import ComplexPrecisionMixin
 
+from ._checks import check_dropout
 from .functional import READOUTS, complex_dropout, readout
 
 __all__ = ["ComplexDropout", "Readout"]
@@ -39,9 +40,7 @@ class ComplexDropout(ComplexPrecisionMixin, nn.Module):
 
     def __init__(self, p: float = 0.0) -> None:
         super().__init__()
-        if not 0 <= p < 1:
-            raise ValueError(f"dropout probability must be in [0, 1); got {p}")
-        self.p = p
+        self.p = check_dropout("p", p)
 
     def forward(self, z: Tensor) -> Tensor:
         return complex_dropout(z, self.p, self.training)

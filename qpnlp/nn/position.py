@@ -95,7 +95,7 @@ from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
-from ._checks import check_ids, check_int, check_mask, check_table_dtype
+from ._checks import check_dropout, check_ids, check_int, check_mask, check_table_dtype
 from ._embedding_options import FREQUENCY_INITS, SHARING_SCHEMES, check_embedding_options, check_frequency_scale
 from ._tables import lookup_table
 from .embedding import _initial_amplitude, _run, _sparse_backward
@@ -373,13 +373,12 @@ class ComplexOrderEmbedding(ComplexPrecisionMixin, nn.Module):
         (B, L, D) tensor, coalesced table gradients); otherwise the three steps. The dropout's keep mask is drawn
         by the same call either way (:func:`~qpnlp.nn.functional.dropout_keep`); ``dropout=0`` is no dropout.
         """
+        dropout = check_dropout("dropout", dropout)     # named as here on both paths
         if not self.fuses_mean() or getattr(ids, "ndim", None) != 2 or (
                 torch.is_grad_enabled() and isinstance(positions, Tensor) and positions.requires_grad):
             # also ids of another shape than (B, L), and positions that need a gradient (the fused function
             # differentiates the tables only)
             return masked_mean(complex_dropout(self(ids, mask, positions), dropout), mask)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout probability must be in [0, 1); got {dropout}")
         mask = _check_ids_mask(ids, mask, self.num_words)
         pos = _resolve_positions(ids, mask, positions, self.dtype) if self.encodes_positions else None
         keep = dropout_keep(ids.shape + (self.dim,), dropout, self.dtype, ids.device) if dropout else None

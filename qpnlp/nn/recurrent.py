@@ -475,6 +475,7 @@ class CGRNN(ComplexPrecisionMixin, nn.Module):
         if h0 is None:
             h = xp.new_zeros(bsz, self.hidden_size)
         else:
+            V.check_tensor("h0", h0)            # a list met an AttributeError on .shape
             if h0.shape != (bsz, self.hidden_size):
                 raise ValueError(f"h0 must have shape {(bsz, self.hidden_size)}; got {tuple(h0.shape)}")
             V.check_same_device(("x", x), ("h0", h0))

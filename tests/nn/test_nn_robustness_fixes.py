@@ -3,16 +3,20 @@
 Each test failed before its fix: the embedding options (flags that are strings, an infinite or a string
 frequency scale), layer hyper-parameters that are NaN or out of range (``eps``, Hirose's ``m``, modReLU's bias,
 the sum gate's ``alpha``, a Cayley step's ``lr``), inputs that are not tensors or have the wrong rank or dtype,
-and the 'pe' table's position error.
+the 'pe' table's position error, the one dropout check, masked_scan's mask and inputs, ComplexWordEmbedding's
+``padding_idx`` and CGRNN's ``h0``.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
 
 from qpnlp.nn import (CGRNN, CayleyStepSGD, ComplexConv1d, ComplexDropout, ComplexLinear,
-                      ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, Hirose, ModReLU,
+                      ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, ComplexWordEmbedding, Hirose,
+                      ModReLU,
                       PartLayerNorm, Readout, RealPositionalEmbedding, SumGate, cayley_step, complex_dropout,
                       gate_prod, gate_sum, hirose, make_embedding, masked_scan, modrelu, readout, split_activation)
 
@@ -234,3 +238,86 @@ def test_frequency_scale_is_checked_by_check_real_and_an_int_beyond_the_floats_i
         PartLayerNorm(4, eps=10 ** 400)
     with pytest.raises(TypeError, match=r"frequency_scale must be a positive finite number; got Tensor"):
         make_embedding("complex_order", 10, 4, frequency_scale=torch.tensor(2.0))    # kept out of JSON configs
+
+
+# ------------------------------------------------------------------------------- one check of the dropout
+_DROPOUTS = [
+    (lambda p: ComplexDropout(p), "p"),
+    (lambda p: complex_dropout(_z(2, 3), p), "p"),
+    (lambda p: ComplexMultiheadSelfAttention(4, 2, dropout=p), "dropout"),
+    (lambda p: ComplexOrderEmbedding(10, 4).dropped_mean(IDS, IDS != 0, dropout=p), "dropout"),
+]
+
+
+@pytest.mark.parametrize("make, name", _DROPOUTS)
+@pytest.mark.parametrize("p", ["0.1", True, 0.1j, torch.tensor([0.1, 0.2]), torch.tensor(0.1 + 0j)],
+                         ids=["str", "bool", "complex", "two-elements", "complex-tensor"])
+def test_a_dropout_that_is_not_a_real_number_is_a_type_error_naming_it(make, name, p):
+    """check_dropout, one check for the four places that copied '0 <= p < 1': a string met Python's comparison
+    TypeError ("'<=' not supported between instances of 'int' and 'str'"), True passed as 1 (a ValueError), a
+    tensor of two elements met torch's "Boolean value of Tensor with more than one value is ambiguous"."""
+    with pytest.raises(TypeError, match=rf"^{name} must be a dropout probability in \[0, 1\); got "):
+        make(p)
+
+
+@pytest.mark.parametrize("make, name", _DROPOUTS)
+def test_the_dropout_range_is_unchanged(make, name):
+    """[0, 1) as before (0 and 0.999 taken, 1, -0.1 and NaN refused); the message keeps 'dropout probability'."""
+    for p in (1.0, -0.1, NAN, INF):
+        with pytest.raises(ValueError, match=rf"^{name} must be a dropout probability in \[0, 1\)"):
+            make(p)
+    for p in (0, 0.0, 0.999, torch.tensor(0.5)):
+        make(p)
+    assert ComplexDropout(torch.tensor(0.5)).p == 0.5        # read as its number, not kept as a tensor
+
+
+# ------------------------------------------------------------------------------- masked_scan's mask and inputs
+@pytest.mark.parametrize("mask_shape", [(3, 2), (2,), (2, 3, 1), (2, 4)])
+def test_masked_scan_refuses_a_mask_of_another_shape_than_the_inputs(mask_shape):
+    """A (3, 2) mask met torch.where's broadcast RuntimeError, a (2,) one unbind's IndexError at step 1; a
+    (2, 3, 1) one broadcast silently to states of shape (2, 2, 4)."""
+    x, state = _z(2, 3, 4), torch.zeros(2, 4, dtype=C64)
+    with pytest.raises(ValueError, match=rf"mask must be a bool tensor of shape \(2, 3\); got torch.bool "
+                                         rf"{re.escape(str(mask_shape))}"):
+        masked_scan(lambda x_t, s: s + x_t, x, state, torch.ones(mask_shape, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_masked_scan_refuses_inputs_without_a_time_axis(shape):
+    """inputs.unbind(1) raised torch's IndexError ('Dimension out of range')."""
+    with pytest.raises(ValueError, match=rf"inputs must have shape \(B, T, \.\.\.\); got shape "
+                                         rf"{re.escape(str(shape))}"):
+        masked_scan(lambda x_t, s: s + x_t, torch.ones(shape), torch.zeros(3))
+
+
+# ------------------------------------------------------------------------------- ComplexWordEmbedding's padding_idx
+@pytest.mark.parametrize("padding_idx, error, match", [
+    (10, ValueError, r"padding_idx must be in \[-num_words, num_words\) = \[-10, 10\); got 10"),
+    (-11, ValueError, r"padding_idx must be in \[-num_words, num_words\) = \[-10, 10\); got -11"),
+    (1.5, TypeError, "padding_idx must be an integer; got float 1.5"),
+    (True, TypeError, "padding_idx must be an integer; got bool True"),
+    (None, TypeError, "padding_idx must be an integer; got NoneType None"),
+    ("0", TypeError, "padding_idx must be an integer; got str '0'"),
+])
+def test_complex_word_embedding_checks_padding_idx(padding_idx, error, match):
+    """10 and 1.5 met IndexError at 'amplitude[padding_idx] = 0'; True was row 1; None ran 'amplitude[None] = 0',
+    which zeroed every row of both tables (every word the zero vector)."""
+    with pytest.raises(error, match=match):
+        ComplexWordEmbedding(10, 4, padding_idx=padding_idx)
+
+
+def test_complex_word_embedding_counts_a_negative_padding_idx_from_the_end():
+    """As torch.nn.Embedding: -1 is row 9 of 10, one index for the module, its tables and the fused lookup (the
+    module kept -1 while its tables held 9, and gave -1 to the fused lookup's sparse gradient)."""
+    emb = ComplexWordEmbedding(10, 4, padding_idx=-1)
+    assert emb.padding_idx == emb.amplitude.padding_idx == emb.phase.padding_idx == 9
+    states, norms = emb(torch.tensor([[9, 2]]))
+    states.abs().sum().backward()
+    assert norms[0, 0] == 0 and emb.amplitude.weight.grad.to_dense()[9].abs().sum() == 0
+
+
+# ------------------------------------------------------------------------------- CGRNN's h0
+def test_cgrnn_refuses_an_initial_state_that_is_not_a_tensor():
+    """A list met an AttributeError ('list' object has no attribute 'shape')."""
+    with pytest.raises(TypeError, match="h0 must be a torch.Tensor; got list"):
+        CGRNN(4, 3)(_z(1, 2, 4), h0=[[0.0, 0.0, 0.0]])
