@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from qpnlp._checks import is_integer, time_values
+from qpnlp._host import float64_values
 
 __all__ = ["change_scores", "context_change_scores", "noise_corrected", "change_points", "auc", "nearest_topic"]
 
@@ -177,12 +178,20 @@ def auc(pos, neg) -> float:
     Parameters
     ----------
     pos, neg : array-like
-        Finite scores of the positives and of the negatives (flattened).
+        Finite real scores of the positives and of the negatives (flattened): lists, arrays or tensors of any
+        layout (e.g. :func:`change_scores` of vectors that require grad, or on a GPU).
 
     Returns
     -------
     float
         In [0, 1]; NaN when ``pos`` or ``neg`` is empty.
+
+    Raises
+    ------
+    ValueError
+        Naming ``pos`` or ``neg`` when it is not a sequence of numbers or holds a NaN or an infinity.
+    TypeError
+        When it holds complex numbers (never their real part alone).
 
     Examples
     --------
@@ -191,7 +200,7 @@ def auc(pos, neg) -> float:
     """
     from sklearn.metrics import roc_auc_score
 
-    pos, neg = np.asarray(pos, float).reshape(-1), np.asarray(neg, float).reshape(-1)
+    pos, neg = (float64_values(v, name, not_numbers=ValueError).reshape(-1) for v, name in ((pos, "pos"), (neg, "neg")))
     for name, values in (("pos", pos), ("neg", neg)):
         if not np.isfinite(values).all():  # scikit-learn's "Input contains NaN" does not say which
             raise ValueError(f"{name} scores must be finite; got {values[~np.isfinite(values)][0]} at index "

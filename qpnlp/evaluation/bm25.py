@@ -24,8 +24,11 @@ splits (needs ``QPNLP_DATA``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from qpnlp._checks import is_real
 from qpnlp.data.qa import QADataset
 from qpnlp.evaluation.ranking import RankingResult, ranking_metrics
 
@@ -41,13 +44,21 @@ def bm25_scores(dataset: QADataset, k1: float = 1.2, b: float = 0.75, epsilon: f
         Candidates grouped by question; the idf statistics are computed over
         all of its candidate rows.
     k1, b, epsilon : float
-        Okapi BM25 parameters (see the module docstring).
+        Okapi BM25 parameters (see the module docstring): finite, k1 >= 0, b in [0, 1], epsilon >= 0.
 
     Returns
     -------
     numpy.ndarray
         float64, shape (R,) for the R candidate rows.
+
+    Raises
+    ------
+    TypeError
+        When ``k1``, ``b`` or ``epsilon`` is not a real number (a bool is not).
+    ValueError
+        When one is outside its range or not finite, or ``dataset`` has no candidates or none with a token.
     """
+    _check_parameters(k1=k1, b=b, epsilon=epsilon)
     try:
         from rank_bm25 import BM25Okapi
     except ImportError as err:  # pragma: no cover
@@ -57,11 +68,26 @@ def bm25_scores(dataset: QADataset, k1: float = 1.2, b: float = 0.75, epsilon: f
     if len(dataset) == 0:
         raise ValueError(f"{dataset.name} {dataset.split} has no candidates")
     docs = dataset.candidate_tokens()
+    if not any(docs):                       # rank_bm25 divided by their mean length, 0 (ZeroDivisionError)
+        raise ValueError(f"{dataset.name} {dataset.split}: no candidate has a token (BM25 normalises by their mean "
+                         f"length)")
     bm25 = BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon)
     scores = np.zeros(len(docs), dtype=np.float64)
     for query, rows in zip(dataset.question_tokens(), dataset.groups):
         scores[rows] = bm25.get_batch_scores(query, rows.tolist())
     return scores
+
+
+def _check_parameters(**parameters: float) -> None:
+    """An error naming the first of ``k1``, ``b``, ``epsilon`` that is not a finite real number in its range
+    (k1 >= 0, 0 <= b <= 1, epsilon >= 0): ``rank_bm25`` takes any, and a NaN scored every candidate NaN, a negative
+    k1 or a b above 1 could turn the length normalisation's denominator negative or zero (scores of any sign, inf)."""
+    for name, value in parameters.items():
+        high, wanted = (1.0, "in [0, 1]") if name == "b" else (math.inf, ">= 0")
+        if not is_real(value):
+            raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
+        if not (math.isfinite(value) and 0 <= value <= high):
+            raise ValueError(f"{name} must be a finite number {wanted}; got {value!r}")
 
 
 def evaluate_bm25(dataset: QADataset, ties: str = "pessimistic", **bm25_kwargs) -> RankingResult:

@@ -20,11 +20,11 @@ batch that touches every row it equals ``torch.optim.RMSprop`` (tested).
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 
 import torch
 
+from qpnlp._checks import is_real
 from qpnlp._sparse import coalesced_coo
 
 from . import adam_rows
@@ -69,10 +69,8 @@ class SparseRMSprop(torch.optim.Optimizer):
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (torch's rule), its ``lr``, ``alpha`` and ``eps`` (its own or the defaults) checked first:
         finite numbers with lr > 0, 0 <= alpha < 1, eps > 0 (``ValueError``)."""
-        settings = {key: param_group.get(key, self.defaults[key]) for key in ("lr", "alpha", "eps")}
-        lr, alpha, eps = settings.values()
-        if not (all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
-                    for v in settings.values()) and lr > 0 and 0.0 <= alpha < 1.0 and eps > 0):
+        lr, alpha, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "alpha", "eps"))
+        if not (_finite_numbers(lr, alpha, eps) and lr > 0 and 0.0 <= alpha < 1.0 and eps > 0):
             raise ValueError(f"need finite lr > 0, 0 <= alpha < 1, eps > 0; got lr={lr!r}, alpha={alpha!r}, "
                              f"eps={eps!r}")
         super().add_param_group(param_group)
@@ -103,6 +101,13 @@ class SparseRMSprop(torch.optim.Optimizer):
                     square_avg.mul_(alpha).addcmul_(p.grad, p.grad, value=1 - alpha)
                     p.addcdiv_(p.grad, square_avg.sqrt().add_(eps), value=-lr)
         return loss
+
+
+def _finite_numbers(*values) -> bool:
+    """Whether every one of ``values`` is a finite real number, a Python or a NumPy one (a bool, a string or a
+    tensor is not): the check of the optimisers' hyper-parameters, where NaN passes every comparison
+    (``nan <= 0`` is False) and an infinite rate steps every row of the batch to -inf or NaN."""
+    return all(is_real(v) and math.isfinite(v) for v in values)
 
 
 def check_state_shapes(optimiser: torch.optim.Optimizer) -> None:
@@ -146,6 +151,17 @@ class RowSparseAdam(torch.optim.SparseAdam):
     bit for bit, parameters to an ulp of the square root; 4.55x faster for a
     20000 x 300 table, benchmarks/results/speed/row_sparse_adam_loop.txt).
     """
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (torch's rule), its ``lr``, ``betas`` and ``eps`` (its own or the defaults) checked first, as
+        :class:`SparseRMSprop` checks its own: finite numbers with lr > 0, two betas in [0, 1), eps > 0
+        (``ValueError``). torch's SparseAdam checks the constructor's values only, and lets an infinite rate pass."""
+        lr, betas, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "betas", "eps"))
+        pair = isinstance(betas, (tuple, list)) and len(betas) == 2
+        if not (pair and _finite_numbers(lr, eps, *betas) and lr > 0 and eps > 0 and all(0 <= b < 1 for b in betas)):
+            raise ValueError(f"need finite lr > 0, betas (two numbers in [0, 1)), eps > 0; got lr={lr!r}, "
+                             f"betas={betas!r}, eps={eps!r}")
+        super().add_param_group(param_group)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""

@@ -291,6 +291,18 @@ def test_change_scores_check_years_and_vectors():
         change_scores(torch.ones(4, 3), np.arange(4.0), (0, 1), (2, 3))
 
 
+def test_auc_reads_tensors_and_refuses_complex_scores():
+    """auc cast its scores with np.asarray(x, float): the change scores of vectors that require grad raised torch's
+    "Can't call numpy() on Tensor that requires grad", complex scores lost their imaginary part with only a
+    ComplexWarning (a silent AUC of the real parts) and None read as a NaN score."""
+    pos = torch.tensor([3.0, 2.0], requires_grad=True)
+    assert auc(pos, torch.tensor([1.0, 2.0])) == auc([3.0, 2.0], [1.0, 2.0]) == 0.875
+    with pytest.raises(TypeError, match="neg must be real numbers; got complex128"):
+        auc([1.0], np.array([0.5 + 1j]))
+    with pytest.raises(ValueError, match="pos must be a sequence of numbers"):
+        auc(None, [0.5])
+
+
 def test_auc_names_the_side_with_a_nan():
     with pytest.raises(ValueError, match="pos scores must be finite; got nan at index 1"):
         auc([0.5, np.nan], [0.1])

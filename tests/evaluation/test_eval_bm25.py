@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,29 @@ def test_bm25_prefers_word_overlap(tmp_path):
 def test_bm25_parameters_matter(tmp_path):
     ds = _toy(tmp_path)
     assert not np.allclose(bm25_scores(ds, k1=1.2, b=0.75), bm25_scores(ds, k1=2.0, b=0.0))
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (dict(k1=float("nan")), ValueError, "k1 must be a finite number >= 0; got nan"),
+    (dict(k1=-1.0), ValueError, "k1 must be a finite number >= 0; got -1.0"),
+    (dict(b=1.5), ValueError, r"b must be a finite number in \[0, 1\]; got 1.5"),
+    (dict(epsilon=float("inf")), ValueError, "epsilon must be a finite number >= 0; got inf"),
+    (dict(k1="1.2"), TypeError, "k1 must be a real number; got str '1.2'"),
+    (dict(b=True), TypeError, "b must be a real number; got bool True"),
+])
+def test_bm25_parameters_are_checked(tmp_path, bad, error, message):
+    # rank_bm25 takes any value: k1=nan scored every candidate NaN without a word, k1 < 0 or b > 1 gave scores of
+    # a meaningless sign, and k1="1.2" failed inside rank_bm25 ("can only concatenate str")
+    with pytest.raises(error, match=message):
+        bm25_scores(_toy(tmp_path), **bad)
+
+
+def test_bm25_of_candidates_without_a_token_is_refused(tmp_path):
+    # rank_bm25 divided by their mean length, 0: a bare ZeroDivisionError (read_qa_tsv refuses such rows; a
+    # hand-made data set or one whose candidates tokenise to nothing does not)
+    ds = dataclasses.replace(_toy(tmp_path), candidates=["", "", "", "", ""])
+    with pytest.raises(ValueError, match="toy dev: no candidate has a token"):
+        bm25_scores(ds)
 
 
 @pytest.mark.data

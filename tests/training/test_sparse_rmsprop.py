@@ -171,6 +171,19 @@ def test_a_groups_own_rate_is_checked_too():
         SparseRMSprop([dict(params=[torch.zeros(2, requires_grad=True)], lr=-1.0)])
 
 
+@pytest.mark.parametrize("group", [dict(lr=float("inf")), dict(lr=True), dict(lr=-1.0), dict(lr=float("nan")),
+                                   dict(betas=(0.9, float("nan"))), dict(betas=(0.9,)), dict(eps=-1.0)])
+def test_row_sparse_adam_checks_every_groups_rates(group):
+    # torch's SparseAdam checked the constructor's values only: lr=inf (which passes 0 < lr) stepped every row of the
+    # batch to -inf, lr=True trained at rate 1, and a group's own lr=-1 or NaN climbed the loss or wrote NaN
+    table = torch.nn.Parameter(torch.zeros(5, 3))
+    with pytest.raises(ValueError, match=r"need finite lr > 0, betas \(two numbers in \[0, 1\)\), eps > 0; got lr="):
+        RowSparseAdam([dict(params=[table], **group)], lr=0.1)
+    if "lr" in group:
+        with pytest.raises(ValueError):             # the constructor's own: torch's message or this one
+            RowSparseAdam([table], **group)
+
+
 @pytest.mark.parametrize("kind", [SparseRMSprop, RowSparseAdam])
 @pytest.mark.parametrize("rows", [2, 7])
 def test_a_state_of_other_shapes_is_refused_on_load(kind, rows):
