@@ -243,9 +243,9 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
     Raises
     ------
     ValueError
-        For a line without a tab or with a label outside ``0..n_classes-1``
-        (the message names the file and the 1-based line number), or a file
-        without any item.
+        For a line without exactly one tab (a third column, such as an id, would be read as part of the text)
+        or with a label outside ``0..n_classes-1`` (the message names the file and the 1-based line number), or
+        a file without any item.
     """
     path = Path(path)
     texts, labels, n_empty = [], [], 0
@@ -253,12 +253,14 @@ def read_tsv(path: str | os.PathLike[str], n_classes: int = 2) -> tuple[list[lis
         if not line.strip():
             n_empty += 1
             continue
-        text, sep, label = line.rpartition("\t")
-        label = label.strip()
-        if not sep or not (label.isascii() and label.isdigit()) or int(label) >= n_classes:  # '²'.isdigit()
+        fields = line.split("\t")      # exactly two: a third column ('id<TAB>text<TAB>label') is no part of the text
+        label = fields[-1].strip()
+        if len(fields) != 2 or not (label.isascii() and label.isdigit()) or int(label) >= n_classes:  # '²'.isdigit()
             raise ValueError(
-                f"{path}:{lineno}: expected 'text<TAB>label' with label in 0..{n_classes - 1}, got {line[:80]!r}"
+                f"{path}:{lineno}: expected 'text<TAB>label' with label in 0..{n_classes - 1}, got {len(fields)} "
+                f"tab-separated field(s): {line[:80]!r}"
             )
+        text = fields[0]
         tokens = tokenize(text)
         if not tokens:
             raise ValueError(f"{path}:{lineno}: empty text")

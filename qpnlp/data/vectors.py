@@ -539,8 +539,9 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
         For a directory without those files, or one that does not parse (a
         ``strings.json`` that is not a JSON list of strings, a ``key2row`` that
         is not a msgpack map of keys to rows, a ``vectors`` that is not a
-        float32 NumPy matrix or holds NaN or inf, a row beyond the matrix); the
-        message names the file.
+        float32 NumPy matrix or holds NaN or inf, a row beyond the matrix), and
+        for one without any word that has a vector (a model without vectors);
+        the message names the file or the directory.
     """
     try:
         import msgpack
@@ -576,6 +577,10 @@ def read_spacy_vectors(directory: str | os.PathLike) -> PretrainedVectors:
                                  f"{len(matrix)} rows of {vocab / 'vectors'}")
             words.append(text)
             rows.append(row)
+    if not words:           # a model without vectors (en_core_web_sm: a (0, 0) matrix) read as no word at all
+        raise ValueError(f"{vocab}: no vectors (none of the {len(strings)} strings of strings.json has a row in "
+                         f"key2row, and the matrix has shape {matrix.shape}): a spaCy model without word vectors, "
+                         f"such as en_core_web_sm?")
     # Rows are kept in frequency order; listing words by row puts frequent words first, as GloVe's list does
     # (what a pretrained fallback vocabulary takes its first n words from).
     order = np.argsort(np.asarray(rows, dtype=np.int64), kind="stable")

@@ -455,8 +455,9 @@ class Vocabulary:
         """Rebuild a vocabulary written by :meth:`to_dict` (ids are preserved).
 
         ``TypeError`` for anything but a mapping (e.g. a JSON list), ``ValueError`` for a mapping of another format,
-        one that lacks a key (named), or counts that give no valid IDF: ``n_docs`` not an integer >= 0, or a
-        document frequency outside ``0 .. n_docs`` (it would make :meth:`idf` negative or fail).
+        one that lacks a key (named), a word that is not a string, a training count (``word_freq``) that is not an
+        integer >= 0, or counts that give no valid IDF: ``n_docs`` not an integer >= 0, or a document frequency
+        outside ``0 .. n_docs`` (it would make :meth:`idf` negative or fail).
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"a serialised Vocabulary is a mapping (a JSON object with 'format', 'words', "
@@ -474,7 +475,7 @@ class Vocabulary:
         specials = data.get("specials", True)
         if not isinstance(specials, bool):
             raise ValueError(f"specials must be true or false; got {preview(specials)}")
-        _check_counts(words, df, n_docs)
+        _check_counts(words, wf, df, n_docs)
         return cls(words, dict(zip(words, wf)), dict(zip(words, df)), n_docs, specials=specials)
 
 
@@ -482,11 +483,20 @@ _KEYS = ("words", "word_freq", "doc_freq", "n_docs")
 _STR = frozenset({str})
 
 
-def _check_counts(words: Sequence[str], doc_freq: Sequence[int], n_docs: Any) -> None:
-    r"""``ValueError`` unless ``n_docs`` is an integer >= 0 and every document frequency an integer in ``0 .. n_docs``.
+def _check_counts(words: Sequence[Any], word_freq: Sequence[Any], doc_freq: Sequence[Any], n_docs: Any) -> None:
+    r"""``ValueError`` unless every word is a string, every training count an integer >= 0, ``n_docs`` an integer
+    >= 0 and every document frequency an integer in ``0 .. n_docs``.
 
-    The smoothed IDF :math:`\ln\frac{1 + N}{1 + \mathrm{df}} + 1` is >= 1 exactly under these conditions.
+    The smoothed IDF :math:`\ln\frac{1 + N}{1 + \mathrm{df}} + 1` is >= 1 exactly under these conditions; the counts
+    (:attr:`Vocabulary.counts`) weigh the skip-gram samplers, where a negative or fractional one has no meaning.
     """
+    bad = next((i for i, w in enumerate(words) if not isinstance(w, str)), None)
+    if bad is not None:       # an id-like 3 was kept as the int 3: the token "3" never found it
+        raise ValueError(f"word {bad} is {type(words[bad]).__name__} {preview(words[bad])}; words are strings")
+    bad = next((i for i, c in enumerate(word_freq) if not is_integer(c) or c < 0), None)
+    if bad is not None:
+        raise ValueError(f"word_freq of word {bad} ({preview(words[bad])}) is {preview(word_freq[bad])}; a training "
+                         f"count is an integer >= 0")
     if not is_integer(n_docs) or n_docs < 0:
         raise ValueError(f"n_docs must be an integer >= 0; got {preview(n_docs)}")
     bad = next((i for i, d in enumerate(doc_freq) if not is_integer(d) or not 0 <= d <= n_docs), None)

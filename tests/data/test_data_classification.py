@@ -95,6 +95,14 @@ def test_tsv_malformed_lines(tmp_path):
         read_tsv(path)
 
 
+def test_tsv_line_of_three_columns_is_refused(tmp_path):
+    # the text ended at the last tab: 'id<TAB>text<TAB>label' read the id as a word of the text, silently
+    path = tmp_path / "x.tsv"
+    path.write_text("good film\t1\n17\tbad film\t0\n")
+    with pytest.raises(ValueError, match=r"x.tsv:2: expected 'text<TAB>label' .*got 3 tab-separated field\(s\)"):
+        read_tsv(path)
+
+
 def test_read_label_files_latin1(tmp_path):
     (tmp_path / "a").write_bytes("caf\u00e9 ok\n".encode("iso-8859-1"))
     (tmp_path / "b").write_text("fine\n\n")

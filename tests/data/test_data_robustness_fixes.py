@@ -212,6 +212,12 @@ def test_from_dict_names_a_missing_key():
     (dict(n_docs=1.5), r"n_docs must be an integer >= 0; got 1.5"),
     (dict(doc_freq=[3, 1]), r"doc_freq of word 0 \('a'\) is 3; a document frequency is an integer in 0..n_docs = 2"),
     (dict(doc_freq=[-1, 1]), r"doc_freq of word 0 \('a'\) is -1"),
+    # the training counts and the words were taken as given: -5 kept, 1.5 read as 1, "x" a bare int() error, and
+    # the word 3 kept as an int that the token "3" never finds
+    (dict(word_freq=[-5, 1]), r"word_freq of word 0 \('a'\) is -5; a training count is an integer >= 0"),
+    (dict(word_freq=[2, 1.5]), r"word_freq of word 1 \('b'\) is 1.5"),
+    (dict(word_freq=["x", 1]), r"word_freq of word 0 \('a'\) is 'x'"),
+    (dict(words=["a", 3]), r"word 1 is int 3; words are strings"),
 ])
 def test_from_dict_refuses_counts_without_a_valid_idf(change, message):
     data = {**Vocabulary.build([["a", "b"], ["a"]]).to_dict(), **change}

@@ -302,3 +302,14 @@ def test_a_spacy_matrix_with_nan_or_inf_is_refused_naming_the_row(tmp_path, valu
     _spacy_vocab(tmp_path / "vocab", ["coffee", "tea"], {spacy_hash("coffee"): 0, spacy_hash("tea"): 1}, matrix)
     with pytest.raises(ValueError, match=r"vocab/vectors: row 1 holds a non-finite value \(NaN or inf\)"):
         read_spacy_vectors(tmp_path)
+
+
+@pytest.mark.parametrize("key2row, matrix", [({}, np.zeros((0, 0), dtype=np.float32)),     # en_core_web_sm's
+                                             ({12345: 0}, MATRIX)])                       # keys of no string
+def test_a_spacy_directory_without_any_word_vector_is_refused(tmp_path, key2row, matrix):
+    # the text and binary readers refuse a file without vectors; a spaCy model without vectors gave 0 words (of
+    # dimension 0 for en_core_web_sm), so that every word of a vocabulary got a random vector, silently
+    _spacy_vocab(tmp_path / "vocab", ["coffee", "tea"], key2row, matrix)
+    with pytest.raises(ValueError, match=r"vocab: no vectors \(none of the 2 strings of strings.json has a row in "
+                                         r"key2row, .*such as en_core_web_sm\?"):
+        load_vectors(str(tmp_path))
