@@ -35,7 +35,7 @@ import torch
 from qpnlp import _numba
 from qpnlp.word2fun import pair_loop
 
-__all__ = ["rows", "changed_rows", "divisors", "merge_rows", "merge_replicas"]
+__all__ = ["rows", "changed_rows", "divisor", "merge_rows", "merge_replicas"]
 
 
 def rows(table: torch.Tensor) -> torch.Tensor:
@@ -49,10 +49,10 @@ def changed_rows(delta: torch.Tensor) -> torch.Tensor:
     return (delta != 0).any(dim=1).to(delta.dtype)
 
 
-def divisors(copies: int, dtype: torch.dtype) -> torch.Tensor:
-    """:math:`\\max(k / 2, 1)` for ``k = 1 .. copies``: shape (copies,), what the summed update of a row that ``k``
-    copies changed is divided by (the module docstring)."""
-    return (torch.arange(1, copies + 1, dtype=dtype) / 2).clamp_(min=1)
+def divisor(changed: torch.Tensor) -> torch.Tensor:
+    """:math:`\\max(k / 2, 1)` for each count ``k`` of ``changed`` (float, any shape): what the summed update of a
+    row that ``k`` copies changed is divided by (the module docstring)."""
+    return (changed / 2).clamp_(min=1)
 
 
 def merge_rows(start: torch.Tensor, total: torch.Tensor, changed: torch.Tensor,
@@ -60,7 +60,7 @@ def merge_rows(start: torch.Tensor, total: torch.Tensor, changed: torch.Tensor,
     """``start`` (R, C) becomes ``start + total / max(changed / 2, 1)`` in place, row by row, clipped to ``bound``
     (NaN stays NaN): ``total`` (R, C) the copies' summed changes, ``changed`` (R,) how many copies changed each row
     (:func:`changed_rows`, summed)."""
-    start.add_(total / (changed / 2).clamp_(min=1)[:, None])
+    start.add_(total / divisor(changed)[:, None])
     if bound is not None:
         start.clamp_(*bound)
 
@@ -74,9 +74,9 @@ def merge_replicas(first: torch.Tensor, others: list[torch.Tensor], start: torch
     copies = [first] + others
     if pair_loop.accepts(*copies, start):
         lo, hi = bound if bound is not None else (-math.inf, math.inf)
-        _numba.jit(_merged)(tuple(t.numpy() for t in copies), start.numpy(),
-                            divisors(len(copies), first.dtype).numpy(), _numba.scalar(first, lo),
-                            _numba.scalar(first, hi))
+        by_count = divisor(torch.arange(1, len(copies) + 1, dtype=first.dtype))        # k = 1 .. copies
+        _numba.jit(_merged)(tuple(t.numpy() for t in copies), start.numpy(), by_count.numpy(),
+                            _numba.scalar(first, lo), _numba.scalar(first, hi))
         return
     deltas = [q - start for q in copies]
     merge_rows(start, sum(deltas), sum(changed_rows(d) for d in deltas), bound)

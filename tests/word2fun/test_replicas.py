@@ -130,7 +130,7 @@ def test_three_replicas_train_where_summed_updates_diverge(make, random_source, 
     _, merged = _train(make, random_source, cfg)
     _, one = _train(make, random_source, replace(cfg, workers=1))
     assert merged.epoch_loss[-1] < 1.02 * one.epoch_loss[-1]
-    monkeypatch.setattr(_merge, "divisors", lambda copies, dtype: torch.ones(copies, dtype=dtype))   # the sum
+    monkeypatch.setattr(_merge, "divisor", torch.ones_like)                                      # the sum
     with pytest.raises(TrainingDiverged):
         _train(make, random_source, cfg)
 
