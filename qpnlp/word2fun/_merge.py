@@ -18,10 +18,10 @@ side: a distance that can grow for ``k = 3`` and more.  Three replicas on the St
 (NaN) at the default learning rate; three processes ended their first epoch at 5.4x the loss of one, four diverged.
 Scaled by ``2 / k`` the distance is :math:`(1 - 2 a)` times: it never grows, for any ``k`` and ``a`` in [0, 1], and
 ``2 / k`` is the largest share with that property, so it keeps the most of a row's progress where its steps are
-small (``a`` near 0, where the sum is right).  The mean over the copies
-that changed a row (``1 / k``) is stable too but halves the progress of every row two copies share: on the State of
-the Union corpus two replicas' held-out log-likelihood fell from -2.502 (the sum) to -2.530, three replicas' was
--2.557 against -2.517 with ``2 / k`` (``benchmarks/results/word2fun/replicas/``).
+small (``a`` near 0, where the sum is right).  The mean over the copies that changed a row (``1 / k``) is stable
+too but halves the progress of every row two copies share: on the State of the Union corpus two replicas' held-out
+log-likelihood fell from -2.502 (the sum) to -2.530, three replicas' was -2.557 against -2.517 with ``2 / k``
+(``benchmarks/results/word2fun/replicas/merge/``).
 
 Rows are a table's first dimension (:func:`rows`); a row that no copy changed stays as it is.
 """
