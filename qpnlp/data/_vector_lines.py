@@ -69,8 +69,11 @@ def parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
     """The float32 values of a split vector line ``[word, v_1, ..., v_d]``; errors name the line.
 
     A value beyond float32 (``1e39``) becomes inf without numpy's "overflow encountered in cast" warning: the
-    caller's finiteness check refuses it, naming the line."""
+    caller's finiteness check refuses it, naming the line. A value with an underscore (``1_0``) is refused as
+    non-numeric (:func:`is_float`), by one search of the line's values joined, not one per value."""
     try:
+        if "_" in "".join(parts[1:]):   # numpy, like float(), reads Python's digit grouping: "1_0" was 10
+            raise ValueError
         with np.errstate(over="ignore"):
             vec = np.asarray(parts[1:], dtype=np.float32)
     except ValueError:
@@ -80,7 +83,10 @@ def parse_vector(parts: list[str], path: Path, lineno: int) -> np.ndarray:
 
 
 def is_float(s: str) -> bool:
-    """Whether ``float`` reads ``s`` as a number (``"nan"`` and ``"inf"`` too)."""
+    """Whether ``s`` is a number of a vector file: one ``float`` reads (``"nan"`` and ``"inf"`` too), without the
+    underscores of Python's digit grouping (``float("1_0")`` is 10; no vector file writes one)."""
+    if "_" in s:
+        return False
     try:
         float(s)
     except ValueError:

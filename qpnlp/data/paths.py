@@ -136,6 +136,17 @@ def find_file(folder: str | os.PathLike[str], name: str) -> Path:
     return gz if not path.exists() and gz.is_file() else path
 
 
+def _existing_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, after the one check of every reader here: ``ValueError`` for a directory
+    (``open`` raised a bare ``IsADirectoryError``), ``FileNotFoundError`` for a missing file, both naming it."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; expected a text file")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    return path
+
+
 #: The longest line :func:`iter_lines` reads, in bytes (line end included): a streamed file costs about this much
 #: memory whatever its size, a gzip bomb without line ends included.
 MAX_LINE_BYTES = 1 << 26
@@ -161,11 +172,11 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     FileNotFoundError
         For a missing file.
     ValueError
-        For UTF-16 text, another compressed or archive format (:func:`refuse_unreadable`), bytes that
+        For a directory, UTF-16 text, another compressed or archive format (:func:`refuse_unreadable`), bytes that
         ``encoding`` cannot decode, a line longer than :data:`MAX_LINE_BYTES`, or a truncated or corrupt gzip
         file; the message names the file.
     """
-    path = Path(path)
+    path = _existing_file(path)
     with open(path, "rb") as fh:
         head = fh.read(16)
     refuse_unreadable(path, head, readable=("gzip",))
@@ -222,11 +233,7 @@ def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",
     ...     read_text(Path(d) / "a.txt")
     'café\n'
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory; expected a text file")
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
+    path = _existing_file(path)
     data = path.read_bytes()
     refuse_unreadable(path, data[:16])
     for magic, kind, decompress in _COMPRESSED:

@@ -31,7 +31,7 @@ from qpnlp.data._vector_lines import COLUMN_SEPARATOR, header_line, parse_vector
 from qpnlp.data.backoff import backoff_keys, backoff_vector  # noqa: F401 - backoff_keys: re-exported
 from qpnlp.data.paths import iter_lines
 from qpnlp.data.tokenize import tokenize
-from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary
+from qpnlp.data.vocab import PAD_ID, UNK_ID, Vocabulary, _check_not_one_string
 
 __all__ = [
     "OOVReport",
@@ -128,7 +128,7 @@ class PretrainedVectors:
 
     def restricted_to(self, words) -> PretrainedVectors:
         """The vectors of those of ``words`` that have one (same rows shared; order of this set)."""
-        keep = set(words)
+        keep = _word_set(words)
         chosen = [w for w in self.words if w in keep]
         if self.rows is None:
             rows = [self.index[w] for w in chosen]
@@ -261,6 +261,13 @@ def load_glove_50d() -> PretrainedVectors:
     return pv
 
 
+def _word_set(words, name: str = "words") -> set[str] | None:
+    """``words`` (any iterable of words, read once) as a set, None for None; ``TypeError`` naming ``name`` for one
+    ``str`` or ``bytes``, which ``set`` would read as the set of its characters (``"abc"`` as ``{"a", "b", "c"}``)."""
+    _check_not_one_string(name, words)
+    return None if words is None else set(words)
+
+
 def load_glove_text(
     path: str | os.PathLike[str],
     dim: int | None = None,
@@ -293,8 +300,10 @@ def load_glove_text(
 
     Raises
     ------
+    TypeError
+        For ``words`` given as one ``str`` or ``bytes`` (not a collection of words).
     ValueError
-        For a line with the wrong number of columns, a non-numeric or
+        For a directory, a line with the wrong number of columns, a non-numeric or
         non-finite value, bytes that ``encoding`` cannot decode, a header of
         dimension 0, fewer or more vectors than the header announces, or a
         file without any vector; the message names the file and the 1-based
@@ -303,7 +312,7 @@ def load_glove_text(
     path = Path(path)
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
         raise ValueError(f"dim must be an integer >= 1 or None; got {dim!r}")
-    keep = None if words is None else set(words)
+    keep = _word_set(words)
     out_words: list[str] = []
     rows: list[np.ndarray] = []
     seen: set[str] = set()

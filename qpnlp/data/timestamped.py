@@ -278,8 +278,6 @@ def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int =
               world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a directory, not a TSV file")
     n = 0
     for lineno, line in _tsv_lines(path):
         if not line.strip():

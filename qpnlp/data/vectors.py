@@ -58,7 +58,7 @@ from qpnlp._checks import is_real
 from qpnlp._errors import preview
 
 from .backoff import backoff_keys
-from .pretrained import PretrainedVectors, _check_fallback, from_matrix, load_glove_50d, load_glove_text
+from .pretrained import PretrainedVectors, _check_fallback, _word_set, from_matrix, load_glove_50d, load_glove_text
 
 __all__ = ["DEFAULT_VECTORS", "VECTOR_SETS", "VectorSet", "load_vectors", "recommended_fallback", "recommended_scale",
            "read_word2vec_binary", "read_spacy_vectors", "spacy_hash", "spacy_key", "SPACY_SYMBOLS"]
@@ -197,11 +197,14 @@ def load_vectors(name_or_path: str | os.PathLike, *, words: Collection[str] | No
 
     Raises
     ------
+    TypeError
+        For ``words`` given as one ``str`` or ``bytes`` (not a collection of words).
     ValueError
         For an unknown name that is not a path either (the message lists the
         names), or a file that does not parse (file and line named).
     """
     key = str(name_or_path)
+    words = _word_set(words)
     if backoff and words is not None:            # restricted to the words as written, the backoff found nothing
         words = backoff_keys(words)
     vectors = _load(key, words)
@@ -312,7 +315,7 @@ def read_word2vec_binary(path: str | os.PathLike, *, words: Collection[str] | No
         gzipped = handle.read(2) == b"\x1f\x8b"
     try:
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
-            return _read_word2vec_entries(path, handle, None if words is None else set(words), gzipped)
+            return _read_word2vec_entries(path, handle, _word_set(words), gzipped)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
         raise ValueError(f"{path}: truncated or corrupt gzip file ({err})") from None
 

@@ -41,6 +41,14 @@ UNK_ID = 1
 _FORMAT = "qpnlp.Vocabulary/1"
 
 
+def _check_not_one_string(name: str, words: object) -> None:
+    """``TypeError`` naming ``name`` where a collection of words is given as one ``str`` or ``bytes``, which any
+    iteration would read character by character (``"abc"`` as ``"a"``, ``"b"``, ``"c"``)."""
+    if isinstance(words, (str, bytes)):
+        raise TypeError(f"{name} must be a collection of words, not a single {type(words).__name__} "
+                        f"{preview(words)} (it would be read character by character); wrap it in a list")
+
+
 class Vocabulary:
     """Mapping between words and integer ids, built from training texts only.
 
@@ -202,9 +210,7 @@ class Vocabulary:
         >>> v.words, v.word_freq("movie")
         (['<pad>', '<unk>', 'a', 'film', 'movie'], 0)
         """
-        if isinstance(words, (str, bytes)):
-            raise TypeError(f"words must be an iterable of words, not a single {type(words).__name__} "
-                            f"{preview(words)} (it would be read character by character); wrap it in a list")
+        _check_not_one_string("words", words)
         if max_new is not None and (not is_integer(max_new) or max_new < 0):
             raise ValueError(f"max_new must be an integer >= 0 or None, got {max_new!r}")
         new: list[str] = []

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpnlp._errors import preview
 from qpnlp._host import host_array
 from qpnlp._rows import check_row_indices
 
@@ -86,6 +87,15 @@ def _group(g, q: int, n_rows: int) -> np.ndarray:
     :func:`~qpnlp.data.classification.row_indices` (not a boolean mask, no negative wrap-around, no row twice: a
     repeated row would count its candidate twice in the ranking); the first bad index is named."""
     return check_row_indices(g, n_rows, _GROUP_MESSAGES, q=q)
+
+
+def _groups(groups):
+    """``groups`` if it is a sized sequence (a list, a tuple, an array of Q groups); ``TypeError`` naming it for one
+    number, a string or a generator (its Q is unknown before it is read: ``list(groups)`` first)."""
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__") or getattr(groups, "ndim", 1) == 0:
+        raise TypeError(f"groups must be a sequence of index arrays, one per question (e.g. [[0, 1], [2, 3]]; "
+                        f"list(...) a generator); got {type(groups).__name__} {preview(groups)}")
+    return groups
 
 
 def _check_ties(ties) -> str:
@@ -275,6 +285,8 @@ def ranking_metrics(
 
     Raises
     ------
+    TypeError
+        When ``groups`` is not a sequence (one number, a string, a generator).
     ValueError
         When a question has no correct candidate or its group is not 1-D
         distinct integer row indices in ``[0, R)`` (its index is named), when
@@ -292,7 +304,7 @@ def ranking_metrics(
     if s.shape != y.shape:
         raise ValueError(f"scores and labels must have the same shape, got {s.shape} and {y.shape}")
     _check_ties(ties)                     # once, up front: not reported as a fault of question 0
-    if len(groups) == 0:
+    if len(_groups(groups)) == 0:
         raise ValueError("no questions to evaluate")
     ap, rr, p1 = (np.empty(len(groups)) for _ in range(3))
     for q, g in enumerate(groups):

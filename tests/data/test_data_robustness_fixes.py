@@ -323,3 +323,39 @@ def test_embedding_matrix_for_names_an_argument_of_the_wrong_kind():
         embedding_matrix_for(vocab, "glove-6b-50d")
     with pytest.raises(TypeError, match=r"vocab must be a Vocabulary; got list \['a', 'b'\]"):
         embedding_matrix_for(["a", "b"], vectors)
+
+
+# ------------------------------------------------------------------ vector files: directories, words, underscores
+def test_every_reader_says_the_same_of_a_directory(tmp_path):
+    """Before: load_glove_text and iter_lines raised a bare IsADirectoryError ("[Errno 21] Is a directory");
+    read_text and the timestamped reader (its own copy of the check) said it in words, differently."""
+    from qpnlp.data.paths import iter_lines, read_text
+    from qpnlp.data.pretrained import load_glove_text
+    from qpnlp.data.timestamped import read_tsv
+    for read in (load_glove_text, read_text, lambda p: next(iter_lines(p)), read_tsv):
+        with pytest.raises(ValueError, match=f"^{tmp_path} is a directory; expected a text file$"):
+            read(tmp_path)
+
+
+@pytest.mark.parametrize("words, shown", [("ab", "str 'ab'"), (b"ab", "bytes b'ab'")])
+def test_vector_readers_refuse_one_string_as_words(tmp_path, words, shown):
+    """Before: words="ab" kept the words 'a' and 'b' (the set of its letters), silently."""
+    from qpnlp.data.pretrained import load_glove_text
+    from qpnlp.data.vectors import load_vectors
+    path = tmp_path / "v.txt"
+    path.write_text("a 1 2\nb 3 4\nab 5 6\n")
+    for read in (load_glove_text, load_vectors):
+        with pytest.raises(TypeError, match=f"words must be a collection of words, not a single {shown}"):
+            read(path, words=words)
+    assert load_glove_text(path, words=["ab"]).words == ["ab"]
+
+
+def test_vector_text_refuses_a_number_with_underscores(tmp_path):
+    """Before: Python's digit grouping read "1_0" as 10, silently."""
+    from qpnlp.data.pretrained import load_glove_text
+    path = tmp_path / "v.txt"
+    path.write_text("new_york 1 2\nb 1_0 4\n")
+    with pytest.raises(ValueError, match=f"{path}:2: non-numeric value '1_0' for word 'b'"):
+        load_glove_text(path)
+    path.write_text("new_york 1 2\n")
+    assert load_glove_text(path).words == ["new_york"]        # an underscore in a word is a word's

@@ -1,5 +1,7 @@
 """Bad inputs of nearest_topic, change_points and ranking_metrics fail clearly, naming the argument."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -75,3 +77,12 @@ def test_ranking_metrics_names_the_row_of_a_nan_score():
     scores = [0.1, 0.9, 0.2, float("nan")]
     with pytest.raises(ValueError, match=r"scores must be finite; got nan at row 3 \(question 1, candidate 0\)"):
         ranking_metrics(scores, [1, 0, 1, 0], [[0, 1], [3, 2]])
+
+
+@pytest.mark.parametrize("groups, shown", [((g for g in [[0, 1]]), "generator <generator object"), (2, "int 2"),
+                                           ("01", "str '01'"), (np.array(0), "ndarray array(0)")])
+def test_ranking_metrics_names_groups_that_are_no_sequence(groups, shown):
+    # was "TypeError: object of type 'generator' has no len()" (or 'int'), naming no argument
+    with pytest.raises(TypeError, match=f"groups must be a sequence of index arrays.*; got {re.escape(shown)}"):
+        ranking_metrics([0.5, 0.1], [1, 0], groups)
+    assert ranking_metrics([0.5, 0.1], [1, 0], np.array([[0, 1]])).map == 1.0
