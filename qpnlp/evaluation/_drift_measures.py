@@ -74,12 +74,29 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
+def _period(period, name: str) -> tuple[float, float]:
+    """``period`` as the (start, end) of an inclusive range of years: any pair of real numbers (a tuple, a list, an
+    array, a tensor; an infinite end leaves the range open); TypeError naming ``name`` for anything else (one year,
+    a string, three years), which the measures read as ``period[0]`` and ``period[1]``."""
+    try:
+        start, end = time_values(period, name, finite=False)
+    except (TypeError, ValueError):             # not a sequence of numbers, or not two of them
+        raise TypeError(f"{name} must be a (start, end) pair, an inclusive range of years; got "
+                        f"{type(period).__name__} {period!r}") from None
+    return float(start), float(end)
+
+
 def _period_mean(X: torch.Tensor, years: np.ndarray, period: tuple, name: str) -> torch.Tensor:
-    """Mean of ``X`` over the times in the inclusive range ``period`` (ValueError when there is none)."""
+    """Mean of ``X`` over the times in the inclusive range ``period`` (:func:`_period`; ValueError when there is
+    none, or when the grid has no time at all)."""
+    start, end = _period(period, name)
     y = torch.as_tensor(years)
-    inside = (y >= period[0]) & (y <= period[1])
+    if y.numel() == 0:                          # y.min() below: torch's "Expected reduction dim"
+        raise ValueError(f"the grid is empty (years has no time, T = 0): the {name} period ({start:g}, {end:g}) "
+                         f"has no mean")
+    inside = (y >= start) & (y <= end)
     if not bool(inside.any()):
-        raise ValueError(f"the {name} period {tuple(period)} contains no time of the grid "
+        raise ValueError(f"the {name} period ({start:g}, {end:g}) contains no time of the grid "
                          f"(times {float(y.min()):g} .. {float(y.max()):g})")
     return X[inside.to(X.device)].mean(0)                  # the years are on the CPU, X may be on CUDA
 
@@ -103,8 +120,10 @@ def change_scores(E: torch.Tensor, years: np.ndarray, early: tuple, late: tuple)
     Raises
     ------
     ValueError
-        When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined), when ``E``
-        is not a finite real (T, W, D) tensor or ``years`` not T finite times.
+        When ``early`` or ``late`` contains no time of ``years`` (its mean is undefined; so on a grid of no time,
+        T = 0), when ``E`` is not a finite real (T, W, D) tensor or ``years`` not T finite times.
+    TypeError
+        When ``early`` or ``late`` is not a (start, end) pair of numbers (e.g. one year).
 
     Examples
     --------
@@ -267,8 +286,10 @@ def context_change_scores(P: torch.Tensor, years: np.ndarray, early: tuple, late
     Raises
     ------
     ValueError
-        When ``early`` or ``late`` contains no time of ``years``, when ``P`` is not a finite real
-        (T, W, C) tensor or ``years`` not T finite times.
+        When ``early`` or ``late`` contains no time of ``years`` (so on a grid of no time, T = 0), when ``P`` is not
+        a finite real (T, W, C) tensor or ``years`` not T finite times.
+    TypeError
+        When ``early`` or ``late`` is not a (start, end) pair of numbers (e.g. one year).
 
     Examples
     --------
@@ -312,6 +333,7 @@ def noise_corrected(score_fn, X: torch.Tensor, years: np.ndarray, early: tuple, 
     >>> round(noise_corrected(f, X, np.arange(4.0), (0, 1), (2, 3)).item(), 6)  # 1.0 - (0.2 + 0.2) / 2
     0.8
     """
+    early, late = _period(early, "early"), _period(late, "late")
     em, lm = (early[0] + early[1]) / 2, (late[0] + late[1]) / 2
     y = np.asarray(years)
     e1, e2 = (early[0], em), (np.nextafter(em, np.inf), early[1])

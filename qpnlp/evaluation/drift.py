@@ -33,6 +33,7 @@ Example
 from __future__ import annotations
 
 import contextlib
+import math
 import zipfile
 import zlib
 from collections import Counter
@@ -43,7 +44,7 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
-from qpnlp._checks import str_array, time_values
+from qpnlp._checks import is_real, str_array, time_values
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
@@ -197,8 +198,10 @@ def evaluate_grid(
         Shortest segment of the change-point split in *time* (default 3), converted to grid times by the grid's
         (median) spacing: 3 times of a yearly grid, 1 time of a grid of decade bins. A fixed count of grid times
         would let a binned model place no change in its first or last three bins (30 years) while a yearly model
-        may place one anywhere but its first and last three years.
+        may place one anywhere but its first and last three years. A finite real number >= 0 (TypeError /
+        ValueError naming it otherwise).
     """
+    _check_min_segment_years(min_segment_years)
     space, early, late = _space_and_periods(space, grid, truth, early, late)
     probes = list(truth.words)
     Ep = grid.columns(probes)                   # (T, P, D); a KeyError names the probes the grid lacks
@@ -219,6 +222,16 @@ def evaluate_grid(
     out.update(_change_year_errors(traj, truth, grid.years, min_segment_years))
     out["tokens_per_s"], out["train_seconds"] = grid.tokens_per_s, grid.train_seconds
     return out
+
+
+def _check_min_segment_years(value) -> None:
+    """TypeError naming ``min_segment_years`` when ``value`` is not a real number, ValueError when it is not finite
+    and >= 0 (a NaN or an infinity failed in the change-point split: "cannot convert float NaN to integer")."""
+    if not is_real(value):
+        raise TypeError(f"min_segment_years must be a real number (a span of time); got {type(value).__name__} "
+                        f"{value!r}")
+    if not 0 <= value < math.inf:
+        raise ValueError(f"min_segment_years must be a finite number >= 0 (a span of time); got {value!r}")
 
 
 def _space_and_periods(space: str, grid: DriftGrid, truth: PlantedDrift, early, late) -> tuple[str, tuple, tuple]:

@@ -190,7 +190,7 @@ class TrainConfig:
     max_len : int or None, default None
         Truncate texts to this many tokens (>= 1); None: no truncation.
     progress : bool, default False
-        Draw a tqdm bar over each epoch's batches on stderr.
+        Draw a tqdm bar over each epoch's batches on stderr (a bool: ``"no"`` or 1 is a ConfigError, not True).
     optimizer : str, default "adam"
         ``"adam"`` or ``"rmsprop"``.
     length_chunks : int or None, default DEFAULT_OVERHEAD
@@ -223,6 +223,10 @@ class TrainConfig:
                        optional=("max_len", "length_chunks", "pad_to_multiple_of"))
         check_reals(self, ("lr", "embedding_lr", "phase_lr", "weight_decay"), optional=("phase_lr",))
         check_seed(self.seed)
+        try:
+            _checks.check_flag("progress", self.progress)     # "no" or 1 was read as True
+        except TypeError as error:
+            raise ConfigError(str(error)) from None
         try:
             check_compile_mode(self.compile)
         except ValueError as error:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from qpnlp.data.synthetic_drift import PlantedDrift
 from qpnlp.evaluation.drift import (
     DriftGrid, _ranking_metrics, auc, change_points, change_scores, context_change_scores, evaluate_grid,
-    nearest_topic,
+    nearest_topic, noise_corrected,
 )
 
 
@@ -199,6 +199,37 @@ def test_change_scores_reject_a_period_without_times():
         change_scores(E, years, (1990, 1995), (2002, 2003))
     with pytest.raises(ValueError, match="late period .* contains no time"):
         context_change_scores(P, years, (2000, 2001), (2010, 2020))
+
+
+def test_change_scores_name_an_empty_grid():
+    # a grid of no time (T = 0) failed in the period's mean with torch's "min(): Expected reduction dim"
+    for score, X in ((change_scores, torch.ones(0, 2, 3)), (context_change_scores, torch.full((0, 2, 3), 0.5))):
+        with pytest.raises(ValueError, match=r"the grid is empty \(years has no time, T = 0\): the early period"):
+            score(X, np.array([]), (2000, 2001), (2002, 2003))
+
+
+@pytest.mark.parametrize("early, late, name", [(1, (2, 3), "early"), ((0, 1), 2000.0, "late"),
+                                               ((0, 1, 2), (2, 3), "early"), ((0, 1), "2, 3", "late")])
+def test_change_scores_want_each_period_as_a_start_end_pair(early, late, name):
+    # one year for a range failed with a bare "'int' object is not subscriptable", three years read the first two
+    E, P, years = torch.ones(4, 2, 3), torch.full((4, 2, 3), 0.5), np.arange(4.0)
+    match = f"{name} must be a \\(start, end\\) pair, an inclusive range of years; got"
+    for score, X in ((change_scores, E), (context_change_scores, P)):
+        with pytest.raises(TypeError, match=match):
+            score(X, years, early, late)
+        with pytest.raises(TypeError, match=match):
+            noise_corrected(score, X, years, early, late)
+    pair = change_scores(E, years, (0, 1), (2, 3))                  # any pair of numbers: a list, a tensor
+    assert torch.equal(change_scores(E, years, [0, 1], torch.tensor([2.0, 3.0])), pair)
+
+
+@pytest.mark.parametrize("value, error", [(float("nan"), ValueError), (float("inf"), ValueError), (-1.0, ValueError),
+                                          ("3", TypeError), (True, TypeError), (None, TypeError)])
+def test_evaluate_grid_names_a_bad_min_segment_years(value, error):
+    # NaN failed in the change-point split with "cannot convert float NaN to integer", inf with an OverflowError
+    grid, truth = perfect_case()
+    with pytest.raises(error, match="min_segment_years must be a"):
+        evaluate_grid(grid, truth, space="vector", min_segment_years=value)
 
 
 def test_change_points_need_two_times():

@@ -205,6 +205,17 @@ def test_train_config_refuses_counts_that_are_not_integers_and_seeds_numpy_refus
     TrainConfig(seed=np.int64(2 ** 32 - 1), epochs=np.int64(3))        # NumPy integers are integers
 
 
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_train_config_refuses_a_progress_that_is_not_a_bool(value):
+    # progress only decides whether a bar is drawn: "no" and 1 were taken (as True), None as False
+    from qpnlp.training.matching import MatchingConfig
+
+    for config in (TrainConfig, MatchingConfig):
+        with pytest.raises(ConfigError, match=f"progress must be True or False; got {type(value).__name__}"):
+            config(progress=value)
+    assert TrainConfig(progress=True).progress is True
+
+
 def test_prepare_with_pretrained_fallback_keeps_unseen_test_words():
     from qpnlp.data import ClassificationDataset, from_matrix
     from qpnlp.data.protocols import Split
