@@ -4,8 +4,8 @@
 into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
 ``--seed`` go through :func:`check_seed`, so that one rule says which seeds
 qpnlp takes and a bad one fails when the config is made, not after the data
-was read. Also :func:`check_flag`, the one check of a True/False option (a string ``"no"`` is truthy), for
-every layer; :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
+was read. Also :func:`check_flag`, the one check of a True/False option (a string ``"no"`` is truthy), and
+:func:`check_real`, the one check of a finite real hyper-parameter, for every layer; :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
 :func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
 :func:`time_values`, the one reader of a sequence of times (the query times of ``KeyedVectors``, the times of
 ``Word2Fun.indicators``, the years of the drift measures, the times of the temporal plots).
@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 import numpy as np
+import torch
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_flag", "check_seed", "checked_copy", "is_integer", "is_real", "runaway_limit",
-           "str_array", "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "check_flag", "check_real", "check_seed", "checked_copy", "is_integer", "is_real",
+           "runaway_limit", "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -71,6 +72,32 @@ def check_flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
     return value
+
+
+def check_real(name: str, value: object, what: str = "a finite number", *, tensors: bool = True) -> float:
+    """``value`` as a float if it is a finite real number (Python or NumPy; a bool is not), else an error naming it.
+
+    TypeError for anything that is not a real number (a string, a list, a bool), ValueError for NaN and
+    infinities, and for an integer too large for a float (``10**400``, which ``float`` cannot hold): the
+    hyper-parameters of the layers (``eps``, a fixed bias, a scale, a mixing weight, a step size), where NaN
+    would pass every range test (``not nan < 0``) and turn every output into NaN. A static check on a Python
+    number: the callers skip it for tensors (no host synchronisation). ``what`` is the expectation in the message
+    (the caller's range, e.g. ``"a finite number >= 0"``); the caller checks the range. A one-element real tensor
+    given to a constructor is read as its number; ``tensors=False`` refuses tensors (TypeError), for options kept
+    in a config that is written as JSON.
+    """
+    if tensors and isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex() \
+            and not value.is_meta:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:                    # an int beyond 1.8e308 (float() raised, math.isfinite too)
+        raise ValueError(f"{name} must be {what}; got {type(value).__name__} too large for a float") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return number
 
 
 def check_seed(seed) -> int:

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from qpnlp._checks import is_real
+from qpnlp._checks import check_real
 from qpnlp.data.qa import QADataset
 from qpnlp.evaluation.ranking import RankingResult, ranking_metrics
 
@@ -83,11 +83,9 @@ def _check_parameters(**parameters: float) -> None:
     (k1 >= 0, 0 <= b <= 1, epsilon >= 0): ``rank_bm25`` takes any, and a NaN scored every candidate NaN, a negative
     k1 or a b above 1 could turn the length normalisation's denominator negative or zero (scores of any sign, inf)."""
     for name, value in parameters.items():
-        high, wanted = (1.0, "in [0, 1]") if name == "b" else (math.inf, ">= 0")
-        if not is_real(value):
-            raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
-        if not (math.isfinite(value) and 0 <= value <= high):
-            raise ValueError(f"{name} must be a finite number {wanted}; got {value!r}")
+        high, wanted = (1.0, "a finite number in [0, 1]") if name == "b" else (math.inf, "a finite number >= 0")
+        if not 0 <= check_real(name, value, wanted, tensors=False) <= high:
+            raise ValueError(f"{name} must be {wanted}; got {value!r}")
 
 
 def evaluate_bm25(dataset: QADataset, ties: str = "pessimistic", **bm25_kwargs) -> RankingResult:

@@ -33,7 +33,6 @@ Example
 from __future__ import annotations
 
 import contextlib
-import math
 import zipfile
 import zlib
 from collections import Counter
@@ -44,7 +43,7 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from qpnlp._atomic import atomic_file
-from qpnlp._checks import is_real, str_array, time_values
+from qpnlp._checks import check_real, str_array, time_values
 from qpnlp.data.synthetic_drift import PlantedDrift
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
@@ -227,11 +226,9 @@ def evaluate_grid(
 def _check_min_segment_years(value) -> None:
     """TypeError naming ``min_segment_years`` when ``value`` is not a real number, ValueError when it is not finite
     and >= 0 (a NaN or an infinity failed in the change-point split: "cannot convert float NaN to integer")."""
-    if not is_real(value):
-        raise TypeError(f"min_segment_years must be a real number (a span of time); got {type(value).__name__} "
-                        f"{value!r}")
-    if not 0 <= value < math.inf:
-        raise ValueError(f"min_segment_years must be a finite number >= 0 (a span of time); got {value!r}")
+    wanted = "a finite number >= 0 (a span of time)"
+    if check_real("min_segment_years", value, wanted, tensors=False) < 0:
+        raise ValueError(f"min_segment_years must be {wanted}; got {value!r}")
 
 
 def _space_and_periods(space: str, grid: DriftGrid, truth: PlantedDrift, early, late) -> tuple[str, tuple, tuple]:

@@ -8,11 +8,9 @@ all of them. With validation off no Python branch depends on tensor values.
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 
+from qpnlp._checks import check_real
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.hilbert import _validation as V
 
@@ -40,32 +38,6 @@ def check_table_dtype(dtype: object) -> None:
     frequencies, word weights): an integer dtype failed in torch's ``requires_grad``, a complex one later."""
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be float32 or float64 (the tables are real); got {dtype}")
-
-
-def check_real(name: str, value: object, what: str = "a finite number", *, tensors: bool = True) -> float:
-    """``value`` as a float if it is a finite real number (Python or NumPy; a bool is not), else an error naming it.
-
-    TypeError for anything that is not a real number (a string, a list, a bool), ValueError for NaN and
-    infinities, and for an integer too large for a float (``10**400``, which ``float`` cannot hold): the
-    hyper-parameters of the layers (``eps``, a fixed bias, a scale, a mixing weight, a step size), where NaN
-    would pass every range test (``not nan < 0``) and turn every output into NaN. A static check on a Python
-    number: the callers skip it for tensors (no host synchronisation). ``what`` is the expectation in the message
-    (the caller's range, e.g. ``"a finite number >= 0"``); the caller checks the range. A one-element real tensor
-    given to a constructor is read as its number; ``tensors=False`` refuses tensors (TypeError), for options kept
-    in a config that is written as JSON.
-    """
-    if tensors and isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex() \
-            and not value.is_meta:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
-    try:
-        number = float(value)
-    except OverflowError:                    # an int beyond 1.8e308 (float() raised, math.isfinite too)
-        raise ValueError(f"{name} must be {what}; got {type(value).__name__} too large for a float") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be {what}; got {value!r}")
-    return number
 
 
 def check_dropout(name: str, value: object) -> float:

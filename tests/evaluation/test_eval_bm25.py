@@ -39,8 +39,8 @@ def test_bm25_parameters_matter(tmp_path):
     (dict(k1=-1.0), ValueError, "k1 must be a finite number >= 0; got -1.0"),
     (dict(b=1.5), ValueError, r"b must be a finite number in \[0, 1\]; got 1.5"),
     (dict(epsilon=float("inf")), ValueError, "epsilon must be a finite number >= 0; got inf"),
-    (dict(k1="1.2"), TypeError, "k1 must be a real number; got str '1.2'"),
-    (dict(b=True), TypeError, "b must be a real number; got bool True"),
+    (dict(k1="1.2"), TypeError, "k1 must be a finite number >= 0; got str '1.2'"),
+    (dict(b=True), TypeError, r"b must be a finite number in \[0, 1\]; got bool True"),
 ])
 def test_bm25_parameters_are_checked(tmp_path, bad, error, message):
     # rank_bm25 takes any value: k1=nan scored every candidate NaN without a word, k1 < 0 or b > 1 gave scores of
