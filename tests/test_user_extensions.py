@@ -298,6 +298,9 @@ def test_a_registered_vector_set_loads_with_its_settings(vector_set):
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(scale=0.0), ValueError, "VectorSet.scale must be a positive finite number; got 0.0"),
     (dict(scale=float("nan")), ValueError, "VectorSet.scale must be"),
+    (dict(scale=10 ** 400), ValueError, "VectorSet.scale must be a positive finite number; got int too large"),
+    (dict(scale=True), TypeError, "VectorSet.scale must be a positive finite number; got bool True"),
+    (dict(scale="2"), TypeError, "VectorSet.scale must be a positive finite number; got str '2'"),
     (dict(fallback=-1), ValueError, "fallback must be an integer >= 0"),
     (dict(loader=from_matrix(["a"], np.ones((1, 2)))), TypeError, "VectorSet.loader must be a function"),
 ])

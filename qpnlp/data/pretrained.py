@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from qpnlp._cache import locked_cache
-from qpnlp._checks import is_integer
+from qpnlp._checks import check_real, is_integer
 from qpnlp._errors import preview
 from qpnlp._host import host_array
 from qpnlp.data._vector_lines import COLUMN_SEPARATOR, header_line, parse_vector, stacked_vectors, vector_columns
@@ -139,10 +139,12 @@ class PretrainedVectors:
                                  fallback=self.fallback)
 
     def scaled(self, factor: float) -> PretrainedVectors:
-        """The same words with every vector multiplied by ``factor`` (a new read-only matrix)."""
-        if not np.isfinite(factor) or factor <= 0:
-            raise ValueError(f"the scale factor must be positive and finite; got {factor}")
-        vectors = np.asarray(self.vectors, dtype=np.float32) * np.float32(factor)
+        """The same words with every vector multiplied by ``factor``, a finite number > 0 (ValueError; TypeError
+        for a string or a bool), in a new read-only matrix."""
+        scale = check_real("factor", factor, "a positive finite number")
+        if scale <= 0:
+            raise ValueError(f"factor must be a positive finite number; got {factor!r}")
+        vectors = np.asarray(self.vectors, dtype=np.float32) * np.float32(scale)
         vectors.flags.writeable = False
         return PretrainedVectors(list(self.words), vectors, rows=self.rows, backoff=self.backoff,
                                  fallback=self.fallback)

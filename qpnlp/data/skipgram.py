@@ -29,14 +29,13 @@ Example
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
 import torch
 
-from qpnlp._checks import is_real
+from qpnlp._checks import check_real
 from qpnlp._errors import preview
 from qpnlp._repr import record_repr
 
@@ -64,7 +63,8 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
     counts : array, shape (V,)
         Corpus counts: finite, non-negative, not all zero (a ValueError, as a NaN or negative ``sample``).
     sample : float
-        Threshold ``s``; ``0`` disables subsampling (all ones).
+        Threshold ``s``, finite and ``>= 0`` (ValueError; TypeError for a string, a bool or a tensor); ``0``
+        disables subsampling (all ones).
 
     Returns
     -------
@@ -73,7 +73,8 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
     >>> keep_probabilities(np.array([1000, 10]), sample=1e-2).round(3).tolist()
     [0.111, 1.0]
     """
-    if not (is_real(sample) and 0 <= sample < math.inf):      # NaN gave NaN probabilities: every token dropped
+    # NaN gave NaN probabilities (every token dropped), 10**400 an OverflowError naming no argument
+    if check_real("sample", sample, "a finite number >= 0", tensors=False) < 0:
         raise ValueError(f"sample must be a finite number >= 0; got {sample!r}")
     counts = np.asarray(counts, dtype=np.float64)
     if sample == 0:

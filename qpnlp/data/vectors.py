@@ -43,7 +43,6 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import math
 import os
 import re
 import zlib
@@ -54,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from qpnlp._cache import locked_cache
-from qpnlp._checks import is_real
+from qpnlp._checks import check_real
 from qpnlp._errors import preview
 
 from .backoff import backoff_keys
@@ -112,7 +111,7 @@ class VectorSet:
         if not callable(self.loader):
             raise TypeError(f"VectorSet.loader must be a function of no argument that returns PretrainedVectors "
                             f"(for a set loaded already: lambda: vectors); got {type(self.loader).__name__}")
-        if not is_real(self.scale) or not (math.isfinite(self.scale) and self.scale > 0):
+        if check_real("VectorSet.scale", self.scale, "a positive finite number", tensors=False) <= 0:
             raise ValueError(f"VectorSet.scale must be a positive finite number; got {self.scale!r}")
         _check_fallback(self.fallback)
 

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from qpnlp.data.vocab import PAD_ID
 from qpnlp.nn import CGRNN, READOUTS, TRANSITION_MODES, readout, readout_dim, seeded_linear
 from qpnlp.nn.embedding import _initial_amplitude
+from qpnlp.nn._checks import check_dropout
 
 from .base import Model, ModelConfig, register_model
 
@@ -67,6 +68,7 @@ class CGRNNClassifierConfig(ModelConfig):
     complex128: bool = False
 
     def __post_init__(self) -> None:
+        check_dropout("dropout", self.dropout)
         self._require([
             (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
             (self.num_classes >= 2, f"num_classes must be >= 2; got {self.num_classes}"),
@@ -76,7 +78,6 @@ class CGRNNClassifierConfig(ModelConfig):
             (self.transition in TRANSITION_MODES,
              f"transition must be one of {TRANSITION_MODES}; got {self.transition!r}"),
             (self.readout in READOUTS, f"readout must be one of {READOUTS}; got {self.readout!r}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
         ])
 
 

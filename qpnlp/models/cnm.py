@@ -36,6 +36,7 @@ from qpnlp.hilbert._mixture import weighted_sum
 from qpnlp.measurement import word_probabilities
 from qpnlp.nn import (DEFAULT_WINDOWS, PHASE_INITS, POOLINGS, WINDOW_PADDINGS, ComplexWordEmbedding, WordWeighting,
                       effective_word_weights, local_mixture, pool_positions, unit_rows, window_mask)
+from qpnlp.nn._checks import check_dropout
 
 from ._heads import make_measurement, measurement_checks
 from .base import Model, ModelConfig, register_model
@@ -140,7 +141,6 @@ class CNMConfig(ModelConfig):
              f"measurement_init='identity' needs num_measurements <= {width}; got {self.num_measurements} "
              f"(use measurement_init='random')"),
             (self.phase_init in PHASE_INITS, f"phase_init must be one of {PHASE_INITS}; got {self.phase_init!r}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
             (self.window_padding in WINDOW_PADDINGS,
              f"window_padding must be one of {WINDOW_PADDINGS}; got {self.window_padding!r}"),
             *measurement_checks(self, self.dim, self.num_measurements),
@@ -148,6 +148,7 @@ class CNMConfig(ModelConfig):
              f"{type(self).__name__} has real measurement vectors: measurement must be 'projective'; "
              f"got {self.measurement!r}"),
         ]
+        check_dropout("dropout", self.dropout)
         self._require(checks)
 
 

@@ -24,6 +24,7 @@ from torch import nn
 
 from qpnlp.nn import masked_max
 from qpnlp.nn.embedding import _real_word_table
+from qpnlp.nn._checks import check_dropout
 
 from .base import Model, ModelConfig, register_model
 from .cnm import CNM
@@ -53,10 +54,10 @@ class FastTextMaxPoolConfig(ModelConfig):
     precision: str = "single"
 
     def __post_init__(self) -> None:
+        check_dropout("dropout", self.dropout)
         self._require([
             (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
             (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
             (self.precision in ("single", "double"),
              f"precision must be 'single' (float32) or 'double' (float64); got {self.precision!r}"),
         ])

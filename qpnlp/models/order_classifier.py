@@ -60,6 +60,7 @@ from torch import Tensor, nn
 from qpnlp.nn import (CGRNN, EMBEDDING_KINDS, READOUTS, ComplexConv1d, ComplexDropout, ComplexFeedForward,
                       ComplexLinear, ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, PartLayerNorm,
                       make_embedding, masked_max, masked_mean, readout, readout_dim, seeded_linear, split_activation)
+from qpnlp.nn._checks import check_dropout
 from qpnlp.nn._embedding_options import check_embedding_options
 
 from .base import Model, ModelConfig, register_model
@@ -143,8 +144,7 @@ class OrderClassifierConfig(ModelConfig):
             raise ValueError("dim, hidden, filters, heads, ffn_hidden, max_len and kernel sizes must be >= 1")
         if self.network == "transformer" and self.dim % self.heads:
             raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1); got {self.dropout}")
+        check_dropout("dropout", self.dropout)
         if self.share_parts and self.embedding not in ("complex_vanilla", "complex_order"):
             raise ValueError("share_parts applies to complex embeddings only")
         if self.share_parts and self.network == "rnn" and self.rnn_cell == "cgrnn":

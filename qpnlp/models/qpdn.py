@@ -16,6 +16,7 @@ from qpnlp.hilbert import Ensemble
 from qpnlp.hilbert import _validation as V
 from qpnlp.hilbert._mixture import weighted_sum
 from qpnlp.nn import PHASE_INITS, WEIGHTINGS, ComplexWordEmbedding, WordWeighting, seeded_linear
+from qpnlp.nn._checks import check_dropout
 
 from ._heads import MEASUREMENT_INITS, make_measurement, measurement_checks
 from .base import Model, ModelConfig, register_model
@@ -98,7 +99,6 @@ class QPDNConfig(ModelConfig):
             (self.weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}"),
             (self.head in HEADS, f"head must be one of {HEADS}; got {self.head!r}"),
             (self.phase_init in PHASE_INITS, f"phase_init must be one of {PHASE_INITS}; got {self.phase_init!r}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
             (self.measurement_init in MEASUREMENT_INITS,
              f"measurement_init must be one of {MEASUREMENT_INITS}; got {self.measurement_init!r}"),
             *measurement_checks(self, self.dim, self.num_measurements),
@@ -113,6 +113,7 @@ class QPDNConfig(ModelConfig):
              f"measurement_init='identity' needs num_measurements <= dim; got {self.num_measurements} > "
              f"{self.dim} (use measurement_init='orthogonal')"),
         ]
+        check_dropout("dropout", self.dropout)
         self._require(checks)
 
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from qpnlp.nn import WEIGHTINGS, WordWeighting, seeded_linear
 from qpnlp.nn.embedding import _real_word_table
+from qpnlp.nn._checks import check_dropout
 
 from .base import Model, ModelConfig, register_model
 from .qpdn import QPDN, _placeholder_idf, idf_of
@@ -55,12 +56,12 @@ class RealBagOfWordsConfig(ModelConfig):
     precision: str = "single"
 
     def __post_init__(self) -> None:
+        check_dropout("dropout", self.dropout)
         self._require([
             (self.num_words >= 2, f"num_words must be >= 2; got {self.num_words}"),
             (self.num_classes >= 2, f"num_classes must be >= 2; got {self.num_classes}"),
             (self.dim >= 1, f"dim must be >= 1; got {self.dim}"),
             (self.weighting in WEIGHTINGS, f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}"),
-            (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1); got {self.dropout}"),
             (self.precision in ("single", "double"),
              f"precision must be 'single' (float32) or 'double' (float64); got {self.precision!r}"),
         ])

@@ -16,12 +16,10 @@ these functions run in every forward pass of the complex-order models).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from qpnlp._checks import is_real
+from qpnlp._checks import check_real
 from qpnlp._trig import cos_sin
 from qpnlp.hilbert import _validation as V
 
@@ -208,7 +206,8 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
     d_model : int, optional
         Width of the real encoding they come from (default ``2 n``).
     base : float
-        Positive, finite; default :data:`~qpnlp.nn.position_functional.TPE_BASE` (10000, the Transformer's).
+        Positive, finite (ValueError; TypeError for a string, a bool or a tensor); default
+        :data:`~qpnlp.nn.position_functional.TPE_BASE` (10000, the Transformer's).
     dtype : torch.dtype
         A real floating dtype of the result (default float32).
     device : torch.device or str, optional
@@ -224,7 +223,8 @@ def sinusoidal_frequencies(n: int, d_model: int | None = None, *, base: float = 
         raise ValueError(f"need n >= 0 and d_model >= 1; got n={n}, d_model={d_model}")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):   # torch.arange failed for complex dtypes
         raise TypeError(f"dtype must be a real floating dtype; got {dtype!r}")
-    if not (is_real(base) and 0 < base < math.inf):     # 0 gave inf frequencies, a negative base NaN
+    # 0 gave inf frequencies, a negative base NaN, 10**400 an OverflowError naming no argument
+    if check_real("base", base, "a positive finite number", tensors=False) <= 0:
         raise ValueError(f"base must be a positive finite number; got {base!r}")
     k = torch.arange(n, dtype=dtype, device=device)
     return base ** (-2.0 * k / d_model)

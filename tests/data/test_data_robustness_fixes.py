@@ -304,7 +304,6 @@ def test_splits_refuse_a_data_set_name():
 @pytest.mark.parametrize("counts, sample, message", [
     ([3, 1], math.nan, "sample must be a finite number >= 0; got nan"),        # NaN keep probabilities: no token kept
     ([3, 1], -1e-3, "sample must be a finite number >= 0; got -0.001"),
-    ([3, 1], "1e-3", "sample must be a finite number >= 0; got '1e-3'"),       # a numpy TypeError
     ([0, 0], 1e-3, r"counts must be finite, non-negative and not all zero; got \[0.0, 0.0\]"),   # NaN
     ([3, -1], 1e-3, r"counts must be .*got \[3.0, -1.0\]"),                   # a NaN and a probability > 1
 ])
@@ -313,6 +312,19 @@ def test_keep_probabilities_refuse_what_gives_nan(counts, sample, message):
     with pytest.raises(ValueError, match=message):
         keep_probabilities(np.array(counts), sample)
     assert keep_probabilities(np.array([], dtype=np.int64), 1e-3).shape == (0,)
+
+
+@pytest.mark.parametrize("sample, error, message", [
+    ("1e-3", TypeError, "sample must be a finite number >= 0; got str '1e-3'"),     # before: a ValueError
+    (True, TypeError, "sample must be a finite number >= 0; got bool True"),        # before: a ValueError
+    (torch.tensor(1e-3), TypeError, r"sample must be a finite number >= 0; got Tensor"),
+    (10 ** 400, ValueError, "sample must be a finite number >= 0; got int too large for a float"),  # an OverflowError
+], ids=["str", "bool", "tensor", "10**400"])
+def test_keep_probabilities_check_sample_as_every_finite_real(sample, error, message):
+    """``sample`` goes through the one check of a finite real (``qpnlp._checks.check_real``)."""
+    from qpnlp.data import keep_probabilities
+    with pytest.raises(error, match=message):
+        keep_probabilities(np.array([3, 1]), sample)
 
 
 def test_embedding_matrix_for_names_an_argument_of_the_wrong_kind():

@@ -313,3 +313,17 @@ def test_a_spacy_directory_without_any_word_vector_is_refused(tmp_path, key2row,
     with pytest.raises(ValueError, match=r"vocab: no vectors \(none of the 2 strings of strings.json has a row in "
                                          r"key2row, .*such as en_core_web_sm\?"):
         load_vectors(str(tmp_path))
+
+
+@pytest.mark.parametrize("factor, error, message", [
+    (True, TypeError, "got bool True"),                           # before: taken as 1, silently
+    ("2", TypeError, "got str '2'"),                              # before: numpy's isfinite TypeError, naming nothing
+    (10 ** 400, ValueError, "got int too large for a float"),     # before: numpy's isfinite TypeError
+    (float("nan"), ValueError, "got nan"),
+    (0, ValueError, "got 0"),
+], ids=["bool", "str", "10**400", "nan", "zero"])
+def test_scaled_checks_its_factor_by_check_real(factor, error, message):
+    vectors = from_matrix(["a", "b"], np.ones((2, 3), dtype=np.float32))
+    with pytest.raises(error, match=f"factor must be a positive finite number; {message}"):
+        vectors.scaled(factor)
+    assert vectors.scaled(np.float32(2.0)).vectors.tolist() == [[2.0] * 3] * 2

@@ -39,5 +39,5 @@ def test_a_list_in_the_config_is_copied_too():
 def test_a_field_set_after_the_config_was_made_is_checked_when_the_model_is_built():
     config = RealBagOfWordsConfig(num_words=10, num_classes=2, dim=4)
     config.dropout = 1.5
-    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\); got 1.5"):
+    with pytest.raises(ValueError, match=r"dropout must be a dropout probability in \[0, 1\); got 1.5"):
         RealBagOfWords(config)

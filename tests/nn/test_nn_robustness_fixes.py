@@ -240,6 +240,18 @@ def test_frequency_scale_is_checked_by_check_real_and_an_int_beyond_the_floats_i
         make_embedding("complex_order", 10, 4, frequency_scale=torch.tensor(2.0))    # kept out of JSON configs
 
 
+@pytest.mark.parametrize("base, error, message", [
+    (True, TypeError, "got bool True"),                       # before: a ValueError
+    ("1e4", TypeError, "got str '1e4'"),                      # before: a ValueError
+    (torch.tensor(1e4), TypeError, "got Tensor"),
+    (10 ** 400, ValueError, "got int too large for a float"),  # before: torch's OverflowError, naming no argument
+], ids=["bool", "str", "tensor", "10**400"])
+def test_the_base_of_the_frequencies_is_checked_by_check_real(base, error, message):
+    from qpnlp.nn.position_functional import sinusoidal_frequencies
+    with pytest.raises(error, match=f"base must be a positive finite number; {message}"):
+        sinusoidal_frequencies(4, base=base)
+
+
 # ------------------------------------------------------------------------------- one check of the dropout
 _DROPOUTS = [
     (lambda p: ComplexDropout(p), "p"),
