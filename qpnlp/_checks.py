@@ -25,8 +25,8 @@ import torch
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "check_flag", "check_real", "check_seed", "checked_copy", "is_integer", "is_real",
-           "runaway_limit", "str_array", "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "add_param_group_fitting", "check_flag", "check_real", "check_seed", "checked_copy",
+           "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -98,6 +98,29 @@ def check_real(name: str, value: object, what: str = "a finite number", *, tenso
     if not math.isfinite(number):
         raise ValueError(f"{name} must be {what}; got {value!r}")
     return number
+
+
+def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict) -> None:
+    """torch's ``add_param_group``, then ValueError naming ``lr`` when the group's rate is larger than the largest
+    value of a parameter's dtype (:data:`FLOAT32_MAX` for a float32 or complex64 table); the group is removed again.
+
+    The one overflow check of qpnlp's optimisers, as ``TrainConfig`` checks its rates: the step ``lr * update`` is
+    inf there, and the parameters became inf or NaN with no error (or met torch's "value cannot be converted to type
+    float without overflow", which names nothing). The caller checks that ``lr`` is finite and positive.
+
+    >>> add_param_group_fitting(torch.optim.SGD([torch.zeros(1)]), dict(params=[torch.zeros(2)], lr=1e39))
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be at most 3.403e+38, the largest torch.float32 (parameter 0 of its group); got 1e+39
+    """
+    torch.optim.Optimizer.add_param_group(optimiser, param_group)
+    group = optimiser.param_groups[-1]
+    for index, param in enumerate(group["params"]):
+        largest = torch.finfo(param.dtype).max if param.is_floating_point() or param.is_complex() else math.inf
+        if group["lr"] > largest:
+            optimiser.param_groups.pop()
+            raise ValueError(f"lr must be at most {largest:.4g}, the largest {param.dtype.to_real()} (parameter "
+                             f"{index} of its group); got {group['lr']:g}")
 
 
 def check_seed(seed) -> int:

@@ -41,7 +41,13 @@ def _checked_input(name: str, x: Tensor, mask: Tensor | None = None) -> Tensor:
     V.check_tensor(name, x)
     if mask is not None and x.ndim >= 2:
         V.check_same_device((name, x), ("mask", mask))
-    x = _zero_padding(x, mask)
+    return _check_finite(name, _zero_padding(x, mask))
+
+
+def _check_finite(name: str, x: Tensor) -> Tensor:
+    """``x`` (B, ..., d) or (d,), checked while validation is on: ValueError naming ``name``, the first NaN or inf
+    and its batch index (``check_finite``). The one finiteness check of the recurrent inputs and of the states
+    given to a cell or a layer (``h``, ``c``, ``h0``): a NaN state would flow into every later state."""
     if V.enabled() and (x.is_floating_point() or x.is_complex()):
         V.check_finite(name, x, event_ndim=min(x.ndim, 1))
     return x
@@ -130,9 +136,10 @@ def _cell_repr(cell: nn.Module) -> str:
 def _check_cell_state(name: str, state: Tensor, shape: tuple[int, ...], x: Tensor) -> Tensor:
     """A cell's state given to its ``forward``, checked: a tensor of the shape ``(B, hidden)`` of its projected
     input ``x``, on its device, in its dtype by the layers' input rule (``as_complex_input`` with ``upcast=False``:
-    TypeError naming the state; a complex128 or an integer state met torch's matmul error, or one named ``x``)."""
+    TypeError naming the state; a complex128 or an integer state met torch's matmul error, or one named ``x``), and
+    finite while validation is on (:func:`_check_finite`)."""
     if not isinstance(state, Tensor) or state.shape != shape:
         got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
         raise ValueError(f"{name} must be a tensor of shape {tuple(shape)} (batch, hidden); got {got}")
     V.check_same_device(("x", x), (name, state))
-    return as_complex_input(state, x.dtype, name, upcast=False)
+    return _check_finite(name, as_complex_input(state, x.dtype, name, upcast=False))

@@ -61,7 +61,8 @@ from qpnlp._module_precision import ComplexPrecisionMixin
 from qpnlp.hilbert import _validation as V
 
 from ._checks import check_int
-from ._scan import _cell_input, _cell_repr, _check_cell_state, _check_mask, _checked_input, masked_scan
+from ._scan import (_cell_input, _cell_repr, _check_cell_state, _check_finite, _check_mask, _checked_input,
+                    masked_scan)
 from .activation import ModReLU, make_activation, make_gate
 from .functional import as_complex_input, part_mul, split_activation
 from .linear import ComplexLinear, _check_dtype
@@ -137,7 +138,7 @@ class ComplexLSTMCell(ComplexPrecisionMixin, nn.Module):
         return z, z
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        xp = self.input_proj(_cell_input(x, self.input_size))
+        xp = self.input_proj(_checked_input("x", _cell_input(x, self.input_size)))
         if state is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
         if not (isinstance(state, (tuple, list)) and len(state) == 2):   # a tensor would unpack along dim 0
@@ -208,7 +209,7 @@ class URNNCell(ComplexPrecisionMixin, nn.Module):
         return like.new_zeros(batch, self.hidden_size)
 
     def forward(self, x: Tensor, h: Tensor | None = None) -> Tensor:
-        xp = self.input_proj(_cell_input(x, self.input_size))
+        xp = self.input_proj(_checked_input("x", _cell_input(x, self.input_size)))
         if h is None:
             return self.step(xp, self.initial_state(x.shape[0], xp))
         return self.step(xp, _check_cell_state("h", h, xp.shape[:-1] + (self.hidden_size,), xp))
@@ -389,6 +390,7 @@ class CGRNNCell(ComplexPrecisionMixin, nn.Module):
             if h.shape != expected:                  # static, as CGRNN's h0: a state never broadcasts over a batch
                 raise ValueError(f"h must have shape {expected} (x.shape[:-1] + (hidden,)); got {tuple(h.shape)}")
             V.check_same_device(("x", x), ("h", h))
+            _check_finite("h", h)
         return cgrnn_step(xp, h, self.transition(), self.gate_weight, self.activation, self.gate)
 
     def step_function(self) -> Callable[[Tensor, Tensor], Tensor]:
@@ -479,5 +481,5 @@ class CGRNN(ComplexPrecisionMixin, nn.Module):
             if h0.shape != (bsz, self.hidden_size):
                 raise ValueError(f"h0 must have shape {(bsz, self.hidden_size)}; got {tuple(h0.shape)}")
             V.check_same_device(("x", x), ("h0", h0))
-            h = as_complex_input(h0, self.dtype, "h0")
+            h = _check_finite("h0", as_complex_input(h0, self.dtype, "h0"))
         return masked_scan(cell.step_function(), xp, h, mask)

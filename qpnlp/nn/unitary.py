@@ -68,6 +68,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 
+from qpnlp._checks import add_param_group_fitting
 from qpnlp._module_precision import ComplexPrecisionMixin, widen_orthogonal_base
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import _validation as V
@@ -177,6 +178,13 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     return torch.linalg.solve(eye + half * a, (eye - half * a) @ w)
 
 
+def _check_lr(lr: float) -> float:
+    """A step size of :class:`CayleyStepSGD`: ``lr`` as a finite number > 0 (``check_real``), else ValueError."""
+    if check_real("lr", lr, "a finite number > 0") <= 0:
+        raise ValueError(f"lr must be positive; got {lr}")
+    return lr
+
+
 class CayleyStepSGD(torch.optim.Optimizer):
     r"""Riemannian SGD on the unitary group with the Cayley retraction (poster eq. 3).
 
@@ -203,13 +211,18 @@ class CayleyStepSGD(torch.optim.Optimizer):
     """
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-3):
-        if check_real("lr", lr, "a finite number > 0") <= 0:
-            raise ValueError(f"lr must be positive; got {lr}")
-        super().__init__(params, dict(lr=lr))
+        super().__init__(params, dict(lr=_check_lr(lr)))
         for group in self.param_groups:
             for p in group["params"]:
                 if not p.is_complex() or p.ndim != 2 or p.shape[0] != p.shape[1]:
                     raise ValueError(f"CayleyStepSGD needs square complex matrices; got {tuple(p.shape)} {p.dtype}")
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (torch's rule), its ``lr`` (its own or the default) a finite number > 0 no larger than its
+        matrices' dtype holds (``qpnlp._checks.add_param_group_fitting``; ``ValueError``): a group's own NaN,
+        negative or 1e39 rate (complex64) passed, and the step left NaN matrices."""
+        _check_lr(param_group.get("lr", self.defaults["lr"]))
+        add_param_group_fitting(self, param_group)
 
     @torch.no_grad()
     def step(self, closure=None):

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import torch
 
-from qpnlp._checks import is_real
+from qpnlp._checks import add_param_group_fitting, is_real
 from qpnlp._sparse import coalesced_coo
 
 from . import adam_rows
@@ -68,12 +68,13 @@ class SparseRMSprop(torch.optim.Optimizer):
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (torch's rule), its ``lr``, ``alpha`` and ``eps`` (its own or the defaults) checked first:
-        finite numbers with lr > 0, 0 <= alpha < 1, eps > 0 (``ValueError``)."""
+        finite numbers with lr > 0, 0 <= alpha < 1, eps > 0, and lr no larger than the parameters' dtype holds
+        (``qpnlp._checks.add_param_group_fitting``; ``ValueError``)."""
         lr, alpha, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "alpha", "eps"))
         if not (_finite_numbers(lr, alpha, eps) and lr > 0 and 0.0 <= alpha < 1.0 and eps > 0):
             raise ValueError(f"need finite lr > 0, 0 <= alpha < 1, eps > 0; got lr={lr!r}, alpha={alpha!r}, "
                              f"eps={eps!r}")
-        super().add_param_group(param_group)
+        add_param_group_fitting(self, param_group)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""
@@ -155,13 +156,14 @@ class RowSparseAdam(torch.optim.SparseAdam):
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (torch's rule), its ``lr``, ``betas`` and ``eps`` (its own or the defaults) checked first, as
         :class:`SparseRMSprop` checks its own: finite numbers with lr > 0, two betas in [0, 1), eps > 0
-        (``ValueError``). torch's SparseAdam checks the constructor's values only, and lets an infinite rate pass."""
+        (``ValueError``), and lr no larger than the parameters' dtype holds (1e39 on float32 tables stepped them to
+        inf or NaN). torch's SparseAdam checks the constructor's values only, and lets an infinite rate pass."""
         lr, betas, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "betas", "eps"))
         pair = isinstance(betas, (tuple, list)) and len(betas) == 2
         if not (pair and _finite_numbers(lr, eps, *betas) and lr > 0 and eps > 0 and all(0 <= b < 1 for b in betas)):
             raise ValueError(f"need finite lr > 0, betas (two numbers in [0, 1)), eps > 0; got lr={lr!r}, "
                              f"betas={betas!r}, eps={eps!r}")
-        super().add_param_group(param_group)
+        add_param_group_fitting(self, param_group)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""

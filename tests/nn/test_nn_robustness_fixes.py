@@ -130,6 +130,19 @@ def test_cayley_step_refuses_a_non_finite_step_size():
     torch.testing.assert_close(cayley_step(eye, zeros, 0.1), eye)
 
 
+@pytest.mark.parametrize("lr, message", [(NAN, "lr must be a finite number > 0; got nan"),
+                                         (-1.0, "lr must be positive; got -1.0"),
+                                         (1e39, r"lr must be at most 3.403e\+38, the largest torch.float32")])
+def test_cayley_step_sgd_checks_every_groups_rate(lr, message):
+    # a group's own rate bypassed the check of the default: NaN, -1 and 1e39 (complex64) gave NaN matrices
+    weight = torch.nn.Parameter(torch.eye(3, dtype=C64))
+    with pytest.raises(ValueError, match=message):
+        CayleyStepSGD([dict(params=[weight], lr=lr)])
+    with pytest.raises(ValueError, match=message):
+        CayleyStepSGD([weight], lr=lr)
+    CayleyStepSGD([dict(params=[weight], lr=0.1)], lr=0.2)
+
+
 # ------------------------------------------------------------------------------- 4. inputs of the layers
 @pytest.mark.parametrize("x", [torch.zeros(4, dtype=C64), torch.zeros(1, 2, 3, 4, dtype=C64)])
 def test_conv1d_refuses_inputs_of_the_wrong_rank(x):

@@ -465,3 +465,37 @@ def test_the_lstm_and_urnn_cells_name_a_state_of_the_wrong_dtype(cell, state):
             cell(x, state(h))
     out = cell(x, state(torch.zeros(4, 3)))                 # a real state of the cell's precision is promoted
     assert (out[0] if isinstance(out, tuple) else out).dtype == torch.complex64
+
+
+_STATE_CALLS = {   # (name of the state, a call given a state (2, 3) in its slot and zeros elsewhere)
+    "lstm h": ("h", lambda s, x: ComplexLSTMCell(2, 3)(x, (s, torch.zeros_like(s)))[0]),
+    "lstm c": ("c", lambda s, x: ComplexLSTMCell(2, 3)(x, (torch.zeros_like(s), s))[0]),
+    "urnn h": ("h", lambda s, x: URNNCell(2, 3)(x, s)),
+    "cgrnn cell h": ("h", lambda s, x: CGRNNCell(2, 3)(x, s)),
+    "cgrnn h0": ("h0", lambda s, x: CGRNN(2, 3)(x[:, None], h0=s)[1]),
+}
+
+
+@pytest.mark.parametrize("case", list(_STATE_CALLS))
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_state_with_nan_or_inf_is_refused_naming_it(case, bad):
+    """One check (``_check_finite``) for every state given to a cell or a layer; a NaN state ran through silently."""
+    from qpnlp.hilbert import validation
+
+    name, call = _STATE_CALLS[case]
+    x, state = torch.randn(2, 2, dtype=torch.complex64), torch.zeros(2, 3, dtype=torch.complex64)
+    assert torch.isfinite(torch.view_as_real(call(state + 0.5, x))).all()     # a finite state still works
+    state[1, 2] = bad
+    with pytest.raises(ValueError, match=rf"^{name} must be finite; got \S*{bad}\S* at batch index \(1,\) "
+                                         rf"\(shape \(2, 3\)\)$"):
+        call(state, x)
+    with validation(False):                                 # no check: the NaN propagates, as in torch's layers
+        call(state, x)
+
+
+@pytest.mark.parametrize("cell", [ComplexLSTMCell, URNNCell])
+def test_the_lstm_and_urnn_cells_refuse_a_nan_input_as_the_cgrnn_cell(cell):
+    x = torch.randn(3, 2, dtype=torch.complex64)
+    x[2, 0] = complex(0, float("nan"))
+    with pytest.raises(ValueError, match=r"^x must be finite; got \S*nan\S* at batch index \(2,\) \(shape \(3, 2\)\)$"):
+        cell(2, 3)(x)

@@ -185,6 +185,27 @@ def test_row_sparse_adam_checks_every_groups_rates(group):
 
 
 @pytest.mark.parametrize("kind", [SparseRMSprop, RowSparseAdam])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_rate_beyond_the_largest_float_of_the_table_is_refused(kind, dtype):
+    # lr=1e39 passed the finite check: RowSparseAdam stepped the batch's rows of a float32 table to inf or NaN, and
+    # SparseRMSprop met torch's "value cannot be converted to type float without overflow" at its first step
+    table = torch.nn.Embedding(5, 3, sparse=True, dtype=dtype)
+    message = r"^lr must be at most 3.403e\+38, the largest torch.float32 \(parameter 0 of its group\); got 1e\+39$"
+    if dtype == torch.float32:
+        with pytest.raises(ValueError, match=message):
+            kind(table.parameters(), lr=1e39)
+        optimiser = kind(table.parameters(), lr=0.1)
+        with pytest.raises(ValueError, match=message):      # a later group too, and it is not kept
+            optimiser.add_param_group(dict(params=[torch.nn.Parameter(torch.zeros(2, 3))], lr=1e39))
+        assert len(optimiser.param_groups) == 1
+        return
+    optimiser = kind(table.parameters(), lr=1e39)           # a float64 table holds the step
+    table(torch.tensor([1, 2])).sum().backward()
+    optimiser.step()
+    assert torch.isfinite(table.weight).all()
+
+
+@pytest.mark.parametrize("kind", [SparseRMSprop, RowSparseAdam])
 @pytest.mark.parametrize("rows", [2, 7])
 def test_a_state_of_other_shapes_is_refused_on_load(kind, rows):
     # a smaller state failed at the next step inside torch (IndexError "index out of range in self"), a larger
