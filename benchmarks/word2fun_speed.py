@@ -5,9 +5,10 @@ years) with the same dimension, window, number of negatives, subsampling and
 epochs, on ``--workers`` threads: gensim one ``Word2Vec`` per ``--bins``
 period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
 Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
-generation included) in five settings: ``--negatives`` negatives per pair
+generation included) in six settings: ``--negatives`` negatives per pair
 (the setting gensim uses) and the library defaults (negatives shared by a
-batch) with ``--workers`` hogwild threads, the defaults with one worker, with ``--workers`` replicas
+batch) with ``--workers`` hogwild threads, the defaults with one worker (its compiled step in as many threads
+as torch has, ``TrainConfig.step_threads``; 2 on 2 cores) and with one worker in one thread, with ``--workers`` replicas
 (``parallel="replicas"``, deterministic), and the defaults trained by
 ``--processes`` processes started by ``torchrun`` (one thread each; all
 processes' tokens over the slowest one's training time).  With
@@ -176,8 +177,10 @@ def profile(corpus, args) -> str:
             + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
 
 
-def word2fun(corpus, args, shared: bool, workers: int | None = None, parallel: str = "hogwild") -> float:
+def word2fun(corpus, args, shared: bool, workers: int | None = None, parallel: str = "hogwild",
+             step_threads: int = 0) -> float:
     cfg = TrainConfig(epochs=args.epochs, workers=workers or args.workers, seed=0, parallel=parallel,
+                      step_threads=step_threads,
                       **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
     return fit(corpus, cfg, dim=args.dim).stats.tokens_per_s
 
@@ -247,6 +250,7 @@ def main() -> None:
               "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}
     if args.workers > 1:  # one core's worth: what the threads and the processes multiply
         models["word2fun (defaults, 1 worker)"] = lambda: word2fun(corpus, args, True, workers=1)
+        models["word2fun (1 worker, 1 step thread)"] = lambda: word2fun(corpus, args, True, workers=1, step_threads=1)
         models[f"word2fun (defaults, {args.workers} replicas)"] = lambda: word2fun(corpus, args, True,
                                                                                  parallel="replicas")
     import tempfile

@@ -14,6 +14,7 @@ ops as the fallback and asks this module whether to take the loop:
 * :func:`takes`: the tensors are CPU, contiguous and of one float dtype;
 * :func:`jit`: the compiled loop (cached per function and on disk; threads asking for one loop at once wait for
   one compilation);
+* :func:`threads_at_most`: the threads a parallel loop (``jit(..., parallel=True)``) may be given;
 * :func:`jit_calling`: a loop compiled after the helpers it calls are bound to their compiled (or inlined) versions;
 * :func:`check_rows`: a compiled loop that does not check its indices has
   their range checked before it runs, whatever the validation setting (the
@@ -62,8 +63,8 @@ HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 SWITCHES = ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED", "QPNLP_SPARSE_ADAM_COMPILED", "QPNLP_LOOKUP_COMPILED",
             "QPNLP_ORDER_MEAN_COMPILED", "QPNLP_TRIG_COMPILED")
 
-__all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit", "jit_calling",
-           "check_rows"]
+__all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit",
+           "threads_at_most", "jit_calling", "check_rows"]
 
 def imports() -> bool:
     """Whether numba imports, tried once (``qpnlp._optional.imports``): an installed numba that fails to import
@@ -100,8 +101,14 @@ def scalar(t: torch.Tensor, value: float):
     return (np.float32 if t.dtype == torch.float32 else np.float64)(value)
 
 
+#: numba's parallel transformations that :func:`jit` turns on with ``parallel``: only the loops written ``prange``
+#: (array expressions and allocations stay serial, so that only the written parts run in threads).
+_PRANGE_ONLY = dict(prange=True, comprehension=False, numpy=False, reduction=False, setitem=False, stencil=False,
+                    fusion=False, inplace_binop=False)
+
+
 @locked_cache(maxsize=None)
-def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False):
+def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False, parallel: bool = False):
     """``fn`` compiled by numba in nopython mode, without the GIL, cached on disk.
 
     One dispatcher per process and arguments, also when threads ask for the same loop at once: the others wait for
@@ -125,12 +132,16 @@ def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False):
     process binds each call to the copy it loaded first: under ``reassoc`` or ``contract`` the copies may round
     differently, so a process that compiled a loop and one that loaded it from the disk cache could differ in the
     last bits. An inlined helper has no copy of its own: the loop is one function, the same code in every process.
+
+    ``parallel``: the loops written ``numba.prange`` run in numba's threads (``_PRANGE_ONLY``; serial without it,
+    where ``prange`` is ``range``). numba's cache does not tell the two apart (its key is the code and the argument
+    types), so the parallel loop is compiled as a copy named ``<name>__parallel``.
     """
     import numba
 
-    fn = _keyed_by_callees(fn)
+    fn = _keyed_by_callees(_renamed(fn, "parallel") if parallel else fn)
     options = dict(nogil=True, error_model="numpy", fastmath=set(fastmath) or False,
-                   inline="always" if inline else "never")
+                   inline="always" if inline else "never", parallel=_PRANGE_ONLY if parallel else False)
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError as error:           # numba's "cannot cache function ...: no locator available for file ..."
@@ -140,7 +151,17 @@ def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False):
         return numba.njit(cache=False, **options)(fn)
 
 
-def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] = frozenset()):
+def threads_at_most(threads: int) -> int:
+    """``threads`` (at least 1), at most numba's own number (``NUMBA_NUM_THREADS``, the cores by default): what
+    ``numba.set_num_threads`` accepts for a loop compiled with ``parallel``."""
+    if threads <= 1:
+        return 1
+    import numba
+
+    return min(int(threads), numba.config.NUMBA_NUM_THREADS)
+
+
+def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] = frozenset(), parallel: bool = False):
     """``loop`` compiled by :func:`jit` after each name of ``helpers`` is bound, in ``loop``'s module, to the given
     function (the helper's compiled version): numba resolves a global when it compiles the function that calls it,
     and a plain Python function there does not compile. The loop's disk cache follows the helpers' source files
@@ -155,9 +176,11 @@ def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] 
         compiled by another ``jit_calling``).
     fastmath : frozenset of str
         The LLVM flags allowed in ``loop`` (:func:`jit`).
+    parallel : bool
+        Whether the ``prange`` loops run in threads (:func:`jit`).
     """
     loop.__globals__.update(helpers)
-    return jit(loop, fastmath)
+    return jit(loop, fastmath, parallel=parallel)
 
 
 def _keyed_by_callees(fn):
@@ -173,9 +196,15 @@ def _keyed_by_callees(fn):
     if not sources:
         return fn
     digest = hashlib.sha256(b"".join(hashlib.sha256(s).digest() for s in sources)).hexdigest()[:16]
+    return _renamed(fn, f"callees_{digest}")
+
+
+def _renamed(fn, suffix: str):
+    """A copy of ``fn`` (same code, globals, defaults and first line) whose ``__qualname__`` is
+    ``<qualname>__<suffix>``: the name numba gives its cache files."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__, copy.__doc__ = fn.__kwdefaults__, fn.__doc__
-    copy.__qualname__ = f"{fn.__qualname__}__callees_{digest}"
+    copy.__qualname__ = f"{fn.__qualname__}__{suffix}"
     return copy
 
 

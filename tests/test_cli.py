@@ -495,3 +495,15 @@ def test_the_job_runner_keeps_each_runs_log_and_walltime(tmp_path):
     bad = subprocess.run(["bash", str(script), str(tmp_path / "missing.txt"), "2", str(tmp_path / "out")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_word2fun_step_threads_reach_the_training_settings(tmp_path):
+    """--step-threads is TrainConfig.step_threads (the report records it; default 0: torch's thread count)."""
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n")
+    for threads in (None, "3"):
+        report = tmp_path / f"r{threads}.json"
+        argv = ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
+                "--no-progress", "--report", str(report)]
+        assert main(argv + (["--step-threads", threads] if threads else [])) == 0
+        assert json.loads(report.read_text())["config"]["train"]["step_threads"] == int(threads or 0)

@@ -138,8 +138,11 @@ def _add_run_options(t, train: dict) -> None:
                    help="distributed runs: batches between two synchronisations of the processes (default "
                         "%(default)s)")
     t.add_argument("--threads", type=count_type(0), default=0,
-                   help="torch CPU threads outside the SGD loop (counting, change points, the report); the loop "
-                        "itself runs one thread per --workers on the CPU (0 = torch's default; default %(default)s)")
+                   help="torch CPU threads (counting, change points, the report; 0 = torch's default, the cores; "
+                        "default %(default)s); the SGD loop runs one per --workers, with --step-threads each")
+    t.add_argument("--step-threads", type=count_type(0), default=train["step_threads"],
+                   help="threads of each worker's compiled SGD step, which makes the same updates whatever their "
+                        "number (0 = --threads' count for one worker, 1 for several; default %(default)s)")
     t.add_argument("--device", type=device_type, default=train["device"],
                    help=DEVICE_HELP)
     t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")

@@ -359,6 +359,7 @@ def _checked_settings(args: argparse.Namespace):
             rare_lr_power=args.rare_lr_power, rare_lr_max=args.rare_lr_max,
             chunk_tokens=args.chunk_tokens, sync_every=args.sync_every,
             replica_sync_every=args.replica_sync_every, negative_weight=args.negative_weight,
+            step_threads=args.step_threads,
         )
         Word2FunConfig(vocab_size=1, dim=args.dim, family=args.family, time_scale=args.time_scale,
                        n_slices=args.slices, frequency_init=args.frequency_init,

@@ -11,6 +11,18 @@ of each helper into every loop that calls it (LLVM's ``linkonce_odr``, optimised
 ``reassoc`` may sum in another order) and the process binds each call to the copy it loaded first, so which copy
 ran depended on what the process had compiled or loaded before (two entry points, ``_step`` for a batch and
 ``_run`` for a run, differed in the last bit; a process that compiled the kernel and one that loaded it too).
+
+``_step`` cuts each of its stages into ``parts`` that write apart, run by numba's threads in the kernel compiled
+with ``parallel`` (``prange``; ``range`` in the serial kernel and in plain Python): the tokens' functions (step 1)
+by ranges of tokens; the positives' logistic by chunks of ``_CHUNK`` pairs, each chunk's loss kept apart and the
+losses summed in order at the end; the gradients of the tokens' functions (steps 2-3) by ranges of tokens whose
+bounds are multiples of 4 (the negatives' groups of four stay whole), each part reading every pair and taking
+those of its tokens in the batch's order; :math:`G` by ranges of negatives, each row summing the tokens' products
+four at a time in the tokens' order; the rows' steps (5-7) by ranges of words. Every number is computed by the same
+operations in the same order as by one part, so a step's result does not depend on ``parts``: a run of one worker
+makes the same updates, bit for bit, in one thread or several (``tests/word2fun/test_fused_step.py`` compares 1,
+2, 3 and 7 parts, and the step before the parts).
+
 Private: nothing here checks its arguments (the callers check shapes and ids before they call).
 """
 
@@ -29,6 +41,8 @@ from qpnlp._elementary import sincos as _sincos  # _kernel, as the helpers below
 _LR, _START, _WIDTH, _SCALE, _NEG_WEIGHT, _C_LO, _C_HI, _L_LO, _L_HI = range(9)
 #: Sums are reassociated (vectorised dot products); NaN and infinity semantics are kept.
 _FASTMATH = frozenset({"reassoc", "contract"})
+#: The parts' loops (``_step``): numba's ``prange`` once ``_kernel`` has bound it, ``range`` in plain Python.
+prange = range
 #: Positive pairs per pass of their dot products, logistic and outer products (their rows stay in cache).
 _CHUNK = 256
 
@@ -44,17 +58,24 @@ def _logistic(x, flip, weight, g, y, e):  # pragma: no cover - compiled
     for i in range(x.shape[0]):
         y[i] = -float(x[i]) if flip else float(x[i])
     _exp_minus_abs(y, e)
+    loss = _log1p_sum(y, e)
+    for i in range(x.shape[0]):
+        s = (1.0 if y[i] >= 0.0 else e[i]) / (1.0 + e[i])
+        g[i] = t(-s) if flip else t(s) * weight
+    return loss * weight
+
+
+def _log1p_sum(y, e):  # pragma: no cover - compiled
+    """:math:`\\sum_i \\log(1 + e^{y_i})` from ``y`` and ``e = e^{-|y|}`` (float64, (m,)): :math:`\\sum_i
+    \\max(y_i, 0)` plus the log of the product of the :math:`1 + e_i` (one ``log`` per 512 terms)."""
     loss = 0.0
-    for lo in range(0, x.shape[0], 512):
+    for lo in range(0, y.shape[0], 512):
         top, prod, yb, eb = 0.0, 1.0, y[lo:lo + 512], e[lo:lo + 512]  # views: loops over plain indices vectorise
         for i in range(yb.shape[0]):
             top += max(yb[i], 0.0)
             prod *= 1.0 + eb[i]
         loss += top + math.log(prod)
-    for i in range(x.shape[0]):
-        s = (1.0 if y[i] >= 0.0 else e[i]) / (1.0 + e[i])
-        g[i] = t(-s) if flip else t(s) * weight
-    return loss * weight
+    return loss
 
 
 def _dot(a, b):  # pragma: no cover - compiled
@@ -102,11 +123,12 @@ def _step_logit(tabs, u, tau, nums, logistic):  # pragma: no cover - compiled
     return t(math.exp(tabs[8][u, 0])), tau / nums[_SCALE] - tabs[7][u, 0]
 
 
-def _forward(tabs, words, tau, flags, nums, f, sig, trig, a):  # pragma: no cover - compiled
-    """:math:`f_n` of every token into ``f`` (N, D), its logistic step's :math:`\\sigma(z_n)` into ``sig`` and
-    ``sc``, ``dc`` (``_trig``) into ``trig`` (2, N, D) for the VJP."""
+def _forward(tabs, words, tau, flags, nums, f, sig, trig, lo, hi):  # pragma: no cover - compiled
+    """:math:`f_n` of tokens ``lo .. hi - 1`` into ``f`` (N, D), its logistic step's :math:`\\sigma(z_n)` into
+    ``sig`` and ``sc``, ``dc`` (``_trig``) into ``trig`` (2, N, D) for the VJP."""
     t = f.dtype.type
-    for n in range(words.shape[0]):
+    a = np.empty(f.shape[1], f.dtype)
+    for n in range(lo, hi):
         u, sc, dc = words[n], trig[0, n], trig[1, n]
         r, o1, o2, t1, t2, A = _rows(tabs, u, flags)
         _angles(o1, o2, t1, t2, flags[1], tau[n], a)
@@ -122,44 +144,46 @@ def _forward(tabs, words, tau, flags, nums, f, sig, trig, a):  # pragma: no cove
                 fn[j] += A[j] * d
 
 
-def _positives(f, H, pair_centre, context, g_f, gp, count):  # pragma: no cover - compiled
-    """Step 2, ``_CHUNK`` pairs at a time: the loss, :math:`g_b` into ``gp``, :math:`\\partial L/\\partial f`
-    into ``g_f``, the pairs of each token into ``count``."""
+def _pair_steps(f, H, pair_centre, context, gp, y, e, g_f, count, lo, hi):  # pragma: no cover - compiled
+    """Step 2 for the pairs whose centre token is one of ``lo .. hi - 1``, in the batch's order, ``_CHUNK`` at a
+    time: :math:`g_b` into ``gp`` (B,), the logistic's ``y``, ``e`` (float64, (B,)) for :func:`_positives_loss`,
+    :math:`\\partial L/\\partial f_n \\mathrel{+}= g_b h_{c(b)}` into ``g_f`` and the pairs of each token into
+    ``count``."""
     t = f.dtype.type
-    p, y, e = np.empty(_CHUNK, f.dtype), np.empty(_CHUNK), np.empty(_CHUNK)
-    loss = 0.0
-    for lo in range(0, context.shape[0], _CHUNK):
-        m = min(_CHUNK, context.shape[0] - lo)
-        for b in range(m):
-            p[b] = _dot(f[pair_centre[lo + b]], H[context[lo + b]])
-        loss += _logistic(p[:m], True, t(1.0), gp[lo:lo + m], y[:m], e[:m])
-        for b in range(lo, lo + m):
-            n, hv, g = pair_centre[b], H[context[b]], gp[b]
+    own, m = np.empty(context.shape[0], np.int64), 0
+    for b in range(context.shape[0]):
+        if lo <= pair_centre[b] < hi:
+            own[m] = b
+            m += 1
+    p, g, yc, ec = np.empty(_CHUNK, f.dtype), np.empty(_CHUNK, f.dtype), np.empty(_CHUNK), np.empty(_CHUNK)
+    for c0 in range(0, m, _CHUNK):
+        k = min(_CHUNK, m - c0)
+        for i in range(k):
+            b = own[c0 + i]
+            p[i] = _dot(f[pair_centre[b]], H[context[b]])
+        _logistic(p[:k], True, t(1.0), g[:k], yc[:k], ec[:k])
+        for i in range(k):
+            b = own[c0 + i]
+            n, hv = pair_centre[b], H[context[b]]
+            gp[b], y[b], e[b] = g[i], yc[i], ec[i]
             count[n] += t(1.0)
             gn = g_f[n]
             for j in range(gn.shape[0]):
-                gn[j] += g * hv[j]
+                gn[j] += g[i] * hv[j]
+
+
+def _positives_loss(y, e):  # pragma: no cover - compiled
+    """Step 2's loss: :func:`_log1p_sum` of each ``_CHUNK`` pairs in the batch's order, summed in that order."""
+    loss = 0.0
+    for lo in range(0, y.shape[0], _CHUNK):
+        hi = min(lo + _CHUNK, y.shape[0])
+        loss += _log1p_sum(y[lo:hi], e[lo:hi])
     return loss
 
 
-def _negatives_of(n, f, hn, q, weight, g_f, G, train_h, y, e):  # pragma: no cover - compiled
-    """Step 3 for token ``n`` whose logits ``q`` (k,) are computed: loss, ``g_f[n]``, ``G``."""
-    loss = _logistic(q, False, weight, q, y, e)  # q becomes gamma
-    fn, gn = f[n], g_f[n]
-    for i in range(q.shape[0]):
-        gi, hi = q[i], hn[i]
-        for j in range(gn.shape[0]):
-            gn[j] += gi * hi[j]
-        if train_h:
-            Gi = G[i]
-            for j in range(gn.shape[0]):
-                Gi[j] += gi * fn[j]
-    return loss
-
-
-def _outer4(f, hn, gam, n0, g_f, G, train_h):  # pragma: no cover - compiled
-    """``g_f[n0 + r] += gam[r] @ hn`` and ``G += gam.T @ f[n0:n0 + 4]`` for the four tokens ``n0 .. n0 + 3``,
-    four negatives per pass over a row of ``g_f`` (four products per load and store)."""
+def _outer4(hn, gam, n0, g_f):  # pragma: no cover - compiled
+    """``g_f[n0 + r] += gam[r] @ hn`` for the four tokens ``n0 .. n0 + 3``, four negatives per pass over a row of
+    ``g_f`` (four products per load and store)."""
     k, k4 = hn.shape[0], hn.shape[0] - hn.shape[0] % 4
     for r in range(4):
         gn = g_f[n0 + r]
@@ -172,26 +196,17 @@ def _outer4(f, hn, gam, n0, g_f, G, train_h):  # pragma: no cover - compiled
             c, h = gam[r, i], hn[i]
             for j in range(gn.shape[0]):
                 gn[j] += c * h[j]
-    if train_h:
-        f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
-        for i in range(k):
-            Gi, c0, c1, c2, c3 = G[i], gam[0, i], gam[1, i], gam[2, i], gam[3, i]
-            for j in range(Gi.shape[0]):
-                Gi[j] += c0 * f0[j] + c1 * f1[j] + c2 * f2[j] + c3 * f3[j]
 
 
-def _negatives(f, H, negatives, count, weight, g_f, G, train_h):  # pragma: no cover - compiled
-    """Step 3: the shared negatives' loss, :math:`\\partial L/\\partial f` into ``g_f``, :math:`G` into ``G``;
+def _negative_logistic(f, hn, count, weight, g_f, gam, token_loss, lo, hi):  # pragma: no cover - compiled
+    """Step 3 for the tokens ``lo .. hi - 1`` (``lo`` a multiple of 4): :math:`\\gamma_{n\\cdot}` into ``gam``
+    (N, k), each token's loss into ``token_loss`` (float64, (N,)), :math:`\\partial L/\\partial f` into ``g_f``;
     the logits of four tokens at a time (each negative's row read once for the four)."""
-    k, D, N = negatives.shape[0], f.shape[1], f.shape[0]
+    k, D, N = hn.shape[0], f.shape[1], f.shape[0]
     t = f.dtype.type
-    hn = np.empty((k, D), f.dtype)
-    for i in range(k):  # element by element: an array assignment compiles a shape check with its message (seconds)
-        for j in range(D):
-            hn[i, j] = H[negatives[i], j]
-    q, y, e = np.empty((4, k), f.dtype), np.empty(k), np.empty(k)
-    loss = 0.0
-    for n0 in range(0, N - N % 4, 4):
+    y, e = np.empty(k), np.empty(k)
+    top = min(hi, N - N % 4)
+    for n0 in range(lo, top, 4):
         f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
         for i in range(k):
             h = hn[i]
@@ -201,27 +216,52 @@ def _negatives(f, H, negatives, count, weight, g_f, G, train_h):  # pragma: no c
                 a1 += f1[j] * h[j]
                 a2 += f2[j] * h[j]
                 a3 += f3[j] * h[j]
-            q[0, i], q[1, i], q[2, i], q[3, i] = a0, a1, a2, a3
+            gam[n0, i], gam[n0 + 1, i], gam[n0 + 2, i], gam[n0 + 3, i] = a0, a1, a2, a3
         for r in range(4):
-            loss += _logistic(q[r], False, count[n0 + r] / t(k) * weight, q[r], y, e)  # q becomes gamma
-        _outer4(f, hn, q, n0, g_f, G, train_h)
-    for n in range(N - N % 4, N):
+            q = gam[n0 + r]
+            token_loss[n0 + r] = _logistic(q, False, count[n0 + r] / t(k) * weight, q, y, e)  # q becomes gamma
+        _outer4(hn, gam[n0:n0 + 4], n0, g_f)
+    for n in range(max(lo, top), hi):  # the last N % 4 tokens, one at a time
+        q, gn = gam[n], g_f[n]
         for i in range(k):
-            q[0, i] = _dot(f[n], hn[i])
-        loss += _negatives_of(n, f, hn, q[0], count[n] / t(k) * weight, g_f, G, train_h, y, e)
-    return loss
+            q[i] = _dot(f[n], hn[i])
+        token_loss[n] = _logistic(q, False, count[n] / t(k) * weight, q, y, e)
+        for i in range(k):
+            gi, hi_ = q[i], hn[i]
+            for j in range(gn.shape[0]):
+                gn[j] += gi * hi_[j]
 
 
-def _compass(H, f, negatives, G, pair_centre, context, gp, lr):  # pragma: no cover - compiled
-    """Step 4: the negatives' compass rows, then the positives' pair after pair."""
+def _negative_compass_grad(f, gam, Gi, i):  # pragma: no cover - compiled
+    """Step 3's :math:`G_i = \\sum_n \\gamma_{ni} f_n` into ``Gi`` ((D,), zeros), the tokens four at a time in their
+    order (summed as when the tokens' steps ran one after another)."""
+    N = f.shape[0]
+    N4 = N - N % 4
+    for n0 in range(0, N4, 4):
+        f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
+        c0, c1, c2, c3 = gam[n0, i], gam[n0 + 1, i], gam[n0 + 2, i], gam[n0 + 3, i]
+        for j in range(Gi.shape[0]):
+            Gi[j] += c0 * f0[j] + c1 * f1[j] + c2 * f2[j] + c3 * f3[j]
+    for n in range(N4, N):
+        gi, fn = gam[n, i], f[n]
+        for j in range(Gi.shape[0]):
+            Gi[j] += gi * fn[j]
+
+
+def _compass(H, f, negatives, gam, G, pair_centre, context, gp, lr, part, parts):  # pragma: no cover - compiled
+    """Step 4 for the compass rows ``v`` with ``v % parts == part``: the negatives' (:math:`G_i` first), in their
+    order, then the positives' pair after pair; each row takes its steps in the order of the whole step's."""
     for i in range(negatives.shape[0]):
-        hv, Gi = H[negatives[i]], G[i]
-        for j in range(hv.shape[0]):
-            hv[j] += Gi[j] * -lr
+        if negatives[i] % parts == part:
+            hv, Gi = H[negatives[i]], G[i]
+            _negative_compass_grad(f, gam, Gi, i)
+            for j in range(hv.shape[0]):
+                hv[j] += Gi[j] * -lr
     for b in range(context.shape[0]):
-        fn, hv, st = f[pair_centre[b]], H[context[b]], gp[b] * -lr
-        for j in range(hv.shape[0]):
-            hv[j] += st * fn[j]
+        if context[b] % parts == part:
+            fn, hv, st = f[pair_centre[b]], H[context[b]], gp[b] * -lr
+            for j in range(hv.shape[0]):
+                hv[j] += st * fn[j]
 
 
 def _token_sums(gn, m, sc, dc, tau, half, A, acc):  # pragma: no cover - compiled
@@ -310,22 +350,44 @@ def _project(tabs, u, nums):  # pragma: no cover - compiled
             tabs[i][u, 0] = hi
 
 
-def _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
-                 acc):  # pragma: no cover - compiled
-    """Steps 5-7 word by word (tokens grouped by word: ``order`` sorts ``words``, stably): the sums over the
-    word's tokens, all taken at its rows before the step, then its rows' steps, then the projection; every
-    other word's rows are apart, so this is the torch ops' gather, steps and ``index_add_``, with each row read
-    and written while cached."""
-    N, lo = words.shape[0], 0
-    while lo < N:
-        u, hi = words[order[lo]], lo + 1
-        while hi < N and words[order[hi]] == u:
-            hi += 1
-        dc_, dl, st = _word_sums(tabs, u, order[lo:hi], tau, sig, g_f, row_mult, rough, nums, flags, trig, acc)
+def _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig, lo,
+                 hi):  # pragma: no cover - compiled
+    """Steps 5-7 word by word for the sorted tokens ``order[lo:hi]`` (``lo``, ``hi`` where a word's tokens start:
+    ``order`` sorts ``words``, stably): the sums over the word's tokens, all taken at its rows before the step,
+    then its rows' steps, then the projection; every other word's rows are apart, so this is the torch ops'
+    gather, steps and ``index_add_``, with each row read and written while cached."""
+    acc = np.empty((5, g_f.shape[1]), g_f.dtype)
+    while lo < hi:
+        u, end = words[order[lo]], lo + 1
+        while end < hi and words[order[end]] == u:
+            end += 1
+        dc_, dl, st = _word_sums(tabs, u, order[lo:end], tau, sig, g_f, row_mult, rough, nums, flags, trig, acc)
         _add_steps(tabs, u, acc, dc_, dl, st, nums, flags, factors, present)
         if flags[2]:
             _project(tabs, u, nums)
-        lo = hi
+        lo = end
+
+
+def _cuts(n, parts, multiple):  # pragma: no cover - compiled
+    """``parts + 1`` bounds that cut ``0 .. n`` into ``parts`` ranges of about equal size, each inner bound a
+    multiple of ``multiple``: part ``p`` is ``cut[p] .. cut[p + 1] - 1``."""
+    cut = np.empty(parts + 1, np.int64)
+    for p in range(parts + 1):
+        cut[p] = min(n, (n * p // parts) // multiple * multiple)
+    cut[parts] = n
+    return cut
+
+
+def _word_cuts(words, order, parts):  # pragma: no cover - compiled
+    """``_cuts`` of the sorted tokens ``order``, each inner bound moved forward to where a word's tokens start."""
+    N = words.shape[0]
+    cut = _cuts(N, parts, 1)
+    for p in range(1, parts):
+        c = max(cut[p], cut[p - 1])
+        while 0 < c < N and words[order[c]] == words[order[c - 1]]:
+            c += 1
+        cut[p] = c
+    return cut
 
 
 def _first_bad_ids(words, pair_centre, context, negatives, V):  # pragma: no cover - compiled
@@ -337,13 +399,25 @@ def _first_bad_ids(words, pair_centre, context, negatives, V):  # pragma: no cov
     return 0
 
 
+def _gather(H, negatives):  # pragma: no cover - compiled
+    """The negatives' compass rows, (k, D)."""
+    k, D = negatives.shape[0], H.shape[1]
+    hn = np.empty((k, D), H.dtype)
+    for i in range(k):  # element by element: an array assignment compiles a shape check with its message (seconds)
+        for j in range(D):
+            hn[i, j] = H[negatives[i], j]
+    return hn
+
+
 def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, flags, row_mult, rough, factors,
-          present):  # pragma: no cover - compiled
+          present, parts):  # pragma: no cover - compiled
     """The whole step (:mod:`qpnlp.word2fun.fused_step`'s docstring): ``(summed loss (float64), 0)``, or
     ``(0, i)`` with nothing written when the ``i``-th id array of ``_first_bad_ids`` has an id outside its table.
 
     ``order``: the permutation that sorts ``words`` stably (int64, (N,)).  ``flags``: per-word frequencies (III,
-    IV), phases (IV), logistic step, polynomial sines (float32), train the compass, roughness steps.
+    IV), phases (IV), logistic step, polynomial sines (float32), train the compass, roughness steps.  ``parts``:
+    each stage is cut into this many parts (``prange``: in parallel where compiled so), which write apart and
+    each compute what the whole stage would, in the same order: the result does not depend on ``parts``.
     """
     bad = _first_bad_ids(words, pair_centre, context, negatives, H.shape[0])
     if bad:
@@ -353,22 +427,32 @@ def _step(tabs, H, words, order, times, pair_centre, context, negatives, nums, f
     tau = np.empty(N, dt)
     for n in range(N):
         tau[n] = (times[n] - nums[_START]) / nums[_WIDTH] * nums[_SCALE]
-    f, sig, trig, a = np.empty((N, D), dt), np.zeros(N, dt), np.empty((2, N, D), dt), np.empty(D, dt)
-    _forward(tabs, words, tau, flags, nums, f, sig, trig, a)
-    g_f, gp, count, G = np.zeros((N, D), dt), np.empty(B, dt), np.zeros(N, dt), np.zeros((k, D), dt)
-    loss = _positives(f, H, pair_centre, context, g_f, gp, count)
-    loss += _negatives(f, H, negatives, count, nums[_NEG_WEIGHT], g_f, G, flags[4])
-    if flags[4]:
-        _compass(H, f, negatives, G, pair_centre, context, gp, nums[_LR])
-    _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
-                 np.empty((5, D), dt))
-    return loss, 0
+    f, sig, trig = np.empty((N, D), dt), np.zeros(N, dt), np.empty((2, N, D), dt)
+    tokens, gp, y, e = _cuts(N, parts, 4), np.empty(B, dt), np.empty(B), np.empty(B)
+    g_f, count, gam, token_loss, hn = np.zeros((N, D), dt), np.zeros(N, dt), np.empty((N, k), dt), np.empty(N), \
+        _gather(H, negatives)
+    for p in prange(parts):  # steps 1-3 of the part's tokens and of their pairs
+        lo, hi = tokens[p], tokens[p + 1]
+        _forward(tabs, words, tau, flags, nums, f, sig, trig, lo, hi)
+        _pair_steps(f, H, pair_centre, context, gp, y, e, g_f, count, lo, hi)
+        _negative_logistic(f, hn, count, nums[_NEG_WEIGHT], g_f, gam, token_loss, lo, hi)
+    G, rows_at = np.zeros((k, D), dt), _word_cuts(words, order, parts)
+    for p in prange(parts):  # step 4 for the part's compass rows, steps 5-7 for its words
+        if flags[4]:
+            _compass(H, f, negatives, gam, G, pair_centre, context, gp, nums[_LR], p, parts)
+        _update_rows(tabs, words, order, tau, sig, g_f, row_mult, rough, nums, flags, factors, present, trig,
+                     rows_at[p], rows_at[p + 1])
+    loss, neg = _positives_loss(y, e), 0.0
+    for n in range(N):
+        neg += token_loss[n]
+    return loss + neg, 0
 
 
 def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives, lrs, nums, flags, row_mult,
-         rough, factors, present, base, total):  # pragma: no cover - compiled
-    """The batches of a run, one ``_step`` each: ``(total + their losses, -1)``, or, when batch ``i``'s ids do not
-    fit their tables, ``(total + the losses before it, i)`` with batch ``i`` not applied.
+         rough, factors, present, base, total, parts):  # pragma: no cover - compiled
+    """The batches of a run, one ``_step`` each (its stages cut into ``parts``): ``(total + their losses, -1)``,
+    or, when batch ``i``'s ids do not fit their tables, ``(total + the losses before it, i)`` with batch ``i`` not
+    applied.
 
     Token arrays (``words``, ``order``, ``times``, ``row_mult``, ``rough``) cover the run's tokens; batch ``i``'s
     are ``rows[i, 0]:rows[i, 1]`` of them (``row_mult``, ``rough`` of one value: that value for every token); its
@@ -385,7 +469,7 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
         rm = row_mult if row_mult.shape[0] == 1 else row_mult[r0:r1]
         rg = rough if rough.shape[0] == 1 else rough[r0:r1]
         loss, bad = _step(tabs, H, words[r0:r1], order[r0:r1], times[r0:r1], pc, context[p0:p1], negatives[i],
-                          nums, flags, rm, rg, factors, present)
+                          nums, flags, rm, rg, factors, present, parts)
         if bad:
             return total, i
         total += float(t(loss))  # the batch's loss in the model's dtype, as the loop adds it
@@ -397,20 +481,24 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
 #: (``_step`` and its helpers) are inlined into ``_run``; ``_sincos`` and ``_exp_minus_abs``, IEEE operation for
 #: operation, are compiled on their own (a copy optimised again rounds the same).
 _HELPERS = {name: _FASTMATH for name in (
-    "_step", "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_positives",
-    "_negatives_of", "_outer4", "_negatives", "_compass", "_token_sums", "_word_sums", "_add_harmonics", "_add_steps",
-    "_project", "_update_rows", "_first_bad_ids")}
+    "_step", "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_log1p_sum",
+    "_pair_steps", "_positives_loss", "_outer4", "_negative_logistic", "_negative_compass_grad", "_compass",
+    "_token_sums", "_word_sums", "_add_harmonics", "_add_steps", "_project", "_update_rows", "_cuts", "_word_cuts",
+    "_first_bad_ids", "_gather")}
 _HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
 _PYTHON = {name: globals()[name] for name in _HELPERS}  # the helpers as written (the names get rebound)
 
 
 @functools.cache
-def _kernel():
-    """``_run`` compiled (on first use; cached on disk) with ``_step`` and its fast-math helpers inlined
+def _kernel(parallel: bool = False):
+    """``_run`` compiled (on first use; cached on disk), its parts in threads with ``parallel`` (the module
+    docstring), with ``_step`` and its fast-math helpers inlined
     (``qpnlp._numba.jit`` with ``inline``): one function, so that a process that compiles it and one that loads it
     from the cache run the same machine code (compiled apart, each helper's copy linked into the step was optimised
     again there, and processes bound calls to different copies: their losses differed in the last bits)."""
-    return _numba.jit_calling(_run, _dispatchers(), _FASTMATH)
+    import numba
+
+    return _numba.jit_calling(_run, {**_dispatchers(), "prange": numba.prange}, _FASTMATH, parallel)
 
 
 def _dispatchers() -> dict:

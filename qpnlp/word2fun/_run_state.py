@@ -58,7 +58,7 @@ from qpnlp.word2fun.loop import TrainStats, negative_seeds
 #: uninterrupted one would: the learning rate decays over ``epochs`` and ``chunk_tokens`` tokens are shuffled
 #: together.
 RESUMABLE_CHANGES = frozenset({"epochs", "workers", "parallel", "device", "chunk_tokens", "sync_every",
-                               "replica_sync_every"})
+                               "replica_sync_every", "step_threads"})
 #: The :class:`~qpnlp.word2fun.config.TrainConfig` fields whose None stands for the model's default, resolved by
 #: :func:`~qpnlp.word2fun.train.fit` (:func:`~qpnlp.word2fun.loop.resolved_defaults`).
 RESOLVED_DEFAULTS = ("roughness_penalty", "step_centre_lr")

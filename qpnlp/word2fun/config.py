@@ -185,6 +185,10 @@ class TrainConfig:
     replica_sync_every : int, default 32
         With ``parallel="replicas"``: the batches each replica trains between two merges of their updates (in a
         distributed run, within each process's ``sync_every`` batches).
+    step_threads : int, default 0
+        Threads of each worker's compiled step (its stages cut into as many parts, :mod:`~qpnlp.word2fun.fused_step`):
+        the same updates bit for bit whatever their number. 0: :func:`step_threads`, torch's thread count when
+        training starts (``torch.set_num_threads``, ``OMP_NUM_THREADS``) for one worker, 1 for several.
     """
 
     epochs: int = 7
@@ -208,6 +212,7 @@ class TrainConfig:
     step_centre_lr: float | None = None
     parallel: str = "hogwild"
     replica_sync_every: int = 32
+    step_threads: int = 0
 
     def __post_init__(self) -> None:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
@@ -240,6 +245,17 @@ class TrainConfig:
             raise ValueError(f"roughness_power and rare_lr_power must be finite; got {self.roughness_power}, "
                              f"{self.rare_lr_power}")
         check_seed(self.seed)            # [0, 2**32); 2**64 and more failed in torch once the corpus was read
+        if not (is_integer(self.step_threads) and self.step_threads >= 0):
+            raise ValueError(f"step_threads must be an integer >= 0 (0: step_threads()); got {self.step_threads!r}")
+
+
+def step_threads(cfg: TrainConfig) -> int:
+    """The threads of each worker's compiled step: ``cfg.step_threads``, or for 0 ``torch.get_num_threads()`` with
+    one worker (what the user gives torch: the cores, ``OMP_NUM_THREADS``, a CLI's ``--threads``; one per process
+    under ``torchrun`` and ``--processes``) and 1 with several (each worker takes a core)."""
+    if cfg.step_threads:
+        return int(cfg.step_threads)
+    return torch.get_num_threads() if cfg.workers == 1 else 1
 
 
 def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> TrainConfig:

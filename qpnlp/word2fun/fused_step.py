@@ -65,6 +65,9 @@ per pair, tensors not on the CPU, not float32/float64 or not contiguous, numba m
 
 from __future__ import annotations
 
+import time
+import weakref
+
 import numpy as np
 import torch
 
@@ -72,10 +75,15 @@ from qpnlp import _numba
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun._fused_kernel import _kernel
+from qpnlp.word2fun._kernel_choice import KernelChoice
 from qpnlp.word2fun.model import Word2Fun
 from qpnlp.word2fun.step_sizes import STEP_CENTRE_LR, row_step_scales, step_bounds, table_lr_factor
 
 __all__ = ["ENABLED", "FAMILIES", "FusedStep", "accepts", "fused_sgd_step", "takes_model"]
+
+#: Each model's choice of kernel (:class:`~qpnlp.word2fun._kernel_choice.KernelChoice`), kept from one
+#: :class:`FusedStep` of the model to the next (a training builds one per epoch).
+_CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: Whether :func:`accepts` may take the step (tests set it False to compare with the torch ops and pair loop).
 ENABLED = True
@@ -171,9 +179,16 @@ class FusedStep:
         Weight :math:`c` of the negative term, as in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`.
     centre_lr : float, default STEP_CENTRE_LR
         Step multiplier of the logistic steps' centres (:func:`~qpnlp.word2fun.step_sizes.table_lr_factor`).
+    threads : int, default 1
+        The kernel's threads (at most numba's, ``NUMBA_NUM_THREADS``): each stage of a step is cut into as many
+        parts, run in parallel, that write apart and compute every number as one part would, in the same order
+        (``qpnlp.word2fun._fused_kernel``): the same updates, bit for bit, whatever the number. With more than
+        one, each run of batches takes the kernel of one thread or the one of several, whichever is faster at
+        the time (``qpnlp.word2fun._kernel_choice``: beside busy processes the threads can be much slower).
     """
 
-    def __init__(self, model: Word2Fun, negative_weight: float = 1.0, centre_lr: float = STEP_CENTRE_LR):
+    def __init__(self, model: Word2Fun, negative_weight: float = 1.0, centre_lr: float = STEP_CENTRE_LR,
+                 threads: int = 1):
         if not takes_model(model):
             raise ValueError("the fused step needs numba, family II, III or IV and contiguous CPU tables of one "
                              f"float dtype (fused_step.takes_model); got family {model.family!r}")
@@ -191,7 +206,10 @@ class FusedStep:
         self.nums = np.array([0.0, ts.start, ts.end - ts.start, S, negative_weight, c_lo, c_hi, l_lo, l_hi], np_dtype)
         self.flags = (model.family != "II", model.family == "IV", model.logistic, H.dtype == torch.float32,
                       not model.freeze_compass)
+        self.threads = _numba.threads_at_most(threads)
         self.kernel = _kernel()
+        self.parallel_kernel = _kernel(parallel=True) if self.threads > 1 else None
+        self.choice = _CHOICES.setdefault(model, KernelChoice()) if self.threads > 1 else None
 
     def compile(self) -> None:
         """Compile the kernel for the argument types of this step's calls and runs (one kernel,
@@ -206,13 +224,15 @@ class FusedStep:
         ids, values, ranges = np.empty(0, np.int64), np.empty(0, self.H.dtype), np.empty((0, 2), np.int64)
         args = self._kernel_args(ids, ids, values, ids, ids, ranges, ranges, ranges, values, False, values, values,
                                  0, 0.0)
-        self.kernel.compile(tuple(numba.typeof(a) for a in args))
+        for kernel in filter(None, (self.kernel, self.parallel_kernel)):
+            kernel.compile(tuple(numba.typeof(a) for a in args))
 
     def _kernel_args(self, words, order, times, pair_row, context, rows, pairs, negatives, lrs, smooth, row_mult,
                      rough, base, total) -> tuple:
         """The kernel's arguments in ``_run``'s order: the batches' arrays with what this step holds."""
         return (self.tabs, self.H, words, order, times, pair_row, context, rows, pairs, negatives, lrs,
-                self.nums.copy(), self.flags + (smooth,), row_mult, rough, self.factors, self.present, base, total)
+                self.nums.copy(), self.flags + (smooth,), row_mult, rough, self.factors, self.present, base, total,
+                self.threads)
 
     def run_batches(self, words: np.ndarray, order: np.ndarray, times: np.ndarray, pair_row: np.ndarray,
                     context: np.ndarray, rows: np.ndarray, pairs: np.ndarray, negatives: np.ndarray,
@@ -245,8 +265,32 @@ class FusedStep:
         total : float
             The running sum the losses are added to.
         """
-        return self.kernel(*self._kernel_args(words, order, times, pair_row, context, rows, pairs, negatives, lrs,
-                                              smooth, row_mult, rough, base, total))
+        run = (words, order, times, pair_row, context)
+        if self.choice is None:
+            return self.kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base,
+                                                  total))
+        which, trial = self.choice.pick()
+        n = 1 if trial else rows.shape[0]           # a trial of the other kernel: on the run's first batch
+        total, bad = self._timed(which, trial, run, rows[:n], pairs[:n], negatives[:n], lrs[:n], smooth, row_mult,
+                                 rough, base, total)
+        if bad >= 0 or n == rows.shape[0]:
+            return total, bad
+        total, bad = self._timed(self.choice.best, False, run, rows[n:], pairs[n:], negatives[n:], lrs[n:], smooth,
+                                 row_mult, rough, base, total)
+        return total, bad + n if bad >= 0 else bad
+
+    def _timed(self, which: int, trial: bool, run: tuple, rows, pairs, negatives, lrs, smooth, row_mult, rough,
+               base, total) -> tuple[float, int]:
+        """The kernel ``which`` (0: one thread, 1: :attr:`threads`) on these batches, timed for :attr:`choice`."""
+        import numba
+
+        kernel = self.parallel_kernel if which else self.kernel
+        if which:
+            numba.set_num_threads(self.threads)
+        t0 = time.perf_counter()
+        out = kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base, total))
+        self.choice.record(which, time.perf_counter() - t0, int(pairs[-1, 1] - pairs[0, 0]), trial)
+        return out
 
     def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
                  negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor = 0.0,

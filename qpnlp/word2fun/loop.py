@@ -28,7 +28,8 @@ float64 tensor on the model's device (float32 on MPS; ``_loss_sum``), and read o
 host once per epoch, for its mean loss and the divergence check: no step waits for the
 device to tell it its loss.
 
-**Threads.**  On the CPU every worker runs with one torch (OpenMP) thread:
+**Threads.**  On the CPU every worker runs with one torch (OpenMP) thread
+(and its compiled step with ``TrainConfig.step_threads``, the same updates on any number):
 intra-op threads of tiny operations only add barriers, and when the machine
 is shared a descheduled OpenMP thread leaves the others spinning at every
 operation (the collapse under load); the count is put back after the training
@@ -39,9 +40,9 @@ training, from a copy of the pair generator whose state the caller's generator
 takes at each epoch's end (``_one_epoch``; a checkpoint saves it): the
 same batches in the same order as drawn in the training thread, so one worker
 trains as deterministically as before, while the draws (about a tenth of its
-time) run on another core.  ``workers`` > 1 trains with that many hogwild
-threads fed by that stream or, with ``parallel="replicas"``, with as many
-threads on copies of the model that train their parts of each segment of
+time) run on another core; its compiled step in ``step_threads`` threads.
+``workers`` > 1 trains with that many hogwild threads fed by that stream or,
+with ``parallel="replicas"``, with as many threads on copies of the model that train their parts of each segment of
 the stream and merge their updates (``qpnlp.word2fun._replicas``): the same
 model in every run.
 
@@ -69,7 +70,7 @@ from qpnlp.data.skipgram import CentreRun, NegativeSampler, iter_centre_runs, ke
 from qpnlp.word2fun._hogwild import prefetch, run_workers
 from qpnlp.word2fun._replicas import Replicas
 from qpnlp.word2fun._segments import Segments, split_runs
-from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, word_weights
+from qpnlp.word2fun.config import TrainConfig, check_penalty_family, resolve_penalty, step_threads, word_weights
 from qpnlp.word2fun.distributed import fail_together
 from qpnlp.word2fun.fused_runs import learning_rates, run_steps
 from qpnlp.word2fun.fused_step import FusedStep
@@ -401,7 +402,7 @@ def _run_step(model, cfg: TrainConfig):
     """The step of ``cfg``'s batches (:func:`~qpnlp.word2fun.sgd.batch_step`, the centre's step size defaulting to
     :data:`~qpnlp.word2fun.step_sizes.STEP_CENTRE_LR`)."""
     centre_lr = STEP_CENTRE_LR if cfg.step_centre_lr is None else cfg.step_centre_lr
-    return batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr)
+    return batch_step(model, cfg.shared_negatives, cfg.negative_weight, centre_lr, cfg.step_threads)
 
 
 def _compile_step(model, cfg: TrainConfig) -> float:
@@ -430,7 +431,7 @@ def _resolved_config(config: TrainConfig, model) -> TrainConfig:
     sinusoidal family: refused for the others."""
     cfg = resolved_defaults(config, model.family, model.logistic)
     check_penalty_family(cfg, model.family)
-    return cfg
+    return replace(cfg, step_threads=step_threads(cfg))   # torch's count now: the loop runs with one
 
 
 def _check_frozen(model) -> None:

@@ -302,7 +302,7 @@ def centre_sgd_step(
 
 
 def batch_step(model: Word2Fun, shared_negatives: bool, negative_weight: float = 1.0,
-               centre_lr: float = STEP_CENTRE_LR):
+               centre_lr: float = STEP_CENTRE_LR, threads: int = 1):
     """:func:`centre_sgd_step_tensor` for the batches of one training run, ``step(words, times, pair_centre,
     context, negatives, lr, roughness_penalty, row_lr) -> loss``, with ``model``, ``negative_weight`` and
     ``centre_lr`` bound.
@@ -322,9 +322,12 @@ def batch_step(model: Word2Fun, shared_negatives: bool, negative_weight: float =
         False: per pair, ``(B, k)``, and the torch ops.
     negative_weight, centre_lr : see centre_sgd_step_tensor
         As in :func:`centre_sgd_step_tensor`, with its defaults.
+    threads : int, default 1
+        Threads of the compiled step (:class:`~qpnlp.word2fun.fused_step.FusedStep`; the same updates whatever
+        their number); the torch ops take torch's.
     """
     if shared_negatives and fused_step.takes_model(model):
-        return fused_step.FusedStep(model, negative_weight, centre_lr)
+        return fused_step.FusedStep(model, negative_weight, centre_lr, threads)
 
     def step(words, times, pair_centre, context, negatives, lr, roughness_penalty=0.0, row_lr=None):
         return centre_sgd_step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,

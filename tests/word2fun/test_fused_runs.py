@@ -271,3 +271,43 @@ def test_run_steps_refuses_learning_rates_that_do_not_match_the_batches(make):
         fused_runs.run_steps(step, run, sampler, gen, K, [0.1] * (len(run) - 1), (None, None, 0.0), 0.0)
     with pytest.raises(ValueError, match="negatives >= 1"):
         fused_runs.run_steps(step, run, sampler, gen, 0, [0.1] * len(run), (None, None, 0.0), 0.0)
+
+
+@pytest.mark.parametrize("picks", [[(1, False)], [(0, True), (1, False)], [(1, True), (0, False), (0, True)]],
+                         ids=["threads", "trials of one thread", "trials of threads"])
+@pytest.mark.parametrize("family, dtype", [("IV", torch.float32), ("II", torch.float64)])
+def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, picks, family, dtype):
+    """A step of two threads runs each run on the kernel its KernelChoice picks, a trial on the run's first batch
+    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread."""
+    from qpnlp.word2fun import _kernel_choice
+
+    runs, weights = _runs(batch_size=40), _weights(CASES[1])
+    want_model, want = _train(runs, make, family, dtype, weights, True)
+    cycle = iter(picks * len(runs))
+    monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: next(cycle))
+    real = fused_step.FusedStep.__init__
+    monkeypatch.setattr(fused_step.FusedStep, "__init__", lambda self, m, w=1.0: real(self, m, w, threads=2))
+    got_model, got = _train(runs, make, family, dtype, weights, True)
+    assert got == want
+    for (name, p), q in zip(got_model.named_parameters(), want_model.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_bad_ids_stop_a_run_split_for_a_trial_at_their_batch(make, monkeypatch):
+    """A trial runs the first batch alone: bad ids in the second batch are still named, nothing after trained."""
+    from qpnlp.word2fun import _kernel_choice
+
+    monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: (0, True))
+    run = _runs()[0]
+    context = run.context.clone()
+    context[run.pairs[1, 0]] = V
+    bad = CentreRun(run.words, run.time, run.pair_row, context, run.rows, run.pairs, run.progress)
+    sampler, weights = NegativeSampler(np.ones(V)), (None, None, 0.01)
+    m, ref = _model(make, "IV", torch.float32), _model(make, "IV", torch.float32)
+    with pytest.raises(IndexError, match=r"context word ids must lie in \[0, 40\)"):
+        fused_runs.run_steps(fused_step.FusedStep(m, threads=2), bad, sampler, torch.Generator().manual_seed(1), K,
+                             [0.1] * len(run), weights, 0.0)
+    _one_by_one(fused_step.FusedStep(ref), run.split(1)[0], sampler, torch.Generator().manual_seed(1), [0.1],
+                weights, 0.0)
+    for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+        assert torch.equal(p, q), name

@@ -351,3 +351,47 @@ def test_fuzzed_batches_step_as_in_torch_ops(make, data):
     tol = TOL[dtype]
     assert float(got[0][0]) == pytest.approx(float(want[0][0]), rel=10 * tol, abs=tol)
     _assert_parameters_agree(got[1], want[1], _model(make, **kw), tol)
+
+
+@pytest.mark.parametrize("family, dtype, frozen", [("IV", torch.float32, False), ("IV", torch.float64, True),
+                                                   ("II", torch.float64, False), ("III", torch.float32, False)])
+def test_the_step_in_threads_makes_the_same_updates_bit_for_bit(make, family, dtype, frozen):
+    """The step's stages cut into 2, 3 or 7 parts (threads) compute each number as in one: the same losses and
+    parameters, bit for bit. Batches of more pairs than one chunk of the positives' logistic, negatives not a
+    multiple of the parts, tokens not a multiple of 4, and a batch of fewer tokens than parts."""
+    batches = _batches(V=40, N=37, B=600, k=9, steps=3, rough="tensor") + _batches(V=40, N=3, B=5, k=2, steps=1)
+    runs = []
+    for threads in (1, 2, 3, 7):
+        model = _model(make, family=family, dtype=dtype, frozen=frozen, V=40, D=10)
+        step = fused_step.FusedStep(model, 1.5, 0.05, threads=threads)
+        assert step.threads == min(threads, _numba_threads())
+        losses = [float(step(w, t, pc, ctx, neg, 0.05, lam, rl)) for w, t, pc, ctx, neg, lam, rl in batches]
+        runs.append((losses, [p.detach().clone() for p in model.parameters()]))
+    for losses, params in runs[1:]:
+        assert losses == runs[0][0]
+        assert all(torch.equal(p, q) for p, q in zip(params, runs[0][1]))
+    assert any(not torch.equal(p, q.detach()) for p, q in zip(runs[0][1], _model(make, family=family, dtype=dtype,
+                                                                                  V=40, D=10).parameters()))
+
+
+def _numba_threads() -> int:
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS
+
+
+def test_fit_gives_its_one_worker_the_threads_torch_has():
+    """step_threads 0: torch's thread count when training starts for one worker, one for each of several."""
+    from qpnlp.word2fun.config import step_threads
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert step_threads(TrainConfig()) == 2
+        assert step_threads(TrainConfig(workers=2)) == 1
+        assert step_threads(TrainConfig(workers=2, step_threads=3)) == 3
+    finally:
+        torch.set_num_threads(before)
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="step_threads"):
+            TrainConfig(step_threads=bad)

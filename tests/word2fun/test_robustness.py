@@ -115,7 +115,7 @@ def test_the_command_takes_its_defaults_from_the_library():
     fk = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
     for name in ("epochs", "batch_size", "lr", "negatives", "shared_negatives", "window", "sample", "workers",
                  "roughness_penalty", "roughness_power", "rare_lr_power", "rare_lr_max", "frequency_reference",
-                 "chunk_tokens", "sync_every", "seed", "device", "negative_weight"):
+                 "chunk_tokens", "sync_every", "seed", "device", "negative_weight", "step_threads"):
         assert getattr(args, name) == cfg[name], name
     for name in ("family", "dim", "time_scale", "frequency_init", "min_count", "compass", "compass_epochs"):
         assert getattr(args, name) == fk[name], name
