@@ -275,10 +275,12 @@ def test_run_steps_refuses_learning_rates_that_do_not_match_the_batches(make):
 
 @pytest.mark.parametrize("picks", [[(1, False)], [(0, True), (1, False)], [(1, True), (0, False), (0, True)]],
                          ids=["threads", "trials of one thread", "trials of threads"])
-@pytest.mark.parametrize("family, dtype", [("IV", torch.float32), ("II", torch.float64)])
-def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, picks, family, dtype):
+@pytest.mark.parametrize("family", ["IV", "II"])
+def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, picks, family):
     """A step of two threads runs each run on the kernel its KernelChoice picks, a trial on the run's first batch
-    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread."""
+    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread (float32, fit's
+    dtype: each dtype compiles the threaded kernel again)."""
+    dtype = torch.float32
     from qpnlp.word2fun import _kernel_choice
 
     runs, weights = _runs(batch_size=40), _weights(CASES[1])

@@ -353,12 +353,13 @@ def test_fuzzed_batches_step_as_in_torch_ops(make, data):
     _assert_parameters_agree(got[1], want[1], _model(make, **kw), tol)
 
 
-@pytest.mark.parametrize("family, dtype, frozen", [("IV", torch.float32, False), ("IV", torch.float64, True),
-                                                   ("II", torch.float64, False), ("III", torch.float32, False)])
-def test_the_step_in_threads_makes_the_same_updates_bit_for_bit(make, family, dtype, frozen):
+@pytest.mark.parametrize("family, frozen", [("IV", False), ("IV", True), ("II", False), ("III", False)])
+def test_the_step_in_threads_makes_the_same_updates_bit_for_bit(make, family, frozen):
     """The step's stages cut into 2, 3 or 7 parts (threads) compute each number as in one: the same losses and
     parameters, bit for bit. Batches of more pairs than one chunk of the positives' logistic, negatives not a
-    multiple of the parts, tokens not a multiple of 4, and a batch of fewer tokens than parts."""
+    multiple of the parts, tokens not a multiple of 4, and a batch of fewer tokens than parts. In float32, fit's
+    dtype, only: each dtype compiles the threaded kernel again (about a minute of CPU on a clean clone)."""
+    dtype = torch.float32
     batches = _batches(V=40, N=37, B=600, k=9, steps=3, rough="tensor") + _batches(V=40, N=3, B=5, k=2, steps=1)
     runs = []
     for threads in (1, 2, 3, 7):
