@@ -46,7 +46,7 @@ from qpnlp._device import resolve_device
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 
 __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "PARALLEL_MODES", "TrainConfig",
-           "check_penalty_family", "resolve_penalty", "word_weights"]
+           "check_penalty_family", "resolve_penalty", "step_threads", "word_weights"]
 
 
 #: The roughness penalty of families II-IV when ``TrainConfig.roughness_penalty`` is None (selected on the drift
@@ -252,7 +252,13 @@ class TrainConfig:
 def step_threads(cfg: TrainConfig) -> int:
     """The threads of each worker's compiled step: ``cfg.step_threads``, or for 0 ``torch.get_num_threads()`` with
     one worker (what the user gives torch: the cores, ``OMP_NUM_THREADS``, a CLI's ``--threads``; one per process
-    under ``torchrun`` and ``--processes``) and 1 with several (each worker takes a core)."""
+    under ``torchrun`` and ``--processes``) and 1 with several (each worker takes a core).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The settings: ``step_threads`` and ``workers``.
+    """
     if cfg.step_threads:
         return int(cfg.step_threads)
     return torch.get_num_threads() if cfg.workers == 1 else 1

@@ -241,7 +241,9 @@ class FusedStep:
         """Step ``n_b`` batches one after another in one compiled call (the kernel that every step of this
         :class:`FusedStep` runs, one batch or a run: the same machine code, so the same rounding): ``(total + their
         losses, each rounded to the model's dtype, -1)``, or ``(total + the losses before it, i)`` when batch ``i``'s
-        ids do not fit their tables (it is not applied, nor those after it).  Nothing is checked here:
+        ids do not fit their tables (it is not applied, nor those after it).  With several :attr:`threads` the run
+        goes to the threaded kernel or the one-thread kernel (or its first batch to one and the rest to the other),
+        as :attr:`choice` says: they compute every number alike.  Nothing is checked here:
         a call of this step and :func:`~qpnlp.word2fun.fused_runs.run_steps` check and convert their arguments.
 
         Parameters
@@ -289,7 +291,8 @@ class FusedStep:
             numba.set_num_threads(self.threads)
         t0 = time.perf_counter()
         out = kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base, total))
-        self.choice.record(which, time.perf_counter() - t0, int(pairs[-1, 1] - pairs[0, 0]), trial)
+        self.choice.record(which, time.perf_counter() - t0, int(pairs[-1, 1] - pairs[0, 0]) if len(pairs) else 0,
+                           trial)
         return out
 
     def __call__(self, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor, context: torch.Tensor,
