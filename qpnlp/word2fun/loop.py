@@ -40,9 +40,9 @@ training, from a copy of the pair generator whose state the caller's generator
 takes at each epoch's end (``_one_epoch``; a checkpoint saves it): the
 same batches in the same order as drawn in the training thread, so one worker
 trains as deterministically as before, while the draws (about a tenth of its
-time) run on another core; its compiled step in ``step_threads`` threads.
-``workers`` > 1 trains with that many hogwild threads fed by that stream or,
-with ``parallel="replicas"``, with as many threads on copies of the model that train their parts of each segment of
+time) run on another core.  ``workers`` > 1 trains with that many hogwild
+threads fed by that stream or, with ``parallel="replicas"``, with as many
+threads on copies of the model that train their parts of each segment of
 the stream and merge their updates (``qpnlp.word2fun._replicas``): the same
 model in every run.
 
