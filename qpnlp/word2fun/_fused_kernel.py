@@ -181,21 +181,19 @@ def _positives_loss(y, e):  # pragma: no cover - compiled
     return loss
 
 
-def _outer4(hn, gam, n0, g_f):  # pragma: no cover - compiled
-    """``g_f[n0 + r] += gam[r] @ hn`` for the four tokens ``n0 .. n0 + 3``, four negatives per pass over a row of
-    ``g_f`` (four products per load and store)."""
-    k, k4 = hn.shape[0], hn.shape[0] - hn.shape[0] % 4
-    for r in range(4):
-        gn = g_f[n0 + r]
-        for i in range(0, k4, 4):
-            h0, h1, h2, h3 = hn[i], hn[i + 1], hn[i + 2], hn[i + 3]
-            c0, c1, c2, c3 = gam[r, i], gam[r, i + 1], gam[r, i + 2], gam[r, i + 3]
-            for j in range(gn.shape[0]):
-                gn[j] += c0 * h0[j] + c1 * h1[j] + c2 * h2[j] + c3 * h3[j]
-        for i in range(k4, k):
-            c, h = gam[r, i], hn[i]
-            for j in range(gn.shape[0]):
-                gn[j] += c * h[j]
+def _add_combination(out, coefs, rows):  # pragma: no cover - compiled
+    """``out += coefs @ rows``: ``out`` (D,), ``coefs`` (m,), ``rows`` (m, D), four rows per pass over ``out``
+    (four products per load and store), then the last ``m % 4``."""
+    m, m4 = coefs.shape[0], coefs.shape[0] - coefs.shape[0] % 4
+    for i in range(0, m4, 4):
+        r0, r1, r2, r3 = rows[i], rows[i + 1], rows[i + 2], rows[i + 3]
+        c0, c1, c2, c3 = coefs[i], coefs[i + 1], coefs[i + 2], coefs[i + 3]
+        for j in range(out.shape[0]):
+            out[j] += c0 * r0[j] + c1 * r1[j] + c2 * r2[j] + c3 * r3[j]
+    for i in range(m4, m):
+        c, r = coefs[i], rows[i]
+        for j in range(out.shape[0]):
+            out[j] += c * r[j]
 
 
 def _negative_logistic(f, hn, count, weight, g_f, gam, token_loss, lo, hi):  # pragma: no cover - compiled
@@ -220,7 +218,8 @@ def _negative_logistic(f, hn, count, weight, g_f, gam, token_loss, lo, hi):  # p
         for r in range(4):
             q = gam[n0 + r]
             token_loss[n0 + r] = _logistic(q, False, count[n0 + r] / t(k) * weight, q, y, e)  # q becomes gamma
-        _outer4(hn, gam[n0:n0 + 4], n0, g_f)
+        for r in range(4):                     # dL/df of the four tokens: their gammas times the negatives' rows
+            _add_combination(g_f[n0 + r], gam[n0 + r], hn)
     for n in range(max(lo, top), hi):  # the last N % 4 tokens, one at a time
         q, gn = gam[n], g_f[n]
         for i in range(k):
@@ -235,17 +234,7 @@ def _negative_logistic(f, hn, count, weight, g_f, gam, token_loss, lo, hi):  # p
 def _negative_compass_grad(f, gam, Gi, i):  # pragma: no cover - compiled
     """Step 3's :math:`G_i = \\sum_n \\gamma_{ni} f_n` into ``Gi`` ((D,), zeros), the tokens four at a time in their
     order (summed as when the tokens' steps ran one after another)."""
-    N = f.shape[0]
-    N4 = N - N % 4
-    for n0 in range(0, N4, 4):
-        f0, f1, f2, f3 = f[n0], f[n0 + 1], f[n0 + 2], f[n0 + 3]
-        c0, c1, c2, c3 = gam[n0, i], gam[n0 + 1, i], gam[n0 + 2, i], gam[n0 + 3, i]
-        for j in range(Gi.shape[0]):
-            Gi[j] += c0 * f0[j] + c1 * f1[j] + c2 * f2[j] + c3 * f3[j]
-    for n in range(N4, N):
-        gi, fn = gam[n, i], f[n]
-        for j in range(Gi.shape[0]):
-            Gi[j] += gi * fn[j]
+    _add_combination(Gi, gam[:, i], f)
 
 
 def _compass(H, f, negatives, gam, G, pair_centre, context, gp, lr, part, parts):  # pragma: no cover - compiled
@@ -482,7 +471,7 @@ def _run(tabs, H, words, order, times, pair_row, context, rows, pairs, negatives
 #: operation, are compiled on their own (a copy optimised again rounds the same).
 _HELPERS = {name: _FASTMATH for name in (
     "_step", "_logistic", "_dot", "_rows", "_angles", "_trig", "_step_logit", "_forward", "_log1p_sum",
-    "_pair_steps", "_positives_loss", "_outer4", "_negative_logistic", "_negative_compass_grad", "_compass",
+    "_pair_steps", "_positives_loss", "_add_combination", "_negative_logistic", "_negative_compass_grad", "_compass",
     "_token_sums", "_word_sums", "_add_harmonics", "_add_steps", "_project", "_update_rows", "_cuts", "_word_cuts",
     "_first_bad_ids", "_gather")}
 _HELPERS.update(_sincos=frozenset(), _exp_minus_abs=frozenset())
