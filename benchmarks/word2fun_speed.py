@@ -7,8 +7,9 @@ period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
 Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
 generation included) in six settings: ``--negatives`` negatives per pair
 (the setting gensim uses) and the library defaults (negatives shared by a
-batch) with ``--workers`` hogwild threads, the defaults with one worker (its compiled step in as many threads
-as torch has, ``TrainConfig.step_threads``; 2 on 2 cores) and with one worker in one thread, with ``--workers`` replicas
+batch) with ``--workers`` hogwild threads, the defaults with one worker (one step thread) and with one
+worker whose compiled step runs in torch's thread count (``TrainConfig(step_threads=0)``; 2 on 2 cores),
+with ``--workers`` replicas
 (``parallel="replicas"``, deterministic), and the defaults trained by
 ``--processes`` processes started by ``torchrun`` (one thread each; all
 processes' tokens over the slowest one's training time).  With
@@ -178,7 +179,7 @@ def profile(corpus, args) -> str:
 
 
 def word2fun(corpus, args, shared: bool, workers: int | None = None, parallel: str = "hogwild",
-             step_threads: int = 0) -> float:
+             step_threads: int = 1) -> float:
     cfg = TrainConfig(epochs=args.epochs, workers=workers or args.workers, seed=0, parallel=parallel,
                       step_threads=step_threads,
                       **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
@@ -250,7 +251,8 @@ def main() -> None:
               "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}
     if args.workers > 1:  # one core's worth: what the threads and the processes multiply
         models["word2fun (defaults, 1 worker)"] = lambda: word2fun(corpus, args, True, workers=1)
-        models["word2fun (1 worker, 1 step thread)"] = lambda: word2fun(corpus, args, True, workers=1, step_threads=1)
+        models["word2fun (1 worker, step threads 0: torch's)"] = lambda: word2fun(corpus, args, True, workers=1,
+                                                                                   step_threads=0)
         models[f"word2fun (defaults, {args.workers} replicas)"] = lambda: word2fun(corpus, args, True,
                                                                                  parallel="replicas")
     import tempfile

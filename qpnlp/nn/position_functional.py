@@ -124,6 +124,7 @@ def complex_order_embedding(amplitude: Tensor, frequency: Tensor | None, positio
 
     Examples
     --------
+    >>> import math
     >>> z = complex_order_embedding(torch.ones(1, 2), torch.tensor([0.0, math.pi / 2]), torch.tensor([1.0]))
     >>> torch.allclose(z, torch.tensor([[1 + 0j, 1j]]), atol=1e-6)
     True

@@ -185,10 +185,12 @@ class TrainConfig:
     replica_sync_every : int, default 32
         With ``parallel="replicas"``: the batches each replica trains between two merges of their updates (in a
         distributed run, within each process's ``sync_every`` batches).
-    step_threads : int, default 0
+    step_threads : int, default 1
         Threads of each worker's compiled step (its stages cut into as many parts, :mod:`~qpnlp.word2fun.fused_step`):
         the same updates bit for bit whatever their number. 0: :func:`step_threads`, torch's thread count when
-        training starts (``torch.set_num_threads``, ``OMP_NUM_THREADS``) for one worker, 1 for several.
+        training starts (``torch.set_num_threads``, ``OMP_NUM_THREADS``) for one worker, 1 for several. Not the
+        default: after the threaded kernel has run (numba's GNU OpenMP threads), a child process forked from this
+        one can hang in its first torch or OpenMP operation (``docs/word2fun-at-scale.md``).
     """
 
     epochs: int = 7
@@ -212,7 +214,7 @@ class TrainConfig:
     step_centre_lr: float | None = None
     parallel: str = "hogwild"
     replica_sync_every: int = 32
-    step_threads: int = 0
+    step_threads: int = 1
 
     def __post_init__(self) -> None:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,

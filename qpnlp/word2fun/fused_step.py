@@ -241,9 +241,9 @@ class FusedStep:
         """Step ``n_b`` batches one after another in one compiled call (the kernel that every step of this
         :class:`FusedStep` runs, one batch or a run: the same machine code, so the same rounding): ``(total + their
         losses, each rounded to the model's dtype, -1)``, or ``(total + the losses before it, i)`` when batch ``i``'s
-        ids do not fit their tables (it is not applied, nor those after it).  With several :attr:`threads` the run
+        ids do not fit their tables (it is not applied, nor those after it).  With several ``threads`` the run
         goes to the threaded kernel or the one-thread kernel (or its first batch to one and the rest to the other),
-        as :attr:`choice` says: they compute every number alike.  Nothing is checked here:
+        as ``choice`` says: they compute every number alike.  Nothing is checked here:
         a call of this step and :func:`~qpnlp.word2fun.fused_runs.run_steps` check and convert their arguments.
 
         Parameters
@@ -283,7 +283,7 @@ class FusedStep:
 
     def _timed(self, which: int, trial: bool, run: tuple, rows, pairs, negatives, lrs, smooth, row_mult, rough,
                base, total) -> tuple[float, int]:
-        """The kernel ``which`` (0: one thread, 1: :attr:`threads`) on these batches, timed for :attr:`choice`."""
+        """The kernel ``which`` (0: one thread, 1: ``threads``) on these batches, timed for ``choice``."""
         import numba
 
         kernel = self.parallel_kernel if which else self.kernel

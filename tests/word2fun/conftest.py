@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -19,6 +23,22 @@ def _make(vocab_size: int, dim: int, family: str = "II", time_scale: TimeScale =
     config = Word2FunConfig(vocab_size=vocab_size, dim=dim, family=family, span_start=time_scale.start,
                             span_end=time_scale.end, time_scale=time_scale.scale, **kw)
     return Word2Fun(config, seed=seed)
+
+
+@pytest.fixture
+def own_process(request) -> bool:
+    """Run the calling test again in a process of its own and fail if it fails there: True inside that process,
+    False here (the test then returns). For the tests that run Word2Fun's threaded kernel: it starts numba's GNU
+    OpenMP threads, after which a child forked from this pytest worker can hang (``tests/test_threads_and_forks.py``
+    forks from the same workers)."""
+    if os.environ.get("QPNLP_OWN_PROCESS") == request.node.nodeid:
+        return True
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", request.node.nodeid],
+                          cwd=request.config.rootpath, env={**os.environ, "QPNLP_OWN_PROCESS": request.node.nodeid},
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "\n1 passed" in "\n" + proc.stdout, proc.stdout[-2000:]      # it ran, and was not skipped there
+    return False
 
 
 @pytest.fixture

@@ -273,26 +273,27 @@ def test_run_steps_refuses_learning_rates_that_do_not_match_the_batches(make):
         fused_runs.run_steps(step, run, sampler, gen, 0, [0.1] * len(run), (None, None, 0.0), 0.0)
 
 
-@pytest.mark.parametrize("picks", [[(1, False)], [(0, True), (1, False)], [(1, True), (0, False), (0, True)]],
-                         ids=["threads", "trials of one thread", "trials of threads"])
-@pytest.mark.parametrize("family", ["IV", "II"])
-def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, picks, family):
+def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, own_process):
     """A step of two threads runs each run on the kernel its KernelChoice picks, a trial on the run's first batch
-    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread (float32, fit's
-    dtype: each dtype compiles the threaded kernel again)."""
-    dtype = torch.float32
+    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread, for always the
+    threads, trials of one thread, and trials of the threads (float32, fit's dtype: each dtype compiles the threaded
+    kernel again; in a process of its own, ``own_process``)."""
+    if not own_process:
+        return
     from qpnlp.word2fun import _kernel_choice
 
-    runs, weights = _runs(batch_size=40), _weights(CASES[1])
-    want_model, want = _train(runs, make, family, dtype, weights, True)
-    cycle = iter(picks * len(runs))
-    monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: next(cycle))
+    dtype, runs, weights = torch.float32, _runs(batch_size=40), _weights(CASES[1])
     real = fused_step.FusedStep.__init__
+    wanted = {family: _train(runs, make, family, dtype, weights, True) for family in ("IV", "II")}  # one thread
     monkeypatch.setattr(fused_step.FusedStep, "__init__", lambda self, m, w=1.0: real(self, m, w, threads=2))
-    got_model, got = _train(runs, make, family, dtype, weights, True)
-    assert got == want
-    for (name, p), q in zip(got_model.named_parameters(), want_model.parameters()):
-        assert torch.equal(p, q), name
+    for family, (want_model, want) in wanted.items():
+        for picks in ([(1, False)], [(0, True), (1, False)], [(1, True), (0, False), (0, True)]):
+            cycle = iter(picks * 4 * len(runs))
+            monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: next(cycle))
+            got_model, got = _train(runs, make, family, dtype, weights, True)
+            assert got == want, (family, picks)
+            for (name, p), q in zip(got_model.named_parameters(), want_model.parameters()):
+                assert torch.equal(p, q), (family, picks, name)
 
 
 def test_bad_ids_stop_a_run_split_for_a_trial_at_their_batch(make, monkeypatch):

@@ -353,26 +353,41 @@ def test_fuzzed_batches_step_as_in_torch_ops(make, data):
     _assert_parameters_agree(got[1], want[1], _model(make, **kw), tol)
 
 
-@pytest.mark.parametrize("family, frozen", [("IV", False), ("IV", True), ("II", False), ("III", False)])
-def test_the_step_in_threads_makes_the_same_updates_bit_for_bit(make, family, frozen):
+def test_the_step_in_threads_makes_the_same_updates_bit_for_bit(make, own_process):
     """The step's stages cut into 2, 3 or 7 parts (threads) compute each number as in one: the same losses and
-    parameters, bit for bit. Batches of more pairs than one chunk of the positives' logistic, negatives not a
-    multiple of the parts, tokens not a multiple of 4, and a batch of fewer tokens than parts. In float32, fit's
-    dtype, only: each dtype compiles the threaded kernel again (about a minute of CPU on a clean clone)."""
+    parameters, bit for bit, for families IV (trained and frozen compass), II and III. Batches of more pairs than one
+    chunk of the positives' logistic, negatives not a multiple of the parts, tokens not a multiple of 4, and a batch
+    of fewer tokens than parts. In float32, fit's dtype, only: each dtype compiles the threaded kernel again (about a
+    minute of CPU on a clean clone); in a process of its own (``own_process``)."""
+    if not own_process:
+        return
     dtype = torch.float32
     batches = _batches(V=40, N=37, B=600, k=9, steps=3, rough="tensor") + _batches(V=40, N=3, B=5, k=2, steps=1)
-    runs = []
-    for threads in (1, 2, 3, 7):
-        model = _model(make, family=family, dtype=dtype, frozen=frozen, V=40, D=10)
-        step = fused_step.FusedStep(model, 1.5, 0.05, threads=threads)
-        assert step.threads == min(threads, _numba_threads())
-        losses = [float(step(w, t, pc, ctx, neg, 0.05, lam, rl)) for w, t, pc, ctx, neg, lam, rl in batches]
-        runs.append((losses, [p.detach().clone() for p in model.parameters()]))
-    for losses, params in runs[1:]:
-        assert losses == runs[0][0]
-        assert all(torch.equal(p, q) for p, q in zip(params, runs[0][1]))
-    assert any(not torch.equal(p, q.detach()) for p, q in zip(runs[0][1], _model(make, family=family, dtype=dtype,
-                                                                                  V=40, D=10).parameters()))
+    for family, frozen in (("IV", False), ("IV", True), ("II", False), ("III", False)):
+        runs = []
+        for threads in (1, 2, 3, 7):
+            model = _model(make, family=family, dtype=dtype, frozen=frozen, V=40, D=10)
+            step = fused_step.FusedStep(model, 1.5, 0.05, threads=threads)
+            assert step.threads == min(threads, _numba_threads())
+            step.choice = None if threads == 1 else _always_threads()
+            losses = [float(step(w, t, pc, ctx, neg, 0.05, lam, rl)) for w, t, pc, ctx, neg, lam, rl in batches]
+            runs.append((losses, [p.detach().clone() for p in model.parameters()]))
+        for losses, params in runs[1:]:
+            assert losses == runs[0][0], family
+            assert all(torch.equal(p, q) for p, q in zip(params, runs[0][1])), family
+        start = _model(make, family=family, dtype=dtype, V=40, D=10).parameters()
+        assert any(not torch.equal(p, q.detach()) for p, q in zip(runs[0][1], start))
+
+
+def _always_threads():
+    """A kernel choice that always runs the threaded kernel (the step's own would try one thread now and then)."""
+    from qpnlp.word2fun._kernel_choice import KernelChoice
+
+    choice = KernelChoice()
+    choice.pick = lambda: (1, False)
+    choice.record = lambda *a: None
+    choice.best = 1
+    return choice
 
 
 def _numba_threads() -> int:
@@ -388,8 +403,9 @@ def test_fit_gives_its_one_worker_the_threads_torch_has():
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        assert step_threads(TrainConfig()) == 2
-        assert step_threads(TrainConfig(workers=2)) == 1
+        assert step_threads(TrainConfig()) == 1                       # the default: one thread
+        assert step_threads(TrainConfig(step_threads=0)) == 2
+        assert step_threads(TrainConfig(workers=2, step_threads=0)) == 1
         assert step_threads(TrainConfig(workers=2, step_threads=3)) == 3
     finally:
         torch.set_num_threads(before)
