@@ -136,8 +136,9 @@ def test_a_corpus_in_one_chunk_trains_the_same_streamed_or_in_memory(tmp_path, f
 
 @pytest.mark.parametrize("compass", ["trainable", "frozen"])
 def test_fit_with_one_worker_is_the_same_on_one_or_two_torch_threads(compass):
-    """The loop runs one torch thread per worker whatever the count around it (and puts that count back); the
-    compiled step takes that count of threads (TrainConfig.step_threads 0) and makes the same updates."""
+    """The loop runs one torch thread per worker whatever the count around it (and puts that count back). (The
+    compiled step's own threads, ``step_threads``, are compared in tests/word2fun/test_fused_step.py, in a process
+    of their own.)"""
     corpus = _small_corpus(1, n_docs=200)
     cfg = TrainConfig(epochs=1, batch_size=64, workers=1)
     before, results = torch.get_num_threads(), []
