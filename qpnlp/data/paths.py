@@ -19,6 +19,7 @@ import bz2
 import functools
 import gzip
 import io
+import itertools
 import lzma
 import os
 import re
@@ -153,12 +154,13 @@ MAX_LINE_BYTES = 1 << 26
 
 
 def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a text file, plain or gzip (recognised by its first bytes), streamed.
+    r"""``(line number, line)`` of a text file, plain or gzip (recognised by its first bytes), streamed.
 
     For files read once line by line and possibly larger than memory (corpora, vectors); :func:`read_text`
     reads a whole file. Lines are decoded one at a time, so a decoding error names its line and column; a
-    UTF-8 byte-order mark is dropped. Lines keep their line ends. A line longer than :data:`MAX_LINE_BYTES`
-    is refused once that many bytes are read.
+    UTF-8 byte-order mark is dropped. Lines keep their line ends: ``\n`` or ``\r\n``, or ``\r`` alone in a
+    file whose first line has no ``\n`` (old-Mac line ends, read in blocks; elsewhere a ``\r`` is part of
+    its line). A line longer than :data:`MAX_LINE_BYTES` is refused once that many bytes are read.
 
     Parameters
     ----------
@@ -173,8 +175,16 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
         For a missing file.
     ValueError
         For a directory, UTF-16 text, another compressed or archive format (:func:`refuse_unreadable`), bytes that
-        ``encoding`` cannot decode, a line longer than :data:`MAX_LINE_BYTES`, or a truncated or corrupt gzip
-        file; the message names the file.
+        ``encoding`` cannot decode, a line longer than :data:`MAX_LINE_BYTES`, a ``\n`` in a file of ``\r`` line
+        ends, or a truncated or corrupt gzip file; the message names the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "mac.txt").write_bytes(b"one\rtwo\r")
+    ...     list(iter_lines(Path(d) / "mac.txt"))
+    [(1, 'one\r'), (2, 'two\r')]
     """
     path = _existing_file(path)
     with open(path, "rb") as fh:
@@ -183,7 +193,7 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     lineno, limit = 0, MAX_LINE_BYTES
     try:
         with gzip.open(path, "rb") if head.startswith(b"\x1f\x8b") else open(path, "rb") as fh:
-            for lineno, raw in enumerate(iter(functools.partial(fh.readline, limit + 1), b""), 1):
+            for lineno, raw in enumerate(_raw_lines(fh, limit, path), 1):
                 if len(raw) > limit:
                     raise ValueError(f"{path}:{lineno}: a line longer than {limit} bytes "
                                      f"(qpnlp.data.paths.MAX_LINE_BYTES); not a file of text lines")
@@ -196,6 +206,39 @@ def iter_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:    # zlib.error: corrupt compressed data
         where = f"after line {lineno}" if lineno else "before the first line"
         raise ValueError(f"{path}: truncated or corrupt gzip file {where} ({err})") from None
+
+
+def _raw_lines(fh: io.BufferedIOBase, limit: int, path: Path) -> Iterator[bytes]:
+    r"""The lines of the binary file ``fh``, line ends kept, for :func:`iter_lines`; a line longer than ``limit``
+    bytes is cut after ``limit + 1`` bytes or more, for the caller to refuse.
+
+    Lines end at ``\n`` (so ``\r\n`` too) where the first line has one; where it has none but a ``\r``, the
+    file has old-Mac line ends and lines end at ``\r`` (binary ``readline`` read such a file as one line),
+    read in blocks so that memory stays near ``limit``. ``ValueError`` naming ``path`` for a ``\n`` in such a file
+    (mixed line ends, which no one reading gives right).
+    """
+    first = fh.readline(limit + 1)
+    if b"\n" in first or b"\r" not in first:
+        yield from itertools.chain((first,) if first else (), iter(functools.partial(fh.readline, limit + 1), b""))
+        return
+    pending, block, count = bytearray(), first, 0
+    while block:
+        if b"\n" in block:
+            raise ValueError(f"{path}: mixed line ends: a '\\n' after line {count}, in a file of old-Mac '\\r' "
+                             f"line ends; convert the file to one kind (e.g. mac2unix or dos2unix)")
+        *ended, rest = block.split(b"\r")
+        for part in ended:
+            pending += part + b"\r"
+            count += 1
+            yield bytes(pending)
+            pending.clear()
+        pending += rest
+        if len(pending) > limit:
+            yield bytes(pending)
+            return
+        block = fh.read(1 << 16)
+    if pending:
+        yield bytes(pending)
 
 
 def read_text(path: str | os.PathLike[str], encodings: Sequence[str] = ("utf-8",)) -> str:

@@ -45,7 +45,7 @@ from qpnlp._atomic import atomic_file
 from qpnlp._checks import is_real
 from qpnlp._errors import preview
 from qpnlp._host import host_array
-from qpnlp.data.paths import iter_lines, split_lines
+from qpnlp.data.paths import iter_lines
 from qpnlp.data.tokenize import normalize_text
 
 if TYPE_CHECKING:
@@ -260,26 +260,12 @@ class EncodedCorpus:
         return self.times[self.doc_ids]
 
 
-def _tsv_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a TSV file, streamed, without the ``\\n`` line ends.
-
-    A file without any ``\\n`` but with a ``\\r`` (old-Mac line ends, which :func:`iter_lines` reads as one
-    line, so in memory) is split by :func:`~qpnlp.data.paths.split_lines`.  Elsewhere a ``\\r`` is whitespace inside a
-    line, as before (a stray one in a file with ``\\r\\n`` line ends).
-    """
-    for lineno, line in iter_lines(path):
-        if lineno == 1 and "\r" in line and not line.endswith("\n"):
-            yield from enumerate(split_lines(line), 1)
-            return
-        yield lineno, line.rstrip("\n")
-
-
 def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int = 0,
               world: int = 1) -> Iterator[tuple[float, list[str]]]:
     """``(time, tokens)`` of the non-blank lines of one TSV file (every ``world``-th from ``rank`` on)."""
     path = Path(path)
     n = 0
-    for lineno, line in _tsv_lines(path):
+    for lineno, line in iter_lines(path):           # old-Mac '\r' line ends too
         if not line.strip():
             continue
         n += 1
@@ -307,7 +293,8 @@ def _iter_tsv(path: str | os.PathLike[str], lowercase: bool = False, rank: int =
 def read_tsv(path: str | os.PathLike[str], lowercase: bool = False) -> TimestampedCorpus:
     """Read a timestamped corpus: one document per line, ``YEAR<TAB>tok tok tok`` (plain or gzip).
 
-    Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone in a file without ``\\n``: old-Mac files).
+    Lines end with ``\\n`` or ``\\r\\n`` (or ``\\r`` alone: old-Mac files, streamed as
+    :func:`~qpnlp.data.paths.iter_lines` streams them).
     Tokens are separated by any Unicode whitespace (a tab, a no-break space U+00A0 included) and normalised as
     :func:`~qpnlp.data.tokenize.tokenize` normalises text, case apart (:func:`~qpnlp.data.tokenize.normalize_text`:
     format characters such as a zero-width space deleted, NFKC, curly quotes straightened), so that ``café``

@@ -45,6 +45,7 @@ from scipy.stats import rankdata, spearmanr
 from qpnlp._atomic import atomic_file
 from qpnlp._checks import check_real, str_array, time_values
 from qpnlp.data.synthetic_drift import PlantedDrift
+from qpnlp.hilbert._validation import check_finite
 
 from ._drift_measures import (_years, auc, change_points, change_scores, context_change_scores, nearest_topic,
                               noise_corrected)
@@ -88,7 +89,7 @@ class DriftGrid:
     context_words: tuple = ()
 
     def __post_init__(self):
-        E = torch.as_tensor(self.E, dtype=torch.float32)
+        E = _real_vectors(self.E, "E")
         object.__setattr__(self, "E", E)
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "context_words", tuple(self.context_words))
@@ -101,7 +102,7 @@ class DriftGrid:
         if repeated:  # columns() would silently read the last of them
             raise ValueError(f"words must be distinct; repeated: {repeated[:5]}")
         if self.context is not None:
-            C = torch.as_tensor(self.context, dtype=torch.float32)
+            C = _real_vectors(self.context, "context")
             if C.dim() != 3 or C.shape[0] not in (1, E.shape[0]) or C.shape[1] != len(self.context_words) or C.shape[2] != E.shape[2]:
                 raise ValueError(f"context must be (1 or {E.shape[0]}, {len(self.context_words)}, {E.shape[2]}); got {tuple(C.shape)}")
             object.__setattr__(self, "context", C)
@@ -154,6 +155,25 @@ class DriftGrid:
                    float(z.get("train_seconds", float("nan"))), float(z.get("tokens_per_s", float("nan"))),
                    None if context is None else torch.from_numpy(context),
                    tuple(z.get("context_words", np.array([], dtype=str)).tolist()))
+
+
+def _real_vectors(value, name: str) -> torch.Tensor:
+    """``value`` (an array or a tensor of real numbers, any shape) as a float32 tensor, on the tensor's device.
+
+    TypeError naming ``name`` for complex numbers (the cast to float32 dropped the imaginary part with only a
+    warning), bools and anything that is not numbers (strings, objects); ValueError for a NaN or an infinity in
+    float32 (a float64 beyond 3.4e38 reads as inf), which turned every change score and nearest topic into NaN
+    (:func:`qpnlp.hilbert._validation.check_finite`, naming the index of the vector).
+    """
+    if not isinstance(value, torch.Tensor):
+        value = np.asarray(value)
+    dtype = value.dtype
+    real = (not dtype.is_complex and dtype != torch.bool) if isinstance(dtype, torch.dtype) else dtype.kind in "iuf"
+    if not real:
+        raise TypeError(f"{name} must hold real numbers (read as float32); got {dtype}")
+    vectors = torch.as_tensor(value, dtype=torch.float32)
+    check_finite(name, vectors, event_ndim=1)           # names the (time, word) of the first bad vector
+    return vectors
 
 
 def _share(hits: list[np.ndarray]) -> float:

@@ -1,8 +1,10 @@
+import gzip
 from pathlib import Path
 
 import pytest
 
-from qpnlp.data.paths import data_root
+from qpnlp.data import paths
+from qpnlp.data.paths import data_root, iter_lines
 
 
 def test_explicit_root(tmp_path):
@@ -47,3 +49,27 @@ def test_file_is_not_a_root(tmp_path):
 def test_real_root_has_the_benchmarks(data_root):
     root = Path(data_root)
     assert (root / "classification").is_dir() and (root / "qa").is_dir()
+
+
+@pytest.mark.parametrize("compress", [bytes, gzip.compress])
+def test_iter_lines_reads_old_mac_line_ends(tmp_path, compress):
+    # lines ended by "\r" alone were read as one line: the GloVe reader failed on "non-numeric value '2\rb'"
+    path = tmp_path / "mac.txt"
+    path.write_bytes(compress(b"\xef\xbb\xbfone\rtwo\r\rthree"))
+    assert list(iter_lines(path)) == [(1, "one\r"), (2, "two\r"), (3, "\r"), (4, "three")]
+    path.write_bytes(compress(b"one\r\ntwo\rstill two\nthree"))        # "\n" files as before: a stray "\r" stays
+    assert list(iter_lines(path)) == [(1, "one\r\n"), (2, "two\rstill two\n"), (3, "three")]
+
+
+def test_iter_lines_streams_old_mac_lines_with_the_line_limit(tmp_path, monkeypatch):
+    # the "\r" lines are read in blocks: a file longer than MAX_LINE_BYTES is no "line longer than" it
+    monkeypatch.setattr(paths, "MAX_LINE_BYTES", 16)
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"".join(b"line %d\r" % i for i in range(10_000)))
+    assert [line for _, line in iter_lines(path)] == [f"line {i}\r" for i in range(10_000)]
+    path.write_bytes(b"short\r" + b"x" * 40 + b"\rshort\r")
+    with pytest.raises(ValueError, match=r"mac.txt:2: a line longer than 16 bytes"):
+        list(iter_lines(path))
+    path.write_bytes(b"one\rtwo\r" * 4 + b"three\n")   # no "\n" in the first 17 bytes: "\r" lines, then one
+    with pytest.raises(ValueError, match=r"mac.txt: mixed line ends: a '\\n' after line \d+, in a file of old-Mac"):
+        list(iter_lines(path))

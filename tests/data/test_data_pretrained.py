@@ -34,6 +34,15 @@ def test_glove_text_with_word2vec_header(tmp_path):
     assert pv.words == ["a", "b"] and pv.dim == 2
 
 
+@pytest.mark.parametrize("header", [b"", b"2 2\r"])
+def test_glove_text_with_old_mac_line_ends(tmp_path, header):
+    # a file of "\r" line ends was read as one line: "non-numeric value '2\rb' for word 'a'"
+    path = tmp_path / "vec.txt"
+    path.write_bytes(header + b"a 1 2\rb 3 4\r")
+    pv = load_glove_text(path)
+    assert pv.words == ["a", "b"] and pv.vectors.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
 def test_glove_text_wrong_column_count_names_the_line(tmp_path):
     path = _write(tmp_path, "a 1 2 3\nb 1 2\n")
     with pytest.raises(ValueError, match=r"vec.txt:2: expected 4 space-separated columns .* got 3"):

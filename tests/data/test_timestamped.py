@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from qpnlp.data import TimestampedCorpus, TsvStream, Vocabulary, load_sotu, read_tsv, write_tsv
+from qpnlp.data import paths
 from qpnlp.data.paths import read_text
 from qpnlp.data.tokenize import tokenize
 
@@ -170,6 +171,14 @@ def test_read_tsv_cr_line_ends(tmp_path):
     assert list(read_tsv(p)) == [(1900.0, ["a", "b"]), (1901.0, ["c"])]
     p.write_bytes(b"1900\ta\rb\n1901\tc")
     assert list(read_tsv(p)) == [(1900.0, ["a", "b"]), (1901.0, ["c"])]
+
+
+def test_read_tsv_streams_cr_line_ends(tmp_path, monkeypatch):
+    # an old-Mac file was read as one line, in memory: one longer than MAX_LINE_BYTES was refused as a long line
+    monkeypatch.setattr(paths, "MAX_LINE_BYTES", 64)
+    p = tmp_path / "c.tsv"
+    p.write_bytes(b"".join(b"%d\tw%d\r" % (1900 + i, i) for i in range(50)))
+    assert list(read_tsv(p)) == [(1900.0 + i, [f"w{i}"]) for i in range(50)]
 
 
 def test_read_tsv_encodings(tmp_path):

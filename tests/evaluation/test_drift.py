@@ -353,6 +353,31 @@ def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
         grid.columns(["a", "c", "d"])
 
 
+@pytest.mark.parametrize("make", [np.asarray, torch.from_numpy])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, bool, object, str])
+def test_grid_refuses_vectors_that_are_not_real_numbers(make, dtype):
+    # a complex E or context was cast to float32 with only a warning: its imaginary part was dropped, silently
+    if make is torch.from_numpy and dtype in (object, str):
+        pytest.skip("torch holds no such tensor")
+    bad = make(np.ones((2, 1, 3), dtype=dtype))
+    with pytest.raises(TypeError, match=r"^E must hold real numbers \(read as float32\); got "):
+        DriftGrid(bad, ["a"], [0, 1])
+    with pytest.raises(TypeError, match=r"^context must hold real numbers"):
+        DriftGrid(torch.ones(2, 1, 3), ["a"], [0, 1], context=bad[:1], context_words=["c"])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e39])
+def test_grid_refuses_vectors_that_are_not_finite_in_float32(value):
+    # a NaN or an infinity (1e39: inf in float32) was kept: every change score and nearest topic read NaN
+    E = np.ones((2, 2, 3))
+    E[1, 0, 2] = value
+    with pytest.raises(ValueError, match=r"^E must be finite; got (nan|-?inf) at batch index \(1, 0\) \(shape"):
+        DriftGrid(E, ["a", "b"], [0, 1])
+    with pytest.raises(ValueError, match=r"^context must be finite; got .* at batch index \(1, 0\)"):
+        DriftGrid(np.ones((2, 2, 3)), ["a", "b"], [0, 1], context=E, context_words=["c", "d"])
+    assert DriftGrid(np.ones((2, 2, 3), dtype=np.int64), ["a", "b"], [0, 1]).E.dtype == torch.float32  # integers
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_grid_names_the_repeated_words_as_a_count_per_word_does(seed):
     # the check counts the words once (a Counter), not once per word (words.count: 13 s for 40 000 words)
