@@ -4,8 +4,10 @@
 into its ``ConfigError``), Word2Fun's ``TrainConfig`` and every command's
 ``--seed`` go through :func:`check_seed`, so that one rule says which seeds
 qpnlp takes and a bad one fails when the config is made, not after the data
-was read. Also :func:`check_flag`, the one check of a True/False option (a string ``"no"`` is truthy), and
-:func:`check_real`, the one check of a finite real hyper-parameter, for every layer; :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its checks run again),
+was read. Also :func:`check_flag`, the one check of a True/False option (a string ``"no"`` is truthy),
+:func:`check_real`, the one check of a finite real hyper-parameter, for every layer, and :func:`check_lr`, of the
+learning rate of a single step; :func:`checked_copy`, the copy of a config that a trainer or a model keeps (its
+checks run again),
 :func:`str_array`, the words of an ``.npz`` file, checked before it is written, and
 :func:`time_values`, the one reader of a sequence of times (the query times of ``KeyedVectors``, the times of
 ``Word2Fun.indicators``, the years of the drift measures, the times of the temporal plots).
@@ -25,8 +27,8 @@ import torch
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "add_param_group_fitting", "check_flag", "check_real", "check_seed", "checked_copy",
-           "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "add_param_group_fitting", "check_flag", "check_lr", "check_real", "check_seed",
+           "checked_copy", "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -97,6 +99,28 @@ def check_real(name: str, value: object, what: str = "a finite number", *, tenso
         raise ValueError(f"{name} must be {what}; got {type(value).__name__} too large for a float") from None
     if not math.isfinite(number):
         raise ValueError(f"{name} must be {what}; got {value!r}")
+    return number
+
+
+def check_lr(lr: object) -> float:
+    """``lr`` as a float if it is a learning rate :math:`0 < \\eta \\le` :data:`FLOAT32_MAX` (a real number or a
+    one-element tensor, read on the host), else an error naming ``lr``: TypeError for a non-number, ValueError for
+    NaN, an infinity, ``lr <= 0`` or a rate larger than the largest float32.
+
+    The one check of the rate given to a single step (Word2Fun's ``sgd_step``, ``centre_sgd_step`` and
+    ``fused_sgd_step``), in the words of ``TrainConfig``'s check: a bad rate wrote NaN or inf into every table a
+    step touched, with no error (a negative one stepped up the loss). Loops that compute their rates from a checked
+    config step without it.
+
+    >>> check_lr(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be positive and finite, at most 3.403e+38, the largest float32; got nan
+    """
+    what = f"positive and finite, at most {FLOAT32_MAX:.4g}, the largest float32"
+    number = check_real("lr", lr, what)
+    if not 0 < number <= FLOAT32_MAX:
+        raise ValueError(f"lr must be {what}; got {number:g}")
     return number
 
 

@@ -15,6 +15,14 @@ for the rows :math:`i` present in the batch,
 
 and the other rows (parameters and running averages) are left untouched. On a
 batch that touches every row it equals ``torch.optim.RMSprop`` (tested).
+
+Non-finite gradients are not checked, as in torch's optimisers (``SparseAdam``, ``RMSprop``): a NaN or an
+infinity in a gradient row makes that row of the table and of the running averages (moments) NaN, and the
+moments stay NaN however finite the later gradients are. A check here would read the gradient on the host at
+every step (a synchronisation on CUDA). qpnlp's trainers stop instead: a non-finite batch loss raises
+:class:`~qpnlp.training.TrainingDiverged` on that batch, after its step (:func:`~qpnlp.training.loop.check_loss`),
+and a NaN or infinite parameter (a NaN gradient under a finite loss) at the end of its epoch
+(:func:`~qpnlp.training.loop.runaway_parameter`). A training loop of one's own checks its loss likewise.
 """
 
 from __future__ import annotations
@@ -60,6 +68,9 @@ class SparseRMSprop(torch.optim.Optimizer):
         Decay of the running average of squared gradients (torch's default;
         Keras uses 0.9).
     eps : float, default 1e-8
+
+    A NaN or infinite gradient row is not refused: it makes the row and its running average NaN (module
+    docstring; qpnlp's trainers raise ``TrainingDiverged``).
     """
 
     def __init__(self, params: Iterable[torch.Tensor], lr: float = 1e-2, alpha: float = 0.99,
@@ -151,6 +162,9 @@ class RowSparseAdam(torch.optim.SparseAdam):
     the same arithmetic in the same order, each row read and written once; moments
     bit for bit, parameters to an ulp of the square root; 4.55x faster for a
     20000 x 300 table, benchmarks/results/speed/row_sparse_adam_loop.txt).
+
+    As torch's SparseAdam, a NaN or infinite gradient row is not refused: it makes the row and its moments NaN
+    (module docstring; qpnlp's trainers raise ``TrainingDiverged``).
     """
 
     def add_param_group(self, param_group: dict) -> None:

@@ -72,6 +72,7 @@ import numpy as np
 import torch
 
 from qpnlp import _numba
+from qpnlp._checks import check_lr
 from qpnlp._numba import check_rows
 from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun._fused_kernel import _kernel
@@ -332,7 +333,8 @@ def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pa
 
     Same parameters and result (the summed loss before the step, a tensor of the model's dtype), with the
     step sizes and bounds of :mod:`~qpnlp.word2fun.step_sizes`, as in the torch ops.  Raises ``IndexError``
-    for ids out of range and ``ValueError`` for shapes that do not match, before anything is written.
+    for ids out of range and ``ValueError`` for shapes that do not match or a bad ``lr``
+    (``qpnlp._checks.check_lr``), before anything is written.
     A training loop builds one :class:`FusedStep` instead (the same step, prepared once).
 
     Parameters
@@ -343,5 +345,6 @@ def fused_sgd_step(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pa
     roughness_penalty, row_lr, negative_weight, centre_lr : see centre_sgd_step_tensor
         As in :func:`~qpnlp.word2fun.sgd.centre_sgd_step_tensor`.
     """
+    lr = check_lr(lr)  # a bad rate wrote NaN or inf into the tables (the loop's FusedStep takes checked rates)
     return FusedStep(model, negative_weight, centre_lr)(words, times, pair_centre, context, negatives, lr,
                                                          roughness_penalty, row_lr)

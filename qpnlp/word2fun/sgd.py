@@ -35,6 +35,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from qpnlp._checks import check_lr
 from qpnlp.word2fun import fused_step, pair_loop
 from qpnlp.word2fun.config import check_penalty
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
@@ -330,13 +331,12 @@ def batch_step(model: Word2Fun, shared_negatives: bool, negative_weight: float =
         return fused_step.FusedStep(model, negative_weight, centre_lr, threads)
 
     def step(words, times, pair_centre, context, negatives, lr, roughness_penalty=0.0, row_lr=None):
-        return centre_sgd_step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,
-                                      row_lr, negative_weight, centre_lr)
+        return _step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty, row_lr,
+                            negative_weight, centre_lr)
 
     return step
 
 
-@torch.no_grad()
 def centre_sgd_step_tensor(
     model: Word2Fun,
     words: torch.Tensor,
@@ -409,7 +409,24 @@ def centre_sgd_step_tensor(
         The summed loss of the batch (before the step), in the model's dtype on its
         device: nothing waits for the step to finish until the caller reads it
         (:func:`centre_sgd_step` reads it at once).
+
+    Raises
+    ------
+    ValueError
+        For an ``lr`` that is not positive and finite or is larger than the largest float32
+        (``qpnlp._checks.check_lr``), before anything is written.
     """
+    check_lr(lr)
+    return _step_tensor(model, words, times, pair_centre, context, negatives, lr, roughness_penalty, row_lr,
+                        negative_weight, centre_lr)
+
+
+@torch.no_grad()
+def _step_tensor(model: Word2Fun, words: torch.Tensor, times: torch.Tensor, pair_centre: torch.Tensor,
+                 context: torch.Tensor, negatives: torch.Tensor, lr: float, roughness_penalty: float | torch.Tensor,
+                 row_lr: torch.Tensor | None, negative_weight: float, centre_lr: float) -> torch.Tensor:
+    """:func:`centre_sgd_step_tensor` for an ``lr`` checked already: the step of :func:`batch_step`, whose rates
+    the training loop computes from a checked ``TrainConfig`` (no check per batch)."""
     _check_penalty(model, roughness_penalty)
     if fused_step.accepts(model, negatives, words, times, pair_centre, context, roughness_penalty, row_lr):
         return fused_step.fused_sgd_step(model, words, times, pair_centre, context, negatives, lr, roughness_penalty,

@@ -3,7 +3,9 @@
 * an epoch that drew no skip-gram pair (subsampling of a tiny corpus) printed "loss 0.0000" and exited 0 with the
   untrained vectors;
 * an ``lr`` that overflows float32, or an epoch whose last update made a parameter NaN, gave a NaN model and no
-  divergence error (the loss of a batch is computed before its update);
+  divergence error (the loss of a batch is computed before its update); a NaN, infinite, negative or overflowing
+  ``lr`` given to a single step (``sgd_step``, ``centre_sgd_step(_tensor)``, ``fused_sgd_step``) wrote NaN or inf
+  into the tables with no error;
 * ``--export-npz DIR/g.npz`` failed after training when DIR did not exist, and ``--export-npz g.txt`` wrote
   ``g.txt.npz``.
 """
@@ -17,8 +19,8 @@ import torch
 from qpnlp._errors import TrainingDiverged
 from qpnlp.cli import main
 from qpnlp.data import TimestampedCorpus, Vocabulary, write_tsv
-from qpnlp.word2fun import KeyedVectors, TrainConfig, fit
-from qpnlp.word2fun import distributed
+from qpnlp.word2fun import KeyedVectors, TrainConfig, centre_sgd_step, distributed, fit, fused_step, sgd_step
+from qpnlp.word2fun.sgd import centre_sgd_step_tensor
 from qpnlp.word2fun.loop import TrainStats, _record_epoch
 
 PROG = "qpnlp train word2fun"
@@ -108,6 +110,46 @@ def test_the_command_refuses_such_an_lr_before_training(six_tsv, capsys):
     stdout, stderr = capsys.readouterr()
     assert code == 2 and "lr must be at most" in stderr.splitlines()[-1], stderr     # was 0 with a NaN model
     assert "epoch 1:" not in stdout + stderr
+
+
+def _single_steps():
+    """The public single steps, each ``step(model, words, times, pair_centre, context, negatives, lr)``."""
+    steps = {"sgd_step": lambda m, w, t, pc, ctx, neg, lr: sgd_step(m, w, ctx, neg, t, lr),
+             "centre_sgd_step": centre_sgd_step, "centre_sgd_step_tensor": centre_sgd_step_tensor}
+    if fused_step.ENABLED:
+        steps["fused_sgd_step"] = lambda *a: fused_step.fused_sgd_step(*a, 0.0, None, 1.0, 0.03)
+    return steps
+
+
+@pytest.mark.parametrize("name", ["sgd_step", "centre_sgd_step", "centre_sgd_step_tensor", "fused_sgd_step"])
+@pytest.mark.parametrize("lr", [float("nan"), float("inf"), -0.1, 0.0, 1e39, torch.tensor(float("nan"))])
+def test_a_single_step_refuses_a_bad_lr_before_writing_anything(make, name, lr):
+    steps = _single_steps()
+    if name not in steps:
+        pytest.skip("the compiled step needs numba")
+    model = make(9, 6, family="IV")              # negatives shared by the batch: the compiled step where it can
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    words, times = torch.tensor([0, 1, 4, 8]), torch.tensor([1900.0, 1950.0, 1999.0, 1930.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"^lr must be positive and finite, at most 3.403e\+38, the largest float32; "
+                                         r"got (nan|inf|-0.1|0|1e\+39)$"):       # was NaN or inf in every table
+        steps[name](model, words, times, torch.tensor([0, 1, 2, 3]), torch.tensor([2, 3, 1, 0]),
+                    torch.tensor([5, 7]), lr)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    steps[name](model, words, times, torch.tensor([0, 1, 2, 3]), torch.tensor([2, 3, 1, 0]), torch.tensor([5, 7]),
+                float(np.finfo(np.float32).tiny))       # the smallest positive rates are taken
+
+
+def test_the_compiled_single_step_reads_a_0d_tensor_lr_as_its_number(make):
+    if "fused_sgd_step" not in _single_steps():
+        pytest.skip("the compiled step needs numba")
+    models = [make(9, 6, family="IV"), make(9, 6, family="IV")]
+    batch = (torch.tensor([0, 1, 4]), torch.tensor([1900.0, 1950.0, 1999.0], dtype=torch.float64),
+             torch.tensor([0, 1, 2]), torch.tensor([2, 3, 1]), torch.tensor([5, 7]))
+    for model, lr in zip(models, (0.05, torch.tensor(0.05, dtype=torch.float64))):   # was a numba typing error
+        _single_steps()["fused_sgd_step"](model, *batch, lr)
+    for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
+        assert torch.equal(p, q), name
 
 
 def test_a_parameter_made_non_finite_by_the_last_update_is_divergence():
