@@ -7,9 +7,9 @@ period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
 Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
 generation included) in six settings: ``--negatives`` negatives per pair
 (the setting gensim uses) and the library defaults (negatives shared by a
-batch) with ``--workers`` hogwild threads, the defaults with one worker (one step thread) and with one
-worker whose compiled step runs in torch's thread count (``TrainConfig(step_threads=0)``; 2 on 2 cores),
-with ``--workers`` replicas
+batch) with ``--workers`` hogwild threads, the defaults with one worker (its compiled step in torch's thread
+count where numba's threads survive fork, its TBB layer: 2 on 2 cores) and with one worker of one step thread
+(``TrainConfig(step_threads=1)``, the default before), with ``--workers`` replicas
 (``parallel="replicas"``, deterministic), and the defaults trained by
 ``--processes`` processes started by ``torchrun`` (one thread each; all
 processes' tokens over the slowest one's training time).  With
@@ -179,9 +179,9 @@ def profile(corpus, args) -> str:
 
 
 def word2fun(corpus, args, shared: bool, workers: int | None = None, parallel: str = "hogwild",
-             step_threads: int = 1) -> float:
-    cfg = TrainConfig(epochs=args.epochs, workers=workers or args.workers, seed=0, parallel=parallel,
-                      step_threads=step_threads,
+             step_threads: int | None = None) -> float:
+    threads = {} if step_threads is None else {"step_threads": step_threads}      # None: the library's default
+    cfg = TrainConfig(epochs=args.epochs, workers=workers or args.workers, seed=0, parallel=parallel, **threads,
                       **({} if shared else {"negatives": args.negatives, "shared_negatives": False}))
     return fit(corpus, cfg, dim=args.dim).stats.tokens_per_s
 
@@ -251,8 +251,8 @@ def main() -> None:
               "word2fun (defaults: shared negatives)": lambda: word2fun(corpus, args, True)}
     if args.workers > 1:  # one core's worth: what the threads and the processes multiply
         models["word2fun (defaults, 1 worker)"] = lambda: word2fun(corpus, args, True, workers=1)
-        models["word2fun (1 worker, step threads 0: torch's)"] = lambda: word2fun(corpus, args, True, workers=1,
-                                                                                   step_threads=0)
+        models["word2fun (1 worker, 1 step thread)"] = lambda: word2fun(corpus, args, True, workers=1,
+                                                                        step_threads=1)
         models[f"word2fun (defaults, {args.workers} replicas)"] = lambda: word2fun(corpus, args, True,
                                                                                  parallel="replicas")
     import tempfile
@@ -289,13 +289,17 @@ def main() -> None:
                 p.join()
         phases[n_busy] = {k: {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in v), "runs": v}
                           for k, v in runs.items()}
-    from qpnlp.word2fun import pair_loop  # here: the workers also import this file with a baseline tree's qpnlp
+    from qpnlp._numba import threads_fork_safe      # here: the workers also import this file with a baseline tree's
+    from qpnlp.word2fun import pair_loop            # qpnlp
+    from qpnlp.word2fun.config import step_threads
 
     meta = {"command": "python benchmarks/word2fun_speed.py " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
                 if k not in ("mode", "tsv", "result") and v not in ("", None)),
             "corpus_tokens": corpus.n_tokens, "cpu_count": os.cpu_count(), "torch": torch.__version__,
-            "platform": platform.platform(), "cpu": cpu_model(), "pair_loop": pair_loop.describe("cpu")}
+            "platform": platform.platform(), "cpu": cpu_model(), "pair_loop": pair_loop.describe("cpu"),
+            "step_threads_default": step_threads(TrainConfig(workers=1)),
+            "numba_threads_fork_safe": threads_fork_safe()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "phases": phases}, indent=2))

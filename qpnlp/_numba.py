@@ -15,6 +15,8 @@ ops as the fallback and asks this module whether to take the loop:
 * :func:`jit`: the compiled loop (cached per function and on disk; threads asking for one loop at once wait for
   one compilation);
 * :func:`threads_at_most`: the threads a parallel loop (``jit(..., parallel=True)``) may be given;
+* :func:`threads_fork_safe`: whether those threads survive ``fork`` (numba's TBB threading layer, which pip's
+  ``tbb`` package gives it through :func:`_load_pip_tbb`);
 * :func:`jit_calling`: a loop compiled after the helpers it calls are bound to their compiled (or inlined) versions;
 * :func:`check_rows`: a compiled loop that does not check its indices has
   their range checked before it runs, whatever the validation setting (the
@@ -41,10 +43,13 @@ turns all of them off.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import inspect
+import sys
 import types
 import warnings
 from collections.abc import Callable, Mapping
@@ -64,13 +69,43 @@ SWITCHES = ("QPNLP_COMPILED", "QPNLP_WORD2FUN_COMPILED", "QPNLP_SPARSE_ADAM_COMP
             "QPNLP_ORDER_MEAN_COMPILED", "QPNLP_TRIG_COMPILED")
 
 __all__ = ["HAVE_NUMBA", "SWITCHES", "imports", "enabled", "check_switches", "takes", "scalar", "jit",
-           "threads_at_most", "jit_calling", "check_rows"]
+           "threads_at_most", "threads_fork_safe", "jit_calling", "check_rows"]
+
+#: The TBB library that numba's ``tbb`` threading layer opens by this name (Linux).
+_TBB_LIBRARY = "libtbb.so.12"
 
 def imports() -> bool:
     """Whether numba imports, tried once (``qpnlp._optional.imports``): an installed numba that fails to import
     (built for another NumPy, a mismatched llvmlite) warns and is treated as missing, so that the torch ops run
     instead of every compiled path raising."""
+    _load_pip_tbb()
     return _optional.imports("numba", "qpnlp's compiled loops are off and torch ops run instead")
+
+
+@functools.cache
+def _load_pip_tbb() -> None:
+    """Load the TBB library of pip's ``tbb`` package (``<environment>/lib/libtbb.so.12``, installed with the extra
+    ``fast`` on Linux x86-64), so that numba's threads run on its ``tbb`` threading layer, which survives ``fork``.
+
+    numba looks TBB up by the library's name (``ctypes.CDLL("libtbb.so.12")``), which the dynamic loader finds in
+    the system's directories but not in a virtual environment's ``lib``; so numba fell back to its ``omp`` layer
+    (GNU OpenMP), whose threads a child forked after they ran can wait on for ever. A library already loaded is
+    found by its name: loading it here, before numba starts its threads, is enough. Nothing where the package is
+    absent (numba then takes its next layer, as before) or the platform is not Linux.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        files = importlib.metadata.files("tbb") or ()
+    except importlib.metadata.PackageNotFoundError:
+        return
+    for file in files:
+        if file.name == _TBB_LIBRARY:
+            try:
+                ctypes.CDLL(str(file.locate()), mode=ctypes.RTLD_GLOBAL)
+            except OSError:             # another architecture, a broken install: numba takes its next layer
+                pass
+            return
 
 
 def enabled(variable: str) -> bool:
@@ -137,6 +172,7 @@ def jit(fn, fastmath: frozenset[str] = frozenset(), inline: bool = False, parall
     where ``prange`` is ``range``). numba's cache does not tell the two apart (its key is the code and the argument
     types), so the parallel loop is compiled as a copy named ``<name>__parallel``.
     """
+    _load_pip_tbb()                     # before numba starts its threads (a parallel loop's first call)
     import numba
 
     fn = _keyed_by_callees(_renamed(fn, "parallel") if parallel else fn)
@@ -159,6 +195,25 @@ def threads_at_most(threads: int) -> int:
     import numba
 
     return min(int(threads), numba.config.NUMBA_NUM_THREADS)
+
+
+@functools.cache
+def threads_fork_safe() -> bool:
+    """Whether the threads of a parallel loop (``jit(..., parallel=True)``) survive ``fork``: numba's threading
+    layer, started here where it has not started yet (the first layer that loads of ``tbb``, ``omp``,
+    ``workqueue``, or ``NUMBA_THREADING_LAYER``), is ``tbb``. False without numba.
+
+    Under ``omp`` (GNU OpenMP, numba's layer where TBB is missing) a child forked after the threads ran can hang in
+    its first parallel loop; ``workqueue`` survives ``fork`` but wakes its threads too slowly to gain on two cores
+    (Word2Fun's step, 2026-12-03). So Word2Fun's step runs in threads by default only where this is True
+    (:func:`qpnlp.word2fun.config.step_threads`).
+    """
+    if not (HAVE_NUMBA and imports()):
+        return False
+    import numba
+
+    numba.get_num_threads()             # starts numba's threads, so that its layer is known
+    return numba.threading_layer() == "tbb"
 
 
 def jit_calling(loop, helpers: Mapping[str, Callable], fastmath: frozenset[str] = frozenset(), parallel: bool = False):

@@ -498,13 +498,13 @@ def test_the_job_runner_keeps_each_runs_log_and_walltime(tmp_path):
 
 
 def test_word2fun_step_threads_reach_the_training_settings(tmp_path):
-    """--step-threads is TrainConfig.step_threads (the report records it; default 1; 0: torch's thread count, one
-    in the tests, so that no threaded kernel runs in this pytest worker: own_process in tests/word2fun)."""
+    """--step-threads is TrainConfig.step_threads (the report records it as given; default 0: torch's thread count
+    where numba's threads survive fork, one in the tests, which run torch on one thread)."""
     corpus = tmp_path / "c.tsv"
     corpus.write_text("1900\ta b c\n1950\tb c d\n2000\tc d a\n1950\td a b\n")
-    for threads in (None, "0"):
+    for threads in (None, "1"):
         report = tmp_path / f"r{threads}.json"
         argv = ["train", "word2fun", "--corpus", str(corpus), "--dim", "4", "--min-count", "1", "--epochs", "1",
                 "--no-progress", "--report", str(report)]
         assert main(argv + (["--step-threads", threads] if threads else [])) == 0
-        assert json.loads(report.read_text())["config"]["train"]["step_threads"] == (1 if threads is None else 0)
+        assert json.loads(report.read_text())["config"]["train"]["step_threads"] == (0 if threads is None else 1)

@@ -5,6 +5,8 @@ the parent held one of qpnlp's locks at the fork (that thread is not in the chil
 
 import multiprocessing
 import os
+import platform
+import sys
 import threading
 import traceback
 
@@ -180,6 +182,34 @@ def test_a_forked_child_trains_word2fun_with_the_loops_its_parent_compiled():
     the parent trained runs the same machine code (and its own prefetch and worker threads) to the same vectors."""
     alone = _tiny_word2fun()
     assert _in_forked_child(lambda: _same_tensors(_tiny_word2fun(), alone)) == 0
+
+
+def _tiny_word2fun_in_threads():
+    """:func:`_tiny_word2fun` with its step in two threads (numba's), on a batch of more tokens than the parts."""
+    from qpnlp import word2fun
+    from qpnlp.data import TimestampedCorpus
+
+    docs = [(1900 + i % 10, [f"w{(i * 7 + j) % 50}" for j in range(20)]) for i in range(200)]
+    config = word2fun.TrainConfig(epochs=1, batch_size=256, step_threads=2)
+    result = word2fun.fit(TimestampedCorpus.from_pairs(docs), config, dim=8, min_count=1)
+    return result.vectors.model.state_dict()
+
+
+@needs_fork
+@fork_with_threads
+@compiled
+def test_a_child_forked_after_the_step_ran_in_threads_trains_in_threads_too():
+    """Word2Fun's step in threads runs on numba's TBB threading layer (the package ``tbb`` of the extra ``fast``,
+    loaded by ``qpnlp._numba``), which survives fork: a child forked after the parent's threads ran trains in
+    threads again, to the same vectors (a step makes the same updates in any number of threads), instead of
+    waiting for ever on GNU OpenMP's threads, numba's layer without TBB. The layer is numba's for the process, so
+    the test asserts it where the extra installs TBB (Linux x86-64) and is meaningless elsewhere."""
+    if not _numba.threads_fork_safe():
+        assert not (sys.platform == "linux" and platform.machine() == "x86_64"), \
+            "numba's threading layer is not TBB: is the tbb package installed (extra 'fast')?"
+        pytest.skip("numba's threading layer here is not TBB (no tbb wheel for this platform)")
+    alone = _tiny_word2fun_in_threads()
+    assert _in_forked_child(lambda: _same_tensors(_tiny_word2fun_in_threads(), alone)) == 0
 
 
 def test_eight_word2fun_trainings_in_threads_at_once_are_the_training_alone_and_put_torch_threads_back():

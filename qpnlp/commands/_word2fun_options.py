@@ -142,7 +142,8 @@ def _add_run_options(t, train: dict) -> None:
                         "default %(default)s); the SGD loop runs one per --workers, with --step-threads each")
     t.add_argument("--step-threads", type=count_type(0), default=train["step_threads"],
                    help="threads of each worker's compiled SGD step, which makes the same updates whatever their "
-                        "number (0 = --threads' count for one worker, 1 for several; default %(default)s)")
+                        "number (0 = --threads' count for one worker where numba's threads survive fork, i.e. its TBB "
+                        "layer, else 1; default %(default)s)")
     t.add_argument("--device", type=device_type, default=train["device"],
                    help=DEVICE_HELP)
     t.add_argument("--seed", type=count_type(0), default=train["seed"], help="(default %(default)s)")

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from qpnlp import _numba
 from qpnlp._checks import FLOAT32_MAX, check_seed, is_integer
 from qpnlp._device import resolve_device
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
@@ -185,12 +186,13 @@ class TrainConfig:
     replica_sync_every : int, default 32
         With ``parallel="replicas"``: the batches each replica trains between two merges of their updates (in a
         distributed run, within each process's ``sync_every`` batches).
-    step_threads : int, default 1
+    step_threads : int, default 0
         Threads of each worker's compiled step (its stages cut into as many parts, :mod:`~qpnlp.word2fun.fused_step`):
         the same updates bit for bit whatever their number. 0: :func:`step_threads`, torch's thread count when
-        training starts (``torch.set_num_threads``, ``OMP_NUM_THREADS``) for one worker, 1 for several. Not the
-        default: after the threaded kernel has run (numba's GNU OpenMP threads), a child process forked from this
-        one can hang in its first torch or OpenMP operation (``docs/word2fun-at-scale.md``).
+        training starts (``torch.set_num_threads``, ``OMP_NUM_THREADS``) for one worker where numba's threads
+        survive ``fork`` (its TBB threading layer, installed with the extra ``fast`` on Linux x86-64), else 1. A
+        count given runs that many on any layer: under GNU OpenMP (numba's layer without TBB) a child process
+        forked after the threads ran can hang (``docs/word2fun-at-scale.md``).
     """
 
     epochs: int = 7
@@ -214,7 +216,7 @@ class TrainConfig:
     step_centre_lr: float | None = None
     parallel: str = "hogwild"
     replica_sync_every: int = 32
-    step_threads: int = 1
+    step_threads: int = 0
 
     def __post_init__(self) -> None:
         positive = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, negatives=self.negatives,
@@ -254,7 +256,10 @@ class TrainConfig:
 def step_threads(cfg: TrainConfig) -> int:
     """The threads of each worker's compiled step: ``cfg.step_threads``, or for 0 ``torch.get_num_threads()`` with
     one worker (what the user gives torch: the cores, ``OMP_NUM_THREADS``, a CLI's ``--threads``; one per process
-    under ``torchrun`` and ``--processes``) and 1 with several (each worker takes a core).
+    under ``torchrun`` and ``--processes``) where the threads survive ``fork``, and 1 with several workers (each
+    takes a core) or where they would not (``qpnlp._numba.threads_fork_safe``: numba's TBB threading layer; a
+    child forked after GNU OpenMP's threads ran can hang) or the compiled step is off (``QPNLP_COMPILED=0``,
+    ``QPNLP_WORD2FUN_COMPILED=0``).
 
     Parameters
     ----------
@@ -263,7 +268,10 @@ def step_threads(cfg: TrainConfig) -> int:
     """
     if cfg.step_threads:
         return int(cfg.step_threads)
-    return torch.get_num_threads() if cfg.workers == 1 else 1
+    threads = torch.get_num_threads() if cfg.workers == 1 else 1
+    if threads > 1 and _numba.enabled("QPNLP_WORD2FUN_COMPILED") and _numba.threads_fork_safe():
+        return threads
+    return 1
 
 
 def resolve_penalty(cfg: TrainConfig, family: str, logistic: bool = True) -> TrainConfig:

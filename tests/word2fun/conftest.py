@@ -28,9 +28,10 @@ def _make(vocab_size: int, dim: int, family: str = "II", time_scale: TimeScale =
 @pytest.fixture
 def own_process(request) -> bool:
     """Run the calling test again in a process of its own and fail if it fails there: True inside that process,
-    False here (the test then returns). For the tests that run Word2Fun's threaded kernel: it starts numba's GNU
-    OpenMP threads, after which a child forked from this pytest worker can hang (``tests/test_threads_and_forks.py``
-    forks from the same workers)."""
+    False here (the test then returns). For the tests that run Word2Fun's threaded kernel: where numba's threading
+    layer is GNU OpenMP (no TBB), its threads make a child forked afterwards from this pytest worker hang
+    (``tests/test_threads_and_forks.py`` forks from the same workers; under TBB, the layer the extra ``fast``
+    installs on Linux x86-64, they pass with the threaded tests in the same workers, 2026-12-03)."""
     if os.environ.get("QPNLP_OWN_PROCESS") == request.node.nodeid:
         return True
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", request.node.nodeid],

@@ -1,5 +1,8 @@
 """The whole SGD step compiled (numba) against the torch ops it replaces: same parameters and loss."""
 
+import platform
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -396,17 +399,29 @@ def _numba_threads() -> int:
     return numba.config.NUMBA_NUM_THREADS
 
 
-def test_fit_gives_its_one_worker_the_threads_torch_has():
-    """step_threads 0: torch's thread count when training starts for one worker, one for each of several."""
+def test_fit_gives_its_one_worker_the_threads_torch_has(own_process, monkeypatch):
+    """step_threads 0 (the default): torch's thread count when training starts for one worker where numba's threads
+    survive fork (its TBB layer, which the extra ``fast`` installs on Linux x86-64), one for each of several, and one
+    where the compiled step is off. In a process of its own: it starts numba's threads."""
+    from qpnlp import _numba
     from qpnlp.word2fun.config import step_threads
 
+    if not own_process:
+        return
+    fork_safe = _numba.threads_fork_safe()
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert fork_safe, "numba's threading layer is not TBB: is the tbb package installed (extra 'fast')?"
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        assert step_threads(TrainConfig()) == 1                       # the default: one thread
-        assert step_threads(TrainConfig(step_threads=0)) == 2
-        assert step_threads(TrainConfig(workers=2, step_threads=0)) == 1
+        assert step_threads(TrainConfig()) == (2 if fork_safe else 1)         # the default: 0
+        assert step_threads(TrainConfig(workers=2)) == 1
         assert step_threads(TrainConfig(workers=2, step_threads=3)) == 3
+        monkeypatch.setenv("QPNLP_WORD2FUN_COMPILED", "0")
+        assert step_threads(TrainConfig()) == 1
+        torch.set_num_threads(1)
+        monkeypatch.delenv("QPNLP_WORD2FUN_COMPILED")
+        assert step_threads(TrainConfig()) == 1
     finally:
         torch.set_num_threads(before)
     for bad in (-1, 1.5, "2", True):
