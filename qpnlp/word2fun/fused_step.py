@@ -224,16 +224,18 @@ class FusedStep:
 
         ids, values, ranges = np.empty(0, np.int64), np.empty(0, self.H.dtype), np.empty((0, 2), np.int64)
         args = self._kernel_args(ids, ids, values, ids, ids, ranges, ranges, ranges, values, False, values, values,
-                                 0, 0.0)
+                                 0, 0.0, 1)
         for kernel in filter(None, (self.kernel, self.parallel_kernel)):
             kernel.compile(tuple(numba.typeof(a) for a in args))
 
     def _kernel_args(self, words, order, times, pair_row, context, rows, pairs, negatives, lrs, smooth, row_mult,
-                     rough, base, total) -> tuple:
-        """The kernel's arguments in ``_run``'s order: the batches' arrays with what this step holds."""
+                     rough, base, total, parts) -> tuple:
+        """The kernel's arguments in ``_run``'s order: the batches' arrays with what this step holds, the stages cut
+        into ``parts`` (the threads of the threaded kernel; 1 for the one-thread kernel, which would otherwise scan
+        the pairs once per part: the result does not depend on the parts)."""
         return (self.tabs, self.H, words, order, times, pair_row, context, rows, pairs, negatives, lrs,
                 self.nums.copy(), self.flags + (smooth,), row_mult, rough, self.factors, self.present, base, total,
-                self.threads)
+                parts)
 
     def run_batches(self, words: np.ndarray, order: np.ndarray, times: np.ndarray, pair_row: np.ndarray,
                     context: np.ndarray, rows: np.ndarray, pairs: np.ndarray, negatives: np.ndarray,
@@ -271,7 +273,7 @@ class FusedStep:
         run = (words, order, times, pair_row, context)
         if self.choice is None:
             return self.kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base,
-                                                  total))
+                                                  total, 1))
         which, trial = self.choice.pick()
         n = 1 if trial else rows.shape[0]           # a trial of the other kernel: on the run's first batch
         total, bad = self._timed(which, trial, run, rows[:n], pairs[:n], negatives[:n], lrs[:n], smooth, row_mult,
@@ -291,7 +293,8 @@ class FusedStep:
         if which:
             numba.set_num_threads(self.threads)
         t0 = time.perf_counter()
-        out = kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base, total))
+        out = kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base, total,
+                                        self.threads if which else 1))
         self.choice.record(which, time.perf_counter() - t0, int(pairs[-1, 1] - pairs[0, 0]) if len(pairs) else 0,
                            trial)
         return out
