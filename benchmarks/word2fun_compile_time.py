@@ -55,8 +55,10 @@ def worker(corpus: str) -> dict:
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "compiled": len(compiled)}
 
 
-def _start(tree: Path, corpus: Path, cache: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+def _start(tree: Path, corpus: Path, cache: Path, torch_threads: int = 1) -> subprocess.Popen:
+    """A worker process of ``tree`` with an empty numba cache ``cache`` and ``torch_threads`` torch threads
+    (``OMP_NUM_THREADS``: with more than one, a tree whose default step runs in threads compiles that kernel too)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(cache), "OMP_NUM_THREADS": str(torch_threads)}
     return subprocess.Popen([sys.executable, __file__, "worker", "--corpus", str(corpus)], env=env, cwd=cache,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
@@ -76,7 +78,7 @@ def run(args) -> dict:
             for name, tree in trees.items():       # at the same time: one process per core
                 cache = tmp / f"cache-{r}-{name.replace(' ', '-')}"
                 cache.mkdir()
-                procs[name] = _start(tree, corpus, cache)
+                procs[name] = _start(tree, corpus, cache, args.torch_threads)
             for name, proc in procs.items():
                 out, _ = proc.communicate()
                 assert proc.returncode == 0, f"{name}: the run failed ({proc.returncode})"
@@ -100,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("mode", nargs="?", default="run", choices=["run", "worker"])
     ap.add_argument("--baseline-rev", default="", help="a git revision of this repository to compare with")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="each run's torch threads (OMP_NUM_THREADS); Word2Fun's default step takes as many threads "
+                         "where numba's layer is TBB, and compiles its threaded kernel then (default %(default)s)")
     ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)  # the worker's corpus
     ap.add_argument("--json", default="")
     return ap
