@@ -206,13 +206,19 @@ def threads_fork_safe() -> bool:
     Under ``omp`` (GNU OpenMP, numba's layer where TBB is missing) a child forked after the threads ran can hang in
     its first parallel loop; ``workqueue`` survives ``fork`` but wakes its threads too slowly to gain on two cores
     (Word2Fun's step, 2026-12-03). So Word2Fun's step runs in threads by default only where this is True
-    (:func:`qpnlp.word2fun.config.step_threads`).
+    (:func:`qpnlp.word2fun.config.step_threads`). False, with a warning, where numba's threads do not start
+    (``NUMBA_THREADING_LAYER`` names a layer that is unknown or does not load).
     """
     if not (HAVE_NUMBA and imports()):
         return False
     import numba
 
-    numba.get_num_threads()             # starts numba's threads, so that its layer is known
+    try:
+        numba.get_num_threads()         # starts numba's threads, so that its layer is known
+    except ValueError as error:         # NUMBA_THREADING_LAYER names a layer that is unknown or does not load
+        warnings.warn(f"numba's threads do not start ({error}); Word2Fun's step runs in one thread",
+                      RuntimeWarning, stacklevel=outside_qpnlp())
+        return False
     return numba.threading_layer() == "tbb"
 
 

@@ -185,3 +185,39 @@ def test_an_inlined_helper_is_compiled_only_inside_its_loop(tmp_path, monkeypatc
     loop = _numba.jit_calling(inlined_loop.loop, {"_helper": helper}, frozenset({"reassoc", "contract"}))
     assert loop(1.5) == 4.0
     assert loop.signatures and not helper.signatures
+
+
+def _fork_safe_in_a_fresh_process(**env) -> subprocess.CompletedProcess:
+    """``qpnlp._numba.threads_fork_safe()`` and numba's layer, printed by a new process (the layer is chosen once per
+    process) with ``env`` set in its environment (None: removed)."""
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "from qpnlp import _numba; safe = _numba.threads_fork_safe()\n"
+            "import numba, numba.np.ufunc.parallel as p\n"
+            "print(safe, numba.threading_layer() if p._is_initialized else None)\n")
+    environment = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not (sys.platform == "linux" and os.uname().machine == "x86_64"),
+                    reason="the extra 'fast' installs TBB on Linux x86-64 only")
+def test_numba_takes_pips_tbb_whose_threads_survive_fork():
+    """numba opens ``libtbb.so.12`` by name, which the loader does not find in a virtual environment's ``lib``
+    where pip's ``tbb`` puts it: qpnlp loads it first, so numba's layer is TBB (it fell back to GNU OpenMP)."""
+    out = _fork_safe_in_a_fresh_process(NUMBA_THREADING_LAYER=None)
+    assert out.stdout.split() == ["True", "tbb"], out.stdout + out.stderr
+
+
+def test_a_threading_layer_that_does_not_start_gives_one_thread_with_a_warning():
+    """``NUMBA_THREADING_LAYER`` naming no layer (or one that does not load): numba raises where its threads
+    start; the step's threads fall back to one, and the warning says why."""
+    out = _fork_safe_in_a_fresh_process(NUMBA_THREADING_LAYER="no-such-layer")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "None"], out.stdout
+    assert "numba's threads do not start" in out.stderr and "no-such-layer" in out.stderr
+
+
+def test_gnu_openmp_is_not_counted_as_fork_safe():
+    """The layer asked for is kept (``NUMBA_THREADING_LAYER=omp``), and it is not TBB: no threads by default."""
+    out = _fork_safe_in_a_fresh_process(NUMBA_THREADING_LAYER="omp")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "omp"], out.stdout
