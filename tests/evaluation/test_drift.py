@@ -353,12 +353,11 @@ def test_grid_rejects_repeated_words_unsorted_years_and_names_unknown_words():
         grid.columns(["a", "c", "d"])
 
 
-@pytest.mark.parametrize("make", [np.asarray, torch.from_numpy])
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, bool, object, str])
+@pytest.mark.parametrize("make, dtype", [(make, dtype) for make in (np.asarray, torch.from_numpy)
+                                         for dtype in (np.complex64, np.complex128, bool, object, str)
+                                         if make is np.asarray or dtype not in (object, str)])   # torch holds no such
 def test_grid_refuses_vectors_that_are_not_real_numbers(make, dtype):
     # a complex E or context was cast to float32 with only a warning: its imaginary part was dropped, silently
-    if make is torch.from_numpy and dtype in (object, str):
-        pytest.skip("torch holds no such tensor")
     bad = make(np.ones((2, 1, 3), dtype=dtype))
     with pytest.raises(TypeError, match=r"^E must hold real numbers \(read as float32\); got "):
         DriftGrid(bad, ["a"], [0, 1])
