@@ -44,6 +44,7 @@ import torch
 from qpnlp import _numba
 from qpnlp._checks import FLOAT32_MAX, check_seed, is_integer
 from qpnlp._device import resolve_device
+from qpnlp.word2fun import pair_loop
 from qpnlp.word2fun.functions import SINUSOIDAL_FAMILIES
 
 __all__ = ["DEFAULT_ROUGHNESS_PENALTY", "DEFAULT_ROUGHNESS_PENALTY_NO_STEP", "PARALLEL_MODES", "TrainConfig",
@@ -269,7 +270,7 @@ def step_threads(cfg: TrainConfig) -> int:
     if cfg.step_threads:
         return int(cfg.step_threads)
     threads = torch.get_num_threads() if cfg.workers == 1 else 1
-    if threads > 1 and _numba.enabled("QPNLP_WORD2FUN_COMPILED") and _numba.threads_fork_safe():
+    if threads > 1 and pair_loop.available() and _numba.threads_fork_safe():
         return threads
     return 1
 
