@@ -5,13 +5,18 @@ thread, with two barriers per batch) makes the same updates as the kernel of one
 between them changes only the speed. Which is faster depends on the machine's load: on idle cores the threads
 win, but beside busy processes a thread descheduled at a barrier holds up the others, which spin (numba's OpenMP
 threads), and one worker always in threads ran about 8x slower than in one thread (31k against 251k tokens/s
-beside two busy processes on 2 cores, ``benchmarks/results/word2fun/step-threads/``). So :class:`KernelChoice`
-times both as the training goes. It keeps, per kernel, a running mean of the seconds per pair of its calls, runs
-the faster one, and tries the other on one batch every ``interval`` calls. A trial wins when it is faster than
-:data:`MARGIN` times the chosen kernel's mean (one batch is a noisy measure); two wins in a row change the kernel,
-which is then judged by its first whole run alone; a trial that loses makes the interval four times longer (up to
-:data:`MAX_INTERVAL`), so that a loaded machine pays for few slow trials. The interval starts again from
-:data:`FIRST_INTERVAL` at every change of kernel.
+beside two busy processes on 2 cores, ``benchmarks/results/word2fun/step-threads/``). On numba's TBB layer (the
+default's) they lose less but still lose: beside two busy processes, on SOTU, always in threads ran at 0.66x
+gensim's tokens/s, one thread at 0.80x (medians of four rounds). So :class:`KernelChoice` times both as the
+training goes. It keeps, per kernel, a running mean of the seconds per pair of its calls, runs the faster one, and
+tries the other on one run every ``interval`` calls. A trial is a whole run, as the chosen kernel's calls are:
+trials of one batch paid a call's fixed cost (0.3-0.4 ms on the 2-core host) over 16 times fewer pairs, which made
+the faster kernel look slower than it was (on SOTU, one batch of the threads took 1.42x the seconds per pair of
+their runs, of one thread 1.19x, so the threads' trials lost although their runs took 0.6x the one thread's time
+per pair). A trial wins when it is faster than :data:`MARGIN` times the chosen kernel's mean; two wins in a row
+change the kernel, which is then judged by its first whole run alone; a trial that loses makes the interval four
+times longer (up to :data:`MAX_INTERVAL`), so that a loaded machine pays for few slow trials. The interval starts
+again from :data:`FIRST_INTERVAL` at every change of kernel.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ class KernelChoice:
 
     Call :meth:`pick` before a call of a kernel and :meth:`record` after it. The first call of each kernel is not
     counted (it starts numba's thread pool, or loads the code). Starts with kernel 0 and tries kernel 1 on the
-    second, fourth and (when the fourth won) fifth calls: a loaded machine then pays for two slow batches, not two
-    slow runs. A model keeps its choice from one epoch's step to the next (``qpnlp.word2fun.fused_step``).
+    second, fourth and (when the fourth won) fifth calls (runs). A model keeps its choice from one epoch's step to
+    the next (``qpnlp.word2fun.fused_step``).
     """
 
     def __init__(self):
@@ -47,8 +52,7 @@ class KernelChoice:
         self.wins = 0                      # trials won in a row
 
     def pick(self) -> tuple[int, bool]:
-        """``(kernel, trial)``: the kernel to call next, and whether this call is a trial of the other one (the
-        caller then runs it on one batch only)."""
+        """``(kernel, trial)``: the kernel to call next, and whether this call is a trial of the other one."""
         other = 1 - self.best
         if self.calls[other] < 2 and self.since_trial >= 1:    # not yet measured: try it early
             return other, True

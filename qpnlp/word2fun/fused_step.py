@@ -274,15 +274,8 @@ class FusedStep:
         if self.choice is None:
             return self.kernel(*self._kernel_args(*run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base,
                                                   total, 1))
-        which, trial = self.choice.pick()
-        n = 1 if trial else rows.shape[0]           # a trial of the other kernel: on the run's first batch
-        total, bad = self._timed(which, trial, run, rows[:n], pairs[:n], negatives[:n], lrs[:n], smooth, row_mult,
-                                 rough, base, total)
-        if bad >= 0 or n == rows.shape[0]:
-            return total, bad
-        total, bad = self._timed(self.choice.best, False, run, rows[n:], pairs[n:], negatives[n:], lrs[n:], smooth,
-                                 row_mult, rough, base, total)
-        return total, bad + n if bad >= 0 else bad
+        which, trial = self.choice.pick()          # a trial of the other kernel: a whole run, as the chosen one's
+        return self._timed(which, trial, run, rows, pairs, negatives, lrs, smooth, row_mult, rough, base, total)
 
     def _timed(self, which: int, trial: bool, run: tuple, rows, pairs, negatives, lrs, smooth, row_mult, rough,
                base, total) -> tuple[float, int]:

@@ -274,10 +274,10 @@ def test_run_steps_refuses_learning_rates_that_do_not_match_the_batches(make):
 
 
 def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make, monkeypatch, own_process):
-    """A step of two threads runs each run on the kernel its KernelChoice picks, a trial on the run's first batch
-    and the rest on the chosen kernel: the same losses and parameters, bit for bit, as one thread, for always the
-    threads, trials of one thread, and trials of the threads (float32, fit's dtype: each dtype compiles the threaded
-    kernel again; in a process of its own, ``own_process``)."""
+    """A step of two threads runs each run on the kernel its KernelChoice picks (a trial too: a whole run): the same
+    losses and parameters, bit for bit, as one thread, for always the threads, trials of one thread, and trials of
+    the threads (float32, fit's dtype: each dtype compiles the threaded kernel again; in a process of its own,
+    ``own_process``)."""
     if not own_process:
         return
     from qpnlp.word2fun import _kernel_choice
@@ -296,8 +296,26 @@ def test_runs_in_threads_equal_one_thread_whichever_kernel_runs_each_batch(make,
                 assert torch.equal(p, q), (family, picks, name)
 
 
-def test_bad_ids_stop_a_run_split_for_a_trial_at_their_batch(make, monkeypatch):
-    """A trial runs the first batch alone: bad ids in the second batch are still named, nothing after trained."""
+def test_a_trial_of_the_other_kernel_is_timed_on_the_whole_run(make, monkeypatch):
+    """The choice compares seconds per pair of whole runs: a trial runs and is timed on all the run's batches, as
+    the chosen kernel's calls (a trial of one batch paid a call's fixed cost over 16 times fewer pairs)."""
+    from qpnlp.word2fun import _kernel_choice
+
+    recorded = []
+    monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: (0, True))
+    monkeypatch.setattr(_kernel_choice.KernelChoice, "record", lambda self, *call: recorded.append(call))
+    run = _runs()[0]
+    assert len(run) > 1
+    fused_runs.run_steps(fused_step.FusedStep(_model(make, "IV", torch.float32), threads=2), run,
+                         NegativeSampler(np.ones(V)), torch.Generator().manual_seed(1), K, [0.1] * len(run),
+                         (None, None, 0.01), 0.0)
+    assert [(kernel, pairs, trial) for kernel, _, pairs, trial in recorded] == [
+        (0, int(run.pairs[-1, 1] - run.pairs[0, 0]), True)]
+
+
+def test_bad_ids_stop_a_trial_at_their_batch(make, monkeypatch):
+    """A trial (a whole run) stops at the batch with bad ids, as any run: they are named, the batches before them
+    trained, nothing after."""
     from qpnlp.word2fun import _kernel_choice
 
     monkeypatch.setattr(_kernel_choice.KernelChoice, "pick", lambda self: (0, True))
