@@ -124,27 +124,37 @@ def check_lr(lr: object) -> float:
     return number
 
 
-def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict) -> None:
-    """torch's ``add_param_group``, then ValueError naming ``lr`` when the group's rate is larger than the largest
-    value of a parameter's dtype (:data:`FLOAT32_MAX` for a float32 or complex64 table); the group is removed again.
+def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict, gain: float = 1.0,
+                            why: str = "") -> None:
+    """torch's ``add_param_group``, then ValueError naming ``lr`` when the group's rate times ``gain`` is larger than
+    the largest value of a parameter's dtype (:data:`FLOAT32_MAX` for a float32 or complex64 table); the group is
+    removed again.
 
     The one overflow check of qpnlp's optimisers, as ``TrainConfig`` checks its rates: the step ``lr * update`` is
     inf there, and the parameters became inf or NaN with no error (or met torch's "value cannot be converted to type
-    float without overflow", which names nothing). The caller checks that ``lr`` is finite and positive.
+    float without overflow", which names nothing). ``gain`` (>= 1) bounds ``|update|`` where it can exceed 1, as
+    RMSprop's :math:`g / \\sqrt{s}` does, and ``why`` says so in the message. The caller checks that ``lr`` is
+    finite and positive.
 
     >>> add_param_group_fitting(torch.optim.SGD([torch.zeros(1)]), dict(params=[torch.zeros(2)], lr=1e39))
     Traceback (most recent call last):
     ...
     ValueError: lr must be at most 3.403e+38, the largest torch.float32 (parameter 0 of its group); got 1e+39
+    >>> add_param_group_fitting(torch.optim.SGD([torch.zeros(1)]), dict(params=[torch.zeros(2)], lr=1e38), 10.0,
+    ...                         "its step multiplies lr by up to 10")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be at most 3.403e+37, the largest torch.float32 / 10 (its step ...); got 1e+38
     """
     torch.optim.Optimizer.add_param_group(optimiser, param_group)
     group = optimiser.param_groups[-1]
     for index, param in enumerate(group["params"]):
         largest = torch.finfo(param.dtype).max if param.is_floating_point() or param.is_complex() else math.inf
-        if group["lr"] > largest:
+        if group["lr"] > largest / gain:
             optimiser.param_groups.pop()
-            raise ValueError(f"lr must be at most {largest:.4g}, the largest {param.dtype.to_real()} (parameter "
-                             f"{index} of its group); got {group['lr']:g}")
+            factor = f" / {gain:.4g} ({why})" if gain != 1 else ""
+            raise ValueError(f"lr must be at most {largest / gain:.4g}, the largest {param.dtype.to_real()}{factor} "
+                             f"(parameter {index} of its group); got {group['lr']:g}")
 
 
 def check_seed(seed) -> int:

@@ -139,7 +139,11 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     .. math::
 
         W' = (I + \tfrac{\lambda}{2} A)^{-1} (I - \tfrac{\lambda}{2} A) W,
-        \quad A = G W^H - W G^H.
+        \quad A = G W^H - W G^H,
+
+    both factors divided by :math:`m = \max(1, \lambda / 2)` (the same :math:`W'`): a huge step size (3e38 in
+    complex64) no longer overflows :math:`\tfrac{\lambda}{2} A` to a NaN matrix; :math:`\lambda \le 2` computes
+    the formula as written.
 
     Parameters
     ----------
@@ -175,7 +179,9 @@ def cayley_step(w: Tensor, grad: Tensor, lr: float) -> Tensor:
     a = grad @ w.mH - w @ grad.mH
     eye = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device)
     half = 0.5 * lr
-    return torch.linalg.solve(eye + half * a, (eye - half * a) @ w)
+    m = half.clamp(min=1) if isinstance(half, Tensor) else max(half, 1.0)
+    k = half / m                                # exactly half for lr <= 2 (m = 1), exactly 1 above
+    return torch.linalg.solve(eye / m + k * a, (eye / m - k * a) @ w)
 
 
 def _check_lr(lr: float) -> float:

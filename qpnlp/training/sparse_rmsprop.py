@@ -54,6 +54,11 @@ def coalesced(grad: torch.Tensor) -> torch.Tensor:
     return grad.coalesce()
 
 
+#: RMSprop's :math:`|g| / \sqrt{s}` is at most :math:`1 / \sqrt{1 - \alpha}` (:math:`s \ge (1 - \alpha) g^2`), and a
+#: few float32 ulps more: the limit of the rate keeps this margin (a rate at the bound itself stepped rows to inf).
+_RMSPROP_ROUNDING = 1 + 1e-6
+
+
 class SparseRMSprop(torch.optim.Optimizer):
     """Lazy RMSprop for parameters with sparse gradients (e.g. ``nn.Embedding(sparse=True)``).
 
@@ -79,13 +84,14 @@ class SparseRMSprop(torch.optim.Optimizer):
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (torch's rule), its ``lr``, ``alpha`` and ``eps`` (its own or the defaults) checked first:
-        finite numbers with lr > 0, 0 <= alpha < 1, eps > 0, and lr no larger than the parameters' dtype holds
-        (``qpnlp._checks.add_param_group_fitting``; ``ValueError``)."""
+        finite numbers with lr > 0, 0 <= alpha < 1, eps > 0, and the largest step lr / sqrt(1 - alpha) no larger
+        than the parameters' dtype holds (``qpnlp._checks.add_param_group_fitting``; ``ValueError``)."""
         lr, alpha, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "alpha", "eps"))
         if not (_finite_numbers(lr, alpha, eps) and lr > 0 and 0.0 <= alpha < 1.0 and eps > 0):
             raise ValueError(f"need finite lr > 0, 0 <= alpha < 1, eps > 0; got lr={lr!r}, alpha={alpha!r}, "
                              f"eps={eps!r}")
-        add_param_group_fitting(self, param_group)
+        add_param_group_fitting(self, param_group, _RMSPROP_ROUNDING / math.sqrt(1 - alpha),
+                                f"SparseRMSprop's step multiplies lr by up to 1 / sqrt(1 - alpha), alpha={alpha:g}")
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""
@@ -111,7 +117,7 @@ class SparseRMSprop(torch.optim.Optimizer):
                     p.index_add_(0, rows, values / avg.sqrt().add_(eps), alpha=-lr)
                 else:
                     square_avg.mul_(alpha).addcmul_(p.grad, p.grad, value=1 - alpha)
-                    p.addcdiv_(p.grad, square_avg.sqrt().add_(eps), value=-lr)
+                    p.add_(p.grad / square_avg.sqrt().add_(eps), alpha=-lr)  # addcdiv_: lr * g overflowed
         return loss
 
 

@@ -116,6 +116,24 @@ def test_cayley_step_formula(cdtype, device):
     assert unitarity_error(got) <= tolerance(cdtype, N)
 
 
+@pytest.mark.parametrize("lr, scale", [(3e38, 1.0), (1e30, 1e9), (5.0, 1.0)])
+def test_cayley_step_sgd_takes_a_huge_step_size(lr, scale):
+    """(lr / 2) A overflowed complex64: lr=3e38 (under the largest float32, which CayleyStepSGD takes; from 2.7e38 here)
+    and a normal gradient, or lr=1e30 and a gradient of 1e9, gave a NaN matrix with no error. The step is now computed
+    divided by lr / 2: unitary, the complex128 step's matrix; lr <= 2 is the formula as written, bit for bit."""
+    torch.manual_seed(6)
+    w = random_unitary(4, dtype=torch.complex128)
+    g = scale * torch.randn(4, 4, dtype=torch.complex128)
+    weight = torch.nn.Parameter(w.to(torch.complex64))
+    weight.grad = g.to(torch.complex64)
+    CayleyStepSGD([weight], lr=lr).step()
+    assert unitarity_error(weight) <= tolerance(torch.complex64, 4)
+    torch.testing.assert_close(weight.detach(), cayley_step(w, g, lr).to(torch.complex64), atol=1e-5, rtol=0)
+    w, g = w.to(torch.complex64), g.to(torch.complex64) / scale
+    a, eye = g @ w.mH - w @ g.mH, torch.eye(4, dtype=torch.complex64)
+    assert torch.equal(cayley_step(w, g, 0.3), torch.linalg.solve(eye + 0.15 * a, (eye - 0.15 * a) @ w))
+
+
 def test_cayley_step_is_a_descent_step():
     """For a small step the Cayley update decreases a smooth loss (it follows the Riemannian gradient)."""
     torch.manual_seed(4)

@@ -1,5 +1,7 @@
 """SparseRMSprop: lazy row updates, equal to torch's RMSprop when every row is touched."""
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -190,7 +192,8 @@ def test_a_rate_beyond_the_largest_float_of_the_table_is_refused(kind, dtype):
     # lr=1e39 passed the finite check: RowSparseAdam stepped the batch's rows of a float32 table to inf or NaN, and
     # SparseRMSprop met torch's "value cannot be converted to type float without overflow" at its first step
     table = torch.nn.Embedding(5, 3, sparse=True, dtype=dtype)
-    message = r"^lr must be at most 3.403e\+38, the largest torch.float32 \(parameter 0 of its group\); got 1e\+39$"
+    limit = r"3.403e\+38, the largest torch.float32" if kind is RowSparseAdam else _RMSPROP_LIMIT
+    message = rf"^lr must be at most {limit} \(parameter 0 of its group\); got 1e\+39$"
     if dtype == torch.float32:
         with pytest.raises(ValueError, match=message):
             kind(table.parameters(), lr=1e39)
@@ -203,6 +206,36 @@ def test_a_rate_beyond_the_largest_float_of_the_table_is_refused(kind, dtype):
     table(torch.tensor([1, 2])).sum().backward()
     optimiser.step()
     assert torch.isfinite(table.weight).all()
+
+
+_RMSPROP_LIMIT = (r"3.403e\+37, the largest torch.float32 / 10 \(SparseRMSprop's step multiplies lr by up to "
+                  r"1 / sqrt\(1 - alpha\), alpha=0.99\)")
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_a_rate_that_the_step_multiplies_past_the_largest_float_is_refused(sparse):
+    # the first step multiplies lr by 1 / sqrt(1 - alpha) (10 with the default alpha): lr=3e38 or 1e38, under the
+    # largest float32, stepped every row of the batch to -inf with no error
+    table = torch.nn.Embedding(5, 3, sparse=sparse)
+    for lr in (3e38, 1e38):
+        message = rf"^lr must be at most {_RMSPROP_LIMIT} \(parameter 0 of its group\); got {re.escape(f'{lr:g}')}$"
+        with pytest.raises(ValueError, match=message):
+            SparseRMSprop(table.parameters(), lr=lr)
+    with pytest.raises(ValueError, match=r"at most 1.076e\+38, the largest torch.float32 / 3.162 .*alpha=0.9\)"):
+        SparseRMSprop(table.parameters(), lr=3e38, alpha=0.9)
+    optimiser = SparseRMSprop(table.parameters(), lr=3.4e37)       # just under the limit: the step stays finite
+    table(torch.tensor([1, 2])).sum().backward()
+    optimiser.step()
+    assert torch.isfinite(table.weight).all() and table.weight[1:3].abs().amax() > 3e38
+
+
+def test_a_dense_gradient_is_divided_before_the_rate_multiplies_it():
+    # addcdiv_ multiplied lr * g first: lr=1e30 and a gradient of 1e9 gave -inf, though the step is 10 * lr = 1e31
+    table = torch.nn.Parameter(torch.zeros(2, 3))
+    optimiser = SparseRMSprop([table], lr=1e30)
+    table.grad = torch.full((2, 3), 1e9)
+    optimiser.step()
+    torch.testing.assert_close(table.detach(), torch.full((2, 3), -1e31))
 
 
 @pytest.mark.parametrize("kind", [SparseRMSprop, RowSparseAdam])
