@@ -2,21 +2,23 @@
 
 The step's kernel in threads (:mod:`qpnlp.word2fun._fused_kernel`: each stage of a batch cut into parts, one per
 thread, with two barriers per batch) makes the same updates as the kernel of one thread, bit for bit, so choosing
-between them changes only the speed. Which is faster depends on the machine's load: on idle cores the threads
-win, but beside busy processes a thread descheduled at a barrier holds up the others, which spin (numba's OpenMP
-threads), and one worker always in threads ran about 8x slower than in one thread (31k against 251k tokens/s
-beside two busy processes on 2 cores, ``benchmarks/results/word2fun/step-threads/``). On numba's TBB layer (the
-default's) they lose less but still lose: beside two busy processes, on SOTU, always in threads ran at 0.66x
-gensim's tokens/s, one thread at 0.80x (medians of four rounds). So :class:`KernelChoice` times both as the
-training goes. It keeps, per kernel, a running mean of the seconds per pair of its calls, runs the faster one, and
-tries the other on one run every ``interval`` calls. A trial is a whole run, as the chosen kernel's calls are:
-trials of one batch paid a call's fixed cost (0.3-0.4 ms on the 2-core host) over 16 times fewer pairs, which made
-the faster kernel look slower than it was (on SOTU, one batch of the threads took 1.42x the seconds per pair of
-their runs, of one thread 1.19x, so the threads' trials lost although their runs took 0.6x the one thread's time
-per pair). A trial wins when it is faster than :data:`MARGIN` times the chosen kernel's mean; two wins in a row
-change the kernel, which is then judged by its first whole run alone; a trial that loses makes the interval four
-times longer (up to :data:`MAX_INTERVAL`), so that a loaded machine pays for few slow trials. The interval starts
-again from :data:`FIRST_INTERVAL` at every change of kernel.
+between them changes only the speed. Which is faster depends on the machine's load: on idle cores the threads win,
+but beside busy processes a thread descheduled at a barrier holds up the others, which spin (numba's OpenMP
+threads), and one worker always in threads ran about 8x slower than in one thread (31k against 251k tokens/s beside
+two busy processes on 2 cores, ``benchmarks/results/word2fun/step-threads/``). On numba's TBB layer (the default's)
+the threads do not spin, but which kernel is faster beside busy processes still varies: always in threads, one
+worker ran at 0.71x and 0.96x gensim's tokens/s in two runs of four rounds on SOTU, always in one thread at 0.77x
+and 0.84x (``benchmarks/results/word2fun/kernel-choice/``). So :class:`KernelChoice` times both as the training
+goes. It keeps, per kernel, a running mean of the seconds per pair of its calls, runs the faster one, and tries the
+other on one run every ``interval`` calls. A trial is a whole run, as the chosen kernel's calls are: trials of one
+batch paid a call's fixed cost over 16 times fewer pairs, which made them look slower than the runs, and the faster
+kernel more so (on SOTU one batch of the threads measured 1.80x the seconds per pair of their runs, of one thread
+1.43x, so the threads' trials lost although their runs took 0.6x the one thread's time per pair; whole-run trials
+measured 0.96x and 1.08x, ``benchmarks/results/word2fun/kernel-choice/``). A trial wins when it is faster than
+:data:`MARGIN` times the chosen kernel's mean; two wins in a row change the kernel, which is then judged by its
+first whole run alone; a trial that loses makes the interval four times longer (up to :data:`MAX_INTERVAL`), so that
+a loaded machine pays for few slow trials. The interval starts again from :data:`FIRST_INTERVAL` at every change of
+kernel.
 """
 
 from __future__ import annotations
