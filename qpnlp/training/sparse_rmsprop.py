@@ -54,6 +54,26 @@ def coalesced(grad: torch.Tensor) -> torch.Tensor:
     return grad.coalesce()
 
 
+def _row_sparse(grad: torch.Tensor) -> torch.Tensor:
+    """``grad`` (sparse COO, any ``sparse_dim`` >= 1) coalesced, as a row-sparse gradient: ``sparse_dim`` 1, values
+    ``(R, *grad.shape[1:])`` for the ``R`` distinct rows of its entries, zeros where a row has no entry.
+
+    A gradient of ``sparse_dim`` k > 1 (``dense.to_sparse()`` on a table) has ``nnz`` entries of shape
+    ``grad.shape[k:]``, not rows. torch converts no sparse tensor to another ``sparse_dim`` (``to_sparse(1)``
+    refuses), and ``to_dense`` would allocate the whole table: the entries are scattered into the rows instead,
+    whose indices are sorted in a coalesced gradient (``unique_consecutive``). ``sparse_dim`` 1 is returned as
+    :func:`coalesced` gives it.
+    """
+    grad = coalesced(grad)
+    if grad.sparse_dim() == 1:
+        return grad
+    indices, entries = grad._indices(), grad._values()
+    rows, row_of_entry = torch.unique_consecutive(indices[0], return_inverse=True)
+    values = entries.new_zeros((rows.numel(), *grad.shape[1:]))
+    values[(row_of_entry, *indices[1:])] = entries      # entries of a coalesced gradient are unique: no sum needed
+    return coalesced_coo(rows.unsqueeze(0), values, grad.shape)
+
+
 #: RMSprop's :math:`|g| / \sqrt{s}` is at most :math:`1 / \sqrt{1 - \alpha}` (:math:`s \ge (1 - \alpha) g^2`), and a
 #: few float32 ulps more: the limit of the rate keeps this margin (a rate at the bound itself stepped rows to inf).
 _RMSPROP_ROUNDING = 1 + 1e-6
@@ -66,7 +86,8 @@ class SparseRMSprop(torch.optim.Optimizer):
     ----------
     params : iterable of torch.Tensor
         Parameters whose gradients are sparse COO tensors (dense gradients are
-        accepted too and update every row).
+        accepted too and update every row). A gradient of more than one sparse
+        dimension (``dense.to_sparse()``) updates the rows of its entries.
     lr : float
         Learning rate :math:`\\eta`.
     alpha : float, default 0.99
@@ -110,7 +131,7 @@ class SparseRMSprop(torch.optim.Optimizer):
                     state["square_avg"] = torch.zeros_like(p)
                 square_avg = state["square_avg"]
                 if p.grad.is_sparse:
-                    grad = coalesced(p.grad)  # repeated rows of a batch summed once
+                    grad = _row_sparse(p.grad)  # repeated rows of a batch summed once; entries to rows
                     rows, values = grad.indices()[0], grad.values()
                     avg = square_avg.index_select(0, rows).mul_(alpha).addcmul_(values, values, value=1 - alpha)
                     square_avg.index_copy_(0, rows, avg)

@@ -41,6 +41,70 @@ def test_rows_outside_the_batch_are_untouched():
     assert opt.state[emb.weight]["square_avg"][[0, 2, 3, 5]].eq(0).all()
 
 
+def _step_with(grads, table, **options):
+    """``table`` (a copy) after one SparseRMSprop step per gradient of ``grads``, and its running average."""
+    param = table.clone().requires_grad_()
+    opt = SparseRMSprop([param], **options)
+    for grad in grads:
+        param.grad = grad
+        opt.step()
+    return param.detach(), opt.state[param]["square_avg"]
+
+
+def _entries_twice(grad):
+    """``grad`` (sparse COO) uncoalesced: each entry given twice, as halves (exact in binary)."""
+    grad = grad.coalesce()
+    indices, values = grad.indices(), grad.values() / 2
+    return torch.sparse_coo_tensor(torch.cat([indices, indices], 1), torch.cat([values, values]), grad.shape,
+                                   check_invariants=True)
+
+
+@pytest.mark.parametrize("uncoalesced", [False, True])
+def test_a_gradient_of_two_sparse_dimensions_updates_the_rows_of_its_entries(uncoalesced):
+    """``dense.to_sparse()`` on a table (sparse_dim 2, scalar entries) failed on shapes ("The size of tensor a (4)
+    must match the size of tensor b (7)") or, with as many entries as columns, updated the wrong elements; now it
+    is the row-sparse gradient (sparse_dim 1) bit for bit, and torch's dense RMSprop on the rows it touches."""
+    torch.manual_seed(3)
+    table, rows = torch.randn(6, 4), [0, 2, 3]
+    dense = []
+    for step in range(3):
+        grad = torch.zeros(6, 4)
+        grad[rows] = torch.randn(3, 4) * (torch.rand(3, 4) < 0.6)   # zero entries in the touched rows
+        grad[rows, step] = 1.0 + step                                  # every touched row has an entry
+        dense.append(grad)
+    entries = [g.to_sparse() for g in dense]
+    assert entries[0].sparse_dim() == 2
+    options = dict(lr=0.05, alpha=0.9, eps=1e-7)
+    ours, ours_avg = _step_with([_entries_twice(g) if uncoalesced else g for g in entries], table, **options)
+    by_rows, by_rows_avg = _step_with([g.to_sparse(1) for g in dense], table, **options)
+    assert torch.equal(ours, by_rows) and torch.equal(ours_avg, by_rows_avg)
+    touched = table[rows].clone().requires_grad_()
+    reference = torch.optim.RMSprop([touched], **options)
+    for grad in dense:
+        touched.grad = grad[rows]
+        reference.step()
+    torch.testing.assert_close(ours[rows], touched.detach())
+    untouched = [1, 4, 5]
+    assert torch.equal(ours[untouched], table[untouched]) and ours_avg[untouched].eq(0).all()
+
+
+def test_a_hybrid_gradient_of_two_sparse_dimensions_updates_the_rows_of_its_entries():
+    """A 3-D parameter's gradient of sparse_dim 2 (entries of shape (5,)) equals its row-sparse form bit for bit;
+    one with no entry changes nothing."""
+    torch.manual_seed(4)
+    table, grad = torch.randn(4, 3, 5), torch.zeros(4, 3, 5)
+    grad[1, 2], grad[3, 0], grad[3, 2] = torch.randn(3, 5)
+    options = dict(lr=0.1, alpha=0.8)
+    assert grad.to_sparse(2).sparse_dim() == 2 and grad.to_sparse(2).values().shape[1:] == (5,)
+    ours, ours_avg = _step_with([grad.to_sparse(2)] * 2, table, **options)
+    by_rows, by_rows_avg = _step_with([grad.to_sparse(1)] * 2, table, **options)
+    assert torch.equal(ours, by_rows) and torch.equal(ours_avg, by_rows_avg)
+    assert torch.equal(ours[[0, 2]], table[[0, 2]]) and not torch.equal(ours[1], table[1])
+    nothing = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 5), (4, 3, 5),
+                                      check_invariants=True)
+    assert torch.equal(_step_with([nothing], table, **options)[0], table)
+
+
 def test_bad_hyper_parameters():
     with pytest.raises(ValueError, match="lr > 0"):
         SparseRMSprop([torch.zeros(2, requires_grad=True)], lr=0.0)
