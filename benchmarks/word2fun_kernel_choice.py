@@ -109,11 +109,15 @@ def _table(phases: dict) -> list[str]:
     for n_busy, runs in phases.items():
         for kernel in ("kernel 0", "kernel 1"):
             stats = [r["calls"][kernel] for r in runs[ROWS[1]]]
-            med = lambda key: statistics.median(s[key] for s in stats if key in s) if any(  # noqa: E731
-                key in s for s in stats) else float("nan")
-            lines.append(f"| {n_busy} | {kernel} | {med('share'):.3f} | {med('trials ns/pair'):.0f} | "
-                         f"{med('runs ns/pair'):.0f} |")
+            share, trials, rest = (_median_of(stats, key) for key in ("share", "trials ns/pair", "runs ns/pair"))
+            lines.append(f"| {n_busy} | {kernel} | {share:.3f} | {trials:.0f} | {rest:.0f} |")
     return lines
+
+
+def _median_of(stats: list[dict], key: str) -> float:
+    """The median of ``key`` over the rounds' summaries that have it (NaN when none has: a kernel never tried)."""
+    values = [s[key] for s in stats if key in s]
+    return statistics.median(values) if values else float("nan")
 
 
 def _parser() -> argparse.ArgumentParser:
