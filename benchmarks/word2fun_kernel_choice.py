@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import statistics
 import subprocess
 import sys
@@ -74,21 +73,13 @@ def _rounds(corpus, args, n_busy: int) -> dict:
             ROWS[1]: lambda calls: _word2fun(corpus, args, None, calls),
             ROWS[2]: lambda calls: _word2fun(corpus, args, 1, calls),
             ROWS[3]: lambda calls: _word2fun(corpus, args, 0, calls)}
-    stop = mp.Event()
-    procs = [mp.Process(target=speed.busy, args=(stop,), daemon=True) for _ in range(n_busy)]
-    for p in procs:
-        p.start()
     runs = {k: [] for k in rows}
-    try:
+    with speed.busy_processes(n_busy):
         for _ in range(args.rounds):
             for name, run in rows.items():
                 calls = []
                 runs[name].append(speed.timed(lambda: run(calls)) | {"calls": _calls_summary(calls)})
                 print(n_busy, name, json.dumps(runs[name][-1]), flush=True)
-    finally:
-        stop.set()
-        for p in procs:
-            p.join()
     return runs
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import statistics
 import sys
@@ -61,20 +60,12 @@ def main() -> None:
     print("warm-up (not counted)", round(speed.word2fun(corpus, args, True, workers=1)), flush=True)
     rows: dict[str, list] = {}
     for n_busy in (0, args.busy):
-        stop = mp.Event()
-        procs = [mp.Process(target=speed.busy, args=(stop,), daemon=True) for _ in range(n_busy)]
-        for p in procs:
-            p.start()
-        try:
+        with speed.busy_processes(n_busy):
             for _ in range(args.rounds):
                 for pinned in (False, True):
                     name = f"{n_busy} busy, {'pinned to one core' if pinned else 'free'}"
                     rows.setdefault(name, []).append(timed_run(corpus, args, pinned))
                     print(name, json.dumps(rows[name][-1]), flush=True)
-        finally:
-            stop.set()
-            for p in procs:
-                p.join()
     command = "python benchmarks/word2fun_pinning.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items()
                                                                     if k not in ("negatives", "workers"))
     out = Path(args.out)

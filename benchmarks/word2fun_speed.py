@@ -36,6 +36,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -89,6 +90,21 @@ def busy(stop) -> None:  # a process that keeps one core busy
     while not stop.is_set():
         for _ in range(100_000):
             x += 1
+
+
+@contextlib.contextmanager
+def busy_processes(n: int):
+    """``n`` processes running :func:`busy` while the block runs, stopped and joined when it ends (or raises)."""
+    stop = mp.Event()
+    procs = [mp.Process(target=busy, args=(stop,), daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for p in procs:
+            p.join()
 
 
 def gensim_per_period(corpus, args) -> float:
@@ -280,20 +296,12 @@ def main() -> None:
             print("warm-up (not counted)", name, round(run()), flush=True)
     phases = {}
     for n_busy in (int(x) for x in args.busy.split(",")):
-        stop = mp.Event()
-        procs = [mp.Process(target=busy, args=(stop,), daemon=True) for _ in range(n_busy)]
-        for p in procs:
-            p.start()
         runs: dict = {k: [] for k in models}
-        try:
+        with busy_processes(n_busy):
             for _ in range(args.repeats):
                 for name, run in models.items():
                     runs[name].append(timed(run))
                     print(n_busy, name, json.dumps(runs[name][-1]), flush=True)
-        finally:
-            stop.set()
-            for p in procs:
-                p.join()
         phases[n_busy] = {k: {"median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in v), "runs": v}
                           for k, v in runs.items()}
     from qpnlp._numba import threads_fork_safe      # here: the workers also import this file with a baseline tree's
