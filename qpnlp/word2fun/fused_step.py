@@ -244,9 +244,9 @@ class FusedStep:
         """Step ``n_b`` batches one after another in one compiled call (the kernel that every step of this
         :class:`FusedStep` runs, one batch or a run: the same machine code, so the same rounding): ``(total + their
         losses, each rounded to the model's dtype, -1)``, or ``(total + the losses before it, i)`` when batch ``i``'s
-        ids do not fit their tables (it is not applied, nor those after it).  With several ``threads`` the run
-        goes to the threaded kernel or the one-thread kernel (or its first batch to one and the rest to the other),
-        as ``choice`` says: they compute every number alike.  Nothing is checked here:
+        ids do not fit their tables (it is not applied, nor those after it).  With several ``threads`` the whole run
+        goes to the threaded kernel or to the one-thread kernel, as ``choice`` says (a trial of the other kernel is
+        a whole run too): they compute every number alike.  Nothing is checked here:
         a call of this step and :func:`~qpnlp.word2fun.fused_runs.run_steps` check and convert their arguments.
 
         Parameters
