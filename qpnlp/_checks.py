@@ -27,8 +27,8 @@ import torch
 
 from qpnlp._host import float64_values, host_array
 
-__all__ = ["FLOAT32_MAX", "SEEDS", "add_param_group_fitting", "check_flag", "check_lr", "check_real", "check_seed",
-           "checked_copy", "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
+__all__ = ["FLOAT32_MAX", "SEEDS", "add_param_group_fitting", "check_flag", "check_lr", "check_rate_fits", "check_real",
+           "check_seed", "checked_copy", "is_integer", "is_real", "runaway_limit", "str_array", "time_values"]
 
 #: The largest float32 (about 3.4e38): the largest learning rate every trainer takes (a larger one meets float32
 #: parameters as inf, or torch's "cannot be converted to type float without overflow").
@@ -147,14 +147,30 @@ def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict,
     ValueError: lr must be at most 3.403e+37, the largest torch.float32 / 10 (its step ...); got 1e+38
     """
     torch.optim.Optimizer.add_param_group(optimiser, param_group)
-    group = optimiser.param_groups[-1]
+    try:
+        check_rate_fits(optimiser.param_groups[-1], gain, why)
+    except ValueError:
+        optimiser.param_groups.pop()
+        raise
+
+
+def check_rate_fits(group: dict, gain: float = 1.0, why: str = "", where: str = "its group") -> None:
+    """ValueError naming ``lr`` when ``group["lr"]`` times ``gain`` is larger than the largest value of a parameter's
+    dtype (``group``: a param group, ``where``: how the message names it): the limit of
+    :func:`add_param_group_fitting`, which an optimiser's step calls again on a rate changed in its
+    ``param_groups`` (a scheduler's, one's own): a float comparison per parameter, no tensor read.
+
+    >>> check_rate_fits(dict(params=[torch.zeros(2)], lr=1e39), where="param_groups[0]")
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be at most 3.403e+38, the largest torch.float32 (parameter 0 of param_groups[0]); got 1e+39
+    """
     for index, param in enumerate(group["params"]):
         largest = torch.finfo(param.dtype).max if param.is_floating_point() or param.is_complex() else math.inf
         if group["lr"] > largest / gain:
-            optimiser.param_groups.pop()
             factor = f" / {gain:.4g} ({why})" if gain != 1 else ""
             raise ValueError(f"lr must be at most {largest / gain:.4g}, the largest {param.dtype.to_real()}{factor} "
-                             f"(parameter {index} of its group); got {group['lr']:g}")
+                             f"(parameter {index} of {where}); got {group['lr']:g}")
 
 
 def check_seed(seed) -> int:

@@ -317,3 +317,117 @@ def test_a_state_of_other_shapes_is_refused_on_load(kind, rows):
     with pytest.raises(ValueError, match=rf"of parameter 0 has shape \({rows}, 3\) but the parameter has shape"):
         optimiser.load_state_dict({**saved, "state": {0: wrong}})
     assert all(torch.equal(optimiser.state[table.weight][k], v) for k, v in good.items() if torch.is_tensor(v))
+
+
+def _gradient(grad, kind):
+    """``grad`` (dense) as the step meets it: ``kind`` "dense", "rows" (sparse_dim 1) or "entries" (sparse_dim 2)."""
+    return {"dense": grad, "rows": grad.to_sparse(1), "entries": grad.to_sparse()}[kind]
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_a_rate_set_in_param_groups_after_construction_is_checked_at_the_step(sparse):
+    # the constructor checked lr, but a rate written into param_groups later (a scheduler's, one's own) was not:
+    # lr=1e38 or (with its alpha changed too) 3e38 stepped the batch's rows to -inf, lr=nan wrote NaN
+    table = torch.nn.Embedding(5, 3, sparse=sparse)
+    other = torch.nn.Parameter(torch.ones(2, 3))
+    optimiser = SparseRMSprop([other, *table.parameters()], lr=0.1)
+    optimiser.add_param_group(dict(params=[torch.nn.Parameter(torch.zeros(2))]))
+    table(torch.tensor([1, 2])).sum().backward()
+    other.grad = torch.ones(2, 3)
+    before = table.weight.detach().clone()
+    refusals = {1e38: rf"^lr must be at most {_RMSPROP_LIMIT} \(parameter 0 of param_groups\[0\]\); got 1e\+38$",
+                3e38: r"at most 1.076e\+38, .*alpha=0.9\) \(parameter 0 of param_groups\[0\]\); got 3e\+38$",
+                float("nan"): r"^need finite lr > 0, 0 <= alpha < 1, eps > 0; got lr=nan"}
+    for lr, message in refusals.items():
+        optimiser.param_groups[0].update(lr=lr, alpha=0.9 if lr == 3e38 else 0.99)
+        with pytest.raises(ValueError, match=message):
+            optimiser.step()
+        assert torch.equal(table.weight, before) and torch.equal(other, torch.ones(2, 3)) and not optimiser.state
+    optimiser.param_groups[0].update(lr=0.1, alpha=0.99)
+    optimiser.param_groups[1]["lr"] = 1e39                  # a later group fails: no group is stepped
+    with pytest.raises(ValueError, match=r"\(parameter 0 of param_groups\[1\]\); got 1e\+39$"):
+        optimiser.step()
+    assert torch.equal(table.weight, before) and not optimiser.state
+
+
+def test_a_scheduler_lowering_the_rate_steps_as_torchs_rmsprop():
+    # the check at every step lets legal rates through: a scheduler's, as torch's RMSprop takes them
+    torch.manual_seed(2)
+    sparse, dense = nn.Embedding(5, 3, sparse=True), nn.Embedding(5, 3)
+    dense.weight.data.copy_(sparse.weight.data)
+    opt_s = SparseRMSprop(sparse.parameters(), lr=0.05, alpha=0.9)
+    opt_d = torch.optim.RMSprop(dense.parameters(), lr=0.05, alpha=0.9)
+    schedulers = [torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5) for opt in (opt_s, opt_d)]
+    for step in range(4):
+        ids, target = torch.tensor([[0, 1, 2, 3, 4, 2]]), torch.randn(1, 6, 3)
+        for emb, opt, scheduler in zip((sparse, dense), (opt_s, opt_d), schedulers):
+            opt.zero_grad()
+            _loss(emb, ids, target).backward()
+            opt.step()
+            scheduler.step()
+    assert opt_s.param_groups[0]["lr"] == 0.05 / 16
+    torch.testing.assert_close(sparse.weight, dense.weight)
+
+
+def _reference_step(param, square_avg, grad, lr, alpha, eps):
+    """The lazy RMSprop step of the module docstring, written with the torch ops of the step before the overflow
+    checks (a dense ``grad``; its zero rows are the rows outside the batch)."""
+    rows = grad.abs().sum(1).nonzero().squeeze(1)
+    values = grad[rows]
+    avg = square_avg[rows].mul_(alpha).addcmul_(values, values, value=1 - alpha)
+    square_avg[rows] = avg
+    param.index_add_(0, rows, values / avg.sqrt().add_(eps), alpha=-lr)
+
+
+@pytest.mark.parametrize("kind", ["dense", "rows", "entries"])
+@pytest.mark.parametrize("scale", [1.0, 1e19])
+def test_ordinary_steps_are_the_lazy_formula_bit_for_bit(kind, scale):
+    # the overflow checks only read: parameters and averages are the same floats as before them, also where a dense
+    # gradient is large enough (1e19) for the checked copy of the average
+    torch.manual_seed(3)
+    table = torch.randn(6, 4) * scale
+    expected, expected_avg = table.clone(), torch.zeros(6, 4)
+    param = table.clone().requires_grad_()
+    optimiser = SparseRMSprop([param], lr=0.05, alpha=0.9, eps=1e-7)
+    for step in range(4):
+        grad = torch.randn(6, 4) * scale * (torch.rand(6, 1) < 0.5 if kind != "dense" else 1)
+        param.grad = _gradient(grad, kind)
+        optimiser.step()
+        _reference_step(expected, expected_avg, grad, 0.05, 0.9, 1e-7)
+    assert torch.equal(param.detach(), expected) and torch.equal(optimiser.state[param]["square_avg"], expected_avg)
+
+
+@pytest.mark.parametrize("kind", ["dense", "rows", "entries"])
+@pytest.mark.parametrize("value", [1e36, -3e38, 3e38])
+def test_a_finite_gradient_whose_square_overflows_the_average_is_refused(kind, value):
+    # (1 - alpha) g^2 was inf for |g| > 1.8e20 (alpha 0.99): the average of the entry held inf, its step g / inf was
+    # 0 then and at every later step, the entry no longer trained and nothing said so (torch's RMSprop does the same)
+    param = torch.zeros(4, 3, requires_grad=True)
+    optimiser = SparseRMSprop([param], lr=0.1)
+    param.grad = _gradient(torch.ones(4, 3), kind)
+    optimiser.step()
+    before, before_avg = param.detach().clone(), optimiser.state[param]["square_avg"].clone()
+    grad = torch.ones(4, 3)
+    grad[2, 1] = value
+    param.grad = _gradient(grad, kind)
+    message = f"SparseRMSprop: a gradient entry of parameter 0 of param_groups[0], shape (4, 3), is {abs(value):g}:"
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        optimiser.step()
+    assert torch.equal(param.detach(), before) and torch.equal(optimiser.state[param]["square_avg"], before_avg)
+    double = torch.zeros(4, 3, dtype=torch.float64, requires_grad=True)
+    double.grad = _gradient(grad.double(), kind)
+    SparseRMSprop([double], lr=0.1).step()                  # a float64 table holds the square: RMSprop's step
+    torch.testing.assert_close(double[2, 1].item(), -0.1 / 0.1 * (1 if value > 0 else -1))
+
+
+@pytest.mark.parametrize("kind", ["dense", "rows", "entries"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_gradient_that_is_not_finite_still_makes_its_entry_nan(kind, value):
+    # unchanged by the overflow check (module docstring): no error, the entry NaN, the trainers' checks report it
+    param = torch.zeros(4, 3, requires_grad=True)
+    optimiser = SparseRMSprop([param], lr=0.1)
+    grad = torch.ones(4, 3)
+    grad[2, 1] = value
+    param.grad = _gradient(grad, kind)
+    optimiser.step()
+    assert param[2, 1].isnan() and param.isnan().sum() == 1
