@@ -100,7 +100,7 @@ def _copied_inside(func, args) -> list:
     CPU ``bmm`` resolves a conjugate view before it multiplies, and ``linalg_qr`` factors a copy of its input."""
     aten = torch.ops.aten
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if func in (aten.bmm.default, aten.baddbmm.default):
+    if func in (aten.bmm.default, aten.baddbmm.default, aten.baddbmm_.default):
         return [t for t in tensors if t.is_conj()]
     return tensors[:1] if func is aten.linalg_qr.default else []
 

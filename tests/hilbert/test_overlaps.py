@@ -7,7 +7,7 @@ from torch.testing import assert_close
 
 from qpnlp.hilbert import (Ensemble, PureState, hilbert_schmidt_distance, infidelity, quantum_jensen_shannon_divergence,
                            random_pure_state, trace_distance)
-from qpnlp.hilbert import _overlaps
+from qpnlp.hilbert import _mixture, _overlaps
 
 
 @pytest.fixture
@@ -130,12 +130,26 @@ def test_distances_of_ensembles_hold_one_slice_of_the_stacked_factor(distance, o
     assert_close(value, expected, rtol=0, atol=1e-13)
 
 
+@pytest.fixture
+def dense_in_chunks(monkeypatch):
+    """``_mixture.dense`` sums in chunks whatever the size of the copy it saves (DENSE_COPY_BYTES = 0)."""
+    monkeypatch.setattr(_mixture, "DENSE_COPY_BYTES", 0)
+
+
+def _one_product(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The density matrix as qpnlp computed it before the chunks: one product with a weighted copy of the states."""
+    return states.mT @ (states.conj() * weights.to(states.dtype).unsqueeze(-1))
+
+
+@pytest.mark.parametrize("n", [20, 40])                                     # one product; two chunks of 20
 @pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
-def test_the_dense_matrix_of_an_ensemble_hands_bmm_no_conjugate_view(dtype):
+def test_the_dense_matrix_of_an_ensemble_hands_bmm_no_conjugate_view(dtype, n, dense_in_chunks):
     """``weighted.mT @ states.conj()`` held the weighted states and, the conjugate operand of bmm, a copy of the
-    states at once (200 mixtures of 200 states in C^300: 641 MiB at the peak, 458 MiB now, the result included);
-    the transposed states times the weighted conjugates give bmm plain operands. Values as before."""
+    states at once (200 mixtures of 200 states in C^300: 641 MiB at the peak, 458 MiB after, the result included);
+    the transposed states times the weighted conjugates give bmm (and each chunk's baddbmm_) plain operands."""
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    products = (torch.ops.aten.bmm.default, torch.ops.aten.baddbmm.default, torch.ops.aten.baddbmm_.default)
 
     class ConjugateOperands(TorchDispatchMode):
         def __init__(self):
@@ -143,17 +157,58 @@ def test_the_dense_matrix_of_an_ensemble_hands_bmm_no_conjugate_view(dtype):
             self.seen = []
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten.bmm.default:
-                self.seen += [a.is_conj() for a in args]
+            if func in products:
+                self.seen += [(func.__name__, a.is_conj()) for a in args]
             return func(*args, **(kwargs or {}))
 
-    mix = _batch(dtype, batch=(5,), n=40, d=8)
+    mix = _batch(dtype, batch=(5,), n=n, d=8)
     with ConjugateOperands() as mode:
         rho = mix.dense().data
-    assert mode.seen == [False, False]
-    weighted = mix.states.data * mix.weights.to(dtype).unsqueeze(-1)
+    chunks = [("bmm.default", False)] * 2 + [("baddbmm_.default", False)] * 3 * (n // 20 - 1)
+    assert mode.seen == chunks
     tol = dict(rtol=0, atol=1e-15) if dtype == torch.complex128 else dict(rtol=0, atol=5e-7)
-    assert_close(rho, weighted.mT @ mix.states.data.conj(), **tol)
+    assert_close(rho, _one_product(mix.states.data, mix.weights), **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64])
+def test_the_dense_matrix_of_a_long_mixture_never_copies_its_states(dtype, largest_tensor):
+    """The members in chunks of max(32, d / 4), each chunk's product added to the result in place: the largest
+    tensor made is the (3, d, d) result, where one product made a weighted copy (3, n, d) of the states (N = 40
+    mixtures of 4000 states in C^32, complex128: 159 MiB added at the peak, 1.6 MiB now; benchmarks/dense_memory.py).
+    Values as one product (at the default sizes: no constant patched)."""
+    mix = _batch(dtype, batch=(3,), n=1000, d=64)
+    with largest_tensor() as seen:
+        rho = mix.dense().data
+    assert seen.largest <= rho.numel() < _states_entries(mix) // 10, seen.largest
+    tol = dict(rtol=0, atol=1e-15) if dtype == torch.complex128 else dict(rtol=0, atol=5e-7)
+    assert_close(rho, _one_product(mix.states.data, mix.weights), **tol)
+
+
+@pytest.mark.parametrize("batch", [(), (2, 3)])
+def test_a_dense_matrix_in_chunks_has_the_gradients_of_one_product(batch, dense_in_chunks):
+    """Reverse and forward mode through the in-place sum of the chunks (70 members: chunks of 35), as one product,
+    and ``torch.func.vmap`` of it as the batched call."""
+    gen = torch.Generator().manual_seed(8)
+    states = torch.randn(*batch, 70, 8, dtype=torch.complex128, generator=gen).requires_grad_()
+    weights = torch.rand(*batch, 70, dtype=torch.float64, generator=gen).requires_grad_()
+    probe = torch.randn(8, 8, dtype=torch.complex128, generator=gen)
+    tol = dict(rtol=1e-12, atol=1e-13)                                  # entries and gradients of order 10-100
+    values, grads = [], []
+    for function in (_mixture.dense, _one_product):
+        rho = function(states, weights)
+        values.append(rho)
+        grads.append(torch.autograd.grad((rho * probe).real.sum() + rho.abs().square().sum(), (states, weights)))
+    assert_close(values[0], values[1], **tol)
+    for chunked, whole in zip(*grads):
+        assert_close(chunked, whole, **tol)
+    tangents = (torch.randn_like(states), torch.randn_like(weights))
+    primals = (states.detach(), weights.detach())
+    chunked, whole = (torch.func.jvp(f, primals, tangents)[1] for f in (_mixture.dense, _one_product))
+    assert_close(chunked, whole, **tol)
+    if batch:
+        with pytest.warns(UserWarning, match="baddbmm_"):                    # torch's loop: no batching rule
+            mapped = torch.func.vmap(_mixture.dense)(*primals)
+        assert_close(mapped, values[1].detach(), **tol)
 
 
 @pytest.mark.parametrize("batch", [(), (32,)])
