@@ -317,12 +317,13 @@ def dense(states: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     product, which ``baddbmm_`` may overwrite (``bmm`` saves its operands, not its result); each ``baddbmm_`` saves
     its chunk's operands, so until the backward pass the weighted conjugates of every chunk are kept, the copy of
     before. The members are cut by ``split``, whose backward writes the gradient of the states once (a slice's
-    would allocate it whole per chunk). Under ``torch.func.vmap`` torch runs ``baddbmm_`` sample by sample (it has
-    no batching rule; a UserWarning says so), the values unchanged.
+    would allocate it whole per chunk). Under ``torch.func.vmap`` it is one product: ``baddbmm_`` has no batching
+    rule, and torch ran it sample by sample, with a UserWarning.
     """
     n, d = states.shape[-2:]
     chunk = max(DENSE_MIN_CHUNK, d // 4)
-    if n <= chunk or states.numel() * states.element_size() <= DENSE_COPY_BYTES:
+    if (n <= chunk or states.numel() * states.element_size() <= DENSE_COPY_BYTES or V.vmapped(states)
+            or V.vmapped(weights)):
         return states.mT @ _weighted_conjugates(states, weights)
     batch = torch.broadcast_shapes(states.shape[:-2], weights.shape[:-1])
     step = -(-n // -(-n // chunk))                      # ceil(n / chunk) chunks, of ceil(n / their number) members
