@@ -68,7 +68,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 
-from qpnlp._checks import add_param_group_fitting
+from qpnlp._checks import add_param_group_fitting, check_rate_fits
 from qpnlp._module_precision import ComplexPrecisionMixin, widen_orthogonal_base
 from qpnlp._parametrized import PicklableParametrizations
 from qpnlp.hilbert import _validation as V
@@ -232,10 +232,21 @@ class CayleyStepSGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One Cayley step (:func:`cayley_step`) of every matrix with a gradient.
+
+        First every group's ``lr`` is checked again as :meth:`add_param_group` checks it, with the same
+        ``ValueError`` (the rate's limit naming ``param_groups[i]``): a rate set in ``param_groups`` afterwards (a
+        scheduler's, one's own) is not seen by the constructor; a negative one stepped up the loss, and a NaN in a
+        later group was refused only after the earlier groups had stepped. A float comparison or two per group, no
+        tensor read; nothing is stepped when a group fails.
+        """
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        for index, group in enumerate(self.param_groups):
+            _check_lr(group["lr"])
+            check_rate_fits(group, where=f"param_groups[{index}]")
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:

@@ -17,16 +17,20 @@ and the other rows (parameters and running averages) are left untouched. On a
 batch that touches every row it equals ``torch.optim.RMSprop`` (tested).
 
 Non-finite gradients are not checked, as in torch's optimisers (``SparseAdam``, ``RMSprop``): a NaN or an
-infinity in a gradient row makes that row of the table and of the running averages (moments) NaN, and the
-moments stay NaN however finite the later gradients are. qpnlp's trainers stop instead: a non-finite batch loss raises
-:class:`~qpnlp.training.TrainingDiverged` on that batch, after its step (:func:`~qpnlp.training.loop.check_loss`),
-and a NaN or infinite parameter (a NaN gradient under a finite loss) at the end of its epoch
-(:func:`~qpnlp.training.loop.runaway_parameter`). A training loop of one's own checks its loss likewise.
+infinity in a gradient makes that entry of the table NaN (the other entries of its row step as usual), and that
+entry's running averages (moments) NaN for a NaN, inf for an infinity (SparseRMSprop's average stays inf;
+RowSparseAdam's moments turn NaN at the entry's next step, :math:`\\infty + (1 - \\beta)(g - \\infty)`); the
+entry stays NaN, its moments not finite, however finite the later gradients are. qpnlp's trainers stop instead:
+a non-finite batch loss raises :class:`~qpnlp.training.TrainingDiverged` on that batch, after its step
+(:func:`~qpnlp.training.loop.check_loss`), and a NaN or infinite parameter (a NaN gradient under a finite loss) at
+the end of its epoch (:func:`~qpnlp.training.loop.runaway_parameter`). A training loop of one's own checks its loss
+likewise.
 
 A finite gradient is different: one whose square overflows SparseRMSprop's running average (above 1.8e20 in
 float32 at alpha 0.99) left no NaN to find, only an entry that stopped training, so its step refuses it
 (``ValueError``; ``_check_square``, which reads one number per parameter and step on the host, a
-synchronisation on CUDA). Its step also checks the rates of ``param_groups`` again, as the constructor does.
+synchronisation on CUDA). Both optimisers' steps also check the rates of ``param_groups`` again, as their
+constructors do.
 """
 
 from __future__ import annotations
@@ -99,8 +103,8 @@ class SparseRMSprop(torch.optim.Optimizer):
         Keras uses 0.9).
     eps : float, default 1e-8
 
-    A NaN or infinite gradient row is not refused: it makes the row and its running average NaN (module
-    docstring; qpnlp's trainers raise ``TrainingDiverged``).
+    A NaN or infinite gradient entry is not refused: it makes that entry of the parameter NaN and its running
+    average NaN or inf (module docstring; qpnlp's trainers raise ``TrainingDiverged``).
     """
 
     def __init__(self, params: Iterable[torch.Tensor], lr: float = 1e-2, alpha: float = 0.99,
@@ -278,8 +282,9 @@ class RowSparseAdam(torch.optim.SparseAdam):
     bit for bit, parameters to an ulp of the square root; 4.55x faster for a
     20000 x 300 table, benchmarks/results/speed/row_sparse_adam_loop.txt).
 
-    As torch's SparseAdam, a NaN or infinite gradient row is not refused: it makes the row and its moments NaN
-    (module docstring; qpnlp's trainers raise ``TrainingDiverged``).
+    As torch's SparseAdam, a NaN or infinite gradient entry is not refused: it makes that entry of the table NaN
+    and its moments NaN or inf (module docstring; qpnlp's trainers raise ``TrainingDiverged``). Its step checks the
+    rates of ``param_groups`` again, as the constructor does.
     """
 
     def add_param_group(self, param_group: dict) -> None:
@@ -288,10 +293,7 @@ class RowSparseAdam(torch.optim.SparseAdam):
         (``ValueError``), and lr no larger than the parameters' dtype holds (1e39 on float32 tables stepped them to
         inf or NaN). torch's SparseAdam checks the constructor's values only, and lets an infinite rate pass."""
         lr, betas, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "betas", "eps"))
-        pair = isinstance(betas, (tuple, list)) and len(betas) == 2
-        if not (pair and _finite_numbers(lr, eps, *betas) and lr > 0 and eps > 0 and all(0 <= b < 1 for b in betas)):
-            raise ValueError(f"need finite lr > 0, betas (two numbers in [0, 1)), eps > 0; got lr={lr!r}, "
-                             f"betas={betas!r}, eps={eps!r}")
+        _check_adam_hyper_parameters(lr, betas, eps)
         add_param_group_fitting(self, param_group)
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -300,10 +302,21 @@ class RowSparseAdam(torch.optim.SparseAdam):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """torch's SparseAdam step, by rows (the class docstring).
+
+        First every group's ``lr``, ``betas`` and ``eps`` are checked again as :meth:`add_param_group` checks them,
+        with the same ``ValueError`` (the rate's limit naming ``param_groups[i]``): a rate set in ``param_groups``
+        afterwards (a scheduler's, one's own) is not seen by the constructor, and 1e39 stepped a float32 table's
+        rows to -inf, NaN wrote NaN, without a word. A few float comparisons per group, no tensor read; nothing is
+        stepped (no parameter, moment or step count) when a group fails.
+        """
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        for index, group in enumerate(self.param_groups):
+            _check_adam_hyper_parameters(group["lr"], group["betas"], group["eps"])
+            check_rate_fits(group, where=f"param_groups[{index}]")
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
@@ -348,6 +361,15 @@ class RowSparseAdam(torch.optim.SparseAdam):
         exp_avg.index_copy_(0, rows, new_exp_avg)       # rows are unique: a copy, not a read-modify-write
         exp_avg_sq.index_copy_(0, rows, new_exp_avg_sq)
         p.index_add_(0, rows, new_exp_avg.div_(new_exp_avg_sq.sqrt_().add_(eps)).mul_(-step_size))
+
+
+def _check_adam_hyper_parameters(lr, betas, eps) -> None:
+    """ValueError unless ``lr`` and ``eps`` are finite numbers > 0 and ``betas`` two finite numbers in [0, 1): the
+    check of :class:`RowSparseAdam`'s groups, when added and at each step."""
+    pair = isinstance(betas, (tuple, list)) and len(betas) == 2
+    if not (pair and _finite_numbers(lr, eps, *betas) and lr > 0 and eps > 0 and all(0 <= b < 1 for b in betas)):
+        raise ValueError(f"need finite lr > 0, betas (two numbers in [0, 1)), eps > 0; got lr={lr!r}, "
+                         f"betas={betas!r}, eps={eps!r}")
 
 
 def _adam_moments(values, old_exp_avg, old_exp_avg_sq, beta1, beta2):

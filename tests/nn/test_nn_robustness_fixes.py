@@ -14,6 +14,7 @@ import re
 import pytest
 import torch
 
+from qpnlp.hilbert import random_unitary
 from qpnlp.nn import (CGRNN, CayleyStepSGD, ComplexConv1d, ComplexDropout, ComplexLinear,
                       ComplexMultiheadSelfAttention, ComplexOrderEmbedding, ComplexRNN, ComplexWordEmbedding, Hirose,
                       ModReLU,
@@ -141,6 +142,44 @@ def test_cayley_step_sgd_checks_every_groups_rate(lr, message):
     with pytest.raises(ValueError, match=message):
         CayleyStepSGD([weight], lr=lr)
     CayleyStepSGD([dict(params=[weight], lr=0.1)], lr=0.2)
+
+
+@pytest.mark.parametrize("lr, message", [(NAN, "^lr must be a finite number > 0; got nan$"),
+                                         (-1.0, r"^lr must be positive; got -1.0$"),
+                                         (1e39, r"^lr must be at most 3.403e\+38, the largest torch.float32 "
+                                                r"\(parameter 0 of param_groups\[{}\]\); got 1e\+39$")])
+def test_cayley_step_sgd_checks_a_rate_set_in_param_groups_at_the_step(lr, message):
+    # the constructor checked lr, but a rate written into param_groups later (a scheduler's, one's own) was not:
+    # -1 stepped up the loss, and a NaN in a later group was refused only after the earlier groups had stepped
+    weights = [torch.nn.Parameter(random_unitary(3, dtype=C64)) for _ in range(2)]
+    optimiser = CayleyStepSGD([weights[0]], lr=0.1)
+    optimiser.add_param_group(dict(params=[weights[1]]))
+    before = [w.detach().clone() for w in weights]
+    for w in weights:
+        w.grad = torch.randn(3, 3, dtype=C64)
+    for index in (0, 1):                                    # a later group fails: no group is stepped
+        optimiser.param_groups[index]["lr"] = lr
+        with pytest.raises(ValueError, match=message.format(index)):
+            optimiser.step()
+        assert all(torch.equal(w, b) for w, b in zip(weights, before))
+        optimiser.param_groups[index]["lr"] = 0.1
+    optimiser.step()
+    assert not any(torch.equal(w, b) for w, b in zip(weights, before))
+
+
+def test_cayley_step_sgd_under_a_scheduler_lowering_the_rate_takes_its_rates():
+    # the check at every step lets legal rates through: each step is cayley_step at the scheduler's rate
+    torch.manual_seed(5)
+    weight = torch.nn.Parameter(random_unitary(3, dtype=C64))
+    expected = weight.detach().clone()
+    optimiser = CayleyStepSGD([weight], lr=0.4)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimiser, step_size=1, gamma=0.5)
+    for step in range(4):
+        weight.grad = torch.randn(3, 3, dtype=C64)
+        expected = cayley_step(expected, weight.grad, 0.4 * 0.5 ** step)
+        optimiser.step()
+        scheduler.step()
+    assert optimiser.param_groups[0]["lr"] == 0.4 / 16 and torch.equal(weight.detach(), expected)
 
 
 # ------------------------------------------------------------------------------- 4. inputs of the layers

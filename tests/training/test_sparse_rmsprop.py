@@ -1,5 +1,6 @@
 """SparseRMSprop: lazy row updates, equal to torch's RMSprop when every row is touched."""
 
+import math
 import re
 
 import pytest
@@ -431,3 +432,66 @@ def test_a_gradient_that_is_not_finite_still_makes_its_entry_nan(kind, value):
     param.grad = _gradient(grad, kind)
     optimiser.step()
     assert param[2, 1].isnan() and param.isnan().sum() == 1
+    param.grad = _gradient(torch.ones(4, 3), kind)          # a finite gradient later: the entry stays as it was
+    optimiser.step()
+    average = optimiser.state[param]["square_avg"]
+    assert param[2, 1].isnan() and param.isnan().sum() == 1 and average.isfinite().sum() == 11
+    assert average[2, 1].isnan() if math.isnan(value) else average[2, 1] == value
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_row_sparse_adam_makes_the_entry_of_a_gradient_that_is_not_finite_nan(value):
+    # the module docstring: that entry NaN (not its row), its moments NaN, or inf then NaN at its next step
+    table = nn.Parameter(torch.zeros(4, 3))
+    optimiser = RowSparseAdam([table], lr=0.1)
+    grad = torch.ones(4, 3)
+    grad[2, 1] = value
+    for step, gradient in enumerate((grad, torch.ones(4, 3))):
+        table.grad = gradient.to_sparse(1)
+        optimiser.step()
+        moments = [optimiser.state[table][key] for key in ("exp_avg", "exp_avg_sq")]
+        assert table[2, 1].isnan() and table.isnan().sum() == 1 and all(m.isfinite().sum() == 11 for m in moments)
+        assert all(m[2, 1].isnan() if math.isnan(value) or step else m[2, 1] == value for m in moments)
+
+
+@pytest.mark.parametrize("group", [dict(lr=1e39), dict(lr=float("nan")), dict(lr=-1.0), dict(betas=(0.9, 1.0)),
+                                   dict(eps=float("inf"))])
+def test_row_sparse_adam_checks_a_rate_set_in_param_groups_at_the_step(group):
+    # the constructor checked lr, but a value written into param_groups later (a scheduler's, one's own) was not:
+    # lr=1e39 stepped the batch's rows of a float32 table to -inf, lr=nan wrote NaN, lr=-1 climbed the loss
+    table = nn.Embedding(5, 3, sparse=True)
+    later = nn.Parameter(torch.zeros(2, 3))
+    optimiser = RowSparseAdam(table.parameters(), lr=0.1)
+    optimiser.add_param_group(dict(params=[later]))
+    table(torch.tensor([1, 2])).sum().backward()
+    later.grad = torch.ones(2, 3).to_sparse(1)
+    before = table.weight.detach().clone()
+    message = (r"^lr must be at most 3.403e\+38, the largest torch.float32 \(parameter 0 of param_groups\[{}\]\); "
+               r"got 1e\+39$" if group.get("lr") == 1e39 else
+               r"^need finite lr > 0, betas \(two numbers in \[0, 1\)\), eps > 0; got lr=")
+    for index in (0, 1):                                    # a later group fails: no group is stepped
+        optimiser.param_groups[index].update(group)
+        with pytest.raises(ValueError, match=message.format(index)):
+            optimiser.step()
+        assert torch.equal(table.weight, before) and torch.equal(later, torch.zeros(2, 3)) and not optimiser.state
+        optimiser.param_groups[index].update(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
+    optimiser.step()
+    assert optimiser.state[table.weight]["step"] == optimiser.state[later]["step"] == 1
+
+
+def test_row_sparse_adam_under_a_scheduler_lowering_the_rate_steps_as_torchs_sparse_adam():
+    # the check at every step lets legal rates through: a scheduler's, as torch's SparseAdam takes them
+    torch.manual_seed(4)
+    ours, theirs = nn.Embedding(6, 3, sparse=True), nn.Embedding(6, 3, sparse=True)
+    theirs.weight.data.copy_(ours.weight.data)
+    optimisers = RowSparseAdam(ours.parameters(), lr=0.05), torch.optim.SparseAdam(theirs.parameters(), lr=0.05)
+    schedulers = [torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5) for opt in optimisers]
+    for step in range(4):
+        ids, target = torch.randint(0, 6, (1, 4)), torch.randn(1, 4, 3)
+        for emb, opt, scheduler in zip((ours, theirs), optimisers, schedulers):
+            opt.zero_grad()
+            _loss(emb, ids, target).backward()
+            opt.step()
+            scheduler.step()
+    assert optimisers[0].param_groups[0]["lr"] == 0.05 / 16
+    torch.testing.assert_close(ours.weight, theirs.weight)
