@@ -191,6 +191,15 @@ def _check_lr(lr: float) -> float:
     return lr
 
 
+def _check_matrices(params: list[Tensor]) -> None:
+    """ValueError unless every one of ``params`` (a group's, as torch stores them) is a square complex matrix, the
+    parameters of :class:`CayleyStepSGD`, whose constructor alone checked them: a real vector or a non-square
+    matrix given to ``add_param_group`` was kept, and refused only at a step, by :func:`cayley_step`."""
+    for p in params:
+        if not p.is_complex() or p.ndim != 2 or p.shape[0] != p.shape[1]:
+            raise ValueError(f"CayleyStepSGD needs square complex matrices; got {tuple(p.shape)} {p.dtype}")
+
+
 class CayleyStepSGD(torch.optim.Optimizer):
     r"""Riemannian SGD on the unitary group with the Cayley retraction (poster eq. 3).
 
@@ -218,17 +227,19 @@ class CayleyStepSGD(torch.optim.Optimizer):
 
     def __init__(self, params: Iterable[Tensor], lr: float = 1e-3):
         super().__init__(params, dict(lr=_check_lr(lr)))
-        for group in self.param_groups:
-            for p in group["params"]:
-                if not p.is_complex() or p.ndim != 2 or p.shape[0] != p.shape[1]:
-                    raise ValueError(f"CayleyStepSGD needs square complex matrices; got {tuple(p.shape)} {p.dtype}")
 
     def add_param_group(self, param_group: dict) -> None:
-        """Add a group (torch's rule), its ``lr`` (its own or the default) a finite number > 0 no larger than its
-        matrices' dtype holds (``qpnlp._checks.add_param_group_fitting``; ``ValueError``): a group's own NaN,
-        negative or 1e39 rate (complex64) passed, and the step left NaN matrices."""
+        """Add a group (torch's rule; the constructor's groups come here too), its ``lr`` (its own or the default) a
+        finite number > 0 no larger than its matrices' dtype holds (``qpnlp._checks.add_param_group_fitting``;
+        ``ValueError``): a group's own NaN, negative or 1e39 rate (complex64) passed, and the step left NaN matrices.
+        Every parameter must be a square complex matrix (``_check_matrices``); a group that fails is not kept."""
         _check_lr(param_group.get("lr", self.defaults["lr"]))
         add_param_group_fitting(self, param_group)
+        try:
+            _check_matrices(self.param_groups[-1]["params"])
+        except ValueError:
+            self.param_groups.pop()
+            raise
 
     @torch.no_grad()
     def step(self, closure=None):

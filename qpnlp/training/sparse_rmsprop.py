@@ -84,7 +84,8 @@ def _row_sparse(grad: torch.Tensor) -> torch.Tensor:
 
 #: RMSprop's :math:`|g| / \sqrt{s}` is at most :math:`1 / \sqrt{1 - \alpha}` (:math:`s \ge (1 - \alpha) g^2`), and a
 #: few float32 ulps more: the limit of the rate keeps this margin (a rate at the bound itself stepped rows to inf).
-_RMSPROP_ROUNDING = 1 + 1e-6
+#: Adam's limit (``_adam_step_gain``) keeps it too.
+_ROUNDING = 1 + 1e-6
 
 
 class SparseRMSprop(torch.optim.Optimizer):
@@ -178,9 +179,9 @@ def _check_hyper_parameters(lr, alpha, eps) -> None:
 
 def _step_gain(alpha: float) -> tuple[float, str]:
     """The largest factor RMSprop's step multiplies lr by, :math:`1 / \\sqrt{1 - \\alpha}` with the rounding margin
-    ``_RMSPROP_ROUNDING``, and the words that say so: the ``gain`` and ``why`` of
+    ``_ROUNDING``, and the words that say so: the ``gain`` and ``why`` of
     ``qpnlp._checks.check_rate_fits``."""
-    return (_RMSPROP_ROUNDING / math.sqrt(1 - alpha),
+    return (_ROUNDING / math.sqrt(1 - alpha),
             f"SparseRMSprop's step multiplies lr by up to 1 / sqrt(1 - alpha), alpha={alpha:g}")
 
 
@@ -290,11 +291,13 @@ class RowSparseAdam(torch.optim.SparseAdam):
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (torch's rule), its ``lr``, ``betas`` and ``eps`` (its own or the defaults) checked first, as
         :class:`SparseRMSprop` checks its own: finite numbers with lr > 0, two betas in [0, 1), eps > 0
-        (``ValueError``), and lr no larger than the parameters' dtype holds (1e39 on float32 tables stepped them to
-        inf or NaN). torch's SparseAdam checks the constructor's values only, and lets an infinite rate pass."""
+        (``ValueError``), and Adam's largest step, lr times ``_adam_step_gain(betas)`` (7.27 at the defaults), no
+        larger than the parameters' dtype holds (1e39 on float32 tables stepped them to inf or NaN, and so did 3e38
+        after a run of zero gradients). torch's SparseAdam checks the constructor's values only, and lets an infinite
+        rate pass."""
         lr, betas, eps = (param_group.get(key, self.defaults[key]) for key in ("lr", "betas", "eps"))
         _check_adam_hyper_parameters(lr, betas, eps)
-        add_param_group_fitting(self, param_group)
+        add_param_group_fitting(self, param_group, *_adam_step_gain(betas))
 
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's, then :func:`check_state_shapes` (a state of other parameters is a ``ValueError``)."""
@@ -316,7 +319,7 @@ class RowSparseAdam(torch.optim.SparseAdam):
                 loss = closure()
         for index, group in enumerate(self.param_groups):
             _check_adam_hyper_parameters(group["lr"], group["betas"], group["eps"])
-            check_rate_fits(group, where=f"param_groups[{index}]")
+            check_rate_fits(group, *_adam_step_gain(group["betas"]), where=f"param_groups[{index}]")
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
@@ -370,6 +373,36 @@ def _check_adam_hyper_parameters(lr, betas, eps) -> None:
     if not (pair and _finite_numbers(lr, eps, *betas) and lr > 0 and eps > 0 and all(0 <= b < 1 for b in betas)):
         raise ValueError(f"need finite lr > 0, betas (two numbers in [0, 1)), eps > 0; got lr={lr!r}, "
                          f"betas={betas!r}, eps={eps!r}")
+
+
+def _adam_step_gain(betas) -> tuple[float, str]:
+    r"""The largest factor Adam's step multiplies lr by, and the words that say so: the ``gain`` and ``why`` of
+    ``qpnlp._checks.check_rate_fits`` for :class:`RowSparseAdam` (``betas``: checked ones).
+
+    The step of an entry is :math:`\eta\, \hat m_t / \sqrt{\hat v_t}` (:math:`\epsilon` only shrinks it), with
+    :math:`\hat m_t = \sum_{k<t} a_k g_{t-k}`, :math:`a_k = (1 - \beta_1) \beta_1^k / (1 - \beta_1^t)` and
+    :math:`\hat v_t = \sum_{k<t} c_k g_{t-k}^2`, :math:`c_k = (1 - \beta_2) \beta_2^k / (1 - \beta_2^t)`. By
+    Cauchy-Schwarz :math:`|\hat m_t| / \sqrt{\hat v_t} \le \sqrt{\sum_k a_k^2 / c_k}`, reached by gradients
+    :math:`g_{t-k} \propto (\beta_1 / \beta_2)^k` (growing by :math:`\beta_2 / \beta_1` a step), and with
+    :math:`q = \beta_1^2 / \beta_2 < 1` this is at most its limit for :math:`t \to \infty`,
+
+    .. math::
+        G = \frac{1 - \beta_1}{\sqrt{(1 - \beta_2)(1 - q)}}
+
+    (:math:`(1 - \beta_2^t)(1 - q^t) \le (1 - \beta_1^t)^2`: the difference is a square), 7.27 at the defaults
+    (0.9, 0.999), at least 1 (the first step's). Kingma & Ba's :math:`(1 - \beta_1) / \sqrt{1 - \beta_2}` (3.16,
+    their section 2.1) is one gradient after zeros, and a table stepped past it: lr = max / 3.16 after 10000 zero
+    gradients and 300 growing ones stepped a float32 entry to inf. ``_ROUNDING`` is kept as for RMSprop. With
+    :math:`\beta_1 \ge \sqrt{\beta_2}` the ratio has no bound (it grows with the step count): the gain is then
+    1, the first step's, and a long crafted run of gradients can still overflow.
+    """
+    beta1, beta2 = betas
+    if beta1 ** 2 >= beta2:
+        return 1.0, ""
+    gain = (1 - beta1) / math.sqrt((1 - beta2) * (1 - beta1 ** 2 / beta2))
+    return (_ROUNDING * gain,
+            f"Adam's step multiplies lr by up to (1 - beta1) / sqrt((1 - beta2)(1 - beta1^2 / beta2)), "
+            f"betas=({beta1:g}, {beta2:g})")
 
 
 def _adam_moments(values, old_exp_avg, old_exp_avg_sq, beta1, beta2):

@@ -385,3 +385,19 @@ def test_cgrnn_refuses_an_initial_state_that_is_not_a_tensor():
     """A list met an AttributeError ('list' object has no attribute 'shape')."""
     with pytest.raises(TypeError, match="h0 must be a torch.Tensor; got list"):
         CGRNN(4, 3)(_z(1, 2, 4), h0=[[0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("param", [torch.zeros(4), torch.zeros(3, 4, dtype=C64), torch.zeros(3, 3)])
+def test_cayley_step_sgd_checks_the_matrices_of_an_added_group(param):
+    # only the constructor checked its matrices: add_param_group kept a real vector or a non-square matrix, refused
+    # only at a step (by cayley_step); every group now meets the constructor's check and message, and is not kept
+    message = re.escape(f"CayleyStepSGD needs square complex matrices; got {tuple(param.shape)} {param.dtype}")
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        CayleyStepSGD([param], lr=0.1)
+    optimiser = CayleyStepSGD([torch.nn.Parameter(torch.eye(3, dtype=C64))], lr=0.1)
+    groups = [dict(group) for group in optimiser.param_groups]
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        optimiser.add_param_group(dict(params=[param]))
+    assert optimiser.param_groups == groups
+    optimiser.add_param_group(dict(params=[torch.nn.Parameter(torch.eye(2, dtype=C64))]))
+    assert len(optimiser.param_groups) == 2

@@ -257,7 +257,7 @@ def test_a_rate_beyond_the_largest_float_of_the_table_is_refused(kind, dtype):
     # lr=1e39 passed the finite check: RowSparseAdam stepped the batch's rows of a float32 table to inf or NaN, and
     # SparseRMSprop met torch's "value cannot be converted to type float without overflow" at its first step
     table = torch.nn.Embedding(5, 3, sparse=True, dtype=dtype)
-    limit = r"3.403e\+38, the largest torch.float32" if kind is RowSparseAdam else _RMSPROP_LIMIT
+    limit = _ADAM_LIMIT if kind is RowSparseAdam else _RMSPROP_LIMIT
     message = rf"^lr must be at most {limit} \(parameter 0 of its group\); got 1e\+39$"
     if dtype == torch.float32:
         with pytest.raises(ValueError, match=message):
@@ -275,6 +275,8 @@ def test_a_rate_beyond_the_largest_float_of_the_table_is_refused(kind, dtype):
 
 _RMSPROP_LIMIT = (r"3.403e\+37, the largest torch.float32 / 10 \(SparseRMSprop's step multiplies lr by up to "
                   r"1 / sqrt\(1 - alpha\), alpha=0.99\)")
+_ADAM_LIMIT = (r"4.68e\+37, the largest torch.float32 / 7.27 \(Adam's step multiplies lr by up to \(1 - beta1\) / "
+               r"sqrt\(\(1 - beta2\)\(1 - beta1\^2 / beta2\)\), betas=\(0.9, 0.999\)\)")
 
 
 @pytest.mark.parametrize("sparse", [True, False])
@@ -466,7 +468,7 @@ def test_row_sparse_adam_checks_a_rate_set_in_param_groups_at_the_step(group):
     table(torch.tensor([1, 2])).sum().backward()
     later.grad = torch.ones(2, 3).to_sparse(1)
     before = table.weight.detach().clone()
-    message = (r"^lr must be at most 3.403e\+38, the largest torch.float32 \(parameter 0 of param_groups\[{}\]\); "
+    message = (rf"^lr must be at most {_ADAM_LIMIT} \(parameter 0 of param_groups\[{{}}\]\); "
                r"got 1e\+39$" if group.get("lr") == 1e39 else
                r"^need finite lr > 0, betas \(two numbers in \[0, 1\)\), eps > 0; got lr=")
     for index in (0, 1):                                    # a later group fails: no group is stepped
@@ -477,6 +479,40 @@ def test_row_sparse_adam_checks_a_rate_set_in_param_groups_at_the_step(group):
         optimiser.param_groups[index].update(lr=0.1, betas=(0.9, 0.999), eps=1e-8)
     optimiser.step()
     assert optimiser.state[table.weight]["step"] == optimiser.state[later]["step"] == 1
+
+
+def _last_adam_step(lr: float, gradients: list[float], zeros: int) -> float:
+    """The last step of a float32 entry under RowSparseAdam (default betas): ``zeros`` zero gradients (as a state
+    of that many steps, its moments still 0), then ``gradients``; the entry is set to 0 before the last one."""
+    table = nn.Parameter(torch.zeros(2, 1))
+    optimiser = RowSparseAdam([table], lr=lr)
+    table.grad = torch.sparse_coo_tensor([[0]], [[0.0]], (2, 1), check_invariants=True)
+    optimiser.step()
+    optimiser.state[table]["step"] = zeros
+    for gradient in gradients:
+        table.data.zero_()
+        table.grad = torch.sparse_coo_tensor([[0]], [[gradient]], (2, 1), check_invariants=True)
+        optimiser.step()
+    return -float(table.detach()[0, 0])
+
+
+@pytest.mark.parametrize("compiled", ["1", "0"])
+def test_row_sparse_adam_refuses_a_rate_that_its_step_multiplies_past_the_largest_float(compiled, monkeypatch):
+    # Adam's step is up to 7.27 lr at the default betas, not lr: lr=3e38 (under the largest float32, accepted) stepped
+    # an entry to inf at the first large gradient after zeros (3.15 lr), and lr=1.07e38 (max / 3.16, Kingma & Ba's
+    # bound) after gradients growing by beta2 / beta1 a step; the largest rate now allowed stays finite there
+    monkeypatch.setenv("QPNLP_SPARSE_ADAM_COMPILED", compiled)
+    table = nn.Parameter(torch.zeros(2, 1))
+    for lr in (3e38, 1.07e38):
+        with pytest.raises(ValueError, match=rf"^lr must be at most {_ADAM_LIMIT} \(parameter 0 of its group\); "):
+            RowSparseAdam([table], lr=lr)
+    largest = torch.finfo(torch.float32).max / 7.2702918 / (1 + 1e-6)
+    with pytest.raises(ValueError, match="at most 4.68e"):
+        RowSparseAdam([table], lr=largest * 1.00001)
+    growing = [(0.999 / 0.9) ** k for k in range(300)]             # the worst case: the ratio's supremum
+    step = _last_adam_step(largest, growing, zeros=10000)
+    assert math.isfinite(step) and step > 7.27 * largest
+    assert _last_adam_step(largest, [1.0], zeros=5000) > 3.15 * largest
 
 
 def test_row_sparse_adam_under_a_scheduler_lowering_the_rate_steps_as_torchs_sparse_adam():
