@@ -125,10 +125,11 @@ def check_lr(lr: object) -> float:
 
 
 def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict, gain: float = 1.0,
-                            why: str = "") -> None:
+                            why: str = "", check=None) -> None:
     """torch's ``add_param_group``, then ValueError naming ``lr`` when the group's rate times ``gain`` is larger than
-    the largest value of a parameter's dtype (:data:`FLOAT32_MAX` for a float32 or complex64 table); the group is
-    removed again.
+    the largest value of a parameter's dtype (:data:`FLOAT32_MAX` for a float32 or complex64 table), or when
+    ``check(group)`` (an optimiser's own check of the stored group, e.g. of its parameters' shapes) raises one; the
+    group is removed again.
 
     The one overflow check of qpnlp's optimisers, as ``TrainConfig`` checks its rates: the step ``lr * update`` is
     inf there, and the parameters became inf or NaN with no error (or met torch's "value cannot be converted to type
@@ -149,6 +150,8 @@ def add_param_group_fitting(optimiser: torch.optim.Optimizer, param_group: dict,
     torch.optim.Optimizer.add_param_group(optimiser, param_group)
     try:
         check_rate_fits(optimiser.param_groups[-1], gain, why)
+        if check is not None:
+            check(optimiser.param_groups[-1])
     except ValueError:
         optimiser.param_groups.pop()
         raise

@@ -191,11 +191,11 @@ def _check_lr(lr: float) -> float:
     return lr
 
 
-def _check_matrices(params: list[Tensor]) -> None:
-    """ValueError unless every one of ``params`` (a group's, as torch stores them) is a square complex matrix, the
+def _check_matrices(group: dict) -> None:
+    """ValueError unless every parameter of ``group`` (as torch stores it) is a square complex matrix, the
     parameters of :class:`CayleyStepSGD`, whose constructor alone checked them: a real vector or a non-square
     matrix given to ``add_param_group`` was kept, and refused only at a step, by :func:`cayley_step`."""
-    for p in params:
+    for p in group["params"]:
         if not p.is_complex() or p.ndim != 2 or p.shape[0] != p.shape[1]:
             raise ValueError(f"CayleyStepSGD needs square complex matrices; got {tuple(p.shape)} {p.dtype}")
 
@@ -234,12 +234,7 @@ class CayleyStepSGD(torch.optim.Optimizer):
         ``ValueError``): a group's own NaN, negative or 1e39 rate (complex64) passed, and the step left NaN matrices.
         Every parameter must be a square complex matrix (``_check_matrices``); a group that fails is not kept."""
         _check_lr(param_group.get("lr", self.defaults["lr"]))
-        add_param_group_fitting(self, param_group)
-        try:
-            _check_matrices(self.param_groups[-1]["params"])
-        except ValueError:
-            self.param_groups.pop()
-            raise
+        add_param_group_fitting(self, param_group, check=_check_matrices)
 
     @torch.no_grad()
     def step(self, closure=None):
